@@ -1,0 +1,56 @@
+#include "client/io/image_file.h"
+
+#include <fstream>
+#include <iterator>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "cuimg/codec/image_codec.h"
+#include "cuimg/common/status_macros.h"
+
+namespace cuimg {
+
+absl::StatusOr<std::vector<std::uint8_t>> ReadFileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                  std::istreambuf_iterator<char>());
+  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read failed"));
+  return bytes;
+}
+
+absl::Status WriteFileBytes(const std::string& path, const std::vector<std::uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return absl::PermissionDeniedError(absl::StrCat(path, ": cannot create"));
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!out) return absl::DataLossError(absl::StrCat(path, ": write failed"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Image> ReadImageFile(const std::string& path) {
+  CUIMG_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, ReadFileBytes(path));
+  absl::StatusOr<Image> image = DecodeImage(bytes);
+  if (!image.ok()) {
+    return absl::Status(image.status().code(), absl::StrCat(path, ": ", image.status().message()));
+  }
+  return image;
+}
+
+absl::Status WriteImageFile(const std::string& path, const ImageView& image) {
+  const std::string lower = absl::AsciiStrToLower(path);
+  absl::StatusOr<std::vector<std::uint8_t>> bytes;
+  if (absl::EndsWith(lower, ".png")) {
+    bytes = EncodePng(image);
+  } else if (absl::EndsWith(lower, ".jpg") || absl::EndsWith(lower, ".jpeg")) {
+    bytes = EncodeJpeg(image);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": unknown extension (use .png or .jpg)"));
+  }
+  if (!bytes.ok()) {
+    return absl::Status(bytes.status().code(), absl::StrCat(path, ": ", bytes.status().message()));
+  }
+  return WriteFileBytes(path, *bytes);
+}
+
+}  // namespace cuimg

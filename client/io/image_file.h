@@ -1,0 +1,24 @@
+// Image files for the client, chosen by extension: .png, .jpg/.jpeg.
+#ifndef CUIMG_CLIENT_IO_IMAGE_FILE_H_
+#define CUIMG_CLIENT_IO_IMAGE_FILE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cuimg/common/image.h"
+
+namespace cuimg {
+
+absl::StatusOr<std::vector<std::uint8_t>> ReadFileBytes(const std::string& path);
+absl::Status WriteFileBytes(const std::string& path, const std::vector<std::uint8_t>& bytes);
+
+// Reads a PNG or JPEG (8- or 16-bit; colour as BGR).
+absl::StatusOr<Image> ReadImageFile(const std::string& path);
+// Writes by extension: .png (U8/U16), .jpg/.jpeg (U8).
+absl::Status WriteImageFile(const std::string& path, const ImageView& image);
+
+}  // namespace cuimg
+
+#endif  // CUIMG_CLIENT_IO_IMAGE_FILE_H_

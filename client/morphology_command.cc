@@ -1,0 +1,150 @@
+// `cuimg morphology`: reads an image, sends it (each channel of a colour image separately:
+// Morphology works on one channel, as OpenCV applies it per channel), writes the result.
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "client/commands.h"
+#include "client/io/image_file.h"
+#include "client/morphology_spec.h"
+#include "cuimg/v1/imaging_service.grpc.pb.h"
+
+namespace cuimg {
+namespace {
+
+v1::PixelType ToProto(PixelType type) {
+  switch (type) {
+    case PixelType::kU8: return v1::PIXEL_TYPE_U8;
+    case PixelType::kU16: return v1::PIXEL_TYPE_U16;
+    case PixelType::kI16: return v1::PIXEL_TYPE_I16;
+    case PixelType::kF32: break;
+  }
+  return v1::PIXEL_TYPE_F32;
+}
+
+int Usage(const std::string& message) {
+  std::fprintf(stderr, "usage: %s\n", message.c_str());
+  return kExitUsage;
+}
+
+// Builds the chain from --steps, or one step from --op/--shape/--size/...
+absl::StatusOr<std::vector<v1::MorphologyStep>> BuildSteps(const MorphologyCommand& c) {
+  std::vector<v1::MorphologyStep> steps;
+  if (!c.steps.empty()) {
+    auto parsed = ParseSteps(c.steps);
+    if (!parsed.ok()) return parsed.status();
+    steps = *std::move(parsed);
+  } else {
+    auto step = ParseStep(c.op + ":" + c.shape + ":" + c.size + ":" + std::to_string(c.iterations));
+    if (!step.ok()) return step.status();
+    steps.push_back(*std::move(step));
+  }
+  for (v1::MorphologyStep& step : steps) {
+    if (c.border == "constant") {
+      step.set_border_mode(v1::BORDER_MODE_CONSTANT);
+      step.set_border_value(c.border_value);
+    } else if (c.border != "neutral") {
+      return absl::InvalidArgumentError("--border: expected neutral or constant");
+    }
+    if (!c.anchor.empty()) {
+      std::vector<int> a;
+      for (absl::string_view part : absl::StrSplit(c.anchor, ',')) {
+        int v = 0;
+        if (!absl::SimpleAtoi(part, &v) || v < 0) {
+          return absl::InvalidArgumentError("--anchor: expected x,y or x,y,z (non-negative)");
+        }
+        a.push_back(v);
+      }
+      if (a.size() < 2 || a.size() > 3) {
+        return absl::InvalidArgumentError("--anchor: expected x,y or x,y,z");
+      }
+      step.mutable_element()->set_anchor_x(a[0]);
+      step.mutable_element()->set_anchor_y(a[1]);
+      if (a.size() == 3) step.mutable_element()->set_anchor_z(a[2]);
+    }
+    if (step.element().shape() == v1::ELEMENT_SHAPE_CUSTOM) {
+      if (c.mask.empty()) return absl::InvalidArgumentError("shape custom needs --mask FILE.png");
+      auto mask = ReadImageFile(c.mask);
+      if (!mask.ok()) return mask.status();
+      if (mask->type() != PixelType::kU8 || mask->channels() != 1) {
+        return absl::InvalidArgumentError("--mask: expected an 8-bit gray PNG");
+      }
+      step.mutable_element()->set_width(static_cast<std::uint32_t>(mask->extent().width));
+      step.mutable_element()->set_height(static_cast<std::uint32_t>(mask->extent().height));
+      step.mutable_element()->set_depth(0);
+      step.mutable_element()->set_mask(reinterpret_cast<const char*>(mask->bytes()),
+                                       mask->size_bytes());
+    }
+  }
+  return steps;
+}
+
+}  // namespace
+
+int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& command) {
+  if (command.input.empty() || command.output.empty()) {
+    return Usage("cuimg morphology --input IN.png --output OUT.png [--op ... --shape ... --size WxH]");
+  }
+  absl::StatusOr<std::vector<v1::MorphologyStep>> steps = BuildSteps(command);
+  if (!steps.ok()) return Usage(std::string(steps.status().message()));
+  absl::StatusOr<Image> input = ReadImageFile(command.input);
+  if (!input.ok()) return Usage(std::string(input.status().message()));
+
+  auto stub = v1::Imaging::NewStub(MakeChannel(connection));
+  const int channels = input->channels();
+  const std::size_t pixel = PixelSize(input->type());
+  const std::int64_t pixels = input->extent().Pixels();
+  Image output(input->type(), input->extent(), channels);
+  std::string timing;
+  const auto start = std::chrono::steady_clock::now();
+  for (int c = 0; c < channels; ++c) {
+    v1::MorphologyRequest request;
+    v1::Image* image = request.mutable_input()->mutable_image();
+    image->set_pixel_type(ToProto(input->type()));
+    image->set_width(static_cast<std::uint32_t>(input->extent().width));
+    image->set_height(static_cast<std::uint32_t>(input->extent().height));
+    std::string* data = image->mutable_data();
+    data->resize(pixels * pixel);
+    for (std::int64_t i = 0; i < pixels; ++i) {  // de-interleave one channel
+      std::memcpy(&(*data)[i * pixel], input->bytes() + (i * channels + c) * pixel, pixel);
+    }
+    for (const v1::MorphologyStep& step : *steps) *request.add_steps() = step;
+    grpc::ClientContext context;
+    PrepareContext(connection, &context);
+    v1::MorphologyResponse response;
+    const grpc::Status status = stub->Morphology(&context, request, &response);
+    if (!status.ok()) return ReportRpcError(status);
+    const std::string& out = response.result().image().data();
+    if (out.size() != static_cast<std::size_t>(pixels * pixel)) {
+      std::fprintf(stderr, "error: the server returned %zu bytes, expected %zu\n", out.size(),
+                   static_cast<std::size_t>(pixels * pixel));
+      return kExitRpcError;
+    }
+    for (std::int64_t i = 0; i < pixels; ++i) {
+      std::memcpy(output.bytes() + (i * channels + c) * pixel, &out[i * pixel], pixel);
+    }
+    timing = ServerTiming(context);
+  }
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (absl::Status s = WriteImageFile(command.output, output.view()); !s.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
+    return kExitUsage;
+  }
+  if (command.json) {
+    std::printf("{\"output\": \"%s\", \"width\": %lld, \"height\": %lld, \"channels\": %d, "
+                "\"round_trip_ms\": %.3f, \"server_timing\": \"%s\"}\n",
+                command.output.c_str(), static_cast<long long>(input->extent().width),
+                static_cast<long long>(input->extent().height), channels, ms, timing.c_str());
+  } else {
+    std::printf("wrote %s (%lldx%lld, %d channel%s, %s) in %.2f ms; server: %s\n",
+                command.output.c_str(), static_cast<long long>(input->extent().width),
+                static_cast<long long>(input->extent().height), channels, channels == 1 ? "" : "s",
+                std::string(PixelTypeName(input->type())).c_str(), ms, timing.c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace cuimg

@@ -1,0 +1,31 @@
+# The only place that finds dependencies. All come from Debian packages (scripts/install_deps.sh)
+# or the CUDA toolkit on the machine; nothing is fetched at configure time.
+find_package(Threads REQUIRED)
+find_package(CUDAToolkit REQUIRED)
+find_package(absl CONFIG REQUIRED)
+# Debian 12 ships no protobuf CMake config: module mode.
+find_package(Protobuf REQUIRED)
+find_package(gRPC CONFIG REQUIRED)
+find_package(prometheus-cpp CONFIG REQUIRED)
+find_package(PNG REQUIRED)
+find_package(JPEG REQUIRED)
+
+if(CUIMG_BUILD_TESTS)
+  find_package(GTest CONFIG REQUIRED)
+  include(GoogleTest)
+  find_package(Python3 REQUIRED COMPONENTS Interpreter)
+
+  # OpenCV 4.6 is a test oracle only. Debian's config file ships with the heavy libopencv-dev
+  # meta package; the module packages we install carry headers and libraries, so find them here.
+  find_path(CUIMG_OPENCV_INCLUDE_DIR opencv2/core.hpp PATH_SUFFIXES opencv4 REQUIRED)
+  add_library(cuimg_opencv INTERFACE)
+  foreach(module core imgproc imgcodecs objdetect videoio)
+    find_library(CUIMG_OPENCV_${module} NAMES opencv_${module} REQUIRED)
+    target_link_libraries(cuimg_opencv INTERFACE ${CUIMG_OPENCV_${module}})
+  endforeach()
+  target_include_directories(cuimg_opencv SYSTEM INTERFACE ${CUIMG_OPENCV_INCLUDE_DIR})
+endif()
+
+find_program(CUIMG_PROTOC protoc REQUIRED)
+find_program(CUIMG_GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
+find_program(CUIMG_GRPC_PYTHON_PLUGIN grpc_python_plugin REQUIRED)

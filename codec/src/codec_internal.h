@@ -1,0 +1,14 @@
+// Per-format entry points behind DecodeImage.
+#ifndef CUIMG_CODEC_SRC_CODEC_INTERNAL_H_
+#define CUIMG_CODEC_SRC_CODEC_INTERNAL_H_
+
+#include "cuimg/codec/image_codec.h"
+
+namespace cuimg {
+
+absl::StatusOr<Image> DecodePng(absl::Span<const std::uint8_t> bytes, const DecodeLimits& limits);
+absl::StatusOr<Image> DecodeJpeg(absl::Span<const std::uint8_t> bytes, const DecodeLimits& limits);
+
+}  // namespace cuimg
+
+#endif  // CUIMG_CODEC_SRC_CODEC_INTERNAL_H_

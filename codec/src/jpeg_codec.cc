@@ -1,0 +1,72 @@
+// JPEG through TurboJPEG (libjpeg-turbo), which reports errors by return value, not longjmp.
+#include <turbojpeg.h>
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "codec_internal.h"
+
+namespace cuimg {
+namespace {
+
+struct TjDeleter {
+  void operator()(void* handle) const { tjDestroy(handle); }
+};
+using TjHandle = std::unique_ptr<void, TjDeleter>;
+
+}  // namespace
+
+absl::StatusOr<Image> DecodeJpeg(absl::Span<const std::uint8_t> bytes,
+                                 const DecodeLimits& limits) {
+  TjHandle tj(tjInitDecompress());
+  if (!tj) return absl::ResourceExhaustedError("tjInitDecompress failed");
+  int width = 0;
+  int height = 0;
+  int subsampling = 0;
+  int colorspace = 0;
+  if (tjDecompressHeader3(tj.get(), bytes.data(), static_cast<unsigned long>(bytes.size()), &width,
+                          &height, &subsampling, &colorspace) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("corrupt JPEG: ", tjGetErrorStr2(tj.get())));
+  }
+  if (width < 1 || height < 1 || width > limits.max_side || height > limits.max_side ||
+      static_cast<std::int64_t>(width) * height > limits.max_pixels) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("JPEG image ", width, "x", height, " exceeds the pixel limits"));
+  }
+  const bool gray = colorspace == TJCS_GRAY;
+  const int channels = gray ? 1 : 3;
+  Image image(PixelType::kU8, Extent{width, height, 1}, channels);
+  if (tjDecompress2(tj.get(), bytes.data(), static_cast<unsigned long>(bytes.size()),
+                    image.bytes(), width, width * channels, height,
+                    gray ? TJPF_GRAY : TJPF_BGR, TJFLAG_ACCURATEDCT) != 0 &&
+      tjGetErrorCode(tj.get()) == TJERR_FATAL) {
+    return absl::InvalidArgumentError(absl::StrCat("corrupt JPEG: ", tjGetErrorStr2(tj.get())));
+  }
+  return image;
+}
+
+absl::StatusOr<std::vector<std::uint8_t>> EncodeJpeg(const ImageView& image, int quality) {
+  if (image.type != PixelType::kU8 || image.extent.depth != 1 ||
+      (image.channels != 1 && image.channels != 3)) {
+    return absl::InvalidArgumentError("JPEG needs a 2D U8 image with 1 or 3 channels");
+  }
+  if (quality < 1 || quality > 100) return absl::InvalidArgumentError("JPEG quality: not in [1, 100]");
+  TjHandle tj(tjInitCompress());
+  if (!tj) return absl::ResourceExhaustedError("tjInitCompress failed");
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;
+  const bool gray = image.channels == 1;
+  const int width = static_cast<int>(image.extent.width);
+  const int height = static_cast<int>(image.extent.height);
+  if (tjCompress2(tj.get(), static_cast<const unsigned char*>(image.data), width,
+                  width * image.channels, height, gray ? TJPF_GRAY : TJPF_BGR, &buffer, &size,
+                  gray ? TJSAMP_GRAY : TJSAMP_420, quality, TJFLAG_ACCURATEDCT) != 0) {
+    tjFree(buffer);
+    return absl::InternalError(absl::StrCat("JPEG encoding failed: ", tjGetErrorStr2(tj.get())));
+  }
+  std::vector<std::uint8_t> out(buffer, buffer + size);
+  tjFree(buffer);
+  return out;
+}
+
+}  // namespace cuimg

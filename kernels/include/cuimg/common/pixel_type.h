@@ -1,0 +1,107 @@
+// Pixel element types and the one runtime-type -> template dispatch used across cuimg.
+#ifndef CUIMG_COMMON_PIXEL_TYPE_H_
+#define CUIMG_COMMON_PIXEL_TYPE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include "absl/strings/string_view.h"
+#include <type_traits>
+#include <utility>
+
+#include "absl/status/status.h"
+
+namespace cuimg {
+
+enum class PixelType { kU8, kU16, kI16, kF32 };
+
+// Size of one element in bytes.
+constexpr std::size_t PixelSize(PixelType type) {
+  switch (type) {
+    case PixelType::kU8:
+      return 1;
+    case PixelType::kU16:
+    case PixelType::kI16:
+      return 2;
+    case PixelType::kF32:
+      return 4;
+  }
+  return 0;
+}
+
+constexpr absl::string_view PixelTypeName(PixelType type) {
+  switch (type) {
+    case PixelType::kU8:
+      return "u8";
+    case PixelType::kU16:
+      return "u16";
+    case PixelType::kI16:
+      return "i16";
+    case PixelType::kF32:
+      return "f32";
+  }
+  return "?";
+}
+
+template <typename T>
+struct PixelTypeOf;
+template <>
+struct PixelTypeOf<std::uint8_t> {
+  static constexpr PixelType value = PixelType::kU8;
+};
+template <>
+struct PixelTypeOf<std::uint16_t> {
+  static constexpr PixelType value = PixelType::kU16;
+};
+template <>
+struct PixelTypeOf<std::int16_t> {
+  static constexpr PixelType value = PixelType::kI16;
+};
+template <>
+struct PixelTypeOf<float> {
+  static constexpr PixelType value = PixelType::kF32;
+};
+
+// Calls `fn(T{})` with T the C++ type of `type` and returns its result. This is the single
+// runtime -> compile-time switch: every per-type entry point goes through it.
+template <typename Fn>
+decltype(auto) VisitPixelType(PixelType type, Fn&& fn) {
+  switch (type) {
+    case PixelType::kU8:
+      return std::forward<Fn>(fn)(std::uint8_t{});
+    case PixelType::kU16:
+      return std::forward<Fn>(fn)(std::uint16_t{});
+    case PixelType::kI16:
+      return std::forward<Fn>(fn)(std::int16_t{});
+    case PixelType::kF32:
+      break;
+  }
+  return std::forward<Fn>(fn)(float{});
+}
+
+// The value of `v` converted to T as OpenCV's saturate_cast does: rounded to nearest (ties to
+// even) and clamped for integer T; NaN becomes 0 for integer T.
+template <typename T>
+T SaturateCast(double v);
+
+// Largest and lowest values of T; infinities for float, so that "outside never wins".
+template <typename T>
+constexpr T PixelMax() {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::numeric_limits<T>::infinity();
+  } else {
+    return std::numeric_limits<T>::max();
+  }
+}
+template <typename T>
+constexpr T PixelLowest() {
+  if constexpr (std::is_floating_point_v<T>) {
+    return -std::numeric_limits<T>::infinity();
+  } else {
+    return std::numeric_limits<T>::lowest();
+  }
+}
+
+}  // namespace cuimg
+
+#endif  // CUIMG_COMMON_PIXEL_TYPE_H_

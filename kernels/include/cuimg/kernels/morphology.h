@@ -1,0 +1,60 @@
+// Morphology on the GPU: a plan built once on the host, run asynchronously on a stream.
+#ifndef CUIMG_KERNELS_MORPHOLOGY_H_
+#define CUIMG_KERNELS_MORPHOLOGY_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cuimg/common/image.h"
+#include "cuimg/kernels/morphology_types.h"
+
+namespace cuimg {
+
+// A morphology chain prepared for one pixel type and extent.
+//
+// Contract of Run():
+// - Pixel types u8, u16, i16, f32; one channel; 2D (depth 1) or 3D.
+// - `in` and `out` are device pointers to extent.Pixels() elements, densely packed (x fastest);
+//   `out` must not overlap `in` or the workspace. `in` is only read.
+// - `workspace` is WorkspaceBytes() bytes of device memory, 256-byte aligned, used exclusively
+//   by this call until the stream reaches its end.
+// - Asynchronous on `stream`: nothing is synchronized; the caller synchronizes. The plan's host
+//   tables are copied from memory the plan owns, so the plan must outlive the queued work.
+// - Results equal MorphologyReference bit for bit (integer types; f32 up to the sign of zero).
+// - Deterministic: the same inputs give the same outputs.
+class MorphologyPlan {
+ public:
+  // INVALID_ARGUMENT when the chain is empty, an iteration count is < 1 or the extent is empty.
+  static absl::StatusOr<MorphologyPlan> Create(PixelType type, const Extent& extent,
+                                               std::vector<MorphologyStep> steps);
+
+  std::size_t WorkspaceBytes() const { return workspace_bytes_; }
+  // Kernel launches Run() makes (for benchmarks and launch-count reporting).
+  int LaunchCount() const;
+  absl::Status Run(const void* in, void* out, void* workspace, cudaStream_t stream) const;
+
+  PixelType type() const { return type_; }
+  const Extent& extent() const { return extent_; }
+
+ private:
+  MorphologyPlan() = default;
+
+  PixelType type_ = PixelType::kU8;
+  Extent extent_;
+  std::vector<MorphologyStep> steps_;
+  // Chords of every step's element, concatenated, as int4 (dx, dy, dz, length).
+  std::vector<int> chord_table_;
+  std::vector<std::size_t> chord_offset_;  // per step, in chords
+  std::vector<int> chord_count_;           // per step
+  std::size_t table_bytes_ = 0;
+  std::size_t image_bytes_ = 0;
+  int scratch_images_ = 0;
+  std::size_t workspace_bytes_ = 0;
+};
+
+}  // namespace cuimg
+
+#endif  // CUIMG_KERNELS_MORPHOLOGY_H_

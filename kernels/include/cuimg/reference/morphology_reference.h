@@ -1,0 +1,26 @@
+// CPU reference for morphology: the definition, written plainly. It is the test oracle for the
+// CUDA kernels (which must match it bit for bit) and backs the server's CPU backend.
+#ifndef CUIMG_REFERENCE_MORPHOLOGY_REFERENCE_H_
+#define CUIMG_REFERENCE_MORPHOLOGY_REFERENCE_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cuimg/common/image.h"
+#include "cuimg/kernels/morphology_types.h"
+
+namespace cuimg {
+
+// Runs `steps` in order on `input` (one channel, any pixel type, 2D or 3D) and returns an image of
+// the same type and extent. Erosion: out(p) = min over members m of in(p + m - anchor), with
+// outside pixels as the step's border says; dilation uses max. For f32 the min/max are IEEE
+// minNum/maxNum (std::fmin/fmax), so NaN never wins against a number.
+// Uses up to `threads` threads (0 = hardware concurrency). INVALID_ARGUMENT if input has more
+// than one channel or steps is empty.
+absl::StatusOr<Image> MorphologyReference(const Image& input,
+                                          const std::vector<MorphologyStep>& steps,
+                                          int threads = 0);
+
+}  // namespace cuimg
+
+#endif  // CUIMG_REFERENCE_MORPHOLOGY_REFERENCE_H_

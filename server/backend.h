@@ -1,0 +1,55 @@
+// Backends execute validated jobs on host buffers: CUDA on GPUs, or the CPU reference where
+// there is none. The service never sees CUDA.
+#ifndef CUIMG_SERVER_BACKEND_H_
+#define CUIMG_SERVER_BACKEND_H_
+
+#include <memory>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cuimg/common/image.h"
+#include "cuimg/kernels/morphology_types.h"
+#include "server/server_options.h"
+
+namespace cuimg {
+
+// Server-side time of one request by stage, microseconds; device -1 for the CPU backend.
+struct StageTimes {
+  double queue_us = 0;
+  double decode_us = 0;
+  double h2d_us = 0;
+  double kernel_us = 0;
+  double d2h_us = 0;
+  double total_us = 0;
+  int device = -1;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // "cuda" or "cpu".
+  virtual absl::string_view name() const = 0;
+  // One line for the start-up log: devices, memory.
+  virtual std::string Describe() const = 0;
+
+  // Runs a morphology chain. `in` and `out` are host buffers of the same type and extent, one
+  // channel; `out` is preallocated and must not overlap `in`. Thread-safe. Fills the h2d, kernel,
+  // d2h and device fields of `times`.
+  virtual absl::Status Morphology(const ImageView& in, const ImageView& out,
+                                  const std::vector<MorphologyStep>& steps, StageTimes* times) = 0;
+};
+
+// The CPU backend: the CPU references, `threads` threads per request (0 = all cores).
+std::unique_ptr<Backend> CreateCpuBackend(int threads);
+
+// The CUDA backend over every usable device; UNAVAILABLE when there is none.
+absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const ServerOptions& options);
+
+// kAuto picks CUDA when a usable device exists, else the CPU backend.
+absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const ServerOptions& options);
+
+}  // namespace cuimg
+
+#endif  // CUIMG_SERVER_BACKEND_H_

@@ -1,0 +1,69 @@
+#include "server/call_scope.h"
+
+#include "absl/strings/str_format.h"
+#include "server/log.h"
+#include "server/status_conversion.h"
+
+namespace cuimg {
+namespace {
+
+double MicrosSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+CallScope::CallScope(absl::string_view rpc, grpc::CallbackServerContext* ctx,
+                     ServerMetrics* metrics)
+    : rpc_(rpc), ctx_(ctx), metrics_(metrics), start_(std::chrono::steady_clock::now()) {
+  metrics_->AddInflight(rpc_, 1);
+}
+
+CallScope::~CallScope() {
+  if (!completed_) metrics_->AddInflight(rpc_, -1);
+}
+
+void CallScope::MarkStarted() { times_.queue_us = MicrosSince(start_); }
+
+absl::Status CallScope::CheckAlive() const {
+  if (ctx_->IsCancelled()) return absl::CancelledError("the client cancelled the request");
+  if (std::chrono::system_clock::now() > ctx_->deadline()) {
+    return absl::DeadlineExceededError("the request's deadline passed before execution");
+  }
+  return absl::OkStatus();
+}
+
+grpc::Status CallScope::Complete(const absl::Status& status) {
+  times_.total_us = MicrosSince(start_);
+  ctx_->AddTrailingMetadata(
+      "cuimg-timing",
+      absl::StrFormat("queue_us=%.1f decode_us=%.1f h2d_us=%.1f kernel_us=%.1f d2h_us=%.1f "
+                      "total_us=%.1f device=%d",
+                      times_.queue_us, times_.decode_us, times_.h2d_us, times_.kernel_us,
+                      times_.d2h_us, times_.total_us, times_.device));
+  metrics_->RecordRequest(rpc_, status.code(), times_, times_.total_us * 1e-6);
+  metrics_->AddInflight(rpc_, -1);
+  completed_ = true;
+  const LogLevel level = status.ok() ? LogLevel::kDebug
+                         : status.code() == absl::StatusCode::kInternal ||
+                                 status.code() == absl::StatusCode::kUnavailable
+                             ? LogLevel::kError
+                             : LogLevel::kInfo;
+  Log(level, "event=request rpc=", rpc_, " code=", StatusCodeName(status.code()),
+      " total_us=", static_cast<std::int64_t>(times_.total_us),
+      " kernel_us=", static_cast<std::int64_t>(times_.kernel_us), " device=", times_.device,
+      status.ok() ? "" : " message=\"", status.ok() ? "" : status.message(),
+      status.ok() ? "" : "\"");
+  return ToGrpcStatus(status);
+}
+
+std::string CallerIdentity(const grpc::CallbackServerContext& ctx) {
+  const auto auth = ctx.auth_context();
+  if (auth != nullptr && auth->IsPeerAuthenticated()) {
+    const auto ids = auth->GetPeerIdentity();
+    if (!ids.empty()) return std::string(ids.front().data(), ids.front().size());
+  }
+  return "anonymous";
+}
+
+}  // namespace cuimg

@@ -1,0 +1,50 @@
+// CallScope: one RPC's lifecycle bookkeeping: in-flight gauge, stage times, the `cuimg-timing`
+// trailer, and the request counter/latency metrics, all recorded exactly once at completion.
+#ifndef CUIMG_SERVER_CALL_SCOPE_H_
+#define CUIMG_SERVER_CALL_SCOPE_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <string>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/status.h"
+#include "server/backend.h"
+#include "server/metrics.h"
+
+namespace cuimg {
+
+class CallScope {
+ public:
+  CallScope(absl::string_view rpc, grpc::CallbackServerContext* ctx, ServerMetrics* metrics);
+  ~CallScope();
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+
+  StageTimes& times() { return times_; }
+  grpc::CallbackServerContext* context() const { return ctx_; }
+  // Marks the end of queueing (the request starts executing).
+  void MarkStarted();
+  // CANCELLED or DEADLINE_EXCEEDED when the client is gone or out of time; checked before and
+  // between stages so no device work is done for a dead request.
+  absl::Status CheckAlive() const;
+  // Records metrics and the timing trailer; returns the status to finish the RPC with.
+  grpc::Status Complete(const absl::Status& status);
+
+ private:
+  std::string rpc_;
+  grpc::CallbackServerContext* ctx_;
+  ServerMetrics* metrics_;
+  std::chrono::steady_clock::time_point start_;
+  StageTimes times_;
+  bool completed_ = false;
+};
+
+// The identity that owns resident objects: the TLS peer identity when there is one, else
+// "anonymous".
+std::string CallerIdentity(const grpc::CallbackServerContext& ctx);
+
+}  // namespace cuimg
+
+#endif  // CUIMG_SERVER_CALL_SCOPE_H_

@@ -1,0 +1,75 @@
+#include "server/grpc_server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <chrono>
+#include <exception>
+
+#include "absl/strings/str_cat.h"
+
+namespace cuimg {
+
+absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOptions& options,
+                                                                std::unique_ptr<Backend> backend) {
+  auto server = std::unique_ptr<CuimgServer>(new CuimgServer());
+  server->backend_ = std::move(backend);
+  server->registry_ = std::make_shared<prometheus::Registry>();
+  server->metrics_ =
+      std::make_unique<ServerMetrics>(*server->registry_, kVersion, server->backend_->name());
+  if (!options.metrics_address.empty()) {
+    // prometheus-cpp reports a failed bind by exception; this is the only place one can arise.
+    try {
+      server->exposer_ = std::make_unique<prometheus::Exposer>(options.metrics_address, 2);
+    } catch (const std::exception& e) {
+      return absl::UnavailableError(
+          absl::StrCat("metrics_address ", options.metrics_address, ": ", e.what()));
+    }
+    server->exposer_->RegisterCollectable(server->registry_);
+    const std::vector<int> ports = server->exposer_->GetListeningPorts();
+    server->metrics_port_ = ports.empty() ? 0 : ports.front();
+  }
+  server->queue_ = std::make_unique<WorkQueue>(options.worker_threads, options.max_inflight_requests);
+  server->store_ = std::make_unique<ResidentStore>(ResidentStoreOptions{
+      options.resident_budget_bytes, options.resident_ttl_seconds,
+      options.resident_max_ttl_seconds});
+  server->service_ = std::make_unique<ImagingService>(options, server->backend_.get(),
+                                                      server->queue_.get(), server->store_.get(),
+                                                      server->metrics_.get());
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
+                           &server->grpc_port_);
+  builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  builder.SetMaxSendMessageSize(-1);
+  builder.RegisterService(server->service_.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->grpc_port_ == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("listen_address ", options.listen_address, ": could not bind"));
+  }
+  grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService();
+  health->SetServingStatus(kServiceName, true);
+  health->SetServingStatus(true);
+  return server;
+}
+
+CuimgServer::~CuimgServer() { Shutdown(absl::ZeroDuration()); }
+
+void CuimgServer::Shutdown(absl::Duration grace) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (server_ != nullptr) {
+    if (auto* health = server_->GetHealthCheckService()) {
+      health->SetServingStatus(kServiceName, false);
+      health->SetServingStatus(false);
+    }
+    server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(grace));
+    server_->Wait();
+  }
+  if (queue_ != nullptr) queue_->Shutdown();
+}
+
+}  // namespace cuimg

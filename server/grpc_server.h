@@ -1,0 +1,62 @@
+// CuimgServer: owns the gRPC server (health, reflection), the Prometheus exposer, the work queue,
+// the resident store and the service, and shuts them down in order.
+#ifndef CUIMG_SERVER_GRPC_SERVER_H_
+#define CUIMG_SERVER_GRPC_SERVER_H_
+
+#include <grpcpp/grpcpp.h>
+#include <prometheus/exposer.h>
+#include <prometheus/registry.h>
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/backend.h"
+#include "server/imaging_service.h"
+#include "server/metrics.h"
+#include "server/resident_store.h"
+#include "server/server_options.h"
+#include "server/work_queue.h"
+
+namespace cuimg {
+
+inline constexpr char kServiceName[] = "cuimg.v1.Imaging";
+inline constexpr char kVersion[] = "0.1.0";
+
+class CuimgServer {
+ public:
+  // Binds the gRPC and metrics addresses (port 0 picks a free port) and starts serving.
+  // UNAVAILABLE when an address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<CuimgServer>> Start(const ServerOptions& options,
+                                                            std::unique_ptr<Backend> backend);
+  ~CuimgServer();
+
+  int grpc_port() const { return grpc_port_; }
+  // 0 when metrics are disabled.
+  int metrics_port() const { return metrics_port_; }
+  Backend& backend() { return *backend_; }
+  prometheus::Registry& registry() { return *registry_; }
+
+  // Health turns NOT_SERVING, new calls are refused, in-flight calls get `grace` to finish (then
+  // are cancelled), and the workers stop. Idempotent.
+  void Shutdown(absl::Duration grace);
+
+ private:
+  CuimgServer() = default;
+
+  std::unique_ptr<Backend> backend_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<ServerMetrics> metrics_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<WorkQueue> queue_;
+  std::unique_ptr<ResidentStore> store_;
+  std::unique_ptr<ImagingService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int grpc_port_ = 0;
+  int metrics_port_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace cuimg
+
+#endif  // CUIMG_SERVER_GRPC_SERVER_H_

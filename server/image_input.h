@@ -1,0 +1,33 @@
+// Resolves a validated ImageInput to pixels: inline bytes (no copy), a resident object, or a
+// PNG/JPEG decoded under the request limits.
+#ifndef CUIMG_SERVER_IMAGE_INPUT_H_
+#define CUIMG_SERVER_IMAGE_INPUT_H_
+
+#include <memory>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/statusor.h"
+#include "cuimg/common/image.h"
+#include "server/backend.h"
+#include "server/request_validation.h"
+#include "server/resident_store.h"
+
+namespace cuimg {
+
+struct ResolvedImage {
+  // Read-only view of the pixels; valid while this object and the request live.
+  ImageView view;
+  v1::Spacing spacing;
+  // Owners, when the pixels are not the request's own bytes.
+  std::shared_ptr<const StoredImage> resident;
+  std::unique_ptr<Image> decoded;
+};
+
+// Fills times->decode_us for encoded inputs.
+absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, const v1::ImageSource& source,
+                                           absl::string_view identity, ResidentStore& store,
+                                           const RequestLimits& limits, StageTimes* times);
+
+}  // namespace cuimg
+
+#endif  // CUIMG_SERVER_IMAGE_INPUT_H_

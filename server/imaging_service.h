@@ -1,0 +1,64 @@
+// ImagingService: the gRPC face of cuimg. Each handler validates (request_validation), admits the
+// job to the work queue, runs it on the backend and answers; no CUDA here. RPCs whose issues have
+// not landed yet (Gradient, Pyramid, DetectPedestrians, ListModels, Deform, ProcessVolumeStream)
+// keep the generated base class's UNIMPLEMENTED answer.
+#ifndef CUIMG_SERVER_IMAGING_SERVICE_H_
+#define CUIMG_SERVER_IMAGING_SERVICE_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include "cuimg/v1/imaging_service.grpc.pb.h"
+#include "server/backend.h"
+#include "server/call_scope.h"
+#include "server/metrics.h"
+#include "server/request_validation.h"
+#include "server/resident_store.h"
+#include "server/server_options.h"
+#include "server/work_queue.h"
+
+namespace cuimg {
+
+class ImagingService final : public v1::Imaging::CallbackService {
+ public:
+  // All pointers must outlive the service.
+  ImagingService(const ServerOptions& options, Backend* backend, WorkQueue* queue,
+                 ResidentStore* store, ServerMetrics* metrics);
+
+  grpc::ServerUnaryReactor* Morphology(grpc::CallbackServerContext* ctx,
+                                       const v1::MorphologyRequest* request,
+                                       v1::MorphologyResponse* response) override;
+  grpc::ServerReadReactor<v1::UploadRequest>* Upload(grpc::CallbackServerContext* ctx,
+                                                     v1::UploadResponse* response) override;
+  grpc::ServerWriteReactor<v1::DownloadResponse>* Download(
+      grpc::CallbackServerContext* ctx, const v1::DownloadRequest* request) override;
+  grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* ctx,
+                                    const v1::ReleaseRequest* request,
+                                    v1::ReleaseResponse* response) override;
+  grpc::ServerUnaryReactor* ListResident(grpc::CallbackServerContext* ctx,
+                                         const v1::ListResidentRequest* request,
+                                         v1::ListResidentResponse* response) override;
+
+  const ServerOptions& options() const { return options_; }
+  ResidentStore& store() { return *store_; }
+  ServerMetrics& metrics() { return *metrics_; }
+
+ private:
+  absl::Status RunMorphology(const MorphologyJob& job, const v1::MorphologyRequest& request,
+                             CallScope& call, v1::MorphologyResponse* response);
+  // Stores a result for the caller when asked and fills `result` (pixels and/or handle).
+  absl::Status DeliverResult(const OutputSpec& output, absl::string_view identity,
+                             std::unique_ptr<StoredImage> image, v1::ImageResult* result);
+
+  const ServerOptions options_;
+  Backend* backend_;
+  WorkQueue* queue_;
+  ResidentStore* store_;
+  ServerMetrics* metrics_;
+};
+
+// Fills a ResidentObject message from the store's description.
+void ToProto(const ResidentInfo& info, v1::ResidentObject* out);
+
+}  // namespace cuimg
+
+#endif  // CUIMG_SERVER_IMAGING_SERVICE_H_

@@ -1,0 +1,147 @@
+// cuimg-server: flags, start-up summary, and graceful shutdown on SIGTERM/SIGINT.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "server/backend.h"
+#include "server/grpc_server.h"
+#include "server/log.h"
+#include "server/server_options.h"
+
+ABSL_FLAG(std::string, listen_address, "0.0.0.0:50051",
+          "gRPC address (host:port; port 0 picks a free port).");
+ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9464",
+          "Prometheus /metrics address (host:port); empty disables it.");
+ABSL_FLAG(std::string, backend, "auto",
+          "auto (CUDA when a usable GPU exists, else CPU), cuda, or cpu.");
+ABSL_FLAG(int, worker_threads, 4, "Threads executing requests.");
+ABSL_FLAG(int, max_inflight_requests, 64,
+          "Requests admitted at once; more get RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int, cpu_threads_per_request, 0, "CPU backend threads per request (0 = all cores).");
+ABSL_FLAG(int, max_receive_message_bytes, 1 << 30, "Largest request message, bytes.");
+ABSL_FLAG(int64_t, max_pixels, int64_t{1} << 30, "Largest image, width*height*depth.");
+ABSL_FLAG(int, max_side, 65536, "Largest width, height or depth.");
+ABSL_FLAG(int, max_element_extent, 1023, "Largest structuring element extent per axis.");
+ABSL_FLAG(int, max_steps, 64, "Longest morphology chain.");
+ABSL_FLAG(int, max_iterations, 1000, "Most iterations per morphology step.");
+ABSL_FLAG(int, max_pyramid_levels, 64, "Most pyramid levels.");
+ABSL_FLAG(int64_t, max_mesh_vertices, int64_t{1} << 24, "Most vertices per mesh.");
+ABSL_FLAG(uint64_t, resident_budget_bytes, uint64_t{4} << 30,
+          "Resident-object bytes per client identity.");
+ABSL_FLAG(uint32_t, resident_ttl_seconds, 600, "Default resident-object TTL.");
+ABSL_FLAG(uint32_t, resident_max_ttl_seconds, 86400, "Largest resident-object TTL.");
+ABSL_FLAG(int, shutdown_grace_seconds, 30,
+          "On SIGTERM/SIGINT, seconds in-flight requests get to finish.");
+ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error.");
+ABSL_FLAG(std::string, port_file, "",
+          "If set, write {\"grpc\": PORT, \"metrics\": PORT} here once serving.");
+
+namespace {
+
+bool ParseBackend(const std::string& s, cuimg::BackendKind* out) {
+  if (s == "auto") *out = cuimg::BackendKind::kAuto;
+  else if (s == "cuda") *out = cuimg::BackendKind::kCuda;
+  else if (s == "cpu") *out = cuimg::BackendKind::kCpu;
+  else return false;
+  return true;
+}
+
+bool ParseLogLevel(const std::string& s, cuimg::LogLevel* out) {
+  if (s == "debug") *out = cuimg::LogLevel::kDebug;
+  else if (s == "info") *out = cuimg::LogLevel::kInfo;
+  else if (s == "warning") *out = cuimg::LogLevel::kWarning;
+  else if (s == "error") *out = cuimg::LogLevel::kError;
+  else return false;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("cuimg-server: GPU image processing over gRPC.");
+  absl::ParseCommandLine(argc, argv);
+
+  cuimg::ServerOptions options;
+  options.listen_address = absl::GetFlag(FLAGS_listen_address);
+  options.metrics_address = absl::GetFlag(FLAGS_metrics_address);
+  options.worker_threads = absl::GetFlag(FLAGS_worker_threads);
+  options.max_inflight_requests = absl::GetFlag(FLAGS_max_inflight_requests);
+  options.cpu_threads_per_request = absl::GetFlag(FLAGS_cpu_threads_per_request);
+  options.max_receive_message_bytes = absl::GetFlag(FLAGS_max_receive_message_bytes);
+  options.shutdown_grace_seconds = absl::GetFlag(FLAGS_shutdown_grace_seconds);
+  options.resident_budget_bytes = absl::GetFlag(FLAGS_resident_budget_bytes);
+  options.resident_ttl_seconds = absl::GetFlag(FLAGS_resident_ttl_seconds);
+  options.resident_max_ttl_seconds = absl::GetFlag(FLAGS_resident_max_ttl_seconds);
+  options.limits.max_pixels = absl::GetFlag(FLAGS_max_pixels);
+  options.limits.max_side = absl::GetFlag(FLAGS_max_side);
+  options.limits.max_element_extent = absl::GetFlag(FLAGS_max_element_extent);
+  options.limits.max_steps = absl::GetFlag(FLAGS_max_steps);
+  options.limits.max_iterations = absl::GetFlag(FLAGS_max_iterations);
+  options.limits.max_pyramid_levels = absl::GetFlag(FLAGS_max_pyramid_levels);
+  options.limits.max_mesh_vertices = absl::GetFlag(FLAGS_max_mesh_vertices);
+
+  cuimg::LogLevel level;
+  if (!ParseBackend(absl::GetFlag(FLAGS_backend), &options.backend) ||
+      !ParseLogLevel(absl::GetFlag(FLAGS_log_level), &level)) {
+    std::fprintf(stderr, "usage: --backend must be auto|cuda|cpu and --log_level debug|info|"
+                         "warning|error\n");
+    return 2;
+  }
+  if (options.worker_threads < 1 || options.max_inflight_requests < 1 ||
+      options.max_receive_message_bytes < 1 || options.limits.max_element_extent < 1) {
+    std::fprintf(stderr, "usage: thread, in-flight, message and extent limits must be >= 1\n");
+    return 2;
+  }
+  cuimg::SetLogLevel(level);
+
+  // Termination signals are blocked in every thread (all start after this) and taken by sigwait
+  // below, so shutdown runs on this thread, not in a signal handler.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::StatusOr<std::unique_ptr<cuimg::Backend>> backend = cuimg::CreateBackend(options);
+  if (!backend.ok()) {
+    cuimg::Log(cuimg::LogLevel::kError, "event=startup_failed message=\"",
+               backend.status().ToString(), "\"");
+    return 1;
+  }
+  const std::string description = (*backend)->Describe();
+  absl::StatusOr<std::unique_ptr<cuimg::CuimgServer>> server =
+      cuimg::CuimgServer::Start(options, *std::move(backend));
+  if (!server.ok()) {
+    cuimg::Log(cuimg::LogLevel::kError, "event=startup_failed message=\"",
+               server.status().ToString(), "\"");
+    return 1;
+  }
+  cuimg::Log(cuimg::LogLevel::kInfo, "event=startup version=", cuimg::kVersion, " ", description,
+             " grpc_port=", (*server)->grpc_port(), " metrics_port=", (*server)->metrics_port(),
+             " workers=", options.worker_threads,
+             " max_inflight_requests=", options.max_inflight_requests,
+             " max_receive_message_bytes=", options.max_receive_message_bytes,
+             " max_pixels=", options.limits.max_pixels,
+             " max_element_extent=", options.limits.max_element_extent);
+  const std::string port_file = absl::GetFlag(FLAGS_port_file);
+  if (!port_file.empty()) {
+    std::ofstream(port_file) << "{\"grpc\": " << (*server)->grpc_port()
+                             << ", \"metrics\": " << (*server)->metrics_port() << "}\n";
+  }
+
+  int signal = 0;
+  sigwait(&signals, &signal);
+  cuimg::Log(cuimg::LogLevel::kInfo, "event=shutdown signal=", signal,
+             " grace_seconds=", options.shutdown_grace_seconds);
+  (*server)->Shutdown(absl::Seconds(options.shutdown_grace_seconds));
+  cuimg::Log(cuimg::LogLevel::kInfo, "event=stopped");
+  return 0;
+}

@@ -1,0 +1,70 @@
+// Validation at the edge: pure functions from request protos to domain jobs. Every
+// INVALID_ARGUMENT the server returns originates here and names the offending field.
+#ifndef CUIMG_SERVER_REQUEST_VALIDATION_H_
+#define CUIMG_SERVER_REQUEST_VALIDATION_H_
+
+#include <cstdint>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cuimg/common/image.h"
+#include "cuimg/kernels/morphology_types.h"
+#include "cuimg/v1/morphology.pb.h"
+#include "cuimg/v1/types.pb.h"
+#include "server/server_options.h"
+
+namespace cuimg {
+
+// An input image as the request names it; byte views point into the request message, which must
+// outlive the job.
+struct ImageInput {
+  enum class Kind { kInline, kHandle, kEncoded };
+  Kind kind = Kind::kInline;
+  // kInline: the pixels' description and bytes. kEncoded: `bytes` holds the PNG/JPEG file.
+  PixelType type = PixelType::kU8;
+  Extent extent;
+  int channels = 1;
+  absl::string_view bytes;
+  // kHandle: the resident object's handle.
+  std::string handle;
+  // The field path, for messages about the resolved image ("input.image", "input.encoded").
+  std::string field;
+};
+
+struct OutputSpec {
+  bool keep_resident = false;
+  bool omit_data = false;
+  std::uint32_t ttl_seconds = 0;
+};
+
+struct MorphologyJob {
+  ImageInput input;
+  std::vector<MorphologyStep> steps;
+  OutputSpec output;
+};
+
+// `field` names the ImageSource in messages, e.g. "input".
+absl::StatusOr<ImageInput> ValidateImageSource(const v1::ImageSource& source,
+                                               absl::string_view field,
+                                               const RequestLimits& limits);
+
+absl::StatusOr<OutputSpec> ValidateOutputOptions(const v1::OutputOptions& output,
+                                                 absl::string_view field);
+
+absl::StatusOr<MorphologyJob> ValidateMorphologyRequest(const v1::MorphologyRequest& request,
+                                                        const RequestLimits& limits);
+
+// Checks a resolved (inline, decoded or resident) image against Morphology's needs: one channel,
+// and finite border values unless the pixels are F32.
+absl::Status CheckMorphologyInput(const ImageView& image, const MorphologyJob& job);
+
+// The first message of an Upload stream: an image header whose data may be only the first part
+// (at most the full size). Returns the validated header with `bytes` = the data present.
+absl::StatusOr<ImageInput> ValidateUploadHeader(const v1::Image& image,
+                                                const RequestLimits& limits);
+
+}  // namespace cuimg
+
+#endif  // CUIMG_SERVER_REQUEST_VALIDATION_H_

@@ -1,0 +1,226 @@
+// The resident-object RPCs of ImagingService: Upload (client stream), Download (server stream),
+// Release and ListResident.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "cuimg/common/status_macros.h"
+#include "server/imaging_service.h"
+#include "server/proto_conversion.h"
+
+namespace cuimg {
+namespace {
+
+constexpr std::uint32_t kDefaultChunkBytes = 1 << 20;
+
+// Accumulates an Upload stream into one image, checking sizes before every copy.
+class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
+ public:
+  UploadReactor(ImagingService* service, grpc::CallbackServerContext* ctx,
+                v1::UploadResponse* response)
+      : service_(service),
+        ctx_(ctx),
+        response_(response),
+        call_("Upload", ctx, &service->metrics()) {
+    call_.MarkStarted();
+    StartRead(&message_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client half-closed (or the call broke)
+      Finish(call_.Complete(Complete()));
+      return;
+    }
+    const absl::Status status = image_ == nullptr ? Begin() : Append();
+    if (!status.ok()) {
+      Finish(call_.Complete(status));
+      return;
+    }
+    message_.Clear();
+    StartRead(&message_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  absl::Status Begin() {
+    switch (message_.content_case()) {
+      case v1::UploadRequest::kImage:
+        break;
+      case v1::UploadRequest::kMesh:
+        return absl::UnimplementedError(
+            "mesh: resident meshes arrive with the Deform RPC, which is not served yet");
+      case v1::UploadRequest::kChunk:
+        return absl::InvalidArgumentError("chunk: the first message must carry image or mesh");
+      case v1::UploadRequest::CONTENT_NOT_SET:
+        return absl::InvalidArgumentError("content: the first message must carry image or mesh");
+    }
+    CUIMG_ASSIGN_OR_RETURN(ImageInput header,
+                           ValidateUploadHeader(message_.image(), service_->options().limits));
+    const std::uint64_t size =
+        static_cast<std::uint64_t>(header.extent.Pixels()) * header.channels * PixelSize(header.type);
+    if (size > service_->store().budget_bytes()) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "image: ", size, " bytes exceeds the per-client resident budget of ",
+          service_->store().budget_bytes(), " bytes"));
+    }
+    ttl_seconds_ = message_.ttl_seconds();
+    image_ = std::make_unique<StoredImage>();
+    image_->image = Image(header.type, header.extent, header.channels);
+    image_->spacing = message_.image().spacing();
+    return Copy(header.bytes, "image.data");
+  }
+
+  absl::Status Append() {
+    if (message_.content_case() != v1::UploadRequest::kChunk) {
+      return absl::InvalidArgumentError("content: messages after the first must carry chunk");
+    }
+    if (message_.ttl_seconds() != 0) {
+      return absl::InvalidArgumentError("ttl_seconds: only allowed in the first message");
+    }
+    return Copy(message_.chunk(), "chunk");
+  }
+
+  absl::Status Copy(absl::string_view bytes, absl::string_view field) {
+    const std::size_t total = image_->image.size_bytes();
+    if (bytes.size() > total - received_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ": the stream carries more than the image's ", total, " bytes"));
+    }
+    std::memcpy(image_->image.bytes() + received_, bytes.data(), bytes.size());
+    received_ += bytes.size();
+    return absl::OkStatus();
+  }
+
+  absl::Status Complete() {
+    if (ctx_->IsCancelled()) return absl::CancelledError("the client cancelled the upload");
+    if (image_ == nullptr) {
+      return absl::InvalidArgumentError("content: the stream carried no image");
+    }
+    if (received_ != image_->image.size_bytes()) {
+      return absl::InvalidArgumentError(absl::StrCat("chunk: the stream ended after ", received_,
+                                                     " of ", image_->image.size_bytes(),
+                                                     " bytes"));
+    }
+    service_->metrics().AddBytes(static_cast<std::int64_t>(received_), 0);
+    CUIMG_ASSIGN_OR_RETURN(
+        ResidentInfo info,
+        service_->store().Put(CallerIdentity(*ctx_),
+                              std::shared_ptr<const StoredImage>(std::move(image_)), ttl_seconds_));
+    ToProto(info, response_->mutable_object());
+    return absl::OkStatus();
+  }
+
+  ImagingService* service_;
+  grpc::CallbackServerContext* ctx_;
+  v1::UploadResponse* response_;
+  CallScope call_;
+  v1::UploadRequest message_;
+  std::unique_ptr<StoredImage> image_;
+  std::size_t received_ = 0;
+  std::uint32_t ttl_seconds_ = 0;
+};
+
+// Streams a resident image back: header and first chunk, then chunks.
+class DownloadReactor final : public grpc::ServerWriteReactor<v1::DownloadResponse> {
+ public:
+  DownloadReactor(ImagingService* service, grpc::CallbackServerContext* ctx,
+                  const v1::DownloadRequest* request)
+      : service_(service), call_("Download", ctx, &service->metrics()) {
+    call_.MarkStarted();
+    const absl::Status status = Start(*request, CallerIdentity(*ctx));
+    if (!status.ok()) Finish(call_.Complete(status));
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(call_.Complete(absl::CancelledError("the client stopped reading")));
+      return;
+    }
+    if (offset_ == image_->image.size_bytes()) {
+      service_->metrics().AddBytes(0, static_cast<std::int64_t>(offset_));
+      Finish(call_.Complete(absl::OkStatus()));
+      return;
+    }
+    message_.Clear();
+    NextChunk(message_.mutable_chunk());
+    StartWrite(&message_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  absl::Status Start(const v1::DownloadRequest& request, const std::string& identity) {
+    if (request.chunk_bytes() != 0 &&
+        (request.chunk_bytes() < (1u << 16) || request.chunk_bytes() > (1u << 24))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "chunk_bytes: ", request.chunk_bytes(), " is not in [65536, 16777216]"));
+    }
+    chunk_ = request.chunk_bytes() == 0 ? kDefaultChunkBytes : request.chunk_bytes();
+    absl::StatusOr<std::shared_ptr<const StoredImage>> image =
+        service_->store().Get(identity, request.handle());
+    if (!image.ok()) {
+      return absl::Status(image.status().code(),
+                          absl::StrCat("handle: ", image.status().message()));
+    }
+    image_ = *std::move(image);
+    v1::Image* header = message_.mutable_image();
+    SetImageHeader(image_->image.view(), header);
+    *header->mutable_spacing() = image_->spacing;
+    NextChunk(header->mutable_data());
+    StartWrite(&message_);
+    return absl::OkStatus();
+  }
+
+  void NextChunk(std::string* out) {
+    const std::size_t n = std::min<std::size_t>(chunk_, image_->image.size_bytes() - offset_);
+    out->assign(reinterpret_cast<const char*>(image_->image.bytes()) + offset_, n);
+    offset_ += n;
+  }
+
+  ImagingService* service_;
+  CallScope call_;
+  std::shared_ptr<const StoredImage> image_;
+  v1::DownloadResponse message_;
+  std::size_t chunk_ = kDefaultChunkBytes;
+  std::size_t offset_ = 0;
+};
+
+}  // namespace
+
+grpc::ServerReadReactor<v1::UploadRequest>* ImagingService::Upload(
+    grpc::CallbackServerContext* ctx, v1::UploadResponse* response) {
+  return new UploadReactor(this, ctx, response);
+}
+
+grpc::ServerWriteReactor<v1::DownloadResponse>* ImagingService::Download(
+    grpc::CallbackServerContext* ctx, const v1::DownloadRequest* request) {
+  return new DownloadReactor(this, ctx, request);
+}
+
+grpc::ServerUnaryReactor* ImagingService::Release(grpc::CallbackServerContext* ctx,
+                                                  const v1::ReleaseRequest* request,
+                                                  v1::ReleaseResponse*) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  CallScope call("Release", ctx, metrics_);
+  absl::Status status = store_->Release(CallerIdentity(*ctx), request->handle());
+  if (!status.ok()) status = absl::Status(status.code(), absl::StrCat("handle: ", status.message()));
+  reactor->Finish(call.Complete(status));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ImagingService::ListResident(grpc::CallbackServerContext* ctx,
+                                                       const v1::ListResidentRequest*,
+                                                       v1::ListResidentResponse* response) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  CallScope call("ListResident", ctx, metrics_);
+  const std::string identity = CallerIdentity(*ctx);
+  for (const ResidentInfo& info : store_->List(identity)) ToProto(info, response->add_objects());
+  response->set_used_bytes(store_->UsedBytes(identity));
+  response->set_budget_bytes(store_->budget_bytes());
+  reactor->Finish(call.Complete(absl::OkStatus()));
+  return reactor;
+}
+
+}  // namespace cuimg

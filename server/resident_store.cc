@@ -1,0 +1,135 @@
+#include "server/resident_store.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace cuimg {
+
+ResidentStore::ResidentStore(ResidentStoreOptions options, Clock clock)
+    : options_(options), clock_(std::move(clock)), rng_(std::random_device{}()) {}
+
+absl::StatusOr<ResidentInfo> ResidentStore::Put(absl::string_view identity,
+                                                std::shared_ptr<const StoredImage> image,
+                                                std::uint32_t ttl_seconds) {
+  if (ttl_seconds > options_.max_ttl_seconds) {
+    return absl::InvalidArgumentError(absl::StrCat("ttl_seconds: ", ttl_seconds,
+                                                   " exceeds the server maximum ",
+                                                   options_.max_ttl_seconds));
+  }
+  const std::uint64_t size = image->image.size_bytes();
+  if (size > options_.budget_bytes_per_identity) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("resident object of ", size, " bytes exceeds the per-client budget of ",
+                     options_.budget_bytes_per_identity, " bytes"));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  const absl::Time now = clock_();
+  ExpireLocked(now);
+  // Evict this identity's least recently used objects until the new one fits.
+  while (UsedLocked(identity) + size > options_.budget_bytes_per_identity) {
+    auto lru = entries_.end();
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->second.identity != identity) continue;
+      if (lru == entries_.end() || it->second.last_used < lru->second.last_used) lru = it;
+    }
+    entries_.erase(lru);
+    ++evictions_;
+  }
+  Entry entry;
+  entry.identity = std::string(identity);
+  entry.info.handle = NewHandleLocked();
+  entry.info.type = image->image.type();
+  entry.info.extent = image->image.extent();
+  entry.info.channels = image->image.channels();
+  entry.info.size_bytes = size;
+  entry.info.ttl_seconds = ttl_seconds == 0 ? options_.default_ttl_seconds : ttl_seconds;
+  entry.image = std::move(image);
+  entry.last_used = now;
+  ResidentInfo info = entry.info;
+  entries_.emplace(info.handle, std::move(entry));
+  return info;
+}
+
+absl::StatusOr<std::shared_ptr<const StoredImage>> ResidentStore::Get(absl::string_view identity,
+                                                                      absl::string_view handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const absl::Time now = clock_();
+  ExpireLocked(now);
+  auto it = entries_.find(handle);
+  // Another identity's handle looks exactly like a missing one.
+  if (it == entries_.end() || it->second.identity != identity) {
+    return absl::NotFoundError(absl::StrCat("no resident object '", handle, "'"));
+  }
+  it->second.last_used = now;
+  return it->second.image;
+}
+
+absl::StatusOr<ResidentInfo> ResidentStore::Describe(absl::string_view identity,
+                                                     absl::string_view handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ExpireLocked(clock_());
+  auto it = entries_.find(handle);
+  if (it == entries_.end() || it->second.identity != identity) {
+    return absl::NotFoundError(absl::StrCat("no resident object '", handle, "'"));
+  }
+  return it->second.info;
+}
+
+absl::Status ResidentStore::Release(absl::string_view identity, absl::string_view handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(handle);
+  if (it == entries_.end() || it->second.identity != identity) {
+    return absl::NotFoundError(absl::StrCat("no resident object '", handle, "'"));
+  }
+  entries_.erase(it);
+  return absl::OkStatus();
+}
+
+std::vector<ResidentInfo> ResidentStore::List(absl::string_view identity) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ExpireLocked(clock_());
+  std::vector<ResidentInfo> out;
+  for (const auto& [handle, entry] : entries_) {
+    if (entry.identity == identity) out.push_back(entry.info);
+  }
+  return out;
+}
+
+std::uint64_t ResidentStore::UsedBytes(absl::string_view identity) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ExpireLocked(clock_());
+  return UsedLocked(identity);
+}
+
+std::uint64_t ResidentStore::evictions() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return evictions_;
+}
+
+void ResidentStore::ExpireLocked(absl::Time now) {
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (now - it->second.last_used > absl::Seconds(it->second.info.ttl_seconds)) {
+      it = entries_.erase(it);
+      ++evictions_;
+    } else {
+      ++it;
+    }
+  }
+}
+
+std::uint64_t ResidentStore::UsedLocked(absl::string_view identity) const {
+  std::uint64_t used = 0;
+  for (const auto& [handle, entry] : entries_) {
+    if (entry.identity == identity) used += entry.info.size_bytes;
+  }
+  return used;
+}
+
+std::string ResidentStore::NewHandleLocked() {
+  // 128 random bits: handles cannot be guessed.
+  return absl::StrFormat("img-%016x%016x", rng_(), rng_());
+}
+
+}  // namespace cuimg

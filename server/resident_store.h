@@ -1,0 +1,88 @@
+// ResidentStore: images and volumes kept on the server between requests, by handle. Each object
+// belongs to one caller identity, is invisible to others, expires after its TTL without use, and
+// counts against the identity's byte budget (least recently used objects are evicted to make room).
+#ifndef CUIMG_SERVER_RESIDENT_STORE_H_
+#define CUIMG_SERVER_RESIDENT_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "cuimg/common/image.h"
+#include "cuimg/v1/types.pb.h"
+
+namespace cuimg {
+
+struct StoredImage {
+  Image image;
+  v1::Spacing spacing;
+};
+
+struct ResidentInfo {
+  std::string handle;
+  PixelType type = PixelType::kU8;
+  Extent extent;
+  int channels = 1;
+  std::uint64_t size_bytes = 0;
+  std::uint32_t ttl_seconds = 0;
+};
+
+struct ResidentStoreOptions {
+  std::uint64_t budget_bytes_per_identity = std::uint64_t{4} << 30;
+  std::uint32_t default_ttl_seconds = 600;
+  std::uint32_t max_ttl_seconds = 86400;
+};
+
+class ResidentStore {
+ public:
+  using Clock = std::function<absl::Time()>;
+  explicit ResidentStore(ResidentStoreOptions options, Clock clock = [] { return absl::Now(); });
+
+  // Stores `image` for `identity`; ttl 0 means the default. INVALID_ARGUMENT for a TTL over the
+  // maximum; RESOURCE_EXHAUSTED when the object alone exceeds the identity's budget. Older
+  // objects of the identity are evicted (least recently used first) to make room.
+  absl::StatusOr<ResidentInfo> Put(absl::string_view identity,
+                                   std::shared_ptr<const StoredImage> image,
+                                   std::uint32_t ttl_seconds);
+  // NOT_FOUND when the handle does not exist, expired, or belongs to another identity.
+  absl::StatusOr<std::shared_ptr<const StoredImage>> Get(absl::string_view identity,
+                                                         absl::string_view handle);
+  absl::StatusOr<ResidentInfo> Describe(absl::string_view identity, absl::string_view handle);
+  absl::Status Release(absl::string_view identity, absl::string_view handle);
+  std::vector<ResidentInfo> List(absl::string_view identity);
+  std::uint64_t UsedBytes(absl::string_view identity);
+  std::uint64_t budget_bytes() const { return options_.budget_bytes_per_identity; }
+  // Objects evicted for room or by TTL since start.
+  std::uint64_t evictions() const;
+
+ private:
+  struct Entry {
+    std::string identity;
+    std::shared_ptr<const StoredImage> image;
+    ResidentInfo info;
+    absl::Time last_used;
+  };
+  void ExpireLocked(absl::Time now);
+  std::uint64_t UsedLocked(absl::string_view identity) const;
+  std::string NewHandleLocked();
+
+  const ResidentStoreOptions options_;
+  const Clock clock_;
+  mutable std::mutex mu_;
+  std::map<std::string, Entry, std::less<>> entries_;
+  std::mt19937_64 rng_;
+  std::uint64_t evictions_ = 0;
+};
+
+}  // namespace cuimg
+
+#endif  // CUIMG_SERVER_RESIDENT_STORE_H_

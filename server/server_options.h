@@ -1,0 +1,48 @@
+// Every tunable of the server, with its default. main.cc fills it from flags; libraries and tests
+// construct it directly and never read flags.
+#ifndef CUIMG_SERVER_SERVER_OPTIONS_H_
+#define CUIMG_SERVER_SERVER_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+
+namespace cuimg {
+
+enum class BackendKind { kAuto, kCuda, kCpu };
+
+// Per-request limits, enforced by validation before anything is allocated.
+struct RequestLimits {
+  std::int64_t max_pixels = std::int64_t{1} << 30;  // width * height * depth per image
+  int max_side = 65536;                             // each of width, height, depth
+  int max_element_extent = 1023;                    // structuring element, per axis
+  int max_steps = 64;                               // morphology chain length
+  int max_iterations = 1000;                        // per morphology step
+  int max_pyramid_levels = 64;
+  std::int64_t max_mesh_vertices = std::int64_t{1} << 24;
+};
+
+struct ServerOptions {
+  std::string listen_address = "0.0.0.0:50051";
+  // Prometheus /metrics; empty disables the exposer.
+  std::string metrics_address = "0.0.0.0:9464";
+  BackendKind backend = BackendKind::kAuto;
+  // Largest request message accepted (gRPC's receive limit), bytes.
+  int max_receive_message_bytes = 1 << 30;
+  // Threads that execute requests (GPU submission or CPU compute).
+  int worker_threads = 4;
+  // Requests admitted at once (executing or queued); beyond this RESOURCE_EXHAUSTED.
+  int max_inflight_requests = 64;
+  // Threads the CPU backend uses per request (0 = all cores).
+  int cpu_threads_per_request = 0;
+  // On SIGTERM/SIGINT, in-flight requests get this long to finish.
+  int shutdown_grace_seconds = 30;
+  // Resident objects: byte budget per client identity, default and maximum TTL.
+  std::uint64_t resident_budget_bytes = std::uint64_t{4} << 30;
+  std::uint32_t resident_ttl_seconds = 600;
+  std::uint32_t resident_max_ttl_seconds = 86400;
+  RequestLimits limits;
+};
+
+}  // namespace cuimg
+
+#endif  // CUIMG_SERVER_SERVER_OPTIONS_H_

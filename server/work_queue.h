@@ -1,0 +1,47 @@
+// WorkQueue: a fixed pool of worker threads with bounded admission, so overload is answered with
+// RESOURCE_EXHAUSTED instead of an unbounded queue.
+#ifndef CUIMG_SERVER_WORK_QUEUE_H_
+#define CUIMG_SERVER_WORK_QUEUE_H_
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace cuimg {
+
+class WorkQueue {
+ public:
+  // `threads` workers; at most `max_admitted` tasks queued or running at once.
+  WorkQueue(int threads, int max_admitted);
+  // Finishes every admitted task, then joins the workers.
+  ~WorkQueue();
+  WorkQueue(const WorkQueue&) = delete;
+  WorkQueue& operator=(const WorkQueue&) = delete;
+
+  // Admits `task` to run on a worker. RESOURCE_EXHAUSTED (task not run, not kept) when
+  // `max_admitted` tasks are already admitted; UNAVAILABLE after Shutdown().
+  absl::Status Submit(std::function<void()> task);
+  // Stops admitting, runs what was admitted, joins the workers. Idempotent.
+  void Shutdown();
+  int admitted() const;
+
+ private:
+  void WorkerLoop();
+
+  const int max_admitted_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;
+  int admitted_ = 0;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace cuimg
+
+#endif  // CUIMG_SERVER_WORK_QUEUE_H_
