@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "client/commands.h"
-#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpc_protocols/health.grpc.pb.h"
 
 namespace cuimg {
 

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Turns bench.jsonl (cuimg and anchor JSON lines) into a Markdown table for BENCHMARKS.md.
+Anchor workloads are named "<anchor>_<workload>"; those matching a cuimg workload share its row."""
+import json
+import sys
+
+
+def main(jsonl_path, device_path=None):
+    rows, anchors, device, errors = {}, {}, {}, []
+    for line in open(jsonl_path):
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if "error" in item:
+            errors.append(item)
+        elif item.get("impl") == "device":
+            device = item
+        elif item.get("impl") == "cuimg":
+            rows[item["workload"]] = item
+        elif "anchor" in item and "median_us" in item:
+            name = item["workload"]
+            prefix = item["anchor"] + "_"
+            key = name[len(prefix):] if name.startswith(prefix) else name
+            anchors.setdefault(key, {})[item["anchor"]] = item["median_us"]
+    if device_path:
+        print("```")
+        print(open(device_path).read().strip())
+        print("```")
+    if device:
+        print(f"\nDevice: {device['name']} ({device['sms']} SMs), measured copy bandwidth "
+              f"{device['copy_bandwidth_gbps']:.0f} GB/s (read+write), {device['runtime']}.\n")
+    names = sorted({a for v in anchors.values() for a in v})
+    header = "| workload | cuimg median µs | floor µs | × floor | launches | " + \
+        " | ".join(f"{a} µs | {a}/cuimg" for a in names) + " |"
+    print(header)
+    print("|" + "---|" * (5 + 2 * len(names)))
+    for key, r in rows.items():
+        cells = [key, f"{r['median_us']:.1f}", f"{r['floor_us']:.1f}", f"{r['x_floor']:.1f}",
+                 str(r["launches"])]
+        for a in names:
+            t = anchors.get(key, {}).get(a)
+            cells += [f"{t:.1f}", f"{t / r['median_us']:.1f}×"] if t else ["–", "–"]
+        print("| " + " | ".join(cells) + " |")
+    others = {k: v for k, v in anchors.items() if k not in rows}
+    if others:
+        print("\nAnchors without a cuimg row:\n")
+        for key, v in sorted(others.items()):
+            print(f"- {key}: " + ", ".join(f"{a} {t:.1f} µs" for a, t in sorted(v.items())))
+    if errors:
+        print("\nErrors:\n")
+        for e in errors:
+            print(f"- {e.get('anchor', e.get('impl', '?'))} {e.get('workload', '')}: {e['error'][:200]}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

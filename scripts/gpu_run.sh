@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine from the bundle (bash bundle/gpu_run.sh): every GPU test, the GPU tests
+# under compute-sanitizer, the server on the CUDA backend driven over the wire (and compared with the
+# CPU backend byte for byte), then the benchmarks with their anchors. Results go to $OUT (or
+# bundle/out): summary.md, gpu_tests.log, e2e.log, sanitizer.log, bench.jsonl, device.txt.
+set -uo pipefail
+B=$(cd "$(dirname "$0")" && pwd)
+OUT=${OUT:-$B/out}
+mkdir -p "$OUT"
+export PYTHONPATH="$B/python:$B/tests/e2e"
+export PYTHONUNBUFFERED=1
+export CUIMG_DATA="$B/data"
+status=0
+step() { echo "== $* ($(date +%T))"; }
+
+step device
+{
+  echo "commit: $(cat "$B/COMMIT" | tr '\n' ' ')"
+  echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv
+  nvcc --version | tail -1
+  python3 -c 'import grpc, google.protobuf as pb, numpy, scipy; print("python grpcio", grpc.__version__, "protobuf", pb.__version__, "numpy", numpy.__version__, "scipy", scipy.__version__)'
+} > "$OUT/device.txt" 2>&1
+cat "$OUT/device.txt"
+
+step "GPU tests"
+for t in "$B"/bin/*_gpu_test; do
+  "$t" --gtest_brief=1 || status=1
+done > "$OUT/gpu_tests.log" 2>&1
+tail -5 "$OUT/gpu_tests.log"
+
+if [ "${CUIMG_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
+  step "compute-sanitizer"
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/bin/morphology_gpu_test" \
+      --gtest_filter='*IsDeterministic*:*3DRandom*' --gtest_brief=1 || status=1
+  done > "$OUT/sanitizer.log" 2>&1
+  grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/sanitizer.log" | head -8
+fi
+
+step "server over the wire (CUDA backend)"
+{
+  CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
+    python3 "$B/tests/e2e/test_server_wire.py" || status=1
+  python3 "$B/tests/e2e/compare_backends.py" --server "$B/bin/cuimg-server" || status=1
+} > "$OUT/e2e.log" 2>&1
+grep -E "^(Ran|OK|FAILED)|backends" "$OUT/e2e.log"
+
+step benchmarks
+{
+  "$B/bin/morphology_bench" ${CUIMG_BENCH_ARGS:-} || status=1
+  python3 "$B/benchmarks/anchors/cupy_morphology.py" || status=1
+  python3 "$B/benchmarks/anchors/torch_morphology.py" || status=1
+  if nvcc -O2 -std=c++17 -arch=sm_90 "$B/benchmarks/anchors/npp_morphology.cu" -o /tmp/npp_anchor \
+      -lnppim -lnppidei -lnppif -lnppc 2> /tmp/npp_build.log; then
+    /tmp/npp_anchor || status=1
+  else
+    echo "{\"anchor\":\"npp\",\"error\":\"build failed: $(head -c 300 /tmp/npp_build.log | tr '\n"' '  ')\"}"
+  fi
+} > "$OUT/bench.jsonl" 2> "$OUT/bench_stderr.log"
+python3 "$B/benchmarks/summarize.py" "$OUT/bench.jsonl" "$OUT/device.txt" > "$OUT/summary.md"
+cat "$OUT/summary.md"
+echo "gpu_run status: $status"
+exit $status

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds a self-contained bundle for the GPU machine in bundle/: the binaries (server, client, GPU
+# tests, benchmarks) with the non-system .so files they load (RPATH $ORIGIN/../lib), the Python
+# stubs and test/benchmark scripts, and gpu_run.sh. Run there as: bash bundle/gpu_run.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ "${1:-}" = "--no-build" ] || bash scripts/build.sh
+build_dir="${CUIMG_BUILD_DIR:-build}"
+out=bundle
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/lib" "$out/python" "$out/tests" "$out/benchmarks"
+
+binaries=(
+  "$build_dir/server/cuimg-server"
+  "$build_dir/client/cuimg"
+  "$build_dir/benchmarks/morphology_bench"
+  "$build_dir/tests/morphology_gpu_test"
+)
+for b in "${binaries[@]}"; do cp "$b" "$out/bin/"; done
+
+# Everything the binaries load except the C/C++ runtime and the driver, which the target has.
+system_libs='^(linux-vdso|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|ld-linux|libstdc\+\+|libgcc_s|libcuda\.so|libnvidia)'
+for b in "$out"/bin/*; do
+  ldd "$b" | awk '/=> \//{print $1" "$3}' | while read -r name path; do
+    if ! echo "$name" | grep -Eq "$system_libs" && [ ! -e "$out/lib/$name" ]; then
+      cp -L "$path" "$out/lib/$name"
+    fi
+  done
+done
+for b in "$out"/bin/*; do
+  strip --strip-unneeded "$b"
+  patchelf --set-rpath '$ORIGIN/../lib' "$b"
+done
+for l in "$out"/lib/*; do
+  strip --strip-unneeded "$l" 2>/dev/null || true
+  patchelf --set-rpath '$ORIGIN' "$l"
+done
+
+cp -r "$build_dir/proto/python/." "$out/python/"
+cp -r tests/e2e "$out/tests/"
+[ -d benchmarks/anchors ] && cp -r benchmarks/anchors "$out/benchmarks/"
+cp benchmarks/summarize.py "$out/benchmarks/"
+cp scripts/gpu_run.sh "$out/gpu_run.sh"
+# Sample images (Debian's opencv-doc; the GPU machine has no package registry).
+mkdir -p "$out/data"
+cp /usr/share/doc/opencv-doc/examples/data/{basketball1.png,basketball2.png,fruits.jpg} "$out/data/"
+git rev-parse --short HEAD > "$out/COMMIT" 2>/dev/null || echo unknown > "$out/COMMIT"
+git status --porcelain | grep -q . && echo "+dirty" >> "$out/COMMIT" || true
+
+size_kb=$(du -sk "$out" | cut -f1)
+echo "bundle: $out ($((size_kb / 1024)) MiB, $(ls "$out/lib" | wc -l) libraries)"
+if [ "$size_kb" -gt $((50 * 1024)) ]; then
+  echo "bundle exceeds 50 MiB" >&2
+  exit 1
+fi

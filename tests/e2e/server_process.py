@@ -1,0 +1,47 @@
+"""Starts a real cuimg-server binary on free loopback ports for tests, and stops it."""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+
+
+class ServerProcess:
+    def __init__(self, binary, *extra_args):
+        self._dir = tempfile.TemporaryDirectory()
+        port_file = os.path.join(self._dir.name, "ports.json")
+        self.log_path = os.path.join(self._dir.name, "server.log")
+        self._log = open(self.log_path, "w")
+        self.process = subprocess.Popen(
+            [binary, "--listen_address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
+             f"--port_file={port_file}", *extra_args],
+            stdout=self._log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 30
+        while not os.path.exists(port_file) or os.path.getsize(port_file) == 0:
+            if self.process.poll() is not None or time.time() > deadline:
+                raise RuntimeError("cuimg-server did not start:\n" + self.log())
+            time.sleep(0.05)
+        ports = json.load(open(port_file))
+        self.grpc_port = ports["grpc"]
+        self.metrics_port = ports["metrics"]
+        self.target = f"127.0.0.1:{self.grpc_port}"
+
+    def log(self):
+        if not self._log.closed:
+            self._log.flush()
+        return open(self.log_path).read()
+
+    def terminate(self, timeout=60):
+        """SIGTERM; returns the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=timeout)
+        finally:
+            self._log.close()
+
+    def kill(self):
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()

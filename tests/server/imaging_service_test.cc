@@ -1,0 +1,270 @@
+// The service over a real gRPC channel, in process, on the CPU backend: results, bad requests,
+// resident objects, overload and shutdown.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+#include "cuimg/codec/image_codec.h"
+#include "cuimg/reference/morphology_reference.h"
+#include "grpc_protocols/health.grpc.pb.h"
+#include "server/proto_conversion.h"
+#include "tests/server/test_server.h"
+#include "tests/testing/random_image.h"
+
+namespace cuimg {
+namespace {
+
+v1::MorphologyRequest DilateRequest(const Image& image, int size) {
+  v1::MorphologyRequest r;
+  v1::Image* in = r.mutable_input()->mutable_image();
+  SetImageHeader(image.view(), in);
+  in->set_data(reinterpret_cast<const char*>(image.bytes()), image.size_bytes());
+  v1::MorphologyStep* step = r.add_steps();
+  step->set_op(v1::MORPHOLOGY_OP_DILATE);
+  step->mutable_element()->set_shape(v1::ELEMENT_SHAPE_ELLIPSE);
+  step->mutable_element()->set_width(size);
+  step->mutable_element()->set_height(size);
+  return r;
+}
+
+Image ReferenceDilate(const Image& image, int size) {
+  auto se = StructuringElement::Create(
+      ElementSpec{ElementShape::kEllipse, size, size, 0, -1, -1, -1, {}});
+  return *MorphologyReference(image, {{MorphOp::kDilate, *se, 1, BorderMode::kNeutral, 0}});
+}
+
+Image FromProto(const v1::Image& p) {
+  Image out(*PixelTypeFromProto(p.pixel_type(), "x"),
+            Extent{p.width(), p.height(), p.depth() == 0 ? 1 : p.depth()}, 1);
+  std::memcpy(out.bytes(), p.data().data(), out.size_bytes());
+  return out;
+}
+
+TEST(ImagingService, MorphologyReturnsTheReferenceResultWithTimingTrailer) {
+  testing::TestServer server;
+  const Image input = testing::RandomImage(PixelType::kU16, Extent{37, 23, 4}, 5);
+  grpc::ClientContext ctx;
+  v1::MorphologyResponse response;
+  ASSERT_TRUE(server.stub().Morphology(&ctx, DilateRequest(input, 5), &response).ok());
+  EXPECT_EQ(testing::FirstMismatch(FromProto(response.result().image()), ReferenceDilate(input, 5)),
+            -1);
+  EXPECT_EQ(response.result().image().depth(), 4u);
+  const auto& trailers = ctx.GetServerTrailingMetadata();
+  ASSERT_EQ(trailers.count("cuimg-timing"), 1u);
+  EXPECT_NE(std::string(trailers.find("cuimg-timing")->second.data()).find("kernel_us="),
+            std::string::npos);
+}
+
+TEST(ImagingService, DecodesPngInput) {
+  testing::TestServer server;
+  const Image input = testing::RandomImage(PixelType::kU8, Extent{31, 17, 1}, 8);
+  auto png = EncodePng(input.view());
+  ASSERT_TRUE(png.ok());
+  v1::MorphologyRequest request = DilateRequest(input, 3);
+  request.mutable_input()->set_encoded(std::string(png->begin(), png->end()));
+  grpc::ClientContext ctx;
+  v1::MorphologyResponse response;
+  ASSERT_TRUE(server.stub().Morphology(&ctx, request, &response).ok());
+  EXPECT_EQ(testing::FirstMismatch(FromProto(response.result().image()), ReferenceDilate(input, 3)),
+            -1);
+}
+
+TEST(ImagingService, BadRequestsGetInvalidArgumentAndTheServerKeepsServing) {
+  testing::TestServer server;
+  const Image input = testing::RandomImage(PixelType::kU8, Extent{8, 8, 1}, 1);
+  std::vector<std::pair<v1::MorphologyRequest, std::string>> bad;
+  bad.emplace_back(DilateRequest(input, 3), "input.image.width");
+  bad.back().first.mutable_input()->mutable_image()->set_width(0);
+  bad.emplace_back(DilateRequest(input, 3), "input.image.data");
+  bad.back().first.mutable_input()->mutable_image()->set_data("short");
+  bad.emplace_back(DilateRequest(input, 3), "steps[0].element.width");
+  bad.back().first.mutable_steps(0)->mutable_element()->set_width(5000);
+  bad.emplace_back(DilateRequest(input, 3), "steps[0].op");
+  bad.back().first.mutable_steps(0)->set_op(static_cast<v1::MorphologyOp>(77));
+  bad.emplace_back(DilateRequest(input, 3), "input.encoded");
+  bad.back().first.mutable_input()->set_encoded("not an image at all");
+  bad.emplace_back(DilateRequest(input, 3), "input.handle");
+  bad.back().first.mutable_input()->set_handle("img-does-not-exist");
+  for (const auto& [request, field] : bad) {
+    grpc::ClientContext ctx;
+    v1::MorphologyResponse response;
+    const grpc::Status status = server.stub().Morphology(&ctx, request, &response);
+    EXPECT_TRUE(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+                status.error_code() == grpc::StatusCode::NOT_FOUND)
+        << field << ": " << status.error_code();
+    EXPECT_NE(status.error_message().find(field), std::string::npos) << status.error_message();
+  }
+  grpc::ClientContext ctx;
+  v1::MorphologyResponse response;
+  EXPECT_TRUE(server.stub().Morphology(&ctx, DilateRequest(input, 3), &response).ok());
+}
+
+TEST(ImagingService, ResidentResultsAreReusableByHandle) {
+  testing::TestServer server;
+  const Image input = testing::RandomImage(PixelType::kI16, Extent{20, 10, 3}, 11);
+  // A result kept resident, without pixels in the response.
+  v1::MorphologyRequest first = DilateRequest(input, 3);
+  first.mutable_output()->set_keep_resident(true);
+  first.mutable_output()->set_omit_data(true);
+  v1::MorphologyResponse r1;
+  {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(server.stub().Morphology(&ctx, first, &r1).ok());
+  }
+  EXPECT_FALSE(r1.result().has_image());
+  ASSERT_FALSE(r1.result().handle().empty());
+  // Dilating it again by handle equals dilating twice.
+  v1::MorphologyRequest second = DilateRequest(input, 3);
+  second.mutable_input()->set_handle(r1.result().handle());
+  v1::MorphologyResponse r2;
+  {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(server.stub().Morphology(&ctx, second, &r2).ok());
+  }
+  EXPECT_EQ(testing::FirstMismatch(FromProto(r2.result().image()),
+                                   ReferenceDilate(ReferenceDilate(input, 3), 3)),
+            -1);
+  // Download streams the resident result back.
+  {
+    grpc::ClientContext ctx;
+    v1::DownloadRequest request;
+    request.set_handle(r1.result().handle());
+    request.set_chunk_bytes(1 << 16);
+    auto reader = server.stub().Download(&ctx, request);
+    v1::DownloadResponse message;
+    std::string bytes;
+    v1::Image header;
+    while (reader->Read(&message)) {
+      if (message.has_image()) {
+        header = message.image();
+        bytes += header.data();
+      } else {
+        bytes += message.chunk();
+      }
+    }
+    ASSERT_TRUE(reader->Finish().ok());
+    header.set_data(bytes);
+    EXPECT_EQ(testing::FirstMismatch(FromProto(header), ReferenceDilate(input, 3)), -1);
+  }
+  // List shows it; Release frees it; using it afterwards is NOT_FOUND.
+  {
+    grpc::ClientContext ctx;
+    v1::ListResidentResponse list;
+    ASSERT_TRUE(server.stub().ListResident(&ctx, v1::ListResidentRequest(), &list).ok());
+    ASSERT_EQ(list.objects_size(), 1);
+    EXPECT_EQ(list.objects(0).size_bytes(), input.size_bytes());
+    EXPECT_EQ(list.used_bytes(), input.size_bytes());
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::ReleaseRequest release;
+    release.set_handle(r1.result().handle());
+    v1::ReleaseResponse out;
+    ASSERT_TRUE(server.stub().Release(&ctx, release, &out).ok());
+  }
+  grpc::ClientContext ctx;
+  v1::MorphologyResponse r3;
+  EXPECT_EQ(server.stub().Morphology(&ctx, second, &r3).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST(ImagingService, UploadInChunksThenUseByHandle) {
+  testing::TestServer server;
+  const Image input = testing::RandomImage(PixelType::kF32, Extent{64, 32, 2}, 13);
+  grpc::ClientContext ctx;
+  v1::UploadResponse response;
+  auto writer = server.stub().Upload(&ctx, &response);
+  v1::UploadRequest first;
+  SetImageHeader(input.view(), first.mutable_image());
+  const char* bytes = reinterpret_cast<const char*>(input.bytes());
+  first.mutable_image()->set_data(bytes, 1000);
+  ASSERT_TRUE(writer->Write(first));
+  for (std::size_t off = 1000; off < input.size_bytes(); off += 3000) {
+    v1::UploadRequest chunk;
+    chunk.set_chunk(bytes + off, std::min<std::size_t>(3000, input.size_bytes() - off));
+    ASSERT_TRUE(writer->Write(chunk));
+  }
+  writer->WritesDone();
+  ASSERT_TRUE(writer->Finish().ok());
+  ASSERT_EQ(response.object().size_bytes(), input.size_bytes());
+
+  v1::MorphologyRequest request = DilateRequest(input, 5);
+  request.mutable_input()->set_handle(response.object().handle());
+  grpc::ClientContext ctx2;
+  v1::MorphologyResponse result;
+  ASSERT_TRUE(server.stub().Morphology(&ctx2, request, &result).ok());
+  EXPECT_EQ(testing::FirstMismatch(FromProto(result.result().image()), ReferenceDilate(input, 5)),
+            -1);
+}
+
+TEST(ImagingService, UploadThatEndsEarlyIsRejected) {
+  testing::TestServer server;
+  grpc::ClientContext ctx;
+  v1::UploadResponse response;
+  auto writer = server.stub().Upload(&ctx, &response);
+  v1::UploadRequest first;
+  first.mutable_image()->set_pixel_type(v1::PIXEL_TYPE_U8);
+  first.mutable_image()->set_width(100);
+  first.mutable_image()->set_height(100);
+  first.mutable_image()->set_data(std::string(500, 'x'));
+  ASSERT_TRUE(writer->Write(first));
+  writer->WritesDone();
+  const grpc::Status status = writer->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("500 of 10000"), std::string::npos) << status.error_message();
+}
+
+TEST(ImagingService, OverloadIsAnsweredWithResourceExhausted) {
+  ServerOptions options = testing::TestServerOptions();
+  options.worker_threads = 1;
+  options.max_inflight_requests = 1;
+  testing::TestServer server(options);
+  // Slow on the CPU backend: a 61x61 disk over 300x300 pixels.
+  const Image input = testing::RandomImage(PixelType::kU8, Extent{300, 300, 1}, 3);
+  const v1::MorphologyRequest request = DilateRequest(input, 61);
+  std::vector<std::future<grpc::StatusCode>> calls;
+  for (int i = 0; i < 6; ++i) {
+    calls.push_back(std::async(std::launch::async, [&] {
+      grpc::ClientContext ctx;
+      v1::MorphologyResponse response;
+      return server.stub().Morphology(&ctx, request, &response).error_code();
+    }));
+  }
+  int ok = 0;
+  int exhausted = 0;
+  for (auto& f : calls) {
+    const grpc::StatusCode code = f.get();
+    ok += code == grpc::StatusCode::OK;
+    exhausted += code == grpc::StatusCode::RESOURCE_EXHAUSTED;
+  }
+  EXPECT_GE(ok, 1);
+  EXPECT_GE(exhausted, 1);
+  EXPECT_EQ(ok + exhausted, 6);
+}
+
+TEST(ImagingService, HealthTurnsNotServingAtShutdownAndInFlightRequestsFinish) {
+  ServerOptions options = testing::TestServerOptions();
+  options.worker_threads = 1;
+  testing::TestServer server(options);
+  auto health = grpc::health::v1::Health::NewStub(server.channel());
+  {
+    grpc::ClientContext ctx;
+    grpc::health::v1::HealthCheckRequest request;
+    request.set_service("cuimg.v1.Imaging");
+    grpc::health::v1::HealthCheckResponse response;
+    ASSERT_TRUE(health->Check(&ctx, request, &response).ok());
+    EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  }
+  const Image input = testing::RandomImage(PixelType::kU8, Extent{300, 200, 1}, 3);
+  auto slow = std::async(std::launch::async, [&] {
+    grpc::ClientContext ctx;
+    v1::MorphologyResponse response;
+    return server.stub().Morphology(&ctx, DilateRequest(input, 41), &response).error_code();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  server.server().Shutdown(absl::Seconds(30));
+  EXPECT_EQ(slow.get(), grpc::StatusCode::OK);
+}
+
+}  // namespace
+}  // namespace cuimg

@@ -1,0 +1,52 @@
+// An in-process cuimg server on 127.0.0.1 (CPU backend unless a backend is given) and a stub to it.
+#ifndef CUIMG_TESTS_SERVER_TEST_SERVER_H_
+#define CUIMG_TESTS_SERVER_TEST_SERVER_H_
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "cuimg/v1/imaging_service.grpc.pb.h"
+#include "server/grpc_server.h"
+
+namespace cuimg::testing {
+
+inline ServerOptions TestServerOptions() {
+  ServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.metrics_address = "127.0.0.1:0";
+  options.worker_threads = 2;
+  options.cpu_threads_per_request = 1;
+  return options;
+}
+
+class TestServer {
+ public:
+  explicit TestServer(const ServerOptions& options = TestServerOptions(),
+                      std::unique_ptr<Backend> backend = nullptr) {
+    if (backend == nullptr) backend = CreateCpuBackend(options.cpu_threads_per_request);
+    auto server = CuimgServer::Start(options, std::move(backend));
+    EXPECT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    channel_ = grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", server_->grpc_port()),
+                                         grpc::InsecureChannelCredentials(), args);
+    stub_ = v1::Imaging::NewStub(channel_);
+  }
+
+  CuimgServer& server() { return *server_; }
+  v1::Imaging::Stub& stub() { return *stub_; }
+  std::shared_ptr<grpc::Channel> channel() { return channel_; }
+
+ private:
+  std::unique_ptr<CuimgServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Imaging::Stub> stub_;
+};
+
+}  // namespace cuimg::testing
+
+#endif  // CUIMG_TESTS_SERVER_TEST_SERVER_H_
