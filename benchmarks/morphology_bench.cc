@@ -86,9 +86,9 @@ absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t str
   PrintJson(absl::StrFormat(
       "\"impl\":\"cuimg\",\"workload\":\"%s\",\"median_us\":%.2f,\"p10_us\":%.2f,"
       "\"p90_us\":%.2f,\"runs\":%d,\"launches\":%d,\"bytes_moved\":%zu,\"floor_us\":%.2f,"
-      "\"x_floor\":%.2f",
+      "\"x_floor\":%.2f,\"plan\":\"%s\"",
       w.name, t.median_us, t.p10_us, t.p90_us, t.runs, plan.LaunchCount(), 2 * bytes, floor_us,
-      t.median_us / floor_us));
+      t.median_us / floor_us, plan.Describe()));
   return absl::OkStatus();
 }
 

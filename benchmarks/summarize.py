@@ -6,7 +6,7 @@ import sys
 
 
 def main(jsonl_path, device_path=None):
-    rows, anchors, device, errors = {}, {}, {}, []
+    rows, anchors, device, errors, rpcs = {}, {}, {}, [], []
     for line in open(jsonl_path):
         line = line.strip()
         if not line.startswith("{"):
@@ -19,6 +19,8 @@ def main(jsonl_path, device_path=None):
             errors.append(item)
         elif item.get("impl") == "device":
             device = item
+        elif item.get("impl") == "rpc":
+            rpcs.append(item)
         elif item.get("impl") == "cuimg":
             rows[item["workload"]] = item
         elif "anchor" in item and "median_us" in item:
@@ -45,6 +47,21 @@ def main(jsonl_path, device_path=None):
             t = anchors.get(key, {}).get(a)
             cells += [f"{t:.1f}", f"{t / r['median_us']:.1f}×"] if t else ["–", "–"]
         print("| " + " | ".join(cells) + " |")
+    plans = {k: r["plan"] for k, r in rows.items() if r.get("plan")}
+    if plans:
+        print("\nPlans:\n")
+        for key, plan in plans.items():
+            print(f"- {key}: {plan}")
+    if rpcs:
+        print("\nEnd-to-end RPC (Python grpcio client on the same host):\n")
+        print("| workload | backend | payload MB | round trip median ms | server total µs | "
+              "h2d µs | kernel µs | d2h µs |")
+        print("|---|---|---|---|---|---|---|---|")
+        for r in rpcs:
+            s = r["server_us"]
+            print(f"| {r['workload']} | {r['backend']} | {r['payload_mb']} | {r['median_ms']} | "
+                  f"{s.get('total_us', 0):.0f} | {s.get('h2d_us', 0):.0f} | "
+                  f"{s.get('kernel_us', 0):.0f} | {s.get('d2h_us', 0):.0f} |")
     others = {k: v for k, v in anchors.items() if k not in rows}
     if others:
         print("\nAnchors without a cuimg row:\n")

@@ -24,15 +24,17 @@ step device
 cat "$OUT/device.txt"
 
 step "GPU tests"
+# Every step is time-limited (a hang must not eat the lease) and line-buffered (a killed step
+# still leaves its log).
 for t in "$B"/bin/*_gpu_test; do
-  "$t" --gtest_brief=1 || status=1
+  timeout 300 stdbuf -oL "$t" --gtest_brief=1 || status=1
 done > "$OUT/gpu_tests.log" 2>&1
 tail -5 "$OUT/gpu_tests.log"
 
 if [ "${CUIMG_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   step "compute-sanitizer"
   for tool in memcheck racecheck; do
-    compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/bin/morphology_gpu_test" \
+    timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/bin/morphology_gpu_test" \
       --gtest_filter='*IsDeterministic*:*3DRandom*' --gtest_brief=1 || status=1
   done > "$OUT/sanitizer.log" 2>&1
   grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/sanitizer.log" | head -8
@@ -41,21 +43,26 @@ fi
 step "server over the wire (CUDA backend)"
 {
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
-    python3 "$B/tests/e2e/test_server_wire.py" || status=1
-  python3 "$B/tests/e2e/compare_backends.py" --server "$B/bin/cuimg-server" || status=1
+    timeout 180 python3 "$B/tests/e2e/test_server_wire.py" || status=1
+  timeout 180 python3 "$B/tests/e2e/compare_backends.py" --server "$B/bin/cuimg-server" || status=1
 } > "$OUT/e2e.log" 2>&1
 grep -E "^(Ran|OK|FAILED)|backends" "$OUT/e2e.log"
 
 step benchmarks
 {
-  "$B/bin/morphology_bench" ${CUIMG_BENCH_ARGS:-} || status=1
-  python3 "$B/benchmarks/anchors/cupy_morphology.py" || status=1
-  python3 "$B/benchmarks/anchors/torch_morphology.py" || status=1
+  timeout 180 "$B/bin/morphology_bench" ${CUIMG_BENCH_ARGS:-} || status=1
+  timeout 120 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" || status=1
+  if [ "${CUIMG_SKIP_ANCHORS:-0}" = 1 ]; then
+    :
+  else
+  timeout 300 python3 "$B/benchmarks/anchors/cupy_morphology.py" || status=1
+  timeout 120 python3 "$B/benchmarks/anchors/torch_morphology.py" || status=1
   if nvcc -O2 -std=c++17 -arch=sm_90 "$B/benchmarks/anchors/npp_morphology.cu" -o /tmp/npp_anchor \
       -lnppim -lnppidei -lnppif -lnppc 2> /tmp/npp_build.log; then
-    /tmp/npp_anchor || status=1
+    timeout 120 /tmp/npp_anchor || status=1
   else
     echo "{\"anchor\":\"npp\",\"error\":\"build failed: $(head -c 300 /tmp/npp_build.log | tr '\n"' '  ')\"}"
+  fi
   fi
 } > "$OUT/bench.jsonl" 2> "$OUT/bench_stderr.log"
 python3 "$B/benchmarks/summarize.py" "$OUT/bench.jsonl" "$OUT/device.txt" > "$OUT/summary.md"

@@ -39,8 +39,8 @@ done
 cp -r "$build_dir/proto/python/." "$out/python/"
 cp -r tests/e2e "$out/tests/"
 [ -d benchmarks/anchors ] && cp -r benchmarks/anchors "$out/benchmarks/"
-cp benchmarks/summarize.py "$out/benchmarks/"
-cp scripts/gpu_run.sh "$out/gpu_run.sh"
+cp benchmarks/summarize.py benchmarks/rpc_bench.py "$out/benchmarks/"
+cp scripts/gpu_run.sh scripts/gpu_profile.sh "$out/"
 # Sample images (Debian's opencv-doc; the GPU machine has no package registry).
 mkdir -p "$out/data"
 cp /usr/share/doc/opencv-doc/examples/data/{basketball1.png,basketball2.png,fruits.jpg} "$out/data/"

@@ -1,54 +1,36 @@
-// Morphology plan and kernels. This first version is the direct chord loop: one thread per output
-// pixel, O(|SE|) per pixel. Fast paths come with the full-strength morphology work.
+// MorphologyPlan: chains, iterations and compound operations over the primitive passes
+// (morphology_box.cu, morphology_chords.cu).
 #include "cuimg/kernels/morphology.h"
 
 #include <algorithm>
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/status_macros.h"
 #include "device_ops.cuh"
+#include "morphology_kernels.h"
+#include "morphology_plan.h"
 
 namespace cuimg {
+
+struct MorphologyPlan::Impl {
+  PixelType type = PixelType::kU8;
+  Extent extent;
+  std::vector<MorphologyStep> steps;
+  std::vector<internal::ElementPlan> elements;  // one per step
+  std::vector<int> chord_table;                 // int2 entries, all steps and bands
+  std::size_t table_bytes = 0;
+  std::size_t image_bytes = 0;
+  int scratch_images = 0;
+  std::size_t workspace_bytes = 0;
+};
+
 namespace {
 
 constexpr std::size_t kAlign = 256;
 std::size_t AlignUp(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-
-struct Dims {
-  int width;
-  int height;
-  int depth;
-};
-
-template <typename T, bool kDilate>
-__global__ void ChordPassKernel(const T* __restrict__ in, T* __restrict__ out, Dims d,
-                                const int4* __restrict__ chords, int chord_count, T outside) {
-  const int x = blockIdx.x * blockDim.x + threadIdx.x;
-  const int y = blockIdx.y * blockDim.y + threadIdx.y;
-  if (x >= d.width || y >= d.height) return;
-  for (int z = blockIdx.z; z < d.depth; z += gridDim.z) {
-    T acc = CombineIdentity<T, kDilate>();
-    for (int c = 0; c < chord_count; ++c) {
-      const int4 ch = chords[c];
-      const int yy = y + ch.y;
-      const int zz = z + ch.z;
-      if (yy < 0 || yy >= d.height || zz < 0 || zz >= d.depth) {
-        acc = Combine<T, kDilate>(acc, outside);
-        continue;
-      }
-      const T* row = in + (static_cast<std::int64_t>(zz) * d.height + yy) * d.width;
-      const int x0 = x + ch.x;
-      const int x1 = x0 + ch.w;
-      if (x0 < 0 || x1 > d.width) acc = Combine<T, kDilate>(acc, outside);
-      for (int xx = max(x0, 0); xx < min(x1, d.width); ++xx) {
-        acc = Combine<T, kDilate>(acc, row[xx]);
-      }
-    }
-    out[(static_cast<std::int64_t>(z) * d.height + y) * d.width + x] = acc;
-  }
-}
 
 template <typename T>
 __global__ void DifferenceKernel(const T* a, const T* b, T* out, std::int64_t n) {
@@ -64,58 +46,73 @@ T OutsideValue(const MorphologyStep& step, bool dilate) {
   return dilate ? PixelLowest<T>() : PixelMax<T>();
 }
 
-// Executes one plan on one stream; holds the buffer routing of compound steps.
+int PassLaunches(const internal::ElementPlan& e) {
+  if (e.separable) return std::max<int>(1, static_cast<int>(e.box.size()));
+  return static_cast<int>(e.bands.size());
+}
+
+// Runs the passes of one plan on one stream.
 template <typename T>
 class Executor {
  public:
-  Executor(const Extent& e, const int4* d_chords, cudaStream_t stream)
-      : dims_{static_cast<int>(e.width), static_cast<int>(e.height), static_cast<int>(e.depth)},
-        n_(e.Pixels()),
-        d_chords_(d_chords),
-        stream_(stream) {}
+  Executor(const MorphologyPlan::Impl& plan, const int* d_chords, T* box_scratch,
+           cudaStream_t stream)
+      : plan_(plan), d_chords_(d_chords), box_scratch_(box_scratch), stream_(stream) {}
 
   // `iterations` passes from src to dst, ping-ponging through scratch so the last lands in dst.
-  absl::Status Iterate(const T* src, T* dst, T* scratch, const MorphologyStep& step, bool dilate,
-                       std::size_t chord_offset, int chord_count) {
+  absl::Status Iterate(const T* src, T* dst, T* scratch, std::size_t step_index, bool dilate) {
+    const MorphologyStep& step = plan_.steps[step_index];
     const T* cur = src;
     for (int i = 0; i < step.iterations; ++i) {
       T* target = ((step.iterations - 1 - i) % 2 == 0) ? dst : scratch;
-      CUIMG_RETURN_IF_ERROR(Pass(cur, target, step, dilate, chord_offset, chord_count));
+      CUIMG_RETURN_IF_ERROR(Pass(cur, target, step_index, dilate));
       cur = target;
     }
     return absl::OkStatus();
   }
 
   absl::Status Difference(const T* a, const T* b, T* out) {
+    const std::int64_t n = plan_.extent.Pixels();
     const int threads = 256;
-    const int blocks = static_cast<int>(std::min<std::int64_t>((n_ + threads - 1) / threads, 65535));
-    DifferenceKernel<T><<<blocks, threads, 0, stream_>>>(a, b, out, n_);
+    const int blocks = static_cast<int>(std::min<std::int64_t>((n + threads - 1) / threads, 65535));
+    DifferenceKernel<T><<<blocks, threads, 0, stream_>>>(a, b, out, n);
     CUIMG_CUDA_CHECK_LAUNCH(stream_, "DifferenceKernel");
     return absl::OkStatus();
   }
 
  private:
-  absl::Status Pass(const T* src, T* dst, const MorphologyStep& step, bool dilate,
-                    std::size_t chord_offset, int chord_count) {
-    const dim3 block(32, 8);
-    const dim3 grid((dims_.width + block.x - 1) / block.x, (dims_.height + block.y - 1) / block.y,
-                    std::min(dims_.depth, 65535));
-    const int4* chords = d_chords_ + chord_offset;
-    const T outside = OutsideValue<T>(step, dilate);
-    if (dilate) {
-      ChordPassKernel<T, true><<<grid, block, 0, stream_>>>(src, dst, dims_, chords, chord_count,
-                                                            outside);
-    } else {
-      ChordPassKernel<T, false><<<grid, block, 0, stream_>>>(src, dst, dims_, chords, chord_count,
-                                                             outside);
+  // One erosion or dilation of src into dst (dst must not be src).
+  absl::Status Pass(const T* src, T* dst, std::size_t step_index, bool dilate) {
+    const internal::ElementPlan& e = plan_.elements[step_index];
+    const T border = OutsideValue<T>(plan_.steps[step_index], dilate);
+    if (e.separable) {
+      if (e.box.empty()) {  // the 1x1 element
+        CUIMG_CUDA_RETURN_IF_ERROR(
+            cudaMemcpyAsync(dst, src, plan_.extent.Pixels() * sizeof(T), cudaMemcpyDeviceToDevice,
+                            stream_),
+            "identity copy");
+        return absl::OkStatus();
+      }
+      const T* cur = src;
+      const int n = static_cast<int>(e.box.size());
+      for (int i = 0; i < n; ++i) {
+        T* target = ((n - 1 - i) % 2 == 0) ? dst : box_scratch_;
+        CUIMG_RETURN_IF_ERROR(
+            internal::LaunchBoxPass(cur, target, plan_.extent, e.box[i], dilate, border, stream_));
+        cur = target;
+      }
+      return absl::OkStatus();
     }
-    CUIMG_CUDA_CHECK_LAUNCH(stream_, "ChordPassKernel");
+    for (std::size_t b = 0; b < e.bands.size(); ++b) {
+      CUIMG_RETURN_IF_ERROR(internal::LaunchChordBand(src, dst, plan_.extent, e.bands[b],
+                                                      d_chords_, dilate, border, b > 0, stream_));
+    }
     return absl::OkStatus();
   }
 
-  Dims dims_;
-  std::int64_t n_;
-  const int4* d_chords_;
+  const MorphologyPlan::Impl& plan_;
+  const int* d_chords_;
+  T* box_scratch_;
   cudaStream_t stream_;
 };
 
@@ -130,33 +127,44 @@ absl::StatusOr<MorphologyPlan> MorphologyPlan::Create(PixelType type, const Exte
   if (extent.width > (1 << 30) || extent.height > (1 << 30) || extent.depth > (1 << 30)) {
     return absl::InvalidArgumentError("extent: a dimension exceeds 2^30");
   }
-  MorphologyPlan plan;
-  plan.type_ = type;
-  plan.extent_ = extent;
+  auto impl = std::make_shared<Impl>();
+  impl->type = type;
+  impl->extent = extent;
+  bool needs_box_scratch = false;
   for (std::size_t i = 0; i < steps.size(); ++i) {
     if (steps[i].iterations < 1) {
       return absl::InvalidArgumentError(absl::StrCat("steps[", i, "].iterations: must be >= 1"));
     }
-    const std::vector<Chord> chords = steps[i].element.Chords();
-    plan.chord_offset_.push_back(plan.chord_table_.size() / 4);
-    plan.chord_count_.push_back(static_cast<int>(chords.size()));
-    for (const Chord& c : chords) {
-      plan.chord_table_.insert(plan.chord_table_.end(), {c.dx, c.dy, c.dz, c.length});
+    absl::StatusOr<internal::ElementPlan> element =
+        internal::PlanElement(steps[i].element, type, extent, &impl->chord_table);
+    if (!element.ok()) {
+      return absl::Status(element.status().code(),
+                          absl::StrCat("steps[", i, "].", element.status().message()));
     }
+    impl->elements.push_back(*std::move(element));
+    needs_box_scratch |= impl->elements.back().box.size() > 1;
   }
-  plan.steps_ = std::move(steps);
-  plan.table_bytes_ = AlignUp(plan.chord_table_.size() * sizeof(int));
-  plan.image_bytes_ = AlignUp(static_cast<std::size_t>(extent.Pixels()) * PixelSize(type));
-  // Two step-internal images (an intermediate and a ping-pong scratch), and two more to chain steps.
-  plan.scratch_images_ = 2 + (plan.steps_.size() > 1 ? 2 : 0);
-  plan.workspace_bytes_ = plan.table_bytes_ + plan.scratch_images_ * plan.image_bytes_;
+  impl->steps = std::move(steps);
+  impl->table_bytes = AlignUp(std::max<std::size_t>(impl->chord_table.size(), 1) * sizeof(int));
+  impl->image_bytes = AlignUp(static_cast<std::size_t>(extent.Pixels()) * PixelSize(type));
+  // An intermediate and a ping-pong image per step, two to chain steps, one for box passes.
+  impl->scratch_images =
+      2 + (impl->steps.size() > 1 ? 2 : 0) + (needs_box_scratch ? 1 : 0);
+  impl->workspace_bytes = impl->table_bytes + impl->scratch_images * impl->image_bytes;
+  MorphologyPlan plan;
+  plan.impl_ = std::move(impl);
   return plan;
 }
 
+std::size_t MorphologyPlan::WorkspaceBytes() const { return impl_->workspace_bytes; }
+PixelType MorphologyPlan::type() const { return impl_->type; }
+const Extent& MorphologyPlan::extent() const { return impl_->extent; }
+
 int MorphologyPlan::LaunchCount() const {
   int launches = 0;
-  for (const MorphologyStep& step : steps_) {
-    launches += PrimitivePassCount(step);
+  for (std::size_t i = 0; i < impl_->steps.size(); ++i) {
+    const MorphologyStep& step = impl_->steps[i];
+    launches += PrimitivePassCount(step) * PassLaunches(impl_->elements[i]);
     if (step.op == MorphOp::kGradient || step.op == MorphOp::kTopHat ||
         step.op == MorphOp::kBlackHat) {
       ++launches;
@@ -165,32 +173,49 @@ int MorphologyPlan::LaunchCount() const {
   return launches;
 }
 
+std::string MorphologyPlan::Describe() const {
+  std::vector<std::string> parts;
+  for (const internal::ElementPlan& e : impl_->elements) {
+    if (e.separable) {
+      parts.push_back(absl::StrCat("box(", e.box.size(), " passes)"));
+    } else {
+      const internal::ChordBand& b = e.bands.front();
+      parts.push_back(absl::StrCat(
+          "chords(", e.bands.size(), " bands, tile ", b.tile_w, "x", b.tile_h, "x", b.tile_d,
+          b.mode == internal::PackMode::kStackedZ ? " stacked-z" : " sliding-y", ", ",
+          b.levels, " levels, ", b.smem_bytes / 1024, " KiB)"));
+    }
+  }
+  return absl::StrJoin(parts, " + ");
+}
+
 absl::Status MorphologyPlan::Run(const void* in, void* out, void* workspace,
                                  cudaStream_t stream) const {
+  const Impl& plan = *impl_;
   auto* base = static_cast<std::uint8_t*>(workspace);
-  auto* d_chords = reinterpret_cast<int4*>(base);
-  CUIMG_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(d_chords, chord_table_.data(), chord_table_.size() * sizeof(int),
-                      cudaMemcpyHostToDevice, stream),
-      "copy chord table");
-  std::uint8_t* images = base + table_bytes_;
-  return VisitPixelType(type_, [&](auto tag) -> absl::Status {
+  auto* d_chords = reinterpret_cast<int*>(base);
+  if (!plan.chord_table.empty()) {
+    CUIMG_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(d_chords, plan.chord_table.data(), plan.chord_table.size() * sizeof(int),
+                        cudaMemcpyHostToDevice, stream),
+        "copy chord table");
+  }
+  std::uint8_t* images = base + plan.table_bytes;
+  return VisitPixelType(plan.type, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
-    auto scratch = [&](int i) { return reinterpret_cast<T*>(images + i * image_bytes_); };
+    auto scratch = [&](int i) { return reinterpret_cast<T*>(images + i * plan.image_bytes); };
     T* x_buf = scratch(0);
     T* s_buf = scratch(1);
-    Executor<T> ex(extent_, d_chords, stream);
+    T* box_buf = scratch(plan.scratch_images - 1);
+    Executor<T> ex(plan, d_chords, box_buf, stream);
     const T* cur = static_cast<const T*>(in);
-    for (std::size_t i = 0; i < steps_.size(); ++i) {
-      const MorphologyStep& step = steps_[i];
-      T* dst = (i + 1 == steps_.size()) ? static_cast<T*>(out) : scratch(2 + i % 2);
-      const std::size_t off = chord_offset_[i];
-      const int count = chord_count_[i];
+    for (std::size_t i = 0; i < plan.steps.size(); ++i) {
+      const MorphologyStep& step = plan.steps[i];
+      T* dst = (i + 1 == plan.steps.size()) ? static_cast<T*>(out) : scratch(2 + i % 2);
       switch (step.op) {
         case MorphOp::kErode:
         case MorphOp::kDilate:
-          CUIMG_RETURN_IF_ERROR(
-              ex.Iterate(cur, dst, s_buf, step, step.op == MorphOp::kDilate, off, count));
+          CUIMG_RETURN_IF_ERROR(ex.Iterate(cur, dst, s_buf, i, step.op == MorphOp::kDilate));
           break;
         case MorphOp::kOpen:
         case MorphOp::kClose:
@@ -198,15 +223,15 @@ absl::Status MorphologyPlan::Run(const void* in, void* out, void* workspace,
         case MorphOp::kBlackHat: {
           // Open-like steps erode first; close-like steps dilate first.
           const bool dilate_first = step.op == MorphOp::kClose || step.op == MorphOp::kBlackHat;
-          CUIMG_RETURN_IF_ERROR(ex.Iterate(cur, x_buf, s_buf, step, dilate_first, off, count));
-          CUIMG_RETURN_IF_ERROR(ex.Iterate(x_buf, dst, s_buf, step, !dilate_first, off, count));
+          CUIMG_RETURN_IF_ERROR(ex.Iterate(cur, x_buf, s_buf, i, dilate_first));
+          CUIMG_RETURN_IF_ERROR(ex.Iterate(x_buf, dst, s_buf, i, !dilate_first));
           if (step.op == MorphOp::kTopHat) CUIMG_RETURN_IF_ERROR(ex.Difference(cur, dst, dst));
           if (step.op == MorphOp::kBlackHat) CUIMG_RETURN_IF_ERROR(ex.Difference(dst, cur, dst));
           break;
         }
         case MorphOp::kGradient:
-          CUIMG_RETURN_IF_ERROR(ex.Iterate(cur, x_buf, s_buf, step, true, off, count));
-          CUIMG_RETURN_IF_ERROR(ex.Iterate(cur, dst, s_buf, step, false, off, count));
+          CUIMG_RETURN_IF_ERROR(ex.Iterate(cur, x_buf, s_buf, i, true));
+          CUIMG_RETURN_IF_ERROR(ex.Iterate(cur, dst, s_buf, i, false));
           CUIMG_RETURN_IF_ERROR(ex.Difference(x_buf, dst, dst));
           break;
       }

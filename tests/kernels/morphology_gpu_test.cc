@@ -136,6 +136,33 @@ TEST(MorphologyGpu, MatchesReferenceWithLargeElements) {
   }
 }
 
+TEST(MorphologyGpu, MatchesReferenceWithHugeElementsSplitIntoBands) {
+  CUIMG_SKIP_IF_NO_GPU();
+  struct Case {
+    PixelType type;
+    Extent extent;
+    ElementSpec spec;
+  };
+  const Case cases[] = {
+      {PixelType::kU8, Extent{90, 70, 1}, {ElementShape::kEllipse, 601, 301, 0, -1, -1, -1, {}}},
+      {PixelType::kF32, Extent{90, 70, 1}, {ElementShape::kEllipse, 301, 601, 0, 10, 500, -1, {}}},
+      {PixelType::kI16, Extent{50, 40, 1}, {ElementShape::kCross, 1023, 1023, 0, -1, -1, -1, {}}},
+      {PixelType::kU16, Extent{40, 30, 9}, {ElementShape::kEllipse, 255, 255, 0, -1, -1, -1, {}}},
+      {PixelType::kU8, Extent{70, 50, 1}, {ElementShape::kRect, 1023, 3, 0, -1, -1, -1, {}}},
+      {PixelType::kI16, Extent{30, 26, 20}, {ElementShape::kEllipse, 31, 31, 31, -1, -1, -1, {}}},
+  };
+  for (const Case& c : cases) {
+    auto se = StructuringElement::Create(c.spec);
+    ASSERT_TRUE(se.ok()) << se.status();
+    for (MorphOp op : {MorphOp::kErode, MorphOp::kDilate}) {
+      ExpectGpuMatchesReference(testing::RandomImage(c.type, c.extent, 5),
+                                {{op, *se, 1, BorderMode::kNeutral, 0}},
+                                "huge " + std::to_string(c.spec.width) + "x" +
+                                    std::to_string(c.spec.height));
+    }
+  }
+}
+
 TEST(MorphologyGpu, IsDeterministic) {
   CUIMG_SKIP_IF_NO_GPU();
   const Image input = testing::RandomImage(PixelType::kF32, Extent{257, 131, 3}, 99);

@@ -5,6 +5,8 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <string>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -13,7 +15,10 @@
 
 namespace cuimg {
 
-// A morphology chain prepared for one pixel type and extent.
+// A morphology chain prepared for one pixel type and extent. Each erosion/dilation runs as
+// separable van Herk/Gil-Werman passes when the element is a box (rect, line), else as the
+// chord-tile kernel (Urbach-Wilkinson chords in shared memory): cost per pixel never grows with
+// the element's area. Copyable and immutable: copies share the prepared tables.
 //
 // Contract of Run():
 // - Pixel types u8, u16, i16, f32; one channel; 2D (depth 1) or 3D.
@@ -31,28 +36,23 @@ class MorphologyPlan {
   static absl::StatusOr<MorphologyPlan> Create(PixelType type, const Extent& extent,
                                                std::vector<MorphologyStep> steps);
 
-  std::size_t WorkspaceBytes() const { return workspace_bytes_; }
+  std::size_t WorkspaceBytes() const;
   // Kernel launches Run() makes (for benchmarks and launch-count reporting).
   int LaunchCount() const;
   absl::Status Run(const void* in, void* out, void* workspace, cudaStream_t stream) const;
 
-  PixelType type() const { return type_; }
-  const Extent& extent() const { return extent_; }
+  PixelType type() const;
+  const Extent& extent() const;
+  // "box" (separable van Herk/Gil-Werman passes) or "chords" per step, for logs and benchmarks.
+  std::string Describe() const;
+
+  // Opaque; defined where the kernels are launched.
+  struct Impl;
 
  private:
   MorphologyPlan() = default;
 
-  PixelType type_ = PixelType::kU8;
-  Extent extent_;
-  std::vector<MorphologyStep> steps_;
-  // Chords of every step's element, concatenated, as int4 (dx, dy, dz, length).
-  std::vector<int> chord_table_;
-  std::vector<std::size_t> chord_offset_;  // per step, in chords
-  std::vector<int> chord_count_;           // per step
-  std::size_t table_bytes_ = 0;
-  std::size_t image_bytes_ = 0;
-  int scratch_images_ = 0;
-  std::size_t workspace_bytes_ = 0;
+  std::shared_ptr<const Impl> impl_;
 };
 
 }  // namespace cuimg

@@ -1,0 +1,28 @@
+// Launchers of the morphology kernels (internal to cuimg_kernels). Each is asynchronous on
+// `stream` and checks its launch.
+#ifndef CUIMG_KERNELS_SRC_MORPHOLOGY_KERNELS_H_
+#define CUIMG_KERNELS_SRC_MORPHOLOGY_KERNELS_H_
+
+#include <cuda_runtime_api.h>
+
+#include "absl/status/status.h"
+#include "cuimg/common/image.h"
+#include "morphology_plan.h"
+
+namespace cuimg::internal {
+
+// out = erosion/dilation of `in` by one band of chords; with `accumulate`, out = min/max(out, that).
+// `chords` is the device copy of the plan's chord table. `in` and `out` must not overlap.
+template <typename T>
+absl::Status LaunchChordBand(const T* in, T* out, const Extent& extent, const ChordBand& band,
+                             const int* chords, bool dilate, T border, bool accumulate,
+                             cudaStream_t stream);
+
+// out = van Herk/Gil-Werman min/max of `in` along one axis. `in` and `out` must not overlap.
+template <typename T>
+absl::Status LaunchBoxPass(const T* in, T* out, const Extent& extent, const BoxPass& pass,
+                           bool dilate, T border, cudaStream_t stream);
+
+}  // namespace cuimg::internal
+
+#endif  // CUIMG_KERNELS_SRC_MORPHOLOGY_KERNELS_H_

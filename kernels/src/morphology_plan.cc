@@ -1,0 +1,248 @@
+#include "morphology_plan.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+
+namespace cuimg::internal {
+namespace {
+
+// Pixels per 32-bit word (lane_ops.cuh): integers in 16-bit lanes, f32 alone.
+int Pack(PixelType type) { return type == PixelType::kF32 ? 1 : 2; }
+
+int FloorLog2(int v) {
+  int k = 0;
+  while ((2 << k) <= v) ++k;
+  return k;
+}
+
+struct Span {
+  int dx_min = INT_MAX, dx_end = INT_MIN;  // x offsets covered: [dx_min, dx_end]
+  int dy_min = INT_MAX, dy_max = INT_MIN;
+  int dz_min = INT_MAX, dz_max = INT_MIN;
+  int max_length = 1;
+  std::size_t chords = 0;
+  void Add(const Chord& c) {
+    ++chords;
+    dx_min = std::min(dx_min, c.dx);
+    dx_end = std::max(dx_end, c.dx + c.length - 1);
+    dy_min = std::min(dy_min, c.dy);
+    dy_max = std::max(dy_max, c.dy);
+    dz_min = std::min(dz_min, c.dz);
+    dz_max = std::max(dz_max, c.dz);
+    max_length = std::max(max_length, c.length);
+  }
+};
+
+// Region and cost of one tile shape for a band; smem_bytes 0 when the shape is invalid.
+struct TileChoice {
+  ChordBand band;
+  double cost_per_output = 0;
+};
+
+int Log2(int v) { return FloorLog2(v); }
+
+TileChoice Evaluate(const Span& s, std::size_t chords_lookups, PackMode mode, int pack,
+                    std::size_t pixel_bytes, int tile_w, int words_y, int words_z, int opt) {
+  TileChoice t;
+  ChordBand& b = t.band;
+  b.mode = mode;
+  b.opt = opt;
+  b.tile_w = tile_w;
+  b.log2_tile_w = Log2(tile_w);
+  b.log2_words_y = Log2(words_y);
+  const int span_x = s.dx_end - s.dx_min + 1;
+  const int span_y = s.dy_max - s.dy_min + 1;
+  const int span_z = s.dz_max - s.dz_min + 1;
+  b.rx0 = s.dx_min;
+  b.ry0 = s.dy_min;
+  b.rz0 = s.dz_min;
+  b.rw = tile_w + span_x - 1;
+  if (mode == PackMode::kSlidingY) {
+    b.tile_h = words_y * pack;
+    b.tile_d = words_z;
+    b.rh = b.tile_h - pack + span_y;
+    b.rd = b.tile_d + span_z - 1;
+  } else {
+    b.tile_h = words_y;
+    b.tile_d = words_z * pack;
+    b.rh = b.tile_h + span_y - 1;
+    b.rd = words_z;
+  }
+  b.levels = FloorLog2(s.max_length) + 1;
+  const std::size_t region = static_cast<std::size_t>(b.rw) * b.rh * b.rd;
+  // Sliding words are built from raw rows staged beside the region (16-byte aligned).
+  b.raw_bytes = mode == PackMode::kSlidingY && pack > 1
+                    ? (static_cast<std::size_t>(b.rw) * (b.rh + pack - 1) * b.rd * pixel_bytes +
+                       15) / 16 * 16
+                    : 0;
+  b.smem_bytes = region * 4 + b.raw_bytes;  // + the chord table, added when chords are emitted
+  const double outputs = static_cast<double>(tile_w) * words_y * words_z;
+  // Per output word: building the levels over the region (load + doubling) and the lookups;
+  // lower occupancy (large shared memory) hides latency worse.
+  const double blocks_per_sm = std::min(8.0, std::floor(228.0 * 1024 / (b.smem_bytes + 1024)));
+  t.cost_per_output = (region * (2.0 + b.levels) / outputs + static_cast<double>(chords_lookups)) *
+                      (blocks_per_sm >= 3 ? 1.0 : blocks_per_sm >= 2 ? 1.15 : 1.4);
+  return t;
+}
+
+// The cheapest tile shape whose region fits the shared-memory budget, or smem_bytes 0.
+ChordBand ChooseTile(const Span& s, std::size_t lookups, PackMode mode, int pack,
+                     std::size_t pixel_bytes, const Extent& extent, bool element_3d,
+                     std::size_t budget) {
+  TileChoice best;
+  best.cost_per_output = 1e300;
+  for (int opt : {8, 4}) {
+    const int words = kThreads * opt;
+    for (int tile_w : {32, 64, 128}) {
+      for (int words_z : {1, 2, 4, 8, 16}) {
+        if (words % (tile_w * words_z) != 0) continue;
+        const int words_y = words / (tile_w * words_z);
+        if (words_y < 1) continue;
+        // Do not tile far beyond the image: wasted threads.
+        const int pixels_z = mode == PackMode::kStackedZ ? words_z * pack : words_z;
+        if (words_z > 1 && pixels_z > extent.depth + (mode == PackMode::kStackedZ ? pack - 1 : 0)) {
+          continue;
+        }
+        if (!element_3d && mode == PackMode::kSlidingY && words_z > 1 && extent.depth == 1) continue;
+        TileChoice t =
+            Evaluate(s, lookups, mode, pack, pixel_bytes, tile_w, words_y, words_z, opt);
+        if (t.band.smem_bytes + 8 * s.chords > budget) continue;
+        // Penalize tiles much larger than the image (idle threads).
+        const double waste_x = static_cast<double>(std::max<std::int64_t>(tile_w, extent.width)) /
+                               extent.width;
+        const double waste_y =
+            static_cast<double>(std::max<std::int64_t>(t.band.tile_h, extent.height)) /
+            extent.height;
+        t.cost_per_output *= waste_x * waste_y;
+        if (t.cost_per_output < best.cost_per_output) best = t;
+      }
+    }
+  }
+  if (best.cost_per_output == 1e300) return ChordBand{};
+  return best.band;
+}
+
+std::size_t Lookups(const std::vector<Chord>& chords) {
+  std::size_t n = 0;
+  for (const Chord& c : chords) n += (c.length & (c.length - 1)) == 0 ? 1 : 2;
+  return n;
+}
+
+// Fills the band's level ranges and appends its chord entries (int2: region offsets of the two
+// lookups), sorted by level, and within a level single lookups (L = 2^k) first.
+void EmitChords(std::vector<Chord> chords, ChordBand* b, std::vector<int>* table) {
+  auto single = [](const Chord& c) { return (c.length & (c.length - 1)) == 0; };
+  std::stable_sort(chords.begin(), chords.end(), [&](const Chord& a, const Chord& c) {
+    const int la = FloorLog2(a.length);
+    const int lc = FloorLog2(c.length);
+    return la != lc ? la < lc : single(a) && !single(c);
+  });
+  b->chord_begin = table->size() / 2;
+  b->chord_count = static_cast<int>(chords.size());
+  std::size_t i = 0;
+  for (int k = 0; k < kMaxLevels; ++k) {
+    b->level_start[k] = static_cast<int>(i);
+    while (i < chords.size() && FloorLog2(chords[i].length) == k && single(chords[i])) ++i;
+    b->level_split[k] = static_cast<int>(i);
+    while (i < chords.size() && FloorLog2(chords[i].length) == k) ++i;
+  }
+  b->level_start[kMaxLevels] = static_cast<int>(chords.size());
+  for (const Chord& c : chords) {
+    // kStackedZ bands hold 2D elements only (dz = 0); word planes are whole packs.
+    const int ry = c.dy - b->ry0;
+    const int rz = b->mode == PackMode::kSlidingY ? c.dz - b->rz0 : 0;
+    const int offset = (rz * b->rh + ry) * b->rw + (c.dx - b->rx0);
+    table->push_back(offset);
+    table->push_back(offset + c.length - (1 << FloorLog2(c.length)));
+  }
+}
+
+// Tile of a box pass: 32 lines when the staging (window span + outputs, two 4-byte arrays per
+// line) fits the budget, else fewer; outputs per line about 4 windows, within [32, 512].
+BoxPass PlanBoxPass(int axis, int length, int start) {
+  BoxPass pass{axis, length, start};
+  constexpr std::size_t kBoxBudget = 96 * 1024;
+  pass.outputs = std::clamp((4 * length + 31) / 32 * 32, 64, 512);
+  for (pass.lines = 32;; pass.lines /= 2) {
+    for (int outputs = pass.outputs; outputs >= 32; outputs /= 2) {
+      const std::size_t pitch = static_cast<std::size_t>(outputs + 2 * length) | 1;
+      pass.smem_bytes = 2 * pitch * pass.lines * 4;
+      if (pass.smem_bytes <= kBoxBudget) {
+        pass.outputs = outputs;
+        return pass;
+      }
+    }
+    if (pass.lines == 1) break;
+  }
+  return pass;  // unreachable for length <= 1023: 1 line of 32 + 2046 positions fits
+}
+
+}  // namespace
+
+absl::StatusOr<ElementPlan> PlanElement(const StructuringElement& se, PixelType type,
+                                        const Extent& extent, std::vector<int>* chord_table) {
+  ElementPlan plan;
+  if (se.IsBox()) {
+    plan.separable = true;
+    const int lengths[3] = {se.width(), se.height(), se.depth()};
+    const int anchors[3] = {se.anchor_x(), se.anchor_y(), se.anchor_z()};
+    for (int axis = 0; axis < 3; ++axis) {
+      if (lengths[axis] > 1) plan.box.push_back(PlanBoxPass(axis, lengths[axis], -anchors[axis]));
+    }
+    return plan;
+  }
+  const int pack = Pack(type);
+  const std::size_t pixel_bytes = PixelSize(type);
+  const bool element_3d = se.depth() > 1;
+  const PackMode mode = (!element_3d && extent.depth > 1 && pack > 1) ? PackMode::kStackedZ
+                                                                       : PackMode::kSlidingY;
+  std::vector<Chord> chords = se.Chords();
+  // Bands: consecutive (dz, dy) rows of chords, as many as fit one region in shared memory
+  // (the two-blocks-per-SM budget first, a whole SM's shared memory for huge elements).
+  std::size_t begin = 0;
+  while (begin < chords.size()) {
+    std::size_t end = chords.size();
+    for (;;) {
+      Span span;
+      std::vector<Chord> part(chords.begin() + begin, chords.begin() + end);
+      for (const Chord& c : part) span.Add(c);
+      ChordBand band;
+      for (std::size_t budget : {kSmemBudget, kSmemMax}) {
+        band = ChooseTile(span, Lookups(part), mode, pack, pixel_bytes, extent, element_3d, budget);
+        if (band.smem_bytes != 0) break;
+      }
+      if (band.smem_bytes != 0) {
+        // A second region buffer (which also holds the raw staging) when it fits: levels then
+        // need no in-place ordering.
+        const std::size_t region_bytes =
+            static_cast<std::size_t>(band.rw) * band.rh * band.rd * 4;
+        const std::size_t doubled = 2 * region_bytes + (band.raw_bytes > region_bytes ? band.raw_bytes - region_bytes : 0);
+        if (doubled + 16 + part.size() * 8 <= kSmemBudget) {
+          band.double_buffer = true;
+          band.smem_bytes = std::max(band.smem_bytes, doubled);
+        }
+        band.table_offset = (band.smem_bytes + 15) / 16 * 16;
+        band.smem_bytes = band.table_offset + part.size() * 8;
+        EmitChords(std::move(part), &band, chord_table);
+        plan.bands.push_back(band);
+        break;
+      }
+      // Too large: keep roughly half of the rows (whole rows: chords of one (dz, dy) together).
+      std::size_t mid = begin + (end - begin) / 2;
+      while (mid > begin + 1 && chords[mid].dy == chords[mid - 1].dy &&
+             chords[mid].dz == chords[mid - 1].dz) {
+        --mid;
+      }
+      if (end - begin == 1 || mid <= begin) {
+        return absl::InvalidArgumentError(
+            "structuring element: a row of chords does not fit shared memory");
+      }
+      end = mid;
+    }
+    begin = end;
+  }
+  return plan;
+}
+
+}  // namespace cuimg::internal

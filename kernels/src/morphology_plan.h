@@ -1,0 +1,77 @@
+// Host-side planning of morphology passes (internal to cuimg_kernels): which kernel runs an
+// element, with which tiles, and the chord tables it reads.
+#ifndef CUIMG_KERNELS_SRC_MORPHOLOGY_PLAN_H_
+#define CUIMG_KERNELS_SRC_MORPHOLOGY_PLAN_H_
+
+#include <cstddef>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cuimg/common/image.h"
+#include "cuimg/kernels/structuring_element.h"
+
+namespace cuimg::internal {
+
+inline constexpr int kMaxLevels = 11;    // chord lengths < 2^11 (elements are <= 1023 wide)
+inline constexpr int kThreads = 256;     // threads per chord-tile block
+inline constexpr int kMaxOpt = 8;        // output words per thread (4 or 8)
+inline constexpr std::size_t kSmemBudget = 100 * 1024;  // two blocks per SM on Hopper
+inline constexpr std::size_t kSmemMax = 220 * 1024;     // one block per SM (huge elements)
+
+// How pixels are packed into 32-bit words for SIMD min/max (integer types; f32 is one per word).
+// kSlidingY: word (x, y, z) holds rows y .. y+P-1, for every y, so a lookup at any (dx, dy, dz)
+//   is one aligned word. kStackedZ: word holds slices z .. z+P-1 for z a multiple of P; used for
+//   2D elements on volumes, where lookups never move in z.
+enum class PackMode { kSlidingY, kStackedZ };
+
+// One launch of the chord-tile kernel: a band of the element's chords (all of them unless the
+// element is too large for one region in shared memory).
+struct ChordBand {
+  PackMode mode = PackMode::kSlidingY;
+  int tile_w = 0, tile_h = 0, tile_d = 0;  // output tile, pixels
+  int rx0 = 0, ry0 = 0, rz0 = 0;           // region origin relative to the tile origin, pixels
+  int rw = 0, rh = 0, rd = 0;              // region extent, words
+  int levels = 0;                          // doubling tables T_1 .. T_{2^(levels-1)}
+  // Chords of level k: [level_start[k], level_split[k]) need one lookup (length 2^k),
+  // [level_split[k], level_start[k + 1]) two. Relative to chord_begin.
+  int level_start[kMaxLevels + 1] = {};
+  int level_split[kMaxLevels] = {};
+  std::size_t chord_begin = 0;             // into the plan's chord table (int2 entries)
+  int chord_count = 0;
+  std::size_t table_offset = 0;            // where the block stages the chords in shared memory
+  int opt = 1;                             // output words per thread
+  int log2_tile_w = 0;                     // tile_w = 1 << log2_tile_w
+  int log2_words_y = 0;                    // output word rows per tile, a power of two
+  std::size_t raw_bytes = 0;               // kSlidingY: staging for raw pixel rows
+  bool double_buffer = false;              // levels ping-pong (else in place)
+  std::size_t smem_bytes = 0;              // region words + staging
+};
+
+// One pass of van Herk/Gil-Werman along an axis (0 = x, 1 = y, 2 = z): window of `length`
+// starting at offset `start` (= -anchor) from each output. A block handles `lines` lines x
+// `outputs` positions in shared memory.
+struct BoxPass {
+  int axis = 0;
+  int length = 1;
+  int start = 0;
+  int lines = 32;
+  int outputs = 128;
+  std::size_t smem_bytes = 0;
+};
+
+// How one erosion/dilation by one element runs.
+struct ElementPlan {
+  bool separable = false;          // box element: `box` passes; else `bands`
+  std::vector<BoxPass> box;        // empty and separable: the 1x1 element (a copy)
+  std::vector<ChordBand> bands;
+};
+
+// Plans one element for images of `type` and `extent`; appends its chords (int2: the region
+// offsets of the two lookups) to `chord_table`. INVALID_ARGUMENT if a row of chords cannot fit
+// shared memory at any tile size (not the case for elements up to 1023 per axis).
+absl::StatusOr<ElementPlan> PlanElement(const StructuringElement& se, PixelType type,
+                                        const Extent& extent, std::vector<int>* chord_table);
+
+}  // namespace cuimg::internal
+
+#endif  // CUIMG_KERNELS_SRC_MORPHOLOGY_PLAN_H_

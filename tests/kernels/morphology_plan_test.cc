@@ -1,0 +1,61 @@
+// Planning runs on the host: every element up to the 1023-per-axis limit, on every pixel type,
+// 2D and 3D, gets a plan (bands when it is too large for one shared-memory region). No GPU needed.
+#include <gtest/gtest.h>
+
+#include "cuimg/kernels/morphology.h"
+#include "tests/testing/status_matchers.h"
+
+namespace cuimg {
+namespace {
+
+TEST(MorphologyPlan, PlansElementsUpToTheLimitForEveryType) {
+  const PixelType types[] = {PixelType::kU8, PixelType::kU16, PixelType::kI16, PixelType::kF32};
+  const ElementShape shapes[] = {ElementShape::kRect, ElementShape::kEllipse, ElementShape::kCross};
+  const std::pair<int, int> sizes[] = {{1, 1}, {3, 3}, {9, 9}, {63, 63}, {64, 2}, {255, 255},
+                                       {1023, 1}, {1, 1023}, {1023, 3}, {1023, 1023}};
+  for (PixelType type : types) {
+    for (ElementShape shape : shapes) {
+      for (const auto& [w, h] : sizes) {
+        for (const Extent& extent : {Extent{1920, 1080, 1}, Extent{512, 512, 300}, Extent{7, 5, 3}}) {
+          auto se = StructuringElement::Create(ElementSpec{shape, w, h, 0, -1, -1, -1, {}});
+          ASSERT_TRUE(se.ok());
+          auto plan = MorphologyPlan::Create(type, extent, {{MorphOp::kOpen, *se, 1,
+                                                             BorderMode::kNeutral, 0}});
+          ASSERT_TRUE(plan.ok()) << plan.status() << " " << w << "x" << h;
+          EXPECT_FALSE(plan->Describe().empty());
+          EXPECT_GT(plan->LaunchCount(), 0);
+        }
+      }
+    }
+  }
+}
+
+TEST(MorphologyPlan, Plans3DElements) {
+  for (PixelType type : {PixelType::kU8, PixelType::kI16, PixelType::kF32}) {
+    for (int size : {3, 9, 31, 101}) {
+      auto ball = StructuringElement::Create(
+          ElementSpec{ElementShape::kEllipse, size, size, size, -1, -1, -1, {}});
+      ASSERT_TRUE(ball.ok());
+      auto plan = MorphologyPlan::Create(type, Extent{512, 512, 300},
+                                         {{MorphOp::kErode, *ball, 1, BorderMode::kNeutral, 0}});
+      ASSERT_TRUE(plan.ok()) << plan.status() << " ball " << size;
+    }
+  }
+}
+
+TEST(MorphologyPlan, UsesSeparablePassesForBoxesAndChordsOtherwise) {
+  auto rect = StructuringElement::Create(ElementSpec{ElementShape::kRect, 63, 63, 0, -1, -1, -1, {}});
+  auto disk = StructuringElement::Create(ElementSpec{ElementShape::kEllipse, 63, 63, 0, -1, -1, -1, {}});
+  auto box_plan = MorphologyPlan::Create(PixelType::kU8, Extent{1920, 1080, 1},
+                                         {{MorphOp::kDilate, *rect, 1, BorderMode::kNeutral, 0}});
+  auto disk_plan = MorphologyPlan::Create(PixelType::kU8, Extent{1920, 1080, 1},
+                                          {{MorphOp::kDilate, *disk, 1, BorderMode::kNeutral, 0}});
+  ASSERT_TRUE(box_plan.ok() && disk_plan.ok());
+  EXPECT_EQ(box_plan->Describe(), "box(2 passes)");
+  EXPECT_EQ(box_plan->LaunchCount(), 2);
+  EXPECT_EQ(disk_plan->LaunchCount(), 1);
+  EXPECT_NE(disk_plan->Describe().find("chords(1 bands"), std::string::npos) << disk_plan->Describe();
+}
+
+}  // namespace
+}  // namespace cuimg
