@@ -1,23 +1,22 @@
 #!/usr/bin/env bash
-# Installs every Debian package cuimg needs to build, test and run (CUDA excepted: the toolkit
-# comes with the machine or the nvidia/cuda base image). One script for CI, the README and the
-# Dockerfile, so the three never drift apart.
-#   scripts/install_deps.sh          build + test dependencies (default)
-#   scripts/install_deps.sh runtime  only the shared libraries the binaries load
+# Installs every Debian/Ubuntu package cuimg needs (CUDA excepted: the toolkit comes with the
+# machine or the nvidia/cuda base image). One script for CI, the README and the Dockerfile, so the
+# three never drift apart. Runtime images copy the libraries the binaries load instead
+# (scripts/collect_libs.sh), which works whatever the base distribution.
+#   scripts/install_deps.sh        build + test dependencies (default; CI, the README)
+#   scripts/install_deps.sh build  only what compiling the server and client needs (Dockerfile)
 set -euo pipefail
 
-mode="${1:-build}"
-
-runtime_pkgs=(
-  libgrpc++1.51 libprotobuf32 libabsl20220623 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0
-  libpng16-16 libjpeg62-turbo libturbojpeg0 libtiff6 libdcmtk17 libassimp5 ca-certificates
-)
+mode="${1:-test}"
 
 build_pkgs=(
   build-essential cmake ninja-build pkg-config git patchelf curl
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev
   libpng-dev libjpeg-dev libturbojpeg0-dev libtiff-dev libdcmtk-dev libassimp-dev
+)
+
+test_pkgs=(
   # Test oracles only; cuimg itself never links OpenCV.
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev libopencv-objdetect-dev
   libopencv-videoio-dev opencv-doc
@@ -33,9 +32,9 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 
 case "$mode" in
-  runtime) pkgs=("${runtime_pkgs[@]}") ;;
-  build) pkgs=("${build_pkgs[@]}" "${runtime_pkgs[@]}") ;;
-  *) echo "usage: $0 [build|runtime]" >&2; exit 2 ;;
+  build) pkgs=("${build_pkgs[@]}") ;;
+  test) pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
+  *) echo "usage: $0 [test|build]" >&2; exit 2 ;;
 esac
 
 missing=()

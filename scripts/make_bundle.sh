@@ -18,23 +18,7 @@ binaries=(
 )
 for b in "${binaries[@]}"; do cp "$b" "$out/bin/"; done
 
-# Everything the binaries load except the C/C++ runtime and the driver, which the target has.
-system_libs='^(linux-vdso|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|ld-linux|libstdc\+\+|libgcc_s|libcuda\.so|libnvidia)'
-for b in "$out"/bin/*; do
-  ldd "$b" | awk '/=> \//{print $1" "$3}' | while read -r name path; do
-    if ! echo "$name" | grep -Eq "$system_libs" && [ ! -e "$out/lib/$name" ]; then
-      cp -L "$path" "$out/lib/$name"
-    fi
-  done
-done
-for b in "$out"/bin/*; do
-  strip --strip-unneeded "$b"
-  patchelf --set-rpath '$ORIGIN/../lib' "$b"
-done
-for l in "$out"/lib/*; do
-  strip --strip-unneeded "$l" 2>/dev/null || true
-  patchelf --set-rpath '$ORIGIN' "$l"
-done
+bash scripts/collect_libs.sh "$out/lib" "$out"/bin/*
 
 cp -r "$build_dir/proto/python/." "$out/python/"
 cp -r tests/e2e "$out/tests/"
