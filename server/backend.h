@@ -4,6 +4,7 @@
 #define CUIMG_SERVER_BACKEND_H_
 
 #include <memory>
+#include <cstdint>
 #include <string>
 #include "absl/strings/string_view.h"
 #include <vector>
@@ -26,6 +27,26 @@ struct StageTimes {
   int device = -1;
 };
 
+// What one device reports for health and metrics.
+struct DeviceStatus {
+  int id = 0;
+  std::string label;  // "cuda0", "cpu0", ...
+  bool healthy = true;
+  std::string reason;  // why not healthy
+  std::uint64_t requests = 0;
+  int inflight = 0;
+  int streams_busy = 0;
+  int streams_total = 0;
+  // Device memory; absent (has_memory false) for CPU devices.
+  bool has_memory = false;
+  std::uint64_t memory_total = 0;
+  std::uint64_t memory_used = 0;
+  std::uint64_t memory_cached = 0;  // idle buffers held by the cache
+  std::uint64_t cache_hits = 0;
+  std::uint64_t cache_misses = 0;
+  std::uint64_t cache_evictions = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -33,6 +54,8 @@ class Backend {
   virtual absl::string_view name() const = 0;
   // One line for the start-up log: devices, memory.
   virtual std::string Describe() const = 0;
+  // Every device's health and counters. Thread-safe.
+  virtual std::vector<DeviceStatus> Devices() const = 0;
 
   // Runs a morphology chain. `in` and `out` are host buffers of the same type and extent, one
   // channel; `out` is preallocated and must not overlap `in`. Thread-safe. Fills the h2d, kernel,
@@ -41,8 +64,9 @@ class Backend {
                                   const std::vector<MorphologyStep>& steps, StageTimes* times) = 0;
 };
 
-// The CPU backend: the CPU references, `threads` threads per request (0 = all cores).
-std::unique_ptr<Backend> CreateCpuBackend(int threads);
+// The CPU backend: the CPU references, options.cpu_threads_per_request threads per request (0 =
+// all cores), presenting options.cpu_devices devices for scheduling.
+std::unique_ptr<Backend> CreateCpuBackend(const ServerOptions& options);
 
 // The CUDA backend over every usable device; UNAVAILABLE when there is none.
 absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const ServerOptions& options);

@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "absl/strings/str_cat.h"
+#include "server/log.h"
 
 namespace cuimg {
 
@@ -36,6 +37,9 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
   server->service_ = std::make_unique<ImagingService>(options, server->backend_.get(),
                                                       server->queue_.get(), server->store_.get(),
                                                       server->metrics_.get());
+  server->device_metrics_ =
+      std::make_shared<DeviceMetrics>(server->backend_.get(), server->store_.get());
+  if (server->exposer_ != nullptr) server->exposer_->RegisterCollectable(server->device_metrics_);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -53,7 +57,42 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
   grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService();
   health->SetServingStatus(kServiceName, true);
   health->SetServingStatus(true);
+  CuimgServer* raw = server.get();
+  server->monitor_ = std::thread([raw, poll = options.health_poll_ms] { raw->MonitorHealth(poll); });
   return server;
+}
+
+void CuimgServer::MonitorHealth(int poll_ms) {
+  bool serving = true;
+  std::unique_lock<std::mutex> lock(monitor_mu_);
+  while (!monitor_cv_.wait_for(lock, std::chrono::milliseconds(poll_ms),
+                               [this] { return monitor_stop_; })) {
+    bool any_healthy = false;
+    std::string reasons;
+    for (const DeviceStatus& d : backend_->Devices()) {
+      any_healthy |= d.healthy;
+      if (!d.healthy) absl::StrAppend(&reasons, reasons.empty() ? "" : ",", d.label, ":", d.reason);
+    }
+    if (any_healthy != serving) {
+      serving = any_healthy;
+      grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
+      health->SetServingStatus(kServiceName, serving);
+      health->SetServingStatus(serving);
+      Log(serving ? LogLevel::kInfo : LogLevel::kError, "event=health serving=", serving,
+          " unhealthy=\"", reasons, "\"");
+    } else if (!reasons.empty()) {
+      Log(LogLevel::kDebug, "event=device_unhealthy devices=\"", reasons, "\"");
+    }
+  }
+}
+
+void CuimgServer::StopMonitor() {
+  {
+    std::lock_guard<std::mutex> lock(monitor_mu_);
+    monitor_stop_ = true;
+  }
+  monitor_cv_.notify_all();
+  if (monitor_.joinable()) monitor_.join();
 }
 
 CuimgServer::~CuimgServer() { Shutdown(absl::ZeroDuration()); }
@@ -61,6 +100,7 @@ CuimgServer::~CuimgServer() { Shutdown(absl::ZeroDuration()); }
 void CuimgServer::Shutdown(absl::Duration grace) {
   if (shut_down_) return;
   shut_down_ = true;
+  StopMonitor();
   if (server_ != nullptr) {
     if (auto* health = server_->GetHealthCheckService()) {
       health->SetServingStatus(kServiceName, false);

@@ -7,11 +7,15 @@
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "server/backend.h"
+#include "server/device_metrics.h"
 #include "server/imaging_service.h"
 #include "server/metrics.h"
 #include "server/resident_store.h"
@@ -43,6 +47,10 @@ class CuimgServer {
 
  private:
   CuimgServer() = default;
+  // Re-evaluates device health every health_poll_ms: the services are SERVING while at least one
+  // device is healthy.
+  void MonitorHealth(int poll_ms);
+  void StopMonitor();
 
   std::unique_ptr<Backend> backend_;
   std::shared_ptr<prometheus::Registry> registry_;
@@ -51,7 +59,12 @@ class CuimgServer {
   std::unique_ptr<WorkQueue> queue_;
   std::unique_ptr<ResidentStore> store_;
   std::unique_ptr<ImagingService> service_;
+  std::shared_ptr<DeviceMetrics> device_metrics_;
   std::unique_ptr<grpc::Server> server_;
+  std::mutex monitor_mu_;
+  std::condition_variable monitor_cv_;
+  bool monitor_stop_ = false;
+  std::thread monitor_;
   int grpc_port_ = 0;
   int metrics_port_ = 0;
   bool shut_down_ = false;

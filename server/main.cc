@@ -5,11 +5,14 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "server/backend.h"
 #include "server/grpc_server.h"
@@ -26,6 +29,14 @@ ABSL_FLAG(int, worker_threads, 4, "Threads executing requests.");
 ABSL_FLAG(int, max_inflight_requests, 64,
           "Requests admitted at once; more get RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int, cpu_threads_per_request, 0, "CPU backend threads per request (0 = all cores).");
+ABSL_FLAG(int, cpu_devices, 1,
+          "Scheduling units the CPU backend presents (multi-device behaviour without GPUs).");
+ABSL_FLAG(uint64_t, device_cache_bytes, uint64_t{8} << 30,
+          "Device memory each GPU's buffer cache may hold (leased + idle), bytes.");
+ABSL_FLAG(int, health_poll_ms, 250, "How often device health is re-evaluated, milliseconds.");
+ABSL_FLAG(std::string, inject_device_failure, "",
+          "Testing only: DEVICE:AFTER_REQUESTS[:DURATION_MS] makes that device fail the request "
+          "after AFTER_REQUESTS requests and stay unhealthy DURATION_MS (0 = until restart).");
 ABSL_FLAG(int, max_receive_message_bytes, 1 << 30, "Largest request message, bytes.");
 ABSL_FLAG(int64_t, max_pixels, int64_t{1} << 30, "Largest image, width*height*depth.");
 ABSL_FLAG(int, max_side, 65536, "Largest width, height or depth.");
@@ -54,6 +65,18 @@ bool ParseBackend(const std::string& s, cuimg::BackendKind* out) {
   return true;
 }
 
+bool ParseFault(const std::string& s, cuimg::FaultInjection* out) {
+  if (s.empty()) return true;
+  std::vector<std::string> parts = absl::StrSplit(s, ':');
+  if (parts.size() < 2 || parts.size() > 3) return false;
+  int values[3] = {0, 0, 0};
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (!absl::SimpleAtoi(parts[i], &values[i]) || values[i] < 0) return false;
+  }
+  *out = cuimg::FaultInjection{values[0], values[1], values[2]};
+  return true;
+}
+
 bool ParseLogLevel(const std::string& s, cuimg::LogLevel* out) {
   if (s == "debug") *out = cuimg::LogLevel::kDebug;
   else if (s == "info") *out = cuimg::LogLevel::kInfo;
@@ -75,6 +98,9 @@ int main(int argc, char** argv) {
   options.worker_threads = absl::GetFlag(FLAGS_worker_threads);
   options.max_inflight_requests = absl::GetFlag(FLAGS_max_inflight_requests);
   options.cpu_threads_per_request = absl::GetFlag(FLAGS_cpu_threads_per_request);
+  options.cpu_devices = absl::GetFlag(FLAGS_cpu_devices);
+  options.device_cache_bytes = absl::GetFlag(FLAGS_device_cache_bytes);
+  options.health_poll_ms = absl::GetFlag(FLAGS_health_poll_ms);
   options.max_receive_message_bytes = absl::GetFlag(FLAGS_max_receive_message_bytes);
   options.shutdown_grace_seconds = absl::GetFlag(FLAGS_shutdown_grace_seconds);
   options.resident_budget_bytes = absl::GetFlag(FLAGS_resident_budget_bytes);
@@ -88,16 +114,19 @@ int main(int argc, char** argv) {
   options.limits.max_pyramid_levels = absl::GetFlag(FLAGS_max_pyramid_levels);
   options.limits.max_mesh_vertices = absl::GetFlag(FLAGS_max_mesh_vertices);
 
-  cuimg::LogLevel level;
+  cuimg::LogLevel level = cuimg::LogLevel::kInfo;
   if (!ParseBackend(absl::GetFlag(FLAGS_backend), &options.backend) ||
-      !ParseLogLevel(absl::GetFlag(FLAGS_log_level), &level)) {
-    std::fprintf(stderr, "usage: --backend must be auto|cuda|cpu and --log_level debug|info|"
-                         "warning|error\n");
+      !ParseLogLevel(absl::GetFlag(FLAGS_log_level), &level) ||
+      !ParseFault(absl::GetFlag(FLAGS_inject_device_failure), &options.fault)) {
+    std::fprintf(stderr, "usage: --backend auto|cuda|cpu, --log_level debug|info|warning|error, "
+                         "--inject_device_failure DEVICE:AFTER[:DURATION_MS]\n");
     return 2;
   }
   if (options.worker_threads < 1 || options.max_inflight_requests < 1 ||
-      options.max_receive_message_bytes < 1 || options.limits.max_element_extent < 1) {
-    std::fprintf(stderr, "usage: thread, in-flight, message and extent limits must be >= 1\n");
+      options.max_receive_message_bytes < 1 || options.limits.max_element_extent < 1 ||
+      options.cpu_devices < 1 || options.health_poll_ms < 1) {
+    std::fprintf(stderr, "usage: thread, device, in-flight, message, extent and poll limits must "
+                         "be >= 1\n");
     return 2;
   }
   cuimg::SetLogLevel(level);

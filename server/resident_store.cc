@@ -108,6 +108,17 @@ std::uint64_t ResidentStore::evictions() const {
   return evictions_;
 }
 
+ResidentStore::Totals ResidentStore::totals() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ExpireLocked(clock_());
+  Totals t;
+  for (const auto& [handle, entry] : entries_) {
+    ++t.objects;
+    t.bytes += entry.info.size_bytes;
+  }
+  return t;
+}
+
 void ResidentStore::ExpireLocked(absl::Time now) {
   for (auto it = entries_.begin(); it != entries_.end();) {
     if (now - it->second.last_used > absl::Seconds(it->second.info.ttl_seconds)) {

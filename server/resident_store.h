@@ -63,6 +63,12 @@ class ResidentStore {
   std::uint64_t budget_bytes() const { return options_.budget_bytes_per_identity; }
   // Objects evicted for room or by TTL since start.
   std::uint64_t evictions() const;
+  struct Totals {
+    std::uint64_t objects = 0;
+    std::uint64_t bytes = 0;
+  };
+  // Every identity's objects together (expired ones are dropped first).
+  Totals totals();
 
  private:
   struct Entry {

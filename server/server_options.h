@@ -21,6 +21,14 @@ struct RequestLimits {
   std::int64_t max_mesh_vertices = std::int64_t{1} << 24;
 };
 
+// Test-only fault injection: device `device` fails the request after `after_requests` requests
+// and stays unhealthy for `duration_ms` (0: until restart), as a sticky device error would.
+struct FaultInjection {
+  int device = -1;  // -1: none
+  int after_requests = 0;
+  int duration_ms = 0;
+};
+
 struct ServerOptions {
   std::string listen_address = "0.0.0.0:50051";
   // Prometheus /metrics; empty disables the exposer.
@@ -34,6 +42,13 @@ struct ServerOptions {
   int max_inflight_requests = 64;
   // Threads the CPU backend uses per request (0 = all cores).
   int cpu_threads_per_request = 0;
+  // Devices the CPU backend presents (scheduling units, for multi-device behaviour without GPUs).
+  int cpu_devices = 1;
+  // Bytes of device memory each GPU's buffer cache may hold (leased + idle).
+  std::uint64_t device_cache_bytes = std::uint64_t{8} << 30;
+  // How often device health is re-evaluated, milliseconds.
+  int health_poll_ms = 250;
+  FaultInjection fault;
   // On SIGTERM/SIGINT, in-flight requests get this long to finish.
   int shutdown_grace_seconds = 30;
   // Resident objects: byte budget per client identity, default and maximum TTL.

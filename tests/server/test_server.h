@@ -26,7 +26,7 @@ class TestServer {
  public:
   explicit TestServer(const ServerOptions& options = TestServerOptions(),
                       std::unique_ptr<Backend> backend = nullptr) {
-    if (backend == nullptr) backend = CreateCpuBackend(options.cpu_threads_per_request);
+    if (backend == nullptr) backend = CreateCpuBackend(options);
     auto server = CuimgServer::Start(options, std::move(backend));
     EXPECT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
