@@ -3,6 +3,7 @@
 #ifndef CUIMG_CLIENT_COMMANDS_H_
 #define CUIMG_CLIENT_COMMANDS_H_
 
+#include <cstdint>
 #include <string>
 
 #include "client/connection.h"
@@ -33,6 +34,25 @@ struct MorphologyCommand {
   bool json = false;
 };
 int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& command);
+
+struct LoadCommand {
+  std::string steps = "dilate:rect:3x3";
+  std::string size = "640x480";  // WxH or WxHxD of a random image, unless `input`
+  std::string pixel_type = "u8";
+  std::string input;             // a 1-channel PNG/JPEG instead of random pixels
+  int concurrency = 16;          // calls in flight (closed loop)
+  double rate = 0;               // calls per second (open loop) when > 0
+  double duration_s = 10;
+  std::int64_t requests = 0;     // when > 0: this many calls instead of a duration
+  double warmup_s = 1;
+  int channels = 1;
+  bool json = false;
+  std::string json_out;          // also write the JSON summary here
+  std::string csv;               // per-call rows
+  bool progress = true;
+};
+// Exit 0 when every measured call succeeded, 1 otherwise.
+int RunLoad(const ConnectionOptions& connection, const LoadCommand& command);
 
 }  // namespace cuimg
 

@@ -3,10 +3,10 @@
 #include <chrono>
 #include <cstdio>
 
-namespace cuimg {
-namespace {
+#include "absl/strings/str_cat.h"
 
-const char* CodeName(grpc::StatusCode code) {
+namespace cuimg {
+const char* StatusCodeName(grpc::StatusCode code) {
   switch (code) {
     case grpc::StatusCode::OK: return "OK";
     case grpc::StatusCode::CANCELLED: return "CANCELLED";
@@ -30,13 +30,45 @@ const char* CodeName(grpc::StatusCode code) {
   return "UNKNOWN";
 }
 
-}  // namespace
+absl::StatusOr<ChannelSpec> MakeChannelSpec(const ConnectionOptions& options) {
+  if (options.lb_policy != "round_robin" && options.lb_policy != "pick_first") {
+    return absl::InvalidArgumentError("--lb_policy: expected round_robin or pick_first");
+  }
+  if (options.max_attempts < 1 || options.max_attempts > 5) {
+    return absl::InvalidArgumentError("--max_attempts: expected 1 to 5");
+  }
+  ChannelSpec spec;
+  // Several comma-separated host:port become one ipv4/ipv6 target that the balancer spreads over.
+  if (options.target.find(',') != std::string::npos && options.target.find("://") == std::string::npos) {
+    const bool v6 = options.target.find('[') != std::string::npos;
+    spec.target = absl::StrCat(v6 ? "ipv6:" : "ipv4:", options.target);
+  } else {
+    spec.target = options.target;
+  }
+  std::string retry;
+  if (options.max_attempts > 1) {
+    retry = absl::StrCat(
+        R"(,"methodConfig":[{"name":[{"service":"cuimg.v1.Imaging"},{"service":"grpc.health.v1.Health"}],)",
+        R"("retryPolicy":{"maxAttempts":)", options.max_attempts,
+        R"(,"initialBackoff":"0.05s","maxBackoff":"1s","backoffMultiplier":2,)",
+        R"("retryableStatusCodes":["UNAVAILABLE"]}}])");
+  }
+  spec.service_config_json =
+      absl::StrCat(R"({"loadBalancingConfig":[{")", options.lb_policy, R"(":{}}])", retry, "}");
+  return spec;
+}
 
-std::shared_ptr<grpc::Channel> MakeChannel(const ConnectionOptions& options) {
+std::shared_ptr<grpc::Channel> MakeChannel(const ConnectionOptions& options, int channel_index) {
   grpc::ChannelArguments args;
+  if (channel_index > 0) args.SetInt("cuimg.channel_index", channel_index);
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
-  return grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args);
+  std::string target = options.target;
+  if (absl::StatusOr<ChannelSpec> spec = MakeChannelSpec(options); spec.ok()) {
+    target = spec->target;
+    args.SetServiceConfigJSON(spec->service_config_json);
+  }
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
 }
 
 void PrepareContext(const ConnectionOptions& options, grpc::ClientContext* context) {
@@ -48,7 +80,7 @@ void PrepareContext(const ConnectionOptions& options, grpc::ClientContext* conte
 }
 
 int ReportRpcError(const grpc::Status& status) {
-  std::fprintf(stderr, "error: %s: %s\n", CodeName(status.error_code()),
+  std::fprintf(stderr, "error: %s: %s\n", StatusCodeName(status.error_code()),
                status.error_message().c_str());
   return kExitRpcError;
 }

@@ -7,25 +7,45 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
+
 namespace cuimg {
 
 struct ConnectionOptions {
-  // gRPC target: host:port, dns:///host:port, unix:///path, ...
+  // gRPC target: host:port, dns:///host:port (every address the name resolves to),
+  // unix:///path, or several host:port separated by commas.
   std::string target = "localhost:50051";
   // Per-RPC deadline; 0 means none.
   double timeout_seconds = 60;
+  // "round_robin" spreads calls over every address of the target; "pick_first" uses one.
+  std::string lb_policy = "round_robin";
+  // Attempts per call for UNAVAILABLE (another replica, a restarted server); 1 disables retries.
+  int max_attempts = 4;
 };
+
+// The channel target and service config (load balancing, retry policy) for `options`.
+// INVALID_ARGUMENT for an unknown lb_policy or max_attempts outside [1, 5].
+struct ChannelSpec {
+  std::string target;
+  std::string service_config_json;
+};
+absl::StatusOr<ChannelSpec> MakeChannelSpec(const ConnectionOptions& options);
 
 // Exit codes shared by every subcommand.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitRpcError = 1;
 inline constexpr int kExitUsage = 2;
 
-std::shared_ptr<grpc::Channel> MakeChannel(const ConnectionOptions& options);
+// A channel per MakeChannelSpec (an invalid spec falls back to the plain target, after the
+// command validated it).
+// `channel_index` > 0 forces a separate connection (channels with identical arguments share one).
+std::shared_ptr<grpc::Channel> MakeChannel(const ConnectionOptions& options, int channel_index = 0);
 // Applies the deadline to a new call's context.
 void PrepareContext(const ConnectionOptions& options, grpc::ClientContext* context);
 // Prints "error: CODE: message" to stderr and returns kExitRpcError.
 int ReportRpcError(const grpc::Status& status);
+// "OK", "UNAVAILABLE", ...
+const char* StatusCodeName(grpc::StatusCode code);
 // The server's `cuimg-timing` trailer, or "" when absent.
 std::string ServerTiming(const grpc::ClientContext& context);
 

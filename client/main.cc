@@ -12,16 +12,20 @@
 ABSL_FLAG(std::string, target, "localhost:50051",
           "Server address: host:port, dns:///host:port or unix:///path.");
 ABSL_FLAG(double, timeout, 60, "Per-RPC deadline in seconds (0 = none).");
+ABSL_FLAG(std::string, lb_policy, "round_robin",
+          "round_robin (spread calls over every address of --target) or pick_first.");
+ABSL_FLAG(int, max_attempts, 4,
+          "Attempts per call when the server answers UNAVAILABLE (1 = no retries; at most 5).");
 ABSL_FLAG(bool, json, false, "Print results as JSON.");
 
 // health
 ABSL_FLAG(std::string, service, "", "health: the service to check (\"\" = whole server).");
 
 // morphology
-ABSL_FLAG(std::string, input, "", "morphology: input image (.png, .jpg).");
+ABSL_FLAG(std::string, input, "", "morphology, load: input image (.png, .jpg).");
 ABSL_FLAG(std::string, output, "", "morphology: output image (.png, .jpg).");
 ABSL_FLAG(std::string, steps, "",
-          "morphology: a chain op:shape:WxH[xD][:iterations],... (overrides --op/--shape/--size/"
+          "morphology, load: a chain op:shape:WxH[xD][:iterations],... (overrides --op/--shape/--size/"
           "--iterations). ops: erode dilate open close gradient tophat blackhat; shapes: rect "
           "ellipse cross custom.");
 ABSL_FLAG(std::string, op, "dilate", "morphology: the operation (see --steps).");
@@ -34,6 +38,20 @@ ABSL_FLAG(std::string, border, "neutral",
 ABSL_FLAG(double, border_value, 0, "morphology: outside value for --border constant.");
 ABSL_FLAG(std::string, mask, "", "morphology: 8-bit PNG mask for --shape custom.");
 
+// load
+ABSL_FLAG(std::string, image_size, "640x480",
+          "load: random image size WxH (or WxHxD) sent with every call, unless --input.");
+ABSL_FLAG(std::string, pixel_type, "u8", "load: u8, u16, i16 or f32.");
+ABSL_FLAG(int, concurrency, 16, "load: calls in flight (closed loop).");
+ABSL_FLAG(double, rate, 0, "load: calls per second, open loop (0 = closed loop).");
+ABSL_FLAG(double, duration, 10, "load: measured seconds (after --warmup).");
+ABSL_FLAG(int64_t, requests, 0, "load: a number of calls instead of --duration.");
+ABSL_FLAG(double, warmup, 1, "load: seconds excluded from the statistics.");
+ABSL_FLAG(int, channels, 1, "load: gRPC channels (separate connections).");
+ABSL_FLAG(std::string, json_out, "", "load: also write the JSON summary to this file.");
+ABSL_FLAG(std::string, csv, "", "load: write one CSV row per call to this file.");
+ABSL_FLAG(bool, progress, true, "load: print a live progress line on stderr.");
+
 namespace {
 
 constexpr char kUsage[] =
@@ -41,6 +59,7 @@ constexpr char kUsage[] =
     "subcommands:\n"
     "  health       grpc.health.v1 check; exit 0 when SERVING\n"
     "  morphology   erode/dilate/open/close/gradient/tophat/blackhat an image\n"
+    "  load         load-test the server with Morphology calls\n"
     "exit codes: 0 ok, 1 RPC error (status printed), 2 usage\n";
 
 }  // namespace
@@ -56,6 +75,8 @@ int main(int argc, char** argv) {
   cuimg::ConnectionOptions connection;
   connection.target = absl::GetFlag(FLAGS_target);
   connection.timeout_seconds = absl::GetFlag(FLAGS_timeout);
+  connection.lb_policy = absl::GetFlag(FLAGS_lb_policy);
+  connection.max_attempts = absl::GetFlag(FLAGS_max_attempts);
 
   if (subcommand == "health") {
     cuimg::HealthCommand command;
@@ -77,6 +98,24 @@ int main(int argc, char** argv) {
     command.mask = absl::GetFlag(FLAGS_mask);
     command.json = absl::GetFlag(FLAGS_json);
     return cuimg::RunMorphology(connection, command);
+  }
+  if (subcommand == "load") {
+    cuimg::LoadCommand command;
+    command.steps = absl::GetFlag(FLAGS_steps).empty() ? command.steps : absl::GetFlag(FLAGS_steps);
+    command.size = absl::GetFlag(FLAGS_image_size);
+    command.pixel_type = absl::GetFlag(FLAGS_pixel_type);
+    command.input = absl::GetFlag(FLAGS_input);
+    command.concurrency = absl::GetFlag(FLAGS_concurrency);
+    command.rate = absl::GetFlag(FLAGS_rate);
+    command.duration_s = absl::GetFlag(FLAGS_duration);
+    command.requests = absl::GetFlag(FLAGS_requests);
+    command.warmup_s = absl::GetFlag(FLAGS_warmup);
+    command.channels = absl::GetFlag(FLAGS_channels);
+    command.json = absl::GetFlag(FLAGS_json);
+    command.json_out = absl::GetFlag(FLAGS_json_out);
+    command.csv = absl::GetFlag(FLAGS_csv);
+    command.progress = absl::GetFlag(FLAGS_progress) && !command.json;
+    return cuimg::RunLoad(connection, command);
   }
   std::fprintf(stderr, "unknown subcommand '%s'\n%s", subcommand.c_str(), kUsage);
   return cuimg::kExitUsage;

@@ -23,8 +23,8 @@ test_pkgs=(
   # Over-the-wire tests and the Python client.
   python3 python3-grpcio python3-protobuf python3-numpy python3-scipy python3-pydicom
   python3-matplotlib
-  # Metrics checks (promtool + a real Prometheus server in CI).
-  prometheus
+  # Metrics checks (promtool + a real Prometheus server in CI); deployment YAML checks.
+  prometheus yamllint python3-yaml
 )
 
 SUDO=""

@@ -8,13 +8,13 @@ import time
 
 
 class ServerProcess:
-    def __init__(self, binary, *extra_args):
+    def __init__(self, binary, *extra_args, listen="127.0.0.1:0"):
         self._dir = tempfile.TemporaryDirectory()
         port_file = os.path.join(self._dir.name, "ports.json")
         self.log_path = os.path.join(self._dir.name, "server.log")
         self._log = open(self.log_path, "w")
         self.process = subprocess.Popen(
-            [binary, "--listen_address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
+            [binary, f"--listen_address={listen}", "--metrics_address=127.0.0.1:0",
              f"--port_file={port_file}", *extra_args],
             stdout=self._log, stderr=subprocess.STDOUT)
         deadline = time.time() + 30
@@ -45,3 +45,5 @@ class ServerProcess:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+        if not self._log.closed:
+            self._log.close()

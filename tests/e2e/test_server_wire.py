@@ -176,6 +176,9 @@ class ServerOverTheWire(unittest.TestCase):
         self.assertIn('cuimg_requests_total{code="OK",rpc="Morphology"}', text)
         self.assertIn("cuimg_request_duration_seconds_bucket", text)
         self.assertIn(f'cuimg_build_info{{backend="{BACKEND}"', text)
+        if BACKEND == "cuda":  # device memory and the buffer cache exist only on GPUs
+            self.assertRegex(text, r'cuimg_device_memory_bytes\{device="cuda0",kind="total"\} [1-9]')
+            self.assertRegex(text, r'cuimg_buffer_cache_misses_total\{device="cuda0"\} [1-9]')
 
     def test_cli_round_trip_and_exit_codes(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -1,0 +1,224 @@
+// `cuimg load`: drives the server with Morphology requests through the callback API: a closed loop
+// of --concurrency calls in flight, or an open loop at --rate calls/s; for --duration seconds (or
+// --requests calls) after --warmup. Prints throughput, latency percentiles, errors by code and the
+// server's stage breakdown (from the cuimg-timing trailers); --json, --csv for machines.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "client/commands.h"
+#include "client/io/image_file.h"
+#include "client/load_stats.h"
+#include "client/morphology_spec.h"
+#include "cuimg/v1/imaging_service.grpc.pb.h"
+
+namespace cuimg {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int Usage(const std::string& message) {
+  std::fprintf(stderr, "usage: %s\n", message.c_str());
+  return kExitUsage;
+}
+
+absl::StatusOr<v1::MorphologyRequest> BuildRequest(const LoadCommand& c) {
+  v1::MorphologyRequest request;
+  auto steps = ParseSteps(c.steps);
+  if (!steps.ok()) return steps.status();
+  for (const auto& s : *steps) *request.add_steps() = s;
+  v1::Image* image = request.mutable_input()->mutable_image();
+  if (!c.input.empty()) {
+    auto file = ReadImageFile(c.input);
+    if (!file.ok()) return file.status();
+    if (file->channels() != 1) return absl::InvalidArgumentError("--input: needs a 1-channel image");
+    image->set_pixel_type(file->type() == PixelType::kU16 ? v1::PIXEL_TYPE_U16 : v1::PIXEL_TYPE_U8);
+    image->set_width(static_cast<std::uint32_t>(file->extent().width));
+    image->set_height(static_cast<std::uint32_t>(file->extent().height));
+    image->set_data(reinterpret_cast<const char*>(file->bytes()), file->size_bytes());
+    return request;
+  }
+  auto size = ParseSize(c.size);
+  if (!size.ok()) return size.status();
+  std::size_t pixel = 1;
+  if (c.pixel_type == "u8") {
+    image->set_pixel_type(v1::PIXEL_TYPE_U8);
+  } else if (c.pixel_type == "u16" || c.pixel_type == "i16") {
+    image->set_pixel_type(c.pixel_type == "u16" ? v1::PIXEL_TYPE_U16 : v1::PIXEL_TYPE_I16);
+    pixel = 2;
+  } else if (c.pixel_type == "f32") {
+    image->set_pixel_type(v1::PIXEL_TYPE_F32);
+    pixel = 4;
+  } else {
+    return absl::InvalidArgumentError("--pixel_type: expected u8, u16, i16 or f32");
+  }
+  image->set_width((*size)[0]);
+  image->set_height((*size)[1]);
+  image->set_depth((*size)[2]);
+  const std::size_t bytes =
+      static_cast<std::size_t>((*size)[0]) * (*size)[1] * std::max((*size)[2], 1) * pixel;
+  std::string data(bytes, '\0');
+  std::mt19937 rng(1);
+  // Finite f32 values: random bytes of a small range in every element's low bytes.
+  for (std::size_t i = 0; i < bytes; ++i) data[i] = static_cast<char>(pixel == 4 && i % 4 == 3 ? 0x3f : rng());
+  image->set_data(std::move(data));
+  return request;
+}
+
+class LoadRun {
+ public:
+  LoadRun(const ConnectionOptions& connection, const LoadCommand& c, v1::MorphologyRequest request)
+      : c_(c), connection_(connection), request_(std::move(request)) {
+    for (int i = 0; i < std::max(1, c.channels); ++i) {
+      stubs_.push_back(v1::Imaging::NewStub(MakeChannel(connection, i + 1)));
+    }
+  }
+
+  std::vector<CallRecord> Run() {
+    t0_ = Clock::now();
+    std::thread progress;
+    if (c_.progress) progress = std::thread([this] { Progress(); });
+    const double stop_at = c_.warmup_s + c_.duration_s;
+    if (c_.rate > 0) {
+      // Open loop: calls start on schedule whatever the latency (no coordinated omission).
+      const auto interval = std::chrono::duration<double>(1.0 / c_.rate);
+      for (std::int64_t i = 0; !Done(); ++i) {
+        std::this_thread::sleep_until(t0_ + std::chrono::duration_cast<Clock::duration>(interval * i));
+        if (Elapsed() >= stop_at && c_.requests == 0) break;
+        Issue(static_cast<int>(i));
+      }
+    } else {
+      for (int w = 0; w < c_.concurrency; ++w) Issue(w);
+    }
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this, stop_at] { return (c_.requests == 0 ? Elapsed() >= stop_at : issued_ >= Target()) &&
+                                     inflight_ == 0; });
+    }
+    stopped_ = true;
+    if (progress.joinable()) progress.join();
+    return std::move(records_);
+  }
+
+  double measured_seconds() const { return measured_s_; }
+
+ private:
+  struct Call {
+    grpc::ClientContext context;
+    v1::MorphologyResponse response;
+    Clock::time_point start;
+  };
+
+  double Elapsed() const { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
+  std::int64_t Target() const { return c_.requests; }
+  bool Done() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return c_.requests > 0 && issued_ >= Target();
+  }
+
+  void Issue(int worker) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (c_.requests > 0 ? issued_ >= Target() : Elapsed() >= c_.warmup_s + c_.duration_s) {
+        return;
+      }
+      ++issued_;
+      ++inflight_;
+    }
+    auto call = std::make_shared<Call>();
+    PrepareContext(connection_, &call->context);
+    call->start = Clock::now();
+    v1::Imaging::Stub& stub = *stubs_[static_cast<std::size_t>(worker) % stubs_.size()];
+    stub.async()->Morphology(&call->context, &request_, &call->response,
+                             [this, call, worker](grpc::Status status) {
+                               Record(*call, status);
+                               if (c_.rate <= 0) Issue(worker);  // closed loop: next call
+                               // Last touch of this object: Run() may return right after.
+                               std::lock_guard<std::mutex> lock(mu_);
+                               --inflight_;
+                               cv_.notify_all();
+                             });
+  }
+
+  void Record(Call& call, const grpc::Status& status) {
+    CallRecord r;
+    r.start_s = std::chrono::duration<double>(call.start - t0_).count();
+    r.latency_ms = std::chrono::duration<double, std::milli>(Clock::now() - call.start).count();
+    r.code = StatusCodeName(status.error_code());
+    if (status.ok()) ParseTiming(ServerTiming(call.context), &r);
+    std::lock_guard<std::mutex> lock(mu_);
+    records_.push_back(r);
+    measured_s_ = std::max(measured_s_, Elapsed() - c_.warmup_s);
+  }
+
+  void Progress() {
+    while (!stopped_) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      std::int64_t ok = 0;
+      std::int64_t err = 0;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (const CallRecord& r : records_) (r.code == "OK" ? ok : err)++;
+      }
+      std::fprintf(stderr, "\r[%6.1fs] ok %lld  errors %lld  in flight %lld   ", Elapsed(),
+                   static_cast<long long>(ok), static_cast<long long>(err),
+                   static_cast<long long>(inflight_));
+    }
+    std::fprintf(stderr, "\n");
+  }
+
+  const LoadCommand c_;
+  const ConnectionOptions connection_;
+  const v1::MorphologyRequest request_;
+  std::vector<std::unique_ptr<v1::Imaging::Stub>> stubs_;
+  Clock::time_point t0_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<CallRecord> records_;
+  std::int64_t issued_ = 0;
+  std::int64_t inflight_ = 0;
+  double measured_s_ = 0;
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace
+
+int RunLoad(const ConnectionOptions& connection, const LoadCommand& c) {
+  if (c.concurrency < 1 || c.channels < 1 || c.duration_s <= 0 || c.warmup_s < 0 || c.rate < 0 ||
+      c.requests < 0) {
+    return Usage("cuimg load: --concurrency and --channels >= 1, --duration > 0, --warmup >= 0");
+  }
+  if (auto spec = MakeChannelSpec(connection); !spec.ok()) {
+    return Usage(std::string(spec.status().message()));
+  }
+  absl::StatusOr<v1::MorphologyRequest> request = BuildRequest(c);
+  if (!request.ok()) return Usage(std::string(request.status().message()));
+  LoadRun run(connection, c, *std::move(request));
+  const std::vector<CallRecord> records = run.Run();
+  const double seconds = c.requests > 0 ? std::max(run.measured_seconds(), 1e-9) : c.duration_s;
+  const LoadSummary summary = Summarize(records, c.warmup_s, seconds);
+  const std::string config = absl::StrFormat(
+      R"({"target":"%s","rpc":"morphology","steps":"%s","size":"%s","pixel_type":"%s",)"
+      R"("concurrency":%d,"rate":%.3f,"duration_s":%.3f,"requests":%d,"warmup_s":%.3f,"channels":%d})",
+      connection.target, c.steps, c.input.empty() ? c.size : c.input, c.pixel_type, c.concurrency,
+      c.rate, c.duration_s, c.requests, c.warmup_s, c.channels);
+  const std::string json = SummaryJson(summary, config);
+  if (!c.json_out.empty()) std::ofstream(c.json_out) << json << "\n";
+  if (!c.csv.empty()) std::ofstream(c.csv) << RecordsCsv(records, c.warmup_s);
+  if (c.json) {
+    std::printf("%s\n", json.c_str());
+  } else {
+    std::printf("%s", SummaryText(summary).c_str());
+  }
+  return summary.ok == summary.requests && summary.requests > 0 ? kExitOk : kExitRpcError;
+}
+
+}  // namespace cuimg
