@@ -7,6 +7,8 @@ import sys
 
 def main(jsonl_path, device_path=None):
     rows, anchors, device, errors, rpcs = {}, {}, {}, [], []
+    papers = []
+    checks = []  # (workload, who, verdict): cuimg "check" fields, anchors' "max_abs_diff"
     for line in open(jsonl_path):
         line = line.strip()
         if not line.startswith("{"):
@@ -21,13 +23,19 @@ def main(jsonl_path, device_path=None):
             device = item
         elif item.get("impl") == "rpc":
             rpcs.append(item)
+        elif item.get("impl") == "paper":
+            papers.append(item)
         elif item.get("impl") == "cuimg":
             rows[item["workload"]] = item
+            if "check" in item:
+                checks.append((item["workload"], "cuimg", item["check"]))
         elif "anchor" in item and "median_us" in item:
             name = item["workload"]
             prefix = item["anchor"] + "_"
             key = name[len(prefix):] if name.startswith(prefix) else name
             anchors.setdefault(key, {})[item["anchor"]] = item["median_us"]
+            if "max_abs_diff" in item:
+                checks.append((key, item["anchor"], f"max |diff| {item['max_abs_diff']}"))
     if device_path:
         print("```")
         print(open(device_path).read().strip())
@@ -52,6 +60,16 @@ def main(jsonl_path, device_path=None):
         print("\nPlans:\n")
         for key, plan in plans.items():
             print(f"- {key}: {plan}")
+    if checks:
+        print("\nResult checks (cuimg vs its CPU reference; anchors vs a host computation):\n")
+        for key, who, verdict in checks:
+            print(f"- {key}: {who} {verdict}")
+    for p in papers:
+        r = rows.get(p["workload"])
+        ours = f"; cuimg {r['median_us']:.1f} µs here ({p['gpu_us'] / r['median_us']:.0f}× faster)" \
+            if r else ""
+        print(f"\nPublished ({p['source']}): {p['gpu_us'] / 1e3:.2f} ms on {p['gpu_hardware']}, "
+              f"CPU {p['cpu1_us'] / 1e3:.0f} ms (1 core), {p['cpu4_us'] / 1e3:.0f} ms (4 cores){ours}.")
     if rpcs:
         print("\nEnd-to-end RPC (Python grpcio client on the same host):\n")
         print("| workload | backend | payload MB | round trip median ms | server total µs | "

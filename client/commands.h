@@ -7,6 +7,7 @@
 #include <string>
 
 #include "client/connection.h"
+#include "client/lattice_spec.h"
 
 namespace cuimg {
 
@@ -34,6 +35,40 @@ struct MorphologyCommand {
   bool json = false;
 };
 int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& command);
+
+struct GradientCommand {
+  std::string input;
+  std::string output_prefix;  // PREFIX_gx.tiff, PREFIX_gy.tiff, PREFIX_magnitude.png
+  int kernel_length = 7;
+  double sigma = 0;
+};
+int RunGradient(const ConnectionOptions& connection, const GradientCommand& command);
+
+struct PyramidCommand {
+  std::string input;
+  std::string output_prefix;  // PREFIX_levelNN.png|tiff, PREFIX_contact_sheet.png
+  int levels = 31;
+  double ratio = 1.05;
+  std::string mode = "from_base";
+  std::string format = "png";
+};
+int RunPyramid(const ConnectionOptions& connection, const PyramidCommand& command);
+
+struct DeformCommand {
+  std::string input;   // a mesh file (OBJ, PLY, STL, ...) or torus:N,M
+  std::string output;  // .obj, .ply or .stl with vertex normals
+  std::string lattice_file;
+  LatticeControls controls;
+  int animate = 0;     // frames against one uploaded mesh
+};
+int RunDeform(const ConnectionOptions& connection, const DeformCommand& command);
+
+struct MeshCommand {
+  int n = 301;
+  int m = 301;
+  std::string output;
+};
+int RunMeshTorus(const MeshCommand& command);
 
 struct LoadCommand {
   std::string steps = "dilate:rect:3x3";

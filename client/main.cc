@@ -22,8 +22,12 @@ ABSL_FLAG(bool, json, false, "Print results as JSON.");
 ABSL_FLAG(std::string, service, "", "health: the service to check (\"\" = whole server).");
 
 // morphology
-ABSL_FLAG(std::string, input, "", "morphology, load: input image (.png, .jpg).");
-ABSL_FLAG(std::string, output, "", "morphology: output image (.png, .jpg).");
+ABSL_FLAG(std::string, input, "",
+          "morphology, gradient, pyramid, load: input image (.png, .jpg, .tif); deform: mesh "
+          "file (.obj, .ply, .stl) or torus:N,M.");
+ABSL_FLAG(std::string, output, "",
+          "morphology: output image (.png, .jpg, .tif); deform, mesh: output mesh (.obj, .ply, "
+          ".stl).");
 ABSL_FLAG(std::string, steps, "",
           "morphology, load: a chain op:shape:WxH[xD][:iterations],... (overrides --op/--shape/--size/"
           "--iterations). ops: erode dilate open close gradient tophat blackhat; shapes: rect "
@@ -37,6 +41,29 @@ ABSL_FLAG(std::string, border, "neutral",
           "morphology: neutral (outside pixels never win) or constant (--border_value).");
 ABSL_FLAG(double, border_value, 0, "morphology: outside value for --border constant.");
 ABSL_FLAG(std::string, mask, "", "morphology: 8-bit PNG mask for --shape custom.");
+
+// gradient, pyramid
+ABSL_FLAG(std::string, output_prefix, "",
+          "gradient, pyramid: output path prefix (e.g. out/frame -> out/frame_gx.tiff).");
+ABSL_FLAG(int, kernel_length, 7, "gradient: taps per 1D kernel (odd, 3..31).");
+ABSL_FLAG(double, sigma, 0, "gradient: Gaussian sigma in pixels (0 = OpenCV's rule: 1.4 for 7).");
+ABSL_FLAG(int, levels, 31, "pyramid: levels (each 1/ratio the size of the previous).");
+ABSL_FLAG(double, ratio, 1.05, "pyramid: scale between levels.");
+ABSL_FLAG(std::string, mode, "from_base", "pyramid: from_base or cascaded.");
+ABSL_FLAG(std::string, format, "png", "pyramid: level files as png (previews) or tiff (f32).");
+
+// deform, mesh
+ABSL_FLAG(std::string, lattice_file, "",
+          "deform: lattice JSON {origin, s, t, u, counts, displacements} (default: the mesh's "
+          "bounding box with --lattice_counts, --twist, --bulge).");
+ABSL_FLAG(std::string, lattice_counts, "3x3x3", "deform: control points per axis, SxTxU.");
+ABSL_FLAG(double, twist, 0, "deform: twist about the lattice's u axis, degrees end to end.");
+ABSL_FLAG(double, bulge, 0, "deform: push the lattice's middle outward by this fraction.");
+ABSL_FLAG(int, animate, 0,
+          "deform: upload the mesh once and send this many lattices against its handle "
+          "(twist swinging back and forth); prints frames per second.");
+ABSL_FLAG(int, n, 301, "mesh torus: segments around the ring.");
+ABSL_FLAG(int, m, 301, "mesh torus: segments around the tube.");
 
 // load
 ABSL_FLAG(std::string, image_size, "640x480",
@@ -59,6 +86,10 @@ constexpr char kUsage[] =
     "subcommands:\n"
     "  health       grpc.health.v1 check; exit 0 when SERVING\n"
     "  morphology   erode/dilate/open/close/gradient/tophat/blackhat an image\n"
+    "  gradient     Gaussian-derivative gradients (f32 TIFF) and a magnitude preview\n"
+    "  pyramid      a multi-level bilinear pyramid and a contact sheet\n"
+    "  deform       free-form deformation of a mesh, with normals (--animate for fps)\n"
+    "  mesh torus   write the reference torus mesh\n"
     "  load         load-test the server with Morphology calls\n"
     "exit codes: 0 ok, 1 RPC error (status printed), 2 usage\n";
 
@@ -67,6 +98,13 @@ constexpr char kUsage[] =
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(kUsage);
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  if (args.size() == 3 && std::string(args[1]) == "mesh" && std::string(args[2]) == "torus") {
+    cuimg::MeshCommand command;
+    command.n = absl::GetFlag(FLAGS_n);
+    command.m = absl::GetFlag(FLAGS_m);
+    command.output = absl::GetFlag(FLAGS_output);
+    return cuimg::RunMeshTorus(command);
+  }
   if (args.size() != 2) {
     std::fprintf(stderr, "%s", kUsage);
     return cuimg::kExitUsage;
@@ -98,6 +136,35 @@ int main(int argc, char** argv) {
     command.mask = absl::GetFlag(FLAGS_mask);
     command.json = absl::GetFlag(FLAGS_json);
     return cuimg::RunMorphology(connection, command);
+  }
+  if (subcommand == "gradient") {
+    cuimg::GradientCommand command;
+    command.input = absl::GetFlag(FLAGS_input);
+    command.output_prefix = absl::GetFlag(FLAGS_output_prefix);
+    command.kernel_length = absl::GetFlag(FLAGS_kernel_length);
+    command.sigma = absl::GetFlag(FLAGS_sigma);
+    return cuimg::RunGradient(connection, command);
+  }
+  if (subcommand == "pyramid") {
+    cuimg::PyramidCommand command;
+    command.input = absl::GetFlag(FLAGS_input);
+    command.output_prefix = absl::GetFlag(FLAGS_output_prefix);
+    command.levels = absl::GetFlag(FLAGS_levels);
+    command.ratio = absl::GetFlag(FLAGS_ratio);
+    command.mode = absl::GetFlag(FLAGS_mode);
+    command.format = absl::GetFlag(FLAGS_format);
+    return cuimg::RunPyramid(connection, command);
+  }
+  if (subcommand == "deform") {
+    cuimg::DeformCommand command;
+    command.input = absl::GetFlag(FLAGS_input);
+    command.output = absl::GetFlag(FLAGS_output);
+    command.lattice_file = absl::GetFlag(FLAGS_lattice_file);
+    command.controls.counts = absl::GetFlag(FLAGS_lattice_counts);
+    command.controls.twist_degrees = absl::GetFlag(FLAGS_twist);
+    command.controls.bulge = absl::GetFlag(FLAGS_bulge);
+    command.animate = absl::GetFlag(FLAGS_animate);
+    return cuimg::RunDeform(connection, command);
   }
   if (subcommand == "load") {
     cuimg::LoadCommand command;

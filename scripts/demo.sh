@@ -32,6 +32,12 @@ grep -o 'event=startup.*backend=[a-z]*' out/server.log | sed 's/.*backend=/serve
   --output=out/basketball1_tophat.png --op=tophat --shape=rect --size=15x15
 "$client" --target="$target" morphology --input="$data/basketball1.png" \
   --output=out/basketball1_open_close.png --steps=open:ellipse:7x7,close:ellipse:7x7
+"$client" --target="$target" gradient --input="$data/basketball1.png" --output_prefix=out/basketball1
+"$client" --target="$target" pyramid --input="$data/basketball1.png" --output_prefix=out/basketball1_pyramid \
+  --levels=31
+"$client" mesh torus --n=301 --m=301 --output=out/torus.ply
+"$client" --target="$target" deform --input=out/torus.ply --output=out/torus_twisted.ply --twist=90 --bulge=0.3
+"$client" --target="$target" deform --input=out/torus.ply --animate=30 --twist=60
 curl -s "http://127.0.0.1:$metrics/metrics" | grep '^cuimg_requests_total' > out/metrics.txt || true
 echo "results in out/:"
-ls -l out/*.png
+ls -l out/*.png out/*.tiff out/*.ply | grep -v _pyramid_level

@@ -36,14 +36,22 @@ if [ "${CUIMG_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; th
   for tool in memcheck racecheck; do
     timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/bin/morphology_gpu_test" \
       --gtest_filter='*IsDeterministic*:*3DRandom*' --gtest_brief=1 || status=1
+    for t in gradient_gpu_test pyramid_gpu_test; do
+      timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/bin/$t" \
+        --gtest_filter='*IsDeterministic*' --gtest_brief=1 || status=1
+    done
+    timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/bin/deform_gpu_test" \
+      --gtest_filter='*Torus*:*BitIdentical*' --gtest_brief=1 || status=1
   done > "$OUT/sanitizer.log" 2>&1
-  grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/sanitizer.log" | head -8
+  grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/sanitizer.log" | head -24
 fi
 
 step "server over the wire (CUDA backend)"
 {
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
     timeout 180 python3 "$B/tests/e2e/test_server_wire.py" || status=1
+  CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
+    timeout 180 python3 "$B/tests/e2e/test_rpcs_wire.py" || status=1
   timeout 180 python3 "$B/tests/e2e/compare_backends.py" --server "$B/bin/cuimg-server" || status=1
 } > "$OUT/e2e.log" 2>&1
 grep -E "^(Ran|OK|FAILED)|backends" "$OUT/e2e.log"
@@ -51,17 +59,26 @@ grep -E "^(Ran|OK|FAILED)|backends" "$OUT/e2e.log"
 step benchmarks
 {
   timeout 180 "$B/bin/morphology_bench" ${CUIMG_BENCH_ARGS:-} || status=1
+  timeout 180 "$B/bin/gradient_pyramid_bench" ${CUIMG_BENCH_ARGS:-} || status=1
+  timeout 120 "$B/bin/deform_bench" ${CUIMG_BENCH_ARGS:-} || status=1
   timeout 120 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" || status=1
   if [ "${CUIMG_SKIP_ANCHORS:-0}" = 1 ]; then
     :
   else
   timeout 300 python3 "$B/benchmarks/anchors/cupy_morphology.py" || status=1
   timeout 120 python3 "$B/benchmarks/anchors/torch_morphology.py" || status=1
+  timeout 300 python3 "$B/benchmarks/anchors/cupy_gradient.py" || status=1
   if nvcc -O2 -std=c++17 -arch=sm_90 "$B/benchmarks/anchors/npp_morphology.cu" -o /tmp/npp_anchor \
       -lnppim -lnppidei -lnppif -lnppc 2> /tmp/npp_build.log; then
     timeout 120 /tmp/npp_anchor || status=1
   else
     echo "{\"anchor\":\"npp\",\"error\":\"build failed: $(head -c 300 /tmp/npp_build.log | tr '\n"' '  ')\"}"
+  fi
+  if nvcc -O2 -std=c++17 -arch=sm_90 "$B/benchmarks/anchors/npp_gradient_pyramid.cu" \
+      -o /tmp/npp_gp_anchor -lnppif -lnppig -lnppidei -lnppc 2> /tmp/npp_gp_build.log; then
+    timeout 120 /tmp/npp_gp_anchor || status=1
+  else
+    echo "{\"anchor\":\"npp\",\"workload\":\"npp_gradient_pyramid\",\"error\":\"build failed: $(head -c 300 /tmp/npp_gp_build.log | tr '\n"' '  ')\"}"
   fi
   fi
 } > "$OUT/bench.jsonl" 2> "$OUT/bench_stderr.log"

@@ -13,7 +13,8 @@ build_pkgs=(
   build-essential cmake ninja-build pkg-config git patchelf curl
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev
-  libpng-dev libjpeg-dev libturbojpeg0-dev libtiff-dev libdcmtk-dev libassimp-dev
+  libpng-dev libjpeg-dev libturbojpeg0-dev libtiff-dev libdcmtk-dev libassimp-dev libteem-dev
+  nlohmann-json3-dev
 )
 
 test_pkgs=(

@@ -15,6 +15,11 @@ binaries=(
   "$build_dir/client/cuimg"
   "$build_dir/benchmarks/morphology_bench"
   "$build_dir/tests/morphology_gpu_test"
+  "$build_dir/benchmarks/gradient_pyramid_bench"
+  "$build_dir/tests/gradient_gpu_test"
+  "$build_dir/tests/pyramid_gpu_test"
+  "$build_dir/benchmarks/deform_bench"
+  "$build_dir/tests/deform_gpu_test"
 )
 for b in "${binaries[@]}"; do cp "$b" "$out/bin/"; done
 

@@ -3,6 +3,7 @@
 #ifndef CUIMG_SERVER_BACKEND_H_
 #define CUIMG_SERVER_BACKEND_H_
 
+#include <cstddef>
 #include <memory>
 #include <cstdint>
 #include <string>
@@ -11,7 +12,10 @@
 
 #include "absl/status/statusor.h"
 #include "cuimg/common/image.h"
+#include "cuimg/kernels/gradient_types.h"
+#include "cuimg/kernels/mesh.h"
 #include "cuimg/kernels/morphology_types.h"
+#include "cuimg/kernels/pyramid_types.h"
 #include "server/server_options.h"
 
 namespace cuimg {
@@ -47,6 +51,27 @@ struct DeviceStatus {
   std::uint64_t cache_evictions = 0;
 };
 
+// Host buffers of a gradient: extent.Pixels() floats each; magnitude/angle null unless asked for.
+struct GradientOutputs {
+  float* gx = nullptr;
+  float* gy = nullptr;
+  float* magnitude = nullptr;
+  float* angle = nullptr;
+};
+
+// A mesh held by a backend (device memory on the CUDA backend): created by UploadMesh, used by
+// Deform, kept in the resident store. Immutable once created.
+class BackendMesh {
+ public:
+  virtual ~BackendMesh() = default;
+  virtual std::size_t vertex_count() const = 0;
+  virtual std::size_t triangle_count() const = 0;
+  // Bytes held (device memory on the CUDA backend).
+  virtual std::size_t bytes() const = 0;
+  // The device holding it (the slot id; -1 for none).
+  virtual int device() const = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -62,6 +87,28 @@ class Backend {
   // d2h and device fields of `times`.
   virtual absl::Status Morphology(const ImageView& in, const ImageView& out,
                                   const std::vector<MorphologyStep>& steps, StageTimes* times) = 0;
+
+  // Gradients of a one-channel image or volume (slice by slice) into host buffers. Thread-safe.
+  virtual absl::Status Gradient(const ImageView& in, const GradientSpec& spec,
+                                const GradientOutputs& out, StageTimes* times) = 0;
+
+  // Every level of the pyramid of a one-channel 2D image, packed as PlanPyramidLevels lists them,
+  // into `out` (PyramidOutputBytes bytes of host memory). Thread-safe.
+  virtual absl::Status Pyramid(const ImageView& in, const PyramidSpec& spec, void* out,
+                               StageTimes* times) = 0;
+
+  // Copies a validated mesh into the backend (on the CUDA backend: to the least-loaded healthy
+  // device, with the vertex->face adjacency built). RESOURCE_EXHAUSTED when memory runs out.
+  virtual absl::StatusOr<std::shared_ptr<const BackendMesh>> UploadMesh(const MeshView& mesh,
+                                                                        StageTimes* times) = 0;
+  // Deforms `mesh` by a validated lattice. `positions`/`normals` are host buffers of
+  // vertex_count * 3 floats, or null when not wanted (not both). When `keep` is not null it
+  // receives the deformed mesh (same triangles) held by the backend.
+  virtual absl::Status Deform(const BackendMesh& mesh, const Lattice& lattice,
+                              DeformOutputs outputs, float* positions, float* normals,
+                              std::shared_ptr<const BackendMesh>* keep, StageTimes* times) = 0;
+  // The mesh's positions and triangles back on the host.
+  virtual absl::StatusOr<Mesh> DownloadMesh(const BackendMesh& mesh) = 0;
 };
 
 // The CPU backend: the CPU references, options.cpu_threads_per_request threads per request (0 =

@@ -13,7 +13,10 @@
 #include "cuimg/common/device_buffer_cache.h"
 #include "cuimg/common/device_info.h"
 #include "cuimg/common/status_macros.h"
+#include "cuimg/kernels/deform.h"
+#include "cuimg/kernels/gradient.h"
 #include "cuimg/kernels/morphology.h"
+#include "cuimg/kernels/pyramid.h"
 #include "server/backend.h"
 #include "server/device_slot.h"
 
@@ -121,6 +124,47 @@ class StageTimer {
   CudaEvent events_[4];
 };
 
+// A mesh in one device's memory.
+class CudaMesh final : public BackendMesh {
+ public:
+  CudaMesh(DeviceMesh mesh, int slot, int ordinal)
+      : mesh_(std::move(mesh)), slot_(slot), ordinal_(ordinal) {}
+  std::size_t vertex_count() const override { return mesh_.vertex_count(); }
+  std::size_t triangle_count() const override { return mesh_.triangle_count(); }
+  std::size_t bytes() const override { return mesh_.DeviceBytes(); }
+  int device() const override { return slot_; }
+  int ordinal() const { return ordinal_; }
+  const DeviceMesh& mesh() const { return mesh_; }
+
+ private:
+  DeviceMesh mesh_;
+  int slot_;
+  int ordinal_;
+};
+
+// The stream, stage timer and buffers of one request on one device (see CudaBackend::OnDevice).
+// Buffers come from Acquire and stay leased until the request's stream is idle.
+struct DeviceCall {
+  DeviceContext& dev;
+  cudaStream_t stream;
+  StageTimer& timer;
+  std::vector<DeviceBufferCache::Lease>& leases;
+
+  // Device memory of at least `bytes` (null for 0) from the device's buffer cache.
+  absl::StatusOr<void*> Acquire(std::size_t bytes) {
+    CUIMG_ASSIGN_OR_RETURN(DeviceBufferCache::Lease lease, dev.cache().Acquire(bytes));
+    leases.push_back(std::move(lease));
+    return leases.back().data();
+  }
+};
+
+absl::Status CopyToHost(void* dst, const void* src, std::size_t bytes, cudaStream_t stream) {
+  if (bytes == 0 || dst == nullptr) return absl::OkStatus();
+  CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream),
+                             "D2H copy");
+  return absl::OkStatus();
+}
+
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(std::vector<std::unique_ptr<DeviceContext>> devices)
@@ -175,38 +219,167 @@ class CudaBackend final : public Backend {
 
   absl::Status Morphology(const ImageView& in, const ImageView& out,
                           const std::vector<MorphologyStep>& steps, StageTimes* times) override {
-    CUIMG_ASSIGN_OR_RETURN(DeviceUse use, DeviceUse::Acquire(slots_));
-    DeviceContext& dev = *devices_[use.slot().id()];
-    times->device = dev.info().ordinal;
-    const absl::Status status = RunMorphology(dev, in, out, steps, times);
-    if (!status.ok()) CheckSticky(dev);
-    return status;
+    CUIMG_ASSIGN_OR_RETURN(MorphologyPlan plan, MorphologyPlan::Create(in.type, in.extent, steps));
+    return OnDevice(Pick(), times, [&](DeviceCall& c) -> absl::Status {
+      const std::size_t bytes = in.Bytes();
+      CUIMG_ASSIGN_OR_RETURN(void* d_in, c.Acquire(bytes));
+      CUIMG_ASSIGN_OR_RETURN(void* d_out, c.Acquire(bytes));
+      CUIMG_ASSIGN_OR_RETURN(void* d_ws, c.Acquire(plan.WorkspaceBytes()));
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
+      CUIMG_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(d_in, in.data, bytes, cudaMemcpyHostToDevice, c.stream), "H2D copy");
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
+      CUIMG_RETURN_IF_ERROR(plan.Run(d_in, d_out, d_ws, c.stream));
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
+      CUIMG_RETURN_IF_ERROR(CopyToHost(out.data, d_out, bytes, c.stream));
+      return c.timer.Mark(3, c.stream);
+    });
+  }
+
+  absl::Status Gradient(const ImageView& in, const GradientSpec& spec, const GradientOutputs& out,
+                        StageTimes* times) override {
+    CUIMG_ASSIGN_OR_RETURN(GradientPlan plan, GradientPlan::Create(in.type, in.extent, spec));
+    return OnDevice(Pick(), times, [&](DeviceCall& c) -> absl::Status {
+      const std::size_t plane = static_cast<std::size_t>(in.extent.Pixels()) * sizeof(float);
+      CUIMG_ASSIGN_OR_RETURN(void* d_in, c.Acquire(in.Bytes()));
+      CUIMG_ASSIGN_OR_RETURN(void* d_gx, c.Acquire(plane));
+      CUIMG_ASSIGN_OR_RETURN(void* d_gy, c.Acquire(plane));
+      CUIMG_ASSIGN_OR_RETURN(void* d_mag, c.Acquire(out.magnitude ? plane : 0));
+      CUIMG_ASSIGN_OR_RETURN(void* d_angle, c.Acquire(out.angle ? plane : 0));
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
+      CUIMG_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(d_in, in.data, in.Bytes(), cudaMemcpyHostToDevice, c.stream),
+          "H2D copy");
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
+      CUIMG_RETURN_IF_ERROR(plan.Run(d_in, static_cast<float*>(d_gx),
+                                     static_cast<float*>(d_gy),
+                                     static_cast<float*>(d_mag),
+                                     static_cast<float*>(d_angle), c.stream));
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
+      CUIMG_RETURN_IF_ERROR(CopyToHost(out.gx, d_gx, plane, c.stream));
+      CUIMG_RETURN_IF_ERROR(CopyToHost(out.gy, d_gy, plane, c.stream));
+      CUIMG_RETURN_IF_ERROR(CopyToHost(out.magnitude, d_mag, plane, c.stream));
+      CUIMG_RETURN_IF_ERROR(CopyToHost(out.angle, d_angle, plane, c.stream));
+      return c.timer.Mark(3, c.stream);
+    });
+  }
+
+  absl::Status Pyramid(const ImageView& in, const PyramidSpec& spec, void* out,
+                       StageTimes* times) override {
+    CUIMG_ASSIGN_OR_RETURN(PyramidPlan plan, PyramidPlan::Create(in.type, in.extent, spec));
+    return OnDevice(Pick(), times, [&](DeviceCall& c) -> absl::Status {
+      CUIMG_ASSIGN_OR_RETURN(void* d_in, c.Acquire(in.Bytes()));
+      CUIMG_ASSIGN_OR_RETURN(void* d_out, c.Acquire(plan.OutputBytes()));
+      CUIMG_ASSIGN_OR_RETURN(void* d_ws, c.Acquire(plan.WorkspaceBytes()));
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
+      CUIMG_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(d_in, in.data, in.Bytes(), cudaMemcpyHostToDevice, c.stream),
+          "H2D copy");
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
+      CUIMG_RETURN_IF_ERROR(plan.Run(d_in, d_out, d_ws, c.stream));
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
+      CUIMG_RETURN_IF_ERROR(CopyToHost(out, d_out, plan.OutputBytes(), c.stream));
+      return c.timer.Mark(3, c.stream);
+    });
+  }
+
+  absl::StatusOr<std::shared_ptr<const BackendMesh>> UploadMesh(const MeshView& view,
+                                                                StageTimes* times) override {
+    std::shared_ptr<const BackendMesh> mesh;
+    CUIMG_RETURN_IF_ERROR(OnDevice(Pick(), times, [&](DeviceCall& c) -> absl::Status {
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
+      CUIMG_ASSIGN_OR_RETURN(DeviceMesh uploaded, DeviceMesh::Upload(view, c.stream));
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
+      mesh = std::make_shared<CudaMesh>(std::move(uploaded), c.dev.slot().id(),
+                                        c.dev.info().ordinal);
+      return c.timer.Mark(3, c.stream);
+    }));
+    return mesh;
+  }
+
+  absl::Status Deform(const BackendMesh& mesh, const Lattice& lattice, DeformOutputs outputs,
+                      float* positions, float* normals, std::shared_ptr<const BackendMesh>* keep,
+                      StageTimes* times) override {
+    const auto& cuda_mesh = static_cast<const CudaMesh&>(mesh);
+    DeviceContext& home = *devices_[cuda_mesh.device()];
+    // The kernel computes what is returned, plus positions when the result stays resident.
+    const bool want_positions = (positions != nullptr && WantsPositions(outputs)) || keep != nullptr;
+    const bool want_normals = normals != nullptr && WantsNormals(outputs);
+    const DeformOutputs computed = want_positions && want_normals ? DeformOutputs::kPositionsAndNormals
+                                   : want_normals ? DeformOutputs::kNormals
+                                                  : DeformOutputs::kPositions;
+    return OnDevice(DeviceUse::AcquireOn(&home.slot()), times, [&](DeviceCall& c) -> absl::Status {
+      const DeviceMesh& m = cuda_mesh.mesh();
+      const std::size_t bytes = m.vertex_count() * 3 * sizeof(float);
+      CUIMG_ASSIGN_OR_RETURN(void* d_pos, c.Acquire(want_positions ? bytes : 0));
+      CUIMG_ASSIGN_OR_RETURN(void* d_norm, c.Acquire(want_normals ? bytes : 0));
+      CUIMG_ASSIGN_OR_RETURN(void* d_ws, c.Acquire(DeformWorkspaceBytes(m, computed)));
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));  // the lattice travels in the launch
+      CUIMG_RETURN_IF_ERROR(cuimg::Deform(m, lattice, static_cast<float*>(d_pos),
+                                          static_cast<float*>(d_norm), d_ws,
+                                          c.stream));
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
+      if (positions != nullptr && WantsPositions(outputs)) {
+        CUIMG_RETURN_IF_ERROR(CopyToHost(positions, d_pos, bytes, c.stream));
+      }
+      if (want_normals) CUIMG_RETURN_IF_ERROR(CopyToHost(normals, d_norm, bytes, c.stream));
+      if (keep != nullptr) {
+        CUIMG_ASSIGN_OR_RETURN(DeviceMesh deformed,
+                               m.WithPositions(static_cast<const float*>(d_pos), c.stream));
+        *keep = std::make_shared<CudaMesh>(std::move(deformed), cuda_mesh.device(),
+                                           cuda_mesh.ordinal());
+      }
+      return c.timer.Mark(3, c.stream);
+    });
+  }
+
+  absl::StatusOr<Mesh> DownloadMesh(const BackendMesh& mesh) override {
+    const auto& cuda_mesh = static_cast<const CudaMesh&>(mesh);
+    Mesh out;
+    out.positions.resize(cuda_mesh.vertex_count() * 3);
+    out.triangles.resize(cuda_mesh.triangle_count() * 3);
+    StageTimes times;
+    DeviceContext& home = *devices_[cuda_mesh.device()];
+    CUIMG_RETURN_IF_ERROR(OnDevice(DeviceUse::AcquireOn(&home.slot()), &times,
+                                   [&](DeviceCall& c) -> absl::Status {
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
+      CUIMG_RETURN_IF_ERROR(CopyToHost(out.positions.data(), cuda_mesh.mesh().positions(),
+                                       out.positions.size() * 4, c.stream));
+      CUIMG_RETURN_IF_ERROR(CopyToHost(out.triangles.data(), cuda_mesh.mesh().triangles(),
+                                       out.triangles.size() * 4, c.stream));
+      return c.timer.Mark(3, c.stream);
+    }));
+    return out;
   }
 
  private:
-  absl::Status RunMorphology(DeviceContext& dev, const ImageView& in, const ImageView& out,
-                             const std::vector<MorphologyStep>& steps, StageTimes* times) {
-    CUIMG_CUDA_RETURN_IF_ERROR(cudaSetDevice(dev.info().ordinal), "cudaSetDevice");
-    CUIMG_ASSIGN_OR_RETURN(MorphologyPlan plan, MorphologyPlan::Create(in.type, in.extent, steps));
-    const std::size_t bytes = in.Bytes();
-    CUIMG_ASSIGN_OR_RETURN(DeviceBufferCache::Lease d_in, dev.cache().Acquire(bytes));
-    CUIMG_ASSIGN_OR_RETURN(DeviceBufferCache::Lease d_out, dev.cache().Acquire(bytes));
-    CUIMG_ASSIGN_OR_RETURN(DeviceBufferCache::Lease d_ws, dev.cache().Acquire(plan.WorkspaceBytes()));
-    CUIMG_ASSIGN_OR_RETURN(StageTimer timer, StageTimer::Create());
-    auto stream = dev.AcquireStream();
-    const cudaStream_t s = stream->get();
-    // Whatever happens below, the buffers go back to the cache only once the stream is idle.
-    const SyncOnExit sync{s};
-    CUIMG_RETURN_IF_ERROR(timer.Mark(0, s));
-    CUIMG_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(d_in.data(), in.data, bytes, cudaMemcpyHostToDevice, s), "H2D copy");
-    CUIMG_RETURN_IF_ERROR(timer.Mark(1, s));
-    CUIMG_RETURN_IF_ERROR(plan.Run(d_in.data(), d_out.data(), d_ws.data(), s));
-    CUIMG_RETURN_IF_ERROR(timer.Mark(2, s));
-    CUIMG_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(out.data, d_out.data(), bytes, cudaMemcpyDeviceToHost, s), "D2H copy");
-    CUIMG_RETURN_IF_ERROR(timer.Mark(3, s));
-    return timer.Fill(times);
+  absl::StatusOr<DeviceUse> Pick() { return DeviceUse::Acquire(slots_); }
+
+  // Runs `body` for one request on the device `use` holds: sets it current, leases a stream and a
+  // stage timer, and waits for the stream before returning (so buffers leased inside `body` go
+  // back to the cache only once idle). Fills times from the four marks body records.
+  template <typename Body>
+  absl::Status OnDevice(absl::StatusOr<DeviceUse> use, StageTimes* times, const Body& body) {
+    if (!use.ok()) return use.status();
+    DeviceContext& dev = *devices_[use->slot().id()];
+    times->device = dev.info().ordinal;
+    absl::Status status = [&]() -> absl::Status {
+      CUIMG_CUDA_RETURN_IF_ERROR(cudaSetDevice(dev.info().ordinal), "cudaSetDevice");
+      CUIMG_ASSIGN_OR_RETURN(StageTimer timer, StageTimer::Create());
+      // Destroyed in reverse: the stream is synchronized, then returned, then the buffers.
+      std::vector<DeviceBufferCache::Lease> leases;
+      auto stream = dev.AcquireStream();
+      const SyncOnExit sync{stream->get()};
+      DeviceCall call{dev, stream->get(), timer, leases};
+      CUIMG_RETURN_IF_ERROR(body(call));
+      return timer.Fill(times);
+    }();
+    if (!status.ok()) CheckSticky(dev);
+    return status;
   }
 
   // A sticky error poisons the context: the device leaves rotation until the process restarts.

@@ -75,7 +75,8 @@ std::vector<MetricFamily> DeviceMetrics::Collect() const {
                                    "Resident objects dropped by TTL or the byte budget.",
                                    MetricType::Counter);
   const ResidentStore::Totals totals = store_->totals();
-  Add(resident, {{"kind", "image"}}, static_cast<double>(totals.objects));
+  Add(resident, {{"kind", "image"}}, static_cast<double>(totals.images));
+  Add(resident, {{"kind", "mesh"}}, static_cast<double>(totals.meshes));
   Add(resident_bytes, {}, static_cast<double>(totals.bytes));
   Add(resident_evictions, {}, static_cast<double>(store_->evictions()));
 

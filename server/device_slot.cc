@@ -52,4 +52,15 @@ absl::StatusOr<DeviceUse> DeviceUse::Acquire(const std::vector<DeviceSlot*>& slo
   return use;
 }
 
+absl::StatusOr<DeviceUse> DeviceUse::AcquireOn(DeviceSlot* slot) {
+  if (!slot->Healthy()) {
+    return absl::UnavailableError(absl::StrCat("device ", slot->label(),
+                                               " holding the data is unhealthy: ",
+                                               slot->UnhealthyReason()));
+  }
+  DeviceUse use(slot);
+  if (absl::Status s = slot->Begin(); !s.ok()) return s;
+  return use;
+}
+
 }  // namespace cuimg

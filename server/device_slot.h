@@ -57,6 +57,8 @@ class DeviceUse {
  public:
   // UNAVAILABLE when no slot is healthy, or when an injected fault fires on the chosen one.
   static absl::StatusOr<DeviceUse> Acquire(const std::vector<DeviceSlot*>& slots);
+  // This slot (where resident data lives); UNAVAILABLE when it is unhealthy.
+  static absl::StatusOr<DeviceUse> AcquireOn(DeviceSlot* slot);
   DeviceUse(DeviceUse&& other) noexcept : slot_(std::exchange(other.slot_, nullptr)) {}
   DeviceUse(const DeviceUse&) = delete;
   DeviceUse& operator=(const DeviceUse&) = delete;

@@ -3,34 +3,94 @@
 #include <cstring>
 #include <memory>
 
+#include "absl/strings/str_cat.h"
 #include "cuimg/common/status_macros.h"
 #include "server/image_input.h"
 #include "server/proto_conversion.h"
 
 namespace cuimg {
+namespace {
+
+// Where one result image goes: straight into the response's bytes when it is only returned, into
+// an owned image when it also stays resident (then copied into the response unless omitted).
+class ResultSlot {
+ public:
+  ResultSlot(const OutputSpec& output, PixelType type, const Extent& extent,
+             const v1::Spacing& spacing, v1::ImageResult* result)
+      : output_(output), result_(result) {
+    const ImageView shape{type, extent, 1, nullptr};
+    if (!output.keep_resident) {
+      v1::Image* image = result->mutable_image();
+      SetImageHeader(shape, image);
+      *image->mutable_spacing() = spacing;
+      image->mutable_data()->resize(shape.Bytes());
+      data_ = image->mutable_data()->data();
+      return;
+    }
+    stored_ = std::make_unique<StoredImage>();
+    stored_->image = Image(type, extent, 1);
+    stored_->spacing = spacing;
+    data_ = stored_->image.bytes();
+  }
+
+  void* data() const { return data_; }
+
+  // Stores the result when asked (counting against the caller's budget) and fills the response.
+  absl::Status Deliver(ResidentStore& store, absl::string_view identity, absl::string_view field) {
+    if (stored_ == nullptr) return absl::OkStatus();
+    if (!output_.omit_data) {
+      v1::Image* image = result_->mutable_image();
+      SetImageHeader(stored_->image.view(), image);
+      *image->mutable_spacing() = stored_->spacing;
+      image->mutable_data()->assign(reinterpret_cast<const char*>(stored_->image.bytes()),
+                                    stored_->image.size_bytes());
+    }
+    absl::StatusOr<ResidentInfo> info =
+        store.Put(identity, std::shared_ptr<const StoredImage>(std::move(stored_)),
+                  output_.ttl_seconds);
+    if (!info.ok()) {
+      return absl::Status(info.status().code(), absl::StrCat(field, ": ", info.status().message()));
+    }
+    result_->set_handle(info->handle);
+    return absl::OkStatus();
+  }
+
+ private:
+  OutputSpec output_;
+  v1::ImageResult* result_;
+  std::unique_ptr<StoredImage> stored_;
+  void* data_ = nullptr;
+};
+
+}  // namespace
 
 ImagingService::ImagingService(const ServerOptions& options, Backend* backend, WorkQueue* queue,
                                ResidentStore* store, ServerMetrics* metrics)
     : options_(options), backend_(backend), queue_(queue), store_(store), metrics_(metrics) {}
 
-grpc::ServerUnaryReactor* ImagingService::Morphology(grpc::CallbackServerContext* ctx,
-                                                     const v1::MorphologyRequest* request,
-                                                     v1::MorphologyResponse* response) {
+template <typename Request, typename Response, typename Job>
+grpc::ServerUnaryReactor* ImagingService::Serve(
+    absl::string_view rpc, grpc::CallbackServerContext* ctx, const Request* request,
+    Response* response, absl::StatusOr<Job> (*validate)(const Request&, const RequestLimits&),
+    absl::Status (ImagingService::*run)(const Job&, const Request&, CallScope&, Response*)) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  auto call = std::make_shared<CallScope>("Morphology", ctx, metrics_);
-  absl::StatusOr<MorphologyJob> job = ValidateMorphologyRequest(*request, options_.limits);
+  auto call = std::make_shared<CallScope>(rpc, ctx, metrics_);
+  absl::StatusOr<Job> job = validate(*request, options_.limits);
   if (!job.ok()) {
     metrics_->RecordRejection("invalid_argument");
     reactor->Finish(call->Complete(job.status()));
     return reactor;
   }
-  auto shared_job = std::make_shared<MorphologyJob>(*std::move(job));
-  const absl::Status admitted = queue_->Submit([this, call, shared_job, request, response,
-                                                reactor] {
-    call->MarkStarted();
-    const absl::Status status = RunMorphology(*shared_job, *request, *call, response);
-    reactor->Finish(call->Complete(status));
-  });
+  auto shared_job = std::make_shared<Job>(*std::move(job));
+  const absl::Status admitted =
+      queue_->Submit([this, call, shared_job, request, response, reactor, run] {
+        call->MarkStarted();
+        absl::Status status = call->CheckAlive();
+        if (status.ok()) status = (this->*run)(*shared_job, *request, *call, response);
+        metrics_->AddBytes(static_cast<std::int64_t>(request->ByteSizeLong()),
+                           status.ok() ? static_cast<std::int64_t>(response->ByteSizeLong()) : 0);
+        reactor->Finish(call->Complete(status));
+      });
   if (!admitted.ok()) {
     metrics_->RecordRejection(admitted.code() == absl::StatusCode::kResourceExhausted
                                   ? "overload"
@@ -41,73 +101,180 @@ grpc::ServerUnaryReactor* ImagingService::Morphology(grpc::CallbackServerContext
   return reactor;
 }
 
+grpc::ServerUnaryReactor* ImagingService::Morphology(grpc::CallbackServerContext* ctx,
+                                                     const v1::MorphologyRequest* request,
+                                                     v1::MorphologyResponse* response) {
+  return Serve("Morphology", ctx, request, response, &ValidateMorphologyRequest,
+               &ImagingService::RunMorphology);
+}
+
+grpc::ServerUnaryReactor* ImagingService::Gradient(grpc::CallbackServerContext* ctx,
+                                                   const v1::GradientRequest* request,
+                                                   v1::GradientResponse* response) {
+  return Serve("Gradient", ctx, request, response, &ValidateGradientRequest,
+               &ImagingService::RunGradient);
+}
+
+grpc::ServerUnaryReactor* ImagingService::Pyramid(grpc::CallbackServerContext* ctx,
+                                                  const v1::PyramidRequest* request,
+                                                  v1::PyramidResponse* response) {
+  return Serve("Pyramid", ctx, request, response, &ValidatePyramidRequest,
+               &ImagingService::RunPyramid);
+}
+
+grpc::ServerUnaryReactor* ImagingService::Deform(grpc::CallbackServerContext* ctx,
+                                                 const v1::DeformRequest* request,
+                                                 v1::DeformResponse* response) {
+  return Serve("Deform", ctx, request, response, &ValidateDeformRequest,
+               &ImagingService::RunDeform);
+}
+
 absl::Status ImagingService::RunMorphology(const MorphologyJob& job,
                                            const v1::MorphologyRequest& request, CallScope& call,
                                            v1::MorphologyResponse* response) {
-  CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   const std::string identity = CallerIdentity(*call.context());
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
                          ResolveImage(job.input, request.input(), identity, *store_,
                                       options_.limits, &call.times()));
   CUIMG_RETURN_IF_ERROR(CheckMorphologyInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
-
+  ResultSlot result(job.output, in.view.type, in.view.extent, in.spacing,
+                    response->mutable_result());
+  const ImageView out{in.view.type, in.view.extent, 1, result.data()};
+  CUIMG_RETURN_IF_ERROR(backend_->Morphology(in.view, out, job.steps, &call.times()));
   metrics_->AddPixels("Morphology", in.view.extent.Pixels());
-  metrics_->AddBytes(static_cast<std::int64_t>(request.ByteSizeLong()),
-                     job.output.omit_data ? 0 : static_cast<std::int64_t>(in.view.Bytes()));
-  if (!job.output.keep_resident) {
-    // The common case: compute straight into the response's bytes.
-    v1::Image* out = response->mutable_result()->mutable_image();
-    SetImageHeader(in.view, out);
-    *out->mutable_spacing() = in.spacing;
-    std::string* data = out->mutable_data();
-    data->resize(in.view.Bytes());
-    const ImageView out_view{in.view.type, in.view.extent, 1, data->data()};
-    return backend_->Morphology(in.view, out_view, job.steps, &call.times());
-  }
-  auto result = std::make_unique<StoredImage>();
-  result->image = Image(in.view.type, in.view.extent, 1);
-  result->spacing = in.spacing;
-  CUIMG_RETURN_IF_ERROR(
-      backend_->Morphology(in.view, result->image.view(), job.steps, &call.times()));
-  return DeliverResult(job.output, identity, std::move(result), response->mutable_result());
+  return result.Deliver(*store_, identity, "output.keep_resident");
 }
 
-absl::Status ImagingService::DeliverResult(const OutputSpec& output, absl::string_view identity,
-                                           std::unique_ptr<StoredImage> image,
-                                           v1::ImageResult* result) {
-  if (!output.omit_data) {
-    v1::Image* out = result->mutable_image();
-    SetImageHeader(image->image.view(), out);
-    *out->mutable_spacing() = image->spacing;
-    out->mutable_data()->assign(reinterpret_cast<const char*>(image->image.bytes()),
-                                image->image.size_bytes());
+absl::Status ImagingService::RunGradient(const GradientJob& job, const v1::GradientRequest& request,
+                                         CallScope& call, v1::GradientResponse* response) {
+  const std::string identity = CallerIdentity(*call.context());
+  CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
+                         ResolveImage(job.input, request.input(), identity, *store_,
+                                      options_.limits, &call.times()));
+  CUIMG_RETURN_IF_ERROR(CheckGradientInput(in.view, job));
+  CUIMG_RETURN_IF_ERROR(call.CheckAlive());
+  const Extent& e = in.view.extent;
+  ResultSlot gx(job.output, PixelType::kF32, e, in.spacing, response->mutable_gx());
+  ResultSlot gy(job.output, PixelType::kF32, e, in.spacing, response->mutable_gy());
+  std::unique_ptr<ResultSlot> magnitude;
+  std::unique_ptr<ResultSlot> angle;
+  if (job.spec.magnitude) {
+    magnitude = std::make_unique<ResultSlot>(job.output, PixelType::kF32, e, in.spacing,
+                                             response->mutable_magnitude());
   }
-  if (output.keep_resident) {
-    absl::StatusOr<ResidentInfo> info =
-        store_->Put(identity, std::shared_ptr<const StoredImage>(std::move(image)),
-                    output.ttl_seconds);
+  if (job.spec.angle) {
+    angle = std::make_unique<ResultSlot>(job.output, PixelType::kF32, e, in.spacing,
+                                         response->mutable_angle());
+  }
+  GradientOutputs out;
+  out.gx = static_cast<float*>(gx.data());
+  out.gy = static_cast<float*>(gy.data());
+  out.magnitude = magnitude ? static_cast<float*>(magnitude->data()) : nullptr;
+  out.angle = angle ? static_cast<float*>(angle->data()) : nullptr;
+  CUIMG_RETURN_IF_ERROR(backend_->Gradient(in.view, job.spec, out, &call.times()));
+  CUIMG_ASSIGN_OR_RETURN(GradientTaps taps, ComputeGradientTaps(job.spec));
+  for (double t : taps.smoothing) response->add_smoothing_taps(static_cast<float>(t));
+  for (double t : taps.derivative) response->add_derivative_taps(static_cast<float>(t));
+  metrics_->AddPixels("Gradient", e.Pixels());
+  CUIMG_RETURN_IF_ERROR(gx.Deliver(*store_, identity, "output.keep_resident"));
+  CUIMG_RETURN_IF_ERROR(gy.Deliver(*store_, identity, "output.keep_resident"));
+  if (magnitude) CUIMG_RETURN_IF_ERROR(magnitude->Deliver(*store_, identity, "output.keep_resident"));
+  if (angle) CUIMG_RETURN_IF_ERROR(angle->Deliver(*store_, identity, "output.keep_resident"));
+  return absl::OkStatus();
+}
+
+absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, const v1::PyramidRequest& request,
+                                        CallScope& call, v1::PyramidResponse* response) {
+  PyramidJob job = job_in;
+  const std::string identity = CallerIdentity(*call.context());
+  CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
+                         ResolveImage(job.input, request.input(), identity, *store_,
+                                      options_.limits, &call.times()));
+  CUIMG_RETURN_IF_ERROR(CheckPyramidInput(in.view, &job));
+  CUIMG_RETURN_IF_ERROR(call.CheckAlive());
+  CUIMG_ASSIGN_OR_RETURN(std::vector<PyramidLevel> levels,
+                         PlanPyramidLevels(in.view.type, in.view.extent, job.spec));
+  std::vector<std::uint8_t> packed(PyramidOutputBytes(levels));
+  CUIMG_RETURN_IF_ERROR(backend_->Pyramid(in.view, job.spec, packed.data(), &call.times()));
+  for (const PyramidLevel& level : levels) {
+    v1::PyramidLevel* out = response->add_levels();
+    out->set_index(static_cast<std::uint32_t>(level.index));
+    out->set_scale(level.scale);
+    out->set_width(static_cast<std::uint32_t>(level.width));
+    out->set_height(static_cast<std::uint32_t>(level.height));
+    ResultSlot slot(job.output, job.spec.output_type, Extent{level.width, level.height, 1},
+                    in.spacing, out->mutable_result());
+    std::memcpy(slot.data(), packed.data() + level.offset_bytes, level.bytes);
+    CUIMG_RETURN_IF_ERROR(slot.Deliver(*store_, identity, "output.keep_resident"));
+  }
+  metrics_->AddPixels("Pyramid", in.view.extent.Pixels());
+  return absl::OkStatus();
+}
+
+absl::Status ImagingService::RunDeform(const DeformJob& job, const v1::DeformRequest& request,
+                                       CallScope& call, v1::DeformResponse* response) {
+  const std::string identity = CallerIdentity(*call.context());
+  std::shared_ptr<const BackendMesh> mesh;
+  if (job.mesh.kind == MeshInput::Kind::kHandle) {
+    absl::StatusOr<std::shared_ptr<const BackendMesh>> found =
+        store_->GetMesh(identity, job.mesh.handle);
+    if (!found.ok()) {
+      return absl::Status(found.status().code(),
+                          absl::StrCat("mesh.handle: ", found.status().message()));
+    }
+    mesh = *std::move(found);
+  } else {
+    CUIMG_ASSIGN_OR_RETURN(mesh, backend_->UploadMesh(job.mesh.view, &call.times()));
+  }
+  CUIMG_RETURN_IF_ERROR(call.CheckAlive());
+  const std::size_t floats = mesh->vertex_count() * 3;
+  float* positions = nullptr;
+  float* normals = nullptr;
+  if (!job.output.omit_data) {
+    if (WantsPositions(job.outputs)) {
+      response->mutable_positions()->resize(floats * sizeof(float));
+      positions = reinterpret_cast<float*>(response->mutable_positions()->data());
+    }
+    if (WantsNormals(job.outputs)) {
+      response->mutable_normals()->resize(floats * sizeof(float));
+      normals = reinterpret_cast<float*>(response->mutable_normals()->data());
+    }
+  }
+  std::shared_ptr<const BackendMesh> kept;
+  CUIMG_RETURN_IF_ERROR(backend_->Deform(*mesh, job.lattice, job.outputs, positions, normals,
+                                         job.output.keep_resident ? &kept : nullptr,
+                                         &call.times()));
+  response->set_vertex_count(static_cast<std::uint32_t>(mesh->vertex_count()));
+  metrics_->AddPixels("Deform", static_cast<std::int64_t>(mesh->vertex_count()));
+  if (kept != nullptr) {
+    absl::StatusOr<ResidentInfo> info = store_->PutMesh(identity, kept, job.output.ttl_seconds);
     if (!info.ok()) {
       return absl::Status(info.status().code(),
                           absl::StrCat("output.keep_resident: ", info.status().message()));
     }
-    result->set_handle(info->handle);
+    response->set_handle(info->handle);
   }
   return absl::OkStatus();
 }
 
 void ToProto(const ResidentInfo& info, v1::ResidentObject* out) {
   out->set_handle(info.handle);
+  out->set_size_bytes(info.size_bytes);
+  out->set_ttl_seconds(info.ttl_seconds);
+  out->set_device(info.device);
+  if (info.kind == ResidentKind::kMesh) {
+    out->set_kind(v1::RESIDENT_KIND_MESH);
+    out->set_vertex_count(static_cast<std::uint32_t>(info.vertex_count));
+    out->set_triangle_count(static_cast<std::uint32_t>(info.triangle_count));
+    return;
+  }
   out->set_kind(v1::RESIDENT_KIND_IMAGE);
   out->set_pixel_type(PixelTypeToProto(info.type));
   out->set_width(static_cast<std::uint32_t>(info.extent.width));
   out->set_height(static_cast<std::uint32_t>(info.extent.height));
   out->set_depth(info.extent.depth > 1 ? static_cast<std::uint32_t>(info.extent.depth) : 0);
   out->set_channels(static_cast<std::uint32_t>(info.channels));
-  out->set_size_bytes(info.size_bytes);
-  out->set_ttl_seconds(info.ttl_seconds);
-  // Resident images live in host memory on every backend for now.
-  out->set_device(-1);
 }
 
 }  // namespace cuimg

@@ -1,7 +1,7 @@
 // ImagingService: the gRPC face of cuimg. Each handler validates (request_validation), admits the
 // job to the work queue, runs it on the backend and answers; no CUDA here. RPCs whose issues have
-// not landed yet (Gradient, Pyramid, DetectPedestrians, ListModels, Deform, ProcessVolumeStream)
-// keep the generated base class's UNIMPLEMENTED answer.
+// not landed yet (DetectPedestrians, ListModels, ProcessVolumeStream) keep the generated base
+// class's UNIMPLEMENTED answer.
 #ifndef CUIMG_SERVER_IMAGING_SERVICE_H_
 #define CUIMG_SERVER_IMAGING_SERVICE_H_
 
@@ -27,6 +27,15 @@ class ImagingService final : public v1::Imaging::CallbackService {
   grpc::ServerUnaryReactor* Morphology(grpc::CallbackServerContext* ctx,
                                        const v1::MorphologyRequest* request,
                                        v1::MorphologyResponse* response) override;
+  grpc::ServerUnaryReactor* Gradient(grpc::CallbackServerContext* ctx,
+                                     const v1::GradientRequest* request,
+                                     v1::GradientResponse* response) override;
+  grpc::ServerUnaryReactor* Pyramid(grpc::CallbackServerContext* ctx,
+                                    const v1::PyramidRequest* request,
+                                    v1::PyramidResponse* response) override;
+  grpc::ServerUnaryReactor* Deform(grpc::CallbackServerContext* ctx,
+                                   const v1::DeformRequest* request,
+                                   v1::DeformResponse* response) override;
   grpc::ServerReadReactor<v1::UploadRequest>* Upload(grpc::CallbackServerContext* ctx,
                                                      v1::UploadResponse* response) override;
   grpc::ServerWriteReactor<v1::DownloadResponse>* Download(
@@ -41,13 +50,25 @@ class ImagingService final : public v1::Imaging::CallbackService {
   const ServerOptions& options() const { return options_; }
   ResidentStore& store() { return *store_; }
   ServerMetrics& metrics() { return *metrics_; }
+  Backend& backend() { return *backend_; }
 
  private:
+  // The life of a unary call: validate, admit to the work queue, run, answer (with metrics and
+  // the timing trailer).
+  template <typename Request, typename Response, typename Job>
+  grpc::ServerUnaryReactor* Serve(
+      absl::string_view rpc, grpc::CallbackServerContext* ctx, const Request* request,
+      Response* response, absl::StatusOr<Job> (*validate)(const Request&, const RequestLimits&),
+      absl::Status (ImagingService::*run)(const Job&, const Request&, CallScope&, Response*));
+
   absl::Status RunMorphology(const MorphologyJob& job, const v1::MorphologyRequest& request,
                              CallScope& call, v1::MorphologyResponse* response);
-  // Stores a result for the caller when asked and fills `result` (pixels and/or handle).
-  absl::Status DeliverResult(const OutputSpec& output, absl::string_view identity,
-                             std::unique_ptr<StoredImage> image, v1::ImageResult* result);
+  absl::Status RunGradient(const GradientJob& job, const v1::GradientRequest& request,
+                           CallScope& call, v1::GradientResponse* response);
+  absl::Status RunPyramid(const PyramidJob& job, const v1::PyramidRequest& request,
+                          CallScope& call, v1::PyramidResponse* response);
+  absl::Status RunDeform(const DeformJob& job, const v1::DeformRequest& request, CallScope& call,
+                         v1::DeformResponse* response);
 
   const ServerOptions options_;
   Backend* backend_;

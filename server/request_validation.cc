@@ -1,5 +1,6 @@
 #include "server/request_validation.h"
 
+#include <array>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -265,6 +266,204 @@ absl::Status CheckMorphologyInput(const ImageView& image, const MorphologyJob& j
 absl::StatusOr<ImageInput> ValidateUploadHeader(const v1::Image& image,
                                                 const RequestLimits& limits) {
   return ValidateImage(image, "image", limits, true);
+}
+
+}  // namespace cuimg
+
+namespace cuimg {
+namespace {
+
+absl::Status CheckDoubleRange(absl::string_view field, double value, double lo_excl, double hi,
+                              absl::string_view why = "") {
+  if (!std::isfinite(value) || value <= lo_excl || value > hi) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": ", value, " is not in (", lo_excl, ", ", hi, "]", why));
+  }
+  return absl::OkStatus();
+}
+
+std::array<double, 3> FromVec3(const v1::Vec3& v) { return {v.x(), v.y(), v.z()}; }
+
+absl::Status CheckMeshCounts(const v1::Mesh& mesh, absl::string_view field,
+                             const RequestLimits& limits) {
+  CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".vertex_count"), mesh.vertex_count(), 1,
+                                   limits.max_mesh_vertices, " (max_mesh_vertices)"));
+  CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".triangle_count"), mesh.triangle_count(),
+                                   0, 2 * limits.max_mesh_vertices, " (2 * max_mesh_vertices)"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<GradientJob> ValidateGradientRequest(const v1::GradientRequest& request,
+                                                    const RequestLimits& limits) {
+  GradientJob job;
+  CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.input(), "input", limits));
+  const std::uint32_t length = request.kernel_length() == 0 ? kDefaultGradientKernelLength
+                                                            : request.kernel_length();
+  if (length < 3 || length > kMaxGradientKernelLength || length % 2 == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kernel_length: ", request.kernel_length(), " is not an odd number in [3, 31]"));
+  }
+  if (request.sigma() != 0) {
+    CUIMG_RETURN_IF_ERROR(CheckDoubleRange("sigma", request.sigma(), 0, kMaxGradientSigma));
+  }
+  job.spec.kernel_length = static_cast<int>(length);
+  job.spec.sigma = request.sigma();
+  job.spec.magnitude = request.magnitude();
+  job.spec.angle = request.angle();
+  CUIMG_RETURN_IF_ERROR(ValidateGradientSpec(job.spec));
+  CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
+  if (job.input.kind == ImageInput::Kind::kInline) {
+    CUIMG_RETURN_IF_ERROR(CheckGradientInput(
+        ImageView{job.input.type, job.input.extent, job.input.channels, nullptr}, job));
+  }
+  return job;
+}
+
+absl::Status CheckGradientInput(const ImageView& image, const GradientJob& job) {
+  if (image.channels != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(job.input.field, ": has ", image.channels,
+                                                   " channels; Gradient needs 1"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PyramidJob> ValidatePyramidRequest(const v1::PyramidRequest& request,
+                                                  const RequestLimits& limits) {
+  PyramidJob job;
+  CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.input(), "input", limits));
+  CUIMG_RETURN_IF_ERROR(CheckRange("levels", request.levels(), 0, limits.max_pyramid_levels,
+                                   " (max_pyramid_levels)"));
+  job.spec.levels = request.levels() == 0 ? kDefaultPyramidLevels : static_cast<int>(request.levels());
+  if (request.ratio() != 0) CUIMG_RETURN_IF_ERROR(CheckDoubleRange("ratio", request.ratio(), 1, 16));
+  job.spec.ratio = request.ratio() == 0 ? kDefaultPyramidRatio : request.ratio();
+  CUIMG_RETURN_IF_ERROR(CheckRange("min_width", request.min_width(), 0, limits.max_side));
+  CUIMG_RETURN_IF_ERROR(CheckRange("min_height", request.min_height(), 0, limits.max_side));
+  job.spec.min_width = request.min_width() == 0 ? kDefaultPyramidMinSide : static_cast<int>(request.min_width());
+  job.spec.min_height = request.min_height() == 0 ? kDefaultPyramidMinSide : static_cast<int>(request.min_height());
+  switch (request.mode()) {
+    case v1::PYRAMID_MODE_UNSPECIFIED:
+    case v1::PYRAMID_MODE_FROM_BASE:
+      job.spec.mode = PyramidMode::kFromBase;
+      break;
+    case v1::PYRAMID_MODE_CASCADED:
+      job.spec.mode = PyramidMode::kCascaded;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("mode: unknown value ", request.mode()));
+  }
+  if (request.output_type() == v1::PIXEL_TYPE_UNSPECIFIED) {
+    job.spec.output_type = PixelType::kF32;
+  } else {
+    CUIMG_ASSIGN_OR_RETURN(job.spec.output_type,
+                           PixelTypeFromProto(request.output_type(), "output_type"));
+    job.output_input_type = job.spec.output_type != PixelType::kF32;
+  }
+  CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
+  if (job.input.kind == ImageInput::Kind::kInline) {
+    CUIMG_RETURN_IF_ERROR(CheckPyramidInput(
+        ImageView{job.input.type, job.input.extent, job.input.channels, nullptr}, &job));
+  }
+  return job;
+}
+
+absl::Status CheckPyramidInput(const ImageView& image, PyramidJob* job) {
+  if (image.channels != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(job->input.field, ": has ", image.channels,
+                                                   " channels; Pyramid needs 1"));
+  }
+  if (image.extent.depth != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(job->input.field, ": is a volume; Pyramid needs a 2D image"));
+  }
+  if (job->output_input_type && job->spec.output_type != image.type) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "output_type: ", PixelTypeName(job->spec.output_type), " is neither F32 nor the input's ",
+        PixelTypeName(image.type)));
+  }
+  return ValidatePyramidSpec(image.type, image.extent, job->spec);
+}
+
+absl::StatusOr<DeformJob> ValidateDeformRequest(const v1::DeformRequest& request,
+                                                const RequestLimits& limits) {
+  DeformJob job;
+  switch (request.mesh().source_case()) {
+    case v1::MeshSource::kMesh: {
+      const v1::Mesh& m = request.mesh().mesh();
+      CUIMG_RETURN_IF_ERROR(CheckMeshCounts(m, "mesh.mesh", limits));
+      const std::uint64_t pos_bytes = std::uint64_t{m.vertex_count()} * 12;
+      const std::uint64_t tri_bytes = std::uint64_t{m.triangle_count()} * 12;
+      if (m.positions().size() != pos_bytes) {
+        return absl::InvalidArgumentError(absl::StrCat("mesh.mesh.positions: ", m.positions().size(),
+                                                       " bytes, expected vertex_count * 12 = ", pos_bytes));
+      }
+      if (m.triangles().size() != tri_bytes) {
+        return absl::InvalidArgumentError(absl::StrCat("mesh.mesh.triangles: ", m.triangles().size(),
+                                                       " bytes, expected triangle_count * 12 = ", tri_bytes));
+      }
+      job.mesh.kind = MeshInput::Kind::kInline;
+      job.mesh.view = MeshView{reinterpret_cast<const float*>(m.positions().data()), m.vertex_count(),
+                               reinterpret_cast<const std::uint32_t*>(m.triangles().data()),
+                               m.triangle_count()};
+      CUIMG_RETURN_IF_ERROR(ValidateMesh(job.mesh.view, "mesh.mesh"));
+      break;
+    }
+    case v1::MeshSource::kHandle:
+      if (request.mesh().handle().empty() || request.mesh().handle().size() > 128) {
+        return absl::InvalidArgumentError("mesh.handle: must be 1 to 128 characters");
+      }
+      job.mesh.kind = MeshInput::Kind::kHandle;
+      job.mesh.handle = request.mesh().handle();
+      break;
+    case v1::MeshSource::SOURCE_NOT_SET:
+      return absl::InvalidArgumentError("mesh: one of mesh or handle is required");
+  }
+  if (!request.has_lattice()) return absl::InvalidArgumentError("lattice: is required");
+  const v1::Lattice& l = request.lattice();
+  job.lattice.origin = FromVec3(l.origin());
+  job.lattice.s = FromVec3(l.s());
+  job.lattice.t = FromVec3(l.t());
+  job.lattice.u = FromVec3(l.u());
+  CUIMG_RETURN_IF_ERROR(CheckRange("lattice.count_s", l.count_s(), kMinLatticeCount, kMaxLatticeCount));
+  CUIMG_RETURN_IF_ERROR(CheckRange("lattice.count_t", l.count_t(), kMinLatticeCount, kMaxLatticeCount));
+  CUIMG_RETURN_IF_ERROR(CheckRange("lattice.count_u", l.count_u(), kMinLatticeCount, kMaxLatticeCount));
+  job.lattice.count_s = static_cast<int>(l.count_s());
+  job.lattice.count_t = static_cast<int>(l.count_t());
+  job.lattice.count_u = static_cast<int>(l.count_u());
+  job.lattice.displacements.assign(l.displacements().begin(), l.displacements().end());
+  CUIMG_RETURN_IF_ERROR(ValidateLattice(job.lattice, "lattice"));
+  switch (request.outputs()) {
+    case v1::DEFORM_OUTPUTS_UNSPECIFIED:
+    case v1::DEFORM_OUTPUTS_POSITIONS_AND_NORMALS:
+      job.outputs = DeformOutputs::kPositionsAndNormals;
+      break;
+    case v1::DEFORM_OUTPUTS_POSITIONS:
+      job.outputs = DeformOutputs::kPositions;
+      break;
+    case v1::DEFORM_OUTPUTS_NORMALS:
+      job.outputs = DeformOutputs::kNormals;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("outputs: unknown value ", request.outputs()));
+  }
+  CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
+  return job;
+}
+
+absl::Status ValidateUploadMeshHeader(const v1::Mesh& mesh, const RequestLimits& limits) {
+  CUIMG_RETURN_IF_ERROR(CheckMeshCounts(mesh, "mesh", limits));
+  if (mesh.positions().size() > std::uint64_t{mesh.vertex_count()} * 12) {
+    return absl::InvalidArgumentError("mesh.positions: more bytes than vertex_count * 12");
+  }
+  if (!mesh.triangles().empty() && mesh.positions().size() != std::uint64_t{mesh.vertex_count()} * 12) {
+    return absl::InvalidArgumentError(
+        "mesh.triangles: sent before all positions (positions come first)");
+  }
+  if (mesh.triangles().size() > std::uint64_t{mesh.triangle_count()} * 12) {
+    return absl::InvalidArgumentError("mesh.triangles: more bytes than triangle_count * 12");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace cuimg

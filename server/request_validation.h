@@ -10,8 +10,14 @@
 
 #include "absl/status/statusor.h"
 #include "cuimg/common/image.h"
+#include "cuimg/kernels/gradient_types.h"
+#include "cuimg/kernels/mesh.h"
 #include "cuimg/kernels/morphology_types.h"
+#include "cuimg/kernels/pyramid_types.h"
+#include "cuimg/v1/deform.pb.h"
+#include "cuimg/v1/gradient.pb.h"
 #include "cuimg/v1/morphology.pb.h"
+#include "cuimg/v1/pyramid.pb.h"
 #include "cuimg/v1/types.pb.h"
 #include "server/server_options.h"
 
@@ -64,6 +70,52 @@ absl::Status CheckMorphologyInput(const ImageView& image, const MorphologyJob& j
 // (at most the full size). Returns the validated header with `bytes` = the data present.
 absl::StatusOr<ImageInput> ValidateUploadHeader(const v1::Image& image,
                                                 const RequestLimits& limits);
+
+struct GradientJob {
+  ImageInput input;
+  GradientSpec spec;
+  OutputSpec output;
+};
+
+absl::StatusOr<GradientJob> ValidateGradientRequest(const v1::GradientRequest& request,
+                                                    const RequestLimits& limits);
+// A resolved input for Gradient: one channel.
+absl::Status CheckGradientInput(const ImageView& image, const GradientJob& job);
+
+struct PyramidJob {
+  ImageInput input;
+  PyramidSpec spec;
+  // The request asked for the input's own type (resolved once the input is known).
+  bool output_input_type = false;
+  OutputSpec output;
+};
+
+absl::StatusOr<PyramidJob> ValidatePyramidRequest(const v1::PyramidRequest& request,
+                                                  const RequestLimits& limits);
+// A resolved input for Pyramid: one channel, 2D; sets the output type and checks the level list.
+absl::Status CheckPyramidInput(const ImageView& image, PyramidJob* job);
+
+// A mesh as the request names it; the view points into the request message.
+struct MeshInput {
+  enum class Kind { kInline, kHandle };
+  Kind kind = Kind::kInline;
+  MeshView view;
+  std::string handle;
+};
+
+struct DeformJob {
+  MeshInput mesh;
+  Lattice lattice;
+  DeformOutputs outputs = DeformOutputs::kPositionsAndNormals;
+  OutputSpec output;
+};
+
+absl::StatusOr<DeformJob> ValidateDeformRequest(const v1::DeformRequest& request,
+                                                const RequestLimits& limits);
+
+// The mesh of an Upload's first message: counts within the limits and data no longer than they
+// imply (the stream may carry the rest). Coordinates and indices are checked once complete.
+absl::Status ValidateUploadMeshHeader(const v1::Mesh& mesh, const RequestLimits& limits);
 
 }  // namespace cuimg
 

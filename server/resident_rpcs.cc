@@ -32,7 +32,7 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
       Finish(call_.Complete(Complete()));
       return;
     }
-    const absl::Status status = image_ == nullptr ? Begin() : Append();
+    const absl::Status status = image_ == nullptr && mesh_ == nullptr ? Begin() : Append();
     if (!status.ok()) {
       Finish(call_.Complete(status));
       return;
@@ -49,8 +49,7 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
       case v1::UploadRequest::kImage:
         break;
       case v1::UploadRequest::kMesh:
-        return absl::UnimplementedError(
-            "mesh: resident meshes arrive with the Deform RPC, which is not served yet");
+        return BeginMesh();
       case v1::UploadRequest::kChunk:
         return absl::InvalidArgumentError("chunk: the first message must carry image or mesh");
       case v1::UploadRequest::CONTENT_NOT_SET:
@@ -72,6 +71,23 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
     return Copy(header.bytes, "image.data");
   }
 
+  absl::Status BeginMesh() {
+    const v1::Mesh& m = message_.mesh();
+    CUIMG_RETURN_IF_ERROR(ValidateUploadMeshHeader(m, service_->options().limits));
+    const std::uint64_t size = (std::uint64_t{m.vertex_count()} + m.triangle_count()) * 12;
+    if (size > service_->store().budget_bytes()) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "mesh: ", size, " bytes exceeds the per-client resident budget of ",
+          service_->store().budget_bytes(), " bytes"));
+    }
+    ttl_seconds_ = message_.ttl_seconds();
+    mesh_ = std::make_unique<Mesh>();
+    mesh_->positions.resize(std::size_t{m.vertex_count()} * 3);
+    mesh_->triangles.resize(std::size_t{m.triangle_count()} * 3);
+    CUIMG_RETURN_IF_ERROR(CopyMesh(m.positions(), "mesh.positions"));
+    return CopyMesh(m.triangles(), "mesh.triangles");
+  }
+
   absl::Status Append() {
     if (message_.content_case() != v1::UploadRequest::kChunk) {
       return absl::InvalidArgumentError("content: messages after the first must carry chunk");
@@ -79,7 +95,29 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
     if (message_.ttl_seconds() != 0) {
       return absl::InvalidArgumentError("ttl_seconds: only allowed in the first message");
     }
-    return Copy(message_.chunk(), "chunk");
+    return mesh_ != nullptr ? CopyMesh(message_.chunk(), "chunk") : Copy(message_.chunk(), "chunk");
+  }
+
+  // A mesh's bytes arrive as positions, then triangles.
+  absl::Status CopyMesh(absl::string_view bytes, absl::string_view field) {
+    const std::size_t pos_bytes = mesh_->positions.size() * 4;
+    const std::size_t total = pos_bytes + mesh_->triangles.size() * 4;
+    if (bytes.size() > total - received_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": the stream carries more than the mesh's ", total, " bytes"));
+    }
+    while (!bytes.empty()) {
+      const bool in_positions = received_ < pos_bytes;
+      auto* dst = in_positions
+                      ? reinterpret_cast<char*>(mesh_->positions.data()) + received_
+                      : reinterpret_cast<char*>(mesh_->triangles.data()) + (received_ - pos_bytes);
+      const std::size_t n = std::min(bytes.size(), in_positions ? pos_bytes - received_
+                                                                : total - received_);
+      std::memcpy(dst, bytes.data(), n);
+      received_ += n;
+      bytes.remove_prefix(n);
+    }
+    return absl::OkStatus();
   }
 
   absl::Status Copy(absl::string_view bytes, absl::string_view field) {
@@ -95,8 +133,9 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
 
   absl::Status Complete() {
     if (ctx_->IsCancelled()) return absl::CancelledError("the client cancelled the upload");
+    if (mesh_ != nullptr) return CompleteMesh();
     if (image_ == nullptr) {
-      return absl::InvalidArgumentError("content: the stream carried no image");
+      return absl::InvalidArgumentError("content: the stream carried no image or mesh");
     }
     if (received_ != image_->image.size_bytes()) {
       return absl::InvalidArgumentError(absl::StrCat("chunk: the stream ended after ", received_,
@@ -112,12 +151,30 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
     return absl::OkStatus();
   }
 
+  absl::Status CompleteMesh() {
+    const std::size_t total = (mesh_->positions.size() + mesh_->triangles.size()) * 4;
+    if (received_ != total) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("chunk: the stream ended after ", received_, " of ", total, " bytes"));
+    }
+    CUIMG_RETURN_IF_ERROR(ValidateMesh(*mesh_, "mesh"));
+    service_->metrics().AddBytes(static_cast<std::int64_t>(received_), 0);
+    CUIMG_ASSIGN_OR_RETURN(std::shared_ptr<const BackendMesh> mesh,
+                           service_->backend().UploadMesh(mesh_->view(), &call_.times()));
+    CUIMG_ASSIGN_OR_RETURN(ResidentInfo info,
+                           service_->store().PutMesh(CallerIdentity(*ctx_), std::move(mesh),
+                                                     ttl_seconds_));
+    ToProto(info, response_->mutable_object());
+    return absl::OkStatus();
+  }
+
   ImagingService* service_;
   grpc::CallbackServerContext* ctx_;
   v1::UploadResponse* response_;
   CallScope call_;
   v1::UploadRequest message_;
   std::unique_ptr<StoredImage> image_;
+  std::unique_ptr<Mesh> mesh_;
   std::size_t received_ = 0;
   std::uint32_t ttl_seconds_ = 0;
 };
@@ -138,7 +195,7 @@ class DownloadReactor final : public grpc::ServerWriteReactor<v1::DownloadRespon
       Finish(call_.Complete(absl::CancelledError("the client stopped reading")));
       return;
     }
-    if (offset_ == image_->image.size_bytes()) {
+    if (offset_ == bytes_.size()) {
       service_->metrics().AddBytes(0, static_cast<std::int64_t>(offset_));
       Finish(call_.Complete(absl::OkStatus()));
       return;
@@ -158,6 +215,11 @@ class DownloadReactor final : public grpc::ServerWriteReactor<v1::DownloadRespon
           "chunk_bytes: ", request.chunk_bytes(), " is not in [65536, 16777216]"));
     }
     chunk_ = request.chunk_bytes() == 0 ? kDefaultChunkBytes : request.chunk_bytes();
+    absl::StatusOr<ResidentInfo> info = service_->store().Describe(identity, request.handle());
+    if (!info.ok()) {
+      return absl::Status(info.status().code(), absl::StrCat("handle: ", info.status().message()));
+    }
+    if (info->kind == ResidentKind::kMesh) return StartMesh(identity, request.handle());
     absl::StatusOr<std::shared_ptr<const StoredImage>> image =
         service_->store().Get(identity, request.handle());
     if (!image.ok()) {
@@ -165,6 +227,8 @@ class DownloadReactor final : public grpc::ServerWriteReactor<v1::DownloadRespon
                           absl::StrCat("handle: ", image.status().message()));
     }
     image_ = *std::move(image);
+    bytes_ = absl::string_view(reinterpret_cast<const char*>(image_->image.bytes()),
+                               image_->image.size_bytes());
     v1::Image* header = message_.mutable_image();
     SetImageHeader(image_->image.view(), header);
     *header->mutable_spacing() = image_->spacing;
@@ -173,15 +237,42 @@ class DownloadReactor final : public grpc::ServerWriteReactor<v1::DownloadRespon
     return absl::OkStatus();
   }
 
+  // Meshes stream positions then triangles; the first message splits its bytes between them.
+  absl::Status StartMesh(const std::string& identity, const std::string& handle) {
+    absl::StatusOr<std::shared_ptr<const BackendMesh>> mesh =
+        service_->store().GetMesh(identity, handle);
+    if (!mesh.ok()) {
+      return absl::Status(mesh.status().code(), absl::StrCat("handle: ", mesh.status().message()));
+    }
+    CUIMG_ASSIGN_OR_RETURN(Mesh host, service_->backend().DownloadMesh(**mesh));
+    mesh_bytes_.resize((host.positions.size() + host.triangles.size()) * 4);
+    std::memcpy(mesh_bytes_.data(), host.positions.data(), host.positions.size() * 4);
+    std::memcpy(mesh_bytes_.data() + host.positions.size() * 4, host.triangles.data(),
+                host.triangles.size() * 4);
+    bytes_ = mesh_bytes_;
+    v1::Mesh* header = message_.mutable_mesh();
+    header->set_vertex_count(static_cast<std::uint32_t>(host.vertex_count()));
+    header->set_triangle_count(static_cast<std::uint32_t>(host.triangle_count()));
+    std::string first;
+    NextChunk(&first);
+    const std::size_t pos_bytes = host.positions.size() * 4;
+    header->set_positions(first.substr(0, std::min(first.size(), pos_bytes)));
+    if (first.size() > pos_bytes) header->set_triangles(first.substr(pos_bytes));
+    StartWrite(&message_);
+    return absl::OkStatus();
+  }
+
   void NextChunk(std::string* out) {
-    const std::size_t n = std::min<std::size_t>(chunk_, image_->image.size_bytes() - offset_);
-    out->assign(reinterpret_cast<const char*>(image_->image.bytes()) + offset_, n);
+    const std::size_t n = std::min<std::size_t>(chunk_, bytes_.size() - offset_);
+    out->assign(bytes_.data() + offset_, n);
     offset_ += n;
   }
 
   ImagingService* service_;
   CallScope call_;
   std::shared_ptr<const StoredImage> image_;
+  std::string mesh_bytes_;
+  absl::string_view bytes_;  // the object's bytes: the image's pixels or the mesh's arrays
   v1::DownloadResponse message_;
   std::size_t chunk_ = kDefaultChunkBytes;
   std::size_t offset_ = 0;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cuimg/common/status_macros.h"
 
 namespace cuimg {
 
@@ -13,12 +14,37 @@ ResidentStore::ResidentStore(ResidentStoreOptions options, Clock clock)
 absl::StatusOr<ResidentInfo> ResidentStore::Put(absl::string_view identity,
                                                 std::shared_ptr<const StoredImage> image,
                                                 std::uint32_t ttl_seconds) {
+  Entry entry;
+  entry.info.kind = ResidentKind::kImage;
+  entry.info.type = image->image.type();
+  entry.info.extent = image->image.extent();
+  entry.info.channels = image->image.channels();
+  entry.info.size_bytes = image->image.size_bytes();
+  entry.image = std::move(image);
+  return Insert(identity, std::move(entry), ttl_seconds);
+}
+
+absl::StatusOr<ResidentInfo> ResidentStore::PutMesh(absl::string_view identity,
+                                                    std::shared_ptr<const BackendMesh> mesh,
+                                                    std::uint32_t ttl_seconds) {
+  Entry entry;
+  entry.info.kind = ResidentKind::kMesh;
+  entry.info.vertex_count = mesh->vertex_count();
+  entry.info.triangle_count = mesh->triangle_count();
+  entry.info.size_bytes = mesh->bytes();
+  entry.info.device = mesh->device();
+  entry.mesh = std::move(mesh);
+  return Insert(identity, std::move(entry), ttl_seconds);
+}
+
+absl::StatusOr<ResidentInfo> ResidentStore::Insert(absl::string_view identity, Entry entry,
+                                                   std::uint32_t ttl_seconds) {
   if (ttl_seconds > options_.max_ttl_seconds) {
     return absl::InvalidArgumentError(absl::StrCat("ttl_seconds: ", ttl_seconds,
                                                    " exceeds the server maximum ",
                                                    options_.max_ttl_seconds));
   }
-  const std::uint64_t size = image->image.size_bytes();
+  const std::uint64_t size = entry.info.size_bytes;
   if (size > options_.budget_bytes_per_identity) {
     return absl::ResourceExhaustedError(
         absl::StrCat("resident object of ", size, " bytes exceeds the per-client budget of ",
@@ -37,24 +63,17 @@ absl::StatusOr<ResidentInfo> ResidentStore::Put(absl::string_view identity,
     entries_.erase(lru);
     ++evictions_;
   }
-  Entry entry;
   entry.identity = std::string(identity);
-  entry.info.handle = NewHandleLocked();
-  entry.info.type = image->image.type();
-  entry.info.extent = image->image.extent();
-  entry.info.channels = image->image.channels();
-  entry.info.size_bytes = size;
+  entry.info.handle = NewHandleLocked(entry.info.kind);
   entry.info.ttl_seconds = ttl_seconds == 0 ? options_.default_ttl_seconds : ttl_seconds;
-  entry.image = std::move(image);
   entry.last_used = now;
   ResidentInfo info = entry.info;
   entries_.emplace(info.handle, std::move(entry));
   return info;
 }
 
-absl::StatusOr<std::shared_ptr<const StoredImage>> ResidentStore::Get(absl::string_view identity,
-                                                                      absl::string_view handle) {
-  std::lock_guard<std::mutex> lock(mu_);
+absl::StatusOr<ResidentStore::Entry*> ResidentStore::FindLocked(absl::string_view identity,
+                                                                absl::string_view handle) {
   const absl::Time now = clock_();
   ExpireLocked(now);
   auto it = entries_.find(handle);
@@ -63,7 +82,27 @@ absl::StatusOr<std::shared_ptr<const StoredImage>> ResidentStore::Get(absl::stri
     return absl::NotFoundError(absl::StrCat("no resident object '", handle, "'"));
   }
   it->second.last_used = now;
-  return it->second.image;
+  return &it->second;
+}
+
+absl::StatusOr<std::shared_ptr<const StoredImage>> ResidentStore::Get(absl::string_view identity,
+                                                                      absl::string_view handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CUIMG_ASSIGN_OR_RETURN(Entry * entry, FindLocked(identity, handle));
+  if (entry->image == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("'", handle, "' is a mesh, not an image"));
+  }
+  return entry->image;
+}
+
+absl::StatusOr<std::shared_ptr<const BackendMesh>> ResidentStore::GetMesh(
+    absl::string_view identity, absl::string_view handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CUIMG_ASSIGN_OR_RETURN(Entry * entry, FindLocked(identity, handle));
+  if (entry->mesh == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("'", handle, "' is an image, not a mesh"));
+  }
+  return entry->mesh;
 }
 
 absl::StatusOr<ResidentInfo> ResidentStore::Describe(absl::string_view identity,
@@ -113,7 +152,7 @@ ResidentStore::Totals ResidentStore::totals() {
   ExpireLocked(clock_());
   Totals t;
   for (const auto& [handle, entry] : entries_) {
-    ++t.objects;
+    ++(entry.mesh != nullptr ? t.meshes : t.images);
     t.bytes += entry.info.size_bytes;
   }
   return t;
@@ -138,9 +177,10 @@ std::uint64_t ResidentStore::UsedLocked(absl::string_view identity) const {
   return used;
 }
 
-std::string ResidentStore::NewHandleLocked() {
+std::string ResidentStore::NewHandleLocked(ResidentKind kind) {
   // 128 random bits: handles cannot be guessed.
-  return absl::StrFormat("img-%016x%016x", rng_(), rng_());
+  return absl::StrFormat("%s-%016x%016x", kind == ResidentKind::kMesh ? "mesh" : "img", rng_(),
+                         rng_());
 }
 
 }  // namespace cuimg

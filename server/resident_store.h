@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "cuimg/common/image.h"
 #include "cuimg/v1/types.pb.h"
+#include "server/backend.h"
 
 namespace cuimg {
 
@@ -27,13 +28,21 @@ struct StoredImage {
   v1::Spacing spacing;
 };
 
+enum class ResidentKind { kImage, kMesh };
+
 struct ResidentInfo {
   std::string handle;
+  ResidentKind kind = ResidentKind::kImage;
+  // Images.
   PixelType type = PixelType::kU8;
   Extent extent;
   int channels = 1;
+  // Meshes.
+  std::uint64_t vertex_count = 0;
+  std::uint64_t triangle_count = 0;
   std::uint64_t size_bytes = 0;
   std::uint32_t ttl_seconds = 0;
+  int device = -1;  // where a mesh lives; -1 for host memory
 };
 
 struct ResidentStoreOptions {
@@ -53,9 +62,16 @@ class ResidentStore {
   absl::StatusOr<ResidentInfo> Put(absl::string_view identity,
                                    std::shared_ptr<const StoredImage> image,
                                    std::uint32_t ttl_seconds);
-  // NOT_FOUND when the handle does not exist, expired, or belongs to another identity.
+  absl::StatusOr<ResidentInfo> PutMesh(absl::string_view identity,
+                                       std::shared_ptr<const BackendMesh> mesh,
+                                       std::uint32_t ttl_seconds);
+  // NOT_FOUND when the handle does not exist, expired, or belongs to another identity;
+  // INVALID_ARGUMENT when it names a mesh.
   absl::StatusOr<std::shared_ptr<const StoredImage>> Get(absl::string_view identity,
                                                          absl::string_view handle);
+  // Likewise for meshes (INVALID_ARGUMENT when the handle names an image).
+  absl::StatusOr<std::shared_ptr<const BackendMesh>> GetMesh(absl::string_view identity,
+                                                            absl::string_view handle);
   absl::StatusOr<ResidentInfo> Describe(absl::string_view identity, absl::string_view handle);
   absl::Status Release(absl::string_view identity, absl::string_view handle);
   std::vector<ResidentInfo> List(absl::string_view identity);
@@ -64,7 +80,8 @@ class ResidentStore {
   // Objects evicted for room or by TTL since start.
   std::uint64_t evictions() const;
   struct Totals {
-    std::uint64_t objects = 0;
+    std::uint64_t images = 0;
+    std::uint64_t meshes = 0;
     std::uint64_t bytes = 0;
   };
   // Every identity's objects together (expired ones are dropped first).
@@ -73,13 +90,18 @@ class ResidentStore {
  private:
   struct Entry {
     std::string identity;
-    std::shared_ptr<const StoredImage> image;
+    std::shared_ptr<const StoredImage> image;  // set for images
+    std::shared_ptr<const BackendMesh> mesh;   // set for meshes
     ResidentInfo info;
     absl::Time last_used;
   };
+  absl::StatusOr<ResidentInfo> Insert(absl::string_view identity, Entry entry,
+                                      std::uint32_t ttl_seconds);
+  // The live entry for (identity, handle), its last use refreshed; NOT_FOUND otherwise.
+  absl::StatusOr<Entry*> FindLocked(absl::string_view identity, absl::string_view handle);
   void ExpireLocked(absl::Time now);
   std::uint64_t UsedLocked(absl::string_view identity) const;
-  std::string NewHandleLocked();
+  std::string NewHandleLocked(ResidentKind kind);
 
   const ResidentStoreOptions options_;
   const Clock clock_;

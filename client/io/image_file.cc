@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cuimg/codec/image_codec.h"
+#include "client/io/tiff_file.h"
 #include "cuimg/common/status_macros.h"
 
 namespace cuimg {
@@ -29,6 +30,8 @@ absl::Status WriteFileBytes(const std::string& path, const std::vector<std::uint
 }
 
 absl::StatusOr<Image> ReadImageFile(const std::string& path) {
+  const std::string lower = absl::AsciiStrToLower(path);
+  if (absl::EndsWith(lower, ".tif") || absl::EndsWith(lower, ".tiff")) return ReadTiff(path);
   CUIMG_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, ReadFileBytes(path));
   absl::StatusOr<Image> image = DecodeImage(bytes);
   if (!image.ok()) {
@@ -44,8 +47,11 @@ absl::Status WriteImageFile(const std::string& path, const ImageView& image) {
     bytes = EncodePng(image);
   } else if (absl::EndsWith(lower, ".jpg") || absl::EndsWith(lower, ".jpeg")) {
     bytes = EncodeJpeg(image);
+  } else if (absl::EndsWith(lower, ".tif") || absl::EndsWith(lower, ".tiff")) {
+    return WriteTiff(path, image);
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": unknown extension (use .png or .jpg)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": unknown extension (use .png, .jpg or .tif)"));
   }
   if (!bytes.ok()) {
     return absl::Status(bytes.status().code(), absl::StrCat(path, ": ", bytes.status().message()));

@@ -8,7 +8,8 @@ import sys
 import grpc
 import numpy as np
 
-from cuimg.v1 import imaging_service_pb2_grpc, morphology_pb2, types_pb2
+from cuimg.v1 import (deform_pb2, gradient_pb2, imaging_service_pb2_grpc, morphology_pb2,
+                      pyramid_pb2, types_pb2)
 from server_process import ServerProcess
 
 TYPES = [(types_pb2.PIXEL_TYPE_U8, np.uint8), (types_pb2.PIXEL_TYPE_U16, np.uint16),
@@ -49,6 +50,43 @@ def random_request(rng):
     return morphology_pb2.MorphologyRequest(input=types_pb2.ImageSource(image=image), steps=steps)
 
 
+def compare_other_rpcs(stubs, rng):
+    """Gradient (float rounding), Pyramid (bit for bit) and Deform (tolerance) on both backends."""
+    failures = 0
+    for i in range(20):
+        h, w = int(rng.integers(1, 200)), int(rng.integers(1, 200))
+        image = rng.integers(0, 65536, (h, w), dtype=np.uint16)
+        src = types_pb2.ImageSource(image=types_pb2.Image(
+            pixel_type=types_pb2.PIXEL_TYPE_U16, width=w, height=h, data=image.tobytes()))
+        g = [stub.Gradient(gradient_pb2.GradientRequest(input=src, kernel_length=int(rng.choice([3, 7, 15]))),
+                           timeout=60) for stub in stubs]
+        a, b = (np.frombuffer(r.gx.image.data, np.float32) for r in g)
+        if np.linalg.norm(a - b) > 1e-5 * max(np.linalg.norm(b), 1e-30):
+            failures += 1
+            print(f"gradient case {i}: MISMATCH")
+        if min(h, w) >= 8:
+            p = [stub.Pyramid(pyramid_pb2.PyramidRequest(input=src, levels=10, output_type=types_pb2.PIXEL_TYPE_U16),
+                              timeout=60) for stub in stubs]
+            if [l.result.image.data for l in p[0].levels] != [l.result.image.data for l in p[1].levels]:
+                failures += 1
+                print(f"pyramid case {i}: MISMATCH")
+    n = 500
+    pos = rng.normal(size=(n, 3)).astype(np.float32)
+    tris = rng.integers(0, n, size=(900, 3)).astype(np.uint32)
+    lattice = deform_pb2.Lattice(origin=types_pb2.Vec3(x=-2, y=-2, z=-2), s=types_pb2.Vec3(x=4),
+                                 t=types_pb2.Vec3(x=0.5, y=4), u=types_pb2.Vec3(z=4), count_s=4,
+                                 count_t=3, count_u=5, displacements=rng.normal(scale=0.2, size=180).tolist())
+    mesh = deform_pb2.MeshSource(mesh=deform_pb2.Mesh(vertex_count=n, triangle_count=900,
+                                                      positions=pos.tobytes(), triangles=tris.tobytes()))
+    d = [stub.Deform(deform_pb2.DeformRequest(mesh=mesh, lattice=lattice), timeout=60) for stub in stubs]
+    pa, pb = (np.frombuffer(r.positions, np.float32) for r in d)
+    if np.abs(pa - pb).max() > 1e-5 * 4:
+        failures += 1
+        print("deform positions: MISMATCH")
+    print(f"backends cuda vs cpu (gradient, pyramid, deform): {failures} mismatches")
+    return failures
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--server", required=True)
@@ -68,7 +106,8 @@ def main():
                 mismatches += 1
                 print(f"case {i}: MISMATCH {request.steps}")
         print(f"backends cuda vs cpu: {args.cases - mismatches}/{args.cases} identical")
-        return 0 if mismatches == 0 else 1
+        other = compare_other_rpcs(stubs, rng)
+        return 0 if mismatches == 0 and other == 0 else 1
     finally:
         cuda.terminate()
         cpu.terminate()

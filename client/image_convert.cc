@@ -1,0 +1,77 @@
+#include "client/image_convert.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace cuimg {
+
+Image ToGray(const Image& image) {
+  if (image.channels() != 3) return image;
+  Image gray(image.type(), image.extent(), 1);
+  VisitPixelType(image.type(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = image.As<T>();
+    T* out = gray.As<T>();
+    for (std::int64_t i = 0; i < image.extent().Pixels(); ++i) {
+      const double v = 0.114 * in[3 * i] + 0.587 * in[3 * i + 1] + 0.299 * in[3 * i + 2];
+      out[i] = SaturateCast<T>(v);
+    }
+    return 0;
+  });
+  return gray;
+}
+
+Image ToPreviewU8(const Image& image, double lo, double hi) {
+  Image out(PixelType::kU8, image.extent(), 1);
+  VisitPixelType(image.type(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = image.As<T>();
+    const std::int64_t n = image.extent().Pixels();
+    if (lo == hi && n > 0) {
+      lo = hi = static_cast<double>(in[0]);
+      for (std::int64_t i = 0; i < n; ++i) {
+        const double v = static_cast<double>(in[i]);
+        if (std::isfinite(v)) {
+          lo = std::min(lo, v);
+          hi = std::max(hi, v);
+        }
+      }
+    }
+    const double scale = hi > lo ? 255.0 / (hi - lo) : 0.0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      out.bytes()[i] = SaturateCast<std::uint8_t>((static_cast<double>(in[i]) - lo) * scale);
+    }
+    return 0;
+  });
+  return out;
+}
+
+Image ContactSheet(const std::vector<Image>& images, std::int64_t max_width) {
+  // Shelf packing: left to right, new row when the next image does not fit.
+  std::int64_t x = 0, y = 0, row_h = 0, width = 0;
+  std::vector<std::pair<std::int64_t, std::int64_t>> at;
+  for (const Image& im : images) {
+    if (x > 0 && x + im.extent().width > max_width) {
+      x = 0;
+      y += row_h + 4;
+      row_h = 0;
+    }
+    at.emplace_back(x, y);
+    x += im.extent().width + 4;
+    row_h = std::max(row_h, im.extent().height);
+    width = std::max(width, x);
+  }
+  Image sheet(PixelType::kU8, Extent{std::max<std::int64_t>(width, 1), y + row_h, 1}, 1);
+  std::memset(sheet.bytes(), 0, sheet.size_bytes());
+  for (std::size_t k = 0; k < images.size(); ++k) {
+    const Image& im = images[k];
+    for (std::int64_t r = 0; r < im.extent().height; ++r) {
+      std::memcpy(sheet.bytes() + (at[k].second + r) * sheet.extent().width + at[k].first,
+                  im.bytes() + r * im.extent().width, im.extent().width);
+    }
+  }
+  return sheet;
+}
+
+}  // namespace cuimg

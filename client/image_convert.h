@@ -1,0 +1,23 @@
+// Small conversions the client needs to show results: colour to gray, any image to 8 bits for a
+// PNG preview, and a contact sheet of several images.
+#ifndef CUIMG_CLIENT_IMAGE_CONVERT_H_
+#define CUIMG_CLIENT_IMAGE_CONVERT_H_
+
+#include <vector>
+
+#include "cuimg/common/image.h"
+
+namespace cuimg {
+
+// BGR (3 channels) to gray with ITU-R BT.601 weights (as OpenCV's cvtColor), rounded; 1 channel
+// images are returned unchanged.
+Image ToGray(const Image& image);
+// One channel of any type to U8 for viewing: values mapped linearly from [lo, hi] to [0, 255]
+// and clamped (lo == hi: the image's own min and max).
+Image ToPreviewU8(const Image& image, double lo = 0, double hi = 0);
+// The images side by side on rows no wider than max_width, on black.
+Image ContactSheet(const std::vector<Image>& images, std::int64_t max_width);
+
+}  // namespace cuimg
+
+#endif  // CUIMG_CLIENT_IMAGE_CONVERT_H_

@@ -1,0 +1,21 @@
+// TIFF files through libtiff: 8/16-bit gray images and 32-bit float images (gradients), one
+// channel; multi-page files hold volumes (one page per slice).
+#ifndef CUIMG_CLIENT_IO_TIFF_FILE_H_
+#define CUIMG_CLIENT_IO_TIFF_FILE_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "cuimg/common/image.h"
+
+namespace cuimg {
+
+// U8, U16, I16 or F32, one channel; depth > 1 writes one page per slice.
+absl::Status WriteTiff(const std::string& path, const ImageView& image);
+// Reads a one-channel TIFF of 8/16-bit (unsigned or signed) or 32-bit float samples; all pages
+// of equal size become a volume.
+absl::StatusOr<Image> ReadTiff(const std::string& path);
+
+}  // namespace cuimg
+
+#endif  // CUIMG_CLIENT_IO_TIFF_FILE_H_

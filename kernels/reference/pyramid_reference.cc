@@ -1,0 +1,103 @@
+#include "cuimg/reference/pyramid_reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "cuimg/reference/parallel_for.h"
+
+// Built with -ffp-contract=off (kernels/CMakeLists.txt): the float32 products and sums below must
+// be rounded one by one, as the CUDA kernel does, for the two to agree bit for bit.
+
+namespace cuimg {
+
+LinearTap ResizeLinearTap(std::int64_t d, std::int64_t src, std::int64_t dst) {
+  const double scale = ResizeScale(src, dst);
+  float f = static_cast<float>((static_cast<double>(d) + 0.5) * scale - 0.5);
+  std::int64_t i = static_cast<std::int64_t>(std::floor(f));
+  f -= static_cast<float>(i);
+  if (i < 0) {
+    i = 0;
+    f = 0.0f;
+  }
+  if (i >= src - 1) {
+    i = src - 1;
+    f = 0.0f;
+  }
+  LinearTap tap;
+  tap.i0 = i;
+  tap.i1 = std::min(i + 1, src - 1);
+  tap.w0 = 1.0f - f;
+  tap.w1 = f;
+  return tap;
+}
+
+void ResizeLinearF32(const float* src, std::int64_t src_w, std::int64_t src_h, float* dst,
+                     std::int64_t dst_w, std::int64_t dst_h, int threads) {
+  if (src_w == dst_w && src_h == dst_h) {
+    std::copy(src, src + src_w * src_h, dst);
+    return;
+  }
+  std::vector<LinearTap> xs(static_cast<std::size_t>(dst_w));
+  for (std::int64_t x = 0; x < dst_w; ++x) xs[x] = ResizeLinearTap(x, src_w, dst_w);
+  ParallelFor(dst_h, threads, [&](std::int64_t y) {
+    const LinearTap ty = ResizeLinearTap(y, src_h, dst_h);
+    const float* row0 = src + ty.i0 * src_w;
+    const float* row1 = src + ty.i1 * src_w;
+    for (std::int64_t x = 0; x < dst_w; ++x) {
+      const LinearTap& tx = xs[x];
+      const float top = row0[tx.i0] * tx.w0 + row0[tx.i1] * tx.w1;
+      const float bottom = row1[tx.i0] * tx.w0 + row1[tx.i1] * tx.w1;
+      dst[y * dst_w + x] = top * ty.w0 + bottom * ty.w1;
+    }
+  });
+}
+
+absl::StatusOr<std::vector<Image>> PyramidReference(const Image& input, const PyramidSpec& spec,
+                                                    int threads) {
+  if (input.channels() != 1) {
+    return absl::InvalidArgumentError("input: the pyramid takes one channel");
+  }
+  absl::StatusOr<std::vector<PyramidLevel>> levels =
+      PlanPyramidLevels(input.type(), input.extent(), spec);
+  if (!levels.ok()) return levels.status();
+  const Extent& e = input.extent();
+  // The input as f32 (exact for every integer type).
+  std::vector<float> base(static_cast<std::size_t>(e.Pixels()));
+  VisitPixelType(input.type(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* p = input.As<T>();
+    for (std::size_t i = 0; i < base.size(); ++i) base[i] = static_cast<float>(p[i]);
+    return 0;
+  });
+  std::vector<Image> out;
+  std::vector<float> previous = base;
+  std::int64_t prev_w = e.width;
+  std::int64_t prev_h = e.height;
+  for (const PyramidLevel& level : *levels) {
+    std::vector<float> plane(static_cast<std::size_t>(level.width * level.height));
+    if (spec.mode == PyramidMode::kFromBase) {
+      ResizeLinearF32(base.data(), e.width, e.height, plane.data(), level.width, level.height,
+                      threads);
+    } else {
+      ResizeLinearF32(previous.data(), prev_w, prev_h, plane.data(), level.width, level.height,
+                      threads);
+    }
+    Image image(spec.output_type, Extent{level.width, level.height, 1});
+    VisitPixelType(spec.output_type, [&](auto tag) {
+      using O = decltype(tag);
+      O* p = image.As<O>();
+      for (std::size_t i = 0; i < plane.size(); ++i) {
+        p[i] = SaturateCast<O>(static_cast<double>(plane[i]));
+      }
+      return 0;
+    });
+    out.push_back(std::move(image));
+    previous = std::move(plane);
+    prev_w = level.width;
+    prev_h = level.height;
+  }
+  return out;
+}
+
+}  // namespace cuimg

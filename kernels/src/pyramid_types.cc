@@ -1,0 +1,86 @@
+#include "cuimg/kernels/pyramid_types.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace cuimg {
+namespace {
+
+std::int64_t RoundHalfAway(double v) { return static_cast<std::int64_t>(std::llround(v)); }
+
+std::size_t AlignUp(std::size_t n) {
+  return (n + kPyramidLevelAlignment - 1) / kPyramidLevelAlignment * kPyramidLevelAlignment;
+}
+
+}  // namespace
+
+absl::Status ValidatePyramidSpec(PixelType input_type, const Extent& extent,
+                                 const PyramidSpec& spec) {
+  if (extent.width < 1 || extent.height < 1 || extent.depth != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("extent: ", extent.width, "x", extent.height,
+                                                   "x", extent.depth,
+                                                   " is not a 2D image with both sides >= 1"));
+  }
+  if (extent.width > (1 << 30) || extent.height > (1 << 30)) {
+    return absl::InvalidArgumentError("extent: a side exceeds 2^30");
+  }
+  if (spec.levels < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("levels: ", spec.levels, " is not >= 1"));
+  }
+  if (!(std::isfinite(spec.ratio) && spec.ratio > 1.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ratio: ", spec.ratio, " is not finite and > 1"));
+  }
+  if (spec.min_width < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("min_width: ", spec.min_width, " is not >= 1"));
+  }
+  if (spec.min_height < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("min_height: ", spec.min_height, " is not >= 1"));
+  }
+  if (spec.output_type != PixelType::kF32 && spec.output_type != input_type) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "output_type: ", PixelTypeName(spec.output_type), " is neither f32 nor the input type ",
+        PixelTypeName(input_type)));
+  }
+  if (extent.width < spec.min_width || extent.height < spec.min_height) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "extent: ", extent.width, "x", extent.height, " is below min_width x min_height (",
+        spec.min_width, "x", spec.min_height, "): the pyramid would have no level"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<PyramidLevel>> PlanPyramidLevels(PixelType input_type,
+                                                            const Extent& extent,
+                                                            const PyramidSpec& spec) {
+  if (absl::Status s = ValidatePyramidSpec(input_type, extent, spec); !s.ok()) return s;
+  std::vector<PyramidLevel> levels;
+  const std::size_t element = PixelSize(spec.output_type);
+  std::size_t offset = 0;
+  for (int i = 0; i < spec.levels; ++i) {
+    PyramidLevel level;
+    level.index = i;
+    level.scale = std::pow(spec.ratio, i);
+    level.width = RoundHalfAway(static_cast<double>(extent.width) / level.scale);
+    level.height = RoundHalfAway(static_cast<double>(extent.height) / level.scale);
+    if (level.width < spec.min_width || level.height < spec.min_height) break;
+    level.offset_bytes = offset;
+    level.bytes = static_cast<std::size_t>(level.width * level.height) * element;
+    offset = AlignUp(offset + level.bytes);
+    levels.push_back(level);
+  }
+  return levels;
+}
+
+std::size_t PyramidOutputBytes(const std::vector<PyramidLevel>& levels) {
+  return levels.empty() ? 0 : AlignUp(levels.back().offset_bytes + levels.back().bytes);
+}
+
+double ResizeScale(std::int64_t src, std::int64_t dst) {
+  const double inv_scale = static_cast<double>(dst) / static_cast<double>(src);
+  return 1.0 / inv_scale;
+}
+
+}  // namespace cuimg
