@@ -62,24 +62,26 @@ step benchmarks
   timeout 180 "$B/bin/gradient_pyramid_bench" ${CUIMG_BENCH_ARGS:-} || status=1
   timeout 120 "$B/bin/deform_bench" ${CUIMG_BENCH_ARGS:-} || status=1
   timeout 120 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" || status=1
-  if [ "${CUIMG_SKIP_ANCHORS:-0}" = 1 ]; then
-    :
-  else
-  timeout 300 python3 "$B/benchmarks/anchors/cupy_morphology.py" || status=1
-  timeout 120 python3 "$B/benchmarks/anchors/torch_morphology.py" || status=1
-  timeout 300 python3 "$B/benchmarks/anchors/cupy_gradient.py" || status=1
-  if nvcc -O2 -std=c++17 -arch=sm_90 "$B/benchmarks/anchors/npp_morphology.cu" -o /tmp/npp_anchor \
-      -lnppim -lnppidei -lnppif -lnppc 2> /tmp/npp_build.log; then
-    timeout 120 /tmp/npp_anchor || status=1
-  else
-    echo "{\"anchor\":\"npp\",\"error\":\"build failed: $(head -c 300 /tmp/npp_build.log | tr '\n"' '  ')\"}"
+  # CUIMG_ANCHORS picks anchors by family (morphology, gradient); default both.
+  anchors=" ${CUIMG_ANCHORS:-morphology gradient} "
+  if [[ $anchors == *" morphology "* ]]; then
+    timeout 300 python3 "$B/benchmarks/anchors/cupy_morphology.py" || status=1
+    timeout 120 python3 "$B/benchmarks/anchors/torch_morphology.py" || status=1
+    if nvcc -O2 -std=c++17 -arch=sm_90 "$B/benchmarks/anchors/npp_morphology.cu" -o /tmp/npp_anchor \
+        -lnppim -lnppidei -lnppif -lnppc 2> /tmp/npp_build.log; then
+      timeout 120 /tmp/npp_anchor || status=1
+    else
+      echo "{\"anchor\":\"npp\",\"error\":\"build failed: $(head -c 300 /tmp/npp_build.log | tr '\n"' '  ')\"}"
+    fi
   fi
-  if nvcc -O2 -std=c++17 -arch=sm_90 "$B/benchmarks/anchors/npp_gradient_pyramid.cu" \
-      -o /tmp/npp_gp_anchor -lnppif -lnppig -lnppidei -lnppc 2> /tmp/npp_gp_build.log; then
-    timeout 120 /tmp/npp_gp_anchor || status=1
-  else
-    echo "{\"anchor\":\"npp\",\"workload\":\"npp_gradient_pyramid\",\"error\":\"build failed: $(head -c 300 /tmp/npp_gp_build.log | tr '\n"' '  ')\"}"
-  fi
+  if [[ $anchors == *" gradient "* ]]; then
+    timeout 300 python3 "$B/benchmarks/anchors/cupy_gradient.py" || status=1
+    if nvcc -O2 -std=c++17 -arch=sm_90 "$B/benchmarks/anchors/npp_gradient_pyramid.cu" \
+        -o /tmp/npp_gp_anchor -lnppif -lnppig -lnppidei -lnppc 2> /tmp/npp_gp_build.log; then
+      timeout 120 /tmp/npp_gp_anchor || status=1
+    else
+      echo "{\"anchor\":\"npp\",\"workload\":\"npp_gradient_pyramid\",\"error\":\"build failed: $(head -c 300 /tmp/npp_gp_build.log | tr '\n"' '  ')\"}"
+    fi
   fi
 } > "$OUT/bench.jsonl" 2> "$OUT/bench_stderr.log"
 python3 "$B/benchmarks/summarize.py" "$OUT/bench.jsonl" "$OUT/device.txt" > "$OUT/summary.md"

@@ -36,9 +36,12 @@ cp /usr/share/doc/opencv-doc/examples/data/{basketball1.png,basketball2.png,frui
 git rev-parse --short HEAD > "$out/COMMIT" 2>/dev/null || echo unknown > "$out/COMMIT"
 git status --porcelain | grep -q . && echo "+dirty" >> "$out/COMMIT" || true
 
-size_kb=$(du -sk "$out" | cut -f1)
-echo "bundle: $out ($((size_kb / 1024)) MiB, $(ls "$out/lib" | wc -l) libraries)"
-if [ "$size_kb" -gt $((50 * 1024)) ]; then
-  echo "bundle exceeds 50 MiB" >&2
+# The device tool carries at most 64 MiB, so the bundle travels as one gzip archive (unpacked
+# there with: tar xzf bundle.tgz && bash bundle/gpu_run.sh).
+tar -czf bundle.tgz "$out"
+size_kb=$(du -sk bundle.tgz | cut -f1)
+echo "bundle: bundle.tgz ($((size_kb / 1024)) MiB compressed, $(du -sm "$out" | cut -f1) MiB unpacked, $(ls "$out/lib" | wc -l) libraries)"
+if [ "$size_kb" -gt $((60 * 1024)) ]; then
+  echo "bundle.tgz exceeds 60 MiB" >&2
   exit 1
 fi
