@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Profiles chosen benchmark workloads with Nsight Compute on the GPU machine (from the bundle):
+# Profiles chosen benchmark workloads (morphology, gradient/pyramid or deform) with Nsight Compute on the GPU machine (from the bundle):
 #   bash bundle/gpu_profile.sh WORKLOAD KERNEL_REGEX [WORKLOAD KERNEL_REGEX ...]
 # Writes $OUT/profile.txt: speed of light, occupancy, warp stalls, instruction mix, source hot
 # spots. Clocks are left alone (--clock-control none).
@@ -11,9 +11,14 @@ pairs=("$@")
 [ ${#pairs[@]} -gt 0 ] || pairs=(dilate_volume_disk9_u8 ChordTile dilate_2d_rect63_u8 BoxTile)
 for ((i = 0; i < ${#pairs[@]}; i += 2)); do
   echo "=== ${pairs[i]} (${pairs[i + 1]})"
+  case "${pairs[i]}" in
+    gradient* | pyramid*) bench=gradient_pyramid_bench ;;
+    deform*) bench=deform_bench ;;
+    *) bench=morphology_bench ;;
+  esac
   timeout 240 ncu --clock-control none --launch-skip 2 --launch-count 1 -k "regex:${pairs[i + 1]}" \
     --section SpeedOfLight --section Occupancy --section WarpStateStats --section InstructionStats \
     --section SourceCounters --section MemoryWorkloadAnalysis \
-    "$B/bin/morphology_bench" --quick --filter "${pairs[i]}" 2>&1 | grep -vE "^==PROF==|^\{"
+    "$B/bin/$bench" --quick --filter "${pairs[i]}" 2>&1 | grep -vE "^==PROF==|^\{"
 done > "$OUT/profile.txt" 2>&1
 grep -E "===|Duration|Throughput|Warp Cycles Per Issued|Issued Warp|Achieved Occupancy|Stall|stall|Executed Instructions  |Branch Instructions|Shared" "$OUT/profile.txt" | head -80

@@ -22,12 +22,15 @@ void GradientSlice(const T* in, const Extent& e, const GradientTaps& taps, float
   ParallelFor(h, threads, [&](std::int64_t y) {
     const T* row = in + y * w;
     for (std::int64_t x = 0; x < w; ++x) {
-      double s = 0.0;
+      auto at = [&](int k) { return static_cast<double>(row[Reflect101(x + k, w)]); };
+      double s = taps.smoothing[r] * at(0);
       double d = 0.0;
-      for (int k = -r; k <= r; ++k) {
-        const double v = static_cast<double>(row[Reflect101(x + k, w)]);
-        s += taps.smoothing[k + r] * v;
-        d += taps.derivative[k + r] * v;
+      for (int k = 1; k <= r; ++k) {
+        const double before = at(-k);
+        const double after = at(k);
+        s += taps.smoothing[r + k] * after + taps.smoothing[r - k] * before;
+        // Paired differences (the derivative taps are odd): exactly 0 where the row is flat.
+        d += taps.derivative[r + k] * (after - before);
       }
       smooth_x[y * w + x] = s;
       deriv_x[y * w + x] = d;
@@ -35,12 +38,12 @@ void GradientSlice(const T* in, const Extent& e, const GradientTaps& taps, float
   });
   ParallelFor(h, threads, [&](std::int64_t y) {
     for (std::int64_t x = 0; x < w; ++x) {
-      double vx = 0.0;
+      auto at = [&](int k) { return Reflect101(y + k, h) * w + x; };
+      double vx = taps.smoothing[r] * deriv_x[at(0)];
       double vy = 0.0;
-      for (int k = -r; k <= r; ++k) {
-        const std::int64_t i = Reflect101(y + k, h) * w + x;
-        vx += taps.smoothing[k + r] * deriv_x[i];
-        vy += taps.derivative[k + r] * smooth_x[i];
+      for (int k = 1; k <= r; ++k) {
+        vx += taps.smoothing[r + k] * deriv_x[at(k)] + taps.smoothing[r - k] * deriv_x[at(-k)];
+        vy += taps.derivative[r + k] * (smooth_x[at(k)] - smooth_x[at(-k)]);
       }
       const std::int64_t o = y * w + x;
       gx[o] = static_cast<float>(vx);

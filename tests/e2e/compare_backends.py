@@ -58,12 +58,16 @@ def compare_other_rpcs(stubs, rng):
         image = rng.integers(0, 65536, (h, w), dtype=np.uint16)
         src = types_pb2.ImageSource(image=types_pb2.Image(
             pixel_type=types_pb2.PIXEL_TYPE_U16, width=w, height=h, data=image.tobytes()))
-        g = [stub.Gradient(gradient_pb2.GradientRequest(input=src, kernel_length=int(rng.choice([3, 7, 15]))),
-                           timeout=60) for stub in stubs]
-        a, b = (np.frombuffer(r.gx.image.data, np.float32) for r in g)
-        if np.linalg.norm(a - b) > 1e-5 * max(np.linalg.norm(b), 1e-30):
+        length = int(rng.choice([3, 7, 15]))
+        g = [stub.Gradient(gradient_pb2.GradientRequest(input=src, kernel_length=length), timeout=60)
+             for stub in stubs]
+        a, b = (np.frombuffer(r.gx.image.data, np.float32).astype(np.float64) for r in g)
+        # float32 (CUDA) vs float64 (CPU) sums: 1e-5 relative, with a floor of 1e-7 of the input's
+        # scale per pixel (heavy smoothing of noise leaves gradients far below the terms summed).
+        err, ref = np.linalg.norm(a - b), np.linalg.norm(b)
+        if err > 1e-5 * ref + 1e-7 * float(image.max()) * np.sqrt(a.size):
             failures += 1
-            print(f"gradient case {i}: MISMATCH")
+            print(f"gradient case {i} ({w}x{h}, length {length}): MISMATCH |cuda-cpu| {err:.3g}, |cpu| {ref:.3g}")
         if min(h, w) >= 8:
             p = [stub.Pyramid(pyramid_pb2.PyramidRequest(input=src, levels=10, output_type=types_pb2.PIXEL_TYPE_U16),
                               timeout=60) for stub in stubs]
