@@ -16,8 +16,12 @@
 #include "cuimg/common/cuda_stream.h"
 #include "cuimg/common/device_buffer.h"
 #include "cuimg/common/status_macros.h"
+#include "stream_hold.h"
 
 namespace cuimg::bench {
+
+// Long enough for any plan's host side (planning, attribute calls, up to 64 launches).
+inline constexpr double kHoldUs = 2000;
 
 struct Timing {
   double median_us = 0;
@@ -27,7 +31,8 @@ struct Timing {
 };
 
 // Calls run(i) `warmup` times then `runs` times (i counts up, for input rotation), each timed by an
-// event pair on `stream`; returns order statistics of the timed runs.
+// event pair on `stream` held by a spin kernel while the host enqueues (GPU time, without the
+// host's submission cost; see stream_hold.h); returns order statistics of the timed runs.
 inline absl::StatusOr<Timing> TimeOnStream(cudaStream_t stream, int warmup, int runs,
                                            const std::function<absl::Status(int)>& run) {
   CUIMG_ASSIGN_OR_RETURN(CudaEvent start, CudaEvent::Create());
@@ -36,6 +41,7 @@ inline absl::StatusOr<Timing> TimeOnStream(cudaStream_t stream, int warmup, int 
   CUIMG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "warm-up");
   std::vector<double> us;
   for (int i = 0; i < runs; ++i) {
+    CUIMG_RETURN_IF_ERROR(HoldStream(stream, kHoldUs));
     CUIMG_RETURN_IF_ERROR(start.Record(stream));
     CUIMG_RETURN_IF_ERROR(run(warmup + i));
     CUIMG_RETURN_IF_ERROR(stop.Record(stream));

@@ -33,7 +33,8 @@
 //     smoothing; gy: row smoothing then column derivative), sigma 1.4;
 //   npp_pyramid31_1080p_u8_f32: 1 conversion + 31 nppiResize_32f calls from the base;
 //   nppbatch_pyramid31_1080p_u8_f32: 1 conversion + 1 nppiResizeBatch_32f_C1R_Advanced call.
-// Every timing is a CUDA event pair around the NPP calls only (device data resident), 5 warm-up
+// Every timing is a CUDA event pair around the NPP calls only, enqueued while a spin kernel holds
+// the stream (GPU time, not host submission; device data resident), 5 warm-up
 // runs then 25 timed ones, median reported; inputs rotate among 3 random buffers. After timing,
 // each workload's result for input 0 is compared with a host computation ("max_abs_diff":
 // interior pixels for the gradient, every pixel of every level for the pyramid, in intensity
@@ -106,6 +107,21 @@ struct Device {
   }
 };
 
+// Spins on the stream for `us` of GPU time while the host enqueues the timed call, so the event
+// pair measures GPU time only (cuimg's benchmarks/stream_hold.h does the same).
+__global__ void SpinKernel(unsigned long long ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
+void HoldStream(cudaStream_t stream, double us = 2000) {
+  SpinKernel<<<1, 1, 0, stream>>>(static_cast<unsigned long long>(us * 1e3));
+  CUDA_CHECK(cudaPeekAtLastError());
+}
+
 template <class Fn>
 double MedianUs(cudaStream_t stream, int warmup, int runs, Fn&& fn) {
   cudaEvent_t start, stop;
@@ -115,6 +131,7 @@ double MedianUs(cudaStream_t stream, int warmup, int runs, Fn&& fn) {
   CUDA_CHECK(cudaStreamSynchronize(stream));
   std::vector<double> us;
   for (int i = 0; i < runs; ++i) {
+    HoldStream(stream);  // GPU time only: the host enqueues while the stream is held
     CUDA_CHECK(cudaEventRecord(start, stream));
     fn(warmup + i);
     CUDA_CHECK(cudaEventRecord(stop, stream));

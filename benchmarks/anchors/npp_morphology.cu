@@ -8,7 +8,8 @@
 // (nppiFilterMaxBorder), nppc the core (nppGetLibVersion); nppidei is not needed by this file but
 // is harmless on the link line.
 //
-// Every timing is a CUDA event pair around the NPP call(s) only (device data resident), 5 warm-up
+// Every timing is a CUDA event pair around the NPP call(s) only, enqueued while a spin kernel holds
+// the stream (GPU time, not host submission; device data resident), 5 warm-up
 // runs then 25 timed ones, median reported; inputs rotate among 3 random buffers. Only the _Ctx
 // entry points are used (CUDA 13 NPP has no others) and the NppStreamContext is filled by hand
 // (nppGetStreamContext is deprecated since CUDA 12.9).
@@ -124,6 +125,21 @@ struct DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 };
 
+// Spins on the stream for `us` of GPU time while the host enqueues the timed call, so the event
+// pair measures GPU time only (cuimg's benchmarks/stream_hold.h does the same).
+__global__ void SpinKernel(unsigned long long ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
+void HoldStream(cudaStream_t stream, double us = 2000) {
+  SpinKernel<<<1, 1, 0, stream>>>(static_cast<unsigned long long>(us * 1e3));
+  CUDA_CHECK(cudaPeekAtLastError());
+}
+
 // Runs fn(i) `warmup` times, then `runs` times each inside its own event pair on `stream`;
 // returns the median in microseconds.
 template <class Fn>
@@ -135,6 +151,7 @@ double TimeMedianUs(cudaStream_t stream, int warmup, int runs, Fn&& fn) {
   CUDA_CHECK(cudaStreamSynchronize(stream));
   std::vector<double> us;
   for (int i = 0; i < runs; ++i) {
+    HoldStream(stream);  // GPU time only: the host enqueues while the stream is held
     CUDA_CHECK(cudaEventRecord(start, stream));
     fn(warmup + i);
     CUDA_CHECK(cudaEventRecord(stop, stream));

@@ -13,6 +13,8 @@ import argparse
 import json
 import statistics
 
+from stream_hold import hold_torch
+
 # name, input shape (N, C, H, W), square kernel size
 WORKLOADS = [
     ('torch_maxpool_2d_rect63_f32', (1, 1, 1080, 1920), 63),
@@ -32,6 +34,7 @@ def time_median_us(torch, fn, inputs, warmup, runs):
     times = []
     for i in range(runs):
         x = inputs[(warmup + i) % len(inputs)]
+        hold_torch(torch)
         start.record()
         fn(x)
         stop.record()

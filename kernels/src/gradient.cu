@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/status_macros.h"
+#include "common/kernel_attributes.h"
 #include "gradient_device.cuh"
 
 namespace cuimg {
@@ -113,16 +114,11 @@ __global__ void __launch_bounds__(kThreads, MinBlocks<R>())
 template <typename T, int R>
 absl::Status LaunchRadius(const GradientParams<T>& p, dim3 grid, cudaStream_t stream) {
   constexpr std::size_t kSmem = gradient::TileGeometry<R>::kSmemBytes;
-  CUIMG_CUDA_RETURN_IF_ERROR(
-      cudaFuncSetAttribute(GradientKernel<T, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(kSmem)),
-      "cudaFuncSetAttribute(GradientKernel)");
   // All of the SM's unified L1/shared memory as shared memory: four 55 KiB blocks per SM at
   // radius <= 3 (the default carveout may leave room for fewer).
-  CUIMG_CUDA_RETURN_IF_ERROR(
-      cudaFuncSetAttribute(GradientKernel<T, R>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                           cudaSharedmemCarveoutMaxShared),
-      "cudaFuncSetAttribute(GradientKernel carveout)");
+  CUIMG_RETURN_IF_ERROR(EnsureKernelSharedMemory(reinterpret_cast<const void*>(
+                                                     &GradientKernel<T, R>),
+                                                 kSmem, "GradientKernel", true));
   GradientKernel<T, R><<<grid, kThreads, kSmem, stream>>>(p);
   CUIMG_CUDA_CHECK_LAUNCH(stream, "GradientKernel");
   return absl::OkStatus();

@@ -9,7 +9,9 @@
 #include <type_traits>
 
 #include "cuimg/common/cuda_status.h"
+#include "cuimg/common/status_macros.h"
 #include "cell_loop.cuh"
+#include "common/kernel_attributes.h"
 #include "device_ops.cuh"
 #include "morphology_kernels.h"
 
@@ -164,10 +166,8 @@ absl::Status LaunchBoxPass(const T* in, T* out, const Extent& e, const BoxPass& 
   }
   const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
   auto kernel = dilate ? BoxTileKernel<T, true> : BoxTileKernel<T, false>;
-  CUIMG_CUDA_RETURN_IF_ERROR(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(pass.smem_bytes)),
-      "cudaFuncSetAttribute(BoxTileKernel)");
+  CUIMG_RETURN_IF_ERROR(EnsureKernelSharedMemory(reinterpret_cast<const void*>(kernel),
+                                                 pass.smem_bytes, "BoxTileKernel"));
   kernel<<<grid, 256, pass.smem_bytes, stream>>>(p);
   CUIMG_CUDA_CHECK_LAUNCH(stream, "BoxTileKernel");
   return absl::OkStatus();

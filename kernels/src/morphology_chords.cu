@@ -9,7 +9,9 @@
 #include <cstdint>
 
 #include "cuimg/common/cuda_status.h"
+#include "cuimg/common/status_macros.h"
 #include "cell_loop.cuh"
+#include "common/kernel_attributes.h"
 #include "device_ops.cuh"
 #include "lane_ops.cuh"
 #include "morphology_kernels.h"
@@ -238,10 +240,8 @@ absl::Status Launch(const ChordParams<T>& params, const ChordBand& band, const E
                     cudaStream_t stream) {
   auto kernel = band.opt == 8 ? ChordTileKernel<T, kDilate, kMode, 8>
                               : ChordTileKernel<T, kDilate, kMode, 4>;
-  CUIMG_CUDA_RETURN_IF_ERROR(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(band.smem_bytes)),
-      "cudaFuncSetAttribute(ChordTileKernel)");
+  CUIMG_RETURN_IF_ERROR(EnsureKernelSharedMemory(reinterpret_cast<const void*>(kernel),
+                                                 band.smem_bytes, "ChordTileKernel"));
   const dim3 grid(static_cast<unsigned>((e.width + band.tile_w - 1) / band.tile_w),
                   static_cast<unsigned>((e.height + band.tile_h - 1) / band.tile_h),
                   static_cast<unsigned>((e.depth + band.tile_d - 1) / band.tile_d));
