@@ -77,60 +77,56 @@ __global__ void __launch_bounds__(kThreads, 4)
   // 32-bit element indices: a level has < 2^31 pixels.
   const unsigned width = static_cast<unsigned>(job.width);
   const unsigned first = static_cast<unsigned>(y0) * width + static_cast<unsigned>(x);
-  // Each row is stored as soon as it is sampled (no array of 16 values live at once: it spilled).
-  auto store_row = [&](int r, float v) {
-    if (!store || r >= rows) return;
-    static_cast<O*>(job.out)[first + r * width] = pyramid::FromFloat<O>(v);
-    if (job.f32_out != nullptr) job.f32_out[first + r * width] = v;
-  };
+  float v[kRowsPerThread];
 
   if (job.copy) {
-    // Same size as the source.
-#pragma unroll 4
+    if (!store) return;
+    // Same width as the source.
+#pragma unroll
     for (int r = 0; r < kRowsPerThread; ++r) {
-      store_row(r, pyramid::LoadSample(p.src + (first + static_cast<unsigned>(min(r, rows - 1)) *
-                                                            width)));
+      v[r] = pyramid::LoadSample(p.src + (first + static_cast<unsigned>(min(r, rows - 1)) * width));
     }
-    return;
+  } else {
+    if (lane < kRowsPerThread) {
+      const pyramid::AxisTap t =
+          pyramid::ResolveAxis(min(y0 + lane, job.height - 1), job.scale_y, p.src_h);
+      // Unsigned offsets: added to a 64-bit pointer without a sign extension.
+      row_taps[warp][lane] = make_uint4(static_cast<unsigned>(t.i0 * p.src_w),
+                                        static_cast<unsigned>((t.i0 + t.step) * p.src_w),
+                                        __float_as_uint(t.w0), __float_as_uint(t.w1));
+    }
+    __syncwarp();
+    // Columns past the level's width sample its last column (valid loads, no stores).
+    const pyramid::AxisTap tx = pyramid::ResolveAxis(min(x, job.width - 1), job.scale_x, p.src_w);
+    const S* column = p.src + tx.i0;
+    auto sample_rows = [&](auto dx) {
+#pragma unroll
+      for (int r = 0; r < kRowsPerThread; ++r) {
+        const uint4 e = row_taps[warp][r];
+        v[r] = pyramid::BilinearSample(column + e.x, column + e.y, decltype(dx)::value, tx.w0,
+                                       tx.w1, __uint_as_float(e.z), __uint_as_float(e.w));
+      }
+    };
+    if (p.src_w >= 2) {
+      sample_rows(std::integral_constant<int, 1>{});
+    } else {
+      sample_rows(std::integral_constant<int, 0>{});
+    }
   }
-  if (lane < kRowsPerThread) {
-    const pyramid::AxisTap t =
-        pyramid::ResolveAxis(min(y0 + lane, job.height - 1), job.scale_y, p.src_h);
-    // Unsigned offsets: added to a 64-bit pointer without a sign extension.
-    row_taps[warp][lane] = make_uint4(static_cast<unsigned>(t.i0 * p.src_w),
-                                      static_cast<unsigned>((t.i0 + t.step) * p.src_w),
-                                      __float_as_uint(t.w0), __float_as_uint(t.w1));
-  }
-  __syncwarp();
-  // Columns past the level's width sample its last column (valid loads, no stores).
-  const pyramid::AxisTap tx = pyramid::ResolveAxis(min(x, job.width - 1), job.scale_x, p.src_w);
-  const S* column = p.src + tx.i0;
-  auto sample_rows = [&](auto dx_tag) {
-    constexpr int dx = decltype(dx_tag)::value;
-    // Below a scale of 2 an output row's upper source row is usually the previous output row's
-    // lower one: the warp (all lanes share the rows) reuses those two samples instead of
-    // reloading them, about a quarter fewer loads over a 1.05 pyramid.
-    unsigned held_offset = 0xffffffffu;
-    float held0 = 0.0f;
-    float held1 = 0.0f;
-#pragma unroll 4
-    for (int r = 0; r < kRowsPerThread; ++r) {
-      const uint4 e = row_taps[warp][r];
-      const bool reuse = e.x == held_offset;  // warp-uniform
-      const float a = reuse ? held0 : pyramid::LoadSample(column + e.x);
-      const float b = reuse ? held1 : pyramid::LoadSample(column + e.x + dx);
-      held_offset = e.y;
-      held0 = pyramid::LoadSample(column + e.y);
-      held1 = pyramid::LoadSample(column + e.y + dx);
-      store_row(r, pyramid::BilinearRow(a, b, held0, held1, tx.w0, tx.w1, __uint_as_float(e.z),
-                                        __uint_as_float(e.w)));
+  if (!store) return;
+  auto store_rows = [&](auto* to, auto convert) {
+    if (rows == kRowsPerThread) {
+#pragma unroll
+      for (int r = 0; r < kRowsPerThread; ++r) to[first + r * width] = convert(v[r]);
+    } else {
+#pragma unroll
+      for (int r = 0; r < kRowsPerThread; ++r) {
+        if (r < rows) to[first + r * width] = convert(v[r]);
+      }
     }
   };
-  if (p.src_w >= 2) {
-    sample_rows(std::integral_constant<int, 1>{});
-  } else {
-    sample_rows(std::integral_constant<int, 0>{});
-  }
+  store_rows(static_cast<O*>(job.out), [](float f) { return pyramid::FromFloat<O>(f); });
+  if (job.f32_out != nullptr) store_rows(job.f32_out, [](float f) { return f; });
 }
 
 }  // namespace

@@ -68,21 +68,18 @@ __device__ __forceinline__ float LoadSample(const S* p) {
   return SampleToFloat(__ldg(p));
 }
 
-// (a * wx0 + b * wx1) * wy0 + (c * wx0 + d * wx1) * wy1 for the samples a = row0[0], b = row0[dx],
-// c = row1[0], d = row1[dx], each product and sum rounded to float32 in this order.
-__device__ __forceinline__ float BilinearRow(float a, float b, float c, float d, float wx0,
-                                             float wx1, float wy0, float wy1) {
-  const float top = __fadd_rn(__fmul_rn(a, wx0), __fmul_rn(b, wx1));
-  const float bottom = __fadd_rn(__fmul_rn(c, wx0), __fmul_rn(d, wx1));
-  return __fadd_rn(__fmul_rn(top, wy0), __fmul_rn(bottom, wy1));
-}
-
-// BilinearRow of the samples at row0[0], row0[dx], row1[0], row1[dx].
+// (row0[0] * wx0 + row0[dx] * wx1) * wy0 + (row1[0] * wx0 + row1[dx] * wx1) * wy1, each product
+// and sum rounded to float32 in this order. row0/row1 point at the first sample of each row.
 template <typename S>
 __device__ __forceinline__ float BilinearSample(const S* row0, const S* row1, int dx, float wx0,
                                                 float wx1, float wy0, float wy1) {
-  return BilinearRow(LoadSample(row0), LoadSample(row0 + dx), LoadSample(row1),
-                     LoadSample(row1 + dx), wx0, wx1, wy0, wy1);
+  const float a = LoadSample(row0);
+  const float b = LoadSample(row0 + dx);
+  const float c = LoadSample(row1);
+  const float d = LoadSample(row1 + dx);
+  const float top = __fadd_rn(__fmul_rn(a, wx0), __fmul_rn(b, wx1));
+  const float bottom = __fadd_rn(__fmul_rn(c, wx0), __fmul_rn(d, wx1));
+  return __fadd_rn(__fmul_rn(top, wy0), __fmul_rn(bottom, wy1));
 }
 
 // v converted to O as SaturateCast does: float unchanged; integers rounded to nearest (ties to
