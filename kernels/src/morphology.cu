@@ -177,7 +177,13 @@ std::string MorphologyPlan::Describe() const {
   std::vector<std::string> parts;
   for (const internal::ElementPlan& e : impl_->elements) {
     if (e.separable) {
-      parts.push_back(absl::StrCat("box(", e.box.size(), " passes)"));
+      std::vector<std::string> passes;
+      for (const internal::BoxPass& b : e.box) {
+        passes.push_back(b.xy ? absl::StrCat("xy ", b.length, "x", b.length_y, " tile ", b.tile_w,
+                                             "x", b.tile_h)
+                              : absl::StrCat("vhgw axis ", b.axis, " length ", b.length));
+      }
+      parts.push_back(absl::StrCat("box(", absl::StrJoin(passes, ", "), ")"));
     } else {
       const internal::ChordBand& b = e.bands.front();
       parts.push_back(absl::StrCat(

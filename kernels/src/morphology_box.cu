@@ -125,6 +125,7 @@ __global__ void __launch_bounds__(256) BoxTileKernel(const __grid_constant__ Box
 template <typename T>
 absl::Status LaunchBoxPass(const T* in, T* out, const Extent& e, const BoxPass& pass, bool dilate,
                            T border, cudaStream_t stream) {
+  if (pass.xy) return LaunchBoxXY(in, out, e, pass, dilate, border, stream);
   BoxParams<T> p{};
   p.in = in;
   p.out = out;

@@ -18,10 +18,17 @@ absl::Status LaunchChordBand(const T* in, T* out, const Extent& extent, const Ch
                              const int* chords, bool dilate, T border, bool accumulate,
                              cudaStream_t stream);
 
-// out = van Herk/Gil-Werman min/max of `in` along one axis. `in` and `out` must not overlap.
+// out = the box pass `pass` of `in` (LaunchBoxXY for pass.xy, else van Herk/Gil-Werman along
+// pass.axis). `in` and `out` must not overlap.
 template <typename T>
 absl::Status LaunchBoxPass(const T* in, T* out, const Extent& extent, const BoxPass& pass,
                            bool dilate, T border, cudaStream_t stream);
+
+// out = min/max of `in` over the pass's length x length_y window (pass.xy), every slice in one
+// launch. `in` and `out` must not overlap.
+template <typename T>
+absl::Status LaunchBoxXY(const T* in, T* out, const Extent& extent, const BoxPass& pass,
+                         bool dilate, T border, cudaStream_t stream);
 
 }  // namespace cuimg::internal
 

@@ -178,6 +178,30 @@ BoxPass PlanBoxPass(int axis, int length, int start) {
   return pass;  // unreachable for length <= 1023: 1 line of 32 + 2046 positions fits
 }
 
+// The fused x/y box pass for an lx x ly window when a tile of at least 8 rows fits the
+// four-blocks-per-SM budget; tile_h = 0 otherwise. Tiles are 32 words wide (one warp per row);
+// taller tiles amortize the ly - 1 halo rows.
+BoxPass PlanBoxXY(int lx, int ly, int start_x, int start_y, PixelType type) {
+  constexpr std::size_t kBudget = 56 * 1024;
+  BoxPass pass;
+  pass.xy = true;
+  pass.length = lx;
+  pass.length_y = ly;
+  pass.start = start_x;
+  pass.start_y = start_y;
+  const int per_word = 4 / static_cast<int>(PixelSize(type));
+  pass.tile_w = 32 * per_word;
+  pass.region_words = (pass.tile_w + lx - 1 + per_word - 1) / per_word + 1;
+  for (int tile_h = 64; tile_h >= 8; tile_h /= 2) {
+    pass.tile_h = tile_h;
+    pass.region_rows = tile_h + ly - 1;
+    pass.smem_bytes = 2 * static_cast<std::size_t>(pass.region_rows) * pass.region_words * 4;
+    if (pass.smem_bytes <= kBudget) return pass;
+  }
+  pass.tile_h = 0;
+  return pass;
+}
+
 }  // namespace
 
 absl::StatusOr<ElementPlan> PlanElement(const StructuringElement& se, PixelType type,
@@ -187,9 +211,23 @@ absl::StatusOr<ElementPlan> PlanElement(const StructuringElement& se, PixelType 
     plan.separable = true;
     const int lengths[3] = {se.width(), se.height(), se.depth()};
     const int anchors[3] = {se.anchor_x(), se.anchor_y(), se.anchor_z()};
-    for (int axis = 0; axis < 3; ++axis) {
-      if (lengths[axis] > 1) plan.box.push_back(PlanBoxPass(axis, lengths[axis], -anchors[axis]));
+    // x and y in one fused pass when it fits, else one fused pass per axis, else van
+    // Herk/Gil-Werman passes (huge windows); z always by van Herk/Gil-Werman.
+    if (lengths[0] > 1 || lengths[1] > 1) {
+      const BoxPass both = PlanBoxXY(lengths[0], lengths[1], -anchors[0], -anchors[1], type);
+      if (both.tile_h > 0) {
+        plan.box.push_back(both);
+      } else {
+        for (int axis = 0; axis < 2; ++axis) {
+          if (lengths[axis] <= 1) continue;
+          const BoxPass one = axis == 0 ? PlanBoxXY(lengths[0], 1, -anchors[0], 0, type)
+                                        : PlanBoxXY(1, lengths[1], 0, -anchors[1], type);
+          plan.box.push_back(one.tile_h > 0 ? one
+                                            : PlanBoxPass(axis, lengths[axis], -anchors[axis]));
+        }
+      }
     }
+    if (lengths[2] > 1) plan.box.push_back(PlanBoxPass(2, lengths[2], -anchors[2]));
     return plan;
   }
   const int pack = Pack(type);

@@ -47,15 +47,25 @@ struct ChordBand {
   std::size_t smem_bytes = 0;              // region words + staging
 };
 
-// One pass of van Herk/Gil-Werman along an axis (0 = x, 1 = y, 2 = z): window of `length`
-// starting at offset `start` (= -anchor) from each output. A block handles `lines` lines x
-// `outputs` positions in shared memory.
+inline constexpr int kBoxXYThreads = 256;  // threads per fused box block
+
+// One pass of a box element. `xy`: the fused x-and-y kernel (morphology_box_xy.cu), window
+// `length` x `length_y` at offset (`start`, `start_y`) (= -anchor) from each output, output tiles of
+// `tile_w` x `tile_h` staged as `region_rows` x `region_words` packed words. Otherwise van
+// Herk/Gil-Werman along `axis` (0 = x, 1 = y, 2 = z), window `length` from `start`, a block
+// handling `lines` lines x `outputs` positions (the fallback for windows too large to stage, and
+// the z axis).
 struct BoxPass {
   int axis = 0;
   int length = 1;
   int start = 0;
   int lines = 32;
   int outputs = 128;
+  bool xy = false;
+  int length_y = 1;
+  int start_y = 0;
+  int tile_w = 0, tile_h = 0;
+  int region_words = 0, region_rows = 0;
   std::size_t smem_bytes = 0;
 };
 

@@ -124,7 +124,7 @@ TEST(PyramidGpu, MatchesReferenceOnEveryTypeSizeRatioAndMode) {
   const PixelType types[] = {PixelType::kU8, PixelType::kU16, PixelType::kI16, PixelType::kF32};
   const Extent sizes[] = {{1, 1, 1},  {2, 3, 1},    {3, 2, 1},    {1, 17, 1},
                           {19, 1, 1}, {64, 64, 1},  {65, 63, 1},  {97, 61, 1},
-                          {640, 480, 1}, {333, 201, 1}};
+                          {640, 480, 1}, {333, 201, 1}, {4, 3, 1},   {132, 70, 1}};
   std::uint64_t seed = 100;
   for (PixelType type : types) {
     for (const Extent& e : sizes) {
