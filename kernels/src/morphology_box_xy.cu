@@ -1,10 +1,11 @@
 // Box (rectangle) min/max over x and y in one launch. A block stages its output tile plus the
-// window halo in shared memory as packed 32-bit words (4 u8, 2 u16/i16 or 1 f32 pixels per word)
-// and runs the doubling scheme along x, then along y: after the step of size k every word holds
-// the min/max over 2k consecutive pixels, so a window of L pixels is op(P[i], P[i + L - p]) with
-// p the largest power of two <= L. That is floor(log2 L) + 1 SIMD min/max per word and axis, every
-// lane busy (van Herk/Gil-Werman's 3 ops per pixel come with serial scans that leave the SM
-// waiting on shared-memory latency).
+// window halo in shared memory as packed 32-bit words (two 16-bit lanes for u8, u16 and i16, one
+// f32) and runs the doubling scheme along x, then along y: after the step of size k every lane
+// holds the min/max over 2k consecutive pixels, so a window of L pixels is op(P[i], P[i + L - p])
+// with p the largest power of two <= L. That is floor(log2 L) + 1 SIMD min/max per word and axis,
+// every thread busy (van Herk/Gil-Werman's 3 ops per pixel come with serial scans that leave the
+// SM waiting on shared-memory latency). u8 uses 16-bit lanes because Hopper has native 16x2
+// min/max (VIMNMX) but emulates the 8x4 forms.
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -20,17 +21,17 @@ namespace {
 
 constexpr int kWarps = kBoxXYThreads / 32;
 
-// Pixels of T packed into a 32-bit word (pixel t in bits [t * kBits, (t + 1) * kBits)) and the
-// lane-wise min/max of two words.
+// Pixels of T in the lanes of a 32-bit word (pixel t in bits [t * kBits, (t + 1) * kBits)) and
+// the lane-wise min/max of two words.
 template <typename T>
 struct Packed;
 
 template <>
 struct Packed<std::uint8_t> {
-  static constexpr int kPerWord = 4;
+  static constexpr int kPerWord = 2;  // zero-extended into 16-bit lanes
   template <bool kDilate>
   static __device__ __forceinline__ unsigned Op(unsigned a, unsigned b) {
-    return kDilate ? __vmaxu4(a, b) : __vminu4(a, b);
+    return kDilate ? __vmaxu2(a, b) : __vminu2(a, b);
   }
 };
 template <>
@@ -67,6 +68,7 @@ __device__ __forceinline__ unsigned Bits(T v) {
   }
 }
 
+// The pixel in the low lane of w (a lane's upper bits are 0 for u8, which stays in 0..255).
 template <typename T>
 __device__ __forceinline__ T FromBits(unsigned w) {
   if constexpr (std::is_same_v<T, float>) {
@@ -80,7 +82,8 @@ __device__ __forceinline__ T FromBits(unsigned w) {
 // `words` words (reads past the row's end are clamped: they only feed pixels never used).
 template <typename T>
 __device__ __forceinline__ unsigned ShiftedWord(const unsigned* row, int j, int k, int words) {
-  const int byte_offset = k * static_cast<int>(sizeof(T));
+  constexpr int kLaneBytes = 4 / Packed<T>::kPerWord;
+  const int byte_offset = k * kLaneBytes;
   const int i0 = min(j + (byte_offset >> 2), words - 1);
   const int rem = byte_offset & 3;
   if (rem == 0) return row[i0];

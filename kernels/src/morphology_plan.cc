@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 
 namespace cuimg::internal {
@@ -178,28 +179,54 @@ BoxPass PlanBoxPass(int axis, int length, int start) {
   return pass;  // unreachable for length <= 1023: 1 line of 32 + 2046 positions fits
 }
 
-// The fused x/y box pass for an lx x ly window when a tile of at least 8 rows fits the
-// four-blocks-per-SM budget; tile_h = 0 otherwise. Tiles are 32 words wide (one warp per row);
-// taller tiles amortize the ly - 1 halo rows.
-BoxPass PlanBoxXY(int lx, int ly, int start_x, int start_y, PixelType type) {
-  constexpr std::size_t kBudget = 56 * 1024;
-  BoxPass pass;
-  pass.xy = true;
-  pass.length = lx;
-  pass.length_y = ly;
-  pass.start = start_x;
-  pass.start_y = start_y;
-  const int per_word = 4 / static_cast<int>(PixelSize(type));
-  pass.tile_w = 32 * per_word;
-  pass.region_words = (pass.tile_w + lx - 1 + per_word - 1) / per_word + 1;
-  for (int tile_h = 64; tile_h >= 8; tile_h /= 2) {
-    pass.tile_h = tile_h;
-    pass.region_rows = tile_h + ly - 1;
-    pass.smem_bytes = 2 * static_cast<std::size_t>(pass.region_rows) * pass.region_words * 4;
-    if (pass.smem_bytes <= kBudget) return pass;
+// The fused x/y box pass for an lx x ly window over `extent`: of the tiles 32 or 64 words wide (a
+// warp per row) and 8..64 rows that fit the two-blocks-per-SM budget, the one with the least
+// estimated time: shared-memory work (staging plus the doubling steps of both axes, halos
+// included) over the share of the GPU it keeps busy (blocks to fill 132 SMs, the H100/H200 count,
+// and 32 resident warps per SM to hide the barriers). tile_h = 0 when none fits.
+BoxPass PlanBoxXY(int lx, int ly, int start_x, int start_y, PixelType type, const Extent& extent) {
+  constexpr std::size_t kBudget = 100 * 1024;
+  constexpr double kSms = 132;
+  constexpr double kSmemPerSm = 227 * 1024;
+  const int per_word = type == PixelType::kF32 ? 1 : 2;  // morphology_box_xy.cu's Packed<T>
+  auto steps = [](int length) {
+    int n = 1;  // the final two-lookup combine (or staging for length 1)
+    for (int k = 1; 2 * k <= length; k *= 2) ++n;
+    return n;
+  };
+  BoxPass best;
+  best.tile_h = 0;
+  double best_time = 0;
+  for (int tile_words : {32, 64}) {
+    for (int tile_h = 64; tile_h >= 8; tile_h /= 2) {
+      BoxPass pass;
+      pass.xy = true;
+      pass.length = lx;
+      pass.length_y = ly;
+      pass.start = start_x;
+      pass.start_y = start_y;
+      pass.tile_w = tile_words * per_word;
+      pass.tile_h = tile_h;
+      pass.region_words = (pass.tile_w + lx - 1 + per_word - 1) / per_word + 1;
+      pass.region_rows = tile_h + ly - 1;
+      pass.smem_bytes = 2 * static_cast<std::size_t>(pass.region_rows) * pass.region_words * 4;
+      if (pass.smem_bytes > kBudget) continue;
+      const double blocks = std::ceil(static_cast<double>(extent.width) / pass.tile_w) *
+                            std::ceil(static_cast<double>(extent.height) / tile_h) * extent.depth;
+      const double per_sm =
+          std::min(2048.0 / kBoxXYThreads, std::floor(kSmemPerSm / pass.smem_bytes));
+      const double busy = std::min(1.0, blocks / (kSms * per_sm)) *
+                          std::min(1.0, per_sm * kBoxXYThreads / 32 / 32);
+      const double work = blocks * pass.region_rows *
+                          (pass.region_words * (1.0 + steps(lx)) + tile_words * steps(ly));
+      const double time = work / busy;
+      if (best.tile_h == 0 || time < best_time) {
+        best = pass;
+        best_time = time;
+      }
+    }
   }
-  pass.tile_h = 0;
-  return pass;
+  return best;
 }
 
 }  // namespace
@@ -214,14 +241,14 @@ absl::StatusOr<ElementPlan> PlanElement(const StructuringElement& se, PixelType 
     // x and y in one fused pass when it fits, else one fused pass per axis, else van
     // Herk/Gil-Werman passes (huge windows); z always by van Herk/Gil-Werman.
     if (lengths[0] > 1 || lengths[1] > 1) {
-      const BoxPass both = PlanBoxXY(lengths[0], lengths[1], -anchors[0], -anchors[1], type);
+      const BoxPass both = PlanBoxXY(lengths[0], lengths[1], -anchors[0], -anchors[1], type, extent);
       if (both.tile_h > 0) {
         plan.box.push_back(both);
       } else {
         for (int axis = 0; axis < 2; ++axis) {
           if (lengths[axis] <= 1) continue;
-          const BoxPass one = axis == 0 ? PlanBoxXY(lengths[0], 1, -anchors[0], 0, type)
-                                        : PlanBoxXY(1, lengths[1], 0, -anchors[1], type);
+          const BoxPass one = axis == 0 ? PlanBoxXY(lengths[0], 1, -anchors[0], 0, type, extent)
+                                        : PlanBoxXY(1, lengths[1], 0, -anchors[1], type, extent);
           plan.box.push_back(one.tile_h > 0 ? one
                                             : PlanBoxPass(axis, lengths[axis], -anchors[axis]));
         }

@@ -26,11 +26,6 @@ constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kTileH = kWarps / (kTileW / 32) * kRowsPerThread;  // 64
 constexpr std::size_t kAlign = 256;
-// The source footprint of one tile at scales <= 2 (<= 129 rows of <= 132 bytes, counting the
-// alignment of the first word), staged in shared memory for u8 sources.
-constexpr int kStageRows = 130;
-constexpr int kStageWords = 34;
-constexpr double kMaxStagedScale = 2.0;
 
 std::size_t AlignUp(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
@@ -45,7 +40,6 @@ struct LevelJob {
   int tiles_x;
   float inv_tiles_x;  // for the division of the block's tile index
   int copy;           // the level has the source's size: a (converting) copy
-  int staged;         // u8 source, both scales <= 2, rows 4-byte aligned: stage the footprint
 };
 
 template <typename S>
@@ -75,43 +69,6 @@ __global__ void __launch_bounds__(kThreads, 4)
   const int tile = block - p.first_block[level];
   const int tile_y = DivSmall(tile, job.inv_tiles_x);  // exact: a level has < 2^21 tiles
   const int tile_x = tile - tile_y * job.tiles_x;
-
-  // u8 levels at scales <= 2 first stage the tile's source footprint (whole aligned words of
-  // each source row): a few coalesced word loads per thread instead of 64 byte loads through L1,
-  // which left the kernel bound on L2 traffic. Block-uniform, so before any warp returns.
-  constexpr bool kCanStage = std::is_same_v<S, std::uint8_t>;
-  __shared__ unsigned stage[kCanStage ? kStageRows * kStageWords : 1];
-  int stage_y0 = 0;
-  int stage_x0 = 0;  // the first staged byte's source column (a multiple of 4)
-  bool staged = false;
-  if constexpr (kCanStage) {
-    if (job.staged) {
-      const int tx0 = tile_x * kTileW;
-      const int ty0 = tile_y * kTileH;
-      const int tx1 = min(tx0 + kTileW, job.width) - 1;
-      const int ty1 = min(ty0 + kTileH, job.height) - 1;
-      // Source indices grow with the output index, so the corners bound the footprint.
-      const pyramid::AxisTap x_first = pyramid::ResolveAxis(tx0, job.scale_x, p.src_w);
-      const pyramid::AxisTap x_last = pyramid::ResolveAxis(tx1, job.scale_x, p.src_w);
-      const pyramid::AxisTap y_first = pyramid::ResolveAxis(ty0, job.scale_y, p.src_h);
-      const pyramid::AxisTap y_last = pyramid::ResolveAxis(ty1, job.scale_y, p.src_h);
-      const int w0 = x_first.i0 >> 2;
-      const int words = ((x_last.i0 + x_last.step) >> 2) - w0 + 1;
-      const int src_rows = y_last.i0 + y_last.step - y_first.i0 + 1;
-      staged = words <= kStageWords && src_rows <= kStageRows;
-      if (staged) {
-        stage_y0 = y_first.i0;
-        stage_x0 = 4 * w0;
-        for (int r = warp; r < src_rows; r += kWarps) {
-          const unsigned* row = reinterpret_cast<const unsigned*>(
-              p.src + static_cast<std::size_t>(stage_y0 + r) * p.src_w) + w0;
-          for (int c = lane; c < words; c += 32) stage[r * kStageWords + c] = __ldg(row + c);
-        }
-        __syncthreads();
-      }
-    }
-  }
-
   const int x = tile_x * kTileW + (warp & 1) * 32 + lane;
   const int y0 = tile_y * kTileH + (warp >> 1) * kRowsPerThread;
   if (y0 >= job.height) return;  // the warp's rows are all below the level (warp-uniform)
@@ -130,22 +87,19 @@ __global__ void __launch_bounds__(kThreads, 4)
       v[r] = pyramid::LoadSample(p.src + (first + static_cast<unsigned>(min(r, rows - 1)) * width));
     }
   } else {
-    // Row offsets into the source, or into the staged footprint.
-    const int row_pitch = staged ? 4 * kStageWords : p.src_w;
-    const int row_origin = staged ? stage_y0 : 0;
     if (lane < kRowsPerThread) {
       const pyramid::AxisTap t =
           pyramid::ResolveAxis(min(y0 + lane, job.height - 1), job.scale_y, p.src_h);
       // Unsigned offsets: added to a 64-bit pointer without a sign extension.
-      row_taps[warp][lane] =
-          make_uint4(static_cast<unsigned>((t.i0 - row_origin) * row_pitch),
-                     static_cast<unsigned>((t.i0 + t.step - row_origin) * row_pitch),
-                     __float_as_uint(t.w0), __float_as_uint(t.w1));
+      row_taps[warp][lane] = make_uint4(static_cast<unsigned>(t.i0 * p.src_w),
+                                        static_cast<unsigned>((t.i0 + t.step) * p.src_w),
+                                        __float_as_uint(t.w0), __float_as_uint(t.w1));
     }
     __syncwarp();
     // Columns past the level's width sample its last column (valid loads, no stores).
     const pyramid::AxisTap tx = pyramid::ResolveAxis(min(x, job.width - 1), job.scale_x, p.src_w);
-    auto sample_rows = [&](auto column, auto dx) {
+    const S* column = p.src + tx.i0;
+    auto sample_rows = [&](auto dx) {
 #pragma unroll
       for (int r = 0; r < kRowsPerThread; ++r) {
         const uint4 e = row_taps[warp][r];
@@ -153,13 +107,10 @@ __global__ void __launch_bounds__(kThreads, 4)
                                        tx.w1, __uint_as_float(e.z), __uint_as_float(e.w));
       }
     };
-    if (staged) {  // u8 only; the source is >= 2 wide (a 4-aligned row of >= 4 bytes)
-      const auto* column = reinterpret_cast<const std::uint8_t*>(stage) + (tx.i0 - stage_x0);
-      sample_rows(pyramid::Shared(column), std::integral_constant<int, 1>{});
-    } else if (p.src_w >= 2) {
-      sample_rows(p.src + tx.i0, std::integral_constant<int, 1>{});
+    if (p.src_w >= 2) {
+      sample_rows(std::integral_constant<int, 1>{});
     } else {
-      sample_rows(p.src + tx.i0, std::integral_constant<int, 0>{});
+      sample_rows(std::integral_constant<int, 0>{});
     }
   }
   if (!store) return;
@@ -237,9 +188,6 @@ absl::Status Launch(const PyramidPlan::Impl& plan, const PyramidLaunch& launch, 
     k.tiles_x = job.tiles_x;
     k.inv_tiles_x = 1.0f / static_cast<float>(job.tiles_x);
     k.copy = level.width == src_w && level.height == src_h;
-    k.staged = std::is_same_v<S, std::uint8_t> && !k.copy && k.scale_x <= kMaxStagedScale &&
-               k.scale_y <= kMaxStagedScale && src_w % 4 == 0 &&
-               reinterpret_cast<std::uintptr_t>(src) % 4 == 0;
     p.first_block[j] = first;
     first += job.blocks;
   }

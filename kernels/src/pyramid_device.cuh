@@ -63,30 +63,16 @@ __device__ __forceinline__ float SampleToFloat(std::int16_t v) {
 }
 __device__ __forceinline__ float SampleToFloat(float v) { return v; }
 
-// A pointer into shared memory (plain loads; __ldg is for global memory only).
-template <typename S>
-struct Shared {
-  const S* p;
-  __device__ explicit Shared(const S* q) : p(q) {}
-  __device__ Shared operator+(unsigned i) const { return Shared(p + i); }
-  __device__ Shared operator+(int i) const { return Shared(p + i); }
-};
-
 template <typename S>
 __device__ __forceinline__ float LoadSample(const S* p) {
   return SampleToFloat(__ldg(p));
 }
-template <typename S>
-__device__ __forceinline__ float LoadSample(Shared<S> s) {
-  return SampleToFloat(*s.p);
-}
 
 // (row0[0] * wx0 + row0[dx] * wx1) * wy0 + (row1[0] * wx0 + row1[dx] * wx1) * wy1, each product
-// and sum rounded to float32 in this order. row0/row1 point at the first sample of each row
-// (global pointers, or Shared<S>).
-template <typename Ptr>
-__device__ __forceinline__ float BilinearSample(Ptr row0, Ptr row1, int dx, float wx0, float wx1,
-                                                float wy0, float wy1) {
+// and sum rounded to float32 in this order. row0/row1 point at the first sample of each row.
+template <typename S>
+__device__ __forceinline__ float BilinearSample(const S* row0, const S* row1, int dx, float wx0,
+                                                float wx1, float wy0, float wy1) {
   const float a = LoadSample(row0);
   const float b = LoadSample(row0 + dx);
   const float c = LoadSample(row1);
