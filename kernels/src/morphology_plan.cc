@@ -182,8 +182,8 @@ BoxPass PlanBoxPass(int axis, int length, int start) {
 // The fused x/y box pass for an lx x ly window over `extent`: of the tiles 32 or 64 words wide (a
 // warp per row) and 8..64 rows that fit the two-blocks-per-SM budget, the one with the least
 // estimated time: shared-memory work (staging plus the doubling steps of both axes, halos
-// included) over the share of the GPU it keeps busy (blocks to fill 132 SMs, the H100/H200 count,
-// and 32 resident warps per SM to hide the barriers). tile_h = 0 when none fits.
+// included; the kernel is instruction-bound) over the share of the GPU's block slots it fills
+// (132 SMs, the H100/H200 count). tile_h = 0 when none fits.
 BoxPass PlanBoxXY(int lx, int ly, int start_x, int start_y, PixelType type, const Extent& extent) {
   constexpr std::size_t kBudget = 100 * 1024;
   constexpr double kSms = 132;
@@ -215,8 +215,7 @@ BoxPass PlanBoxXY(int lx, int ly, int start_x, int start_y, PixelType type, cons
                             std::ceil(static_cast<double>(extent.height) / tile_h) * extent.depth;
       const double per_sm =
           std::min(2048.0 / kBoxXYThreads, std::floor(kSmemPerSm / pass.smem_bytes));
-      const double busy = std::min(1.0, blocks / (kSms * per_sm)) *
-                          std::min(1.0, per_sm * kBoxXYThreads / 32 / 32);
+      const double busy = std::min(1.0, blocks / (kSms * per_sm));
       const double work = blocks * pass.region_rows *
                           (pass.region_words * (1.0 + steps(lx)) + tile_words * steps(ly));
       const double time = work / busy;

@@ -51,7 +51,7 @@ TEST(MorphologyPlan, UsesSeparablePassesForBoxesAndChordsOtherwise) {
   auto disk_plan = MorphologyPlan::Create(PixelType::kU8, Extent{1920, 1080, 1},
                                           {{MorphOp::kDilate, *disk, 1, BorderMode::kNeutral, 0}});
   ASSERT_TRUE(box_plan.ok() && disk_plan.ok());
-  EXPECT_EQ(box_plan->Describe(), "box(xy 63x63 tile 64x64)");
+  EXPECT_EQ(box_plan->Describe(), "box(xy 63x63 tile 128x64)");
   EXPECT_EQ(box_plan->LaunchCount(), 1);
   EXPECT_EQ(disk_plan->LaunchCount(), 1);
   // Too large to stage x and y together: per-axis passes, van Herk/Gil-Werman for the longest.
