@@ -1,0 +1,102 @@
+// Pedestrian detection on the GPU: HOG + a linear SVM over every pyramid level, as a plan built
+// once on the host and run asynchronously on a stream, writing the window hits to device memory.
+#ifndef CUIMG_KERNELS_HOG_DETECT_H_
+#define CUIMG_KERNELS_HOG_DETECT_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cuimg/common/image.h"
+#include "cuimg/kernels/hog_types.h"
+
+namespace cuimg {
+
+// One hit as the kernels write it (16 bytes).
+struct DeviceHit {
+  std::int32_t level;  // index into geometry().levels
+  std::int32_t window_x;
+  std::int32_t window_y;
+  float score;
+};
+
+// A detection prepared for one input size and channel count, one model window and one spec
+// (PlanDetection has the level list). Two launches per 64 levels, no host synchronization:
+//  1. blocks: for every level at once (a flattened grid of 8x8-block tiles, the level found from
+//     a table in the kernel parameters), each CUDA block samples its 74x74 pixels of the level
+//     from the input (INTER_LINEAR_EXACT, reflect-101 padding), takes their gradients and votes
+//     (hog_math.h, the CPU reference's own arithmetic: -fmad=false), accumulates the 64 blocks'
+//     cell histograms in shared memory (one thread per block and cell, no atomics) and writes
+//     them L2-Hys normalized, feature-planar, to the workspace;
+//  2. scores: one thread per window, all levels at once, sums its blocks' dot products with the
+//     weights (float, fixed order) and appends score >= hit_threshold to the hit list (one atomic
+//     counter; the set of hits is deterministic, their order is not: DecodeHits sorts them).
+// Copyable and immutable.
+//
+// Contract of Run() (RunBlocks() then RunScores(), which the benchmark times apart):
+// - `in`: device pointer to the input, U8, extent.Pixels() x channels bytes, channels
+//   interleaved, densely packed (1 = gray, 3 = BGR, 4 = BGRA whose alpha is ignored); only read.
+// - `weights`: device pointer to the model's DescriptorSize() floats in its order (HogModel),
+//   16-byte aligned; only read. The bias travels in the plan.
+// - `workspace`: WorkspaceBytes() bytes, 256-byte aligned, used exclusively by this call until
+//   the stream reaches its end (may be null when 0).
+// - `hits`: HitsBytes() bytes, 16-byte aligned: a uint32 count at byte 0, then from byte 16 that
+//   many DeviceHit records. At most geometry().windows hits, so it never overflows.
+// - No buffer may overlap another. Asynchronous on `stream`; the caller synchronizes. Kernel
+//   parameters are copied at launch, so the plan may be destroyed once Run() returns.
+// - Scores equal the CPU reference's within float rounding (float sums here, OpenCV's float and
+//   double partial sums there): hits may differ only for windows whose score is within about
+//   1e-4 of hit_threshold. Votes and blocks' inputs are bit-identical to the reference's.
+// - Deterministic: the same inputs give the same set of hits with the same scores.
+class DetectPlan {
+ public:
+  // INVALID_ARGUMENT for channels other than 1, 3, 4 and the errors of ValidateHogModel and
+  // PlanDetection.
+  static absl::StatusOr<DetectPlan> Create(const Extent& extent, int channels,
+                                           const HogModel& model, const DetectSpec& spec);
+
+  const DetectGeometry& geometry() const;
+  std::size_t WorkspaceBytes() const;
+  std::size_t HitsBytes() const;
+  // The bytes of a hits buffer holding its count and its first `hits` records: copy this much
+  // back first, then the rest only when HitCount says there are more.
+  static std::size_t HitsPrefixBytes(std::size_t hits);
+  static std::uint32_t HitCount(const void* host_hits);
+  // The first `count` hits of a host copy of a hits buffer, in HitOrder.
+  static std::vector<WindowHit> DecodeHits(const void* host_hits, std::uint32_t count);
+
+  absl::Status Run(const void* in, const float* weights, void* workspace, void* hits,
+                   cudaStream_t stream) const;
+  absl::Status RunBlocks(const void* in, void* workspace, void* hits, cudaStream_t stream) const;
+  absl::Status RunScores(const float* weights, const void* workspace, void* hits,
+                         cudaStream_t stream) const;
+
+  // Runs the kernels' own code (hog_tile.h's phases) on the host, thread by thread and block by
+  // block, with host buffers laid out as Run()'s: the same results bit for bit, hits in another
+  // order. For tests on machines without a GPU; slow.
+  absl::Status EmulateOnHost(const void* in, const float* weights, void* workspace,
+                             void* hits) const;
+
+  // Kernel launches Run() makes: 2 per 64 levels (0 without windows: then Run only zeroes the
+  // count).
+  int LaunchCount() const;
+  // Levels, windows, blocks and grid sizes, for logs and benchmarks.
+  std::string Describe() const;
+
+  // Opaque; defined where the kernels are launched.
+  struct Impl;
+
+ private:
+  DetectPlan() = default;
+
+  std::shared_ptr<const Impl> impl_;
+};
+
+}  // namespace cuimg
+
+#endif  // CUIMG_KERNELS_HOG_DETECT_H_

@@ -1,0 +1,343 @@
+// GPU detection (DetectPlan) against the CPU reference (DetectReference, itself checked against
+// OpenCV 4.6 in hog_reference_opencv_test): every window's score within 1e-4 with the threshold
+// far below (so every window is a hit) on real and synthetic images of odd sizes, 1, 3 and 4
+// channels, gamma on and off, padding, strides and scales, both repository models and random
+// ones; detections (grouped as the server does) with precision and recall >= 0.95 at IoU >= 0.5
+// on basketball1/2, fruits and vtest frames; no hits and no error without windows; more than 64
+// levels over several launches; determinism. Buffers are poisoned first, so anything the kernels
+// fail to write shows. Labelled `gpu`; skips without a device.
+//
+// Data: CUIMG_DATA (default Debian opencv-doc's examples/data) must hold basketball1.png,
+// basketball2.png, fruits.jpg and vtest_*.png (frames the bundle extracts from vtest.avi; the
+// test uses those present, at least one). Models: CUIMG_MODELS_DIR (default the repository's).
+#include <gtest/gtest.h>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cuimg/codec/image_codec.h"
+#include "cuimg/common/cuda_stream.h"
+#include "cuimg/common/device_buffer.h"
+#include "cuimg/common/status_macros.h"
+#include "cuimg/kernels/hog_detect.h"
+#include "cuimg/kernels/hog_model_file.h"
+#include "cuimg/reference/hog_reference.h"
+#include "tests/testing/detection_matching.h"
+#include "tests/testing/gpu_test_env.h"
+
+namespace cuimg {
+namespace {
+
+std::string EnvOr(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : fallback;
+}
+
+const std::string kData = EnvOr("CUIMG_DATA", "/usr/share/doc/opencv-doc/examples/data");
+const std::string kModels = EnvOr("CUIMG_MODELS_DIR", CUIMG_SOURCE_MODELS_DIR);
+
+absl::StatusOr<Image> ReadImage(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(path);
+  const std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                        std::istreambuf_iterator<char>());
+  return DecodeImage(bytes);
+}
+
+HogModel LoadModel(const std::string& name) {
+  absl::StatusOr<HogModel> m = ReadHogModelFile(kModels + "/" + name + kHogModelExtension);
+  EXPECT_TRUE(m.ok()) << m.status();
+  return m.ok() ? *m : HogModel{};
+}
+
+HogModel RandomModel(int w, int h, std::uint64_t seed) {
+  HogModel m;
+  m.name = "random";
+  m.window_width = w;
+  m.window_height = h;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0, 0.05f);
+  m.weights.resize(m.DescriptorSize());
+  for (float& v : m.weights) v = d(rng);
+  m.bias = 0.3f;
+  return m;
+}
+
+// Smooth structures plus noise, `channels` channels, reproducible by seed.
+Image Synthetic(int w, int h, int channels, std::uint64_t seed) {
+  Image image(PixelType::kU8, Extent{w, h, 1}, channels);
+  std::mt19937_64 rng(seed);
+  const double fx = 0.02 + (rng() % 100) * 1e-3;
+  const double fy = 0.02 + (rng() % 100) * 1e-3;
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      for (int c = 0; c < channels; ++c) {
+        const double v = 128 + 90 * std::sin(x * fx + c) * std::cos(y * fy - c) +
+                         static_cast<double>(rng() % 31) - 15;
+        image.bytes()[(static_cast<std::size_t>(y) * w + x) * channels + c] =
+            static_cast<std::uint8_t>(std::clamp(v, 0.0, 255.0));
+      }
+    }
+  }
+  return image;
+}
+
+Image WithChannels(const Image& gray_or_bgr, int channels) {
+  const Extent e = gray_or_bgr.extent();
+  Image out(PixelType::kU8, e, channels);
+  const int in_cn = gray_or_bgr.channels();
+  for (std::int64_t i = 0; i < e.Pixels(); ++i) {
+    for (int c = 0; c < channels; ++c) {
+      out.bytes()[i * channels + c] =
+          c < 3 ? gray_or_bgr.bytes()[i * in_cn + std::min(c, in_cn - 1)]
+                : static_cast<std::uint8_t>(i * 13);
+    }
+  }
+  return out;
+}
+
+struct GpuResult {
+  std::vector<WindowHit> hits;  // HitOrder
+  DetectGeometry geometry;
+  int launches = 0;
+};
+
+absl::StatusOr<GpuResult> RunOnGpu(const Image& image, const HogModel& model,
+                                   const DetectSpec& spec) {
+  CUIMG_ASSIGN_OR_RETURN(DetectPlan plan,
+                         DetectPlan::Create(image.extent(), image.channels(), model, spec));
+  CUIMG_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
+  CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_in, DeviceBuffer::Allocate(image.size_bytes()));
+  CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_w,
+                         DeviceBuffer::Allocate(model.weights.size() * sizeof(float)));
+  CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_ws, DeviceBuffer::Allocate(plan.WorkspaceBytes()));
+  CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_hits, DeviceBuffer::Allocate(plan.HitsBytes()));
+  // Poison: NaN features (0xFF bytes) make any unwritten block visible in a score; a stale count
+  // shows if the kernels do not reset it.
+  if (cudaMemcpy(d_in.data(), image.bytes(), image.size_bytes(), cudaMemcpyHostToDevice) !=
+          cudaSuccess ||
+      cudaMemcpy(d_w.data(), model.weights.data(), model.weights.size() * sizeof(float),
+                 cudaMemcpyHostToDevice) != cudaSuccess ||
+      (plan.WorkspaceBytes() > 0 &&
+       cudaMemset(d_ws.data(), 0xFF, plan.WorkspaceBytes()) != cudaSuccess) ||
+      cudaMemset(d_hits.data(), 0x7F, plan.HitsBytes()) != cudaSuccess) {
+    return absl::InternalError("copy in");
+  }
+  CUIMG_RETURN_IF_ERROR(plan.Run(d_in.data(), d_w.As<float>(), d_ws.data(), d_hits.data(),
+                                 stream.get()));
+  CUIMG_RETURN_IF_ERROR(stream.Synchronize());
+  std::vector<std::uint8_t> host(plan.HitsBytes());
+  if (cudaMemcpy(host.data(), d_hits.data(), host.size(), cudaMemcpyDeviceToHost) !=
+      cudaSuccess) {
+    return absl::InternalError("copy back");
+  }
+  const std::uint32_t count = DetectPlan::HitCount(host.data());
+  if (count > plan.geometry().windows) {
+    return absl::InternalError(absl::StrCat("hit count ", count, " exceeds the ",
+                                            plan.geometry().windows, " windows"));
+  }
+  GpuResult r;
+  r.hits = DetectPlan::DecodeHits(host.data(), count);
+  r.geometry = plan.geometry();
+  r.launches = plan.LaunchCount();
+  return r;
+}
+
+// With the threshold far below every score, every window is a hit: compares them all.
+void ExpectEveryScoreMatches(const Image& image, const HogModel& model, DetectSpec spec,
+                             const std::string& what) {
+  spec.hit_threshold = -1e9;
+  absl::StatusOr<DetectResult> want = DetectReference(image.view(), model, spec);
+  ASSERT_TRUE(want.ok()) << want.status() << " " << what;
+  absl::StatusOr<GpuResult> got = RunOnGpu(image, model, spec);
+  ASSERT_TRUE(got.ok()) << got.status() << " " << what;
+  ASSERT_EQ(got->geometry.levels.size(), want->geometry.levels.size()) << what;
+  ASSERT_EQ(static_cast<std::int64_t>(want->hits.size()), want->geometry.windows) << what;
+  ASSERT_EQ(got->hits.size(), want->hits.size()) << what;
+  double worst = 0;
+  for (std::size_t i = 0; i < got->hits.size(); ++i) {
+    const WindowHit& g = got->hits[i];
+    const WindowHit& w = want->hits[i];
+    ASSERT_TRUE(g.level == w.level && g.window_x == w.window_x && g.window_y == w.window_y)
+        << what << " hit " << i;
+    ASSERT_TRUE(std::isfinite(g.score)) << what << " level " << g.level << " window "
+                                        << g.window_x << "," << g.window_y;
+    worst = std::max(worst, std::abs(g.score - w.score));
+  }
+  EXPECT_LE(worst, 1e-4) << what;
+}
+
+std::string Name(const Image& image, const HogModel& model, const DetectSpec& spec) {
+  return absl::StrCat(image.extent().width, "x", image.extent().height, "x", image.channels(),
+                      " ", model.name, " gamma ", spec.gamma_correction, " pad ", spec.padding,
+                      " stride ", spec.win_stride, " scale ", spec.scale);
+}
+
+std::vector<Image> VtestFrames() {
+  std::vector<Image> frames;
+  for (int i = 0; i < 100; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof(name), "/vtest_%02d.png", i);
+    absl::StatusOr<Image> f = ReadImage(kData + name);
+    if (f.ok()) frames.push_back(*std::move(f));
+  }
+  return frames;
+}
+
+TEST(DetectGpu, ScoresEveryWindowAsTheReferenceDoes) {
+  CUIMG_SKIP_IF_NO_GPU();
+  const HogModel people = LoadModel("opencv_people_64x128");
+  const HogModel daimler = LoadModel("opencv_daimler_48x96");
+  absl::StatusOr<Image> basketball = ReadImage(kData + "/basketball1.png");
+  ASSERT_TRUE(basketball.ok()) << basketball.status();
+  DetectSpec padded;
+  padded.padding = 24;  // rounded up to 32
+  padded.win_stride = 16;
+  padded.scale = 1.2;
+  DetectSpec no_gamma;
+  no_gamma.gamma_correction = false;
+  DetectSpec coarse;
+  coarse.scale = 2.5;
+  coarse.padding = 8;
+  coarse.win_stride = 24;
+  std::uint64_t seed = 1;
+  for (const Extent e : {Extent{64, 128, 1}, Extent{65, 129, 1}, Extent{97, 201, 1},
+                         Extent{333, 257, 1}, Extent{641, 479, 1}}) {
+    for (int channels : {1, 3, 4}) {
+      const Image image = Synthetic(static_cast<int>(e.width), static_cast<int>(e.height),
+                                    channels, ++seed);
+      for (const DetectSpec& spec : {DetectSpec{}, padded, no_gamma, coarse}) {
+        ExpectEveryScoreMatches(image, people, spec, Name(image, people, spec));
+      }
+      ExpectEveryScoreMatches(image, daimler, no_gamma, Name(image, daimler, no_gamma));
+      const HogModel odd = RandomModel(40, 72, seed);
+      ExpectEveryScoreMatches(image, odd, padded, Name(image, odd, padded));
+    }
+  }
+  for (int channels : {1, 3, 4}) {
+    const Image image = WithChannels(*basketball, channels);
+    ExpectEveryScoreMatches(image, people, DetectSpec{}, Name(image, people, DetectSpec{}));
+  }
+}
+
+TEST(DetectGpu, ScoresEveryWindowOfA1080pFrame) {
+  CUIMG_SKIP_IF_NO_GPU();
+  const std::vector<Image> frames = VtestFrames();
+  ASSERT_FALSE(frames.empty()) << "no vtest_*.png in " << kData;
+  absl::StatusOr<Image> hd = ResizeLinearExactU8(frames[0].view(), 1920, 1080);
+  ASSERT_TRUE(hd.ok());
+  const HogModel people = LoadModel("opencv_people_64x128");
+  ExpectEveryScoreMatches(*hd, people, DetectSpec{}, Name(*hd, people, DetectSpec{}));
+}
+
+TEST(DetectGpu, DetectionsMatchTheReferenceOnRealImages) {
+  CUIMG_SKIP_IF_NO_GPU();
+  std::vector<Image> images = VtestFrames();
+  ASSERT_FALSE(images.empty()) << "no vtest_*.png in " << kData;
+  for (const char* name : {"/basketball1.png", "/basketball2.png", "/fruits.jpg"}) {
+    absl::StatusOr<Image> image = ReadImage(kData + name);
+    ASSERT_TRUE(image.ok()) << image.status();
+    images.push_back(*image);
+    images.push_back(WithChannels(*image, image->channels() == 1 ? 3 : 4));
+  }
+  const HogModel people = LoadModel("opencv_people_64x128");
+  const HogModel daimler = LoadModel("opencv_daimler_48x96");
+  DetectSpec padded;
+  padded.padding = 32;
+  padded.scale = 1.1;
+  DetectSpec daimler_spec;
+  daimler_spec.gamma_correction = false;
+  daimler_spec.hit_threshold = 0.5;
+  struct Run {
+    const HogModel* model;
+    DetectSpec spec;
+  };
+  testing::MatchCounts total;
+  int raw_hits = 0;
+  int raw_hit_difference = 0;
+  for (const Run& run : {Run{&people, DetectSpec{}}, Run{&people, padded},
+                         Run{&daimler, daimler_spec}}) {
+    for (const Image& image : images) {
+      absl::StatusOr<DetectResult> want = DetectReference(image.view(), *run.model, run.spec);
+      ASSERT_TRUE(want.ok()) << want.status();
+      absl::StatusOr<GpuResult> got = RunOnGpu(image, *run.model, run.spec);
+      ASSERT_TRUE(got.ok()) << got.status();
+      raw_hits += static_cast<int>(want->hits.size());
+      raw_hit_difference += std::abs(static_cast<int>(got->hits.size()) -
+                                     static_cast<int>(want->hits.size()));
+      std::vector<testing::Box> a, b;
+      for (const Detection& d : FinishDetections(got->geometry, got->hits, run.spec)) {
+        a.push_back({d.x, d.y, d.width, d.height});
+      }
+      for (const Detection& d : FinishDetections(want->geometry, want->hits, run.spec)) {
+        b.push_back({d.x, d.y, d.width, d.height});
+      }
+      total += testing::MatchBoxes(a, b, 0.5);
+    }
+  }
+  std::printf("GPU vs CPU reference: %s; raw hits %d, count difference %d\n",
+              total.Describe().c_str(), raw_hits, raw_hit_difference);
+  EXPECT_GT(total.reference, 20);
+  EXPECT_GE(total.Precision(), 0.95);
+  EXPECT_GE(total.Recall(), 0.95);
+}
+
+TEST(DetectGpu, ImagesWithoutWindowsGiveNoHits) {
+  CUIMG_SKIP_IF_NO_GPU();
+  const HogModel people = LoadModel("opencv_people_64x128");
+  for (const Extent e : {Extent{1, 1, 1}, Extent{63, 300, 1}, Extent{300, 127, 1}}) {
+    const Image image = Synthetic(static_cast<int>(e.width), static_cast<int>(e.height), 3, 5);
+    DetectSpec spec;
+    spec.hit_threshold = -1e9;
+    absl::StatusOr<GpuResult> got = RunOnGpu(image, people, spec);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_TRUE(got->hits.empty());
+    EXPECT_EQ(got->launches, 0);
+  }
+}
+
+TEST(DetectGpu, SplitsMoreThan64LevelsOverLaunches) {
+  CUIMG_SKIP_IF_NO_GPU();
+  const Image image = Synthetic(400, 300, 1, 8);
+  const HogModel people = LoadModel("opencv_people_64x128");
+  DetectSpec spec;
+  spec.scale = 1.005;
+  spec.max_levels = 150;
+  absl::StatusOr<DetectPlan> plan = DetectPlan::Create(image.extent(), 1, people, spec);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_GT(plan->geometry().levels.size(), 128u);
+  EXPECT_EQ(plan->LaunchCount(), 6);
+  ExpectEveryScoreMatches(image, people, spec, "150 levels at 1.005");
+}
+
+TEST(DetectGpu, IsDeterministic) {
+  CUIMG_SKIP_IF_NO_GPU();
+  const Image image = Synthetic(777, 555, 3, 12);
+  const HogModel people = LoadModel("opencv_people_64x128");
+  DetectSpec spec;
+  spec.hit_threshold = -0.5;
+  absl::StatusOr<GpuResult> a = RunOnGpu(image, people, spec);
+  absl::StatusOr<GpuResult> b = RunOnGpu(image, people, spec);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_FALSE(a->hits.empty());
+  ASSERT_EQ(a->hits.size(), b->hits.size());
+  for (std::size_t i = 0; i < a->hits.size(); ++i) {
+    EXPECT_TRUE(a->hits[i].level == b->hits[i].level &&
+                a->hits[i].window_x == b->hits[i].window_x &&
+                a->hits[i].window_y == b->hits[i].window_y && a->hits[i].score == b->hits[i].score)
+        << i;
+  }
+}
+
+}  // namespace
+}  // namespace cuimg

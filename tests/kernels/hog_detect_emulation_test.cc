@@ -1,0 +1,175 @@
+// The detection kernels' own code (hog_tile.h, through DetectPlan::EmulateOnHost) against the CPU
+// reference, without a GPU: every window's score within 1e-4 on odd sizes, 1, 3 and 4 channels,
+// gamma on and off, padding, strides, scales and windows, with the workspace poisoned (NaN) so
+// any feature the blocks kernel does not write shows; the hit buffer and its count; plan
+// geometry and launch counts. detect_gpu_test repeats the comparison on the device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cuimg/kernels/hog_detect.h"
+#include "cuimg/reference/hog_reference.h"
+#include "tests/testing/status_matchers.h"
+
+namespace cuimg {
+namespace {
+
+HogModel RandomModel(int w, int h, std::uint64_t seed) {
+  HogModel m;
+  m.name = "random";
+  m.window_width = w;
+  m.window_height = h;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0, 0.05f);
+  m.weights.resize(m.DescriptorSize());
+  for (float& v : m.weights) v = d(rng);
+  m.bias = 0.3f;
+  return m;
+}
+
+Image Synthetic(int w, int h, int channels, std::uint64_t seed) {
+  Image image(PixelType::kU8, Extent{w, h, 1}, channels);
+  std::mt19937_64 rng(seed);
+  const double fx = 0.02 + (rng() % 100) * 1e-3;
+  const double fy = 0.02 + (rng() % 100) * 1e-3;
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      for (int c = 0; c < channels; ++c) {
+        const double v = 128 + 90 * std::sin(x * fx + c) * std::cos(y * fy - c) +
+                         static_cast<double>(rng() % 31) - 15;
+        image.bytes()[(static_cast<std::size_t>(y) * w + x) * channels + c] =
+            static_cast<std::uint8_t>(std::min(255.0, std::max(0.0, v)));
+      }
+    }
+  }
+  return image;
+}
+
+// Every window's score (threshold far below) from the emulated kernels and from the reference.
+void ExpectEmulationMatchesReference(const Image& image, const HogModel& model, DetectSpec spec,
+                                     const std::string& what) {
+  spec.hit_threshold = -1e9;
+  absl::StatusOr<DetectResult> want = DetectReference(image.view(), model, spec, 2);
+  ASSERT_TRUE(want.ok()) << want.status() << " " << what;
+  absl::StatusOr<DetectPlan> plan =
+      DetectPlan::Create(image.extent(), image.channels(), model, spec);
+  ASSERT_TRUE(plan.ok()) << plan.status() << " " << what;
+  std::vector<float> workspace(plan->WorkspaceBytes() / sizeof(float),
+                               std::numeric_limits<float>::quiet_NaN());
+  std::vector<std::uint8_t> hits(plan->HitsBytes(), 0x7F);
+  ASSERT_TRUE(plan->EmulateOnHost(image.bytes(), model.weights.data(), workspace.data(),
+                                  hits.data())
+                  .ok());
+  const std::uint32_t count = DetectPlan::HitCount(hits.data());
+  ASSERT_EQ(count, want->geometry.windows) << what;
+  const std::vector<WindowHit> got = DetectPlan::DecodeHits(hits.data(), count);
+  ASSERT_EQ(got.size(), want->hits.size()) << what;
+  double worst = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(got[i].level == want->hits[i].level &&
+                got[i].window_x == want->hits[i].window_x &&
+                got[i].window_y == want->hits[i].window_y)
+        << what << " hit " << i;
+    ASSERT_TRUE(std::isfinite(got[i].score))
+        << what << " level " << got[i].level << " window " << got[i].window_x << ","
+        << got[i].window_y << ": read a feature nobody wrote";
+    worst = std::max(worst, std::abs(got[i].score - want->hits[i].score));
+  }
+  EXPECT_LE(worst, 1e-4) << what;
+}
+
+std::string Name(const Image& image, const HogModel& model, const DetectSpec& spec) {
+  return absl::StrCat(image.extent().width, "x", image.extent().height, "x", image.channels(),
+                      " window ", model.window_width, "x", model.window_height, " gamma ",
+                      spec.gamma_correction, " pad ", spec.padding, " stride ", spec.win_stride,
+                      " scale ", spec.scale);
+}
+
+TEST(HogDetectEmulation, KernelsScoreEveryWindowAsTheReference) {
+  const HogModel people = RandomModel(64, 128, 1);
+  const HogModel small = RandomModel(40, 72, 2);
+  DetectSpec padded;
+  padded.padding = 24;  // rounded up to 32
+  padded.win_stride = 16;
+  padded.scale = 1.3;
+  DetectSpec no_gamma;
+  no_gamma.gamma_correction = false;
+  no_gamma.scale = 1.6;
+  DetectSpec coarse;
+  coarse.scale = 2.5;
+  coarse.padding = 8;
+  coarse.win_stride = 24;
+  std::uint64_t seed = 10;
+  // Sizes: exactly a window, one more, odd ones, and one spanning several tiles both ways.
+  for (const Extent e : {Extent{64, 128, 1}, Extent{65, 129, 1}, Extent{97, 201, 1},
+                         Extent{171, 263, 1}}) {
+    for (int channels : {1, 3, 4}) {
+      const Image image = Synthetic(static_cast<int>(e.width), static_cast<int>(e.height),
+                                    channels, ++seed);
+      for (const DetectSpec& spec : {padded, no_gamma, coarse}) {
+        ExpectEmulationMatchesReference(image, people, spec, Name(image, people, spec));
+      }
+      ExpectEmulationMatchesReference(image, small, padded, Name(image, small, padded));
+    }
+  }
+}
+
+TEST(HogDetectEmulation, DefaultSpecOnAWiderImage) {
+  const Image image = Synthetic(300, 260, 3, 99);
+  ExpectEmulationMatchesReference(image, RandomModel(64, 128, 3), DetectSpec{}, "300x260x3");
+}
+
+TEST(HogDetectEmulation, NoWindowsMeansNoLaunchesAndAZeroCount) {
+  const HogModel people = RandomModel(64, 128, 4);
+  const Image image = Synthetic(63, 300, 1, 5);
+  absl::StatusOr<DetectPlan> plan = DetectPlan::Create(image.extent(), 1, people, DetectSpec{});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->LaunchCount(), 0);
+  EXPECT_EQ(plan->WorkspaceBytes(), 0u);
+  std::vector<std::uint8_t> hits(plan->HitsBytes(), 0x7F);
+  ASSERT_TRUE(plan->EmulateOnHost(image.bytes(), people.weights.data(), nullptr, hits.data()).ok());
+  EXPECT_EQ(DetectPlan::HitCount(hits.data()), 0u);
+}
+
+TEST(HogDetectEmulation, PlansTwoLaunchesPer64Levels) {
+  const HogModel people = RandomModel(64, 128, 6);
+  DetectSpec spec;
+  spec.scale = 1.005;
+  spec.max_levels = 150;
+  absl::StatusOr<DetectPlan> plan = DetectPlan::Create(Extent{400, 300, 1}, 3, people, spec);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->geometry().levels.size(), 150u);
+  EXPECT_EQ(plan->LaunchCount(), 6);
+  absl::StatusOr<DetectPlan> hd =
+      DetectPlan::Create(Extent{1920, 1080, 1}, 3, people, DetectSpec{});
+  ASSERT_TRUE(hd.ok());
+  EXPECT_EQ(hd->LaunchCount(), 2);
+  EXPECT_EQ(hd->geometry().levels.size(), 44u);
+  EXPECT_EQ(hd->HitsBytes(), 16 + 16 * static_cast<std::size_t>(hd->geometry().windows));
+}
+
+TEST(HogDetectEmulation, ManyLevelsSplitOverLaunchesStillMatch) {
+  const HogModel people = RandomModel(64, 128, 7);
+  DetectSpec spec;
+  spec.scale = 1.01;
+  spec.max_levels = 80;  // two launch pairs: 64 + 16 levels
+  const Image image = Synthetic(150, 300, 1, 8);
+  absl::StatusOr<DetectPlan> plan = DetectPlan::Create(image.extent(), 1, people, spec);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->geometry().levels.size(), 80u);
+  ExpectEmulationMatchesReference(image, people, spec, "80 levels");
+}
+
+TEST(HogDetectEmulation, RejectsTwoChannels) {
+  EXPECT_THAT(DetectPlan::Create(Extent{100, 200, 1}, 2, RandomModel(64, 128, 9), DetectSpec{})
+                  .status(),
+              testing::StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+}  // namespace
+}  // namespace cuimg
