@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "cuimg/common/image.h"
 #include "cuimg/kernels/gradient_types.h"
+#include "cuimg/kernels/hog_types.h"
 #include "cuimg/kernels/mesh.h"
 #include "cuimg/kernels/morphology_types.h"
 #include "cuimg/kernels/pyramid_types.h"
@@ -96,6 +97,14 @@ class Backend {
   // into `out` (PyramidOutputBytes bytes of host memory). Thread-safe.
   virtual absl::Status Pyramid(const ImageView& in, const PyramidSpec& spec, void* out,
                                StageTimes* times) = 0;
+
+  // HOG + linear SVM detection on a 2D U8 image of 1, 3 or 4 channels (`in`, host memory) with a
+  // validated model and spec: the levels and windows (PlanDetection) and every window hit, in
+  // HitOrder (grouping is the caller's, the same for every backend). Thread-safe.
+  virtual absl::StatusOr<DetectResult> DetectPedestrians(const ImageView& in,
+                                                         const HogModel& model,
+                                                         const DetectSpec& spec,
+                                                         StageTimes* times) = 0;
 
   // Copies a validated mesh into the backend (on the CUDA backend: to the least-loaded healthy
   // device, with the vertex->face adjacency built). RESOURCE_EXHAUSTED when memory runs out.

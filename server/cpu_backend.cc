@@ -9,6 +9,7 @@
 #include "cuimg/common/status_macros.h"
 #include "cuimg/reference/deform_reference.h"
 #include "cuimg/reference/gradient_reference.h"
+#include "cuimg/reference/hog_reference.h"
 #include "cuimg/reference/morphology_reference.h"
 #include "cuimg/reference/pyramid_reference.h"
 #include "server/backend.h"
@@ -119,6 +120,17 @@ class CpuBackend final : public Backend {
     }
     times->kernel_us = MicrosSince(start);
     return absl::OkStatus();
+  }
+
+  absl::StatusOr<DetectResult> DetectPedestrians(const ImageView& in, const HogModel& model,
+                                                 const DetectSpec& spec,
+                                                 StageTimes* times) override {
+    CUIMG_ASSIGN_OR_RETURN(DeviceUse use, DeviceUse::Acquire(slots_));
+    times->device = use.slot().id();
+    const auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<DetectResult> result = DetectReference(in, model, spec, threads_);
+    times->kernel_us = MicrosSince(start);
+    return result;
   }
 
   absl::StatusOr<std::shared_ptr<const BackendMesh>> UploadMesh(const MeshView& view,

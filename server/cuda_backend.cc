@@ -1,7 +1,9 @@
 // The CUDA backend: one context per usable device, each with a stream pool and a caching device
 // allocator; requests go to the least-loaded healthy device (device_slot.h). A sticky CUDA error
 // takes the device out of rotation.
+#include <algorithm>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "cuimg/common/status_macros.h"
 #include "cuimg/kernels/deform.h"
 #include "cuimg/kernels/gradient.h"
+#include "cuimg/kernels/hog_detect.h"
 #include "cuimg/kernels/morphology.h"
 #include "cuimg/kernels/pyramid.h"
 #include "server/backend.h"
@@ -281,6 +284,53 @@ class CudaBackend final : public Backend {
       CUIMG_RETURN_IF_ERROR(CopyToHost(out, d_out, plan.OutputBytes(), c.stream));
       return c.timer.Mark(3, c.stream);
     });
+  }
+
+  absl::StatusOr<DetectResult> DetectPedestrians(const ImageView& in, const HogModel& model,
+                                                 const DetectSpec& spec,
+                                                 StageTimes* times) override {
+    CUIMG_ASSIGN_OR_RETURN(DetectPlan plan,
+                           DetectPlan::Create(in.extent, in.channels, model, spec));
+    DetectResult result;
+    result.geometry = plan.geometry();
+    CUIMG_RETURN_IF_ERROR(OnDevice(Pick(), times, [&](DeviceCall& c) -> absl::Status {
+      const std::size_t weight_bytes = model.weights.size() * sizeof(float);
+      CUIMG_ASSIGN_OR_RETURN(void* d_in, c.Acquire(in.Bytes()));
+      CUIMG_ASSIGN_OR_RETURN(void* d_weights, c.Acquire(weight_bytes));
+      CUIMG_ASSIGN_OR_RETURN(void* d_ws, c.Acquire(plan.WorkspaceBytes()));
+      CUIMG_ASSIGN_OR_RETURN(void* d_hits, c.Acquire(plan.HitsBytes()));
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
+      CUIMG_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(d_in, in.data, in.Bytes(), cudaMemcpyHostToDevice, c.stream),
+          "H2D copy");
+      CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d_weights, model.weights.data(), weight_bytes,
+                                                 cudaMemcpyHostToDevice, c.stream),
+                                 "H2D weights");
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
+      CUIMG_RETURN_IF_ERROR(plan.Run(d_in, static_cast<const float*>(d_weights), d_ws, d_hits,
+                                     c.stream));
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
+      // The count and the first hits come back in one copy (a frame rarely has more); the rest,
+      // if any, in a second one once the count is known.
+      constexpr std::size_t kFirstHits = 4096;
+      const std::size_t first =
+          std::min<std::size_t>(kFirstHits, static_cast<std::size_t>(plan.geometry().windows));
+      std::vector<std::uint8_t> hits(DetectPlan::HitsPrefixBytes(first));
+      CUIMG_RETURN_IF_ERROR(CopyToHost(hits.data(), d_hits, hits.size(), c.stream));
+      CUIMG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(c.stream), "hit count");
+      const std::uint32_t count = DetectPlan::HitCount(hits.data());
+      if (count > first) {
+        const std::size_t head = hits.size();
+        hits.resize(DetectPlan::HitsPrefixBytes(count));
+        CUIMG_RETURN_IF_ERROR(CopyToHost(hits.data() + head,
+                                         static_cast<const std::uint8_t*>(d_hits) + head,
+                                         hits.size() - head, c.stream));
+        CUIMG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(c.stream), "hits");
+      }
+      result.hits = DetectPlan::DecodeHits(hits.data(), count);
+      return c.timer.Mark(3, c.stream);
+    }));
+    return result;
   }
 
   absl::StatusOr<std::shared_ptr<const BackendMesh>> UploadMesh(const MeshView& view,

@@ -14,6 +14,12 @@ namespace cuimg {
 absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOptions& options,
                                                                 std::unique_ptr<Backend> backend) {
   auto server = std::unique_ptr<CuimgServer>(new CuimgServer());
+  server->models_ = std::make_unique<ModelRegistry>();
+  if (!options.models_dir.empty()) {
+    absl::StatusOr<ModelRegistry> models = ModelRegistry::LoadDirectory(options.models_dir);
+    if (!models.ok()) return models.status();
+    *server->models_ = *std::move(models);
+  }
   server->backend_ = std::move(backend);
   server->registry_ = std::make_shared<prometheus::Registry>();
   server->metrics_ =
@@ -36,7 +42,7 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
       options.resident_max_ttl_seconds});
   server->service_ = std::make_unique<ImagingService>(options, server->backend_.get(),
                                                       server->queue_.get(), server->store_.get(),
-                                                      server->metrics_.get());
+                                                      server->metrics_.get(), server->models_.get());
   server->device_metrics_ =
       std::make_shared<DeviceMetrics>(server->backend_.get(), server->store_.get());
   if (server->exposer_ != nullptr) server->exposer_->RegisterCollectable(server->device_metrics_);

@@ -18,6 +18,7 @@
 #include "server/device_metrics.h"
 #include "server/imaging_service.h"
 #include "server/metrics.h"
+#include "server/model_registry.h"
 #include "server/resident_store.h"
 #include "server/server_options.h"
 #include "server/work_queue.h"
@@ -29,8 +30,9 @@ inline constexpr char kVersion[] = "0.1.0";
 
 class CuimgServer {
  public:
-  // Binds the gRPC and metrics addresses (port 0 picks a free port) and starts serving.
-  // UNAVAILABLE when an address cannot be bound.
+  // Loads the models of options.models_dir, binds the gRPC and metrics addresses (port 0 picks a
+  // free port) and starts serving. UNAVAILABLE when an address cannot be bound; a model
+  // directory or file that cannot be loaded fails with ModelRegistry::LoadDirectory's error.
   static absl::StatusOr<std::unique_ptr<CuimgServer>> Start(const ServerOptions& options,
                                                             std::unique_ptr<Backend> backend);
   ~CuimgServer();
@@ -39,6 +41,7 @@ class CuimgServer {
   // 0 when metrics are disabled.
   int metrics_port() const { return metrics_port_; }
   Backend& backend() { return *backend_; }
+  const ModelRegistry& models() const { return *models_; }
   prometheus::Registry& registry() { return *registry_; }
 
   // Health turns NOT_SERVING, new calls are refused, in-flight calls get `grace` to finish (then
@@ -58,6 +61,7 @@ class CuimgServer {
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::unique_ptr<WorkQueue> queue_;
   std::unique_ptr<ResidentStore> store_;
+  std::unique_ptr<ModelRegistry> models_;
   std::unique_ptr<ImagingService> service_;
   std::shared_ptr<DeviceMetrics> device_metrics_;
   std::unique_ptr<grpc::Server> server_;

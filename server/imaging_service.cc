@@ -65,8 +65,14 @@ class ResultSlot {
 }  // namespace
 
 ImagingService::ImagingService(const ServerOptions& options, Backend* backend, WorkQueue* queue,
-                               ResidentStore* store, ServerMetrics* metrics)
-    : options_(options), backend_(backend), queue_(queue), store_(store), metrics_(metrics) {}
+                               ResidentStore* store, ServerMetrics* metrics,
+                               const ModelRegistry* models)
+    : options_(options),
+      backend_(backend),
+      queue_(queue),
+      store_(store),
+      metrics_(metrics),
+      models_(models) {}
 
 template <typename Request, typename Response, typename Job>
 grpc::ServerUnaryReactor* ImagingService::Serve(
@@ -120,6 +126,42 @@ grpc::ServerUnaryReactor* ImagingService::Pyramid(grpc::CallbackServerContext* c
                                                   v1::PyramidResponse* response) {
   return Serve("Pyramid", ctx, request, response, &ValidatePyramidRequest,
                &ImagingService::RunPyramid);
+}
+
+grpc::ServerUnaryReactor* ImagingService::DetectPedestrians(
+    grpc::CallbackServerContext* ctx, const v1::DetectPedestriansRequest* request,
+    v1::DetectPedestriansResponse* response) {
+  // An unknown model is refused before queueing, like any other bad field.
+  const std::string model = request->model().empty() ? kDefaultDetectorModel : request->model();
+  if (models_->Find(model) == nullptr) {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    CallScope call("DetectPedestrians", ctx, metrics_);
+    metrics_->RecordRejection("unknown_model");
+    reactor->Finish(call.Complete(absl::NotFoundError(
+        absl::StrCat("model: '", model.substr(0, 128), "' is not loaded (loaded: ",
+                     models_->Names(), ")"))));
+    return reactor;
+  }
+  return Serve("DetectPedestrians", ctx, request, response, &ValidateDetectRequest,
+               &ImagingService::RunDetect);
+}
+
+grpc::ServerUnaryReactor* ImagingService::ListModels(grpc::CallbackServerContext* ctx,
+                                                     const v1::ListModelsRequest*,
+                                                     v1::ListModelsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  CallScope call("ListModels", ctx, metrics_);
+  for (const HogModel* m : models_->List()) {
+    v1::DetectorModel* out = response->add_models();
+    out->set_name(m->name);
+    out->set_window_width(static_cast<std::uint32_t>(m->window_width));
+    out->set_window_height(static_cast<std::uint32_t>(m->window_height));
+    out->set_descriptor_size(static_cast<std::uint32_t>(m->DescriptorSize()));
+    out->set_description(m->description);
+    out->set_gamma_correction(m->gamma_correction);
+  }
+  reactor->Finish(call.Complete(absl::OkStatus()));
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* ImagingService::Deform(grpc::CallbackServerContext* ctx,
@@ -209,6 +251,39 @@ absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, const v1::Pyra
     CUIMG_RETURN_IF_ERROR(slot.Deliver(*store_, identity, "output.keep_resident"));
   }
   metrics_->AddPixels("Pyramid", in.view.extent.Pixels());
+  return absl::OkStatus();
+}
+
+absl::Status ImagingService::RunDetect(const DetectJob& job,
+                                       const v1::DetectPedestriansRequest& request,
+                                       CallScope& call, v1::DetectPedestriansResponse* response) {
+  const HogModel* model = models_->Find(job.model);
+  if (model == nullptr) {
+    return absl::NotFoundError(absl::StrCat("model: '", job.model, "' is not loaded"));
+  }
+  DetectSpec spec = job.spec;
+  if (job.gamma_from_model) spec.gamma_correction = model->gamma_correction;
+  const std::string identity = CallerIdentity(*call.context());
+  CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
+                         ResolveImage(job.input, request.input(), identity, *store_,
+                                      options_.limits, &call.times()));
+  CUIMG_RETURN_IF_ERROR(CheckDetectInput(in.view, job));
+  CUIMG_RETURN_IF_ERROR(call.CheckAlive());
+  CUIMG_ASSIGN_OR_RETURN(DetectResult result,
+                         backend_->DetectPedestrians(in.view, *model, spec, &call.times()));
+  for (const Detection& d : FinishDetections(result.geometry, std::move(result.hits), spec)) {
+    v1::Detection* out = response->add_detections();
+    out->set_x(d.x);
+    out->set_y(d.y);
+    out->set_width(d.width);
+    out->set_height(d.height);
+    out->set_score(d.score);
+    out->set_scale(d.scale);
+  }
+  response->set_levels(static_cast<std::uint32_t>(result.geometry.levels.size()));
+  response->set_windows(static_cast<std::uint64_t>(result.geometry.windows));
+  response->set_model(model->name);
+  metrics_->AddPixels("DetectPedestrians", in.view.extent.Pixels());
   return absl::OkStatus();
 }
 

@@ -1,7 +1,6 @@
 // ImagingService: the gRPC face of cuimg. Each handler validates (request_validation), admits the
 // job to the work queue, runs it on the backend and answers; no CUDA here. RPCs whose issues have
-// not landed yet (DetectPedestrians, ListModels, ProcessVolumeStream) keep the generated base
-// class's UNIMPLEMENTED answer.
+// not landed yet (ProcessVolumeStream) keep the generated base class's UNIMPLEMENTED answer.
 #ifndef CUIMG_SERVER_IMAGING_SERVICE_H_
 #define CUIMG_SERVER_IMAGING_SERVICE_H_
 
@@ -11,6 +10,7 @@
 #include "server/backend.h"
 #include "server/call_scope.h"
 #include "server/metrics.h"
+#include "server/model_registry.h"
 #include "server/request_validation.h"
 #include "server/resident_store.h"
 #include "server/server_options.h"
@@ -22,7 +22,7 @@ class ImagingService final : public v1::Imaging::CallbackService {
  public:
   // All pointers must outlive the service.
   ImagingService(const ServerOptions& options, Backend* backend, WorkQueue* queue,
-                 ResidentStore* store, ServerMetrics* metrics);
+                 ResidentStore* store, ServerMetrics* metrics, const ModelRegistry* models);
 
   grpc::ServerUnaryReactor* Morphology(grpc::CallbackServerContext* ctx,
                                        const v1::MorphologyRequest* request,
@@ -33,6 +33,12 @@ class ImagingService final : public v1::Imaging::CallbackService {
   grpc::ServerUnaryReactor* Pyramid(grpc::CallbackServerContext* ctx,
                                     const v1::PyramidRequest* request,
                                     v1::PyramidResponse* response) override;
+  grpc::ServerUnaryReactor* DetectPedestrians(grpc::CallbackServerContext* ctx,
+                                              const v1::DetectPedestriansRequest* request,
+                                              v1::DetectPedestriansResponse* response) override;
+  grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* ctx,
+                                       const v1::ListModelsRequest* request,
+                                       v1::ListModelsResponse* response) override;
   grpc::ServerUnaryReactor* Deform(grpc::CallbackServerContext* ctx,
                                    const v1::DeformRequest* request,
                                    v1::DeformResponse* response) override;
@@ -67,6 +73,8 @@ class ImagingService final : public v1::Imaging::CallbackService {
                            CallScope& call, v1::GradientResponse* response);
   absl::Status RunPyramid(const PyramidJob& job, const v1::PyramidRequest& request,
                           CallScope& call, v1::PyramidResponse* response);
+  absl::Status RunDetect(const DetectJob& job, const v1::DetectPedestriansRequest& request,
+                         CallScope& call, v1::DetectPedestriansResponse* response);
   absl::Status RunDeform(const DeformJob& job, const v1::DeformRequest& request, CallScope& call,
                          v1::DeformResponse* response);
 
@@ -75,6 +83,7 @@ class ImagingService final : public v1::Imaging::CallbackService {
   WorkQueue* queue_;
   ResidentStore* store_;
   ServerMetrics* metrics_;
+  const ModelRegistry* models_;
 };
 
 // Fills a ResidentObject message from the store's description.

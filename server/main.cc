@@ -2,7 +2,10 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -51,6 +54,11 @@ ABSL_FLAG(uint32_t, resident_ttl_seconds, 600, "Default resident-object TTL.");
 ABSL_FLAG(uint32_t, resident_max_ttl_seconds, 86400, "Largest resident-object TTL.");
 ABSL_FLAG(int, shutdown_grace_seconds, 30,
           "On SIGTERM/SIGINT, seconds in-flight requests get to finish.");
+ABSL_FLAG(std::string, models_dir, "",
+          "Directory of detector models (*.hogsvm) for DetectPedestrians, loaded at start-up; a "
+          "file that does not parse stops the server. Empty: the first of "
+          "<binary>/../share/cuimg/models, <binary>/../models and the source tree's models/ "
+          "that exists.");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error.");
 ABSL_FLAG(std::string, port_file, "",
           "If set, write {\"grpc\": PORT, \"metrics\": PORT} here once serving.");
@@ -86,6 +94,25 @@ bool ParseLogLevel(const std::string& s, cuimg::LogLevel* out) {
   return true;
 }
 
+// --models_dir, or where an installed, bundled or build-tree server finds the repository's models.
+std::string ModelsDir(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  std::error_code error;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  std::vector<std::filesystem::path> candidates;
+  if (!error) {
+    candidates.push_back(exe.parent_path() / ".." / "share" / "cuimg" / "models");
+    candidates.push_back(exe.parent_path() / ".." / "models");
+  }
+  candidates.push_back(CUIMG_SOURCE_MODELS_DIR);
+  for (const std::filesystem::path& dir : candidates) {
+    if (std::filesystem::is_directory(dir, error)) {
+      return std::filesystem::weakly_canonical(dir, error).string();
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -106,6 +133,12 @@ int main(int argc, char** argv) {
   options.resident_budget_bytes = absl::GetFlag(FLAGS_resident_budget_bytes);
   options.resident_ttl_seconds = absl::GetFlag(FLAGS_resident_ttl_seconds);
   options.resident_max_ttl_seconds = absl::GetFlag(FLAGS_resident_max_ttl_seconds);
+  options.models_dir = ModelsDir(absl::GetFlag(FLAGS_models_dir));
+  if (options.models_dir.empty()) {
+    std::fprintf(stderr, "no models directory found next to the binary or in the source tree; "
+                         "pass --models_dir\n");
+    return 2;
+  }
   options.limits.max_pixels = absl::GetFlag(FLAGS_max_pixels);
   options.limits.max_side = absl::GetFlag(FLAGS_max_side);
   options.limits.max_element_extent = absl::GetFlag(FLAGS_max_element_extent);
@@ -159,7 +192,8 @@ int main(int argc, char** argv) {
              " max_inflight_requests=", options.max_inflight_requests,
              " max_receive_message_bytes=", options.max_receive_message_bytes,
              " max_pixels=", options.limits.max_pixels,
-             " max_element_extent=", options.limits.max_element_extent);
+             " max_element_extent=", options.limits.max_element_extent,
+             " models_dir=", options.models_dir, " models=\"", (*server)->models().Names(), "\"");
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
   if (!port_file.empty()) {
     std::ofstream(port_file) << "{\"grpc\": " << (*server)->grpc_port()

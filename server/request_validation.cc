@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/status_macros.h"
+#include "server/model_registry.h"
 #include "server/proto_conversion.h"
 
 namespace cuimg {
@@ -462,6 +463,87 @@ absl::Status ValidateUploadMeshHeader(const v1::Mesh& mesh, const RequestLimits&
   }
   if (mesh.triangles().size() > std::uint64_t{mesh.triangle_count()} * 12) {
     return absl::InvalidArgumentError("mesh.triangles: more bytes than triangle_count * 12");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DetectJob> ValidateDetectRequest(const v1::DetectPedestriansRequest& request,
+                                                const RequestLimits& limits) {
+  DetectJob job;
+  CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.input(), "input", limits));
+  job.model = request.model().empty() ? kDefaultDetectorModel : request.model();
+  if (job.model.size() > 128 ||
+      job.model.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                  "0123456789_.-") != std::string::npos) {
+    return absl::InvalidArgumentError(
+        "model: must be at most 128 letters, digits, '_', '.' or '-' (see ListModels)");
+  }
+  DetectSpec& spec = job.spec;
+  if (!std::isfinite(request.hit_threshold())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hit_threshold: ", request.hit_threshold(), " is not finite"));
+  }
+  spec.hit_threshold = request.hit_threshold();
+  if (request.win_stride() != 0 &&
+      (request.win_stride() % 8 != 0 || request.win_stride() > 64)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "win_stride: ", request.win_stride(), " is not a multiple of 8 in [8, 64] (0 means 8)"));
+  }
+  spec.win_stride = request.win_stride() == 0 ? 8 : static_cast<int>(request.win_stride());
+  CUIMG_RETURN_IF_ERROR(CheckRange("padding", request.padding(), 0, 256));
+  spec.padding = static_cast<int>(request.padding());
+  if (request.scale() != 0) CUIMG_RETURN_IF_ERROR(CheckDoubleRange("scale", request.scale(), 1, 4));
+  spec.scale = request.scale() == 0 ? 1.05 : request.scale();
+  CUIMG_RETURN_IF_ERROR(CheckRange("max_levels", request.max_levels(), 0, limits.max_pyramid_levels,
+                                   " (max_pyramid_levels)"));
+  spec.max_levels = request.max_levels() != 0 ? static_cast<int>(request.max_levels())
+                                              : std::min(64, limits.max_pyramid_levels);
+  if (request.has_gamma_correction()) {
+    spec.gamma_correction = request.gamma_correction();
+    job.gamma_from_model = false;
+  }
+  switch (request.grouping()) {
+    case v1::GROUPING_UNSPECIFIED:
+    case v1::GROUPING_GROUP_RECTANGLES:
+      spec.grouping = DetectGrouping::kGroupRectangles;
+      break;
+    case v1::GROUPING_NONE:
+      spec.grouping = DetectGrouping::kNone;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("grouping: unknown value ", request.grouping()));
+  }
+  if (request.has_group_threshold()) {
+    CUIMG_RETURN_IF_ERROR(CheckRange("group_threshold", request.group_threshold(), 0, 1000));
+    spec.group_threshold = static_cast<int>(request.group_threshold());
+  }
+  if (request.group_eps() != 0) {
+    CUIMG_RETURN_IF_ERROR(CheckDoubleRange("group_eps", request.group_eps(), 0, 4));
+  }
+  spec.group_eps = request.group_eps() == 0 ? 0.2 : request.group_eps();
+  CUIMG_RETURN_IF_ERROR(ValidateDetectSpec(spec));
+  if (job.input.kind == ImageInput::Kind::kInline) {
+    CUIMG_RETURN_IF_ERROR(CheckDetectInput(
+        ImageView{job.input.type, job.input.extent, job.input.channels, nullptr}, job));
+  }
+  return job;
+}
+
+absl::Status CheckDetectInput(const ImageView& image, const DetectJob& job) {
+  if (image.type != PixelType::kU8) {
+    return absl::InvalidArgumentError(absl::StrCat(job.input.field, ": is ",
+                                                   PixelTypeName(image.type),
+                                                   "; DetectPedestrians needs U8"));
+  }
+  if (image.channels != 1 && image.channels != 3 && image.channels != 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(job.input.field, ": has ", image.channels,
+                     " channels; DetectPedestrians needs 1 (gray), 3 (BGR) or 4 (BGRA)"));
+  }
+  if (image.extent.depth != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(job.input.field, ": is a volume; DetectPedestrians needs a 2D image"));
   }
   return absl::OkStatus();
 }

@@ -11,10 +11,12 @@
 #include "absl/status/statusor.h"
 #include "cuimg/common/image.h"
 #include "cuimg/kernels/gradient_types.h"
+#include "cuimg/kernels/hog_types.h"
 #include "cuimg/kernels/mesh.h"
 #include "cuimg/kernels/morphology_types.h"
 #include "cuimg/kernels/pyramid_types.h"
 #include "cuimg/v1/deform.pb.h"
+#include "cuimg/v1/detection.pb.h"
 #include "cuimg/v1/gradient.pb.h"
 #include "cuimg/v1/morphology.pb.h"
 #include "cuimg/v1/pyramid.pb.h"
@@ -94,6 +96,20 @@ absl::StatusOr<PyramidJob> ValidatePyramidRequest(const v1::PyramidRequest& requ
                                                   const RequestLimits& limits);
 // A resolved input for Pyramid: one channel, 2D; sets the output type and checks the level list.
 absl::Status CheckPyramidInput(const ImageView& image, PyramidJob* job);
+
+struct DetectJob {
+  ImageInput input;
+  // The model's name (the default when the request names none); the service looks it up.
+  std::string model;
+  DetectSpec spec;
+  // The request left gamma_correction unset: the model's default applies.
+  bool gamma_from_model = true;
+};
+
+absl::StatusOr<DetectJob> ValidateDetectRequest(const v1::DetectPedestriansRequest& request,
+                                                const RequestLimits& limits);
+// A resolved input for DetectPedestrians: a 2D U8 image with 1, 3 or 4 channels.
+absl::Status CheckDetectInput(const ImageView& image, const DetectJob& job);
 
 // A mesh as the request names it; the view points into the request message.
 struct MeshInput {

@@ -55,6 +55,9 @@ struct ServerOptions {
   std::uint64_t resident_budget_bytes = std::uint64_t{4} << 30;
   std::uint32_t resident_ttl_seconds = 600;
   std::uint32_t resident_max_ttl_seconds = 86400;
+  // Detector models (*.hogsvm) loaded at start-up; empty loads none (DetectPedestrians then
+  // answers NOT_FOUND).
+  std::string models_dir;
   RequestLimits limits;
 };
 

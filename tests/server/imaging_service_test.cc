@@ -2,10 +2,15 @@
 // resident objects, overload and shutdown.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <future>
+#include <iterator>
 #include <thread>
 
 #include "cuimg/codec/image_codec.h"
+#include "cuimg/kernels/hog_model_file.h"
+#include "cuimg/reference/hog_reference.h"
 #include "cuimg/reference/morphology_reference.h"
 #include "grpc_protocols/health.grpc.pb.h"
 #include "server/proto_conversion.h"
@@ -98,6 +103,120 @@ TEST(ImagingService, BadRequestsGetInvalidArgumentAndTheServerKeepsServing) {
   grpc::ClientContext ctx;
   v1::MorphologyResponse response;
   EXPECT_TRUE(server.stub().Morphology(&ctx, DilateRequest(input, 3), &response).ok());
+}
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in) << path;
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+TEST(ImagingService, DetectPedestriansReturnsTheReferenceDetections) {
+  testing::TestServer server;
+  const std::string png = ReadBytes("/usr/share/doc/opencv-doc/examples/data/basketball2.png");
+  v1::DetectPedestriansRequest request;
+  request.mutable_input()->set_encoded(png);
+  grpc::ClientContext ctx;
+  v1::DetectPedestriansResponse response;
+  const grpc::Status status = server.stub().DetectPedestrians(&ctx, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  // The CPU backend is the reference; grouping is the same function for every backend.
+  absl::StatusOr<Image> image = DecodeImage(
+      absl::MakeConstSpan(reinterpret_cast<const std::uint8_t*>(png.data()), png.size()));
+  ASSERT_TRUE(image.ok());
+  absl::StatusOr<HogModel> model =
+      ReadHogModelFile(std::string(CUIMG_SOURCE_MODELS_DIR) + "/opencv_people_64x128.hogsvm");
+  ASSERT_TRUE(model.ok());
+  absl::StatusOr<DetectResult> want = DetectReference(image->view(), *model, DetectSpec{});
+  ASSERT_TRUE(want.ok());
+  const std::vector<Detection> boxes = FinishDetections(want->geometry, want->hits, DetectSpec{});
+  ASSERT_FALSE(boxes.empty());
+  ASSERT_EQ(response.detections_size(), static_cast<int>(boxes.size()));
+  for (int i = 0; i < response.detections_size(); ++i) {
+    const v1::Detection& d = response.detections(i);
+    EXPECT_EQ(d.x(), boxes[i].x);
+    EXPECT_EQ(d.y(), boxes[i].y);
+    EXPECT_EQ(d.width(), boxes[i].width);
+    EXPECT_EQ(d.height(), boxes[i].height);
+    EXPECT_EQ(d.score(), boxes[i].score);
+    if (i > 0) {
+      EXPECT_LE(d.score(), response.detections(i - 1).score());
+    }
+  }
+  EXPECT_EQ(response.model(), "opencv_people_64x128");
+  EXPECT_EQ(response.levels(), want->geometry.levels.size());
+  EXPECT_EQ(response.windows(), static_cast<std::uint64_t>(want->geometry.windows));
+  EXPECT_EQ(ctx.GetServerTrailingMetadata().count("cuimg-timing"), 1u);
+}
+
+TEST(ImagingService, DetectPedestriansRefusesUnknownModelsAndBadInputs) {
+  testing::TestServer server;
+  v1::DetectPedestriansRequest request;
+  v1::Image* image = request.mutable_input()->mutable_image();
+  image->set_pixel_type(v1::PIXEL_TYPE_U8);
+  image->set_width(80);
+  image->set_height(140);
+  image->set_data(std::string(80 * 140, '\x10'));
+  request.set_model("no_such_model");
+  {
+    grpc::ClientContext ctx;
+    v1::DetectPedestriansResponse response;
+    const grpc::Status s = server.stub().DetectPedestrians(&ctx, request, &response);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_NE(s.error_message().find("model: 'no_such_model'"), std::string::npos)
+        << s.error_message();
+  }
+  request.clear_model();
+  request.set_win_stride(5);
+  {
+    grpc::ClientContext ctx;
+    v1::DetectPedestriansResponse response;
+    const grpc::Status s = server.stub().DetectPedestrians(&ctx, request, &response);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("win_stride"), std::string::npos) << s.error_message();
+  }
+  // A flat image: no detections, no error.
+  request.set_win_stride(0);
+  grpc::ClientContext ctx;
+  v1::DetectPedestriansResponse response;
+  ASSERT_TRUE(server.stub().DetectPedestrians(&ctx, request, &response).ok());
+  EXPECT_EQ(response.detections_size(), 0);
+}
+
+TEST(ImagingService, ListModelsListsTheRepositoryModels) {
+  testing::TestServer server;
+  grpc::ClientContext ctx;
+  v1::ListModelsResponse response;
+  ASSERT_TRUE(server.stub().ListModels(&ctx, v1::ListModelsRequest{}, &response).ok());
+  ASSERT_EQ(response.models_size(), 2);
+  const v1::DetectorModel& daimler = response.models(0);
+  const v1::DetectorModel& people = response.models(1);
+  EXPECT_EQ(daimler.name(), "opencv_daimler_48x96");
+  EXPECT_EQ(daimler.window_width(), 48u);
+  EXPECT_EQ(daimler.descriptor_size(), 1980u);
+  EXPECT_FALSE(daimler.gamma_correction());
+  EXPECT_EQ(people.name(), "opencv_people_64x128");
+  EXPECT_EQ(people.window_height(), 128u);
+  EXPECT_EQ(people.descriptor_size(), 3780u);
+  EXPECT_TRUE(people.gamma_correction());
+  EXPECT_NE(people.description().find("OpenCV"), std::string::npos);
+}
+
+TEST(ImagingService, StartFailsNamingAModelFileThatDoesNotParse) {
+  const std::string dir = ::testing::TempDir() + "/cuimg_bad_models";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/broken.hogsvm") << "cuimg-hog-svm 1\nwindow 64\n";
+  ServerOptions options = testing::TestServerOptions();
+  options.models_dir = dir;
+  absl::StatusOr<std::unique_ptr<CuimgServer>> server =
+      CuimgServer::Start(options, CreateCpuBackend(options));
+  ASSERT_FALSE(server.ok());
+  EXPECT_NE(server.status().message().find(dir + "/broken.hogsvm"), std::string::npos)
+      << server.status();
+  options.models_dir = dir + "/missing";
+  server = CuimgServer::Start(options, CreateCpuBackend(options));
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(ImagingService, ResidentResultsAreReusableByHandle) {

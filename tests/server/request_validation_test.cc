@@ -174,5 +174,116 @@ TEST(MorphologyValidationOk, HonoursTheElementExtentLimit) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_element_extent")));
 }
 
+v1::DetectPedestriansRequest ValidDetectRequest() {
+  v1::DetectPedestriansRequest r;
+  v1::Image* image = r.mutable_input()->mutable_image();
+  image->set_pixel_type(v1::PIXEL_TYPE_U8);
+  image->set_width(70);
+  image->set_height(130);
+  image->set_channels(3);
+  image->set_data(std::string(70 * 130 * 3, '\x07'));
+  return r;
+}
+
+struct BadDetectCase {
+  const char* name;
+  std::function<void(v1::DetectPedestriansRequest&)> mutate;
+  const char* field;
+};
+
+class DetectValidation : public ::testing::TestWithParam<BadDetectCase> {};
+
+TEST_P(DetectValidation, RejectsNamingTheField) {
+  v1::DetectPedestriansRequest request = ValidDetectRequest();
+  GetParam().mutate(request);
+  EXPECT_THAT(ValidateDetectRequest(request, RequestLimits{}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(GetParam().field)));
+}
+
+const BadDetectCase kBadDetectCases[] = {
+    {"NoInput", [](auto& r) { r.clear_input(); }, "input"},
+    {"ShortData", [](auto& r) { r.mutable_input()->mutable_image()->set_data("x"); },
+     "input.image.data"},
+    {"TwoChannels",
+     [](auto& r) {
+       r.mutable_input()->mutable_image()->set_channels(2);
+       r.mutable_input()->mutable_image()->set_data(std::string(70 * 130 * 2, '\0'));
+     },
+     "input.image: has 2 channels"},
+    {"U16",
+     [](auto& r) {
+       r.mutable_input()->mutable_image()->set_pixel_type(v1::PIXEL_TYPE_U16);
+       r.mutable_input()->mutable_image()->set_data(std::string(70 * 130 * 3 * 2, '\0'));
+     },
+     "input.image: is u16"},
+    {"Volume",
+     [](auto& r) {
+       r.mutable_input()->mutable_image()->set_depth(2);
+       r.mutable_input()->mutable_image()->set_data(std::string(70 * 130 * 3 * 2, '\0'));
+     },
+     "input.image: is a volume"},
+    {"BadModelName", [](auto& r) { r.set_model("../etc/passwd"); }, "model"},
+    {"NanThreshold", [](auto& r) { r.set_hit_threshold(NAN); }, "hit_threshold"},
+    {"StrideNotMultipleOf8", [](auto& r) { r.set_win_stride(12); }, "win_stride"},
+    {"StrideTooLarge", [](auto& r) { r.set_win_stride(72); }, "win_stride"},
+    {"PaddingTooLarge", [](auto& r) { r.set_padding(300); }, "padding"},
+    {"ScaleOne", [](auto& r) { r.set_scale(1.0); }, "scale"},
+    {"ScaleTooLarge", [](auto& r) { r.set_scale(5.0); }, "scale"},
+    {"ScaleInfinite", [](auto& r) { r.set_scale(INFINITY); }, "scale"},
+    {"TooManyLevels", [](auto& r) { r.set_max_levels(65); }, "max_levels"},
+    {"UnknownGrouping", [](auto& r) { r.set_grouping(static_cast<v1::Grouping>(9)); },
+     "grouping"},
+    {"GroupThresholdTooLarge", [](auto& r) { r.set_group_threshold(1001); }, "group_threshold"},
+    {"NegativeEps", [](auto& r) { r.set_group_eps(-0.1); }, "group_eps"},
+    {"EpsTooLarge", [](auto& r) { r.set_group_eps(5); }, "group_eps"},
+};
+
+INSTANTIATE_TEST_SUITE_P(All, DetectValidation, ::testing::ValuesIn(kBadDetectCases),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(DetectValidationOk, AppliesOpenCvDefaults) {
+  absl::StatusOr<DetectJob> job = ValidateDetectRequest(ValidDetectRequest(), RequestLimits{});
+  ASSERT_THAT(job, IsOk());
+  EXPECT_EQ(job->model, "opencv_people_64x128");
+  EXPECT_EQ(job->spec.win_stride, 8);
+  EXPECT_EQ(job->spec.padding, 0);
+  EXPECT_EQ(job->spec.scale, 1.05);
+  EXPECT_EQ(job->spec.max_levels, 64);
+  EXPECT_EQ(job->spec.hit_threshold, 0);
+  EXPECT_EQ(job->spec.group_threshold, 2);
+  EXPECT_EQ(job->spec.group_eps, 0.2);
+  EXPECT_EQ(job->spec.grouping, DetectGrouping::kGroupRectangles);
+  EXPECT_TRUE(job->gamma_from_model);
+}
+
+TEST(DetectValidationOk, TakesExplicitValues) {
+  v1::DetectPedestriansRequest r = ValidDetectRequest();
+  r.set_model("opencv_daimler_48x96");
+  r.set_gamma_correction(false);
+  r.set_group_threshold(0);
+  r.set_grouping(v1::GROUPING_NONE);
+  r.set_win_stride(16);
+  r.set_padding(13);
+  r.set_max_levels(3);
+  absl::StatusOr<DetectJob> job = ValidateDetectRequest(r, RequestLimits{});
+  ASSERT_THAT(job, IsOk());
+  EXPECT_EQ(job->model, "opencv_daimler_48x96");
+  EXPECT_FALSE(job->gamma_from_model);
+  EXPECT_FALSE(job->spec.gamma_correction);
+  EXPECT_EQ(job->spec.group_threshold, 0);
+  EXPECT_EQ(job->spec.grouping, DetectGrouping::kNone);
+  EXPECT_EQ(job->spec.win_stride, 16);
+  EXPECT_EQ(job->spec.padding, 13);
+  EXPECT_EQ(job->spec.max_levels, 3);
+}
+
+TEST(DetectValidationOk, DefaultLevelsRespectTheServerLimit) {
+  RequestLimits limits;
+  limits.max_pyramid_levels = 20;
+  absl::StatusOr<DetectJob> job = ValidateDetectRequest(ValidDetectRequest(), limits);
+  ASSERT_THAT(job, IsOk());
+  EXPECT_EQ(job->spec.max_levels, 20);
+}
+
 }  // namespace
 }  // namespace cuimg

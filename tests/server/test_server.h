@@ -19,6 +19,9 @@ inline ServerOptions TestServerOptions() {
   options.metrics_address = "127.0.0.1:0";
   options.worker_threads = 2;
   options.cpu_threads_per_request = 1;
+#ifdef CUIMG_SOURCE_MODELS_DIR
+  options.models_dir = CUIMG_SOURCE_MODELS_DIR;
+#endif
   return options;
 }
 

@@ -133,6 +133,13 @@ struct WindowHit {
 // Strict weak order by (level, window_y, window_x): the order every backend returns hits in.
 bool HitOrder(const WindowHit& a, const WindowHit& b);
 
+// What a detection computes before grouping: its levels and windows, and the hits.
+struct DetectResult {
+  DetectGeometry geometry;
+  // Every window with score >= hit_threshold, in HitOrder.
+  std::vector<WindowHit> hits;
+};
+
 // A detection in input pixel coordinates.
 struct Detection {
   int x = 0;

@@ -54,12 +54,6 @@ std::vector<float> WindowDescriptor(const HogBlocks& blocks, int bx, int by, int
 // four float partial sums, then double).
 double ScoreWindow(const HogBlocks& blocks, int bx, int by, const HogModel& model);
 
-struct DetectResult {
-  DetectGeometry geometry;
-  // Every window with score >= hit_threshold, in HitOrder.
-  std::vector<WindowHit> hits;
-};
-
 // Every level of `geometry` (PlanDetection of the image, the model's window and `spec`): its image
 // (ResizeLinearExactU8 of the input, or the input), votes, blocks and window scores. Errors:
 // INVALID_ARGUMENT for an input that is not U8 with 1, 3 or 4 channels, and those of
