@@ -54,6 +54,31 @@ struct PyramidCommand {
 };
 int RunPyramid(const ConnectionOptions& connection, const PyramidCommand& command);
 
+struct DetectCommand {
+  std::string input;   // an image file, or a directory of frames (.png/.jpg, by name)
+  std::string video;   // a video file, decoded by the ffmpeg program
+  std::string output;  // image: the boxed PNG; directory or video: a directory of boxed PNGs
+  std::string model;   // empty: the server's default
+  double hit_threshold = 0;
+  int win_stride = 0;  // 0: 8
+  int padding = 0;
+  double scale = 0;    // 0: 1.05
+  int max_levels = 0;  // 0: 64
+  std::string gamma = "model";          // model (its default), on, off
+  std::string grouping = "rectangles";  // rectangles (groupRectangles) or none (raw hits)
+  int group_threshold = -1;             // < 0: the server's default (2)
+  double group_eps = 0;                 // 0: 0.2
+  int every = 1;       // frames: every Nth
+  int max_frames = 0;  // frames: at most this many (0: all)
+};
+// Prints one JSON line per image; exit 1 on the first RPC error.
+int RunDetect(const ConnectionOptions& connection, const DetectCommand& command);
+
+struct ModelsCommand {
+  bool json = false;
+};
+int RunModels(const ConnectionOptions& connection, const ModelsCommand& command);
+
 struct DeformCommand {
   std::string input;   // a mesh file (OBJ, PLY, STL, ...) or torus:N,M
   std::string output;  // .obj, .ply or .stl with vertex normals

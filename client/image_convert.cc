@@ -74,4 +74,31 @@ Image ContactSheet(const std::vector<Image>& images, std::int64_t max_width) {
   return sheet;
 }
 
+Image DrawBoxes(const Image& image, const std::vector<BoxOutline>& boxes, int thickness,
+                const std::uint8_t (&bgr)[3]) {
+  const std::int64_t w = image.extent().width;
+  const std::int64_t h = image.extent().height;
+  const int cn = image.channels();
+  Image out(PixelType::kU8, Extent{w, h, 1}, 3);
+  for (std::int64_t i = 0; i < w * h; ++i) {
+    for (int c = 0; c < 3; ++c) out.bytes()[i * 3 + c] = image.bytes()[i * cn + (cn >= 3 ? c : 0)];
+  }
+  auto paint = [&](std::int64_t x0, std::int64_t y0, std::int64_t x1, std::int64_t y1) {
+    for (std::int64_t y = std::max<std::int64_t>(y0, 0); y < std::min(y1, h); ++y) {
+      for (std::int64_t x = std::max<std::int64_t>(x0, 0); x < std::min(x1, w); ++x) {
+        std::copy(bgr, bgr + 3, out.bytes() + (y * w + x) * 3);
+      }
+    }
+  };
+  for (const BoxOutline& b : boxes) {
+    const std::int64_t x1 = std::int64_t{b.x} + b.width;
+    const std::int64_t y1 = std::int64_t{b.y} + b.height;
+    paint(b.x, b.y, x1, b.y + thickness);  // top
+    paint(b.x, y1 - thickness, x1, y1);    // bottom
+    paint(b.x, b.y, b.x + thickness, y1);  // left
+    paint(x1 - thickness, b.y, x1, y1);    // right
+  }
+  return out;
+}
+
 }  // namespace cuimg

@@ -18,6 +18,15 @@ Image ToPreviewU8(const Image& image, double lo = 0, double hi = 0);
 // The images side by side on rows no wider than max_width, on black.
 Image ContactSheet(const std::vector<Image>& images, std::int64_t max_width);
 
+// A rectangle in pixel coordinates (x, y: top-left).
+struct BoxOutline {
+  int x, y, width, height;
+};
+// A BGR copy of a U8 image (gray replicated, BGRA's alpha dropped) with each box's outline drawn
+// `thickness` pixels wide, inside the box and clipped to the image, in `bgr`.
+Image DrawBoxes(const Image& image, const std::vector<BoxOutline>& boxes, int thickness = 2,
+                const std::uint8_t (&bgr)[3] = {0, 255, 0});
+
 }  // namespace cuimg
 
 #endif  // CUIMG_CLIENT_IMAGE_CONVERT_H_

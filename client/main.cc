@@ -23,10 +23,12 @@ ABSL_FLAG(std::string, service, "", "health: the service to check (\"\" = whole 
 
 // morphology
 ABSL_FLAG(std::string, input, "",
-          "morphology, gradient, pyramid, load: input image (.png, .jpg, .tif); deform: mesh "
-          "file (.obj, .ply, .stl) or torus:N,M.");
+          "morphology, gradient, pyramid, load: input image (.png, .jpg, .tif); detect: an image "
+          "or a directory of frames (.png, .jpg, in name order); deform: mesh file (.obj, .ply, "
+          ".stl) or torus:N,M.");
 ABSL_FLAG(std::string, output, "",
-          "morphology: output image (.png, .jpg, .tif); deform, mesh: output mesh (.obj, .ply, "
+          "morphology: output image (.png, .jpg, .tif); detect: the image with boxes drawn (.png), "
+          "or for frames and --video a directory of them; deform, mesh: output mesh (.obj, .ply, "
           ".stl).");
 ABSL_FLAG(std::string, steps, "",
           "morphology, load: a chain op:shape:WxH[xD][:iterations],... (overrides --op/--shape/--size/"
@@ -51,6 +53,27 @@ ABSL_FLAG(int, levels, 31, "pyramid: levels (each 1/ratio the size of the previo
 ABSL_FLAG(double, ratio, 1.05, "pyramid: scale between levels.");
 ABSL_FLAG(std::string, mode, "from_base", "pyramid: from_base or cascaded.");
 ABSL_FLAG(std::string, format, "png", "pyramid: level files as png (previews) or tiff (f32).");
+
+// detect, models
+ABSL_FLAG(std::string, video, "",
+          "detect: a video file instead of --input; its frames are decoded by the ffmpeg program "
+          "(Debian package ffmpeg).");
+ABSL_FLAG(std::string, model, "",
+          "detect: detector model name (cuimg models lists them; empty: opencv_people_64x128).");
+ABSL_FLAG(double, hit_threshold, 0, "detect: windows scoring at least this are hits.");
+ABSL_FLAG(int, win_stride, 0, "detect: window step in pixels, a multiple of 8 (0 = 8).");
+ABSL_FLAG(int, padding, 0, "detect: pixels added around each level (rounded up to 8).");
+ABSL_FLAG(double, scale, 0, "detect: scale between pyramid levels, in (1, 4] (0 = 1.05).");
+ABSL_FLAG(int, max_levels, 0, "detect: at most this many pyramid levels (0 = 64).");
+ABSL_FLAG(std::string, gamma, "model",
+          "detect: sqrt gamma correction: model (the model's default), on or off.");
+ABSL_FLAG(std::string, grouping, "rectangles",
+          "detect: rectangles (OpenCV groupRectangles) or none (every window hit).");
+ABSL_FLAG(int, group_threshold, -1,
+          "detect: clusters of at most this many hits are dropped (-1 = the server's 2).");
+ABSL_FLAG(double, group_eps, 0, "detect: groupRectangles' eps (0 = 0.2).");
+ABSL_FLAG(int, every, 1, "detect: frames: process every Nth frame.");
+ABSL_FLAG(int, max_frames, 0, "detect: frames: stop after this many (0 = all).");
 
 // deform, mesh
 ABSL_FLAG(std::string, lattice_file, "",
@@ -88,6 +111,8 @@ constexpr char kUsage[] =
     "  morphology   erode/dilate/open/close/gradient/tophat/blackhat an image\n"
     "  gradient     Gaussian-derivative gradients (f32 TIFF) and a magnitude preview\n"
     "  pyramid      a multi-level bilinear pyramid and a contact sheet\n"
+    "  detect       pedestrians (HOG + SVM) in an image, frames or a video: JSON boxes, PNGs\n"
+    "  models       the detector models the server loaded (--json)\n"
     "  deform       free-form deformation of a mesh, with normals (--animate for fps)\n"
     "  mesh torus   write the reference torus mesh\n"
     "  load         load-test the server with Morphology calls\n"
@@ -154,6 +179,30 @@ int main(int argc, char** argv) {
     command.mode = absl::GetFlag(FLAGS_mode);
     command.format = absl::GetFlag(FLAGS_format);
     return cuimg::RunPyramid(connection, command);
+  }
+  if (subcommand == "detect") {
+    cuimg::DetectCommand command;
+    command.input = absl::GetFlag(FLAGS_input);
+    command.video = absl::GetFlag(FLAGS_video);
+    command.output = absl::GetFlag(FLAGS_output);
+    command.model = absl::GetFlag(FLAGS_model);
+    command.hit_threshold = absl::GetFlag(FLAGS_hit_threshold);
+    command.win_stride = absl::GetFlag(FLAGS_win_stride);
+    command.padding = absl::GetFlag(FLAGS_padding);
+    command.scale = absl::GetFlag(FLAGS_scale);
+    command.max_levels = absl::GetFlag(FLAGS_max_levels);
+    command.gamma = absl::GetFlag(FLAGS_gamma);
+    command.grouping = absl::GetFlag(FLAGS_grouping);
+    command.group_threshold = absl::GetFlag(FLAGS_group_threshold);
+    command.group_eps = absl::GetFlag(FLAGS_group_eps);
+    command.every = absl::GetFlag(FLAGS_every);
+    command.max_frames = absl::GetFlag(FLAGS_max_frames);
+    return cuimg::RunDetect(connection, command);
+  }
+  if (subcommand == "models") {
+    cuimg::ModelsCommand command;
+    command.json = absl::GetFlag(FLAGS_json);
+    return cuimg::RunModels(connection, command);
   }
   if (subcommand == "deform") {
     cuimg::DeformCommand command;

@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
 """Sends the same Morphology requests to a CUDA-backend and a CPU-backend cuimg-server and checks
-the outputs are identical byte for byte (random types, shapes, sizes, anchors, ops, chains, 2D/3D).
+the outputs are identical byte for byte (random types, shapes, sizes, anchors, ops, chains, 2D/3D);
+then Gradient, Pyramid and Deform within their tolerances, and DetectPedestrians: every window's
+score within 1e-4 and detections with precision and recall >= 0.95 at IoU >= 0.5.
 Run on the GPU machine: compare_backends.py --server path/to/cuimg-server [--cases N]."""
 import argparse
+import glob
+import os
 import sys
 
 import grpc
 import numpy as np
 
-from cuimg.v1 import (deform_pb2, gradient_pb2, imaging_service_pb2_grpc, morphology_pb2,
-                      pyramid_pb2, types_pb2)
+from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, imaging_service_pb2_grpc,
+                      morphology_pb2, pyramid_pb2, types_pb2)
 from server_process import ServerProcess
 
 TYPES = [(types_pb2.PIXEL_TYPE_U8, np.uint8), (types_pb2.PIXEL_TYPE_U16, np.uint16),
@@ -91,6 +95,88 @@ def compare_other_rpcs(stubs, rng):
     return failures
 
 
+def iou(a, b):
+    x0, y0 = max(a[0], b[0]), max(a[1], b[1])
+    x1, y1 = min(a[0] + a[2], b[0] + b[2]), min(a[1] + a[3], b[1] + b[3])
+    if x1 <= x0 or y1 <= y0:
+        return 0.0
+    inter = (x1 - x0) * (y1 - y0)
+    return inter / (a[2] * a[3] + b[2] * b[3] - inter)
+
+
+def match(found, reference, min_iou=0.5):
+    """Greedy one-to-one matching by descending IoU: the number of matched pairs."""
+    pairs = sorted(((iou(f, r), i, j) for i, f in enumerate(found) for j, r in enumerate(reference)
+                    if iou(f, r) >= min_iou), reverse=True)
+    used_f, used_r, matched = set(), set(), 0
+    for _, i, j in pairs:
+        if i not in used_f and j not in used_r:
+            used_f.add(i)
+            used_r.add(j)
+            matched += 1
+    return matched
+
+
+def synthetic(rng, h, w, channels):
+    y, x = np.mgrid[0:h, 0:w]
+    fx, fy = rng.uniform(0.02, 0.12, size=2)
+    base = 128 + 90 * np.sin(x * fx)[..., None] * np.cos(y * fy)[..., None] * np.ones(channels)
+    noise = rng.integers(-15, 16, size=(h, w, channels))
+    return np.clip(base + noise, 0, 255).astype(np.uint8).squeeze()
+
+
+def image_source(array):
+    h, w = array.shape[:2]
+    channels = 1 if array.ndim == 2 else array.shape[2]
+    return types_pb2.ImageSource(image=types_pb2.Image(
+        pixel_type=types_pb2.PIXEL_TYPE_U8, width=w, height=h, channels=channels, data=array.tobytes()))
+
+
+def compare_detections(stubs, rng):
+    """DetectPedestrians, CUDA vs CPU: every window (hit_threshold far below, no grouping) scored
+    within 1e-4 on synthetic images of odd sizes and 1/3/4 channels; grouped detections on real
+    images (basketball1/2, fruits, vtest_*.png frames) with precision and recall >= 0.95."""
+    failures = 0
+    every = dict(hit_threshold=-1e9, grouping=detection_pb2.GROUPING_NONE)
+    cases = [(synthetic(rng, int(rng.integers(128, 300)), int(rng.integers(64, 400)), int(c)), spec)
+             for c, spec in [(1, {}), (3, dict(gamma_correction=False)), (4, dict(scale=1.3)),
+                             (3, dict(model="opencv_daimler_48x96")), (1, dict(win_stride=16, scale=1.5))]]
+    for i, (array, spec) in enumerate(cases):
+        replies = [stub.DetectPedestrians(detection_pb2.DetectPedestriansRequest(
+            input=image_source(array), **every, **spec), timeout=300) for stub in stubs]
+        keyed = [{(d.x, d.y, d.width, d.height, round(d.scale, 9)): d.score for d in r.detections}
+                 for r in replies]
+        worst = max((abs(keyed[0][k] - keyed[1][k]) for k in keyed[1] if k in keyed[0]), default=0.0)
+        if keyed[0].keys() != keyed[1].keys() or replies[0].windows != replies[1].windows or worst > 1e-4:
+            failures += 1
+            print(f"detect windows case {i} {array.shape} {spec}: MISMATCH windows "
+                  f"{replies[0].windows} vs {replies[1].windows}, keys equal "
+                  f"{keyed[0].keys() == keyed[1].keys()}, max |score diff| {worst:.3g}")
+    data = os.environ.get("CUIMG_DATA", "/usr/share/doc/opencv-doc/examples/data")
+    files = [os.path.join(data, n) for n in ("basketball1.png", "basketball2.png", "fruits.jpg")]
+    files += sorted(glob.glob(os.path.join(data, "vtest_*.png")))
+    matched = found = reference = 0
+    for path in files:
+        with open(path, "rb") as f:
+            encoded = types_pb2.ImageSource(encoded=f.read())
+        for spec in ({}, dict(padding=32, scale=1.1), dict(model="opencv_daimler_48x96", hit_threshold=0.5)):
+            cuda, cpu = (stub.DetectPedestrians(detection_pb2.DetectPedestriansRequest(
+                input=encoded, **spec), timeout=300) for stub in stubs)
+            a = [(d.x, d.y, d.width, d.height) for d in cuda.detections]
+            b = [(d.x, d.y, d.width, d.height) for d in cpu.detections]
+            matched += match(a, b)
+            found += len(a)
+            reference += len(b)
+    precision = matched / found if found else 1.0
+    recall = matched / reference if reference else 1.0
+    print(f"backends cuda vs cpu (detections on {len(files)} images x 3 specs): {matched} of {found} "
+          f"matched {reference}: precision {precision:.4f} recall {recall:.4f}")
+    if precision < 0.95 or recall < 0.95 or reference == 0:
+        failures += 1
+    print(f"backends cuda vs cpu (detect): {failures} mismatches")
+    return failures
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--server", required=True)
@@ -99,7 +185,8 @@ def main():
     cuda = ServerProcess(args.server, "--backend=cuda")
     cpu = ServerProcess(args.server, "--backend=cpu")
     try:
-        stubs = [imaging_service_pb2_grpc.ImagingStub(grpc.insecure_channel(s.target))
+        stubs = [imaging_service_pb2_grpc.ImagingStub(grpc.insecure_channel(
+                     s.target, options=[("grpc.max_receive_message_length", -1)]))
                  for s in (cuda, cpu)]
         rng = np.random.default_rng(7)
         mismatches = 0
@@ -111,7 +198,8 @@ def main():
                 print(f"case {i}: MISMATCH {request.steps}")
         print(f"backends cuda vs cpu: {args.cases - mismatches}/{args.cases} identical")
         other = compare_other_rpcs(stubs, rng)
-        return 0 if mismatches == 0 and other == 0 else 1
+        detect = compare_detections(stubs, rng)
+        return 0 if mismatches == 0 and other == 0 and detect == 0 else 1
     finally:
         cuda.terminate()
         cpu.terminate()
