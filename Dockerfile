@@ -7,8 +7,9 @@ COPY scripts/install_deps.sh scripts/install_deps.sh
 RUN bash scripts/install_deps.sh build
 COPY . .
 RUN CUIMG_BUILD_DIR=/build bash scripts/build.sh -DCUIMG_BUILD_TESTS=OFF -DCUIMG_BUILD_BENCHMARKS=OFF
-RUN mkdir -p /opt/cuimg/bin \
+RUN mkdir -p /opt/cuimg/bin /opt/cuimg/share/cuimg \
  && cp /build/server/cuimg-server /build/client/cuimg /opt/cuimg/bin/ \
+ && cp -r models /opt/cuimg/share/cuimg/models \
  && bash scripts/collect_libs.sh /opt/cuimg/lib /opt/cuimg/bin/cuimg-server /opt/cuimg/bin/cuimg
 
 FROM nvidia/cuda:13.0.0-runtime-ubuntu24.04 AS runtime

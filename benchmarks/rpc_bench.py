@@ -1,16 +1,22 @@
 #!/usr/bin/env python3
-"""End-to-end Morphology RPC times: a cuimg-server (CUDA backend by default) and a Python grpcio
-client on the same host, median wall-clock round trip over rotated random inputs, with the server's
-own stage breakdown from the `cuimg-timing` trailer. One JSON line per workload."""
+"""End-to-end RPC times: a cuimg-server (CUDA backend by default) and a Python grpcio client on
+the same host, median wall-clock round trip over rotated inputs, with the server's own stage
+breakdown from the `cuimg-timing` trailer: Morphology on random inputs, and DetectPedestrians on
+1080p JPEG frames (CUIMG_DATA/vtest_1080p_NN.jpg, which the GPU bundle carries), also under load:
+`--concurrency` calls in flight for `--load_seconds`, frames per second and latency percentiles.
+One JSON line per workload."""
 import argparse
+import glob
 import json
+import os
 import statistics
+import threading
 import time
 
 import grpc
 import numpy as np
 
-from cuimg.v1 import imaging_service_pb2_grpc, morphology_pb2, types_pb2
+from cuimg.v1 import detection_pb2, imaging_service_pb2_grpc, morphology_pb2, types_pb2
 from server_process import ServerProcess
 
 WORKLOADS = {
@@ -31,11 +37,65 @@ def timing_fields(trailers):
     return {}
 
 
+def detect_workload(stub, args):
+    data = os.environ.get("CUIMG_DATA", "/usr/share/doc/opencv-doc/examples/data")
+    files = sorted(glob.glob(os.path.join(data, "vtest_1080p_*.jpg")))
+    name = "rpc_detect_1080p_jpeg"
+    if not files:
+        print(json.dumps({"impl": "rpc", "workload": name, "error": f"no vtest_1080p_*.jpg in {data}"}),
+              flush=True)
+        return
+    requests = []
+    for path in files:
+        with open(path, "rb") as f:
+            requests.append(detection_pb2.DetectPedestriansRequest(
+                input=types_pb2.ImageSource(encoded=f.read())))
+    walls, stages = [], []
+    for i in range(args.runs + 2):
+        start = time.perf_counter()
+        reply, call = stub.DetectPedestrians.with_call(requests[i % len(requests)], timeout=300)
+        wall = time.perf_counter() - start
+        if i >= 2:
+            walls.append(wall)
+            stages.append(timing_fields(call.trailing_metadata()))
+    median = {k: statistics.median(s[k] for s in stages) for k in stages[0]}
+    # Closed loop under load: `concurrency` threads, each one call in flight.
+    latencies, lock, deadline = [], threading.Lock(), time.perf_counter() + args.load_seconds
+
+    def worker(k):
+        i = k
+        while time.perf_counter() < deadline:
+            start = time.perf_counter()
+            stub.DetectPedestrians(requests[i % len(requests)], timeout=300)
+            with lock:
+                latencies.append(time.perf_counter() - start)
+            i += args.concurrency
+
+    began = time.perf_counter()
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(args.concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - began
+    latencies.sort()
+    print(json.dumps({"impl": "rpc", "workload": name, "backend": args.backend,
+                      "median_ms": round(statistics.median(walls) * 1e3, 3),
+                      "payload_mb": round(statistics.mean(len(r.input.encoded) for r in requests) / 1e6, 2),
+                      "server_us": median, "runs": args.runs, "detections": len(reply.detections),
+                      "concurrency": args.concurrency, "throughput_fps": round(len(latencies) / elapsed, 1),
+                      "p50_ms_loaded": round(latencies[len(latencies) // 2] * 1e3, 3),
+                      "p99_ms_loaded": round(latencies[int(len(latencies) * 0.99)] * 1e3, 3)}),
+          flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--server", required=True)
     parser.add_argument("--backend", default="cuda")
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--load_seconds", type=float, default=10)
     args = parser.parse_args()
     server = ServerProcess(args.server, f"--backend={args.backend}")
     try:
@@ -69,6 +129,7 @@ def main():
                               "median_ms": round(statistics.median(walls) * 1e3, 3),
                               "payload_mb": round(len(requests[0].input.image.data) / 1e6, 1),
                               "server_us": median, "runs": args.runs}), flush=True)
+        detect_workload(stub, args)
         channel.close()
     finally:
         server.terminate()

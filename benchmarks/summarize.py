@@ -21,7 +21,7 @@ def main(jsonl_path, device_path=None):
             errors.append(item)
         elif item.get("impl") == "device":
             device = item
-        elif item.get("impl") == "rpc":
+        elif item.get("impl") == "rpc" and "error" not in item:
             rpcs.append(item)
         elif item.get("impl") == "paper":
             papers.append(item)
@@ -64,22 +64,37 @@ def main(jsonl_path, device_path=None):
         print("\nResult checks (cuimg vs its CPU reference; anchors vs a host computation):\n")
         for key, who, verdict in checks:
             print(f"- {key}: {who} {verdict}")
+    stages = {k: r for k, r in rows.items() if "blocks_us" in r}
+    if stages:
+        print("\nDetection stages (each timed alone; GPU µs) and checks against the CPU reference:\n")
+        for key, r in stages.items():
+            print(f"- {key}: blocks {r['blocks_us']:.1f}, scores {r['scores_us']:.1f}, all "
+                  f"{r['median_us']:.1f} in {r['launches']} launches; {r['levels']} levels, "
+                  f"{r['windows']} windows, raw hits {r['raw_hits']} (reference {r['reference_raw_hits']}), "
+                  f"detections {r['detections']} (reference {r['reference_detections']}), precision "
+                  f"{r['precision']:.4f} recall {r['recall']:.4f}, input {r['input']}")
     for p in papers:
         r = rows.get(p["workload"])
         ours = f"; cuimg {r['median_us']:.1f} µs here ({p['gpu_us'] / r['median_us']:.0f}× faster)" \
             if r else ""
+        cpu = [f"{p[k] / 1e3:.0f} ms ({label})" for k, label in
+               (("cpu1_us", "1 core"), ("cpu4_us", "4 cores"), ("cpu_us", "cores not stated"))
+               if k in p]
         print(f"\nPublished ({p['source']}): {p['gpu_us'] / 1e3:.2f} ms on {p['gpu_hardware']}, "
-              f"CPU {p['cpu1_us'] / 1e3:.0f} ms (1 core), {p['cpu4_us'] / 1e3:.0f} ms (4 cores){ours}.")
+              f"CPU {', '.join(cpu)}{ours}.")
     if rpcs:
         print("\nEnd-to-end RPC (Python grpcio client on the same host):\n")
         print("| workload | backend | payload MB | round trip median ms | server total µs | "
               "h2d µs | kernel µs | d2h µs |")
         print("|---|---|---|---|---|---|---|---|")
-        for r in rpcs:
+        for r in (r for r in rpcs if "server_us" in r):
             s = r["server_us"]
             print(f"| {r['workload']} | {r['backend']} | {r['payload_mb']} | {r['median_ms']} | "
                   f"{s.get('total_us', 0):.0f} | {s.get('h2d_us', 0):.0f} | "
                   f"{s.get('kernel_us', 0):.0f} | {s.get('d2h_us', 0):.0f} |")
+        for r in (r for r in rpcs if "throughput_fps" in r):
+            print(f"\n{r['workload']} under load ({r['backend']}): {r['concurrency']} calls in flight, "
+                  f"{r['throughput_fps']} frames/s, p50 {r['p50_ms_loaded']} ms, p99 {r['p99_ms_loaded']} ms.")
     others = {k: v for k, v in anchors.items() if k not in rows}
     if others:
         print("\nAnchors without a cuimg row:\n")

@@ -24,6 +24,12 @@ if(CUIMG_BUILD_TESTS)
     target_link_libraries(cuimg_opencv INTERFACE ${CUIMG_OPENCV_${module}})
   endforeach()
   target_include_directories(cuimg_opencv SYSTEM INTERFACE ${CUIMG_OPENCV_INCLUDE_DIR})
+  # Just what HOG needs: the OpenCV CPU anchor travels in the GPU bundle with the libraries it
+  # loads, and imgcodecs/videoio would bring GDAL and FFmpeg along.
+  add_library(cuimg_opencv_hog INTERFACE)
+  target_link_libraries(cuimg_opencv_hog INTERFACE ${CUIMG_OPENCV_objdetect} ${CUIMG_OPENCV_imgproc}
+                                                   ${CUIMG_OPENCV_core})
+  target_include_directories(cuimg_opencv_hog SYSTEM INTERFACE ${CUIMG_OPENCV_INCLUDE_DIR})
 endif()
 
 find_program(CUIMG_PROTOC protoc REQUIRED)

@@ -35,9 +35,12 @@ grep -o 'event=startup.*backend=[a-z]*' out/server.log | sed 's/.*backend=/serve
 "$client" --target="$target" gradient --input="$data/basketball1.png" --output_prefix=out/basketball1
 "$client" --target="$target" pyramid --input="$data/basketball1.png" --output_prefix=out/basketball1_pyramid \
   --levels=31
+"$client" --target="$target" detect --input="$data/basketball1.png" \
+  --output=out/basketball1_detections.png > out/basketball1_detections.json
+"$client" --target="$target" models
 "$client" mesh torus --n=301 --m=301 --output=out/torus.ply
 "$client" --target="$target" deform --input=out/torus.ply --output=out/torus_twisted.ply --twist=90 --bulge=0.3
 "$client" --target="$target" deform --input=out/torus.ply --animate=30 --twist=60
 curl -s "http://127.0.0.1:$metrics/metrics" | grep '^cuimg_requests_total' > out/metrics.txt || true
 echo "results in out/:"
-ls -l out/*.png out/*.tiff out/*.ply | grep -v _pyramid_level
+ls -l out/*.png out/*.tiff out/*.ply out/*.json | grep -v _pyramid_level

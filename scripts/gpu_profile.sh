@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Profiles chosen benchmark workloads (morphology, gradient/pyramid or deform) with Nsight Compute on the GPU machine (from the bundle):
+# Profiles chosen benchmark workloads (morphology, gradient/pyramid, deform or detect) with Nsight
+# Compute on the GPU machine (from the bundle), e.g. detect_1080p HogBlocksKernel:
 #   bash bundle/gpu_profile.sh WORKLOAD KERNEL_REGEX [WORKLOAD KERNEL_REGEX ...]
 # Writes $OUT/profile.txt: speed of light, occupancy, warp stalls, instruction mix, source hot
 # spots. Clocks are left alone (--clock-control none).
@@ -14,6 +15,7 @@ for ((i = 0; i < ${#pairs[@]}; i += 2)); do
   case "${pairs[i]}" in
     gradient* | pyramid*) bench=gradient_pyramid_bench ;;
     deform*) bench=deform_bench ;;
+    detect*) bench=detect_bench ;;
     *) bench=morphology_bench ;;
   esac
   timeout 240 ncu --clock-control none --launch-skip 2 --launch-count 1 -k "regex:${pairs[i + 1]}" \

@@ -10,6 +10,7 @@ mkdir -p "$OUT"
 export PYTHONPATH="$B/python:$B/tests/e2e"
 export PYTHONUNBUFFERED=1
 export CUIMG_DATA="$B/data"
+export CUIMG_MODELS_DIR="$B/models"
 status=0
 step() { echo "== $* ($(date +%T))"; }
 
@@ -44,6 +45,8 @@ if [ "${CUIMG_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; th
     done
     timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/bin/deform_gpu_test" \
       --gtest_filter='*Torus*:*BitIdentical*' --gtest_brief=1 || status=1
+    timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/bin/detect_gpu_test" \
+      --gtest_filter='*IsDeterministic*:*NoHits*' --gtest_brief=1 || status=1
   done > "$OUT/sanitizer.log" 2>&1
   grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/sanitizer.log" | head -24
 fi
@@ -54,7 +57,9 @@ step "server over the wire (CUDA backend)"
     timeout 180 python3 "$B/tests/e2e/test_server_wire.py" || status=1
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
     timeout 180 python3 "$B/tests/e2e/test_rpcs_wire.py" || status=1
-  timeout 180 python3 "$B/tests/e2e/compare_backends.py" --server "$B/bin/cuimg-server" || status=1
+  CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
+    timeout 180 python3 "$B/tests/e2e/test_detect_wire.py" || status=1
+  timeout 300 python3 "$B/tests/e2e/compare_backends.py" --server "$B/bin/cuimg-server" || status=1
 } > "$OUT/e2e.log" 2>&1
 grep -E "^(Ran|OK|FAILED)|backends" "$OUT/e2e.log"
 
@@ -63,9 +68,13 @@ step benchmarks
   timeout 180 "$B/bin/morphology_bench" ${CUIMG_BENCH_ARGS:-} || status=1
   timeout 180 "$B/bin/gradient_pyramid_bench" ${CUIMG_BENCH_ARGS:-} || status=1
   timeout 120 "$B/bin/deform_bench" ${CUIMG_BENCH_ARGS:-} || status=1
-  timeout 120 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" || status=1
-  # CUIMG_ANCHORS picks anchors by family (morphology, gradient); default both.
-  anchors=" ${CUIMG_ANCHORS:-morphology gradient} "
+  timeout 180 "$B/bin/detect_bench" ${CUIMG_BENCH_ARGS:-} || status=1
+  timeout 180 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" || status=1
+  # CUIMG_ANCHORS picks anchors by family (morphology, gradient, detect); default all.
+  anchors=" ${CUIMG_ANCHORS:-morphology gradient detect} "
+  if [[ $anchors == *" detect "* ]]; then
+    timeout 300 "$B/bin/opencv_hog_cpu" ${CUIMG_BENCH_ARGS:-} || status=1
+  fi
   if [[ $anchors == *" morphology "* ]]; then
     timeout 300 python3 "$B/benchmarks/anchors/cupy_morphology.py" || status=1
     timeout 120 python3 "$B/benchmarks/anchors/torch_morphology.py" || status=1

@@ -21,6 +21,8 @@ test_pkgs=(
   # Test oracles only; cuimg itself never links OpenCV.
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev libopencv-objdetect-dev
   libopencv-videoio-dev opencv-doc
+  # `cuimg detect --video` runs the ffmpeg program (tests; the GPU bundle's vtest frames).
+  ffmpeg
   # Over-the-wire tests and the Python client.
   python3 python3-grpcio python3-protobuf python3-numpy python3-scipy python3-pydicom
   python3-matplotlib

@@ -20,6 +20,10 @@ binaries=(
   "$build_dir/tests/pyramid_gpu_test"
   "$build_dir/benchmarks/deform_bench"
   "$build_dir/tests/deform_gpu_test"
+  "$build_dir/benchmarks/detect_bench"
+  "$build_dir/tests/detect_gpu_test"
+  # OpenCV 4.6's CPU HOG, timed beside detect_bench (the GPU machine's OpenCV 5 has no HOG).
+  "$build_dir/benchmarks/opencv_hog_cpu"
 )
 for b in "${binaries[@]}"; do cp "$b" "$out/bin/"; done
 
@@ -30,9 +34,18 @@ cp -r tests/e2e "$out/tests/"
 [ -d benchmarks/anchors ] && cp -r benchmarks/anchors "$out/benchmarks/"
 cp benchmarks/summarize.py benchmarks/rpc_bench.py "$out/benchmarks/"
 cp scripts/gpu_run.sh scripts/gpu_profile.sh "$out/"
-# Sample images (Debian's opencv-doc; the GPU machine has no package registry).
+cp -r models "$out/models"
+# Sample images (Debian's opencv-doc; the GPU machine has no package registry), and frames of
+# vtest.avi decoded here (the GPU machine has no decoder for it): every 80th at 768x576 (JPEG, to keep the bundle small) for the
+# detection test, benchmark and anchor, and three scaled to 1920x1080 as JPEG for the RPC benchmark.
 mkdir -p "$out/data"
-cp /usr/share/doc/opencv-doc/examples/data/{basketball1.png,basketball2.png,fruits.jpg} "$out/data/"
+data=/usr/share/doc/opencv-doc/examples/data
+cp "$data"/{basketball1.png,basketball2.png,fruits.jpg} "$out/data/"
+command -v ffmpeg >/dev/null || { echo "make_bundle: needs ffmpeg (scripts/install_deps.sh)" >&2; exit 1; }
+ffmpeg -v error -i "$data/vtest.avi" -vf "select=not(mod(n\,80))" -vsync vfr -start_number 0 \
+  -q:v 2 "$out/data/vtest_%02d.jpg"
+ffmpeg -v error -i "$data/vtest.avi" -vf "select=not(mod(n\,80)),scale=1920:1080" -vsync vfr \
+  -frames:v 3 -q:v 3 -start_number 0 "$out/data/vtest_1080p_%02d.jpg"
 git rev-parse --short HEAD > "$out/COMMIT" 2>/dev/null || echo unknown > "$out/COMMIT"
 git status --porcelain | grep -q . && echo "+dirty" >> "$out/COMMIT" || true
 

@@ -8,7 +8,7 @@
 // fail to write shows. Labelled `gpu`; skips without a device.
 //
 // Data: CUIMG_DATA (default Debian opencv-doc's examples/data) must hold basketball1.png,
-// basketball2.png, fruits.jpg and vtest_*.png (frames the bundle extracts from vtest.avi; the
+// basketball2.png, fruits.jpg and vtest_NN.jpg (frames the bundle extracts from vtest.avi; the
 // test uses those present, at least one). Models: CUIMG_MODELS_DIR (default the repository's).
 #include <gtest/gtest.h>
 
@@ -187,7 +187,7 @@ std::vector<Image> VtestFrames() {
   std::vector<Image> frames;
   for (int i = 0; i < 100; ++i) {
     char name[32];
-    std::snprintf(name, sizeof(name), "/vtest_%02d.png", i);
+    std::snprintf(name, sizeof(name), "/vtest_%02d.jpg", i);
     absl::StatusOr<Image> f = ReadImage(kData + name);
     if (f.ok()) frames.push_back(*std::move(f));
   }
@@ -233,7 +233,7 @@ TEST(DetectGpu, ScoresEveryWindowAsTheReferenceDoes) {
 TEST(DetectGpu, ScoresEveryWindowOfA1080pFrame) {
   CUIMG_SKIP_IF_NO_GPU();
   const std::vector<Image> frames = VtestFrames();
-  ASSERT_FALSE(frames.empty()) << "no vtest_*.png in " << kData;
+  ASSERT_FALSE(frames.empty()) << "no vtest_NN.jpg in " << kData;
   absl::StatusOr<Image> hd = ResizeLinearExactU8(frames[0].view(), 1920, 1080);
   ASSERT_TRUE(hd.ok());
   const HogModel people = LoadModel("opencv_people_64x128");
@@ -243,7 +243,7 @@ TEST(DetectGpu, ScoresEveryWindowOfA1080pFrame) {
 TEST(DetectGpu, DetectionsMatchTheReferenceOnRealImages) {
   CUIMG_SKIP_IF_NO_GPU();
   std::vector<Image> images = VtestFrames();
-  ASSERT_FALSE(images.empty()) << "no vtest_*.png in " << kData;
+  ASSERT_FALSE(images.empty()) << "no vtest_NN.jpg in " << kData;
   for (const char* name : {"/basketball1.png", "/basketball2.png", "/fruits.jpg"}) {
     absl::StatusOr<Image> image = ReadImage(kData + name);
     ASSERT_TRUE(image.ok()) << image.status();
