@@ -318,7 +318,9 @@ class CudaBackend final : public Backend {
       std::vector<std::uint8_t> hits(DetectPlan::HitsPrefixBytes(first));
       CUIMG_RETURN_IF_ERROR(CopyToHost(hits.data(), d_hits, hits.size(), c.stream));
       CUIMG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(c.stream), "hit count");
-      const std::uint32_t count = DetectPlan::HitCount(hits.data());
+      // Run() zeroes the count first, so it never exceeds the windows; clamp all the same.
+      const std::uint32_t count = static_cast<std::uint32_t>(std::min<std::int64_t>(
+          DetectPlan::HitCount(hits.data()), plan.geometry().windows));
       if (count > first) {
         const std::size_t head = hits.size();
         hits.resize(DetectPlan::HitsPrefixBytes(count));

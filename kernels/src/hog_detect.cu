@@ -104,7 +104,7 @@ __global__ void __launch_bounds__(kScoreThreads)
     return;
   }
   const unsigned int slot = atomicAdd(p.hit_count, 1u);
-  p.hits[slot] = DeviceHit{job.level, wx, wy, score};
+  if (slot < p.capacity) p.hits[slot] = DeviceHit{job.level, wx, wy, score};
 }
 
 // The cell weight table of BlocksParams, from OpenCV's per-pixel votes (hog_types.h).
@@ -168,6 +168,7 @@ absl::StatusOr<DetectPlan> DetectPlan::Create(const Extent& extent, int channels
     bp.gamma = spec.gamma_correction ? 1 : 0;
     bp.reset_count = begin == 0 ? 1 : 0;
     std::memcpy(bp.cell_weights, weights, sizeof(bp.cell_weights));
+    sp.capacity = static_cast<unsigned int>(g.windows);
     sp.threshold = spec.hit_threshold;
     sp.bias = model.bias;
     sp.step = g.win_stride / kHogBlockStride;
@@ -358,7 +359,8 @@ absl::Status DetectPlan::EmulateOnHost(const void* in, const float* weights, voi
             static_cast<double>(score) < p.threshold) {
           continue;
         }
-        out[(*count)++] = DeviceHit{job.level, wx, wy, score};
+        const unsigned int slot = (*count)++;
+        if (slot < p.capacity) out[slot] = DeviceHit{job.level, wx, wy, score};
       }
     }
   }

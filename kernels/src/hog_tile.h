@@ -92,6 +92,7 @@ struct ScoresParams {
   const float* weights;
   unsigned int* hit_count;
   DeviceHit* hits;
+  unsigned int capacity;  // records `hits` holds: the plan's windows
   double threshold;
   float bias;
   int step;  // win_stride / 8: blocks between neighbouring windows

@@ -38,7 +38,9 @@ struct DeviceHit {
 //     counter; the set of hits is deterministic, their order is not: DecodeHits sorts them).
 // Copyable and immutable.
 //
-// Contract of Run() (RunBlocks() then RunScores(), which the benchmark times apart):
+// Contract of Run() (RunBlocks() then RunScores(), which the benchmark times apart; RunBlocks
+// zeroes the hit count and RunScores appends to it, so a RunScores without a RunBlocks before it
+// needs the count zeroed: records past the buffer's capacity are dropped, never written):
 // - `in`: device pointer to the input, U8, extent.Pixels() x channels bytes, channels
 //   interleaved, densely packed (1 = gray, 3 = BGR, 4 = BGRA whose alpha is ignored); only read.
 // - `weights`: device pointer to the model's DescriptorSize() floats in its order (HogModel),
