@@ -20,7 +20,6 @@
 #include "client/io/image_file.h"
 #include "client/io/video_frames.h"
 #include "client/request_building.h"
-#include "cuimg/codec/image_codec.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 

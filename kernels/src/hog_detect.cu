@@ -5,9 +5,8 @@
 #include "cuimg/kernels/hog_detect.h"
 
 #include <algorithm>
-#include <memory>
 #include <cstring>
-#include <tuple>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -55,6 +54,7 @@ int FindJobOnHost(const int* first_block, int num_jobs, int block) {
                           first_block) - 1;
 }
 
+// DivSmall's quotient (cell_loop.cuh) on the host: the kernels' tile of a block index.
 TilePos TileOf(int tile, int tiles_x, float inv_tiles_x) {
   const int y = static_cast<int>((static_cast<float>(tile) + 0.5f) * inv_tiles_x);
   return TilePos{tile - y * tiles_x, y};
