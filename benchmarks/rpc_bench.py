@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end RPC times: a cuimg-server (CUDA backend by default) and a Python grpcio client on
 the same host, median wall-clock round trip over rotated inputs, with the server's own stage
-breakdown from the `cuimg-timing` trailer: Morphology on random inputs, and DetectPedestrians on
+breakdown from the `cuimg-timing` trailer: Morphology on random inputs, Deform of a resident
+90,601-vertex torus (3x3x3 lattice, positions and normals back), and DetectPedestrians on
 1080p JPEG frames (CUIMG_DATA/vtest_1080p_NN.jpg, which the GPU bundle carries), also under load:
 `--concurrency` calls in flight for `--load_seconds`, frames per second and latency percentiles.
 One JSON line per workload."""
@@ -16,7 +17,8 @@ import time
 import grpc
 import numpy as np
 
-from cuimg.v1 import detection_pb2, imaging_service_pb2_grpc, morphology_pb2, types_pb2
+from cuimg.v1 import (deform_pb2, detection_pb2, imaging_service_pb2_grpc, morphology_pb2,
+                      resident_pb2, types_pb2)
 from server_process import ServerProcess
 
 WORKLOADS = {
@@ -35,6 +37,57 @@ def timing_fields(trailers):
         if key == "cuimg-timing":
             return {k: float(v) for k, v in (kv.split("=") for kv in value.split())}
     return {}
+
+
+def torus(n, m, major=1.0, minor=0.35):
+    """n x m torus grid (n * m vertices, 2 n m triangles), as the deform benchmark's MakeTorus."""
+    u = 2 * np.pi * np.arange(n) / n
+    v = 2 * np.pi * np.arange(m) / m
+    uu, vv = np.meshgrid(u, v, indexing="ij")
+    pos = np.stack([(major + minor * np.cos(vv)) * np.cos(uu),
+                    (major + minor * np.cos(vv)) * np.sin(uu), minor * np.sin(vv)],
+                   axis=-1).reshape(-1, 3).astype(np.float32)
+    i, j = np.meshgrid(np.arange(n), np.arange(m), indexing="ij")
+    a, b = i * m + j, ((i + 1) % n) * m + j
+    c, d = ((i + 1) % n) * m + (j + 1) % m, i * m + (j + 1) % m
+    tris = np.stack([np.stack([a, b, c], -1), np.stack([a, c, d], -1)], axis=2).reshape(-1, 3)
+    return pos, tris.astype(np.uint32)
+
+
+def deform_workload(stub, args):
+    """The issue's end-to-end Deform: a resident 301x301 torus (uploaded once), a 3x3x3 lattice with
+    random displacements per call, positions and normals back."""
+    pos, tris = torus(301, 301)
+    data = pos.tobytes() + tris.tobytes()
+    chunk = 1 << 20
+    uploads = [resident_pb2.UploadRequest(mesh=deform_pb2.Mesh(
+        vertex_count=len(pos), triangle_count=len(tris), positions=data[:chunk]))]
+    uploads += [resident_pb2.UploadRequest(chunk=data[k:k + chunk]) for k in range(chunk, len(data), chunk)]
+    handle = stub.Upload(iter(uploads), timeout=120).object.handle
+    lo, hi = pos.min(0) - 0.05, pos.max(0) + 0.05
+    rng = np.random.default_rng(3)
+    requests = [deform_pb2.DeformRequest(
+        mesh=deform_pb2.MeshSource(handle=handle),
+        lattice=deform_pb2.Lattice(
+            origin=types_pb2.Vec3(x=lo[0], y=lo[1], z=lo[2]), s=types_pb2.Vec3(x=hi[0] - lo[0]),
+            t=types_pb2.Vec3(y=hi[1] - lo[1]), u=types_pb2.Vec3(z=hi[2] - lo[2]), count_s=3,
+            count_t=3, count_u=3, displacements=rng.normal(scale=0.1, size=81).tolist()))
+        for _ in range(3)]
+    walls, stages = [], []
+    for i in range(args.runs + 2):
+        start = time.perf_counter()
+        reply, call = stub.Deform.with_call(requests[i % 3], timeout=60)
+        wall = time.perf_counter() - start
+        if i >= 2:
+            walls.append(wall)
+            stages.append(timing_fields(call.trailing_metadata()))
+    median = {k: statistics.median(s[k] for s in stages) for k in stages[0]}
+    print(json.dumps({"impl": "rpc", "workload": "rpc_deform_torus301_3x3x3_normals",
+                      "backend": args.backend, "median_ms": round(statistics.median(walls) * 1e3, 3),
+                      "payload_mb": round((len(reply.positions) + len(reply.normals)) / 1e6, 2),
+                      "server_us": median, "runs": args.runs, "vertices": len(pos),
+                      "triangles": len(tris)}), flush=True)
+    stub.Release(resident_pb2.ReleaseRequest(handle=handle), timeout=10)
 
 
 def detect_workload(stub, args):
@@ -129,6 +182,7 @@ def main():
                               "median_ms": round(statistics.median(walls) * 1e3, 3),
                               "payload_mb": round(len(requests[0].input.image.data) / 1e6, 1),
                               "server_us": median, "runs": args.runs}), flush=True)
+        deform_workload(stub, args)
         detect_workload(stub, args)
         channel.close()
     finally:
