@@ -49,21 +49,13 @@ grpc::Status CallScope::Complete(const absl::Status& status) {
                                  status.code() == absl::StatusCode::kUnavailable
                              ? LogLevel::kError
                              : LogLevel::kInfo;
-  Log(level, "event=request rpc=", rpc_, " code=", StatusCodeName(status.code()),
+  Log(level, "event=request rpc=", rpc_, " identity=", identity_.empty() ? "-" : identity_,
+      " code=", StatusCodeName(status.code()),
       " total_us=", static_cast<std::int64_t>(times_.total_us),
       " kernel_us=", static_cast<std::int64_t>(times_.kernel_us), " device=", times_.device,
       status.ok() ? "" : " message=\"", status.ok() ? "" : status.message(),
       status.ok() ? "" : "\"");
   return ToGrpcStatus(status);
-}
-
-std::string CallerIdentity(const grpc::CallbackServerContext& ctx) {
-  const auto auth = ctx.auth_context();
-  if (auth != nullptr && auth->IsPeerAuthenticated()) {
-    const auto ids = auth->GetPeerIdentity();
-    if (!ids.empty()) return std::string(ids.front().data(), ids.front().size());
-  }
-  return "anonymous";
 }
 
 }  // namespace cuimg

@@ -23,6 +23,9 @@ class CallScope {
   CallScope& operator=(const CallScope&) = delete;
 
   StageTimes& times() { return times_; }
+  // The authorized caller (authorization.h); set once before the call does any work.
+  void set_identity(std::string identity) { identity_ = std::move(identity); }
+  const std::string& identity() const { return identity_; }
   grpc::CallbackServerContext* context() const { return ctx_; }
   // Marks the end of queueing (the request starts executing).
   void MarkStarted();
@@ -38,12 +41,9 @@ class CallScope {
   ServerMetrics* metrics_;
   std::chrono::steady_clock::time_point start_;
   StageTimes times_;
+  std::string identity_;
   bool completed_ = false;
 };
-
-// The identity that owns resident objects: the TLS peer identity when there is one, else
-// "anonymous".
-std::string CallerIdentity(const grpc::CallbackServerContext& ctx);
 
 }  // namespace cuimg
 

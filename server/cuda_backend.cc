@@ -78,7 +78,7 @@ class DeviceContext {
   DeviceContext(const DeviceInfo& info, int id, const ServerOptions& options)
       : info_(info),
         slot_(id, absl::StrCat("cuda", info.ordinal), options.fault),
-        cache_(info.ordinal, options.device_cache_bytes) {}
+        cache_(info.ordinal, options.device_cache_bytes, options.device_memory_limit_bytes) {}
   void Return(CudaStream s) {
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -3,16 +3,20 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 
 #include "absl/strings/str_cat.h"
 #include "server/log.h"
+#include "server/transport_security.h"
 
 namespace cuimg {
 
 absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOptions& options,
                                                                 std::unique_ptr<Backend> backend) {
+  absl::StatusOr<TransportSecurity> security = MakeTransportSecurity(options.security);
+  if (!security.ok()) return security.status();
   auto server = std::unique_ptr<CuimgServer>(new CuimgServer());
   server->models_ = std::make_unique<ModelRegistry>();
   if (!options.models_dir.empty()) {
@@ -20,6 +24,7 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
     if (!models.ok()) return models.status();
     *server->models_ = *std::move(models);
   }
+  server->security_description_ = security->description;
   server->backend_ = std::move(backend);
   server->registry_ = std::make_shared<prometheus::Registry>();
   server->metrics_ =
@@ -37,12 +42,16 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
     server->metrics_port_ = ports.empty() ? 0 : ports.front();
   }
   server->queue_ = std::make_unique<WorkQueue>(options.worker_threads, options.max_inflight_requests);
+  const std::uint64_t devices = std::max<std::size_t>(1, server->backend_->Devices().size());
+  server->budget_ = std::make_unique<InflightBudget>(
+      options.max_inflight_bytes_per_device * devices, options.max_inflight_bytes_per_device);
   server->store_ = std::make_unique<ResidentStore>(ResidentStoreOptions{
       options.resident_budget_bytes, options.resident_ttl_seconds,
-      options.resident_max_ttl_seconds});
-  server->service_ = std::make_unique<ImagingService>(options, server->backend_.get(),
-                                                      server->queue_.get(), server->store_.get(),
-                                                      server->metrics_.get(), server->models_.get());
+      options.resident_max_ttl_seconds, options.resident_max_objects});
+  server->service_ = std::make_unique<ImagingService>(
+      options, security->policy, server->backend_.get(), server->queue_.get(),
+      server->budget_.get(), server->store_.get(), server->metrics_.get(),
+      server->models_.get());
   server->device_metrics_ =
       std::make_shared<DeviceMetrics>(server->backend_.get(), server->store_.get());
   if (server->exposer_ != nullptr) server->exposer_->RegisterCollectable(server->device_metrics_);
@@ -50,8 +59,7 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
-                           &server->grpc_port_);
+  builder.AddListeningPort(options.listen_address, security->credentials, &server->grpc_port_);
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   builder.SetMaxSendMessageSize(-1);
   builder.RegisterService(server->service_.get());
@@ -60,9 +68,20 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
     return absl::UnavailableError(
         absl::StrCat("listen_address ", options.listen_address, ": could not bind"));
   }
-  grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService();
-  health->SetServingStatus(kServiceName, true);
-  health->SetServingStatus(true);
+  if (!options.security.health_listen_address.empty()) {
+    // No services of its own: gRPC adds the default health service (and reflection) to it.
+    grpc::ServerBuilder health_builder;
+    health_builder.AddListeningPort(options.security.health_listen_address,
+                                    grpc::InsecureServerCredentials(), &server->health_port_);
+    health_builder.SetMaxReceiveMessageSize(4096);
+    server->health_server_ = health_builder.BuildAndStart();
+    if (server->health_server_ == nullptr || server->health_port_ == 0) {
+      return absl::UnavailableError(absl::StrCat("health_listen_address ",
+                                                 options.security.health_listen_address,
+                                                 ": could not bind"));
+    }
+  }
+  server->SetServing(true);
   CuimgServer* raw = server.get();
   server->monitor_ = std::thread([raw, poll = options.health_poll_ms] { raw->MonitorHealth(poll); });
   return server;
@@ -81,13 +100,21 @@ void CuimgServer::MonitorHealth(int poll_ms) {
     }
     if (any_healthy != serving) {
       serving = any_healthy;
-      grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
-      health->SetServingStatus(kServiceName, serving);
-      health->SetServingStatus(serving);
+      SetServing(serving);
       Log(serving ? LogLevel::kInfo : LogLevel::kError, "event=health serving=", serving,
           " unhealthy=\"", reasons, "\"");
     } else if (!reasons.empty()) {
       Log(LogLevel::kDebug, "event=device_unhealthy devices=\"", reasons, "\"");
+    }
+  }
+}
+
+void CuimgServer::SetServing(bool serving) {
+  for (grpc::Server* s : {server_.get(), health_server_.get()}) {
+    if (s == nullptr) continue;
+    if (grpc::HealthCheckServiceInterface* health = s->GetHealthCheckService()) {
+      health->SetServingStatus(kServiceName, serving);
+      health->SetServingStatus(serving);
     }
   }
 }
@@ -107,13 +134,14 @@ void CuimgServer::Shutdown(absl::Duration grace) {
   if (shut_down_) return;
   shut_down_ = true;
   StopMonitor();
+  SetServing(false);
   if (server_ != nullptr) {
-    if (auto* health = server_->GetHealthCheckService()) {
-      health->SetServingStatus(kServiceName, false);
-      health->SetServingStatus(false);
-    }
     server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(grace));
     server_->Wait();
+  }
+  if (health_server_ != nullptr) {
+    health_server_->Shutdown(std::chrono::system_clock::now());
+    health_server_->Wait();
   }
   if (queue_ != nullptr) queue_->Shutdown();
 }

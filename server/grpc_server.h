@@ -17,6 +17,7 @@
 #include "server/backend.h"
 #include "server/device_metrics.h"
 #include "server/imaging_service.h"
+#include "server/inflight_budget.h"
 #include "server/metrics.h"
 #include "server/model_registry.h"
 #include "server/resident_store.h"
@@ -40,6 +41,10 @@ class CuimgServer {
   int grpc_port() const { return grpc_port_; }
   // 0 when metrics are disabled.
   int metrics_port() const { return metrics_port_; }
+  // The plaintext health port; 0 when there is none.
+  int health_port() const { return health_port_; }
+  // Transport and authentication, for the start-up log.
+  const std::string& security_description() const { return security_description_; }
   Backend& backend() { return *backend_; }
   const ModelRegistry& models() const { return *models_; }
   prometheus::Registry& registry() { return *registry_; }
@@ -54,23 +59,30 @@ class CuimgServer {
   // device is healthy.
   void MonitorHealth(int poll_ms);
   void StopMonitor();
+  // Both the "" and cuimg.v1.Imaging statuses, on the main and the plaintext health servers.
+  void SetServing(bool serving);
 
   std::unique_ptr<Backend> backend_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<ServerMetrics> metrics_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::unique_ptr<WorkQueue> queue_;
+  std::unique_ptr<InflightBudget> budget_;
   std::unique_ptr<ResidentStore> store_;
   std::unique_ptr<ModelRegistry> models_;
   std::unique_ptr<ImagingService> service_;
   std::shared_ptr<DeviceMetrics> device_metrics_;
   std::unique_ptr<grpc::Server> server_;
+  // Serves only grpc.health.v1 (and reflection), without TLS, for probes.
+  std::unique_ptr<grpc::Server> health_server_;
+  std::string security_description_;
   std::mutex monitor_mu_;
   std::condition_variable monitor_cv_;
   bool monitor_stop_ = false;
   std::thread monitor_;
   int grpc_port_ = 0;
   int metrics_port_ = 0;
+  int health_port_ = 0;
   bool shut_down_ = false;
 };
 

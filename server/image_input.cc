@@ -1,11 +1,39 @@
 #include "server/image_input.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/codec/image_codec.h"
 
 namespace cuimg {
+
+DecodeLimits DecodeLimitsFor(const RequestLimits& limits) {
+  DecodeLimits decode;
+  decode.max_pixels = std::min(limits.max_pixels, limits.max_decoded_pixels);
+  decode.max_side = limits.max_side;
+  return decode;
+}
+
+absl::Status CheckEncodedShape(const ImageView& shape, absl::string_view field,
+                               const RequestLimits& limits) {
+  const DecodeLimits decode = DecodeLimitsFor(limits);
+  const Extent& e = shape.extent;
+  if (e.width > decode.max_side || e.height > decode.max_side) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", e.width, "x", e.height,
+                                                   " exceeds the server limit max_side=",
+                                                   decode.max_side));
+  }
+  if (e.Pixels() > decode.max_pixels) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": ", e.width, "x", e.height, " = ", e.Pixels(),
+                     " decoded pixels exceeds the server limit ",
+                     limits.max_decoded_pixels <= limits.max_pixels ? "max_decoded_pixels="
+                                                                     : "max_pixels=",
+                     decode.max_pixels));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, const v1::ImageSource& source,
                                            absl::string_view identity, ResidentStore& store,
@@ -32,9 +60,7 @@ absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, const v1::Im
       break;
   }
   const auto start = std::chrono::steady_clock::now();
-  DecodeLimits decode_limits;
-  decode_limits.max_pixels = limits.max_pixels;
-  decode_limits.max_side = limits.max_side;
+  const DecodeLimits decode_limits = DecodeLimitsFor(limits);
   const auto* data = reinterpret_cast<const std::uint8_t*>(input.bytes.data());
   absl::StatusOr<Image> decoded = DecodeImage(absl::MakeConstSpan(data, input.bytes.size()),
                                               decode_limits);

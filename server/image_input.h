@@ -7,6 +7,7 @@
 #include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "cuimg/codec/image_codec.h"
 #include "cuimg/common/image.h"
 #include "server/backend.h"
 #include "server/request_validation.h"
@@ -22,6 +23,13 @@ struct ResolvedImage {
   std::shared_ptr<const StoredImage> resident;
   std::unique_ptr<Image> decoded;
 };
+
+// The decoder's limits under the request limits: max_decoded_pixels (or max_pixels if smaller).
+DecodeLimits DecodeLimitsFor(const RequestLimits& limits);
+// INVALID_ARGUMENT naming `field` and the limit when an encoded image's header (ProbeImage)
+// claims more pixels than the server decodes.
+absl::Status CheckEncodedShape(const ImageView& shape, absl::string_view field,
+                               const RequestLimits& limits);
 
 // Fills times->decode_us for encoded inputs.
 absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, const v1::ImageSource& source,

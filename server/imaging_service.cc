@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/status_macros.h"
+#include "server/admission.h"
 #include "server/image_input.h"
 #include "server/proto_conversion.h"
 
@@ -64,15 +65,44 @@ class ResultSlot {
 
 }  // namespace
 
-ImagingService::ImagingService(const ServerOptions& options, Backend* backend, WorkQueue* queue,
+ImagingService::ImagingService(const ServerOptions& options, const AuthPolicy& auth,
+                               Backend* backend, WorkQueue* queue, InflightBudget* budget,
                                ResidentStore* store, ServerMetrics* metrics,
                                const ModelRegistry* models)
     : options_(options),
+      auth_(auth),
       backend_(backend),
       queue_(queue),
+      budget_(budget),
       store_(store),
       metrics_(metrics),
       models_(models) {}
+
+absl::StatusOr<std::string> ImagingService::Authorize(const grpc::ServerContextBase& ctx,
+                                                      unsigned rights,
+                                                      absl::string_view what) const {
+  return cuimg::Authorize(ctx, auth_, rights, what);
+}
+
+void ImagingService::RecordRefusal(grpc::CallbackServerContext* ctx, const absl::Status& status,
+                                   bool transient) {
+  switch (status.code()) {
+    case absl::StatusCode::kUnauthenticated:
+    case absl::StatusCode::kPermissionDenied:
+      metrics_->RecordRejection("unauthorized");
+      return;
+    case absl::StatusCode::kResourceExhausted:
+      metrics_->RecordRejection(transient ? "overload" : "too_large");
+      break;
+    case absl::StatusCode::kUnavailable:
+      metrics_->RecordRejection("shutting_down");
+      break;
+    default:
+      metrics_->RecordRejection("invalid_argument");
+      return;
+  }
+  if (transient) ctx->AddTrailingMetadata("cuimg-retry-after-ms", "100");
+}
 
 template <typename Request, typename Response, typename Job>
 grpc::ServerUnaryReactor* ImagingService::Serve(
@@ -81,15 +111,33 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
     absl::Status (ImagingService::*run)(const Job&, const Request&, CallScope&, Response*)) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   auto call = std::make_shared<CallScope>(rpc, ctx, metrics_);
-  absl::StatusOr<Job> job = validate(*request, options_.limits);
-  if (!job.ok()) {
-    metrics_->RecordRejection("invalid_argument");
-    reactor->Finish(call->Complete(job.status()));
+  auto refuse = [&](const absl::Status& status, bool transient) {
+    RecordRefusal(ctx, status, transient);
+    reactor->Finish(call->Complete(status));
     return reactor;
+  };
+  // Who first: an unauthenticated caller learns nothing about its request.
+  absl::StatusOr<std::string> identity = Authorize(*ctx, kRightProcess, rpc);
+  if (!identity.ok()) return refuse(identity.status(), false);
+  call->set_identity(*identity);
+  absl::StatusOr<Job> job = validate(*request, options_.limits);
+  if (!job.ok()) return refuse(job.status(), false);
+  if (UsesResident(*job)) {
+    if (absl::StatusOr<std::string> r = Authorize(*ctx, kRightResident, rpc); !r.ok()) {
+      return refuse(r.status(), false);
+    }
   }
+  absl::StatusOr<std::uint64_t> bytes =
+      EstimateInflightBytes(*job, *request, *identity, *store_, options_.limits);
+  if (!bytes.ok()) return refuse(bytes.status(), false);
+  absl::StatusOr<InflightBudget::Reservation> reservation = budget_->Reserve(*bytes, "request");
+  if (!reservation.ok()) {
+    return refuse(reservation.status(), *bytes <= budget_->per_request_bytes());
+  }
+  auto held = std::make_shared<InflightBudget::Reservation>(*std::move(reservation));
   auto shared_job = std::make_shared<Job>(*std::move(job));
   const absl::Status admitted =
-      queue_->Submit([this, call, shared_job, request, response, reactor, run] {
+      queue_->Submit([this, call, shared_job, held, request, response, reactor, run] {
         call->MarkStarted();
         absl::Status status = call->CheckAlive();
         if (status.ok()) status = (this->*run)(*shared_job, *request, *call, response);
@@ -97,13 +145,7 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
                            status.ok() ? static_cast<std::int64_t>(response->ByteSizeLong()) : 0);
         reactor->Finish(call->Complete(status));
       });
-  if (!admitted.ok()) {
-    metrics_->RecordRejection(admitted.code() == absl::StatusCode::kResourceExhausted
-                                  ? "overload"
-                                  : "shutting_down");
-    ctx->AddTrailingMetadata("cuimg-retry-after-ms", "100");
-    reactor->Finish(call->Complete(admitted));
-  }
+  if (!admitted.ok()) return refuse(admitted, admitted.code() == absl::StatusCode::kResourceExhausted);
   return reactor;
 }
 
@@ -131,9 +173,11 @@ grpc::ServerUnaryReactor* ImagingService::Pyramid(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* ImagingService::DetectPedestrians(
     grpc::CallbackServerContext* ctx, const v1::DetectPedestriansRequest* request,
     v1::DetectPedestriansResponse* response) {
-  // An unknown model is refused before queueing, like any other bad field.
+  // An unknown model is refused before queueing, like any other bad field (but only to a caller
+  // who may ask).
   const std::string model = request->model().empty() ? kDefaultDetectorModel : request->model();
-  if (models_->Find(model) == nullptr) {
+  if (models_->Find(model) == nullptr &&
+      Authorize(*ctx, kRightProcess, "DetectPedestrians").ok()) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     CallScope call("DetectPedestrians", ctx, metrics_);
     metrics_->RecordRejection("unknown_model");
@@ -151,6 +195,13 @@ grpc::ServerUnaryReactor* ImagingService::ListModels(grpc::CallbackServerContext
                                                      v1::ListModelsResponse* response) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   CallScope call("ListModels", ctx, metrics_);
+  absl::StatusOr<std::string> identity = Authorize(*ctx, kRightProcess, "ListModels");
+  if (!identity.ok()) {
+    RecordRefusal(ctx, identity.status(), false);
+    reactor->Finish(call.Complete(identity.status()));
+    return reactor;
+  }
+  call.set_identity(*identity);
   for (const HogModel* m : models_->List()) {
     v1::DetectorModel* out = response->add_models();
     out->set_name(m->name);
@@ -174,7 +225,7 @@ grpc::ServerUnaryReactor* ImagingService::Deform(grpc::CallbackServerContext* ct
 absl::Status ImagingService::RunMorphology(const MorphologyJob& job,
                                            const v1::MorphologyRequest& request, CallScope& call,
                                            v1::MorphologyResponse* response) {
-  const std::string identity = CallerIdentity(*call.context());
+  const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
                          ResolveImage(job.input, request.input(), identity, *store_,
                                       options_.limits, &call.times()));
@@ -190,7 +241,7 @@ absl::Status ImagingService::RunMorphology(const MorphologyJob& job,
 
 absl::Status ImagingService::RunGradient(const GradientJob& job, const v1::GradientRequest& request,
                                          CallScope& call, v1::GradientResponse* response) {
-  const std::string identity = CallerIdentity(*call.context());
+  const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
                          ResolveImage(job.input, request.input(), identity, *store_,
                                       options_.limits, &call.times()));
@@ -229,7 +280,7 @@ absl::Status ImagingService::RunGradient(const GradientJob& job, const v1::Gradi
 absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, const v1::PyramidRequest& request,
                                         CallScope& call, v1::PyramidResponse* response) {
   PyramidJob job = job_in;
-  const std::string identity = CallerIdentity(*call.context());
+  const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
                          ResolveImage(job.input, request.input(), identity, *store_,
                                       options_.limits, &call.times()));
@@ -263,7 +314,7 @@ absl::Status ImagingService::RunDetect(const DetectJob& job,
   }
   DetectSpec spec = job.spec;
   if (job.gamma_from_model) spec.gamma_correction = model->gamma_correction;
-  const std::string identity = CallerIdentity(*call.context());
+  const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
                          ResolveImage(job.input, request.input(), identity, *store_,
                                       options_.limits, &call.times()));
@@ -289,7 +340,7 @@ absl::Status ImagingService::RunDetect(const DetectJob& job,
 
 absl::Status ImagingService::RunDeform(const DeformJob& job, const v1::DeformRequest& request,
                                        CallScope& call, v1::DeformResponse* response) {
-  const std::string identity = CallerIdentity(*call.context());
+  const std::string& identity = call.identity();
   std::shared_ptr<const BackendMesh> mesh;
   if (job.mesh.kind == MeshInput::Kind::kHandle) {
     absl::StatusOr<std::shared_ptr<const BackendMesh>> found =

@@ -7,8 +7,10 @@
 #include <grpcpp/grpcpp.h>
 
 #include "cuimg/v1/imaging_service.grpc.pb.h"
+#include "server/authorization.h"
 #include "server/backend.h"
 #include "server/call_scope.h"
+#include "server/inflight_budget.h"
 #include "server/metrics.h"
 #include "server/model_registry.h"
 #include "server/request_validation.h"
@@ -21,8 +23,9 @@ namespace cuimg {
 class ImagingService final : public v1::Imaging::CallbackService {
  public:
   // All pointers must outlive the service.
-  ImagingService(const ServerOptions& options, Backend* backend, WorkQueue* queue,
-                 ResidentStore* store, ServerMetrics* metrics, const ModelRegistry* models);
+  ImagingService(const ServerOptions& options, const AuthPolicy& auth, Backend* backend,
+                 WorkQueue* queue, InflightBudget* budget, ResidentStore* store,
+                 ServerMetrics* metrics, const ModelRegistry* models);
 
   grpc::ServerUnaryReactor* Morphology(grpc::CallbackServerContext* ctx,
                                        const v1::MorphologyRequest* request,
@@ -57,10 +60,16 @@ class ImagingService final : public v1::Imaging::CallbackService {
   ResidentStore& store() { return *store_; }
   ServerMetrics& metrics() { return *metrics_; }
   Backend& backend() { return *backend_; }
+  InflightBudget& budget() { return *budget_; }
+  // Authorize (authorization.h) under this server's policy.
+  absl::StatusOr<std::string> Authorize(const grpc::ServerContextBase& ctx, unsigned rights,
+                                        absl::string_view what) const;
+  // Answers an admission refusal: counted by reason; the retry hint when retrying can help.
+  void RecordRefusal(grpc::CallbackServerContext* ctx, const absl::Status& status, bool transient);
 
  private:
-  // The life of a unary call: validate, admit to the work queue, run, answer (with metrics and
-  // the timing trailer).
+  // The life of a unary call: authenticate, validate, authorize, admit (bytes, then the work
+  // queue), run, answer (with metrics and the timing trailer).
   template <typename Request, typename Response, typename Job>
   grpc::ServerUnaryReactor* Serve(
       absl::string_view rpc, grpc::CallbackServerContext* ctx, const Request* request,
@@ -79,8 +88,10 @@ class ImagingService final : public v1::Imaging::CallbackService {
                          v1::DeformResponse* response);
 
   const ServerOptions options_;
+  const AuthPolicy auth_;
   Backend* backend_;
   WorkQueue* queue_;
+  InflightBudget* budget_;
   ResidentStore* store_;
   ServerMetrics* metrics_;
   const ModelRegistry* models_;

@@ -34,8 +34,15 @@ ABSL_FLAG(int, max_inflight_requests, 64,
 ABSL_FLAG(int, cpu_threads_per_request, 0, "CPU backend threads per request (0 = all cores).");
 ABSL_FLAG(int, cpu_devices, 1,
           "Scheduling units the CPU backend presents (multi-device behaviour without GPUs).");
+ABSL_FLAG(uint64_t, max_inflight_bytes_per_device, uint64_t{4} << 30,
+          "Host bytes (request, decoded input, results; open uploads too) that admitted requests "
+          "may hold per device; more get RESOURCE_EXHAUSTED, and a request needing more alone is "
+          "refused.");
 ABSL_FLAG(uint64_t, device_cache_bytes, uint64_t{8} << 30,
           "Device memory each GPU's buffer cache may hold (leased + idle), bytes.");
+ABSL_FLAG(uint64_t, device_memory_limit_bytes, 0,
+          "Device memory a GPU's requests may lease at once, bytes (0 = the device's size); over "
+          "it requests get RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int, health_poll_ms, 250, "How often device health is re-evaluated, milliseconds.");
 ABSL_FLAG(std::string, inject_device_failure, "",
           "Testing only: DEVICE:AFTER_REQUESTS[:DURATION_MS] makes that device fail the request "
@@ -48,10 +55,28 @@ ABSL_FLAG(int, max_steps, 64, "Longest morphology chain.");
 ABSL_FLAG(int, max_iterations, 1000, "Most iterations per morphology step.");
 ABSL_FLAG(int, max_pyramid_levels, 64, "Most pyramid levels.");
 ABSL_FLAG(int64_t, max_mesh_vertices, int64_t{1} << 24, "Most vertices per mesh.");
+ABSL_FLAG(int64_t, max_decoded_pixels, int64_t{1} << 26,
+          "Largest PNG/JPEG input, width*height, checked on the header before decoding.");
 ABSL_FLAG(uint64_t, resident_budget_bytes, uint64_t{4} << 30,
           "Resident-object bytes per client identity.");
 ABSL_FLAG(uint32_t, resident_ttl_seconds, 600, "Default resident-object TTL.");
 ABSL_FLAG(uint32_t, resident_max_ttl_seconds, 86400, "Largest resident-object TTL.");
+ABSL_FLAG(uint32_t, resident_max_objects, 4096,
+          "Resident objects per client identity (least recently used evicted beyond).");
+ABSL_FLAG(std::string, tls_cert_file, "", "PEM certificate chain: TLS on the gRPC port.");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file.");
+ABSL_FLAG(std::string, tls_client_ca_file, "",
+          "PEM CA bundle client certificates are verified against (mTLS).");
+ABSL_FLAG(bool, require_client_cert, false,
+          "Refuse clients without a valid certificate (needs --tls_client_ca_file).");
+ABSL_FLAG(std::string, auth_tokens_file, "",
+          "Bearer tokens, lines of IDENTITY TOKEN [process,resident] (needs TLS); every Imaging "
+          "call then needs \"authorization: Bearer TOKEN\".");
+ABSL_FLAG(bool, auth_health_and_reflection, false,
+          "With --auth_tokens_file: health and reflection need a token too (default: open).");
+ABSL_FLAG(std::string, health_listen_address, "",
+          "Plaintext address serving only grpc.health.v1 (and reflection), for probes that cannot "
+          "do TLS; empty disables it.");
 ABSL_FLAG(int, shutdown_grace_seconds, 30,
           "On SIGTERM/SIGINT, seconds in-flight requests get to finish.");
 ABSL_FLAG(std::string, models_dir, "",
@@ -126,7 +151,9 @@ int main(int argc, char** argv) {
   options.max_inflight_requests = absl::GetFlag(FLAGS_max_inflight_requests);
   options.cpu_threads_per_request = absl::GetFlag(FLAGS_cpu_threads_per_request);
   options.cpu_devices = absl::GetFlag(FLAGS_cpu_devices);
+  options.max_inflight_bytes_per_device = absl::GetFlag(FLAGS_max_inflight_bytes_per_device);
   options.device_cache_bytes = absl::GetFlag(FLAGS_device_cache_bytes);
+  options.device_memory_limit_bytes = absl::GetFlag(FLAGS_device_memory_limit_bytes);
   options.health_poll_ms = absl::GetFlag(FLAGS_health_poll_ms);
   options.max_receive_message_bytes = absl::GetFlag(FLAGS_max_receive_message_bytes);
   options.shutdown_grace_seconds = absl::GetFlag(FLAGS_shutdown_grace_seconds);
@@ -139,6 +166,7 @@ int main(int argc, char** argv) {
                          "pass --models_dir\n");
     return 2;
   }
+  options.resident_max_objects = absl::GetFlag(FLAGS_resident_max_objects);
   options.limits.max_pixels = absl::GetFlag(FLAGS_max_pixels);
   options.limits.max_side = absl::GetFlag(FLAGS_max_side);
   options.limits.max_element_extent = absl::GetFlag(FLAGS_max_element_extent);
@@ -146,6 +174,14 @@ int main(int argc, char** argv) {
   options.limits.max_iterations = absl::GetFlag(FLAGS_max_iterations);
   options.limits.max_pyramid_levels = absl::GetFlag(FLAGS_max_pyramid_levels);
   options.limits.max_mesh_vertices = absl::GetFlag(FLAGS_max_mesh_vertices);
+  options.limits.max_decoded_pixels = absl::GetFlag(FLAGS_max_decoded_pixels);
+  options.security.tls_cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  options.security.tls_key_file = absl::GetFlag(FLAGS_tls_key_file);
+  options.security.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
+  options.security.require_client_cert = absl::GetFlag(FLAGS_require_client_cert);
+  options.security.auth_tokens_file = absl::GetFlag(FLAGS_auth_tokens_file);
+  options.security.auth_health_and_reflection = absl::GetFlag(FLAGS_auth_health_and_reflection);
+  options.security.health_listen_address = absl::GetFlag(FLAGS_health_listen_address);
 
   cuimg::LogLevel level = cuimg::LogLevel::kInfo;
   if (!ParseBackend(absl::GetFlag(FLAGS_backend), &options.backend) ||
@@ -157,9 +193,11 @@ int main(int argc, char** argv) {
   }
   if (options.worker_threads < 1 || options.max_inflight_requests < 1 ||
       options.max_receive_message_bytes < 1 || options.limits.max_element_extent < 1 ||
-      options.cpu_devices < 1 || options.health_poll_ms < 1) {
-    std::fprintf(stderr, "usage: thread, device, in-flight, message, extent and poll limits must "
-                         "be >= 1\n");
+      options.cpu_devices < 1 || options.health_poll_ms < 1 ||
+      options.max_inflight_bytes_per_device < 1 || options.limits.max_decoded_pixels < 1 ||
+      options.resident_max_objects < 1) {
+    std::fprintf(stderr, "usage: thread, device, in-flight, message, extent, decoded-pixel, "
+                         "resident-object and poll limits must be >= 1\n");
     return 2;
   }
   cuimg::SetLogLevel(level);
@@ -193,11 +231,16 @@ int main(int argc, char** argv) {
              " max_receive_message_bytes=", options.max_receive_message_bytes,
              " max_pixels=", options.limits.max_pixels,
              " max_element_extent=", options.limits.max_element_extent,
+             " max_decoded_pixels=", options.limits.max_decoded_pixels,
+             " max_inflight_bytes_per_device=", options.max_inflight_bytes_per_device, " ",
+             (*server)->security_description(),
+             " health_port=", (*server)->health_port(),
              " models_dir=", options.models_dir, " models=\"", (*server)->models().Names(), "\"");
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
   if (!port_file.empty()) {
     std::ofstream(port_file) << "{\"grpc\": " << (*server)->grpc_port()
-                             << ", \"metrics\": " << (*server)->metrics_port() << "}\n";
+                             << ", \"metrics\": " << (*server)->metrics_port()
+                             << ", \"health\": " << (*server)->health_port() << "}\n";
   }
 
   int signal = 0;

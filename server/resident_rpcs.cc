@@ -24,6 +24,14 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
         response_(response),
         call_("Upload", ctx, &service->metrics()) {
     call_.MarkStarted();
+    absl::StatusOr<std::string> identity =
+        service_->Authorize(*ctx, kRightProcess | kRightResident, "Upload");
+    if (!identity.ok()) {
+      service_->RecordRefusal(ctx, identity.status(), false);
+      Finish(call_.Complete(identity.status()));
+      return;
+    }
+    call_.set_identity(*identity);
     StartRead(&message_);
   }
 
@@ -34,6 +42,9 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
     }
     const absl::Status status = image_ == nullptr && mesh_ == nullptr ? Begin() : Append();
     if (!status.ok()) {
+      if (status.code() == absl::StatusCode::kResourceExhausted) {
+        service_->RecordRefusal(ctx_, status, transient_);
+      }
       Finish(call_.Complete(status));
       return;
     }
@@ -64,6 +75,7 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
           "image: ", size, " bytes exceeds the per-client resident budget of ",
           service_->store().budget_bytes(), " bytes"));
     }
+    CUIMG_RETURN_IF_ERROR(Reserve(size, "image"));
     ttl_seconds_ = message_.ttl_seconds();
     image_ = std::make_unique<StoredImage>();
     image_->image = Image(header.type, header.extent, header.channels);
@@ -80,12 +92,25 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
           "mesh: ", size, " bytes exceeds the per-client resident budget of ",
           service_->store().budget_bytes(), " bytes"));
     }
+    CUIMG_RETURN_IF_ERROR(Reserve(size, "mesh"));
     ttl_seconds_ = message_.ttl_seconds();
     mesh_ = std::make_unique<Mesh>();
     mesh_->positions.resize(std::size_t{m.vertex_count()} * 3);
     mesh_->triangles.resize(std::size_t{m.triangle_count()} * 3);
     CUIMG_RETURN_IF_ERROR(CopyMesh(m.positions(), "mesh.positions"));
     return CopyMesh(m.triangles(), "mesh.triangles");
+  }
+
+  // The whole object is allocated when the header arrives, so its bytes count in flight from
+  // then on: a client cannot hold many half-sent uploads' memory.
+  absl::Status Reserve(std::uint64_t bytes, absl::string_view field) {
+    absl::StatusOr<InflightBudget::Reservation> r = service_->budget().Reserve(bytes, field);
+    if (!r.ok()) {
+      transient_ = bytes <= service_->budget().per_request_bytes();
+      return r.status();
+    }
+    reservation_ = *std::move(r);
+    return absl::OkStatus();
   }
 
   absl::Status Append() {
@@ -145,7 +170,7 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
     service_->metrics().AddBytes(static_cast<std::int64_t>(received_), 0);
     CUIMG_ASSIGN_OR_RETURN(
         ResidentInfo info,
-        service_->store().Put(CallerIdentity(*ctx_),
+        service_->store().Put(call_.identity(),
                               std::shared_ptr<const StoredImage>(std::move(image_)), ttl_seconds_));
     ToProto(info, response_->mutable_object());
     return absl::OkStatus();
@@ -162,7 +187,7 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
     CUIMG_ASSIGN_OR_RETURN(std::shared_ptr<const BackendMesh> mesh,
                            service_->backend().UploadMesh(mesh_->view(), &call_.times()));
     CUIMG_ASSIGN_OR_RETURN(ResidentInfo info,
-                           service_->store().PutMesh(CallerIdentity(*ctx_), std::move(mesh),
+                           service_->store().PutMesh(call_.identity(), std::move(mesh),
                                                      ttl_seconds_));
     ToProto(info, response_->mutable_object());
     return absl::OkStatus();
@@ -177,6 +202,8 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
   std::unique_ptr<Mesh> mesh_;
   std::size_t received_ = 0;
   std::uint32_t ttl_seconds_ = 0;
+  InflightBudget::Reservation reservation_;
+  bool transient_ = false;
 };
 
 // Streams a resident image back: header and first chunk, then chunks.
@@ -186,7 +213,11 @@ class DownloadReactor final : public grpc::ServerWriteReactor<v1::DownloadRespon
                   const v1::DownloadRequest* request)
       : service_(service), call_("Download", ctx, &service->metrics()) {
     call_.MarkStarted();
-    const absl::Status status = Start(*request, CallerIdentity(*ctx));
+    absl::StatusOr<std::string> identity =
+        service_->Authorize(*ctx, kRightProcess | kRightResident, "Download");
+    if (!identity.ok()) service_->RecordRefusal(ctx, identity.status(), false);
+    call_.set_identity(identity.ok() ? *identity : "");
+    const absl::Status status = identity.ok() ? Start(*request, *identity) : identity.status();
     if (!status.ok()) Finish(call_.Complete(status));
   }
 
@@ -295,7 +326,14 @@ grpc::ServerUnaryReactor* ImagingService::Release(grpc::CallbackServerContext* c
                                                   v1::ReleaseResponse*) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   CallScope call("Release", ctx, metrics_);
-  absl::Status status = store_->Release(CallerIdentity(*ctx), request->handle());
+  absl::StatusOr<std::string> identity = Authorize(*ctx, kRightResident, "Release");
+  if (!identity.ok()) {
+    RecordRefusal(ctx, identity.status(), false);
+    reactor->Finish(call.Complete(identity.status()));
+    return reactor;
+  }
+  call.set_identity(*identity);
+  absl::Status status = store_->Release(*identity, request->handle());
   if (!status.ok()) status = absl::Status(status.code(), absl::StrCat("handle: ", status.message()));
   reactor->Finish(call.Complete(status));
   return reactor;
@@ -306,9 +344,15 @@ grpc::ServerUnaryReactor* ImagingService::ListResident(grpc::CallbackServerConte
                                                        v1::ListResidentResponse* response) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   CallScope call("ListResident", ctx, metrics_);
-  const std::string identity = CallerIdentity(*ctx);
-  for (const ResidentInfo& info : store_->List(identity)) ToProto(info, response->add_objects());
-  response->set_used_bytes(store_->UsedBytes(identity));
+  absl::StatusOr<std::string> identity = Authorize(*ctx, kRightResident, "ListResident");
+  if (!identity.ok()) {
+    RecordRefusal(ctx, identity.status(), false);
+    reactor->Finish(call.Complete(identity.status()));
+    return reactor;
+  }
+  call.set_identity(*identity);
+  for (const ResidentInfo& info : store_->List(*identity)) ToProto(info, response->add_objects());
+  response->set_used_bytes(store_->UsedBytes(*identity));
   response->set_budget_bytes(store_->budget_bytes());
   reactor->Finish(call.Complete(absl::OkStatus()));
   return reactor;

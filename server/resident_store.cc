@@ -55,13 +55,11 @@ absl::StatusOr<ResidentInfo> ResidentStore::Insert(absl::string_view identity, E
   ExpireLocked(now);
   // Evict this identity's least recently used objects until the new one fits.
   while (UsedLocked(identity) + size > options_.budget_bytes_per_identity) {
-    auto lru = entries_.end();
-    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-      if (it->second.identity != identity) continue;
-      if (lru == entries_.end() || it->second.last_used < lru->second.last_used) lru = it;
-    }
-    entries_.erase(lru);
-    ++evictions_;
+    EvictOldestLocked(identity);
+  }
+  while (options_.max_objects_per_identity > 0 &&
+         CountLocked(identity) >= options_.max_objects_per_identity) {
+    EvictOldestLocked(identity);
   }
   entry.identity = std::string(identity);
   entry.info.handle = NewHandleLocked(entry.info.kind);
@@ -175,6 +173,23 @@ std::uint64_t ResidentStore::UsedLocked(absl::string_view identity) const {
     if (entry.identity == identity) used += entry.info.size_bytes;
   }
   return used;
+}
+
+std::size_t ResidentStore::CountLocked(absl::string_view identity) const {
+  std::size_t count = 0;
+  for (const auto& [handle, entry] : entries_) count += entry.identity == identity;
+  return count;
+}
+
+void ResidentStore::EvictOldestLocked(absl::string_view identity) {
+  auto lru = entries_.end();
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->second.identity != identity) continue;
+    if (lru == entries_.end() || it->second.last_used < lru->second.last_used) lru = it;
+  }
+  if (lru == entries_.end()) return;
+  entries_.erase(lru);
+  ++evictions_;
 }
 
 std::string ResidentStore::NewHandleLocked(ResidentKind kind) {

@@ -49,6 +49,8 @@ struct ResidentStoreOptions {
   std::uint64_t budget_bytes_per_identity = std::uint64_t{4} << 30;
   std::uint32_t default_ttl_seconds = 600;
   std::uint32_t max_ttl_seconds = 86400;
+  // Objects per identity; the least recently used is evicted to make room for another.
+  std::uint32_t max_objects_per_identity = 4096;
 };
 
 class ResidentStore {
@@ -58,7 +60,8 @@ class ResidentStore {
 
   // Stores `image` for `identity`; ttl 0 means the default. INVALID_ARGUMENT for a TTL over the
   // maximum; RESOURCE_EXHAUSTED when the object alone exceeds the identity's budget. Older
-  // objects of the identity are evicted (least recently used first) to make room.
+  // objects of the identity are evicted (least recently used first) to make room, in bytes and
+  // in count.
   absl::StatusOr<ResidentInfo> Put(absl::string_view identity,
                                    std::shared_ptr<const StoredImage> image,
                                    std::uint32_t ttl_seconds);
@@ -101,6 +104,9 @@ class ResidentStore {
   absl::StatusOr<Entry*> FindLocked(absl::string_view identity, absl::string_view handle);
   void ExpireLocked(absl::Time now);
   std::uint64_t UsedLocked(absl::string_view identity) const;
+  std::size_t CountLocked(absl::string_view identity) const;
+  // Drops the identity's least recently used object.
+  void EvictOldestLocked(absl::string_view identity);
   std::string NewHandleLocked(ResidentKind kind);
 
   const ResidentStoreOptions options_;

@@ -19,6 +19,28 @@ struct RequestLimits {
   int max_iterations = 1000;                        // per morphology step
   int max_pyramid_levels = 64;
   std::int64_t max_mesh_vertices = std::int64_t{1} << 24;
+  // PNG/JPEG inputs, checked against the file's header before the pixels are allocated: a few
+  // kilobytes of compressed zeros can otherwise claim gigabytes (a decompression bomb).
+  std::int64_t max_decoded_pixels = std::int64_t{1} << 26;
+};
+
+// Who may call, over what transport. Empty paths disable the feature.
+struct SecurityOptions {
+  // PEM server certificate chain and private key: TLS on the gRPC port.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // PEM CA bundle that client certificates must chain to (mTLS).
+  std::string tls_client_ca_file;
+  // Refuse connections without a valid client certificate (needs tls_client_ca_file).
+  bool require_client_cert = false;
+  // Bearer tokens, one "IDENTITY TOKEN [RIGHTS]" per line (auth_tokens.h); needs TLS.
+  std::string auth_tokens_file;
+  // With tokens: health and reflection need a valid token too (off: they stay open, so that
+  // probes and grpcurl work without one).
+  bool auth_health_and_reflection = false;
+  // Plaintext address serving only grpc.health.v1 (and reflection), for probes that cannot do TLS
+  // (Kubernetes' gRPC probes). Empty: none.
+  std::string health_listen_address;
 };
 
 // Test-only fault injection: device `device` fails the request after `after_requests` requests
@@ -40,12 +62,19 @@ struct ServerOptions {
   int worker_threads = 4;
   // Requests admitted at once (executing or queued); beyond this RESOURCE_EXHAUSTED.
   int max_inflight_requests = 64;
+  // Host bytes a device's admitted requests may hold at once (request, decoded input and results,
+  // estimated at admission; open uploads count too). The server admits up to this times the
+  // device count; a request needing more than this alone is refused.
+  std::uint64_t max_inflight_bytes_per_device = std::uint64_t{4} << 30;
   // Threads the CPU backend uses per request (0 = all cores).
   int cpu_threads_per_request = 0;
   // Devices the CPU backend presents (scheduling units, for multi-device behaviour without GPUs).
   int cpu_devices = 1;
   // Bytes of device memory each GPU's buffer cache may hold (leased + idle).
   std::uint64_t device_cache_bytes = std::uint64_t{8} << 30;
+  // Hard cap on device memory a GPU's requests may lease at once (0: the device's own size).
+  // Beyond it requests get RESOURCE_EXHAUSTED instead of running the device out of memory.
+  std::uint64_t device_memory_limit_bytes = 0;
   // How often device health is re-evaluated, milliseconds.
   int health_poll_ms = 250;
   FaultInjection fault;
@@ -58,7 +87,10 @@ struct ServerOptions {
   // Detector models (*.hogsvm) loaded at start-up; empty loads none (DetectPedestrians then
   // answers NOT_FOUND).
   std::string models_dir;
+  // Objects per identity (each costs bookkeeping beyond its bytes); the oldest is evicted beyond.
+  std::uint32_t resident_max_objects = 4096;
   RequestLimits limits;
+  SecurityOptions security;
 };
 
 }  // namespace cuimg

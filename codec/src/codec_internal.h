@@ -8,6 +8,8 @@ namespace cuimg {
 
 absl::StatusOr<Image> DecodePng(absl::Span<const std::uint8_t> bytes, const DecodeLimits& limits);
 absl::StatusOr<Image> DecodeJpeg(absl::Span<const std::uint8_t> bytes, const DecodeLimits& limits);
+absl::StatusOr<ImageView> ProbePng(absl::Span<const std::uint8_t> bytes);
+absl::StatusOr<ImageView> ProbeJpeg(absl::Span<const std::uint8_t> bytes);
 
 }  // namespace cuimg
 

@@ -13,6 +13,18 @@ ImageFormat SniffImageFormat(absl::Span<const std::uint8_t> bytes) {
   return ImageFormat::kUnknown;
 }
 
+absl::StatusOr<ImageView> ProbeImage(absl::Span<const std::uint8_t> bytes) {
+  switch (SniffImageFormat(bytes)) {
+    case ImageFormat::kPng:
+      return ProbePng(bytes);
+    case ImageFormat::kJpeg:
+      return ProbeJpeg(bytes);
+    case ImageFormat::kUnknown:
+      break;
+  }
+  return absl::InvalidArgumentError("not a PNG or JPEG file (unknown signature)");
+}
+
 absl::StatusOr<Image> DecodeImage(absl::Span<const std::uint8_t> bytes,
                                   const DecodeLimits& limits) {
   switch (SniffImageFormat(bytes)) {

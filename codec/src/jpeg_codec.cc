@@ -16,6 +16,21 @@ using TjHandle = std::unique_ptr<void, TjDeleter>;
 
 }  // namespace
 
+absl::StatusOr<ImageView> ProbeJpeg(absl::Span<const std::uint8_t> bytes) {
+  TjHandle tj(tjInitDecompress());
+  if (!tj) return absl::ResourceExhaustedError("tjInitDecompress failed");
+  int width = 0;
+  int height = 0;
+  int subsampling = 0;
+  int colorspace = 0;
+  if (tjDecompressHeader3(tj.get(), bytes.data(), static_cast<unsigned long>(bytes.size()), &width,
+                          &height, &subsampling, &colorspace) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("corrupt JPEG: ", tjGetErrorStr2(tj.get())));
+  }
+  return ImageView{PixelType::kU8, Extent{width, height, 1}, colorspace == TJCS_GRAY ? 1 : 3,
+                   nullptr};
+}
+
 absl::StatusOr<Image> DecodeJpeg(absl::Span<const std::uint8_t> bytes,
                                  const DecodeLimits& limits) {
   TjHandle tj(tjInitDecompress());
@@ -31,14 +46,17 @@ absl::StatusOr<Image> DecodeJpeg(absl::Span<const std::uint8_t> bytes,
   if (width < 1 || height < 1 || width > limits.max_side || height > limits.max_side ||
       static_cast<std::int64_t>(width) * height > limits.max_pixels) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("JPEG image ", width, "x", height, " exceeds the pixel limits"));
+        absl::StrCat("JPEG image ", width, "x", height, " exceeds the limits (", limits.max_pixels,
+                     " pixels, ", limits.max_side, " per side)"));
   }
   const bool gray = colorspace == TJCS_GRAY;
   const int channels = gray ? 1 : 3;
   Image image(PixelType::kU8, Extent{width, height, 1}, channels);
   if (tjDecompress2(tj.get(), bytes.data(), static_cast<unsigned long>(bytes.size()),
                     image.bytes(), width, width * channels, height,
-                    gray ? TJPF_GRAY : TJPF_BGR, TJFLAG_ACCURATEDCT) != 0 &&
+                    gray ? TJPF_GRAY : TJPF_BGR,
+                    // A progressive file can repeat scans without end: a CPU bomb.
+                    TJFLAG_ACCURATEDCT | TJFLAG_LIMITSCANS) != 0 &&
       tjGetErrorCode(tj.get()) == TJERR_FATAL) {
     return absl::InvalidArgumentError(absl::StrCat("corrupt JPEG: ", tjGetErrorStr2(tj.get())));
   }

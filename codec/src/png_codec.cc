@@ -101,7 +101,9 @@ absl::Status DecodeInto(ReadState* state, const DecodeLimits& limits, Image* ima
     case 0:
       return absl::OkStatus();
     case 2:
-      return absl::ResourceExhaustedError("PNG image exceeds the pixel limit");
+      return absl::ResourceExhaustedError(
+          absl::StrCat("PNG image exceeds the limits (", limits.max_pixels, " pixels, ",
+                       limits.max_side, " per side)"));
     case 3:
       return absl::InvalidArgumentError("PNG layout not supported");
     default:
@@ -109,7 +111,30 @@ absl::Status DecodeInto(ReadState* state, const DecodeLimits& limits, Image* ima
   }
 }
 
+std::uint32_t BigEndian32(const std::uint8_t* p) {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
+         p[3];
+}
+
 }  // namespace
+
+absl::StatusOr<ImageView> ProbePng(absl::Span<const std::uint8_t> bytes) {
+  // Signature (8), then the IHDR chunk: length (4) "IHDR" width (4) height (4) depth (1) colour (1).
+  if (bytes.size() < 26 || std::memcmp(bytes.data() + 12, "IHDR", 4) != 0) {
+    return absl::InvalidArgumentError("corrupt PNG: no IHDR chunk");
+  }
+  const std::uint32_t width = BigEndian32(bytes.data() + 16);
+  const std::uint32_t height = BigEndian32(bytes.data() + 20);
+  const int depth = bytes[24];
+  const int color = bytes[25];
+  if (width == 0 || height == 0 || width > 0x7fffffffu || height > 0x7fffffffu) {
+    return absl::InvalidArgumentError("corrupt PNG: bad size in IHDR");
+  }
+  // DecodePng keeps gray as one channel and turns palette/colour into BGR, alpha dropped.
+  const bool gray = color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA;
+  return ImageView{depth == 16 ? PixelType::kU16 : PixelType::kU8,
+                   Extent{width, height, 1}, gray ? 1 : 3, nullptr};
+}
 
 absl::StatusOr<Image> DecodePng(absl::Span<const std::uint8_t> bytes, const DecodeLimits& limits) {
   ReadState state{bytes.data(), bytes.size(), 0, {0}};

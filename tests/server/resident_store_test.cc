@@ -75,5 +75,24 @@ TEST_F(ResidentStoreTest, ReleaseFreesTheBytes) {
   EXPECT_THAT(store_.Release("alice", a->handle), StatusIs(absl::StatusCode::kNotFound));
 }
 
+TEST(ResidentStore, EvictsTheOldestBeyondTheObjectCountLimit) {
+  absl::Time now = absl::FromUnixSeconds(1000);
+  ResidentStore store(ResidentStoreOptions{1 << 20, 60, 600, 3}, [&now] { return now; });
+  std::vector<std::string> handles;
+  for (int i = 0; i < 5; ++i) {
+    now += absl::Seconds(1);
+    auto info = store.Put("alice", MakeImage(1), 0);
+    ASSERT_THAT(info, IsOk());
+    handles.push_back(info->handle);
+  }
+  EXPECT_EQ(store.List("alice").size(), 3u);
+  EXPECT_THAT(store.Get("alice", handles[0]), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(store.Get("alice", handles[1]), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(store.Get("alice", handles[4]), IsOk());
+  // The limit is per identity.
+  ASSERT_THAT(store.Put("bob", MakeImage(1), 0), IsOk());
+  EXPECT_EQ(store.List("alice").size(), 3u);
+}
+
 }  // namespace
 }  // namespace cuimg

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+
 namespace cuimg {
 namespace {
 
@@ -29,8 +31,9 @@ DeviceBufferCache::Lease::~Lease() {
   if (cache_ != nullptr && buffer_.data() != nullptr) cache_->Return(std::move(buffer_));
 }
 
-DeviceBufferCache::DeviceBufferCache(int device, std::size_t budget_bytes)
-    : device_(device), budget_bytes_(budget_bytes) {}
+DeviceBufferCache::DeviceBufferCache(int device, std::size_t budget_bytes,
+                                     std::size_t limit_bytes)
+    : device_(device), budget_bytes_(budget_bytes), limit_bytes_(limit_bytes) {}
 
 DeviceBufferCache::~DeviceBufferCache() { Trim(); }
 
@@ -39,6 +42,11 @@ absl::StatusOr<DeviceBufferCache::Lease> DeviceBufferCache::Acquire(std::size_t 
   const std::size_t size = SizeClass(bytes);
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (limit_bytes_ != 0 && stats_.in_use_bytes + size > limit_bytes_) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "device ", device_, " memory: ", stats_.in_use_bytes, " bytes leased + ", size,
+          " requested exceeds the limit of ", limit_bytes_, " (device_memory_limit_bytes)"));
+    }
     auto it = std::find_if(idle_.begin(), idle_.end(),
                            [size](const DeviceBuffer& b) { return b.size() == size; });
     if (it != idle_.end()) {
@@ -51,15 +59,19 @@ absl::StatusOr<DeviceBufferCache::Lease> DeviceBufferCache::Acquire(std::size_t 
     }
     ++stats_.misses;
     EvictLocked(size);
+    // Counted as leased from here, so that concurrent acquires respect the limit.
+    stats_.in_use_bytes += size;
   }
   absl::StatusOr<DeviceBuffer> fresh = DeviceBuffer::Allocate(size);
   if (!fresh.ok() && fresh.status().code() == absl::StatusCode::kResourceExhausted) {
     Trim();  // the device is full: give back every idle buffer and try once more
     fresh = DeviceBuffer::Allocate(size);
   }
-  if (!fresh.ok()) return fresh.status();
-  std::lock_guard<std::mutex> lock(mu_);
-  stats_.in_use_bytes += size;
+  if (!fresh.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.in_use_bytes -= size;
+    return fresh.status();
+  }
   return Lease(this, *std::move(fresh));
 }
 

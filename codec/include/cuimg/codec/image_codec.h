@@ -23,6 +23,11 @@ struct DecodeLimits {
   std::int64_t max_side = 65536;
 };
 
+// What DecodeImage would produce (type, size, channels), read from the file's header alone: no
+// pixel memory is allocated and no image data is decompressed. INVALID_ARGUMENT for an unknown or
+// corrupt header.
+absl::StatusOr<ImageView> ProbeImage(absl::Span<const std::uint8_t> bytes);
+
 // Decodes PNG or JPEG bytes into an image: U8 (or U16 for 16-bit PNG), 1 channel for gray
 // (alpha dropped) or 3 channels in BGR order for colour (alpha dropped), as OpenCV's imread.
 // INVALID_ARGUMENT for corrupt or unsupported data; RESOURCE_EXHAUSTED when over `limits`.

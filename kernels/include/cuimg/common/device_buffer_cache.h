@@ -47,14 +47,15 @@ class DeviceBufferCache {
 
   // `device` is the CUDA ordinal allocations are made on; the caller sets it current.
   // budget_bytes bounds idle + in-use bytes; 0 means no caching (every lease is a fresh cudaMalloc).
-  DeviceBufferCache(int device, std::size_t budget_bytes);
+  // limit_bytes caps the bytes leased at once (0: no cap but the device's memory).
+  DeviceBufferCache(int device, std::size_t budget_bytes, std::size_t limit_bytes = 0);
   ~DeviceBufferCache();
   DeviceBufferCache(const DeviceBufferCache&) = delete;
   DeviceBufferCache& operator=(const DeviceBufferCache&) = delete;
 
-  // A buffer of at least `bytes` (0 gives an empty lease). RESOURCE_EXHAUSTED when the device is
-  // out of memory even after evicting every idle buffer. The calling thread's current device must
-  // be this cache's device.
+  // A buffer of at least `bytes` (0 gives an empty lease). RESOURCE_EXHAUSTED when the lease would
+  // pass limit_bytes (checked before any CUDA call), or when the device is out of memory even after
+  // evicting every idle buffer. The calling thread's current device must be this cache's device.
   absl::StatusOr<Lease> Acquire(std::size_t bytes);
   // Frees every idle buffer.
   void Trim();
@@ -68,6 +69,7 @@ class DeviceBufferCache {
 
   const int device_;
   const std::size_t budget_bytes_;
+  const std::size_t limit_bytes_;
   mutable std::mutex mu_;
   std::list<DeviceBuffer> idle_;  // most recently returned at the front
   Stats stats_;

@@ -1,0 +1,75 @@
+#include "server/inflight_budget.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "tests/testing/status_matchers.h"
+
+namespace cuimg {
+namespace {
+
+using ::cuimg::testing::IsOk;
+using ::cuimg::testing::StatusIs;
+using ::testing::HasSubstr;
+
+TEST(InflightBudget, RefusesWhenFullAndAdmitsAgainAfterRelease) {
+  InflightBudget budget(100, 60);
+  auto a = budget.Reserve(60, "a");
+  ASSERT_THAT(a, IsOk());
+  auto b = budget.Reserve(40, "b");
+  ASSERT_THAT(b, IsOk());
+  EXPECT_EQ(budget.used(), 100u);
+  EXPECT_THAT(budget.Reserve(1, "c"),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("server busy")));
+  *a = InflightBudget::Reservation();  // releases a's 60 bytes
+  EXPECT_EQ(budget.used(), 40u);
+  EXPECT_THAT(budget.Reserve(60, "c"), IsOk());  // a temporary: released at once
+  EXPECT_EQ(budget.used(), 40u);
+}
+
+TEST(InflightBudget, RefusesARequestLargerThanThePerRequestLimitNamingTheField) {
+  InflightBudget budget(1000, 60);
+  EXPECT_THAT(budget.Reserve(61, "input.image"),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("input.image: needs about 61 bytes")));
+  EXPECT_EQ(budget.used(), 0u);
+}
+
+TEST(InflightBudget, MovedReservationsReleaseOnce) {
+  InflightBudget budget(100, 100);
+  auto a = budget.Reserve(30, "a");
+  ASSERT_THAT(a, IsOk());
+  InflightBudget::Reservation moved = *std::move(a);
+  InflightBudget::Reservation target;
+  target = std::move(moved);
+  EXPECT_EQ(target.bytes(), 30u);
+  EXPECT_EQ(budget.used(), 30u);
+  target = InflightBudget::Reservation();
+  EXPECT_EQ(budget.used(), 0u);
+}
+
+TEST(InflightBudget, ConcurrentReservationsNeverExceedTheCapacity) {
+  InflightBudget budget(64, 8);
+  std::atomic<int> refused{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 2000; ++i) {
+        auto r = budget.Reserve(8, "r");
+        if (!r.ok()) {
+          refused.fetch_add(1);
+          continue;
+        }
+        EXPECT_LE(budget.used(), 64u);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(budget.used(), 0u);
+}
+
+}  // namespace
+}  // namespace cuimg
