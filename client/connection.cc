@@ -2,7 +2,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
 namespace cuimg {
@@ -58,8 +61,58 @@ absl::StatusOr<ChannelSpec> MakeChannelSpec(const ConnectionOptions& options) {
   return spec;
 }
 
+namespace {
+
+absl::StatusOr<std::string> ReadNonEmpty(const std::string& path, absl::string_view flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(flag, ": cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  if (text.str().empty()) return absl::InvalidArgumentError(absl::StrCat(flag, ": ", path, " is empty"));
+  return text.str();
+}
+
+std::shared_ptr<grpc::ChannelCredentials> MakeCredentials(const SecurityMaterial& m) {
+  if (!m.tls) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = m.ca_pem;
+  ssl.pem_cert_chain = m.cert_pem;
+  ssl.pem_private_key = m.key_pem;
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::SslCredentials(ssl);
+  if (m.token.empty()) return creds;
+  return grpc::CompositeChannelCredentials(creds, grpc::AccessTokenCredentials(m.token));
+}
+
+}  // namespace
+
+absl::StatusOr<SecurityMaterial> LoadSecurity(const ConnectionOptions& options) {
+  SecurityMaterial m;
+  m.tls = options.tls || !options.tls_ca_file.empty() || !options.tls_cert_file.empty() ||
+          !options.tls_key_file.empty();
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("--tls_cert_file, --tls_key_file: give both or neither");
+  }
+  const std::pair<const std::string*, std::string*> files[] = {
+      {&options.tls_ca_file, &m.ca_pem}, {&options.tls_cert_file, &m.cert_pem},
+      {&options.tls_key_file, &m.key_pem}, {&options.token_file, &m.token}};
+  const char* flags[] = {"--tls_ca_file", "--tls_cert_file", "--tls_key_file", "--token_file"};
+  for (int i = 0; i < 4; ++i) {
+    if (files[i].first->empty()) continue;
+    absl::StatusOr<std::string> text = ReadNonEmpty(*files[i].first, flags[i]);
+    if (!text.ok()) return text.status();
+    *files[i].second = *std::move(text);
+  }
+  m.token = std::string(absl::StripAsciiWhitespace(m.token));
+  if (!options.token_file.empty() && !m.tls) {
+    return absl::InvalidArgumentError(
+        "--token_file: tokens are sent only over TLS (add --tls or --tls_ca_file)");
+  }
+  return m;
+}
+
 std::shared_ptr<grpc::Channel> MakeChannel(const ConnectionOptions& options, int channel_index) {
   grpc::ChannelArguments args;
+  if (!options.tls_server_name.empty()) args.SetSslTargetNameOverride(options.tls_server_name);
   if (channel_index > 0) args.SetInt("cuimg.channel_index", channel_index);
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
@@ -68,7 +121,9 @@ std::shared_ptr<grpc::Channel> MakeChannel(const ConnectionOptions& options, int
     target = spec->target;
     args.SetServiceConfigJSON(spec->service_config_json);
   }
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  absl::StatusOr<SecurityMaterial> security = LoadSecurity(options);
+  return grpc::CreateCustomChannel(
+      target, MakeCredentials(security.ok() ? *security : SecurityMaterial()), args);
 }
 
 void PrepareContext(const ConnectionOptions& options, grpc::ClientContext* context) {

@@ -21,7 +21,32 @@ struct ConnectionOptions {
   std::string lb_policy = "round_robin";
   // Attempts per call for UNAVAILABLE (another replica, a restarted server); 1 disables retries.
   int max_attempts = 4;
+  // TLS: on with `tls` or any file below. The server is verified against tls_ca_file (PEM), else
+  // the system's roots; tls_cert_file/tls_key_file present a client certificate (mTLS).
+  bool tls = false;
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // The name the server's certificate must carry, when it differs from the target's host.
+  std::string tls_server_name;
+  // A file holding the bearer token sent as "authorization: Bearer TOKEN" (needs TLS). A file,
+  // not a flag, so that the token never shows in process listings or shell history.
+  std::string token_file;
 };
+
+// The files' contents, read once by LoadSecurity.
+struct SecurityMaterial {
+  bool tls = false;
+  std::string ca_pem;
+  std::string cert_pem;
+  std::string key_pem;
+  std::string token;
+};
+
+// Reads the TLS and token files of `options`. INVALID_ARGUMENT naming the flag for a file that
+// cannot be read or is empty, a certificate without its key (or the reverse), or a token without
+// TLS.
+absl::StatusOr<SecurityMaterial> LoadSecurity(const ConnectionOptions& options);
 
 // The channel target and service config (load balancing, retry policy) for `options`.
 // INVALID_ARGUMENT for an unknown lb_policy or max_attempts outside [1, 5].
@@ -37,7 +62,8 @@ inline constexpr int kExitRpcError = 1;
 inline constexpr int kExitUsage = 2;
 
 // A channel per MakeChannelSpec (an invalid spec falls back to the plain target, after the
-// command validated it).
+// command validated it), with TLS and the token when `options` ask for them (files unreadable
+// here give a plaintext channel; main validates them first with LoadSecurity).
 // `channel_index` > 0 forces a separate connection (channels with identical arguments share one).
 std::shared_ptr<grpc::Channel> MakeChannel(const ConnectionOptions& options, int channel_index = 0);
 // Applies the deadline to a new call's context.

@@ -17,6 +17,16 @@ ABSL_FLAG(std::string, lb_policy, "round_robin",
 ABSL_FLAG(int, max_attempts, 4,
           "Attempts per call when the server answers UNAVAILABLE (1 = no retries; at most 5).");
 ABSL_FLAG(bool, json, false, "Print results as JSON.");
+ABSL_FLAG(bool, tls, false, "Connect over TLS, verifying the server against the system's roots.");
+ABSL_FLAG(std::string, tls_ca_file, "",
+          "PEM CA bundle the server's certificate must chain to (implies --tls).");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM client certificate for mutual TLS (with --tls_key_file; implies --tls).");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file.");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "Name the server's certificate must carry, if not the --target host.");
+ABSL_FLAG(std::string, token_file, "",
+          "File holding a bearer token, sent as \"authorization: Bearer TOKEN\" (needs TLS).");
 
 // health
 ABSL_FLAG(std::string, service, "", "health: the service to check (\"\" = whole server).");
@@ -140,6 +150,17 @@ int main(int argc, char** argv) {
   connection.timeout_seconds = absl::GetFlag(FLAGS_timeout);
   connection.lb_policy = absl::GetFlag(FLAGS_lb_policy);
   connection.max_attempts = absl::GetFlag(FLAGS_max_attempts);
+  connection.tls = absl::GetFlag(FLAGS_tls);
+  connection.tls_ca_file = absl::GetFlag(FLAGS_tls_ca_file);
+  connection.tls_cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  connection.tls_key_file = absl::GetFlag(FLAGS_tls_key_file);
+  connection.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
+  connection.token_file = absl::GetFlag(FLAGS_token_file);
+  if (absl::StatusOr<cuimg::SecurityMaterial> security = cuimg::LoadSecurity(connection);
+      !security.ok()) {
+    std::fprintf(stderr, "usage: %s\n", std::string(security.status().message()).c_str());
+    return cuimg::kExitUsage;
+  }
 
   if (subcommand == "health") {
     cuimg::HealthCommand command;

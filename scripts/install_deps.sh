@@ -28,6 +28,10 @@ test_pkgs=(
   python3-matplotlib
   # Metrics checks (promtool + a real Prometheus server in CI); deployment YAML checks.
   prometheus yamllint python3-yaml
+  # Throwaway certificates for the TLS tests.
+  openssl
+  # libFuzzer targets and sanitizer builds (clang's runtimes; llvm-symbolizer for reports).
+  clang libclang-rt-dev llvm
 )
 
 SUDO=""

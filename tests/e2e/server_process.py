@@ -22,15 +22,18 @@ class ServerProcess:
             if self.process.poll() is not None or time.time() > deadline:
                 raise RuntimeError("cuimg-server did not start:\n" + self.log())
             time.sleep(0.05)
-        ports = json.load(open(port_file))
+        with open(port_file) as f:
+            ports = json.load(f)
         self.grpc_port = ports["grpc"]
         self.metrics_port = ports["metrics"]
+        self.health_port = ports.get("health", 0)
         self.target = f"127.0.0.1:{self.grpc_port}"
 
     def log(self):
         if not self._log.closed:
             self._log.flush()
-        return open(self.log_path).read()
+        with open(self.log_path) as f:
+            return f.read()
 
     def terminate(self, timeout=60):
         """SIGTERM; returns the exit code."""
