@@ -26,10 +26,11 @@ CallScope::~CallScope() {
 void CallScope::MarkStarted() { times_.queue_us = MicrosSince(start_); }
 
 absl::Status CallScope::CheckAlive() const {
-  if (ctx_->IsCancelled()) return absl::CancelledError("the client cancelled the request");
+  // The deadline first: gRPC also marks a call whose deadline passed as cancelled.
   if (std::chrono::system_clock::now() > ctx_->deadline()) {
     return absl::DeadlineExceededError("the request's deadline passed before execution");
   }
+  if (ctx_->IsCancelled()) return absl::CancelledError("the client cancelled the request");
   return absl::OkStatus();
 }
 
