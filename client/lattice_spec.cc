@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -59,7 +60,14 @@ absl::StatusOr<Lattice> LatticeAroundMesh(const Mesh& mesh, const LatticeControl
 absl::StatusOr<Lattice> LatticeFromJsonFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  std::stringstream text;
+  text << in.rdbuf();
+  return LatticeFromJson(text.str(), path);
+}
+
+absl::StatusOr<Lattice> LatticeFromJson(absl::string_view text, const std::string& path) {
+  const nlohmann::json j =
+      nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not a JSON object"));
   }
@@ -86,6 +94,14 @@ absl::StatusOr<Lattice> LatticeFromJsonFile(const std::string& path) {
       !std::all_of(counts->begin(), counts->end(), [](const auto& v) { return v.is_number_integer(); })) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": \"counts\" must be [cs, ct, cu]"));
   }
+  // Checked before anything is sized by them (displacements default to count_s*count_t*count_u).
+  for (const auto& v : *counts) {
+    if (v.get<std::int64_t>() < kMinLatticeCount || v.get<std::int64_t>() > kMaxLatticeCount) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": \"counts\" must each be in [",
+                                                     kMinLatticeCount, ", ", kMaxLatticeCount,
+                                                     "]"));
+    }
+  }
   l.count_s = (*counts)[0].get<int>();
   l.count_t = (*counts)[1].get<int>();
   l.count_u = (*counts)[2].get<int>();
@@ -98,7 +114,7 @@ absl::StatusOr<Lattice> LatticeFromJsonFile(const std::string& path) {
       if (!v.is_number()) return absl::InvalidArgumentError(absl::StrCat(path, ": displacements must be numbers"));
       l.displacements.push_back(v.get<double>());
     }
-  } else if (l.count_s > 0 && l.count_t > 0 && l.count_u > 0) {
+  } else {
     l.displacements.assign(3 * l.ControlPointCount(), 0.0);
   }
   if (absl::Status s = ValidateLattice(l, "lattice"); !s.ok()) {

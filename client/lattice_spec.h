@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "absl/strings/string_view.h"
+
 #include "absl/status/statusor.h"
 #include "cuimg/kernels/mesh.h"
 #include "cuimg/v1/deform.pb.h"
@@ -22,6 +24,8 @@ absl::StatusOr<Lattice> LatticeAroundMesh(const Mesh& mesh, const LatticeControl
 // A lattice from a JSON file: {"origin":[x,y,z], "s":[..], "t":[..], "u":[..],
 // "counts":[cs,ct,cu], "displacements":[3 * cs * ct * cu numbers]}.
 absl::StatusOr<Lattice> LatticeFromJsonFile(const std::string& path);
+// The same from the JSON text; `name` labels errors.
+absl::StatusOr<Lattice> LatticeFromJson(absl::string_view text, const std::string& name);
 void ToProtoLattice(const Lattice& lattice, v1::Lattice* out);
 
 }  // namespace cuimg

@@ -11,13 +11,14 @@
 
 namespace cuimg {
 
-absl::StatusOr<Mesh> ReadMeshFile(const std::string& path) {
-  Assimp::Importer importer;
-  const aiScene* scene = importer.ReadFile(
-      path, aiProcess_Triangulate | aiProcess_JoinIdenticalVertices | aiProcess_SortByPType);
-  if (scene == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", importer.GetErrorString()));
-  }
+namespace {
+
+constexpr unsigned kImportSteps =
+    aiProcess_Triangulate | aiProcess_JoinIdenticalVertices | aiProcess_SortByPType;
+
+// Merges the scene's triangle meshes into one. `name` labels errors.
+absl::StatusOr<Mesh> MeshFromScene(const aiScene& scene_ref, absl::string_view name) {
+  const aiScene* scene = &scene_ref;
   Mesh mesh;
   for (unsigned m = 0; m < scene->mNumMeshes; ++m) {
     const aiMesh* in = scene->mMeshes[m];
@@ -29,11 +30,43 @@ absl::StatusOr<Mesh> ReadMeshFile(const std::string& path) {
     }
     for (unsigned f = 0; f < in->mNumFaces; ++f) {
       if (in->mFaces[f].mNumIndices != 3) continue;
-      for (int k = 0; k < 3; ++k) mesh.triangles.push_back(base + in->mFaces[f].mIndices[k]);
+      for (int k = 0; k < 3; ++k) {
+        // An importer may pass a file's bad index through; the server would refuse it anyway.
+        if (in->mFaces[f].mIndices[k] >= in->mNumVertices) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(name, ": face ", f, " of mesh ", m, " indexes past its vertices"));
+        }
+        mesh.triangles.push_back(base + in->mFaces[f].mIndices[k]);
+      }
     }
   }
-  if (mesh.vertex_count() == 0) return absl::InvalidArgumentError(absl::StrCat(path, ": no triangles"));
+  if (mesh.vertex_count() == 0 || mesh.triangle_count() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": no triangles"));
+  }
   return mesh;
+}
+
+}  // namespace
+
+absl::StatusOr<Mesh> ReadMeshFile(const std::string& path) {
+  Assimp::Importer importer;
+  const aiScene* scene = importer.ReadFile(path, kImportSteps);
+  if (scene == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", importer.GetErrorString()));
+  }
+  return MeshFromScene(*scene, path);
+}
+
+absl::StatusOr<Mesh> ReadMeshBytes(absl::Span<const std::uint8_t> bytes, absl::string_view format) {
+  if (bytes.empty()) return absl::InvalidArgumentError(absl::StrCat(format, " data: empty"));
+  Assimp::Importer importer;
+  const std::string hint(format);
+  const aiScene* scene = importer.ReadFileFromMemory(bytes.data(), bytes.size(), kImportSteps,
+                                                     hint.c_str());
+  if (scene == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(format, " data: ", importer.GetErrorString()));
+  }
+  return MeshFromScene(*scene, absl::StrCat(format, " data"));
 }
 
 absl::Status WriteMeshFile(const std::string& path, const Mesh& mesh,

@@ -3,10 +3,13 @@
 #ifndef CUIMG_CLIENT_IO_MESH_FILE_H_
 #define CUIMG_CLIENT_IO_MESH_FILE_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "cuimg/kernels/mesh.h"
 
 namespace cuimg {
@@ -14,6 +17,8 @@ namespace cuimg {
 // All meshes of the file merged into one triangle mesh (faces triangulated; duplicate vertices
 // joined so that normals can be shared).
 absl::StatusOr<Mesh> ReadMeshFile(const std::string& path);
+// The same from a file's bytes; `format` is its extension without the dot ("obj", "ply", "stl").
+absl::StatusOr<Mesh> ReadMeshBytes(absl::Span<const std::uint8_t> bytes, absl::string_view format);
 // Writes by extension (.obj, .ply, .stl); `normals` (vertex_count * 3) may be empty.
 absl::Status WriteMeshFile(const std::string& path, const Mesh& mesh,
                            const std::vector<float>& normals);

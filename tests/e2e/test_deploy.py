@@ -75,8 +75,10 @@ class Manifests(unittest.TestCase):
         pod = docs[("Deployment", "cuimg")]["spec"]["template"]
         container = pod["spec"]["containers"][0]
         self.assertEqual(container["resources"]["limits"]["nvidia.com/gpu"], 1)
-        for probe in ("readinessProbe", "livenessProbe"):
-            self.assertEqual(container[probe]["grpc"]["port"], 50051)
+        # Probes use the plaintext health-only port (kubelet's gRPC probes cannot do TLS), which
+        # the ConfigMap turns on.
+        for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+            self.assertEqual(container[probe]["grpc"]["port"], 50052)
         self.assertEqual(container["readinessProbe"]["grpc"]["service"], "cuimg.v1.Imaging")
         self.assertTrue(pod["spec"]["securityContext"]["runAsNonRoot"])
         self.assertTrue(container["securityContext"]["readOnlyRootFilesystem"])
@@ -88,6 +90,17 @@ class Manifests(unittest.TestCase):
         help_text = subprocess.run([SERVER, "--helpfull"], capture_output=True, text=True).stdout
         for flag in flags:
             self.assertIn("-" + flag.split("=")[0].lstrip("-") + " ", help_text, flag)
+        self.assertIn("--health_listen_address=0.0.0.0:50052", flags)
+        # TLS, client certificates and tokens from mounted secrets.
+        mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+        secrets = {v["name"]: v["secret"]["secretName"] for v in pod["spec"]["volumes"]
+                   if "secret" in v}
+        for flag, secret in (("--tls_cert_file", "cuimg-tls"), ("--tls_key_file", "cuimg-tls"),
+                             ("--tls_client_ca_file", "cuimg-tls"),
+                             ("--auth_tokens_file", "cuimg-tokens")):
+            path = [f for f in flags if f.startswith(flag + "=")][0].split("=", 1)[1]
+            self.assertEqual(secrets[mounts[os.path.dirname(path)]], secret, flag)
+        self.assertIn("--require_client_cert", flags)
         grace = int([f for f in flags if f.startswith("--shutdown_grace_seconds")][0].split("=")[1])
         self.assertGreater(pod["spec"]["terminationGracePeriodSeconds"], grace + 5)
         self.assertEqual(docs[("Service", "cuimg-headless")]["spec"]["clusterIP"], "None")
