@@ -24,6 +24,7 @@ from server_process import ServerProcess
 from tls_material import TlsMaterial
 
 SERVER = os.environ["CUIMG_SERVER"]
+BACKEND = os.environ.get("CUIMG_BACKEND", "cpu")
 ALICE = "alice-token-for-bad-requests-0001"
 BOB = "bob-token-for-bad-requests-00002"
 RESIDENT_BUDGET = 16 << 20
@@ -448,7 +449,7 @@ class BadRequests(unittest.TestCase):
         cls.tls = TlsMaterial(clients=())
         tokens = cls.tls.write_tokens([f"alice {ALICE}", f"bob {BOB}"])
         cls.server = ServerProcess(
-            SERVER, "--backend=cpu", f"--resident_budget_bytes={RESIDENT_BUDGET}",
+            SERVER, f"--backend={BACKEND}", f"--resident_budget_bytes={RESIDENT_BUDGET}",
             f"--max_inflight_bytes_per_device={INFLIGHT_PER_DEVICE}",
             *cls.tls.server_flags(tokens=tokens))
         cls.channel = grpc.secure_channel(cls.server.target, cls.tls.channel_credentials(), options=[

@@ -288,6 +288,44 @@ class ProtectedHealthAndReflection(unittest.TestCase):
             self.assertEqual(server.terminate(), 0)
 
 
+class DeployedFlags(unittest.TestCase):
+    def test_the_configmap_flags_serve_mtls_tokens_and_plaintext_health(self):
+        import yaml
+        repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+        with open(os.path.join(repo, "deploy/k8s/configmap.yaml")) as f:
+            flags = yaml.safe_load(f)["data"]["cuimg.flags"].split()
+        m = Material.get().tls
+        tokens = m.write_tokens([f"alice {ALICE_TOKEN}"], name="tokens_deployed")
+        mounted = {"/etc/cuimg-tls/tls.crt": m.server_cert, "/etc/cuimg-tls/tls.key": m.server_key,
+                   "/etc/cuimg-tls/ca.crt": m.ca_cert, "/etc/cuimg-auth/tokens": tokens}
+        local = {"--listen_address": None, "--metrics_address": None, "--backend": "cpu",
+                 "--health_listen_address": "127.0.0.1:0"}
+        args = []
+        for flag in flags:
+            name, _, value = flag.partition("=")
+            if name in local:
+                if local[name] is not None:
+                    args.append(f"{name}={local[name]}")
+            else:
+                args.append(f"{name}={mounted.get(value, value)}" if value else name)
+        server = ServerProcess(SERVER, *args)
+        try:
+            channel = grpc.secure_channel(server.target, m.channel_credentials("alice"))
+            stub = imaging_service_pb2_grpc.ImagingStub(channel)
+            self.assertEqual(stub.Morphology(image_request(), metadata=bearer(ALICE_TOKEN),
+                                             timeout=10).result.image.width, 8)
+            code, _ = code_of(stub.Morphology, image_request(), timeout=5)
+            self.assertEqual(code, grpc.StatusCode.UNAUTHENTICATED)
+            channel.close()
+            health = grpc.insecure_channel(f"127.0.0.1:{server.health_port}")
+            reply = health_pb2_grpc.HealthStub(health).Check(
+                health_pb2.HealthCheckRequest(service="cuimg.v1.Imaging"), timeout=5)
+            self.assertEqual(reply.status, health_pb2.HealthCheckResponse.SERVING)
+            health.close()
+        finally:
+            self.assertEqual(server.terminate(), 0, server.log())
+
+
 class InconsistentSettings(unittest.TestCase):
     def test_server_refuses_to_start_and_names_the_flag(self):
         m = Material.get().tls
