@@ -25,6 +25,7 @@ from tls_material import TlsMaterial
 
 SERVER = os.environ["CUIMG_SERVER"]
 BACKEND = os.environ.get("CUIMG_BACKEND", "cpu")
+DATA = os.environ.get("CUIMG_DATA", "/usr/share/doc/opencv-doc/examples/data")
 ALICE = "alice-token-for-bad-requests-0001"
 BOB = "bob-token-for-bad-requests-00002"
 RESIDENT_BUDGET = 16 << 20
@@ -135,8 +136,8 @@ def upload_image_messages(width, height, sent, chunks=()):
 
 
 def jpeg_bytes():
-    """A real baseline JPEG, from Debian's opencv-doc samples."""
-    with open("/usr/share/doc/opencv-doc/examples/data/fruits.jpg", "rb") as f:
+    """A real baseline JPEG, from Debian's opencv-doc samples (the GPU bundle carries it)."""
+    with open(os.path.join(DATA, "fruits.jpg"), "rb") as f:
         return f.read()
 
 
