@@ -6,3 +6,9 @@ cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
 bash scripts/build.sh
 ctest --test-dir "${CUIMG_BUILD_DIR:-build}" --output-on-failure -j "$(nproc)" "$@"
+# The hardening runs (CI; CUIMG_SKIP_HARDENING=1 skips them, and so do ctest arguments): the
+# service under ASan+UBSan and TSan, then every fuzzer for a bounded time.
+if [ "${CUIMG_SKIP_HARDENING:-0}" != 1 ] && [ $# -eq 0 ]; then
+  bash scripts/sanitize.sh
+  bash scripts/fuzz.sh
+fi
