@@ -105,17 +105,34 @@ class LoadRun {
     }
     stopped_ = true;
     if (progress.joinable()) progress.join();
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return live_calls_ == 0; });
+    }
     return std::move(records_);
   }
 
   double measured_seconds() const { return measured_s_; }
 
  private:
+  // One call's state. gRPC destroys its copy of the callback (and so this) on its own thread
+  // after the callback returns; its context holds a reference to the channel, so the run waits
+  // for every Call to be gone before the channels go (the last channel reference must not drop
+  // on gRPC's callback thread, which then shuts down under itself).
   struct Call {
+    explicit Call(LoadRun* run) : run(run) {}
+    ~Call() { run->CallGone(); }
+    LoadRun* run;
     grpc::ClientContext context;
     v1::MorphologyResponse response;
     Clock::time_point start;
   };
+
+  void CallGone() {
+    std::lock_guard<std::mutex> lock(mu_);
+    --live_calls_;
+    cv_.notify_all();
+  }
 
   double Elapsed() const { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
   std::int64_t Target() const { return c_.requests; }
@@ -133,7 +150,11 @@ class LoadRun {
       ++issued_;
       ++inflight_;
     }
-    auto call = std::make_shared<Call>();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++live_calls_;
+    }
+    auto call = std::make_shared<Call>(this);
     PrepareContext(connection_, &call->context);
     call->start = Clock::now();
     v1::Imaging::Stub& stub = *stubs_[static_cast<std::size_t>(worker) % stubs_.size()];
@@ -185,6 +206,7 @@ class LoadRun {
   std::vector<CallRecord> records_;
   std::int64_t issued_ = 0;
   std::int64_t inflight_ = 0;
+  std::int64_t live_calls_ = 0;
   double measured_s_ = 0;
   std::atomic<bool> stopped_{false};
 };

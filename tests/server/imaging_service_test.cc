@@ -57,7 +57,9 @@ TEST(ImagingService, MorphologyReturnsTheReferenceResultWithTimingTrailer) {
   EXPECT_EQ(response.result().image().depth(), 4u);
   const auto& trailers = ctx.GetServerTrailingMetadata();
   ASSERT_EQ(trailers.count("cuimg-timing"), 1u);
-  EXPECT_NE(std::string(trailers.find("cuimg-timing")->second.data()).find("kernel_us="),
+  EXPECT_NE(std::string(trailers.find("cuimg-timing")->second.data(),
+                        trailers.find("cuimg-timing")->second.size())
+                .find("kernel_us="),
             std::string::npos);
 }
 
