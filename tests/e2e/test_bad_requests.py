@@ -6,8 +6,8 @@ that the message names the field; afterwards the server is still SERVING, still 
 valid request succeeds. The server runs with TLS and bearer tokens so that "another identity"
 exists. Needs CUIMG_SERVER and the generated stubs on PYTHONPATH.
 
-To add cases for a new RPC (DetectPedestrians), append Case rows to CASES (see the marked spot)
-and, if it is not unary, teach `invoke` its call shape."""
+To add cases for a new RPC, append Case rows to CASES (DETECT_CASES shows the shape) and, if it
+is not unary, teach `invoke` its call shape."""
 import collections
 import math
 import os
@@ -17,8 +17,8 @@ import grpc
 import numpy as np
 
 from bad_inputs import gray_png, png, png_header_only, torus
-from cuimg.v1 import (deform_pb2, gradient_pb2, imaging_service_pb2_grpc, morphology_pb2,
-                      pyramid_pb2, resident_pb2, types_pb2)
+from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, imaging_service_pb2_grpc,
+                      morphology_pb2, pyramid_pb2, resident_pb2, types_pb2)
 from grpc_protocols import health_pb2, health_pb2_grpc
 from server_process import ServerProcess
 from tls_material import TlsMaterial
@@ -426,9 +426,54 @@ AUTH_CASES = [
          "an-unknown-token-of-some-length"),
 ]
 
-# --- DetectPedestrians cases go here when its RPC lands (same Case rows; e.g. unknown detector
-# model, hit threshold NaN, win stride 0, colour image with a wrong byte length). -----------------
-DETECT_CASES = []
+def detect(image=None, **kwargs):
+    return detection_pb2.DetectPedestriansRequest(
+        input=types_pb2.ImageSource(image=image if image is not None else u8_image(64, 128)),
+        **kwargs)
+
+
+# --- DetectPedestrians (and ListModels): more rows for the detector go here. ----------------------
+DETECT_CASES = [
+    Case("detect/no input", "DetectPedestrians",
+         lambda fx: detection_pb2.DetectPedestriansRequest(), INVALID, "input"),
+    Case("detect/unknown model", "DetectPedestrians", lambda fx: detect(model="no_such_model"),
+         NOT_FOUND, "model"),
+    # A name no model can have is simply not loaded: nothing is looked up on disk per request.
+    Case("detect/model name with a path", "DetectPedestrians",
+         lambda fx: detect(model="../etc/passwd"), NOT_FOUND, "model"),
+    Case("detect/NaN hit threshold", "DetectPedestrians",
+         lambda fx: detect(hit_threshold=math.nan), INVALID, "hit_threshold"),
+    Case("detect/win stride not a multiple of 8", "DetectPedestrians",
+         lambda fx: detect(win_stride=12), INVALID, "win_stride"),
+    Case("detect/padding 257", "DetectPedestrians", lambda fx: detect(padding=257), INVALID,
+         "padding"),
+    Case("detect/scale below 1", "DetectPedestrians", lambda fx: detect(scale=0.5), INVALID,
+         "scale"),
+    Case("detect/65 levels", "DetectPedestrians", lambda fx: detect(max_levels=65), INVALID,
+         "max_levels"),
+    Case("detect/unknown grouping", "DetectPedestrians", lambda fx: detect(grouping=9), INVALID,
+         "grouping"),
+    Case("detect/NaN group eps", "DetectPedestrians", lambda fx: detect(group_eps=math.nan),
+         INVALID, "group_eps"),
+    Case("detect/u16 image", "DetectPedestrians",
+         lambda fx: detect(u8_image(64, 128, pixel_type=types_pb2.PIXEL_TYPE_U16,
+                                    data=bytes(64 * 128 * 2))), INVALID, "input.image"),
+    Case("detect/colour image one byte short", "DetectPedestrians",
+         lambda fx: detect(u8_image(64, 128, channels=3, data=bytes(64 * 128 * 3 - 1))), INVALID,
+         "input.image.data"),
+    Case("detect/volume", "DetectPedestrians", lambda fx: detect(u8_image(64, 128, depth=2)),
+         INVALID, "input.image"),
+    Case("detect/PNG bomb", "DetectPedestrians",
+         lambda fx: detection_pb2.DetectPedestriansRequest(input=types_pb2.ImageSource(
+             encoded=png(9000, 9000))), INVALID, "max_decoded_pixels"),
+    Case("detect/another identity's image", "DetectPedestrians",
+         lambda fx: detection_pb2.DetectPedestriansRequest(input=types_pb2.ImageSource(
+             handle=fx["bob_image"])), NOT_FOUND, "input.handle"),
+    Case("detect/no token", "DetectPedestrians", lambda fx: detect(), UNAUTHENTICATED,
+         "authorization", None),
+    Case("models/unknown token", "ListModels", lambda fx: detection_pb2.ListModelsRequest(),
+         UNAUTHENTICATED, "authorization", "an-unknown-token-of-some-length"),
+]
 
 CASES = (INLINE_STEP_CASES + HANDLE_AND_ENCODED_CASES + GRADIENT_PYRAMID_CASES + DEFORM_CASES +
          RESIDENT_CASES + AUTH_CASES + DETECT_CASES)
@@ -475,7 +520,7 @@ class BadRequests(unittest.TestCase):
         self.assertGreaterEqual(len(CASES), 50)
         self.assertEqual({c.rpc for c in CASES},
                          {"Morphology", "Gradient", "Pyramid", "Deform", "Upload", "Download",
-                          "Release", "ListResident"})
+                          "Release", "ListResident", "DetectPedestrians", "ListModels"})
         self.assertEqual(len({c.name for c in CASES}), len(CASES), "case names must be unique")
 
     def test_every_case_gets_its_code_and_names_its_field(self):

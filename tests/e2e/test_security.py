@@ -298,8 +298,9 @@ class DeployedFlags(unittest.TestCase):
         tokens = m.write_tokens([f"alice {ALICE_TOKEN}"], name="tokens_deployed")
         mounted = {"/etc/cuimg-tls/tls.crt": m.server_cert, "/etc/cuimg-tls/tls.key": m.server_key,
                    "/etc/cuimg-tls/ca.crt": m.ca_cert, "/etc/cuimg-auth/tokens": tokens}
+        # Addresses and paths of the pod replaced by local ones (the models: the source tree's).
         local = {"--listen_address": None, "--metrics_address": None, "--backend": "cpu",
-                 "--health_listen_address": "127.0.0.1:0"}
+                 "--health_listen_address": "127.0.0.1:0", "--models_dir": None}
         args = []
         for flag in flags:
             name, _, value = flag.partition("=")

@@ -8,8 +8,8 @@ import os
 import numpy as np
 from PIL import Image
 
-from cuimg.v1 import (deform_pb2, gradient_pb2, morphology_pb2, pyramid_pb2, resident_pb2,
-                      types_pb2)
+from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, morphology_pb2, pyramid_pb2,
+                      resident_pb2, types_pb2)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -83,7 +83,7 @@ write("lattice_json", "displaced.json",
       '"displacements":[' + ",".join(["0.5", "0", "-0.25"] * 12) + "]}")
 
 # --- request_validation: the first byte picks the request (0 Morphology, 1 Gradient, 2 Pyramid,
-# 3 Deform, 4 Upload image header, 5 Upload mesh header).
+# 3 Deform, 4 Upload image header, 5 Upload mesh header, 6 DetectPedestrians).
 def image_proto(w, h, d=0, pixel=types_pb2.PIXEL_TYPE_U8, size=1):
     return types_pb2.Image(pixel_type=pixel, width=w, height=h, depth=d,
                            data=bytes(w * h * max(d, 1) * size))
@@ -128,5 +128,11 @@ requests["deform_handle"] = (3, deform_pb2.DeformRequest(
     outputs=deform_pb2.DEFORM_OUTPUTS_NORMALS))
 requests["upload_image"] = (4, resident_pb2.UploadRequest(image=image_proto(16, 16), ttl_seconds=9))
 requests["upload_mesh"] = (5, resident_pb2.UploadRequest(mesh=mesh))
+requests["detect"] = (6, detection_pb2.DetectPedestriansRequest(
+    input=types_pb2.ImageSource(image=image_proto(64, 128)), model="opencv_people_64x128",
+    hit_threshold=0.5, win_stride=16, padding=8, scale=1.1, max_levels=4, group_threshold=2,
+    group_eps=0.3, gamma_correction=False))
+requests["detect_png"] = (6, detection_pb2.DetectPedestriansRequest(
+    input=types_pb2.ImageSource(encoded=png_gray), grouping=detection_pb2.GROUPING_NONE))
 for name, (kind, message) in requests.items():
     write("request_validation", name, bytes([kind]) + message.SerializeToString())

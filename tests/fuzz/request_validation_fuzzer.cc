@@ -1,4 +1,6 @@
-// libFuzzer target: request validation of every RPC. The first byte picks the request type, the
+// libFuzzer target: request validation of every RPC. The first byte picks the request type (0
+// Morphology, 1 Gradient, 2 Pyramid, 3 Deform, 4 and 5 Upload's image and mesh headers, 6
+// DetectPedestrians), the
 // rest is parsed as that protobuf message (the bytes a client could send); validation must return
 // a status, never crash, and admission's estimate must be computable for whatever it accepts.
 #include <cstddef>
@@ -35,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::uint8_t kind = data[0];
   ++data;
   --size;
-  switch (kind % 6) {
+  switch (kind % 7) {
     case 0:
       Check(data, size, &cuimg::ValidateMorphologyRequest, limits, store);
       break;
@@ -47,6 +49,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       break;
     case 3:
       Check(data, size, &cuimg::ValidateDeformRequest, limits, store);
+      break;
+    case 6:
+      Check(data, size, &cuimg::ValidateDetectRequest, limits, store);
       break;
     case 4: {
       cuimg::v1::UploadRequest upload;
