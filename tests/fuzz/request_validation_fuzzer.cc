@@ -1,8 +1,8 @@
 // libFuzzer target: request validation of every RPC. The first byte picks the request type (0
 // Morphology, 1 Gradient, 2 Pyramid, 3 Deform, 4 and 5 Upload's image and mesh headers, 6
-// DetectPedestrians), the
-// rest is parsed as that protobuf message (the bytes a client could send); validation must return
-// a status, never crash, and admission's estimate must be computable for whatever it accepts.
+// DetectPedestrians), the rest is parsed as that protobuf message (the bytes a client could
+// send); validation must return a status, never crash, and admission's estimate must be
+// computable for whatever it accepts.
 #include <cstddef>
 #include <cstdint>
 
