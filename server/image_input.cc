@@ -37,7 +37,8 @@ absl::Status CheckEncodedShape(const ImageView& shape, absl::string_view field,
 
 absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, const v1::ImageSource& source,
                                            absl::string_view identity, ResidentStore& store,
-                                           const RequestLimits& limits, StageTimes* times) {
+                                           const RequestLimits& limits,
+                                           DecodeThreads* decode_threads, StageTimes* times) {
   ResolvedImage out;
   switch (input.kind) {
     case ImageInput::Kind::kInline:
@@ -63,7 +64,7 @@ absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, const v1::Im
   const DecodeLimits decode_limits = DecodeLimitsFor(limits);
   const auto* data = reinterpret_cast<const std::uint8_t*>(input.bytes.data());
   absl::StatusOr<Image> decoded = DecodeImage(absl::MakeConstSpan(data, input.bytes.size()),
-                                              decode_limits);
+                                              decode_limits, decode_threads);
   if (!decoded.ok()) {
     // A file over the limits is the caller's input, like any other bad field.
     return absl::InvalidArgumentError(absl::StrCat(input.field, ": ", decoded.status().message()));

@@ -32,9 +32,11 @@ absl::Status CheckEncodedShape(const ImageView& shape, absl::string_view field,
                                const RequestLimits& limits);
 
 // Fills times->decode_us for encoded inputs.
+// `decode_threads` (may be null) lends idle threads to JPEG decoding.
 absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, const v1::ImageSource& source,
                                            absl::string_view identity, ResidentStore& store,
-                                           const RequestLimits& limits, StageTimes* times);
+                                           const RequestLimits& limits,
+                                           DecodeThreads* decode_threads, StageTimes* times);
 
 }  // namespace cuimg
 

@@ -75,6 +75,7 @@ ImagingService::ImagingService(const ServerOptions& options, const AuthPolicy& a
       queue_(queue),
       budget_(budget),
       store_(store),
+      decode_threads_(std::make_unique<DecodeThreads>(options.decode_threads)),
       metrics_(metrics),
       models_(models) {}
 
@@ -228,7 +229,8 @@ absl::Status ImagingService::RunMorphology(const MorphologyJob& job,
   const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
                          ResolveImage(job.input, request.input(), identity, *store_,
-                                      options_.limits, &call.times()));
+                                      options_.limits, decode_threads_.get(),
+                                      &call.times()));
   CUIMG_RETURN_IF_ERROR(CheckMorphologyInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   ResultSlot result(job.output, in.view.type, in.view.extent, in.spacing,
@@ -244,7 +246,8 @@ absl::Status ImagingService::RunGradient(const GradientJob& job, const v1::Gradi
   const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
                          ResolveImage(job.input, request.input(), identity, *store_,
-                                      options_.limits, &call.times()));
+                                      options_.limits, decode_threads_.get(),
+                                      &call.times()));
   CUIMG_RETURN_IF_ERROR(CheckGradientInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   const Extent& e = in.view.extent;
@@ -283,7 +286,8 @@ absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, const v1::Pyra
   const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
                          ResolveImage(job.input, request.input(), identity, *store_,
-                                      options_.limits, &call.times()));
+                                      options_.limits, decode_threads_.get(),
+                                      &call.times()));
   CUIMG_RETURN_IF_ERROR(CheckPyramidInput(in.view, &job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   CUIMG_ASSIGN_OR_RETURN(std::vector<PyramidLevel> levels,
@@ -317,7 +321,8 @@ absl::Status ImagingService::RunDetect(const DetectJob& job,
   const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
                          ResolveImage(job.input, request.input(), identity, *store_,
-                                      options_.limits, &call.times()));
+                                      options_.limits, decode_threads_.get(),
+                                      &call.times()));
   CUIMG_RETURN_IF_ERROR(CheckDetectInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   CUIMG_ASSIGN_OR_RETURN(DetectResult result,

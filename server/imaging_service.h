@@ -7,6 +7,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "cuimg/v1/imaging_service.grpc.pb.h"
+#include "cuimg/codec/decode_threads.h"
 #include "server/authorization.h"
 #include "server/backend.h"
 #include "server/call_scope.h"
@@ -93,6 +94,8 @@ class ImagingService final : public v1::Imaging::CallbackService {
   WorkQueue* queue_;
   InflightBudget* budget_;
   ResidentStore* store_;
+  // JPEG inputs decode in strips on these while they are idle.
+  std::unique_ptr<DecodeThreads> decode_threads_;
   ServerMetrics* metrics_;
   const ModelRegistry* models_;
 };

@@ -4,10 +4,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -29,6 +31,10 @@ ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9464",
 ABSL_FLAG(std::string, backend, "auto",
           "auto (CUDA when a usable GPU exists, else CPU), cuda, or cpu.");
 ABSL_FLAG(int, worker_threads, 4, "Threads executing requests.");
+ABSL_FLAG(int, decode_threads, -1,
+          "Threads a JPEG decode borrows while they are idle to decode one image in strips "
+          "(same pixels, lower latency on an idle server; serial under load). -1: the cores "
+          "less one, at most 7; 0: serial.");
 ABSL_FLAG(int, max_inflight_requests, 64,
           "Requests admitted at once; more get RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int, cpu_threads_per_request, 0, "CPU backend threads per request (0 = all cores).");
@@ -148,6 +154,11 @@ int main(int argc, char** argv) {
   options.listen_address = absl::GetFlag(FLAGS_listen_address);
   options.metrics_address = absl::GetFlag(FLAGS_metrics_address);
   options.worker_threads = absl::GetFlag(FLAGS_worker_threads);
+  options.decode_threads = absl::GetFlag(FLAGS_decode_threads);
+  if (options.decode_threads < 0) {
+    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    options.decode_threads = std::clamp(cores - 1, 0, 7);
+  }
   options.max_inflight_requests = absl::GetFlag(FLAGS_max_inflight_requests);
   options.cpu_threads_per_request = absl::GetFlag(FLAGS_cpu_threads_per_request);
   options.cpu_devices = absl::GetFlag(FLAGS_cpu_devices);
@@ -226,7 +237,7 @@ int main(int argc, char** argv) {
   }
   cuimg::Log(cuimg::LogLevel::kInfo, "event=startup version=", cuimg::kVersion, " ", description,
              " grpc_port=", (*server)->grpc_port(), " metrics_port=", (*server)->metrics_port(),
-             " workers=", options.worker_threads,
+             " workers=", options.worker_threads, " decode_threads=", options.decode_threads,
              " max_inflight_requests=", options.max_inflight_requests,
              " max_receive_message_bytes=", options.max_receive_message_bytes,
              " max_pixels=", options.limits.max_pixels,

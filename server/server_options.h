@@ -60,6 +60,8 @@ struct ServerOptions {
   int max_receive_message_bytes = 1 << 30;
   // Threads that execute requests (GPU submission or CPU compute).
   int worker_threads = 4;
+  // Threads a JPEG decode may borrow while idle, to decode one image in strips (0: serial).
+  int decode_threads = 0;
   // Requests admitted at once (executing or queued); beyond this RESOURCE_EXHAUSTED.
   int max_inflight_requests = 64;
   // Host bytes a device's admitted requests may hold at once (request, decoded input and results,

@@ -26,12 +26,12 @@ absl::StatusOr<ImageView> ProbeImage(absl::Span<const std::uint8_t> bytes) {
 }
 
 absl::StatusOr<Image> DecodeImage(absl::Span<const std::uint8_t> bytes,
-                                  const DecodeLimits& limits) {
+                                  const DecodeLimits& limits, DecodeThreads* threads) {
   switch (SniffImageFormat(bytes)) {
     case ImageFormat::kPng:
       return DecodePng(bytes, limits);
     case ImageFormat::kJpeg:
-      return DecodeJpeg(bytes, limits);
+      return DecodeJpeg(bytes, limits, threads);
     case ImageFormat::kUnknown:
       break;
   }

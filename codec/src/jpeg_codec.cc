@@ -32,7 +32,7 @@ absl::StatusOr<ImageView> ProbeJpeg(absl::Span<const std::uint8_t> bytes) {
 }
 
 absl::StatusOr<Image> DecodeJpeg(absl::Span<const std::uint8_t> bytes,
-                                 const DecodeLimits& limits) {
+                                 const DecodeLimits& limits, DecodeThreads* threads) {
   TjHandle tj(tjInitDecompress());
   if (!tj) return absl::ResourceExhaustedError("tjInitDecompress failed");
   int width = 0;
@@ -52,6 +52,7 @@ absl::StatusOr<Image> DecodeJpeg(absl::Span<const std::uint8_t> bytes,
   const bool gray = colorspace == TJCS_GRAY;
   const int channels = gray ? 1 : 3;
   Image image(PixelType::kU8, Extent{width, height, 1}, channels);
+  if (threads != nullptr && DecodeJpegInStrips(bytes, *threads, image)) return image;
   if (tjDecompress2(tj.get(), bytes.data(), static_cast<unsigned long>(bytes.size()),
                     image.bytes(), width, width * channels, height,
                     gray ? TJPF_GRAY : TJPF_BGR,

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "cuimg/codec/decode_threads.h"
 #include "cuimg/common/image.h"
 
 namespace cuimg {
@@ -31,8 +32,11 @@ absl::StatusOr<ImageView> ProbeImage(absl::Span<const std::uint8_t> bytes);
 // Decodes PNG or JPEG bytes into an image: U8 (or U16 for 16-bit PNG), 1 channel for gray
 // (alpha dropped) or 3 channels in BGR order for colour (alpha dropped), as OpenCV's imread.
 // INVALID_ARGUMENT for corrupt or unsupported data; RESOURCE_EXHAUSTED when over `limits`.
+// With `threads`, a large single-scan JPEG decodes in strips on the idle ones; the pixels are
+// the same as a serial decode's.
 absl::StatusOr<Image> DecodeImage(absl::Span<const std::uint8_t> bytes,
-                                  const DecodeLimits& limits = {});
+                                  const DecodeLimits& limits = {},
+                                  DecodeThreads* threads = nullptr);
 
 // Encodes a 2D U8 or U16 image with 1 channel (gray), 3 (BGR) or 4 (BGRA) as PNG.
 absl::StatusOr<std::vector<std::uint8_t>> EncodePng(const ImageView& image);
