@@ -71,11 +71,17 @@ grep -E "^(Ran|OK|FAILED)|backends" "$OUT/e2e.log"
 
 step benchmarks
 {
-  timeout 180 "$B/bin/morphology_bench" ${CUIMG_BENCH_ARGS:-} || status=1
-  timeout 180 "$B/bin/gradient_pyramid_bench" ${CUIMG_BENCH_ARGS:-} || status=1
-  timeout 120 "$B/bin/deform_bench" ${CUIMG_BENCH_ARGS:-} || status=1
-  timeout 180 "$B/bin/detect_bench" ${CUIMG_BENCH_ARGS:-} || status=1
-  timeout 180 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" || status=1
+  # CUIMG_BENCH picks the benchmark families (kernels, rpc); default both.
+  benches=" ${CUIMG_BENCH:-kernels rpc} "
+  if [[ $benches == *" kernels "* ]]; then
+    timeout 180 "$B/bin/morphology_bench" ${CUIMG_BENCH_ARGS:-} || status=1
+    timeout 180 "$B/bin/gradient_pyramid_bench" ${CUIMG_BENCH_ARGS:-} || status=1
+    timeout 120 "$B/bin/deform_bench" ${CUIMG_BENCH_ARGS:-} || status=1
+    timeout 180 "$B/bin/detect_bench" ${CUIMG_BENCH_ARGS:-} || status=1
+  fi
+  if [[ $benches == *" rpc "* ]]; then
+    timeout 180 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" || status=1
+  fi
   # CUIMG_ANCHORS picks anchors by family (morphology, gradient, detect); default all.
   anchors=" ${CUIMG_ANCHORS:-morphology gradient detect} "
   if [[ $anchors == *" detect "* ]]; then
