@@ -1,6 +1,6 @@
 // ImagingService: the gRPC face of cuimg. Each handler validates (request_validation), admits the
-// job to the work queue, runs it on the backend and answers; no CUDA here. RPCs whose issues have
-// not landed yet (ProcessVolumeStream) keep the generated base class's UNIMPLEMENTED answer.
+// job to the work queue, runs it on the backend and answers; no CUDA here. The resident-object RPCs
+// live in resident_rpcs.cc, ProcessVolumeStream in volume_stream_rpc.cc.
 #ifndef CUIMG_SERVER_IMAGING_SERVICE_H_
 #define CUIMG_SERVER_IMAGING_SERVICE_H_
 
@@ -56,6 +56,8 @@ class ImagingService final : public v1::Imaging::CallbackService {
   grpc::ServerUnaryReactor* ListResident(grpc::CallbackServerContext* ctx,
                                          const v1::ListResidentRequest* request,
                                          v1::ListResidentResponse* response) override;
+  grpc::ServerBidiReactor<v1::VolumeStreamRequest, v1::VolumeStreamResponse>* ProcessVolumeStream(
+      grpc::CallbackServerContext* ctx) override;
 
   const ServerOptions& options() const { return options_; }
   ResidentStore& store() { return *store_; }

@@ -215,18 +215,21 @@ absl::StatusOr<OutputSpec> ValidateOutputOptions(const v1::OutputOptions& output
   return OutputSpec{output.keep_resident(), output.omit_data(), output.ttl_seconds()};
 }
 
-absl::StatusOr<MorphologyJob> ValidateMorphologyRequest(const v1::MorphologyRequest& request,
-                                                        const RequestLimits& limits) {
-  MorphologyJob job;
-  CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.input(), "input", limits));
+namespace {
+
+// The chain of a Morphology request; `prefix` goes before every field name ("" or
+// "header.morphology.").
+absl::StatusOr<std::vector<MorphologyStep>> ValidateMorphologySteps(
+    const v1::MorphologyRequest& request, absl::string_view prefix, const RequestLimits& limits) {
   if (request.steps().empty()) {
-    return absl::InvalidArgumentError("steps: at least one step is required");
+    return absl::InvalidArgumentError(absl::StrCat(prefix, "steps: at least one step is required"));
   }
-  CUIMG_RETURN_IF_ERROR(CheckRange("steps: count", request.steps_size(), 1, limits.max_steps,
-                                   " (max_steps)"));
+  CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(prefix, "steps: count"), request.steps_size(), 1,
+                                   limits.max_steps, " (max_steps)"));
+  std::vector<MorphologyStep> steps;
   for (int i = 0; i < request.steps_size(); ++i) {
     const v1::MorphologyStep& s = request.steps(i);
-    const std::string field = absl::StrCat("steps[", i, "]");
+    const std::string field = absl::StrCat(prefix, "steps[", i, "]");
     MorphologyStep step;
     CUIMG_ASSIGN_OR_RETURN(step.op, OpFromProto(s.op(), absl::StrCat(field, ".op")));
     CUIMG_ASSIGN_OR_RETURN(step.element,
@@ -237,8 +240,18 @@ absl::StatusOr<MorphologyJob> ValidateMorphologyRequest(const v1::MorphologyRequ
     CUIMG_ASSIGN_OR_RETURN(step.border,
                            BorderFromProto(s.border_mode(), absl::StrCat(field, ".border_mode")));
     step.border_value = s.border_value();
-    job.steps.push_back(std::move(step));
+    steps.push_back(std::move(step));
   }
+  return steps;
+}
+
+}  // namespace
+
+absl::StatusOr<MorphologyJob> ValidateMorphologyRequest(const v1::MorphologyRequest& request,
+                                                        const RequestLimits& limits) {
+  MorphologyJob job;
+  CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.input(), "input", limits));
+  CUIMG_ASSIGN_OR_RETURN(job.steps, ValidateMorphologySteps(request, "", limits));
   CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
   if (job.input.kind == ImageInput::Kind::kInline) {
     CUIMG_RETURN_IF_ERROR(CheckMorphologyInput(
@@ -294,26 +307,35 @@ absl::Status CheckMeshCounts(const v1::Mesh& mesh, absl::string_view field,
   return absl::OkStatus();
 }
 
+// The filter fields of a Gradient request; `prefix` goes before every field name.
+absl::StatusOr<GradientSpec> ValidateGradientFields(const v1::GradientRequest& request,
+                                                    absl::string_view prefix) {
+  const std::uint32_t length = request.kernel_length() == 0 ? kDefaultGradientKernelLength
+                                                            : request.kernel_length();
+  if (length < 3 || length > kMaxGradientKernelLength || length % 2 == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        prefix, "kernel_length: ", request.kernel_length(), " is not an odd number in [3, 31]"));
+  }
+  if (request.sigma() != 0) {
+    CUIMG_RETURN_IF_ERROR(CheckDoubleRange(absl::StrCat(prefix, "sigma"), request.sigma(), 0,
+                                           kMaxGradientSigma));
+  }
+  GradientSpec spec;
+  spec.kernel_length = static_cast<int>(length);
+  spec.sigma = request.sigma();
+  spec.magnitude = request.magnitude();
+  spec.angle = request.angle();
+  CUIMG_RETURN_IF_ERROR(ValidateGradientSpec(spec));
+  return spec;
+}
+
 }  // namespace
 
 absl::StatusOr<GradientJob> ValidateGradientRequest(const v1::GradientRequest& request,
                                                     const RequestLimits& limits) {
   GradientJob job;
   CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.input(), "input", limits));
-  const std::uint32_t length = request.kernel_length() == 0 ? kDefaultGradientKernelLength
-                                                            : request.kernel_length();
-  if (length < 3 || length > kMaxGradientKernelLength || length % 2 == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "kernel_length: ", request.kernel_length(), " is not an odd number in [3, 31]"));
-  }
-  if (request.sigma() != 0) {
-    CUIMG_RETURN_IF_ERROR(CheckDoubleRange("sigma", request.sigma(), 0, kMaxGradientSigma));
-  }
-  job.spec.kernel_length = static_cast<int>(length);
-  job.spec.sigma = request.sigma();
-  job.spec.magnitude = request.magnitude();
-  job.spec.angle = request.angle();
-  CUIMG_RETURN_IF_ERROR(ValidateGradientSpec(job.spec));
+  CUIMG_ASSIGN_OR_RETURN(job.spec, ValidateGradientFields(request, ""));
   CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
   if (job.input.kind == ImageInput::Kind::kInline) {
     CUIMG_RETURN_IF_ERROR(CheckGradientInput(
@@ -546,6 +568,70 @@ absl::Status CheckDetectInput(const ImageView& image, const DetectJob& job) {
         absl::StrCat(job.input.field, ": is a volume; DetectPedestrians needs a 2D image"));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<VolumeStreamJob> ValidateVolumeStreamHeader(const v1::VolumeStreamHeader& header,
+                                                           const RequestLimits& limits) {
+  if (!header.has_volume()) {
+    return absl::InvalidArgumentError("header.volume: is required (the volume's type and size)");
+  }
+  CUIMG_ASSIGN_OR_RETURN(ImageInput volume,
+                         ValidateImage(header.volume(), "header.volume", limits, true));
+  if (!header.volume().data().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("header.volume.data: must be empty (pixels arrive in slab messages), got ",
+                     header.volume().data().size(), " bytes"));
+  }
+  if (volume.channels != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("header.volume.channels: ", volume.channels,
+                                                   "; streamed volumes need 1"));
+  }
+  VolumeStreamJob job;
+  job.type = volume.type;
+  job.extent = volume.extent;
+  job.spacing = header.volume().spacing();
+  switch (header.operation_case()) {
+    case v1::VolumeStreamHeader::kMorphology: {
+      const v1::MorphologyRequest& m = header.morphology();
+      if (m.has_input()) {
+        return absl::InvalidArgumentError(
+            "header.morphology.input: must be unset (the pixels arrive in slab messages)");
+      }
+      if (m.has_output()) {
+        return absl::InvalidArgumentError(
+            "header.morphology.output: must be unset (results stream back; nothing is kept)");
+      }
+      job.op = VolumeStreamJob::Op::kMorphology;
+      CUIMG_ASSIGN_OR_RETURN(job.steps, ValidateMorphologySteps(m, "header.morphology.", limits));
+      if (job.type != PixelType::kF32) {
+        for (std::size_t i = 0; i < job.steps.size(); ++i) {
+          if (!std::isfinite(job.steps[i].border_value)) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "header.morphology.steps[", i, "].border_value: ", job.steps[i].border_value,
+                " is not finite (allowed only for F32 volumes)"));
+          }
+        }
+      }
+      return job;
+    }
+    case v1::VolumeStreamHeader::kGradient: {
+      const v1::GradientRequest& g = header.gradient();
+      if (g.has_input()) {
+        return absl::InvalidArgumentError(
+            "header.gradient.input: must be unset (the pixels arrive in slab messages)");
+      }
+      if (g.has_output()) {
+        return absl::InvalidArgumentError(
+            "header.gradient.output: must be unset (results stream back; nothing is kept)");
+      }
+      job.op = VolumeStreamJob::Op::kGradient;
+      CUIMG_ASSIGN_OR_RETURN(job.gradient, ValidateGradientFields(g, "header.gradient."));
+      return job;
+    }
+    case v1::VolumeStreamHeader::OPERATION_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError("header.operation: one of morphology or gradient is required");
 }
 
 }  // namespace cuimg

@@ -20,6 +20,7 @@
 #include "cuimg/v1/gradient.pb.h"
 #include "cuimg/v1/morphology.pb.h"
 #include "cuimg/v1/pyramid.pb.h"
+#include "cuimg/v1/streaming.pb.h"
 #include "cuimg/v1/types.pb.h"
 #include "server/server_options.h"
 
@@ -132,6 +133,23 @@ absl::StatusOr<DeformJob> ValidateDeformRequest(const v1::DeformRequest& request
 // The mesh of an Upload's first message: counts within the limits and data no longer than they
 // imply (the stream may carry the rest). Coordinates and indices are checked once complete.
 absl::Status ValidateUploadMeshHeader(const v1::Mesh& mesh, const RequestLimits& limits);
+
+// A streamed volume (ProcessVolumeStream): the whole volume's shape and one operation.
+struct VolumeStreamJob {
+  enum class Op { kMorphology, kGradient };
+  Op op = Op::kMorphology;
+  PixelType type = PixelType::kU8;
+  Extent extent;  // the whole volume; depth >= 1
+  v1::Spacing spacing;
+  std::vector<MorphologyStep> steps;  // kMorphology
+  GradientSpec gradient;              // kGradient
+};
+
+// The header of a ProcessVolumeStream call: the volume (one channel, data empty) and exactly one
+// operation with the unary request's rules, its `input` and `output` unset. Fields are named from
+// the stream message ("header.morphology.steps[0].element.width").
+absl::StatusOr<VolumeStreamJob> ValidateVolumeStreamHeader(const v1::VolumeStreamHeader& header,
+                                                           const RequestLimits& limits);
 
 }  // namespace cuimg
 
