@@ -33,14 +33,19 @@ struct MorphologyCommand {
   // A PNG whose non-zero pixels form a custom element (shape "custom").
   std::string mask;
   bool json = false;
+  // > 0: stream a one-channel volume in slabs of this many slices (ProcessVolumeStream).
+  int slab_slices = 0;
 };
 int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& command);
 
 struct GradientCommand {
   std::string input;
-  std::string output_prefix;  // PREFIX_gx.tiff, PREFIX_gy.tiff, PREFIX_magnitude.png
+  // PREFIX_gx.tiff, PREFIX_gy.tiff, PREFIX_magnitude.png (a volume's: PREFIX_magnitude.tiff, f32)
+  std::string output_prefix;
   int kernel_length = 7;
   double sigma = 0;
+  // > 0: stream a volume in slabs of this many slices (ProcessVolumeStream).
+  int slab_slices = 0;
 };
 int RunGradient(const ConnectionOptions& connection, const GradientCommand& command);
 

@@ -7,6 +7,7 @@
 #include "client/image_convert.h"
 #include "client/io/image_file.h"
 #include "client/request_building.h"
+#include "client/volume_stream.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 
 namespace cuimg {
@@ -24,42 +25,68 @@ int RunGradient(const ConnectionOptions& connection, const GradientCommand& c) {
   }
   const Image gray = ToGray(*input);
   v1::GradientRequest request;
-  ToProtoImage(gray, request.mutable_input()->mutable_image());
   request.set_kernel_length(static_cast<std::uint32_t>(c.kernel_length));
   request.set_sigma(c.sigma);
   request.set_magnitude(true);
   auto stub = v1::Imaging::NewStub(MakeChannel(connection));
-  grpc::ClientContext context;
-  PrepareContext(connection, &context);
-  v1::GradientResponse response;
+  // gx, gy, magnitude: from one unary call, or streamed in slabs (--slab_slices).
+  std::vector<Image> planes;
+  std::string timing;
   const auto start = std::chrono::steady_clock::now();
-  const grpc::Status status = stub->Gradient(&context, request, &response);
+  if (c.slab_slices > 0) {
+    v1::VolumeStreamHeader header;
+    *header.mutable_gradient() = request;
+    absl::StatusOr<StreamedVolume> streamed =
+        StreamVolume(*stub, connection, std::move(header), gray, c.slab_slices);
+    if (!streamed.ok()) {
+      return ReportRpcError(grpc::Status(static_cast<grpc::StatusCode>(streamed.status().code()),
+                                         std::string(streamed.status().message())));
+    }
+    planes = std::move(streamed->planes);
+    timing = streamed->server_timing;
+  } else {
+    ToProtoImage(gray, request.mutable_input()->mutable_image());
+    grpc::ClientContext context;
+    PrepareContext(connection, &context);
+    v1::GradientResponse response;
+    const grpc::Status status = stub->Gradient(&context, request, &response);
+    if (!status.ok()) return ReportRpcError(status);
+    for (const v1::ImageResult* result : {&response.gx(), &response.gy(), &response.magnitude()}) {
+      absl::StatusOr<Image> image = FromProtoImage(result->image());
+      if (!image.ok()) {
+        return ReportRpcError(
+            grpc::Status(grpc::StatusCode::INTERNAL, std::string(image.status().message())));
+      }
+      planes.push_back(*std::move(image));
+    }
+    timing = ServerTiming(context);
+  }
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (!status.ok()) return ReportRpcError(status);
-  const std::pair<const char*, const v1::ImageResult*> outputs[] = {
-      {"_gx.tiff", &response.gx()}, {"_gy.tiff", &response.gy()}};
-  for (const auto& [suffix, result] : outputs) {
-    absl::StatusOr<Image> image = FromProtoImage(result->image());
-    if (!image.ok()) return ReportRpcError(grpc::Status(grpc::StatusCode::INTERNAL, std::string(image.status().message())));
+  const std::pair<const char*, const Image*> outputs[] = {{"_gx.tiff", &planes[0]},
+                                                          {"_gy.tiff", &planes[1]}};
+  for (const auto& [suffix, image] : outputs) {
     if (absl::Status s = WriteImageFile(c.output_prefix + suffix, image->view()); !s.ok()) {
       std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
       return kExitUsage;
     }
   }
-  absl::StatusOr<Image> magnitude = FromProtoImage(response.magnitude().image());
-  if (!magnitude.ok()) return ReportRpcError(grpc::Status(grpc::StatusCode::INTERNAL, std::string(magnitude.status().message())));
-  if (absl::Status s = WriteImageFile(c.output_prefix + "_magnitude.png", ToPreviewU8(*magnitude).view());
+  // PNG holds 2D images only: a volume's magnitude goes out as f32 TIFF pages instead.
+  const bool volume = gray.extent().depth > 1;
+  const std::string magnitude_file =
+      c.output_prefix + (volume ? "_magnitude.tiff" : "_magnitude.png");
+  if (absl::Status s = WriteImageFile(
+          magnitude_file, volume ? planes[2].view() : ToPreviewU8(planes[2]).view());
       !s.ok()) {
     std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
     return kExitUsage;
   }
-  std::printf("wrote %s_gx.tiff, %s_gy.tiff (f32) and %s_magnitude.png (%lldx%lld, %zu taps) in "
+  std::printf("wrote %s_gx.tiff, %s_gy.tiff (f32) and %s (%lldx%lldx%lld%s) in "
               "%.2f ms; server: %s\n",
-              c.output_prefix.c_str(), c.output_prefix.c_str(), c.output_prefix.c_str(),
+              c.output_prefix.c_str(), c.output_prefix.c_str(), magnitude_file.c_str(),
               static_cast<long long>(gray.extent().width), static_cast<long long>(gray.extent().height),
-              static_cast<std::size_t>(response.smoothing_taps_size()), ms,
-              ServerTiming(context).c_str());
+              static_cast<long long>(gray.extent().depth), c.slab_slices > 0 ? ", streamed" : "",
+              ms, timing.c_str());
   return kExitOk;
 }
 

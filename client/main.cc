@@ -53,6 +53,9 @@ ABSL_FLAG(std::string, border, "neutral",
           "morphology: neutral (outside pixels never win) or constant (--border_value).");
 ABSL_FLAG(double, border_value, 0, "morphology: outside value for --border constant.");
 ABSL_FLAG(std::string, mask, "", "morphology: 8-bit PNG mask for --shape custom.");
+ABSL_FLAG(int, slab_slices, 0,
+          "morphology, gradient: stream a volume (e.g. a multi-page TIFF) in slabs of this many "
+          "slices through ProcessVolumeStream (0 = one unary request).");
 
 // gradient, pyramid
 ABSL_FLAG(std::string, output_prefix, "",
@@ -181,6 +184,7 @@ int main(int argc, char** argv) {
     command.border_value = absl::GetFlag(FLAGS_border_value);
     command.mask = absl::GetFlag(FLAGS_mask);
     command.json = absl::GetFlag(FLAGS_json);
+    command.slab_slices = absl::GetFlag(FLAGS_slab_slices);
     return cuimg::RunMorphology(connection, command);
   }
   if (subcommand == "gradient") {
@@ -189,6 +193,7 @@ int main(int argc, char** argv) {
     command.output_prefix = absl::GetFlag(FLAGS_output_prefix);
     command.kernel_length = absl::GetFlag(FLAGS_kernel_length);
     command.sigma = absl::GetFlag(FLAGS_sigma);
+    command.slab_slices = absl::GetFlag(FLAGS_slab_slices);
     return cuimg::RunGradient(connection, command);
   }
   if (subcommand == "pyramid") {

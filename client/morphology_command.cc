@@ -9,6 +9,7 @@
 #include "client/commands.h"
 #include "client/io/image_file.h"
 #include "client/morphology_spec.h"
+#include "client/volume_stream.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 
 namespace cuimg {
@@ -81,6 +82,52 @@ absl::StatusOr<std::vector<v1::MorphologyStep>> BuildSteps(const MorphologyComma
   return steps;
 }
 
+// Prints what was written, as text or JSON.
+void Report(const MorphologyCommand& command, const Image& input, double ms,
+            const std::string& timing) {
+  const int channels = input.channels();
+  if (command.json) {
+    std::printf("{\"output\": \"%s\", \"width\": %lld, \"height\": %lld, \"depth\": %lld, "
+                "\"channels\": %d, \"slab_slices\": %d, \"round_trip_ms\": %.3f, "
+                "\"server_timing\": \"%s\"}\n",
+                command.output.c_str(), static_cast<long long>(input.extent().width),
+                static_cast<long long>(input.extent().height),
+                static_cast<long long>(input.extent().depth), channels, command.slab_slices, ms,
+                timing.c_str());
+  } else {
+    std::printf("wrote %s (%lldx%lldx%lld, %d channel%s, %s%s) in %.2f ms; server: %s\n",
+                command.output.c_str(), static_cast<long long>(input.extent().width),
+                static_cast<long long>(input.extent().height),
+                static_cast<long long>(input.extent().depth), channels, channels == 1 ? "" : "s",
+                std::string(PixelTypeName(input.type())).c_str(),
+                command.slab_slices > 0 ? ", streamed" : "", ms, timing.c_str());
+  }
+}
+
+// --slab_slices: the volume through ProcessVolumeStream.
+int RunStreamed(v1::Imaging::Stub& stub, const ConnectionOptions& connection,
+                const MorphologyCommand& command, const std::vector<v1::MorphologyStep>& steps,
+                const Image& input) {
+  if (input.channels() != 1) return Usage("--slab_slices: needs a one-channel volume");
+  v1::VolumeStreamHeader header;
+  for (const v1::MorphologyStep& step : steps) *header.mutable_morphology()->add_steps() = step;
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<StreamedVolume> result =
+      StreamVolume(stub, connection, std::move(header), input, command.slab_slices);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!result.ok()) {
+    return ReportRpcError(grpc::Status(static_cast<grpc::StatusCode>(result.status().code()),
+                                       std::string(result.status().message())));
+  }
+  if (absl::Status s = WriteImageFile(command.output, result->planes[0].view()); !s.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
+    return kExitUsage;
+  }
+  Report(command, input, ms, result->server_timing);
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& command) {
@@ -93,6 +140,7 @@ int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& 
   if (!input.ok()) return Usage(std::string(input.status().message()));
 
   auto stub = v1::Imaging::NewStub(MakeChannel(connection));
+  if (command.slab_slices > 0) return RunStreamed(*stub, connection, command, *steps, *input);
   const int channels = input->channels();
   const std::size_t pixel = PixelSize(input->type());
   const std::int64_t pixels = input->extent().Pixels();
@@ -105,6 +153,9 @@ int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& 
     image->set_pixel_type(ToProto(input->type()));
     image->set_width(static_cast<std::uint32_t>(input->extent().width));
     image->set_height(static_cast<std::uint32_t>(input->extent().height));
+    if (input->extent().depth > 1) {
+      image->set_depth(static_cast<std::uint32_t>(input->extent().depth));
+    }
     std::string* data = image->mutable_data();
     data->resize(pixels * pixel);
     for (std::int64_t i = 0; i < pixels; ++i) {  // de-interleave one channel
@@ -133,17 +184,7 @@ int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& 
     std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
     return kExitUsage;
   }
-  if (command.json) {
-    std::printf("{\"output\": \"%s\", \"width\": %lld, \"height\": %lld, \"channels\": %d, "
-                "\"round_trip_ms\": %.3f, \"server_timing\": \"%s\"}\n",
-                command.output.c_str(), static_cast<long long>(input->extent().width),
-                static_cast<long long>(input->extent().height), channels, ms, timing.c_str());
-  } else {
-    std::printf("wrote %s (%lldx%lld, %d channel%s, %s) in %.2f ms; server: %s\n",
-                command.output.c_str(), static_cast<long long>(input->extent().width),
-                static_cast<long long>(input->extent().height), channels, channels == 1 ? "" : "s",
-                std::string(PixelTypeName(input->type())).c_str(), ms, timing.c_str());
-  }
+  Report(command, *input, ms, timing);
   return kExitOk;
 }
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from bad_inputs import gray_png, png, png_header_only, torus
 from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, imaging_service_pb2_grpc,
-                      morphology_pb2, pyramid_pb2, resident_pb2, types_pb2)
+                      morphology_pb2, pyramid_pb2, resident_pb2, streaming_pb2, types_pb2)
 from grpc_protocols import health_pb2, health_pb2_grpc
 from server_process import ServerProcess
 from tls_material import TlsMaterial
@@ -475,8 +475,57 @@ DETECT_CASES = [
          UNAUTHENTICATED, "authorization", "an-unknown-token-of-some-length"),
 ]
 
+
+# --- ProcessVolumeStream: a header, then slabs of whole 8x8 u8 slices (64 bytes each). -----------
+def stream_header(depth=4, image=None, **operation):
+    if not operation:
+        operation = {"morphology": morphology_pb2.MorphologyRequest(steps=[step()])}
+    volume = image if image is not None else u8_image(8, 8, depth, data=b"")
+    return streaming_pb2.VolumeStreamRequest(
+        header=streaming_pb2.VolumeStreamHeader(volume=volume, **operation))
+
+
+def slab(n_bytes):
+    return streaming_pb2.VolumeStreamRequest(slab=bytes(n_bytes))
+
+
+STREAM_CASES = [
+    Case("stream/empty stream", "ProcessVolumeStream", lambda fx: [], INVALID, "header"),
+    Case("stream/slab before the header", "ProcessVolumeStream", lambda fx: [slab(256)], INVALID,
+         "header"),
+    Case("stream/header twice", "ProcessVolumeStream",
+         lambda fx: [stream_header(), stream_header()], INVALID, "header"),
+    Case("stream/stops mid-volume", "ProcessVolumeStream",
+         lambda fx: [stream_header(), slab(128)], INVALID, "slab: the stream ended after 2 of 4"),
+    Case("stream/slab not whole slices", "ProcessVolumeStream",
+         lambda fx: [stream_header(), slab(100)], INVALID, "slab"),
+    Case("stream/empty slab", "ProcessVolumeStream", lambda fx: [stream_header(), slab(0)],
+         INVALID, "slab"),
+    Case("stream/more slices than the volume", "ProcessVolumeStream",
+         lambda fx: [stream_header(), slab(192), slab(128)], INVALID, "slab"),
+    Case("stream/header with pixels", "ProcessVolumeStream",
+         lambda fx: [stream_header(image=u8_image(8, 8, 4))], INVALID, "header.volume.data"),
+    Case("stream/no operation", "ProcessVolumeStream",
+         lambda fx: [streaming_pb2.VolumeStreamRequest(header=streaming_pb2.VolumeStreamHeader(
+             volume=u8_image(8, 8, 4, data=b"")))], INVALID, "header.operation"),
+    Case("stream/morphology input set", "ProcessVolumeStream",
+         lambda fx: [stream_header(morphology=morph())], INVALID, "header.morphology.input"),
+    Case("stream/element over the limit", "ProcessVolumeStream",
+         lambda fx: [stream_header(morphology=morphology_pb2.MorphologyRequest(
+             steps=[step(element=element(width=5000))]))], INVALID,
+         "header.morphology.steps[0].element.width"),
+    Case("stream/gradient even kernel", "ProcessVolumeStream",
+         lambda fx: [stream_header(gradient=gradient_pb2.GradientRequest(kernel_length=4))],
+         INVALID, "header.gradient.kernel_length"),
+    Case("stream/two channels", "ProcessVolumeStream",
+         lambda fx: [stream_header(image=u8_image(8, 8, 4, channels=2, data=b""))], INVALID,
+         "header.volume.channels"),
+    Case("stream/no token", "ProcessVolumeStream", lambda fx: [stream_header(), slab(256)],
+         UNAUTHENTICATED, "authorization", None),
+]
+
 CASES = (INLINE_STEP_CASES + HANDLE_AND_ENCODED_CASES + GRADIENT_PYRAMID_CASES + DEFORM_CASES +
-         RESIDENT_CASES + AUTH_CASES + DETECT_CASES)
+         RESIDENT_CASES + AUTH_CASES + DETECT_CASES + STREAM_CASES)
 
 
 def invoke(stub, rpc, request, token, timeout=30):
@@ -486,6 +535,8 @@ def invoke(stub, rpc, request, token, timeout=30):
         return method(iter(request), metadata=metadata, timeout=timeout)
     if rpc == "Download":
         return list(method(request, metadata=metadata, timeout=timeout))
+    if rpc == "ProcessVolumeStream":
+        return list(method(iter(request), metadata=metadata, timeout=timeout))
     return method(request, metadata=metadata, timeout=timeout)
 
 
@@ -520,7 +571,8 @@ class BadRequests(unittest.TestCase):
         self.assertGreaterEqual(len(CASES), 50)
         self.assertEqual({c.rpc for c in CASES},
                          {"Morphology", "Gradient", "Pyramid", "Deform", "Upload", "Download",
-                          "Release", "ListResident", "DetectPedestrians", "ListModels"})
+                          "Release", "ListResident", "DetectPedestrians", "ListModels",
+                          "ProcessVolumeStream"})
         self.assertEqual(len({c.name for c in CASES}), len(CASES), "case names must be unique")
 
     def test_every_case_gets_its_code_and_names_its_field(self):
