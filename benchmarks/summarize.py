@@ -6,7 +6,7 @@ import sys
 
 
 def main(jsonl_path, device_path=None):
-    rows, anchors, device, errors, rpcs = {}, {}, {}, [], []
+    rows, anchors, device, errors, rpcs, transports = {}, {}, {}, [], [], []
     papers = []
     checks = []  # (workload, who, verdict): cuimg "check" fields, anchors' "max_abs_diff"
     for line in open(jsonl_path):
@@ -23,6 +23,8 @@ def main(jsonl_path, device_path=None):
             device = item
         elif item.get("impl") == "rpc" and "error" not in item:
             rpcs.append(item)
+        elif item.get("impl") == "transport":
+            transports.append(item)
         elif item.get("impl") == "paper":
             papers.append(item)
         elif item.get("impl") == "cuimg":
@@ -95,6 +97,29 @@ def main(jsonl_path, device_path=None):
         for r in (r for r in rpcs if "throughput_fps" in r):
             print(f"\n{r['workload']} under load ({r['backend']}): {r['concurrency']} calls in flight, "
                   f"{r['throughput_fps']} frames/s, p50 {r['p50_ms_loaded']} ms, p99 {r['p99_ms_loaded']} ms.")
+    if transports:
+        print("\nService vs its transport floor (echo server with the same gRPC settings; C++ "
+              "client on the same host; transport_bench):\n")
+        print("| settings | workload | echo | cuimg | cuimg/echo (target) | more |")
+        print("|---|---|---|---|---|---|")
+        for t in transports:
+            w = t["workload"]
+            if w.startswith("unary_"):
+                cells = [f"p50 {t['echo_p50_us']:.0f} µs", f"p50 {t['cuimg_p50_us']:.0f} µs",
+                         f"{t['ratio']:.2f} (≤ {t['target_ratio']})",
+                         f"server overhead p50 {t['server_overhead_p50_us']:.0f} µs "
+                         f"(≤ {t['target_overhead_us']}), copies+kernel "
+                         f"{t['server_copies_kernel_p50_us']:.0f} µs"]
+            elif w.startswith("load_"):
+                cells = [f"{t['echo_rps']:.0f} req/s", f"{t['cuimg_rps']:.0f} req/s",
+                         f"{t['ratio']:.2f} (≥ {t['target_ratio']})",
+                         f"{t['concurrency']} in flight on {t['channels']} channels; cuimg p99 "
+                         f"{t['cuimg_p99_ms']:.2f} ms (≤ {t['target_p99_ms']})"]
+            else:
+                cells = [f"{t['echo_ms']:.1f} ms (1 MiB chunks)",
+                         f"{t['cuimg_ms']:.1f} ms ({t['slab_slices']}-slice slabs)",
+                         f"{t['ratio']:.2f} (< 1; cuimg ≤ {t['target_ms']} ms)", t["check"]]
+            print(f"| {t['settings']} | {w} | " + " | ".join(cells) + " |")
     others = {k: v for k, v in anchors.items() if k not in rows}
     if others:
         print("\nAnchors without a cuimg row:\n")
@@ -103,7 +128,8 @@ def main(jsonl_path, device_path=None):
     if errors:
         print("\nErrors:\n")
         for e in errors:
-            print(f"- {e.get('anchor', e.get('impl', '?'))} {e.get('workload', '')}: {e['error'][:200]}")
+            print(f"- {e.get('anchor', e.get('impl', '?'))} {e.get('workload', e.get('settings', ''))}: "
+                  f"{e['error'][:200]}")
 
 
 if __name__ == "__main__":

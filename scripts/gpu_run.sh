@@ -66,6 +66,9 @@ step "server over the wire (CUDA backend)"
     timeout 180 python3 "$B/tests/e2e/test_bad_requests.py" || status=1
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
     timeout 180 python3 "$B/tests/e2e/test_faults.py" DeviceMemoryCap || status=1
+  # Streamed volumes on the CUDA backend: slabs on several CUDA streams == the unary result.
+  CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
+    timeout 240 python3 "$B/tests/e2e/test_volume_stream_wire.py" || status=1
 } > "$OUT/e2e.log" 2>&1
 grep -E "^(Ran|OK|FAILED)|backends" "$OUT/e2e.log"
 
@@ -81,6 +84,9 @@ step benchmarks
   fi
   if [[ $benches == *" rpc "* ]]; then
     timeout 180 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" || status=1
+    # The service against an echo server with the same transport settings, per setting tried.
+    timeout 420 python3 "$B/benchmarks/transport_bench.py" --server "$B/bin/cuimg-server" \
+      --echo_server "$B/bin/echo_server" --driver "$B/bin/transport_bench" || status=1
   fi
   # CUIMG_ANCHORS picks anchors by family (morphology, gradient, detect); default all.
   anchors=" ${CUIMG_ANCHORS:-morphology gradient detect} "

@@ -24,6 +24,9 @@ binaries=(
   "$build_dir/tests/detect_gpu_test"
   # OpenCV 4.6's CPU HOG, timed beside detect_bench (the GPU machine's OpenCV 5 has no HOG).
   "$build_dir/benchmarks/opencv_hog_cpu"
+  # The transport floor: echo server and the driver comparing it with cuimg-server.
+  "$build_dir/benchmarks/echo_server"
+  "$build_dir/benchmarks/transport_bench"
 )
 for b in "${binaries[@]}"; do cp "$b" "$out/bin/"; done
 
@@ -32,7 +35,7 @@ bash scripts/collect_libs.sh "$out/lib" "$out"/bin/*
 cp -r "$build_dir/proto/python/." "$out/python/"
 cp -r tests/e2e "$out/tests/"
 [ -d benchmarks/anchors ] && cp -r benchmarks/anchors "$out/benchmarks/"
-cp benchmarks/summarize.py benchmarks/rpc_bench.py "$out/benchmarks/"
+cp benchmarks/summarize.py benchmarks/rpc_bench.py benchmarks/transport_bench.py "$out/benchmarks/"
 cp scripts/gpu_run.sh scripts/gpu_profile.sh "$out/"
 cp -r models "$out/models"
 # Sample images (Debian's opencv-doc; the GPU machine has no package registry), and frames of

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/log.h"
 #include "server/transport_security.h"
+#include "server/transport_settings.h"
 
 namespace cuimg {
 
@@ -60,8 +61,9 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, security->credentials, &server->grpc_port_);
-  builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
-  builder.SetMaxSendMessageSize(-1);
+  ApplyTransportSettings(
+      TransportSettings{options.max_receive_message_bytes, options.http2_lookahead_bytes},
+      &builder);
   builder.RegisterService(server->service_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->grpc_port_ == 0) {

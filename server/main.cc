@@ -54,6 +54,9 @@ ABSL_FLAG(std::string, inject_device_failure, "",
           "Testing only: DEVICE:AFTER_REQUESTS[:DURATION_MS] makes that device fail the request "
           "after AFTER_REQUESTS requests and stay unhealthy DURATION_MS (0 = until restart).");
 ABSL_FLAG(int, max_receive_message_bytes, 1 << 30, "Largest request message, bytes.");
+ABSL_FLAG(int, http2_lookahead_bytes, 0,
+          "HTTP/2 per-stream flow-control lookahead, bytes (0 = gRPC's default); see "
+          "BENCHMARKS.md for the settings measured.");
 ABSL_FLAG(int64_t, max_pixels, int64_t{1} << 30, "Largest image, width*height*depth.");
 ABSL_FLAG(int, max_side, 65536, "Largest width, height or depth.");
 ABSL_FLAG(int, max_element_extent, 1023, "Largest structuring element extent per axis.");
@@ -167,6 +170,7 @@ int main(int argc, char** argv) {
   options.device_memory_limit_bytes = absl::GetFlag(FLAGS_device_memory_limit_bytes);
   options.health_poll_ms = absl::GetFlag(FLAGS_health_poll_ms);
   options.max_receive_message_bytes = absl::GetFlag(FLAGS_max_receive_message_bytes);
+  options.http2_lookahead_bytes = absl::GetFlag(FLAGS_http2_lookahead_bytes);
   options.shutdown_grace_seconds = absl::GetFlag(FLAGS_shutdown_grace_seconds);
   options.resident_budget_bytes = absl::GetFlag(FLAGS_resident_budget_bytes);
   options.resident_ttl_seconds = absl::GetFlag(FLAGS_resident_ttl_seconds);
@@ -203,7 +207,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (options.worker_threads < 1 || options.max_inflight_requests < 1 ||
-      options.max_receive_message_bytes < 1 || options.limits.max_element_extent < 1 ||
+      options.max_receive_message_bytes < 1 || options.http2_lookahead_bytes < 0 ||
+      options.limits.max_element_extent < 1 ||
       options.cpu_devices < 1 || options.health_poll_ms < 1 ||
       options.max_inflight_bytes_per_device < 1 || options.limits.max_decoded_pixels < 1 ||
       options.resident_max_objects < 1) {

@@ -58,6 +58,8 @@ struct ServerOptions {
   BackendKind backend = BackendKind::kAuto;
   // Largest request message accepted (gRPC's receive limit), bytes.
   int max_receive_message_bytes = 1 << 30;
+  // HTTP/2 per-stream lookahead (transport_settings.h); 0 keeps gRPC's default.
+  int http2_lookahead_bytes = 0;
   // Threads that execute requests (GPU submission or CPU compute).
   int worker_threads = 4;
   // Threads a JPEG decode may borrow while idle, to decode one image in strips (0: serial).

@@ -1,0 +1,105 @@
+// The echo baseline: the same Debian gRPC, callback API and transport settings as cuimg-server
+// (server/transport_settings.h), doing nothing but returning what it receives. Its round trip is
+// the floor the service is measured against (benchmarks/transport_bench.cc).
+// Flags: --listen_address, --port_file (JSON {"grpc": PORT} once listening), --http2_lookahead_bytes,
+// --max_receive_message_bytes. Runs until SIGTERM/SIGINT.
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "echo/echo.grpc.pb.h"
+#include "server/transport_settings.h"
+
+ABSL_FLAG(std::string, listen_address, "127.0.0.1:0", "Where to listen.");
+ABSL_FLAG(std::string, port_file, "", "Writes {\"grpc\": PORT} here once listening.");
+ABSL_FLAG(int, http2_lookahead_bytes, 0, "As cuimg-server's flag (0 = gRPC's default).");
+ABSL_FLAG(int, max_receive_message_bytes, 1 << 30, "As cuimg-server's flag.");
+
+namespace {
+
+using cuimg::bench::EchoMessage;
+
+class EchoService final : public cuimg::bench::Echo::CallbackService {
+  grpc::ServerUnaryReactor* Echo(grpc::CallbackServerContext* ctx, const EchoMessage* request,
+                                 EchoMessage* response) override {
+    *response->mutable_data() = request->data();
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+  // Reads one message, writes it back, reads the next: one message in flight each way, as a
+  // server that answers each slab once it has it.
+  class StreamReactor final : public grpc::ServerBidiReactor<EchoMessage, EchoMessage> {
+   public:
+    StreamReactor() { StartRead(&message_); }
+    void OnReadDone(bool ok) override {
+      if (!ok) {
+        Finish(grpc::Status::OK);
+        return;
+      }
+      StartWrite(&message_);
+    }
+    void OnWriteDone(bool ok) override {
+      if (!ok) {
+        Finish(grpc::Status(grpc::StatusCode::CANCELLED, "client stopped reading"));
+        return;
+      }
+      StartRead(&message_);
+    }
+    void OnDone() override { delete this; }
+
+   private:
+    EchoMessage message_;
+  };
+
+  grpc::ServerBidiReactor<EchoMessage, EchoMessage>* EchoStream(
+      grpc::CallbackServerContext*) override {
+    return new StreamReactor();
+  }
+};
+
+volatile std::sig_atomic_t stop_requested = 0;
+extern "C" void OnSignal(int) { stop_requested = 1; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  cuimg::TransportSettings settings;
+  settings.max_receive_message_bytes = absl::GetFlag(FLAGS_max_receive_message_bytes);
+  settings.http2_lookahead_bytes = absl::GetFlag(FLAGS_http2_lookahead_bytes);
+  EchoService service;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(absl::GetFlag(FLAGS_listen_address), grpc::InsecureServerCredentials(),
+                           &port);
+  cuimg::ApplyTransportSettings(settings, &builder);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr) {
+    std::fprintf(stderr, "echo_server: could not listen on %s\n",
+                 absl::GetFlag(FLAGS_listen_address).c_str());
+    return 1;
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_port_file); !path.empty()) {
+    const std::string tmp = path + ".tmp";
+    std::ofstream(tmp) << "{\"grpc\": " << port << "}\n";
+    std::rename(tmp.c_str(), path.c_str());
+  }
+  std::fprintf(stderr, "echo_server listening on port %d, http2_lookahead_bytes=%d\n", port,
+               settings.http2_lookahead_bytes);
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
+  while (stop_requested == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  server->Shutdown();
+  return 0;
+}

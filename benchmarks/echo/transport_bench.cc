@@ -1,0 +1,375 @@
+// The service against its transport floor, in one run: an echo server (echo_server.cc, the same
+// gRPC and transport settings as cuimg-server) and a cuimg-server, both already listening; this
+// client (C++, sync API, threads) measures
+//   - one call at a time: echo of a 640x480 u8 payload each way vs Morphology dilate 3x3 on it
+//     (p50, and the server's overhead = total - h2d - kernel - d2h from the timing trailer);
+//   - `--concurrency` calls in flight over `--channels` connections for `--load_seconds`: both
+//     throughputs and cuimg's p50/p99;
+//   - a 512x512x300 i16 volume (157 MB): echoed in 1 MiB chunks on one stream vs dilated with a
+//     9x9 disk through ProcessVolumeStream (slabs of each `--slab_slices`), median of `--volume_runs`;
+//     the first streamed result is checked against the unary Morphology result byte for byte.
+// One JSON line per comparison ({"impl": "transport", ...}; benchmarks/summarize.py tables them).
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "cuimg/v1/imaging_service.grpc.pb.h"
+#include "echo/echo.grpc.pb.h"
+#include "server/transport_settings.h"
+
+ABSL_FLAG(std::string, echo_target, "", "The echo server.");
+ABSL_FLAG(std::string, cuimg_target, "", "The cuimg server.");
+ABSL_FLAG(std::string, label, "default", "Names the transport settings in the output.");
+ABSL_FLAG(int, http2_lookahead_bytes, 0, "Client channels' lookahead (0 = gRPC's default).");
+ABSL_FLAG(int, requests, 2000, "Calls per one-at-a-time measurement (after 200 warm-up).");
+ABSL_FLAG(int, concurrency, 64, "Calls in flight under load.");
+ABSL_FLAG(int, channels, 4, "Connections the load spreads over.");
+ABSL_FLAG(double, load_seconds, 5, "Seconds per load measurement (after 1 s warm-up).");
+ABSL_FLAG(std::string, slab_slices, "2,16", "Streamed volume slab sizes, slices.");
+ABSL_FLAG(int, volume_runs, 5, "Timed runs per volume measurement (after one warm-up).");
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using cuimg::bench::EchoMessage;
+
+double Us(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * (v.size() - 1) + 0.5))];
+}
+
+std::shared_ptr<grpc::Channel> Channel(const std::string& target, int index) {
+  grpc::ChannelArguments args;
+  cuimg::TransportSettings settings;
+  settings.http2_lookahead_bytes = absl::GetFlag(FLAGS_http2_lookahead_bytes);
+  cuimg::ApplyTransportSettings(settings, &args);
+  args.SetInt("cuimg.bench.channel_index", index);  // distinct arguments: a connection each
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+}
+
+std::string RandomBytes(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i + 8 <= n; i += 8) {
+    const std::uint64_t r = rng();
+    std::memcpy(&s[i], &r, 8);
+  }
+  return s;
+}
+
+// The server's stage times from the `cuimg-timing` trailer.
+struct ServerTimes {
+  double total = 0, h2d = 0, kernel = 0, d2h = 0;
+};
+ServerTimes ParseTiming(const grpc::ClientContext& ctx) {
+  ServerTimes t;
+  const auto& trailers = ctx.GetServerTrailingMetadata();
+  auto it = trailers.find("cuimg-timing");
+  if (it == trailers.end()) return t;
+  for (absl::string_view kv : absl::StrSplit(absl::string_view(it->second.data(), it->second.size()), ' ')) {
+    std::pair<absl::string_view, absl::string_view> p = absl::StrSplit(kv, '=');
+    double v = 0;
+    if (!absl::SimpleAtod(p.second, &v)) continue;
+    if (p.first == "total_us") t.total = v;
+    if (p.first == "h2d_us") t.h2d = v;
+    if (p.first == "kernel_us") t.kernel = v;
+    if (p.first == "d2h_us") t.d2h = v;
+  }
+  return t;
+}
+
+cuimg::v1::MorphologyRequest Dilate(const std::string& pixels, int w, int h, int depth,
+                                    cuimg::v1::PixelType type, cuimg::v1::ElementShape shape,
+                                    int size) {
+  cuimg::v1::MorphologyRequest r;
+  cuimg::v1::Image* image = r.mutable_input()->mutable_image();
+  image->set_pixel_type(type);
+  image->set_width(w);
+  image->set_height(h);
+  image->set_depth(depth);
+  image->set_data(pixels);
+  cuimg::v1::MorphologyStep* step = r.add_steps();
+  step->set_op(cuimg::v1::MORPHOLOGY_OP_DILATE);
+  step->mutable_element()->set_shape(shape);
+  step->mutable_element()->set_width(size);
+  step->mutable_element()->set_height(size);
+  return r;
+}
+
+// One call; returns false on error (printed once).
+using Call = std::function<bool(int worker, ServerTimes* times)>;
+
+struct Sequential {
+  std::vector<double> latency_us;
+  std::vector<ServerTimes> server;
+  int errors = 0;
+};
+
+Sequential RunSequential(const Call& call, int requests) {
+  Sequential out;
+  for (int i = 0; i < 200; ++i) call(0, nullptr);
+  for (int i = 0; i < requests; ++i) {
+    ServerTimes t;
+    const auto start = Clock::now();
+    const bool ok = call(0, &t);
+    out.latency_us.push_back(Us(Clock::now() - start));
+    out.server.push_back(t);
+    out.errors += !ok;
+  }
+  return out;
+}
+
+struct Load {
+  double rps = 0;
+  double p50_ms = 0;
+  double p99_ms = 0;
+  long errors = 0;
+};
+
+Load RunLoad(const Call& call, int concurrency, double seconds) {
+  std::atomic<bool> measuring{false}, stop{false};
+  std::vector<std::vector<double>> lat(concurrency);
+  std::atomic<long> errors{0};
+  std::vector<std::thread> threads;
+  for (int k = 0; k < concurrency; ++k) {
+    threads.emplace_back([&, k] {
+      while (!stop.load()) {
+        const auto start = Clock::now();
+        const bool ok = call(k, nullptr);
+        if (measuring.load()) {
+          lat[k].push_back(Us(Clock::now() - start));
+          if (!ok) ++errors;
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  measuring = true;
+  const auto start = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  measuring = false;
+  const double elapsed = Us(Clock::now() - start) * 1e-6;
+  stop = true;
+  for (std::thread& t : threads) t.join();
+  std::vector<double> all;
+  for (const auto& v : lat) all.insert(all.end(), v.begin(), v.end());
+  Load out;
+  out.rps = all.size() / elapsed;
+  out.p50_ms = Percentile(all, 0.5) * 1e-3;
+  out.p99_ms = Percentile(all, 0.99) * 1e-3;
+  out.errors = errors.load();
+  return out;
+}
+
+// Streams `chunks` through a bidi call while reading on this thread; the total received bytes.
+template <typename Stream, typename Request, typename Response>
+std::size_t Pump(Stream* stream, const std::vector<Request>& messages, Response* response,
+                 std::size_t (*size)(const Response&)) {
+  std::thread writer([&] {
+    for (const Request& m : messages) {
+      if (!stream->Write(m)) break;
+    }
+    stream->WritesDone();
+  });
+  std::size_t received = 0;
+  while (stream->Read(response)) received += size(*response);
+  writer.join();
+  return received;
+}
+
+void Report(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void Report(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::vprintf(fmt, ap);
+  va_end(ap);
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  const std::string label = absl::GetFlag(FLAGS_label);
+  const int channels = std::max(1, absl::GetFlag(FLAGS_channels));
+  std::vector<std::unique_ptr<cuimg::bench::Echo::Stub>> echo;
+  std::vector<std::unique_ptr<cuimg::v1::Imaging::Stub>> imaging;
+  for (int i = 0; i < channels; ++i) {
+    echo.push_back(cuimg::bench::Echo::NewStub(Channel(absl::GetFlag(FLAGS_echo_target), i)));
+    imaging.push_back(cuimg::v1::Imaging::NewStub(Channel(absl::GetFlag(FLAGS_cuimg_target), i)));
+  }
+
+  // 640x480 u8, one call at a time, then under load.
+  constexpr int kW = 640, kH = 480;
+  std::vector<EchoMessage> payloads(8);
+  std::vector<cuimg::v1::MorphologyRequest> images;
+  for (int i = 0; i < 8; ++i) {
+    payloads[i].set_data(RandomBytes(kW * kH, 100 + i));
+    images.push_back(Dilate(payloads[i].data(), kW, kH, 0, cuimg::v1::PIXEL_TYPE_U8,
+                            cuimg::v1::ELEMENT_SHAPE_RECT, 3));
+  }
+  std::atomic<int> rotation{0};
+  const Call echo_call = [&](int worker, ServerTimes*) {
+    grpc::ClientContext ctx;
+    EchoMessage reply;
+    const grpc::Status s =
+        echo[worker % channels]->Echo(&ctx, payloads[rotation++ % payloads.size()], &reply);
+    return s.ok() && reply.data().size() == kW * kH;
+  };
+  const Call cuimg_call = [&](int worker, ServerTimes* times) {
+    grpc::ClientContext ctx;
+    cuimg::v1::MorphologyResponse reply;
+    const grpc::Status s =
+        imaging[worker % channels]->Morphology(&ctx, images[rotation++ % images.size()], &reply);
+    if (times != nullptr) *times = ParseTiming(ctx);
+    if (!s.ok()) std::fprintf(stderr, "Morphology: %s\n", s.error_message().c_str());
+    return s.ok() && reply.result().image().data().size() == kW * kH;
+  };
+  const int requests = absl::GetFlag(FLAGS_requests);
+  const Sequential e = RunSequential(echo_call, requests);
+  const Sequential c = RunSequential(cuimg_call, requests);
+  std::vector<double> total, copies_kernel, overhead;
+  for (const ServerTimes& t : c.server) {
+    total.push_back(t.total);
+    copies_kernel.push_back(t.h2d + t.kernel + t.d2h);
+    overhead.push_back(t.total - t.h2d - t.kernel - t.d2h);
+  }
+  const double echo_p50 = Percentile(e.latency_us, 0.5), cuimg_p50 = Percentile(c.latency_us, 0.5);
+  Report("{\"impl\": \"transport\", \"workload\": \"unary_dilate3x3_640x480_u8\", \"settings\": \"%s\", "
+         "\"requests\": %d, \"echo_p50_us\": %.1f, \"cuimg_p50_us\": %.1f, \"ratio\": %.3f, "
+         "\"target_ratio\": 1.15, \"cuimg_p99_us\": %.1f, \"server_total_p50_us\": %.1f, "
+         "\"server_copies_kernel_p50_us\": %.1f, \"server_overhead_p50_us\": %.1f, "
+         "\"target_overhead_us\": 60, \"errors\": %d}",
+         label.c_str(), requests, echo_p50, cuimg_p50, cuimg_p50 / echo_p50,
+         Percentile(c.latency_us, 0.99), Percentile(total, 0.5), Percentile(copies_kernel, 0.5),
+         Percentile(overhead, 0.5), e.errors + c.errors);
+
+  const int concurrency = absl::GetFlag(FLAGS_concurrency);
+  const double seconds = absl::GetFlag(FLAGS_load_seconds);
+  const Load el = RunLoad(echo_call, concurrency, seconds);
+  const Load cl = RunLoad(cuimg_call, concurrency, seconds);
+  Report("{\"impl\": \"transport\", \"workload\": \"load_dilate3x3_640x480_u8\", \"settings\": \"%s\", "
+         "\"concurrency\": %d, \"channels\": %d, \"echo_rps\": %.0f, \"cuimg_rps\": %.0f, "
+         "\"ratio\": %.3f, \"target_ratio\": 0.9, \"echo_p99_ms\": %.2f, \"cuimg_p50_ms\": %.2f, "
+         "\"cuimg_p99_ms\": %.2f, \"target_p99_ms\": 5, \"errors\": %ld}",
+         label.c_str(), concurrency, channels, el.rps, cl.rps, cl.rps / el.rps, el.p99_ms,
+         cl.p50_ms, cl.p99_ms, el.errors + cl.errors);
+
+  // The 157 MB volume: echo in 1 MiB chunks on one stream vs ProcessVolumeStream.
+  constexpr int kVW = 512, kVH = 512, kVD = 300;
+  const std::size_t slice = std::size_t{kVW} * kVH * 2;
+  const std::string volume = RandomBytes(slice * kVD, 7);
+  const int runs = absl::GetFlag(FLAGS_volume_runs);
+  std::vector<EchoMessage> chunks;
+  for (std::size_t off = 0; off < volume.size(); off += 1 << 20) {
+    chunks.emplace_back();
+    chunks.back().set_data(volume.substr(off, 1 << 20));
+  }
+  std::vector<double> echo_ms;
+  bool echo_ok = true;
+  for (int r = 0; r <= runs; ++r) {
+    grpc::ClientContext ctx;
+    auto stream = echo[0]->EchoStream(&ctx);
+    EchoMessage reply;
+    const auto start = Clock::now();
+    const std::size_t got = Pump(stream.get(), chunks, &reply, +[](const EchoMessage& m) {
+      return m.data().size();
+    });
+    const bool ok = stream->Finish().ok() && got == volume.size();
+    echo_ok = echo_ok && ok;
+    if (r > 0) echo_ms.push_back(Us(Clock::now() - start) * 1e-3);
+  }
+  // The unary result once, to check the streamed one against.
+  std::string unary;
+  {
+    grpc::ClientContext ctx;
+    cuimg::v1::MorphologyResponse reply;
+    const grpc::Status s = imaging[0]->Morphology(
+        &ctx, Dilate(volume, kVW, kVH, kVD, cuimg::v1::PIXEL_TYPE_I16,
+                     cuimg::v1::ELEMENT_SHAPE_ELLIPSE, 9), &reply);
+    if (!s.ok()) std::fprintf(stderr, "unary volume: %s\n", s.error_message().c_str());
+    unary = reply.result().image().data();
+  }
+  for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_slab_slices), ',')) {
+    int slab_slices = 0;
+    if (!absl::SimpleAtoi(part, &slab_slices) || slab_slices < 1) continue;
+    std::vector<cuimg::v1::VolumeStreamRequest> messages(1);
+    cuimg::v1::VolumeStreamHeader* header = messages[0].mutable_header();
+    header->mutable_volume()->set_pixel_type(cuimg::v1::PIXEL_TYPE_I16);
+    header->mutable_volume()->set_width(kVW);
+    header->mutable_volume()->set_height(kVH);
+    header->mutable_volume()->set_depth(kVD);
+    *header->mutable_morphology() = Dilate("", kVW, kVH, kVD, cuimg::v1::PIXEL_TYPE_I16,
+                                           cuimg::v1::ELEMENT_SHAPE_ELLIPSE, 9);
+    header->mutable_morphology()->clear_input();
+    for (int z = 0; z < kVD; z += slab_slices) {
+      messages.emplace_back();
+      messages.back().set_slab(volume.substr(z * slice, std::min(slab_slices, kVD - z) * slice));
+    }
+    std::vector<double> ms;
+    std::string check = "not run";
+    ServerTimes server;
+    for (int r = 0; r <= runs; ++r) {
+      grpc::ClientContext ctx;
+      auto stream = imaging[0]->ProcessVolumeStream(&ctx);
+      std::string result;
+      result.reserve(r == 0 ? volume.size() : 0);
+      cuimg::v1::VolumeStreamResponse reply;
+      const auto start = Clock::now();
+      std::thread writer([&] {
+        for (const auto& m : messages) {
+          if (!stream->Write(m)) break;
+        }
+        stream->WritesDone();
+      });
+      std::size_t got = 0;
+      while (stream->Read(&reply)) {
+        got += reply.data().size();
+        if (r == 0) result += reply.data();
+      }
+      writer.join();
+      const grpc::Status s = stream->Finish();
+      const double elapsed = Us(Clock::now() - start) * 1e-3;
+      if (!s.ok()) {
+        check = "error: " + s.error_message();
+        break;
+      }
+      if (r == 0) {
+        check = unary.empty() ? "no unary result" : result == unary ? "streamed == unary"
+                                                                    : "MISMATCH streamed != unary";
+      } else {
+        ms.push_back(elapsed);
+        server = ParseTiming(ctx);
+      }
+      (void)got;
+    }
+    Report("{\"impl\": \"transport\", \"workload\": \"stream_dilate_disk9_512x512x300_i16\", "
+           "\"settings\": \"%s\", \"slab_slices\": %d, \"slab_mb\": %.2f, \"echo_chunk_mb\": 1, "
+           "\"echo_ms\": %.1f, \"cuimg_ms\": %.1f, \"ratio\": %.3f, \"target_ms\": 120, "
+           "\"server_kernel_ms\": %.1f, \"server_h2d_ms\": %.1f, \"server_d2h_ms\": %.1f, "
+           "\"check\": \"%s\", \"echo_ok\": %s}",
+           label.c_str(), slab_slices, slab_slices * slice / 1048576.0, Percentile(echo_ms, 0.5),
+           Percentile(ms, 0.5), Percentile(ms, 0.5) / Percentile(echo_ms, 0.5),
+           server.kernel * 1e-3, server.h2d * 1e-3, server.d2h * 1e-3, check.c_str(),
+           echo_ok ? "true" : "false");
+  }
+  return 0;
+}

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Runs the transport comparison (benchmarks/echo/transport_bench.cc) under each transport setting
+tried: an echo server (benchmarks/echo/echo_server.cc) and a cuimg-server started side by side with
+the same settings, the C++ driver against both. Settings: gRPC's defaults; a 16 MiB HTTP/2
+lookahead on both ends; a Unix socket. Prints the driver's JSON lines (impl "transport"), or one
+{"impl": "transport", "error": ...} line per setting that could not run.
+Usage: transport_bench.py --server BIN --echo_server BIN --driver BIN [--backend cuda] [-- ARGS]"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from server_process import ServerProcess
+
+SETTINGS = [
+    # label, lookahead bytes, listen over a Unix socket
+    ("default", 0, False),
+    ("lookahead16m", 16 << 20, False),
+    ("unix_lookahead16m", 16 << 20, True),
+]
+
+
+def start_echo(binary, lookahead, listen, workdir):
+    port_file = os.path.join(workdir, "echo_port.json")
+    log = open(os.path.join(workdir, "echo.log"), "w")
+    process = subprocess.Popen([binary, f"--listen_address={listen}", f"--port_file={port_file}",
+                                f"--http2_lookahead_bytes={lookahead}"],
+                               stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.time() + 20
+    while not os.path.exists(port_file):
+        if process.poll() is not None or time.time() > deadline:
+            process.kill()
+            raise RuntimeError("echo_server did not start")
+        time.sleep(0.05)
+    with open(port_file) as f:
+        return process, json.load(f)["grpc"]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--echo_server", required=True)
+    parser.add_argument("--driver", required=True)
+    parser.add_argument("--backend", default="cuda")
+    parser.add_argument("--settings", default=",".join(s[0] for s in SETTINGS))
+    parser.add_argument("driver_args", nargs="*")
+    args = parser.parse_args()
+    wanted = set(args.settings.split(","))
+    status = 0
+    for label, lookahead, unix in (s for s in SETTINGS if s[0] in wanted):
+        with tempfile.TemporaryDirectory() as d:
+            echo = server = None
+            try:
+                cuimg_listen = f"unix:{d}/cuimg.sock" if unix else "127.0.0.1:0"
+                echo_listen = f"unix:{d}/echo.sock" if unix else "127.0.0.1:0"
+                server = ServerProcess(args.server, f"--backend={args.backend}",
+                                       f"--http2_lookahead_bytes={lookahead}", listen=cuimg_listen)
+                echo, echo_port = start_echo(args.echo_server, lookahead, echo_listen, d)
+                cuimg_target = cuimg_listen if unix else server.target
+                echo_target = echo_listen if unix else f"127.0.0.1:{echo_port}"
+                run = subprocess.run(
+                    [args.driver, f"--echo_target={echo_target}", f"--cuimg_target={cuimg_target}",
+                     f"--label={label}", f"--http2_lookahead_bytes={lookahead}", *args.driver_args],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=400)
+                sys.stdout.write(run.stdout)
+                if run.returncode != 0:
+                    status = 1
+                    print(json.dumps({"impl": "transport", "settings": label,
+                                      "error": f"driver exit {run.returncode}: {run.stderr[-300:]}"}))
+            except Exception as e:  # one setting failing must not hide the others
+                status = 1
+                print(json.dumps({"impl": "transport", "settings": label, "error": str(e)[:300]}))
+            finally:
+                if echo is not None:
+                    echo.terminate()
+                    echo.wait(timeout=20)
+                if server is not None:
+                    server.terminate()
+            sys.stdout.flush()
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
