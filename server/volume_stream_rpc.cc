@@ -100,7 +100,9 @@ class VolumeStreamReactor final
 
   void OnCancel() override {
     std::unique_lock<std::mutex> lock(mu_);
-    Fail(absl::CancelledError("the client cancelled the stream"));
+    // gRPC cancels a call whose deadline passed too; CheckAlive tells which it was.
+    const absl::Status alive = call_.CheckAlive();
+    Fail(alive.ok() ? absl::CancelledError("the client cancelled the stream") : alive);
     Pump(std::move(lock));
   }
 

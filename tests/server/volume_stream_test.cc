@@ -3,6 +3,7 @@
 // streams get INVALID_ARGUMENT naming the field. Also the slab planning it rests on.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <thread>
 
 #include "server/proto_conversion.h"
@@ -272,6 +273,43 @@ TEST(VolumeStream, MalformedStreamsGetInvalidArgumentNamingTheField) {
   // The server still serves.
   const StreamOutcome ok = RunStream(server.stub(), Messages(header, volume, {2}));
   EXPECT_TRUE(ok.status.ok()) << ok.status.error_message();
+}
+
+TEST(VolumeStream, CancellingMidVolumeEndsTheCallAndTheServerServesOn) {
+  testing::TestServer server;
+  const Image volume = testing::RandomImage(PixelType::kU8, Extent{32, 32, 6}, 28);
+  v1::VolumeStreamRequest header = Header(volume);
+  AddStep(header.mutable_header()->mutable_morphology(), v1::MORPHOLOGY_OP_DILATE,
+          v1::ELEMENT_SHAPE_RECT, 3, 3, 3);
+  {
+    grpc::ClientContext ctx;
+    auto stream = server.stub().ProcessVolumeStream(&ctx);
+    ASSERT_TRUE(stream->Write(header));
+    ASSERT_TRUE(stream->Write(Slab(volume, 0, 3)));
+    ctx.TryCancel();
+    EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  const StreamOutcome ok = RunStream(server.stub(), Messages(header, volume, {2}));
+  EXPECT_TRUE(ok.status.ok()) << ok.status.error_message();
+}
+
+TEST(VolumeStream, AStreamThatStallsPastItsDeadlineEndsWithDeadlineExceeded) {
+  testing::TestServer server;
+  const Image volume = testing::RandomImage(PixelType::kU8, Extent{16, 16, 4}, 29);
+  v1::VolumeStreamRequest header = Header(volume);
+  AddStep(header.mutable_header()->mutable_morphology(), v1::MORPHOLOGY_OP_ERODE,
+          v1::ELEMENT_SHAPE_RECT, 3, 3, 0);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
+  auto stream = server.stub().ProcessVolumeStream(&ctx);
+  ASSERT_TRUE(stream->Write(header));
+  ASSERT_TRUE(stream->Write(Slab(volume, 0, 1)));
+  v1::VolumeStreamResponse first;
+  EXPECT_TRUE(stream->Read(&first));  // slice 0 needs no halo: it comes back before the stall
+  EXPECT_EQ(first.z_begin(), 0u);
+  v1::VolumeStreamResponse more;
+  EXPECT_FALSE(stream->Read(&more));  // then nothing until the deadline ends the call
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
 }
 
 TEST(VolumeStream, SlabOverTheInflightBudgetIsResourceExhausted) {
