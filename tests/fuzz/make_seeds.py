@@ -9,7 +9,7 @@ import numpy as np
 from PIL import Image
 
 from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, morphology_pb2, pyramid_pb2,
-                      resident_pb2, types_pb2)
+                      resident_pb2, streaming_pb2, types_pb2)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -83,7 +83,8 @@ write("lattice_json", "displaced.json",
       '"displacements":[' + ",".join(["0.5", "0", "-0.25"] * 12) + "]}")
 
 # --- request_validation: the first byte picks the request (0 Morphology, 1 Gradient, 2 Pyramid,
-# 3 Deform, 4 Upload image header, 5 Upload mesh header, 6 DetectPedestrians).
+# 3 Deform, 4 Upload image header, 5 Upload mesh header, 6 DetectPedestrians, 7 a
+# ProcessVolumeStream header).
 def image_proto(w, h, d=0, pixel=types_pb2.PIXEL_TYPE_U8, size=1):
     return types_pb2.Image(pixel_type=pixel, width=w, height=h, depth=d,
                            data=bytes(w * h * max(d, 1) * size))
@@ -134,5 +135,11 @@ requests["detect"] = (6, detection_pb2.DetectPedestriansRequest(
     group_eps=0.3, gamma_correction=False))
 requests["detect_png"] = (6, detection_pb2.DetectPedestriansRequest(
     input=types_pb2.ImageSource(encoded=png_gray), grouping=detection_pb2.GROUPING_NONE))
+requests["stream_morph"] = (7, streaming_pb2.VolumeStreamHeader(
+    volume=image_proto(12, 10, 9, types_pb2.PIXEL_TYPE_U16, 0),
+    morphology=morphology_pb2.MorphologyRequest(steps=[step, custom])))
+requests["stream_gradient"] = (7, streaming_pb2.VolumeStreamHeader(
+    volume=image_proto(9, 7, 5, types_pb2.PIXEL_TYPE_F32, 0),
+    gradient=gradient_pb2.GradientRequest(kernel_length=5, magnitude=True)))
 for name, (kind, message) in requests.items():
     write("request_validation", name, bytes([kind]) + message.SerializeToString())

@@ -1,15 +1,21 @@
 // libFuzzer target: request validation of every RPC. The first byte picks the request type (0
 // Morphology, 1 Gradient, 2 Pyramid, 3 Deform, 4 and 5 Upload's image and mesh headers, 6
-// DetectPedestrians), the rest is parsed as that protobuf message (the bytes a client could
-// send); validation must return a status, never crash, and admission's estimate must be
-// computable for whatever it accepts.
+// DetectPedestrians, 7 a ProcessVolumeStream header), the rest is parsed as that protobuf message
+// (the bytes a client could send); validation must return a status, never crash, and admission's
+// estimate must be computable for whatever it accepts. For an accepted stream header, the slab
+// plan must tile the volume: output windows contiguous, inputs inside the volume and covering
+// each output slab's halo.
 #include <cstddef>
 #include <cstdint>
 
+#include <algorithm>
+
 #include "cuimg/v1/resident.pb.h"
+#include "cuimg/v1/streaming.pb.h"
 #include "server/admission.h"
 #include "server/request_validation.h"
 #include "server/resident_store.h"
+#include "server/volume_stream_plan.h"
 
 namespace {
 
@@ -25,6 +31,27 @@ void Check(const std::uint8_t* data, std::size_t size,
   (void)cuimg::EstimateInflightBytes(*job, request, "fuzzer", store, limits);
 }
 
+// The slab plan of an accepted header, as slices arrive `step` at a time.
+void CheckStreamPlan(const cuimg::VolumeStreamJob& job, std::int64_t step) {
+  const std::int64_t depth = job.extent.depth;
+  const int reach = cuimg::VolumeStreamZReach(job);
+  std::int64_t next = 0;
+  for (std::int64_t received = std::min(step, depth);; received = std::min(received + step, depth)) {
+    while (std::optional<cuimg::SlabWindow> w =
+               cuimg::NextSlabWindow(depth, reach, received, next, 3)) {
+      if (w->out_begin != next || w->out_end <= w->out_begin || w->in_begin < 0 ||
+          w->in_end > std::min(depth, received) ||
+          w->in_begin != std::max<std::int64_t>(0, w->out_begin - reach) ||
+          w->in_end != std::min(depth, w->out_end + reach)) {
+        __builtin_trap();
+      }
+      next = w->out_end;
+    }
+    if (received == depth) break;
+  }
+  if (next != depth) __builtin_trap();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -37,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::uint8_t kind = data[0];
   ++data;
   --size;
-  switch (kind % 7) {
+  switch (kind % 8) {
     case 0:
       Check(data, size, &cuimg::ValidateMorphologyRequest, limits, store);
       break;
@@ -57,6 +84,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       cuimg::v1::UploadRequest upload;
       if (upload.ParseFromArray(data, static_cast<int>(size)) && upload.has_image()) {
         (void)cuimg::ValidateUploadHeader(upload.image(), limits);
+      }
+      break;
+    }
+    case 7: {
+      cuimg::v1::VolumeStreamHeader header;
+      if (!header.ParseFromArray(data, static_cast<int>(size))) break;
+      absl::StatusOr<cuimg::VolumeStreamJob> job = cuimg::ValidateVolumeStreamHeader(header, limits);
+      if (job.ok() && job->extent.depth <= 4096) {
+        CheckStreamPlan(*job, 1 + static_cast<std::int64_t>(size % 5));
       }
       break;
     }
