@@ -118,7 +118,9 @@ def main(jsonl_path, device_path=None):
             else:
                 cells = [f"{t['echo_ms']:.1f} ms (1 MiB chunks)",
                          f"{t['cuimg_ms']:.1f} ms ({t['slab_slices']}-slice slabs)",
-                         f"{t['ratio']:.2f} (< 1; cuimg ≤ {t['target_ms']} ms)", t["check"]]
+                         f"{t['ratio']:.2f} (< 1; cuimg ≤ {t['target_ms']} ms)",
+                         f"{t['check']}; server {t['server_total_ms']:.1f} ms, stages summed over "
+                         f"slabs / wall {t['stage_overlap']:.2f}"]
             print(f"| {t['settings']} | {w} | " + " | ".join(cells) + " |")
     others = {k: v for k, v in anchors.items() if k not in rows}
     if others:

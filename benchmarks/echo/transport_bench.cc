@@ -7,7 +7,9 @@
 //     throughputs and cuimg's p50/p99;
 //   - a 512x512x300 i16 volume (157 MB): echoed in 1 MiB chunks on one stream vs dilated with a
 //     9x9 disk through ProcessVolumeStream (slabs of each `--slab_slices`), median of `--volume_runs`;
-//     the first streamed result is checked against the unary Morphology result byte for byte.
+//     the first streamed result is checked against the unary Morphology result byte for byte;
+//     stage_overlap = (h2d + kernel + d2h summed over slabs) / the stream's server wall time: above
+//     1 only when slabs' copies and kernels ran at the same time.
 // One JSON line per comparison ({"impl": "transport", ...}; benchmarks/summarize.py tables them).
 #include <grpcpp/grpcpp.h>
 
@@ -364,11 +366,14 @@ int main(int argc, char** argv) {
     Report("{\"impl\": \"transport\", \"workload\": \"stream_dilate_disk9_512x512x300_i16\", "
            "\"settings\": \"%s\", \"slab_slices\": %d, \"slab_mb\": %.2f, \"echo_chunk_mb\": 1, "
            "\"echo_ms\": %.1f, \"cuimg_ms\": %.1f, \"ratio\": %.3f, \"target_ms\": 120, "
-           "\"server_kernel_ms\": %.1f, \"server_h2d_ms\": %.1f, \"server_d2h_ms\": %.1f, "
-           "\"check\": \"%s\", \"echo_ok\": %s}",
+           "\"server_total_ms\": %.1f, \"server_kernel_ms\": %.1f, \"server_h2d_ms\": %.1f, "
+           "\"server_d2h_ms\": %.1f, \"stage_overlap\": %.2f, \"check\": \"%s\", "
+           "\"echo_ok\": %s}",
            label.c_str(), slab_slices, slab_slices * slice / 1048576.0, Percentile(echo_ms, 0.5),
            Percentile(ms, 0.5), Percentile(ms, 0.5) / Percentile(echo_ms, 0.5),
-           server.kernel * 1e-3, server.h2d * 1e-3, server.d2h * 1e-3, check.c_str(),
+           server.total * 1e-3, server.kernel * 1e-3, server.h2d * 1e-3, server.d2h * 1e-3,
+           server.total > 0 ? (server.h2d + server.kernel + server.d2h) / server.total : 0.0,
+           check.c_str(),
            echo_ok ? "true" : "false");
   }
   return 0;
