@@ -32,13 +32,19 @@ struct MorphologyCommand {
   double border_value = 0;
   // A PNG whose non-zero pixels form a custom element (shape "custom").
   std::string mask;
+  // NRRD output: gzip-compressed data instead of raw.
+  bool nrrd_gzip = false;
   bool json = false;
 };
 int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& command);
 
 struct GradientCommand {
   std::string input;
-  std::string output_prefix;  // PREFIX_gx.tiff, PREFIX_gy.tiff, PREFIX_magnitude.png
+  // PREFIX_gx.EXT, PREFIX_gy.EXT, PREFIX_magnitude.EXT (f32) and, for 2D input,
+  // PREFIX_magnitude.png (a preview).
+  std::string output_prefix;
+  std::string format = "tiff";  // EXT: tiff, npy or nrrd
+  bool nrrd_gzip = false;
   int kernel_length = 7;
   double sigma = 0;
 };
