@@ -115,6 +115,7 @@ struct LoadCommand {
   bool json = false;
   std::string json_out;          // also write the JSON summary here
   std::string csv;               // per-call rows
+  std::string report;            // .html (self-contained) or .png plots, drawn with matplotlib
   bool progress = true;
 };
 // Exit 0 when every measured call succeeded, 1 otherwise.

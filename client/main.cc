@@ -117,6 +117,10 @@ ABSL_FLAG(double, warmup, 1, "load: seconds excluded from the statistics.");
 ABSL_FLAG(int, channels, 1, "load: gRPC channels (separate connections).");
 ABSL_FLAG(std::string, json_out, "", "load: also write the JSON summary to this file.");
 ABSL_FLAG(std::string, csv, "", "load: write one CSV row per call to this file.");
+ABSL_FLAG(std::string, report, "",
+          "load: write plots of the run (latency histogram, throughput and p50/p99 latency per "
+          "second) to FILE.html (self-contained page with the summary) or FILE.png; needs python3 "
+          "with matplotlib (Debian python3-matplotlib).");
 ABSL_FLAG(bool, progress, true, "load: print a live progress line on stderr.");
 
 namespace {
@@ -261,6 +265,7 @@ int main(int argc, char** argv) {
     command.json = absl::GetFlag(FLAGS_json);
     command.json_out = absl::GetFlag(FLAGS_json_out);
     command.csv = absl::GetFlag(FLAGS_csv);
+    command.report = absl::GetFlag(FLAGS_report);
     command.progress = absl::GetFlag(FLAGS_progress) && !command.json;
     return cuimg::RunLoad(connection, command);
   }
