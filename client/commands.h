@@ -32,6 +32,8 @@ struct MorphologyCommand {
   double border_value = 0;
   // A PNG whose non-zero pixels form a custom element (shape "custom").
   std::string mask;
+  // NRRD output: gzip-compressed data instead of raw.
+  bool nrrd_gzip = false;
   bool json = false;
   // > 0: stream a one-channel volume in slabs of this many slices (ProcessVolumeStream).
   int slab_slices = 0;
@@ -40,8 +42,11 @@ int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& 
 
 struct GradientCommand {
   std::string input;
-  // PREFIX_gx.tiff, PREFIX_gy.tiff, PREFIX_magnitude.png (a volume's: PREFIX_magnitude.tiff, f32)
+  // PREFIX_gx.EXT, PREFIX_gy.EXT, PREFIX_magnitude.EXT (f32) and, for 2D input,
+  // PREFIX_magnitude.png (a preview).
   std::string output_prefix;
+  std::string format = "tiff";  // EXT: tiff, npy or nrrd
+  bool nrrd_gzip = false;
   int kernel_length = 7;
   double sigma = 0;
   // > 0: stream a volume in slabs of this many slices (ProcessVolumeStream).
@@ -114,6 +119,7 @@ struct LoadCommand {
   bool json = false;
   std::string json_out;          // also write the JSON summary here
   std::string csv;               // per-call rows
+  std::string report;            // .html (self-contained) or .png plots, drawn with matplotlib
   bool progress = true;
 };
 // Exit 0 when every measured call succeeded, 1 otherwise.

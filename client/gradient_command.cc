@@ -1,29 +1,50 @@
-// `cuimg gradient`: gx and gy as 32-bit float TIFF, and a PNG of the gradient magnitude to look
-// at. Colour input is converted to gray first (Gradient works on one channel).
+// `cuimg gradient`: gx and gy as 32-bit float files (TIFF, .npy or NRRD by --format), and the
+// gradient magnitude: a PNG to look at for 2D input, f32 in the same format for volumes (which
+// the server processes slice by slice). Colour input is converted to gray first (Gradient works
+// on one channel). Input: anything `cuimg morphology` reads, DICOM series included.
 #include <chrono>
 #include <cstdio>
 
+#include "absl/strings/str_format.h"
 #include "client/commands.h"
 #include "client/image_convert.h"
-#include "client/io/image_file.h"
+#include "client/io/volume_file.h"
 #include "client/request_building.h"
 #include "client/volume_stream.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 
 namespace cuimg {
+namespace {
+
+int WriteError(const absl::Status& s) {
+  std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
+  return kExitUsage;
+}
+
+int BadResponse(const absl::Status& s) {
+  return ReportRpcError(grpc::Status(grpc::StatusCode::INTERNAL, std::string(s.message())));
+}
+
+}  // namespace
 
 int RunGradient(const ConnectionOptions& connection, const GradientCommand& c) {
   if (c.input.empty() || c.output_prefix.empty()) {
     std::fprintf(stderr, "usage: cuimg gradient --input IMAGE --output_prefix PREFIX "
-                         "[--kernel_length 7] [--sigma 0]\n");
+                         "[--format tiff|npy|nrrd] [--kernel_length 7] [--sigma 0] "
+                         "[--slab_slices N]\n");
     return kExitUsage;
   }
-  absl::StatusOr<Image> input = ReadImageFile(c.input);
+  if (c.format != "tiff" && c.format != "npy" && c.format != "nrrd") {
+    std::fprintf(stderr, "usage: --format: expected tiff, npy or nrrd\n");
+    return kExitUsage;
+  }
+  absl::StatusOr<VolumeFile> input = ReadVolumeFile(c.input);
   if (!input.ok()) {
     std::fprintf(stderr, "usage: %s\n", std::string(input.status().message()).c_str());
     return kExitUsage;
   }
-  const Image gray = ToGray(*input);
+  const Image gray = ToGray(input->image);
+  const bool volume = gray.extent().depth > 1;
   v1::GradientRequest request;
   request.set_kernel_length(static_cast<std::uint32_t>(c.kernel_length));
   request.set_sigma(c.sigma);
@@ -45,48 +66,54 @@ int RunGradient(const ConnectionOptions& connection, const GradientCommand& c) {
     planes = std::move(streamed->planes);
     timing = streamed->server_timing;
   } else {
-    ToProtoImage(gray, request.mutable_input()->mutable_image());
+    v1::Image* image = request.mutable_input()->mutable_image();
+    ToProtoImage(gray, image);
+    image->mutable_spacing()->set_x_mm(input->spacing.x_mm);
+    image->mutable_spacing()->set_y_mm(input->spacing.y_mm);
+    image->mutable_spacing()->set_z_mm(input->spacing.z_mm);
     grpc::ClientContext context;
     PrepareContext(connection, &context);
     v1::GradientResponse response;
     const grpc::Status status = stub->Gradient(&context, request, &response);
     if (!status.ok()) return ReportRpcError(status);
     for (const v1::ImageResult* result : {&response.gx(), &response.gy(), &response.magnitude()}) {
-      absl::StatusOr<Image> image = FromProtoImage(result->image());
-      if (!image.ok()) {
-        return ReportRpcError(
-            grpc::Status(grpc::StatusCode::INTERNAL, std::string(image.status().message())));
-      }
-      planes.push_back(*std::move(image));
+      absl::StatusOr<Image> out = FromProtoImage(result->image());
+      if (!out.ok()) return BadResponse(out.status());
+      planes.push_back(*std::move(out));
     }
     timing = ServerTiming(context);
   }
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  const std::pair<const char*, const Image*> outputs[] = {{"_gx.tiff", &planes[0]},
-                                                          {"_gy.tiff", &planes[1]}};
-  for (const auto& [suffix, image] : outputs) {
-    if (absl::Status s = WriteImageFile(c.output_prefix + suffix, image->view()); !s.ok()) {
-      std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
-      return kExitUsage;
+  if (planes.size() < 3) return BadResponse(absl::InternalError("missing gradient outputs"));
+
+  VolumeWriteOptions options;
+  options.nrrd_encoding = c.nrrd_gzip ? NrrdEncoding::kGzip : NrrdEncoding::kRaw;
+  const std::string ext = "." + c.format;
+  std::vector<std::pair<std::string, const Image*>> outputs = {{"_gx" + ext, &planes[0]},
+                                                               {"_gy" + ext, &planes[1]}};
+  if (volume) outputs.push_back({"_magnitude" + ext, &planes[2]});
+  for (const auto& [suffix, out] : outputs) {
+    if (absl::Status s = WriteVolumeFile(c.output_prefix + suffix, out->view(), input->spacing,
+                                         VolumeFile{}, options);
+        !s.ok()) {
+      return WriteError(s);
     }
   }
-  // PNG holds 2D images only: a volume's magnitude goes out as f32 TIFF pages instead.
-  const bool volume = gray.extent().depth > 1;
-  const std::string magnitude_file =
-      c.output_prefix + (volume ? "_magnitude.tiff" : "_magnitude.png");
-  if (absl::Status s = WriteImageFile(
-          magnitude_file, volume ? planes[2].view() : ToPreviewU8(planes[2]).view());
-      !s.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
-    return kExitUsage;
+  if (!volume) {
+    if (absl::Status s = WriteVolumeFile(c.output_prefix + "_magnitude.png",
+                                         ToPreviewU8(planes[2]).view(), {}, VolumeFile{}, options);
+        !s.ok()) {
+      return WriteError(s);
+    }
   }
-  std::printf("wrote %s_gx.tiff, %s_gy.tiff (f32) and %s (%lldx%lldx%lld%s) in "
-              "%.2f ms; server: %s\n",
-              c.output_prefix.c_str(), c.output_prefix.c_str(), magnitude_file.c_str(),
-              static_cast<long long>(gray.extent().width), static_cast<long long>(gray.extent().height),
-              static_cast<long long>(gray.extent().depth), c.slab_slices > 0 ? ", streamed" : "",
-              ms, timing.c_str());
+  const Extent& e = gray.extent();
+  const std::string size = volume ? absl::StrFormat("%dx%dx%d", e.width, e.height, e.depth)
+                                  : absl::StrFormat("%dx%d", e.width, e.height);
+  std::printf("wrote %s_gx%s, %s_gy%s (f32) and %s_magnitude%s (%s%s) in %.2f ms; server: %s\n",
+              c.output_prefix.c_str(), ext.c_str(), c.output_prefix.c_str(), ext.c_str(),
+              c.output_prefix.c_str(), volume ? ext.c_str() : ".png", size.c_str(),
+              c.slab_slices > 0 ? ", streamed" : "", ms, timing.c_str());
   return kExitOk;
 }
 

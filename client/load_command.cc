@@ -1,7 +1,8 @@
 // `cuimg load`: drives the server with Morphology requests through the callback API: a closed loop
 // of --concurrency calls in flight, or an open loop at --rate calls/s; for --duration seconds (or
 // --requests calls) after --warmup. Prints throughput, latency percentiles, errors by code and the
-// server's stage breakdown (from the cuimg-timing trailers); --json, --csv for machines.
+// server's stage breakdown (from the cuimg-timing trailers); --json, --csv for machines, --report
+// for people (an HTML page or PNG with a latency histogram and throughput/latency over time).
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -16,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "client/commands.h"
 #include "client/io/image_file.h"
+#include "client/load_report.h"
 #include "client/load_stats.h"
 #include "client/morphology_spec.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
@@ -218,6 +220,9 @@ int RunLoad(const ConnectionOptions& connection, const LoadCommand& c) {
       c.requests < 0) {
     return Usage("cuimg load: --concurrency and --channels >= 1, --duration > 0, --warmup >= 0");
   }
+  if (!c.report.empty() && !IsReportPath(c.report)) {
+    return Usage("--report: expected FILE.html or FILE.png");
+  }
   if (auto spec = MakeChannelSpec(connection); !spec.ok()) {
     return Usage(std::string(spec.status().message()));
   }
@@ -234,11 +239,19 @@ int RunLoad(const ConnectionOptions& connection, const LoadCommand& c) {
       c.rate, c.duration_s, c.requests, c.warmup_s, c.channels);
   const std::string json = SummaryJson(summary, config);
   if (!c.json_out.empty()) std::ofstream(c.json_out) << json << "\n";
-  if (!c.csv.empty()) std::ofstream(c.csv) << RecordsCsv(records, c.warmup_s);
+  const std::string csv = RecordsCsv(records, c.warmup_s);
+  if (!c.csv.empty()) std::ofstream(c.csv) << csv;
   if (c.json) {
     std::printf("%s\n", json.c_str());
   } else {
     std::printf("%s", SummaryText(summary).c_str());
+  }
+  if (!c.report.empty()) {
+    if (absl::Status s = WriteLoadReport(c.report, json, csv); !s.ok()) {
+      std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
+      return kExitUsage;
+    }
+    if (!c.json) std::printf("report: %s\n", c.report.c_str());
   }
   return summary.ok == summary.requests && summary.requests > 0 ? kExitOk : kExitRpcError;
 }

@@ -33,11 +33,15 @@ ABSL_FLAG(std::string, service, "", "health: the service to check (\"\" = whole 
 
 // morphology
 ABSL_FLAG(std::string, input, "",
-          "morphology, gradient, pyramid, load: input image (.png, .jpg, .tif); detect: an image "
+          "morphology, gradient: input image or volume: .png, .jpg, .tif (multi-page: a volume), "
+          ".npy (H,W) or (D,H,W), .nrrd/.nhdr, or a directory holding one DICOM series (sorted "
+          "along the slice normal, rescaled to i16); pyramid, load: input image (.png, .jpg, "
+          ".tif); detect: an image "
           "or a directory of frames (.png, .jpg, in name order); deform: mesh file (.obj, .ply, "
           ".stl) or torus:N,M.");
 ABSL_FLAG(std::string, output, "",
-          "morphology: output image (.png, .jpg, .tif); detect: the image with boxes drawn (.png), "
+          "morphology: output by extension (.png, .jpg, .tif, .npy, .nrrd), or a new directory for "
+          "a derived DICOM series (DICOM input only); detect: the image with boxes drawn (.png), "
           "or for frames and --video a directory of them; deform, mesh: output mesh (.obj, .ply, "
           ".stl).");
 ABSL_FLAG(std::string, steps, "",
@@ -56,6 +60,7 @@ ABSL_FLAG(std::string, mask, "", "morphology: 8-bit PNG mask for --shape custom.
 ABSL_FLAG(int, slab_slices, 0,
           "morphology, gradient: stream a volume (e.g. a multi-page TIFF) in slabs of this many "
           "slices through ProcessVolumeStream (0 = one unary request).");
+ABSL_FLAG(bool, nrrd_gzip, false, "morphology, gradient: gzip the data of .nrrd outputs.");
 
 // gradient, pyramid
 ABSL_FLAG(std::string, output_prefix, "",
@@ -65,7 +70,9 @@ ABSL_FLAG(double, sigma, 0, "gradient: Gaussian sigma in pixels (0 = OpenCV's ru
 ABSL_FLAG(int, levels, 31, "pyramid: levels (each 1/ratio the size of the previous).");
 ABSL_FLAG(double, ratio, 1.05, "pyramid: scale between levels.");
 ABSL_FLAG(std::string, mode, "from_base", "pyramid: from_base or cascaded.");
-ABSL_FLAG(std::string, format, "png", "pyramid: level files as png (previews) or tiff (f32).");
+ABSL_FLAG(std::string, format, "",
+          "pyramid: level files as png (previews, the default) or tiff (f32); gradient: gx/gy "
+          "files as tiff (the default), npy or nrrd.");
 
 // detect, models
 ABSL_FLAG(std::string, video, "",
@@ -113,6 +120,10 @@ ABSL_FLAG(double, warmup, 1, "load: seconds excluded from the statistics.");
 ABSL_FLAG(int, channels, 1, "load: gRPC channels (separate connections).");
 ABSL_FLAG(std::string, json_out, "", "load: also write the JSON summary to this file.");
 ABSL_FLAG(std::string, csv, "", "load: write one CSV row per call to this file.");
+ABSL_FLAG(std::string, report, "",
+          "load: write plots of the run (latency histogram, throughput and p50/p99 latency per "
+          "second) to FILE.html (self-contained page with the summary) or FILE.png; needs python3 "
+          "with matplotlib (Debian python3-matplotlib).");
 ABSL_FLAG(bool, progress, true, "load: print a live progress line on stderr.");
 
 namespace {
@@ -183,6 +194,7 @@ int main(int argc, char** argv) {
     command.border = absl::GetFlag(FLAGS_border);
     command.border_value = absl::GetFlag(FLAGS_border_value);
     command.mask = absl::GetFlag(FLAGS_mask);
+    command.nrrd_gzip = absl::GetFlag(FLAGS_nrrd_gzip);
     command.json = absl::GetFlag(FLAGS_json);
     command.slab_slices = absl::GetFlag(FLAGS_slab_slices);
     return cuimg::RunMorphology(connection, command);
@@ -191,6 +203,8 @@ int main(int argc, char** argv) {
     cuimg::GradientCommand command;
     command.input = absl::GetFlag(FLAGS_input);
     command.output_prefix = absl::GetFlag(FLAGS_output_prefix);
+    if (!absl::GetFlag(FLAGS_format).empty()) command.format = absl::GetFlag(FLAGS_format);
+    command.nrrd_gzip = absl::GetFlag(FLAGS_nrrd_gzip);
     command.kernel_length = absl::GetFlag(FLAGS_kernel_length);
     command.sigma = absl::GetFlag(FLAGS_sigma);
     command.slab_slices = absl::GetFlag(FLAGS_slab_slices);
@@ -203,7 +217,7 @@ int main(int argc, char** argv) {
     command.levels = absl::GetFlag(FLAGS_levels);
     command.ratio = absl::GetFlag(FLAGS_ratio);
     command.mode = absl::GetFlag(FLAGS_mode);
-    command.format = absl::GetFlag(FLAGS_format);
+    if (!absl::GetFlag(FLAGS_format).empty()) command.format = absl::GetFlag(FLAGS_format);
     return cuimg::RunPyramid(connection, command);
   }
   if (subcommand == "detect") {
@@ -256,6 +270,7 @@ int main(int argc, char** argv) {
     command.json = absl::GetFlag(FLAGS_json);
     command.json_out = absl::GetFlag(FLAGS_json_out);
     command.csv = absl::GetFlag(FLAGS_csv);
+    command.report = absl::GetFlag(FLAGS_report);
     command.progress = absl::GetFlag(FLAGS_progress) && !command.json;
     return cuimg::RunLoad(connection, command);
   }

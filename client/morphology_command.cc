@@ -1,29 +1,23 @@
-// `cuimg morphology`: reads an image, sends it (each channel of a colour image separately:
-// Morphology works on one channel, as OpenCV applies it per channel), writes the result.
+// `cuimg morphology`: reads an image or volume (PNG, JPEG, TIFF, .npy, NRRD, a DICOM series
+// directory), sends it (each channel of a colour image separately: Morphology works on one
+// channel, as OpenCV applies it per channel), writes the result in the format --output names.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/commands.h"
 #include "client/io/image_file.h"
+#include "client/io/volume_file.h"
+#include "client/request_building.h"
 #include "client/morphology_spec.h"
 #include "client/volume_stream.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 
 namespace cuimg {
 namespace {
-
-v1::PixelType ToProto(PixelType type) {
-  switch (type) {
-    case PixelType::kU8: return v1::PIXEL_TYPE_U8;
-    case PixelType::kU16: return v1::PIXEL_TYPE_U16;
-    case PixelType::kI16: return v1::PIXEL_TYPE_I16;
-    case PixelType::kF32: break;
-  }
-  return v1::PIXEL_TYPE_F32;
-}
 
 int Usage(const std::string& message) {
   std::fprintf(stderr, "usage: %s\n", message.c_str());
@@ -82,24 +76,42 @@ absl::StatusOr<std::vector<v1::MorphologyStep>> BuildSteps(const MorphologyComma
   return steps;
 }
 
+// Writes the result in the output path's format (a DICOM series derives from the input's).
+int WriteOutput(const MorphologyCommand& command, const ImageView& output,
+                const VolumeFile& input) {
+  VolumeWriteOptions options;
+  options.nrrd_encoding = command.nrrd_gzip ? NrrdEncoding::kGzip : NrrdEncoding::kRaw;
+  options.derivation = "cuimg morphology " + (command.steps.empty()
+                                                  ? command.op + ":" + command.shape + ":" +
+                                                        command.size
+                                                  : command.steps);
+  if (absl::Status s = WriteVolumeFile(command.output, output, input.spacing, input, options);
+      !s.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
 // Prints what was written, as text or JSON.
-void Report(const MorphologyCommand& command, const Image& input, double ms,
+void Report(const MorphologyCommand& command, const Image& in, double ms,
             const std::string& timing) {
-  const int channels = input.channels();
+  const Extent& e = in.extent();
+  const int channels = in.channels();
   if (command.json) {
     std::printf("{\"output\": \"%s\", \"width\": %lld, \"height\": %lld, \"depth\": %lld, "
-                "\"channels\": %d, \"slab_slices\": %d, \"round_trip_ms\": %.3f, "
-                "\"server_timing\": \"%s\"}\n",
-                command.output.c_str(), static_cast<long long>(input.extent().width),
-                static_cast<long long>(input.extent().height),
-                static_cast<long long>(input.extent().depth), channels, command.slab_slices, ms,
+                "\"channels\": %d, \"pixel_type\": \"%s\", \"slab_slices\": %d, "
+                "\"round_trip_ms\": %.3f, \"server_timing\": \"%s\"}\n",
+                command.output.c_str(), static_cast<long long>(e.width),
+                static_cast<long long>(e.height), static_cast<long long>(e.depth), channels,
+                std::string(PixelTypeName(in.type())).c_str(), command.slab_slices, ms,
                 timing.c_str());
   } else {
-    std::printf("wrote %s (%lldx%lldx%lld, %d channel%s, %s%s) in %.2f ms; server: %s\n",
-                command.output.c_str(), static_cast<long long>(input.extent().width),
-                static_cast<long long>(input.extent().height),
-                static_cast<long long>(input.extent().depth), channels, channels == 1 ? "" : "s",
-                std::string(PixelTypeName(input.type())).c_str(),
+    const std::string size = e.depth > 1 ? absl::StrFormat("%dx%dx%d", e.width, e.height, e.depth)
+                                         : absl::StrFormat("%dx%d", e.width, e.height);
+    std::printf("wrote %s (%s, %d channel%s, %s%s) in %.2f ms; server: %s\n",
+                command.output.c_str(), size.c_str(), channels, channels == 1 ? "" : "s",
+                std::string(PixelTypeName(in.type())).c_str(),
                 command.slab_slices > 0 ? ", streamed" : "", ms, timing.c_str());
   }
 }
@@ -107,24 +119,23 @@ void Report(const MorphologyCommand& command, const Image& input, double ms,
 // --slab_slices: the volume through ProcessVolumeStream.
 int RunStreamed(v1::Imaging::Stub& stub, const ConnectionOptions& connection,
                 const MorphologyCommand& command, const std::vector<v1::MorphologyStep>& steps,
-                const Image& input) {
-  if (input.channels() != 1) return Usage("--slab_slices: needs a one-channel volume");
+                const VolumeFile& input) {
+  if (input.image.channels() != 1) return Usage("--slab_slices: needs a one-channel volume");
   v1::VolumeStreamHeader header;
   for (const v1::MorphologyStep& step : steps) *header.mutable_morphology()->add_steps() = step;
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<StreamedVolume> result =
-      StreamVolume(stub, connection, std::move(header), input, command.slab_slices);
+      StreamVolume(stub, connection, std::move(header), input.image, command.slab_slices);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!result.ok()) {
     return ReportRpcError(grpc::Status(static_cast<grpc::StatusCode>(result.status().code()),
                                        std::string(result.status().message())));
   }
-  if (absl::Status s = WriteImageFile(command.output, result->planes[0].view()); !s.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
-    return kExitUsage;
+  if (int code = WriteOutput(command, result->planes[0].view(), input); code != kExitOk) {
+    return code;
   }
-  Report(command, input, ms, result->server_timing);
+  Report(command, input.image, ms, result->server_timing);
   return kExitOk;
 }
 
@@ -136,31 +147,34 @@ int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& 
   }
   absl::StatusOr<std::vector<v1::MorphologyStep>> steps = BuildSteps(command);
   if (!steps.ok()) return Usage(std::string(steps.status().message()));
-  absl::StatusOr<Image> input = ReadImageFile(command.input);
+  absl::StatusOr<VolumeFile> input = ReadVolumeFile(command.input);
   if (!input.ok()) return Usage(std::string(input.status().message()));
+  const Image& in = input->image;
+  if (input->dicom != nullptr && input->dicom->gap_deviation_mm > 0.01 * input->spacing.z_mm) {
+    std::fprintf(stderr, "note: slice gaps vary by up to %.3f mm around %.3f mm; the volume is "
+                 "processed in voxel units as if evenly spaced\n",
+                 input->dicom->gap_deviation_mm, input->spacing.z_mm);
+  }
 
   auto stub = v1::Imaging::NewStub(MakeChannel(connection));
   if (command.slab_slices > 0) return RunStreamed(*stub, connection, command, *steps, *input);
-  const int channels = input->channels();
-  const std::size_t pixel = PixelSize(input->type());
-  const std::int64_t pixels = input->extent().Pixels();
-  Image output(input->type(), input->extent(), channels);
+  const int channels = in.channels();
+  const std::size_t pixel = PixelSize(in.type());
+  const std::int64_t pixels = in.extent().Pixels();
+  Image output(in.type(), in.extent(), channels);
+  Image plane(in.type(), in.extent(), 1);
   std::string timing;
   const auto start = std::chrono::steady_clock::now();
   for (int c = 0; c < channels; ++c) {
+    for (std::int64_t i = 0; i < pixels; ++i) {  // de-interleave one channel
+      std::memcpy(plane.bytes() + i * pixel, in.bytes() + (i * channels + c) * pixel, pixel);
+    }
     v1::MorphologyRequest request;
     v1::Image* image = request.mutable_input()->mutable_image();
-    image->set_pixel_type(ToProto(input->type()));
-    image->set_width(static_cast<std::uint32_t>(input->extent().width));
-    image->set_height(static_cast<std::uint32_t>(input->extent().height));
-    if (input->extent().depth > 1) {
-      image->set_depth(static_cast<std::uint32_t>(input->extent().depth));
-    }
-    std::string* data = image->mutable_data();
-    data->resize(pixels * pixel);
-    for (std::int64_t i = 0; i < pixels; ++i) {  // de-interleave one channel
-      std::memcpy(&(*data)[i * pixel], input->bytes() + (i * channels + c) * pixel, pixel);
-    }
+    ToProtoImage(plane, image);
+    image->mutable_spacing()->set_x_mm(input->spacing.x_mm);
+    image->mutable_spacing()->set_y_mm(input->spacing.y_mm);
+    image->mutable_spacing()->set_z_mm(input->spacing.z_mm);
     for (const v1::MorphologyStep& step : *steps) *request.add_steps() = step;
     grpc::ClientContext context;
     PrepareContext(connection, &context);
@@ -180,11 +194,8 @@ int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& 
   }
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (absl::Status s = WriteImageFile(command.output, output.view()); !s.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
-    return kExitUsage;
-  }
-  Report(command, *input, ms, timing);
+  if (int code = WriteOutput(command, output.view(), *input); code != kExitOk) return code;
+  Report(command, in, ms, timing);
   return kExitOk;
 }
 

@@ -9,6 +9,15 @@ find_package(gRPC CONFIG REQUIRED)
 find_package(prometheus-cpp CONFIG REQUIRED)
 find_package(PNG REQUIRED)
 find_package(JPEG REQUIRED)
+# The client's volume formats: DICOM through DCMTK (we link dcmdata only) and NRRD through Teem.
+find_package(DCMTK CONFIG REQUIRED)
+# Debian's TeemConfig.cmake points its imported target at the package's build directory, so find
+# the header and library directly.
+find_path(CUIMG_TEEM_INCLUDE_DIR teem/nrrd.h REQUIRED)
+find_library(CUIMG_TEEM_LIBRARY teem REQUIRED)
+add_library(cuimg_teem INTERFACE)
+target_include_directories(cuimg_teem SYSTEM INTERFACE ${CUIMG_TEEM_INCLUDE_DIR})
+target_link_libraries(cuimg_teem INTERFACE ${CUIMG_TEEM_LIBRARY})
 
 if(CUIMG_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)

@@ -1,0 +1,155 @@
+#include "client/io/nrrd_file.h"
+
+#include <teem/biff.h>
+#include <teem/nrrd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+
+namespace cuimg {
+namespace {
+
+constexpr std::int64_t kMaxPixels = std::int64_t{1} << 30;
+
+struct NrrdNuker {  // frees the array and the data Teem allocated
+  void operator()(Nrrd* n) const { nrrdNuke(n); }
+};
+struct NrrdNixer {  // frees the array only: the data is the caller's
+  void operator()(Nrrd* n) const { nrrdNix(n); }
+};
+struct IoStateNixer {
+  void operator()(NrrdIoState* s) const { nrrdIoStateNix(s); }
+};
+
+// Teem reports through its "biff" message stack; take (and free) the message.
+std::string TeemError() {
+  char* message = biffGetDone(NRRD);
+  std::string text = message != nullptr ? message : "unknown error";
+  std::free(message);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+absl::StatusOr<PixelType> FromTeemType(int type, const std::string& path) {
+  switch (type) {
+    case nrrdTypeUChar: return PixelType::kU8;
+    case nrrdTypeUShort: return PixelType::kU16;
+    case nrrdTypeShort: return PixelType::kI16;
+    case nrrdTypeFloat: return PixelType::kF32;
+    default: break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      path, ": NRRD type ", airEnumStr(nrrdType, type), " (expected uchar, ushort, short, float)"));
+}
+
+int ToTeemType(PixelType type) {
+  switch (type) {
+    case PixelType::kU8: return nrrdTypeUChar;
+    case PixelType::kU16: return nrrdTypeUShort;
+    case PixelType::kI16: return nrrdTypeShort;
+    case PixelType::kF32: break;
+  }
+  return nrrdTypeFloat;
+}
+
+absl::StatusOr<Extent> CheckHeader(const Nrrd* n, const std::string& path) {
+  if (n->dim != 2 && n->dim != 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": NRRD of dimension ", n->dim, " (expected 2 or 3, one channel)"));
+  }
+  Extent e{static_cast<std::int64_t>(n->axis[0].size), static_cast<std::int64_t>(n->axis[1].size),
+           n->dim == 3 ? static_cast<std::int64_t>(n->axis[2].size) : 1};
+  if (e.width < 1 || e.height < 1 || e.depth < 1 || e.width > 65536 || e.height > 65536 ||
+      e.depth > 65536 || e.Pixels() > kMaxPixels) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": NRRD sizes ", e.width, "x", e.height, "x", e.depth,
+                     " (each in [1, 65536], at most 2^30 voxels)"));
+  }
+  return e;
+}
+
+double AxisSpacing(const Nrrd* n, unsigned int axis) {
+  if (axis >= n->dim) return 0;
+  double spacing = 0;
+  double direction[NRRD_SPACE_DIM_MAX];
+  const int status = nrrdSpacingCalculate(n, axis, &spacing, direction);
+  if (status == nrrdSpacingStatusDirection || status == nrrdSpacingStatusScalarNoSpace ||
+      status == nrrdSpacingStatusScalarWithSpace) {
+    return std::isfinite(spacing) ? std::fabs(spacing) : 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+absl::StatusOr<NrrdVolume> ReadNrrd(const std::string& path) {
+  // The header first, so sizes are checked before Teem allocates the data.
+  {
+    std::unique_ptr<Nrrd, NrrdNuker> header(nrrdNew());
+    std::unique_ptr<NrrdIoState, IoStateNixer> io(nrrdIoStateNew());
+    io->skipData = AIR_TRUE;
+    if (nrrdLoad(header.get(), path.c_str(), io.get()) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": ", TeemError()));
+    }
+    absl::StatusOr<PixelType> type = FromTeemType(header->type, path);
+    if (!type.ok()) return type.status();
+    if (absl::StatusOr<Extent> e = CheckHeader(header.get(), path); !e.ok()) return e.status();
+  }
+  std::unique_ptr<Nrrd, NrrdNuker> n(nrrdNew());
+  if (nrrdLoad(n.get(), path.c_str(), nullptr) != 0) {
+    return absl::DataLossError(absl::StrCat(path, ": ", TeemError()));
+  }
+  absl::StatusOr<PixelType> type = FromTeemType(n->type, path);
+  if (!type.ok()) return type.status();
+  absl::StatusOr<Extent> extent = CheckHeader(n.get(), path);
+  if (!extent.ok()) return extent.status();
+  NrrdVolume out{Image(*type, *extent), {}};
+  std::memcpy(out.image.bytes(), n->data, out.image.size_bytes());  // Teem swapped to host order
+  out.spacing = {AxisSpacing(n.get(), 0), AxisSpacing(n.get(), 1), AxisSpacing(n.get(), 2)};
+  return out;
+}
+
+absl::Status WriteNrrd(const std::string& path, const ImageView& image, const VoxelSpacing& spacing,
+                       NrrdEncoding encoding) {
+  if (image.channels != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": NRRD output needs one channel"));
+  }
+  std::unique_ptr<Nrrd, NrrdNixer> n(nrrdNew());
+  const Extent& e = image.extent;
+  const int wrapped =
+      e.depth > 1 ? nrrdWrap_va(n.get(), image.data, ToTeemType(image.type), 3,
+                                static_cast<size_t>(e.width), static_cast<size_t>(e.height),
+                                static_cast<size_t>(e.depth))
+                  : nrrdWrap_va(n.get(), image.data, ToTeemType(image.type), 2,
+                                static_cast<size_t>(e.width), static_cast<size_t>(e.height));
+  if (wrapped != 0) return absl::InternalError(absl::StrCat(path, ": ", TeemError()));
+  if (spacing.Known()) {
+    // Unknown axes stay NaN, which Teem leaves out of the header.
+    auto or_nan = [](double v) { return v > 0 ? v : AIR_NAN; };
+    if (e.depth > 1) {
+      nrrdAxisInfoSet_va(n.get(), nrrdAxisInfoSpacing, or_nan(spacing.x_mm), or_nan(spacing.y_mm),
+                         or_nan(spacing.z_mm));
+    } else {
+      nrrdAxisInfoSet_va(n.get(), nrrdAxisInfoSpacing, or_nan(spacing.x_mm), or_nan(spacing.y_mm));
+    }
+  }
+  std::unique_ptr<NrrdIoState, IoStateNixer> io(nrrdIoStateNew());
+  if (encoding == NrrdEncoding::kGzip) {
+    if (!nrrdEncodingGzip->available()) {
+      return absl::UnimplementedError("this Teem build has no gzip encoding");
+    }
+    io->encoding = nrrdEncodingGzip;
+  } else {
+    io->encoding = nrrdEncodingRaw;
+  }
+  if (nrrdSave(path.c_str(), n.get(), io.get()) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat(path, ": ", TeemError()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cuimg

@@ -1,0 +1,74 @@
+#include "client/io/volume_file.h"
+
+#include <filesystem>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "client/io/image_file.h"
+#include "client/io/npy_file.h"
+#include "cuimg/common/status_macros.h"
+
+namespace cuimg {
+namespace {
+
+bool HasExtension(const std::string& path, std::initializer_list<const char*> extensions) {
+  const std::string lower = absl::AsciiStrToLower(path);
+  for (const char* e : extensions) {
+    if (absl::EndsWith(lower, e)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool IsDicomSeriesPath(const std::string& path) {
+  std::error_code ec;
+  return absl::EndsWith(path, "/") || std::filesystem::is_directory(path, ec) ||
+         !std::filesystem::path(path).has_extension();
+}
+
+absl::StatusOr<VolumeFile> ReadVolumeFile(const std::string& path) {
+  VolumeFile out;
+  if (IsDicomSeriesPath(path)) {
+    CUIMG_ASSIGN_OR_RETURN(DicomSeries series, ReadDicomSeries(path));
+    out.spacing = series.spacing;
+    out.image = std::move(series.volume);
+    out.dicom = std::make_shared<DicomSeries>(std::move(series));
+    return out;
+  }
+  if (HasExtension(path, {".npy"})) {
+    CUIMG_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, ReadFileBytes(path));
+    CUIMG_ASSIGN_OR_RETURN(out.image, ParseNpy(bytes, path));
+    return out;
+  }
+  if (HasExtension(path, {".nrrd", ".nhdr"})) {
+    CUIMG_ASSIGN_OR_RETURN(NrrdVolume nrrd, ReadNrrd(path));
+    out.image = std::move(nrrd.image);
+    out.spacing = nrrd.spacing;
+    return out;
+  }
+  CUIMG_ASSIGN_OR_RETURN(out.image, ReadImageFile(path));
+  return out;
+}
+
+absl::Status WriteVolumeFile(const std::string& path, const ImageView& image,
+                             const VoxelSpacing& spacing, const VolumeFile& source,
+                             const VolumeWriteOptions& options) {
+  if (IsDicomSeriesPath(path)) {
+    if (source.dicom == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          path, ": a DICOM series is written only from a DICOM series input (its tags are copied)"));
+    }
+    return WriteDicomSeries(*source.dicom, image, path, options.derivation).status();
+  }
+  if (HasExtension(path, {".npy"})) {
+    absl::StatusOr<std::vector<std::uint8_t>> bytes = EncodeNpy(image);
+    if (!bytes.ok()) return absl::Status(bytes.status().code(), absl::StrCat(path, ": ", bytes.status().message()));
+    return WriteFileBytes(path, *bytes);
+  }
+  if (HasExtension(path, {".nrrd"})) return WriteNrrd(path, image, spacing, options.nrrd_encoding);
+  return WriteImageFile(path, image);
+}
+
+}  // namespace cuimg

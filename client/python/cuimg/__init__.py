@@ -1,0 +1,22 @@
+"""cuimg's Python client: NumPy arrays in and out of a cuimg-server.
+
+    import cuimg
+    with cuimg.Client("localhost:50051") as c:
+        out = c.morphology(volume, "dilate:rect:3x3x3")
+
+The generated API stubs (cuimg.v1.*_pb2, built from proto/ by CMake) live in another directory
+named cuimg; extend_path joins the two, so either order on PYTHONPATH works.
+"""
+from pkgutil import extend_path
+
+__path__ = extend_path(__path__, __name__)
+
+__all__ = ["Client", "CuimgError", "parse_steps"]
+
+
+def __getattr__(name):
+    # Lazily, so `from cuimg.v1 import ...` (the tests, tools) does not need NumPy.
+    if name in __all__:
+        from cuimg import client
+        return getattr(client, name)
+    raise AttributeError(f"module 'cuimg' has no attribute {name!r}")
