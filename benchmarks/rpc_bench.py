@@ -32,6 +32,10 @@ WORKLOADS = {
 }
 
 
+# Transport settings of this run, reported with every workload.
+TRANSPORT = {}
+
+
 def timing_fields(trailers):
     for key, value in trailers:
         if key == "cuimg-timing":
@@ -82,7 +86,7 @@ def deform_workload(stub, args):
             walls.append(wall)
             stages.append(timing_fields(call.trailing_metadata()))
     median = {k: statistics.median(s[k] for s in stages) for k in stages[0]}
-    print(json.dumps({"impl": "rpc", "workload": "rpc_deform_torus301_3x3x3_normals",
+    print(json.dumps({**TRANSPORT, "impl": "rpc", "workload": "rpc_deform_torus301_3x3x3_normals",
                       "backend": args.backend, "median_ms": round(statistics.median(walls) * 1e3, 3),
                       "payload_mb": round((len(reply.positions) + len(reply.normals)) / 1e6, 2),
                       "server_us": median, "runs": args.runs, "vertices": len(pos),
@@ -95,7 +99,7 @@ def detect_workload(stub, args):
     files = sorted(glob.glob(os.path.join(data, "vtest_1080p_*.jpg")))
     name = "rpc_detect_1080p_jpeg"
     if not files:
-        print(json.dumps({"impl": "rpc", "workload": name, "error": f"no vtest_1080p_*.jpg in {data}"}),
+        print(json.dumps({**TRANSPORT, "impl": "rpc", "workload": name, "error": f"no vtest_1080p_*.jpg in {data}"}),
               flush=True)
         return
     requests = []
@@ -132,7 +136,7 @@ def detect_workload(stub, args):
         t.join()
     elapsed = time.perf_counter() - began
     latencies.sort()
-    print(json.dumps({"impl": "rpc", "workload": name, "backend": args.backend,
+    print(json.dumps({**TRANSPORT, "impl": "rpc", "workload": name, "backend": args.backend,
                       "median_ms": round(statistics.median(walls) * 1e3, 3),
                       "payload_mb": round(statistics.mean(len(r.input.encoded) for r in requests) / 1e6, 2),
                       "server_us": median, "runs": args.runs, "detections": len(reply.detections),
@@ -149,14 +153,27 @@ def main():
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--load_seconds", type=float, default=10)
+    parser.add_argument("--lookahead_bytes", type=int, default=0,
+                        help="HTTP/2 lookahead on the server and the client channel (0: gRPC's default)")
+    parser.add_argument("--only", default="",
+                        help="comma-separated workload names (or prefixes) to run; default all")
     args = parser.parse_args()
-    server = ServerProcess(args.server, f"--backend={args.backend}")
+    wanted = [w for w in args.only.split(",") if w]
+    selected = lambda name: not wanted or any(name.startswith(w) for w in wanted)
+    server_flags = [f"--backend={args.backend}"]
+    options = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
+    if args.lookahead_bytes:
+        server_flags.append(f"--http2_lookahead_bytes={args.lookahead_bytes}")
+        options.append(("grpc.http2.lookahead_bytes", args.lookahead_bytes))
+    TRANSPORT["lookahead_bytes"] = args.lookahead_bytes
+    server = ServerProcess(args.server, *server_flags)
     try:
-        channel = grpc.insecure_channel(server.target, options=[
-            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        channel = grpc.insecure_channel(server.target, options=options)
         stub = imaging_service_pb2_grpc.ImagingStub(channel)
         rng = np.random.default_rng(0)
         for name, (shape, pixel_type, dtype, (el_shape, w, h, d)) in WORKLOADS.items():
+            if not selected(name):
+                continue
             info = np.iinfo(dtype)
             requests = []
             for _ in range(3):
@@ -178,12 +195,14 @@ def main():
                     walls.append(wall)
                     stages.append(timing_fields(call.trailing_metadata()))
             median = {k: statistics.median(s[k] for s in stages) for k in stages[0]}
-            print(json.dumps({"impl": "rpc", "workload": name, "backend": args.backend,
+            print(json.dumps({**TRANSPORT, "impl": "rpc", "workload": name, "backend": args.backend,
                               "median_ms": round(statistics.median(walls) * 1e3, 3),
                               "payload_mb": round(len(requests[0].input.image.data) / 1e6, 1),
                               "server_us": median, "runs": args.runs}), flush=True)
-        deform_workload(stub, args)
-        detect_workload(stub, args)
+        if selected("rpc_deform_torus301_3x3x3_normals"):
+            deform_workload(stub, args)
+        if selected("rpc_detect_1080p_jpeg"):
+            detect_workload(stub, args)
         channel.close()
     finally:
         server.terminate()

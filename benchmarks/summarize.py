@@ -86,12 +86,15 @@ def main(jsonl_path, device_path=None):
               f"CPU {', '.join(cpu)}{ours}.")
     if rpcs:
         print("\nEnd-to-end RPC (Python grpcio client on the same host):\n")
-        print("| workload | backend | payload MB | round trip median ms | server total µs | "
-              "h2d µs | kernel µs | d2h µs |")
-        print("|---|---|---|---|---|---|---|---|")
+        print("| workload | backend | HTTP/2 lookahead | payload MB | round trip median ms | "
+              "server total µs | h2d µs | kernel µs | d2h µs |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for r in (r for r in rpcs if "server_us" in r):
             s = r["server_us"]
-            print(f"| {r['workload']} | {r['backend']} | {r['payload_mb']} | {r['median_ms']} | "
+            lookahead = r.get("lookahead_bytes", 0)
+            lookahead = f"{lookahead >> 20} MiB" if lookahead else "default"
+            print(f"| {r['workload']} | {r['backend']} | {lookahead} | {r['payload_mb']} | "
+                  f"{r['median_ms']} | "
                   f"{s.get('total_us', 0):.0f} | {s.get('h2d_us', 0):.0f} | "
                   f"{s.get('kernel_us', 0):.0f} | {s.get('d2h_us', 0):.0f} |")
         for r in (r for r in rpcs if "throughput_fps" in r):

@@ -13,6 +13,8 @@ export CUIMG_DATA="$B/data"
 export CUIMG_MODELS_DIR="$B/models"
 status=0
 step() { echo "== $* ($(date +%T))"; }
+# CUIMG_STEPS picks the steps (tests sanitize e2e bench); default all.
+want() { [[ " ${CUIMG_STEPS:-tests sanitize e2e bench} " == *" $1 "* ]]; }
 
 step device
 {
@@ -24,6 +26,7 @@ step device
 } > "$OUT/device.txt" 2>&1
 cat "$OUT/device.txt"
 
+if want tests; then
 step "GPU tests"
 # Every step is time-limited (a hang must not eat the lease) and line-buffered (a killed step
 # still leaves its log).
@@ -31,8 +34,9 @@ for t in "$B"/bin/*_gpu_test; do
   timeout 300 stdbuf -oL "$t" --gtest_brief=1 || status=1
 done > "$OUT/gpu_tests.log" 2>&1
 tail -5 "$OUT/gpu_tests.log"
+fi
 
-if [ "${CUIMG_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
+if want sanitize && [ "${CUIMG_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   step "compute-sanitizer"
   for tool in memcheck racecheck; do
     timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/bin/morphology_gpu_test" \
@@ -51,6 +55,7 @@ if [ "${CUIMG_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; th
   grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/sanitizer.log" | head -24
 fi
 
+if want e2e; then
 step "server over the wire (CUDA backend)"
 {
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
@@ -71,7 +76,9 @@ step "server over the wire (CUDA backend)"
     timeout 240 python3 "$B/tests/e2e/test_volume_stream_wire.py" || status=1
 } > "$OUT/e2e.log" 2>&1
 grep -E "^(Ran|OK|FAILED)|backends" "$OUT/e2e.log"
+fi
 
+if want bench; then
 step benchmarks
 {
   # CUIMG_BENCH picks the benchmark families (kernels, rpc); default both.
@@ -84,6 +91,10 @@ step benchmarks
   fi
   if [[ $benches == *" rpc "* ]]; then
     timeout 180 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" || status=1
+    # The small-payload RPCs again with a 16 MiB HTTP/2 lookahead on both ends (transport tuning).
+    timeout 120 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" \
+      --lookahead_bytes=16777216 --load_seconds=5 \
+      --only=rpc_dilate_2d,rpc_deform,rpc_detect || status=1
     # The service against an echo server with the same transport settings, per setting tried.
     timeout 420 python3 "$B/benchmarks/transport_bench.py" --server "$B/bin/cuimg-server" \
       --echo_server "$B/bin/echo_server" --driver "$B/bin/transport_bench" || status=1
@@ -115,5 +126,6 @@ step benchmarks
 } > "$OUT/bench.jsonl" 2> "$OUT/bench_stderr.log"
 python3 "$B/benchmarks/summarize.py" "$OUT/bench.jsonl" "$OUT/device.txt" > "$OUT/summary.md"
 cat "$OUT/summary.md"
+fi
 echo "gpu_run status: $status"
 exit $status
