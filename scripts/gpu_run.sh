@@ -81,8 +81,8 @@ fi
 if want bench; then
 step benchmarks
 {
-  # CUIMG_BENCH picks the benchmark families (kernels, rpc); default both.
-  benches=" ${CUIMG_BENCH:-kernels rpc} "
+  # CUIMG_BENCH picks the benchmark families (kernels, rpc, transport); default all.
+  benches=" ${CUIMG_BENCH:-kernels rpc transport} "
   if [[ $benches == *" kernels "* ]]; then
     timeout 180 "$B/bin/morphology_bench" ${CUIMG_BENCH_ARGS:-} || status=1
     timeout 180 "$B/bin/gradient_pyramid_bench" ${CUIMG_BENCH_ARGS:-} || status=1
@@ -95,6 +95,8 @@ step benchmarks
     timeout 120 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" \
       --lookahead_bytes=16777216 --load_seconds=5 \
       --only=rpc_dilate_2d,rpc_deform,rpc_detect || status=1
+  fi
+  if [[ $benches == *" transport "* ]]; then
     # The service against an echo server with the same transport settings, per setting tried.
     timeout 420 python3 "$B/benchmarks/transport_bench.py" --server "$B/bin/cuimg-server" \
       --echo_server "$B/bin/echo_server" --driver "$B/bin/transport_bench" || status=1
