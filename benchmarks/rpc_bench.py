@@ -146,6 +146,31 @@ def detect_workload(stub, args):
           flush=True)
 
 
+def deform_cpp_client(client, target, args):
+    """The same Deform as deform_workload from the C++ client (`cuimg deform --animate`): the
+    torus uploaded once, one lattice per frame, positions and normals back, p50 of the frames."""
+    import re
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        mesh = os.path.join(tmp, "torus.ply")
+        subprocess.run([client, "mesh", "torus", "--n=301", "--m=301", f"--output={mesh}"],
+                       check=True, capture_output=True)
+        frames = max(args.runs * 20, 100)
+        run = subprocess.run([client, "deform", f"--target={target}", f"--input={mesh}",
+                              f"--animate={frames}"], check=True, capture_output=True, text=True)
+    found = re.search(r"([0-9.]+) frames/s, round trip p50 ([0-9.]+) ms p99 ([0-9.]+) ms",
+                      run.stdout)
+    if not found:
+        print(json.dumps({**TRANSPORT, "impl": "rpc", "workload": "rpc_deform_torus301_cpp_client",
+                          "error": run.stdout[-300:]}), flush=True)
+        return
+    print(json.dumps({**TRANSPORT, "impl": "rpc", "workload": "rpc_deform_torus301_cpp_client",
+                      "backend": args.backend, "frames": frames,
+                      "frames_per_s": float(found.group(1)), "median_ms": float(found.group(2)),
+                      "p99_ms": float(found.group(3))}), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--server", required=True)
@@ -155,6 +180,8 @@ def main():
     parser.add_argument("--load_seconds", type=float, default=10)
     parser.add_argument("--lookahead_bytes", type=int, default=0,
                         help="HTTP/2 lookahead on the server and the client channel (0: gRPC's default)")
+    parser.add_argument("--client", default="",
+                        help="the cuimg client binary: adds the C++ client's Deform row")
     parser.add_argument("--only", default="",
                         help="comma-separated workload names (or prefixes) to run; default all")
     args = parser.parse_args()
@@ -201,6 +228,8 @@ def main():
                               "server_us": median, "runs": args.runs}), flush=True)
         if selected("rpc_deform_torus301_3x3x3_normals"):
             deform_workload(stub, args)
+        if args.client and selected("rpc_deform_torus301_cpp_client"):
+            deform_cpp_client(args.client, server.target, args)
         if selected("rpc_detect_1080p_jpeg"):
             detect_workload(stub, args)
         channel.close()

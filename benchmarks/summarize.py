@@ -97,6 +97,10 @@ def main(jsonl_path, device_path=None):
                   f"{r['median_ms']} | "
                   f"{s.get('total_us', 0):.0f} | {s.get('h2d_us', 0):.0f} | "
                   f"{s.get('kernel_us', 0):.0f} | {s.get('d2h_us', 0):.0f} |")
+        for r in (r for r in rpcs if "frames_per_s" in r):
+            print(f"\n{r['workload']} ({r['backend']}, C++ client, {r['frames']} frames): "
+                  f"round trip p50 {r['median_ms']} ms, p99 {r['p99_ms']} ms, "
+                  f"{r['frames_per_s']} frames/s.")
         for r in (r for r in rpcs if "throughput_fps" in r):
             print(f"\n{r['workload']} under load ({r['backend']}): {r['concurrency']} calls in flight, "
                   f"{r['throughput_fps']} frames/s, p50 {r['p50_ms_loaded']} ms, p99 {r['p99_ms_loaded']} ms.")

@@ -1,10 +1,12 @@
 // `cuimg deform`: deforms a mesh file (or a generated torus) by a lattice and writes the result
 // with smooth normals; --animate uploads the mesh once and sends a sequence of lattices against
 // its handle, reporting frames per second. `cuimg mesh torus` writes the reference test mesh.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
@@ -99,6 +101,8 @@ int RunDeform(const ConnectionOptions& connection, const DeformCommand& c) {
     }
     const auto start = std::chrono::steady_clock::now();
     double kernel_us = 0;
+    std::vector<double> frame_ms;  // round trip per frame
+    frame_ms.reserve(static_cast<std::size_t>(c.animate));
     for (int f = 0; f < c.animate; ++f) {
       LatticeControls frame = c.controls;
       frame.twist_degrees = c.controls.twist_degrees * std::sin(2 * M_PI * f / c.animate);
@@ -110,7 +114,11 @@ int RunDeform(const ConnectionOptions& connection, const DeformCommand& c) {
       grpc::ClientContext context;
       PrepareContext(connection, &context);
       v1::DeformResponse response;
+      const auto sent = std::chrono::steady_clock::now();
       const grpc::Status status = stub->Deform(&context, request, &response);
+      frame_ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent)
+              .count());
       if (!status.ok()) return ReportRpcError(status);
       const std::string timing = ServerTiming(context);
       const auto pos = timing.find("kernel_us=");
@@ -123,10 +131,14 @@ int RunDeform(const ConnectionOptions& connection, const DeformCommand& c) {
     release.set_handle(*handle);
     v1::ReleaseResponse released;
     (void)stub->Release(&context, release, &released);
-    std::printf("%d frames of %zu vertices / %zu triangles in %.3f s: %.1f frames/s "
-                "(server kernel %.1f us/frame mean)\n",
+    std::sort(frame_ms.begin(), frame_ms.end());
+    auto percentile = [&](double q) {
+      return frame_ms[std::min(frame_ms.size() - 1, static_cast<std::size_t>(q * frame_ms.size()))];
+    };
+    std::printf("%d frames of %zu vertices / %zu triangles in %.3f s: %.1f frames/s, round trip "
+                "p50 %.3f ms p99 %.3f ms (server kernel %.1f us/frame mean)\n",
                 c.animate, mesh->vertex_count(), mesh->triangle_count(), seconds,
-                c.animate / seconds, kernel_us / c.animate);
+                c.animate / seconds, percentile(0.5), percentile(0.99), kernel_us / c.animate);
     return kExitOk;
   }
 

@@ -90,11 +90,12 @@ step benchmarks
     timeout 180 "$B/bin/detect_bench" ${CUIMG_BENCH_ARGS:-} || status=1
   fi
   if [[ $benches == *" rpc "* ]]; then
-    timeout 180 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" || status=1
+    timeout 180 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" \
+      --client "$B/bin/cuimg" || status=1
     # The small-payload RPCs again with a 16 MiB HTTP/2 lookahead on both ends (transport tuning).
     timeout 120 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" \
       --lookahead_bytes=16777216 --load_seconds=5 \
-      --only=rpc_dilate_2d,rpc_deform,rpc_detect || status=1
+      --client "$B/bin/cuimg" --only=rpc_dilate_2d,rpc_deform,rpc_detect || status=1
   fi
   if [[ $benches == *" transport "* ]]; then
     # The service against an echo server with the same transport settings, per setting tried.
