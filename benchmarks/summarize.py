@@ -6,7 +6,7 @@ import sys
 
 
 def main(jsonl_path, device_path=None):
-    rows, anchors, device, errors, rpcs, transports = {}, {}, {}, [], [], []
+    rows, anchors, device, errors, rpcs, transports, multi = {}, {}, {}, [], [], [], []
     papers = []
     checks = []  # (workload, who, verdict): cuimg "check" fields, anchors' "max_abs_diff"
     for line in open(jsonl_path):
@@ -25,6 +25,8 @@ def main(jsonl_path, device_path=None):
             rpcs.append(item)
         elif item.get("impl") == "transport":
             transports.append(item)
+        elif item.get("impl") == "multi_gpu":
+            multi.append(item)
         elif item.get("impl") == "paper":
             papers.append(item)
         elif item.get("impl") == "cuimg":
@@ -104,6 +106,15 @@ def main(jsonl_path, device_path=None):
         for r in (r for r in rpcs if "throughput_fps" in r):
             print(f"\n{r['workload']} under load ({r['backend']}): {r['concurrency']} calls in flight, "
                   f"{r['throughput_fps']} frames/s, p50 {r['p50_ms_loaded']} ms, p99 {r['p99_ms_loaded']} ms.")
+    if multi:
+        print("\nScale-up over the host's GPUs (cuimg load, GPU-bound Morphology):\n")
+        print("| workload | GPUs | requests/s | p50 ms | p99 ms | in flight |")
+        print("|---|---|---|---|---|---|")
+        for r in (r for r in multi if "throughput_rps" in r):
+            print(f"| {r['workload']} | {r['devices']} | {r['throughput_rps']} | {r['p50_ms']:.2f} | "
+                  f"{r['p99_ms']:.2f} | {r['concurrency']} |")
+        for r in (r for r in multi if "scaling" in r):
+            print(f"\n{r['devices']} GPUs vs 1: {r['scaling']}x throughput (target >= 1.8x).")
     if transports:
         print("\nService vs its transport floor (echo server with the same gRPC settings; C++ "
               "client on the same host; transport_bench):\n")

@@ -97,6 +97,12 @@ step benchmarks
       --lookahead_bytes=16777216 --load_seconds=5 \
       --client "$B/bin/cuimg" --only=rpc_dilate_2d,rpc_deform,rpc_detect || status=1
   fi
+  if [[ $benches == *" multigpu "* ]]; then
+    # Throughput with one GPU, then all of the host's (not in the default set: run it on a
+    # machine with several GPUs).
+    timeout 200 python3 "$B/benchmarks/multi_gpu_bench.py" --server "$B/bin/cuimg-server" \
+      --client "$B/bin/cuimg" || status=1
+  fi
   if [[ $benches == *" transport "* ]]; then
     # The service against an echo server with the same transport settings, per setting tried.
     timeout 420 python3 "$B/benchmarks/transport_bench.py" --server "$B/bin/cuimg-server" \
