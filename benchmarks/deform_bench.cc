@@ -9,15 +9,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "bench_main.h"
 #include "bench_util.h"
-#include "cuimg/common/device_info.h"
 #include "cuimg/kernels/deform.h"
 #include "cuimg/reference/deform_reference.h"
 #include "cuimg/reference/mesh_generators.h"
@@ -163,40 +162,13 @@ absl::Status Run(const Workload& w, double bandwidth, int runs, bool cpu, cudaSt
 
 int main(int argc, char** argv) {
   using namespace cuimg;
-  bool quick = false;
-  bool cpu = true;
-  std::string filter;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) {
-      quick = true;
-    } else if (std::strcmp(argv[i], "--no-cpu") == 0) {
-      cpu = false;
-    } else if (std::strcmp(argv[i], "--filter") == 0 && i + 1 < argc) {
-      filter = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: deform_bench [--quick] [--filter SUBSTRING] [--no-cpu]\n");
-      return 2;
-    }
-  }
-  const auto devices = ListCudaDevices();
-  if (devices.empty()) {
-    std::fprintf(stderr, "deform_bench: no usable CUDA device\n");
+  bench::BenchArgs args;
+  if (!bench::ParseBenchArgs(argc, argv, "deform_bench", true, &args)) return 2;
+  absl::StatusOr<bench::BenchDevice> device = bench::StartBench();
+  if (!device.ok()) {
+    std::fprintf(stderr, "deform_bench: %s\n", device.status().ToString().c_str());
     return 1;
   }
-  auto stream = CudaStream::Create();
-  if (!stream.ok()) {
-    std::fprintf(stderr, "%s\n", stream.status().ToString().c_str());
-    return 1;
-  }
-  auto bandwidth = bench::MeasureCopyBandwidth(stream->get());
-  if (!bandwidth.ok()) {
-    std::fprintf(stderr, "%s\n", bandwidth.status().ToString().c_str());
-    return 1;
-  }
-  bench::PrintJson(absl::StrFormat(
-      "\"impl\":\"device\",\"name\":\"%s\",\"sms\":%d,"
-      "\"copy_bandwidth_gbps\":%.1f,\"runtime\":\"%s\"",
-      devices[0].name, devices[0].multiprocessors, *bandwidth / 1e9, CudaVersionString()));
   // Paper 003 (Izu et al.), for comparison: 90,633 V / 179,801 T, 3x3x3 lattice, FFD + normals
   // with the mesh kept on the GPU ("GPU2").
   bench::PrintJson(
@@ -204,14 +176,7 @@ int main(int argc, char** argv) {
       "\"source\":\"paper 003, 90,633 V / 179,801 T, 3x3x3\",\"gpu_us\":7610,"
       "\"gpu_hardware\":\"GeForce 9600GT (mesh resident)\",\"cpu1_us\":1323000,"
       "\"cpu4_us\":335000");
-  int failures = 0;
-  for (const auto& w : bench::Workloads()) {
-    if (!filter.empty() && !absl::StrContains(w.name, filter)) continue;
-    const absl::Status s = bench::Run(w, *bandwidth, quick ? 5 : 25, cpu, stream->get());
-    if (!s.ok()) {
-      std::fprintf(stderr, "%s: %s\n", w.name.c_str(), s.ToString().c_str());
-      ++failures;
-    }
-  }
-  return failures == 0 ? 0 : 1;
+  return bench::RunWorkloads(bench::Workloads(), args.filter, [&](const auto& w) {
+    return bench::Run(w, device->bandwidth, args.runs(), args.cpu, device->stream.get());
+  });
 }

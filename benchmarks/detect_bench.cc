@@ -13,7 +13,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -21,11 +20,10 @@
 #include <tuple>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "bench_main.h"
 #include "bench_util.h"
 #include "cuimg/codec/image_codec.h"
-#include "cuimg/common/device_info.h"
 #include "cuimg/kernels/hog_detect.h"
 #include "cuimg/kernels/hog_model_file.h"
 #include "cuimg/reference/hog_reference.h"
@@ -191,54 +189,27 @@ absl::Status Run(const Workload& w, const HogModel& model, double bandwidth, int
 
 int main(int argc, char** argv) {
   using namespace cuimg;
-  bool quick = false;
-  std::string filter;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) {
-      quick = true;
-    } else if (std::strcmp(argv[i], "--filter") == 0 && i + 1 < argc) {
-      filter = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: detect_bench [--quick] [--filter SUBSTRING]\n");
-      return 2;
-    }
-  }
-  const auto devices = ListCudaDevices();
-  if (devices.empty()) {
-    std::fprintf(stderr, "detect_bench: no usable CUDA device\n");
-    return 1;
-  }
+  bench::BenchArgs args;
+  if (!bench::ParseBenchArgs(argc, argv, "detect_bench", false, &args)) return 2;
   const std::string models = bench::EnvOr("CUIMG_MODELS_DIR", CUIMG_SOURCE_MODELS_DIR);
   absl::StatusOr<HogModel> model = ReadHogModelFile(models + "/opencv_people_64x128.hogsvm");
-  auto stream = CudaStream::Create();
-  if (!model.ok() || !stream.ok()) {
-    std::fprintf(stderr, "%s\n",
-                 (!model.ok() ? model.status() : stream.status()).ToString().c_str());
+  if (!model.ok()) {
+    std::fprintf(stderr, "detect_bench: %s\n", model.status().ToString().c_str());
     return 1;
   }
-  auto bandwidth = bench::MeasureCopyBandwidth(stream->get());
-  if (!bandwidth.ok()) {
-    std::fprintf(stderr, "%s\n", bandwidth.status().ToString().c_str());
+  absl::StatusOr<bench::BenchDevice> device = bench::StartBench();
+  if (!device.ok()) {
+    std::fprintf(stderr, "detect_bench: %s\n", device.status().ToString().c_str());
     return 1;
   }
-  bench::PrintJson(absl::StrFormat("\"impl\":\"device\",\"name\":\"%s\",\"sms\":%d,"
-                                   "\"copy_bandwidth_gbps\":%.1f,\"runtime\":\"%s\"",
-                                   devices[0].name, devices[0].multiprocessors, *bandwidth / 1e9,
-                                   CudaVersionString()));
   // Paper 004: HOG descriptors (no SVM) over the 1.05 pyramid of a 1920x1080 frame.
   bench::PrintJson(
       "\"impl\":\"paper\",\"workload\":\"detect_1080p\",\"source\":\"paper 004, HOG descriptors "
       "of a 1.05 pyramid of 1920x1080 (no SVM)\",\"gpu_us\":329000,\"gpu_hardware\":\"Tesla "
       "K20X\",\"cpu_us\":26200000");
-  int failures = 0;
-  for (const bench::Workload& w :
-       {bench::Workload{"detect_1080p", 1920, 1080}, bench::Workload{"detect_768x576", 768, 576}}) {
-    if (!filter.empty() && !absl::StrContains(w.name, filter)) continue;
-    const absl::Status s = bench::Run(w, *model, *bandwidth, quick ? 5 : 25, stream->get());
-    if (!s.ok()) {
-      std::fprintf(stderr, "%s: %s\n", w.name.c_str(), s.ToString().c_str());
-      ++failures;
-    }
-  }
-  return failures == 0 ? 0 : 1;
+  const std::vector<bench::Workload> workloads = {bench::Workload{"detect_1080p", 1920, 1080},
+                                                  bench::Workload{"detect_768x576", 768, 576}};
+  return bench::RunWorkloads(workloads, args.filter, [&](const bench::Workload& w) {
+    return bench::Run(w, *model, device->bandwidth, args.runs(), device->stream.get());
+  });
 }

@@ -6,15 +6,13 @@
 #include <cuda_runtime_api.h>
 
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "bench_main.h"
 #include "bench_util.h"
-#include "cuimg/common/device_info.h"
 #include "cuimg/kernels/gradient.h"
 #include "cuimg/kernels/pyramid.h"
 #include "cuimg/reference/gradient_reference.h"
@@ -180,45 +178,14 @@ absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t str
 
 int main(int argc, char** argv) {
   using namespace cuimg;
-  bool quick = false;
-  std::string filter;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) {
-      quick = true;
-    } else if (std::strcmp(argv[i], "--filter") == 0 && i + 1 < argc) {
-      filter = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: gradient_pyramid_bench [--quick] [--filter SUBSTRING]\n");
-      return 2;
-    }
-  }
-  const auto devices = ListCudaDevices();
-  if (devices.empty()) {
-    std::fprintf(stderr, "gradient_pyramid_bench: no usable CUDA device\n");
+  bench::BenchArgs args;
+  if (!bench::ParseBenchArgs(argc, argv, "gradient_pyramid_bench", false, &args)) return 2;
+  absl::StatusOr<bench::BenchDevice> device = bench::StartBench();
+  if (!device.ok()) {
+    std::fprintf(stderr, "gradient_pyramid_bench: %s\n", device.status().ToString().c_str());
     return 1;
   }
-  auto stream = CudaStream::Create();
-  if (!stream.ok()) {
-    std::fprintf(stderr, "%s\n", stream.status().ToString().c_str());
-    return 1;
-  }
-  auto bandwidth = bench::MeasureCopyBandwidth(stream->get());
-  if (!bandwidth.ok()) {
-    std::fprintf(stderr, "%s\n", bandwidth.status().ToString().c_str());
-    return 1;
-  }
-  bench::PrintJson(absl::StrFormat("\"impl\":\"device\",\"name\":\"%s\",\"sms\":%d,"
-                                   "\"copy_bandwidth_gbps\":%.1f,\"runtime\":\"%s\"",
-                                   devices[0].name, devices[0].multiprocessors, *bandwidth / 1e9,
-                                   CudaVersionString()));
-  int failures = 0;
-  for (const auto& w : bench::Workloads()) {
-    if (!filter.empty() && !absl::StrContains(w.name, filter)) continue;
-    const absl::Status s = bench::Run(w, *bandwidth, quick ? 5 : 25, stream->get());
-    if (!s.ok()) {
-      std::fprintf(stderr, "%s: %s\n", w.name.c_str(), s.ToString().c_str());
-      ++failures;
-    }
-  }
-  return failures == 0 ? 0 : 1;
+  return bench::RunWorkloads(bench::Workloads(), args.filter, [&](const auto& w) {
+    return bench::Run(w, device->bandwidth, args.runs(), device->stream.get());
+  });
 }

@@ -14,41 +14,15 @@
 #include "absl/strings/str_cat.h"
 #include "cuimg/kernels/hog_detect.h"
 #include "cuimg/reference/hog_reference.h"
+#include "tests/testing/hog_testing.h"
 #include "tests/testing/status_matchers.h"
 
 namespace cuimg {
 namespace {
 
-HogModel RandomModel(int w, int h, std::uint64_t seed) {
-  HogModel m;
-  m.name = "random";
-  m.window_width = w;
-  m.window_height = h;
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> d(0, 0.05f);
-  m.weights.resize(m.DescriptorSize());
-  for (float& v : m.weights) v = d(rng);
-  m.bias = 0.3f;
-  return m;
-}
+using testing::RandomModel;
+using testing::Synthetic;
 
-Image Synthetic(int w, int h, int channels, std::uint64_t seed) {
-  Image image(PixelType::kU8, Extent{w, h, 1}, channels);
-  std::mt19937_64 rng(seed);
-  const double fx = 0.02 + (rng() % 100) * 1e-3;
-  const double fy = 0.02 + (rng() % 100) * 1e-3;
-  for (int y = 0; y < h; ++y) {
-    for (int x = 0; x < w; ++x) {
-      for (int c = 0; c < channels; ++c) {
-        const double v = 128 + 90 * std::sin(x * fx + c) * std::cos(y * fy - c) +
-                         static_cast<double>(rng() % 31) - 15;
-        image.bytes()[(static_cast<std::size_t>(y) * w + x) * channels + c] =
-            static_cast<std::uint8_t>(std::min(255.0, std::max(0.0, v)));
-      }
-    }
-  }
-  return image;
-}
 
 // Every window's score (threshold far below) from the emulated kernels and from the reference.
 void ExpectEmulationMatchesReference(const Image& image, const HogModel& model, DetectSpec spec,

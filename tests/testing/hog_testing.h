@@ -1,0 +1,50 @@
+// Inputs for the HOG detection tests: random linear SVMs and synthetic frames, by seed.
+#ifndef CUIMG_TESTS_TESTING_HOG_TESTING_H_
+#define CUIMG_TESTS_TESTING_HOG_TESTING_H_
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+
+#include "cuimg/common/image.h"
+#include "cuimg/kernels/hog_types.h"
+
+namespace cuimg::testing {
+
+// A w x h window model with small normal weights and a bias that lets some windows through.
+inline HogModel RandomModel(int w, int h, std::uint64_t seed) {
+  HogModel m;
+  m.name = "random";
+  m.window_width = w;
+  m.window_height = h;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0, 0.05f);
+  m.weights.resize(m.DescriptorSize());
+  for (float& v : m.weights) v = d(rng);
+  m.bias = 0.3f;
+  return m;
+}
+
+// Smooth structures plus noise, `channels` channels, reproducible by seed.
+inline Image Synthetic(int w, int h, int channels, std::uint64_t seed) {
+  Image image(PixelType::kU8, Extent{w, h, 1}, channels);
+  std::mt19937_64 rng(seed);
+  const double fx = 0.02 + (rng() % 100) * 1e-3;
+  const double fy = 0.02 + (rng() % 100) * 1e-3;
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      for (int c = 0; c < channels; ++c) {
+        const double v = 128 + 90 * std::sin(x * fx + c) * std::cos(y * fy - c) +
+                         static_cast<double>(rng() % 31) - 15;
+        image.bytes()[(static_cast<std::size_t>(y) * w + x) * channels + c] =
+            static_cast<std::uint8_t>(std::clamp(v, 0.0, 255.0));
+      }
+    }
+  }
+  return image;
+}
+
+}  // namespace cuimg::testing
+
+#endif  // CUIMG_TESTS_TESTING_HOG_TESTING_H_
