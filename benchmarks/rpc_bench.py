@@ -17,8 +17,8 @@ import time
 import grpc
 import numpy as np
 
-from cuimg.v1 import (deform_pb2, detection_pb2, imaging_service_pb2_grpc, morphology_pb2,
-                      resident_pb2, types_pb2)
+from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, imaging_service_pb2_grpc,
+                      morphology_pb2, pyramid_pb2, resident_pb2, types_pb2)
 from server_process import ServerProcess
 
 WORKLOADS = {
@@ -92,6 +92,48 @@ def deform_workload(stub, args):
                       "server_us": median, "runs": args.runs, "vertices": len(pos),
                       "triangles": len(tris)}), flush=True)
     stub.Release(resident_pb2.ReleaseRequest(handle=handle), timeout=10)
+
+
+def timed_unary(method, requests, runs, timeout=60):
+    """Median wall time over `runs` calls after 2 warm-ups (inputs rotated), the stages' medians
+    from the timing trailer, and the last reply."""
+    walls, stages = [], []
+    for i in range(runs + 2):
+        start = time.perf_counter()
+        reply, call = method.with_call(requests[i % len(requests)], timeout=timeout)
+        wall = time.perf_counter() - start
+        if i >= 2:
+            walls.append(wall)
+            stages.append(timing_fields(call.trailing_metadata()))
+    median = {k: statistics.median(s[k] for s in stages) for k in stages[0]}
+    return statistics.median(walls), median, reply
+
+
+def gradient_pyramid_workloads(stub, args, selected):
+    """Issue 4's end-to-end times at 1080p: Gradient (u8 in, gx and gy f32 back) and the 31-level
+    1.05 Pyramid (u8 in, every level f32 back), random frames."""
+    rng = np.random.default_rng(1)
+    images = [types_pb2.Image(pixel_type=types_pb2.PIXEL_TYPE_U8, width=1920, height=1080,
+                              data=rng.integers(0, 255, size=(1080, 1920), dtype=np.uint8,
+                                                endpoint=True).tobytes()) for _ in range(3)]
+    if selected("rpc_gradient_1080p_u8"):
+        requests = [gradient_pb2.GradientRequest(input=types_pb2.ImageSource(image=image),
+                                                 kernel_length=7) for image in images]
+        wall, median, reply = timed_unary(stub.Gradient, requests, args.runs)
+        payload = len(reply.gx.image.data) + len(reply.gy.image.data)
+        print(json.dumps({**TRANSPORT, "impl": "rpc", "workload": "rpc_gradient_1080p_u8",
+                          "backend": args.backend, "median_ms": round(wall * 1e3, 3),
+                          "payload_mb": round(payload / 1e6, 2), "server_us": median,
+                          "runs": args.runs}), flush=True)
+    if selected("rpc_pyramid31_1080p_u8_f32"):
+        requests = [pyramid_pb2.PyramidRequest(input=types_pb2.ImageSource(image=image), levels=31,
+                                               ratio=1.05) for image in images]
+        wall, median, reply = timed_unary(stub.Pyramid, requests, args.runs)
+        payload = sum(len(level.result.image.data) for level in reply.levels)
+        print(json.dumps({**TRANSPORT, "impl": "rpc", "workload": "rpc_pyramid31_1080p_u8_f32",
+                          "backend": args.backend, "median_ms": round(wall * 1e3, 3),
+                          "payload_mb": round(payload / 1e6, 2), "server_us": median,
+                          "runs": args.runs, "levels": len(reply.levels)}), flush=True)
 
 
 def detect_workload(stub, args):
@@ -226,6 +268,7 @@ def main():
                               "median_ms": round(statistics.median(walls) * 1e3, 3),
                               "payload_mb": round(len(requests[0].input.image.data) / 1e6, 1),
                               "server_us": median, "runs": args.runs}), flush=True)
+        gradient_pyramid_workloads(stub, args, selected)
         if selected("rpc_deform_torus301_3x3x3_normals"):
             deform_workload(stub, args)
         if args.client and selected("rpc_deform_torus301_cpp_client"):
