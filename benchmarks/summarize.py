@@ -7,6 +7,7 @@ import sys
 
 def main(jsonl_path, device_path=None):
     rows, anchors, device, errors, rpcs, transports, multi = {}, {}, {}, [], [], [], []
+    soaks = []
     papers = []
     checks = []  # (workload, who, verdict): cuimg "check" fields, anchors' "max_abs_diff"
     for line in open(jsonl_path):
@@ -27,6 +28,8 @@ def main(jsonl_path, device_path=None):
             transports.append(item)
         elif item.get("impl") == "multi_gpu":
             multi.append(item)
+        elif item.get("impl") == "soak":
+            soaks.append(item)
         elif item.get("impl") == "paper":
             papers.append(item)
         elif item.get("impl") == "cuimg":
@@ -106,6 +109,13 @@ def main(jsonl_path, device_path=None):
         for r in (r for r in rpcs if "throughput_fps" in r):
             print(f"\n{r['workload']} under load ({r['backend']}): {r['concurrency']} calls in flight, "
                   f"{r['throughput_fps']} frames/s, p50 {r['p50_ms_loaded']} ms, p99 {r['p99_ms_loaded']} ms.")
+    for r in soaks:
+        per_rpc = ", ".join(f"{k} {v['ok']}" for k, v in r["per_rpc"].items())
+        print(f"\nSoak ({r['backend']}): {r['ok']} of {r['calls']} mixed calls ok in {r['seconds']} s "
+              f"({per_rpc}); server RSS {r['rss_after_warmup_mb']} MiB after warm-up, "
+              f"{r['rss_end_mb']} MiB at the end (max {r['rss_max_mb']}); device memory used "
+              f"{r['device_used_after_warmup_mb']} -> {r['device_used_end_mb']} MiB "
+              f"(max {r['device_used_max_mb']}).")
     if multi:
         print("\nScale-up over the host's GPUs (cuimg load, GPU-bound Morphology):\n")
         print("| workload | GPUs | requests/s | p50 ms | p99 ms | in flight |")

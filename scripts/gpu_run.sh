@@ -81,8 +81,9 @@ fi
 if want bench; then
 step benchmarks
 {
-  # CUIMG_BENCH picks the benchmark families (kernels, rpc, transport); default all.
-  benches=" ${CUIMG_BENCH:-kernels rpc transport} "
+  # CUIMG_BENCH picks the benchmark families (kernels, rpc, transport, soak, multigpu); default
+  # all but multigpu.
+  benches=" ${CUIMG_BENCH:-kernels rpc transport soak} "
   if [[ $benches == *" kernels "* ]]; then
     timeout 180 "$B/bin/morphology_bench" ${CUIMG_BENCH_ARGS:-} || status=1
     timeout 180 "$B/bin/gradient_pyramid_bench" ${CUIMG_BENCH_ARGS:-} || status=1
@@ -96,6 +97,11 @@ step benchmarks
     timeout 120 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" \
       --lookahead_bytes=16777216 --load_seconds=5 \
       --client "$B/bin/cuimg" --only=rpc_dilate_2d,rpc_deform,rpc_detect || status=1
+  fi
+  if [[ $benches == *" soak "* ]]; then
+    # 100,000 mixed calls: does host or device memory grow after warm-up?
+    timeout 600 python3 "$B/benchmarks/soak_bench.py" --server "$B/bin/cuimg-server" \
+      --client "$B/bin/cuimg" || status=1
   fi
   if [[ $benches == *" multigpu "* ]]; then
     # Throughput with one GPU, then all of the host's (not in the default set: run it on a
