@@ -7,6 +7,7 @@ import sys
 
 def main(jsonl_path, device_path=None):
     rows, anchors, device, errors, rpcs, transports, multi = {}, {}, {}, [], [], [], []
+    stagings = []
     papers = []
     checks = []  # (workload, who, verdict): cuimg "check" fields, anchors' "max_abs_diff"
     for line in open(jsonl_path):
@@ -27,6 +28,8 @@ def main(jsonl_path, device_path=None):
             transports.append(item)
         elif item.get("impl") == "multi_gpu":
             multi.append(item)
+        elif item.get("impl") == "staging":
+            stagings.append(item)
         elif item.get("impl") == "paper":
             papers.append(item)
         elif item.get("impl") == "cuimg":
@@ -140,6 +143,17 @@ def main(jsonl_path, device_path=None):
                          f"{t['check']}; server {t['server_total_ms']:.1f} ms, stages summed over "
                          f"slabs / wall {t['stage_overlap']:.2f}"]
             print(f"| {t['settings']} | {w} | " + " | ".join(cells) + " |")
+    if stagings:
+        print("\nHost<->device copies of pageable request memory: direct vs staged through pinned "
+              "chunks (staging_bench; host wall time, median):\n")
+        print("| workload | direction | MB | pageable µs (GB/s) | staged µs (GB/s) | speedup | "
+              "round trip equal |")
+        print("|---|---|---|---|---|---|---|")
+        for s in stagings:
+            print(f"| {s['workload']} | {s['direction']} | {s['bytes'] / 1e6:.1f} | "
+                  f"{s['pageable_us']:.0f} ({s['pageable_gbps']:.1f}) | "
+                  f"{s['staged_us']:.0f} ({s['staged_gbps']:.1f}) | {s['speedup']:.2f}× | "
+                  f"{s['round_trip_equal']} |")
     others = {k: v for k, v in anchors.items() if k not in rows}
     if others:
         print("\nAnchors without a cuimg row:\n")

@@ -88,6 +88,8 @@ step benchmarks
     timeout 180 "$B/bin/gradient_pyramid_bench" ${CUIMG_BENCH_ARGS:-} || status=1
     timeout 120 "$B/bin/deform_bench" ${CUIMG_BENCH_ARGS:-} || status=1
     timeout 180 "$B/bin/detect_bench" ${CUIMG_BENCH_ARGS:-} || status=1
+    # Pageable vs pinned-staged copies at request sizes (the staging pool's reason to exist).
+    timeout 120 "$B/bin/staging_bench" || status=1
   fi
   if [[ $benches == *" rpc "* ]]; then
     timeout 180 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" \

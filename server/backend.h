@@ -50,6 +50,12 @@ struct DeviceStatus {
   std::uint64_t cache_hits = 0;
   std::uint64_t cache_misses = 0;
   std::uint64_t cache_evictions = 0;
+  // Pinned host staging pool (CUDA only): chunks leased and idle, leases by outcome.
+  std::uint64_t staging_used = 0;
+  std::uint64_t staging_cached = 0;
+  std::uint64_t staging_hits = 0;
+  std::uint64_t staging_misses = 0;
+  std::uint64_t staging_refusals = 0;
 };
 
 // Host buffers of a gradient: extent.Pixels() floats each; magnitude/angle null unless asked for.

@@ -79,6 +79,10 @@ struct ServerOptions {
   // Hard cap on device memory a GPU's requests may lease at once (0: the device's own size).
   // Beyond it requests get RESOURCE_EXHAUSTED instead of running the device out of memory.
   std::uint64_t device_memory_limit_bytes = 0;
+  // Page-locked host memory each GPU may hold for staging copies from and to request bytes, in
+  // chunks of pinned_staging_chunk_bytes (kept once allocated); 0 disables staging.
+  std::uint64_t pinned_staging_bytes = std::uint64_t{256} << 20;
+  std::uint64_t pinned_staging_chunk_bytes = std::uint64_t{4} << 20;
   // How often device health is re-evaluated, milliseconds.
   int health_poll_ms = 250;
   FaultInjection fault;
