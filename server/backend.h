@@ -79,6 +79,13 @@ class BackendMesh {
   virtual int device() const = 0;
 };
 
+// Host memory page-locked for a backend's devices while this object lives (see
+// Backend::PinHostMemory).
+class HostMemoryPin {
+ public:
+  virtual ~HostMemoryPin() = default;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -124,6 +131,13 @@ class Backend {
                               std::shared_ptr<const BackendMesh>* keep, StageTimes* times) = 0;
   // The mesh's positions and triangles back on the host.
   virtual absl::StatusOr<Mesh> DownloadMesh(const BackendMesh& mesh) = 0;
+
+  // Page-locks `bytes` of host memory at `data` for every device, so that copies from and to it
+  // skip staging, until the returned pin is destroyed (which must happen before the memory is
+  // unmapped). Null where the backend copies nothing (CPU). An error leaves the memory pageable;
+  // it stays usable. Thread-safe.
+  virtual absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(void* data,
+                                                                        std::size_t bytes) = 0;
 };
 
 // The CPU backend: the CPU references, options.cpu_threads_per_request threads per request (0 =

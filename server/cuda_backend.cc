@@ -102,6 +102,14 @@ class DeviceContext {
   int streams_total_ = 0;
 };
 
+class CudaHostPin final : public HostMemoryPin {
+ public:
+  explicit CudaHostPin(HostRegistration registration) : registration_(std::move(registration)) {}
+
+ private:
+  HostRegistration registration_;
+};
+
 struct SyncOnExit {
   cudaStream_t stream;
   ~SyncOnExit() { (void)cudaStreamSynchronize(stream); }
@@ -421,6 +429,14 @@ class CudaBackend final : public Backend {
       return c.timer.Mark(3, c.stream);
     }));
     return out;
+  }
+
+  absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(void* data,
+                                                                std::size_t bytes) override {
+    // Portable registration covers every device from whichever is current.
+    CUIMG_CUDA_RETURN_IF_ERROR(cudaSetDevice(devices_.front()->info().ordinal), "cudaSetDevice");
+    CUIMG_ASSIGN_OR_RETURN(HostRegistration registration, HostRegistration::Register(data, bytes));
+    return std::unique_ptr<HostMemoryPin>(std::make_unique<CudaHostPin>(std::move(registration)));
   }
 
  private:

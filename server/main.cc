@@ -54,6 +54,13 @@ ABSL_FLAG(uint64_t, pinned_staging_bytes, uint64_t{256} << 20,
           "from pageable memory).");
 ABSL_FLAG(uint64_t, pinned_staging_chunk_bytes, uint64_t{4} << 20,
           "Size of one pinned staging chunk, bytes; a copy cycles through up to 3.");
+ABSL_FLAG(bool, shared_memory, false,
+          "Let clients on this host register POSIX shared-memory objects and pass pixels through "
+          "them (opened with the server's permissions: see SECURITY.md).");
+ABSL_FLAG(uint64_t, shared_memory_max_bytes_per_identity, uint64_t{4} << 30,
+          "Shared-memory bytes one identity may have registered at once.");
+ABSL_FLAG(uint32_t, shared_memory_max_regions, 16,
+          "Shared-memory regions one identity may have registered at once.");
 ABSL_FLAG(int, health_poll_ms, 250, "How often device health is re-evaluated, milliseconds.");
 ABSL_FLAG(std::string, inject_device_failure, "",
           "Testing only: DEVICE:AFTER_REQUESTS[:DURATION_MS] makes that device fail the request "
@@ -179,6 +186,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--pinned_staging_chunk_bytes must be > 0\n");
     return 2;
   }
+  options.shared_memory.enabled = absl::GetFlag(FLAGS_shared_memory);
+  options.shared_memory.max_bytes_per_identity =
+      absl::GetFlag(FLAGS_shared_memory_max_bytes_per_identity);
+  options.shared_memory.max_regions_per_identity = absl::GetFlag(FLAGS_shared_memory_max_regions);
   options.health_poll_ms = absl::GetFlag(FLAGS_health_poll_ms);
   options.max_receive_message_bytes = absl::GetFlag(FLAGS_max_receive_message_bytes);
   options.http2_lookahead_bytes = absl::GetFlag(FLAGS_http2_lookahead_bytes);

@@ -51,6 +51,16 @@ struct FaultInjection {
   int duration_ms = 0;
 };
 
+// Local shared memory (shared_memory.proto): clients on this host pass pixels through POSIX
+// shared-memory objects they register. Off by default: a registered name is opened with the
+// server's own permissions (SECURITY.md).
+struct SharedMemoryOptions {
+  bool enabled = false;
+  // Bytes and regions one identity may have registered at once.
+  std::uint64_t max_bytes_per_identity = std::uint64_t{4} << 30;
+  std::uint32_t max_regions_per_identity = 16;
+};
+
 struct ServerOptions {
   std::string listen_address = "0.0.0.0:50051";
   // Prometheus /metrics; empty disables the exposer.
@@ -99,6 +109,7 @@ struct ServerOptions {
   std::uint32_t resident_max_objects = 4096;
   RequestLimits limits;
   SecurityOptions security;
+  SharedMemoryOptions shared_memory;
 };
 
 }  // namespace cuimg
