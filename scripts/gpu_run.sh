@@ -71,6 +71,10 @@ step "server over the wire (CUDA backend)"
     timeout 180 python3 "$B/tests/e2e/test_bad_requests.py" || status=1
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
     timeout 180 python3 "$B/tests/e2e/test_faults.py" DeviceMemoryCap || status=1
+  # Local shared memory on the CUDA backend: regions page-locked (device_mapped), shm in/out ==
+  # inline for every pixel type, unregistering under running requests, cuimg load --shm.
+  CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
+    timeout 240 python3 "$B/tests/e2e/test_shared_memory_wire.py" || status=1
   # Streamed volumes on the CUDA backend: slabs on several CUDA streams == the unary result.
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
     timeout 240 python3 "$B/tests/e2e/test_volume_stream_wire.py" || status=1
