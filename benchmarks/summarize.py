@@ -131,6 +131,14 @@ def main(jsonl_path, device_path=None):
                          f"server overhead p50 {t['server_overhead_p50_us']:.0f} µs "
                          f"(≤ {t['target_overhead_us']}), copies+kernel "
                          f"{t['server_copies_kernel_p50_us']:.0f} µs"]
+            elif w.startswith("shm_"):
+                cells = [f"(inline cuimg p50 {t['inline_p50_us']:.0f} µs, echo {t['echo_p50_us']:.0f})",
+                         f"p50 {t['cuimg_p50_us']:.0f} µs through shared memory",
+                         f"target p50 ≤ {t['target_p50_us']} µs",
+                         f"{t['check']}; p99 {t['cuimg_p99_us']:.0f} µs; server overhead p50 "
+                         f"{t['server_overhead_p50_us']:.0f} µs, copies+kernel "
+                         f"{t['server_copies_kernel_p50_us']:.0f} µs; region page-locked: "
+                         f"{t['device_mapped']}"]
             elif w.startswith("load_"):
                 cells = [f"{t['echo_rps']:.0f} req/s", f"{t['cuimg_rps']:.0f} req/s",
                          f"{t['ratio']:.2f} (≥ {t['target_ratio']})",
