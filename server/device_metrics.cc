@@ -96,10 +96,22 @@ std::vector<MetricFamily> DeviceMetrics::Collect() const {
   Add(resident_bytes, {}, static_cast<double>(totals.bytes));
   Add(resident_evictions, {}, static_cast<double>(store_->evictions()));
 
+  auto shm_regions = Family("cuimg_shared_memory_regions",
+                            "Shared-memory regions registered (all identities).",
+                            MetricType::Gauge);
+  auto shm_bytes = Family("cuimg_shared_memory_bytes",
+                          "Bytes of shared memory mapped for registered regions.",
+                          MetricType::Gauge);
+  if (shared_memory_ != nullptr) {
+    const SharedMemoryRegistry::Totals shm = shared_memory_->totals();
+    Add(shm_regions, {}, static_cast<double>(shm.regions));
+    Add(shm_bytes, {}, static_cast<double>(shm.bytes));
+  }
+
   std::vector<MetricFamily> out;
   for (MetricFamily* f : {&healthy, &requests, &inflight, &memory, &hits, &misses, &evictions,
                           &staging, &staging_leases, &busy, &streams, &resident, &resident_bytes,
-                          &resident_evictions}) {
+                          &resident_evictions, &shm_regions, &shm_bytes}) {
     out.push_back(std::move(*f));  // empty families still announce what the server can export
   }
   return out;

@@ -6,8 +6,10 @@ while requests use it lets them finish; `cuimg load --shm` runs. CPU backend in 
 the GPU machine (CUIMG_BACKEND), where regions must be page-locked (device_mapped)."""
 import json
 import os
+import re
 import subprocess
 import unittest
+import urllib.request
 
 import grpc
 import numpy as np
@@ -48,6 +50,23 @@ def steps():
                     shape=morphology_pb2.ELEMENT_SHAPE_RECT, width=3, height=3))]
 
 
+def scrape(server):
+    return urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics",
+                                  timeout=10).read().decode()
+
+
+def metric(text, name, **labels):
+    """The value of the series `name` whose labels include `labels`, or None."""
+    for line in text.splitlines():
+        m = re.match(r"^(\w+)(?:\{(.*)\})? (\S+)$", line)
+        if not m or m.group(1) != name:
+            continue
+        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+        if all(have.get(k) == v for k, v in labels.items()):
+            return float(m.group(3))
+    return None
+
+
 class SharedMemoryWire(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -79,6 +98,28 @@ class SharedMemoryWire(unittest.TestCase):
         self.assertIn(self.region.handle, [r.handle for r in listed.regions])
         self.assertEqual(self.region.byte_size, 8 << 20)
         self.assertEqual(self.region.device_mapped, BACKEND == "cuda")
+        text = scrape(self.server)
+        self.assertEqual(metric(text, "cuimg_shared_memory_regions"), 1.0)
+        self.assertEqual(metric(text, "cuimg_shared_memory_bytes"), float(8 << 20))
+
+    def test_inline_requests_are_staged_through_a_reused_pinned_pool(self):
+        array = random_array(np.random.default_rng(10), np.uint8, (480, 640))
+        request = morphology_pb2.MorphologyRequest(
+            input=types_pb2.ImageSource(image=shape_proto(array, types_pb2.PIXEL_TYPE_U8, True)),
+            steps=steps())
+        for _ in range(5):
+            self.stub.Morphology(request, timeout=60)
+        text = scrape(self.server)
+        if BACKEND != "cuda":  # the CPU backend copies nothing
+            self.assertIsNone(metric(text, "cuimg_pinned_staging_leases_total", outcome="hit"))
+            return
+        hits = sum(v for v in [metric(text, "cuimg_pinned_staging_leases_total", device=f"cuda{d}",
+                                      outcome="hit") for d in range(16)] if v)
+        self.assertGreater(hits, 0, "warm requests must reuse staging chunks")
+        for d in range(16):
+            used = metric(text, "cuimg_pinned_staging_bytes", device=f"cuda{d}", kind="used")
+            if used is not None:
+                self.assertEqual(used, 0.0, "chunks leased after every request finished")
 
     def test_morphology_through_shared_memory_equals_inline(self):
         rng = np.random.default_rng(7)
