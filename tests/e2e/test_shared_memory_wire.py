@@ -199,6 +199,23 @@ class SharedMemoryWire(unittest.TestCase):
         finally:
             shm.close()
 
+    def test_python_client_passes_arrays_through_a_region(self):
+        from cuimg.client import Client  # the package copied beside the stubs at build time
+        array = random_array(np.random.default_rng(11), np.int16, (3, 40, 50))
+        with Client(self.server.target) as client:
+            expected = client.morphology(array, "dilate:ellipse:5x5")
+            with client.shared_memory(2 * array.nbytes + 7) as region:
+                self.assertEqual(region.device_mapped, BACKEND == "cuda")
+                src = region.array(array.shape, array.dtype, offset=7)
+                src.array[...] = array
+                dst = region.array(array.shape, array.dtype, offset=7 + array.nbytes)
+                np.testing.assert_array_equal(client.morphology(src, "dilate:ellipse:5x5"),
+                                              expected)
+                got = client.morphology(src, "dilate:ellipse:5x5", out=dst)
+                np.testing.assert_array_equal(got, expected)
+                self.assertIs(got, dst.array)
+                del src, dst, got
+
     def test_cuimg_load_through_shared_memory(self):
         run = subprocess.run([CLIENT, "load", f"--target={self.server.target}", "--shm",
                               "--requests=40", "--warmup=0", "--concurrency=4", "--json"],

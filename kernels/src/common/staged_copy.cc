@@ -93,42 +93,51 @@ absl::Status CopyToHostStaged(PinnedStagingPool& pool, void* dst, const void* d_
                               std::size_t bytes, cudaStream_t stream,
                               std::vector<PinnedStagingPool::Lease>* keep) {
   if (bytes == 0) return absl::OkStatus();
+  // A staged copy that returns OK has waited for every chunk's DMA, so its chunks go straight back
+  // to the pool; only a failed one leaves them to the caller (a DMA may still be running).
+  std::vector<PinnedStagingPool::Lease> leased;
   std::vector<void*> chunks;
   if (!IsPageLocked(dst)) {
-    CUIMG_ASSIGN_OR_RETURN(chunks, LeaseChunks(pool, ChunksFor(pool, bytes), keep));
+    CUIMG_ASSIGN_OR_RETURN(chunks, LeaseChunks(pool, ChunksFor(pool, bytes), &leased));
   }
   if (chunks.empty()) {
     CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, d_src, bytes, cudaMemcpyDeviceToHost, stream),
                                "D2H copy");
     return absl::OkStatus();
   }
-  const std::size_t chunk_bytes = pool.chunk_bytes();
-  const std::size_t total_chunks = (bytes + chunk_bytes - 1) / chunk_bytes;
-  CUIMG_ASSIGN_OR_RETURN(std::vector<CudaEvent> done, SyncEvents(chunks.size()));
-  const auto* from = static_cast<const unsigned char*>(d_src);
-  auto* to = static_cast<unsigned char*>(dst);
-  // Chunk i is emptied by the CPU once its DMA is done, just before its slot takes chunk
-  // i + depth, or at the end.
-  auto empty = [&](std::size_t i) -> absl::Status {
-    const std::size_t slot = i % chunks.size();
-    const std::size_t offset = i * chunk_bytes;
-    CUIMG_RETURN_IF_ERROR(done[slot].Synchronize());
-    std::memcpy(to + offset, chunks[slot], std::min(chunk_bytes, bytes - offset));
+  const absl::Status status = [&]() -> absl::Status {
+    const std::size_t chunk_bytes = pool.chunk_bytes();
+    const std::size_t total_chunks = (bytes + chunk_bytes - 1) / chunk_bytes;
+    CUIMG_ASSIGN_OR_RETURN(std::vector<CudaEvent> done, SyncEvents(chunks.size()));
+    const auto* from = static_cast<const unsigned char*>(d_src);
+    auto* to = static_cast<unsigned char*>(dst);
+    // Chunk i is emptied by the CPU once its DMA is done, just before its slot takes chunk
+    // i + depth, or at the end.
+    auto empty = [&](std::size_t i) -> absl::Status {
+      const std::size_t slot = i % chunks.size();
+      const std::size_t offset = i * chunk_bytes;
+      CUIMG_RETURN_IF_ERROR(done[slot].Synchronize());
+      std::memcpy(to + offset, chunks[slot], std::min(chunk_bytes, bytes - offset));
+      return absl::OkStatus();
+    };
+    for (std::size_t i = 0; i < total_chunks; ++i) {
+      const std::size_t slot = i % chunks.size();
+      const std::size_t offset = i * chunk_bytes;
+      if (i >= chunks.size()) CUIMG_RETURN_IF_ERROR(empty(i - chunks.size()));
+      CUIMG_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(chunks[slot], from + offset, std::min(chunk_bytes, bytes - offset),
+                          cudaMemcpyDeviceToHost, stream),
+          "D2H staged copy");
+      CUIMG_RETURN_IF_ERROR(done[slot].Record(stream));
+    }
+    const std::size_t first_pending = total_chunks - std::min(total_chunks, chunks.size());
+    for (std::size_t i = first_pending; i < total_chunks; ++i) CUIMG_RETURN_IF_ERROR(empty(i));
     return absl::OkStatus();
-  };
-  for (std::size_t i = 0; i < total_chunks; ++i) {
-    const std::size_t slot = i % chunks.size();
-    const std::size_t offset = i * chunk_bytes;
-    if (i >= chunks.size()) CUIMG_RETURN_IF_ERROR(empty(i - chunks.size()));
-    CUIMG_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(chunks[slot], from + offset, std::min(chunk_bytes, bytes - offset),
-                        cudaMemcpyDeviceToHost, stream),
-        "D2H staged copy");
-    CUIMG_RETURN_IF_ERROR(done[slot].Record(stream));
+  }();
+  if (!status.ok()) {
+    for (PinnedStagingPool::Lease& lease : leased) keep->push_back(std::move(lease));
   }
-  const std::size_t first_pending = total_chunks - std::min(total_chunks, chunks.size());
-  for (std::size_t i = first_pending; i < total_chunks; ++i) CUIMG_RETURN_IF_ERROR(empty(i));
-  return absl::OkStatus();
+  return status;
 }
 
 }  // namespace cuimg

@@ -38,8 +38,10 @@ absl::Status CopyToDeviceStaged(PinnedStagingPool& pool, void* d_dst, const void
 // - Page-locked `dst`: one cudaMemcpyAsync, asynchronous: `dst` is complete once `stream` is.
 // - Pageable `dst`: chunks are DMAed into `pool`'s memory and copied out by the CPU while the next
 //   chunk's DMA runs; returns once `dst` is complete (it waits for the work before it on
-//   `stream`). Without a chunk from the pool, one cudaMemcpyAsync from pageable memory.
-// Chunks are appended to `keep` as above. `bytes` 0 does nothing.
+//   `stream`), and its chunks are back in the pool. Without a chunk from the pool, one
+//   cudaMemcpyAsync from pageable memory.
+// On an error, the chunks in use are appended to `keep`, to be held until `stream` is
+// synchronized. `bytes` 0 does nothing.
 absl::Status CopyToHostStaged(PinnedStagingPool& pool, void* dst, const void* d_src,
                               std::size_t bytes, cudaStream_t stream,
                               std::vector<PinnedStagingPool::Lease>* keep);
