@@ -51,6 +51,9 @@ if want sanitize && [ "${CUIMG_SANITIZE:-1}" = 1 ] && command -v compute-sanitiz
       --gtest_filter='*Torus*:*BitIdentical*' --gtest_brief=1 || status=1
     timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/bin/detect_gpu_test" \
       --gtest_filter='*IsDeterministic*:*NoHits*' --gtest_brief=1 || status=1
+    # Staged copies: every chunk's DMA stays inside its pinned chunk and device buffer.
+    [ "$tool" = memcheck ] && { timeout 120 compute-sanitizer --tool memcheck --error-exitcode 3 \
+      "$B/bin/staged_copy_gpu_test" --gtest_brief=1 || status=1; }
   done > "$OUT/sanitizer.log" 2>&1
   grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/sanitizer.log" | head -24
 fi
