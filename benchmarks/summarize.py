@@ -8,6 +8,7 @@ import sys
 def main(jsonl_path, device_path=None):
     rows, anchors, device, errors, rpcs, transports, multi = {}, {}, {}, [], [], [], []
     soaks = []
+    stagings = []
     papers = []
     checks = []  # (workload, who, verdict): cuimg "check" fields, anchors' "max_abs_diff"
     for line in open(jsonl_path):
@@ -30,6 +31,8 @@ def main(jsonl_path, device_path=None):
             multi.append(item)
         elif item.get("impl") == "soak":
             soaks.append(item)
+        elif item.get("impl") == "staging":
+            stagings.append(item)
         elif item.get("impl") == "paper":
             papers.append(item)
         elif item.get("impl") == "cuimg":
@@ -138,6 +141,14 @@ def main(jsonl_path, device_path=None):
                          f"server overhead p50 {t['server_overhead_p50_us']:.0f} µs "
                          f"(≤ {t['target_overhead_us']}), copies+kernel "
                          f"{t['server_copies_kernel_p50_us']:.0f} µs"]
+            elif w.startswith("shm_"):
+                cells = [f"(inline cuimg p50 {t['inline_p50_us']:.0f} µs, echo {t['echo_p50_us']:.0f})",
+                         f"p50 {t['cuimg_p50_us']:.0f} µs through shared memory",
+                         f"target p50 ≤ {t['target_p50_us']} µs",
+                         f"{t['check']}; p99 {t['cuimg_p99_us']:.0f} µs; server overhead p50 "
+                         f"{t['server_overhead_p50_us']:.0f} µs, copies+kernel "
+                         f"{t['server_copies_kernel_p50_us']:.0f} µs; region page-locked: "
+                         f"{t['device_mapped']}"]
             elif w.startswith("load_"):
                 cells = [f"{t['echo_rps']:.0f} req/s", f"{t['cuimg_rps']:.0f} req/s",
                          f"{t['ratio']:.2f} (≥ {t['target_ratio']})",
@@ -150,6 +161,17 @@ def main(jsonl_path, device_path=None):
                          f"{t['check']}; server {t['server_total_ms']:.1f} ms, stages summed over "
                          f"slabs / wall {t['stage_overlap']:.2f}"]
             print(f"| {t['settings']} | {w} | " + " | ".join(cells) + " |")
+    if stagings:
+        print("\nHost<->device copies of pageable request memory: direct vs staged through pinned "
+              "chunks (staging_bench; host wall time, median):\n")
+        print("| workload | direction | MB | pageable µs (GB/s) | staged µs (GB/s) | speedup | "
+              "round trip equal |")
+        print("|---|---|---|---|---|---|---|")
+        for s in stagings:
+            print(f"| {s['workload']} | {s['direction']} | {s['bytes'] / 1e6:.1f} | "
+                  f"{s['pageable_us']:.0f} ({s['pageable_gbps']:.1f}) | "
+                  f"{s['staged_us']:.0f} ({s['staged_gbps']:.1f}) | {s['speedup']:.2f}× | "
+                  f"{s['round_trip_equal']} |")
     others = {k: v for k, v in anchors.items() if k not in rows}
     if others:
         print("\nAnchors without a cuimg row:\n")

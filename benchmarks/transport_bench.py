@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs the transport comparison (benchmarks/echo/transport_bench.cc) under each transport setting
 tried: an echo server (benchmarks/echo/echo_server.cc) and a cuimg-server started side by side with
-the same settings, the C++ driver against both. Settings: gRPC's defaults; a 16 MiB HTTP/2
+the same settings (cuimg-server with --shared_memory, for the driver's shared-memory row), the C++
+driver against both. Settings: gRPC's defaults; a 16 MiB HTTP/2
 lookahead on both ends; a Unix socket. Prints the driver's JSON lines (impl "transport"), or one
 {"impl": "transport", "error": ...} line per setting that could not run.
 Usage: transport_bench.py --server BIN --echo_server BIN --driver BIN [--backend cuda] [-- ARGS]"""
@@ -57,7 +58,8 @@ def main():
                 cuimg_listen = f"unix:{d}/cuimg.sock" if unix else "127.0.0.1:0"
                 echo_listen = f"unix:{d}/echo.sock" if unix else "127.0.0.1:0"
                 server = ServerProcess(args.server, f"--backend={args.backend}",
-                                       f"--http2_lookahead_bytes={lookahead}", listen=cuimg_listen)
+                                       f"--http2_lookahead_bytes={lookahead}", "--shared_memory",
+                                       listen=cuimg_listen)
                 echo, echo_port = start_echo(args.echo_server, lookahead, echo_listen, d)
                 cuimg_target = cuimg_listen if unix else server.target
                 echo_target = echo_listen if unix else f"127.0.0.1:{echo_port}"

@@ -121,6 +121,9 @@ struct LoadCommand {
   std::string csv;               // per-call rows
   std::string report;            // .html (self-contained) or .png plots, drawn with matplotlib
   bool progress = true;
+  // Pass pixels through a POSIX shared-memory object registered with the server (same host):
+  // the input once, each call's result into its own slot; the RPCs carry no pixels.
+  bool shm = false;
 };
 // Exit 0 when every measured call succeeded, 1 otherwise.
 int RunLoad(const ConnectionOptions& connection, const LoadCommand& command);

@@ -3,8 +3,10 @@
 // --requests calls) after --warmup. Prints throughput, latency percentiles, errors by code and the
 // server's stage breakdown (from the cuimg-timing trailers); --json, --csv for machines, --report
 // for people (an HTML page or PNG with a latency histogram and throughput/latency over time).
+// --shm passes the pixels through a registered POSIX shared-memory object instead (same host).
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <condition_variable>
 #include <cstdio>
 #include <fstream>
@@ -20,6 +22,7 @@
 #include "client/load_report.h"
 #include "client/load_stats.h"
 #include "client/morphology_spec.h"
+#include "client/shared_memory.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 
 namespace cuimg {
@@ -75,10 +78,33 @@ absl::StatusOr<v1::MorphologyRequest> BuildRequest(const LoadCommand& c) {
   return request;
 }
 
+// The request re-pointed at a shared-memory region holding its pixels at offset 0, one per slot:
+// slot i writes its result to its own bytes after the input's.
+std::vector<v1::MorphologyRequest> SharedMemoryRequests(const v1::MorphologyRequest& request,
+                                                        const std::string& region, int slots) {
+  const std::uint64_t bytes = request.input().image().data().size();
+  v1::Image shape = request.input().image();
+  shape.clear_data();
+  std::vector<v1::MorphologyRequest> out;
+  for (int i = 0; i < slots; ++i) {
+    v1::MorphologyRequest r = request;
+    v1::SharedMemoryImage* in = r.mutable_input()->mutable_shared_memory();
+    in->set_region(region);
+    in->set_offset(0);
+    *in->mutable_image() = shape;
+    r.mutable_output()->mutable_shared_memory()->set_region(region);
+    r.mutable_output()->mutable_shared_memory()->set_offset(bytes * (1 + i));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 class LoadRun {
  public:
-  LoadRun(const ConnectionOptions& connection, const LoadCommand& c, v1::MorphologyRequest request)
-      : c_(c), connection_(connection), request_(std::move(request)) {
+  // Call i sends requests[i % size].
+  LoadRun(const ConnectionOptions& connection, const LoadCommand& c,
+          std::vector<v1::MorphologyRequest> requests)
+      : c_(c), connection_(connection), requests_(std::move(requests)) {
     for (int i = 0; i < std::max(1, c.channels); ++i) {
       stubs_.push_back(v1::Imaging::NewStub(MakeChannel(connection, i + 1)));
     }
@@ -160,7 +186,9 @@ class LoadRun {
     PrepareContext(connection_, &call->context);
     call->start = Clock::now();
     v1::Imaging::Stub& stub = *stubs_[static_cast<std::size_t>(worker) % stubs_.size()];
-    stub.async()->Morphology(&call->context, &request_, &call->response,
+    const v1::MorphologyRequest& request =
+        requests_[static_cast<std::size_t>(worker) % requests_.size()];
+    stub.async()->Morphology(&call->context, &request, &call->response,
                              [this, call, worker](grpc::Status status) {
                                Record(*call, status);
                                if (c_.rate <= 0) Issue(worker);  // closed loop: next call
@@ -200,7 +228,7 @@ class LoadRun {
 
   const LoadCommand c_;
   const ConnectionOptions connection_;
-  const v1::MorphologyRequest request_;
+  const std::vector<v1::MorphologyRequest> requests_;
   std::vector<std::unique_ptr<v1::Imaging::Stub>> stubs_;
   Clock::time_point t0_;
   std::mutex mu_;
@@ -228,15 +256,46 @@ int RunLoad(const ConnectionOptions& connection, const LoadCommand& c) {
   }
   absl::StatusOr<v1::MorphologyRequest> request = BuildRequest(c);
   if (!request.ok()) return Usage(std::string(request.status().message()));
-  LoadRun run(connection, c, *std::move(request));
+  std::vector<v1::MorphologyRequest> requests = {*request};
+  // With --shm: the input once, then a result slot per call in flight (open loop: per call
+  // index, modulo the same count), all in one object registered for the run.
+  std::unique_ptr<SharedMemoryObject> shm;
+  std::unique_ptr<v1::Imaging::Stub> admin;
+  std::string region;
+  if (c.shm) {
+    const std::string& pixels = request->input().image().data();
+    absl::StatusOr<std::unique_ptr<SharedMemoryObject>> object =
+        SharedMemoryObject::Create(pixels.size() * (1 + c.concurrency), "load");
+    if (!object.ok()) {
+      std::fprintf(stderr, "error: %s\n", std::string(object.status().message()).c_str());
+      return kExitRpcError;
+    }
+    shm = *std::move(object);
+    std::memcpy(shm->data(), pixels.data(), pixels.size());
+    admin = v1::Imaging::NewStub(MakeChannel(connection, 0));
+    absl::StatusOr<std::string> handle = RegisterRegion(*admin, connection, *shm);
+    if (!handle.ok()) {
+      std::fprintf(stderr, "error: %s\n", std::string(handle.status().message()).c_str());
+      return kExitRpcError;
+    }
+    region = *handle;
+    requests = SharedMemoryRequests(*request, region, c.concurrency);
+  }
+  LoadRun run(connection, c, std::move(requests));
   const std::vector<CallRecord> records = run.Run();
+  if (c.shm) {
+    if (absl::Status s = UnregisterRegion(*admin, connection, region); !s.ok()) {
+      std::fprintf(stderr, "warning: %s\n", std::string(s.message()).c_str());
+    }
+  }
   const double seconds = c.requests > 0 ? std::max(run.measured_seconds(), 1e-9) : c.duration_s;
   const LoadSummary summary = Summarize(records, c.warmup_s, seconds);
   const std::string config = absl::StrFormat(
       R"({"target":"%s","rpc":"morphology","steps":"%s","size":"%s","pixel_type":"%s",)"
-      R"("concurrency":%d,"rate":%.3f,"duration_s":%.3f,"requests":%d,"warmup_s":%.3f,"channels":%d})",
+      R"("concurrency":%d,"rate":%.3f,"duration_s":%.3f,"requests":%d,"warmup_s":%.3f,"channels":%d,)"
+      R"("shm":%s})",
       connection.target, c.steps, c.input.empty() ? c.size : c.input, c.pixel_type, c.concurrency,
-      c.rate, c.duration_s, c.requests, c.warmup_s, c.channels);
+      c.rate, c.duration_s, c.requests, c.warmup_s, c.channels, c.shm ? "true" : "false");
   const std::string json = SummaryJson(summary, config);
   if (!c.json_out.empty()) std::ofstream(c.json_out) << json << "\n";
   const std::string csv = RecordsCsv(records, c.warmup_s);

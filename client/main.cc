@@ -125,6 +125,9 @@ ABSL_FLAG(std::string, report, "",
           "second) to FILE.html (self-contained page with the summary) or FILE.png; needs python3 "
           "with matplotlib (Debian python3-matplotlib).");
 ABSL_FLAG(bool, progress, true, "load: print a live progress line on stderr.");
+ABSL_FLAG(bool, shm, false,
+          "load: pass pixels through a POSIX shared-memory object registered with the server "
+          "(same host; the server needs --shared_memory): the RPCs carry no pixels.");
 
 namespace {
 
@@ -272,6 +275,7 @@ int main(int argc, char** argv) {
     command.csv = absl::GetFlag(FLAGS_csv);
     command.report = absl::GetFlag(FLAGS_report);
     command.progress = absl::GetFlag(FLAGS_progress) && !command.json;
+    command.shm = absl::GetFlag(FLAGS_shm);
     return cuimg::RunLoad(connection, command);
   }
   std::fprintf(stderr, "unknown subcommand '%s'\n%s", subcommand.c_str(), kUsage);

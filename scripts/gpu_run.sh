@@ -51,6 +51,9 @@ if want sanitize && [ "${CUIMG_SANITIZE:-1}" = 1 ] && command -v compute-sanitiz
       --gtest_filter='*Torus*:*BitIdentical*' --gtest_brief=1 || status=1
     timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/bin/detect_gpu_test" \
       --gtest_filter='*IsDeterministic*:*NoHits*' --gtest_brief=1 || status=1
+    # Staged copies: every chunk's DMA stays inside its pinned chunk and device buffer.
+    [ "$tool" = memcheck ] && { timeout 120 compute-sanitizer --tool memcheck --error-exitcode 3 \
+      "$B/bin/staged_copy_gpu_test" --gtest_brief=1 || status=1; }
   done > "$OUT/sanitizer.log" 2>&1
   grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/sanitizer.log" | head -24
 fi
@@ -71,6 +74,10 @@ step "server over the wire (CUDA backend)"
     timeout 180 python3 "$B/tests/e2e/test_bad_requests.py" || status=1
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
     timeout 180 python3 "$B/tests/e2e/test_faults.py" DeviceMemoryCap || status=1
+  # Local shared memory on the CUDA backend: regions page-locked (device_mapped), shm in/out ==
+  # inline for every pixel type, unregistering under running requests, cuimg load --shm.
+  CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
+    timeout 240 python3 "$B/tests/e2e/test_shared_memory_wire.py" || status=1
   # Streamed volumes on the CUDA backend: slabs on several CUDA streams == the unary result.
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
     timeout 240 python3 "$B/tests/e2e/test_volume_stream_wire.py" || status=1
@@ -89,6 +96,8 @@ step benchmarks
     timeout 180 "$B/bin/gradient_pyramid_bench" ${CUIMG_BENCH_ARGS:-} || status=1
     timeout 120 "$B/bin/deform_bench" ${CUIMG_BENCH_ARGS:-} || status=1
     timeout 180 "$B/bin/detect_bench" ${CUIMG_BENCH_ARGS:-} || status=1
+    # Pageable vs pinned-staged copies at request sizes (the staging pool's reason to exist).
+    timeout 120 "$B/bin/staging_bench" || status=1
   fi
   if [[ $benches == *" rpc "* ]]; then
     timeout 180 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" \

@@ -21,6 +21,7 @@ absl::StatusOr<ImageView> InputShape(const ImageInput& input, absl::string_view 
                                      ResidentStore& store, const RequestLimits& limits) {
   switch (input.kind) {
     case ImageInput::Kind::kInline:
+    case ImageInput::Kind::kSharedMemory:
       return ImageView{input.type, input.extent, input.channels, nullptr};
     case ImageInput::Kind::kHandle: {
       absl::StatusOr<ResidentInfo> info = store.Describe(identity, input.handle);

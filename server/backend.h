@@ -50,6 +50,12 @@ struct DeviceStatus {
   std::uint64_t cache_hits = 0;
   std::uint64_t cache_misses = 0;
   std::uint64_t cache_evictions = 0;
+  // Pinned host staging pool (CUDA only): chunks leased and idle, leases by outcome.
+  std::uint64_t staging_used = 0;
+  std::uint64_t staging_cached = 0;
+  std::uint64_t staging_hits = 0;
+  std::uint64_t staging_misses = 0;
+  std::uint64_t staging_refusals = 0;
 };
 
 // Host buffers of a gradient: extent.Pixels() floats each; magnitude/angle null unless asked for.
@@ -71,6 +77,13 @@ class BackendMesh {
   virtual std::size_t bytes() const = 0;
   // The device holding it (the slot id; -1 for none).
   virtual int device() const = 0;
+};
+
+// Host memory page-locked for a backend's devices while this object lives (see
+// Backend::PinHostMemory).
+class HostMemoryPin {
+ public:
+  virtual ~HostMemoryPin() = default;
 };
 
 class Backend {
@@ -118,6 +131,13 @@ class Backend {
                               std::shared_ptr<const BackendMesh>* keep, StageTimes* times) = 0;
   // The mesh's positions and triangles back on the host.
   virtual absl::StatusOr<Mesh> DownloadMesh(const BackendMesh& mesh) = 0;
+
+  // Page-locks `bytes` of host memory at `data` for every device, so that copies from and to it
+  // skip staging, until the returned pin is destroyed (which must happen before the memory is
+  // unmapped). Null where the backend copies nothing (CPU). An error leaves the memory pageable;
+  // it stays usable. Thread-safe.
+  virtual absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(void* data,
+                                                                        std::size_t bytes) = 0;
 };
 
 // The CPU backend: the CPU references, options.cpu_threads_per_request threads per request (0 =

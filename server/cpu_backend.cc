@@ -174,6 +174,11 @@ class CpuBackend final : public Backend {
     return static_cast<const CpuMesh&>(mesh).mesh();
   }
 
+  // The CPU reads host memory as it is.
+  absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(void*, std::size_t) override {
+    return nullptr;
+  }
+
  private:
   const int threads_;
   std::vector<std::unique_ptr<DeviceSlot>> owned_;

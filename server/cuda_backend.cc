@@ -14,6 +14,8 @@
 #include "cuimg/common/cuda_stream.h"
 #include "cuimg/common/device_buffer_cache.h"
 #include "cuimg/common/device_info.h"
+#include "cuimg/common/pinned_staging_pool.h"
+#include "cuimg/common/staged_copy.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/kernels/deform.h"
 #include "cuimg/kernels/gradient.h"
@@ -26,7 +28,7 @@
 namespace cuimg {
 namespace {
 
-// One GPU: its slot, streams (leased one per request) and buffer cache.
+// One GPU: its slot, streams (leased one per request), buffer cache and pinned staging pool.
 class DeviceContext {
  public:
   static absl::StatusOr<std::unique_ptr<DeviceContext>> Create(const DeviceInfo& info, int id,
@@ -46,6 +48,8 @@ class DeviceContext {
   const DeviceSlot& slot() const { return slot_; }
   DeviceBufferCache& cache() { return cache_; }
   const DeviceBufferCache& cache() const { return cache_; }
+  PinnedStagingPool& staging() { return staging_; }
+  const PinnedStagingPool& staging() const { return staging_; }
   int streams_total() const { return streams_total_; }
   int streams_busy() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -78,7 +82,8 @@ class DeviceContext {
   DeviceContext(const DeviceInfo& info, int id, const ServerOptions& options)
       : info_(info),
         slot_(id, absl::StrCat("cuda", info.ordinal), options.fault),
-        cache_(info.ordinal, options.device_cache_bytes, options.device_memory_limit_bytes) {}
+        cache_(info.ordinal, options.device_cache_bytes, options.device_memory_limit_bytes),
+        staging_(options.pinned_staging_bytes, options.pinned_staging_chunk_bytes) {}
   void Return(CudaStream s) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -90,10 +95,19 @@ class DeviceContext {
   DeviceInfo info_;
   DeviceSlot slot_;
   DeviceBufferCache cache_;
+  PinnedStagingPool staging_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<CudaStream> free_;
   int streams_total_ = 0;
+};
+
+class CudaHostPin final : public HostMemoryPin {
+ public:
+  explicit CudaHostPin(HostRegistration registration) : registration_(std::move(registration)) {}
+
+ private:
+  HostRegistration registration_;
 };
 
 struct SyncOnExit {
@@ -146,18 +160,28 @@ class CudaMesh final : public BackendMesh {
 };
 
 // The stream, stage timer and buffers of one request on one device (see CudaBackend::OnDevice).
-// Buffers come from Acquire and stay leased until the request's stream is idle.
+// Buffers and staging chunks stay leased until the request's stream is idle.
 struct DeviceCall {
   DeviceContext& dev;
   cudaStream_t stream;
   StageTimer& timer;
   std::vector<DeviceBufferCache::Lease>& leases;
+  std::vector<PinnedStagingPool::Lease>& staging;
 
   // Device memory of at least `bytes` (null for 0) from the device's buffer cache.
   absl::StatusOr<void*> Acquire(std::size_t bytes) {
     CUIMG_ASSIGN_OR_RETURN(DeviceBufferCache::Lease lease, dev.cache().Acquire(bytes));
     leases.push_back(std::move(lease));
     return leases.back().data();
+  }
+  // Request bytes to the device, staged through the device's pinned pool (staged_copy.h).
+  absl::Status CopyIn(void* d_dst, const void* src, std::size_t bytes) {
+    return CopyToDeviceStaged(dev.staging(), d_dst, src, bytes, stream, &staging);
+  }
+  // Results to host memory (nothing for a null `dst`); staged copies return once `dst` is filled.
+  absl::Status CopyOut(void* dst, const void* d_src, std::size_t bytes) {
+    if (dst == nullptr) return absl::OkStatus();
+    return CopyToHostStaged(dev.staging(), dst, d_src, bytes, stream, &staging);
   }
 };
 
@@ -205,6 +229,12 @@ class CudaBackend final : public Backend {
       s.cache_hits = c.hits;
       s.cache_misses = c.misses;
       s.cache_evictions = c.evictions;
+      const PinnedStagingPool::Stats p = d->staging().stats();
+      s.staging_used = p.in_use_bytes;
+      s.staging_cached = p.idle_bytes;
+      s.staging_hits = p.hits;
+      s.staging_misses = p.misses;
+      s.staging_refusals = p.refusals;
       std::size_t free_bytes = 0;
       std::size_t total_bytes = 0;
       if (cudaSetDevice(d->info().ordinal) == cudaSuccess &&
@@ -229,12 +259,11 @@ class CudaBackend final : public Backend {
       CUIMG_ASSIGN_OR_RETURN(void* d_out, c.Acquire(bytes));
       CUIMG_ASSIGN_OR_RETURN(void* d_ws, c.Acquire(plan.WorkspaceBytes()));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
-      CUIMG_CUDA_RETURN_IF_ERROR(
-          cudaMemcpyAsync(d_in, in.data, bytes, cudaMemcpyHostToDevice, c.stream), "H2D copy");
+      CUIMG_RETURN_IF_ERROR(c.CopyIn(d_in, in.data, bytes));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
       CUIMG_RETURN_IF_ERROR(plan.Run(d_in, d_out, d_ws, c.stream));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
-      CUIMG_RETURN_IF_ERROR(CopyToHost(out.data, d_out, bytes, c.stream));
+      CUIMG_RETURN_IF_ERROR(c.CopyOut(out.data, d_out, bytes));
       return c.timer.Mark(3, c.stream);
     });
   }
@@ -250,19 +279,17 @@ class CudaBackend final : public Backend {
       CUIMG_ASSIGN_OR_RETURN(void* d_mag, c.Acquire(out.magnitude ? plane : 0));
       CUIMG_ASSIGN_OR_RETURN(void* d_angle, c.Acquire(out.angle ? plane : 0));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
-      CUIMG_CUDA_RETURN_IF_ERROR(
-          cudaMemcpyAsync(d_in, in.data, in.Bytes(), cudaMemcpyHostToDevice, c.stream),
-          "H2D copy");
+      CUIMG_RETURN_IF_ERROR(c.CopyIn(d_in, in.data, in.Bytes()));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
       CUIMG_RETURN_IF_ERROR(plan.Run(d_in, static_cast<float*>(d_gx),
                                      static_cast<float*>(d_gy),
                                      static_cast<float*>(d_mag),
                                      static_cast<float*>(d_angle), c.stream));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
-      CUIMG_RETURN_IF_ERROR(CopyToHost(out.gx, d_gx, plane, c.stream));
-      CUIMG_RETURN_IF_ERROR(CopyToHost(out.gy, d_gy, plane, c.stream));
-      CUIMG_RETURN_IF_ERROR(CopyToHost(out.magnitude, d_mag, plane, c.stream));
-      CUIMG_RETURN_IF_ERROR(CopyToHost(out.angle, d_angle, plane, c.stream));
+      CUIMG_RETURN_IF_ERROR(c.CopyOut(out.gx, d_gx, plane));
+      CUIMG_RETURN_IF_ERROR(c.CopyOut(out.gy, d_gy, plane));
+      CUIMG_RETURN_IF_ERROR(c.CopyOut(out.magnitude, d_mag, plane));
+      CUIMG_RETURN_IF_ERROR(c.CopyOut(out.angle, d_angle, plane));
       return c.timer.Mark(3, c.stream);
     });
   }
@@ -275,13 +302,11 @@ class CudaBackend final : public Backend {
       CUIMG_ASSIGN_OR_RETURN(void* d_out, c.Acquire(plan.OutputBytes()));
       CUIMG_ASSIGN_OR_RETURN(void* d_ws, c.Acquire(plan.WorkspaceBytes()));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
-      CUIMG_CUDA_RETURN_IF_ERROR(
-          cudaMemcpyAsync(d_in, in.data, in.Bytes(), cudaMemcpyHostToDevice, c.stream),
-          "H2D copy");
+      CUIMG_RETURN_IF_ERROR(c.CopyIn(d_in, in.data, in.Bytes()));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
       CUIMG_RETURN_IF_ERROR(plan.Run(d_in, d_out, d_ws, c.stream));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
-      CUIMG_RETURN_IF_ERROR(CopyToHost(out, d_out, plan.OutputBytes(), c.stream));
+      CUIMG_RETURN_IF_ERROR(c.CopyOut(out, d_out, plan.OutputBytes()));
       return c.timer.Mark(3, c.stream);
     });
   }
@@ -300,9 +325,7 @@ class CudaBackend final : public Backend {
       CUIMG_ASSIGN_OR_RETURN(void* d_ws, c.Acquire(plan.WorkspaceBytes()));
       CUIMG_ASSIGN_OR_RETURN(void* d_hits, c.Acquire(plan.HitsBytes()));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
-      CUIMG_CUDA_RETURN_IF_ERROR(
-          cudaMemcpyAsync(d_in, in.data, in.Bytes(), cudaMemcpyHostToDevice, c.stream),
-          "H2D copy");
+      CUIMG_RETURN_IF_ERROR(c.CopyIn(d_in, in.data, in.Bytes()));
       CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d_weights, model.weights.data(), weight_bytes,
                                                  cudaMemcpyHostToDevice, c.stream),
                                  "H2D weights");
@@ -374,9 +397,9 @@ class CudaBackend final : public Backend {
                                           c.stream));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
       if (positions != nullptr && WantsPositions(outputs)) {
-        CUIMG_RETURN_IF_ERROR(CopyToHost(positions, d_pos, bytes, c.stream));
+        CUIMG_RETURN_IF_ERROR(c.CopyOut(positions, d_pos, bytes));
       }
-      if (want_normals) CUIMG_RETURN_IF_ERROR(CopyToHost(normals, d_norm, bytes, c.stream));
+      if (want_normals) CUIMG_RETURN_IF_ERROR(c.CopyOut(normals, d_norm, bytes));
       if (keep != nullptr) {
         CUIMG_ASSIGN_OR_RETURN(DeviceMesh deformed,
                                m.WithPositions(static_cast<const float*>(d_pos), c.stream));
@@ -399,13 +422,21 @@ class CudaBackend final : public Backend {
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
-      CUIMG_RETURN_IF_ERROR(CopyToHost(out.positions.data(), cuda_mesh.mesh().positions(),
-                                       out.positions.size() * 4, c.stream));
-      CUIMG_RETURN_IF_ERROR(CopyToHost(out.triangles.data(), cuda_mesh.mesh().triangles(),
-                                       out.triangles.size() * 4, c.stream));
+      CUIMG_RETURN_IF_ERROR(c.CopyOut(out.positions.data(), cuda_mesh.mesh().positions(),
+                                      out.positions.size() * 4));
+      CUIMG_RETURN_IF_ERROR(c.CopyOut(out.triangles.data(), cuda_mesh.mesh().triangles(),
+                                      out.triangles.size() * 4));
       return c.timer.Mark(3, c.stream);
     }));
     return out;
+  }
+
+  absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(void* data,
+                                                                std::size_t bytes) override {
+    // Portable registration covers every device from whichever is current.
+    CUIMG_CUDA_RETURN_IF_ERROR(cudaSetDevice(devices_.front()->info().ordinal), "cudaSetDevice");
+    CUIMG_ASSIGN_OR_RETURN(HostRegistration registration, HostRegistration::Register(data, bytes));
+    return std::unique_ptr<HostMemoryPin>(std::make_unique<CudaHostPin>(std::move(registration)));
   }
 
  private:
@@ -422,11 +453,13 @@ class CudaBackend final : public Backend {
     absl::Status status = [&]() -> absl::Status {
       CUIMG_CUDA_RETURN_IF_ERROR(cudaSetDevice(dev.info().ordinal), "cudaSetDevice");
       CUIMG_ASSIGN_OR_RETURN(StageTimer timer, StageTimer::Create());
-      // Destroyed in reverse: the stream is synchronized, then returned, then the buffers.
+      // Destroyed in reverse: the stream is synchronized, then returned, then the buffers and
+      // staging chunks.
       std::vector<DeviceBufferCache::Lease> leases;
+      std::vector<PinnedStagingPool::Lease> staging;
       auto stream = dev.AcquireStream();
       const SyncOnExit sync{stream->get()};
-      DeviceCall call{dev, stream->get(), timer, leases};
+      DeviceCall call{dev, stream->get(), timer, leases, staging};
       CUIMG_RETURN_IF_ERROR(body(call));
       return timer.Fill(times);
     }();

@@ -51,6 +51,13 @@ std::vector<MetricFamily> DeviceMetrics::Collect() const {
   auto busy = Family("cuimg_stream_pool_busy", "Streams leased to requests.", MetricType::Gauge);
   auto streams = Family("cuimg_stream_pool_size", "Streams in the device's pool.",
                         MetricType::Gauge);
+  auto staging = Family("cuimg_pinned_staging_bytes",
+                         "Page-locked host staging memory: used (leased to copies), cached (idle).",
+                         MetricType::Gauge);
+  auto staging_leases = Family("cuimg_pinned_staging_leases_total",
+                               "Staging chunk leases by outcome: hit (an idle chunk), miss (newly "
+                               "allocated), refused (budget spent: copied from pageable memory).",
+                               MetricType::Counter);
   for (const DeviceStatus& d : backend_->Devices()) {
     const std::vector<ClientMetric::Label> dev = {{"device", d.label}};
     Add(healthy, dev, d.healthy ? 1 : 0);
@@ -63,6 +70,15 @@ std::vector<MetricFamily> DeviceMetrics::Collect() const {
       Add(hits, dev, static_cast<double>(d.cache_hits));
       Add(misses, dev, static_cast<double>(d.cache_misses));
       Add(evictions, dev, static_cast<double>(d.cache_evictions));
+      Add(staging, {{"device", d.label}, {"kind", "used"}}, static_cast<double>(d.staging_used));
+      Add(staging, {{"device", d.label}, {"kind", "cached"}},
+          static_cast<double>(d.staging_cached));
+      Add(staging_leases, {{"device", d.label}, {"outcome", "hit"}},
+          static_cast<double>(d.staging_hits));
+      Add(staging_leases, {{"device", d.label}, {"outcome", "miss"}},
+          static_cast<double>(d.staging_misses));
+      Add(staging_leases, {{"device", d.label}, {"outcome", "refused"}},
+          static_cast<double>(d.staging_refusals));
       Add(busy, dev, d.streams_busy);
       Add(streams, dev, d.streams_total);
     }
@@ -80,9 +96,22 @@ std::vector<MetricFamily> DeviceMetrics::Collect() const {
   Add(resident_bytes, {}, static_cast<double>(totals.bytes));
   Add(resident_evictions, {}, static_cast<double>(store_->evictions()));
 
+  auto shm_regions = Family("cuimg_shared_memory_regions",
+                            "Shared-memory regions registered (all identities).",
+                            MetricType::Gauge);
+  auto shm_bytes = Family("cuimg_shared_memory_bytes",
+                          "Bytes of shared memory mapped for registered regions.",
+                          MetricType::Gauge);
+  if (shared_memory_ != nullptr) {
+    const SharedMemoryRegistry::Totals shm = shared_memory_->totals();
+    Add(shm_regions, {}, static_cast<double>(shm.regions));
+    Add(shm_bytes, {}, static_cast<double>(shm.bytes));
+  }
+
   std::vector<MetricFamily> out;
   for (MetricFamily* f : {&healthy, &requests, &inflight, &memory, &hits, &misses, &evictions,
-                          &busy, &streams, &resident, &resident_bytes, &resident_evictions}) {
+                          &staging, &staging_leases, &busy, &streams, &resident, &resident_bytes,
+                          &resident_evictions, &shm_regions, &shm_bytes}) {
     out.push_back(std::move(*f));  // empty families still announce what the server can export
   }
   return out;

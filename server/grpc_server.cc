@@ -54,7 +54,8 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
       server->budget_.get(), server->store_.get(), server->metrics_.get(),
       server->models_.get());
   server->device_metrics_ =
-      std::make_shared<DeviceMetrics>(server->backend_.get(), server->store_.get());
+      std::make_shared<DeviceMetrics>(server->backend_.get(), server->store_.get(),
+                                      server->service_->shared_memory());
   if (server->exposer_ != nullptr) server->exposer_->RegisterCollectable(server->device_metrics_);
 
   grpc::EnableDefaultHealthCheckService(true);

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/codec/image_codec.h"
+#include "cuimg/common/status_macros.h"
 
 namespace cuimg {
 
@@ -35,8 +36,25 @@ absl::Status CheckEncodedShape(const ImageView& shape, absl::string_view field,
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> FindRegion(
+    const SharedMemoryRegistry* shared_memory, absl::string_view identity,
+    absl::string_view handle, absl::string_view field) {
+  if (shared_memory == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(field, ": this server does not offer shared memory (--shared_memory)"));
+  }
+  absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> region =
+      shared_memory->Get(identity, handle);
+  if (!region.ok()) {
+    return absl::Status(region.status().code(),
+                        absl::StrCat(field, ": ", region.status().message()));
+  }
+  return region;
+}
+
 absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, const v1::ImageSource& source,
                                            absl::string_view identity, ResidentStore& store,
+                                           const SharedMemoryRegistry* shared_memory,
                                            const RequestLimits& limits,
                                            DecodeThreads* decode_threads, StageTimes* times) {
   ResolvedImage out;
@@ -55,6 +73,17 @@ absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, const v1::Im
       out.resident = *std::move(stored);
       out.view = out.resident->image.view();
       out.spacing = out.resident->spacing;
+      return out;
+    }
+    case ImageInput::Kind::kSharedMemory: {
+      CUIMG_ASSIGN_OR_RETURN(out.region, FindRegion(shared_memory, identity, input.handle,
+                                                    absl::StrCat(input.field, ".region")));
+      out.view = ImageView{input.type, input.extent, input.channels, nullptr};
+      CUIMG_ASSIGN_OR_RETURN(std::uint8_t* data,
+                             out.region->Span(input.offset, out.view.Bytes(),
+                                              absl::StrCat(input.field, ".offset")));
+      out.view.data = data;
+      out.spacing = source.shared_memory().image().spacing();
       return out;
     }
     case ImageInput::Kind::kEncoded:

@@ -12,6 +12,7 @@
 #include "server/backend.h"
 #include "server/request_validation.h"
 #include "server/resident_store.h"
+#include "server/shared_memory_registry.h"
 
 namespace cuimg {
 
@@ -22,6 +23,8 @@ struct ResolvedImage {
   // Owners, when the pixels are not the request's own bytes.
   std::shared_ptr<const StoredImage> resident;
   std::unique_ptr<Image> decoded;
+  // The shared-memory region the pixels lie in, held while the request uses them.
+  std::shared_ptr<const SharedMemoryRegion> region;
 };
 
 // The decoder's limits under the request limits: max_decoded_pixels (or max_pixels if smaller).
@@ -32,11 +35,19 @@ absl::Status CheckEncodedShape(const ImageView& shape, absl::string_view field,
                                const RequestLimits& limits);
 
 // Fills times->decode_us for encoded inputs.
-// `decode_threads` (may be null) lends idle threads to JPEG decoding.
+// `decode_threads` (may be null) lends idle threads to JPEG decoding. `shared_memory` is null when
+// the server offers none (a shared-memory input is then FAILED_PRECONDITION).
 absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, const v1::ImageSource& source,
                                            absl::string_view identity, ResidentStore& store,
+                                           const SharedMemoryRegistry* shared_memory,
                                            const RequestLimits& limits,
                                            DecodeThreads* decode_threads, StageTimes* times);
+
+// The region a request names (`field`: "input.shared_memory.region", ...), held by the caller:
+// FAILED_PRECONDITION when `shared_memory` is null, NOT_FOUND when unknown or another identity's.
+absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> FindRegion(
+    const SharedMemoryRegistry* shared_memory, absl::string_view identity,
+    absl::string_view handle, absl::string_view field);
 
 }  // namespace cuimg
 

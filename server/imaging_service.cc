@@ -77,7 +77,10 @@ ImagingService::ImagingService(const ServerOptions& options, const AuthPolicy& a
       store_(store),
       decode_threads_(std::make_unique<DecodeThreads>(options.decode_threads)),
       metrics_(metrics),
-      models_(models) {}
+      models_(models),
+      shared_memory_(options.shared_memory.enabled
+                         ? std::make_unique<SharedMemoryRegistry>(options.shared_memory, backend)
+                         : nullptr) {}
 
 absl::StatusOr<std::string> ImagingService::Authorize(const grpc::ServerContextBase& ctx,
                                                       unsigned rights,
@@ -229,10 +232,13 @@ absl::Status ImagingService::RunMorphology(const MorphologyJob& job,
   const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
                          ResolveImage(job.input, request.input(), identity, *store_,
-                                      options_.limits, decode_threads_.get(),
+                                      shared_memory_.get(), options_.limits, decode_threads_.get(),
                                       &call.times()));
   CUIMG_RETURN_IF_ERROR(CheckMorphologyInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
+  if (!job.output.shared_memory_region.empty()) {
+    return MorphologyIntoSharedMemory(job, in, call, response);
+  }
   ResultSlot result(job.output, in.view.type, in.view.extent, in.spacing,
                     response->mutable_result());
   const ImageView out{in.view.type, in.view.extent, 1, result.data()};
@@ -241,12 +247,38 @@ absl::Status ImagingService::RunMorphology(const MorphologyJob& job,
   return result.Deliver(*store_, identity, "output.keep_resident");
 }
 
+absl::Status ImagingService::MorphologyIntoSharedMemory(const MorphologyJob& job,
+                                                        const ResolvedImage& in, CallScope& call,
+                                                        v1::MorphologyResponse* response) {
+  CUIMG_ASSIGN_OR_RETURN(std::shared_ptr<const SharedMemoryRegion> region,
+                         FindRegion(shared_memory_.get(), call.identity(),
+                                    job.output.shared_memory_region,
+                                    "output.shared_memory.region"));
+  const std::size_t bytes = in.view.Bytes();
+  CUIMG_ASSIGN_OR_RETURN(std::uint8_t* data,
+                         region->Span(job.output.shared_memory_offset, bytes,
+                                      "output.shared_memory.offset"));
+  // The kernels read the input while writing the output: the two must not share bytes.
+  const auto* in_begin = static_cast<const std::uint8_t*>(in.view.data);
+  if (data < in_begin + bytes && in_begin < data + bytes) {
+    return absl::InvalidArgumentError(
+        "output.shared_memory.offset: the result's bytes overlap the input's");
+  }
+  const ImageView out{in.view.type, in.view.extent, 1, data};
+  CUIMG_RETURN_IF_ERROR(backend_->Morphology(in.view, out, job.steps, &call.times()));
+  metrics_->AddPixels("Morphology", in.view.extent.Pixels());
+  v1::Image* image = response->mutable_result()->mutable_image();
+  SetImageHeader(out, image);
+  *image->mutable_spacing() = in.spacing;
+  return absl::OkStatus();
+}
+
 absl::Status ImagingService::RunGradient(const GradientJob& job, const v1::GradientRequest& request,
                                          CallScope& call, v1::GradientResponse* response) {
   const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
                          ResolveImage(job.input, request.input(), identity, *store_,
-                                      options_.limits, decode_threads_.get(),
+                                      shared_memory_.get(), options_.limits, decode_threads_.get(),
                                       &call.times()));
   CUIMG_RETURN_IF_ERROR(CheckGradientInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
@@ -286,7 +318,7 @@ absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, const v1::Pyra
   const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
                          ResolveImage(job.input, request.input(), identity, *store_,
-                                      options_.limits, decode_threads_.get(),
+                                      shared_memory_.get(), options_.limits, decode_threads_.get(),
                                       &call.times()));
   CUIMG_RETURN_IF_ERROR(CheckPyramidInput(in.view, &job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
@@ -321,7 +353,7 @@ absl::Status ImagingService::RunDetect(const DetectJob& job,
   const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
                          ResolveImage(job.input, request.input(), identity, *store_,
-                                      options_.limits, decode_threads_.get(),
+                                      shared_memory_.get(), options_.limits, decode_threads_.get(),
                                       &call.times()));
   CUIMG_RETURN_IF_ERROR(CheckDetectInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());

@@ -1,6 +1,7 @@
 // ImagingService: the gRPC face of cuimg. Each handler validates (request_validation), admits the
 // job to the work queue, runs it on the backend and answers; no CUDA here. The resident-object RPCs
-// live in resident_rpcs.cc, ProcessVolumeStream in volume_stream_rpc.cc.
+// live in resident_rpcs.cc, ProcessVolumeStream in volume_stream_rpc.cc, the shared-memory RPCs in
+// shared_memory_rpcs.cc.
 #ifndef CUIMG_SERVER_IMAGING_SERVICE_H_
 #define CUIMG_SERVER_IMAGING_SERVICE_H_
 
@@ -11,12 +12,14 @@
 #include "server/authorization.h"
 #include "server/backend.h"
 #include "server/call_scope.h"
+#include "server/image_input.h"
 #include "server/inflight_budget.h"
 #include "server/metrics.h"
 #include "server/model_registry.h"
 #include "server/request_validation.h"
 #include "server/resident_store.h"
 #include "server/server_options.h"
+#include "server/shared_memory_registry.h"
 #include "server/work_queue.h"
 
 namespace cuimg {
@@ -58,8 +61,19 @@ class ImagingService final : public v1::Imaging::CallbackService {
                                          v1::ListResidentResponse* response) override;
   grpc::ServerBidiReactor<v1::VolumeStreamRequest, v1::VolumeStreamResponse>* ProcessVolumeStream(
       grpc::CallbackServerContext* ctx) override;
+  grpc::ServerUnaryReactor* RegisterSharedMemory(grpc::CallbackServerContext* ctx,
+                                                 const v1::RegisterSharedMemoryRequest* request,
+                                                 v1::RegisterSharedMemoryResponse* response) override;
+  grpc::ServerUnaryReactor* UnregisterSharedMemory(
+      grpc::CallbackServerContext* ctx, const v1::UnregisterSharedMemoryRequest* request,
+      v1::UnregisterSharedMemoryResponse* response) override;
+  grpc::ServerUnaryReactor* ListSharedMemory(grpc::CallbackServerContext* ctx,
+                                             const v1::ListSharedMemoryRequest* request,
+                                             v1::ListSharedMemoryResponse* response) override;
 
   const ServerOptions& options() const { return options_; }
+  // Null unless options.shared_memory.enabled.
+  SharedMemoryRegistry* shared_memory() { return shared_memory_.get(); }
   ResidentStore& store() { return *store_; }
   ServerMetrics& metrics() { return *metrics_; }
   Backend& backend() { return *backend_; }
@@ -81,6 +95,9 @@ class ImagingService final : public v1::Imaging::CallbackService {
 
   absl::Status RunMorphology(const MorphologyJob& job, const v1::MorphologyRequest& request,
                              CallScope& call, v1::MorphologyResponse* response);
+  // Morphology whose result goes to the shared-memory region job.output names.
+  absl::Status MorphologyIntoSharedMemory(const MorphologyJob& job, const ResolvedImage& in,
+                                          CallScope& call, v1::MorphologyResponse* response);
   absl::Status RunGradient(const GradientJob& job, const v1::GradientRequest& request,
                            CallScope& call, v1::GradientResponse* response);
   absl::Status RunPyramid(const PyramidJob& job, const v1::PyramidRequest& request,
@@ -100,6 +117,8 @@ class ImagingService final : public v1::Imaging::CallbackService {
   std::unique_ptr<DecodeThreads> decode_threads_;
   ServerMetrics* metrics_;
   const ModelRegistry* models_;
+  // Regions are unmapped when the service goes (after its requests).
+  std::unique_ptr<SharedMemoryRegistry> shared_memory_;
 };
 
 // Fills a ResidentObject message from the store's description.

@@ -49,6 +49,18 @@ ABSL_FLAG(uint64_t, device_cache_bytes, uint64_t{8} << 30,
 ABSL_FLAG(uint64_t, device_memory_limit_bytes, 0,
           "Device memory a GPU's requests may lease at once, bytes (0 = the device's size); over "
           "it requests get RESOURCE_EXHAUSTED.");
+ABSL_FLAG(uint64_t, pinned_staging_bytes, uint64_t{256} << 20,
+          "Page-locked host memory per GPU for staging copies of request bytes, bytes (0 = copy "
+          "from pageable memory).");
+ABSL_FLAG(uint64_t, pinned_staging_chunk_bytes, uint64_t{4} << 20,
+          "Size of one pinned staging chunk, bytes; a copy cycles through up to 3.");
+ABSL_FLAG(bool, shared_memory, false,
+          "Let clients on this host register POSIX shared-memory objects and pass pixels through "
+          "them (opened with the server's permissions: see SECURITY.md).");
+ABSL_FLAG(uint64_t, shared_memory_max_bytes_per_identity, uint64_t{4} << 30,
+          "Shared-memory bytes one identity may have registered at once.");
+ABSL_FLAG(uint32_t, shared_memory_max_regions, 16,
+          "Shared-memory regions one identity may have registered at once.");
 ABSL_FLAG(int, health_poll_ms, 250, "How often device health is re-evaluated, milliseconds.");
 ABSL_FLAG(std::string, inject_device_failure, "",
           "Testing only: DEVICE:AFTER_REQUESTS[:DURATION_MS] makes that device fail the request "
@@ -168,6 +180,16 @@ int main(int argc, char** argv) {
   options.max_inflight_bytes_per_device = absl::GetFlag(FLAGS_max_inflight_bytes_per_device);
   options.device_cache_bytes = absl::GetFlag(FLAGS_device_cache_bytes);
   options.device_memory_limit_bytes = absl::GetFlag(FLAGS_device_memory_limit_bytes);
+  options.pinned_staging_bytes = absl::GetFlag(FLAGS_pinned_staging_bytes);
+  options.pinned_staging_chunk_bytes = absl::GetFlag(FLAGS_pinned_staging_chunk_bytes);
+  if (options.pinned_staging_chunk_bytes == 0) {
+    std::fprintf(stderr, "--pinned_staging_chunk_bytes must be > 0\n");
+    return 2;
+  }
+  options.shared_memory.enabled = absl::GetFlag(FLAGS_shared_memory);
+  options.shared_memory.max_bytes_per_identity =
+      absl::GetFlag(FLAGS_shared_memory_max_bytes_per_identity);
+  options.shared_memory.max_regions_per_identity = absl::GetFlag(FLAGS_shared_memory_max_regions);
   options.health_poll_ms = absl::GetFlag(FLAGS_health_poll_ms);
   options.max_receive_message_bytes = absl::GetFlag(FLAGS_max_receive_message_bytes);
   options.http2_lookahead_bytes = absl::GetFlag(FLAGS_http2_lookahead_bytes);

@@ -168,6 +168,17 @@ absl::StatusOr<StructuringElement> ValidateElement(const v1::StructuringElement&
 
 }  // namespace
 
+namespace {
+
+absl::Status ValidateRegionHandle(absl::string_view handle, absl::string_view field) {
+  if (handle.empty() || handle.size() > 128) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": must be 1 to 128 characters"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<ImageInput> ValidateImageSource(const v1::ImageSource& source,
                                                absl::string_view field,
                                                const RequestLimits& limits) {
@@ -195,11 +206,31 @@ absl::StatusOr<ImageInput> ValidateImageSource(const v1::ImageSource& source,
       in.field = absl::StrCat(field, ".encoded");
       return in;
     }
+    case v1::ImageSource::kSharedMemory: {
+      const v1::SharedMemoryImage& shm = source.shared_memory();
+      const std::string prefix = absl::StrCat(field, ".shared_memory");
+      CUIMG_RETURN_IF_ERROR(ValidateRegionHandle(shm.region(), absl::StrCat(prefix, ".region")));
+      if (!shm.has_image()) {
+        return absl::InvalidArgumentError(absl::StrCat(prefix, ".image: is required"));
+      }
+      if (!shm.image().data().empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            prefix, ".image.data: must be empty (the pixels are in the region)"));
+      }
+      // The shape's rules are an inline image's; only the bytes live elsewhere.
+      CUIMG_ASSIGN_OR_RETURN(ImageInput in, ValidateImage(shm.image(), absl::StrCat(prefix, ".image"),
+                                                          limits, /*partial_data=*/true));
+      in.kind = ImageInput::Kind::kSharedMemory;
+      in.handle = shm.region();
+      in.offset = shm.offset();
+      in.field = prefix;
+      return in;
+    }
     case v1::ImageSource::SOURCE_NOT_SET:
       break;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat(field, ": one of image, handle or encoded is required"));
+      absl::StrCat(field, ": one of image, handle, encoded or shared_memory is required"));
 }
 
 absl::StatusOr<OutputSpec> ValidateOutputOptions(const v1::OutputOptions& output,
@@ -212,8 +243,31 @@ absl::StatusOr<OutputSpec> ValidateOutputOptions(const v1::OutputOptions& output
     return absl::InvalidArgumentError(
         absl::StrCat(field, ".ttl_seconds: only meaningful with keep_resident"));
   }
-  return OutputSpec{output.keep_resident(), output.omit_data(), output.ttl_seconds()};
+  OutputSpec spec{output.keep_resident(), output.omit_data(), output.ttl_seconds(), "", 0};
+  if (output.has_shared_memory()) {
+    if (output.keep_resident()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".shared_memory: not with keep_resident (the result goes to one place)"));
+    }
+    CUIMG_RETURN_IF_ERROR(ValidateRegionHandle(output.shared_memory().region(),
+                                               absl::StrCat(field, ".shared_memory.region")));
+    spec.shared_memory_region = output.shared_memory().region();
+    spec.shared_memory_offset = output.shared_memory().offset();
+  }
+  return spec;
 }
+
+namespace {
+
+// Only Morphology writes its result into shared memory.
+absl::Status RefuseSharedMemoryOutput(const OutputSpec& output, absl::string_view rpc) {
+  if (output.shared_memory_region.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "output.shared_memory: ", rpc, " returns its results inline or resident; only Morphology "
+      "writes to shared memory"));
+}
+
+}  // namespace
 
 namespace {
 
@@ -337,6 +391,7 @@ absl::StatusOr<GradientJob> ValidateGradientRequest(const v1::GradientRequest& r
   CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.input(), "input", limits));
   CUIMG_ASSIGN_OR_RETURN(job.spec, ValidateGradientFields(request, ""));
   CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
+  CUIMG_RETURN_IF_ERROR(RefuseSharedMemoryOutput(job.output, "Gradient"));
   if (job.input.kind == ImageInput::Kind::kInline) {
     CUIMG_RETURN_IF_ERROR(CheckGradientInput(
         ImageView{job.input.type, job.input.extent, job.input.channels, nullptr}, job));
@@ -384,6 +439,7 @@ absl::StatusOr<PyramidJob> ValidatePyramidRequest(const v1::PyramidRequest& requ
     job.output_input_type = job.spec.output_type != PixelType::kF32;
   }
   CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
+  CUIMG_RETURN_IF_ERROR(RefuseSharedMemoryOutput(job.output, "Pyramid"));
   if (job.input.kind == ImageInput::Kind::kInline) {
     CUIMG_RETURN_IF_ERROR(CheckPyramidInput(
         ImageView{job.input.type, job.input.extent, job.input.channels, nullptr}, &job));
@@ -471,6 +527,7 @@ absl::StatusOr<DeformJob> ValidateDeformRequest(const v1::DeformRequest& request
       return absl::InvalidArgumentError(absl::StrCat("outputs: unknown value ", request.outputs()));
   }
   CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
+  CUIMG_RETURN_IF_ERROR(RefuseSharedMemoryOutput(job.output, "Deform"));
   return job;
 }
 

@@ -29,15 +29,17 @@ namespace cuimg {
 // An input image as the request names it; byte views point into the request message, which must
 // outlive the job.
 struct ImageInput {
-  enum class Kind { kInline, kHandle, kEncoded };
+  enum class Kind { kInline, kHandle, kEncoded, kSharedMemory };
   Kind kind = Kind::kInline;
   // kInline: the pixels' description and bytes. kEncoded: `bytes` holds the PNG/JPEG file.
+  // kSharedMemory: the description; the pixels are at `offset` in region `handle`.
   PixelType type = PixelType::kU8;
   Extent extent;
   int channels = 1;
   absl::string_view bytes;
-  // kHandle: the resident object's handle.
+  // kHandle: the resident object's handle. kSharedMemory: the region's handle.
   std::string handle;
+  std::uint64_t offset = 0;
   // The field path, for messages about the resolved image ("input.image", "input.encoded").
   std::string field;
 };
@@ -46,6 +48,10 @@ struct OutputSpec {
   bool keep_resident = false;
   bool omit_data = false;
   std::uint32_t ttl_seconds = 0;
+  // The result's pixels go to region `shared_memory_region` at `shared_memory_offset` (empty:
+  // inline).
+  std::string shared_memory_region;
+  std::uint64_t shared_memory_offset = 0;
 };
 
 struct MorphologyJob {

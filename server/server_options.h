@@ -51,6 +51,16 @@ struct FaultInjection {
   int duration_ms = 0;
 };
 
+// Local shared memory (shared_memory.proto): clients on this host pass pixels through POSIX
+// shared-memory objects they register. Off by default: a registered name is opened with the
+// server's own permissions (SECURITY.md).
+struct SharedMemoryOptions {
+  bool enabled = false;
+  // Bytes and regions one identity may have registered at once.
+  std::uint64_t max_bytes_per_identity = std::uint64_t{4} << 30;
+  std::uint32_t max_regions_per_identity = 16;
+};
+
 struct ServerOptions {
   std::string listen_address = "0.0.0.0:50051";
   // Prometheus /metrics; empty disables the exposer.
@@ -79,6 +89,10 @@ struct ServerOptions {
   // Hard cap on device memory a GPU's requests may lease at once (0: the device's own size).
   // Beyond it requests get RESOURCE_EXHAUSTED instead of running the device out of memory.
   std::uint64_t device_memory_limit_bytes = 0;
+  // Page-locked host memory each GPU may hold for staging copies from and to request bytes, in
+  // chunks of pinned_staging_chunk_bytes (kept once allocated); 0 disables staging.
+  std::uint64_t pinned_staging_bytes = std::uint64_t{256} << 20;
+  std::uint64_t pinned_staging_chunk_bytes = std::uint64_t{4} << 20;
   // How often device health is re-evaluated, milliseconds.
   int health_poll_ms = 250;
   FaultInjection fault;
@@ -95,6 +109,7 @@ struct ServerOptions {
   std::uint32_t resident_max_objects = 4096;
   RequestLimits limits;
   SecurityOptions security;
+  SharedMemoryOptions shared_memory;
 };
 
 }  // namespace cuimg

@@ -3,6 +3,10 @@
 // client (C++, sync API, threads) measures
 //   - one call at a time: echo of a 640x480 u8 payload each way vs Morphology dilate 3x3 on it
 //     (p50, and the server's overhead = total - h2d - kernel - d2h from the timing trailer);
+//   - the same dilation one call at a time through local shared memory: the 640x480 inputs and
+//     their results in a POSIX shared-memory object registered with the server (started with
+//     --shared_memory), the RPC carrying only region, offset and shape (p50; its result checked
+//     against the inline call's);
 //   - `--concurrency` calls in flight over `--channels` connections for `--load_seconds`: both
 //     throughputs and cuimg's p50/p99;
 //   - a 512x512x300 i16 volume (157 MB): echoed in 1 MiB chunks on one stream vs dilated with a
@@ -11,7 +15,10 @@
 //     stage_overlap = (h2d + kernel + d2h summed over slabs) / the stream's server wall time: above
 //     1 only when slabs' copies and kernels ran at the same time.
 // One JSON line per comparison ({"impl": "transport", ...}; benchmarks/summarize.py tables them).
+#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -196,6 +203,36 @@ std::size_t Pump(Stream* stream, const std::vector<Request>& messages, Response*
   return received;
 }
 
+// A POSIX shared-memory object this process creates, maps and unlinks when done.
+class ShmObject {
+ public:
+  explicit ShmObject(std::size_t bytes) : bytes_(bytes) {
+    key_ = "/cuimg-transport-bench-" + std::to_string(getpid());
+    fd_ = shm_open(key_.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd_ >= 0 && ftruncate(fd_, static_cast<off_t>(bytes)) == 0) {
+      void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+      data_ = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+    }
+  }
+  ~ShmObject() {
+    if (data_ != nullptr) munmap(data_, bytes_);
+    if (fd_ >= 0) close(fd_);
+    shm_unlink(key_.c_str());
+  }
+  ShmObject(const ShmObject&) = delete;
+  ShmObject& operator=(const ShmObject&) = delete;
+  bool ok() const { return data_ != nullptr; }
+  const std::string& key() const { return key_; }
+  char* data() const { return data_; }
+  std::size_t size() const { return bytes_; }
+
+ private:
+  std::size_t bytes_;
+  std::string key_;
+  int fd_ = -1;
+  char* data_ = nullptr;
+};
+
 void Report(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void Report(const char* fmt, ...) {
   va_list ap;
@@ -263,6 +300,93 @@ int main(int argc, char** argv) {
          label.c_str(), requests, echo_p50, cuimg_p50, cuimg_p50 / echo_p50,
          Percentile(c.latency_us, 0.99), Percentile(total, 0.5), Percentile(copies_kernel, 0.5),
          Percentile(overhead, 0.5), e.errors + c.errors);
+
+  // The same calls through shared memory: inputs i at i * frame, results at (8 + i) * frame.
+  {
+    const std::size_t frame = std::size_t{kW} * kH;
+    ShmObject shm(2 * images.size() * frame);
+    std::string region, check = "not run", error;
+    bool device_mapped = false;
+    if (!shm.ok()) {
+      error = "could not create the shared-memory object";
+    } else {
+      for (std::size_t i = 0; i < images.size(); ++i) {
+        std::memcpy(shm.data() + i * frame, payloads[i].data().data(), frame);
+      }
+      grpc::ClientContext ctx;
+      cuimg::v1::RegisterSharedMemoryRequest request;
+      request.set_key(shm.key());
+      request.set_byte_size(shm.size());
+      cuimg::v1::RegisterSharedMemoryResponse reply;
+      const grpc::Status s = imaging[0]->RegisterSharedMemory(&ctx, request, &reply);
+      if (!s.ok()) error = "RegisterSharedMemory: " + s.error_message();
+      region = reply.region().handle();
+      device_mapped = reply.region().device_mapped();
+    }
+    if (error.empty()) {
+      std::vector<cuimg::v1::MorphologyRequest> shm_requests;
+      for (std::size_t i = 0; i < images.size(); ++i) {
+        cuimg::v1::MorphologyRequest r = images[i];
+        cuimg::v1::Image shape = r.input().image();
+        shape.clear_data();
+        cuimg::v1::SharedMemoryImage* in = r.mutable_input()->mutable_shared_memory();
+        in->set_region(region);
+        in->set_offset(i * frame);
+        *in->mutable_image() = std::move(shape);
+        r.mutable_output()->mutable_shared_memory()->set_region(region);
+        r.mutable_output()->mutable_shared_memory()->set_offset((images.size() + i) * frame);
+        shm_requests.push_back(std::move(r));
+      }
+      std::atomic<int> shm_rotation{0};
+      const Call shm_call = [&](int worker, ServerTimes* times) {
+        grpc::ClientContext ctx;
+        cuimg::v1::MorphologyResponse reply;
+        const grpc::Status s = imaging[worker % channels]->Morphology(
+            &ctx, shm_requests[shm_rotation++ % shm_requests.size()], &reply);
+        if (times != nullptr) *times = ParseTiming(ctx);
+        if (!s.ok()) std::fprintf(stderr, "Morphology (shm): %s\n", s.error_message().c_str());
+        return s.ok() && reply.result().image().data().empty() &&
+               reply.result().image().width() == kW;
+      };
+      const Sequential m = RunSequential(shm_call, requests);
+      // The last inputs' results stay in the region: each must equal the inline call's.
+      check = "shm == inline";
+      for (std::size_t i = 0; i < images.size(); ++i) {
+        grpc::ClientContext ctx;
+        cuimg::v1::MorphologyResponse reply;
+        const grpc::Status s = imaging[0]->Morphology(&ctx, images[i], &reply);
+        if (!s.ok() || reply.result().image().data() !=
+                           std::string(shm.data() + (images.size() + i) * frame, frame)) {
+          check = "MISMATCH shm != inline";
+        }
+      }
+      std::vector<double> m_total, m_copies, m_overhead;
+      for (const ServerTimes& t : m.server) {
+        m_total.push_back(t.total);
+        m_copies.push_back(t.h2d + t.kernel + t.d2h);
+        m_overhead.push_back(t.total - t.h2d - t.kernel - t.d2h);
+      }
+      Report("{\"impl\": \"transport\", \"workload\": \"shm_dilate3x3_640x480_u8\", "
+             "\"settings\": \"%s\", \"requests\": %d, \"cuimg_p50_us\": %.1f, "
+             "\"target_p50_us\": 150, \"cuimg_p99_us\": %.1f, \"inline_p50_us\": %.1f, "
+             "\"echo_p50_us\": %.1f, \"server_total_p50_us\": %.1f, "
+             "\"server_copies_kernel_p50_us\": %.1f, \"server_overhead_p50_us\": %.1f, "
+             "\"device_mapped\": %s, \"check\": \"%s\", \"errors\": %d}",
+             label.c_str(), requests, Percentile(m.latency_us, 0.5),
+             Percentile(m.latency_us, 0.99), cuimg_p50, echo_p50, Percentile(m_total, 0.5),
+             Percentile(m_copies, 0.5), Percentile(m_overhead, 0.5),
+             device_mapped ? "true" : "false", check.c_str(), m.errors);
+      grpc::ClientContext ctx;
+      cuimg::v1::UnregisterSharedMemoryRequest unregister;
+      unregister.set_handle(region);
+      cuimg::v1::UnregisterSharedMemoryResponse done;
+      (void)imaging[0]->UnregisterSharedMemory(&ctx, unregister, &done);
+    } else {
+      Report("{\"impl\": \"transport\", \"workload\": \"shm_dilate3x3_640x480_u8\", "
+             "\"settings\": \"%s\", \"error\": \"%s\"}",
+             label.c_str(), error.substr(0, 200).c_str());
+    }
+  }
 
   const int concurrency = absl::GetFlag(FLAGS_concurrency);
   const double seconds = absl::GetFlag(FLAGS_load_seconds);

@@ -1,7 +1,8 @@
 """Malformed and hostile requests over the wire, table-driven: every RPC that exists gets wrong byte
 lengths, zero/negative/huge sizes, unknown enums, NaN/Inf values, out-of-range indices, truncated
 or bomb-like PNG/JPEG, elements and meshes over the limits, foreign handles (another identity's),
-streams that stop mid-object, and missing or unknown tokens. Each case asserts the status code and
+streams that stop mid-object, shared-memory names, sizes and references out of bounds or of another
+identity, and missing or unknown tokens. Each case asserts the status code and
 that the message names the field; afterwards the server is still SERVING, still running, and a
 valid request succeeds. The server runs with TLS and bearer tokens so that "another identity"
 exists. Needs CUIMG_SERVER and the generated stubs on PYTHONPATH.
@@ -18,9 +19,11 @@ import numpy as np
 
 from bad_inputs import gray_png, png, png_header_only, torus
 from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, imaging_service_pb2_grpc,
-                      morphology_pb2, pyramid_pb2, resident_pb2, streaming_pb2, types_pb2)
+                      morphology_pb2, pyramid_pb2, resident_pb2, shared_memory_pb2,
+                      streaming_pb2, types_pb2)
 from grpc_protocols import health_pb2, health_pb2_grpc
 from server_process import ServerProcess
+from shm_objects import ShmObject
 from tls_material import TlsMaterial
 
 SERVER = os.environ["CUIMG_SERVER"]
@@ -30,6 +33,8 @@ ALICE = "alice-token-for-bad-requests-0001"
 BOB = "bob-token-for-bad-requests-00002"
 RESIDENT_BUDGET = 16 << 20
 INFLIGHT_PER_DEVICE = 256 << 20
+SHM_BUDGET = 1 << 20
+SHM_BYTES = 4096
 
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
 NOT_FOUND = grpc.StatusCode.NOT_FOUND
@@ -524,8 +529,95 @@ STREAM_CASES = [
          UNAUTHENTICATED, "authorization", None),
 ]
 
+# --- Shared memory: alice's and bob's 4 KiB regions (fx["alice_region"], fx["bob_region"]). ----
+def shm_morph(region, offset=0, image=None, out_region=None, out_offset=0, **output):
+    shape = image if image is not None else u8_image(data=b"")
+    request = morph(source=types_pb2.ImageSource(shared_memory=types_pb2.SharedMemoryImage(
+        region=region, offset=offset, image=shape)))
+    if out_region is not None:
+        output["shared_memory"] = types_pb2.SharedMemoryTarget(region=out_region, offset=out_offset)
+    if output:
+        request.output.CopyFrom(types_pb2.OutputOptions(**output))
+    return request
+
+
+def register(key, byte_size=SHM_BYTES):
+    return shared_memory_pb2.RegisterSharedMemoryRequest(key=key, byte_size=byte_size)
+
+
+SHM_CASES = [
+    Case("shm/register key with a second slash", "RegisterSharedMemory",
+         lambda fx: register("/a/b"), INVALID, "key"),
+    Case("shm/register key without a slash", "RegisterSharedMemory",
+         lambda fx: register(fx["alice_key"][1:]), INVALID, "key"),
+    Case("shm/register key with a space", "RegisterSharedMemory", lambda fx: register("/a b"),
+         INVALID, "key"),
+    Case("shm/register missing object", "RegisterSharedMemory",
+         lambda fx: register("/cuimg-e2e-no-such-object"), NOT_FOUND, "key"),
+    Case("shm/register byte_size 0", "RegisterSharedMemory",
+         lambda fx: register(fx["alice_key"], 0), INVALID, "byte_size"),
+    Case("shm/register more than the object holds", "RegisterSharedMemory",
+         lambda fx: register(fx["alice_key"], SHM_BYTES + 1), INVALID, "byte_size"),
+    Case("shm/register over the identity's budget", "RegisterSharedMemory",
+         lambda fx: register(fx["alice_key"], SHM_BUDGET), EXHAUSTED,
+         "shared_memory_max_bytes_per_identity"),
+    Case("shm/register without a token", "RegisterSharedMemory",
+         lambda fx: register(fx["alice_key"]), UNAUTHENTICATED, "authorization", None),
+    Case("shm/unregister unknown handle", "UnregisterSharedMemory",
+         lambda fx: shared_memory_pb2.UnregisterSharedMemoryRequest(handle="shm-nope"), NOT_FOUND,
+         "handle"),
+    Case("shm/unregister another identity's region", "UnregisterSharedMemory",
+         lambda fx: shared_memory_pb2.UnregisterSharedMemoryRequest(handle=fx["bob_region"]),
+         NOT_FOUND, "handle"),
+    Case("shm/list with an unknown token", "ListSharedMemory",
+         lambda fx: shared_memory_pb2.ListSharedMemoryRequest(), UNAUTHENTICATED, "authorization",
+         "an-unknown-token-of-some-length"),
+    Case("shm/input from another identity's region", "Morphology",
+         lambda fx: shm_morph(fx["bob_region"]), NOT_FOUND, "input.shared_memory.region"),
+    Case("shm/input from an unknown region", "Morphology", lambda fx: shm_morph("shm-nope"),
+         NOT_FOUND, "input.shared_memory.region"),
+    Case("shm/input with no region", "Morphology", lambda fx: shm_morph(""), INVALID,
+         "input.shared_memory.region"),
+    Case("shm/input one byte past the end", "Morphology",
+         lambda fx: shm_morph(fx["alice_region"], SHM_BYTES - 63), INVALID,
+         "input.shared_memory.offset"),
+    Case("shm/input offset 2^64-1", "Morphology",
+         lambda fx: shm_morph(fx["alice_region"], 2**64 - 1), INVALID,
+         "input.shared_memory.offset"),
+    Case("shm/input with inline data too", "Morphology",
+         lambda fx: shm_morph(fx["alice_region"], image=u8_image()), INVALID,
+         "input.shared_memory.image.data"),
+    Case("shm/input without a shape", "Morphology",
+         lambda fx: morph(source=types_pb2.ImageSource(shared_memory=types_pb2.SharedMemoryImage(
+             region=fx["alice_region"]))), INVALID, "input.shared_memory.image"),
+    Case("shm/input width 0", "Morphology",
+         lambda fx: shm_morph(fx["alice_region"], image=u8_image(width=0, data=b"")), INVALID,
+         "input.shared_memory.image.width"),
+    Case("shm/output overlapping the input", "Morphology",
+         lambda fx: shm_morph(fx["alice_region"], 0, out_region=fx["alice_region"], out_offset=32),
+         INVALID, "output.shared_memory.offset"),
+    Case("shm/output past the end", "Morphology",
+         lambda fx: shm_morph(fx["alice_region"], 0, out_region=fx["alice_region"],
+                              out_offset=SHM_BYTES - 1), INVALID, "output.shared_memory.offset"),
+    Case("shm/output to another identity's region", "Morphology",
+         lambda fx: shm_morph(fx["alice_region"], 0, out_region=fx["bob_region"], out_offset=64),
+         NOT_FOUND, "output.shared_memory.region"),
+    Case("shm/output with keep_resident", "Morphology",
+         lambda fx: shm_morph(fx["alice_region"], 0, out_region=fx["alice_region"],
+                              out_offset=64, keep_resident=True), INVALID,
+         "output.shared_memory"),
+    Case("shm/gradient into shared memory", "Gradient",
+         lambda fx: gradient(output=types_pb2.OutputOptions(
+             shared_memory=types_pb2.SharedMemoryTarget(region=fx["alice_region"]))), INVALID,
+         "output.shared_memory"),
+    Case("shm/pyramid into shared memory", "Pyramid",
+         lambda fx: pyramid(output=types_pb2.OutputOptions(
+             shared_memory=types_pb2.SharedMemoryTarget(region=fx["alice_region"]))), INVALID,
+         "output.shared_memory"),
+]
+
 CASES = (INLINE_STEP_CASES + HANDLE_AND_ENCODED_CASES + GRADIENT_PYRAMID_CASES + DEFORM_CASES +
-         RESIDENT_CASES + AUTH_CASES + DETECT_CASES + STREAM_CASES)
+         RESIDENT_CASES + AUTH_CASES + DETECT_CASES + STREAM_CASES + SHM_CASES)
 
 
 def invoke(stub, rpc, request, token, timeout=30):
@@ -547,7 +639,8 @@ class BadRequests(unittest.TestCase):
         tokens = cls.tls.write_tokens([f"alice {ALICE}", f"bob {BOB}"])
         cls.server = ServerProcess(
             SERVER, f"--backend={BACKEND}", f"--resident_budget_bytes={RESIDENT_BUDGET}",
-            f"--max_inflight_bytes_per_device={INFLIGHT_PER_DEVICE}",
+            f"--max_inflight_bytes_per_device={INFLIGHT_PER_DEVICE}", "--shared_memory",
+            f"--shared_memory_max_bytes_per_identity={SHM_BUDGET}",
             *cls.tls.server_flags(tokens=tokens))
         cls.channel = grpc.secure_channel(cls.server.target, cls.tls.channel_credentials(), options=[
             ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
@@ -558,6 +651,11 @@ class BadRequests(unittest.TestCase):
                                         token).object.handle
             fx[f"{who}_mesh"] = invoke(cls.stub, "Upload", [resident_pb2.UploadRequest(
                 mesh=mesh())], token).object.handle
+        cls.shm = {who: ShmObject(SHM_BYTES, f"cuimg-bad-{who}") for who in ("alice", "bob")}
+        for who, token in (("alice", ALICE), ("bob", BOB)):
+            fx[f"{who}_key"] = cls.shm[who].key
+            fx[f"{who}_region"] = invoke(cls.stub, "RegisterSharedMemory",
+                                         register(cls.shm[who].key), token).region.handle
         cls.fx = fx
 
     @classmethod
@@ -565,6 +663,8 @@ class BadRequests(unittest.TestCase):
         cls.channel.close()
         code = cls.server.terminate()
         cls.tls.close()
+        for shm in cls.shm.values():
+            shm.close()
         assert code == 0, cls.server.log()
 
     def test_at_least_fifty_cases_across_every_rpc(self):
@@ -572,7 +672,8 @@ class BadRequests(unittest.TestCase):
         self.assertEqual({c.rpc for c in CASES},
                          {"Morphology", "Gradient", "Pyramid", "Deform", "Upload", "Download",
                           "Release", "ListResident", "DetectPedestrians", "ListModels",
-                          "ProcessVolumeStream"})
+                          "ProcessVolumeStream", "RegisterSharedMemory",
+                          "UnregisterSharedMemory", "ListSharedMemory"})
         self.assertEqual(len({c.name for c in CASES}), len(CASES), "case names must be unique")
 
     def test_every_case_gets_its_code_and_names_its_field(self):
@@ -602,6 +703,9 @@ class BadRequests(unittest.TestCase):
         listed = invoke(self.stub, "ListResident", resident_pb2.ListResidentRequest(), BOB)
         self.assertEqual({o.handle for o in listed.objects},
                          {self.fx["bob_image"], self.fx["bob_mesh"]})
+        regions = invoke(self.stub, "ListSharedMemory", shared_memory_pb2.ListSharedMemoryRequest(),
+                         BOB)
+        self.assertEqual([r.handle for r in regions.regions], [self.fx["bob_region"]])
         self.assertIsNone(self.server.process.poll(), "the server died")
 
 

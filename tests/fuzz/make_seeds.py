@@ -141,5 +141,14 @@ requests["stream_morph"] = (7, streaming_pb2.VolumeStreamHeader(
 requests["stream_gradient"] = (7, streaming_pb2.VolumeStreamHeader(
     volume=image_proto(9, 7, 5, types_pb2.PIXEL_TYPE_F32, 0),
     gradient=gradient_pb2.GradientRequest(kernel_length=5, magnitude=True)))
+requests["morph_shm"] = (0, morphology_pb2.MorphologyRequest(
+    input=types_pb2.ImageSource(shared_memory=types_pb2.SharedMemoryImage(
+        region="shm-0123", offset=17, image=image_proto(8, 6, 2, types_pb2.PIXEL_TYPE_U16, 0))),
+    steps=[step], output=types_pb2.OutputOptions(shared_memory=types_pb2.SharedMemoryTarget(
+        region="shm-0123", offset=4096))))
+requests["gradient_shm"] = (1, gradient_pb2.GradientRequest(
+    input=types_pb2.ImageSource(shared_memory=types_pb2.SharedMemoryImage(
+        region="shm-1", image=image_proto(9, 7, 0, types_pb2.PIXEL_TYPE_F32, 0))),
+    kernel_length=5))
 for name, (kind, message) in requests.items():
     write("request_validation", name, bytes([kind]) + message.SerializeToString())

@@ -4,12 +4,18 @@ Arrays: (H, W) images, (D, H, W) volumes, (H, W, C) colour images for detection;
 uint16, int16, float32 (others are refused, never converted silently). Errors from the server
 raise CuimgError with the gRPC code and message (field names included, e.g.
 "steps[0].element.width: ...").
+
+On the server's host, Client.shared_memory(size) gives a SharedRegion: arrays placed in it travel
+by reference (region, offset, shape) instead of bytes, and morphology can write into it (out=).
 """
+import os
+from multiprocessing import shared_memory
+
 import numpy as np
 import grpc
 
 from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, imaging_service_pb2_grpc,
-                      morphology_pb2, pyramid_pb2, resident_pb2, types_pb2)
+                      morphology_pb2, pyramid_pb2, resident_pb2, shared_memory_pb2, types_pb2)
 
 PIXEL_TYPES = {np.dtype(np.uint8): types_pb2.PIXEL_TYPE_U8,
                np.dtype(np.uint16): types_pb2.PIXEL_TYPE_U16,
@@ -97,7 +103,81 @@ def from_image(image):
 def _source(array_or_handle, spacing=None, colour=False):
     if isinstance(array_or_handle, str):
         return types_pb2.ImageSource(handle=array_or_handle)
+    if isinstance(array_or_handle, ShmArray):
+        return types_pb2.ImageSource(shared_memory=array_or_handle.reference(spacing))
     return types_pb2.ImageSource(image=to_image(array_or_handle, spacing, colour))
+
+
+class ShmArray:
+    """An array living in a SharedRegion at `offset`: `.array` is the NumPy view (read and write
+    it in place); pass the ShmArray itself to a Client method to send it by reference."""
+
+    def __init__(self, region, offset, shape, dtype):
+        self.region, self.offset = region, offset
+        self.array = np.ndarray(shape, np.dtype(dtype), buffer=region.buffer, offset=offset)
+
+    def reference(self, spacing=None):
+        a = self.array
+        if a.dtype not in PIXEL_TYPES:
+            raise TypeError(f"dtype {a.dtype}: cuimg takes uint8, uint16, int16 or float32")
+        if a.ndim not in (2, 3):
+            raise ValueError(f"shape {a.shape}: expected (H, W) or (D, H, W)")
+        image = types_pb2.Image(pixel_type=PIXEL_TYPES[a.dtype], width=a.shape[-1],
+                                height=a.shape[-2], depth=a.shape[0] if a.ndim == 3 else 0)
+        if spacing is not None:
+            image.spacing.x_mm, image.spacing.y_mm, image.spacing.z_mm = spacing
+        return types_pb2.SharedMemoryImage(region=self.region.handle, offset=self.offset,
+                                           image=image)
+
+
+class SharedRegion:
+    """A POSIX shared-memory object this process created and registered with the server (which
+    must run on this host with --shared_memory). close() unregisters and unlinks it."""
+
+    _count = 0
+
+    def __init__(self, client, size):
+        SharedRegion._count += 1
+        self._shm = shared_memory.SharedMemory(
+            name=f"cuimg-py-{os.getpid()}-{SharedRegion._count}", create=True, size=size)
+        self._client = client
+        self.size = size
+        try:
+            region = client._call("RegisterSharedMemory", shared_memory_pb2.RegisterSharedMemoryRequest(
+                key="/" + self._shm.name, byte_size=size)).region
+        except Exception:
+            self._shm.close()
+            self._shm.unlink()
+            raise
+        self.handle, self.device_mapped = region.handle, region.device_mapped
+
+    @property
+    def buffer(self):
+        return self._shm.buf
+
+    def array(self, shape, dtype, offset=0):
+        """A ShmArray of `shape` and `dtype` at byte `offset` (which must fit the region)."""
+        nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        if offset < 0 or offset + nbytes > self.size:
+            raise ValueError(f"{nbytes} bytes at offset {offset} do not fit {self.size}")
+        return ShmArray(self, offset, tuple(shape), dtype)
+
+    def close(self):
+        try:
+            self._client._call("UnregisterSharedMemory",
+                               shared_memory_pb2.UnregisterSharedMemoryRequest(handle=self.handle))
+        finally:
+            try:
+                self._shm.close()
+            except BufferError:
+                pass  # ShmArray views still exist: the mapping goes with the last of them
+            self._shm.unlink()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def _mesh(vertices, triangles):
@@ -161,17 +241,22 @@ class Client:
         self.last_timing = dict(call.trailing_metadata() or ()).get("cuimg-timing", "")
         return response
 
-    def morphology(self, image, steps, *, border_value=None, spacing=None):
+    def morphology(self, image, steps, *, border_value=None, spacing=None, out=None):
         """Runs a chain of steps ("op:shape:WxH[xD][:iterations],..." or MorphologyStep list)
-        on an image/volume array or a resident handle; returns an array of the input's shape
-        and dtype. border_value: a constant border (default: neutral, outside never wins)."""
+        on an image/volume array, a ShmArray or a resident handle; returns an array of the
+        input's shape and dtype. border_value: a constant border (default: neutral, outside never
+        wins). out: a ShmArray the server writes the result into (returned as its .array)."""
         steps = parse_steps(steps) if isinstance(steps, str) else list(steps)
         if border_value is not None:
             for s in steps:
                 s.border_mode, s.border_value = morphology_pb2.BORDER_MODE_CONSTANT, border_value
+        output = None
+        if out is not None:
+            output = types_pb2.OutputOptions(shared_memory=types_pb2.SharedMemoryTarget(
+                region=out.region.handle, offset=out.offset))
         response = self._call("Morphology", morphology_pb2.MorphologyRequest(
-            input=_source(image, spacing), steps=steps))
-        return from_image(response.result.image)
+            input=_source(image, spacing), steps=steps, output=output))
+        return out.array if out is not None else from_image(response.result.image)
 
     def gradient(self, image, *, kernel_length=7, sigma=0.0, magnitude=False, angle=False):
         """Gaussian-derivative gradients; returns a dict of float32 arrays: gx, gy (and
@@ -227,6 +312,10 @@ class Client:
         except grpc.RpcError as e:
             raise CuimgError(e.code(), e.details()) from None
         return response.object.handle
+
+    def shared_memory(self, size):
+        """A SharedRegion of `size` bytes registered with the server (same host only)."""
+        return SharedRegion(self, size)
 
     def release(self, handle):
         self._call("Release", resident_pb2.ReleaseRequest(handle=handle))

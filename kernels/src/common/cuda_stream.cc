@@ -27,6 +27,13 @@ absl::StatusOr<CudaEvent> CudaEvent::Create() {
   return CudaEvent(event);
 }
 
+absl::StatusOr<CudaEvent> CudaEvent::CreateForSync() {
+  cudaEvent_t event = nullptr;
+  CUIMG_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+                             "cudaEventCreateWithFlags");
+  return CudaEvent(event);
+}
+
 absl::Status CudaEvent::Record(cudaStream_t stream) const {
   CUIMG_CUDA_RETURN_IF_ERROR(cudaEventRecord(event_, stream), "cudaEventRecord");
   return absl::OkStatus();

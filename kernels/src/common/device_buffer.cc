@@ -43,4 +43,18 @@ void PinnedBuffer::Reset() {
   size_ = 0;
 }
 
+absl::StatusOr<HostRegistration> HostRegistration::Register(void* data, std::size_t bytes) {
+  const cudaError_t error = cudaHostRegister(data, bytes, cudaHostRegisterPortable);
+  if (error != cudaSuccess) {
+    return CudaStatus(error, absl::StrCat("cudaHostRegister(", bytes, " bytes)").c_str(), __FILE__,
+                      __LINE__);
+  }
+  return HostRegistration(data);
+}
+
+void HostRegistration::Reset() {
+  if (data_ != nullptr) (void)cudaHostUnregister(data_);
+  data_ = nullptr;
+}
+
 }  // namespace cuimg

@@ -80,6 +80,37 @@ class PinnedBuffer {
   std::size_t size_ = 0;
 };
 
+// Existing host memory page-locked with cudaHostRegister (portable: for every device) while this
+// object lives. Move-only; the destructor unregisters quietly. The memory must stay mapped until
+// then.
+class HostRegistration {
+ public:
+  HostRegistration() = default;
+  // INVALID_ARGUMENT/INTERNAL etc. from the driver when the range cannot be locked (e.g. a mapping
+  // the driver refuses, or RLIMIT_MEMLOCK).
+  static absl::StatusOr<HostRegistration> Register(void* data, std::size_t bytes);
+
+  HostRegistration(HostRegistration&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)) {}
+  HostRegistration& operator=(HostRegistration&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      data_ = std::exchange(other.data_, nullptr);
+    }
+    return *this;
+  }
+  HostRegistration(const HostRegistration&) = delete;
+  HostRegistration& operator=(const HostRegistration&) = delete;
+  ~HostRegistration() { Reset(); }
+
+  void* data() const { return data_; }
+
+ private:
+  explicit HostRegistration(void* data) : data_(data) {}
+  void Reset();
+  void* data_ = nullptr;
+};
+
 }  // namespace cuimg
 
 #endif  // CUIMG_COMMON_DEVICE_BUFFER_H_

@@ -1,0 +1,230 @@
+"""Local shared memory over the wire (real cuimg-server started with --shared_memory, Python grpcio
+client creating POSIX objects with multiprocessing.shared_memory): Morphology, Gradient and Pyramid
+reading their input from a region at odd offsets return exactly what the inline request returns;
+Morphology writing into a region leaves there exactly the inline result; unregistering a region
+while requests use it lets them finish; `cuimg load --shm` runs. CPU backend in CI, CUDA backend on
+the GPU machine (CUIMG_BACKEND), where regions must be page-locked (device_mapped)."""
+import json
+import os
+import re
+import subprocess
+import unittest
+import urllib.request
+
+import grpc
+import numpy as np
+
+from cuimg.v1 import (gradient_pb2, imaging_service_pb2_grpc, morphology_pb2, pyramid_pb2,
+                      shared_memory_pb2, types_pb2)
+from server_process import ServerProcess
+from shm_objects import ShmObject
+
+SERVER = os.environ["CUIMG_SERVER"]
+CLIENT = os.environ["CUIMG_CLIENT"]
+BACKEND = os.environ.get("CUIMG_BACKEND", "cpu")
+TYPES = [(types_pb2.PIXEL_TYPE_U8, np.uint8), (types_pb2.PIXEL_TYPE_U16, np.uint16),
+         (types_pb2.PIXEL_TYPE_I16, np.int16), (types_pb2.PIXEL_TYPE_F32, np.float32)]
+
+
+def shape_proto(array, pixel_type, data=False):
+    depth = array.shape[0] if array.ndim == 3 else 0
+    return types_pb2.Image(pixel_type=pixel_type, width=array.shape[-1], height=array.shape[-2],
+                           depth=depth, data=array.tobytes() if data else b"")
+
+
+def random_array(rng, dtype, shape):
+    if dtype == np.float32:
+        return rng.standard_normal(shape).astype(np.float32)
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
+
+
+def steps():
+    return [morphology_pb2.MorphologyStep(
+                op=morphology_pb2.MORPHOLOGY_OP_DILATE,
+                element=morphology_pb2.StructuringElement(
+                    shape=morphology_pb2.ELEMENT_SHAPE_ELLIPSE, width=5, height=3)),
+            morphology_pb2.MorphologyStep(
+                op=morphology_pb2.MORPHOLOGY_OP_ERODE,
+                element=morphology_pb2.StructuringElement(
+                    shape=morphology_pb2.ELEMENT_SHAPE_RECT, width=3, height=3))]
+
+
+def scrape(server):
+    return urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics",
+                                  timeout=10).read().decode()
+
+
+def metric(text, name, **labels):
+    """The value of the series `name` whose labels include `labels`, or None."""
+    for line in text.splitlines():
+        m = re.match(r"^(\w+)(?:\{(.*)\})? (\S+)$", line)
+        if not m or m.group(1) != name:
+            continue
+        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+        if all(have.get(k) == v for k, v in labels.items()):
+            return float(m.group(3))
+    return None
+
+
+class SharedMemoryWire(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = ServerProcess(SERVER, f"--backend={BACKEND}", "--shared_memory")
+        cls.channel = grpc.insecure_channel(cls.server.target, options=[
+            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        cls.stub = imaging_service_pb2_grpc.ImagingStub(cls.channel)
+        cls.shm = ShmObject(8 << 20)
+        cls.region = cls.stub.RegisterSharedMemory(shared_memory_pb2.RegisterSharedMemoryRequest(
+            key=cls.shm.key, byte_size=cls.shm.size), timeout=30).region
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.channel.close()
+        code = cls.server.terminate()
+        cls.shm.close()
+        assert code == 0, cls.server.log()
+
+    def put(self, array, offset):
+        raw = array.tobytes()
+        self.shm.buf[offset:offset + len(raw)] = raw
+
+    def shm_source(self, array, pixel_type, offset):
+        return types_pb2.ImageSource(shared_memory=types_pb2.SharedMemoryImage(
+            region=self.region.handle, offset=offset, image=shape_proto(array, pixel_type)))
+
+    def test_region_is_listed_and_page_locked_where_there_are_gpus(self):
+        listed = self.stub.ListSharedMemory(shared_memory_pb2.ListSharedMemoryRequest(), timeout=30)
+        self.assertIn(self.region.handle, [r.handle for r in listed.regions])
+        self.assertEqual(self.region.byte_size, 8 << 20)
+        self.assertEqual(self.region.device_mapped, BACKEND == "cuda")
+        text = scrape(self.server)
+        self.assertEqual(metric(text, "cuimg_shared_memory_regions"), 1.0)
+        self.assertEqual(metric(text, "cuimg_shared_memory_bytes"), float(8 << 20))
+
+    def test_inline_requests_are_staged_through_a_reused_pinned_pool(self):
+        array = random_array(np.random.default_rng(10), np.uint8, (480, 640))
+        request = morphology_pb2.MorphologyRequest(
+            input=types_pb2.ImageSource(image=shape_proto(array, types_pb2.PIXEL_TYPE_U8, True)),
+            steps=steps())
+        for _ in range(5):
+            self.stub.Morphology(request, timeout=60)
+        text = scrape(self.server)
+        if BACKEND != "cuda":  # the CPU backend copies nothing
+            self.assertIsNone(metric(text, "cuimg_pinned_staging_leases_total", outcome="hit"))
+            return
+        hits = sum(v for v in [metric(text, "cuimg_pinned_staging_leases_total", device=f"cuda{d}",
+                                      outcome="hit") for d in range(16)] if v)
+        self.assertGreater(hits, 0, "warm requests must reuse staging chunks")
+        for d in range(16):
+            used = metric(text, "cuimg_pinned_staging_bytes", device=f"cuda{d}", kind="used")
+            if used is not None:
+                self.assertEqual(used, 0.0, "chunks leased after every request finished")
+
+    def test_morphology_through_shared_memory_equals_inline(self):
+        rng = np.random.default_rng(7)
+        for pixel_type, dtype in TYPES:
+            for shape in [(37, 53), (5, 29, 31)]:
+                with self.subTest(dtype=dtype.__name__, shape=shape):
+                    array = random_array(rng, dtype, shape)
+                    offset = int(rng.integers(0, 1000))  # any alignment
+                    out_offset = offset + array.nbytes + int(rng.integers(0, 1000))
+                    self.put(array, offset)
+                    inline = self.stub.Morphology(morphology_pb2.MorphologyRequest(
+                        input=types_pb2.ImageSource(image=shape_proto(array, pixel_type, True)),
+                        steps=steps()), timeout=60).result.image
+                    from_shm = self.stub.Morphology(morphology_pb2.MorphologyRequest(
+                        input=self.shm_source(array, pixel_type, offset), steps=steps()),
+                        timeout=60).result.image
+                    self.assertEqual(from_shm.data, inline.data)
+                    into_shm = self.stub.Morphology(morphology_pb2.MorphologyRequest(
+                        input=self.shm_source(array, pixel_type, offset), steps=steps(),
+                        output=types_pb2.OutputOptions(shared_memory=types_pb2.SharedMemoryTarget(
+                            region=self.region.handle, offset=out_offset))),
+                        timeout=60).result.image
+                    self.assertEqual(into_shm.data, b"")
+                    self.assertEqual((into_shm.width, into_shm.height, into_shm.depth),
+                                     (inline.width, inline.height, inline.depth))
+                    self.assertEqual(bytes(self.shm.buf[out_offset:out_offset + array.nbytes]),
+                                     inline.data)
+
+    def test_gradient_and_pyramid_read_shared_memory_inputs(self):
+        rng = np.random.default_rng(8)
+        array = random_array(rng, np.uint8, (61, 83))
+        self.put(array, 3)
+        inline = types_pb2.ImageSource(image=shape_proto(array, types_pb2.PIXEL_TYPE_U8, True))
+        shm = self.shm_source(array, types_pb2.PIXEL_TYPE_U8, 3)
+        a = self.stub.Gradient(gradient_pb2.GradientRequest(input=inline, magnitude=True), timeout=60)
+        b = self.stub.Gradient(gradient_pb2.GradientRequest(input=shm, magnitude=True), timeout=60)
+        self.assertEqual(a.gx.image.data, b.gx.image.data)
+        self.assertEqual(a.magnitude.image.data, b.magnitude.image.data)
+        a = self.stub.Pyramid(pyramid_pb2.PyramidRequest(input=inline, levels=4), timeout=60)
+        b = self.stub.Pyramid(pyramid_pb2.PyramidRequest(input=shm, levels=4), timeout=60)
+        self.assertEqual([l.result.image.data for l in a.levels],
+                         [l.result.image.data for l in b.levels])
+
+    def test_unregistering_a_region_in_use_lets_its_requests_finish(self):
+        shm = ShmObject(4 << 20)
+        try:
+            region = self.stub.RegisterSharedMemory(shared_memory_pb2.RegisterSharedMemoryRequest(
+                key=shm.key, byte_size=shm.size), timeout=30).region.handle
+            array = random_array(np.random.default_rng(9), np.uint16, (8, 256, 256))
+            raw = array.tobytes()
+            shm.buf[:len(raw)] = raw
+            big = [morphology_pb2.MorphologyStep(
+                op=morphology_pb2.MORPHOLOGY_OP_DILATE, element=morphology_pb2.StructuringElement(
+                    shape=morphology_pb2.ELEMENT_SHAPE_ELLIPSE, width=15, height=15))]
+            expected = self.stub.Morphology(morphology_pb2.MorphologyRequest(
+                input=types_pb2.ImageSource(image=shape_proto(array, types_pb2.PIXEL_TYPE_U16,
+                                                              True)), steps=big),
+                timeout=120).result.image.data
+            request = morphology_pb2.MorphologyRequest(input=types_pb2.ImageSource(
+                shared_memory=types_pb2.SharedMemoryImage(
+                    region=region, image=shape_proto(array, types_pb2.PIXEL_TYPE_U16))), steps=big)
+            futures = [self.stub.Morphology.future(request, timeout=120) for _ in range(8)]
+            self.stub.UnregisterSharedMemory(
+                shared_memory_pb2.UnregisterSharedMemoryRequest(handle=region), timeout=30)
+            finished = 0
+            for f in futures:
+                try:
+                    self.assertEqual(f.result().result.image.data, expected)
+                    finished += 1
+                except grpc.RpcError as e:  # started after the unregistration
+                    self.assertEqual(e.code(), grpc.StatusCode.NOT_FOUND, e.details())
+            with self.assertRaises(grpc.RpcError) as caught:
+                self.stub.Morphology(request, timeout=60)
+            self.assertEqual(caught.exception.code(), grpc.StatusCode.NOT_FOUND)
+            self.assertIsNone(self.server.process.poll(), "the server died")
+            print(f"{finished} of 8 requests finished with the region unregistered under them")
+        finally:
+            shm.close()
+
+    def test_python_client_passes_arrays_through_a_region(self):
+        from cuimg.client import Client  # the package copied beside the stubs at build time
+        array = random_array(np.random.default_rng(11), np.int16, (3, 40, 50))
+        with Client(self.server.target) as client:
+            expected = client.morphology(array, "dilate:ellipse:5x5")
+            with client.shared_memory(2 * array.nbytes + 7) as region:
+                self.assertEqual(region.device_mapped, BACKEND == "cuda")
+                src = region.array(array.shape, array.dtype, offset=7)
+                src.array[...] = array
+                dst = region.array(array.shape, array.dtype, offset=7 + array.nbytes)
+                np.testing.assert_array_equal(client.morphology(src, "dilate:ellipse:5x5"),
+                                              expected)
+                got = client.morphology(src, "dilate:ellipse:5x5", out=dst)
+                np.testing.assert_array_equal(got, expected)
+                self.assertIs(got, dst.array)
+                del src, dst, got
+
+    def test_cuimg_load_through_shared_memory(self):
+        run = subprocess.run([CLIENT, "load", f"--target={self.server.target}", "--shm",
+                              "--requests=40", "--warmup=0", "--concurrency=4", "--json"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        summary = json.loads(run.stdout)
+        self.assertTrue(summary["config"]["shm"])
+        self.assertEqual(summary["codes"], {"OK": 40})
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
