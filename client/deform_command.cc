@@ -8,11 +8,10 @@
 #include <cstring>
 #include <vector>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
 #include "client/commands.h"
 #include "client/io/mesh_file.h"
 #include "client/lattice_spec.h"
+#include "client/request_building.h"
 #include "cuimg/reference/mesh_generators.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 
@@ -22,27 +21,6 @@ namespace {
 int Usage(const std::string& message) {
   std::fprintf(stderr, "usage: %s\n", message.c_str());
   return kExitUsage;
-}
-
-// "torus:N,M" generates the test torus; anything else is a mesh file.
-absl::StatusOr<Mesh> LoadMesh(const std::string& input) {
-  if (input.rfind("torus:", 0) == 0) {
-    std::vector<std::string> nm = absl::StrSplit(input.substr(6), ',');
-    int n = 0;
-    int m = 0;
-    if (nm.size() != 2 || !absl::SimpleAtoi(nm[0], &n) || !absl::SimpleAtoi(nm[1], &m)) {
-      return absl::InvalidArgumentError("--input torus:N,M expects two integers");
-    }
-    return MakeTorus(n, m, 1.0, 0.35);
-  }
-  return ReadMeshFile(input);
-}
-
-void ToProtoMesh(const Mesh& mesh, v1::Mesh* out) {
-  out->set_vertex_count(static_cast<std::uint32_t>(mesh.vertex_count()));
-  out->set_triangle_count(static_cast<std::uint32_t>(mesh.triangle_count()));
-  out->set_positions(reinterpret_cast<const char*>(mesh.positions.data()), mesh.positions.size() * 4);
-  out->set_triangles(reinterpret_cast<const char*>(mesh.triangles.data()), mesh.triangles.size() * 4);
 }
 
 std::vector<float> Floats(const std::string& bytes) {
@@ -86,10 +64,9 @@ int RunDeform(const ConnectionOptions& connection, const DeformCommand& c) {
                  "[--lattice_file L.json | --lattice_counts 3x3x3 --twist DEG --bulge F] "
                  "[--animate FRAMES]");
   }
-  absl::StatusOr<Mesh> mesh = LoadMesh(c.input);
+  absl::StatusOr<Mesh> mesh = LoadMeshInput(c.input);
   if (!mesh.ok()) return Usage(std::string(mesh.status().message()));
-  absl::StatusOr<Lattice> lattice = c.lattice_file.empty() ? LatticeAroundMesh(*mesh, c.controls)
-                                                          : LatticeFromJsonFile(c.lattice_file);
+  absl::StatusOr<Lattice> lattice = DeformLattice(c, *mesh);
   if (!lattice.ok()) return Usage(std::string(lattice.status().message()));
   auto stub = v1::Imaging::NewStub(MakeChannel(connection));
 

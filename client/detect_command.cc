@@ -44,22 +44,6 @@ bool IsImagePath(const std::string& path) {
          absl::EndsWith(lower, ".jpeg");
 }
 
-// The request's parameters, from the command's flags (the image is set per frame).
-v1::DetectPedestriansRequest BaseRequest(const DetectCommand& c) {
-  v1::DetectPedestriansRequest r;
-  r.set_model(c.model);
-  r.set_hit_threshold(c.hit_threshold);
-  r.set_win_stride(static_cast<std::uint32_t>(c.win_stride));
-  r.set_padding(static_cast<std::uint32_t>(c.padding));
-  r.set_scale(c.scale);
-  r.set_max_levels(static_cast<std::uint32_t>(c.max_levels));
-  if (c.gamma != "model") r.set_gamma_correction(c.gamma == "on");
-  r.set_grouping(c.grouping == "none" ? v1::GROUPING_NONE : v1::GROUPING_GROUP_RECTANGLES);
-  if (c.group_threshold >= 0) r.set_group_threshold(static_cast<std::uint32_t>(c.group_threshold));
-  r.set_group_eps(c.group_eps);
-  return r;
-}
-
 // One image to detect in: its pixels (for drawing) and how it travels.
 struct Frame {
   std::string source;  // file path, or "video:N"
@@ -70,9 +54,9 @@ struct Frame {
 
 class Detector {
  public:
-  Detector(const ConnectionOptions& connection, const DetectCommand& command)
+  Detector(const ConnectionOptions& connection, v1::DetectPedestriansRequest base)
       : connection_(connection),
-        base_(BaseRequest(command)),
+        base_(std::move(base)),
         stub_(v1::Imaging::NewStub(MakeChannel(connection))) {}
 
   // Detects in `frame`, prints its JSON line, writes the boxed image. Exit code.
@@ -164,8 +148,8 @@ bool Selected(const DetectCommand& c, int index, int done) {
 
 int RunDetect(const ConnectionOptions& connection, const DetectCommand& c) {
   if (c.input.empty() == c.video.empty()) return Usage("give one of --input and --video");
-  if (c.gamma != "model" && c.gamma != "on" && c.gamma != "off") return Usage("--gamma");
-  if (c.grouping != "rectangles" && c.grouping != "none") return Usage("--grouping");
+  absl::StatusOr<v1::DetectPedestriansRequest> base = DetectParameters(c);
+  if (!base.ok()) return Usage(std::string(base.status().message()));
   if (c.every < 1 || c.max_frames < 0) return Usage("--every must be >= 1, --max_frames >= 0");
   namespace fs = std::filesystem;
   std::error_code error;
@@ -174,7 +158,7 @@ int RunDetect(const ConnectionOptions& connection, const DetectCommand& c) {
     fs::create_directories(c.output, error);
     if (error) return Usage(c.output + ": cannot create the directory: " + error.message());
   }
-  Detector detector(connection, c);
+  Detector detector(connection, *std::move(base));
   int code = kExitOk;
   if (!c.video.empty()) {
     absl::StatusOr<VideoFrames> video = VideoFrames::Open(c.video);

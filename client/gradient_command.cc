@@ -45,10 +45,7 @@ int RunGradient(const ConnectionOptions& connection, const GradientCommand& c) {
   }
   const Image gray = ToGray(input->image);
   const bool volume = gray.extent().depth > 1;
-  v1::GradientRequest request;
-  request.set_kernel_length(static_cast<std::uint32_t>(c.kernel_length));
-  request.set_sigma(c.sigma);
-  request.set_magnitude(true);
+  v1::GradientRequest request = GradientParameters(c);
   auto stub = v1::Imaging::NewStub(MakeChannel(connection));
   // gx, gy, magnitude: from one unary call, or streamed in slabs (--slab_slices).
   std::vector<Image> planes;

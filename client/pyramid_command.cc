@@ -14,8 +14,9 @@
 namespace cuimg {
 
 int RunPyramid(const ConnectionOptions& connection, const PyramidCommand& c) {
+  absl::StatusOr<v1::PyramidRequest> parameters = PyramidParameters(c);
   if (c.input.empty() || c.output_prefix.empty() || (c.format != "png" && c.format != "tiff") ||
-      (c.mode != "from_base" && c.mode != "cascaded")) {
+      !parameters.ok()) {
     std::fprintf(stderr, "usage: cuimg pyramid --input IMAGE --output_prefix PREFIX [--levels 31] "
                          "[--ratio 1.05] [--mode from_base|cascaded] [--format png|tiff]\n");
     return kExitUsage;
@@ -26,12 +27,8 @@ int RunPyramid(const ConnectionOptions& connection, const PyramidCommand& c) {
     return kExitUsage;
   }
   const Image gray = ToGray(*input);
-  v1::PyramidRequest request;
+  v1::PyramidRequest request = *std::move(parameters);
   ToProtoImage(gray, request.mutable_input()->mutable_image());
-  request.set_levels(static_cast<std::uint32_t>(c.levels));
-  request.set_ratio(c.ratio);
-  request.set_mode(c.mode == "cascaded" ? v1::PYRAMID_MODE_CASCADED : v1::PYRAMID_MODE_FROM_BASE);
-  request.set_output_type(v1::PIXEL_TYPE_F32);
   auto stub = v1::Imaging::NewStub(MakeChannel(connection));
   grpc::ClientContext context;
   PrepareContext(connection, &context);
