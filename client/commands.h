@@ -106,10 +106,23 @@ struct MeshCommand {
 int RunMeshTorus(const MeshCommand& command);
 
 struct LoadCommand {
-  std::string steps = "dilate:rect:3x3";
-  std::string size = "640x480";  // WxH or WxHxD of a random image, unless `input`
+  std::string rpc = "morphology";  // morphology, gradient, pyramid, detect or deform
+  // Payload. Image RPCs: `input` (an image or volume file; detect: PNG/JPEG sent encoded), else
+  // random pixels of `size` and `pixel_type`. deform: `input` is a mesh file or torus:N,M, else
+  // the torus of torus_n x torus_m segments.
+  std::string input;
+  std::string size = "640x480";  // WxH or WxHxD
   std::string pixel_type = "u8";
-  std::string input;             // a 1-channel PNG/JPEG instead of random pixels
+  int torus_n = 301;
+  int torus_m = 301;
+  // Each RPC's parameters, from the flags of its own subcommand (their input/output fields are
+  // not used here).
+  std::string steps = "dilate:rect:3x3";  // morphology
+  GradientCommand gradient;
+  PyramidCommand pyramid;
+  DetectCommand detect;
+  DeformCommand deform;  // lattice_file or controls
+
   int concurrency = 16;          // calls in flight (closed loop)
   double rate = 0;               // calls per second (open loop) when > 0
   double duration_s = 10;
@@ -121,8 +134,8 @@ struct LoadCommand {
   std::string csv;               // per-call rows
   std::string report;            // .html (self-contained) or .png plots, drawn with matplotlib
   bool progress = true;
-  // Pass pixels through a POSIX shared-memory object registered with the server (same host):
-  // the input once, each call's result into its own slot; the RPCs carry no pixels.
+  // --rpc morphology: pass pixels through a POSIX shared-memory object registered with the server
+  // (same host): the input once, each call's result into its own slot; the RPCs carry no pixels.
   bool shm = false;
 };
 // Exit 0 when every measured call succeeded, 1 otherwise.

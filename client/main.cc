@@ -35,10 +35,11 @@ ABSL_FLAG(std::string, service, "", "health: the service to check (\"\" = whole 
 ABSL_FLAG(std::string, input, "",
           "morphology, gradient: input image or volume: .png, .jpg, .tif (multi-page: a volume), "
           ".npy (H,W) or (D,H,W), .nrrd/.nhdr, or a directory holding one DICOM series (sorted "
-          "along the slice normal, rescaled to i16); pyramid, load: input image (.png, .jpg, "
-          ".tif); detect: an image "
-          "or a directory of frames (.png, .jpg, in name order); deform: mesh file (.obj, .ply, "
-          ".stl) or torus:N,M.");
+          "along the slice normal, rescaled to i16); pyramid: input image (.png, .jpg, .tif); "
+          "detect: an image or a directory of frames (.png, .jpg, in name order); deform: mesh "
+          "file (.obj, .ply, .stl) or torus:N,M; load: the payload of --rpc (an image or volume "
+          "as for morphology, a PNG/JPEG for detect sent encoded, a mesh or torus:N,M for deform; "
+          "default: random pixels of --image_size, or the --n x --m torus).");
 ABSL_FLAG(std::string, output, "",
           "morphology: output by extension (.png, .jpg, .tif, .npy, .nrrd), or a new directory for "
           "a derived DICOM series (DICOM input only); detect: the image with boxes drawn (.png), "
@@ -65,16 +66,18 @@ ABSL_FLAG(bool, nrrd_gzip, false, "morphology, gradient: gzip the data of .nrrd 
 // gradient, pyramid
 ABSL_FLAG(std::string, output_prefix, "",
           "gradient, pyramid: output path prefix (e.g. out/frame -> out/frame_gx.tiff).");
-ABSL_FLAG(int, kernel_length, 7, "gradient: taps per 1D kernel (odd, 3..31).");
-ABSL_FLAG(double, sigma, 0, "gradient: Gaussian sigma in pixels (0 = OpenCV's rule: 1.4 for 7).");
-ABSL_FLAG(int, levels, 31, "pyramid: levels (each 1/ratio the size of the previous).");
-ABSL_FLAG(double, ratio, 1.05, "pyramid: scale between levels.");
-ABSL_FLAG(std::string, mode, "from_base", "pyramid: from_base or cascaded.");
+ABSL_FLAG(int, kernel_length, 7, "gradient, load --rpc gradient: taps per 1D kernel (odd, 3..31).");
+ABSL_FLAG(double, sigma, 0,
+          "gradient, load --rpc gradient: Gaussian sigma in pixels (0 = OpenCV's rule: 1.4 for 7).");
+ABSL_FLAG(int, levels, 31,
+          "pyramid, load --rpc pyramid: levels (each 1/ratio the size of the previous).");
+ABSL_FLAG(double, ratio, 1.05, "pyramid, load --rpc pyramid: scale between levels.");
+ABSL_FLAG(std::string, mode, "from_base", "pyramid, load --rpc pyramid: from_base or cascaded.");
 ABSL_FLAG(std::string, format, "",
           "pyramid: level files as png (previews, the default) or tiff (f32); gradient: gx/gy "
           "files as tiff (the default), npy or nrrd.");
 
-// detect, models
+// detect, models (the detect parameters also serve load --rpc detect)
 ABSL_FLAG(std::string, video, "",
           "detect: a video file instead of --input; its frames are decoded by the ffmpeg program "
           "(Debian package ffmpeg).");
@@ -95,7 +98,7 @@ ABSL_FLAG(double, group_eps, 0, "detect: groupRectangles' eps (0 = 0.2).");
 ABSL_FLAG(int, every, 1, "detect: frames: process every Nth frame.");
 ABSL_FLAG(int, max_frames, 0, "detect: frames: stop after this many (0 = all).");
 
-// deform, mesh
+// deform, mesh (the lattice flags also serve load --rpc deform)
 ABSL_FLAG(std::string, lattice_file, "",
           "deform: lattice JSON {origin, s, t, u, counts, displacements} (default: the mesh's "
           "bounding box with --lattice_counts, --twist, --bulge).");
@@ -105,13 +108,17 @@ ABSL_FLAG(double, bulge, 0, "deform: push the lattice's middle outward by this f
 ABSL_FLAG(int, animate, 0,
           "deform: upload the mesh once and send this many lattices against its handle "
           "(twist swinging back and forth); prints frames per second.");
-ABSL_FLAG(int, n, 301, "mesh torus: segments around the ring.");
-ABSL_FLAG(int, m, 301, "mesh torus: segments around the tube.");
+ABSL_FLAG(int, n, 301, "mesh torus, load --rpc deform: segments around the ring.");
+ABSL_FLAG(int, m, 301, "mesh torus, load --rpc deform: segments around the tube.");
 
 // load
+ABSL_FLAG(std::string, rpc, "morphology",
+          "load: the RPC to drive: morphology (--steps), gradient (--kernel_length, --sigma), "
+          "pyramid (--levels, --ratio, --mode), detect (--model and the other detect flags) or "
+          "deform (--lattice_file or --lattice_counts/--twist/--bulge); payload: see --input.");
 ABSL_FLAG(std::string, image_size, "640x480",
           "load: random image size WxH (or WxHxD) sent with every call, unless --input.");
-ABSL_FLAG(std::string, pixel_type, "u8", "load: u8, u16, i16 or f32.");
+ABSL_FLAG(std::string, pixel_type, "u8", "load: u8, u16, i16 or f32 (detect: u8).");
 ABSL_FLAG(int, concurrency, 16, "load: calls in flight (closed loop).");
 ABSL_FLAG(double, rate, 0, "load: calls per second, open loop (0 = closed loop).");
 ABSL_FLAG(double, duration, 10, "load: measured seconds (after --warmup).");
@@ -142,8 +149,48 @@ constexpr char kUsage[] =
     "  models       the detector models the server loaded (--json)\n"
     "  deform       free-form deformation of a mesh, with normals (--animate for fps)\n"
     "  mesh torus   write the reference torus mesh\n"
-    "  load         load-test the server with Morphology calls\n"
+    "  load         load-test the server with one RPC (--rpc): throughput, latency, reports\n"
     "exit codes: 0 ok, 1 RPC error (status printed), 2 usage\n";
+
+// Each RPC's parameters, shared by its subcommand and `load --rpc`.
+cuimg::GradientCommand GradientFlags() {
+  cuimg::GradientCommand command;
+  command.kernel_length = absl::GetFlag(FLAGS_kernel_length);
+  command.sigma = absl::GetFlag(FLAGS_sigma);
+  return command;
+}
+
+cuimg::PyramidCommand PyramidFlags() {
+  cuimg::PyramidCommand command;
+  command.levels = absl::GetFlag(FLAGS_levels);
+  command.ratio = absl::GetFlag(FLAGS_ratio);
+  command.mode = absl::GetFlag(FLAGS_mode);
+  return command;
+}
+
+cuimg::DetectCommand DetectFlags() {
+  cuimg::DetectCommand command;
+  command.model = absl::GetFlag(FLAGS_model);
+  command.hit_threshold = absl::GetFlag(FLAGS_hit_threshold);
+  command.win_stride = absl::GetFlag(FLAGS_win_stride);
+  command.padding = absl::GetFlag(FLAGS_padding);
+  command.scale = absl::GetFlag(FLAGS_scale);
+  command.max_levels = absl::GetFlag(FLAGS_max_levels);
+  command.gamma = absl::GetFlag(FLAGS_gamma);
+  command.grouping = absl::GetFlag(FLAGS_grouping);
+  command.group_threshold = absl::GetFlag(FLAGS_group_threshold);
+  command.group_eps = absl::GetFlag(FLAGS_group_eps);
+  return command;
+}
+
+cuimg::DeformCommand DeformFlags() {
+  cuimg::DeformCommand command;
+  command.lattice_file = absl::GetFlag(FLAGS_lattice_file);
+  command.controls.counts = absl::GetFlag(FLAGS_lattice_counts);
+  command.controls.twist_degrees = absl::GetFlag(FLAGS_twist);
+  command.controls.bulge = absl::GetFlag(FLAGS_bulge);
+  return command;
+}
 
 }  // namespace
 
@@ -203,41 +250,26 @@ int main(int argc, char** argv) {
     return cuimg::RunMorphology(connection, command);
   }
   if (subcommand == "gradient") {
-    cuimg::GradientCommand command;
+    cuimg::GradientCommand command = GradientFlags();
     command.input = absl::GetFlag(FLAGS_input);
     command.output_prefix = absl::GetFlag(FLAGS_output_prefix);
     if (!absl::GetFlag(FLAGS_format).empty()) command.format = absl::GetFlag(FLAGS_format);
     command.nrrd_gzip = absl::GetFlag(FLAGS_nrrd_gzip);
-    command.kernel_length = absl::GetFlag(FLAGS_kernel_length);
-    command.sigma = absl::GetFlag(FLAGS_sigma);
     command.slab_slices = absl::GetFlag(FLAGS_slab_slices);
     return cuimg::RunGradient(connection, command);
   }
   if (subcommand == "pyramid") {
-    cuimg::PyramidCommand command;
+    cuimg::PyramidCommand command = PyramidFlags();
     command.input = absl::GetFlag(FLAGS_input);
     command.output_prefix = absl::GetFlag(FLAGS_output_prefix);
-    command.levels = absl::GetFlag(FLAGS_levels);
-    command.ratio = absl::GetFlag(FLAGS_ratio);
-    command.mode = absl::GetFlag(FLAGS_mode);
     if (!absl::GetFlag(FLAGS_format).empty()) command.format = absl::GetFlag(FLAGS_format);
     return cuimg::RunPyramid(connection, command);
   }
   if (subcommand == "detect") {
-    cuimg::DetectCommand command;
+    cuimg::DetectCommand command = DetectFlags();
     command.input = absl::GetFlag(FLAGS_input);
     command.video = absl::GetFlag(FLAGS_video);
     command.output = absl::GetFlag(FLAGS_output);
-    command.model = absl::GetFlag(FLAGS_model);
-    command.hit_threshold = absl::GetFlag(FLAGS_hit_threshold);
-    command.win_stride = absl::GetFlag(FLAGS_win_stride);
-    command.padding = absl::GetFlag(FLAGS_padding);
-    command.scale = absl::GetFlag(FLAGS_scale);
-    command.max_levels = absl::GetFlag(FLAGS_max_levels);
-    command.gamma = absl::GetFlag(FLAGS_gamma);
-    command.grouping = absl::GetFlag(FLAGS_grouping);
-    command.group_threshold = absl::GetFlag(FLAGS_group_threshold);
-    command.group_eps = absl::GetFlag(FLAGS_group_eps);
     command.every = absl::GetFlag(FLAGS_every);
     command.max_frames = absl::GetFlag(FLAGS_max_frames);
     return cuimg::RunDetect(connection, command);
@@ -248,19 +280,22 @@ int main(int argc, char** argv) {
     return cuimg::RunModels(connection, command);
   }
   if (subcommand == "deform") {
-    cuimg::DeformCommand command;
+    cuimg::DeformCommand command = DeformFlags();
     command.input = absl::GetFlag(FLAGS_input);
     command.output = absl::GetFlag(FLAGS_output);
-    command.lattice_file = absl::GetFlag(FLAGS_lattice_file);
-    command.controls.counts = absl::GetFlag(FLAGS_lattice_counts);
-    command.controls.twist_degrees = absl::GetFlag(FLAGS_twist);
-    command.controls.bulge = absl::GetFlag(FLAGS_bulge);
     command.animate = absl::GetFlag(FLAGS_animate);
     return cuimg::RunDeform(connection, command);
   }
   if (subcommand == "load") {
     cuimg::LoadCommand command;
+    command.rpc = absl::GetFlag(FLAGS_rpc);
     command.steps = absl::GetFlag(FLAGS_steps).empty() ? command.steps : absl::GetFlag(FLAGS_steps);
+    command.gradient = GradientFlags();
+    command.pyramid = PyramidFlags();
+    command.detect = DetectFlags();
+    command.deform = DeformFlags();
+    command.torus_n = absl::GetFlag(FLAGS_n);
+    command.torus_m = absl::GetFlag(FLAGS_m);
     command.size = absl::GetFlag(FLAGS_image_size);
     command.pixel_type = absl::GetFlag(FLAGS_pixel_type);
     command.input = absl::GetFlag(FLAGS_input);

@@ -1,0 +1,60 @@
+// The RPC that `cuimg load` drives, with its request built once from files or generated data.
+#ifndef CUIMG_CLIENT_LOAD_RPC_H_
+#define CUIMG_CLIENT_LOAD_RPC_H_
+
+#include <google/protobuf/message.h>
+#include <grpcpp/grpcpp.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "client/commands.h"
+#include "cuimg/v1/imaging_service.grpc.pb.h"
+
+namespace cuimg {
+
+// One unary RPC with a fixed request; Start() may run on several threads at once.
+class LoadRpc {
+ public:
+  // What the request carries, as (key, value) entries for the run's configuration.
+  using Payload = std::vector<std::pair<std::string, std::string>>;
+
+  virtual ~LoadRpc() = default;
+  // A response message for one call.
+  virtual std::unique_ptr<google::protobuf::Message> NewResponse() const = 0;
+  // Starts one call for `slot` (the closed loop's worker, the open loop's call index); `done` runs
+  // on a gRPC thread when it ends. `context` and `response` (from NewResponse()) must outlive
+  // `done`'s start.
+  virtual void Start(v1::Imaging::Stub& stub, int slot, grpc::ClientContext* context,
+                     google::protobuf::Message* response,
+                     std::function<void(grpc::Status)> done) const = 0;
+  virtual std::size_t request_bytes() const = 0;
+
+  const Payload& payload() const { return payload_; }
+
+ protected:
+  explicit LoadRpc(Payload payload) : payload_(std::move(payload)) {}
+
+ private:
+  Payload payload_;
+};
+
+// The request of `command.rpc` (morphology, gradient, pyramid, detect or deform) from its
+// payload options: --input or a generated --image_size/--pixel_type image for the image RPCs
+// (detect sends a PNG/JPEG --input encoded, as `cuimg detect` does), the torus or a mesh file and
+// a lattice for deform. INVALID_ARGUMENT naming the flag for a bad choice or payload.
+//
+// With --shm (morphology only), `shared_memory` turns the request into one request per slot
+// whose pixels travel through a registered region; slot i sends requests[i % count].
+using SharedMemoryRewrite = std::function<absl::StatusOr<std::vector<v1::MorphologyRequest>>(
+    const v1::MorphologyRequest&)>;
+absl::StatusOr<std::unique_ptr<LoadRpc>> MakeLoadRpc(const LoadCommand& command,
+                                                     const SharedMemoryRewrite& shared_memory);
+
+}  // namespace cuimg
+
+#endif  // CUIMG_CLIENT_LOAD_RPC_H_
