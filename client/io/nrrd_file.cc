@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -84,9 +85,25 @@ double AxisSpacing(const Nrrd* n, unsigned int axis) {
   return 0;
 }
 
+// The first line must be a NRRD magic, NRRD0001 to NRRD0005. Teem would also try its other
+// formats (PNG, PNM, VTK, plain text), and its parser leaks on a malformed NRRD magic.
+absl::Status CheckMagic(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  char magic[9] = {};
+  in.read(magic, sizeof(magic));
+  if (in.gcount() != sizeof(magic) || std::memcmp(magic, "NRRD000", 7) != 0 || magic[7] < '1' ||
+      magic[7] > '5' || (magic[8] != '\n' && magic[8] != '\r')) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a NRRD file (the first line must be NRRD0001 to NRRD0005)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<NrrdVolume> ReadNrrd(const std::string& path) {
+  if (absl::Status s = CheckMagic(path); !s.ok()) return s;
   // The header first, so sizes are checked before Teem allocates the data.
   {
     std::unique_ptr<Nrrd, NrrdNuker> header(nrrdNew());

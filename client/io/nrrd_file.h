@@ -18,8 +18,9 @@ struct NrrdVolume {
   VoxelSpacing spacing;
 };
 
-// INVALID_ARGUMENT for other element types, ranks or more than 2^30 voxels (checked from the
-// header, before the data is read); NOT_FOUND or DATA_LOSS with Teem's message otherwise.
+// INVALID_ARGUMENT for a file whose first line is not a NRRD magic (NRRD0001-NRRD0005), other
+// element types, ranks or more than 2^30 voxels (checked from the header, before the data is
+// read); NOT_FOUND or DATA_LOSS with Teem's message otherwise.
 absl::StatusOr<NrrdVolume> ReadNrrd(const std::string& path);
 
 enum class NrrdEncoding { kRaw, kGzip };

@@ -142,6 +142,27 @@ TEST(NrrdFile, GzipCompressesAndRejectsOtherTypes) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("double")));
 }
 
+TEST(NrrdFile, RefusesFilesWithoutANrrdMagic) {
+  TempDir dir;
+  // A malformed magic (Teem's parser leaks on it), Teem's other formats, and a short file.
+  for (const std::string text :
+       {"NRRD00nan04\ntype: uchar\ndimension: 2\nsizes: 1 1\nencoding: ascii\n\n7\n",
+        "NRRD0009\ntype: uchar\ndimension: 2\nsizes: 1 1\nencoding: ascii\n\n7\n",
+        "P2\n1 1\n255\n7\n", "NRRD"}) {
+    ASSERT_THAT(WriteFileBytes(dir / "m.nrrd", std::vector<std::uint8_t>(text.begin(), text.end())),
+                IsOk());
+    EXPECT_THAT(ReadNrrd(dir / "m.nrrd").status(),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a NRRD file")))
+        << text;
+  }
+  const std::string good = "NRRD0005\ntype: uchar\ndimension: 2\nsizes: 1 1\nencoding: ascii\n\n7\n";
+  ASSERT_THAT(WriteFileBytes(dir / "g.nrrd", std::vector<std::uint8_t>(good.begin(), good.end())),
+              IsOk());
+  absl::StatusOr<NrrdVolume> read = ReadNrrd(dir / "g.nrrd");
+  ASSERT_THAT(read.status(), IsOk());
+  EXPECT_EQ(read->image.bytes()[0], 7);
+}
+
 // One CT slice as a scanner would store it: unsigned 12-bit in 16 with junk in the top bits,
 // slope 1, intercept -1024, axial, with patient fields.
 struct SliceSpec {
