@@ -174,6 +174,16 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& directory) {
     Slice slice{file, 0, {}};
     if (absl::Status s = ReadHeader(ds, file, &h, &slice.ipp); !s.ok()) return s;
     if (absl::Status s = CheckPixelModule(ds, file); !s.ok()) return s;
+    // Uncompressed 16-bit pixels need Rows * Columns * 2 bytes: a header that claims more than
+    // the file holds is refused here, before the volume is allocated from it.
+    const std::uintmax_t pixel_bytes = std::uintmax_t{h.rows} * h.columns * 2;
+    std::error_code size_error;
+    const std::uintmax_t file_bytes = fs::file_size(file, size_error);
+    if (size_error || file_bytes < pixel_bytes) {
+      return absl::DataLossError(absl::StrCat(file, ": ", h.columns, "x", h.rows,
+                                              " pixels need ", pixel_bytes, " bytes, the file has ",
+                                              size_error ? 0 : file_bytes));
+    }
     if (slices.empty()) {
       first = h;
     } else if (h.series_uid != first.series_uid) {
@@ -197,6 +207,10 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& directory) {
     return absl::NotFoundError(absl::StrCat(directory, ": no DICOM image files"));
   }
   if (slices.size() > 65536) return absl::InvalidArgumentError(absl::StrCat(directory, ": more than 65536 slices"));
+  if (std::uint64_t{first.rows} * first.columns * slices.size() > (std::uint64_t{1} << 30)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(directory, ": more than 2^30 voxels (the bound of every volume reader)"));
+  }
   const Vec3 normal = Cross({first.iop[0], first.iop[1], first.iop[2]},
                             {first.iop[3], first.iop[4], first.iop[5]});
   for (Slice& s : slices) s.position = s.ipp[0] * normal[0] + s.ipp[1] * normal[1] + s.ipp[2] * normal[2];

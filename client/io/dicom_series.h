@@ -33,7 +33,8 @@ struct DicomSeries {
 // as a DICOMDIR, are skipped). Each slice must be a single frame, 16 bits allocated, one sample,
 // uncompressed (UNIMPLEMENTED otherwise: decompress with DCMTK's dcmdjpeg/dcmdjpls first); all
 // must share one SeriesInstanceUID, Rows, Columns, PixelSpacing and ImageOrientationPatient, and
-// have distinct ImagePositionPatient (INVALID_ARGUMENT otherwise). Slices are sorted by position
+// have distinct ImagePositionPatient, and hold at most 2^30 voxels (INVALID_ARGUMENT otherwise); a
+// file too small for its Rows x Columns is DATA_LOSS, found before the volume is allocated. Slices are sorted by position
 // projected on the normal (row direction x column direction), ascending.
 //
 // Each stored value s (BitsStored bits, signed or not per PixelRepresentation) becomes

@@ -300,6 +300,19 @@ TEST(DicomSeries, RefusesValuesOutsideI16MixedSeriesAndMissingFiles) {
   EXPECT_THAT(ReadDicomSeries(dir / "empty").status(), StatusIs(absl::StatusCode::kNotFound));
 }
 
+TEST(DicomSeries, RefusesRowsAndColumnsLargerThanThePixelDataBeforeAllocating) {
+  TempDir dir;
+  WriteSeries(dir / "s", 2, "1.2.3.8");
+  DcmFileFormat format;
+  ASSERT_TRUE(format.loadFile((dir / "s/img1.dcm").c_str()).good());
+  // 40000 x 40000 would be a 3.2 GB volume from a file of a few hundred bytes.
+  format.getDataset()->putAndInsertUint16(DCM_Rows, 40000);
+  format.getDataset()->putAndInsertUint16(DCM_Columns, 40000);
+  ASSERT_TRUE(format.saveFile((dir / "s/img1.dcm").c_str(), EXS_LittleEndianExplicit).good());
+  EXPECT_THAT(ReadDicomSeries(dir / "s").status(),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("40000x40000 pixels need")));
+}
+
 TEST(DicomSeries, WritesANewSeriesWithTheSourceGeometryAndTags) {
   TempDir dir;
   constexpr int kSlices = 4;
