@@ -1,9 +1,13 @@
 """Writes the fuzzers' seed corpus (tests/fuzz/corpus/<fuzzer>/): small valid inputs of every kind
 each fuzzer reads, so that mutation starts from real structure. Run once after changing the
-formats (needs the generated Python stubs on PYTHONPATH, numpy and PIL); the output is committed:
-  PYTHONPATH=build/proto/python python3 tests/fuzz/make_seeds.py"""
+formats (needs the generated Python stubs on PYTHONPATH, numpy, PIL and pydicom); the output is
+committed. Names of fuzzers as arguments write only their corpora (the others stay as they are):
+  PYTHONPATH=build/proto/python python3 tests/fuzz/make_seeds.py [FUZZER...]"""
+import gzip
 import io
 import os
+import struct
+import sys
 
 import numpy as np
 from PIL import Image
@@ -12,9 +16,12 @@ from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, morphology_pb2, p
                       resident_pb2, streaming_pb2, types_pb2)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ONLY = set(sys.argv[1:])
 
 
 def write(fuzzer, name, data):
+    if ONLY and fuzzer not in ONLY:
+        return
     d = os.path.join(HERE, "corpus", fuzzer)
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, name), "wb") as f:
@@ -152,3 +159,109 @@ requests["gradient_shm"] = (1, gradient_pb2.GradientRequest(
     kernel_length=5))
 for name, (kind, message) in requests.items():
     write("request_validation", name, bytes([kind]) + message.SerializeToString())
+
+
+# --- npy_reader: what np.save writes (both byte orders, every rank and dtype we read), a
+# version 2.0 header, and a Fortran-order file (refused, but its header is real structure).
+def npy(array, version=None):
+    out = io.BytesIO()
+    if version is None:
+        np.save(out, array)
+    else:
+        np.lib.format.write_array(out, array, version=version)
+    return out.getvalue()
+
+
+write("npy_reader", "u1_2d.npy", npy(gray))
+write("npy_reader", "i2_3d.npy", npy((gray.astype(np.int16) - 128).reshape(2, 6, 10)))
+write("npy_reader", "u2_big_endian.npy", npy(gray.astype(">u2") * 257))
+write("npy_reader", "f4_3d.npy", npy((gray.astype("<f4") / 7).reshape(3, 4, 10)))
+write("npy_reader", "v2_header.npy", npy(gray.astype("<u2"), version=(2, 0)))
+write("npy_reader", "fortran.npy", npy(np.asfortranarray(gray)))
+
+
+# --- nrrd_reader: attached headers in the encodings and layouts Teem reads.
+def nrrd(fields, data):
+    return ("NRRD0004\n" + "".join(f"{k}: {v}\n" for k, v in fields) + "\n").encode() + data
+
+
+write("nrrd_reader", "u8_2d_raw.nrrd", nrrd(
+    [("type", "uchar"), ("dimension", 2), ("sizes", "10 12"), ("encoding", "raw")],
+    gray.tobytes()))
+volume = (gray.astype("<i2") - 128).reshape(2, 6, 10)
+write("nrrd_reader", "short_3d_spacings.nrrd", nrrd(
+    [("type", "short"), ("dimension", 3), ("sizes", "10 6 2"), ("endian", "little"),
+     ("encoding", "raw"), ("spacings", "0.5 0.5 2.5")], volume.tobytes()))
+write("nrrd_reader", "ushort_3d_gzip.nrrd", nrrd(
+    [("type", "ushort"), ("dimension", 3), ("sizes", "10 6 2"), ("endian", "little"),
+     ("encoding", "gzip")], gzip.compress(volume.astype("<u2").tobytes(), mtime=0)))
+write("nrrd_reader", "float_space_directions.nrrd", nrrd(
+    [("type", "float"), ("dimension", 3), ("space", "left-posterior-superior"),
+     ("sizes", "10 6 2"), ("space directions", "(0.7,0,0) (0,0.7,0) (0,0,3)"),
+     ("endian", "big"), ("encoding", "raw"), ("space origin", "(1,2,3)")],
+    (volume.astype(">f4") / 3).tobytes()))
+write("nrrd_reader", "u8_ascii.nrrd", nrrd(
+    [("type", "uchar"), ("dimension", 2), ("sizes", "3 2"), ("encoding", "ascii")],
+    b"1 2 3\n4 5 6\n"))
+
+
+# --- dicom_series: byte 0 picks the slice count (1 + byte % 3); every slice but the last is a
+# 4-byte little-endian length and its bytes, the last slice the rest. Small CT slices made with
+# pydicom: a two-slice series with rescale, one 12-bit signed slice, three oblique slices.
+def dicom_slice(series_uid, index, pixels, position, orientation=(1, 0, 0, 0, 1, 0), signed=False,
+                bits_stored=16, slope=1.0, intercept=0.0):
+    from pydicom.dataset import FileDataset, FileMetaDataset
+    from pydicom.uid import ExplicitVRLittleEndian, generate_uid
+    meta = FileMetaDataset()
+    meta.MediaStorageSOPClassUID = "1.2.840.10008.5.1.4.1.1.2"
+    meta.MediaStorageSOPInstanceUID = generate_uid(entropy_srcs=[series_uid, str(index)])
+    meta.TransferSyntaxUID = ExplicitVRLittleEndian
+    ds = FileDataset(None, {}, file_meta=meta, preamble=b"\0" * 128)
+    ds.SOPClassUID = meta.MediaStorageSOPClassUID
+    ds.SOPInstanceUID = meta.MediaStorageSOPInstanceUID
+    ds.SeriesInstanceUID = series_uid
+    ds.Modality = "CT"
+    ds.Rows, ds.Columns = pixels.shape
+    ds.PixelSpacing = [0.8, 0.6]
+    ds.ImageOrientationPatient = list(orientation)
+    ds.ImagePositionPatient = list(position)
+    ds.SamplesPerPixel = 1
+    ds.PhotometricInterpretation = "MONOCHROME2"
+    ds.BitsAllocated = 16
+    ds.BitsStored = bits_stored
+    ds.HighBit = bits_stored - 1
+    ds.PixelRepresentation = 1 if signed else 0
+    ds.RescaleSlope = slope
+    ds.RescaleIntercept = intercept
+    ds.PixelData = pixels.astype("<i2" if signed else "<u2").tobytes()
+    out = io.BytesIO()
+    ds.save_as(out, write_like_original=False)
+    return out.getvalue()
+
+
+def series_seed(slices):
+    data = bytes([len(slices) - 1])
+    for s in slices[:-1]:
+        data += struct.pack("<I", len(s)) + s
+    return data + slices[-1]
+
+
+ct = rng.integers(0, 2000, (4, 5))
+write("dicom_series", "two_slices_rescaled.bin", series_seed(
+    [dicom_slice("1.2.826.0.1.3680043.8.498.1", z, ct + z, (0, 0, 2.5 * z), slope=1.0,
+                 intercept=-1024.0) for z in (1, 0)]))
+write("dicom_series", "one_signed_12bit.bin", series_seed(
+    [dicom_slice("1.2.826.0.1.3680043.8.498.2", 0, ct - 1000, (5, 5, 5), signed=True,
+                 bits_stored=12)]))
+c, s_ = np.cos(0.3), np.sin(0.3)
+write("dicom_series", "three_oblique.bin", series_seed(
+    [dicom_slice("1.2.826.0.1.3680043.8.498.3", z, ct, (0, -s_ * 3 * z, c * 3 * z),
+                 orientation=(1, 0, 0, 0, c, s_), slope=0.5) for z in (2, 0, 1)]))
+# Rows x Columns far larger than the pixel data: refused before the volume is allocated.
+big = dicom_slice("1.2.826.0.1.3680043.8.498.4", 0, ct, (0, 0, 0))
+from pydicom import dcmread  # noqa: E402
+big_ds = dcmread(io.BytesIO(big))
+big_ds.Rows, big_ds.Columns = 40000, 40000
+big_out = io.BytesIO()
+big_ds.save_as(big_out)
+write("dicom_series", "huge_rows_columns.bin", series_seed([big_out.getvalue()]))
