@@ -59,6 +59,9 @@ bool DecodeRows(const std::uint8_t* data, std::size_t size, int begin, int end, 
     JSAMPROW row = pixels + static_cast<std::size_t>(cinfo.output_scanline) * stride;
     jpeg_read_scanlines(&cinfo, &row, 1);
   }
+  // The last strip reads on to the end of the image, as a serial decode does: what follows the
+  // last scanline (markers before EOI) can still be corrupt.
+  if (cinfo.output_scanline == cinfo.output_height) jpeg_finish_decompress(&cinfo);
   const bool clean = err.pub.num_warnings == 0;
   jpeg_destroy_decompress(&cinfo);
   return clean;
