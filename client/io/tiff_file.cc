@@ -133,6 +133,10 @@ absl::StatusOr<Image> ReadPages(TIFF* tif, const std::string& path, std::int64_t
     if (w != width || h != height) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": pages differ in size"));
     }
+    // libtiff writes a whole scanline of this page's layout into the row.
+    if (static_cast<std::size_t>(TIFFScanlineSize(tif)) != row) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": pages differ in layout"));
+    }
     for (std::uint32_t y = 0; y < height; ++y) {
       std::uint8_t* dst = image.bytes() + (static_cast<std::size_t>(z) * height + y) * row;
       if (TIFFReadScanline(tif, dst, y, 0) < 0) {

@@ -1,7 +1,8 @@
 """Writes the fuzzers' seed corpus (tests/fuzz/corpus/<fuzzer>/): small valid inputs of every kind
 each fuzzer reads, so that mutation starts from real structure. Run once after changing the
 formats (needs the generated Python stubs on PYTHONPATH, numpy, PIL and pydicom); the output is
-committed. Names of fuzzers as arguments write only their corpora (the others stay as they are):
+committed, beside regression_* files (inputs the fuzzers found, kept as seeds; not written here).
+Names of fuzzers as arguments write only their corpora (the others stay as they are):
   PYTHONPATH=build/proto/python python3 tests/fuzz/make_seeds.py [FUZZER...]"""
 import gzip
 import io
