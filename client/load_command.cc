@@ -64,6 +64,7 @@ std::string ConfigJson(const ConnectionOptions& connection, const LoadCommand& c
   config["requests"] = c.requests;
   config["warmup_s"] = c.warmup_s;
   config["channels"] = c.channels;
+  config["shm"] = c.shm;
   return config.dump();
 }
 

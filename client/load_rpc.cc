@@ -115,7 +115,6 @@ absl::StatusOr<std::unique_ptr<LoadRpc>> Morphology(const LoadCommand& c,
   ToProtoImage(input.image, request.mutable_input()->mutable_image());
   LoadRpc::Payload payload = {{"steps", c.steps}};
   DescribeImage(c, input.image, &payload);
-  payload.push_back({"shm", c.shm ? "true" : "false"});
   std::vector<v1::MorphologyRequest> requests;
   if (c.shm) {
     CUIMG_ASSIGN_OR_RETURN(requests, shared_memory(request));
