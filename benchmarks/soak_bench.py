@@ -4,7 +4,9 @@ after warm-up. Five `cuimg load` runs go at once, one per RPC (Morphology 640x48
 Gradient 640x480, a 10-level Pyramid of 640x480, DetectPedestrians on a 768x576 JPEG, Deform of a
 101x101 torus), each a fixed number of calls. The server's resident set (/proc/PID/status VmRSS)
 and device memory (`cuimg_device_memory_bytes{kind="used"}`, all processes on the device) are
-sampled every 0.5 s; "after warm-up" is the sample once the first 10% of the calls are done.
+sampled every 0.5 s with the pinned staging pool's bytes (page-locked host memory the server keeps
+once allocated, part of its RSS); "after warm-up" is the sample once the first 10% of the run's
+time has passed, and the samples at each quarter show whether growth levels off.
 One JSON line (impl "soak")."""
 import argparse
 import json
@@ -34,13 +36,16 @@ def rss_bytes(pid):
     return 0
 
 
-def device_used_bytes(metrics_port):
+def scrape(metrics_port):
+    """(device memory used, pinned staging bytes held: used + cached), summed over devices."""
     text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).read()
-    total = 0.0
+    device = staging = 0.0
     for line in text.decode().splitlines():
         if line.startswith("cuimg_device_memory_bytes{") and 'kind="used"' in line:
-            total += float(line.rsplit(" ", 1)[1])
-    return total
+            device += float(line.rsplit(" ", 1)[1])
+        elif line.startswith("cuimg_pinned_staging_bytes{"):
+            staging += float(line.rsplit(" ", 1)[1])
+    return device, staging
 
 
 def main():
@@ -59,7 +64,7 @@ def main():
     def sample():
         while not stop.is_set():
             samples.append((time.time(), rss_bytes(server.process.pid),
-                            device_used_bytes(server.metrics_port)))
+                            *scrape(server.metrics_port)))
             stop.wait(0.5)
 
     try:
@@ -89,9 +94,15 @@ def main():
         stop.set()
         sampler.join()
         server.terminate()
-    # The warm-up sample: 10% of the run's time in (the calls run at a steady rate).
+    # The warm-up sample: 10% of the run's time in (the calls run at a steady rate); then the
+    # samples at each further quarter, to tell a plateau (caches filled) from steady growth.
     warm = [s for s in samples if s[0] >= start + 0.1 * seconds] or samples
     after_warmup, end = warm[0], samples[-1]
+
+    def at(fraction):
+        return next((s for s in samples if s[0] >= start + fraction * seconds), samples[-1])
+
+    quarters = [at(f) for f in (0.25, 0.5, 0.75, 1.0)]
     print(json.dumps({
         "impl": "soak", "workload": "mixed_100k", "backend": args.backend, "calls": total_calls,
         "ok": sum(r["ok"] for r in results.values()), "seconds": round(seconds, 1),
@@ -101,6 +112,9 @@ def main():
         "device_used_after_warmup_mb": round(after_warmup[2] / 2**20, 1),
         "device_used_end_mb": round(end[2] / 2**20, 1),
         "device_used_max_mb": round(max(s[2] for s in warm) / 2**20, 1),
+        "rss_quarters_mb": [round(q[1] / 2**20, 1) for q in quarters],
+        "device_used_quarters_mb": [round(q[2] / 2**20, 1) for q in quarters],
+        "pinned_staging_quarters_mb": [round(q[3] / 2**20, 1) for q in quarters],
         "per_rpc": results}), flush=True)
 
 

@@ -119,6 +119,10 @@ def main(jsonl_path, device_path=None):
               f"{r['rss_end_mb']} MiB at the end (max {r['rss_max_mb']}); device memory used "
               f"{r['device_used_after_warmup_mb']} -> {r['device_used_end_mb']} MiB "
               f"(max {r['device_used_max_mb']}).")
+        if "rss_quarters_mb" in r:
+            print(f"At each quarter of the run: RSS {r['rss_quarters_mb']} MiB, of which pinned "
+                  f"staging {r['pinned_staging_quarters_mb']} MiB; device memory used "
+                  f"{r['device_used_quarters_mb']} MiB.")
     if multi:
         print("\nScale-up over the host's GPUs (cuimg load, GPU-bound Morphology):\n")
         print("| workload | GPUs | requests/s | p50 ms | p99 ms | in flight |")
