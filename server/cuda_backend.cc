@@ -174,21 +174,16 @@ struct DeviceCall {
     leases.push_back(std::move(lease));
     return leases.back().data();
   }
-  // Staging pays only one way per size (staging_bench on the H200, run 20): in, 1.18x faster for
-  // the 157 MB volume but 0.91x for a 300 KB frame; out, 1.26x faster for the frame but 0.47x for
-  // the volume (the CPU empties the chunks at ~7 GB/s where the driver's pageable path reaches
-  // 15 GB/s). So inputs are staged from kStageInFrom bytes up, results up to kStageOutUpTo.
-  static constexpr std::size_t kStageInFrom = std::size_t{1} << 20;
+  // Results are staged only up to kStageOutUpTo bytes: staging_bench on the H200 (run 20) found
+  // staged results 1.26x faster for a 300 KB frame but 0.47x for the 157 MB volume (the CPU
+  // empties the chunks at ~7 GB/s where the driver's pageable path reaches 15 GB/s). Inputs are
+  // always staged: a 300 KB input alone is 0.91x, but under 64 calls in flight staged inputs
+  // gave 0.80-0.85x the echo server's calls/s against 0.69-0.71x unstaged (runs 20 and 22; a
+  // pageable copy serializes in the driver across threads).
   static constexpr std::size_t kStageOutUpTo = std::size_t{1} << 20;
 
-  // Request bytes to the device: large ones staged through the device's pinned pool
-  // (staged_copy.h), small ones by one asynchronous copy.
+  // Request bytes to the device, staged through the device's pinned pool (staged_copy.h).
   absl::Status CopyIn(void* d_dst, const void* src, std::size_t bytes) {
-    if (bytes < kStageInFrom) {
-      CUIMG_CUDA_RETURN_IF_ERROR(
-          cudaMemcpyAsync(d_dst, src, bytes, cudaMemcpyHostToDevice, stream), "H2D copy");
-      return absl::OkStatus();
-    }
     return CopyToDeviceStaged(dev.staging(), d_dst, src, bytes, stream, &staging);
   }
   // Results to host memory (nothing for a null `dst`): small ones staged (returning once `dst`

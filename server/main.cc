@@ -34,7 +34,7 @@ ABSL_FLAG(int, worker_threads, 4, "Threads executing requests.");
 ABSL_FLAG(int, decode_threads, -1,
           "Threads a JPEG decode borrows while they are idle to decode one image in strips "
           "(same pixels, lower latency on an idle server; serial under load). -1: the cores "
-          "less one, at most 7; 0: serial.");
+          "less one, at most 15; 0: serial.");
 ABSL_FLAG(int, max_inflight_requests, 64,
           "Requests admitted at once; more get RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int, cpu_threads_per_request, 0, "CPU backend threads per request (0 = all cores).");
@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
   options.decode_threads = absl::GetFlag(FLAGS_decode_threads);
   if (options.decode_threads < 0) {
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
-    options.decode_threads = std::clamp(cores - 1, 0, 7);
+    options.decode_threads = std::clamp(cores - 1, 0, 15);
   }
   options.max_inflight_requests = absl::GetFlag(FLAGS_max_inflight_requests);
   options.cpu_threads_per_request = absl::GetFlag(FLAGS_cpu_threads_per_request);
