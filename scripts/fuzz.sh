@@ -3,7 +3,8 @@
 # each from its seed corpus (tests/fuzz/corpus/, left unchanged) for its time budget below (each
 # CUIMG_FUZZ_SECONDS seconds instead, when set). Fails on any crash, sanitizer report, leak (but
 # assimp's own, tests/fuzz/lsan.supp), timeout or out-of-memory; the input that did it is kept
-# under build-fuzz/artifacts/.
+# under build-fuzz/artifacts/. A fixed seed (-seed=1) makes a CI run explore what the last local
+# run explored (up to its time budget), so CI fails on a regression, not on a new random find.
 #   scripts/fuzz.sh [FUZZER...]      (default: all eight, 300 s in all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +35,8 @@ for f in "${fuzzers[@]}"; do
   work="$build_dir/corpus/$f"
   mkdir -p "$work"
   log="$build_dir/$f.log"
-  if "$build_dir/tests/fuzz/${f}_fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  if "$build_dir/tests/fuzz/${f}_fuzzer" -max_total_time="$seconds" -seed=1 -timeout=10 \
+      -rss_limit_mb=2048 \
       -malloc_limit_mb=1024 -print_final_stats=1 -artifact_prefix="$build_dir/artifacts/$f-" \
       "$work" "tests/fuzz/corpus/$f" > "$log" 2>&1; then
     passed=$((passed + 1))

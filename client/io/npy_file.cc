@@ -131,12 +131,14 @@ absl::StatusOr<Image> ParseNpy(absl::Span<const std::uint8_t> bytes, const std::
                                           : Extent{shape[2], shape[1], shape[0]};
   if (extent.Pixels() > kMaxPixels) return Bad(name, "more than 2^30 pixels");
 
+  // The data's size is checked before anything is allocated: a header may claim any shape.
   const std::size_t data_start = header_start + header_length;
-  Image image(type, extent);
-  if (bytes.size() - data_start != image.size_bytes()) {
+  const std::size_t need = static_cast<std::size_t>(extent.Pixels()) * PixelSize(type);
+  if (bytes.size() - data_start != need) {
     return Bad(name, absl::StrCat(bytes.size() - data_start, " data bytes, shape and dtype need ",
-                                  image.size_bytes()));
+                                  need));
   }
+  Image image(type, extent);
   std::memcpy(image.bytes(), bytes.data() + data_start, image.size_bytes());
   if (order == '>') SwapBytes(image.bytes(), extent.Pixels(), PixelSize(type));
   return image;
