@@ -58,6 +58,21 @@ def torus(n, m, major=1.0, minor=0.35):
     return pos, tris.astype(np.uint32)
 
 
+def timed_unary(method, requests, runs, timeout=60):
+    """Median wall time over `runs` calls after 2 warm-ups (inputs rotated), the stages' medians
+    from the timing trailer, and the last reply."""
+    walls, stages = [], []
+    for i in range(runs + 2):
+        start = time.perf_counter()
+        reply, call = method.with_call(requests[i % len(requests)], timeout=timeout)
+        wall = time.perf_counter() - start
+        if i >= 2:
+            walls.append(wall)
+            stages.append(timing_fields(call.trailing_metadata()))
+    median = {k: statistics.median(s[k] for s in stages) for k in stages[0]}
+    return statistics.median(walls), median, reply
+
+
 def deform_workload(stub, args):
     """The issue's end-to-end Deform: a resident 301x301 torus (uploaded once), a 3x3x3 lattice with
     random displacements per call, positions and normals back."""
@@ -77,36 +92,13 @@ def deform_workload(stub, args):
             t=types_pb2.Vec3(y=hi[1] - lo[1]), u=types_pb2.Vec3(z=hi[2] - lo[2]), count_s=3,
             count_t=3, count_u=3, displacements=rng.normal(scale=0.1, size=81).tolist()))
         for _ in range(3)]
-    walls, stages = [], []
-    for i in range(args.runs + 2):
-        start = time.perf_counter()
-        reply, call = stub.Deform.with_call(requests[i % 3], timeout=60)
-        wall = time.perf_counter() - start
-        if i >= 2:
-            walls.append(wall)
-            stages.append(timing_fields(call.trailing_metadata()))
-    median = {k: statistics.median(s[k] for s in stages) for k in stages[0]}
+    wall, median, reply = timed_unary(stub.Deform, requests, args.runs)
     print(json.dumps({**TRANSPORT, "impl": "rpc", "workload": "rpc_deform_torus301_3x3x3_normals",
-                      "backend": args.backend, "median_ms": round(statistics.median(walls) * 1e3, 3),
+                      "backend": args.backend, "median_ms": round(wall * 1e3, 3),
                       "payload_mb": round((len(reply.positions) + len(reply.normals)) / 1e6, 2),
                       "server_us": median, "runs": args.runs, "vertices": len(pos),
                       "triangles": len(tris)}), flush=True)
     stub.Release(resident_pb2.ReleaseRequest(handle=handle), timeout=10)
-
-
-def timed_unary(method, requests, runs, timeout=60):
-    """Median wall time over `runs` calls after 2 warm-ups (inputs rotated), the stages' medians
-    from the timing trailer, and the last reply."""
-    walls, stages = [], []
-    for i in range(runs + 2):
-        start = time.perf_counter()
-        reply, call = method.with_call(requests[i % len(requests)], timeout=timeout)
-        wall = time.perf_counter() - start
-        if i >= 2:
-            walls.append(wall)
-            stages.append(timing_fields(call.trailing_metadata()))
-    median = {k: statistics.median(s[k] for s in stages) for k in stages[0]}
-    return statistics.median(walls), median, reply
 
 
 def gradient_pyramid_workloads(stub, args, selected):
@@ -149,15 +141,7 @@ def detect_workload(stub, args):
         with open(path, "rb") as f:
             requests.append(detection_pb2.DetectPedestriansRequest(
                 input=types_pb2.ImageSource(encoded=f.read())))
-    walls, stages = [], []
-    for i in range(args.runs + 2):
-        start = time.perf_counter()
-        reply, call = stub.DetectPedestrians.with_call(requests[i % len(requests)], timeout=300)
-        wall = time.perf_counter() - start
-        if i >= 2:
-            walls.append(wall)
-            stages.append(timing_fields(call.trailing_metadata()))
-    median = {k: statistics.median(s[k] for s in stages) for k in stages[0]}
+    wall, median, reply = timed_unary(stub.DetectPedestrians, requests, args.runs, timeout=300)
     # Closed loop under load: `concurrency` threads, each one call in flight.
     latencies, lock, deadline = [], threading.Lock(), time.perf_counter() + args.load_seconds
 
@@ -179,7 +163,7 @@ def detect_workload(stub, args):
     elapsed = time.perf_counter() - began
     latencies.sort()
     print(json.dumps({**TRANSPORT, "impl": "rpc", "workload": name, "backend": args.backend,
-                      "median_ms": round(statistics.median(walls) * 1e3, 3),
+                      "median_ms": round(wall * 1e3, 3),
                       "payload_mb": round(statistics.mean(len(r.input.encoded) for r in requests) / 1e6, 2),
                       "server_us": median, "runs": args.runs, "detections": len(reply.detections),
                       "concurrency": args.concurrency, "throughput_fps": round(len(latencies) / elapsed, 1),
@@ -255,17 +239,9 @@ def main():
                                                               depth=d))
                 requests.append(morphology_pb2.MorphologyRequest(
                     input=types_pb2.ImageSource(image=image), steps=[step]))
-            walls, stages = [], []
-            for i in range(args.runs + 2):
-                start = time.perf_counter()
-                _, call = stub.Morphology.with_call(requests[i % 3], timeout=300)
-                wall = time.perf_counter() - start
-                if i >= 2:  # warm-up
-                    walls.append(wall)
-                    stages.append(timing_fields(call.trailing_metadata()))
-            median = {k: statistics.median(s[k] for s in stages) for k in stages[0]}
+            wall, median, _ = timed_unary(stub.Morphology, requests, args.runs, timeout=300)
             print(json.dumps({**TRANSPORT, "impl": "rpc", "workload": name, "backend": args.backend,
-                              "median_ms": round(statistics.median(walls) * 1e3, 3),
+                              "median_ms": round(wall * 1e3, 3),
                               "payload_mb": round(len(requests[0].input.image.data) / 1e6, 1),
                               "server_us": median, "runs": args.runs}), flush=True)
         gradient_pyramid_workloads(stub, args, selected)
