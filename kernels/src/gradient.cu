@@ -1,5 +1,7 @@
-// GradientPlan: one fused launch per call. Each block runs the three tile passes of
-// gradient_device.cuh on its 64x64 tile of one slice and stores gx, gy (and magnitude, angle) once.
+// GradientPlan: one fused launch per call. Radius <= 4 (the default length 7 among them): one warp
+// per 120x4 strip of one slice, everything in registers (gradient_strip.cuh). Larger radii: each
+// block runs the three tile passes of gradient_device.cuh on its 64x64 tile. Either kernel stores
+// gx, gy (and magnitude, angle) once.
 #include "cuimg/kernels/gradient.h"
 
 #include <cstdint>
@@ -10,6 +12,7 @@
 #include "cuimg/common/status_macros.h"
 #include "common/kernel_attributes.h"
 #include "gradient_device.cuh"
+#include "gradient_strip.cuh"
 
 namespace cuimg {
 
@@ -21,6 +24,7 @@ struct GradientPlan::Impl {
   std::vector<float> smoothing;
   std::vector<float> derivative;
   gradient::Taps device_taps{};
+  bool strip = false;  // the strip kernel (radius <= 4), else the tile kernel
   dim3 grid;
 };
 
@@ -46,6 +50,59 @@ struct GradientParams {
   bool vector_out;  // width % 4 == 0 and every output 16-byte aligned
   gradient::Taps taps;
 };
+
+// Stores the first `cols` (1..4) of v at `at`: one 16-byte store when `vector` (cols is 4 there).
+__device__ __forceinline__ void StoreQuad(float* at, float4 v, int cols, bool vector) {
+  if (vector) {
+    *reinterpret_cast<float4*>(at) = v;
+    return;
+  }
+  at[0] = v.x;
+  if (cols > 1) at[1] = v.y;
+  if (cols > 2) at[2] = v.z;
+  if (cols > 3) at[3] = v.w;
+}
+
+// One warp per strip (gradient_strip.cuh): block (x, y) covers output columns 120 x .. 120 x + 119
+// and rows 4 y .. 4 y + 3 of slices z, z + gridDim.z, ...; lanes 1..30 store.
+// kDerived: magnitude or angle wanted (a separate instantiation keeps their checks out of the
+// plain kernel's row loop). The plain kernel is held to 64 registers, 32 warps per SM: the strips
+// are short serial chains and latency-bound, so more of them in flight is what pays (run 24:
+// 4-row strips at 64 registers 10.9 us, 8-row strips at 104 registers 11.5-12.7 us).
+template <typename T, int R, bool kDerived>
+__global__ void __launch_bounds__(32, kDerived ? 16 : 32)
+    GradientStripKernel(const __grid_constant__ GradientParams<T> p) {
+  const int lane = static_cast<int>(threadIdx.x);
+  const int x = static_cast<int>(blockIdx.x) * gradient::kStripCols - 4 + 4 * lane;
+  const int y0 = static_cast<int>(blockIdx.y) * gradient::kStripRows;
+  const bool owner = lane >= 1 && lane <= 30 && x < p.width;
+  const int cols = min(4, p.width - x);
+  const std::size_t slice_pixels = static_cast<std::size_t>(p.width) * p.height;
+  for (int z = blockIdx.z; z < p.depth; z += gridDim.z) {
+    const std::size_t slice = static_cast<std::size_t>(z) * slice_pixels;
+    gradient::StripGradient<T, R>(
+        p.in + slice, p.width, p.height, x, y0, p.vector_in, p.taps,
+        [&](int m, float4 gx, float4 gy) {
+          if (!owner) return;
+          const std::size_t at = slice + static_cast<std::size_t>(y0 + m) * p.width + x;
+          StoreQuad(p.gx + at, gx, cols, p.vector_out);
+          StoreQuad(p.gy + at, gy, cols, p.vector_out);
+          if (!kDerived) return;
+          if (p.magnitude != nullptr) {
+            StoreQuad(p.magnitude + at,
+                      make_float4(sqrtf(gx.x * gx.x + gy.x * gy.x), sqrtf(gx.y * gx.y + gy.y * gy.y),
+                                  sqrtf(gx.z * gx.z + gy.z * gy.z), sqrtf(gx.w * gx.w + gy.w * gy.w)),
+                      cols, p.vector_out);
+          }
+          if (p.angle != nullptr) {
+            StoreQuad(p.angle + at,
+                      make_float4(atan2f(gy.x, gx.x), atan2f(gy.y, gx.y), atan2f(gy.z, gx.z),
+                                  atan2f(gy.w, gx.w)),
+                      cols, p.vector_out);
+          }
+        });
+  }
+}
 
 // Two blocks of 256 threads per SM at least; four (64 registers each) while the tile's shared
 // memory allows it (radius <= 4: <= 57 KiB per block).
@@ -80,15 +137,8 @@ __global__ void __launch_bounds__(kThreads, MinBlocks<R>())
     const int cols = min(4, p.width - x);
     auto store = [&](float* out, int m, float4 v) {
       if (m >= rows || cols <= 0) return;
-      float* at = out + first + static_cast<std::size_t>(m) * p.width;
-      if (p.vector_out) {  // cols == 4: width and x are multiples of 4
-        *reinterpret_cast<float4*>(at) = v;
-        return;
-      }
-      at[0] = v.x;
-      if (cols > 1) at[1] = v.y;
-      if (cols > 2) at[2] = v.z;
-      if (cols > 3) at[3] = v.w;
+      // cols == 4 when vector_out: width and x are multiples of 4.
+      StoreQuad(out + first + static_cast<std::size_t>(m) * p.width, v, cols, p.vector_out);
     };
     gradient::ColumnPass<R>(
         smooth, deriv, p.taps, [&](int m, float4 v) { store(p.gx, m, v); },
@@ -112,7 +162,18 @@ __global__ void __launch_bounds__(kThreads, MinBlocks<R>())
 }
 
 template <typename T, int R>
-absl::Status LaunchRadius(const GradientParams<T>& p, dim3 grid, cudaStream_t stream) {
+absl::Status LaunchRadius(const GradientParams<T>& p, bool strip, dim3 grid, cudaStream_t stream) {
+  if constexpr (R <= gradient::kStripMaxRadius) {
+    if (strip) {
+      if (p.magnitude != nullptr || p.angle != nullptr) {
+        GradientStripKernel<T, R, true><<<grid, 32, 0, stream>>>(p);
+      } else {
+        GradientStripKernel<T, R, false><<<grid, 32, 0, stream>>>(p);
+      }
+      CUIMG_CUDA_CHECK_LAUNCH(stream, "GradientStripKernel");
+      return absl::OkStatus();
+    }
+  }
   constexpr std::size_t kSmem = gradient::TileGeometry<R>::kSmemBytes;
   // All of the SM's unified L1/shared memory as shared memory: four 55 KiB blocks per SM at
   // radius <= 3 (the default carveout may leave room for fewer).
@@ -127,13 +188,13 @@ absl::Status LaunchRadius(const GradientParams<T>& p, dim3 grid, cudaStream_t st
 // The radius is a template parameter (taps unrolled into the constant bank): one instantiation
 // per radius 1..15, chosen here.
 template <typename T, int R = 1>
-absl::Status LaunchForRadius(int radius, const GradientParams<T>& p, dim3 grid,
+absl::Status LaunchForRadius(int radius, const GradientParams<T>& p, bool strip, dim3 grid,
                              cudaStream_t stream) {
   if constexpr (R > gradient::kMaxRadius) {
     return absl::InternalError("gradient radius out of range");
   } else {
-    if (radius == R) return LaunchRadius<T, R>(p, grid, stream);
-    return LaunchForRadius<T, R + 1>(radius, p, grid, stream);
+    if (radius == R) return LaunchRadius<T, R>(p, strip, grid, stream);
+    return LaunchForRadius<T, R + 1>(radius, p, strip, grid, stream);
   }
 }
 
@@ -149,14 +210,19 @@ absl::StatusOr<GradientPlan> GradientPlan::Create(PixelType type, const Extent& 
   if (extent.width < 1 || extent.height < 1 || extent.depth < 1) {
     return absl::InvalidArgumentError("extent: every dimension must be >= 1");
   }
-  const std::int64_t tiles_x = (extent.width + kTileW - 1) / kTileW;
-  const std::int64_t tiles_y = (extent.height + kTileH - 1) / kTileH;
+  // Strips for small radii unless their grid would be too tall (then the 64-row tiles).
+  const bool strip = taps.radius <= gradient::kStripMaxRadius &&
+                     (extent.height + gradient::kStripRows - 1) / gradient::kStripRows <= 65535;
+  const int block_w = strip ? gradient::kStripCols : kTileW;
+  const int block_h = strip ? gradient::kStripRows : kTileH;
+  const std::int64_t tiles_x = (extent.width + block_w - 1) / block_w;
+  const std::int64_t tiles_y = (extent.height + block_h - 1) / block_h;
   if (tiles_x > 0x7fffffff || tiles_y > 65535 || extent.SlicePixels() > 0x7fffffff ||
       extent.depth > 0x7fffffff) {
     return absl::InvalidArgumentError(
         absl::StrCat("extent: ", extent.width, "x", extent.height, "x", extent.depth,
                      " exceeds the gradient's limits (slices below 2^31 pixels, height below ",
-                     65535 * kTileH, ")"));
+                     65535 * block_h, ")"));
   }
   auto impl = std::make_shared<Impl>();
   impl->type = type;
@@ -171,6 +237,7 @@ absl::StatusOr<GradientPlan> GradientPlan::Create(PixelType type, const Extent& 
   for (double t : taps.smoothing) impl->smoothing.push_back(static_cast<float>(t));
   for (double t : taps.derivative) impl->derivative.push_back(static_cast<float>(t));
   impl->taps = std::move(taps);
+  impl->strip = strip;
   impl->grid = dim3(static_cast<unsigned>(tiles_x), static_cast<unsigned>(tiles_y),
                     static_cast<unsigned>(std::min<std::int64_t>(extent.depth, kMaxGridZ)));
   GradientPlan plan;
@@ -187,8 +254,13 @@ const GradientSpec& GradientPlan::spec() const { return impl_->spec; }
 
 std::string GradientPlan::Describe() const {
   const Impl& plan = *impl_;
+  const unsigned blocks = plan.grid.x * plan.grid.y * plan.grid.z;
+  if (plan.strip) {
+    return absl::StrCat("fused(strips ", gradient::kStripCols, "x", gradient::kStripRows,
+                        " per warp, radius ", plan.taps.radius, ", ", blocks, " warps)");
+  }
   return absl::StrCat("fused(tile ", kTileW, "x", kTileH, ", radius ", plan.taps.radius, ", ",
-                      plan.grid.x * plan.grid.y * plan.grid.z, " blocks)");
+                      blocks, " blocks)");
 }
 
 absl::Status GradientPlan::Run(const void* in, float* gx, float* gy, float* magnitude,
@@ -218,7 +290,7 @@ absl::Status GradientPlan::Run(const void* in, float* gx, float* gy, float* magn
                    (magnitude == nullptr || Aligned(magnitude, 16)) &&
                    (angle == nullptr || Aligned(angle, 16));
     p.taps = plan.device_taps;
-    return LaunchForRadius<T>(plan.taps.radius, p, plan.grid, stream);
+    return LaunchForRadius<T>(plan.taps.radius, p, plan.strip, plan.grid, stream);
   });
 }
 

@@ -16,10 +16,12 @@
 namespace cuimg {
 
 // A gradient prepared for one pixel type, extent and spec (gradient_types.h has the definition).
-// Run() is ONE fused kernel launch: each block loads a 64x64 tile plus its halo (converted to f32,
-// reflected at the borders) into shared memory, runs the row pass (smoothing and derivative along
-// x) into shared memory, then the column pass, and writes gx and gy (and magnitude / angle when
-// asked) once. Volumes are processed slice by slice in the same launch. Copyable and immutable.
+// Run() is ONE fused kernel launch that writes gx and gy (and magnitude / angle when asked) once.
+// Radius <= 4 (kernel length <= 9, the default 7 included): one warp per 120x4 output strip, the
+// column then row passes in registers with the halo columns shuffled between lanes. Larger radii:
+// each block loads a 64x64 tile plus its halo (converted to f32, reflected at the borders) into
+// shared memory, runs the row pass into shared memory, then the column pass. Volumes are
+// processed slice by slice in the same launch. Copyable and immutable.
 //
 // Contract of Run():
 // - Input pixel types u8, u16, i16, f32; one channel; 2D (depth 1) or a volume (each slice alone).
@@ -54,7 +56,7 @@ class GradientPlan {
   const GradientSpec& spec() const;
   // Kernel launches Run() makes: always 1.
   int LaunchCount() const { return 1; }
-  // The tile and radius, for logs and benchmarks.
+  // The kernel (strips or tiles) and radius, for logs and benchmarks.
   std::string Describe() const;
 
   // Opaque; defined where the kernel is launched.

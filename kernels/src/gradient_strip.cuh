@@ -1,0 +1,144 @@
+// The gradient for small radii (R <= 4, which includes the default length 7) without shared memory
+// or barriers: one warp owns a strip of kStripRows output rows by kStripCols columns. Each lane
+// holds 4 columns, the strip's 30 inner lanes own outputs and the two edge lanes only hold the
+// horizontal halo. Walking down the strip, every lane keeps the last 2R + 1 input rows in
+// registers, smooths / differentiates them along y, and takes the 2R neighbouring columns of those
+// results from the adjacent lanes by shuffles for the x pass. The tile kernel
+// (gradient_device.cuh) spent its time waiting between its load, row and column phases; here the
+// rows' loads are issued ahead and nothing waits on a barrier.
+#ifndef CUIMG_KERNELS_SRC_GRADIENT_STRIP_CUH_
+#define CUIMG_KERNELS_SRC_GRADIENT_STRIP_CUH_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "gradient_device.cuh"
+
+namespace cuimg::gradient {
+
+inline constexpr int kStripMaxRadius = 4;      // one neighbouring lane's 4 columns of halo
+inline constexpr int kStripCols = 4 * (32 - 2);  // 120 output columns per warp
+inline constexpr int kStripRows = 4;  // short strips: many warps in flight (halo rows are cheap)
+
+// Four consecutive elements from row `row`, columns x .. x + 3, as the raw word Vec4<T> converts:
+// one vector load when `vector` (inside the row, aligned), else the reflected columns `col`.
+template <typename T>
+__device__ __forceinline__ typename Vec4<T>::Word LoadQuad(const T* row, int x, bool vector,
+                                                           const int (&col)[4]) {
+  using W = typename Vec4<T>::Word;
+  if (vector) return __ldg(reinterpret_cast<const W*>(row + x));
+  T v[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) v[j] = __ldg(row + col[j]);
+  if constexpr (sizeof(T) == 1) {
+    return static_cast<unsigned>(v[0]) | static_cast<unsigned>(v[1]) << 8 |
+           static_cast<unsigned>(v[2]) << 16 | static_cast<unsigned>(v[3]) << 24;
+  } else if constexpr (sizeof(T) == 2) {
+    auto bits = [](T e) { return static_cast<unsigned>(static_cast<std::uint16_t>(e)); };
+    return make_uint2(bits(v[0]) | bits(v[1]) << 16, bits(v[2]) | bits(v[3]) << 16);
+  } else {
+    return make_float4(v[0], v[1], v[2], v[3]);
+  }
+}
+
+__device__ __forceinline__ float Lane(const float4& v, int j) {
+  return j == 0 ? v.x : (j == 1 ? v.y : (j == 2 ? v.z : v.w));
+}
+
+// Runs the strip whose first output row is y0 on one slice; the lane's columns start at x (a
+// multiple of 4, possibly outside the slice: those lanes load reflected columns). Calls
+// emit(m, gx4, gy4) for every output row y0 + m inside the slice (all lanes of the warp together;
+// the caller decides which lanes store).
+template <typename T, int R, typename Emit>
+__device__ __forceinline__ void StripGradient(const T* __restrict__ slice, int width, int height,
+                                              int x, int y0, bool vector_in, const Taps& taps,
+                                              const Emit& emit) {
+  static_assert(R >= 1 && R <= kStripMaxRadius, "the strip kernel covers radius 1..4");
+  using W = typename Vec4<T>::Word;
+  constexpr int kRows = kStripRows + 2 * R;
+  // Rows loaded ahead of the one in use: enough to cover an L2 hit's latency.
+  constexpr int kAhead = 4;
+  const bool vector = vector_in && x >= 0 && x + 4 <= width;
+  int col[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) col[j] = Reflect101(x + j, width);
+  auto row = [&](int i) {
+    return slice + static_cast<std::ptrdiff_t>(Reflect101(y0 - R + i, height)) * width;
+  };
+  W raw[kAhead];
+#pragma unroll
+  for (int i = 0; i < kAhead; ++i) raw[i] = LoadQuad<T>(row(i), x, vector, col);
+  float4 win[2 * R + 1] = {};
+  // Row i enters the window at win[2R]; the queue of loads in flight moves up by one.
+  auto advance = [&](int i) {
+#pragma unroll
+    for (int k = 0; k < 2 * R; ++k) win[k] = win[k + 1];
+    win[2 * R] = Vec4<T>::ToFloat4(raw[0]);
+#pragma unroll
+    for (int k = 0; k + 1 < kAhead; ++k) raw[k] = raw[k + 1];
+    if (i + kAhead < kRows) raw[kAhead - 1] = LoadQuad<T>(row(i + kAhead), x, vector, col);
+  };
+#pragma unroll
+  for (int i = 0; i < 2 * R; ++i) advance(i);
+  // Unrolled by two only: the fully unrolled strip missed the instruction cache (16.2 us against
+  // the tile kernel's 12.3, run 24); two rows in flight overlap one row's shuffle latency with the
+  // other's arithmetic.
+#pragma unroll 2
+  for (int m = 0; m < kStripRows; ++m) {
+    // Output row y0 + m is centred on win[R]. Rows below the slice are computed from reflected
+    // rows and not emitted: no early exit, so the compiler may interleave the two rows.
+    advance(m + 2 * R);
+    // Along y: smoothed (vs) and differentiated (vd) values of the lane's 4 columns, placed at
+    // R .. R + 3 of windows that the neighbours' columns complete on both sides.
+    float es[4 + 2 * R];
+    float ed[4 + 2 * R];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      float s = taps.smooth[0] * Lane(win[R], j);
+      float d = 0.0f;
+#pragma unroll
+      for (int k = 1; k <= R; ++k) {
+        const float below = Lane(win[R + k], j);
+        const float above = Lane(win[R - k], j);
+        s = fmaf(taps.smooth[k], above, s);
+        s = fmaf(taps.smooth[k], below, s);
+        d = fmaf(taps.deriv[k], below - above, d);
+      }
+      es[R + j] = s;
+      ed[R + j] = d;
+    }
+#pragma unroll
+    for (int t = 0; t < R; ++t) {
+      // Left halo: the previous lane's last R columns; right halo: the next lane's first R.
+      es[R - 1 - t] = __shfl_up_sync(0xffffffffu, es[R + 3 - t], 1);
+      ed[R - 1 - t] = __shfl_up_sync(0xffffffffu, ed[R + 3 - t], 1);
+      es[R + 4 + t] = __shfl_down_sync(0xffffffffu, es[R + t], 1);
+      ed[R + 4 + t] = __shfl_down_sync(0xffffffffu, ed[R + t], 1);
+    }
+    // Along x: gx differentiates the smoothed columns, gy smooths the differentiated ones.
+    float gx[4];
+    float gy[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int c = R + j;
+      float a = 0.0f;
+      float b = taps.smooth[0] * ed[c];
+#pragma unroll
+      for (int k = 1; k <= R; ++k) {
+        a = fmaf(taps.deriv[k], es[c + k] - es[c - k], a);
+        b = fmaf(taps.smooth[k], ed[c - k], b);
+        b = fmaf(taps.smooth[k], ed[c + k], b);
+      }
+      gx[j] = a;
+      gy[j] = b;
+    }
+    if (y0 + m < height) {
+      emit(m, make_float4(gx[0], gx[1], gx[2], gx[3]), make_float4(gy[0], gy[1], gy[2], gy[3]));
+    }
+  }
+}
+
+}  // namespace cuimg::gradient
+
+#endif  // CUIMG_KERNELS_SRC_GRADIENT_STRIP_CUH_
