@@ -3,7 +3,7 @@
 tried: an echo server (benchmarks/echo/echo_server.cc) and a cuimg-server started side by side with
 the same settings (cuimg-server with --shared_memory, for the driver's shared-memory row), the C++
 driver against both. Settings: gRPC's defaults; a 16 MiB HTTP/2
-lookahead on both ends; a Unix socket. Prints the driver's JSON lines (impl "transport"), or one
+lookahead on both ends; a Unix socket; polling workers (--worker_spin_us). Prints the driver's JSON lines (impl "transport"), or one
 {"impl": "transport", "error": ...} line per setting that could not run.
 Usage: transport_bench.py --server BIN --echo_server BIN --driver BIN [--backend cuda] [-- ARGS]"""
 import argparse
@@ -16,11 +16,17 @@ import time
 
 from server_process import ServerProcess
 
+SPIN = "--worker_spin_us=2000"
 SETTINGS = [
-    # label, lookahead bytes, listen over a Unix socket
-    ("default", 0, False),
-    ("lookahead16m", 16 << 20, False),
-    ("unix_lookahead16m", 16 << 20, True),
+    # label, lookahead bytes, listen over a Unix socket, further cuimg-server flags
+    ("default", 0, False, []),
+    ("lookahead16m", 16 << 20, False, []),
+    ("unix_lookahead16m", 16 << 20, True, []),
+    # An idle worker polls 2 ms for the next request instead of sleeping (one core at most).
+    ("default_spin", 0, False, [SPIN]),
+    ("unix_lookahead16m_spin", 16 << 20, True, [SPIN]),
+    # ... and 16 workers (streams) instead of 4, for the 64-in-flight load.
+    ("default_spin_w16", 0, False, [SPIN, "--worker_threads=16"]),
 ]
 
 
@@ -46,12 +52,12 @@ def main():
     parser.add_argument("--echo_server", required=True)
     parser.add_argument("--driver", required=True)
     parser.add_argument("--backend", default="cuda")
-    parser.add_argument("--settings", default=",".join(s[0] for s in SETTINGS))
+    parser.add_argument("--settings", default="default,lookahead16m,unix_lookahead16m,default_spin")
     parser.add_argument("driver_args", nargs="*")
     args = parser.parse_args()
     wanted = set(args.settings.split(","))
     status = 0
-    for label, lookahead, unix in (s for s in SETTINGS if s[0] in wanted):
+    for label, lookahead, unix, flags in (s for s in SETTINGS if s[0] in wanted):
         with tempfile.TemporaryDirectory() as d:
             echo = server = None
             try:
@@ -59,7 +65,7 @@ def main():
                 echo_listen = f"unix:{d}/echo.sock" if unix else "127.0.0.1:0"
                 server = ServerProcess(args.server, f"--backend={args.backend}",
                                        f"--http2_lookahead_bytes={lookahead}", "--shared_memory",
-                                       listen=cuimg_listen)
+                                       *flags, listen=cuimg_listen)
                 echo, echo_port = start_echo(args.echo_server, lookahead, echo_listen, d)
                 cuimg_target = cuimg_listen if unix else server.target
                 echo_target = echo_listen if unix else f"127.0.0.1:{echo_port}"

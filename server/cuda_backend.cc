@@ -28,94 +28,9 @@
 namespace cuimg {
 namespace {
 
-// One GPU: its slot, streams (leased one per request), buffer cache and pinned staging pool.
-class DeviceContext {
- public:
-  static absl::StatusOr<std::unique_ptr<DeviceContext>> Create(const DeviceInfo& info, int id,
-                                                               const ServerOptions& options) {
-    auto ctx = std::unique_ptr<DeviceContext>(new DeviceContext(info, id, options));
-    CUIMG_CUDA_RETURN_IF_ERROR(cudaSetDevice(info.ordinal), "cudaSetDevice");
-    for (int i = 0; i < options.worker_threads; ++i) {
-      CUIMG_ASSIGN_OR_RETURN(CudaStream s, CudaStream::Create());
-      ctx->free_.push_back(std::move(s));
-    }
-    ctx->streams_total_ = options.worker_threads;
-    return ctx;
-  }
-
-  const DeviceInfo& info() const { return info_; }
-  DeviceSlot& slot() { return slot_; }
-  const DeviceSlot& slot() const { return slot_; }
-  DeviceBufferCache& cache() { return cache_; }
-  const DeviceBufferCache& cache() const { return cache_; }
-  PinnedStagingPool& staging() { return staging_; }
-  const PinnedStagingPool& staging() const { return staging_; }
-  int streams_total() const { return streams_total_; }
-  int streams_busy() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return streams_total_ - static_cast<int>(free_.size());
-  }
-
-  // A stream for the duration of one request; blocks while all are leased.
-  class StreamLease {
-   public:
-    StreamLease(DeviceContext* ctx, CudaStream stream) : ctx_(ctx), stream_(std::move(stream)) {}
-    ~StreamLease() { ctx_->Return(std::move(stream_)); }
-    StreamLease(const StreamLease&) = delete;
-    StreamLease& operator=(const StreamLease&) = delete;
-    cudaStream_t get() const { return stream_.get(); }
-
-   private:
-    DeviceContext* ctx_;
-    CudaStream stream_;
-  };
-
-  std::unique_ptr<StreamLease> AcquireStream() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return !free_.empty(); });
-    CudaStream s = std::move(free_.back());
-    free_.pop_back();
-    return std::make_unique<StreamLease>(this, std::move(s));
-  }
-
- private:
-  DeviceContext(const DeviceInfo& info, int id, const ServerOptions& options)
-      : info_(info),
-        slot_(id, absl::StrCat("cuda", info.ordinal), options.fault),
-        cache_(info.ordinal, options.device_cache_bytes, options.device_memory_limit_bytes),
-        staging_(options.pinned_staging_bytes, options.pinned_staging_chunk_bytes) {}
-  void Return(CudaStream s) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      free_.push_back(std::move(s));
-    }
-    cv_.notify_one();
-  }
-
-  DeviceInfo info_;
-  DeviceSlot slot_;
-  DeviceBufferCache cache_;
-  PinnedStagingPool staging_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<CudaStream> free_;
-  int streams_total_ = 0;
-};
-
-class CudaHostPin final : public HostMemoryPin {
- public:
-  explicit CudaHostPin(HostRegistration registration) : registration_(std::move(registration)) {}
-
- private:
-  HostRegistration registration_;
-};
-
-struct SyncOnExit {
-  cudaStream_t stream;
-  ~SyncOnExit() { (void)cudaStreamSynchronize(stream); }
-};
-
-// Records events around each stage of one request and reads them once the stream is done.
+// Records events around each stage of one request and reads them once the stream is done. One
+// per stream, created with it: four event creations and destructions per request cost more than
+// the small requests' kernels.
 class StageTimer {
  public:
   static absl::StatusOr<StageTimer> Create() {
@@ -139,6 +54,102 @@ class StageTimer {
 
  private:
   CudaEvent events_[4];
+};
+
+// One GPU: its slot, streams (leased one per request), buffer cache and pinned staging pool.
+class DeviceContext {
+ public:
+  static absl::StatusOr<std::unique_ptr<DeviceContext>> Create(const DeviceInfo& info, int id,
+                                                               const ServerOptions& options) {
+    auto ctx = std::unique_ptr<DeviceContext>(new DeviceContext(info, id, options));
+    CUIMG_CUDA_RETURN_IF_ERROR(cudaSetDevice(info.ordinal), "cudaSetDevice");
+    for (int i = 0; i < options.worker_threads; ++i) {
+      StreamSlot slot;
+      CUIMG_ASSIGN_OR_RETURN(slot.stream, CudaStream::Create());
+      CUIMG_ASSIGN_OR_RETURN(slot.timer, StageTimer::Create());
+      ctx->free_.push_back(std::move(slot));
+    }
+    ctx->streams_total_ = options.worker_threads;
+    return ctx;
+  }
+
+  const DeviceInfo& info() const { return info_; }
+  DeviceSlot& slot() { return slot_; }
+  const DeviceSlot& slot() const { return slot_; }
+  DeviceBufferCache& cache() { return cache_; }
+  const DeviceBufferCache& cache() const { return cache_; }
+  PinnedStagingPool& staging() { return staging_; }
+  const PinnedStagingPool& staging() const { return staging_; }
+  int streams_total() const { return streams_total_; }
+  int streams_busy() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return streams_total_ - static_cast<int>(free_.size());
+  }
+
+  // A stream and its stage timer.
+  struct StreamSlot {
+    CudaStream stream;
+    StageTimer timer;
+  };
+
+  // A stream (with its timer) for the duration of one request; blocks while all are leased.
+  class StreamLease {
+   public:
+    StreamLease(DeviceContext* ctx, StreamSlot slot) : ctx_(ctx), slot_(std::move(slot)) {}
+    ~StreamLease() { ctx_->Return(std::move(slot_)); }
+    StreamLease(const StreamLease&) = delete;
+    StreamLease& operator=(const StreamLease&) = delete;
+    cudaStream_t get() const { return slot_.stream.get(); }
+    StageTimer& timer() { return slot_.timer; }
+
+   private:
+    DeviceContext* ctx_;
+    StreamSlot slot_;
+  };
+
+  std::unique_ptr<StreamLease> AcquireStream() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return !free_.empty(); });
+    StreamSlot s = std::move(free_.back());
+    free_.pop_back();
+    return std::make_unique<StreamLease>(this, std::move(s));
+  }
+
+ private:
+  DeviceContext(const DeviceInfo& info, int id, const ServerOptions& options)
+      : info_(info),
+        slot_(id, absl::StrCat("cuda", info.ordinal), options.fault),
+        cache_(info.ordinal, options.device_cache_bytes, options.device_memory_limit_bytes),
+        staging_(options.pinned_staging_bytes, options.pinned_staging_chunk_bytes) {}
+  void Return(StreamSlot s) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      free_.push_back(std::move(s));
+    }
+    cv_.notify_one();
+  }
+
+  DeviceInfo info_;
+  DeviceSlot slot_;
+  DeviceBufferCache cache_;
+  PinnedStagingPool staging_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<StreamSlot> free_;
+  int streams_total_ = 0;
+};
+
+class CudaHostPin final : public HostMemoryPin {
+ public:
+  explicit CudaHostPin(HostRegistration registration) : registration_(std::move(registration)) {}
+
+ private:
+  HostRegistration registration_;
+};
+
+struct SyncOnExit {
+  cudaStream_t stream;
+  ~SyncOnExit() { (void)cudaStreamSynchronize(stream); }
 };
 
 // A mesh in one device's memory.
@@ -466,16 +477,15 @@ class CudaBackend final : public Backend {
     times->device = dev.info().ordinal;
     absl::Status status = [&]() -> absl::Status {
       CUIMG_CUDA_RETURN_IF_ERROR(cudaSetDevice(dev.info().ordinal), "cudaSetDevice");
-      CUIMG_ASSIGN_OR_RETURN(StageTimer timer, StageTimer::Create());
-      // Destroyed in reverse: the stream is synchronized, then returned, then the buffers and
-      // staging chunks.
+      // Destroyed in reverse: the stream is synchronized, then returned (with its timer), then
+      // the buffers and staging chunks.
       std::vector<DeviceBufferCache::Lease> leases;
       std::vector<PinnedStagingPool::Lease> staging;
       auto stream = dev.AcquireStream();
       const SyncOnExit sync{stream->get()};
-      DeviceCall call{dev, stream->get(), timer, leases, staging};
+      DeviceCall call{dev, stream->get(), stream->timer(), leases, staging};
       CUIMG_RETURN_IF_ERROR(body(call));
-      return timer.Fill(times);
+      return stream->timer().Fill(times);
     }();
     if (!status.ok()) CheckSticky(dev);
     return status;

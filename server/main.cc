@@ -31,6 +31,9 @@ ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9464",
 ABSL_FLAG(std::string, backend, "auto",
           "auto (CUDA when a usable GPU exists, else CPU), cuda, or cpu.");
 ABSL_FLAG(int, worker_threads, 4, "Threads executing requests.");
+ABSL_FLAG(int, worker_spin_us, 0,
+          "Microseconds an idle worker polls for the next request before sleeping (one worker "
+          "polls at a time: at most one core busy while idle); 0 sleeps at once.");
 ABSL_FLAG(int, decode_threads, -1,
           "Threads a JPEG decode borrows while they are idle to decode one image in strips "
           "(same pixels, lower latency on an idle server; serial under load). -1: the cores "
@@ -169,6 +172,7 @@ int main(int argc, char** argv) {
   options.listen_address = absl::GetFlag(FLAGS_listen_address);
   options.metrics_address = absl::GetFlag(FLAGS_metrics_address);
   options.worker_threads = absl::GetFlag(FLAGS_worker_threads);
+  options.worker_spin_us = absl::GetFlag(FLAGS_worker_spin_us);
   options.decode_threads = absl::GetFlag(FLAGS_decode_threads);
   if (options.decode_threads < 0) {
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
@@ -228,6 +232,10 @@ int main(int argc, char** argv) {
                          "--inject_device_failure DEVICE:AFTER[:DURATION_MS]\n");
     return 2;
   }
+  if (options.worker_spin_us < 0 || options.worker_spin_us > 1000000) {
+    std::fprintf(stderr, "usage: --worker_spin_us must be in 0..1000000\n");
+    return 2;
+  }
   if (options.worker_threads < 1 || options.max_inflight_requests < 1 ||
       options.max_receive_message_bytes < 1 || options.http2_lookahead_bytes < 0 ||
       options.limits.max_element_extent < 1 ||
@@ -264,7 +272,7 @@ int main(int argc, char** argv) {
   }
   cuimg::Log(cuimg::LogLevel::kInfo, "event=startup version=", cuimg::kVersion, " ", description,
              " grpc_port=", (*server)->grpc_port(), " metrics_port=", (*server)->metrics_port(),
-             " workers=", options.worker_threads, " decode_threads=", options.decode_threads,
+             " workers=", options.worker_threads, " worker_spin_us=", options.worker_spin_us, " decode_threads=", options.decode_threads,
              " max_inflight_requests=", options.max_inflight_requests,
              " max_receive_message_bytes=", options.max_receive_message_bytes,
              " max_pixels=", options.limits.max_pixels,

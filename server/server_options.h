@@ -72,6 +72,10 @@ struct ServerOptions {
   int http2_lookahead_bytes = 0;
   // Threads that execute requests (GPU submission or CPU compute).
   int worker_threads = 4;
+  // How long an idle worker polls for the next request before sleeping (one worker at a time):
+  // trades at most one core's idle time for the tens of microseconds a sleeping thread takes to
+  // wake. 0: workers sleep at once.
+  int worker_spin_us = 0;
   // Threads a JPEG decode may borrow while idle, to decode one image in strips (0: serial).
   int decode_threads = 0;
   // Requests admitted at once (executing or queued); beyond this RESOURCE_EXHAUSTED.

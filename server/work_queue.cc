@@ -4,7 +4,8 @@
 
 namespace cuimg {
 
-WorkQueue::WorkQueue(int threads, int max_admitted) : max_admitted_(max_admitted) {
+WorkQueue::WorkQueue(int threads, int max_admitted, std::chrono::microseconds spin)
+    : max_admitted_(max_admitted), spin_(spin) {
   workers_.reserve(threads);
   for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
@@ -21,6 +22,7 @@ absl::Status WorkQueue::Submit(std::function<void()> task) {
     }
     ++admitted_;
     tasks_.push_back(std::move(task));
+    queued_.fetch_add(1, std::memory_order_release);
   }
   cv_.notify_one();
   return absl::OkStatus();
@@ -31,6 +33,7 @@ void WorkQueue::Shutdown() {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ && workers_.empty()) return;
     stopping_ = true;
+    stop_polling_.store(true, std::memory_order_relaxed);
   }
   cv_.notify_all();
   for (std::thread& t : workers_) {
@@ -44,15 +47,39 @@ int WorkQueue::admitted() const {
   return admitted_;
 }
 
+bool WorkQueue::SpinForWork() {
+  if (spin_.count() <= 0 || spinning_.exchange(true, std::memory_order_acquire)) return false;
+  const auto until = std::chrono::steady_clock::now() + spin_;
+  bool found = false;
+  while (!stop_polling_.load(std::memory_order_relaxed)) {
+    if (queued_.load(std::memory_order_acquire) > 0) {
+      found = true;
+      break;
+    }
+    if (std::chrono::steady_clock::now() >= until) break;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  spinning_.store(false, std::memory_order_release);
+  return found;
+}
+
 void WorkQueue::WorkerLoop() {
   for (;;) {
     std::function<void()> task;
     {
       std::unique_lock<std::mutex> lock(mu_);
+      if (tasks_.empty() && !stopping_) {
+        lock.unlock();
+        SpinForWork();
+        lock.lock();
+      }
       cv_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
       if (tasks_.empty()) return;  // stopping and drained
       task = std::move(tasks_.front());
       tasks_.pop_front();
+      queued_.fetch_sub(1, std::memory_order_relaxed);
     }
     task();
     std::lock_guard<std::mutex> lock(mu_);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <future>
 
 #include "tests/testing/status_matchers.h"
@@ -31,6 +32,22 @@ TEST(WorkQueue, RefusesBeyondTheAdmissionLimit) {
   EXPECT_THAT(queue.Submit([] {}), StatusIs(absl::StatusCode::kResourceExhausted));
   release.set_value();
   queue.Shutdown();
+  EXPECT_EQ(queue.admitted(), 0);
+}
+
+TEST(WorkQueue, PollingWorkersRunEveryTaskAndShutDownWithoutWaitingOutTheSpin) {
+  std::atomic<int> ran{0};
+  WorkQueue queue(3, 100, std::chrono::seconds(5));
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_THAT(queue.Submit([&] { ran.fetch_add(1); }), IsOk());
+    if (i % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // idle gaps
+  }
+  while (ran.load() < 200) std::this_thread::yield();
+  // A worker is polling now (for up to 5 s): shutdown must not wait for it.
+  const auto start = std::chrono::steady_clock::now();
+  queue.Shutdown();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  EXPECT_EQ(ran.load(), 200);
   EXPECT_EQ(queue.admitted(), 0);
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "cuimg/common/cuda_status.h"
@@ -33,14 +34,47 @@ std::size_t ChunksFor(const PinnedStagingPool& pool, std::size_t bytes) {
   return std::min<std::size_t>(count, kStagingDepth);
 }
 
-absl::StatusOr<std::vector<CudaEvent>> SyncEvents(std::size_t count) {
-  std::vector<CudaEvent> events;
-  for (std::size_t i = 0; i < count; ++i) {
-    CUIMG_ASSIGN_OR_RETURN(CudaEvent e, CudaEvent::CreateForSync());
-    events.push_back(std::move(e));
+// `count` sync events of the current device, borrowed from a per-thread cache and given back when
+// the object goes: creating and destroying them per copy cost more than a small copy's DMA.
+// (An event given back while its last record is pending is simply recorded again later.)
+class SyncEvents {
+ public:
+  static absl::StatusOr<SyncEvents> Borrow(std::size_t count) {
+    SyncEvents e;
+    CUIMG_CUDA_RETURN_IF_ERROR(cudaGetDevice(&e.device_), "cudaGetDevice");
+    std::vector<CudaEvent>& cached = Cache(e.device_);
+    while (e.events_.size() < count) {
+      if (!cached.empty()) {
+        e.events_.push_back(std::move(cached.back()));
+        cached.pop_back();
+        continue;
+      }
+      CUIMG_ASSIGN_OR_RETURN(CudaEvent created, CudaEvent::CreateForSync());
+      e.events_.push_back(std::move(created));
+    }
+    return e;
   }
-  return events;
-}
+  SyncEvents(SyncEvents&&) = default;
+  SyncEvents& operator=(SyncEvents&&) = delete;
+  ~SyncEvents() {
+    if (events_.empty()) return;
+    std::vector<CudaEvent>& cached = Cache(device_);
+    for (CudaEvent& e : events_) cached.push_back(std::move(e));
+  }
+  bool empty() const { return events_.empty(); }
+  CudaEvent& operator[](std::size_t i) { return events_[i]; }
+
+ private:
+  SyncEvents() = default;
+  static std::vector<CudaEvent>& Cache(int device) {
+    thread_local std::vector<std::vector<CudaEvent>> by_device;
+    if (device >= static_cast<int>(by_device.size())) by_device.resize(device + 1);
+    return by_device[device];
+  }
+
+  int device_ = 0;
+  std::vector<CudaEvent> events_;
+};
 
 }  // namespace
 
@@ -69,10 +103,8 @@ absl::Status CopyToDeviceStaged(PinnedStagingPool& pool, void* d_dst, const void
   const std::size_t chunk_bytes = pool.chunk_bytes();
   const std::size_t total_chunks = (bytes + chunk_bytes - 1) / chunk_bytes;
   // A chunk is refilled only once its previous DMA is done; a copy that fits the ring needs none.
-  std::vector<CudaEvent> done;
-  if (total_chunks > chunks.size()) {
-    CUIMG_ASSIGN_OR_RETURN(done, SyncEvents(chunks.size()));
-  }
+  CUIMG_ASSIGN_OR_RETURN(SyncEvents done,
+                         SyncEvents::Borrow(total_chunks > chunks.size() ? chunks.size() : 0));
   const auto* from = static_cast<const unsigned char*>(src);
   auto* to = static_cast<unsigned char*>(d_dst);
   for (std::size_t i = 0; i < total_chunks; ++i) {
@@ -108,7 +140,7 @@ absl::Status CopyToHostStaged(PinnedStagingPool& pool, void* dst, const void* d_
   const absl::Status status = [&]() -> absl::Status {
     const std::size_t chunk_bytes = pool.chunk_bytes();
     const std::size_t total_chunks = (bytes + chunk_bytes - 1) / chunk_bytes;
-    CUIMG_ASSIGN_OR_RETURN(std::vector<CudaEvent> done, SyncEvents(chunks.size()));
+    CUIMG_ASSIGN_OR_RETURN(SyncEvents done, SyncEvents::Borrow(chunks.size()));
     const auto* from = static_cast<const unsigned char*>(d_src);
     auto* to = static_cast<unsigned char*>(dst);
     // Chunk i is emptied by the CPU once its DMA is done, just before its slot takes chunk
