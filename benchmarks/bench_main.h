@@ -54,10 +54,15 @@ inline absl::StatusOr<BenchDevice> StartBench() {
   BenchDevice d;
   CUIMG_ASSIGN_OR_RETURN(d.stream, CudaStream::Create());
   CUIMG_ASSIGN_OR_RETURN(d.bandwidth, MeasureCopyBandwidth(d.stream.get()));
+  // The launch floor: an empty kernel timed as every workload is.
+  CUIMG_ASSIGN_OR_RETURN(Timing empty, TimeOnStream(d.stream.get(), 3, 25, [&](int) {
+                           return LaunchEmptyKernel(d.stream.get());
+                         }));
   PrintJson(absl::StrFormat("\"impl\":\"device\",\"name\":\"%s\",\"sms\":%d,"
-                            "\"copy_bandwidth_gbps\":%.1f,\"runtime\":\"%s\"",
+                            "\"copy_bandwidth_gbps\":%.1f,\"empty_kernel_us\":%.2f,"
+                            "\"runtime\":\"%s\"",
                             devices[0].name, devices[0].multiprocessors, d.bandwidth / 1e9,
-                            CudaVersionString()));
+                            empty.median_us, CudaVersionString()));
   return d;
 }
 

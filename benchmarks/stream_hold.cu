@@ -16,7 +16,15 @@ __global__ void SpinKernel(unsigned long long ns) {
   while (GlobalTimerNs() - start < ns) __nanosleep(500);
 }
 
+__global__ void EmptyKernel() {}
+
 }  // namespace
+
+absl::Status LaunchEmptyKernel(cudaStream_t stream) {
+  EmptyKernel<<<1, 1, 0, stream>>>();
+  CUIMG_CUDA_RETURN_IF_ERROR(cudaPeekAtLastError(), "EmptyKernel");
+  return absl::OkStatus();
+}
 
 absl::Status HoldStream(cudaStream_t stream, double microseconds) {
   SpinKernel<<<1, 1, 0, stream>>>(static_cast<unsigned long long>(microseconds * 1e3));

@@ -14,6 +14,10 @@ namespace cuimg::bench {
 // Enqueues one single-thread kernel on `stream` that spins for `microseconds` of GPU time.
 absl::Status HoldStream(cudaStream_t stream, double microseconds);
 
+// Enqueues one empty kernel (one thread, no work): timed like any workload, it is the floor every
+// single-launch figure includes (event records and the launch itself).
+absl::Status LaunchEmptyKernel(cudaStream_t stream);
+
 }  // namespace cuimg::bench
 
 #endif  // CUIMG_BENCHMARKS_STREAM_HOLD_H_

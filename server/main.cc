@@ -22,6 +22,7 @@
 #include "server/backend.h"
 #include "server/grpc_server.h"
 #include "server/log.h"
+#include "server/malloc_policy.h"
 #include "server/server_options.h"
 
 ABSL_FLAG(std::string, listen_address, "0.0.0.0:50051",
@@ -64,6 +65,11 @@ ABSL_FLAG(uint64_t, shared_memory_max_bytes_per_identity, uint64_t{4} << 30,
           "Shared-memory bytes one identity may have registered at once.");
 ABSL_FLAG(uint32_t, shared_memory_max_regions, 16,
           "Shared-memory regions one identity may have registered at once.");
+ABSL_FLAG(int, malloc_arena_max, 4,
+          "Most glibc malloc arenas (0: glibc's default of 8 per core); fewer arenas retain less "
+          "freed memory under many threads (server/malloc_policy.h).");
+ABSL_FLAG(int, malloc_trim_interval_ms, 10000,
+          "How often freed heap pages are handed back to the system (malloc_trim); 0 never.");
 ABSL_FLAG(int, health_poll_ms, 250, "How often device health is re-evaluated, milliseconds.");
 ABSL_FLAG(std::string, inject_device_failure, "",
           "Testing only: DEVICE:AFTER_REQUESTS[:DURATION_MS] makes that device fail the request "
@@ -256,6 +262,17 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  const int arenas = absl::GetFlag(FLAGS_malloc_arena_max);
+  const int trim_ms = absl::GetFlag(FLAGS_malloc_trim_interval_ms);
+  if (arenas < 0 || trim_ms < 0) {
+    std::fprintf(stderr, "usage: --malloc_arena_max and --malloc_trim_interval_ms must be >= 0\n");
+    return 2;
+  }
+  // Before the backend and gRPC start their threads.
+  if (!cuimg::LimitMallocArenas(arenas)) {
+    cuimg::Log(cuimg::LogLevel::kWarning, "event=malloc_arena_max_ignored arenas=", arenas);
+  }
+  const cuimg::MallocTrimmer trimmer{std::chrono::milliseconds(trim_ms)};
   absl::StatusOr<std::unique_ptr<cuimg::Backend>> backend = cuimg::CreateBackend(options);
   if (!backend.ok()) {
     cuimg::Log(cuimg::LogLevel::kError, "event=startup_failed message=\"",
@@ -272,7 +289,9 @@ int main(int argc, char** argv) {
   }
   cuimg::Log(cuimg::LogLevel::kInfo, "event=startup version=", cuimg::kVersion, " ", description,
              " grpc_port=", (*server)->grpc_port(), " metrics_port=", (*server)->metrics_port(),
-             " workers=", options.worker_threads, " worker_spin_us=", options.worker_spin_us, " decode_threads=", options.decode_threads,
+             " workers=", options.worker_threads, " worker_spin_us=", options.worker_spin_us,
+             " decode_threads=", options.decode_threads, " malloc_arena_max=", arenas,
+             " malloc_trim_interval_ms=", trim_ms,
              " max_inflight_requests=", options.max_inflight_requests,
              " max_receive_message_bytes=", options.max_receive_message_bytes,
              " max_pixels=", options.limits.max_pixels,

@@ -1,5 +1,5 @@
 // GradientPlan: one fused launch per call. Radius <= 4 (the default length 7 among them): one warp
-// per 120x4 strip of one slice, everything in registers (gradient_strip.cuh). Larger radii: each
+// per 120x5 strip of one slice, everything in registers (gradient_strip.cuh). Larger radii: each
 // block runs the three tile passes of gradient_device.cuh on its 64x64 tile. Either kernel stores
 // gx, gy (and magnitude, angle) once.
 #include "cuimg/kernels/gradient.h"
@@ -64,11 +64,12 @@ __device__ __forceinline__ void StoreQuad(float* at, float4 v, int cols, bool ve
 }
 
 // One warp per strip (gradient_strip.cuh): block (x, y) covers output columns 120 x .. 120 x + 119
-// and rows 4 y .. 4 y + 3 of slices z, z + gridDim.z, ...; lanes 1..30 store.
+// and rows 5 y .. 5 y + 4 of slices z, z + gridDim.z, ...; lanes 1..30 store.
 // kDerived: magnitude or angle wanted (a separate instantiation keeps their checks out of the
 // plain kernel's row loop). The plain kernel is held to 64 registers, 32 warps per SM: the strips
-// are short serial chains and latency-bound, so more of them in flight is what pays (run 24:
-// 4-row strips at 64 registers 10.9 us, 8-row strips at 104 registers 11.5-12.7 us).
+// are short serial chains and latency-bound, so more of them in flight is what pays (run 24,
+// 1080p: 8-row strips at 104 registers 11.5-12.7 us; at 64 registers 3 to 8 rows 10.5-11.1 us,
+// 5 rows the best: 3456 warps, inside one wave of 4224).
 template <typename T, int R, bool kDerived>
 __global__ void __launch_bounds__(32, kDerived ? 16 : 32)
     GradientStripKernel(const __grid_constant__ GradientParams<T> p) {

@@ -19,7 +19,7 @@ namespace cuimg::gradient {
 
 inline constexpr int kStripMaxRadius = 4;      // one neighbouring lane's 4 columns of halo
 inline constexpr int kStripCols = 4 * (32 - 2);  // 120 output columns per warp
-inline constexpr int kStripRows = 4;  // short strips: many warps in flight (halo rows are cheap)
+inline constexpr int kStripRows = 5;  // short strips: many warps in flight (halo rows are cheap)
 
 // Four consecutive elements from row `row`, columns x .. x + 3, as the raw word Vec4<T> converts:
 // one vector load when `vector` (inside the row, aligned), else the reflected columns `col`.
