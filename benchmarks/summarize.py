@@ -146,7 +146,8 @@ def main(jsonl_path, device_path=None):
                          f"(≤ {t['target_overhead_us']}), copies+kernel "
                          f"{t['server_copies_kernel_p50_us']:.0f} µs"]
             elif w.startswith("shm_"):
-                cells = [f"(inline cuimg p50 {t['inline_p50_us']:.0f} µs, echo {t['echo_p50_us']:.0f})",
+                cells = [f"(inline cuimg p50 {t['inline_p50_us']:.0f} µs, echo {t['echo_p50_us']:.0f}; "
+                         f"echo of the request's size p50 {t.get('echo_request_size_p50_us', 0):.0f} µs)",
                          f"p50 {t['cuimg_p50_us']:.0f} µs through shared memory",
                          f"target p50 ≤ {t['target_p50_us']} µs",
                          f"{t['check']}; p99 {t['cuimg_p99_us']:.0f} µs; server overhead p50 "
@@ -157,7 +158,8 @@ def main(jsonl_path, device_path=None):
                 cells = [f"{t['echo_rps']:.0f} req/s", f"{t['cuimg_rps']:.0f} req/s",
                          f"{t['ratio']:.2f} (≥ {t['target_ratio']})",
                          f"{t['concurrency']} in flight on {t['channels']} channels; cuimg p99 "
-                         f"{t['cuimg_p99_ms']:.2f} ms (≤ {t['target_p99_ms']})"]
+                         f"{t['cuimg_p99_ms']:.2f} ms (≤ {t['target_p99_ms']}); echo p99 "
+                         f"{t['echo_p99_ms']:.2f} ms"]
             else:
                 cells = [f"{t['echo_ms']:.1f} ms (1 MiB chunks)",
                          f"{t['cuimg_ms']:.1f} ms ({t['slab_slices']}-slice slabs)",
