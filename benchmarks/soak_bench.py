@@ -54,10 +54,12 @@ def main():
     parser.add_argument("--client", required=True)
     parser.add_argument("--backend", default="cuda")
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies every call count")
+    parser.add_argument("--server_flag", action="append", default=[],
+                        help="a further cuimg-server flag (repeatable)")
     parser.add_argument("--jpeg", default=os.path.join(os.environ.get("CUIMG_DATA", ""),
                                                        "vtest_00.jpg"))
     args = parser.parse_args()
-    server = ServerProcess(args.server, f"--backend={args.backend}")
+    server = ServerProcess(args.server, f"--backend={args.backend}", *args.server_flag)
     samples = []  # (calls done fraction proxy: seconds, rss, device)
     stop = threading.Event()
 
@@ -105,6 +107,7 @@ def main():
     quarters = [at(f) for f in (0.25, 0.5, 0.75, 1.0)]
     print(json.dumps({
         "impl": "soak", "workload": "mixed_100k", "backend": args.backend, "calls": total_calls,
+        "server_flags": args.server_flag,
         "ok": sum(r["ok"] for r in results.values()), "seconds": round(seconds, 1),
         "rss_after_warmup_mb": round(after_warmup[1] / 2**20, 1),
         "rss_end_mb": round(end[1] / 2**20, 1),

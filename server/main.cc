@@ -68,7 +68,7 @@ ABSL_FLAG(uint32_t, shared_memory_max_regions, 16,
 ABSL_FLAG(int, malloc_arena_max, 4,
           "Most glibc malloc arenas (0: glibc's default of 8 per core); fewer arenas retain less "
           "freed memory under many threads (server/malloc_policy.h).");
-ABSL_FLAG(int, malloc_trim_interval_ms, 10000,
+ABSL_FLAG(int, malloc_trim_interval_ms, 1000,
           "How often freed heap pages are handed back to the system (malloc_trim); 0 never.");
 ABSL_FLAG(int, health_poll_ms, 250, "How often device health is re-evaluated, milliseconds.");
 ABSL_FLAG(std::string, inject_device_failure, "",

@@ -1,9 +1,9 @@
 // The host allocator's policy for a long-running server (glibc malloc). Under many threads glibc
 // gives each its own arena and keeps freed blocks of up to 32 MiB in them: the 200,000-call soak
-// on the H200 (run 24) grew from 380 to 664 MiB without levelling off, and stayed at 333-385 MiB
-// with four arenas. Fewer arenas bound that retention; a periodic malloc_trim hands the arenas'
-// free pages back. (A fixed mmap threshold also held RSS flat but halved throughput: every large
-// buffer then cost page faults and an munmap.)
+// on the H200 (run 24) grew from 380 to 664 MiB without levelling off. Four arenas slowed the
+// growth (333 -> 385 MiB); with malloc_trim every second as well the arenas' free pages go back
+// and the run ended at 202 MiB, below its 331 MiB after warm-up. (A fixed mmap threshold also held
+// RSS flat but halved throughput: every large buffer then cost page faults and an munmap.)
 #ifndef CUIMG_SERVER_MALLOC_POLICY_H_
 #define CUIMG_SERVER_MALLOC_POLICY_H_
 
