@@ -25,9 +25,6 @@ SETTINGS = [
     # An idle worker polls 2 ms for the next request instead of sleeping (one core at most).
     ("default_spin", 0, False, [SPIN]),
     ("unix_lookahead16m_spin", 16 << 20, True, [SPIN]),
-    # ... and requests up to 2 MiB of in-flight estimate run on gRPC's thread (no worker hand-off).
-    ("default_inline", 0, False, [SPIN, "--inline_request_bytes=2097152"]),
-    ("unix_lookahead16m_inline", 16 << 20, True, [SPIN, "--inline_request_bytes=2097152"]),
     # ... and 16 workers (streams) instead of 4, for the 64-in-flight load.
     ("default_spin_w16", 0, False, [SPIN, "--worker_threads=16"]),
 ]

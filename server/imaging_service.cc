@@ -140,18 +140,15 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
   }
   auto held = std::make_shared<InflightBudget::Reservation>(*std::move(reservation));
   auto shared_job = std::make_shared<Job>(*std::move(job));
-  auto task = [this, call, shared_job, held, request, response, reactor, run] {
-    call->MarkStarted();
-    absl::Status status = call->CheckAlive();
-    if (status.ok()) status = (this->*run)(*shared_job, *request, *call, response);
-    metrics_->AddBytes(static_cast<std::int64_t>(request->ByteSizeLong()),
-                       status.ok() ? static_cast<std::int64_t>(response->ByteSizeLong()) : 0);
-    reactor->Finish(call->Complete(status));
-  };
-  // Small requests may run right here on gRPC's thread (--inline_request_bytes): no hand-off to a
-  // worker, and the response leaves from the thread that read the request.
-  const bool here = options_.inline_request_bytes > 0 && *bytes <= options_.inline_request_bytes;
-  const absl::Status admitted = here ? queue_->RunHere(task) : queue_->Submit(std::move(task));
+  const absl::Status admitted =
+      queue_->Submit([this, call, shared_job, held, request, response, reactor, run] {
+        call->MarkStarted();
+        absl::Status status = call->CheckAlive();
+        if (status.ok()) status = (this->*run)(*shared_job, *request, *call, response);
+        metrics_->AddBytes(static_cast<std::int64_t>(request->ByteSizeLong()),
+                           status.ok() ? static_cast<std::int64_t>(response->ByteSizeLong()) : 0);
+        reactor->Finish(call->Complete(status));
+      });
   if (!admitted.ok()) return refuse(admitted, admitted.code() == absl::StatusCode::kResourceExhausted);
   return reactor;
 }

@@ -32,9 +32,6 @@ ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9464",
 ABSL_FLAG(std::string, backend, "auto",
           "auto (CUDA when a usable GPU exists, else CPU), cuda, or cpu.");
 ABSL_FLAG(int, worker_threads, 4, "Threads executing requests.");
-ABSL_FLAG(uint64_t, inline_request_bytes, 0,
-          "Requests whose in-flight byte estimate is at most this run on the gRPC thread that "
-          "received them, without a worker hand-off (0: none; for small GPU requests).");
 ABSL_FLAG(int, worker_spin_us, 0,
           "Microseconds an idle worker polls for the next request before sleeping (one worker "
           "polls at a time: at most one core busy while idle); 0 sleeps at once.");
@@ -182,7 +179,6 @@ int main(int argc, char** argv) {
   options.metrics_address = absl::GetFlag(FLAGS_metrics_address);
   options.worker_threads = absl::GetFlag(FLAGS_worker_threads);
   options.worker_spin_us = absl::GetFlag(FLAGS_worker_spin_us);
-  options.inline_request_bytes = absl::GetFlag(FLAGS_inline_request_bytes);
   options.decode_threads = absl::GetFlag(FLAGS_decode_threads);
   if (options.decode_threads < 0) {
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
@@ -294,7 +290,6 @@ int main(int argc, char** argv) {
   cuimg::Log(cuimg::LogLevel::kInfo, "event=startup version=", cuimg::kVersion, " ", description,
              " grpc_port=", (*server)->grpc_port(), " metrics_port=", (*server)->metrics_port(),
              " workers=", options.worker_threads, " worker_spin_us=", options.worker_spin_us,
-             " inline_request_bytes=", options.inline_request_bytes,
              " decode_threads=", options.decode_threads, " malloc_arena_max=", arenas,
              " malloc_trim_interval_ms=", trim_ms,
              " max_inflight_requests=", options.max_inflight_requests,

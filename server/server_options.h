@@ -76,10 +76,6 @@ struct ServerOptions {
   // trades at most one core's idle time for the tens of microseconds a sleeping thread takes to
   // wake. 0: workers sleep at once.
   int worker_spin_us = 0;
-  // Requests whose in-flight estimate (EstimateInflightBytes) is at most this run on the gRPC
-  // thread that received them instead of a worker's (0: none). They still count against
-  // max_inflight_requests; meant for small GPU requests, whose hand-off costs more than their work.
-  std::uint64_t inline_request_bytes = 0;
   // Threads a JPEG decode may borrow while idle, to decode one image in strips (0: serial).
   int decode_threads = 0;
   // Requests admitted at once (executing or queued); beyond this RESOURCE_EXHAUSTED.

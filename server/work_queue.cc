@@ -28,27 +28,6 @@ absl::Status WorkQueue::Submit(std::function<void()> task) {
   return absl::OkStatus();
 }
 
-absl::Status WorkQueue::RunHere(const std::function<void()>& task) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return absl::UnavailableError("server is shutting down");
-    if (admitted_ >= max_admitted_) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "server busy: ", admitted_, " requests in flight (max_inflight_requests); retry later"));
-    }
-    ++admitted_;
-  }
-  task();
-  bool wake = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    --admitted_;
-    wake = stopping_;
-  }
-  if (wake) drained_.notify_all();  // Shutdown waits for tasks running here too
-  return absl::OkStatus();
-}
-
 void WorkQueue::Shutdown() {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -61,8 +40,6 @@ void WorkQueue::Shutdown() {
     if (t.joinable()) t.join();
   }
   workers_.clear();
-  std::unique_lock<std::mutex> lock(mu_);
-  drained_.wait(lock, [this] { return admitted_ == 0; });
 }
 
 int WorkQueue::admitted() const {

@@ -32,12 +32,7 @@ class WorkQueue {
   // Admits `task` to run on a worker. RESOURCE_EXHAUSTED (task not run, not kept) when
   // `max_admitted` tasks are already admitted; UNAVAILABLE after Shutdown().
   absl::Status Submit(std::function<void()> task);
-  // Admits `task` like Submit but runs it on the calling thread before returning (no hand-off
-  // to a worker): for work short enough that the hand-off and the worker's wake-up would be a
-  // large part of it. Same refusals as Submit.
-  absl::Status RunHere(const std::function<void()>& task);
-  // Stops admitting, runs what was admitted, joins the workers, waits for RunHere's tasks.
-  // Idempotent.
+  // Stops admitting, runs what was admitted, joins the workers. Idempotent.
   void Shutdown();
   int admitted() const;
 
@@ -53,7 +48,6 @@ class WorkQueue {
   std::atomic<bool> stop_polling_{false};
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::condition_variable drained_;  // RunHere's tasks finishing during Shutdown
   std::deque<std::function<void()>> tasks_;
   int admitted_ = 0;
   bool stopping_ = false;

@@ -63,21 +63,6 @@ TEST(ImagingService, MorphologyReturnsTheReferenceResultWithTimingTrailer) {
             std::string::npos);
 }
 
-TEST(ImagingService, SmallRequestsRunOnTheReceivingThreadWithTheSameResults) {
-  ServerOptions options = testing::TestServerOptions();
-  options.inline_request_bytes = 1 << 20;  // the small image below runs inline, the large not
-  testing::TestServer server(options);
-  for (const Extent& extent : {Extent{37, 23, 1}, Extent{640, 480, 2}}) {
-    const Image input = testing::RandomImage(PixelType::kU8, extent, 9);
-    grpc::ClientContext ctx;
-    v1::MorphologyResponse response;
-    ASSERT_TRUE(server.stub().Morphology(&ctx, DilateRequest(input, 3), &response).ok());
-    EXPECT_EQ(
-        testing::FirstMismatch(FromProto(response.result().image()), ReferenceDilate(input, 3)),
-        -1);
-  }
-}
-
 TEST(ImagingService, DecodesPngInput) {
   testing::TestServer server;
   const Image input = testing::RandomImage(PixelType::kU8, Extent{31, 17, 1}, 8);

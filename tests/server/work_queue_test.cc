@@ -5,7 +5,6 @@
 #include <atomic>
 #include <chrono>
 #include <future>
-#include <thread>
 
 #include "tests/testing/status_matchers.h"
 
@@ -50,41 +49,6 @@ TEST(WorkQueue, PollingWorkersRunEveryTaskAndShutDownWithoutWaitingOutTheSpin) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
   EXPECT_EQ(ran.load(), 200);
   EXPECT_EQ(queue.admitted(), 0);
-}
-
-TEST(WorkQueue, RunHereRunsOnTheCallingThreadWithinTheAdmissionLimit) {
-  WorkQueue queue(1, 2);
-  std::thread::id ran_on;
-  ASSERT_THAT(queue.RunHere([&] { ran_on = std::this_thread::get_id(); }), IsOk());
-  EXPECT_EQ(ran_on, std::this_thread::get_id());
-  // Two admitted and still running on a worker: a third is refused here as in Submit.
-  std::promise<void> release;
-  std::shared_future<void> gate = release.get_future().share();
-  ASSERT_THAT(queue.Submit([gate] { gate.wait(); }), IsOk());
-  ASSERT_THAT(queue.Submit([gate] { gate.wait(); }), IsOk());
-  bool ran = false;
-  EXPECT_THAT(queue.RunHere([&] { ran = true; }), StatusIs(absl::StatusCode::kResourceExhausted));
-  EXPECT_FALSE(ran);
-  release.set_value();
-  queue.Shutdown();
-  EXPECT_THAT(queue.RunHere([] {}), StatusIs(absl::StatusCode::kUnavailable));
-}
-
-TEST(WorkQueue, ShutdownWaitsForTasksRunningOnOtherThreads) {
-  WorkQueue queue(1, 4);
-  std::promise<void> started;
-  std::atomic<bool> finished{false};
-  std::thread caller([&] {
-    (void)queue.RunHere([&] {
-      started.set_value();
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      finished = true;
-    });
-  });
-  started.get_future().wait();
-  queue.Shutdown();
-  EXPECT_TRUE(finished.load());
-  caller.join();
 }
 
 }  // namespace
