@@ -15,10 +15,7 @@
 //     stage_overlap = (h2d + kernel + d2h summed over slabs) / the stream's server wall time: above
 //     1 only when slabs' copies and kernels ran at the same time.
 // One JSON line per comparison ({"impl": "transport", ...}; benchmarks/summarize.py tables them).
-#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -39,6 +36,7 @@
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 #include "echo/echo.grpc.pb.h"
 #include "server/transport_settings.h"
+#include "tests/testing/shm_object.h"
 
 ABSL_FLAG(std::string, echo_target, "", "The echo server.");
 ABSL_FLAG(std::string, cuimg_target, "", "The cuimg server.");
@@ -203,36 +201,6 @@ std::size_t Pump(Stream* stream, const std::vector<Request>& messages, Response*
   return received;
 }
 
-// A POSIX shared-memory object this process creates, maps and unlinks when done.
-class ShmObject {
- public:
-  explicit ShmObject(std::size_t bytes) : bytes_(bytes) {
-    key_ = "/cuimg-transport-bench-" + std::to_string(getpid());
-    fd_ = shm_open(key_.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
-    if (fd_ >= 0 && ftruncate(fd_, static_cast<off_t>(bytes)) == 0) {
-      void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-      data_ = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
-    }
-  }
-  ~ShmObject() {
-    if (data_ != nullptr) munmap(data_, bytes_);
-    if (fd_ >= 0) close(fd_);
-    shm_unlink(key_.c_str());
-  }
-  ShmObject(const ShmObject&) = delete;
-  ShmObject& operator=(const ShmObject&) = delete;
-  bool ok() const { return data_ != nullptr; }
-  const std::string& key() const { return key_; }
-  char* data() const { return data_; }
-  std::size_t size() const { return bytes_; }
-
- private:
-  std::size_t bytes_;
-  std::string key_;
-  int fd_ = -1;
-  char* data_ = nullptr;
-};
-
 void Report(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void Report(const char* fmt, ...) {
   va_list ap;
@@ -304,7 +272,7 @@ int main(int argc, char** argv) {
   // The same calls through shared memory: inputs i at i * frame, results at (8 + i) * frame.
   {
     const std::size_t frame = std::size_t{kW} * kH;
-    ShmObject shm(2 * images.size() * frame);
+    cuimg::testing::ShmObject shm(2 * images.size() * frame);
     std::string region, check = "not run", error;
     bool device_mapped = false;
     if (!shm.ok()) {
@@ -365,8 +333,9 @@ int main(int argc, char** argv) {
         grpc::ClientContext ctx;
         cuimg::v1::MorphologyResponse reply;
         const grpc::Status s = imaging[0]->Morphology(&ctx, images[i], &reply);
-        if (!s.ok() || reply.result().image().data() !=
-                           std::string(shm.data() + (images.size() + i) * frame, frame)) {
+        const char* result =
+            reinterpret_cast<const char*>(shm.data()) + (images.size() + i) * frame;
+        if (!s.ok() || reply.result().image().data() != std::string(result, frame)) {
           check = "MISMATCH shm != inline";
         }
       }

@@ -89,17 +89,17 @@ __global__ void __launch_bounds__(32, kDerived ? 16 : 32)
           StoreQuad(p.gx + at, gx, cols, p.vector_out);
           StoreQuad(p.gy + at, gy, cols, p.vector_out);
           if (!kDerived) return;
+          // f(gx, gy) per lane of the quad.
+          auto each = [&](auto f) {
+            return make_float4(f(gx.x, gy.x), f(gx.y, gy.y), f(gx.z, gy.z), f(gx.w, gy.w));
+          };
           if (p.magnitude != nullptr) {
-            StoreQuad(p.magnitude + at,
-                      make_float4(sqrtf(gx.x * gx.x + gy.x * gy.x), sqrtf(gx.y * gx.y + gy.y * gy.y),
-                                  sqrtf(gx.z * gx.z + gy.z * gy.z), sqrtf(gx.w * gx.w + gy.w * gy.w)),
+            StoreQuad(p.magnitude + at, each([](float a, float b) { return sqrtf(a * a + b * b); }),
                       cols, p.vector_out);
           }
           if (p.angle != nullptr) {
-            StoreQuad(p.angle + at,
-                      make_float4(atan2f(gy.x, gx.x), atan2f(gy.y, gx.y), atan2f(gy.z, gx.z),
-                                  atan2f(gy.w, gx.w)),
-                      cols, p.vector_out);
+            StoreQuad(p.angle + at, each([](float a, float b) { return atan2f(b, a); }), cols,
+                      p.vector_out);
           }
         });
   }

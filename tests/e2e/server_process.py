@@ -5,6 +5,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import urllib.request
 
 
 class ServerProcess:
@@ -28,6 +29,18 @@ class ServerProcess:
         self.metrics_port = ports["metrics"]
         self.health_port = ports.get("health", 0)
         self.target = f"127.0.0.1:{self.grpc_port}"
+
+    def request_counts(self):
+        """cuimg_requests_total by (rpc, code), scraped from the metrics endpoint."""
+        text = urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics",
+                                      timeout=10).read().decode()
+        counts = {}
+        for line in text.splitlines():
+            if line.startswith("cuimg_requests_total{"):
+                labels, value = line[len("cuimg_requests_total{"):].split("} ")
+                fields = dict(kv.split("=", 1) for kv in labels.split(","))
+                counts[(fields["rpc"].strip('"'), fields["code"].strip('"'))] = float(value)
+        return counts
 
     def log(self):
         if not self._log.closed:

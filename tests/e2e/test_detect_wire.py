@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import tempfile
 import unittest
-import urllib.request
 
 import grpc
 import numpy as np
@@ -202,14 +201,7 @@ class DetectOverTheWire(unittest.TestCase):
         with self.assertRaises(grpc.RpcError):
             self.detect(types_pb2.ImageSource(image=image_proto(self.gray[:150, :150])), model="nope")
         self.stub.ListModels(detection_pb2.ListModelsRequest(), timeout=10)
-        text = urllib.request.urlopen(f"http://127.0.0.1:{self.server.metrics_port}/metrics",
-                                      timeout=10).read().decode()
-        counts = {}
-        for line in text.splitlines():
-            if line.startswith("cuimg_requests_total{"):
-                labels, value = line[len("cuimg_requests_total{"):].split("} ")
-                fields = dict(kv.split("=", 1) for kv in labels.split(","))
-                counts[(fields["rpc"].strip('"'), fields["code"].strip('"'))] = float(value)
+        counts = self.server.request_counts()
         self.assertGreaterEqual(counts.get(("DetectPedestrians", "OK"), 0), 1)
         self.assertGreaterEqual(counts.get(("DetectPedestrians", "NOT_FOUND"), 0), 1)
         self.assertGreaterEqual(counts.get(("ListModels", "OK"), 0), 1)

@@ -10,7 +10,6 @@ import os
 import subprocess
 import tempfile
 import unittest
-import urllib.request
 
 from server_process import ServerProcess
 
@@ -33,15 +32,7 @@ class LoadRpcs(unittest.TestCase):
 
     def server_requests(self):
         """cuimg_requests_total by (rpc, code) from the metrics endpoint."""
-        text = urllib.request.urlopen(f"http://127.0.0.1:{self.server.metrics_port}/metrics",
-                                      timeout=10).read().decode()
-        counts = {}
-        for line in text.splitlines():
-            if line.startswith("cuimg_requests_total{"):
-                labels, value = line[len("cuimg_requests_total{"):].split("} ")
-                fields = dict(kv.split("=", 1) for kv in labels.split(","))
-                counts[(fields["rpc"].strip('"'), fields["code"].strip('"'))] = float(value)
-        return counts
+        return self.server.request_counts()
 
     def load(self, *args, calls=CALLS):
         out = os.path.join(self.tmp.name, "summary.json")
