@@ -48,6 +48,7 @@ T OutsideValue(const MorphologyStep& step, bool dilate) {
 
 int PassLaunches(const internal::ElementPlan& e) {
   if (e.separable) return std::max<int>(1, static_cast<int>(e.box.size()));
+  if (!e.nested.empty()) return static_cast<int>(e.nested.size());
   return static_cast<int>(e.bands.size());
 }
 
@@ -102,6 +103,10 @@ class Executor {
         cur = target;
       }
       return absl::OkStatus();
+    }
+    for (const internal::NestedPass& n : e.nested) {
+      CUIMG_RETURN_IF_ERROR(
+          internal::LaunchNestedPass(src, dst, plan_.extent, n, dilate, border, stream_));
     }
     for (std::size_t b = 0; b < e.bands.size(); ++b) {
       CUIMG_RETURN_IF_ERROR(internal::LaunchChordBand(src, dst, plan_.extent, e.bands[b],
@@ -184,6 +189,12 @@ std::string MorphologyPlan::Describe() const {
                               : absl::StrCat("vhgw axis ", b.axis, " length ", b.length));
       }
       parts.push_back(absl::StrCat("box(", absl::StrJoin(passes, ", "), ")"));
+    } else if (!e.nested.empty()) {
+      const internal::NestedPass& n = e.nested.front();
+      parts.push_back(absl::StrCat(
+          "nested(radius ", n.radius, ", half-widths ",
+          absl::StrJoin(n.half_width, n.half_width + n.radius + 1, " "), ", ", e.nested.size(),
+          e.nested.size() == 1 ? " pass)" : " passes)"));
     } else {
       const internal::ChordBand& b = e.bands.front();
       parts.push_back(absl::StrCat(

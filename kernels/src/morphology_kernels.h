@@ -18,6 +18,12 @@ absl::Status LaunchChordBand(const T* in, T* out, const Extent& extent, const Ch
                              const int* chords, bool dilate, T border, bool accumulate,
                              cudaStream_t stream);
 
+// out = erosion/dilation of `in` by one nested-rows section; with pass.accumulate, out = min/max(out,
+// that). `in` and `out` must not overlap.
+template <typename T>
+absl::Status LaunchNestedPass(const T* in, T* out, const Extent& extent, const NestedPass& pass,
+                              bool dilate, T border, cudaStream_t stream);
+
 // out = the box pass `pass` of `in` (LaunchBoxXY for pass.xy, else van Herk/Gil-Werman along
 // pass.axis). `in` and `out` must not overlap.
 template <typename T>

@@ -228,6 +228,52 @@ BoxPass PlanBoxXY(int lx, int ly, int start_x, int start_y, PixelType type, cons
   return best;
 }
 
+// The nested-rows passes of an element whose sections (one per dz, symmetric in dz) are each
+// made of one run per row, centred on the anchor column, symmetric about the anchor row and never
+// wider away from it, within the kernel's radius and half-width limits; empty otherwise.
+std::vector<NestedPass> PlanNested(const StructuringElement& se) {
+  constexpr int kAbsent = -1;
+  const int rz = std::max(se.anchor_z(), se.depth() - 1 - se.anchor_z());
+  const int ry = std::max(se.anchor_y(), se.height() - 1 - se.anchor_y());
+  // half[dz + rz][dy + ry]: the run's half-width, kAbsent for an empty row.
+  std::vector<std::vector<int>> half(2 * rz + 1, std::vector<int>(2 * ry + 1, kAbsent));
+  for (const Chord& c : se.Chords()) {
+    int& h = half[c.dz + rz][c.dy + ry];
+    if (h != kAbsent || c.dx > 0 || c.length != 1 - 2 * c.dx) return {};  // two runs or off-centre
+    h = -c.dx;
+  }
+  std::vector<NestedPass> passes;
+  for (int dz = 0; dz <= rz; ++dz) {
+    const std::vector<int>& section = half[rz + dz];
+    if (section != half[rz - dz]) return {};
+    int radius = kAbsent;
+    for (int dy = 0; dy <= ry; ++dy) {
+      if (section[ry + dy] != section[ry - dy]) return {};
+      if (section[ry + dy] == kAbsent) break;
+      if (dy > 0 && section[ry + dy] > section[ry + dy - 1]) return {};  // wider away from the centre
+      radius = dy;
+    }
+    if (radius == kAbsent) {
+      if (dz == 0) return {};  // the first pass writes the output: it needs the centre section
+      // An empty section is skipped (each section is its own pass); a section with rows but no
+      // centre row is not nested.
+      if (std::any_of(section.begin(), section.end(), [](int h) { return h != kAbsent; })) return {};
+      continue;
+    }
+    for (int dy = radius + 1; dy <= ry; ++dy) {
+      if (section[ry + dy] != kAbsent) return {};  // a gap between rows
+    }
+    if (radius > kNestedMaxRadius || section[ry] > kNestedMaxHalfWidth) return {};
+    NestedPass pass;
+    pass.radius = radius;
+    for (int k = 0; k <= radius; ++k) pass.half_width[k] = section[ry + k];
+    pass.dz = dz;
+    pass.accumulate = !passes.empty();
+    passes.push_back(pass);
+  }
+  return passes;
+}
+
 }  // namespace
 
 absl::StatusOr<ElementPlan> PlanElement(const StructuringElement& se, PixelType type,
@@ -256,6 +302,8 @@ absl::StatusOr<ElementPlan> PlanElement(const StructuringElement& se, PixelType 
     if (lengths[2] > 1) plan.box.push_back(PlanBoxPass(2, lengths[2], -anchors[2]));
     return plan;
   }
+  plan.nested = PlanNested(se);
+  if (!plan.nested.empty()) return plan;
   const int pack = Pack(type);
   const std::size_t pixel_bytes = PixelSize(type);
   const bool element_3d = se.depth() > 1;

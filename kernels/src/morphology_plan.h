@@ -69,10 +69,25 @@ struct BoxPass {
   std::size_t smem_bytes = 0;
 };
 
+inline constexpr int kNestedMaxRadius = 7;      // rows -7..7: the nested-rows kernel's register ring
+inline constexpr int kNestedMaxHalfWidth = 16;  // columns -16..16: its halo within a 128-column strip
+
+// One launch of the nested-rows kernel (morphology_nested.cu): a 2D section whose rows are runs
+// centred on the anchor, symmetric about the anchor row and never wider away from it, applied to
+// the min/max of slices z - dz and z + dz; after a 3D element's first section, accumulated into
+// the output.
+struct NestedPass {
+  int radius = 0;                                // rows -radius .. radius
+  int half_width[kNestedMaxRadius + 1] = {};     // of rows +-k, non-increasing in k
+  int dz = 0;
+  bool accumulate = false;
+};
+
 // How one erosion/dilation by one element runs.
 struct ElementPlan {
-  bool separable = false;          // box element: `box` passes; else `bands`
-  std::vector<BoxPass> box;        // empty and separable: the 1x1 element (a copy)
+  bool separable = false;          // box element: `box` passes; else `nested` if not empty,
+  std::vector<BoxPass> box;        // else `bands`. Empty and separable: the 1x1 element (a copy)
+  std::vector<NestedPass> nested;
   std::vector<ChordBand> bands;
 };
 

@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <random>
 
 #include "cuimg/common/cuda_stream.h"
@@ -195,6 +196,61 @@ TEST(MorphologyGpu, MatchesReferenceWithHugeElementsSplitIntoBands) {
                                 {{op, *se, 1, BorderMode::kNeutral, 0}},
                                 "huge " + std::to_string(c.spec.width) + "x" +
                                     std::to_string(c.spec.height));
+    }
+  }
+}
+
+// Elements of centred, nested rows (odd ellipses, crosses, diamonds; per-slice and 3D) run the
+// nested-rows kernel: widths that are and are not multiples of 4 (vector and scalar accesses),
+// odd heights and depths (half-filled words), every radius up to the kernel's limit, both borders.
+TEST(MorphologyGpu, NestedRowElementsMatchReference) {
+  CUIMG_SKIP_IF_NO_GPU();
+  struct Case {
+    ElementSpec spec;
+    Extent extent;
+  };
+  std::vector<std::uint8_t> diamond(7 * 7);
+  for (int y = 0; y < 7; ++y) {
+    for (int x = 0; x < 7; ++x) diamond[y * 7 + x] = std::abs(x - 3) + std::abs(y - 3) <= 3;
+  }
+  const Case cases[] = {
+      {{ElementShape::kEllipse, 9, 9, 0, -1, -1, -1, {}}, Extent{64, 40, 7}},
+      {{ElementShape::kEllipse, 9, 9, 0, -1, -1, -1, {}}, Extent{131, 67, 1}},
+      {{ElementShape::kEllipse, 15, 15, 0, -1, -1, -1, {}}, Extent{260, 33, 3}},
+      {{ElementShape::kEllipse, 33, 5, 0, -1, -1, -1, {}}, Extent{300, 41, 1}},
+      {{ElementShape::kEllipse, 3, 13, 0, -1, -1, -1, {}}, Extent{97, 120, 2}},
+      {{ElementShape::kEllipse, 5, 3, 0, -1, -1, -1, {}}, Extent{1, 1, 1}},
+      {{ElementShape::kEllipse, 7, 7, 0, -1, -1, -1, {}}, Extent{5, 3, 4}},
+      {{ElementShape::kCross, 11, 7, 0, -1, -1, -1, {}}, Extent{128, 50, 5}},
+      {{ElementShape::kCustom, 7, 7, 0, -1, -1, -1, diamond}, Extent{203, 90, 1}},
+      {{ElementShape::kEllipse, 9, 9, 9, -1, -1, -1, {}}, Extent{60, 44, 21}},
+      {{ElementShape::kEllipse, 7, 5, 3, -1, -1, -1, {}}, Extent{33, 20, 1}},
+      {{ElementShape::kCross, 5, 5, 7, -1, -1, -1, {}}, Extent{48, 31, 16}},
+  };
+  const PixelType types[] = {PixelType::kU8, PixelType::kU16, PixelType::kI16, PixelType::kF32};
+  int n = 0;
+  for (const Case& c : cases) {
+    auto se = StructuringElement::Create(c.spec);
+    ASSERT_TRUE(se.ok()) << se.status();
+    for (PixelType type : types) {
+      for (MorphOp op : {MorphOp::kErode, MorphOp::kDilate, MorphOp::kOpen}) {
+        ++n;
+        const std::vector<MorphologyStep> steps = {
+            {op, *se, 1, n % 3 == 0 ? BorderMode::kConstant : BorderMode::kNeutral, 40}};
+        auto plan = MorphologyPlan::Create(type, c.extent, steps);
+        ASSERT_TRUE(plan.ok()) << plan.status();
+        const std::string what = "nested " + std::to_string(c.spec.width) + "x" +
+                                 std::to_string(c.spec.height) + "x" +
+                                 std::to_string(c.spec.depth) + " on " +
+                                 std::to_string(c.extent.width) + "x" +
+                                 std::to_string(c.extent.height) + "x" +
+                                 std::to_string(c.extent.depth) + " " +
+                                 std::string(PixelTypeName(type)) + " op " +
+                                 std::to_string(static_cast<int>(op));
+        ASSERT_EQ(plan->Describe().rfind("nested(", 0), 0u) << what << ": " << plan->Describe();
+        ExpectGpuMatchesReference(testing::RandomImage(type, c.extent, 700 + n, n % 2 ? 0 : 9),
+                                  steps, what);
+      }
     }
   }
 }

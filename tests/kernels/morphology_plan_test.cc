@@ -66,5 +66,43 @@ TEST(MorphologyPlan, UsesSeparablePassesForBoxesAndChordsOtherwise) {
   EXPECT_NE(disk_plan->Describe().find("chords(1 bands"), std::string::npos) << disk_plan->Describe();
 }
 
+// Small centred elements whose rows nest (disks, crosses, balls) take the nested-rows kernel, one
+// launch per section pair; off-centre, even-sized, holed or too wide ones keep the chords.
+TEST(MorphologyPlan, UsesNestedRowsForSmallSymmetricElements) {
+  auto describe = [](const ElementSpec& spec, Extent extent, int* launches) {
+    auto se = StructuringElement::Create(spec);
+    EXPECT_TRUE(se.ok()) << se.status();
+    auto plan = MorphologyPlan::Create(PixelType::kU8, extent,
+                                       {{MorphOp::kDilate, *se, 1, BorderMode::kNeutral, 0}});
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    *launches = plan->LaunchCount();
+    return plan->Describe();
+  };
+  const Extent volume{512, 512, 300};
+  int launches = 0;
+  EXPECT_EQ(describe({ElementShape::kEllipse, 9, 9, 0, -1, -1, -1, {}}, volume, &launches),
+            "nested(radius 4, half-widths 4 4 3 3 0, 1 pass)");
+  EXPECT_EQ(launches, 1);
+  EXPECT_EQ(describe({ElementShape::kCross, 5, 3, 0, -1, -1, -1, {}}, volume, &launches),
+            "nested(radius 1, half-widths 2 0, 1 pass)");
+  EXPECT_EQ(describe({ElementShape::kEllipse, 9, 9, 9, -1, -1, -1, {}}, volume, &launches),
+            "nested(radius 4, half-widths 4 3 3 2 0, 5 passes)");
+  EXPECT_EQ(launches, 5);
+  EXPECT_EQ(describe({ElementShape::kEllipse, 33, 33, 0, -1, -1, -1, {}}, volume, &launches)
+                .rfind("chords(", 0),
+            0u);  // radius 16 > 7
+  EXPECT_EQ(describe({ElementShape::kEllipse, 9, 9, 0, 2, 4, -1, {}}, volume, &launches)
+                .rfind("chords(", 0),
+            0u);  // off-centre anchor
+  EXPECT_EQ(describe({ElementShape::kEllipse, 8, 8, 0, -1, -1, -1, {}}, volume, &launches)
+                .rfind("chords(", 0),
+            0u);  // even size
+  std::vector<std::uint8_t> ring(5 * 5, 1);
+  ring[12] = 0;
+  EXPECT_EQ(describe({ElementShape::kCustom, 5, 5, 0, -1, -1, -1, ring}, volume, &launches)
+                .rfind("chords(", 0),
+            0u);  // two runs in the centre row
+}
+
 }  // namespace
 }  // namespace cuimg
