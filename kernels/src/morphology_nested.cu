@@ -196,6 +196,27 @@ struct PendingRow {
   typename Quad<T>::Raw raw[LaneOps<T>::kPack][kSources];
 };
 
+// What a pair pass folds into: the output quads of one row, loaded two rows ahead like the
+// sources (loaded when stored, their latency stalled every row).
+template <typename T>
+struct OldRow {
+  typename Quad<T>::Raw raw[LaneOps<T>::kPack];
+};
+
+template <typename T, int kSources>
+__device__ __forceinline__ OldRow<T> LoadOld(const NestedParams<T>& p, const LaneView<T, kSources>& v,
+                                             int y, int x) {
+  OldRow<T> r;
+#pragma unroll
+  for (int j = 0; j < LaneOps<T>::kPack; ++j) {
+    const int row = y + v.row_offset[j];
+    const bool inside = y < p.plane_rows && row < p.height && v.dst[j] != nullptr;
+    r.raw[j] = LoadQuad<T>(inside ? v.dst[j] + static_cast<std::int64_t>(row) * p.width : nullptr,
+                           x, p.width, p.border, p.vector);
+  }
+  return r;
+}
+
 template <typename T, int kSources>
 __device__ __forceinline__ PendingRow<T, kSources> LoadRow(const NestedParams<T>& p,
                                                            const LaneView<T, kSources>& v, int y,
@@ -235,10 +256,11 @@ __device__ __forceinline__ void PackRow(const PendingRow<T, kSources>& r,
   }
 }
 
-// Writes one output word row; a pair pass folds into what the earlier passes wrote.
+// Writes one output word row; a pair pass folds in `old`, what the earlier passes wrote.
 template <typename T, bool kDilate, int kSources>
 __device__ __forceinline__ void StoreRow(const NestedParams<T>& p, const LaneView<T, kSources>& v,
-                                         int y, int x, const typename LaneOps<T>::Lane (&acc)[4]) {
+                                         int y, int x, const typename LaneOps<T>::Lane (&acc)[4],
+                                         const OldRow<T>& old) {
   using Q = Quad<T>;
   constexpr int P = LaneOps<T>::kPack;
   typename Q::Raw result[P];
@@ -253,10 +275,9 @@ __device__ __forceinline__ void StoreRow(const NestedParams<T>& p, const LaneVie
     if (v.dst[j] == nullptr || row >= p.height) continue;
     T* dst = v.dst[j] + static_cast<std::int64_t>(row) * p.width;
     if constexpr (kSources == 2) {
-      const typename Q::Raw old = LoadQuad<T>(dst, x, p.width, p.border, p.vector);
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
-        Q::Set(result[j], c, Combine<T, kDilate>(Q::Get(old, c), Q::Get(result[j], c)));
+        Q::Set(result[j], c, Combine<T, kDilate>(Q::Get(old.raw[j], c), Q::Get(result[j], c)));
       }
     }
     StoreQuad<T>(dst, x, p.width, result[j], p.vector);
@@ -307,6 +328,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   }
   PendingRow<T, kSources> next0 = LoadRow<T, kSources>(p, v, y_begin + kR, x);
   PendingRow<T, kSources> next1 = LoadRow<T, kSources>(p, v, y_begin + kR + 1, x);
+  OldRow<T> old0{}, old1{};
+  if constexpr (kSources == 2) {
+    if (writer) {
+      old0 = LoadOld<T, kSources>(p, v, y_begin, x);
+      old1 = LoadOld<T, kSources>(p, v, y_begin + 1, x);
+    }
+  }
 
   for (int y0 = y_begin; y0 < y_end; y0 += 4) {
     // Slot s holds row y0 - R + s.
@@ -316,9 +344,17 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       if (y >= y_end) break;
       PackRow<T, kDilate, kSources>(next0, ring[2 * h + 2 * kR]);
       PackRow<T, kDilate, kSources>(next1, ring[2 * h + 2 * kR + 1]);
+      const OldRow<T> fold0 = old0;
+      const OldRow<T> fold1 = old1;
       if (y + 2 < y_end) {
         next0 = LoadRow<T, kSources>(p, v, y + kR + 2, x);
         next1 = LoadRow<T, kSources>(p, v, y + kR + 3, x);
+        if constexpr (kSources == 2) {
+          if (writer) {
+            old0 = LoadOld<T, kSources>(p, v, y + 2, x);
+            old1 = LoadOld<T, kSources>(p, v, y + 3, x);
+          }
+        }
       }
       Lane a[4], b[4], ra[4], rb[4];
 #pragma unroll
@@ -342,8 +378,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 #pragma unroll 1
       for (int s = 0; s < p.steps[0]; ++s) ColumnStep<T, kDilate>(a, b);
       if (writer) {
-        StoreRow<T, kDilate, kSources>(p, v, y, x, a);
-        if (y + 1 < y_end) StoreRow<T, kDilate, kSources>(p, v, y + 1, x, b);
+        StoreRow<T, kDilate, kSources>(p, v, y, x, a, fold0);
+        if (y + 1 < y_end) StoreRow<T, kDilate, kSources>(p, v, y + 1, x, b, fold1);
       }
     }
 #pragma unroll
