@@ -4,7 +4,8 @@
 // rectangles [-u_k, u_k] x [-k, k] (u_k: half-width of rows +-k), so with V_k the min/max over
 // rows y-k..y+k and H_d the min/max over columns x-d..x+d,
 //   out = H_{u_R}(V_R op H_{u_(R-1) - u_R}(V_(R-1) op ... H_{u_0 - u_1}(V_0)))
-// which costs u_0 column steps and R row steps per pixel, whatever the element's area. Each warp
+// and, H containing its centre, V_k may be just rows y-k and y+k: u_0 column steps and R row steps
+// per pixel, whatever the element's area. Each warp
 // slides down a band of rows of a strip of 128 columns, four per lane: rows wait in a register
 // ring (the radius is a template parameter), columns cross lanes by shuffles. No shared memory, no
 // barriers. Integer pixels ride two per word in 16-bit lanes (lane_ops.cuh): slices z and z+1 of
@@ -356,11 +357,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
           }
         }
       }
-      Lane a[4], b[4], ra[4], rb[4];
+      // a, b: rows y, y + 1. Rows +-k fold in after the column steps down to u_k: since H
+      // contains its centre, V_(k-1) is already inside H(X_(k-1)), so X_k = H(X_(k-1)) op rows +-k.
+      Lane a[4], b[4];
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
-        a[c] = ra[c] = ring[2 * h + kR][c];
-        b[c] = rb[c] = ring[2 * h + kR + 1][c];
+        a[c] = ring[2 * h + kR][c];
+        b[c] = ring[2 * h + kR + 1][c];
       }
 #pragma unroll
       for (int k = 1; k <= kR; ++k) {
@@ -368,11 +371,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
         for (int s = 0; s < p.steps[k]; ++s) ColumnStep<T, kDilate>(a, b);
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
-          ra[c] = LaneCombine3<T, kDilate>(ra[c], ring[2 * h + kR - k][c], ring[2 * h + kR + k][c]);
-          rb[c] = LaneCombine3<T, kDilate>(rb[c], ring[2 * h + kR + 1 - k][c],
-                                           ring[2 * h + kR + 1 + k][c]);
-          a[c] = LaneCombine<T, kDilate>(a[c], ra[c]);
-          b[c] = LaneCombine<T, kDilate>(b[c], rb[c]);
+          a[c] = LaneCombine3<T, kDilate>(a[c], ring[2 * h + kR - k][c], ring[2 * h + kR + k][c]);
+          b[c] = LaneCombine3<T, kDilate>(b[c], ring[2 * h + kR + 1 - k][c],
+                                          ring[2 * h + kR + 1 + k][c]);
         }
       }
 #pragma unroll 1
