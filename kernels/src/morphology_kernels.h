@@ -18,8 +18,8 @@ absl::Status LaunchChordBand(const T* in, T* out, const Extent& extent, const Ch
                              const int* chords, bool dilate, T border, bool accumulate,
                              cudaStream_t stream);
 
-// out = erosion/dilation of `in` by one nested-rows section; with pass.accumulate, out = min/max(out,
-// that). `in` and `out` must not overlap.
+// out = erosion/dilation of `in` by one nested-rows section (pass.dz == 0); for pass.dz > 0,
+// out = min/max(out, that). `in` and `out` must not overlap.
 template <typename T>
 absl::Status LaunchNestedPass(const T* in, T* out, const Extent& extent, const NestedPass& pass,
                               bool dilate, T border, cudaStream_t stream);

@@ -268,7 +268,6 @@ std::vector<NestedPass> PlanNested(const StructuringElement& se) {
     pass.radius = radius;
     for (int k = 0; k <= radius; ++k) pass.half_width[k] = section[ry + k];
     pass.dz = dz;
-    pass.accumulate = !passes.empty();
     passes.push_back(pass);
   }
   return passes;

@@ -74,13 +74,12 @@ inline constexpr int kNestedMaxHalfWidth = 16;  // columns -16..16: its halo wit
 
 // One launch of the nested-rows kernel (morphology_nested.cu): a 2D section whose rows are runs
 // centred on the anchor, symmetric about the anchor row and never wider away from it, applied to
-// the min/max of slices z - dz and z + dz; after a 3D element's first section, accumulated into
-// the output.
+// the min/max of slices z - dz and z + dz. The pass at dz = 0 (always first) writes the output;
+// those at dz > 0 (a 3D element's other sections) fold into it.
 struct NestedPass {
   int radius = 0;                                // rows -radius .. radius
   int half_width[kNestedMaxRadius + 1] = {};     // of rows +-k, non-increasing in k
   int dz = 0;
-  bool accumulate = false;
 };
 
 // How one erosion/dilation by one element runs.
