@@ -113,7 +113,9 @@ absl::StatusOr<Image> ReadPages(TIFF* tif, const std::string& path, std::int64_t
   if (width == 0 || height == 0 || depth == 0) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": empty TIFF"));
   }
-  if (std::int64_t{width} * height * depth > max_pixels) {
+  // w * h fits in 64 bits unsigned; w * h * d > max  <=>  w * h > floor(max / d) (no overflow).
+  if (std::uint64_t{width} * height > static_cast<std::uint64_t>(std::max<std::int64_t>(max_pixels, 0)) /
+                                          static_cast<std::uint64_t>(depth)) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", width, "x", height, "x", depth,
                                                    " pixels exceed the limit of ", max_pixels));
   }
