@@ -141,12 +141,16 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
   auto held = std::make_shared<InflightBudget::Reservation>(*std::move(reservation));
   auto shared_job = std::make_shared<Job>(*std::move(job));
   const absl::Status admitted =
-      queue_->Submit([this, call, shared_job, held, request, response, reactor, run] {
+      queue_->Submit([this, call, shared_job, held, request, response, reactor,
+                      run](WorkQueue::Admission& admission) {
         call->MarkStarted();
         absl::Status status = call->CheckAlive();
         if (status.ok()) status = (this->*run)(*shared_job, *request, *call, response);
         metrics_->AddBytes(static_cast<std::int64_t>(request->ByteSizeLong()),
                            status.ok() ? static_cast<std::int64_t>(response->ByteSizeLong()) : 0);
+        // Free the slot and bytes before answering: the client may call again on the answer.
+        held->Release();
+        admission.Release();
         reactor->Finish(call->Complete(status));
       });
   if (!admitted.ok()) return refuse(admitted, admitted.code() == absl::StatusCode::kResourceExhausted);

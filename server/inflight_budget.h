@@ -32,11 +32,12 @@ class InflightBudget {
     Reservation& operator=(const Reservation&) = delete;
     ~Reservation() { Release(); }
     std::uint64_t bytes() const { return budget_ == nullptr ? 0 : bytes_; }
+    // Returns the bytes now (idempotent).
+    void Release();
 
    private:
     friend class InflightBudget;
     Reservation(InflightBudget* budget, std::uint64_t bytes) : budget_(budget), bytes_(bytes) {}
-    void Release();
     InflightBudget* budget_ = nullptr;
     std::uint64_t bytes_ = 0;
   };

@@ -198,7 +198,9 @@ class VolumeStreamReactor final
       }
       task->input = task->assembled.data();
     }
-    if (absl::Status admitted = queue_->Submit([this, task] { Run(*task); }); !admitted.ok()) {
+    if (absl::Status admitted = queue_->Submit([this, task](WorkQueue::Admission& admission) {
+          Run(*task, admission);
+        }); !admitted.ok()) {
       transient_ = admitted.code() == absl::StatusCode::kResourceExhausted;
       return admitted;
     }
@@ -208,7 +210,7 @@ class VolumeStreamReactor final
   }
 
   // On a work queue thread, without the lock while the backend runs.
-  void Run(const SlabTask& task) {
+  void Run(const SlabTask& task, WorkQueue::Admission& admission) {
     bool skip;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -222,6 +224,7 @@ class VolumeStreamReactor final
     auto message = std::make_unique<v1::VolumeStreamResponse>();
     absl::Status status = skip ? absl::OkStatus() : call_.CheckAlive();
     if (!skip && status.ok()) status = Compute(task, &times, message.get());
+    admission.Release();  // before Pump, which may finish the stream
     std::unique_lock<std::mutex> lock(mu_);
     --running_;
     if (!status.ok()) {

@@ -12,7 +12,18 @@ WorkQueue::WorkQueue(int threads, int max_admitted, std::chrono::microseconds sp
 
 WorkQueue::~WorkQueue() { Shutdown(); }
 
+void WorkQueue::Admission::Release() {
+  if (queue_ == nullptr) return;
+  std::lock_guard<std::mutex> lock(queue_->mu_);
+  --queue_->admitted_;
+  queue_ = nullptr;
+}
+
 absl::Status WorkQueue::Submit(std::function<void()> task) {
+  return Submit([task = std::move(task)](Admission&) { task(); });
+}
+
+absl::Status WorkQueue::Submit(std::function<void(Admission&)> task) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return absl::UnavailableError("server is shutting down");
@@ -67,7 +78,7 @@ bool WorkQueue::SpinForWork() {
 
 void WorkQueue::WorkerLoop() {
   for (;;) {
-    std::function<void()> task;
+    std::function<void(Admission&)> task;
     {
       std::unique_lock<std::mutex> lock(mu_);
       if (tasks_.empty() && !stopping_) {
@@ -81,9 +92,10 @@ void WorkQueue::WorkerLoop() {
       tasks_.pop_front();
       queued_.fetch_sub(1, std::memory_order_relaxed);
     }
-    task();
-    std::lock_guard<std::mutex> lock(mu_);
-    --admitted_;
+    Admission admission(this);
+    task(admission);
+    task = nullptr;  // what it holds goes before its slot does
+    admission.Release();
   }
 }
 

@@ -29,8 +29,22 @@ class WorkQueue {
   WorkQueue(const WorkQueue&) = delete;
   WorkQueue& operator=(const WorkQueue&) = delete;
 
+  // A running task's admission slot. Release() frees it before the task returns: a unary RPC
+  // releases before it sends its response, so a client that calls again as soon as it has the
+  // answer is admitted. Otherwise freed when the task returns. Idempotent; worker thread only.
+  class Admission {
+   public:
+    void Release();
+
+   private:
+    friend class WorkQueue;
+    explicit Admission(WorkQueue* queue) : queue_(queue) {}
+    WorkQueue* queue_;
+  };
+
   // Admits `task` to run on a worker. RESOURCE_EXHAUSTED (task not run, not kept) when
   // `max_admitted` tasks are already admitted; UNAVAILABLE after Shutdown().
+  absl::Status Submit(std::function<void(Admission&)> task);
   absl::Status Submit(std::function<void()> task);
   // Stops admitting, runs what was admitted, joins the workers. Idempotent.
   void Shutdown();
@@ -48,7 +62,7 @@ class WorkQueue {
   std::atomic<bool> stop_polling_{false};
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;
+  std::deque<std::function<void(Admission&)>> tasks_;
   int admitted_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> workers_;

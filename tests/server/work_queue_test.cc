@@ -35,6 +35,24 @@ TEST(WorkQueue, RefusesBeyondTheAdmissionLimit) {
   EXPECT_EQ(queue.admitted(), 0);
 }
 
+TEST(WorkQueue, ATaskThatReleasesItsAdmissionMakesRoomBeforeItReturns) {
+  WorkQueue queue(1, 1);
+  std::promise<void> release;
+  std::shared_future<void> gate = release.get_future().share();
+  std::promise<absl::Status> inside;
+  ASSERT_THAT(queue.Submit([&, gate](WorkQueue::Admission& admission) {
+    EXPECT_THAT(queue.Submit([] {}), StatusIs(absl::StatusCode::kResourceExhausted));
+    admission.Release();
+    admission.Release();  // idempotent: frees one slot only
+    inside.set_value(queue.Submit([] {}));
+    gate.wait();
+  }), IsOk());
+  EXPECT_THAT(inside.get_future().get(), IsOk());
+  release.set_value();
+  queue.Shutdown();
+  EXPECT_EQ(queue.admitted(), 0);
+}
+
 TEST(WorkQueue, PollingWorkersRunEveryTaskAndShutDownWithoutWaitingOutTheSpin) {
   std::atomic<int> ran{0};
   WorkQueue queue(3, 100, std::chrono::seconds(5));
