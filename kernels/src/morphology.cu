@@ -194,7 +194,13 @@ std::string MorphologyPlan::Describe() const {
       parts.push_back(absl::StrCat(
           "nested(radius ", n.radius, ", half-widths ",
           absl::StrJoin(n.half_width, n.half_width + n.radius + 1, " "), ", ", e.nested.size(),
-          e.nested.size() == 1 ? " pass)" : " passes)"));
+          e.nested.size() == 1 ? " pass" : " passes",
+          n.point_dz > 0 ? absl::StrCat(", points +-", n.point_dz) : "",
+          std::all_of(e.nested.begin(), e.nested.end(),
+                      [](const internal::NestedPass& pass) { return pass.compiled >= 0; })
+              ? ", compiled steps"
+              : "",
+          ")"));
     } else {
       const internal::ChordBand& b = e.bands.front();
       parts.push_back(absl::StrCat(

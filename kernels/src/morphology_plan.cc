@@ -231,6 +231,25 @@ BoxPass PlanBoxXY(int lx, int ly, int start_x, int start_y, PixelType type, cons
 // The nested-rows passes of an element whose sections (one per dz, symmetric in dz) are each
 // made of one run per row, centred on the anchor column, symmetric about the anchor row and never
 // wider away from it, within the kernel's radius and half-width limits; empty otherwise.
+// The index of `pass`'s column steps in kCompiledNestedSteps, -1 if not there.
+int FindCompiledSteps(const NestedPass& pass) {
+  const NestedRole role = pass.dz > 0         ? NestedRole::kFold
+                          : pass.point_dz > 0 ? NestedRole::kWritePoints
+                                              : NestedRole::kWrite;
+  for (int i = 0; i < kCompiledNestedStepCount; ++i) {
+    const CompiledNestedSteps& c = kCompiledNestedSteps[i];
+    if (c.role != role || c.radius != pass.radius) continue;
+    int half_width = c.steps[0];
+    bool same = half_width == pass.half_width[pass.radius];
+    for (int k = pass.radius - 1; same && k >= 0; --k) {
+      half_width += c.steps[k + 1];
+      same = half_width == pass.half_width[k];
+    }
+    if (same) return i;
+  }
+  return -1;
+}
+
 std::vector<NestedPass> PlanNested(const StructuringElement& se) {
   constexpr int kAbsent = -1;
   const int rz = std::max(se.anchor_z(), se.depth() - 1 - se.anchor_z());
@@ -268,8 +287,13 @@ std::vector<NestedPass> PlanNested(const StructuringElement& se) {
     pass.radius = radius;
     for (int k = 0; k <= radius; ++k) pass.half_width[k] = section[ry + k];
     pass.dz = dz;
+    if (dz > 0 && radius == 0 && pass.half_width[0] == 0 && passes.front().point_dz == 0) {
+      passes.front().point_dz = dz;  // the anchor pixel alone: folded by the first pass
+      continue;
+    }
     passes.push_back(pass);
   }
+  for (NestedPass& pass : passes) pass.compiled = FindCompiledSteps(pass);
   return passes;
 }
 

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "cuimg/common/image.h"
 #include "cuimg/kernels/structuring_element.h"
+#include "nested_steps.h"
 
 namespace cuimg::internal {
 
@@ -69,17 +70,18 @@ struct BoxPass {
   std::size_t smem_bytes = 0;
 };
 
-inline constexpr int kNestedMaxRadius = 7;      // rows -7..7: the nested-rows kernel's register ring
-inline constexpr int kNestedMaxHalfWidth = 16;  // columns -16..16: its halo within a 128-column strip
-
 // One launch of the nested-rows kernel (morphology_nested.cu): a 2D section whose rows are runs
 // centred on the anchor, symmetric about the anchor row and never wider away from it, applied to
 // the min/max of slices z - dz and z + dz. The pass at dz = 0 (always first) writes the output;
-// those at dz > 0 (a 3D element's other sections) fold into it.
+// those at dz > 0 (a 3D element's other sections) fold into it. A section that is the anchor
+// pixel alone (a ball's poles) needs no pass of its own: the dz = 0 pass folds slices
+// z +- point_dz into what it writes.
 struct NestedPass {
   int radius = 0;                                // rows -radius .. radius
   int half_width[kNestedMaxRadius + 1] = {};     // of rows +-k, non-increasing in k
   int dz = 0;
+  int point_dz = 0;                              // dz = 0 pass only; 0: none
+  int compiled = -1;  // index of its steps in kCompiledNestedSteps; -1: steps read at run time
 };
 
 // How one erosion/dilation by one element runs.

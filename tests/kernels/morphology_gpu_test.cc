@@ -226,6 +226,16 @@ TEST(MorphologyGpu, NestedRowElementsMatchReference) {
       {{ElementShape::kEllipse, 9, 9, 9, -1, -1, -1, {}}, Extent{60, 44, 21}},
       {{ElementShape::kEllipse, 7, 5, 3, -1, -1, -1, {}}, Extent{33, 20, 1}},
       {{ElementShape::kCross, 5, 5, 7, -1, -1, -1, {}}, Extent{48, 31, 16}},
+      // Sections that are the anchor pixel alone (poles) fold into the first pass.
+      {{ElementShape::kEllipse, 7, 5, 3, -1, -1, -1, {}}, Extent{64, 21, 9}},
+      {{ElementShape::kEllipse, 3, 3, 9, -1, -1, -1, {}}, Extent{37, 29, 23}},
+      // Compiled step lists (nested_steps.h): every disk and ball in the list.
+      {{ElementShape::kEllipse, 3, 3, 0, -1, -1, -1, {}}, Extent{70, 19, 3}},
+      {{ElementShape::kEllipse, 5, 5, 0, -1, -1, -1, {}}, Extent{129, 30, 1}},
+      {{ElementShape::kEllipse, 11, 11, 0, -1, -1, -1, {}}, Extent{96, 45, 2}},
+      {{ElementShape::kEllipse, 13, 13, 0, -1, -1, -1, {}}, Extent{150, 52, 1}},
+      {{ElementShape::kEllipse, 5, 5, 5, -1, -1, -1, {}}, Extent{40, 26, 12}},
+      {{ElementShape::kEllipse, 7, 7, 7, -1, -1, -1, {}}, Extent{52, 33, 15}},
   };
   const PixelType types[] = {PixelType::kU8, PixelType::kU16, PixelType::kI16, PixelType::kF32};
   int n = 0;

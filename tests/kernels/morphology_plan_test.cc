@@ -81,13 +81,17 @@ TEST(MorphologyPlan, UsesNestedRowsForSmallSymmetricElements) {
   const Extent volume{512, 512, 300};
   int launches = 0;
   EXPECT_EQ(describe({ElementShape::kEllipse, 9, 9, 0, -1, -1, -1, {}}, volume, &launches),
-            "nested(radius 4, half-widths 4 4 3 3 0, 1 pass)");
+            "nested(radius 4, half-widths 4 4 3 3 0, 1 pass, compiled steps)");
   EXPECT_EQ(launches, 1);
   EXPECT_EQ(describe({ElementShape::kCross, 5, 3, 0, -1, -1, -1, {}}, volume, &launches),
             "nested(radius 1, half-widths 2 0, 1 pass)");
   EXPECT_EQ(describe({ElementShape::kEllipse, 9, 9, 9, -1, -1, -1, {}}, volume, &launches),
-            "nested(radius 4, half-widths 4 3 3 2 0, 5 passes)");
-  EXPECT_EQ(launches, 5);
+            "nested(radius 4, half-widths 4 3 3 2 0, 4 passes, points +-4, compiled steps)");
+  EXPECT_EQ(launches, 4);  // the poles (dz = +-4: the anchor pixel alone) ride the first pass
+  // 3x3x9: sections +-1..4 are all the anchor pixel; one pair is folded, the rest are passes.
+  EXPECT_EQ(describe({ElementShape::kEllipse, 3, 3, 9, -1, -1, -1, {}}, volume, &launches),
+            "nested(radius 1, half-widths 1 0, 4 passes, points +-1)");
+  EXPECT_EQ(launches, 4);
   EXPECT_EQ(describe({ElementShape::kEllipse, 33, 33, 0, -1, -1, -1, {}}, volume, &launches)
                 .rfind("chords(", 0),
             0u);  // radius 16 > 7
@@ -97,6 +101,24 @@ TEST(MorphologyPlan, UsesNestedRowsForSmallSymmetricElements) {
   EXPECT_EQ(describe({ElementShape::kEllipse, 8, 8, 0, -1, -1, -1, {}}, volume, &launches)
                 .rfind("chords(", 0),
             0u);  // even size
+  // The compiled step lists cover OpenCV's odd disks up to 15x15 and balls of radius 2..4, in
+  // every pass; other nested elements read their steps at run time.
+  for (int size = 3; size <= 15; size += 2) {
+    EXPECT_NE(describe({ElementShape::kEllipse, size, size, 0, -1, -1, -1, {}}, volume, &launches)
+                  .find(", compiled steps)"),
+              std::string::npos)
+        << "disk " << size;
+  }
+  for (int size = 5; size <= 9; size += 2) {
+    EXPECT_NE(
+        describe({ElementShape::kEllipse, size, size, size, -1, -1, -1, {}}, volume, &launches)
+            .find(", compiled steps)"),
+        std::string::npos)
+        << "ball " << size;
+  }
+  EXPECT_EQ(describe({ElementShape::kEllipse, 9, 7, 0, -1, -1, -1, {}}, volume, &launches)
+                .find("compiled"),
+            std::string::npos);
   std::vector<std::uint8_t> ring(5 * 5, 1);
   ring[12] = 0;
   EXPECT_EQ(describe({ElementShape::kCustom, 5, 5, 0, -1, -1, -1, ring}, volume, &launches)
