@@ -94,7 +94,7 @@ absl::Status LaunchNestedPass(const T* in, T* out, const Extent& extent, const N
   // Vector accesses need every row to start 4-pixel aligned (and the buffers, as cudaMalloc's are).
   p.vector = p.width % 4 == 0 && reinterpret_cast<std::uintptr_t>(in) % (4 * sizeof(T)) == 0 &&
                       reinterpret_cast<std::uintptr_t>(out) % (4 * sizeof(T)) == 0;
-  if (pass.compiled >= 0) return LaunchCompiled<T>(p, pass.compiled, dilate, stream);
+  if (pass.compiled >= 0 && p.vector) return LaunchCompiled<T>(p, pass.compiled, dilate, stream);
   return dilate ? LaunchDilate<T, true>(p, pass.radius, stream)
                 : LaunchDilate<T, false>(p, pass.radius, stream);
 }

@@ -233,7 +233,8 @@ struct PendingRow {
 
 // What a pair pass folds into: the output quads of one row, loaded two rows ahead like the
 // sources (loaded when stored, their latency stalled every row).
-template <typename T, int kSources>
+// kAligned: the caller guarantees p.vector (the compiled-steps kernels), no scalar path.
+template <typename T, int kSources, bool kAligned>
 __device__ __forceinline__ PendingRow<T, 1> LoadOld(const NestedParams<T>& p,
                                                     const LaneView<T, kSources>& v, int y, int x) {
   PendingRow<T, 1> r;
@@ -242,12 +243,12 @@ __device__ __forceinline__ PendingRow<T, 1> LoadOld(const NestedParams<T>& p,
     const int row = y + v.row_offset[j];
     const bool inside = y < p.plane_rows && row < p.height && v.dst[j] != nullptr;
     r.raw[j][0] = LoadQuad<T>(inside ? v.dst[j] + static_cast<std::int64_t>(row) * p.width : nullptr,
-                              x, p.width, p.border, p.vector);
+                              x, p.width, p.border, kAligned || p.vector);
   }
   return r;
 }
 
-template <typename T, int kSources>
+template <typename T, int kSources, bool kAligned>
 __device__ __forceinline__ PendingRow<T, kSources> LoadRow(const NestedParams<T>& p,
                                                            const LaneView<T, kSources>& v, int y,
                                                            int x) {
@@ -260,7 +261,7 @@ __device__ __forceinline__ PendingRow<T, kSources> LoadRow(const NestedParams<T>
 #pragma unroll
     for (int k = 0; k < kSources; ++k) {
       r.raw[j][k] = LoadQuad<T>(inside && v.src[j][k] != nullptr ? v.src[j][k] + offset : nullptr,
-                                x, p.width, p.border, p.vector);
+                                x, p.width, p.border, kAligned || p.vector);
     }
   }
   return r;
@@ -287,7 +288,7 @@ __device__ __forceinline__ void PackRow(const PendingRow<T, kSources>& r,
 }
 
 // Writes one output word row.
-template <typename T, int kSources>
+template <typename T, int kSources, bool kAligned>
 __device__ __forceinline__ void StoreRow(const NestedParams<T>& p, const LaneView<T, kSources>& v,
                                          int y, int x, const typename LaneOps<T>::Lane (&acc)[4]) {
   using Q = Quad<T>;
@@ -303,7 +304,7 @@ __device__ __forceinline__ void StoreRow(const NestedParams<T>& p, const LaneVie
     const int row = y + v.row_offset[j];
     if (v.dst[j] == nullptr || row >= p.height) continue;
     StoreQuad<T>(v.dst[j] + static_cast<std::int64_t>(row) * p.width, x, p.width, result[j],
-                 p.vector);
+                 kAligned || p.vector);
   }
 }
 
@@ -324,6 +325,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock, kMinBlocksPerSm<T, kR, kSour
   using Ops = LaneOps<T>;
   using Lane = typename Ops::Lane;
   constexpr int P = Ops::kPack;
+  // Compiled steps run only on 4-pixel-aligned rows (the launcher sends the others to the
+  // run-time kernel): no scalar load/store path in their loop.
+  constexpr bool kAligned = Steps::kStatic;
   const long long warp = (static_cast<long long>(blockIdx.x) * kThreadsPerBlock + threadIdx.x) >> 5;
   if (warp >= p.warps) return;  // whole warps: the shuffles stay full
   const int lane = threadIdx.x & 31;
@@ -364,20 +368,20 @@ __global__ void __launch_bounds__(kThreadsPerBlock, kMinBlocksPerSm<T, kR, kSour
   Lane ring[2 * kR + 4][4];
 #pragma unroll
   for (int s = 0; s < 2 * kR; ++s) {
-    PackRow<T, kDilate, kSources>(LoadRow<T, kSources>(p, v, y_begin - kR + s, x), ring[s]);
+    PackRow<T, kDilate, kSources>(LoadRow<T, kSources, kAligned>(p, v, y_begin - kR + s, x), ring[s]);
   }
-  PendingRow<T, kSources> next0 = LoadRow<T, kSources>(p, v, y_begin + kR, x);
-  PendingRow<T, kSources> next1 = LoadRow<T, kSources>(p, v, y_begin + kR + 1, x);
+  PendingRow<T, kSources> next0 = LoadRow<T, kSources, kAligned>(p, v, y_begin + kR, x);
+  PendingRow<T, kSources> next1 = LoadRow<T, kSources, kAligned>(p, v, y_begin + kR + 1, x);
   PendingRow<T, 1> old0{}, old1{};  // kSources 2: what the earlier passes wrote to rows y, y + 1
   PendingRow<T, 2> point0{}, point1{};
   if (writer) {
     if constexpr (kSources == 2) {
-      old0 = LoadOld<T, kSources>(p, v, y_begin, x);
-      old1 = LoadOld<T, kSources>(p, v, y_begin + 1, x);
+      old0 = LoadOld<T, kSources, kAligned>(p, v, y_begin, x);
+      old1 = LoadOld<T, kSources, kAligned>(p, v, y_begin + 1, x);
     }
     if constexpr (kPoints) {
-      point0 = LoadRow<T, 2>(p, points, y_begin, x);
-      point1 = LoadRow<T, 2>(p, points, y_begin + 1, x);
+      point0 = LoadRow<T, 2, kAligned>(p, points, y_begin, x);
+      point1 = LoadRow<T, 2, kAligned>(p, points, y_begin + 1, x);
     }
   }
 
@@ -400,16 +404,16 @@ __global__ void __launch_bounds__(kThreadsPerBlock, kMinBlocksPerSm<T, kR, kSour
         PackRow<T, kDilate, 2>(point1, at1);
       }
       if (y + 2 < y_end) {
-        next0 = LoadRow<T, kSources>(p, v, y + kR + 2, x);
-        next1 = LoadRow<T, kSources>(p, v, y + kR + 3, x);
+        next0 = LoadRow<T, kSources, kAligned>(p, v, y + kR + 2, x);
+        next1 = LoadRow<T, kSources, kAligned>(p, v, y + kR + 3, x);
         if (writer) {
           if constexpr (kSources == 2) {
-            old0 = LoadOld<T, kSources>(p, v, y + 2, x);
-            old1 = LoadOld<T, kSources>(p, v, y + 3, x);
+            old0 = LoadOld<T, kSources, kAligned>(p, v, y + 2, x);
+            old1 = LoadOld<T, kSources, kAligned>(p, v, y + 3, x);
           }
           if constexpr (kPoints) {
-            point0 = LoadRow<T, 2>(p, points, y + 2, x);
-            point1 = LoadRow<T, 2>(p, points, y + 3, x);
+            point0 = LoadRow<T, 2, kAligned>(p, points, y + 2, x);
+            point1 = LoadRow<T, 2, kAligned>(p, points, y + 3, x);
           }
         }
       }
@@ -440,8 +444,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock, kMinBlocksPerSm<T, kR, kSour
         }
       }
       if (writer) {
-        StoreRow<T, kSources>(p, v, y, x, a);
-        if (y + 1 < y_end) StoreRow<T, kSources>(p, v, y + 1, x, b);
+        StoreRow<T, kSources, kAligned>(p, v, y, x, a);
+        if (y + 1 < y_end) StoreRow<T, kSources, kAligned>(p, v, y + 1, x, b);
       }
     }
 #pragma unroll

@@ -326,6 +326,10 @@ absl::StatusOr<ElementPlan> PlanElement(const StructuringElement& se, PixelType 
     return plan;
   }
   plan.nested = PlanNested(se);
+  if (extent.width % 4 != 0) {
+    // The compiled kernels take 4-pixel-aligned rows only.
+    for (NestedPass& pass : plan.nested) pass.compiled = -1;
+  }
   if (!plan.nested.empty()) return plan;
   const int pack = Pack(type);
   const std::size_t pixel_bytes = PixelSize(type);
