@@ -88,8 +88,7 @@ absl::Status LaunchNestedPass(const T* in, T* out, const Extent& extent, const N
   }
   p.bands = (p.plane_rows + p.band_rows - 1) / p.band_rows;
   p.warps = static_cast<long long>(p.strips) * p.bands * planes;
-  for (int k = 1; k <= pass.radius; ++k) p.steps[k] = pass.half_width[k - 1] - pass.half_width[k];
-  p.steps[0] = pass.half_width[pass.radius];
+  NestedColumnSteps(pass, p.steps);
   p.border = border;
   // Vector accesses need every row to start 4-pixel aligned (and the buffers, as cudaMalloc's are).
   p.vector = p.width % 4 == 0 && reinterpret_cast<std::uintptr_t>(in) % (4 * sizeof(T)) == 0 &&

@@ -17,7 +17,6 @@
 
 #include "absl/status/status.h"
 #include "cuimg/common/cuda_status.h"
-#include "device_ops.cuh"
 #include "lane_ops.cuh"
 #include "nested_steps.h"
 
@@ -348,11 +347,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock, kMinBlocksPerSm<T, kR, kSour
   for (int j = 0; j < P; ++j) {
     const int z = plane * p.slice_step + j * p.lane_slice;
     v.row_offset[j] = j * p.lane_rows;
-    points.row_offset[j] = v.row_offset[j];
+    if constexpr (kPoints) {
+      points.row_offset[j] = v.row_offset[j];
 #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const int zs = k == 0 ? z - p.point_dz : z + p.point_dz;
-      points.src[j][k] = zs >= 0 && zs < p.depth ? p.in + zs * slice_pixels : nullptr;
+      for (int k = 0; k < 2; ++k) {
+        const int zs = k == 0 ? z - p.point_dz : z + p.point_dz;
+        points.src[j][k] = zs >= 0 && zs < p.depth ? p.in + zs * slice_pixels : nullptr;
+      }
     }
 #pragma unroll
     for (int k = 0; k < kSources; ++k) {

@@ -228,28 +228,26 @@ BoxPass PlanBoxXY(int lx, int ly, int start_x, int start_y, PixelType type, cons
   return best;
 }
 
-// The nested-rows passes of an element whose sections (one per dz, symmetric in dz) are each
-// made of one run per row, centred on the anchor column, symmetric about the anchor row and never
-// wider away from it, within the kernel's radius and half-width limits; empty otherwise.
 // The index of `pass`'s column steps in kCompiledNestedSteps, -1 if not there.
 int FindCompiledSteps(const NestedPass& pass) {
   const NestedRole role = pass.dz > 0         ? NestedRole::kFold
                           : pass.point_dz > 0 ? NestedRole::kWritePoints
                                               : NestedRole::kWrite;
+  int steps[kNestedMaxRadius + 1];
+  NestedColumnSteps(pass, steps);
   for (int i = 0; i < kCompiledNestedStepCount; ++i) {
     const CompiledNestedSteps& c = kCompiledNestedSteps[i];
-    if (c.role != role || c.radius != pass.radius) continue;
-    int half_width = c.steps[0];
-    bool same = half_width == pass.half_width[pass.radius];
-    for (int k = pass.radius - 1; same && k >= 0; --k) {
-      half_width += c.steps[k + 1];
-      same = half_width == pass.half_width[k];
+    if (c.role == role && c.radius == pass.radius &&
+        std::equal(steps, steps + pass.radius + 1, c.steps)) {
+      return i;
     }
-    if (same) return i;
   }
   return -1;
 }
 
+// The nested-rows passes of an element whose sections (one per dz, symmetric in dz) are each
+// made of one run per row, centred on the anchor column, symmetric about the anchor row and never
+// wider away from it, within the kernel's radius and half-width limits; empty otherwise.
 std::vector<NestedPass> PlanNested(const StructuringElement& se) {
   constexpr int kAbsent = -1;
   const int rz = std::max(se.anchor_z(), se.depth() - 1 - se.anchor_z());
@@ -293,7 +291,6 @@ std::vector<NestedPass> PlanNested(const StructuringElement& se) {
     }
     passes.push_back(pass);
   }
-  for (NestedPass& pass : passes) pass.compiled = FindCompiledSteps(pass);
   return passes;
 }
 
@@ -326,9 +323,8 @@ absl::StatusOr<ElementPlan> PlanElement(const StructuringElement& se, PixelType 
     return plan;
   }
   plan.nested = PlanNested(se);
-  if (extent.width % 4 != 0) {
-    // The compiled kernels take 4-pixel-aligned rows only.
-    for (NestedPass& pass : plan.nested) pass.compiled = -1;
+  if (extent.width % 4 == 0) {  // the compiled kernels take 4-pixel-aligned rows only
+    for (NestedPass& pass : plan.nested) pass.compiled = FindCompiledSteps(pass);
   }
   if (!plan.nested.empty()) return plan;
   const int pack = Pack(type);

@@ -84,6 +84,14 @@ struct NestedPass {
   int compiled = -1;  // index of its steps in kCompiledNestedSteps; -1: steps read at run time
 };
 
+// The kernel's column steps for `pass`: [k] (k >= 1) before rows +-k join, [0] after the last
+// rows join (u_R); zero beyond the radius.
+inline void NestedColumnSteps(const NestedPass& pass, int (&steps)[kNestedMaxRadius + 1]) {
+  for (int k = 0; k <= kNestedMaxRadius; ++k) steps[k] = 0;
+  for (int k = 1; k <= pass.radius; ++k) steps[k] = pass.half_width[k - 1] - pass.half_width[k];
+  steps[0] = pass.half_width[pass.radius];
+}
+
 // How one erosion/dilation by one element runs.
 struct ElementPlan {
   bool separable = false;          // box element: `box` passes; else `nested` if not empty,
