@@ -1,16 +1,17 @@
 // van Herk/Gil-Werman min/max along one axis: 3 min/max per pixel whatever the window length L.
-// A block stages `lines` lines x (outputs + L - 1) positions in shared memory (coalesced loads),
-// cuts the positions into segments of L, and computes per segment the suffix maxima H and, in
-// place, the prefix maxima G (one thread per line and segment, lanes on lines so the scans are
-// bank-conflict free). The window starting at q is then H[q] op G[q + L - 1], written with
-// coalesced stores.
+// One thread per line streams a strip of S windows: the window starting at q is H[q] op G, H[q]
+// the min/max from q to the end of q's L-long segment (a backward scan) and G the running
+// min/max of the next segment read so far. H is a per-thread array of L slots in shared memory
+// (an odd number of words apart between threads: no bank conflicts), G a register. A block first
+// stages its lines' S + L positions with coalesced word loads (along x: rows of words; along y
+// and z: rows of consecutive lines), each thread streams its line from the staging and writes
+// outputs back over positions it has read, and the block stores them as words.
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/status_macros.h"
-#include "cell_loop.cuh"
 #include "common/kernel_attributes.h"
 #include "device_ops.cuh"
 #include "morphology_kernels.h"
@@ -18,105 +19,268 @@
 namespace cuimg::internal {
 namespace {
 
-// Shared memory holds 4-byte values so that scans over lines hit distinct banks.
+// H slots are 4-byte values (one bank each).
 template <typename T>
 using Wide = std::conditional_t<std::is_floating_point_v<T>, float, int>;
+
+constexpr int kChunk = 16;  // reads issued before any write: their latency is paid once per chunk
+
+// The engine of one line: calls write(o, min/max of read(o) .. read(o + L - 1)) for o in
+// [0, outputs), reading in increasing order after a first backward pass over [0, L). `h` is this
+// thread's L slots. Loops read a whole chunk before they write, since the compiler may not move
+// reads past writes that could alias them.
+template <typename W, bool kDilate, typename Read, typename Write>
+__device__ __forceinline__ void StreamWindows(W* h, int L, int outputs, Read read, Write write) {
+  const W identity = CombineIdentity<W, kDilate>();
+  // H over slots 0 .. L - 1 from their values get(i): a backward running min/max. Whole chunks
+  // first, then one partial chunk (slots below 0 skipped).
+  auto scan_back = [&](auto get) {
+    W acc = identity;
+    int i = L - 1;
+    for (; i >= kChunk - 1; i -= kChunk) {
+      W v[kChunk];
+#pragma unroll
+      for (int k = 0; k < kChunk; ++k) v[k] = get(i - k);
+#pragma unroll
+      for (int k = 0; k < kChunk; ++k) {
+        acc = Combine<W, kDilate>(acc, v[k]);
+        h[i - k] = acc;
+      }
+    }
+    if (i < 0) return;
+    W v[kChunk];
+#pragma unroll
+    for (int k = 0; k < kChunk; ++k) v[k] = k <= i ? get(i - k) : identity;
+#pragma unroll
+    for (int k = 0; k < kChunk; ++k) {
+      acc = Combine<W, kDilate>(acc, v[k]);
+      if (k <= i) h[i - k] = acc;
+    }
+  };
+  scan_back([&](int i) { return static_cast<W>(read(i)); });
+  for (int base = 0;; base += L) {
+    W g = identity;
+    const int count = min(L, outputs - base);
+    auto emit = [&](int i, W v, W hv) {
+      write(base + i, Combine<W, kDilate>(hv, g));
+      h[i] = v;  // the next segment's values, for its backward scan
+      g = Combine<W, kDilate>(g, v);
+    };
+    int i = 0;
+    for (; i + kChunk <= count; i += kChunk) {
+      W v[kChunk], hv[kChunk];
+#pragma unroll
+      for (int k = 0; k < kChunk; ++k) {
+        v[k] = static_cast<W>(read(base + L + i + k));
+        hv[k] = h[i + k];
+      }
+#pragma unroll
+      for (int k = 0; k < kChunk; ++k) emit(i + k, v[k], hv[k]);
+    }
+    if (i < count) {
+      W v[kChunk], hv[kChunk];
+#pragma unroll
+      for (int k = 0; k < kChunk; ++k) {
+        const bool in = i + k < count;
+        v[k] = in ? static_cast<W>(read(base + L + i + k)) : identity;
+        hv[k] = in ? h[i + k] : identity;
+      }
+#pragma unroll
+      for (int k = 0; k < kChunk; ++k) {
+        if (i + k < count) emit(i + k, v[k], hv[k]);
+      }
+    }
+    if (base + L >= outputs) break;
+    scan_back([&](int j) { return h[j]; });
+  }
+}
+
+// The bits of one element, zero-extended to a word.
+template <typename T>
+__device__ __forceinline__ unsigned ElementBits(T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return __float_as_uint(v);
+  } else {
+    return static_cast<unsigned>(static_cast<std::make_unsigned_t<T>>(v));
+  }
+}
 
 template <typename T>
 struct BoxParams {
   const T* in;
   T* out;
-  std::int64_t n;            // positions along the axis
-  std::int64_t pos_stride;   // elements between positions
-  std::int64_t line_count;   // lines in the image
-  std::int64_t line_inner;   // lines whose bases are consecutive elements (1 for the x axis)
-  std::int64_t line_outer;   // base step between groups of line_inner lines
+  int n;                     // positions along the axis
+  std::int64_t pos_stride;   // elements between positions (y, z)
+  std::int64_t line_count;   // x: rows in the image; y: columns per slice; z: pixels per slice
+  std::int64_t slice_stride; // y: elements between slices (blockIdx.z)
   int length;
   int start;
-  int lines;                 // per block, a power of two <= 32
-  int log2_lines;
-  int outputs;               // per line per block
-  int pitch;                 // shared-memory stride between lines (odd)
+  int outputs;               // per line per block, a multiple of 4
+  int pitch_words;           // x: staged words per row (odd)
+  std::size_t h_offset;      // bytes from the start of dynamic shared memory to H
+  bool word_aligned;         // rows (x) or positions (y, z) start on 4-byte boundaries
   T border;
 };
 
-template <typename T, bool kDilate>
-__global__ void __launch_bounds__(256) BoxTileKernel(const __grid_constant__ BoxParams<T> p) {
+template <typename T>
+inline constexpr int kPerWord = sizeof(T) < 4 ? 4 / sizeof(T) : 1;
+
+// The word of elements e[0 .. kPerWord) where e[t] is valid for t < valid (the border
+// otherwise): one 4-byte load when all are valid and aligned.
+template <typename T>
+__device__ __forceinline__ unsigned LoadWord(const T* e, int valid, bool aligned, T border) {
+  if (aligned && valid >= kPerWord<T>) return *reinterpret_cast<const unsigned*>(e);
+  unsigned w = 0;
+#pragma unroll
+  for (int t = 0; t < kPerWord<T>; ++t) {
+    w |= ElementBits(t < valid ? e[t] : border) << (t * 32 / kPerWord<T>);
+  }
+  return w;
+}
+
+// Stores the first `valid` elements of `w` (staged at `staged`) to e.
+template <typename T>
+__device__ __forceinline__ void StoreWord(T* e, int valid, bool aligned, unsigned w,
+                                          const T* staged) {
+  if (aligned && valid >= kPerWord<T>) {
+    *reinterpret_cast<unsigned*>(e) = w;
+  } else {
+    for (int t = 0; t < kPerWord<T> && t < valid; ++t) e[t] = staged[t];
+  }
+}
+
+// Along y or z: a block's lines are kLines (0: blockDim.x) consecutive elements of a slice's row
+// (y) or of the plane (z). It stages the span of positions as rows of words (thread t loads word
+// t % words of every kPerWord-th position: coalesced), each thread streams its column from the
+// staging and writes outputs back over positions it has read, then the block stores them as
+// words the same way.
+template <typename T, bool kDilate, int kLines>
+__global__ void __launch_bounds__(kBoxLinesMaxThreads)
+    BoxColumnsKernel(const __grid_constant__ BoxParams<T> p) {
   using W = Wide<T>;
+  constexpr int kP = kPerWord<T>;
   extern __shared__ __align__(16) unsigned char smem[];
-  __shared__ std::int64_t line_base[32];
-  W* a = reinterpret_cast<W*>(smem);                        // input span, then prefix maxima G
-  W* h = a + static_cast<std::int64_t>(p.lines) * p.pitch;  // suffix maxima H
-  const int span = p.outputs + p.length - 1;
-  const std::int64_t line0 = static_cast<std::int64_t>(blockIdx.y) * p.lines;
-  const std::int64_t out0 = static_cast<std::int64_t>(blockIdx.x) * p.outputs;
-  const std::int64_t q0 = out0 + p.start;  // first window start of this tile
-  const bool along_x = p.line_inner == 1;
+  unsigned* staged = reinterpret_cast<unsigned*>(smem);
+  const int lines = kLines > 0 ? kLines : blockDim.x;
+  const int words = lines / kP;
+  const std::int64_t first = static_cast<std::int64_t>(blockIdx.y) * lines;
+  const std::int64_t offset = blockIdx.z * p.slice_stride + first;
+  const int valid = static_cast<int>(min(static_cast<std::int64_t>(lines), p.line_count - first));
+  const int out0 = blockIdx.x * p.outputs;
+  const int q0 = out0 + p.start;
+  const int span = p.outputs + p.length;  // one spare: the last segment's final read is unused
+  const int j = threadIdx.x % words;      // this thread's word; its positions step by kP
+  const int word_valid = valid - j * kP;
 
-  if (threadIdx.x < p.lines) {
-    const std::int64_t line = line0 + threadIdx.x;
-    line_base[threadIdx.x] =
-        along_x ? line * p.line_outer
-                : (line % p.line_inner) + (line / p.line_inner) * p.line_outer;
-  }
-  __syncthreads();
-
-  // Load, batched, lanes on the contiguous direction (positions along x, else lines).
-  auto load = [&](int l, int q) {
-    const std::int64_t pos = q0 + q;
-    T v = p.border;
-    if (line0 + l < p.line_count && pos >= 0 && pos < p.n) v = p.in[line_base[l] + pos * p.pos_stride];
-    return static_cast<W>(v);
-  };
-  if (along_x) {
-    ForEachCell<4>(p.lines, span, load, [&](int l, int q, W v) { a[l * p.pitch + q] = v; });
-  } else {
-    ForEachCell<4>(
-        span, p.lines, [&](int q, int l) { return load(l, q); },
-        [&](int q, int l, W v) { a[l * p.pitch + q] = v; });
-  }
-  __syncthreads();
-
-  // Scans: one thread per (line, segment), lanes on lines.
-  const int segments = (span + p.length - 1) / p.length;
-  for (int i = threadIdx.x; i < p.lines * segments; i += blockDim.x) {
-    const int l = i & (p.lines - 1);
-    const int s = i >> p.log2_lines;
-    W* row = a + l * p.pitch;
-    W* hrow = h + l * p.pitch;
-    const int begin = s * p.length;
-    const int end = min(begin + p.length, span);  // positions beyond the span are never used
-    W acc = row[end - 1];
-    hrow[end - 1] = acc;
-    for (int q = end - 2; q >= begin; --q) {
-      acc = Combine<W, kDilate>(acc, row[q]);
-      hrow[q] = acc;
+  constexpr int kBatch = 8;  // loads in flight per thread
+  for (int q = threadIdx.x / words; q < span; q += kP * kBatch) {
+    unsigned w[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int pos = q0 + q + b * kP;
+      const bool in = q + b * kP < span && pos >= 0 && pos < p.n;
+      w[b] = LoadWord(p.in + offset + pos * p.pos_stride + j * kP, in ? word_valid : 0,
+                      p.word_aligned, p.border);
     }
-    acc = row[begin];
-    for (int q = begin + 1; q < end; ++q) {
-      acc = Combine<W, kDilate>(acc, row[q]);
-      row[q] = acc;
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      if (q + b * kP < span) staged[(q + b * kP) * words + j] = w[b];
     }
   }
   __syncthreads();
 
-  // Combine and store, lanes on the contiguous direction again. At a segment start
-  // G[o + L - 1] is the whole segment's max, which H[o] already is.
-  auto value = [&](int l, int o) {
-    return Combine<W, kDilate>(h[l * p.pitch + o], a[l * p.pitch + o + p.length - 1]);
-  };
-  auto store = [&](int l, int o, W v) {
-    const std::int64_t pos = out0 + o;
-    if (line0 + l < p.line_count && pos < p.n) {
-      p.out[line_base[l] + pos * p.pos_stride] = static_cast<T>(v);
+  T* mine = reinterpret_cast<T*>(staged) + threadIdx.x;
+  StreamWindows<W, kDilate>(
+      reinterpret_cast<W*>(smem + p.h_offset) + threadIdx.x * (p.length | 1), p.length, p.outputs,
+      [&](int q) { return mine[q * lines]; },
+      // Output o goes to position o, read before (as position q <= o) or never read again.
+      [&](int o, W v) { mine[o * lines] = static_cast<T>(v); });
+  __syncthreads();
+
+  for (int o = threadIdx.x / words; o < p.outputs; o += kP) {
+    const int pos = out0 + o;
+    if (pos >= p.n) break;
+    StoreWord(p.out + offset + pos * p.pos_stride + j * kP, word_valid, p.word_aligned,
+              staged[o * words + j], reinterpret_cast<const T*>(staged + o * words + j));
+  }
+}
+
+// Along x: a block stages `blockDim.x` rows' span as words (warps on rows, lanes on words), each
+// thread streams its row from the staging and writes outputs back over elements it has read,
+// then the block stores them as words.
+template <typename T, bool kDilate>
+__global__ void __launch_bounds__(kBoxLinesMaxThreads)
+    BoxRowsKernel(const __grid_constant__ BoxParams<T> p) {
+  using W = Wide<T>;
+  constexpr int kP = kPerWord<T>;
+  extern __shared__ __align__(16) unsigned char smem[];
+  unsigned* staged = reinterpret_cast<unsigned*>(smem);
+  const int lines = blockDim.x;
+  const int lanes = min(lines, 32);  // huge windows run blocks of fewer than 32 lines
+  const int warps = lines / lanes;
+  const int warp = threadIdx.x / lanes;
+  const int lane = threadIdx.x % lanes;
+  const std::int64_t row0 = static_cast<std::int64_t>(blockIdx.y) * lines;
+  const int rows = static_cast<int>(min(static_cast<std::int64_t>(lines), p.line_count - row0));
+  const int out0 = blockIdx.x * p.outputs;  // a multiple of 4
+  const int q0 = out0 + p.start;
+  const int a0 = q0 >= 0 ? q0 / kP * kP : -((-q0 + kP - 1) / kP) * kP;  // q0 rounded down to words
+  const int shift = q0 - a0;
+  const int in_words = (shift + p.outputs + p.length + kP - 1) / kP;
+
+  // Rows in flight per thread. Rows past the image are staged as zeros (never stored); every
+  // staged row is below `lines`, a multiple of warps * kBatch (or of kBatch for one warp).
+  constexpr int kBatch = 8;
+  for (int j = lane; j < in_words; j += lanes) {
+    const int x = a0 + j * kP;
+    const bool whole = x >= 0 && x + kP <= p.n;
+    for (int r = warp; r < rows; r += warps * kBatch) {
+      unsigned w[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const T* row = p.in + (row0 + r + b * warps) * p.n;
+        if (r + b * warps >= rows) {
+          w[b] = 0;
+        } else if (whole) {
+          w[b] = LoadWord(row + x, kP, p.word_aligned, p.border);
+        } else {  // a word across the row's ends
+          w[b] = 0;
+          for (int t = 0; t < kP; ++t) {
+            const T v = x + t >= 0 && x + t < p.n ? row[x + t] : p.border;
+            w[b] |= ElementBits(v) << (t * 32 / kP);
+          }
+        }
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) staged[(r + b * warps) * p.pitch_words + j] = w[b];
     }
-  };
-  if (along_x) {
-    ForEachCell<4>(p.lines, p.outputs, value, store);
-  } else {
-    ForEachCell<4>(
-        p.outputs, p.lines, [&](int o, int l) { return value(l, o); },
-        [&](int o, int l, W v) { store(l, o, v); });
+  }
+  __syncthreads();
+
+  T* mine = reinterpret_cast<T*>(staged + threadIdx.x * p.pitch_words);
+  StreamWindows<W, kDilate>(
+      reinterpret_cast<W*>(smem + p.h_offset) + threadIdx.x * (p.length | 1), p.length, p.outputs,
+      [&](int q) { return mine[shift + q]; },
+      // Output o goes to element o, read before (as element shift + q <= o) or never read again.
+      [&](int o, W v) { mine[o] = static_cast<T>(v); });
+  __syncthreads();
+
+  // Stores: consecutive threads on consecutive words of a row, then of the next rows.
+  const int out_words = p.outputs / kP;
+  int r = threadIdx.x / out_words;
+  int j = threadIdx.x % out_words;
+  const int dr = lines / out_words;
+  const int dj = lines % out_words;
+  for (; r < rows; r += dr) {
+    const int x = out0 + j * kP;
+    StoreWord(p.out + (row0 + r) * p.n + x, p.n - x, p.word_aligned,
+              staged[r * p.pitch_words + j],
+              reinterpret_cast<const T*>(staged + r * p.pitch_words + j));
+    j += dj;
+    if (j >= out_words) {
+      j -= out_words;
+      ++r;
+    }
   }
 }
 
@@ -129,48 +293,53 @@ absl::Status LaunchBoxPass(const T* in, T* out, const Extent& e, const BoxPass& 
   BoxParams<T> p{};
   p.in = in;
   p.out = out;
+  unsigned slices = 1;
   switch (pass.axis) {
-    case 0:  // rows
-      p.n = e.width;
-      p.pos_stride = 1;
+    case 0:  // rows of every slice
+      p.n = static_cast<int>(e.width);
       p.line_count = e.height * e.depth;
-      p.line_inner = 1;
-      p.line_outer = e.width;
       break;
     case 1:  // columns of each slice
-      p.n = e.height;
+      p.n = static_cast<int>(e.height);
       p.pos_stride = e.width;
-      p.line_count = e.width * e.depth;
-      p.line_inner = e.width;
-      p.line_outer = e.width * e.height;
+      p.line_count = e.width;
+      p.slice_stride = e.width * e.height;
+      slices = static_cast<unsigned>(e.depth);
       break;
     default:  // z lines
-      p.n = e.depth;
+      p.n = static_cast<int>(e.depth);
       p.pos_stride = e.width * e.height;
       p.line_count = e.width * e.height;
-      p.line_inner = e.width * e.height;
-      p.line_outer = 0;
       break;
   }
   p.length = pass.length;
   p.start = pass.start;
-  p.lines = pass.lines;
-  p.log2_lines = 0;
-  while ((1 << p.log2_lines) < p.lines) ++p.log2_lines;
   p.outputs = pass.outputs;
-  p.pitch = (pass.outputs + 2 * pass.length) | 1;
+  p.pitch_words = pass.pitch;
+  p.h_offset = pass.h_offset;
+  p.word_aligned = (e.width * sizeof(T)) % 4 == 0 &&
+                   reinterpret_cast<std::uintptr_t>(in) % 4 == 0 &&
+                   reinterpret_cast<std::uintptr_t>(out) % 4 == 0;
   p.border = border;
   const std::int64_t gx = (p.n + p.outputs - 1) / p.outputs;
-  const std::int64_t gy = (p.line_count + p.lines - 1) / p.lines;
-  if (gx > 0x7fffffff || gy > 65535) {
-    return absl::InvalidArgumentError("image too large for a box pass grid");
+  const std::int64_t gy = (p.line_count + pass.lines - 1) / pass.lines;
+  if (gx > 0x7fffffff || gy > 65535 || slices > 65535) {
+    return absl::InvalidArgumentError("extent: too large for a box pass grid");
   }
-  const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
-  auto kernel = dilate ? BoxTileKernel<T, true> : BoxTileKernel<T, false>;
-  CUIMG_RETURN_IF_ERROR(EnsureKernelSharedMemory(reinterpret_cast<const void*>(kernel),
-                                                 pass.smem_bytes, "BoxTileKernel"));
-  kernel<<<grid, 256, pass.smem_bytes, stream>>>(p);
-  CUIMG_CUDA_CHECK_LAUNCH(stream, "BoxTileKernel");
+  const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy), slices);
+  // Columns at the full 128 lines per block address the staging with constant offsets.
+  auto columns = [&](auto dilate_tag) {
+    constexpr bool kDilate = decltype(dilate_tag)::value;
+    return pass.lines == kBoxLinesMaxThreads ? BoxColumnsKernel<T, kDilate, kBoxLinesMaxThreads>
+                                             : BoxColumnsKernel<T, kDilate, 0>;
+  };
+  auto kernel = pass.axis == 0 ? (dilate ? BoxRowsKernel<T, true> : BoxRowsKernel<T, false>)
+                               : (dilate ? columns(std::true_type{}) : columns(std::false_type{}));
+  const char* name = pass.axis == 0 ? "BoxRowsKernel" : "BoxColumnsKernel";
+  CUIMG_RETURN_IF_ERROR(
+      EnsureKernelSharedMemory(reinterpret_cast<const void*>(kernel), pass.smem_bytes, name));
+  kernel<<<grid, pass.lines, pass.smem_bytes, stream>>>(p);
+  CUIMG_CUDA_CHECK_LAUNCH(stream, name);
   return absl::OkStatus();
 }
 

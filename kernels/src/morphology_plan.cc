@@ -159,31 +159,42 @@ void EmitChords(std::vector<Chord> chords, ChordBand* b, std::vector<int>* table
   }
 }
 
-// Tile of a box pass: 32 lines when the staging (window span + outputs, two 4-byte arrays per
-// line) fits the budget, else fewer; outputs per line about 4 windows, within [32, 512].
-BoxPass PlanBoxPass(int axis, int length, int start) {
+// A line pass along `axis` (morphology_box.cu). A strip of S outputs per line costs about L + 2S
+// min/max steps (L + S when S <= L): S = 32 up to L = 64 (more lines in flight for the same steps
+// per output), else S = L; rounded up to whole words, at most the line.
+// 128 lines per block, halved until the staging (S + L positions per line; along x an odd number
+// of words per row) and the H slots (L | 1 4-byte values per line) fit the budget; windows up to
+// 1023 fit.
+BoxPass PlanBoxPass(int axis, int length, int start, PixelType type, const Extent& extent) {
+  constexpr std::size_t kBudget = 200 * 1024;
   BoxPass pass{axis, length, start};
-  constexpr std::size_t kBoxBudget = 96 * 1024;
-  pass.outputs = std::clamp((4 * length + 31) / 32 * 32, 64, 512);
-  for (pass.lines = 32;; pass.lines /= 2) {
-    for (int outputs = pass.outputs; outputs >= 32; outputs /= 2) {
-      const std::size_t pitch = static_cast<std::size_t>(outputs + 2 * length) | 1;
-      pass.smem_bytes = 2 * pitch * pass.lines * 4;
-      if (pass.smem_bytes <= kBoxBudget) {
-        pass.outputs = outputs;
-        return pass;
-      }
+  const std::int64_t n = axis == 0 ? extent.width : axis == 1 ? extent.height : extent.depth;
+  pass.outputs = static_cast<int>(std::min<std::int64_t>(length <= 64 ? 32 : length, n));
+  pass.outputs = (pass.outputs + 3) / 4 * 4;
+  const std::size_t elem = PixelSize(type);
+  const std::size_t per_word = elem < 4 ? 4 / elem : 1;
+  const std::size_t span = static_cast<std::size_t>(pass.outputs) + length;
+  for (pass.lines = kBoxLinesMaxThreads;; pass.lines /= 2) {
+    std::size_t staged = 0;
+    if (axis == 0) {
+      const std::size_t words = ((per_word - 1 + span + per_word - 1) / per_word) | 1;
+      pass.pitch = static_cast<int>(words);
+      staged = pass.lines * words * 4;
+    } else {
+      pass.pitch = 0;
+      staged = span * pass.lines * elem;
     }
-    if (pass.lines == 1) break;
+    pass.h_offset = (staged + 15) / 16 * 16;
+    pass.smem_bytes = pass.h_offset + static_cast<std::size_t>(pass.lines) * (length | 1) * 4;
+    if (pass.smem_bytes <= kBudget || pass.lines == 8) return pass;
   }
-  return pass;  // unreachable for length <= 1023: 1 line of 32 + 2046 positions fits
 }
 
 // The fused x/y box pass for an lx x ly window over `extent`: of the tiles 32 or 64 words wide (a
 // warp per row) and 8..64 rows that fit the two-blocks-per-SM budget, the one with the least
 // estimated time: shared-memory work (staging plus the doubling steps of both axes, halos
 // included; the kernel is instruction-bound) over the share of the GPU's block slots it fills
-// (132 SMs, the H100/H200 count). tile_h = 0 when none fits.
+// (132 SMs, the H100/H200 count). Windows up to kBoxXYMaxWindow always fit.
 BoxPass PlanBoxXY(int lx, int ly, int start_x, int start_y, PixelType type, const Extent& extent) {
   constexpr std::size_t kBudget = 100 * 1024;
   constexpr double kSms = 132;
@@ -303,23 +314,21 @@ absl::StatusOr<ElementPlan> PlanElement(const StructuringElement& se, PixelType 
     plan.separable = true;
     const int lengths[3] = {se.width(), se.height(), se.depth()};
     const int anchors[3] = {se.anchor_x(), se.anchor_y(), se.anchor_z()};
-    // x and y in one fused pass when it fits, else one fused pass per axis, else van
-    // Herk/Gil-Werman passes (huge windows); z always by van Herk/Gil-Werman.
-    if (lengths[0] > 1 || lengths[1] > 1) {
-      const BoxPass both = PlanBoxXY(lengths[0], lengths[1], -anchors[0], -anchors[1], type, extent);
-      if (both.tile_h > 0) {
-        plan.box.push_back(both);
-      } else {
-        for (int axis = 0; axis < 2; ++axis) {
-          if (lengths[axis] <= 1) continue;
-          const BoxPass one = axis == 0 ? PlanBoxXY(lengths[0], 1, -anchors[0], 0, type, extent)
-                                        : PlanBoxXY(1, lengths[1], 0, -anchors[1], type, extent);
-          plan.box.push_back(one.tile_h > 0 ? one
-                                            : PlanBoxPass(axis, lengths[axis], -anchors[axis]));
+    // Small windows: x and y in one fused launch (staging both halos costs little); larger
+    // ones: a line pass per axis, whose cost does not grow with the window.
+    const bool fused = (lengths[0] > 1 || lengths[1] > 1) &&
+                       std::max(lengths[0], lengths[1]) <= kBoxXYMaxWindow;
+    if (fused) {
+      plan.box.push_back(
+          PlanBoxXY(lengths[0], lengths[1], -anchors[0], -anchors[1], type, extent));
+    } else {
+      for (int axis = 0; axis < 2; ++axis) {
+        if (lengths[axis] > 1) {
+          plan.box.push_back(PlanBoxPass(axis, lengths[axis], -anchors[axis], type, extent));
         }
       }
     }
-    if (lengths[2] > 1) plan.box.push_back(PlanBoxPass(2, lengths[2], -anchors[2]));
+    if (lengths[2] > 1) plan.box.push_back(PlanBoxPass(2, lengths[2], -anchors[2], type, extent));
     return plan;
   }
   plan.nested = PlanNested(se);

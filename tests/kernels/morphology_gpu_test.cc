@@ -138,8 +138,8 @@ TEST(MorphologyGpu, MatchesReferenceWithLargeElements) {
   }
 }
 
-// Boxes run the fused x/y kernel (or per-axis / van Herk-Gil-Werman fallbacks for windows too
-// large to stage, and z passes): every size class, anchor and border, all types.
+// Boxes run the fused x/y kernel (small windows) or van Herk/Gil-Werman line passes (larger
+// windows, and z): every size class, anchor and border, all types.
 TEST(MorphologyGpu, BoxesOfEverySizeClassMatchReference) {
   CUIMG_SKIP_IF_NO_GPU();
   struct Box {
@@ -147,13 +147,20 @@ TEST(MorphologyGpu, BoxesOfEverySizeClassMatchReference) {
   };
   const Box boxes[] = {{2, 1, 0},  {1, 2, 0},   {3, 3, 0},   {2, 5, 0},     {63, 63, 0},
                        {64, 1, 0}, {1, 64, 0},  {127, 3, 0}, {3, 127, 0},   {5, 300, 0},
-                       {600, 2, 0}, {1023, 1023, 0}, {5, 5, 5}, {1, 1, 4}, {9, 1, 3}};
+                       {600, 2, 0}, {1023, 1023, 0}, {5, 5, 5}, {1, 1, 4}, {9, 1, 3},
+                       {7, 7, 0},   {8, 7, 0},  {9, 9, 0},   {15, 15, 0},   {16, 15, 0},
+                       {17, 33, 0}, {31, 1, 0}, {3, 3, 40}};
   const PixelType types[] = {PixelType::kU8, PixelType::kU16, PixelType::kI16, PixelType::kF32};
   std::mt19937 rng(11);
   int n = 0;
   for (const Box& b : boxes) {
     for (PixelType type : types) {
-      const Extent e = b.d > 0 ? Extent{37, 29, 11} : Extent{333, 77, 1};
+      // Half the windows small enough for the (per-member) reference also on an extent of
+      // several line-pass blocks each way (128 lines, outputs a multiple of L).
+      const bool many_blocks = n % 2 == 0 && b.w * b.h <= 63 * 63;
+      const Extent e = b.d > 0       ? Extent{37, 29, 91}
+                       : many_blocks ? Extent{701, 389, 1}
+                                     : Extent{333, 77, 1};
       ElementSpec spec{ElementShape::kRect, b.w, b.h, b.d, -1, -1, -1, {}};
       if (rng() % 2) {
         spec.anchor_x = static_cast<int>(rng() % b.w);

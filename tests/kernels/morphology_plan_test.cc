@@ -2,6 +2,9 @@
 // 2D and 3D, gets a plan (bands when it is too large for one shared-memory region). No GPU needed.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <tuple>
+
 #include "cuimg/kernels/morphology.h"
 #include "tests/testing/status_matchers.h"
 
@@ -51,18 +54,28 @@ TEST(MorphologyPlan, UsesSeparablePassesForBoxesAndChordsOtherwise) {
   auto disk_plan = MorphologyPlan::Create(PixelType::kU8, Extent{1920, 1080, 1},
                                           {{MorphOp::kDilate, *disk, 1, BorderMode::kNeutral, 0}});
   ASSERT_TRUE(box_plan.ok() && disk_plan.ok());
-  EXPECT_EQ(box_plan->Describe(), "box(xy 63x63 tile 128x64)");
-  EXPECT_EQ(box_plan->LaunchCount(), 1);
+  // Large windows: a van Herk/Gil-Werman line pass per axis; small ones: one fused launch.
+  EXPECT_EQ(box_plan->Describe(), "box(vhgw axis 0 length 63, vhgw axis 1 length 63)");
+  EXPECT_EQ(box_plan->LaunchCount(), 2);
   EXPECT_EQ(disk_plan->LaunchCount(), 1);
-  // Too large to stage x and y together: per-axis passes, van Herk/Gil-Werman for the longest.
-  auto huge = StructuringElement::Create(
-      ElementSpec{ElementShape::kRect, 1023, 1023, 0, -1, -1, -1, {}});
-  auto huge_plan = MorphologyPlan::Create(PixelType::kU8, Extent{1920, 1080, 1},
-                                          {{MorphOp::kDilate, *huge, 1, BorderMode::kNeutral, 0}});
-  ASSERT_TRUE(huge_plan.ok());
-  const std::string huge_described = huge_plan->Describe();
-  EXPECT_EQ(huge_described.rfind("box(xy 1023x1 tile ", 0), 0u) << huge_described;
-  EXPECT_NE(huge_described.find(", vhgw axis 1 length 1023)"), std::string::npos) << huge_described;
+  auto small = StructuringElement::Create(ElementSpec{ElementShape::kRect, 3, 3, 0, -1, -1, -1, {}});
+  auto small_plan = MorphologyPlan::Create(PixelType::kU8, Extent{640, 480, 1},
+                                           {{MorphOp::kDilate, *small, 1, BorderMode::kNeutral, 0}});
+  ASSERT_TRUE(small_plan.ok());
+  EXPECT_EQ(small_plan->Describe().rfind("box(xy 3x3 tile ", 0), 0u) << small_plan->Describe();
+  EXPECT_EQ(small_plan->LaunchCount(), 1);
+  // The line passes take any window up to the element limit, and skip axes of length 1.
+  for (auto [w, h, want] : {std::tuple{1023, 1023, "box(vhgw axis 0 length 1023, vhgw axis 1 length 1023)"},
+                            std::tuple{1, 255, "box(vhgw axis 1 length 255)"}}) {
+    auto big = StructuringElement::Create(ElementSpec{ElementShape::kRect, w, h, 0, -1, -1, -1, {}});
+    ASSERT_TRUE(big.ok());
+    for (PixelType type : {PixelType::kU8, PixelType::kF32}) {
+      auto big_plan = MorphologyPlan::Create(type, Extent{1920, 1080, 1},
+                                             {{MorphOp::kDilate, *big, 1, BorderMode::kNeutral, 0}});
+      ASSERT_TRUE(big_plan.ok()) << big_plan.status();
+      EXPECT_EQ(big_plan->Describe(), want);
+    }
+  }
   EXPECT_NE(disk_plan->Describe().find("chords(1 bands"), std::string::npos) << disk_plan->Describe();
 }
 
