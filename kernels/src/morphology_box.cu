@@ -32,64 +32,52 @@ constexpr int kChunk = 16;  // reads issued before any write: their latency is p
 template <typename W, bool kDilate, typename Read, typename Write>
 __device__ __forceinline__ void StreamWindows(W* h, int L, int outputs, Read read, Write write) {
   const W identity = CombineIdentity<W, kDilate>();
-  // H over slots 0 .. L - 1 from their values get(i): a backward running min/max. Whole chunks
-  // first, then one partial chunk (slots below 0 skipped).
+  // H over slots 0 .. L - 1 from their values get(i): a backward running min/max, in chunks of
+  // 16, then of 4, then one partial chunk (slots below 0 skipped): short lines and remainders
+  // do not pay for 16-wide predicated code.
   auto scan_back = [&](auto get) {
     W acc = identity;
-    int i = L - 1;
-    for (; i >= kChunk - 1; i -= kChunk) {
-      W v[kChunk];
+    auto chunk = [&](int i, auto size, int n) {  // slots i, i - 1, ... i - n + 1
+      constexpr int kSize = decltype(size)::value;
+      W v[kSize];
 #pragma unroll
-      for (int k = 0; k < kChunk; ++k) v[k] = get(i - k);
+      for (int k = 0; k < kSize; ++k) v[k] = k < n ? get(i - k) : identity;
 #pragma unroll
-      for (int k = 0; k < kChunk; ++k) {
+      for (int k = 0; k < kSize; ++k) {
         acc = Combine<W, kDilate>(acc, v[k]);
-        h[i - k] = acc;
+        if (k < n) h[i - k] = acc;
       }
-    }
-    if (i < 0) return;
-    W v[kChunk];
-#pragma unroll
-    for (int k = 0; k < kChunk; ++k) v[k] = k <= i ? get(i - k) : identity;
-#pragma unroll
-    for (int k = 0; k < kChunk; ++k) {
-      acc = Combine<W, kDilate>(acc, v[k]);
-      if (k <= i) h[i - k] = acc;
-    }
+    };
+    int i = L - 1;
+    for (; i >= kChunk - 1; i -= kChunk) chunk(i, std::integral_constant<int, kChunk>{}, kChunk);
+    for (; i >= 3; i -= 4) chunk(i, std::integral_constant<int, 4>{}, 4);
+    if (i >= 0) chunk(i, std::integral_constant<int, 4>{}, i + 1);
   };
   scan_back([&](int i) { return static_cast<W>(read(i)); });
   for (int base = 0;; base += L) {
     W g = identity;
     const int count = min(L, outputs - base);
-    auto emit = [&](int i, W v, W hv) {
-      write(base + i, Combine<W, kDilate>(hv, g));
-      h[i] = v;  // the next segment's values, for its backward scan
-      g = Combine<W, kDilate>(g, v);
+    auto chunk = [&](int i, auto size, int n) {  // slots i .. i + n - 1
+      constexpr int kSize = decltype(size)::value;
+      W v[kSize], hv[kSize];
+#pragma unroll
+      for (int k = 0; k < kSize; ++k) {
+        v[k] = k < n ? static_cast<W>(read(base + L + i + k)) : identity;
+        hv[k] = k < n ? h[i + k] : identity;
+      }
+#pragma unroll
+      for (int k = 0; k < kSize; ++k) {
+        if (k < n) {
+          write(base + i + k, Combine<W, kDilate>(hv[k], g));
+          h[i + k] = v[k];  // the next segment's values, for its backward scan
+        }
+        g = Combine<W, kDilate>(g, v[k]);
+      }
     };
     int i = 0;
-    for (; i + kChunk <= count; i += kChunk) {
-      W v[kChunk], hv[kChunk];
-#pragma unroll
-      for (int k = 0; k < kChunk; ++k) {
-        v[k] = static_cast<W>(read(base + L + i + k));
-        hv[k] = h[i + k];
-      }
-#pragma unroll
-      for (int k = 0; k < kChunk; ++k) emit(i + k, v[k], hv[k]);
-    }
-    if (i < count) {
-      W v[kChunk], hv[kChunk];
-#pragma unroll
-      for (int k = 0; k < kChunk; ++k) {
-        const bool in = i + k < count;
-        v[k] = in ? static_cast<W>(read(base + L + i + k)) : identity;
-        hv[k] = in ? h[i + k] : identity;
-      }
-#pragma unroll
-      for (int k = 0; k < kChunk; ++k) {
-        if (i + k < count) emit(i + k, v[k], hv[k]);
-      }
-    }
+    for (; i + kChunk <= count; i += kChunk) chunk(i, std::integral_constant<int, kChunk>{}, kChunk);
+    for (; i + 4 <= count; i += 4) chunk(i, std::integral_constant<int, 4>{}, 4);
+    if (i < count) chunk(i, std::integral_constant<int, 4>{}, count - i);
     if (base + L >= outputs) break;
     scan_back([&](int j) { return h[j]; });
   }
