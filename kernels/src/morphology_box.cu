@@ -113,27 +113,28 @@ struct BoxParams {
 template <typename T>
 inline constexpr int kPerWord = sizeof(T) < 4 ? 4 / sizeof(T) : 1;
 
-// The word of elements e[0 .. kPerWord) where e[t] is valid for t < valid (the border
-// otherwise): one 4-byte load when all are valid and aligned.
+// The word of elements e[x .. x + kPerWord), those outside [0, n) the border: one 4-byte load
+// when all are inside and aligned.
 template <typename T>
-__device__ __forceinline__ unsigned LoadWord(const T* e, int valid, bool aligned, T border) {
-  if (aligned && valid >= kPerWord<T>) return *reinterpret_cast<const unsigned*>(e);
+__device__ __forceinline__ unsigned LoadWord(const T* e, int x, int n, bool aligned, T border) {
+  if (aligned && x >= 0 && x + kPerWord<T> <= n) return *reinterpret_cast<const unsigned*>(e + x);
   unsigned w = 0;
 #pragma unroll
   for (int t = 0; t < kPerWord<T>; ++t) {
-    w |= ElementBits(t < valid ? e[t] : border) << (t * 32 / kPerWord<T>);
+    w |= ElementBits(x + t >= 0 && x + t < n ? e[x + t] : border) << (t * 32 / kPerWord<T>);
   }
   return w;
 }
 
-// Stores the first `valid` elements of `w` (staged at `staged`) to e.
+// Stores word w (staged at `staged`) as e[x .. x + kPerWord), x >= 0, skipping elements at or
+// past n: one 4-byte store when all are inside and aligned.
 template <typename T>
-__device__ __forceinline__ void StoreWord(T* e, int valid, bool aligned, unsigned w,
+__device__ __forceinline__ void StoreWord(T* e, int x, int n, bool aligned, unsigned w,
                                           const T* staged) {
-  if (aligned && valid >= kPerWord<T>) {
-    *reinterpret_cast<unsigned*>(e) = w;
+  if (aligned && x + kPerWord<T> <= n) {
+    *reinterpret_cast<unsigned*>(e + x) = w;
   } else {
-    for (int t = 0; t < kPerWord<T> && t < valid; ++t) e[t] = staged[t];
+    for (int t = 0; t < kPerWord<T> && x + t < n; ++t) e[x + t] = staged[t];
   }
 }
 
@@ -158,7 +159,6 @@ __global__ void __launch_bounds__(kBoxLinesMaxThreads)
   const int q0 = out0 + p.start;
   const int span = p.outputs + p.length;  // one spare: the last segment's final read is unused
   const int j = threadIdx.x % words;      // this thread's word; its positions step by kP
-  const int word_valid = valid - j * kP;
 
   constexpr int kBatch = 8;  // loads in flight per thread
   for (int q = threadIdx.x / words; q < span; q += kP * kBatch) {
@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(kBoxLinesMaxThreads)
     for (int b = 0; b < kBatch; ++b) {
       const int pos = q0 + q + b * kP;
       const bool in = q + b * kP < span && pos >= 0 && pos < p.n;
-      w[b] = LoadWord(p.in + offset + pos * p.pos_stride + j * kP, in ? word_valid : 0,
+      w[b] = LoadWord(p.in + offset + pos * p.pos_stride, j * kP, in ? valid : 0,
                       p.word_aligned, p.border);
     }
 #pragma unroll
@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(kBoxLinesMaxThreads)
   for (int o = threadIdx.x / words; o < p.outputs; o += kP) {
     const int pos = out0 + o;
     if (pos >= p.n) break;
-    StoreWord(p.out + offset + pos * p.pos_stride + j * kP, word_valid, p.word_aligned,
+    StoreWord(p.out + offset + pos * p.pos_stride, j * kP, valid, p.word_aligned,
               staged[o * words + j], reinterpret_cast<const T*>(staged + o * words + j));
   }
 }
@@ -221,23 +221,12 @@ __global__ void __launch_bounds__(kBoxLinesMaxThreads)
   constexpr int kBatch = 8;
   for (int j = lane; j < in_words; j += lanes) {
     const int x = a0 + j * kP;
-    const bool whole = x >= 0 && x + kP <= p.n;
     for (int r = warp; r < rows; r += warps * kBatch) {
       unsigned w[kBatch];
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
         const T* row = p.in + (row0 + r + b * warps) * p.n;
-        if (r + b * warps >= rows) {
-          w[b] = 0;
-        } else if (whole) {
-          w[b] = LoadWord(row + x, kP, p.word_aligned, p.border);
-        } else {  // a word across the row's ends
-          w[b] = 0;
-          for (int t = 0; t < kP; ++t) {
-            const T v = x + t >= 0 && x + t < p.n ? row[x + t] : p.border;
-            w[b] |= ElementBits(v) << (t * 32 / kP);
-          }
-        }
+        w[b] = r + b * warps < rows ? LoadWord(row, x, p.n, p.word_aligned, p.border) : 0u;
       }
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) staged[(r + b * warps) * p.pitch_words + j] = w[b];
@@ -260,8 +249,7 @@ __global__ void __launch_bounds__(kBoxLinesMaxThreads)
   const int dr = lines / out_words;
   const int dj = lines % out_words;
   for (; r < rows; r += dr) {
-    const int x = out0 + j * kP;
-    StoreWord(p.out + (row0 + r) * p.n + x, p.n - x, p.word_aligned,
+    StoreWord(p.out + (row0 + r) * p.n, out0 + j * kP, p.n, p.word_aligned,
               staged[r * p.pitch_words + j],
               reinterpret_cast<const T*>(staged + r * p.pitch_words + j));
     j += dj;
