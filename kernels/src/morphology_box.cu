@@ -100,7 +100,7 @@ struct BoxParams {
   int n;                     // positions along the axis
   std::int64_t pos_stride;   // elements between positions (y, z)
   std::int64_t line_count;   // x: rows in the image; y: columns per slice; z: pixels per slice
-  std::int64_t slice_stride; // y: elements between slices (blockIdx.z)
+  std::int64_t slice_stride;  // y: elements between slices (blockIdx.z)
   int length;
   int start;
   int outputs;               // per line per block, a multiple of 4

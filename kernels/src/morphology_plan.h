@@ -59,7 +59,8 @@ inline constexpr int kBoxXYMaxWindow = 7;
 // `tile_w` x `tile_h` staged as `region_rows` x `region_words` packed words (small windows).
 // Otherwise a line pass (morphology_box.cu): van Herk/Gil-Werman along `axis` (0 = x, 1 = y,
 // 2 = z), window `length` from `start`, a block of `lines` threads handling `outputs` positions
-// of as many lines, staged `pitch` elements apart, its H slots `h_offset` bytes into shared memory.
+// of as many lines (along x its staged rows `pitch` words apart), its H slots `h_offset` bytes
+// into shared memory.
 struct BoxPass {
   int axis = 0;
   int length = 1;
