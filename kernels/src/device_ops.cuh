@@ -27,6 +27,16 @@ __device__ __forceinline__ T DeviceMax(T a, T b) {
   }
 }
 
+// The bits of one pixel, zero-extended to a word (for packing pixels into words).
+template <typename T>
+__device__ __forceinline__ unsigned ElementBits(T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return __float_as_uint(v);
+  } else {
+    return static_cast<unsigned>(static_cast<std::make_unsigned_t<T>>(v));
+  }
+}
+
 template <typename T, bool kDilate>
 __device__ __forceinline__ T Combine(T a, T b) {
   if constexpr (kDilate) {

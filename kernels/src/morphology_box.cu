@@ -83,16 +83,6 @@ __device__ __forceinline__ void StreamWindows(W* h, int L, int outputs, Read rea
   }
 }
 
-// The bits of one element, zero-extended to a word.
-template <typename T>
-__device__ __forceinline__ unsigned ElementBits(T v) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return __float_as_uint(v);
-  } else {
-    return static_cast<unsigned>(static_cast<std::make_unsigned_t<T>>(v));
-  }
-}
-
 template <typename T>
 struct BoxParams {
   const T* in;
@@ -126,15 +116,16 @@ __device__ __forceinline__ unsigned LoadWord(const T* e, int x, int n, bool alig
   return w;
 }
 
-// Stores word w (staged at `staged`) as e[x .. x + kPerWord), x >= 0, skipping elements at or
+// Stores the staged word at `staged` as e[x .. x + kPerWord), x >= 0, skipping elements at or
 // past n: one 4-byte store when all are inside and aligned.
 template <typename T>
-__device__ __forceinline__ void StoreWord(T* e, int x, int n, bool aligned, unsigned w,
-                                          const T* staged) {
+__device__ __forceinline__ void StoreWord(T* e, int x, int n, bool aligned,
+                                          const unsigned* staged) {
   if (aligned && x + kPerWord<T> <= n) {
-    *reinterpret_cast<unsigned*>(e + x) = w;
+    *reinterpret_cast<unsigned*>(e + x) = *staged;
   } else {
-    for (int t = 0; t < kPerWord<T> && x + t < n; ++t) e[x + t] = staged[t];
+    const T* elems = reinterpret_cast<const T*>(staged);
+    for (int t = 0; t < kPerWord<T> && x + t < n; ++t) e[x + t] = elems[t];
   }
 }
 
@@ -189,7 +180,7 @@ __global__ void __launch_bounds__(kBoxLinesMaxThreads)
     const int pos = out0 + o;
     if (pos >= p.n) break;
     StoreWord(p.out + offset + pos * p.pos_stride, j * kP, valid, p.word_aligned,
-              staged[o * words + j], reinterpret_cast<const T*>(staged + o * words + j));
+              staged + o * words + j);
   }
 }
 
@@ -250,8 +241,7 @@ __global__ void __launch_bounds__(kBoxLinesMaxThreads)
   const int dj = lines % out_words;
   for (; r < rows; r += dr) {
     StoreWord(p.out + (row0 + r) * p.n, out0 + j * kP, p.n, p.word_aligned,
-              staged[r * p.pitch_words + j],
-              reinterpret_cast<const T*>(staged + r * p.pitch_words + j));
+              staged + r * p.pitch_words + j);
     j += dj;
     if (j >= out_words) {
       j -= out_words;

@@ -59,15 +59,6 @@ struct Packed<float> {
   }
 };
 
-template <typename T>
-__device__ __forceinline__ unsigned Bits(T v) {
-  if constexpr (std::is_same_v<T, float>) {
-    return __float_as_uint(v);
-  } else {
-    return static_cast<unsigned>(static_cast<std::make_unsigned_t<T>>(v));
-  }
-}
-
 // The pixel in the low lane of w (a lane's upper bits are 0 for u8, which stays in 0..255).
 template <typename T>
 __device__ __forceinline__ T FromBits(unsigned w) {
@@ -142,7 +133,7 @@ __global__ void __launch_bounds__(kBoxXYThreads)
       for (int t = 0; t < kP; ++t) {
         const int gx = rx0 + j * kP + t;
         const T v = row_in && gx >= 0 && gx < p.width ? row[gx] : p.border;
-        w |= Bits(v) << (t * kBits);
+        w |= ElementBits(v) << (t * kBits);
       }
       src[r * rw + j] = w;
     }
