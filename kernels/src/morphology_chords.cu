@@ -1,7 +1,7 @@
 // The chord-tile kernel: Urbach-Wilkinson chord decomposition in shared memory. A block loads the
 // region its output tile needs (border pixels substituted), builds doubling tables along x
-// (T_{2^k}(x) = min/max over [x, x + 2^k)) level by level, and after each level applies the chords
-// whose length uses it: a chord of length L at level k = floor(log2 L) is the min/max of
+// (T_{2^k}(x) = min/max over [x, x + 2^k)) in place, and after each level applies the chords
+// whose length uses it (levels no chord uses stay in registers, never stored): a chord of length L at level k = floor(log2 L) is the min/max of
 // T_k(x + dx) and T_k(x + dx + L - 2^k). Cost per pixel: O(levels + chords), independent of the
 // element's area. Integer pixels are packed in words (lane_ops.cuh) for SIMD min/max. Hot loops
 // avoid runtime division: tile geometry comes as powers of two.
@@ -33,7 +33,6 @@ struct ChordParams {
   const int2* chords;
   int chord_count;
   int table_offset;  // bytes into shared memory
-  int double_buffer; // levels ping-pong between two region buffers (else in place)
   int log2_tile_w;
   int log2_words_y;
   int accumulate;
@@ -55,65 +54,130 @@ __device__ __forceinline__ T RowPixel(const ChordParams<T>& p, const T* row, int
                                                                                        : p.border;
 }
 
-// Fills the region words, loads batched (cell_loop.cuh), lanes on x (coalesced).
+// Fills the region: one warp per region row, whose P source rows are resolved once; lanes on x
+// (coalesced), four chunks of 32 words in flight. Word (rx, r) packs the P pixels of the pack axis.
 template <typename T, PackMode kMode>
 __device__ void LoadRegion(const ChordParams<T>& p, int x0, int y0, int z0,
-                           typename LaneOps<T>::Lane* region, T* raw) {
+                           typename LaneOps<T>::Lane* region) {
   using Ops = LaneOps<T>;
   using Lane = typename Ops::Lane;
   constexpr int P = Ops::kPack;
-  constexpr int kBatch = 4;
+  constexpr int kChunks = 4;
   const int xs = x0 + p.rx0;
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
   const float inv_rh = 1.0f / static_cast<float>(p.rh);
-  const float inv_raw_rows = 1.0f / static_cast<float>(p.rh + P - 1);
-  if constexpr (kMode == PackMode::kStackedZ) {
-    // Region row r = (plane, ry); word = pixels of slices zb .. zb+P-1 at (x, y).
-    ForEachCell<kBatch>(
-        p.rh * p.rd, p.rw,
-        [&](int r, int rx) {
-          const int plane = DivSmall(r, inv_rh);
-          const int y = y0 + p.ry0 + (r - plane * p.rh);
-          const int zb = z0 + plane * P;
-          Lane w = 0;
+  for (int r = warp; r < p.rh * p.rd; r += kWarps) {
+    const int plane = DivSmall(r, inv_rh);
+    const int y = y0 + p.ry0 + (r - plane * p.rh);
+    const T* rows[P];
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      // kSlidingY: rows y .. y+P-1 of one slice; kStackedZ: slices zb .. zb+P-1 of row y.
+      rows[i] = kMode == PackMode::kStackedZ ? RowOrNull(p, y, z0 + plane * P + i)
+                                             : RowOrNull(p, y + i, z0 + p.rz0 + plane);
+    }
+    Lane* out = region + r * p.rw;
+    for (int base = 0; base < p.rw; base += 32 * kChunks) {
+      Lane w[kChunks];
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) {
+        const int rx = base + 32 * c + lane;
+        if constexpr (P == 1) {
+          w[c] = RowPixel(p, rows[0], xs + rx);
+        } else {
+          w[c] = 0;
 #pragma unroll
           for (int i = 0; i < P; ++i) {
-            w |= Ops::Bits(RowPixel(p, RowOrNull(p, y, zb + i), xs + rx)) << (Ops::kBits * i);
+            w[c] |= Ops::Bits(RowPixel(p, rows[i], xs + rx)) << (Ops::kBits * i);
           }
-          return w;
-        },
-        [&](int r, int rx, Lane w) { region[r * p.rw + rx] = w; });
-  } else if constexpr (P == 1) {
-    ForEachCell<kBatch>(
-        p.rh * p.rd, p.rw,
-        [&](int r, int rx) {
-          const int plane = DivSmall(r, inv_rh);
-          return RowPixel(p, RowOrNull(p, y0 + p.ry0 + (r - plane * p.rh), z0 + p.rz0 + plane),
-                          xs + rx);
-        },
-        [&](int r, int rx, Lane v) { region[r * p.rw + rx] = v; });
-  } else {
-    // Sliding words: stage the raw rows, then word (x, y) = rows y .. y+P-1 at x.
-    const int raw_rows = p.rh + P - 1;
-    ForEachCell<kBatch>(
-        raw_rows * p.rd, p.rw,
-        [&](int r, int rx) {
-          const int plane = DivSmall(r, inv_raw_rows);
-          return RowPixel(p, RowOrNull(p, y0 + p.ry0 + (r - plane * raw_rows), z0 + p.rz0 + plane),
-                          xs + rx);
-        },
-        [&](int r, int rx, T v) { raw[r * p.rw + rx] = v; });
-    __syncthreads();
-    ForEachCell<kBatch>(
-        p.rh * p.rd, p.rw,
-        [&](int r, int rx) {
-          const int plane = DivSmall(r, inv_rh);
-          const T* src = raw + (plane * raw_rows + (r - plane * p.rh)) * p.rw + rx;
-          Lane w = 0;
+        }
+      }
 #pragma unroll
-          for (int i = 0; i < P; ++i) w |= Ops::Bits(src[i * p.rw]) << (Ops::kBits * i);
-          return w;
-        },
-        [&](int r, int rx, Lane w) { region[r * p.rw + rx] = w; });
+      for (int c = 0; c < kChunks; ++c) {
+        const int rx = base + 32 * c + lane;
+        if (rx < p.rw) out[rx] = w[c];
+      }
+    }
+  }
+}
+
+// Level k -> level `next` (next > k) of every region row in place: T_{2s}(x) = T_s(x) op T_s(x + s)
+// for s = 2^k .. 2^(next-1); entries with x + s past the row keep their value (no lookup reads
+// them). One warp per row, the whole row in registers (kChunks x 32 words), neighbours by shuffles:
+// the doublings between two levels that have chords never touch shared memory.
+template <typename T, bool kDilate, int kChunks>
+__device__ void BuildLevelsInRegisters(typename LaneOps<T>::Lane* region, int rows, int rw, int k,
+                                       int next, typename LaneOps<T>::Lane identity) {
+  using Lane = typename LaneOps<T>::Lane;
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  for (int r = warp; r < rows; r += kWarps) {
+    Lane* row = region + r * rw;
+    Lane v[kChunks];
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int x = 32 * c + lane;
+      v[c] = x < rw ? row[x] : identity;  // identity past the row: combining keeps the value
+    }
+    for (int j = k; j < next; ++j) {
+      const int s = 1 << j;
+      if (s < 32) {
+        // x + s is lane (lane + s) of this chunk or, past lane 31, of the next one. Ascending c
+        // reads every chunk before it is updated.
+        const int src = (lane + s) & 31;
+        const bool same = lane + s < 32;
+#pragma unroll
+        for (int c = 0; c < kChunks; ++c) {
+          const Lane a = __shfl_sync(0xffffffffu, v[c], src);
+          const Lane b = c + 1 < kChunks ? __shfl_sync(0xffffffffu, v[c + 1], src) : identity;
+          v[c] = LaneCombine<T, kDilate>(v[c], same ? a : b);
+        }
+      } else {
+        // s is a whole number of chunks (1, 2, 4, ...): the same lane of chunk c + s / 32.
+        const int q = s >> 5;
+#pragma unroll
+        for (int c = 0; c < kChunks; ++c) {
+          Lane n = identity;
+#pragma unroll
+          for (int d = 1; d < kChunks; d *= 2) {
+            if (d == q && c + d < kChunks) n = v[c + d];
+          }
+          v[c] = LaneCombine<T, kDilate>(v[c], n);
+        }
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int x = 32 * c + lane;
+      if (x < rw) row[x] = v[c];
+    }
+  }
+}
+
+// The same for rows too long for registers: one doubling at a time, in place, ascending x in chunks
+// of 32 (a chunk reads only entries no earlier chunk has written; every lane reads its chunk
+// before any lane writes it, and lanes are not lockstep: __syncwarp). Barriers between doublings.
+template <typename T, bool kDilate>
+__device__ void BuildLevelsInPlace(typename LaneOps<T>::Lane* region, int rows, int rw, int k,
+                                   int next) {
+  using Lane = typename LaneOps<T>::Lane;
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  for (int j = k; j < next; ++j) {
+    if (j > k) __syncthreads();
+    const int s = 1 << j;
+    const int width = rw - s;
+    for (int r = warp; r < rows; r += kWarps) {
+      Lane* row = region + r * rw;
+      for (int xc = 0; xc < width; xc += 32) {
+        const int x = xc + lane;
+        Lane v{};
+        if (x < width) v = LaneCombine<T, kDilate>(row[x], row[x + s]);
+        __syncwarp();
+        if (x < width) row[x] = v;
+      }
+    }
   }
 }
 
@@ -124,24 +188,20 @@ __global__ void __launch_bounds__(kThreads) ChordTileKernel(const __grid_constan
   constexpr int P = Ops::kPack;
   extern __shared__ __align__(16) unsigned char smem[];
   Lane* region = reinterpret_cast<Lane*>(smem);
-  // With double buffering the second region buffer also serves as the raw staging area.
-  Lane* spare = region + p.rw * p.rh * p.rd;
-  T* raw = reinterpret_cast<T*>(spare);
   int2* chords = reinterpret_cast<int2*>(smem + p.table_offset);
   const int x0 = blockIdx.x * p.tile_w;
   const int y0 = blockIdx.y * p.tile_h;
   const int z0 = blockIdx.z * p.tile_d;
 
   for (int c = threadIdx.x; c < p.chord_count; c += kThreads) chords[c] = __ldg(&p.chords[c]);
-  LoadRegion<T, kMode>(p, x0, y0, z0, region, raw);
+  LoadRegion<T, kMode>(p, x0, y0, z0, region);
 
   // This thread's output words: column ox, and word rows spaced by the threads per column.
   const int ox = threadIdx.x & (p.tile_w - 1);
   const int first_row = threadIdx.x >> p.log2_tile_w;
   const int row_step = kThreads >> p.log2_tile_w;
   const int words_y_mask = (1 << p.log2_words_y) - 1;
-  int base[kOpt];
-  const Lane* lookup[kOpt];  // region + base[j], for the current level's buffer
+  const Lane* lookup[kOpt];
   Lane acc[kOpt];
   // NaN for f32 (the identity of fminf/fmaxf), as the reference starts from.
   const Lane identity = Ops::Broadcast(CombineIdentity<T, kDilate>());
@@ -150,15 +210,14 @@ __global__ void __launch_bounds__(kThreads) ChordTileKernel(const __grid_constan
     const int t = first_row + j * row_step;
     const int oyw = t & words_y_mask;
     const int ozw = t >> p.log2_words_y;
-    base[j] = (ozw * p.rh + (kMode == PackMode::kSlidingY ? oyw * P : oyw)) * p.rw + ox;
-    lookup[j] = region + base[j];
+    lookup[j] =
+        region + (ozw * p.rh + (kMode == PackMode::kSlidingY ? oyw * P : oyw)) * p.rw + ox;
     acc[j] = identity;
   }
   __syncthreads();
 
-  const int warp = threadIdx.x >> 5;
-  const int lane = threadIdx.x & 31;
-  for (int k = 0; k < p.levels; ++k) {
+  const int rows = p.rh * p.rd;
+  for (int k = 0;;) {
     // Chords of length 2^k: one lookup each.
     for (int c = p.level_start[k]; c < p.level_split[k]; ++c) {
       const int off = chords[c].x;
@@ -173,41 +232,21 @@ __global__ void __launch_bounds__(kThreads) ChordTileKernel(const __grid_constan
         acc[j] = LaneCombine3<T, kDilate>(acc[j], lookup[j][ch.x], lookup[j][ch.y]);
       }
     }
-    if (k + 1 < p.levels) {
-      const int s = 1 << k;
-      const int width = p.rw - s;
-      __syncthreads();
-      if (p.double_buffer) {
-        // Next level into the other buffer: T_{2s}(x) = T_s(x) op T_s(x + s).
-        ForEachCell<4>(
-            p.rh * p.rd, width, [&](int r, int x) {
-              const Lane* row = region + r * p.rw;
-              return LaneCombine<T, kDilate>(row[x], row[x + s]);
-            },
-            [&](int r, int x, Lane v) { spare[r * p.rw + x] = v; });
-        // Entries past `width` keep their level-s value: later levels never read them.
-        Lane* t = region;
-        region = spare;
-        spare = t;
-#pragma unroll
-        for (int j = 0; j < kOpt; ++j) lookup[j] = region + base[j];
-      } else {
-        // In place, one warp per row, ascending x in chunks of 32: a chunk reads only entries no
-        // earlier chunk has written, and every lane reads its chunk before any lane writes it
-        // (lanes are not lockstep: __syncwarp).
-        for (int r = warp; r < p.rh * p.rd; r += kWarps) {
-          Lane* row = region + r * p.rw;
-          for (int xc = 0; xc < width; xc += 32) {
-            const int x = xc + lane;
-            Lane v{};
-            if (x < width) v = LaneCombine<T, kDilate>(row[x], row[x + s]);
-            __syncwarp();
-            if (x < width) row[x] = v;
-          }
-        }
-      }
-      __syncthreads();
+    // The next level that has chords (the last level always has); levels between are never
+    // stored.
+    int next = k + 1;
+    while (next < p.levels && p.level_start[next] == p.level_start[next + 1]) ++next;
+    if (next >= p.levels) break;
+    __syncthreads();
+    if (p.rw <= 4 * 32) {
+      BuildLevelsInRegisters<T, kDilate, 4>(region, rows, p.rw, k, next, identity);
+    } else if (p.rw <= 8 * 32) {
+      BuildLevelsInRegisters<T, kDilate, 8>(region, rows, p.rw, k, next, identity);
+    } else {
+      BuildLevelsInPlace<T, kDilate>(region, rows, p.rw, k, next);
     }
+    __syncthreads();
+    k = next;
   }
 
   // Unpack each output word into its P pixels.
@@ -280,7 +319,6 @@ absl::Status LaunchChordBand(const T* in, T* out, const Extent& extent, const Ch
   p.chords = reinterpret_cast<const int2*>(chords) + band.chord_begin;
   p.chord_count = band.chord_count;
   p.table_offset = static_cast<int>(band.table_offset);
-  p.double_buffer = band.double_buffer ? 1 : 0;
   p.log2_tile_w = band.log2_tile_w;
   p.log2_words_y = band.log2_words_y;
   p.accumulate = accumulate ? 1 : 0;

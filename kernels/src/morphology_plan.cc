@@ -44,7 +44,7 @@ struct TileChoice {
 int Log2(int v) { return FloorLog2(v); }
 
 TileChoice Evaluate(const Span& s, std::size_t chords_lookups, PackMode mode, int pack,
-                    std::size_t pixel_bytes, int tile_w, int words_y, int words_z, int opt) {
+                    int tile_w, int words_y, int words_z, int opt) {
   TileChoice t;
   ChordBand& b = t.band;
   b.mode = mode;
@@ -72,12 +72,7 @@ TileChoice Evaluate(const Span& s, std::size_t chords_lookups, PackMode mode, in
   }
   b.levels = FloorLog2(s.max_length) + 1;
   const std::size_t region = static_cast<std::size_t>(b.rw) * b.rh * b.rd;
-  // Sliding words are built from raw rows staged beside the region (16-byte aligned).
-  b.raw_bytes = mode == PackMode::kSlidingY && pack > 1
-                    ? (static_cast<std::size_t>(b.rw) * (b.rh + pack - 1) * b.rd * pixel_bytes +
-                       15) / 16 * 16
-                    : 0;
-  b.smem_bytes = region * 4 + b.raw_bytes;  // + the chord table, added when chords are emitted
+  b.smem_bytes = region * 4;  // + the chord table, added when chords are emitted
   const double outputs = static_cast<double>(tile_w) * words_y * words_z;
   // Per output word: building the levels over the region (load + doubling) and the lookups;
   // lower occupancy (large shared memory) hides latency worse.
@@ -89,8 +84,7 @@ TileChoice Evaluate(const Span& s, std::size_t chords_lookups, PackMode mode, in
 
 // The cheapest tile shape whose region fits the shared-memory budget, or smem_bytes 0.
 ChordBand ChooseTile(const Span& s, std::size_t lookups, PackMode mode, int pack,
-                     std::size_t pixel_bytes, const Extent& extent, bool element_3d,
-                     std::size_t budget) {
+                     const Extent& extent, bool element_3d, std::size_t budget) {
   TileChoice best;
   best.cost_per_output = 1e300;
   for (int opt : {8, 4}) {
@@ -107,7 +101,7 @@ ChordBand ChooseTile(const Span& s, std::size_t lookups, PackMode mode, int pack
         }
         if (!element_3d && mode == PackMode::kSlidingY && words_z > 1 && extent.depth == 1) continue;
         TileChoice t =
-            Evaluate(s, lookups, mode, pack, pixel_bytes, tile_w, words_y, words_z, opt);
+            Evaluate(s, lookups, mode, pack, tile_w, words_y, words_z, opt);
         if (t.band.smem_bytes + 8 * s.chords > budget) continue;
         // Penalize tiles much larger than the image (idle threads).
         const double waste_x = static_cast<double>(std::max<std::int64_t>(tile_w, extent.width)) /
@@ -337,7 +331,6 @@ absl::StatusOr<ElementPlan> PlanElement(const StructuringElement& se, PixelType 
   }
   if (!plan.nested.empty()) return plan;
   const int pack = Pack(type);
-  const std::size_t pixel_bytes = PixelSize(type);
   const bool element_3d = se.depth() > 1;
   const PackMode mode = (!element_3d && extent.depth > 1 && pack > 1) ? PackMode::kStackedZ
                                                                        : PackMode::kSlidingY;
@@ -353,19 +346,10 @@ absl::StatusOr<ElementPlan> PlanElement(const StructuringElement& se, PixelType 
       for (const Chord& c : part) span.Add(c);
       ChordBand band;
       for (std::size_t budget : {kSmemBudget, kSmemMax}) {
-        band = ChooseTile(span, Lookups(part), mode, pack, pixel_bytes, extent, element_3d, budget);
+        band = ChooseTile(span, Lookups(part), mode, pack, extent, element_3d, budget);
         if (band.smem_bytes != 0) break;
       }
       if (band.smem_bytes != 0) {
-        // A second region buffer (which also holds the raw staging) when it fits: levels then
-        // need no in-place ordering.
-        const std::size_t region_bytes =
-            static_cast<std::size_t>(band.rw) * band.rh * band.rd * 4;
-        const std::size_t doubled = 2 * region_bytes + (band.raw_bytes > region_bytes ? band.raw_bytes - region_bytes : 0);
-        if (doubled + 16 + part.size() * 8 <= kSmemBudget) {
-          band.double_buffer = true;
-          band.smem_bytes = std::max(band.smem_bytes, doubled);
-        }
         band.table_offset = (band.smem_bytes + 15) / 16 * 16;
         band.smem_bytes = band.table_offset + part.size() * 8;
         EmitChords(std::move(part), &band, chord_table);

@@ -43,9 +43,7 @@ struct ChordBand {
   int opt = 1;                             // output words per thread
   int log2_tile_w = 0;                     // tile_w = 1 << log2_tile_w
   int log2_words_y = 0;                    // output word rows per tile, a power of two
-  std::size_t raw_bytes = 0;               // kSlidingY: staging for raw pixel rows
-  bool double_buffer = false;              // levels ping-pong (else in place)
-  std::size_t smem_bytes = 0;              // region words + staging
+  std::size_t smem_bytes = 0;              // region words + the chord table
 };
 
 inline constexpr int kBoxXYThreads = 256;       // threads per fused box block
