@@ -44,7 +44,9 @@ void PinnedBuffer::Reset() {
 }
 
 absl::StatusOr<HostRegistration> HostRegistration::Register(void* data, std::size_t bytes) {
-  const cudaError_t error = cudaHostRegister(data, bytes, cudaHostRegisterPortable);
+  // Mapped: kernels may read and write the memory in place (MappedDevicePointer).
+  const cudaError_t error =
+      cudaHostRegister(data, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
   if (error != cudaSuccess) {
     return CudaStatus(error, absl::StrCat("cudaHostRegister(", bytes, " bytes)").c_str(), __FILE__,
                       __LINE__);
