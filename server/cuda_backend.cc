@@ -193,22 +193,6 @@ struct DeviceCall {
   // pageable copy serializes in the driver across threads).
   static constexpr std::size_t kStageOutUpTo = std::size_t{1} << 20;
 
-  // Up to this size, an image in mapped host memory (a registered shared-memory region) is read
-  // and written by the kernels in place over PCIe instead of copied in and out: for a 640x480 u8
-  // dilate the two copies cost more than the kernel's own PCIe traffic (BENCHMARKS, issue 7).
-  // Larger images stay with bulk DMA (kernels re-read halos and intermediates).
-  static constexpr std::size_t kInPlaceUpTo = std::size_t{1} << 20;
-
-  // The device address of `host` when kernels should use it in place (see kInPlaceUpTo; aligned
-  // to `pixel_bytes`, since a misaligned access would be a sticky device error), else null.
-  void* InPlace(const void* host, std::size_t bytes, std::size_t pixel_bytes) const {
-    if (host == nullptr || bytes > kInPlaceUpTo ||
-        reinterpret_cast<std::uintptr_t>(host) % pixel_bytes != 0) {
-      return nullptr;
-    }
-    return MappedDevicePointer(host);
-  }
-
   // Request bytes to the device, staged through the device's pinned pool (staged_copy.h).
   absl::Status CopyIn(void* d_dst, const void* src, std::size_t bytes) {
     return CopyToDeviceStaged(dev.staging(), d_dst, src, bytes, stream, &staging);
@@ -296,28 +280,15 @@ class CudaBackend final : public Backend {
     CUIMG_ASSIGN_OR_RETURN(MorphologyPlan plan, MorphologyPlan::Create(in.type, in.extent, steps));
     return OnDevice(Pick(), times, [&](DeviceCall& c) -> absl::Status {
       const std::size_t bytes = in.Bytes();
-      const std::size_t pixel_bytes = PixelSize(in.type);
-      // Each side either in place (mapped host memory) or through a device buffer and a copy.
-      const void* src = c.InPlace(in.data, bytes, pixel_bytes);
-      void* dst = c.InPlace(out.data, bytes, pixel_bytes);
-      void* d_in = nullptr;
-      void* d_out = nullptr;
-      if (src == nullptr) {
-        CUIMG_ASSIGN_OR_RETURN(d_in, c.Acquire(bytes));
-      }
-      if (dst == nullptr) {
-        CUIMG_ASSIGN_OR_RETURN(d_out, c.Acquire(bytes));
-      }
+      CUIMG_ASSIGN_OR_RETURN(void* d_in, c.Acquire(bytes));
+      CUIMG_ASSIGN_OR_RETURN(void* d_out, c.Acquire(bytes));
       CUIMG_ASSIGN_OR_RETURN(void* d_ws, c.Acquire(plan.WorkspaceBytes()));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
-      if (src == nullptr) {
-        CUIMG_RETURN_IF_ERROR(c.CopyIn(d_in, in.data, bytes));
-        src = d_in;
-      }
+      CUIMG_RETURN_IF_ERROR(c.CopyIn(d_in, in.data, bytes));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
-      CUIMG_RETURN_IF_ERROR(plan.Run(src, dst != nullptr ? dst : d_out, d_ws, c.stream));
+      CUIMG_RETURN_IF_ERROR(plan.Run(d_in, d_out, d_ws, c.stream));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
-      if (dst == nullptr) CUIMG_RETURN_IF_ERROR(c.CopyOut(out.data, d_out, bytes));
+      CUIMG_RETURN_IF_ERROR(c.CopyOut(out.data, d_out, bytes));
       return c.timer.Mark(3, c.stream);
     });
   }

@@ -89,7 +89,7 @@ class Executor {
     if (e.separable) {
       if (e.box.empty()) {  // the 1x1 element
         CUIMG_CUDA_RETURN_IF_ERROR(
-            cudaMemcpyAsync(dst, src, plan_.extent.Pixels() * sizeof(T), cudaMemcpyDefault,
+            cudaMemcpyAsync(dst, src, plan_.extent.Pixels() * sizeof(T), cudaMemcpyDeviceToDevice,
                             stream_),
             "identity copy");
         return absl::OkStatus();

@@ -11,7 +11,6 @@
 
 #include "cuimg/common/cuda_stream.h"
 #include "cuimg/common/device_buffer.h"
-#include "cuimg/common/staged_copy.h"
 #include "cuimg/kernels/morphology.h"
 #include "cuimg/reference/morphology_reference.h"
 #include "tests/testing/gpu_test_env.h"
@@ -270,52 +269,6 @@ TEST(MorphologyGpu, NestedRowElementsMatchReference) {
                                   steps, what);
       }
     }
-  }
-}
-
-// The server's shared-memory path: input and output in registered (page-locked, mapped) host
-// memory, used by the kernels in place. Box, chord and 1x1 (identity copy) elements, a chain.
-TEST(MorphologyGpu, RunsInPlaceOnMappedHostMemory) {
-  CUIMG_SKIP_IF_NO_GPU();
-  const Extent e{203, 97, 1};
-  const Image input = testing::RandomImage(PixelType::kU16, e, 5);
-  // One registration for both (two could share a page, which the driver refuses).
-  const std::size_t n = input.size_bytes() / 2;
-  std::vector<std::uint16_t> host(2 * n);
-  std::uint16_t* in = host.data();
-  std::uint16_t* out = host.data() + n;
-  std::copy_n(input.bytes(), input.size_bytes(), reinterpret_cast<std::uint8_t*>(in));
-  absl::StatusOr<HostRegistration> pin = HostRegistration::Register(host.data(), 4 * n);
-  ASSERT_TRUE(pin.ok()) << pin.status();
-  void* d_in = MappedDevicePointer(in);
-  void* d_out = MappedDevicePointer(out);
-  ASSERT_NE(d_in, nullptr);
-  ASSERT_NE(d_out, nullptr);
-  std::vector<std::uint16_t> pageable(4);
-  EXPECT_EQ(MappedDevicePointer(pageable.data()), nullptr);
-  auto stream = CudaStream::Create();
-  ASSERT_TRUE(stream.ok());
-  for (ElementSpec spec : {ElementSpec{ElementShape::kRect, 3, 3, 0, -1, -1, -1, {}},
-                           ElementSpec{ElementShape::kEllipse, 15, 9, 0, -1, -1, -1, {}},
-                           ElementSpec{ElementShape::kRect, 1, 1, 0, -1, -1, -1, {}}}) {
-    MorphologyStep open;
-    open.op = MorphOp::kOpen;
-    open.element = *StructuringElement::Create(spec);
-    MorphologyStep dilate;
-    dilate.op = MorphOp::kDilate;
-    dilate.element = open.element;
-    const std::vector<MorphologyStep> steps = {open, dilate};
-    auto plan = MorphologyPlan::Create(PixelType::kU16, e, steps);
-    ASSERT_TRUE(plan.ok());
-    auto ws = DeviceBuffer::Allocate(plan->WorkspaceBytes());
-    ASSERT_TRUE(ws.ok());
-    std::fill(out, out + n, 0xABAB);
-    ASSERT_TRUE(plan->Run(d_in, d_out, ws->data(), stream->get()).ok());
-    ASSERT_TRUE(stream->Synchronize().ok());
-    absl::StatusOr<Image> want = MorphologyReference(input, steps);
-    ASSERT_TRUE(want.ok());
-    EXPECT_TRUE(std::equal(out, out + n, reinterpret_cast<const std::uint16_t*>(want->bytes())))
-        << spec.width << "x" << spec.height;
   }
 }
 

@@ -44,9 +44,7 @@ void PinnedBuffer::Reset() {
 }
 
 absl::StatusOr<HostRegistration> HostRegistration::Register(void* data, std::size_t bytes) {
-  // Mapped: kernels may read and write the memory in place (MappedDevicePointer).
-  const cudaError_t error =
-      cudaHostRegister(data, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
+  const cudaError_t error = cudaHostRegister(data, bytes, cudaHostRegisterPortable);
   if (error != cudaSuccess) {
     return CudaStatus(error, absl::StrCat("cudaHostRegister(", bytes, " bytes)").c_str(), __FILE__,
                       __LINE__);

@@ -80,8 +80,8 @@ class PinnedBuffer {
   std::size_t size_ = 0;
 };
 
-// Existing host memory page-locked with cudaHostRegister (portable: for every device; mapped:
-// kernels can address it, MappedDevicePointer) while this object lives. Move-only; the destructor unregisters quietly. The memory must stay mapped until
+// Existing host memory page-locked with cudaHostRegister (portable: for every device) while this
+// object lives. Move-only; the destructor unregisters quietly. The memory must stay mapped until
 // then.
 class HostRegistration {
  public:

@@ -22,9 +22,8 @@ namespace cuimg {
 //
 // Contract of Run():
 // - Pixel types u8, u16, i16, f32; one channel; 2D (depth 1) or 3D.
-// - `in` and `out` are device-accessible pointers (device memory, or page-locked host memory
-//   mapped into the device, aligned to the pixel size) to extent.Pixels() elements, densely
-//   packed (x fastest); `out` must not overlap `in` or the workspace. `in` is only read.
+// - `in` and `out` are device pointers to extent.Pixels() elements, densely packed (x fastest);
+//   `out` must not overlap `in` or the workspace. `in` is only read.
 // - `workspace` is WorkspaceBytes() bytes of device memory, 256-byte aligned, used exclusively
 //   by this call until the stream reaches its end.
 // - Asynchronous on `stream`: nothing is synchronized; the caller synchronizes. The plan's host
