@@ -1,10 +1,11 @@
 // The chord-tile kernel: Urbach-Wilkinson chord decomposition in shared memory. A block loads the
 // region its output tile needs (border pixels substituted), builds doubling tables along x
 // (T_{2^k}(x) = min/max over [x, x + 2^k)) in place, and after each level applies the chords
-// whose length uses it (levels no chord uses stay in registers, never stored): a chord of length L at level k = floor(log2 L) is the min/max of
-// T_k(x + dx) and T_k(x + dx + L - 2^k). Cost per pixel: O(levels + chords), independent of the
-// element's area. Integer pixels are packed in words (lane_ops.cuh) for SIMD min/max. Hot loops
-// avoid runtime division: tile geometry comes as powers of two.
+// whose length uses it (levels no chord uses stay in registers, never stored): a chord of length L
+// at level k = floor(log2 L) is the min/max of T_k(x + dx) and T_k(x + dx + L - 2^k). Cost per
+// pixel: O(levels + chords), independent of the element's area. Integer pixels are packed in
+// words (lane_ops.cuh) for SIMD min/max. Hot loops avoid runtime division: tile geometry comes as
+// powers of two.
 #include <algorithm>
 #include <cstdint>
 

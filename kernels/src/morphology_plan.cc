@@ -100,8 +100,7 @@ ChordBand ChooseTile(const Span& s, std::size_t lookups, PackMode mode, int pack
           continue;
         }
         if (!element_3d && mode == PackMode::kSlidingY && words_z > 1 && extent.depth == 1) continue;
-        TileChoice t =
-            Evaluate(s, lookups, mode, pack, tile_w, words_y, words_z, opt);
+        TileChoice t = Evaluate(s, lookups, mode, pack, tile_w, words_y, words_z, opt);
         if (t.band.smem_bytes + 8 * s.chords > budget) continue;
         // Penalize tiles much larger than the image (idle threads).
         const double waste_x = static_cast<double>(std::max<std::int64_t>(tile_w, extent.width)) /
