@@ -10,11 +10,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "cell_loop.cuh"
 #include "common/kernel_attributes.h"
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/kernels/pyramid_types.h"
+#include "div_small.cuh"
 #include "hog_tile.h"
 
 namespace cuimg {
@@ -54,7 +54,7 @@ int FindJobOnHost(const int* first_block, int num_jobs, int block) {
                           first_block) - 1;
 }
 
-// DivSmall's quotient (cell_loop.cuh) on the host: the kernels' tile of a block index.
+// DivSmall's quotient (div_small.cuh) on the host: the kernels' tile of a block index.
 TilePos TileOf(int tile, int tiles_x, float inv_tiles_x) {
   const int y = static_cast<int>((static_cast<float>(tile) + 0.5f) * inv_tiles_x);
   return TilePos{tile - y * tiles_x, y};

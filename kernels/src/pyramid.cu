@@ -11,9 +11,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "cell_loop.cuh"
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/status_macros.h"
+#include "div_small.cuh"
 #include "pyramid_device.cuh"
 
 namespace cuimg {
