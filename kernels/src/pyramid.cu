@@ -1,12 +1,14 @@
-// PyramidPlan: every level of a FROM_BASE pyramid in one launch. The grid is flattened over the
-// 64x64 output tiles of all levels; each block finds its level with a warp ballot over the
-// per-level first-block table in the kernel parameters, each warp resolves the source rows of its
-// 16 output rows once (shared memory), each thread its source column once, and then every output
-// is 4 read-only loads (L1/L2: the base image is small) and one coalesced store.
+// PyramidPlan. FROM_BASE: every level in one launch of the source-rectangle kernel
+// (pyramid_rects.cuh). CASCADED: the output-tile kernel below, whose grid is flattened over the
+// 64x64 output tiles of the launch's levels; each block finds its level with a warp ballot over
+// the per-level first-block table in the kernel parameters, each warp resolves the source rows of
+// its 16 output rows once (shared memory), each thread its source column once, and then every
+// output is 4 read-only loads and one coalesced store.
 #include "cuimg/kernels/pyramid.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <type_traits>
 #include <utility>
 
@@ -15,6 +17,7 @@
 #include "cuimg/common/status_macros.h"
 #include "div_small.cuh"
 #include "pyramid_device.cuh"
+#include "pyramid_rects.cuh"
 
 namespace cuimg {
 namespace {
@@ -138,11 +141,13 @@ struct PyramidLaunch {
   int source = -1;  // -1: the input; else the level whose f32 values are read
   struct Job {
     int level = 0;
+    // CASCADED (output-tile kernel) only:
     int side = -1;  // workspace ping-pong buffer for the level's f32 values, or -1
     int tiles_x = 0;
     int blocks = 0;
   };
   std::vector<Job> jobs;
+  std::vector<signed char> owners;  // FROM_BASE: the warp of each job's level
   std::int64_t blocks = 0;
 };
 
@@ -197,10 +202,45 @@ absl::Status Launch(const PyramidPlan::Impl& plan, const PyramidLaunch& launch, 
   return absl::OkStatus();
 }
 
+std::int64_t RectsX(const Extent& extent) {
+  return (extent.width + pyramid::kRectW - 1) / pyramid::kRectW;
+}
+
+// FROM_BASE: the launch's levels from the input, one block per source rectangle.
+template <typename S, typename O>
+absl::Status LaunchRects(const PyramidPlan::Impl& plan, const PyramidLaunch& launch, const S* src,
+                         O* out, cudaStream_t stream) {
+  pyramid::RectParams<S> p{};
+  p.src = src;
+  p.src_w = static_cast<int>(plan.extent.width);
+  p.src_h = static_cast<int>(plan.extent.height);
+  p.rects_x = static_cast<int>(RectsX(plan.extent));
+  p.num_levels = static_cast<int>(launch.jobs.size());
+  for (std::size_t j = 0; j < launch.jobs.size(); ++j) {
+    const PyramidLevel& level = plan.levels[launch.jobs[j].level];
+    pyramid::RectLevel& k = p.levels[j];
+    k.out = reinterpret_cast<std::uint8_t*>(out) + level.offset_bytes;
+    k.scale_x = ResizeScale(plan.extent.width, level.width);
+    k.scale_y = ResizeScale(plan.extent.height, level.height);
+    k.width = static_cast<int>(level.width);
+    k.height = static_cast<int>(level.height);
+    k.copy = level.width == plan.extent.width && level.height == plan.extent.height;
+    p.owner[j] = launch.owners[j];
+  }
+  pyramid::PyramidRectKernel<S, O>
+      <<<static_cast<unsigned>(launch.blocks), pyramid::kRectThreads, 0, stream>>>(p);
+  CUIMG_CUDA_CHECK_LAUNCH(stream, "PyramidRectKernel");
+  return absl::OkStatus();
+}
+
 template <typename T, typename O>
 absl::Status RunLaunches(const PyramidPlan::Impl& plan, const T* in, O* out,
                          std::uint8_t* workspace, cudaStream_t stream) {
   for (const PyramidLaunch& launch : plan.launches) {
+    if (plan.spec.mode == PyramidMode::kFromBase) {
+      CUIMG_RETURN_IF_ERROR((LaunchRects<T, O>(plan, launch, in, out, stream)));
+      continue;
+    }
     if (launch.source < 0) {
       CUIMG_RETURN_IF_ERROR((Launch<T, O>(plan, launch, in, plan.extent.width,
                                           plan.extent.height, out, workspace, stream)));
@@ -217,6 +257,23 @@ absl::Status RunLaunches(const PyramidPlan::Impl& plan, const T* in, O* out,
                                             workspace, stream)));
   }
   return absl::OkStatus();
+}
+
+// Levels [begin, begin + count) dealt to a rectangle block's warps, largest first to the least
+// loaded: every rectangle holds about the same share of each level.
+std::vector<signed char> DealLevels(const std::vector<PyramidLevel>& levels, int begin, int count) {
+  std::vector<int> order(count);
+  std::iota(order.begin(), order.end(), 0);
+  auto pixels = [&](int j) { return levels[begin + j].width * levels[begin + j].height; };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return pixels(a) > pixels(b); });
+  std::vector<signed char> owners(count);
+  std::int64_t load[pyramid::kRectWarps] = {};
+  for (int j : order) {
+    const int warp = static_cast<int>(std::min_element(load, load + pyramid::kRectWarps) - load);
+    owners[j] = static_cast<signed char>(warp);
+    load[warp] += pixels(j);
+  }
+  return owners;
 }
 
 PyramidLaunch::Job MakeJob(const PyramidLevel& level, int side) {
@@ -245,11 +302,13 @@ absl::StatusOr<PyramidPlan> PyramidPlan::Create(PixelType type, const Extent& ex
   impl->output_bytes = PyramidOutputBytes(impl->levels);
   const int n = static_cast<int>(impl->levels.size());
   if (spec.mode == PyramidMode::kFromBase) {
-    for (int begin = 0; begin < n; begin += kMaxJobs) {
+    for (int begin = 0; begin < n; begin += pyramid::kRectLevels) {
       PyramidLaunch launch;
-      for (int i = begin; i < std::min(n, begin + kMaxJobs); ++i) {
-        launch.jobs.push_back(MakeJob(impl->levels[i], -1));
+      for (int i = begin; i < std::min(n, begin + pyramid::kRectLevels); ++i) {
+        launch.jobs.emplace_back().level = i;
       }
+      launch.owners = DealLevels(impl->levels, begin, static_cast<int>(launch.jobs.size()));
+      launch.blocks = RectsX(extent) * ((extent.height + pyramid::kRectH - 1) / pyramid::kRectH);
       impl->launches.push_back(std::move(launch));
     }
   } else {
@@ -275,7 +334,9 @@ absl::StatusOr<PyramidPlan> PyramidPlan::Create(PixelType type, const Extent& ex
     }
   }
   for (PyramidLaunch& launch : impl->launches) {
-    for (const PyramidLaunch::Job& job : launch.jobs) launch.blocks += job.blocks;
+    if (spec.mode == PyramidMode::kCascaded) {
+      for (const PyramidLaunch::Job& job : launch.jobs) launch.blocks += job.blocks;
+    }
     if (launch.blocks > 0x7fffffff) {
       return absl::InvalidArgumentError("extent: too many pyramid tiles for one grid");
     }
@@ -297,9 +358,12 @@ std::string PyramidPlan::Describe() const {
   const Impl& plan = *impl_;
   std::int64_t blocks = 0;
   for (const PyramidLaunch& launch : plan.launches) blocks += launch.blocks;
-  return absl::StrCat(plan.spec.mode == PyramidMode::kFromBase ? "from_base" : "cascaded", "(",
-                      plan.levels.size(), " levels, launches ", plan.launches.size(), ", ", blocks,
-                      " blocks of ", kTileW, "x", kTileH, ")");
+  const bool from_base = plan.spec.mode == PyramidMode::kFromBase;
+  return absl::StrCat(from_base ? "from_base" : "cascaded", "(", plan.levels.size(),
+                      " levels, launches ", plan.launches.size(), ", ", blocks, " blocks of ",
+                      from_base ? pyramid::kRectW : kTileW, "x",
+                      from_base ? pyramid::kRectH : kTileH,
+                      from_base ? " source pixels)" : " output pixels)");
 }
 
 absl::Status PyramidPlan::Run(const void* in, void* out, void* workspace,

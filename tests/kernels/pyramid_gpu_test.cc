@@ -124,7 +124,9 @@ TEST(PyramidGpu, MatchesReferenceOnEveryTypeSizeRatioAndMode) {
   const PixelType types[] = {PixelType::kU8, PixelType::kU16, PixelType::kI16, PixelType::kF32};
   const Extent sizes[] = {{1, 1, 1},  {2, 3, 1},    {3, 2, 1},    {1, 17, 1},
                           {19, 1, 1}, {64, 64, 1},  {65, 63, 1},  {97, 61, 1},
-                          {640, 480, 1}, {333, 201, 1}, {4, 3, 1},   {132, 70, 1}};
+                          {640, 480, 1}, {333, 201, 1}, {4, 3, 1},   {132, 70, 1},
+                          // FROM_BASE blocks own 128x32 source rectangles: one past, one short.
+                          {129, 33, 1}, {255, 95, 1}, {1000, 3, 1}, {3, 1000, 1}};
   std::uint64_t seed = 100;
   for (PixelType type : types) {
     for (const Extent& e : sizes) {
@@ -138,6 +140,19 @@ TEST(PyramidGpu, MatchesReferenceOnEveryTypeSizeRatioAndMode) {
           }
         }
       }
+    }
+  }
+}
+
+// Past 2^24 float coordinates step by 2 or more, so consecutive outputs can share a first tap and
+// the outputs a source rectangle owns come in uneven runs.
+TEST(PyramidGpu, MatchesReferenceWhereFloatCoordinatesCoarsen) {
+  CUIMG_SKIP_IF_NO_GPU();
+  for (const Extent& e : {Extent{1, 1 << 25, 1}, Extent{1 << 25, 1, 1}}) {
+    const Image input = testing::RandomImage(PixelType::kU8, e, 11);
+    for (double ratio : {1.0001, 1.3}) {
+      const PyramidSpec spec = Spec(3, ratio, 1, PyramidMode::kFromBase, PixelType::kF32);
+      ExpectGpuMatchesReference(input, spec, Name(PixelType::kU8, e, spec));
     }
   }
 }

@@ -1,0 +1,217 @@
+// The FROM_BASE pyramid kernel: each block owns a kRectW x kRectH rectangle of the SOURCE and
+// writes, for every level of the launch, the outputs whose first tap falls in that rectangle. The
+// rectangle is converted to float once and staged in shared memory as (pixel, right neighbour)
+// pairs, so the levels read the source from L2 once instead of once each (the output-tile kernel
+// in pyramid.cu was bound by those re-reads), and each output is two 8-byte shared loads,
+// BilinearSample's nine float operations and one store. Each warp writes whole levels, dealt by
+// the host (largest first to the least loaded warp): a level's bounds and taps are computed once
+// per rectangle, and no barrier follows the staging.
+#ifndef CUIMG_KERNELS_SRC_PYRAMID_RECTS_CUH_
+#define CUIMG_KERNELS_SRC_PYRAMID_RECTS_CUH_
+
+#include <cuda_runtime.h>
+
+#include "pyramid_device.cuh"
+
+namespace cuimg::pyramid {
+
+constexpr int kRectW = 128;  // source columns per block
+constexpr int kRectH = 32;   // source rows per block
+constexpr int kRectThreads = 128;
+constexpr int kRectWarps = kRectThreads / 32;
+constexpr int kRectLevels = 64;  // levels per launch (kernel parameters stay below 4 KiB)
+// Row taps per pass: a level's rows in one rectangle number about kRectH / scale + 2; larger
+// counts (sides beyond 2^15, where float coordinates get coarse) take more passes.
+constexpr int kRowCap = kRectH + 32;
+
+struct RectLevel {
+  void* out;  // the level's first element in the packed output
+  double scale_x;  // ResizeScale(source width, level width)
+  double scale_y;
+  int width;
+  int height;
+  int copy;  // the level has the source's size: its pixels are copied, not weighted
+};
+
+template <typename S>
+struct RectParams {
+  const S* src;
+  int src_w;
+  int src_h;
+  int rects_x;  // rectangles per source row band
+  int num_levels;
+  signed char owner[kRectLevels];  // the warp that writes each level
+  RectLevel levels[kRectLevels];
+};
+
+// The number of outputs d in [0, dst) whose first tap ResolveAxis(d).i0 is below `edge`, i.e. the
+// first output owned by the rectangle starting at source coordinate `edge`. i0 is non-decreasing
+// in d (a floor of a rounded increasing value, then clamped), so searching from the estimate is
+// exact; the (float) estimate is a step or two off except on huge sides.
+__device__ inline int FirstOwned(int edge, double scale, int src, int dst) {
+  if (edge <= 0) return 0;
+  int d = static_cast<int>(floorf(__fdividef(edge + 0.5f, static_cast<float>(scale)) - 0.5f));
+  d = max(0, min(dst, d));
+  while (d > 0 && ResolveAxis(d - 1, scale, src).i0 >= edge) --d;
+  while (d < dst && ResolveAxis(d, scale, src).i0 < edge) ++d;
+  return d;
+}
+
+// Shared-memory loads by 32-bit shared address: the compiler otherwise rebuilds the generic
+// window base in the output loop.
+__device__ __forceinline__ float2 LoadShared(unsigned address) {
+  float2 v;
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(address));
+  return v;
+}
+__device__ __forceinline__ uint4 LoadSharedTap(unsigned address) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(address));
+  return v;
+}
+
+// 32-column chunks per row pass: a level's row in a rectangle has about kRectW / scale + 2 outputs;
+// longer ones (huge sides) take more passes.
+constexpr int kMaxChunks = 5;
+
+// Rows [ys, ys + rows) of one level in a warp, `chunks` 32-column chunks from output column xs
+// (columns from xe on are not stored). Whole row segments are written one after the other, so
+// the sectors that chunks and neighbouring rectangles share are completed while still in L2.
+// The rows' taps are at shared address `row_taps`: (byte offset into the staged pairs, wy0
+// bits, wy1 bits, unused).
+template <bool kCopy, int kChunks, typename O>
+__device__ __forceinline__ void WriteRows(const RectLevel& level, int src_w, int x0,
+                                          unsigned staged_at, unsigned row_taps, int xs, int xe,
+                                          int ys, int rows) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  unsigned column[kChunks];
+  float wx0[kChunks];
+  float wx1[kChunks];
+  bool store[kChunks];
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    const int x = xs + c * 32 + lane;
+    store[c] = x < xe;
+    const AxisTap t = ResolveAxis(min(x, xe - 1), level.scale_x, src_w);
+    column[c] = staged_at + static_cast<unsigned>((t.i0 - x0) * sizeof(float2));
+    wx0[c] = t.w0;
+    wx1[c] = t.w1;
+  }
+  O* const out = static_cast<O*>(level.out);
+  const unsigned width = static_cast<unsigned>(level.width);
+  const unsigned first = static_cast<unsigned>(ys) * width + static_cast<unsigned>(xs + lane);
+#pragma unroll(kChunks == 1 ? 2 : 1)
+  for (int r = 0; r < rows; ++r) {
+    const uint4 rt = LoadSharedTap(row_taps + r * sizeof(uint4));
+    O* const at = out + (first + static_cast<unsigned>(r) * width);
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const float2 top = LoadShared(column[c] + rt.x);
+      const float2 bottom = LoadShared(column[c] + rt.x + kRectW * sizeof(float2));
+      float v;
+      if constexpr (kCopy) {
+        const float2 pair = rt.z != 0 ? bottom : top;
+        v = wx1[c] != 0.0f ? pair.y : pair.x;
+      } else {
+        const float upper = __fadd_rn(__fmul_rn(top.x, wx0[c]), __fmul_rn(top.y, wx1[c]));
+        const float lower = __fadd_rn(__fmul_rn(bottom.x, wx0[c]), __fmul_rn(bottom.y, wx1[c]));
+        v = __fadd_rn(__fmul_rn(upper, __uint_as_float(rt.y)),
+                      __fmul_rn(lower, __uint_as_float(rt.z)));
+      }
+      if (store[c]) at[c * 32] = FromFloat<O>(v);
+    }
+  }
+}
+
+template <bool kCopy, typename O>
+__device__ __forceinline__ void WriteRowsOfChunks(int chunks, const RectLevel& level, int src_w,
+                                                  int x0, unsigned staged_at, unsigned row_taps,
+                                                  int xs, int xe, int ys, int rows) {
+  switch (chunks) {
+    case 1: return WriteRows<kCopy, 1, O>(level, src_w, x0, staged_at, row_taps, xs, xe, ys, rows);
+    case 2: return WriteRows<kCopy, 2, O>(level, src_w, x0, staged_at, row_taps, xs, xe, ys, rows);
+    case 3: return WriteRows<kCopy, 3, O>(level, src_w, x0, staged_at, row_taps, xs, xe, ys, rows);
+    case 4: return WriteRows<kCopy, 4, O>(level, src_w, x0, staged_at, row_taps, xs, xe, ys, rows);
+    default: return WriteRows<kCopy, 5, O>(level, src_w, x0, staged_at, row_taps, xs, xe, ys, rows);
+  }
+}
+
+template <typename S, typename O>
+__global__ void __launch_bounds__(kRectThreads)
+    PyramidRectKernel(const __grid_constant__ RectParams<S> p) {
+  // Row r, column c: (source(y0 + r, x0 + c), source(y0 + r, x0 + c + 1)), clamped to the image;
+  // row kRectH is the second tap row of the rectangle's last row.
+  __shared__ float2 staged[(kRectH + 1) * kRectW];
+  __shared__ uint4 row_taps[kRectWarps][kRowCap];  // per warp, for the level it is writing
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  const int band = static_cast<int>(blockIdx.x) / p.rects_x;
+  const int x0 = (static_cast<int>(blockIdx.x) - band * p.rects_x) * kRectW;
+  const int y0 = band * kRectH;
+  {
+    // One column per thread; the right neighbour comes from the next lane (lane 31 loads it).
+    static_assert(kRectThreads == kRectW, "staging gives each thread one column");
+    const int x = min(x0 + tid, p.src_w - 1);
+    const int right = min(x0 + tid + 1, p.src_w - 1);
+#pragma unroll 11
+    for (int r = 0; r <= kRectH; ++r) {
+      const S* row = p.src + static_cast<std::size_t>(min(y0 + r, p.src_h - 1)) *
+                                 static_cast<unsigned>(p.src_w);
+      const float a = LoadSample(row + x);
+      const float last = lane == 31 ? LoadSample(row + right) : 0.0f;
+      const float b = __shfl_down_sync(0xffffffffu, a, 1);
+      staged[r * kRectW + tid] = make_float2(a, lane == 31 ? last : b);
+    }
+  }
+  __syncthreads();
+
+  // Each warp writes the levels the host dealt it, so no barrier follows the staging.
+  const unsigned staged_at = static_cast<unsigned>(__cvta_generic_to_shared(staged));
+  const unsigned taps_at = static_cast<unsigned>(__cvta_generic_to_shared(row_taps[warp]));
+  for (int l = 0; l < p.num_levels; ++l) {
+    if (p.owner[l] != warp) continue;
+    const RectLevel& level = p.levels[l];
+    // The outputs this rectangle owns: lanes 0-3 find x begin, x end, y begin, y end.
+    int bound = 0;
+    if (lane < 4) {
+      const bool vertical = (lane & 2) != 0;
+      const int edge = vertical ? y0 + (lane & 1) * kRectH : x0 + (lane & 1) * kRectW;
+      bound = FirstOwned(edge, vertical ? level.scale_y : level.scale_x,
+                         vertical ? p.src_h : p.src_w, vertical ? level.height : level.width);
+    }
+    const int xa = __shfl_sync(0xffffffffu, bound, 0);
+    const int xb = __shfl_sync(0xffffffffu, bound, 1);
+    const int ya = __shfl_sync(0xffffffffu, bound, 2);
+    const int yb = __shfl_sync(0xffffffffu, bound, 3);
+    for (int ys = ya; ys < yb; ys += kRowCap) {
+      const int rows = min(kRowCap, yb - ys);
+      __syncwarp();  // the previous pass has read its row taps
+      for (int i = lane; i < rows; i += 32) {
+        const AxisTap t = ResolveAxis(ys + i, level.scale_y, p.src_h);
+        row_taps[warp][i] =
+            make_uint4(static_cast<unsigned>((t.i0 - y0) * kRectW) * sizeof(float2),
+                       __float_as_uint(t.w0), __float_as_uint(t.w1), 0);
+      }
+      __syncwarp();
+      for (int xs = xa; xs < xb; xs += kMaxChunks * 32) {
+        const int xe = min(xb, xs + kMaxChunks * 32);
+        const int chunks = (xe - xs + 31) / 32;
+        if (level.copy) {
+          WriteRowsOfChunks<true, O>(chunks, level, p.src_w, x0, staged_at, taps_at, xs, xe, ys,
+                                     rows);
+        } else {
+          WriteRowsOfChunks<false, O>(chunks, level, p.src_w, x0, staged_at, taps_at, xs, xe, ys,
+                                      rows);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace cuimg::pyramid
+
+#endif  // CUIMG_KERNELS_SRC_PYRAMID_RECTS_CUH_
