@@ -80,7 +80,7 @@ constexpr int kMaxChunks = 5;
 // (columns from xe on are not stored). Whole row segments are written one after the other, so
 // the sectors that chunks and neighbouring rectangles share are completed while still in L2.
 // The rows' taps are at shared address `row_taps`: (byte offset into the staged pairs, wy0
-// bits, wy1 bits, unused).
+// bits, wy1 bits, unused). A copy (kCopy) owns the rectangle's own pixels and reads them.
 template <bool kCopy, int kChunks, typename O>
 __device__ __forceinline__ void WriteRows(const RectLevel& level, int src_w, int x0,
                                           unsigned staged_at, unsigned row_taps, int xs, int xe,
@@ -94,7 +94,9 @@ __device__ __forceinline__ void WriteRows(const RectLevel& level, int src_w, int
   for (int c = 0; c < kChunks; ++c) {
     const int x = xs + c * 32 + lane;
     store[c] = x < xe;
-    const AxisTap t = ResolveAxis(min(x, xe - 1), level.scale_x, src_w);
+    // A copy reads its own pixel: ResolveAxis's float coordinate is exact only below 2^24.
+    const AxisTap t = kCopy ? AxisTap{min(x, xe - 1), 1, 1.0f, 0.0f}
+                            : ResolveAxis(min(x, xe - 1), level.scale_x, src_w);
     column[c] = staged_at + static_cast<unsigned>((t.i0 - x0) * sizeof(float2));
     wx0[c] = t.w0;
     wx1[c] = t.w1;
@@ -112,8 +114,7 @@ __device__ __forceinline__ void WriteRows(const RectLevel& level, int src_w, int
       const float2 bottom = LoadShared(column[c] + rt.x + kRectW * sizeof(float2));
       float v;
       if constexpr (kCopy) {
-        const float2 pair = rt.z != 0 ? bottom : top;
-        v = wx1[c] != 0.0f ? pair.y : pair.x;
+        v = top.x;
       } else {
         const float upper = __fadd_rn(__fmul_rn(top.x, wx0[c]), __fmul_rn(top.y, wx1[c]));
         const float lower = __fadd_rn(__fmul_rn(bottom.x, wx0[c]), __fmul_rn(bottom.y, wx1[c]));
@@ -180,8 +181,10 @@ __global__ void __launch_bounds__(kRectThreads)
     if (lane < 4) {
       const bool vertical = (lane & 2) != 0;
       const int edge = vertical ? y0 + (lane & 1) * kRectH : x0 + (lane & 1) * kRectW;
-      bound = FirstOwned(edge, vertical ? level.scale_y : level.scale_x,
-                         vertical ? p.src_h : p.src_w, vertical ? level.height : level.width);
+      const int src = vertical ? p.src_h : p.src_w;
+      bound = level.copy ? min(edge, src)
+                         : FirstOwned(edge, vertical ? level.scale_y : level.scale_x, src,
+                                      vertical ? level.height : level.width);
     }
     const int xa = __shfl_sync(0xffffffffu, bound, 0);
     const int xb = __shfl_sync(0xffffffffu, bound, 1);
@@ -191,7 +194,8 @@ __global__ void __launch_bounds__(kRectThreads)
       const int rows = min(kRowCap, yb - ys);
       __syncwarp();  // the previous pass has read its row taps
       for (int i = lane; i < rows; i += 32) {
-        const AxisTap t = ResolveAxis(ys + i, level.scale_y, p.src_h);
+        const AxisTap t = level.copy ? AxisTap{ys + i, 1, 1.0f, 0.0f}
+                                     : ResolveAxis(ys + i, level.scale_y, p.src_h);
         row_taps[warp][i] =
             make_uint4(static_cast<unsigned>((t.i0 - y0) * kRectW) * sizeof(float2),
                        __float_as_uint(t.w0), __float_as_uint(t.w1), 0);
