@@ -111,11 +111,11 @@ __device__ __forceinline__ void WriteRows(const RectLevel& level, int src_w, int
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
       const float2 top = LoadShared(column[c] + rt.x);
-      const float2 bottom = LoadShared(column[c] + rt.x + kRectW * sizeof(float2));
       float v;
       if constexpr (kCopy) {
         v = top.x;
       } else {
+        const float2 bottom = LoadShared(column[c] + rt.x + kRectW * sizeof(float2));
         const float upper = __fadd_rn(__fmul_rn(top.x, wx0[c]), __fmul_rn(top.y, wx1[c]));
         const float lower = __fadd_rn(__fmul_rn(bottom.x, wx0[c]), __fmul_rn(bottom.y, wx1[c]));
         v = __fadd_rn(__fmul_rn(upper, __uint_as_float(rt.y)),
