@@ -146,6 +146,7 @@ __global__ void __launch_bounds__(kRectThreads)
   // row kRectH is the second tap row of the rectangle's last row.
   __shared__ float2 staged[(kRectH + 1) * kRectW];
   __shared__ uint4 row_taps[kRectWarps][kRowCap];  // per warp, for the level it is writing
+  __shared__ int4 owned[kRectLevels];  // per level: the outputs [x, y) x [z, w) of the rectangle
 
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid & 31;
@@ -168,6 +169,17 @@ __global__ void __launch_bounds__(kRectThreads)
       staged[r * kRectW + tid] = make_float2(a, lane == 31 ? last : b);
     }
   }
+  // Per level: x begin, x end, y begin, y end, one per thread (all lanes busy, unlike per warp).
+  for (int i = tid; i < 4 * p.num_levels; i += kRectThreads) {
+    const RectLevel& level = p.levels[i >> 2];
+    const bool vertical = (i & 2) != 0;
+    const int edge = vertical ? y0 + (i & 1) * kRectH : x0 + (i & 1) * kRectW;
+    const int src = vertical ? p.src_h : p.src_w;
+    reinterpret_cast<int*>(owned)[i] =
+        level.copy ? min(edge, src)
+                   : FirstOwned(edge, vertical ? level.scale_y : level.scale_x, src,
+                                vertical ? level.height : level.width);
+  }
   __syncthreads();
 
   // Each warp writes the levels the host dealt it, so no barrier follows the staging.
@@ -176,20 +188,11 @@ __global__ void __launch_bounds__(kRectThreads)
   for (int l = 0; l < p.num_levels; ++l) {
     if (p.owner[l] != warp) continue;
     const RectLevel& level = p.levels[l];
-    // The outputs this rectangle owns: lanes 0-3 find x begin, x end, y begin, y end.
-    int bound = 0;
-    if (lane < 4) {
-      const bool vertical = (lane & 2) != 0;
-      const int edge = vertical ? y0 + (lane & 1) * kRectH : x0 + (lane & 1) * kRectW;
-      const int src = vertical ? p.src_h : p.src_w;
-      bound = level.copy ? min(edge, src)
-                         : FirstOwned(edge, vertical ? level.scale_y : level.scale_x, src,
-                                      vertical ? level.height : level.width);
-    }
-    const int xa = __shfl_sync(0xffffffffu, bound, 0);
-    const int xb = __shfl_sync(0xffffffffu, bound, 1);
-    const int ya = __shfl_sync(0xffffffffu, bound, 2);
-    const int yb = __shfl_sync(0xffffffffu, bound, 3);
+    const int4 own = owned[l];
+    const int xa = own.x;
+    const int xb = own.y;
+    const int ya = own.z;
+    const int yb = own.w;
     for (int ys = ya; ys < yb; ys += kRowCap) {
       const int rows = min(kRowCap, yb - ys);
       __syncwarp();  // the previous pass has read its row taps
