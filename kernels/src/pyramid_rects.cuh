@@ -5,7 +5,7 @@
 // in pyramid.cu was bound by those re-reads), and each output is two 8-byte shared loads,
 // BilinearSample's nine float operations and one store. Each warp writes whole levels, dealt by
 // the host (largest first to the least loaded warp): a level's bounds and taps are computed once
-// per rectangle, and no barrier follows the staging.
+// per rectangle, and the one barrier is the staging's.
 #ifndef CUIMG_KERNELS_SRC_PYRAMID_RECTS_CUH_
 #define CUIMG_KERNELS_SRC_PYRAMID_RECTS_CUH_
 
@@ -182,7 +182,7 @@ __global__ void __launch_bounds__(kRectThreads)
   }
   __syncthreads();
 
-  // Each warp writes the levels the host dealt it, so no barrier follows the staging.
+  // Each warp writes the levels the host dealt it: after this barrier no warp waits for another.
   const unsigned staged_at = static_cast<unsigned>(__cvta_generic_to_shared(staged));
   const unsigned taps_at = static_cast<unsigned>(__cvta_generic_to_shared(row_taps[warp]));
   for (int l = 0; l < p.num_levels; ++l) {
