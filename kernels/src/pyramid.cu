@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <numeric>
 #include <type_traits>
 #include <utility>
 
@@ -141,13 +140,13 @@ struct PyramidLaunch {
   int source = -1;  // -1: the input; else the level whose f32 values are read
   struct Job {
     int level = 0;
+    signed char owner = 0;  // FROM_BASE: the rectangle kernel's warp that writes the level
     // CASCADED (output-tile kernel) only:
     int side = -1;  // workspace ping-pong buffer for the level's f32 values, or -1
     int tiles_x = 0;
-    int blocks = 0;
+    int blocks = 0;  // output tiles of the level
   };
   std::vector<Job> jobs;
-  std::vector<signed char> owners;  // FROM_BASE: the warp of each job's level
   std::int64_t blocks = 0;
 };
 
@@ -225,7 +224,7 @@ absl::Status LaunchRects(const PyramidPlan::Impl& plan, const PyramidLaunch& lau
     k.width = static_cast<int>(level.width);
     k.height = static_cast<int>(level.height);
     k.copy = level.width == plan.extent.width && level.height == plan.extent.height;
-    p.owner[j] = launch.owners[j];
+    p.owner[j] = launch.jobs[j].owner;
   }
   pyramid::PyramidRectKernel<S, O>
       <<<static_cast<unsigned>(launch.blocks), pyramid::kRectThreads, 0, stream>>>(p);
@@ -259,21 +258,22 @@ absl::Status RunLaunches(const PyramidPlan::Impl& plan, const T* in, O* out,
   return absl::OkStatus();
 }
 
-// Levels [begin, begin + count) dealt to a rectangle block's warps, largest first to the least
+// Deals the launch's levels to a rectangle block's warps (Job::owner), largest first to the least
 // loaded: every rectangle holds about the same share of each level.
-std::vector<signed char> DealLevels(const std::vector<PyramidLevel>& levels, int begin, int count) {
-  std::vector<int> order(count);
-  std::iota(order.begin(), order.end(), 0);
-  auto pixels = [&](int j) { return levels[begin + j].width * levels[begin + j].height; };
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return pixels(a) > pixels(b); });
-  std::vector<signed char> owners(count);
+void DealLevels(const std::vector<PyramidLevel>& levels, PyramidLaunch* launch) {
+  std::vector<PyramidLaunch::Job*> order;
+  for (PyramidLaunch::Job& job : launch->jobs) order.push_back(&job);
+  auto pixels = [&](const PyramidLaunch::Job* job) {
+    return levels[job->level].width * levels[job->level].height;
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const auto* a, const auto* b) { return pixels(a) > pixels(b); });
   std::int64_t load[pyramid::kRectWarps] = {};
-  for (int j : order) {
+  for (PyramidLaunch::Job* job : order) {
     const int warp = static_cast<int>(std::min_element(load, load + pyramid::kRectWarps) - load);
-    owners[j] = static_cast<signed char>(warp);
-    load[warp] += pixels(j);
+    job->owner = static_cast<signed char>(warp);
+    load[warp] += pixels(job);
   }
-  return owners;
 }
 
 PyramidLaunch::Job MakeJob(const PyramidLevel& level, int side) {
@@ -307,7 +307,7 @@ absl::StatusOr<PyramidPlan> PyramidPlan::Create(PixelType type, const Extent& ex
       for (int i = begin; i < std::min(n, begin + pyramid::kRectLevels); ++i) {
         launch.jobs.emplace_back().level = i;
       }
-      launch.owners = DealLevels(impl->levels, begin, static_cast<int>(launch.jobs.size()));
+      DealLevels(impl->levels, &launch);
       launch.blocks = RectsX(extent) * ((extent.height + pyramid::kRectH - 1) / pyramid::kRectH);
       impl->launches.push_back(std::move(launch));
     }
@@ -334,9 +334,7 @@ absl::StatusOr<PyramidPlan> PyramidPlan::Create(PixelType type, const Extent& ex
     }
   }
   for (PyramidLaunch& launch : impl->launches) {
-    if (spec.mode == PyramidMode::kCascaded) {
-      for (const PyramidLaunch::Job& job : launch.jobs) launch.blocks += job.blocks;
-    }
+    for (const PyramidLaunch::Job& job : launch.jobs) launch.blocks += job.blocks;  // CASCADED
     if (launch.blocks > 0x7fffffff) {
       return absl::InvalidArgumentError("extent: too many pyramid tiles for one grid");
     }
