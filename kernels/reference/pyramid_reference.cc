@@ -6,8 +6,9 @@
 
 #include "cuimg/reference/parallel_for.h"
 
-// Built with -ffp-contract=off (kernels/CMakeLists.txt): the float32 products and sums below must
-// be rounded one by one, as the CUDA kernel does, for the two to agree bit for bit.
+// Built with -ffp-contract=off (kernels/CMakeLists.txt): the float32 differences below must be
+// rounded one by one and fused only where std::fma says so, as the CUDA kernels do, for the two
+// to agree bit for bit.
 
 namespace cuimg {
 
@@ -20,14 +21,17 @@ LinearTap ResizeLinearTap(std::int64_t d, std::int64_t src, std::int64_t dst) {
     i = 0;
     f = 0.0f;
   }
-  if (i >= src - 1) {
-    i = src - 1;
-    f = 0.0f;
-  }
   LinearTap tap;
+  if (i >= src - 1) {
+    // OpenCV's (src - 1, weight 0) as the pair (src - 2, src - 1) with weights (0, 1): the same
+    // sample, and the second tap stays one past the first, as the kernels address it.
+    tap.i0 = std::max<std::int64_t>(src - 2, 0);
+    tap.i1 = src - 1;
+    tap.w1 = src >= 2 ? 1.0f : 0.0f;
+    return tap;
+  }
   tap.i0 = i;
-  tap.i1 = std::min(i + 1, src - 1);
-  tap.w0 = 1.0f - f;
+  tap.i1 = i + 1;
   tap.w1 = f;
   return tap;
 }
@@ -46,9 +50,9 @@ void ResizeLinearF32(const float* src, std::int64_t src_w, std::int64_t src_h, f
     const float* row1 = src + ty.i1 * src_w;
     for (std::int64_t x = 0; x < dst_w; ++x) {
       const LinearTap& tx = xs[x];
-      const float top = row0[tx.i0] * tx.w0 + row0[tx.i1] * tx.w1;
-      const float bottom = row1[tx.i0] * tx.w0 + row1[tx.i1] * tx.w1;
-      dst[y * dst_w + x] = top * ty.w0 + bottom * ty.w1;
+      const float top = std::fma(tx.w1, row0[tx.i1] - row0[tx.i0], row0[tx.i0]);
+      const float bottom = std::fma(tx.w1, row1[tx.i1] - row1[tx.i0], row1[tx.i0]);
+      dst[y * dst_w + x] = std::fma(ty.w1, bottom - top, top);
     }
   });
 }

@@ -57,7 +57,7 @@ struct PyramidParams {
 template <typename S, typename O>
 __global__ void __launch_bounds__(kThreads, 4)
     PyramidKernel(const __grid_constant__ PyramidParams<S> p) {
-  __shared__ uint4 row_taps[kWarps][kRowsPerThread];  // (offset0, offset1, wy0, wy1) per row
+  __shared__ uint4 row_taps[kWarps][kRowsPerThread];  // (offset0, offset1, wy1, unused) per row
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int block = static_cast<int>(blockIdx.x);
@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(kThreads, 4)
       // Unsigned offsets: added to a 64-bit pointer without a sign extension.
       row_taps[warp][lane] = make_uint4(static_cast<unsigned>(t.i0 * p.src_w),
                                         static_cast<unsigned>((t.i0 + t.step) * p.src_w),
-                                        __float_as_uint(t.w0), __float_as_uint(t.w1));
+                                        __float_as_uint(t.w1), 0);
     }
     __syncwarp();
     // Columns past the level's width sample its last column (valid loads, no stores).
@@ -105,8 +105,8 @@ __global__ void __launch_bounds__(kThreads, 4)
 #pragma unroll
       for (int r = 0; r < kRowsPerThread; ++r) {
         const uint4 e = row_taps[warp][r];
-        v[r] = pyramid::BilinearSample(column + e.x, column + e.y, decltype(dx)::value, tx.w0,
-                                       tx.w1, __uint_as_float(e.z), __uint_as_float(e.w));
+        v[r] = pyramid::BilinearSample(column + e.x, column + e.y, decltype(dx)::value, tx.w1,
+                                       __uint_as_float(e.z));
       }
     };
     if (p.src_w >= 2) {

@@ -258,20 +258,21 @@ TEST(PyramidReference, LinearTapClampsAsOpenCV) {
   EXPECT_EQ(t.i0, 8);
   EXPECT_EQ(t.i1, 9);
   EXPECT_FLOAT_EQ(t.w1, 0.25f);
-  // Upscale 2 -> 5: the first output lies left of the first sample (clamped), the last right of
-  // the last (clamped, weight 0).
+  // Upscale 2 -> 5: the first output lies left of the first sample (clamped, weight 0); the last
+  // right of the last: OpenCV's (1, weight 0) as the pair (0, 1) with weight 1.
   t = ResizeLinearTap(0, 2, 5);
   EXPECT_EQ(t.i0, 0);
-  EXPECT_FLOAT_EQ(t.w0, 1.0f);
+  EXPECT_EQ(t.i1, 1);
   EXPECT_FLOAT_EQ(t.w1, 0.0f);
   t = ResizeLinearTap(4, 2, 5);
-  EXPECT_EQ(t.i0, 1);
+  EXPECT_EQ(t.i0, 0);
   EXPECT_EQ(t.i1, 1);
-  EXPECT_FLOAT_EQ(t.w0, 1.0f);
+  EXPECT_FLOAT_EQ(t.w1, 1.0f);
   // A one-pixel source always samples pixel 0.
   t = ResizeLinearTap(0, 1, 1);
   EXPECT_EQ(t.i0, 0);
   EXPECT_EQ(t.i1, 0);
+  EXPECT_FLOAT_EQ(t.w1, 0.0f);
 }
 
 }  // namespace

@@ -12,24 +12,25 @@
 
 namespace cuimg {
 
-// The two source samples and weights of one output coordinate along one axis, as OpenCV's
-// cv::resize INTER_LINEAR computes them: f = float((d + 0.5) * ResizeScale(src, dst) - 0.5)
-// (float64 arithmetic, then rounded to float32), i0 = floor(f), f -= i0; then i0 < 0 gives
-// (i0, f) = (0, 0) and i0 >= src - 1 gives (src - 1, 0). i1 = min(i0 + 1, src - 1), w0 = 1 - f,
-// w1 = f (float32).
+// The two source samples and the weight of the second of one output coordinate along one axis, as
+// OpenCV's cv::resize INTER_LINEAR computes them: f = float((d + 0.5) * ResizeScale(src, dst) -
+// 0.5) (float64 arithmetic, then rounded to float32), i0 = floor(f), f -= i0; then i0 < 0 gives
+// (i0, f) = (0, 0). Where OpenCV clamps i0 >= src - 1 to (src - 1, weight 0), the pair is
+// (src - 2, src - 1) with weight 1 (the same sample; the kernels address the second tap one past
+// the first); a one-pixel source gives (0, 0) with weight 0. i1 = i0 + 1 otherwise, w1 = f.
 struct LinearTap {
   std::int64_t i0 = 0;
   std::int64_t i1 = 0;
-  float w0 = 1.0f;
   float w1 = 0.0f;
 };
 LinearTap ResizeLinearTap(std::int64_t d, std::int64_t src, std::int64_t dst);
 
 // Resamples `src` (src_w x src_h, float32) to dst_w x dst_h: a destination of the source's size is
-// a copy; otherwise each pixel is (S[y0][x0] * wx0 + S[y0][x1] * wx1) * wy0 +
-// (S[y1][x0] * wx0 + S[y1][x1] * wx1) * wy1 with the taps above, every product and sum rounded to
-// float32 in that order (no fused multiply-add). OpenCV computes the same in float for 16-bit and
-// float images and in 11-bit fixed point for 8-bit ones.
+// a copy; otherwise each pixel is lerp(lerp(S[y0][x0], S[y0][x1], wx1), lerp(S[y1][x0],
+// S[y1][x1], wx1), wy1) with the taps above, where lerp(a, b, w) = fma(w, b - a, a) in float32
+// (the difference rounded, then one fused multiply-add). OpenCV computes a * (1 - w) + b * w in
+// float for 16-bit and float images and in 11-bit fixed point for 8-bit ones; the two agree to
+// a few units in the last place.
 void ResizeLinearF32(const float* src, std::int64_t src_w, std::int64_t src_h, float* dst,
                      std::int64_t dst_w, std::int64_t dst_h, int threads = 0);
 
