@@ -140,7 +140,6 @@ struct PyramidLaunch {
   int source = -1;  // -1: the input; else the level whose f32 values are read
   struct Job {
     int level = 0;
-    signed char owner = 0;  // FROM_BASE: the rectangle kernel's warp that writes the level
     // CASCADED (output-tile kernel) only:
     int side = -1;  // workspace ping-pong buffer for the level's f32 values, or -1
     int tiles_x = 0;
@@ -224,7 +223,6 @@ absl::Status LaunchRects(const PyramidPlan::Impl& plan, const PyramidLaunch& lau
     k.width = static_cast<int>(level.width);
     k.height = static_cast<int>(level.height);
     k.copy = level.width == plan.extent.width && level.height == plan.extent.height;
-    p.owner[j] = launch.jobs[j].owner;
   }
   pyramid::PyramidRectKernel<S, O>
       <<<static_cast<unsigned>(launch.blocks), pyramid::kRectThreads, 0, stream>>>(p);
@@ -258,24 +256,6 @@ absl::Status RunLaunches(const PyramidPlan::Impl& plan, const T* in, O* out,
   return absl::OkStatus();
 }
 
-// Deals the launch's levels to a rectangle block's warps (Job::owner), largest first to the least
-// loaded: every rectangle holds about the same share of each level.
-void DealLevels(const std::vector<PyramidLevel>& levels, PyramidLaunch* launch) {
-  std::vector<PyramidLaunch::Job*> order;
-  for (PyramidLaunch::Job& job : launch->jobs) order.push_back(&job);
-  auto pixels = [&](const PyramidLaunch::Job* job) {
-    return levels[job->level].width * levels[job->level].height;
-  };
-  std::stable_sort(order.begin(), order.end(),
-                   [&](const auto* a, const auto* b) { return pixels(a) > pixels(b); });
-  std::int64_t load[pyramid::kRectWarps] = {};
-  for (PyramidLaunch::Job* job : order) {
-    const int warp = static_cast<int>(std::min_element(load, load + pyramid::kRectWarps) - load);
-    job->owner = static_cast<signed char>(warp);
-    load[warp] += pixels(job);
-  }
-}
-
 PyramidLaunch::Job MakeJob(const PyramidLevel& level, int side) {
   PyramidLaunch::Job job;
   job.level = level.index;
@@ -307,7 +287,6 @@ absl::StatusOr<PyramidPlan> PyramidPlan::Create(PixelType type, const Extent& ex
       for (int i = begin; i < std::min(n, begin + pyramid::kRectLevels); ++i) {
         launch.jobs.emplace_back().level = i;
       }
-      DealLevels(impl->levels, &launch);
       launch.blocks = RectsX(extent) * ((extent.height + pyramid::kRectH - 1) / pyramid::kRectH);
       impl->launches.push_back(std::move(launch));
     }

@@ -4,8 +4,10 @@
 // levels read the source from L2 once instead of once each (the output-tile kernel in pyramid.cu
 // was bound by those re-reads), and each output is one or two 8-byte shared loads, four float
 // operations (BilinearSample's, with the horizontal differences staged) and one store. Each warp
-// writes whole levels, dealt by the host (largest first to the least loaded warp): a level's
-// bounds and taps are computed once per rectangle, and the one barrier is the staging's.
+// writes whole levels, taking the next one (largest first) from a shared counter when it is done,
+// so the block's warps finish close together (levels dealt up front by pixel count left the
+// warps 12% apart); a level's bounds and taps are computed once per rectangle, and the one
+// barrier is the staging's.
 #ifndef CUIMG_KERNELS_SRC_PYRAMID_RECTS_CUH_
 #define CUIMG_KERNELS_SRC_PYRAMID_RECTS_CUH_
 
@@ -44,8 +46,7 @@ struct RectParams {
   int src_w;
   int src_h;
   int rects_x;  // rectangles per source row band
-  int num_levels;
-  signed char owner[kRectLevels];  // the warp that writes each level
+  int num_levels;  // levels, largest first
   RectLevel levels[kRectLevels];
 };
 
@@ -241,13 +242,18 @@ __global__ void __launch_bounds__(kRectThreads)
                    : FirstOwned(edge, vertical ? level.scale_y : level.scale_x, src,
                                 vertical ? level.height : level.width);
   }
+  __shared__ int next_level;  // the next level a warp takes
+  if (tid == 0) next_level = 0;
   __syncthreads();
 
-  // Each warp writes the levels the host dealt it: after this barrier no warp waits for another.
+  // Each warp takes levels until none is left: after this barrier no warp waits for another.
   const unsigned staged_at = static_cast<unsigned>(__cvta_generic_to_shared(staged));
   const unsigned taps_at = static_cast<unsigned>(__cvta_generic_to_shared(row_taps[warp]));
-  for (int l = 0; l < p.num_levels; ++l) {
-    if (p.owner[l] != warp) continue;
+  for (;;) {
+    int l = 0;
+    if (lane == 0) l = atomicAdd(&next_level, 1);
+    l = __shfl_sync(0xffffffffu, l, 0);
+    if (l >= p.num_levels) break;
     const RectLevel& level = p.levels[l];
     const int4 own = owned[l];
     const int xa = own.x;
