@@ -179,16 +179,17 @@ template <bool kCopy, bool kHalf, typename O>
 __device__ __forceinline__ void WriteRowsOfChunks(int chunks, const RectLevel& level, int src_w,
                                                   int x0, unsigned staged_at, unsigned row_taps,
                                                   int xs, int xe, int ys, int rows) {
-#define CUIMG_WRITE_ROWS(n) \
-  WriteRows<kCopy, kHalf, n, O>(level, src_w, x0, staged_at, row_taps, xs, xe, ys, rows)
+  auto write = [&](auto n) {
+    WriteRows<kCopy, kHalf, decltype(n)::value, O>(level, src_w, x0, staged_at, row_taps, xs, xe,
+                                                   ys, rows);
+  };
   switch (chunks) {
-    case 1: return CUIMG_WRITE_ROWS(1);
-    case 2: return CUIMG_WRITE_ROWS(2);
-    case 3: return CUIMG_WRITE_ROWS(3);
-    case 4: return CUIMG_WRITE_ROWS(4);
-    default: return CUIMG_WRITE_ROWS(5);
+    case 1: return write(std::integral_constant<int, 1>{});
+    case 2: return write(std::integral_constant<int, 2>{});
+    case 3: return write(std::integral_constant<int, 3>{});
+    case 4: return write(std::integral_constant<int, 4>{});
+    default: return write(std::integral_constant<int, 5>{});
   }
-#undef CUIMG_WRITE_ROWS
 }
 
 template <typename S, typename O>
@@ -201,6 +202,7 @@ __global__ void __launch_bounds__(kRectThreads)
   __shared__ uint2 staged[(kRectH + 1) * kRectW];
   __shared__ uint2 row_taps[kRectWarps][kRowCap];  // per warp, for the level it is writing
   __shared__ int4 owned[kRectLevels];  // per level: the outputs [x, y) x [z, w) of the rectangle
+  __shared__ int next_level;  // the next level a warp takes
 
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid & 31;
@@ -242,7 +244,6 @@ __global__ void __launch_bounds__(kRectThreads)
                    : FirstOwned(edge, vertical ? level.scale_y : level.scale_x, src,
                                 vertical ? level.height : level.width);
   }
-  __shared__ int next_level;  // the next level a warp takes
   if (tid == 0) next_level = 0;
   __syncthreads();
 
