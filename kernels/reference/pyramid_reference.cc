@@ -36,6 +36,46 @@ LinearTap ResizeLinearTap(std::int64_t d, std::int64_t src, std::int64_t dst) {
   return tap;
 }
 
+namespace {
+
+// One output row: lerps of the two source rows.
+inline __attribute__((always_inline)) void ResizeRow(const float* row0, const float* row1,
+                                                     const LinearTap* xs, float wy,
+                                                     std::int64_t dst_w, float* out) {
+  for (std::int64_t x = 0; x < dst_w; ++x) {
+    const LinearTap& tx = xs[x];
+    const float top = std::fma(tx.w1, row0[tx.i1] - row0[tx.i0], row0[tx.i0]);
+    const float bottom = std::fma(tx.w1, row1[tx.i1] - row1[tx.i0], row1[tx.i0]);
+    out[x] = std::fma(wy, bottom - top, top);
+  }
+}
+
+using RowFunction = void (*)(const float*, const float*, const LinearTap*, float, std::int64_t,
+                             float*);
+
+void ResizeRowPortable(const float* row0, const float* row1, const LinearTap* xs, float wy,
+                       std::int64_t dst_w, float* out) {
+  ResizeRow(row0, row1, xs, wy, dst_w, out);
+}
+
+// Where the CPU has FMA, std::fma is one instruction instead of a libm call (six times faster
+// here); fma rounds exactly either way, so the results do not depend on the CPU. Chosen at run
+// time rather than by ifunc: ifunc resolvers run before ThreadSanitizer's runtime is up.
+#if defined(__x86_64__)
+__attribute__((target("fma"))) void ResizeRowFma(const float* row0, const float* row1,
+                                                 const LinearTap* xs, float wy,
+                                                 std::int64_t dst_w, float* out) {
+  ResizeRow(row0, row1, xs, wy, dst_w, out);
+}
+RowFunction FastestRow() {
+  return __builtin_cpu_supports("fma") ? ResizeRowFma : ResizeRowPortable;
+}
+#else
+RowFunction FastestRow() { return ResizeRowPortable; }
+#endif
+
+}  // namespace
+
 void ResizeLinearF32(const float* src, std::int64_t src_w, std::int64_t src_h, float* dst,
                      std::int64_t dst_w, std::int64_t dst_h, int threads) {
   if (src_w == dst_w && src_h == dst_h) {
@@ -44,16 +84,10 @@ void ResizeLinearF32(const float* src, std::int64_t src_w, std::int64_t src_h, f
   }
   std::vector<LinearTap> xs(static_cast<std::size_t>(dst_w));
   for (std::int64_t x = 0; x < dst_w; ++x) xs[x] = ResizeLinearTap(x, src_w, dst_w);
+  static const RowFunction row = FastestRow();
   ParallelFor(dst_h, threads, [&](std::int64_t y) {
     const LinearTap ty = ResizeLinearTap(y, src_h, dst_h);
-    const float* row0 = src + ty.i0 * src_w;
-    const float* row1 = src + ty.i1 * src_w;
-    for (std::int64_t x = 0; x < dst_w; ++x) {
-      const LinearTap& tx = xs[x];
-      const float top = std::fma(tx.w1, row0[tx.i1] - row0[tx.i0], row0[tx.i0]);
-      const float bottom = std::fma(tx.w1, row1[tx.i1] - row1[tx.i0], row1[tx.i0]);
-      dst[y * dst_w + x] = std::fma(ty.w1, bottom - top, top);
-    }
+    row(src + ty.i0 * src_w, src + ty.i1 * src_w, xs.data(), ty.w1, dst_w, dst + y * dst_w);
   });
 }
 
