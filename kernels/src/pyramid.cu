@@ -200,19 +200,27 @@ absl::Status Launch(const PyramidPlan::Impl& plan, const PyramidLaunch& launch, 
   return absl::OkStatus();
 }
 
-std::int64_t RectsX(const Extent& extent) {
-  return (extent.width + pyramid::kRectW - 1) / pyramid::kRectW;
+// The current device's SM count, which the FROM_BASE rectangles are sized for.
+absl::StatusOr<int> CurrentDeviceSms() {
+  int device = 0;
+  CUIMG_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "cudaGetDevice");
+  int sms = 0;
+  CUIMG_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+      "cudaDeviceGetAttribute(multiProcessorCount)");
+  return sms;
 }
 
 // FROM_BASE: the launch's levels from the input, one block per source rectangle.
 template <typename S, typename O>
-absl::Status LaunchRects(const PyramidPlan::Impl& plan, const PyramidLaunch& launch, const S* src,
-                         O* out, cudaStream_t stream) {
+absl::Status LaunchRects(const PyramidPlan::Impl& plan, const PyramidLaunch& launch, int rect_h,
+                         const S* src, O* out, cudaStream_t stream) {
   pyramid::RectParams<S> p{};
   p.src = src;
   p.src_w = static_cast<int>(plan.extent.width);
   p.src_h = static_cast<int>(plan.extent.height);
-  p.rects_x = static_cast<int>(RectsX(plan.extent));
+  p.rects_x = static_cast<int>(pyramid::RectsX(plan.extent.width));
+  p.rect_h = rect_h;
   p.num_levels = static_cast<int>(launch.jobs.size());
   for (std::size_t j = 0; j < launch.jobs.size(); ++j) {
     const PyramidLevel& level = plan.levels[launch.jobs[j].level];
@@ -224,8 +232,9 @@ absl::Status LaunchRects(const PyramidPlan::Impl& plan, const PyramidLaunch& lau
     k.height = static_cast<int>(level.height);
     k.copy = level.width == plan.extent.width && level.height == plan.extent.height;
   }
+  const auto blocks = pyramid::RectBlocks(plan.extent.width, plan.extent.height, rect_h);
   pyramid::PyramidRectKernel<S, O>
-      <<<static_cast<unsigned>(launch.blocks), pyramid::kRectThreads, 0, stream>>>(p);
+      <<<static_cast<unsigned>(blocks), pyramid::kRectThreads, 0, stream>>>(p);
   CUIMG_CUDA_CHECK_LAUNCH(stream, "PyramidRectKernel");
   return absl::OkStatus();
 }
@@ -233,9 +242,14 @@ absl::Status LaunchRects(const PyramidPlan::Impl& plan, const PyramidLaunch& lau
 template <typename T, typename O>
 absl::Status RunLaunches(const PyramidPlan::Impl& plan, const T* in, O* out,
                          std::uint8_t* workspace, cudaStream_t stream) {
+  int rect_h = 0;
+  if (plan.spec.mode == PyramidMode::kFromBase) {
+    CUIMG_ASSIGN_OR_RETURN(const int sms, CurrentDeviceSms());
+    rect_h = pyramid::RectRows(plan.extent.width, plan.extent.height, sms);
+  }
   for (const PyramidLaunch& launch : plan.launches) {
     if (plan.spec.mode == PyramidMode::kFromBase) {
-      CUIMG_RETURN_IF_ERROR((LaunchRects<T, O>(plan, launch, in, out, stream)));
+      CUIMG_RETURN_IF_ERROR((LaunchRects<T, O>(plan, launch, rect_h, in, out, stream)));
       continue;
     }
     if (launch.source < 0) {
@@ -287,7 +301,8 @@ absl::StatusOr<PyramidPlan> PyramidPlan::Create(PixelType type, const Extent& ex
       for (int i = begin; i < std::min(n, begin + pyramid::kRectLevels); ++i) {
         launch.jobs.emplace_back().level = i;
       }
-      launch.blocks = RectsX(extent) * ((extent.height + pyramid::kRectH - 1) / pyramid::kRectH);
+      // The most blocks Run() may launch (their rows are chosen per device).
+      launch.blocks = pyramid::RectBlocks(extent.width, extent.height, pyramid::kMinRectH);
       impl->launches.push_back(std::move(launch));
     }
   } else {
@@ -333,14 +348,21 @@ int PyramidPlan::LaunchCount() const { return static_cast<int>(impl_->launches.s
 
 std::string PyramidPlan::Describe() const {
   const Impl& plan = *impl_;
+  const auto levels_and_launches =
+      absl::StrCat(plan.levels.size(), " levels, launches ", plan.launches.size());
+  if (plan.spec.mode == PyramidMode::kFromBase) {
+    // Rectangles as Run() would size them on the current device (kRectH rows without one).
+    const absl::StatusOr<int> sms = CurrentDeviceSms();
+    const int rows = pyramid::RectRows(plan.extent.width, plan.extent.height, sms.value_or(0));
+    const std::int64_t blocks =
+        pyramid::RectBlocks(plan.extent.width, plan.extent.height, rows) * plan.launches.size();
+    return absl::StrCat("from_base(", levels_and_launches, ", ", blocks, " blocks of ",
+                        pyramid::kRectW, "x", rows, " source pixels)");
+  }
   std::int64_t blocks = 0;
   for (const PyramidLaunch& launch : plan.launches) blocks += launch.blocks;
-  const bool from_base = plan.spec.mode == PyramidMode::kFromBase;
-  return absl::StrCat(from_base ? "from_base" : "cascaded", "(", plan.levels.size(),
-                      " levels, launches ", plan.launches.size(), ", ", blocks, " blocks of ",
-                      from_base ? pyramid::kRectW : kTileW, "x",
-                      from_base ? pyramid::kRectH : kTileH,
-                      from_base ? " source pixels)" : " output pixels)");
+  return absl::StrCat("cascaded(", levels_and_launches, ", ", blocks, " blocks of ", kTileW, "x",
+                      kTileH, " output pixels)");
 }
 
 absl::Status PyramidPlan::Run(const void* in, void* out, void* workspace,

@@ -6,6 +6,7 @@
 
 #include "cuimg/kernels/gradient.h"
 #include "cuimg/kernels/pyramid.h"
+#include "kernels/src/pyramid_rect_rows.h"
 #include "tests/testing/status_matchers.h"
 
 namespace cuimg {
@@ -68,6 +69,32 @@ TEST(PyramidPlan, FromBaseIsOneLaunchWithPackedLevels) {
   EXPECT_EQ(plan->Levels().back().width, 444);
   EXPECT_EQ(plan->Levels().back().height, 250);
   EXPECT_THAT(plan->Describe(), HasSubstr("from_base(31 levels, launches 1,"));
+}
+
+TEST(PyramidPlan, RectanglesSpreadEvenlyOverTheSms) {
+  using pyramid::RectBlocks;
+  using pyramid::RectRows;
+  // 1080p on an H200's 132 SMs: 31 rows (525 blocks, 4 per SM at most); 32 rows would leave 18
+  // SMs with 3 of 510 blocks and 30 rows would need a fifth block on 12 SMs.
+  EXPECT_EQ(RectRows(1920, 1080, 132), 31);
+  EXPECT_EQ(RectBlocks(1920, 1080, 31), 525);
+  // Unknown device: the tallest rectangles.
+  EXPECT_EQ(RectRows(1920, 1080, 0), pyramid::kRectH);
+  // Any size and SM count: rows within bounds, and no other height puts fewer rows on the busiest
+  // SM.
+  for (int sms : {1, 7, 78, 114, 132, 144}) {
+    for (std::int64_t w : {1, 2, 127, 128, 129, 640, 1920, 4000}) {
+      for (std::int64_t h : {1, 3, 24, 25, 480, 1080, 2161}) {
+        const int rows = RectRows(w, h, sms);
+        ASSERT_GE(rows, pyramid::kMinRectH);
+        ASSERT_LE(rows, pyramid::kRectH);
+        auto cost = [&](int r) { return (RectBlocks(w, h, r) + sms - 1) / sms * (r + 1); };
+        for (int r = pyramid::kMinRectH; r <= pyramid::kRectH; ++r) {
+          EXPECT_LE(cost(rows), cost(r)) << w << "x" << h << " on " << sms << " SMs, rows " << r;
+        }
+      }
+    }
+  }
 }
 
 TEST(PyramidPlan, CascadedLaunchesPerLevelAndNeedsWorkspaceOnlyForIntegerOutputs) {

@@ -21,9 +21,10 @@ namespace cuimg {
 // borders, PyramidReference has the exact rule) computed in float32; a level of the source's size
 // is a copy. OpenCV itself uses 11-bit fixed point for 8-bit images, so u8 results differ from
 // cv::resize by at most 1 while f32 ones agree to float rounding.
-// FROM_BASE: ONE launch samples every level from the input (a block per 128x32 rectangle of the
-// input, which it stages once and writes every level's outputs from; above 64 levels, one launch
-// per 64).
+// FROM_BASE: ONE launch samples every level from the input (a block per rectangle of 128 columns
+// and 24-32 rows of the input, the rows chosen so that the blocks spread evenly over the current
+// device's SMs; it stages its rectangle once and writes every level's outputs from it; above 64
+// levels, one launch per 64).
 // CASCADED: level i needs level i-1 complete, so the first launch writes levels 0 and 1 (both from
 // the input) and each later level is one launch reading the previous level's f32 values (from the
 // output when it is f32, else from a two-level ping-pong in the workspace).
