@@ -126,8 +126,11 @@ TEST(PyramidGpu, MatchesReferenceOnEveryTypeSizeRatioAndMode) {
   const Extent sizes[] = {{1, 1, 1},  {2, 3, 1},    {3, 2, 1},    {1, 17, 1},
                           {19, 1, 1}, {64, 64, 1},  {65, 63, 1},  {97, 61, 1},
                           {640, 480, 1}, {333, 201, 1}, {4, 3, 1},   {132, 70, 1},
-                          // FROM_BASE blocks own source rectangles of 128 columns and 24-32 rows: one past, one short.
-                          {129, 33, 1}, {255, 95, 1}, {1000, 3, 1}, {3, 1000, 1}};
+                          // FROM_BASE rectangles: 128 columns, 24-32 rows (24 for these
+                          // sizes on an H200; 1080p's 31 are checked by the benchmark): one
+                          // past, one short.
+                          {129, 33, 1}, {255, 95, 1}, {129, 25, 1}, {255, 47, 1},
+                          {1000, 3, 1}, {3, 1000, 1}};
   std::uint64_t seed = 100;
   for (PixelType type : types) {
     for (const Extent& e : sizes) {
