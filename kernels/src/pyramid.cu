@@ -146,7 +146,7 @@ struct PyramidLaunch {
     int blocks = 0;  // output tiles of the level
   };
   std::vector<Job> jobs;
-  std::int64_t blocks = 0;
+  std::int64_t blocks = 0;  // CASCADED; FROM_BASE grids are sized per device in Run()
 };
 
 }  // namespace internal
@@ -200,15 +200,15 @@ absl::Status Launch(const PyramidPlan::Impl& plan, const PyramidLaunch& launch, 
   return absl::OkStatus();
 }
 
-// The current device's SM count, which the FROM_BASE rectangles are sized for.
-absl::StatusOr<int> CurrentDeviceSms() {
+// Rows per FROM_BASE rectangle of `extent` on the current device (pyramid_rect_rows.h).
+absl::StatusOr<int> CurrentRectRows(const Extent& extent) {
   int device = 0;
   CUIMG_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "cudaGetDevice");
   int sms = 0;
   CUIMG_CUDA_RETURN_IF_ERROR(
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
       "cudaDeviceGetAttribute(multiProcessorCount)");
-  return sms;
+  return pyramid::RectRows(extent.width, extent.height, sms);
 }
 
 // FROM_BASE: the launch's levels from the input, one block per source rectangle.
@@ -244,8 +244,7 @@ absl::Status RunLaunches(const PyramidPlan::Impl& plan, const T* in, O* out,
                          std::uint8_t* workspace, cudaStream_t stream) {
   int rect_h = 0;
   if (plan.spec.mode == PyramidMode::kFromBase) {
-    CUIMG_ASSIGN_OR_RETURN(const int sms, CurrentDeviceSms());
-    rect_h = pyramid::RectRows(plan.extent.width, plan.extent.height, sms);
+    CUIMG_ASSIGN_OR_RETURN(rect_h, CurrentRectRows(plan.extent));
   }
   for (const PyramidLaunch& launch : plan.launches) {
     if (plan.spec.mode == PyramidMode::kFromBase) {
@@ -301,8 +300,7 @@ absl::StatusOr<PyramidPlan> PyramidPlan::Create(PixelType type, const Extent& ex
       for (int i = begin; i < std::min(n, begin + pyramid::kRectLevels); ++i) {
         launch.jobs.emplace_back().level = i;
       }
-      // The most blocks Run() may launch (their rows are chosen per device).
-      launch.blocks = pyramid::RectBlocks(extent.width, extent.height, pyramid::kMinRectH);
+      // Run() sizes the grid per device: at most one block per source pixel, below 2^31.
       impl->launches.push_back(std::move(launch));
     }
   } else {
@@ -352,8 +350,7 @@ std::string PyramidPlan::Describe() const {
       absl::StrCat(plan.levels.size(), " levels, launches ", plan.launches.size());
   if (plan.spec.mode == PyramidMode::kFromBase) {
     // Rectangles as Run() would size them on the current device (kRectH rows without one).
-    const absl::StatusOr<int> sms = CurrentDeviceSms();
-    const int rows = pyramid::RectRows(plan.extent.width, plan.extent.height, sms.value_or(0));
+    const int rows = CurrentRectRows(plan.extent).value_or(pyramid::kRectH);
     const std::int64_t blocks =
         pyramid::RectBlocks(plan.extent.width, plan.extent.height, rows) * plan.launches.size();
     return absl::StrCat("from_base(", levels_and_launches, ", ", blocks, " blocks of ",
