@@ -211,8 +211,9 @@ absl::StatusOr<GradientPlan> GradientPlan::Create(PixelType type, const Extent& 
   if (extent.width < 1 || extent.height < 1 || extent.depth < 1) {
     return absl::InvalidArgumentError("extent: every dimension must be >= 1");
   }
-  // Strips for small radii unless their grid would be too tall (then the 64-row tiles).
-  const bool strip = taps.radius <= gradient::kStripMaxRadius &&
+  // Strips for small radii unless the slices are no taller than the radius (StripRow reflects
+  // once) or their grid would be too tall; then the 64-row tiles.
+  const bool strip = taps.radius <= gradient::kStripMaxRadius && extent.height > taps.radius &&
                      (extent.height + gradient::kStripRows - 1) / gradient::kStripRows <= 65535;
   const int block_w = strip ? gradient::kStripCols : kTileW;
   const int block_h = strip ? gradient::kStripRows : kTileH;

@@ -21,6 +21,16 @@ inline constexpr int kStripMaxRadius = 4;      // one neighbouring lane's 4 colu
 inline constexpr int kStripCols = 4 * (32 - 2);  // 120 output columns per warp
 inline constexpr int kStripRows = 5;  // short strips: many warps in flight (halo rows are cheap)
 
+// The row a strip reads for row p of its window: OpenCV's BORDER_REFLECT_101 with one reflection,
+// branch-free (the general Reflect101 cost about 19 instructions per row load, a sixth of the
+// strip's). Exact for -(height - 1) <= p <= 2 (height - 1), which covers every emitted row when
+// height > R (GradientPlan sends shorter slices to the tile kernel); rows further down only feed
+// rows below the slice, which are not emitted, and are clamped to row 0 to stay in bounds.
+__device__ __forceinline__ int StripRow(int p, int height) {
+  const int a = abs(p);
+  return max(0, min(a, 2 * (height - 1) - a));
+}
+
 // Four consecutive elements from row `row`, columns x .. x + 3, as the raw word Vec4<T> converts:
 // one vector load when `vector` (inside the row, aligned), else the reflected columns `col`.
 template <typename T>
@@ -63,9 +73,7 @@ __device__ __forceinline__ void StripGradient(const T* __restrict__ slice, int w
   int col[4];
 #pragma unroll
   for (int j = 0; j < 4; ++j) col[j] = Reflect101(x + j, width);
-  auto row = [&](int i) {
-    return slice + static_cast<std::ptrdiff_t>(Reflect101(y0 - R + i, height)) * width;
-  };
+  auto row = [&](int i) { return slice + StripRow(y0 - R + i, height) * width; };
   W raw[kAhead];
 #pragma unroll
   for (int i = 0; i < kAhead; ++i) raw[i] = LoadQuad<T>(row(i), x, vector, col);
@@ -81,10 +89,10 @@ __device__ __forceinline__ void StripGradient(const T* __restrict__ slice, int w
   };
 #pragma unroll
   for (int i = 0; i < 2 * R; ++i) advance(i);
-  // Unrolled by two only: the fully unrolled strip missed the instruction cache (16.2 us against
-  // the tile kernel's 12.3, run 24); two rows in flight overlap one row's shuffle latency with the
-  // other's arithmetic.
-#pragma unroll 2
+  // Fully unrolled: the window moves by renaming registers instead of ~20 moves per row (1080p
+  // 10.30-10.37 against 10.59-10.72 us unrolled by two, runs 71-72, with the branch-free rows;
+  // run 24's fully unrolled 8-row strips had missed the instruction cache).
+#pragma unroll
   for (int m = 0; m < kStripRows; ++m) {
     // Output row y0 + m is centred on win[R]. Rows below the slice are computed from reflected
     // rows and not emitted: no early exit, so the compiler may interleave the two rows.

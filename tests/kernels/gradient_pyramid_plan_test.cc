@@ -32,6 +32,18 @@ TEST(GradientPlan, ExposesTheFloatTapsItApplies) {
   EXPECT_THAT(plan->Describe(), HasSubstr("radius 3"));
 }
 
+// The strip kernel reflects each row once, which needs slices taller than the radius; shorter
+// ones take the tile kernel.
+TEST(GradientPlan, StripsOnlyForSlicesTallerThanTheRadius) {
+  for (int height : {1, 2, 3, 4, 5}) {
+    absl::StatusOr<GradientPlan> plan =
+        GradientPlan::Create(PixelType::kU8, Extent{64, height, 2}, GradientSpec{});
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_THAT(plan->Describe(), HasSubstr(height > 3 ? "fused(strips" : "fused(tile"))
+        << "height " << height;
+  }
+}
+
 TEST(GradientPlan, RejectsBadSpecsAndExtents) {
   EXPECT_THAT(GradientPlan::Create(PixelType::kU8, Extent{8, 8, 1}, GradientSpec{9, -1.0}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("sigma")));
