@@ -1,7 +1,7 @@
-// GradientPlan: one fused launch per call. Radius <= 4 (the default length 7 among them): one warp
-// per 120x5 strip of one slice, everything in registers (gradient_strip.cuh). Larger radii: each
-// block runs the three tile passes of gradient_device.cuh on its 64x64 tile. Either kernel stores
-// gx, gy (and magnitude, angle) once.
+// GradientPlan: one fused launch per call. Radius <= 4 (the default length 7 among them) on slices
+// taller than the radius: one warp per 120x5 strip of one slice, everything in registers
+// (gradient_strip.cuh). Otherwise each block runs the three tile passes of gradient_device.cuh on
+// its 64x64 tile. Either kernel stores gx, gy (and magnitude, angle) once.
 #include "cuimg/kernels/gradient.h"
 
 #include <cstdint>

@@ -95,7 +95,7 @@ __device__ __forceinline__ void StripGradient(const T* __restrict__ slice, int w
 #pragma unroll
   for (int m = 0; m < kStripRows; ++m) {
     // Output row y0 + m is centred on win[R]. Rows below the slice are computed from reflected
-    // rows and not emitted: no early exit, so the compiler may interleave the two rows.
+    // rows and not emitted: no early exit, so the compiler may interleave the rows.
     advance(m + 2 * R);
     // Along y: smoothed (vs) and differentiated (vd) values of the lane's 4 columns, placed at
     // R .. R + 3 of windows that the neighbours' columns complete on both sides.
