@@ -19,9 +19,10 @@ namespace cuimg {
 // Run() is ONE fused kernel launch that writes gx and gy (and magnitude / angle when asked) once.
 // Radius <= 4 (kernel length <= 9, the default 7 included) on slices taller than the radius: one
 // warp per 120x5 output strip, the column then row passes in registers with the halo columns
-// shuffled between lanes. Otherwise each block loads a 64x64 tile plus its halo (converted to f32, reflected at the borders) into
-// shared memory, runs the row pass into shared memory, then the column pass. Volumes are
-// processed slice by slice in the same launch. Copyable and immutable.
+// shuffled between lanes. Otherwise each block loads a 64x64 tile plus its halo (converted to
+// f32, reflected at the borders) into shared memory, runs the row pass into shared memory, then
+// the column pass. Volumes are processed slice by slice in the same launch. Copyable and
+// immutable.
 //
 // Contract of Run():
 // - Input pixel types u8, u16, i16, f32; one channel; 2D (depth 1) or a volume (each slice alone).
