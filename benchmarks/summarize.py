@@ -157,7 +157,8 @@ def main(jsonl_path, device_path=None):
             elif w.startswith("load_"):
                 cells = [f"{t['echo_rps']:.0f} req/s", f"{t['cuimg_rps']:.0f} req/s",
                          f"{t['ratio']:.2f} (≥ {t['target_ratio']})",
-                         f"{t['concurrency']} in flight on {t['channels']} channels; cuimg p99 "
+                         f"{t['concurrency']} in flight on {t['channels']} channels "
+                         f"({t.get('load_api', 'sync')} client); cuimg p99 "
                          f"{t['cuimg_p99_ms']:.2f} ms (≤ {t['target_p99_ms']}); echo p99 "
                          f"{t['echo_p99_ms']:.2f} ms"]
             else:

@@ -1,6 +1,6 @@
 // The service against its transport floor, in one run: an echo server (echo_server.cc, the same
 // gRPC and transport settings as cuimg-server) and a cuimg-server, both already listening; this
-// client (C++, sync API, threads) measures
+// client (C++) measures
 //   - one call at a time: echo of a 640x480 u8 payload each way vs Morphology dilate 3x3 on it
 //     (p50, and the server's overhead = total - h2d - kernel - d2h from the timing trailer);
 //   - the same dilation one call at a time through local shared memory: the 640x480 inputs and
@@ -8,7 +8,9 @@
 //     --shared_memory), the RPC carrying only region, offset and shape (p50; its result checked
 //     against the inline call's);
 //   - `--concurrency` calls in flight over `--channels` connections for `--load_seconds`: both
-//     throughputs and cuimg's p50/p99;
+//     throughputs and cuimg's p50/p99. `--load_api=callback` (the default) keeps the calls in
+//     flight on gRPC's callback API; `sync` blocks a thread per call, which on the H200 host held
+//     the echo to 10-14k calls/s where the callback client measured 22-24k (BENCHMARKS.md);
 //   - a 512x512x300 i16 volume (157 MB): echoed in 1 MiB chunks on one stream vs dilated with a
 //     9x9 disk through ProcessVolumeStream (slabs of each `--slab_slices`), median of `--volume_runs`;
 //     the first streamed result is checked against the unary Morphology result byte for byte;
@@ -23,7 +25,10 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <condition_variable>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -44,7 +49,10 @@ ABSL_FLAG(std::string, label, "default", "Names the transport settings in the ou
 ABSL_FLAG(int, http2_lookahead_bytes, 0, "Client channels' lookahead (0 = gRPC's default).");
 ABSL_FLAG(int, requests, 2000, "Calls per one-at-a-time measurement (after 200 warm-up).");
 ABSL_FLAG(int, concurrency, 64, "Calls in flight under load.");
-ABSL_FLAG(int, channels, 4, "Connections the load spreads over.");
+ABSL_FLAG(int, channels, 64, "Connections the load spreads over.");
+ABSL_FLAG(std::string, load_api, "callback",
+          "How the load's calls are made: \"sync\" (a thread per call in flight, blocking calls) "
+          "or \"callback\" (gRPC's callback API: each call's completion issues the next).");
 ABSL_FLAG(double, load_seconds, 5, "Seconds per load measurement (after 1 s warm-up).");
 ABSL_FLAG(std::string, slab_slices, "2,16", "Streamed volume slab sizes, slices.");
 ABSL_FLAG(int, volume_runs, 5, "Timed runs per volume measurement (after one warm-up).");
@@ -185,6 +193,66 @@ Load RunLoad(const Call& call, int concurrency, double seconds) {
   return out;
 }
 
+// The closed loop of RunLoad on gRPC's callback API: `concurrency` slots, each issuing its next
+// call from the previous one's completion (on gRPC's threads), so no client thread blocks per
+// call. `issue(slot, ctx, done)` starts one call on `ctx` and calls done(ok) when it ends.
+using AsyncCall = std::function<void(int slot, grpc::ClientContext* ctx,
+                                     std::function<void(bool ok)> done)>;
+
+Load RunLoadCallback(const AsyncCall& issue, int concurrency, double seconds) {
+  struct Slot {
+    // The finished call's context is kept until the next one finishes: a context is not
+    // destroyed inside its own completion.
+    std::unique_ptr<grpc::ClientContext> ctx, retired;
+    Clock::time_point start;
+    std::vector<double> latency_us;
+  };
+  std::vector<Slot> slots(concurrency);
+  std::atomic<bool> measuring{false}, stop{false};
+  std::atomic<long> errors{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  int active = concurrency;
+  std::function<void(int)> start = [&](int k) {
+    Slot& slot = slots[k];
+    slot.retired = std::move(slot.ctx);
+    slot.ctx = std::make_unique<grpc::ClientContext>();
+    slot.start = Clock::now();
+    issue(k, slot.ctx.get(), [&, k](bool ok) {
+      Slot& s = slots[k];
+      if (measuring.load()) {
+        s.latency_us.push_back(Us(Clock::now() - s.start));
+        if (!ok) ++errors;
+      }
+      if (!stop.load()) return start(k);
+      std::lock_guard<std::mutex> lock(mu);
+      if (--active == 0) cv.notify_one();
+    });
+  };
+  for (int k = 0; k < concurrency; ++k) start(k);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  measuring = true;
+  const auto t0 = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  measuring = false;
+  const double elapsed = Us(Clock::now() - t0) * 1e-6;
+  stop = true;
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return active == 0; });
+  }
+  std::vector<double> all;
+  for (const Slot& slot : slots) {
+    all.insert(all.end(), slot.latency_us.begin(), slot.latency_us.end());
+  }
+  Load out;
+  out.rps = all.size() / elapsed;
+  out.p50_ms = Percentile(all, 0.5) * 1e-3;
+  out.p99_ms = Percentile(all, 0.99) * 1e-3;
+  out.errors = errors.load();
+  return out;
+}
+
 // Streams `chunks` through a bidi call while reading on this thread; the total received bytes.
 template <typename Stream, typename Request, typename Response>
 std::size_t Pump(Stream* stream, const std::vector<Request>& messages, Response* response,
@@ -215,6 +283,11 @@ void Report(const char* fmt, ...) {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  const std::string load_api = absl::GetFlag(FLAGS_load_api);
+  if (load_api != "callback" && load_api != "sync") {
+    std::fprintf(stderr, "--load_api must be callback or sync, not \"%s\"\n", load_api.c_str());
+    return 2;
+  }
   const std::string label = absl::GetFlag(FLAGS_label);
   const int channels = std::max(1, absl::GetFlag(FLAGS_channels));
   std::vector<std::unique_ptr<cuimg::bench::Echo::Stub>> echo;
@@ -371,14 +444,36 @@ int main(int argc, char** argv) {
 
   const int concurrency = absl::GetFlag(FLAGS_concurrency);
   const double seconds = absl::GetFlag(FLAGS_load_seconds);
-  const Load el = RunLoad(echo_call, concurrency, seconds);
-  const Load cl = RunLoad(cuimg_call, concurrency, seconds);
+  Load el, cl;
+  if (load_api == "callback") {
+    // Each slot keeps its response until the call's completion has read it; one per slot.
+    std::vector<EchoMessage> echo_replies(concurrency);
+    std::vector<cuimg::v1::MorphologyResponse> cuimg_replies(concurrency);
+    el = RunLoadCallback([&](int k, grpc::ClientContext* ctx, std::function<void(bool)> done) {
+      EchoMessage* reply = &echo_replies[k];
+      echo[k % channels]->async()->Echo(ctx, &payloads[k % payloads.size()], reply,
+                                        [reply, done](grpc::Status s) {
+                                          done(s.ok() && reply->data().size() == kW * kH);
+                                        });
+    }, concurrency, seconds);
+    cl = RunLoadCallback([&](int k, grpc::ClientContext* ctx, std::function<void(bool)> done) {
+      cuimg::v1::MorphologyResponse* reply = &cuimg_replies[k];
+      imaging[k % channels]->async()->Morphology(
+          ctx, &images[k % images.size()], reply, [reply, done](grpc::Status s) {
+            done(s.ok() && reply->result().image().data().size() == kW * kH);
+          });
+    }, concurrency, seconds);
+  } else {
+    el = RunLoad(echo_call, concurrency, seconds);
+    cl = RunLoad(cuimg_call, concurrency, seconds);
+  }
   Report("{\"impl\": \"transport\", \"workload\": \"load_dilate3x3_640x480_u8\", \"settings\": \"%s\", "
-         "\"concurrency\": %d, \"channels\": %d, \"echo_rps\": %.0f, \"cuimg_rps\": %.0f, "
+         "\"load_api\": \"%s\", \"concurrency\": %d, \"channels\": %d, \"echo_rps\": %.0f, "
+         "\"cuimg_rps\": %.0f, "
          "\"ratio\": %.3f, \"target_ratio\": 0.9, \"echo_p99_ms\": %.2f, \"cuimg_p50_ms\": %.2f, "
          "\"cuimg_p99_ms\": %.2f, \"target_p99_ms\": 5, \"errors\": %ld}",
-         label.c_str(), concurrency, channels, el.rps, cl.rps, cl.rps / el.rps, el.p99_ms,
-         cl.p50_ms, cl.p99_ms, el.errors + cl.errors);
+         label.c_str(), load_api.c_str(), concurrency, channels, el.rps, cl.rps, cl.rps / el.rps,
+         el.p99_ms, cl.p50_ms, cl.p99_ms, el.errors + cl.errors);
 
   // The 157 MB volume: echo in 1 MiB chunks on one stream vs ProcessVolumeStream.
   constexpr int kVW = 512, kVH = 512, kVD = 300;
