@@ -158,6 +158,28 @@ struct Load {
   long errors = 0;
 };
 
+// After 1 s of warm-up, sets `measuring` for `seconds`; returns the seconds it was set.
+double MeasureWindow(std::atomic<bool>& measuring, double seconds) {
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  measuring = true;
+  const auto start = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  measuring = false;
+  return Us(Clock::now() - start) * 1e-6;
+}
+
+// Calls/s and latency percentiles from each caller's latencies (µs) over `elapsed` seconds.
+Load Summarize(const std::vector<std::vector<double>>& latency_us, double elapsed, long errors) {
+  std::vector<double> all;
+  for (const auto& v : latency_us) all.insert(all.end(), v.begin(), v.end());
+  Load out;
+  out.rps = all.size() / elapsed;
+  out.p50_ms = Percentile(all, 0.5) * 1e-3;
+  out.p99_ms = Percentile(all, 0.99) * 1e-3;
+  out.errors = errors;
+  return out;
+}
+
 Load RunLoad(const Call& call, int concurrency, double seconds) {
   std::atomic<bool> measuring{false}, stop{false};
   std::vector<std::vector<double>> lat(concurrency);
@@ -175,22 +197,10 @@ Load RunLoad(const Call& call, int concurrency, double seconds) {
       }
     });
   }
-  std::this_thread::sleep_for(std::chrono::seconds(1));
-  measuring = true;
-  const auto start = Clock::now();
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-  measuring = false;
-  const double elapsed = Us(Clock::now() - start) * 1e-6;
+  const double elapsed = MeasureWindow(measuring, seconds);
   stop = true;
   for (std::thread& t : threads) t.join();
-  std::vector<double> all;
-  for (const auto& v : lat) all.insert(all.end(), v.begin(), v.end());
-  Load out;
-  out.rps = all.size() / elapsed;
-  out.p50_ms = Percentile(all, 0.5) * 1e-3;
-  out.p99_ms = Percentile(all, 0.99) * 1e-3;
-  out.errors = errors.load();
-  return out;
+  return Summarize(lat, elapsed, errors.load());
 }
 
 // The closed loop of RunLoad on gRPC's callback API: `concurrency` slots, each issuing its next
@@ -205,9 +215,9 @@ Load RunLoadCallback(const AsyncCall& issue, int concurrency, double seconds) {
     // destroyed inside its own completion.
     std::unique_ptr<grpc::ClientContext> ctx, retired;
     Clock::time_point start;
-    std::vector<double> latency_us;
   };
   std::vector<Slot> slots(concurrency);
+  std::vector<std::vector<double>> latency_us(concurrency);
   std::atomic<bool> measuring{false}, stop{false};
   std::atomic<long> errors{0};
   std::mutex mu;
@@ -219,9 +229,8 @@ Load RunLoadCallback(const AsyncCall& issue, int concurrency, double seconds) {
     slot.ctx = std::make_unique<grpc::ClientContext>();
     slot.start = Clock::now();
     issue(k, slot.ctx.get(), [&, k](bool ok) {
-      Slot& s = slots[k];
       if (measuring.load()) {
-        s.latency_us.push_back(Us(Clock::now() - s.start));
+        latency_us[k].push_back(Us(Clock::now() - slots[k].start));
         if (!ok) ++errors;
       }
       if (!stop.load()) return start(k);
@@ -230,27 +239,11 @@ Load RunLoadCallback(const AsyncCall& issue, int concurrency, double seconds) {
     });
   };
   for (int k = 0; k < concurrency; ++k) start(k);
-  std::this_thread::sleep_for(std::chrono::seconds(1));
-  measuring = true;
-  const auto t0 = Clock::now();
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-  measuring = false;
-  const double elapsed = Us(Clock::now() - t0) * 1e-6;
+  const double elapsed = MeasureWindow(measuring, seconds);
   stop = true;
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return active == 0; });
-  }
-  std::vector<double> all;
-  for (const Slot& slot : slots) {
-    all.insert(all.end(), slot.latency_us.begin(), slot.latency_us.end());
-  }
-  Load out;
-  out.rps = all.size() / elapsed;
-  out.p50_ms = Percentile(all, 0.5) * 1e-3;
-  out.p99_ms = Percentile(all, 0.99) * 1e-3;
-  out.errors = errors.load();
-  return out;
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return active == 0; });
+  return Summarize(latency_us, elapsed, errors.load());
 }
 
 // Streams `chunks` through a bidi call while reading on this thread; the total received bytes.
