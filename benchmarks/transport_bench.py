@@ -27,6 +27,10 @@ SETTINGS = [
     ("unix_lookahead16m_spin", 16 << 20, True, [SPIN]),
     # ... and 16 workers (streams) instead of 4, for the 64-in-flight load.
     ("default_spin_w16", 0, False, [SPIN, "--worker_threads=16"]),
+    # Workers that yield their core while waiting for the GPU (--cuda_sync=yield), with 4 and 8
+    # of them: under load the spinning waits take cores that gRPC's threads need.
+    ("default_yield", 0, False, [SPIN, "--cuda_sync=yield"]),
+    ("default_yield_w8", 0, False, [SPIN, "--cuda_sync=yield", "--worker_threads=8"]),
 ]
 
 

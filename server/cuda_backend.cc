@@ -56,6 +56,20 @@ class StageTimer {
   CudaEvent events_[4];
 };
 
+unsigned SchedulingFlag(CudaSync sync) {
+  switch (sync) {
+    case CudaSync::kAuto:
+      return cudaDeviceScheduleAuto;
+    case CudaSync::kSpin:
+      return cudaDeviceScheduleSpin;
+    case CudaSync::kYield:
+      return cudaDeviceScheduleYield;
+    case CudaSync::kBlock:
+      return cudaDeviceScheduleBlockingSync;
+  }
+  return cudaDeviceScheduleAuto;
+}
+
 // One GPU: its slot, streams (leased one per request), buffer cache and pinned staging pool.
 class DeviceContext {
  public:
@@ -63,6 +77,8 @@ class DeviceContext {
                                                                const ServerOptions& options) {
     auto ctx = std::unique_ptr<DeviceContext>(new DeviceContext(info, id, options));
     CUIMG_CUDA_RETURN_IF_ERROR(cudaSetDevice(info.ordinal), "cudaSetDevice");
+    CUIMG_CUDA_RETURN_IF_ERROR(cudaSetDeviceFlags(SchedulingFlag(options.cuda_sync)),
+                               "cudaSetDeviceFlags");
     for (int i = 0; i < options.worker_threads; ++i) {
       StreamSlot slot;
       CUIMG_ASSIGN_OR_RETURN(slot.stream, CudaStream::Create());

@@ -35,6 +35,10 @@ ABSL_FLAG(int, worker_threads, 4, "Threads executing requests.");
 ABSL_FLAG(int, worker_spin_us, 0,
           "Microseconds an idle worker polls for the next request before sleeping (one worker "
           "polls at a time: at most one core busy while idle); 0 sleeps at once.");
+ABSL_FLAG(std::string, cuda_sync, "auto",
+          "How a worker waits for the GPU: auto (CUDA's choice: spin with fewer GPUs than "
+          "cores), spin (polls; a core per waiting worker), yield (polls, giving the core to "
+          "other runnable threads) or block (sleeps until the GPU's interrupt).");
 ABSL_FLAG(int, decode_threads, -1,
           "Threads a JPEG decode borrows while they are idle to decode one image in strips "
           "(same pixels, lower latency on an idle server; serial under load). -1: the cores "
@@ -124,6 +128,15 @@ bool ParseBackend(const std::string& s, cuimg::BackendKind* out) {
   if (s == "auto") *out = cuimg::BackendKind::kAuto;
   else if (s == "cuda") *out = cuimg::BackendKind::kCuda;
   else if (s == "cpu") *out = cuimg::BackendKind::kCpu;
+  else return false;
+  return true;
+}
+
+bool ParseCudaSync(const std::string& s, cuimg::CudaSync* out) {
+  if (s == "auto") *out = cuimg::CudaSync::kAuto;
+  else if (s == "spin") *out = cuimg::CudaSync::kSpin;
+  else if (s == "yield") *out = cuimg::CudaSync::kYield;
+  else if (s == "block") *out = cuimg::CudaSync::kBlock;
   else return false;
   return true;
 }
@@ -232,9 +245,11 @@ int main(int argc, char** argv) {
 
   cuimg::LogLevel level = cuimg::LogLevel::kInfo;
   if (!ParseBackend(absl::GetFlag(FLAGS_backend), &options.backend) ||
+      !ParseCudaSync(absl::GetFlag(FLAGS_cuda_sync), &options.cuda_sync) ||
       !ParseLogLevel(absl::GetFlag(FLAGS_log_level), &level) ||
       !ParseFault(absl::GetFlag(FLAGS_inject_device_failure), &options.fault)) {
-    std::fprintf(stderr, "usage: --backend auto|cuda|cpu, --log_level debug|info|warning|error, "
+    std::fprintf(stderr, "usage: --backend auto|cuda|cpu, --cuda_sync auto|spin|yield|block, "
+                         "--log_level debug|info|warning|error, "
                          "--inject_device_failure DEVICE:AFTER[:DURATION_MS]\n");
     return 2;
   }
@@ -290,6 +305,7 @@ int main(int argc, char** argv) {
   cuimg::Log(cuimg::LogLevel::kInfo, "event=startup version=", cuimg::kVersion, " ", description,
              " grpc_port=", (*server)->grpc_port(), " metrics_port=", (*server)->metrics_port(),
              " workers=", options.worker_threads, " worker_spin_us=", options.worker_spin_us,
+             " cuda_sync=", absl::GetFlag(FLAGS_cuda_sync),
              " decode_threads=", options.decode_threads, " malloc_arena_max=", arenas,
              " malloc_trim_interval_ms=", trim_ms,
              " max_inflight_requests=", options.max_inflight_requests,

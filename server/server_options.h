@@ -10,6 +10,12 @@ namespace cuimg {
 
 enum class BackendKind { kAuto, kCuda, kCpu };
 
+// How a thread waiting for the GPU waits (the CUDA context's scheduling flag): kAuto leaves it to
+// CUDA (spin while the process has fewer contexts than cores, else yield), kSpin polls on its
+// core, kYield polls but lets other runnable threads have the core, kBlock sleeps until the GPU's
+// interrupt wakes it.
+enum class CudaSync { kAuto, kSpin, kYield, kBlock };
+
 // Per-request limits, enforced by validation before anything is allocated.
 struct RequestLimits {
   std::int64_t max_pixels = std::int64_t{1} << 30;  // width * height * depth per image
@@ -76,6 +82,8 @@ struct ServerOptions {
   // trades at most one core's idle time for the tens of microseconds a sleeping thread takes to
   // wake. 0: workers sleep at once.
   int worker_spin_us = 0;
+  // How workers wait for their streams (CUDA backend).
+  CudaSync cuda_sync = CudaSync::kAuto;
   // Threads a JPEG decode may borrow while idle, to decode one image in strips (0: serial).
   int decode_threads = 0;
   // Requests admitted at once (executing or queued); beyond this RESOURCE_EXHAUSTED.

@@ -67,7 +67,10 @@ def ellipse_2d_cv(w, h):
 class ServerOverTheWire(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = ServerProcess(SERVER, f"--backend={BACKEND}", "--worker_threads=2")
+        # Yielding waits (a no-op on the CPU backend): on a GPU this suite checks results in that
+        # mode, the others in the default one.
+        cls.server = ServerProcess(SERVER, f"--backend={BACKEND}", "--worker_threads=2",
+                                   "--cuda_sync=yield")
         cls.channel = grpc.insecure_channel(
             cls.server.target, options=[("grpc.max_receive_message_length", -1),
                                         ("grpc.max_send_message_length", -1)])
@@ -179,6 +182,12 @@ class ServerOverTheWire(unittest.TestCase):
         if BACKEND == "cuda":  # device memory and the buffer cache exist only on GPUs
             self.assertRegex(text, r'cuimg_device_memory_bytes\{device="cuda0",kind="total"\} [1-9]')
             self.assertRegex(text, r'cuimg_buffer_cache_misses_total\{device="cuda0"\} [1-9]')
+
+    def test_bad_server_flag_value_is_a_usage_error(self):
+        run = subprocess.run([SERVER, "--cuda_sync=sometimes", "--listen_address=127.0.0.1:0",
+                              "--metrics_address="], capture_output=True, text=True, timeout=60)
+        self.assertEqual(run.returncode, 2, run.stderr)
+        self.assertIn("--cuda_sync auto|spin|yield|block", run.stderr)
 
     def test_cli_round_trip_and_exit_codes(self):
         with tempfile.TemporaryDirectory() as tmp:
