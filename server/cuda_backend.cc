@@ -56,6 +56,7 @@ class StageTimer {
   CudaEvent events_[4];
 };
 
+// cudaSetDeviceFlags' scheduling flag for `sync` (server_options.h).
 unsigned SchedulingFlag(CudaSync sync) {
   switch (sync) {
     case CudaSync::kAuto:
