@@ -7,6 +7,7 @@ import sys
 
 def main(jsonl_path, device_path=None):
     rows, anchors, device, errors, rpcs, transports, multi = {}, {}, {}, [], [], [], []
+    split = None  # transport_bench's CPU split, when it made one
     soaks = []
     stagings = []
     papers = []
@@ -25,6 +26,8 @@ def main(jsonl_path, device_path=None):
             device = item
         elif item.get("impl") == "rpc" and "error" not in item:
             rpcs.append(item)
+        elif item.get("impl") == "transport" and "cpu_split" in item:
+            split = item["cpu_split"]
         elif item.get("impl") == "transport":
             transports.append(item)
         elif item.get("impl") == "multi_gpu":
@@ -135,6 +138,8 @@ def main(jsonl_path, device_path=None):
     if transports:
         print("\nService vs its transport floor (echo server with the same gRPC settings; C++ "
               "client on the same host; transport_bench):\n")
+        if split:
+            print(f"Servers on CPUs {split['servers']}, the client on {split['driver']}.\n")
         print("| settings | workload | echo | cuimg | cuimg/echo (target) | more |")
         print("|---|---|---|---|---|---|")
         for t in transports:

@@ -4,8 +4,11 @@ tried: an echo server (benchmarks/echo/echo_server.cc) and a cuimg-server starte
 the same settings (cuimg-server with --shared_memory, for the driver's shared-memory row), the C++
 driver against both. Settings: gRPC's defaults; a 16 MiB HTTP/2
 lookahead on both ends; a Unix socket; polling workers (--worker_spin_us). Prints the driver's JSON lines (impl "transport"), or one
-{"impl": "transport", "error": ...} line per setting that could not run.
-Usage: transport_bench.py --server BIN --echo_server BIN --driver BIN [--backend cuda] [-- ARGS]"""
+{"impl": "transport", "error": ...} line per setting that could not run. --client_cpus splits the
+host's cores: the driver runs on those CPUs, both servers on the others (the split is printed as
+{"impl": "transport", "cpu_split": ...}).
+Usage: transport_bench.py --server BIN --echo_server BIN --driver BIN [--backend cuda]
+                          [--client_cpus N] [-- ARGS]"""
 import argparse
 import json
 import os
@@ -57,8 +60,20 @@ def main():
     parser.add_argument("--driver", required=True)
     parser.add_argument("--backend", default="cuda")
     parser.add_argument("--settings", default="default,lookahead16m,unix_lookahead16m,default_spin")
+    parser.add_argument("--client_cpus", type=int, default=0,
+                        help="CPUs for the driver, the rest for the servers (0: all share all)")
     parser.add_argument("driver_args", nargs="*")
     args = parser.parse_args()
+    # Children inherit the CPU mask of the process that starts them (with every thread they make).
+    everything = sorted(os.sched_getaffinity(0))
+    server_cpus = client_cpus = set(everything)
+    if args.client_cpus:
+        if not 0 < args.client_cpus < len(everything):
+            parser.error(f"--client_cpus must be in 1..{len(everything) - 1}")
+        client_cpus = set(everything[-args.client_cpus:])
+        server_cpus = set(everything[:-args.client_cpus])
+        print(json.dumps({"impl": "transport", "cpu_split": {
+            "servers": sorted(server_cpus), "driver": sorted(client_cpus)}}))
     wanted = set(args.settings.split(","))
     status = 0
     for label, lookahead, unix, flags in (s for s in SETTINGS if s[0] in wanted):
@@ -67,12 +82,14 @@ def main():
             try:
                 cuimg_listen = f"unix:{d}/cuimg.sock" if unix else "127.0.0.1:0"
                 echo_listen = f"unix:{d}/echo.sock" if unix else "127.0.0.1:0"
+                os.sched_setaffinity(0, server_cpus)
                 server = ServerProcess(args.server, f"--backend={args.backend}",
                                        f"--http2_lookahead_bytes={lookahead}", "--shared_memory",
                                        *flags, listen=cuimg_listen)
                 echo, echo_port = start_echo(args.echo_server, lookahead, echo_listen, d)
                 cuimg_target = cuimg_listen if unix else server.target
                 echo_target = echo_listen if unix else f"127.0.0.1:{echo_port}"
+                os.sched_setaffinity(0, client_cpus)
                 run = subprocess.run(
                     [args.driver, f"--echo_target={echo_target}", f"--cuimg_target={cuimg_target}",
                      f"--label={label}", f"--http2_lookahead_bytes={lookahead}", *args.driver_args],
@@ -86,6 +103,7 @@ def main():
                 status = 1
                 print(json.dumps({"impl": "transport", "settings": label, "error": str(e)[:300]}))
             finally:
+                os.sched_setaffinity(0, everything)
                 if echo is not None:
                     echo.terminate()
                     echo.wait(timeout=20)
