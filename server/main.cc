@@ -8,8 +8,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -124,21 +126,32 @@ ABSL_FLAG(std::string, port_file, "",
 
 namespace {
 
+// Sets *out to the value named `s` among `choices`; false (out untouched) for any other name.
+template <typename T>
+bool ParseChoice(const std::string& s, std::initializer_list<std::pair<const char*, T>> choices,
+                 T* out) {
+  for (const auto& [name, value] : choices) {
+    if (s == name) {
+      *out = value;
+      return true;
+    }
+  }
+  return false;
+}
+
 bool ParseBackend(const std::string& s, cuimg::BackendKind* out) {
-  if (s == "auto") *out = cuimg::BackendKind::kAuto;
-  else if (s == "cuda") *out = cuimg::BackendKind::kCuda;
-  else if (s == "cpu") *out = cuimg::BackendKind::kCpu;
-  else return false;
-  return true;
+  using cuimg::BackendKind;
+  return ParseChoice(
+      s, {{"auto", BackendKind::kAuto}, {"cuda", BackendKind::kCuda}, {"cpu", BackendKind::kCpu}},
+      out);
 }
 
 bool ParseCudaSync(const std::string& s, cuimg::CudaSync* out) {
-  if (s == "auto") *out = cuimg::CudaSync::kAuto;
-  else if (s == "spin") *out = cuimg::CudaSync::kSpin;
-  else if (s == "yield") *out = cuimg::CudaSync::kYield;
-  else if (s == "block") *out = cuimg::CudaSync::kBlock;
-  else return false;
-  return true;
+  using cuimg::CudaSync;
+  return ParseChoice(s,
+                     {{"auto", CudaSync::kAuto}, {"spin", CudaSync::kSpin},
+                      {"yield", CudaSync::kYield}, {"block", CudaSync::kBlock}},
+                     out);
 }
 
 bool ParseFault(const std::string& s, cuimg::FaultInjection* out) {
@@ -154,12 +167,11 @@ bool ParseFault(const std::string& s, cuimg::FaultInjection* out) {
 }
 
 bool ParseLogLevel(const std::string& s, cuimg::LogLevel* out) {
-  if (s == "debug") *out = cuimg::LogLevel::kDebug;
-  else if (s == "info") *out = cuimg::LogLevel::kInfo;
-  else if (s == "warning") *out = cuimg::LogLevel::kWarning;
-  else if (s == "error") *out = cuimg::LogLevel::kError;
-  else return false;
-  return true;
+  using cuimg::LogLevel;
+  return ParseChoice(s,
+                     {{"debug", LogLevel::kDebug}, {"info", LogLevel::kInfo},
+                      {"warning", LogLevel::kWarning}, {"error", LogLevel::kError}},
+                     out);
 }
 
 // --models_dir, or where an installed, bundled or build-tree server finds the repository's models.
