@@ -165,7 +165,11 @@ def main(jsonl_path, device_path=None):
                          f"{t['concurrency']} in flight on {t['channels']} channels "
                          f"({t.get('load_api', 'sync')} client); cuimg p99 "
                          f"{t['cuimg_p99_ms']:.2f} ms (≤ {t['target_p99_ms']}); echo p99 "
-                         f"{t['echo_p99_ms']:.2f} ms"]
+                         f"{t['echo_p99_ms']:.2f} ms"
+                         + (f"; cuimg p50 {t['cuimg_p50_ms']:.2f} ms, of it waiting for a worker "
+                            f"{t['cuimg_queue_p50_us'] / 1e3:.2f} ms, handler to reply "
+                            f"{t['cuimg_server_p50_us'] / 1e3:.2f} ms"
+                            if 'cuimg_queue_p50_us' in t else "")]
             else:
                 cells = [f"{t['echo_ms']:.1f} ms (1 MiB chunks)",
                          f"{t['cuimg_ms']:.1f} ms ({t['slab_slices']}-slice slabs)",

@@ -91,7 +91,7 @@ std::string RandomBytes(std::size_t n, std::uint64_t seed) {
 
 // The server's stage times from the `cuimg-timing` trailer.
 struct ServerTimes {
-  double total = 0, h2d = 0, kernel = 0, d2h = 0;
+  double queue = 0, total = 0, h2d = 0, kernel = 0, d2h = 0;
 };
 ServerTimes ParseTiming(const grpc::ClientContext& ctx) {
   ServerTimes t;
@@ -102,6 +102,7 @@ ServerTimes ParseTiming(const grpc::ClientContext& ctx) {
     std::pair<absl::string_view, absl::string_view> p = absl::StrSplit(kv, '=');
     double v = 0;
     if (!absl::SimpleAtod(p.second, &v)) continue;
+    if (p.first == "queue_us") t.queue = v;
     if (p.first == "total_us") t.total = v;
     if (p.first == "h2d_us") t.h2d = v;
     if (p.first == "kernel_us") t.kernel = v;
@@ -155,6 +156,10 @@ struct Load {
   double rps = 0;
   double p50_ms = 0;
   double p99_ms = 0;
+  // From cuimg's timing trailers (zero for the echo): waiting for a worker, and handler entry to
+  // the reply (before gRPC sends it). Where a loaded call's time goes.
+  double queue_p50_us = 0;
+  double server_p50_us = 0;
   long errors = 0;
 };
 
@@ -168,30 +173,49 @@ double MeasureWindow(std::atomic<bool>& measuring, double seconds) {
   return Us(Clock::now() - start) * 1e-6;
 }
 
-// Calls/s and latency percentiles from each caller's latencies (µs) over `elapsed` seconds.
-Load Summarize(const std::vector<std::vector<double>>& latency_us, double elapsed, long errors) {
-  std::vector<double> all;
-  for (const auto& v : latency_us) all.insert(all.end(), v.begin(), v.end());
+// What one caller measured: its calls' latencies (µs) and the server's times for them.
+struct CallerLog {
+  std::vector<double> latency_us;
+  std::vector<ServerTimes> server;
+  void Add(double us, const ServerTimes& t) {
+    latency_us.push_back(us);
+    server.push_back(t);
+  }
+};
+
+// Calls/s and percentiles over every caller's log of `elapsed` seconds.
+Load Summarize(const std::vector<CallerLog>& logs, double elapsed, long errors) {
+  std::vector<double> all, queue, total;
+  for (const CallerLog& log : logs) {
+    all.insert(all.end(), log.latency_us.begin(), log.latency_us.end());
+    for (const ServerTimes& t : log.server) {
+      queue.push_back(t.queue);
+      total.push_back(t.total);
+    }
+  }
   Load out;
   out.rps = all.size() / elapsed;
   out.p50_ms = Percentile(all, 0.5) * 1e-3;
   out.p99_ms = Percentile(all, 0.99) * 1e-3;
+  out.queue_p50_us = Percentile(queue, 0.5);
+  out.server_p50_us = Percentile(total, 0.5);
   out.errors = errors;
   return out;
 }
 
 Load RunLoad(const Call& call, int concurrency, double seconds) {
   std::atomic<bool> measuring{false}, stop{false};
-  std::vector<std::vector<double>> lat(concurrency);
+  std::vector<CallerLog> logs(concurrency);
   std::atomic<long> errors{0};
   std::vector<std::thread> threads;
   for (int k = 0; k < concurrency; ++k) {
     threads.emplace_back([&, k] {
       while (!stop.load()) {
+        ServerTimes t;
         const auto start = Clock::now();
-        const bool ok = call(k, nullptr);
+        const bool ok = call(k, &t);
         if (measuring.load()) {
-          lat[k].push_back(Us(Clock::now() - start));
+          logs[k].Add(Us(Clock::now() - start), t);
           if (!ok) ++errors;
         }
       }
@@ -200,7 +224,7 @@ Load RunLoad(const Call& call, int concurrency, double seconds) {
   const double elapsed = MeasureWindow(measuring, seconds);
   stop = true;
   for (std::thread& t : threads) t.join();
-  return Summarize(lat, elapsed, errors.load());
+  return Summarize(logs, elapsed, errors.load());
 }
 
 // The closed loop of RunLoad on gRPC's callback API: `concurrency` slots, each issuing its next
@@ -217,7 +241,7 @@ Load RunLoadCallback(const AsyncCall& issue, int concurrency, double seconds) {
     Clock::time_point start;
   };
   std::vector<Slot> slots(concurrency);
-  std::vector<std::vector<double>> latency_us(concurrency);
+  std::vector<CallerLog> logs(concurrency);
   std::atomic<bool> measuring{false}, stop{false};
   std::atomic<long> errors{0};
   std::mutex mu;
@@ -230,7 +254,7 @@ Load RunLoadCallback(const AsyncCall& issue, int concurrency, double seconds) {
     slot.start = Clock::now();
     issue(k, slot.ctx.get(), [&, k](bool ok) {
       if (measuring.load()) {
-        latency_us[k].push_back(Us(Clock::now() - slots[k].start));
+        logs[k].Add(Us(Clock::now() - slots[k].start), ParseTiming(*slots[k].ctx));
         if (!ok) ++errors;
       }
       if (!stop.load()) return start(k);
@@ -243,7 +267,7 @@ Load RunLoadCallback(const AsyncCall& issue, int concurrency, double seconds) {
   stop = true;
   std::unique_lock<std::mutex> lock(mu);
   cv.wait(lock, [&] { return active == 0; });
-  return Summarize(latency_us, elapsed, errors.load());
+  return Summarize(logs, elapsed, errors.load());
 }
 
 // Streams `chunks` through a bidi call while reading on this thread; the total received bytes.
@@ -464,9 +488,11 @@ int main(int argc, char** argv) {
          "\"load_api\": \"%s\", \"concurrency\": %d, \"channels\": %d, \"echo_rps\": %.0f, "
          "\"cuimg_rps\": %.0f, "
          "\"ratio\": %.3f, \"target_ratio\": 0.9, \"echo_p99_ms\": %.2f, \"cuimg_p50_ms\": %.2f, "
-         "\"cuimg_p99_ms\": %.2f, \"target_p99_ms\": 5, \"errors\": %ld}",
+         "\"cuimg_p99_ms\": %.2f, \"target_p99_ms\": 5, \"cuimg_queue_p50_us\": %.1f, "
+         "\"cuimg_server_p50_us\": %.1f, \"errors\": %ld}",
          label.c_str(), load_api.c_str(), concurrency, channels, el.rps, cl.rps, cl.rps / el.rps,
-         el.p99_ms, cl.p50_ms, cl.p99_ms, el.errors + cl.errors);
+         el.p99_ms, cl.p50_ms, cl.p99_ms, cl.queue_p50_us, cl.server_p50_us,
+         el.errors + cl.errors);
 
   // The 157 MB volume: echo in 1 MiB chunks on one stream vs ProcessVolumeStream.
   constexpr int kVW = 512, kVH = 512, kVD = 300;
