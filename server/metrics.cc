@@ -59,24 +59,42 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry, absl::string_view v
       .Set(1);
 }
 
+const ServerMetrics::RpcSeries& ServerMetrics::Series(absl::string_view rpc) {
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    auto it = series_.find(rpc);
+    if (it != series_.end()) return *it->second;
+  }
+  const std::string r(rpc);
+  auto series = std::make_unique<RpcSeries>();
+  series->ok = &requests_.Add({{"rpc", r}, {"code", StatusCodeName(absl::StatusCode::kOk)}});
+  series->duration = &duration_.Add({{"rpc", r}}, LatencyBuckets());
+  const char* const stages[] = {"queue", "decode", "h2d", "kernel", "d2h"};
+  for (std::size_t i = 0; i < series->stages.size(); ++i) {
+    series->stages[i] = &stage_duration_.Add({{"rpc", r}, {"stage", stages[i]}}, LatencyBuckets());
+  }
+  series->inflight = &inflight_.Add({{"rpc", r}});
+  absl::MutexLock lock(&mu_);
+  // Another thread may have added it meanwhile; both resolved the same metrics.
+  return *series_.try_emplace(r, std::move(series)).first->second;
+}
+
 void ServerMetrics::RecordRequest(absl::string_view rpc, absl::StatusCode code,
                                   const StageTimes& times, double total_seconds) {
-  const std::string r(rpc);
-  requests_.Add({{"rpc", r}, {"code", StatusCodeName(code)}}).Increment();
-  duration_.Add({{"rpc", r}}, LatencyBuckets()).Observe(total_seconds);
-  if (code != absl::StatusCode::kOk) return;
-  const std::pair<const char*, double> stages[] = {{"queue", times.queue_us},
-                                                   {"decode", times.decode_us},
-                                                   {"h2d", times.h2d_us},
-                                                   {"kernel", times.kernel_us},
-                                                   {"d2h", times.d2h_us}};
-  for (const auto& [stage, us] : stages) {
-    stage_duration_.Add({{"rpc", r}, {"stage", stage}}, LatencyBuckets()).Observe(us * 1e-6);
+  const RpcSeries& series = Series(rpc);
+  series.duration->Observe(total_seconds);
+  if (code != absl::StatusCode::kOk) {
+    requests_.Add({{"rpc", std::string(rpc)}, {"code", StatusCodeName(code)}}).Increment();
+    return;
   }
+  series.ok->Increment();
+  const double us[] = {times.queue_us, times.decode_us, times.h2d_us, times.kernel_us,
+                       times.d2h_us};
+  for (std::size_t i = 0; i < series.stages.size(); ++i) series.stages[i]->Observe(us[i] * 1e-6);
 }
 
 void ServerMetrics::AddInflight(absl::string_view rpc, int delta) {
-  inflight_.Add({{"rpc", std::string(rpc)}}).Increment(delta);
+  Series(rpc).inflight->Increment(delta);
 }
 
 void ServerMetrics::AddBytes(std::int64_t received, std::int64_t sent) {

@@ -9,11 +9,16 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "server/backend.h"
 
 namespace cuimg {
@@ -32,6 +37,19 @@ class ServerMetrics {
   void RecordRejection(absl::string_view reason);
 
  private:
+  // One RPC's time series, found once: prometheus-cpp 1.0's Family::Add builds a metric (for a
+  // histogram, its buckets) on every call even when the labels exist, then drops it, and a
+  // request records nine of them.
+  struct RpcSeries {
+    prometheus::Counter* ok;  // requests with code OK
+    prometheus::Histogram* duration;
+    std::array<prometheus::Histogram*, 5> stages;  // queue, decode, h2d, kernel, d2h
+    prometheus::Gauge* inflight;
+  };
+  const RpcSeries& Series(absl::string_view rpc) ABSL_LOCKS_EXCLUDED(mu_);
+
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<const RpcSeries>> series_ ABSL_GUARDED_BY(mu_);
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Histogram>& duration_;
   prometheus::Family<prometheus::Histogram>& stage_duration_;
