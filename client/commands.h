@@ -35,8 +35,10 @@ struct MorphologyCommand {
   // NRRD output: gzip-compressed data instead of raw.
   bool nrrd_gzip = false;
   bool json = false;
-  // > 0: stream a one-channel volume in slabs of this many slices (ProcessVolumeStream).
+  // > 0: stream a one-channel volume in slabs of this many slices (ProcessVolumeStream),
+  // split over up to `volume_streams` streams on their own connections.
   int slab_slices = 0;
+  int volume_streams = 4;
 };
 int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& command);
 
@@ -49,8 +51,10 @@ struct GradientCommand {
   bool nrrd_gzip = false;
   int kernel_length = 7;
   double sigma = 0;
-  // > 0: stream a volume in slabs of this many slices (ProcessVolumeStream).
+  // > 0: stream a volume in slabs of this many slices (ProcessVolumeStream), split over up to
+  // `volume_streams` streams on their own connections.
   int slab_slices = 0;
+  int volume_streams = 4;
 };
 int RunGradient(const ConnectionOptions& connection, const GradientCommand& command);
 

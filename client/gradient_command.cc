@@ -31,7 +31,11 @@ int RunGradient(const ConnectionOptions& connection, const GradientCommand& c) {
   if (c.input.empty() || c.output_prefix.empty()) {
     std::fprintf(stderr, "usage: cuimg gradient --input IMAGE --output_prefix PREFIX "
                          "[--format tiff|npy|nrrd] [--kernel_length 7] [--sigma 0] "
-                         "[--slab_slices N]\n");
+                         "[--slab_slices N [--volume_streams 4]]\n");
+    return kExitUsage;
+  }
+  if (c.slab_slices > 0 && c.volume_streams < 1) {
+    std::fprintf(stderr, "usage: --volume_streams: must be >= 1\n");
     return kExitUsage;
   }
   if (c.format != "tiff" && c.format != "npy" && c.format != "nrrd") {
@@ -55,7 +59,8 @@ int RunGradient(const ConnectionOptions& connection, const GradientCommand& c) {
     v1::VolumeStreamHeader header;
     *header.mutable_gradient() = request;
     absl::StatusOr<StreamedVolume> streamed =
-        StreamVolume(*stub, connection, std::move(header), gray, c.slab_slices);
+        StreamVolume(ConnectStreams(connection, c.volume_streams), connection, std::move(header),
+                     gray, c.slab_slices);
     if (!streamed.ok()) {
       return ReportRpcError(grpc::Status(static_cast<grpc::StatusCode>(streamed.status().code()),
                                          std::string(streamed.status().message())));

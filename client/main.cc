@@ -61,6 +61,9 @@ ABSL_FLAG(std::string, mask, "", "morphology: 8-bit PNG mask for --shape custom.
 ABSL_FLAG(int, slab_slices, 0,
           "morphology, gradient: stream a volume (e.g. a multi-page TIFF) in slabs of this many "
           "slices through ProcessVolumeStream (0 = one unary request).");
+ABSL_FLAG(int, volume_streams, 4,
+          "morphology, gradient with --slab_slices: streams (each on its own connection) that "
+          "carry parts of the volume at once; one stream moves about 1 GB/s.");
 ABSL_FLAG(bool, nrrd_gzip, false, "morphology, gradient: gzip the data of .nrrd outputs.");
 
 // gradient, pyramid
@@ -247,6 +250,7 @@ int main(int argc, char** argv) {
     command.nrrd_gzip = absl::GetFlag(FLAGS_nrrd_gzip);
     command.json = absl::GetFlag(FLAGS_json);
     command.slab_slices = absl::GetFlag(FLAGS_slab_slices);
+    command.volume_streams = absl::GetFlag(FLAGS_volume_streams);
     return cuimg::RunMorphology(connection, command);
   }
   if (subcommand == "gradient") {
@@ -256,6 +260,7 @@ int main(int argc, char** argv) {
     if (!absl::GetFlag(FLAGS_format).empty()) command.format = absl::GetFlag(FLAGS_format);
     command.nrrd_gzip = absl::GetFlag(FLAGS_nrrd_gzip);
     command.slab_slices = absl::GetFlag(FLAGS_slab_slices);
+    command.volume_streams = absl::GetFlag(FLAGS_volume_streams);
     return cuimg::RunGradient(connection, command);
   }
   if (subcommand == "pyramid") {

@@ -117,15 +117,16 @@ void Report(const MorphologyCommand& command, const Image& in, double ms,
 }
 
 // --slab_slices: the volume through ProcessVolumeStream.
-int RunStreamed(v1::Imaging::Stub& stub, const ConnectionOptions& connection,
+int RunStreamed(const ConnectionOptions& connection,
                 const MorphologyCommand& command, const std::vector<v1::MorphologyStep>& steps,
                 const VolumeFile& input) {
   if (input.image.channels() != 1) return Usage("--slab_slices: needs a one-channel volume");
   v1::VolumeStreamHeader header;
   for (const v1::MorphologyStep& step : steps) *header.mutable_morphology()->add_steps() = step;
+  const auto streams = ConnectStreams(connection, command.volume_streams);
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<StreamedVolume> result =
-      StreamVolume(stub, connection, std::move(header), input.image, command.slab_slices);
+      StreamVolume(streams, connection, std::move(header), input.image, command.slab_slices);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!result.ok()) {
@@ -156,8 +157,11 @@ int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& 
                  input->dicom->gap_deviation_mm, input->spacing.z_mm);
   }
 
+  if (command.slab_slices > 0) {
+    if (command.volume_streams < 1) return Usage("--volume_streams: must be >= 1");
+    return RunStreamed(connection, command, *steps, *input);
+  }
   auto stub = v1::Imaging::NewStub(MakeChannel(connection));
-  if (command.slab_slices > 0) return RunStreamed(*stub, connection, command, *steps, *input);
   const int channels = in.channels();
   const std::size_t pixel = PixelSize(in.type());
   const std::int64_t pixels = in.extent().Pixels();

@@ -1,18 +1,136 @@
 #include "client/volume_stream.h"
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "client/request_building.h"
 
 namespace cuimg {
+namespace {
 
-absl::StatusOr<StreamedVolume> StreamVolume(v1::Imaging::Stub& stub,
+// One stream's share of the volume: output slices [keep_begin, keep_end), computed from input
+// slices [in_begin, in_end).
+struct Part {
+  std::int64_t in_begin = 0;
+  std::int64_t in_end = 0;
+  std::int64_t keep_begin = 0;
+  std::int64_t keep_end = 0;
+};
+
+// The output's z range split evenly into `streams` parts (each at least 2 slices, so that no part
+// is sent as a 2D image), each widened by `reach` either side within the volume.
+std::vector<Part> SplitDepth(std::int64_t depth, int streams, int reach) {
+  const std::int64_t count = std::max<std::int64_t>(1, std::min<std::int64_t>(streams, depth / 2));
+  std::vector<Part> parts;
+  for (std::int64_t k = 0; k < count; ++k) {
+    Part p;
+    p.keep_begin = depth * k / count;
+    p.keep_end = depth * (k + 1) / count;
+    p.in_begin = std::max<std::int64_t>(0, p.keep_begin - reach);
+    p.in_end = std::min(depth, p.keep_end + reach);
+    parts.push_back(p);
+  }
+  return parts;
+}
+
+// Streams input slices [part.in_begin, part.in_end) of `volume` as a volume of their own and
+// copies the results of slices [part.keep_begin, part.keep_end) into `planes` (each `out_slice`
+// bytes per slice). `header`'s volume shape is the part's.
+absl::Status StreamPart(v1::Imaging::Stub& stub, const ConnectionOptions& connection,
+                        const v1::VolumeStreamHeader& header, const Image& volume,
+                        int slab_slices, const Part& part, std::size_t out_slice,
+                        std::vector<Image>& planes, std::string* timing) {
+  const Extent& e = volume.extent();
+  const std::size_t in_slice = static_cast<std::size_t>(e.SlicePixels()) * PixelSize(volume.type());
+  const std::int64_t depth = part.in_end - part.in_begin;
+  const int plane_count = static_cast<int>(planes.size());
+  grpc::ClientContext context;
+  PrepareContext(connection, &context);
+  auto stream = stub.ProcessVolumeStream(&context);
+  std::thread writer([&] {
+    v1::VolumeStreamRequest message;
+    *message.mutable_header() = header;
+    bool ok = stream->Write(message);
+    const char* first = reinterpret_cast<const char*>(volume.bytes()) + part.in_begin * in_slice;
+    for (std::int64_t z = 0; ok && z < depth; z += slab_slices) {
+      const std::int64_t n = std::min<std::int64_t>(slab_slices, depth - z);
+      message.set_slab(first + z * in_slice, n * in_slice);
+      ok = stream->Write(message);
+    }
+    stream->WritesDone();
+  });
+  v1::VolumeStreamResponse response;
+  std::int64_t next_z = 0;  // within the part
+  std::string problem;
+  while (stream->Read(&response)) {
+    const std::int64_t n = response.slices();
+    if (response.z_begin() != next_z || n < 1 || next_z + n > depth ||
+        response.data().size() != static_cast<std::size_t>(plane_count * n) * out_slice) {
+      if (problem.empty()) {
+        problem = absl::StrCat("the server sent slab z=", part.in_begin + response.z_begin(), " (",
+                               n, " slices, ", response.data().size(), " bytes) where slice ",
+                               part.in_begin + next_z, " was expected");
+      }
+      continue;
+    }
+    // The slab's slices that are this part's to keep (the others are halo).
+    const std::int64_t from = std::max(next_z, part.keep_begin - part.in_begin);
+    const std::int64_t to = std::min(next_z + n, part.keep_end - part.in_begin);
+    for (int p = 0; p < plane_count && from < to; ++p) {
+      std::memcpy(planes[p].bytes() + (part.in_begin + from) * out_slice,
+                  response.data().data() + (p * n + from - next_z) * out_slice,
+                  (to - from) * out_slice);
+    }
+    next_z += n;
+  }
+  writer.join();
+  const grpc::Status status = stream->Finish();
+  *timing = ServerTiming(context);
+  if (!status.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+  }
+  if (!problem.empty()) return absl::InternalError(problem);
+  if (next_z != depth) {
+    return absl::InternalError(absl::StrCat("the server returned ", next_z, " of ", depth,
+                                            " slices from slice ", part.in_begin));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<v1::Imaging::Stub>> ConnectStreams(const ConnectionOptions& connection,
+                                                               int count) {
+  std::vector<std::unique_ptr<v1::Imaging::Stub>> stubs;
+  for (int k = 0; k < std::max(1, count); ++k) {
+    stubs.push_back(v1::Imaging::NewStub(MakeChannel(connection, k)));
+  }
+  return stubs;
+}
+
+int HeaderZReach(const v1::VolumeStreamHeader& header) {
+  if (!header.has_morphology()) return 0;
+  int reach = 0;
+  for (const v1::MorphologyStep& step : header.morphology().steps()) {
+    const v1::StructuringElement& e = step.element();
+    const int depth = std::max<int>(1, static_cast<int>(e.depth()));
+    const int anchor = e.has_anchor_z() ? static_cast<int>(e.anchor_z()) : depth / 2;
+    const int iterations = std::max<int>(1, static_cast<int>(step.iterations()));
+    const bool single = step.op() == v1::MORPHOLOGY_OP_ERODE || step.op() == v1::MORPHOLOGY_OP_DILATE;
+    reach += std::max(anchor, depth - 1 - anchor) * (single ? 1 : 2) * iterations;
+  }
+  return reach;
+}
+
+absl::StatusOr<StreamedVolume> StreamVolume(const std::vector<std::unique_ptr<v1::Imaging::Stub>>& stubs,
                                             const ConnectionOptions& connection,
                                             v1::VolumeStreamHeader header, const Image& volume,
                                             int slab_slices) {
   if (slab_slices < 1) return absl::InvalidArgumentError("--slab_slices: must be >= 1");
+  if (stubs.empty()) return absl::InvalidArgumentError("--volume_streams: must be >= 1");
   if (volume.channels() != 1) {
     return absl::InvalidArgumentError("streamed volumes need one channel");
   }
@@ -21,7 +139,6 @@ absl::StatusOr<StreamedVolume> StreamVolume(v1::Imaging::Stub& stub,
   shape->set_pixel_type(ToProtoPixelType(volume.type()));
   shape->set_width(static_cast<std::uint32_t>(e.width));
   shape->set_height(static_cast<std::uint32_t>(e.height));
-  shape->set_depth(e.depth > 1 ? static_cast<std::uint32_t>(e.depth) : 0);
   StreamedVolume out;
   PixelType out_type = volume.type();
   int planes = 1;
@@ -30,53 +147,36 @@ absl::StatusOr<StreamedVolume> StreamVolume(v1::Imaging::Stub& stub,
     planes = 2 + header.gradient().magnitude() + header.gradient().angle();
   }
   for (int p = 0; p < planes; ++p) out.planes.emplace_back(out_type, e, 1);
-  const std::size_t in_slice = static_cast<std::size_t>(e.SlicePixels()) * PixelSize(volume.type());
   const std::size_t out_slice = static_cast<std::size_t>(e.SlicePixels()) * PixelSize(out_type);
 
-  grpc::ClientContext context;
-  PrepareContext(connection, &context);
-  auto stream = stub.ProcessVolumeStream(&context);
-  std::thread writer([&] {
-    v1::VolumeStreamRequest message;
-    *message.mutable_header() = header;
-    bool ok = stream->Write(message);
-    for (std::int64_t z = 0; ok && z < e.depth; z += slab_slices) {
-      const std::int64_t n = std::min<std::int64_t>(slab_slices, e.depth - z);
-      message.set_slab(reinterpret_cast<const char*>(volume.bytes()) + z * in_slice, n * in_slice);
-      ok = stream->Write(message);
-    }
-    stream->WritesDone();
-  });
-  v1::VolumeStreamResponse response;
-  std::int64_t next_z = 0;
-  std::string problem;
-  while (stream->Read(&response)) {
-    const std::int64_t n = response.slices();
-    if (response.z_begin() != next_z || n < 1 || next_z + n > e.depth ||
-        response.data().size() != static_cast<std::size_t>(planes * n) * out_slice) {
-      if (problem.empty()) {
-        problem = absl::StrCat("the server sent slab z=", response.z_begin(), " (", n, " slices, ",
-                               response.data().size(), " bytes) where slice ", next_z,
-                               " was expected");
-      }
-      continue;
-    }
-    for (int p = 0; p < planes; ++p) {
-      std::memcpy(out.planes[p].bytes() + next_z * out_slice,
-                  response.data().data() + p * n * out_slice, n * out_slice);
-    }
-    next_z += n;
+  const std::vector<Part> parts =
+      e.depth > 1 ? SplitDepth(e.depth, static_cast<int>(stubs.size()), HeaderZReach(header))
+                  : std::vector<Part>{Part{0, 1, 0, 1}};
+  std::vector<absl::Status> statuses(parts.size());
+  out.stream_timings.resize(parts.size());
+  auto run = [&](std::size_t k) {
+    v1::VolumeStreamHeader part_header = header;
+    const std::int64_t depth = parts[k].in_end - parts[k].in_begin;
+    part_header.mutable_volume()->set_depth(depth > 1 ? static_cast<std::uint32_t>(depth) : 0);
+    statuses[k] = StreamPart(*stubs[k], connection, part_header, volume, slab_slices, parts[k],
+                             out_slice, out.planes, &out.stream_timings[k]);
+  };
+  std::vector<std::thread> others;
+  for (std::size_t k = 1; k < parts.size(); ++k) others.emplace_back(run, k);
+  run(0);
+  for (std::thread& t : others) t.join();
+  for (const absl::Status& s : statuses) {
+    if (!s.ok()) return s;
   }
-  writer.join();
-  const grpc::Status status = stream->Finish();
-  out.server_timing = ServerTiming(context);
-  if (!status.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-  }
-  if (!problem.empty()) return absl::InternalError(problem);
-  if (next_z != e.depth) {
-    return absl::InternalError(absl::StrCat("the server returned ", next_z, " of ", e.depth,
-                                            " slices"));
+  if (parts.size() == 1) {
+    out.server_timing = out.stream_timings[0];
+  } else {
+    std::vector<std::string> labelled;
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      labelled.push_back(absl::StrCat("stream ", k + 1, "/", parts.size(), ": ",
+                                      out.stream_timings[k]));
+    }
+    out.server_timing = absl::StrJoin(labelled, " | ");
   }
   return out;
 }

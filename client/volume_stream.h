@@ -1,8 +1,11 @@
 // Streams a volume through ProcessVolumeStream: the header, then slabs of whole slices, while the
-// results are read on this thread (the server stops reading while its results go unread).
+// results are read on the calling thread (the server stops reading while its results go unread).
+// Over several streams at once, each on its own connection, a volume's round trip is no longer
+// bound by one HTTP/2 stream's throughput (about 1 GB/s).
 #ifndef CUIMG_CLIENT_VOLUME_STREAM_H_
 #define CUIMG_CLIENT_VOLUME_STREAM_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,16 +20,33 @@ struct StreamedVolume {
   // One image per output plane, in the header's order: the Morphology result, or Gradient's gx,
   // gy, then magnitude and angle when asked.
   std::vector<Image> planes;
+  // The `cuimg-timing` trailer of each stream, in z order.
+  std::vector<std::string> stream_timings;
+  // For display: the one stream's trailer, or "stream K/N: trailer" joined by " | ".
   std::string server_timing;
 };
 
+// The slices either side of an output slice whose input it depends on, for the header's operation
+// (as the server's VolumeStreamZReach computes it from the validated request): for each erosion or
+// dilation of the chain (OPEN, CLOSE, GRADIENT, TOP_HAT and BLACK_HAT count two, times their
+// iterations), the element's larger z extent from its anchor. 0 for Gradient and 2D elements.
+int HeaderZReach(const v1::VolumeStreamHeader& header);
+
 // Sends `volume` (one channel) with `header` (its operation set; the volume's shape is filled
 // here) in slabs of `slab_slices` slices, the last one shorter when they do not divide the depth.
-// The RPC's status on failure; INTERNAL when the results do not cover the volume exactly once.
-absl::StatusOr<StreamedVolume> StreamVolume(v1::Imaging::Stub& stub,
+// With several stubs (best each on its own connection) the output's z range is split evenly among
+// up to that many streams, run at once; each stream carries its range plus HeaderZReach slices
+// either side where the volume has them, and keeps only its range's results, so the volume is
+// exactly the one-stream result. Volumes of fewer than 4 slices take one stream.
+// The first failing stream's status; INTERNAL when the results do not cover the volume exactly once.
+absl::StatusOr<StreamedVolume> StreamVolume(const std::vector<std::unique_ptr<v1::Imaging::Stub>>& stubs,
                                             const ConnectionOptions& connection,
                                             v1::VolumeStreamHeader header, const Image& volume,
                                             int slab_slices);
+
+// `count` (>= 1) stubs for StreamVolume, each on its own connection.
+std::vector<std::unique_ptr<v1::Imaging::Stub>> ConnectStreams(const ConnectionOptions& connection,
+                                                               int count);
 
 }  // namespace cuimg
 

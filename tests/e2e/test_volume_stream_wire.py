@@ -1,8 +1,9 @@
 """ProcessVolumeStream over the wire (real cuimg-server, Python grpcio): random volumes of odd sizes
 streamed in slabs of several sizes through per-slice and 3D elements, chains and Gradient must equal
 the unary RPCs byte for byte on the same server; `cuimg morphology/gradient --slab_slices` must
-write the same files as without. Runs on the CPU backend in CI and on the CUDA backend on the GPU
-machine (CUIMG_BACKEND), where the slabs of one stream run on several CUDA streams at once."""
+write the same files as without, over one stream or several (--volume_streams). Runs on the CPU
+backend in CI and on the CUDA backend on the GPU machine (CUIMG_BACKEND), where the slabs of one
+stream run on several CUDA streams at once."""
 import os
 import struct
 import subprocess
@@ -125,7 +126,12 @@ class VolumeStreamWire(unittest.TestCase):
             src = os.path.join(d, "in.tif")
             write_tiff_u16(src, array)
             outs = {}
-            for name, extra in (("unary", []), ("streamed", ["--slab_slices=4"])):
+            # The client splits a streamed volume over --volume_streams streams (default 4), each
+            # carrying the halo its part needs (open 5x5x3: one slice, twice).
+            variants = (("unary", []), ("streamed", ["--slab_slices=4"]),
+                        ("one_stream", ["--slab_slices=4", "--volume_streams=1"]),
+                        ("nine_streams", ["--slab_slices=1", "--volume_streams=9"]))
+            for name, extra in variants:
                 for cmd in (["morphology", f"--output={d}/{name}.tif", "--steps=open:ellipse:5x5x3"],
                             ["gradient", f"--output_prefix={d}/{name}"]):
                     run = subprocess.run([CLIENT, cmd[0], f"--target={self.server.target}",
@@ -134,7 +140,13 @@ class VolumeStreamWire(unittest.TestCase):
                     self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
                 outs[name] = [open(f"{d}/{name}{s}", "rb").read()
                               for s in (".tif", "_gx.tiff", "_gy.tiff", "_magnitude.tiff")]
-            self.assertEqual(outs["unary"], outs["streamed"])
+            for name, _ in variants[1:]:
+                self.assertEqual(outs["unary"], outs[name], name)
+            run = subprocess.run([CLIENT, "morphology", f"--target={self.server.target}",
+                                  f"--input={src}", f"--output={d}/x.tif", "--slab_slices=4",
+                                  "--volume_streams=0"], capture_output=True, text=True, timeout=60)
+            self.assertEqual(run.returncode, 2, run.stdout + run.stderr)
+            self.assertIn("--volume_streams", run.stderr)
 
 
 def write_tiff_u16(path, array):

@@ -1,0 +1,156 @@
+// The client's streamed volumes (client/volume_stream.h) against an in-process server on the CPU
+// backend: split over several streams, each on its own connection, the volume equals the unary
+// result bit for bit (3D elements and chains, whose halo each stream must carry, and Gradient); the
+// client's z reach equals the server's for every kind of step.
+#include "client/volume_stream.h"
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "server/proto_conversion.h"
+#include "server/request_validation.h"
+#include "server/volume_stream_plan.h"
+#include "tests/server/test_server.h"
+#include "tests/testing/random_image.h"
+
+namespace cuimg {
+namespace {
+
+v1::MorphologyStep Step(v1::MorphologyOp op, v1::ElementShape shape, int w, int h, int d,
+                        int iterations = 1) {
+  v1::MorphologyStep s;
+  s.set_op(op);
+  s.set_iterations(iterations);
+  s.mutable_element()->set_shape(shape);
+  s.mutable_element()->set_width(w);
+  s.mutable_element()->set_height(h);
+  s.mutable_element()->set_depth(d);
+  return s;
+}
+
+ConnectionOptions Local(testing::TestServer& server) {
+  ConnectionOptions c;
+  c.target = absl::StrCat("127.0.0.1:", server.server().grpc_port());
+  return c;
+}
+
+std::string UnaryMorphology(testing::TestServer& server, const Image& volume,
+                            const v1::MorphologyRequest& steps) {
+  v1::MorphologyRequest r = steps;
+  v1::Image* in = r.mutable_input()->mutable_image();
+  SetImageHeader(volume.view(), in);
+  in->set_data(reinterpret_cast<const char*>(volume.bytes()), volume.size_bytes());
+  grpc::ClientContext ctx;
+  v1::MorphologyResponse response;
+  const grpc::Status status = server.stub().Morphology(&ctx, r, &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return response.result().image().data();
+}
+
+std::string Bytes(const Image& image) {
+  return std::string(reinterpret_cast<const char*>(image.bytes()), image.size_bytes());
+}
+
+TEST(VolumeStreamClient, ReachEqualsTheServersForEveryKindOfStep) {
+  const v1::MorphologyOp ops[] = {v1::MORPHOLOGY_OP_ERODE,    v1::MORPHOLOGY_OP_DILATE,
+                                  v1::MORPHOLOGY_OP_OPEN,     v1::MORPHOLOGY_OP_CLOSE,
+                                  v1::MORPHOLOGY_OP_GRADIENT, v1::MORPHOLOGY_OP_TOP_HAT,
+                                  v1::MORPHOLOGY_OP_BLACK_HAT};
+  int checked = 0;
+  for (v1::MorphologyOp op : ops) {
+    for (int depth : {0, 1, 2, 4, 7}) {
+      for (int iterations : {0, 1, 3}) {
+        for (int anchor : {-1, 0, 1, 3, 6}) {
+          if (anchor >= std::max(depth, 1)) continue;
+          v1::VolumeStreamHeader header;
+          header.mutable_volume()->set_pixel_type(v1::PIXEL_TYPE_U8);
+          header.mutable_volume()->set_width(8);
+          header.mutable_volume()->set_height(8);
+          header.mutable_volume()->set_depth(8);
+          v1::MorphologyRequest* m = header.mutable_morphology();
+          *m->add_steps() = Step(op, v1::ELEMENT_SHAPE_RECT, 3, 3, depth, iterations);
+          if (anchor >= 0) m->mutable_steps(0)->mutable_element()->set_anchor_z(anchor);
+          *m->add_steps() = Step(v1::MORPHOLOGY_OP_DILATE, v1::ELEMENT_SHAPE_ELLIPSE, 3, 3, 3);
+          absl::StatusOr<VolumeStreamJob> job = ValidateVolumeStreamHeader(header, RequestLimits{});
+          ASSERT_TRUE(job.ok()) << job.status();
+          EXPECT_EQ(HeaderZReach(header), VolumeStreamZReach(*job))
+              << "op " << op << " depth " << depth << " iterations " << iterations << " anchor "
+              << anchor;
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 100);
+  v1::VolumeStreamHeader gradient;
+  gradient.mutable_gradient()->set_kernel_length(7);
+  EXPECT_EQ(HeaderZReach(gradient), 0);
+}
+
+TEST(VolumeStreamClient, ChainsOf3DElementsOverSeveralStreamsEqualUnary) {
+  testing::TestServer server;
+  const Image volume = testing::RandomImage(PixelType::kU16, Extent{21, 13, 29}, 31);
+  v1::MorphologyRequest steps;
+  *steps.add_steps() = Step(v1::MORPHOLOGY_OP_OPEN, v1::ELEMENT_SHAPE_ELLIPSE, 3, 5, 5, 2);
+  *steps.add_steps() = Step(v1::MORPHOLOGY_OP_DILATE, v1::ELEMENT_SHAPE_RECT, 3, 1, 4);
+  steps.mutable_steps(1)->mutable_element()->set_anchor_z(0);  // asymmetric in z
+  const std::string unary = UnaryMorphology(server, volume, steps);
+  ASSERT_EQ(unary.size(), volume.size_bytes());
+  const ConnectionOptions connection = Local(server);
+  // Reach 2 * 2 * 2 + 3 = 11: with 7 streams most of each one's input is halo.
+  for (int streams : {1, 2, 4, 7, 40}) {
+    for (int slab : {1, 4, 29}) {
+      v1::VolumeStreamHeader header;
+      *header.mutable_morphology() = steps;
+      absl::StatusOr<StreamedVolume> out =
+          StreamVolume(ConnectStreams(connection, streams), connection, header, volume, slab);
+      ASSERT_TRUE(out.ok()) << out.status();
+      ASSERT_EQ(out->planes.size(), 1u);
+      EXPECT_TRUE(Bytes(out->planes[0]) == unary) << streams << " streams, slabs of " << slab;
+      // 40 streams become 14: every stream gets at least 2 slices.
+      EXPECT_EQ(out->stream_timings.size(), static_cast<std::size_t>(std::min(streams, 14)));
+    }
+  }
+}
+
+TEST(VolumeStreamClient, GradientOverSeveralStreamsEqualsUnaryPlaneByPlane) {
+  testing::TestServer server;
+  const Image volume = testing::RandomImage(PixelType::kF32, Extent{17, 11, 9}, 32);
+  v1::GradientRequest unary;
+  SetImageHeader(volume.view(), unary.mutable_input()->mutable_image());
+  unary.mutable_input()->mutable_image()->set_data(reinterpret_cast<const char*>(volume.bytes()),
+                                                   volume.size_bytes());
+  unary.set_magnitude(true);
+  grpc::ClientContext ctx;
+  v1::GradientResponse expected;
+  ASSERT_TRUE(server.stub().Gradient(&ctx, unary, &expected).ok());
+  v1::VolumeStreamHeader header;
+  header.mutable_gradient()->set_magnitude(true);
+  const ConnectionOptions connection = Local(server);
+  absl::StatusOr<StreamedVolume> out =
+      StreamVolume(ConnectStreams(connection, 3), connection, header, volume, 2);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->planes.size(), 3u);
+  EXPECT_TRUE(Bytes(out->planes[0]) == expected.gx().image().data());
+  EXPECT_TRUE(Bytes(out->planes[1]) == expected.gy().image().data());
+  EXPECT_TRUE(Bytes(out->planes[2]) == expected.magnitude().image().data());
+  EXPECT_NE(out->server_timing.find("stream 3/3: "), std::string::npos) << out->server_timing;
+}
+
+TEST(VolumeStreamClient, ABadHeaderFailsWithTheServersMessage) {
+  testing::TestServer server;
+  const Image volume = testing::RandomImage(PixelType::kU8, Extent{9, 9, 8}, 33);
+  v1::VolumeStreamHeader header;
+  *header.mutable_morphology()->add_steps() =
+      Step(v1::MORPHOLOGY_OP_DILATE, v1::ELEMENT_SHAPE_RECT, 0, 3, 0);
+  const ConnectionOptions connection = Local(server);
+  absl::StatusOr<StreamedVolume> out =
+      StreamVolume(ConnectStreams(connection, 2), connection, header, volume, 2);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(out.status().message().find("steps[0].element.width"), std::string::npos)
+      << out.status();
+}
+
+}  // namespace
+}  // namespace cuimg
