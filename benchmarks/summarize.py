@@ -170,6 +170,12 @@ def main(jsonl_path, device_path=None):
                             f"{t['cuimg_queue_p50_us'] / 1e3:.2f} ms, handler to reply "
                             f"{t['cuimg_server_p50_us'] / 1e3:.2f} ms"
                             if 'cuimg_queue_p50_us' in t else "")]
+            elif "streams" in t:
+                cells = [f"{t['echo_ms']:.1f} ms (1 MiB chunks, one stream)",
+                         f"{t['cuimg_ms']:.1f} ms ({t['slab_slices']}-slice slabs over "
+                         f"{t['streams']} streams)",
+                         f"{t['ratio']:.2f} (< 1; cuimg ≤ {t['target_ms']} ms)",
+                         f"{t['check']}; slowest stream's server time {t['server_total_ms']:.1f} ms"]
             else:
                 cells = [f"{t['echo_ms']:.1f} ms (1 MiB chunks)",
                          f"{t['cuimg_ms']:.1f} ms ({t['slab_slices']}-slice slabs)",
