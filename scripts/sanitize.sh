@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sanitizer builds for CI (no GPU needed), each in its own directory with only the targets it runs:
 #   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer (gcc): the server's unit and
-#                in-process service tests, then cuimg-server itself under the over-the-wire
+#                in-process service tests (and the client's threaded volume streaming), then cuimg-server itself under the over-the-wire
 #                bad-request, limit and security suites (a leak at exit fails the server's exit
 #                code, which the suites check). Needs the regular build's cuimg (scripts/build.sh).
 #   build-tsan/  ThreadSanitizer (gcc): the server library's concurrent pieces (work queue,
@@ -16,7 +16,7 @@ variants=("$@")
 [ ${#variants[@]} -gt 0 ] || variants=(asan tsan)
 
 unit_tests=(request_validation_test resident_store_test work_queue_test inflight_budget_test
-            auth_tokens_test concurrency_test imaging_service_test)
+            auth_tokens_test concurrency_test imaging_service_test volume_stream_client_test)
 
 configure() {  # DIR FLAGS
   mkdir -p "$1"
