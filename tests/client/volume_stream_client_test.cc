@@ -34,19 +34,6 @@ ConnectionOptions Local(testing::TestServer& server) {
   return c;
 }
 
-std::string UnaryMorphology(testing::TestServer& server, const Image& volume,
-                            const v1::MorphologyRequest& steps) {
-  v1::MorphologyRequest r = steps;
-  v1::Image* in = r.mutable_input()->mutable_image();
-  SetImageHeader(volume.view(), in);
-  in->set_data(reinterpret_cast<const char*>(volume.bytes()), volume.size_bytes());
-  grpc::ClientContext ctx;
-  v1::MorphologyResponse response;
-  const grpc::Status status = server.stub().Morphology(&ctx, r, &response);
-  EXPECT_TRUE(status.ok()) << status.error_message();
-  return response.result().image().data();
-}
-
 std::string Bytes(const Image& image) {
   return std::string(reinterpret_cast<const char*>(image.bytes()), image.size_bytes());
 }
@@ -94,7 +81,7 @@ TEST(VolumeStreamClient, ChainsOf3DElementsOverSeveralStreamsEqualUnary) {
   *steps.add_steps() = Step(v1::MORPHOLOGY_OP_OPEN, v1::ELEMENT_SHAPE_ELLIPSE, 3, 5, 5, 2);
   *steps.add_steps() = Step(v1::MORPHOLOGY_OP_DILATE, v1::ELEMENT_SHAPE_RECT, 3, 1, 4);
   steps.mutable_steps(1)->mutable_element()->set_anchor_z(0);  // asymmetric in z
-  const std::string unary = UnaryMorphology(server, volume, steps);
+  const std::string unary = testing::UnaryMorphology(server.stub(), volume, steps);
   ASSERT_EQ(unary.size(), volume.size_bytes());
   const ConnectionOptions connection = Local(server);
   // Reach 2 * 2 * 2 + 3 = 11: with 7 streams most of each one's input is halo.

@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/image.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 #include "server/grpc_server.h"
+#include "server/proto_conversion.h"
 
 namespace cuimg::testing {
 
@@ -49,6 +52,20 @@ class TestServer {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Imaging::Stub> stub_;
 };
+
+// The unary Morphology result of `steps` (a request without input) on `volume`, sent inline.
+inline std::string UnaryMorphology(v1::Imaging::Stub& stub, const Image& volume,
+                                   const v1::MorphologyRequest& steps) {
+  v1::MorphologyRequest r = steps;
+  v1::Image* in = r.mutable_input()->mutable_image();
+  SetImageHeader(volume.view(), in);
+  in->set_data(reinterpret_cast<const char*>(volume.bytes()), volume.size_bytes());
+  grpc::ClientContext ctx;
+  v1::MorphologyResponse response;
+  const grpc::Status status = stub.Morphology(&ctx, r, &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return response.result().image().data();
+}
 
 }  // namespace cuimg::testing
 

@@ -88,25 +88,11 @@ void AddStep(v1::MorphologyRequest* r, v1::MorphologyOp op, v1::ElementShape sha
   e->set_depth(d);
 }
 
-// The unary Morphology result for `steps` on `volume`.
-std::string UnaryMorphology(v1::Imaging::Stub& stub, const Image& volume,
-                            const v1::MorphologyRequest& steps) {
-  v1::MorphologyRequest r = steps;
-  v1::Image* in = r.mutable_input()->mutable_image();
-  SetImageHeader(volume.view(), in);
-  in->set_data(reinterpret_cast<const char*>(volume.bytes()), volume.size_bytes());
-  grpc::ClientContext ctx;
-  v1::MorphologyResponse response;
-  const grpc::Status status = stub.Morphology(&ctx, r, &response);
-  EXPECT_TRUE(status.ok()) << status.error_message();
-  return response.result().image().data();
-}
-
 // Streams `volume` through `steps` with each slab size list and compares with the unary result.
 void ExpectStreamedEqualsUnary(testing::TestServer& server, const Image& volume,
                                const v1::MorphologyRequest& steps,
                                const std::vector<std::vector<int>>& slab_lists) {
-  const std::string unary = UnaryMorphology(server.stub(), volume, steps);
+  const std::string unary = testing::UnaryMorphology(server.stub(), volume, steps);
   ASSERT_EQ(unary.size(), volume.size_bytes());
   v1::VolumeStreamRequest header = Header(volume);
   *header.mutable_header()->mutable_morphology() = steps;
