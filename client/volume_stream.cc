@@ -118,16 +118,17 @@ int HeaderZReach(const v1::VolumeStreamHeader& header) {
     const int depth = std::max<int>(1, static_cast<int>(e.depth()));
     const int anchor = e.has_anchor_z() ? static_cast<int>(e.anchor_z()) : depth / 2;
     const int iterations = std::max<int>(1, static_cast<int>(step.iterations()));
-    const bool single = step.op() == v1::MORPHOLOGY_OP_ERODE || step.op() == v1::MORPHOLOGY_OP_DILATE;
+    const bool single =
+        step.op() == v1::MORPHOLOGY_OP_ERODE || step.op() == v1::MORPHOLOGY_OP_DILATE;
     reach += std::max(anchor, depth - 1 - anchor) * (single ? 1 : 2) * iterations;
   }
   return reach;
 }
 
-absl::StatusOr<StreamedVolume> StreamVolume(const std::vector<std::unique_ptr<v1::Imaging::Stub>>& stubs,
-                                            const ConnectionOptions& connection,
-                                            v1::VolumeStreamHeader header, const Image& volume,
-                                            int slab_slices) {
+absl::StatusOr<StreamedVolume> StreamVolume(
+    const std::vector<std::unique_ptr<v1::Imaging::Stub>>& stubs,
+    const ConnectionOptions& connection, v1::VolumeStreamHeader header, const Image& volume,
+    int slab_slices) {
   if (slab_slices < 1) return absl::InvalidArgumentError("--slab_slices: must be >= 1");
   if (stubs.empty()) return absl::InvalidArgumentError("--volume_streams: must be >= 1");
   if (volume.channels() != 1) {

@@ -38,11 +38,12 @@ int HeaderZReach(const v1::VolumeStreamHeader& header);
 // up to that many streams, run at once; each stream carries its range plus HeaderZReach slices
 // either side where the volume has them, and keeps only its range's results, so the volume is
 // exactly the one-stream result. Volumes of fewer than 4 slices take one stream.
-// The first failing stream's status; INTERNAL when the results do not cover the volume exactly once.
-absl::StatusOr<StreamedVolume> StreamVolume(const std::vector<std::unique_ptr<v1::Imaging::Stub>>& stubs,
-                                            const ConnectionOptions& connection,
-                                            v1::VolumeStreamHeader header, const Image& volume,
-                                            int slab_slices);
+// The first failing stream's status; INTERNAL when the results do not cover the volume exactly
+// once.
+absl::StatusOr<StreamedVolume> StreamVolume(
+    const std::vector<std::unique_ptr<v1::Imaging::Stub>>& stubs,
+    const ConnectionOptions& connection, v1::VolumeStreamHeader header, const Image& volume,
+    int slab_slices);
 
 // `count` (>= 1) stubs for StreamVolume, each on its own connection.
 std::vector<std::unique_ptr<v1::Imaging::Stub>> ConnectStreams(const ConnectionOptions& connection,
