@@ -38,9 +38,25 @@ grep -o 'event=startup.*backend=[a-z]*' out/server.log | sed 's/.*backend=/serve
 "$client" --target="$target" detect --input="$data/basketball1.png" \
   --output=out/basketball1_detections.png > out/basketball1_detections.json
 "$client" --target="$target" models
+# A synthetic CT-like volume (balls of different densities in noise, 256x256x96 int16), closed
+# with a 3D ball while it streams in 8-slice slabs over 4 connections; written as multi-page TIFFs.
+/usr/bin/python3 - <<'PY'
+import numpy as np
+rng = np.random.default_rng(7)
+z, y, x = np.mgrid[0:96, 0:256, 0:256]
+volume = rng.normal(-900, 40, size=z.shape)
+for cz, cy, cx, r, hu in ((48, 128, 128, 80, 40), (40, 100, 90, 22, 300), (60, 150, 170, 15, 900)):
+    volume[(z - cz) ** 2 + (y - cy) ** 2 + (x - cx) ** 2 <= r * r] = hu
+np.save("out/phantom_ct.npy", volume.astype(np.int16))
+PY
+# The input as a TIFF too, to compare (a 1x1x1 dilation is the identity).
+"$client" --target="$target" morphology --input=out/phantom_ct.npy --output=out/phantom_ct.tif \
+  --op=dilate --shape=rect --size=1x1x1
+"$client" --target="$target" morphology --input=out/phantom_ct.npy \
+  --output=out/phantom_ct_closed.tif --steps=close:ellipse:5x5x5 --slab_slices=8 --volume_streams=4
 "$client" mesh torus --n=301 --m=301 --output=out/torus.ply
 "$client" --target="$target" deform --input=out/torus.ply --output=out/torus_twisted.ply --twist=90 --bulge=0.3
 "$client" --target="$target" deform --input=out/torus.ply --animate=30 --twist=60
 curl -s "http://127.0.0.1:$metrics/metrics" | grep '^cuimg_requests_total' > out/metrics.txt || true
 echo "results in out/:"
-ls -l out/*.png out/*.tiff out/*.ply out/*.json | grep -v _pyramid_level
+ls -l out/*.png out/*.tiff out/*.tif out/*.ply out/*.json | grep -v _pyramid_level
