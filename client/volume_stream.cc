@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -36,18 +37,49 @@ std::vector<Part> SplitDepth(std::int64_t depth, int streams, int reach) {
   return parts;
 }
 
-// Streams input slices [part.in_begin, part.in_end) of `volume` as a volume of their own and
-// copies the results of slices [part.keep_begin, part.keep_end) into `planes` (each `out_slice`
-// bytes per slice, `plane_count` of them). `header`'s volume shape is the part's.
-absl::Status StreamPart(v1::Imaging::Stub& stub, const ConnectionOptions& connection,
+// The streams of one volume: once one fails, the others are cancelled, so the caller has the
+// first failure without waiting for the rest of the volume.
+class StreamGroup {
+ public:
+  // Registers a stream's context; false when a stream has already failed (do not start).
+  bool Join(grpc::ClientContext* context) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!first_failure_.ok()) return false;
+    contexts_.push_back(context);
+    return true;
+  }
+  void Leave(grpc::ClientContext* context) {
+    std::lock_guard<std::mutex> lock(mu_);
+    contexts_.erase(std::remove(contexts_.begin(), contexts_.end(), context), contexts_.end());
+  }
+  // Records `status` if it is the first failure, and cancels the streams still running.
+  void Fail(const absl::Status& status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!first_failure_.ok()) return;
+    first_failure_ = status;
+    for (grpc::ClientContext* c : contexts_) c->TryCancel();
+  }
+  absl::Status first_failure() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return first_failure_;
+  }
+
+ private:
+  std::mutex mu_;
+  absl::Status first_failure_;
+  std::vector<grpc::ClientContext*> contexts_;
+};
+
+// Streams input slices [part.in_begin, part.in_end) of `volume` as a volume of their own on
+// `context` and copies the results of slices [part.keep_begin, part.keep_end) into `planes` (each
+// `out_slice` bytes per slice, `plane_count` of them). `header`'s volume shape is the part's.
+absl::Status StreamPart(v1::Imaging::Stub& stub, grpc::ClientContext& context,
                         const v1::VolumeStreamHeader& header, const Image& volume,
                         int slab_slices, const Part& part, int plane_count,
                         std::size_t out_slice, std::vector<Image>& planes, std::string* timing) {
   const Extent& e = volume.extent();
   const std::size_t in_slice = static_cast<std::size_t>(e.SlicePixels()) * PixelSize(volume.type());
   const std::int64_t depth = part.in_end - part.in_begin;
-  grpc::ClientContext context;
-  PrepareContext(connection, &context);
   auto stream = stub.ProcessVolumeStream(&context);
   std::thread writer([&] {
     v1::VolumeStreamRequest message;
@@ -86,10 +118,11 @@ absl::Status StreamPart(v1::Imaging::Stub& stub, const ConnectionOptions& connec
     next_z += n;
   }
   writer.join();
-  const grpc::Status status = stream->Finish();
+  const grpc::Status finished = stream->Finish();
   *timing = ServerTiming(context);
-  if (!status.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+  if (!finished.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(finished.error_code()),
+                        finished.error_message());
   }
   if (!problem.empty()) return absl::InternalError(problem);
   if (next_z != depth) {
@@ -155,22 +188,26 @@ absl::StatusOr<StreamedVolume> StreamVolume(
   const std::vector<Part> parts =
       e.depth > 1 ? SplitDepth(e.depth, static_cast<int>(stubs.size()), HeaderZReach(header))
                   : std::vector<Part>{Part{0, 1, 0, 1}};
-  std::vector<absl::Status> statuses(parts.size());
+  StreamGroup group;
   out.stream_timings.resize(parts.size());
   auto run = [&](std::size_t k) {
     v1::VolumeStreamHeader part_header = header;
     const std::int64_t depth = parts[k].in_end - parts[k].in_begin;
     part_header.mutable_volume()->set_depth(depth > 1 ? static_cast<std::uint32_t>(depth) : 0);
-    statuses[k] = StreamPart(*stubs[k], connection, part_header, volume, slab_slices, parts[k],
-                             planes, out_slice, out.planes, &out.stream_timings[k]);
+    grpc::ClientContext context;
+    PrepareContext(connection, &context);
+    if (!group.Join(&context)) return;  // another stream failed: nothing to add
+    const absl::Status status = StreamPart(*stubs[k], context, part_header, volume, slab_slices,
+                                           parts[k], planes, out_slice, out.planes,
+                                           &out.stream_timings[k]);
+    group.Leave(&context);
+    if (!status.ok()) group.Fail(status);
   };
   std::vector<std::thread> others;
   for (std::size_t k = 1; k < parts.size(); ++k) others.emplace_back(run, k);
   run(0);
   for (std::thread& t : others) t.join();
-  for (const absl::Status& s : statuses) {
-    if (!s.ok()) return s;
-  }
+  if (absl::Status failure = group.first_failure(); !failure.ok()) return failure;
   if (parts.size() == 1) {
     out.server_timing = out.stream_timings[0];
   } else {

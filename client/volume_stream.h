@@ -38,8 +38,8 @@ int HeaderZReach(const v1::VolumeStreamHeader& header);
 // up to that many streams, run at once; each stream carries its range plus HeaderZReach slices
 // either side where the volume has them, and keeps only its range's results, so the volume is
 // exactly the one-stream result. Volumes of fewer than 4 slices take one stream.
-// The first failing stream's status; INTERNAL when the results do not cover the volume exactly
-// once.
+// The first failing stream's status (the others are then cancelled); INTERNAL when the results do
+// not cover the volume exactly once.
 absl::StatusOr<StreamedVolume> StreamVolume(
     const std::vector<std::unique_ptr<v1::Imaging::Stub>>& stubs,
     const ConnectionOptions& connection, v1::VolumeStreamHeader header, const Image& volume,

@@ -139,5 +139,22 @@ TEST(VolumeStreamClient, ABadHeaderFailsWithTheServersMessage) {
       << out.status();
 }
 
+TEST(VolumeStreamClient, TheFailedStreamsStatusIsWhatTheCallerGets) {
+  testing::TestServer server;
+  const Image volume = testing::RandomImage(PixelType::kU8, Extent{48, 40, 40}, 34);
+  v1::VolumeStreamHeader header;
+  *header.mutable_morphology()->add_steps() =
+      Step(v1::MORPHOLOGY_OP_CLOSE, v1::ELEMENT_SHAPE_ELLIPSE, 5, 5, 5);
+  const ConnectionOptions connection = Local(server);
+  std::vector<std::unique_ptr<v1::Imaging::Stub>> stubs = ConnectStreams(connection, 4);
+  // The third stream's connection goes nowhere (nothing listens on port 1): its UNAVAILABLE is
+  // what the caller gets, not the CANCELLED of the streams it stopped.
+  stubs[2] = v1::Imaging::NewStub(
+      grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()));
+  absl::StatusOr<StreamedVolume> out = StreamVolume(stubs, connection, header, volume, 1);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kUnavailable) << out.status();
+}
+
 }  // namespace
 }  // namespace cuimg
