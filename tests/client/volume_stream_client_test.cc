@@ -28,6 +28,13 @@ v1::MorphologyStep Step(v1::MorphologyOp op, v1::ElementShape shape, int w, int 
   return s;
 }
 
+// A Morphology stream header of one step.
+v1::VolumeStreamHeader OneStep(const v1::MorphologyStep& step) {
+  v1::VolumeStreamHeader header;
+  *header.mutable_morphology()->add_steps() = step;
+  return header;
+}
+
 ConnectionOptions Local(testing::TestServer& server) {
   ConnectionOptions c;
   c.target = absl::StrCat("127.0.0.1:", server.server().grpc_port());
@@ -127,12 +134,11 @@ TEST(VolumeStreamClient, GradientOverSeveralStreamsEqualsUnaryPlaneByPlane) {
 TEST(VolumeStreamClient, ABadHeaderFailsWithTheServersMessage) {
   testing::TestServer server;
   const Image volume = testing::RandomImage(PixelType::kU8, Extent{9, 9, 8}, 33);
-  v1::VolumeStreamHeader header;
-  *header.mutable_morphology()->add_steps() =
-      Step(v1::MORPHOLOGY_OP_DILATE, v1::ELEMENT_SHAPE_RECT, 0, 3, 0);
   const ConnectionOptions connection = Local(server);
   absl::StatusOr<StreamedVolume> out =
-      StreamVolume(ConnectStreams(connection, 2), connection, header, volume, 2);
+      StreamVolume(ConnectStreams(connection, 2), connection,
+                   OneStep(Step(v1::MORPHOLOGY_OP_DILATE, v1::ELEMENT_SHAPE_RECT, 0, 3, 0)),
+                   volume, 2);
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(out.status().message().find("steps[0].element.width"), std::string::npos)
@@ -142,9 +148,8 @@ TEST(VolumeStreamClient, ABadHeaderFailsWithTheServersMessage) {
 TEST(VolumeStreamClient, TheFailedStreamsStatusIsWhatTheCallerGets) {
   testing::TestServer server;
   const Image volume = testing::RandomImage(PixelType::kU8, Extent{48, 40, 40}, 34);
-  v1::VolumeStreamHeader header;
-  *header.mutable_morphology()->add_steps() =
-      Step(v1::MORPHOLOGY_OP_CLOSE, v1::ELEMENT_SHAPE_ELLIPSE, 5, 5, 5);
+  const v1::VolumeStreamHeader header =
+      OneStep(Step(v1::MORPHOLOGY_OP_CLOSE, v1::ELEMENT_SHAPE_ELLIPSE, 5, 5, 5));
   const ConnectionOptions connection = Local(server);
   std::vector<std::unique_ptr<v1::Imaging::Stub>> stubs = ConnectStreams(connection, 4);
   // The third stream's connection goes nowhere (nothing listens on port 1): its UNAVAILABLE is
