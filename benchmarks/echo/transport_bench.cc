@@ -97,12 +97,10 @@ std::string RandomBytes(std::size_t n, std::uint64_t seed) {
 struct ServerTimes {
   double queue = 0, total = 0, h2d = 0, kernel = 0, d2h = 0;
 };
-ServerTimes ParseTiming(const grpc::ClientContext& ctx) {
+// From the trailer's text ("queue_us=... total_us=... ...").
+ServerTimes ParseTiming(absl::string_view trailer) {
   ServerTimes t;
-  const auto& trailers = ctx.GetServerTrailingMetadata();
-  auto it = trailers.find("cuimg-timing");
-  if (it == trailers.end()) return t;
-  for (absl::string_view kv : absl::StrSplit(absl::string_view(it->second.data(), it->second.size()), ' ')) {
+  for (absl::string_view kv : absl::StrSplit(trailer, ' ')) {
     std::pair<absl::string_view, absl::string_view> p = absl::StrSplit(kv, '=');
     double v = 0;
     if (!absl::SimpleAtod(p.second, &v)) continue;
@@ -113,6 +111,12 @@ ServerTimes ParseTiming(const grpc::ClientContext& ctx) {
     if (p.first == "d2h_us") t.d2h = v;
   }
   return t;
+}
+ServerTimes ParseTiming(const grpc::ClientContext& ctx) {
+  const auto& trailers = ctx.GetServerTrailingMetadata();
+  auto it = trailers.find("cuimg-timing");
+  if (it == trailers.end()) return ServerTimes{};
+  return ParseTiming(absl::string_view(it->second.data(), it->second.size()));
 }
 
 cuimg::v1::MorphologyRequest Dilate(const std::string& pixels, int w, int h, int depth,
@@ -644,12 +648,7 @@ int main(int argc, char** argv) {
       ms.push_back(elapsed);
       double slowest = 0;  // the streams run at once: the slowest one's server time
       for (const std::string& t : out->stream_timings) {
-        for (absl::string_view kv : absl::StrSplit(t, ' ')) {
-          double v = 0;
-          if (absl::ConsumePrefix(&kv, "total_us=") && absl::SimpleAtod(kv, &v)) {
-            slowest = std::max(slowest, v * 1e-3);
-          }
-        }
+        slowest = std::max(slowest, ParseTiming(t).total * 1e-3);
       }
       server_ms.push_back(slowest);
     }
