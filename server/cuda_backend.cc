@@ -210,6 +210,23 @@ struct DeviceCall {
   // pageable copy serializes in the driver across threads).
   static constexpr std::size_t kStageOutUpTo = std::size_t{1} << 20;
 
+  // Up to this size, a result bound for mapped host memory (a registered shared-memory region)
+  // is written there by the kernel itself when the plan allows it: the PCIe writes overlap the
+  // kernel instead of following it as a copy (BENCHMARKS.md, issue 7). Reading inputs in place
+  // measured slower (run 41: the kernels wait on PCIe reads), so inputs are always copied.
+  static constexpr std::size_t kWriteInPlaceUpTo = std::size_t{1} << 20;
+
+  // The device address at which a kernel writes `host` directly (see kWriteInPlaceUpTo), or null
+  // when the result goes through device memory and a copy. Regions take results at any offset;
+  // a kernel's store to an address not aligned to its pixel would be a sticky device error.
+  static void* WritableInPlace(void* host, std::size_t bytes, std::size_t pixel_bytes) {
+    if (host == nullptr || bytes > kWriteInPlaceUpTo ||
+        reinterpret_cast<std::uintptr_t>(host) % pixel_bytes != 0) {
+      return nullptr;
+    }
+    return MappedDevicePointer(host);
+  }
+
   // Request bytes to the device, staged through the device's pinned pool (staged_copy.h).
   absl::Status CopyIn(void* d_dst, const void* src, std::size_t bytes) {
     return CopyToDeviceStaged(dev.staging(), d_dst, src, bytes, stream, &staging);
@@ -297,15 +314,18 @@ class CudaBackend final : public Backend {
     CUIMG_ASSIGN_OR_RETURN(MorphologyPlan plan, MorphologyPlan::Create(in.type, in.extent, steps));
     return OnDevice(Pick(), times, [&](DeviceCall& c) -> absl::Status {
       const std::size_t bytes = in.Bytes();
+      void* in_place = plan.WritesOutputOnce()
+                           ? c.WritableInPlace(out.data, bytes, PixelSize(in.type))
+                           : nullptr;
       CUIMG_ASSIGN_OR_RETURN(void* d_in, c.Acquire(bytes));
-      CUIMG_ASSIGN_OR_RETURN(void* d_out, c.Acquire(bytes));
+      CUIMG_ASSIGN_OR_RETURN(void* d_out, c.Acquire(in_place != nullptr ? 0 : bytes));
       CUIMG_ASSIGN_OR_RETURN(void* d_ws, c.Acquire(plan.WorkspaceBytes()));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
       CUIMG_RETURN_IF_ERROR(c.CopyIn(d_in, in.data, bytes));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
-      CUIMG_RETURN_IF_ERROR(plan.Run(d_in, d_out, d_ws, c.stream));
+      CUIMG_RETURN_IF_ERROR(plan.Run(d_in, in_place != nullptr ? in_place : d_out, d_ws, c.stream));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
-      CUIMG_RETURN_IF_ERROR(c.CopyOut(out.data, d_out, bytes));
+      if (in_place == nullptr) CUIMG_RETURN_IF_ERROR(c.CopyOut(out.data, d_out, bytes));
       return c.timer.Mark(3, c.stream);
     });
   }

@@ -178,6 +178,15 @@ int MorphologyPlan::LaunchCount() const {
   return launches;
 }
 
+bool MorphologyPlan::WritesOutputOnce() const {
+  const Impl& plan = *impl_;
+  if (plan.steps.size() != 1) return false;
+  const MorphologyStep& step = plan.steps.front();
+  const internal::ElementPlan& e = plan.elements.front();
+  return (step.op == MorphOp::kErode || step.op == MorphOp::kDilate) &&
+         PrimitivePassCount(step) == 1 && e.separable && e.box.size() == 1;
+}
+
 std::string MorphologyPlan::Describe() const {
   std::vector<std::string> parts;
   for (const internal::ElementPlan& e : impl_->elements) {

@@ -69,6 +69,17 @@ __device__ __forceinline__ T FromBits(unsigned w) {
   }
 }
 
+// Stores word w's kPerWord pixels at dst, which is aligned to their size: one store instead of
+// one per pixel (u8 lanes are narrowed to two bytes).
+template <typename T>
+__device__ __forceinline__ void StorePixels(T* dst, unsigned w) {
+  if constexpr (sizeof(T) == 1) {
+    *reinterpret_cast<unsigned short*>(dst) = static_cast<unsigned short>(__byte_perm(w, 0, 0x20));
+  } else {
+    *reinterpret_cast<unsigned*>(dst) = w;
+  }
+}
+
 // The word whose pixels start `k` pixels after word j's first pixel, read from one staged row of
 // `words` words (reads past the row's end are clamped: they only feed pixels never used).
 template <typename T>
@@ -176,15 +187,24 @@ __global__ void __launch_bounds__(kBoxXYThreads)
     Swap(src, dst);
   }
   const int last = p.ly - k;  // 0 when ly == 1: op(v, v) = v
+  // A word's pixels in one store where every row start is aligned to their size (the output may
+  // be mapped host memory, where each store is its own PCIe write).
+  const bool word_rows =
+      reinterpret_cast<std::uintptr_t>(out) % (kP * sizeof(T)) == 0 && p.width % kP == 0;
   for (int r = warp; r < p.tile_h; r += kWarps) {
     const int gy = y0 + r;
     if (gy >= p.height) break;
     T* row = out + static_cast<std::size_t>(gy) * p.width;
     for (int j = lane; j < out_words; j += 32) {
       const unsigned w = Pk::template Op<kDilate>(src[r * rw + j], src[(r + last) * rw + j]);
+      const int gx0 = x0 + j * kP;
+      if (word_rows && gx0 + kP <= p.width) {
+        StorePixels(row + gx0, w);
+        continue;
+      }
 #pragma unroll
       for (int t = 0; t < kP; ++t) {
-        const int gx = x0 + j * kP + t;
+        const int gx = gx0 + t;
         if (gx < p.width) row[gx] = FromBits<T>(w >> (t * kBits));
       }
     }

@@ -8,9 +8,14 @@
 #include <algorithm>
 #include <cstdlib>
 #include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 
 #include "cuimg/common/cuda_stream.h"
 #include "cuimg/common/device_buffer.h"
+#include "cuimg/common/staged_copy.h"
 #include "cuimg/kernels/morphology.h"
 #include "cuimg/reference/morphology_reference.h"
 #include "tests/testing/gpu_test_env.h"
@@ -270,6 +275,56 @@ TEST(MorphologyGpu, NestedRowElementsMatchReference) {
       }
     }
   }
+}
+
+// The server's shared-memory path: a plan that WritesOutputOnce() writes its result straight into
+// registered (page-locked, mapped) host memory. Every type, even and odd widths (word stores and
+// per-pixel stores), the fused x/y and one-axis box passes; every pixel checked against the
+// reference after poisoning.
+TEST(MorphologyGpu, WritesMappedHostMemoryInPlace) {
+  CUIMG_SKIP_IF_NO_GPU();
+  auto stream = CudaStream::Create();
+  ASSERT_TRUE(stream.ok());
+  for (PixelType type : {PixelType::kU8, PixelType::kU16, PixelType::kI16, PixelType::kF32}) {
+    for (Extent e : {Extent{640, 480, 1}, Extent{203, 97, 1}, Extent{66, 35, 3}}) {
+      for (ElementSpec spec : {ElementSpec{ElementShape::kRect, 3, 3, 0, -1, -1, -1, {}},
+                               ElementSpec{ElementShape::kRect, 5, 1, 0, -1, -1, -1, {}},
+                               ElementSpec{ElementShape::kRect, 1, 7, 0, -1, -1, -1, {}}}) {
+        const std::string what = absl::StrCat(PixelTypeName(type), " ", e.width, "x", e.height,
+                                              "x", e.depth, " rect ", spec.width, "x",
+                                              spec.height);
+        const Image input = testing::RandomImage(type, e, e.width + spec.width);
+        MorphologyStep dilate;
+        dilate.op = MorphOp::kDilate;
+        dilate.element = *StructuringElement::Create(spec);
+        auto plan = MorphologyPlan::Create(type, e, {dilate});
+        ASSERT_TRUE(plan.ok()) << what;
+        ASSERT_TRUE(plan->WritesOutputOnce()) << what << " " << plan->Describe();
+        // Registered as the server registers a client's shared-memory region.
+        std::vector<std::uint8_t> host(input.size_bytes());
+        auto pin = HostRegistration::Register(host.data(), host.size());
+        auto d_in = DeviceBuffer::Allocate(input.size_bytes());
+        auto ws = DeviceBuffer::Allocate(plan->WorkspaceBytes());
+        ASSERT_TRUE(pin.ok() && d_in.ok() && ws.ok()) << what;
+        void* mapped = MappedDevicePointer(host.data());
+        ASSERT_NE(mapped, nullptr) << what;
+        ASSERT_EQ(cudaMemcpy(d_in->data(), input.bytes(), input.size_bytes(),
+                             cudaMemcpyHostToDevice),
+                  cudaSuccess);
+        std::fill(host.begin(), host.end(), 0xAB);
+        ASSERT_TRUE(plan->Run(d_in->data(), mapped, ws->data(), stream->get()).ok()) << what;
+        ASSERT_TRUE(stream->Synchronize().ok()) << what;
+        absl::StatusOr<Image> want = MorphologyReference(input, {dilate});
+        ASSERT_TRUE(want.ok()) << want.status();
+        Image got(type, e, 1);
+        std::copy(host.begin(), host.end(), got.bytes());
+        const std::int64_t i = testing::FirstMismatch(got, *want);
+        ASSERT_EQ(i, -1) << what << " " << testing::DescribeMismatch(got, *want, i);
+      }
+    }
+  }
+  std::vector<std::uint8_t> pageable(64);
+  EXPECT_EQ(MappedDevicePointer(pageable.data()), nullptr);
 }
 
 TEST(MorphologyGpu, IsDeterministic) {

@@ -79,6 +79,28 @@ TEST(MorphologyPlan, UsesSeparablePassesForBoxesAndChordsOtherwise) {
   EXPECT_NE(disk_plan->Describe().find("chords(1 bands"), std::string::npos) << disk_plan->Describe();
 }
 
+// Only one box pass that writes each output once may write mapped host memory in place.
+TEST(MorphologyPlan, WritesOutputOnceOnlyForOneBoxPass) {
+  auto element = [](ElementShape shape, int w, int h) {
+    return *StructuringElement::Create(ElementSpec{shape, w, h, 0, -1, -1, -1, {}});
+  };
+  auto writes_once = [](const StructuringElement& e, MorphOp op, int iterations) {
+    auto plan = MorphologyPlan::Create(PixelType::kU8, Extent{640, 480, 1},
+                                       {{op, e, iterations, BorderMode::kNeutral, 0}});
+    EXPECT_TRUE(plan.ok());
+    return plan.ok() && plan->WritesOutputOnce();
+  };
+  const StructuringElement box3 = element(ElementShape::kRect, 3, 3);
+  EXPECT_TRUE(writes_once(box3, MorphOp::kDilate, 1));
+  EXPECT_TRUE(writes_once(box3, MorphOp::kErode, 1));
+  EXPECT_TRUE(writes_once(element(ElementShape::kRect, 1, 255), MorphOp::kDilate, 1));
+  EXPECT_FALSE(writes_once(box3, MorphOp::kDilate, 2));  // ping-pong through scratch
+  EXPECT_FALSE(writes_once(box3, MorphOp::kOpen, 1));
+  EXPECT_FALSE(writes_once(element(ElementShape::kRect, 63, 63), MorphOp::kDilate, 1));  // 2 passes
+  EXPECT_FALSE(writes_once(element(ElementShape::kRect, 1, 1), MorphOp::kDilate, 1));  // a copy
+  EXPECT_FALSE(writes_once(element(ElementShape::kEllipse, 9, 9), MorphOp::kDilate, 1));
+}
+
 // Small centred elements whose rows nest (disks, crosses, balls) take the nested-rows kernel, one
 // launch per section pair; off-centre, even-sized, holed or too wide ones keep the chords.
 TEST(MorphologyPlan, UsesNestedRowsForSmallSymmetricElements) {

@@ -44,7 +44,8 @@ void PinnedBuffer::Reset() {
 }
 
 absl::StatusOr<HostRegistration> HostRegistration::Register(void* data, std::size_t bytes) {
-  const cudaError_t error = cudaHostRegister(data, bytes, cudaHostRegisterPortable);
+  const cudaError_t error =
+      cudaHostRegister(data, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
   if (error != cudaSuccess) {
     return CudaStatus(error, absl::StrCat("cudaHostRegister(", bytes, " bytes)").c_str(), __FILE__,
                       __LINE__);

@@ -87,6 +87,15 @@ bool IsPageLocked(const void* host) {
   return attributes.type == cudaMemoryTypeHost;
 }
 
+void* MappedDevicePointer(const void* host) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, host) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return attributes.type == cudaMemoryTypeHost ? attributes.devicePointer : nullptr;
+}
+
 absl::Status CopyToDeviceStaged(PinnedStagingPool& pool, void* d_dst, const void* src,
                                 std::size_t bytes, cudaStream_t stream,
                                 std::vector<PinnedStagingPool::Lease>* keep) {

@@ -80,9 +80,9 @@ class PinnedBuffer {
   std::size_t size_ = 0;
 };
 
-// Existing host memory page-locked with cudaHostRegister (portable: for every device) while this
-// object lives. Move-only; the destructor unregisters quietly. The memory must stay mapped until
-// then.
+// Existing host memory page-locked with cudaHostRegister (portable: for every device; mapped:
+// kernels can write it in place, MappedDevicePointer) while this object lives. Move-only; the
+// destructor unregisters quietly. The memory must stay mapped until then.
 class HostRegistration {
  public:
   HostRegistration() = default;

@@ -22,6 +22,10 @@ inline constexpr int kStagingDepth = 3;
 // True when `host` lies in page-locked memory the device can DMA from directly.
 bool IsPageLocked(const void* host);
 
+// The address at which kernels on the current device reach `host`: page-locked host memory mapped
+// into the device (cudaHostRegisterMapped, cudaHostAlloc), else null.
+void* MappedDevicePointer(const void* host);
+
 // Copies `bytes` from host `src` to device `d_dst` on `stream`.
 // - Page-locked `src`: one cudaMemcpyAsync, asynchronous.
 // - Pageable `src`: through up to kStagingDepth chunks of `pool`, each filled by the CPU and then

@@ -23,7 +23,8 @@ namespace cuimg {
 // Contract of Run():
 // - Pixel types u8, u16, i16, f32; one channel; 2D (depth 1) or 3D.
 // - `in` and `out` are device pointers to extent.Pixels() elements, densely packed (x fastest);
-//   `out` must not overlap `in` or the workspace. `in` is only read.
+//   `out` must not overlap `in` or the workspace. `in` is only read. Where WritesOutputOnce(),
+//   `out` may also be page-locked host memory mapped into the device (MappedDevicePointer).
 // - `workspace` is WorkspaceBytes() bytes of device memory, 256-byte aligned, used exclusively
 //   by this call until the stream reaches its end.
 // - Asynchronous on `stream`: nothing is synchronized; the caller synchronizes. The plan's host
@@ -39,6 +40,9 @@ class MorphologyPlan {
   std::size_t WorkspaceBytes() const;
   // Kernel launches Run() makes (for benchmarks and launch-count reporting).
   int LaunchCount() const;
+  // True when Run() is one kernel (a single box pass) that writes each output pixel once and
+  // never reads `out`: the output can then go straight to mapped host memory over PCIe.
+  bool WritesOutputOnce() const;
   absl::Status Run(const void* in, void* out, void* workspace, cudaStream_t stream) const;
 
   PixelType type() const;
