@@ -50,7 +50,6 @@ int RunGradient(const ConnectionOptions& connection, const GradientCommand& c) {
   const Image gray = ToGray(input->image);
   const bool volume = gray.extent().depth > 1;
   v1::GradientRequest request = GradientParameters(c);
-  auto stub = v1::Imaging::NewStub(MakeChannel(connection));
   // gx, gy, magnitude: from one unary call, or streamed in slabs (--slab_slices).
   std::vector<Image> planes;
   std::string timing;
@@ -66,7 +65,7 @@ int RunGradient(const ConnectionOptions& connection, const GradientCommand& c) {
                                          std::string(streamed.status().message())));
     }
     planes = std::move(streamed->planes);
-    timing = streamed->server_timing;
+    timing = streamed->server_timing();
   } else {
     v1::Image* image = request.mutable_input()->mutable_image();
     ToProtoImage(gray, image);
@@ -76,7 +75,8 @@ int RunGradient(const ConnectionOptions& connection, const GradientCommand& c) {
     grpc::ClientContext context;
     PrepareContext(connection, &context);
     v1::GradientResponse response;
-    const grpc::Status status = stub->Gradient(&context, request, &response);
+    const grpc::Status status =
+        v1::Imaging::NewStub(MakeChannel(connection))->Gradient(&context, request, &response);
     if (!status.ok()) return ReportRpcError(status);
     for (const v1::ImageResult* result : {&response.gx(), &response.gy(), &response.magnitude()}) {
       absl::StatusOr<Image> out = FromProtoImage(result->image());

@@ -136,7 +136,7 @@ int RunStreamed(const ConnectionOptions& connection,
   if (int code = WriteOutput(command, result->planes[0].view(), input); code != kExitOk) {
     return code;
   }
-  Report(command, input.image, ms, result->server_timing);
+  Report(command, input.image, ms, result->server_timing());
   return kExitOk;
 }
 

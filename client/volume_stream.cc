@@ -208,17 +208,17 @@ absl::StatusOr<StreamedVolume> StreamVolume(
   run(0);
   for (std::thread& t : others) t.join();
   if (absl::Status failure = group.first_failure(); !failure.ok()) return failure;
-  if (parts.size() == 1) {
-    out.server_timing = out.stream_timings[0];
-  } else {
-    std::vector<std::string> labelled;
-    for (std::size_t k = 0; k < parts.size(); ++k) {
-      labelled.push_back(absl::StrCat("stream ", k + 1, "/", parts.size(), ": ",
-                                      out.stream_timings[k]));
-    }
-    out.server_timing = absl::StrJoin(labelled, " | ");
-  }
   return out;
+}
+
+std::string StreamedVolume::server_timing() const {
+  if (stream_timings.size() == 1) return stream_timings[0];
+  std::vector<std::string> labelled;
+  for (std::size_t k = 0; k < stream_timings.size(); ++k) {
+    labelled.push_back(
+        absl::StrCat("stream ", k + 1, "/", stream_timings.size(), ": ", stream_timings[k]));
+  }
+  return absl::StrJoin(labelled, " | ");
 }
 
 }  // namespace cuimg

@@ -23,7 +23,7 @@ struct StreamedVolume {
   // The `cuimg-timing` trailer of each stream, in z order.
   std::vector<std::string> stream_timings;
   // For display: the one stream's trailer, or "stream K/N: trailer" joined by " | ".
-  std::string server_timing;
+  std::string server_timing() const;
 };
 
 // The slices either side of an output slice whose input it depends on, for the header's operation

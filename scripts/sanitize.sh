@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Sanitizer builds for CI (no GPU needed), each in its own directory with only the targets it runs:
 #   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer (gcc): the server's unit and
-#                in-process service tests (and the client's threaded volume streaming), then cuimg-server itself under the over-the-wire
-#                bad-request, limit and security suites (a leak at exit fails the server's exit
-#                code, which the suites check). Needs the regular build's cuimg (scripts/build.sh).
+#                in-process service tests and the client's threaded volume streaming, then
+#                cuimg-server itself under the over-the-wire bad-request, limit and security
+#                suites (a leak at exit fails the server's exit code, which the suites check).
+#                Needs the regular build's cuimg (scripts/build.sh).
 #   build-tsan/  ThreadSanitizer (gcc): the server library's concurrent pieces (work queue,
 #                in-flight budget, resident store, CPU backend device slots) driven from many
 #                threads. Not the in-process gRPC service: Debian's gRPC and Abseil are not built

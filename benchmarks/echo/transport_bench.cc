@@ -83,6 +83,16 @@ std::shared_ptr<grpc::Channel> Channel(const std::string& target, int index) {
   return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
 }
 
+// The positive integers of a comma-separated flag value (other entries are skipped).
+std::vector<int> PositiveInts(absl::string_view list) {
+  std::vector<int> out;
+  for (absl::string_view part : absl::StrSplit(list, ',')) {
+    int v = 0;
+    if (absl::SimpleAtoi(part, &v) && v >= 1) out.push_back(v);
+  }
+  return out;
+}
+
 std::string RandomBytes(std::size_t n, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::string s(n, '\0');
@@ -537,9 +547,8 @@ int main(int argc, char** argv) {
     if (!s.ok()) std::fprintf(stderr, "unary volume: %s\n", s.error_message().c_str());
     unary = reply.result().image().data();
   }
-  for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_slab_slices), ',')) {
-    int slab_slices = 0;
-    if (!absl::SimpleAtoi(part, &slab_slices) || slab_slices < 1) continue;
+  const std::vector<int> slab_sizes = PositiveInts(absl::GetFlag(FLAGS_slab_slices));
+  for (const int slab_slices : slab_sizes) {
     std::vector<cuimg::v1::VolumeStreamRequest> messages(1);
     cuimg::v1::VolumeStreamHeader* header = messages[0].mutable_header();
     header->mutable_volume()->set_pixel_type(cuimg::v1::PIXEL_TYPE_I16);
@@ -605,14 +614,11 @@ int main(int argc, char** argv) {
   }
   // The same volume through the client library over several streams at once (each carries a
   // z range; a 2D element needs no halo between them), timed with the client's own slab copies.
-  const std::vector<std::string> slab_list = absl::StrSplit(absl::GetFlag(FLAGS_slab_slices), ',');
-  int first_slab = 2;
-  if (!slab_list.empty()) (void)absl::SimpleAtoi(slab_list[0], &first_slab);
-  cuimg::Image image(cuimg::PixelType::kI16, cuimg::Extent{kVW, kVH, kVD}, 1);
+  const int first_slab = slab_sizes.empty() ? 2 : slab_sizes[0];
+  cuimg::Image image(cuimg::PixelType::kI16, cuimg::Extent{kVW, kVH, kVD}, 1,
+                     cuimg::Image::kUninitialized);
   std::memcpy(image.bytes(), volume.data(), volume.size());
-  for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_volume_streams), ',')) {
-    int streams = 0;
-    if (!absl::SimpleAtoi(part, &streams) || streams < 1 || first_slab < 1) continue;
+  for (const int streams : PositiveInts(absl::GetFlag(FLAGS_volume_streams))) {
     std::vector<std::unique_ptr<cuimg::v1::Imaging::Stub>> stubs;
     for (int k = 0; k < streams; ++k) {
       stubs.push_back(cuimg::v1::Imaging::NewStub(

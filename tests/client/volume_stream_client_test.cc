@@ -128,7 +128,8 @@ TEST(VolumeStreamClient, GradientOverSeveralStreamsEqualsUnaryPlaneByPlane) {
   EXPECT_TRUE(Bytes(out->planes[0]) == expected.gx().image().data());
   EXPECT_TRUE(Bytes(out->planes[1]) == expected.gy().image().data());
   EXPECT_TRUE(Bytes(out->planes[2]) == expected.magnitude().image().data());
-  EXPECT_NE(out->server_timing.find("stream 3/3: "), std::string::npos) << out->server_timing;
+  EXPECT_NE(out->server_timing().find("stream 3/3: "), std::string::npos)
+      << out->server_timing();
 }
 
 TEST(VolumeStreamClient, ABadHeaderFailsWithTheServersMessage) {

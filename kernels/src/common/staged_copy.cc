@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -76,24 +77,24 @@ class SyncEvents {
   std::vector<CudaEvent> events_;
 };
 
-}  // namespace
-
-bool IsPageLocked(const void* host) {
+// CUDA's attributes of `host` when it is page-locked host memory, else nullopt.
+std::optional<cudaPointerAttributes> PageLockedAttributes(const void* host) {
   cudaPointerAttributes attributes{};
   if (cudaPointerGetAttributes(&attributes, host) != cudaSuccess) {
     (void)cudaGetLastError();  // not a pointer CUDA knows: pageable
-    return false;
+    return std::nullopt;
   }
-  return attributes.type == cudaMemoryTypeHost;
+  if (attributes.type != cudaMemoryTypeHost) return std::nullopt;
+  return attributes;
 }
 
+}  // namespace
+
+bool IsPageLocked(const void* host) { return PageLockedAttributes(host).has_value(); }
+
 void* MappedDevicePointer(const void* host) {
-  cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, host) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  return attributes.type == cudaMemoryTypeHost ? attributes.devicePointer : nullptr;
+  const std::optional<cudaPointerAttributes> attributes = PageLockedAttributes(host);
+  return attributes ? attributes->devicePointer : nullptr;
 }
 
 absl::Status CopyToDeviceStaged(PinnedStagingPool& pool, void* d_dst, const void* src,
