@@ -114,6 +114,10 @@ std::shared_ptr<grpc::Channel> MakeChannel(const ConnectionOptions& options, int
   grpc::ChannelArguments args;
   if (!options.tls_server_name.empty()) args.SetSslTargetNameOverride(options.tls_server_name);
   if (channel_index > 0) args.SetInt("cuimg.channel_index", channel_index);
+  // A connection that fails is tried again after 100 ms rather than gRPC's 1 s, within the span of
+  // the retry policy's attempts: Debian's gRPC 1.51 now and then fails a local connect() that was
+  // only in progress (grpc/grpc#35064).
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
   std::string target = options.target;

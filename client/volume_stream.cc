@@ -1,6 +1,7 @@
 #include "client/volume_stream.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -132,15 +133,19 @@ absl::Status StreamPart(v1::Imaging::Stub& stub, grpc::ClientContext& context,
   return absl::OkStatus();
 }
 
+// How long a stream that failed UNAVAILABLE waits for its connection before it is sent again.
+// Debian's gRPC 1.51 now and then reports a local connect() still in progress as failed (a stale
+// errno, fixed upstream in grpc/grpc#35064); one of several connections then backs off for a
+// second, longer than the retry policy's attempts span, and would fail the whole volume.
+constexpr auto kReconnectWait = std::chrono::seconds(3);
+
 }  // namespace
 
-std::vector<std::unique_ptr<v1::Imaging::Stub>> ConnectStreams(const ConnectionOptions& connection,
-                                                               int count) {
-  std::vector<std::unique_ptr<v1::Imaging::Stub>> stubs;
-  for (int k = 0; k < std::max(1, count); ++k) {
-    stubs.push_back(v1::Imaging::NewStub(MakeChannel(connection, k)));
-  }
-  return stubs;
+std::vector<std::shared_ptr<grpc::Channel>> ConnectStreams(const ConnectionOptions& connection,
+                                                           int count) {
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  for (int k = 0; k < std::max(1, count); ++k) channels.push_back(MakeChannel(connection, k));
+  return channels;
 }
 
 int HeaderZReach(const v1::VolumeStreamHeader& header) {
@@ -159,11 +164,11 @@ int HeaderZReach(const v1::VolumeStreamHeader& header) {
 }
 
 absl::StatusOr<StreamedVolume> StreamVolume(
-    const std::vector<std::unique_ptr<v1::Imaging::Stub>>& stubs,
+    const std::vector<std::shared_ptr<grpc::Channel>>& channels,
     const ConnectionOptions& connection, v1::VolumeStreamHeader header, const Image& volume,
     int slab_slices) {
   if (slab_slices < 1) return absl::InvalidArgumentError("--slab_slices: must be >= 1");
-  if (stubs.empty()) return absl::InvalidArgumentError("--volume_streams: must be >= 1");
+  if (channels.empty()) return absl::InvalidArgumentError("--volume_streams: must be >= 1");
   if (volume.channels() != 1) {
     return absl::InvalidArgumentError("streamed volumes need one channel");
   }
@@ -186,7 +191,7 @@ absl::StatusOr<StreamedVolume> StreamVolume(
   const std::size_t out_slice = static_cast<std::size_t>(e.SlicePixels()) * PixelSize(out_type);
 
   const std::vector<Part> parts =
-      e.depth > 1 ? SplitDepth(e.depth, static_cast<int>(stubs.size()), HeaderZReach(header))
+      e.depth > 1 ? SplitDepth(e.depth, static_cast<int>(channels.size()), HeaderZReach(header))
                   : std::vector<Part>{Part{0, 1, 0, 1}};
   StreamGroup group;
   out.stream_timings.resize(parts.size());
@@ -194,13 +199,24 @@ absl::StatusOr<StreamedVolume> StreamVolume(
     v1::VolumeStreamHeader part_header = header;
     const std::int64_t depth = parts[k].in_end - parts[k].in_begin;
     part_header.mutable_volume()->set_depth(depth > 1 ? static_cast<std::uint32_t>(depth) : 0);
-    grpc::ClientContext context;
-    PrepareContext(connection, &context);
-    if (!group.Join(&context)) return;  // another stream failed: nothing to add
-    const absl::Status status = StreamPart(*stubs[k], context, part_header, volume, slab_slices,
-                                           parts[k], planes, out_slice, out.planes,
-                                           &out.stream_timings[k]);
-    group.Leave(&context);
+    const std::unique_ptr<v1::Imaging::Stub> stub = v1::Imaging::NewStub(channels[k]);
+    auto deadline = std::chrono::system_clock::time_point::max();
+    absl::Status status;
+    for (int attempt = 1;; ++attempt) {
+      grpc::ClientContext context;
+      PrepareContext(connection, &context);
+      if (attempt == 1) deadline = context.deadline();  // the retry keeps the call's deadline
+      context.set_deadline(deadline);
+      if (!group.Join(&context)) return;  // another stream failed: nothing to add
+      status = StreamPart(*stub, context, part_header, volume, slab_slices, parts[k], planes,
+                          out_slice, out.planes, &out.stream_timings[k]);
+      group.Leave(&context);
+      if (attempt == 2 || status.code() != absl::StatusCode::kUnavailable ||
+          !channels[k]->WaitForConnected(
+              std::min(deadline, std::chrono::system_clock::now() + kReconnectWait))) {
+        break;
+      }
+    }
     if (!status.ok()) group.Fail(status);
   };
   std::vector<std::thread> others;

@@ -34,20 +34,22 @@ int HeaderZReach(const v1::VolumeStreamHeader& header);
 
 // Sends `volume` (one channel) with `header` (its operation set; the volume's shape is filled
 // here) in slabs of `slab_slices` slices, the last one shorter when they do not divide the depth.
-// With several stubs (best each on its own connection) the output's z range is split evenly among
+// With several channels (best each its own connection) the output's z range is split evenly among
 // up to that many streams, run at once; each stream carries its range plus HeaderZReach slices
 // either side where the volume has them, and keeps only its range's results, so the volume is
 // exactly the one-stream result. Volumes of fewer than 4 slices take one stream.
+// A stream that fails UNAVAILABLE is sent once more when its channel connects within a few
+// seconds (and the deadline); a part rewrites all its slices, so the result is the same.
 // The first failing stream's status (the others are then cancelled); INTERNAL when the results do
 // not cover the volume exactly once.
 absl::StatusOr<StreamedVolume> StreamVolume(
-    const std::vector<std::unique_ptr<v1::Imaging::Stub>>& stubs,
+    const std::vector<std::shared_ptr<grpc::Channel>>& channels,
     const ConnectionOptions& connection, v1::VolumeStreamHeader header, const Image& volume,
     int slab_slices);
 
-// `count` (>= 1) stubs for StreamVolume, each on its own connection.
-std::vector<std::unique_ptr<v1::Imaging::Stub>> ConnectStreams(const ConnectionOptions& connection,
-                                                               int count);
+// `count` (>= 1) channels for StreamVolume, each its own connection.
+std::vector<std::shared_ptr<grpc::Channel>> ConnectStreams(const ConnectionOptions& connection,
+                                                           int count);
 
 }  // namespace cuimg
 

@@ -619,10 +619,9 @@ int main(int argc, char** argv) {
                      cuimg::Image::kUninitialized);
   std::memcpy(image.bytes(), volume.data(), volume.size());
   for (const int streams : PositiveInts(absl::GetFlag(FLAGS_volume_streams))) {
-    std::vector<std::unique_ptr<cuimg::v1::Imaging::Stub>> stubs;
-    for (int k = 0; k < streams; ++k) {
-      stubs.push_back(cuimg::v1::Imaging::NewStub(
-          Channel(absl::GetFlag(FLAGS_cuimg_target), 1000 + k)));  // connections of their own
+    std::vector<std::shared_ptr<grpc::Channel>> channels;
+    for (int k = 0; k < streams; ++k) {  // connections of their own
+      channels.push_back(Channel(absl::GetFlag(FLAGS_cuimg_target), 1000 + k));
     }
     cuimg::v1::VolumeStreamHeader header;
     *header.mutable_morphology() = Dilate("", kVW, kVH, kVD, cuimg::v1::PIXEL_TYPE_I16,
@@ -636,7 +635,7 @@ int main(int argc, char** argv) {
     for (int r = 0; r <= runs; ++r) {
       const auto start = Clock::now();
       absl::StatusOr<cuimg::StreamedVolume> out =
-          cuimg::StreamVolume(stubs, connection, header, image, first_slab);
+          cuimg::StreamVolume(channels, connection, header, image, first_slab);
       const double elapsed = Us(Clock::now() - start) * 1e-3;
       if (!out.ok()) {
         check = "error: " + std::string(out.status().message());

@@ -1,10 +1,19 @@
 // The client's streamed volumes (client/volume_stream.h) against an in-process server on the CPU
 // backend: split over several streams, each on its own connection, the volume equals the unary
 // result bit for bit (3D elements and chains, whose halo each stream must carry, and Gradient); the
-// client's z reach equals the server's for every kind of step.
+// client's z reach equals the server's for every kind of step; a stream whose connection fails at
+// first is sent again once it connects, and one that never connects fails the volume.
 #include "client/volume_stream.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "server/proto_conversion.h"
@@ -152,14 +161,54 @@ TEST(VolumeStreamClient, TheFailedStreamsStatusIsWhatTheCallerGets) {
   const v1::VolumeStreamHeader header =
       OneStep(Step(v1::MORPHOLOGY_OP_CLOSE, v1::ELEMENT_SHAPE_ELLIPSE, 5, 5, 5));
   const ConnectionOptions connection = Local(server);
-  std::vector<std::unique_ptr<v1::Imaging::Stub>> stubs = ConnectStreams(connection, 4);
-  // The third stream's connection goes nowhere (nothing listens on port 1): its UNAVAILABLE is
-  // what the caller gets, not the CANCELLED of the streams it stopped.
-  stubs[2] = v1::Imaging::NewStub(
-      grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials()));
-  absl::StatusOr<StreamedVolume> out = StreamVolume(stubs, connection, header, volume, 1);
+  std::vector<std::shared_ptr<grpc::Channel>> channels = ConnectStreams(connection, 4);
+  // The third stream's connection goes nowhere (nothing listens on port 1), also when it is
+  // tried again: its UNAVAILABLE is what the caller gets, not the CANCELLED of the streams it
+  // stopped.
+  channels[2] = grpc::CreateChannel("127.0.0.1:1", grpc::InsecureChannelCredentials());
+  absl::StatusOr<StreamedVolume> out = StreamVolume(channels, connection, header, volume, 1);
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kUnavailable) << out.status();
+}
+
+// A port nothing listens on now (bound, read and released).
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof(address);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), size), 0);
+  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size), 0);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+TEST(VolumeStreamClient, AStreamWhoseConnectionFailsIsSentAgainOnceItConnects) {
+  testing::TestServer server;
+  const Image volume = testing::RandomImage(PixelType::kU16, Extent{23, 17, 12}, 35);
+  const v1::VolumeStreamHeader header =
+      OneStep(Step(v1::MORPHOLOGY_OP_OPEN, v1::ELEMENT_SHAPE_ELLIPSE, 5, 3, 3));
+  const std::string unary = testing::UnaryMorphology(server.stub(), volume, header.morphology());
+  const ConnectionOptions connection = Local(server);
+  std::vector<std::shared_ptr<grpc::Channel>> channels = ConnectStreams(connection, 3);
+  // The second stream's server starts 0.6 s late: its first connection is refused, and by then
+  // the channel's own retries (at most 0.35 s of backoff) have given up, as they do when gRPC
+  // 1.51 fails a connect() spuriously. Its part must be streamed again, not fail the volume.
+  ConnectionOptions late = connection;
+  late.target = absl::StrCat("127.0.0.1:", FreePort());
+  channels[1] = MakeChannel(late, 1);
+  std::unique_ptr<testing::TestServer> late_server;
+  std::thread start_late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    ServerOptions options = testing::TestServerOptions();
+    options.listen_address = late.target;
+    late_server = std::make_unique<testing::TestServer>(options);
+  });
+  absl::StatusOr<StreamedVolume> out = StreamVolume(channels, connection, header, volume, 2);
+  start_late.join();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(Bytes(out->planes[0]) == unary);
 }
 
 }  // namespace
