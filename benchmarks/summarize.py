@@ -175,7 +175,9 @@ def main(jsonl_path, device_path=None):
                          f"{t['cuimg_ms']:.1f} ms ({t['slab_slices']}-slice slabs over "
                          f"{t['streams']} streams)",
                          f"{t['ratio']:.2f} (< 1; cuimg ≤ {t['target_ms']} ms)",
-                         f"{t['check']}; slowest stream's server time {t['server_total_ms']:.1f} ms"]
+                         f"{t['check']}; slowest stream's server time {t['server_total_ms']:.1f} ms"
+                         + (f"; {t['resent_streams']} streams sent again"
+                            if t.get('resent_streams') else "")]
             else:
                 cells = [f"{t['echo_ms']:.1f} ms (1 MiB chunks)",
                          f"{t['cuimg_ms']:.1f} ms ({t['slab_slices']}-slice slabs)",

@@ -195,6 +195,7 @@ absl::StatusOr<StreamedVolume> StreamVolume(
                   : std::vector<Part>{Part{0, 1, 0, 1}};
   StreamGroup group;
   out.stream_timings.resize(parts.size());
+  out.stream_attempts.assign(parts.size(), 0);
   auto run = [&](std::size_t k) {
     v1::VolumeStreamHeader part_header = header;
     const std::int64_t depth = parts[k].in_end - parts[k].in_begin;
@@ -208,6 +209,7 @@ absl::StatusOr<StreamedVolume> StreamVolume(
       if (attempt == 1) deadline = context.deadline();  // the retry keeps the call's deadline
       context.set_deadline(deadline);
       if (!group.Join(&context)) return;  // another stream failed: nothing to add
+      out.stream_attempts[k] = attempt;
       status = StreamPart(*stub, context, part_header, volume, slab_slices, parts[k], planes,
                           out_slice, out.planes, &out.stream_timings[k]);
       group.Leave(&context);
@@ -228,11 +230,15 @@ absl::StatusOr<StreamedVolume> StreamVolume(
 }
 
 std::string StreamedVolume::server_timing() const {
-  if (stream_timings.size() == 1) return stream_timings[0];
   std::vector<std::string> labelled;
   for (std::size_t k = 0; k < stream_timings.size(); ++k) {
-    labelled.push_back(
-        absl::StrCat("stream ", k + 1, "/", stream_timings.size(), ": ", stream_timings[k]));
+    const bool twice = k < stream_attempts.size() && stream_attempts[k] > 1;
+    const std::string label =
+        stream_timings.size() == 1
+            ? std::string(twice ? "(sent twice) " : "")
+            : absl::StrCat("stream ", k + 1, "/", stream_timings.size(),
+                           twice ? " (sent twice)" : "", ": ");
+    labelled.push_back(label + stream_timings[k]);
   }
   return absl::StrJoin(labelled, " | ");
 }

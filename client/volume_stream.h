@@ -22,7 +22,10 @@ struct StreamedVolume {
   std::vector<Image> planes;
   // The `cuimg-timing` trailer of each stream, in z order.
   std::vector<std::string> stream_timings;
-  // For display: the one stream's trailer, or "stream K/N: trailer" joined by " | ".
+  // Per stream: 1, or 2 when it was sent again after failing UNAVAILABLE.
+  std::vector<int> stream_attempts;
+  // For display: the one stream's trailer, or "stream K/N: trailer" joined by " | "; a stream
+  // sent again is marked "(sent twice)".
   std::string server_timing() const;
 };
 

@@ -632,6 +632,7 @@ int main(int argc, char** argv) {
     std::vector<double> ms;
     std::vector<double> server_ms;
     std::string check = "not run";
+    int resent = 0;  // streams sent again after a connection failure, over every run
     for (int r = 0; r <= runs; ++r) {
       const auto start = Clock::now();
       absl::StatusOr<cuimg::StreamedVolume> out =
@@ -641,6 +642,7 @@ int main(int argc, char** argv) {
         check = "error: " + std::string(out.status().message());
         break;
       }
+      for (const int attempts : out->stream_attempts) resent += attempts > 1;
       if (r == 0) {
         const auto& plane = out->planes[0];
         check = unary.empty() ? "no unary result"
@@ -660,10 +662,11 @@ int main(int argc, char** argv) {
     Report("{\"impl\": \"transport\", \"workload\": \"stream_dilate_disk9_512x512x300_i16\", "
            "\"settings\": \"%s\", \"slab_slices\": %d, \"slab_mb\": %.2f, \"streams\": %d, "
            "\"echo_chunk_mb\": 1, \"echo_ms\": %.1f, \"cuimg_ms\": %.1f, \"ratio\": %.3f, "
-           "\"target_ms\": 120, \"server_total_ms\": %.1f, \"check\": \"%s\", \"echo_ok\": %s}",
+           "\"target_ms\": 120, \"server_total_ms\": %.1f, \"resent_streams\": %d, "
+           "\"check\": \"%s\", \"echo_ok\": %s}",
            label.c_str(), first_slab, first_slab * slice / 1048576.0, streams,
            Percentile(echo_ms, 0.5), Percentile(ms, 0.5),
-           Percentile(ms, 0.5) / Percentile(echo_ms, 0.5), Percentile(server_ms, 0.5),
+           Percentile(ms, 0.5) / Percentile(echo_ms, 0.5), Percentile(server_ms, 0.5), resent,
            check.c_str(), echo_ok ? "true" : "false");
   }
   return 0;

@@ -209,6 +209,9 @@ TEST(VolumeStreamClient, AStreamWhoseConnectionFailsIsSentAgainOnceItConnects) {
   start_late.join();
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_TRUE(Bytes(out->planes[0]) == unary);
+  EXPECT_EQ(out->stream_attempts, (std::vector<int>{1, 2, 1}));
+  EXPECT_NE(out->server_timing().find("stream 2/3 (sent twice): "), std::string::npos)
+      << out->server_timing();
 }
 
 }  // namespace
