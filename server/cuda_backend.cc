@@ -314,18 +314,22 @@ class CudaBackend final : public Backend {
     CUIMG_ASSIGN_OR_RETURN(MorphologyPlan plan, MorphologyPlan::Create(in.type, in.extent, steps));
     return OnDevice(Pick(), times, [&](DeviceCall& c) -> absl::Status {
       const std::size_t bytes = in.Bytes();
-      void* in_place = plan.WritesOutputOnce()
-                           ? c.WritableInPlace(out.data, bytes, PixelSize(in.type))
-                           : nullptr;
+      // The kernel's output: the caller's mapped memory itself, else device memory copied out.
+      void* d_out = plan.WritesOutputOnce()
+                        ? c.WritableInPlace(out.data, bytes, PixelSize(in.type))
+                        : nullptr;
+      const bool in_place = d_out != nullptr;
       CUIMG_ASSIGN_OR_RETURN(void* d_in, c.Acquire(bytes));
-      CUIMG_ASSIGN_OR_RETURN(void* d_out, c.Acquire(in_place != nullptr ? 0 : bytes));
+      if (!in_place) {
+        CUIMG_ASSIGN_OR_RETURN(d_out, c.Acquire(bytes));
+      }
       CUIMG_ASSIGN_OR_RETURN(void* d_ws, c.Acquire(plan.WorkspaceBytes()));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
       CUIMG_RETURN_IF_ERROR(c.CopyIn(d_in, in.data, bytes));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
-      CUIMG_RETURN_IF_ERROR(plan.Run(d_in, in_place != nullptr ? in_place : d_out, d_ws, c.stream));
+      CUIMG_RETURN_IF_ERROR(plan.Run(d_in, d_out, d_ws, c.stream));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
-      if (in_place == nullptr) CUIMG_RETURN_IF_ERROR(c.CopyOut(out.data, d_out, bytes));
+      if (!in_place) CUIMG_RETURN_IF_ERROR(c.CopyOut(out.data, d_out, bytes));
       return c.timer.Mark(3, c.stream);
     });
   }

@@ -25,6 +25,11 @@ BACKEND = os.environ.get("CUIMG_BACKEND", "cpu")
 TYPES = [(types_pb2.PIXEL_TYPE_U8, np.uint8), (types_pb2.PIXEL_TYPE_U16, np.uint16),
          (types_pb2.PIXEL_TYPE_I16, np.int16), (types_pb2.PIXEL_TYPE_F32, np.float32)]
 
+# One 3x3 dilation: a single box pass, which the CUDA backend may write into a region in place.
+ONE_BOX_PASS = [morphology_pb2.MorphologyStep(
+    op=morphology_pb2.MORPHOLOGY_OP_DILATE, element=morphology_pb2.StructuringElement(
+        shape=morphology_pb2.ELEMENT_SHAPE_RECT, width=3, height=3))]
+
 
 def shape_proto(array, pixel_type, data=False):
     depth = array.shape[0] if array.ndim == 3 else 0
@@ -152,9 +157,6 @@ class SharedMemoryWire(unittest.TestCase):
         # One 3x3 dilation: on the CUDA backend the kernel writes the region in place when the
         # offset suits the pixel type (word stores where rows allow), else through a copy.
         rng = np.random.default_rng(12)
-        one_pass = [morphology_pb2.MorphologyStep(
-            op=morphology_pb2.MORPHOLOGY_OP_DILATE, element=morphology_pb2.StructuringElement(
-                shape=morphology_pb2.ELEMENT_SHAPE_RECT, width=3, height=3))]
         for pixel_type, dtype in TYPES:
             for shape in [(48, 64), (37, 53), (3, 19, 22)]:
                 for out_offset in (1 << 20, (1 << 20) + 1, (1 << 20) + 2):
@@ -164,11 +166,11 @@ class SharedMemoryWire(unittest.TestCase):
                         self.shm.buf[out_offset:out_offset + array.nbytes] = b"\xab" * array.nbytes
                         inline = self.stub.Morphology(morphology_pb2.MorphologyRequest(
                             input=types_pb2.ImageSource(image=shape_proto(array, pixel_type, True)),
-                            steps=one_pass), timeout=60).result.image
+                            steps=ONE_BOX_PASS), timeout=60).result.image
                         target = types_pb2.SharedMemoryTarget(region=self.region.handle,
                                                               offset=out_offset)
                         self.stub.Morphology(morphology_pb2.MorphologyRequest(
-                            input=self.shm_source(array, pixel_type, 0), steps=one_pass,
+                            input=self.shm_source(array, pixel_type, 0), steps=ONE_BOX_PASS,
                             output=types_pb2.OutputOptions(shared_memory=target)), timeout=60)
                         self.assertEqual(bytes(self.shm.buf[out_offset:out_offset + array.nbytes]),
                                          inline.data)
@@ -179,13 +181,10 @@ class SharedMemoryWire(unittest.TestCase):
         # copy when the same result goes inline.
         array = random_array(np.random.default_rng(13), np.uint8, (480, 640))
         self.put(array, 0)
-        one_pass = [morphology_pb2.MorphologyStep(
-            op=morphology_pb2.MORPHOLOGY_OP_DILATE, element=morphology_pb2.StructuringElement(
-                shape=morphology_pb2.ELEMENT_SHAPE_RECT, width=3, height=3))]
 
         def d2h_us(output):
             request = morphology_pb2.MorphologyRequest(
-                input=self.shm_source(array, types_pb2.PIXEL_TYPE_U8, 0), steps=one_pass,
+                input=self.shm_source(array, types_pb2.PIXEL_TYPE_U8, 0), steps=ONE_BOX_PASS,
                 output=output)
             _, call = self.stub.Morphology.with_call(request, timeout=60)
             timing = dict(call.trailing_metadata())["cuimg-timing"]
