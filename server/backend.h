@@ -25,6 +25,8 @@ namespace cuimg {
 struct StageTimes {
   double queue_us = 0;
   double decode_us = 0;
+  // The input to the device, with the copy of its pixels out of the received bytes where the
+  // server makes one (wire_pixels.h), as it once counted the copy into pinned staging.
   double h2d_us = 0;
   double kernel_us = 0;
   double d2h_us = 0;
@@ -86,6 +88,30 @@ class HostMemoryPin {
   virtual ~HostMemoryPin() = default;
 };
 
+// Host memory that carries one message's pixels between gRPC and a backend: a request's inline
+// image, gathered from the received bytes, or a result that gRPC then sends without copying
+// (wire_pixels.h). Uninitialized when handed out.
+class HostBuffer {
+ public:
+  virtual ~HostBuffer() = default;
+  virtual void* data() const = 0;
+  virtual std::size_t size() const = 0;
+};
+
+// The pinned pool behind Backend::AllocateHostBuffer (CUDA only): chunks leased and idle, leases
+// by outcome (a refusal means the budget was spent and the heap served).
+struct HostBufferPoolStats {
+  bool pinned = false;  // false: the backend hands out heap memory only
+  std::uint64_t used = 0;
+  std::uint64_t cached = 0;
+  std::uint64_t hits = 0;
+  std::uint64_t misses = 0;
+  std::uint64_t refusals = 0;
+};
+
+// `bytes` of ordinary heap memory (what a backend gives when it has nothing better).
+std::unique_ptr<HostBuffer> HeapHostBuffer(std::size_t bytes);
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -138,6 +164,14 @@ class Backend {
   // it stays usable. Thread-safe.
   virtual absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(void* data,
                                                                         std::size_t bytes) = 0;
+
+  // `bytes` of host memory for a message's pixels: page-locked on the CUDA backend while its
+  // message pool has room (copies to and from it are then single DMAs), else from the heap. The
+  // buffer may outlive the backend (gRPC frees a sent response when it is done with it).
+  // Thread-safe.
+  virtual std::unique_ptr<HostBuffer> AllocateHostBuffer(std::size_t bytes) = 0;
+  // Where AllocateHostBuffer's memory comes from, for metrics. Thread-safe.
+  virtual HostBufferPoolStats HostBufferPool() const = 0;
 };
 
 // The CPU backend: the CPU references, options.cpu_threads_per_request threads per request (0 =

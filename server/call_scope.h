@@ -15,6 +15,8 @@
 
 namespace cuimg {
 
+class DetachedResults;
+
 class CallScope {
  public:
   CallScope(absl::string_view rpc, grpc::CallbackServerContext* ctx, ServerMetrics* metrics);
@@ -27,6 +29,10 @@ class CallScope {
   void set_identity(std::string identity) { identity_ = std::move(identity); }
   const std::string& identity() const { return identity_; }
   grpc::CallbackServerContext* context() const { return ctx_; }
+  // Where the results' inline pixels go when this call serializes its own response
+  // (wire_pixels.h); null: into the response message.
+  void set_detached_results(DetachedResults* results) { detached_results_ = results; }
+  DetachedResults* detached_results() const { return detached_results_; }
   // Marks the end of queueing (the request starts executing).
   void MarkStarted();
   // CANCELLED or DEADLINE_EXCEEDED when the client is gone or out of time; checked before and
@@ -42,6 +48,7 @@ class CallScope {
   std::chrono::steady_clock::time_point start_;
   StageTimes times_;
   std::string identity_;
+  DetachedResults* detached_results_ = nullptr;
   bool completed_ = false;
 };
 

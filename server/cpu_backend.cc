@@ -179,6 +179,11 @@ class CpuBackend final : public Backend {
     return nullptr;
   }
 
+  std::unique_ptr<HostBuffer> AllocateHostBuffer(std::size_t bytes) override {
+    return HeapHostBuffer(bytes);
+  }
+  HostBufferPoolStats HostBufferPool() const override { return {}; }
+
  private:
   const int threads_;
   std::vector<std::unique_ptr<DeviceSlot>> owned_;

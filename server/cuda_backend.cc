@@ -164,6 +164,22 @@ class CudaHostPin final : public HostMemoryPin {
   HostRegistration registration_;
 };
 
+// A chunk of the backend's pinned message pool. The pool lives as long as its last chunk: gRPC
+// may free a sent response after the backend is gone.
+class PinnedBuffer final : public HostBuffer {
+ public:
+  PinnedBuffer(std::shared_ptr<PinnedStagingPool> pool, PinnedStagingPool::Lease lease,
+               std::size_t bytes)
+      : pool_(std::move(pool)), lease_(std::move(lease)), size_(bytes) {}
+  void* data() const override { return lease_.data(); }
+  std::size_t size() const override { return size_; }
+
+ private:
+  std::shared_ptr<PinnedStagingPool> pool_;  // declared first: the lease goes back before it
+  PinnedStagingPool::Lease lease_;
+  std::size_t size_;
+};
+
 struct SyncOnExit {
   cudaStream_t stream;
   ~SyncOnExit() { (void)cudaStreamSynchronize(stream); }
@@ -253,8 +269,9 @@ absl::Status CopyToHost(void* dst, const void* src, std::size_t bytes, cudaStrea
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(std::vector<std::unique_ptr<DeviceContext>> devices)
-      : devices_(std::move(devices)) {
+  CudaBackend(std::vector<std::unique_ptr<DeviceContext>> devices,
+              std::shared_ptr<PinnedStagingPool> messages)
+      : devices_(std::move(devices)), messages_(std::move(messages)) {
     for (auto& d : devices_) slots_.push_back(&d->slot());
   }
 
@@ -505,6 +522,27 @@ class CudaBackend final : public Backend {
     return std::unique_ptr<HostMemoryPin>(std::make_unique<CudaHostPin>(std::move(registration)));
   }
 
+  std::unique_ptr<HostBuffer> AllocateHostBuffer(std::size_t bytes) override {
+    if (bytes > 0 && bytes <= messages_->chunk_bytes()) {
+      absl::StatusOr<PinnedStagingPool::Lease> lease = messages_->Acquire();
+      if (lease.ok()) return std::make_unique<PinnedBuffer>(messages_, *std::move(lease), bytes);
+      (void)cudaGetLastError();  // a failed cudaHostAlloc is not sticky; the heap will do
+    }
+    return HeapHostBuffer(bytes);
+  }
+
+  HostBufferPoolStats HostBufferPool() const override {
+    const PinnedStagingPool::Stats p = messages_->stats();
+    HostBufferPoolStats s;
+    s.pinned = true;
+    s.used = p.in_use_bytes;
+    s.cached = p.idle_bytes;
+    s.hits = p.hits;
+    s.misses = p.misses;
+    s.refusals = p.refusals;
+    return s;
+  }
+
  private:
   absl::StatusOr<DeviceUse> Pick() { return DeviceUse::Acquire(slots_); }
 
@@ -541,6 +579,8 @@ class CudaBackend final : public Backend {
   }
 
   std::vector<std::unique_ptr<DeviceContext>> devices_;
+  // Page-locked memory for message pixels (AllocateHostBuffer), portable across devices.
+  std::shared_ptr<PinnedStagingPool> messages_;
   std::vector<DeviceSlot*> slots_;
 };
 
@@ -558,7 +598,10 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const ServerOptions& 
                            DeviceContext::Create(infos[i], static_cast<int>(i), options));
     devices.push_back(std::move(ctx));
   }
-  return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(std::move(devices)));
+  auto messages = std::make_shared<PinnedStagingPool>(options.pinned_message_bytes,
+                                                      options.pinned_message_chunk_bytes);
+  return std::unique_ptr<Backend>(
+      std::make_unique<CudaBackend>(std::move(devices), std::move(messages)));
 }
 
 }  // namespace cuimg

@@ -83,6 +83,21 @@ std::vector<MetricFamily> DeviceMetrics::Collect() const {
       Add(streams, dev, d.streams_total);
     }
   }
+  auto messages = Family("cuimg_pinned_message_bytes",
+                          "Page-locked host memory holding request and response pixels (all "
+                          "devices): used (leased to calls), cached (idle).",
+                          MetricType::Gauge);
+  auto message_leases = Family("cuimg_pinned_message_leases_total",
+                               "Pinned message buffer leases by outcome: hit, miss (newly "
+                               "allocated), refused (budget spent: the heap served).",
+                               MetricType::Counter);
+  if (const HostBufferPoolStats pool = backend_->HostBufferPool(); pool.pinned) {
+    Add(messages, {{"kind", "used"}}, static_cast<double>(pool.used));
+    Add(messages, {{"kind", "cached"}}, static_cast<double>(pool.cached));
+    Add(message_leases, {{"outcome", "hit"}}, static_cast<double>(pool.hits));
+    Add(message_leases, {{"outcome", "miss"}}, static_cast<double>(pool.misses));
+    Add(message_leases, {{"outcome", "refused"}}, static_cast<double>(pool.refusals));
+  }
   auto resident = Family("cuimg_resident_objects", "Resident objects held, by kind.",
                          MetricType::Gauge);
   auto resident_bytes = Family("cuimg_resident_bytes", "Bytes held by resident objects.",
@@ -110,8 +125,9 @@ std::vector<MetricFamily> DeviceMetrics::Collect() const {
 
   std::vector<MetricFamily> out;
   for (MetricFamily* f : {&healthy, &requests, &inflight, &memory, &hits, &misses, &evictions,
-                          &staging, &staging_leases, &busy, &streams, &resident, &resident_bytes,
-                          &resident_evictions, &shm_regions, &shm_bytes}) {
+                          &staging, &staging_leases, &messages, &message_leases, &busy, &streams,
+                          &resident, &resident_bytes, &resident_evictions, &shm_regions,
+                          &shm_bytes}) {
     out.push_back(std::move(*f));  // empty families still announce what the server can export
   }
   return out;

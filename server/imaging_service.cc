@@ -6,24 +6,31 @@
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/status_macros.h"
 #include "server/admission.h"
+#include "server/call_messages.h"
 #include "server/image_input.h"
 #include "server/proto_conversion.h"
+#include "server/wire_pixels.h"
 
 namespace cuimg {
 namespace {
 
-// Where one result image goes: straight into the response's bytes when it is only returned, into
-// an owned image when it also stays resident (then copied into the response unless omitted).
+// Where one result image goes: when it is only returned, straight into the response's bytes, or
+// into a buffer sent beside them (`detached`, not null); into an owned image when it also stays
+// resident (then copied into the response unless omitted).
 class ResultSlot {
  public:
   ResultSlot(const OutputSpec& output, PixelType type, const Extent& extent,
-             const v1::Spacing& spacing, v1::ImageResult* result)
+             const v1::Spacing& spacing, v1::ImageResult* result, DetachedResults* detached)
       : output_(output), result_(result) {
     const ImageView shape{type, extent, 1, nullptr};
     if (!output.keep_resident) {
       v1::Image* image = result->mutable_image();
       SetImageHeader(shape, image);
       *image->mutable_spacing() = spacing;
+      if (detached != nullptr) {
+        data_ = detached->Add(result, shape.Bytes());
+        return;
+      }
       image->mutable_data()->resize(shape.Bytes());
       data_ = image->mutable_data()->data();
       return;
@@ -108,11 +115,12 @@ void ImagingService::RecordRefusal(grpc::CallbackServerContext* ctx, const absl:
   if (transient) ctx->AddTrailingMetadata("cuimg-retry-after-ms", "100");
 }
 
-template <typename Request, typename Response, typename Job>
+template <typename Messages, typename Validate, typename Job>
 grpc::ServerUnaryReactor* ImagingService::Serve(
-    absl::string_view rpc, grpc::CallbackServerContext* ctx, const Request* request,
-    Response* response, absl::StatusOr<Job> (*validate)(const Request&, const RequestLimits&),
-    absl::Status (ImagingService::*run)(const Job&, const Request&, CallScope&, Response*)) {
+    absl::string_view rpc, grpc::CallbackServerContext* ctx, std::shared_ptr<Messages> messages,
+    Validate validate,
+    absl::Status (ImagingService::*run)(const Job&, const typename Messages::Request&, CallScope&,
+                                        typename Messages::Response*)) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   auto call = std::make_shared<CallScope>(rpc, ctx, metrics_);
   auto refuse = [&](const absl::Status& status, bool transient) {
@@ -124,7 +132,8 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
   absl::StatusOr<std::string> identity = Authorize(*ctx, kRightProcess, rpc);
   if (!identity.ok()) return refuse(identity.status(), false);
   call->set_identity(*identity);
-  absl::StatusOr<Job> job = validate(*request, options_.limits);
+  if (absl::Status parsed = messages->Parse(); !parsed.ok()) return refuse(parsed, false);
+  absl::StatusOr<Job> job = messages->Validate(validate, options_.limits);
   if (!job.ok()) return refuse(job.status(), false);
   if (UsesResident(*job)) {
     if (absl::StatusOr<std::string> r = Authorize(*ctx, kRightResident, rpc); !r.ok()) {
@@ -132,22 +141,28 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
     }
   }
   absl::StatusOr<std::uint64_t> bytes =
-      EstimateInflightBytes(*job, *request, *identity, *store_, options_.limits);
+      EstimateInflightBytes(*job, messages->request(), *identity, *store_, options_.limits);
   if (!bytes.ok()) return refuse(bytes.status(), false);
+  *bytes += messages->detached_request_bytes();
   absl::StatusOr<InflightBudget::Reservation> reservation = budget_->Reserve(*bytes, "request");
   if (!reservation.ok()) {
     return refuse(reservation.status(), *bytes <= budget_->per_request_bytes());
   }
   auto held = std::make_shared<InflightBudget::Reservation>(*std::move(reservation));
   auto shared_job = std::make_shared<Job>(*std::move(job));
+  call->set_detached_results(messages->detached_results());
   const absl::Status admitted =
-      queue_->Submit([this, call, shared_job, held, request, response, reactor,
+      queue_->Submit([this, call, shared_job, held, messages, reactor,
                       run](WorkQueue::Admission& admission) {
         call->MarkStarted();
         absl::Status status = call->CheckAlive();
-        if (status.ok()) status = (this->*run)(*shared_job, *request, *call, response);
-        metrics_->AddBytes(static_cast<std::int64_t>(request->ByteSizeLong()),
-                           status.ok() ? static_cast<std::int64_t>(response->ByteSizeLong()) : 0);
+        if (status.ok()) {
+          status = (this->*run)(*shared_job, messages->request(), *call, messages->response());
+          // That copy is this server's share of moving the pixels to the device (StageTimes).
+          call->times().h2d_us += messages->pixel_copy_us();
+        }
+        if (status.ok()) status = messages->Serialize();
+        metrics_->AddBytes(messages->request_bytes(), status.ok() ? messages->response_bytes() : 0);
         // Free the slot and bytes before answering: the client may call again on the answer.
         held->Release();
         admission.Release();
@@ -158,23 +173,25 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
 }
 
 grpc::ServerUnaryReactor* ImagingService::Morphology(grpc::CallbackServerContext* ctx,
-                                                     const v1::MorphologyRequest* request,
-                                                     v1::MorphologyResponse* response) {
-  return Serve("Morphology", ctx, request, response, &ValidateMorphologyRequest,
-               &ImagingService::RunMorphology);
+                                                     const grpc::ByteBuffer* request,
+                                                     grpc::ByteBuffer* response) {
+  return Serve("Morphology", ctx,
+               Detached<v1::MorphologyRequest, v1::MorphologyResponse>(request, response, backend_),
+               &ValidateMorphologyRequest, &ImagingService::RunMorphology);
 }
 
 grpc::ServerUnaryReactor* ImagingService::Gradient(grpc::CallbackServerContext* ctx,
-                                                   const v1::GradientRequest* request,
-                                                   v1::GradientResponse* response) {
-  return Serve("Gradient", ctx, request, response, &ValidateGradientRequest,
-               &ImagingService::RunGradient);
+                                                   const grpc::ByteBuffer* request,
+                                                   grpc::ByteBuffer* response) {
+  return Serve("Gradient", ctx,
+               Detached<v1::GradientRequest, v1::GradientResponse>(request, response, backend_),
+               &ValidateGradientRequest, &ImagingService::RunGradient);
 }
 
 grpc::ServerUnaryReactor* ImagingService::Pyramid(grpc::CallbackServerContext* ctx,
                                                   const v1::PyramidRequest* request,
                                                   v1::PyramidResponse* response) {
-  return Serve("Pyramid", ctx, request, response, &ValidatePyramidRequest,
+  return Serve("Pyramid", ctx, Generated(request, response), &ValidatePyramidRequest,
                &ImagingService::RunPyramid);
 }
 
@@ -194,7 +211,7 @@ grpc::ServerUnaryReactor* ImagingService::DetectPedestrians(
                      models_->Names(), ")"))));
     return reactor;
   }
-  return Serve("DetectPedestrians", ctx, request, response, &ValidateDetectRequest,
+  return Serve("DetectPedestrians", ctx, Generated(request, response), &ValidateDetectRequest,
                &ImagingService::RunDetect);
 }
 
@@ -226,7 +243,7 @@ grpc::ServerUnaryReactor* ImagingService::ListModels(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* ImagingService::Deform(grpc::CallbackServerContext* ctx,
                                                  const v1::DeformRequest* request,
                                                  v1::DeformResponse* response) {
-  return Serve("Deform", ctx, request, response, &ValidateDeformRequest,
+  return Serve("Deform", ctx, Generated(request, response), &ValidateDeformRequest,
                &ImagingService::RunDeform);
 }
 
@@ -244,7 +261,7 @@ absl::Status ImagingService::RunMorphology(const MorphologyJob& job,
     return MorphologyIntoSharedMemory(job, in, call, response);
   }
   ResultSlot result(job.output, in.view.type, in.view.extent, in.spacing,
-                    response->mutable_result());
+                    response->mutable_result(), call.detached_results());
   const ImageView out{in.view.type, in.view.extent, 1, result.data()};
   CUIMG_RETURN_IF_ERROR(backend_->Morphology(in.view, out, job.steps, &call.times()));
   metrics_->AddPixels("Morphology", in.view.extent.Pixels());
@@ -287,17 +304,18 @@ absl::Status ImagingService::RunGradient(const GradientJob& job, const v1::Gradi
   CUIMG_RETURN_IF_ERROR(CheckGradientInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   const Extent& e = in.view.extent;
-  ResultSlot gx(job.output, PixelType::kF32, e, in.spacing, response->mutable_gx());
-  ResultSlot gy(job.output, PixelType::kF32, e, in.spacing, response->mutable_gy());
+  DetachedResults* detached = call.detached_results();
+  ResultSlot gx(job.output, PixelType::kF32, e, in.spacing, response->mutable_gx(), detached);
+  ResultSlot gy(job.output, PixelType::kF32, e, in.spacing, response->mutable_gy(), detached);
   std::unique_ptr<ResultSlot> magnitude;
   std::unique_ptr<ResultSlot> angle;
   if (job.spec.magnitude) {
     magnitude = std::make_unique<ResultSlot>(job.output, PixelType::kF32, e, in.spacing,
-                                             response->mutable_magnitude());
+                                             response->mutable_magnitude(), detached);
   }
   if (job.spec.angle) {
     angle = std::make_unique<ResultSlot>(job.output, PixelType::kF32, e, in.spacing,
-                                         response->mutable_angle());
+                                         response->mutable_angle(), detached);
   }
   GradientOutputs out;
   out.gx = static_cast<float*>(gx.data());
@@ -337,7 +355,7 @@ absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, const v1::Pyra
     out->set_width(static_cast<std::uint32_t>(level.width));
     out->set_height(static_cast<std::uint32_t>(level.height));
     ResultSlot slot(job.output, job.spec.output_type, Extent{level.width, level.height, 1},
-                    in.spacing, out->mutable_result());
+                    in.spacing, out->mutable_result(), /*detached=*/nullptr);
     std::memcpy(slot.data(), packed.data() + level.offset_bytes, level.bytes);
     CUIMG_RETURN_IF_ERROR(slot.Deliver(*store_, identity, "output.keep_resident"));
   }

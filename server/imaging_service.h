@@ -24,7 +24,11 @@
 
 namespace cuimg {
 
-class ImagingService final : public v1::Imaging::CallbackService {
+// Morphology and Gradient take their messages as bytes, to keep the pixels out of protobuf's
+// copies (wire_pixels.h); the wire format is the generated one's.
+class ImagingService final
+    : public v1::Imaging::WithRawCallbackMethod_Morphology<
+          v1::Imaging::WithRawCallbackMethod_Gradient<v1::Imaging::CallbackService>> {
  public:
   // All pointers must outlive the service.
   ImagingService(const ServerOptions& options, const AuthPolicy& auth, Backend* backend,
@@ -32,11 +36,11 @@ class ImagingService final : public v1::Imaging::CallbackService {
                  ServerMetrics* metrics, const ModelRegistry* models);
 
   grpc::ServerUnaryReactor* Morphology(grpc::CallbackServerContext* ctx,
-                                       const v1::MorphologyRequest* request,
-                                       v1::MorphologyResponse* response) override;
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Gradient(grpc::CallbackServerContext* ctx,
-                                     const v1::GradientRequest* request,
-                                     v1::GradientResponse* response) override;
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Pyramid(grpc::CallbackServerContext* ctx,
                                     const v1::PyramidRequest* request,
                                     v1::PyramidResponse* response) override;
@@ -85,13 +89,16 @@ class ImagingService final : public v1::Imaging::CallbackService {
   void RecordRefusal(grpc::CallbackServerContext* ctx, const absl::Status& status, bool transient);
 
  private:
-  // The life of a unary call: authenticate, validate, authorize, admit (bytes, then the work
-  // queue), run, answer (with metrics and the timing trailer).
-  template <typename Request, typename Response, typename Job>
+  // The life of a unary call: authenticate, parse, validate, authorize, admit (bytes, then the
+  // work queue), run, answer (with metrics and the timing trailer). `Messages` is how the call's
+  // messages are parsed and serialized (call_messages.h: generated or detached); `validate`
+  // is called as Messages::Validate calls it.
+  template <typename Messages, typename Validate, typename Job>
   grpc::ServerUnaryReactor* Serve(
-      absl::string_view rpc, grpc::CallbackServerContext* ctx, const Request* request,
-      Response* response, absl::StatusOr<Job> (*validate)(const Request&, const RequestLimits&),
-      absl::Status (ImagingService::*run)(const Job&, const Request&, CallScope&, Response*));
+      absl::string_view rpc, grpc::CallbackServerContext* ctx, std::shared_ptr<Messages> messages,
+      Validate validate,
+      absl::Status (ImagingService::*run)(const Job&, const typename Messages::Request&,
+                                          CallScope&, typename Messages::Response*));
 
   absl::Status RunMorphology(const MorphologyJob& job, const v1::MorphologyRequest& request,
                              CallScope& call, v1::MorphologyResponse* response);

@@ -64,6 +64,11 @@ ABSL_FLAG(uint64_t, pinned_staging_bytes, uint64_t{256} << 20,
           "from pageable memory).");
 ABSL_FLAG(uint64_t, pinned_staging_chunk_bytes, uint64_t{4} << 20,
           "Size of one pinned staging chunk, bytes; a copy cycles through up to 3.");
+ABSL_FLAG(uint64_t, pinned_message_bytes, uint64_t{256} << 20,
+          "Page-locked host memory (all GPUs) holding request and response pixels between gRPC "
+          "and the device, bytes (0 = the heap, copied through staging).");
+ABSL_FLAG(uint64_t, pinned_message_chunk_bytes, uint64_t{1} << 20,
+          "Size of one pinned message buffer, bytes: pixels up to this size can use one.");
 ABSL_FLAG(bool, shared_memory, false,
           "Let clients on this host register POSIX shared-memory objects and pass pixels through "
           "them (opened with the server's permissions: see SECURITY.md).");
@@ -217,8 +222,11 @@ int main(int argc, char** argv) {
   options.device_memory_limit_bytes = absl::GetFlag(FLAGS_device_memory_limit_bytes);
   options.pinned_staging_bytes = absl::GetFlag(FLAGS_pinned_staging_bytes);
   options.pinned_staging_chunk_bytes = absl::GetFlag(FLAGS_pinned_staging_chunk_bytes);
-  if (options.pinned_staging_chunk_bytes == 0) {
-    std::fprintf(stderr, "--pinned_staging_chunk_bytes must be > 0\n");
+  options.pinned_message_bytes = absl::GetFlag(FLAGS_pinned_message_bytes);
+  options.pinned_message_chunk_bytes = absl::GetFlag(FLAGS_pinned_message_chunk_bytes);
+  if (options.pinned_staging_chunk_bytes == 0 || options.pinned_message_chunk_bytes == 0) {
+    std::fprintf(stderr,
+                 "--pinned_staging_chunk_bytes and --pinned_message_chunk_bytes must be > 0\n");
     return 2;
   }
   options.shared_memory.enabled = absl::GetFlag(FLAGS_shared_memory);

@@ -23,8 +23,10 @@ absl::Status CheckRange(absl::string_view field, std::int64_t value, std::int64_
   return absl::OkStatus();
 }
 
-absl::StatusOr<ImageInput> ValidateImage(const v1::Image& image, std::string field,
-                                         const RequestLimits& limits, bool partial_data) {
+// `data` is the image's pixels: image.data(), or what stands for it (DetachedPixels).
+absl::StatusOr<ImageInput> ValidateImage(const v1::Image& image, absl::string_view data,
+                                         std::string field, const RequestLimits& limits,
+                                         bool partial_data) {
   ImageInput in;
   in.kind = ImageInput::Kind::kInline;
   CUIMG_ASSIGN_OR_RETURN(in.type,
@@ -46,10 +48,10 @@ absl::StatusOr<ImageInput> ValidateImage(const v1::Image& image, std::string fie
   }
   const std::int64_t expected =
       pixels * in.channels * static_cast<std::int64_t>(PixelSize(in.type));
-  const auto got = static_cast<std::int64_t>(image.data().size());
+  const auto got = static_cast<std::int64_t>(data.size());
   if (partial_data ? got > expected : got != expected) {
     return absl::InvalidArgumentError(absl::StrCat(
-        field, ".data: ", image.data().size(), " bytes, expected width*height*depth*channels*",
+        field, ".data: ", data.size(), " bytes, expected width*height*depth*channels*",
         PixelSize(in.type), " = ", expected));
   }
   const v1::Spacing& sp = image.spacing();
@@ -61,7 +63,7 @@ absl::StatusOr<ImageInput> ValidateImage(const v1::Image& image, std::string fie
           absl::StrCat(field, ".spacing.", name, ": ", value, " is not finite and >= 0"));
     }
   }
-  in.bytes = image.data();
+  in.bytes = data;
   in.field = std::move(field);
   return in;
 }
@@ -181,10 +183,12 @@ absl::Status ValidateRegionHandle(absl::string_view handle, absl::string_view fi
 
 absl::StatusOr<ImageInput> ValidateImageSource(const v1::ImageSource& source,
                                                absl::string_view field,
-                                               const RequestLimits& limits) {
+                                               const RequestLimits& limits,
+                                               DetachedPixels pixels) {
   switch (source.source_case()) {
     case v1::ImageSource::kImage:
-      return ValidateImage(source.image(), absl::StrCat(field, ".image"), limits, false);
+      return ValidateImage(source.image(), pixels.value_or(source.image().data()),
+                           absl::StrCat(field, ".image"), limits, false);
     case v1::ImageSource::kHandle: {
       if (source.handle().empty() || source.handle().size() > 128) {
         return absl::InvalidArgumentError(
@@ -218,8 +222,9 @@ absl::StatusOr<ImageInput> ValidateImageSource(const v1::ImageSource& source,
             prefix, ".image.data: must be empty (the pixels are in the region)"));
       }
       // The shape's rules are an inline image's; only the bytes live elsewhere.
-      CUIMG_ASSIGN_OR_RETURN(ImageInput in, ValidateImage(shm.image(), absl::StrCat(prefix, ".image"),
-                                                          limits, /*partial_data=*/true));
+      CUIMG_ASSIGN_OR_RETURN(ImageInput in,
+                             ValidateImage(shm.image(), "", absl::StrCat(prefix, ".image"), limits,
+                                           /*partial_data=*/true));
       in.kind = ImageInput::Kind::kSharedMemory;
       in.handle = shm.region();
       in.offset = shm.offset();
@@ -302,9 +307,11 @@ absl::StatusOr<std::vector<MorphologyStep>> ValidateMorphologySteps(
 }  // namespace
 
 absl::StatusOr<MorphologyJob> ValidateMorphologyRequest(const v1::MorphologyRequest& request,
-                                                        const RequestLimits& limits) {
+                                                        const RequestLimits& limits,
+                                                        DetachedPixels pixels) {
   MorphologyJob job;
-  CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.input(), "input", limits));
+  CUIMG_ASSIGN_OR_RETURN(job.input,
+                         ValidateImageSource(request.input(), "input", limits, pixels));
   CUIMG_ASSIGN_OR_RETURN(job.steps, ValidateMorphologySteps(request, "", limits));
   CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
   if (job.input.kind == ImageInput::Kind::kInline) {
@@ -333,7 +340,7 @@ absl::Status CheckMorphologyInput(const ImageView& image, const MorphologyJob& j
 
 absl::StatusOr<ImageInput> ValidateUploadHeader(const v1::Image& image,
                                                 const RequestLimits& limits) {
-  return ValidateImage(image, "image", limits, true);
+  return ValidateImage(image, image.data(), "image", limits, true);
 }
 
 }  // namespace cuimg
@@ -386,9 +393,11 @@ absl::StatusOr<GradientSpec> ValidateGradientFields(const v1::GradientRequest& r
 }  // namespace
 
 absl::StatusOr<GradientJob> ValidateGradientRequest(const v1::GradientRequest& request,
-                                                    const RequestLimits& limits) {
+                                                    const RequestLimits& limits,
+                                                    DetachedPixels pixels) {
   GradientJob job;
-  CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.input(), "input", limits));
+  CUIMG_ASSIGN_OR_RETURN(job.input,
+                         ValidateImageSource(request.input(), "input", limits, pixels));
   CUIMG_ASSIGN_OR_RETURN(job.spec, ValidateGradientFields(request, ""));
   CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
   CUIMG_RETURN_IF_ERROR(RefuseSharedMemoryOutput(job.output, "Gradient"));
@@ -633,7 +642,8 @@ absl::StatusOr<VolumeStreamJob> ValidateVolumeStreamHeader(const v1::VolumeStrea
     return absl::InvalidArgumentError("header.volume: is required (the volume's type and size)");
   }
   CUIMG_ASSIGN_OR_RETURN(ImageInput volume,
-                         ValidateImage(header.volume(), "header.volume", limits, true));
+                         ValidateImage(header.volume(), header.volume().data(),
+                                                       "header.volume", limits, true));
   if (!header.volume().data().empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("header.volume.data: must be empty (pixels arrive in slab messages), got ",

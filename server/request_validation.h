@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/optional.h"
 #include "cuimg/common/image.h"
 #include "cuimg/kernels/gradient_types.h"
 #include "cuimg/kernels/hog_types.h"
@@ -60,16 +61,22 @@ struct MorphologyJob {
   OutputSpec output;
 };
 
+// The inline image's pixels when they arrived beside the request message (wire_pixels.h): they
+// stand for input.image.data, which is then empty. nullopt: the message holds its own.
+using DetachedPixels = absl::optional<absl::string_view>;
+
 // `field` names the ImageSource in messages, e.g. "input".
 absl::StatusOr<ImageInput> ValidateImageSource(const v1::ImageSource& source,
                                                absl::string_view field,
-                                               const RequestLimits& limits);
+                                               const RequestLimits& limits,
+                                               DetachedPixels pixels = absl::nullopt);
 
 absl::StatusOr<OutputSpec> ValidateOutputOptions(const v1::OutputOptions& output,
                                                  absl::string_view field);
 
 absl::StatusOr<MorphologyJob> ValidateMorphologyRequest(const v1::MorphologyRequest& request,
-                                                        const RequestLimits& limits);
+                                                        const RequestLimits& limits,
+                                                        DetachedPixels pixels = absl::nullopt);
 
 // Checks a resolved (inline, decoded or resident) image against Morphology's needs: one channel,
 // and finite border values unless the pixels are F32.
@@ -87,7 +94,8 @@ struct GradientJob {
 };
 
 absl::StatusOr<GradientJob> ValidateGradientRequest(const v1::GradientRequest& request,
-                                                    const RequestLimits& limits);
+                                                    const RequestLimits& limits,
+                                                    DetachedPixels pixels = absl::nullopt);
 // A resolved input for Gradient: one channel.
 absl::Status CheckGradientInput(const ImageView& image, const GradientJob& job);
 

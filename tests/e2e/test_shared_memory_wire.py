@@ -15,7 +15,7 @@ import grpc
 import numpy as np
 
 from cuimg.v1 import (gradient_pb2, imaging_service_pb2_grpc, morphology_pb2, pyramid_pb2,
-                      shared_memory_pb2, types_pb2)
+                      resident_pb2, shared_memory_pb2, types_pb2)
 from server_process import ServerProcess
 from shm_objects import ShmObject
 
@@ -177,8 +177,9 @@ class SharedMemoryWire(unittest.TestCase):
 
     @unittest.skipUnless(BACKEND == "cuda", "in-place writes are a CUDA backend path")
     def test_single_box_pass_writes_the_region_without_a_copy(self):
-        # The timing trailer's d2h stage: empty when the kernel wrote the region itself, a 307 KB
-        # copy when the same result goes inline.
+        # The timing trailer's d2h stage: empty when the kernel wrote the region itself (and when
+        # it wrote an inline result's pinned buffer), a 307 KB copy when the result is kept
+        # resident (host memory the device cannot write).
         array = random_array(np.random.default_rng(13), np.uint8, (480, 640))
         self.put(array, 0)
 
@@ -186,15 +187,20 @@ class SharedMemoryWire(unittest.TestCase):
             request = morphology_pb2.MorphologyRequest(
                 input=self.shm_source(array, types_pb2.PIXEL_TYPE_U8, 0), steps=ONE_BOX_PASS,
                 output=output)
-            _, call = self.stub.Morphology.with_call(request, timeout=60)
+            response, call = self.stub.Morphology.with_call(request, timeout=60)
+            if response.result.handle:
+                self.stub.Release(resident_pb2.ReleaseRequest(handle=response.result.handle),
+                                  timeout=30)
             timing = dict(call.trailing_metadata())["cuimg-timing"]
             return float(re.search(r"d2h_us=([0-9.]+)", timing).group(1))
 
         into_region = types_pb2.OutputOptions(shared_memory=types_pb2.SharedMemoryTarget(
             region=self.region.handle, offset=1 << 20))
         in_place = [d2h_us(into_region) for _ in range(5)]
-        copied = [d2h_us(types_pb2.OutputOptions()) for _ in range(5)]
+        inline = [d2h_us(types_pb2.OutputOptions()) for _ in range(5)]
+        copied = [d2h_us(types_pb2.OutputOptions(keep_resident=True)) for _ in range(5)]
         self.assertLess(max(in_place[1:]), min(copied[1:]) / 2, (in_place, copied))
+        self.assertLess(max(inline[1:]), min(copied[1:]) / 2, (inline, copied))
 
     def test_gradient_and_pyramid_read_shared_memory_inputs(self):
         rng = np.random.default_rng(8)

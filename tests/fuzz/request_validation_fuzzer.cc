@@ -4,11 +4,13 @@
 // (the bytes a client could send); validation must return a status, never crash, and admission's
 // estimate must be computable for whatever it accepts. For an accepted stream header, the slab
 // plan must tile the volume: output windows contiguous, inputs inside the volume and covering
-// each output slab's halo.
+// each output slab's halo. Morphology and Gradient are also validated with their inline pixels
+// detached (as the server receives them) and must get the same status.
 #include <cstddef>
 #include <cstdint>
 
 #include <algorithm>
+#include <string>
 
 #include "cuimg/v1/resident.pb.h"
 #include "cuimg/v1/streaming.pb.h"
@@ -29,6 +31,26 @@ void Check(const std::uint8_t* data, std::size_t size,
   if (!job.ok()) return;
   // Every accepted job can be sized for admission (an unknown handle is NOT_FOUND, not a crash).
   (void)cuimg::EstimateInflightBytes(*job, request, "fuzzer", store, limits);
+}
+
+// Morphology and Gradient also take their inline pixels beside the message (wire_pixels.h):
+// validating with the pixels moved out must give the same verdict as with them in place.
+template <typename Request, typename Job>
+void CheckDetached(const std::uint8_t* data, std::size_t size,
+                   absl::StatusOr<Job> (*validate)(const Request&, const cuimg::RequestLimits&,
+                                                   cuimg::DetachedPixels),
+                   const cuimg::RequestLimits& limits, cuimg::ResidentStore& store) {
+  Request request;
+  if (!request.ParseFromArray(data, static_cast<int>(size))) return;
+  const absl::StatusOr<Job> inline_job = validate(request, limits, absl::nullopt);
+  if (inline_job.ok()) {
+    (void)cuimg::EstimateInflightBytes(*inline_job, request, "fuzzer", store, limits);
+  }
+  if (!request.input().has_image()) return;
+  const std::string pixels = request.input().image().data();
+  request.mutable_input()->mutable_image()->clear_data();
+  const absl::StatusOr<Job> detached_job = validate(request, limits, absl::string_view(pixels));
+  if (detached_job.status() != inline_job.status()) __builtin_trap();
 }
 
 // The slab plan of an accepted header, as slices arrive `step` at a time.
@@ -66,10 +88,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   --size;
   switch (kind % 8) {
     case 0:
-      Check(data, size, &cuimg::ValidateMorphologyRequest, limits, store);
+      CheckDetached(data, size, &cuimg::ValidateMorphologyRequest, limits, store);
       break;
     case 1:
-      Check(data, size, &cuimg::ValidateGradientRequest, limits, store);
+      CheckDetached(data, size, &cuimg::ValidateGradientRequest, limits, store);
       break;
     case 2:
       Check(data, size, &cuimg::ValidatePyramidRequest, limits, store);

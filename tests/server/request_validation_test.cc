@@ -156,6 +156,25 @@ TEST(MorphologyValidationOk, AcceptsAValidRequestWithDefaults) {
   EXPECT_EQ(job->input.extent, (Extent{4, 3, 1}));
 }
 
+TEST(MorphologyValidationOk, DetachedPixelsStandForTheImageData) {
+  v1::MorphologyRequest request = ValidRequest();
+  request.mutable_input()->mutable_image()->clear_data();
+  const std::string pixels(12, '\x05');
+  absl::StatusOr<MorphologyJob> job =
+      ValidateMorphologyRequest(request, RequestLimits{}, absl::string_view(pixels));
+  ASSERT_THAT(job, IsOk());
+  EXPECT_EQ(job->input.bytes.data(), pixels.data());
+  EXPECT_EQ(job->input.bytes.size(), 12u);
+  const std::string short_pixels(11, '\x05');
+  EXPECT_THAT(ValidateMorphologyRequest(request, RequestLimits{}, absl::string_view(short_pixels)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("input.image.data: 11 bytes")));
+  // A source that is not an inline image ignores them.
+  request.mutable_input()->set_handle("h");
+  job = ValidateMorphologyRequest(request, RequestLimits{}, absl::string_view(pixels));
+  ASSERT_THAT(job, IsOk());
+  EXPECT_EQ(job->input.kind, ImageInput::Kind::kHandle);
+}
+
 TEST(MorphologyValidationOk, AcceptsInfiniteBorderOnF32) {
   v1::MorphologyRequest r = ValidRequest();
   r.mutable_input()->mutable_image()->set_pixel_type(v1::PIXEL_TYPE_F32);

@@ -1,0 +1,126 @@
+// How a unary call's messages reach ImagingService::Serve: parsed and serialized by gRPC's
+// generated code, or here with the pixels kept apart (wire_pixels.h). Both present the same
+// members, which Serve uses in order: Parse, Validate, request/response, Serialize.
+#ifndef CUIMG_SERVER_CALL_MESSAGES_H_
+#define CUIMG_SERVER_CALL_MESSAGES_H_
+
+#include <grpcpp/support/byte_buffer.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "cuimg/common/status_macros.h"
+#include "server/backend.h"
+#include "server/request_validation.h"
+#include "server/server_options.h"
+#include "server/wire_pixels.h"
+
+namespace cuimg {
+
+// A unary call's messages as gRPC's generated code parses and serializes them.
+template <typename RequestT, typename ResponseT>
+class GeneratedMessages {
+ public:
+  using Request = RequestT;
+  using Response = ResponseT;
+  GeneratedMessages(const Request* request, Response* response)
+      : request_(request), response_(response) {}
+  absl::Status Parse() { return absl::OkStatus(); }
+  double pixel_copy_us() const { return 0; }
+  template <typename Validator>
+  auto Validate(Validator validate, const RequestLimits& limits) const {
+    return validate(*request_, limits);
+  }
+  const Request& request() const { return *request_; }
+  Response* response() { return response_; }
+  std::uint64_t detached_request_bytes() const { return 0; }
+  DetachedResults* detached_results() { return nullptr; }
+  absl::Status Serialize() { return absl::OkStatus(); }
+  std::int64_t request_bytes() const {
+    return static_cast<std::int64_t>(request_->ByteSizeLong());
+  }
+  std::int64_t response_bytes() const {
+    return static_cast<std::int64_t>(response_->ByteSizeLong());
+  }
+
+ private:
+  const Request* request_;
+  Response* response_;
+};
+
+// A unary call whose messages are parsed and serialized here, with the pixels kept apart
+// (wire_pixels.h): the request's inline pixels in one host buffer, each result's in its own.
+template <typename RequestT, typename ResponseT>
+class DetachedMessages {
+ public:
+  using Request = RequestT;
+  using Response = ResponseT;
+  DetachedMessages(const grpc::ByteBuffer* wire_request, grpc::ByteBuffer* wire_response,
+                   Backend* backend)
+      : wire_request_(wire_request),
+        wire_response_(wire_response),
+        allocate_([backend](std::size_t bytes) { return backend->AllocateHostBuffer(bytes); }),
+        results_(allocate_) {}
+  absl::Status Parse() {
+    const auto start = std::chrono::steady_clock::now();
+    CUIMG_ASSIGN_OR_RETURN(pixels_, ParseWithDetachedPixels(*wire_request_, allocate_, &request_));
+    if (pixels_ != nullptr) {
+      pixel_copy_us_ =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+              .count();
+    }
+    return absl::OkStatus();
+  }
+  // How long Parse took when it copied the request's pixels out of the received bytes.
+  double pixel_copy_us() const { return pixel_copy_us_; }
+  template <typename Validator>
+  auto Validate(Validator validate, const RequestLimits& limits) const {
+    DetachedPixels pixels;
+    if (pixels_ != nullptr) {
+      pixels = absl::string_view(static_cast<const char*>(pixels_->data()), pixels_->size());
+    }
+    return validate(request_, limits, pixels);
+  }
+  const Request& request() const { return request_; }
+  Response* response() { return &response_; }
+  std::uint64_t detached_request_bytes() const { return pixels_ ? pixels_->size() : 0; }
+  DetachedResults* detached_results() { return &results_; }
+  absl::Status Serialize() { return results_.Serialize(&response_, wire_response_); }
+  std::int64_t request_bytes() const {
+    return static_cast<std::int64_t>(wire_request_->Length());
+  }
+  std::int64_t response_bytes() const {
+    return static_cast<std::int64_t>(wire_response_->Length());
+  }
+
+ private:
+  const grpc::ByteBuffer* wire_request_;
+  grpc::ByteBuffer* wire_response_;
+  HostBufferAllocator allocate_;
+  Request request_;
+  Response response_;
+  std::unique_ptr<HostBuffer> pixels_;
+  double pixel_copy_us_ = 0;
+  DetachedResults results_;
+};
+
+template <typename Request, typename Response>
+std::shared_ptr<GeneratedMessages<Request, Response>> Generated(const Request* request,
+                                                                Response* response) {
+  return std::make_shared<GeneratedMessages<Request, Response>>(request, response);
+}
+
+// `backend` gives the pixels' buffers and must outlive the call.
+template <typename Request, typename Response>
+std::shared_ptr<DetachedMessages<Request, Response>> Detached(const grpc::ByteBuffer* request,
+                                                              grpc::ByteBuffer* response,
+                                                              Backend* backend) {
+  return std::make_shared<DetachedMessages<Request, Response>>(request, response, backend);
+}
+
+}  // namespace cuimg
+
+#endif  // CUIMG_SERVER_CALL_MESSAGES_H_

@@ -1,0 +1,265 @@
+#include "server/wire_pixels.h"
+
+#include <grpcpp/support/proto_buffer_reader.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace cuimg {
+namespace {
+
+using google::protobuf::FieldDescriptor;
+
+constexpr std::uint64_t kLengthDelimited = 2;
+// Where a request's pixels are: Request.input (1), ImageSource.image (1), Image.data (6).
+constexpr std::uint64_t kPixelPath[] = {1, 1, 6};
+constexpr int kPixelDepth = 2;
+// Where a result's are: ImageResult.image (1), Image.data (6).
+constexpr std::uint32_t kResultImageField = 1;
+constexpr std::uint32_t kImageDataField = 6;
+
+void AppendVarint(std::uint64_t value, std::string* out) {
+  while (value >= 0x80) {
+    out->push_back(static_cast<char>(value | 0x80));
+    value >>= 7;
+  }
+  out->push_back(static_cast<char>(value));
+}
+
+std::size_t VarintSize(std::uint64_t value) {
+  std::size_t n = 1;
+  for (; value >= 0x80; value >>= 7) ++n;
+  return n;
+}
+
+std::uint64_t LengthTag(std::uint64_t field) { return (field << 3) | kLengthDelimited; }
+
+// Reads gRPC's received slices in order without joining them.
+class SliceReader {
+ public:
+  explicit SliceReader(std::vector<grpc::Slice> slices) : slices_(std::move(slices)) {
+    for (const grpc::Slice& s : slices_) size_ += s.size();
+    Advance(0);
+  }
+  std::size_t position() const { return position_; }
+  std::size_t size() const { return size_; }
+  std::size_t left() const { return size_ - position_; }
+
+  bool ReadVarint(std::uint64_t* value) {
+    std::uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      std::uint8_t byte = 0;
+      if (!Read(&byte, 1)) return false;
+      v |= std::uint64_t{byte & 0x7fu} << shift;
+      if ((byte & 0x80) == 0) {
+        *value = v;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  bool Read(void* dst, std::size_t n) {
+    if (n > left()) return false;
+    auto* d = static_cast<std::uint8_t*>(dst);
+    while (n > 0) {
+      const grpc::Slice& s = slices_[slice_];
+      const std::size_t take = std::min(n, s.size() - offset_);
+      std::memcpy(d, s.begin() + offset_, take);
+      d += take;
+      n -= take;
+      Advance(take);
+    }
+    return true;
+  }
+
+  bool AppendTo(std::string* out, std::size_t n) {
+    if (n > left()) return false;
+    const std::size_t at = out->size();
+    out->resize(at + n);
+    return Read(out->data() + at, n);
+  }
+
+ private:
+  // Moves on by n bytes and past exhausted slices, so that a read never sits at one.
+  void Advance(std::size_t n) {
+    offset_ += n;
+    position_ += n;
+    while (slice_ < slices_.size() && offset_ == slices_[slice_].size()) {
+      ++slice_;
+      offset_ = 0;
+    }
+  }
+
+  std::vector<grpc::Slice> slices_;
+  std::size_t size_ = 0;
+  std::size_t slice_ = 0;
+  std::size_t offset_ = 0;
+  std::size_t position_ = 0;
+};
+
+// Copies a request into `rest` field by field, but for its pixels, which go to their own
+// buffer. Anything but the plain layout (a field on the pixels' path repeated, or with another
+// wire type; groups; bytes that do not parse) makes it give up, and protobuf parses the whole
+// request: protobuf's merge rules and its errors stay the authority.
+class PixelSplitter {
+ public:
+  PixelSplitter(SliceReader* in, const HostBufferAllocator& allocate)
+      : in_(*in), allocate_(allocate) {}
+
+  // The fields up to `end` of the message at `depth` on the pixels' path, appended to `out`.
+  bool Split(int depth, std::size_t end, std::string* out) {
+    bool seen = false;
+    while (in_.position() < end) {
+      std::uint64_t tag = 0;
+      if (!in_.ReadVarint(&tag) || (tag >> 3) == 0) return false;
+      if ((tag >> 3) != kPixelPath[depth]) {
+        AppendVarint(tag, out);
+        if (!CopyValue(tag & 7, end, out)) return false;
+        continue;
+      }
+      std::uint64_t n = 0;
+      if ((tag & 7) != kLengthDelimited || seen || !in_.ReadVarint(&n) ||
+          n > end - std::min(end, in_.position())) {
+        return false;
+      }
+      seen = true;
+      if (depth == kPixelDepth) {
+        if (n == 0) continue;
+        pixels_ = allocate_(n);
+        if (!in_.Read(pixels_->data(), n)) return false;
+        continue;
+      }
+      std::string inner;
+      if (!Split(depth + 1, in_.position() + n, &inner)) return false;
+      AppendVarint(tag, out);
+      AppendVarint(inner.size(), out);
+      out->append(inner);
+    }
+    return in_.position() == end;
+  }
+
+  std::unique_ptr<HostBuffer> TakePixels() { return std::move(pixels_); }
+
+ private:
+  // One field's value, its tag already copied.
+  bool CopyValue(std::uint64_t wire_type, std::size_t end, std::string* out) {
+    switch (wire_type) {
+      case 0: {
+        std::uint64_t v = 0;
+        if (!in_.ReadVarint(&v)) return false;
+        AppendVarint(v, out);
+        break;
+      }
+      case 1:
+        if (!in_.AppendTo(out, 8)) return false;
+        break;
+      case kLengthDelimited: {
+        std::uint64_t n = 0;
+        if (!in_.ReadVarint(&n) || n > end - std::min(end, in_.position())) return false;
+        AppendVarint(n, out);
+        if (!in_.AppendTo(out, n)) return false;
+        break;
+      }
+      case 5:
+        if (!in_.AppendTo(out, 4)) return false;
+        break;
+      default:
+        return false;
+    }
+    return in_.position() <= end;
+  }
+
+  SliceReader& in_;
+  const HostBufferAllocator& allocate_;
+  std::unique_ptr<HostBuffer> pixels_;
+};
+
+absl::Status NotAMessage(const google::protobuf::Message& request) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("request: the bytes are not a valid ", request.GetTypeName()));
+}
+
+void DeleteHostBuffer(void* buffer) { delete static_cast<HostBuffer*>(buffer); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HostBuffer>> ParseWithDetachedPixels(
+    const grpc::ByteBuffer& wire, const HostBufferAllocator& allocate,
+    google::protobuf::Message* request) {
+  std::vector<grpc::Slice> slices;
+  if (wire.Dump(&slices).ok()) {
+    SliceReader in(std::move(slices));
+    PixelSplitter splitter(&in, allocate);
+    std::string rest;
+    if (splitter.Split(0, in.size(), &rest)) {
+      if (!request->ParseFromString(rest)) return NotAMessage(*request);
+      return splitter.TakePixels();
+    }
+  }
+  grpc::ByteBuffer whole(wire);  // shares the slices
+  grpc::ProtoBufferReader reader(&whole);
+  request->Clear();
+  if (!request->ParseFromZeroCopyStream(&reader)) return NotAMessage(*request);
+  return std::unique_ptr<HostBuffer>();
+}
+
+void* DetachedResults::Add(const v1::ImageResult* result, std::size_t bytes) {
+  results_.push_back(Result{result, allocate_(bytes)});
+  return results_.back().pixels->data();
+}
+
+absl::Status DetachedResults::Serialize(google::protobuf::Message* response,
+                                        grpc::ByteBuffer* wire) {
+  const google::protobuf::Reflection* reflection = response->GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  reflection->ListFields(*response, &fields);
+  std::vector<const FieldDescriptor*> spliced;
+  std::vector<grpc::Slice> slices;
+  std::string head;  // bytes before the next pixels
+  for (Result& r : results_) {
+    const auto at = std::find_if(fields.begin(), fields.end(), [&](const FieldDescriptor* f) {
+      return !f->is_repeated() && f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE &&
+             &reflection->GetMessage(*response, f) == r.result;
+    });
+    if (at == fields.end() || !r.result->image().data().empty()) {
+      return absl::InternalError(absl::StrCat("a detached result is not an image-less top-level "
+                                              "field of ", response->GetTypeName()));
+    }
+    const std::string image = r.result->image().SerializeAsString();
+    v1::ImageResult others = *r.result;
+    others.clear_image();
+    const std::string tail = others.SerializeAsString();
+    const std::size_t n = r.pixels->size();
+    const std::size_t image_bytes =
+        image.size() + VarintSize(LengthTag(kImageDataField)) + VarintSize(n) + n;
+    const std::size_t result_bytes = VarintSize(LengthTag(kResultImageField)) +
+                                     VarintSize(image_bytes) + image_bytes + tail.size();
+    AppendVarint(LengthTag(static_cast<std::uint64_t>((*at)->number())), &head);
+    AppendVarint(result_bytes, &head);
+    AppendVarint(LengthTag(kResultImageField), &head);
+    AppendVarint(image_bytes, &head);
+    head += image;
+    AppendVarint(LengthTag(kImageDataField), &head);
+    AppendVarint(n, &head);
+    slices.emplace_back(head);
+    if (n > 0) {
+      HostBuffer* pixels = r.pixels.release();
+      slices.emplace_back(pixels->data(), n, &DeleteHostBuffer, pixels);
+    }
+    head = tail;
+    spliced.push_back(*at);
+  }
+  for (const FieldDescriptor* f : spliced) reflection->ClearField(response, f);
+  results_.clear();
+  head += response->SerializeAsString();
+  if (!head.empty()) slices.emplace_back(head);
+  *wire = grpc::ByteBuffer(slices.data(), slices.size());
+  return absl::OkStatus();
+}
+
+}  // namespace cuimg

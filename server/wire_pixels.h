@@ -1,0 +1,63 @@
+// Pixels kept out of protobuf's copies on the image RPCs. gRPC's generated code would parse a
+// request's inline image into a string (one copy), which the backend then copies into pinned
+// staging (two), and would serialize a response from a zero-filled string that the backend had
+// filled from staging (three more passes over the pixels). Here the request's pixels are copied
+// once, from gRPC's received slices into a HostBuffer that the DMA reads, and the results are
+// written by the backend into HostBuffers that gRPC sends as they are.
+#ifndef CUIMG_SERVER_WIRE_PIXELS_H_
+#define CUIMG_SERVER_WIRE_PIXELS_H_
+
+#include <grpcpp/support/byte_buffer.h>
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cuimg/v1/types.pb.h"
+#include "google/protobuf/message.h"
+#include "server/backend.h"
+
+namespace cuimg {
+
+using HostBufferAllocator = std::function<std::unique_ptr<HostBuffer>(std::size_t bytes)>;
+
+// Parses `wire`, a serialized message whose field 1 is an ImageSource (every image RPC's
+// `input`), into `request`. When the ImageSource carries an inline image with pixels, and the
+// message lays them out once (as every encoder does), the pixels are copied into
+// allocate(size) instead of into input.image.data, which stays empty, and that buffer is
+// returned. Otherwise the message is parsed whole and null is returned. INVALID_ARGUMENT, naming
+// the message type, when the bytes are not a valid message of `request`'s type.
+absl::StatusOr<std::unique_ptr<HostBuffer>> ParseWithDetachedPixels(
+    const grpc::ByteBuffer& wire, const HostBufferAllocator& allocate,
+    google::protobuf::Message* request);
+
+// The pixels of a response's results, written outside the message and sent from their buffers.
+// Each belongs to an ImageResult that is a singular top-level field of the response.
+class DetachedResults {
+ public:
+  explicit DetachedResults(HostBufferAllocator allocate) : allocate_(std::move(allocate)) {}
+
+  // `bytes` of uninitialized memory for `result`'s image data; valid until Serialize.
+  void* Add(const v1::ImageResult* result, std::size_t bytes);
+  bool empty() const { return results_.empty(); }
+
+  // Serializes `response` into `wire`: what protobuf would write, with each added result's
+  // pixels as its image's data (which must be empty in `response`). The pixels go by
+  // reference: their buffers are freed once gRPC has sent them. Clears the added results from
+  // `response`. INTERNAL if an added result is not a top-level field of `response`.
+  absl::Status Serialize(google::protobuf::Message* response, grpc::ByteBuffer* wire);
+
+ private:
+  struct Result {
+    const v1::ImageResult* result;
+    std::unique_ptr<HostBuffer> pixels;
+  };
+  HostBufferAllocator allocate_;
+  std::vector<Result> results_;
+};
+
+}  // namespace cuimg
+
+#endif  // CUIMG_SERVER_WIRE_PIXELS_H_

@@ -1,0 +1,244 @@
+// wire_pixels: requests parsed with their pixels apart must mean what protobuf makes of the same
+// bytes, however gRPC sliced them; responses serialized with detached pixels must parse back to
+// the message protobuf would have sent, with the pixels sent from their own buffers.
+#include "server/wire_pixels.h"
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuimg/v1/gradient.pb.h"
+#include "cuimg/v1/morphology.pb.h"
+
+namespace cuimg {
+namespace {
+
+std::string RandomBytes(std::size_t n, std::mt19937& rng) {
+  std::string s(n, '\0');
+  for (char& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+// `bytes` as gRPC might hand them over: in slices of random sizes, some of one byte, so that
+// tags, lengths and pixels straddle slice boundaries.
+grpc::ByteBuffer Sliced(const std::string& bytes, std::mt19937& rng) {
+  std::vector<grpc::Slice> slices;
+  std::size_t at = 0;
+  while (at < bytes.size()) {
+    const std::size_t most = rng() % 2 ? 3 : 9000;
+    const std::size_t n = std::min<std::size_t>(bytes.size() - at, 1 + rng() % most);
+    slices.emplace_back(bytes.data() + at, n);
+    at += n;
+  }
+  if (slices.empty()) return grpc::ByteBuffer();
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+std::string Joined(const grpc::ByteBuffer& wire) {
+  std::vector<grpc::Slice> slices;
+  EXPECT_TRUE(wire.Dump(&slices).ok());
+  std::string out;
+  for (const grpc::Slice& s : slices) {
+    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  return out;
+}
+
+// Field `field` (≤ 15) of a message holding `bytes` (a nested message or bytes), as protobuf
+// writes it.
+std::string Field(int field, const std::string& bytes) {
+  std::string out(1, static_cast<char>((field << 3) | 2));
+  for (std::uint64_t v = bytes.size();; v >>= 7) {
+    if (v < 0x80) {
+      out.push_back(static_cast<char>(v));
+      break;
+    }
+    out.push_back(static_cast<char>(v | 0x80));
+  }
+  return out + bytes;
+}
+
+HostBufferAllocator Heap() {
+  return [](std::size_t bytes) { return HeapHostBuffer(bytes); };
+}
+
+v1::MorphologyRequest RequestWithPixels(std::size_t width, std::size_t height, std::mt19937& rng) {
+  v1::MorphologyRequest r;
+  v1::Image* image = r.mutable_input()->mutable_image();
+  image->set_pixel_type(v1::PIXEL_TYPE_U8);
+  image->set_width(static_cast<std::uint32_t>(width));
+  image->set_height(static_cast<std::uint32_t>(height));
+  image->mutable_spacing()->set_x_mm(0.5);
+  *image->mutable_data() = RandomBytes(width * height, rng);
+  v1::MorphologyStep* step = r.add_steps();
+  step->set_op(v1::MORPHOLOGY_OP_DILATE);
+  step->mutable_element()->set_shape(v1::ELEMENT_SHAPE_RECT);
+  step->mutable_element()->set_width(3);
+  step->mutable_element()->set_height(3);
+  step->set_border_value(-7.25);
+  r.mutable_output()->set_ttl_seconds(0);
+  return r;
+}
+
+// What ParseWithDetachedPixels makes of `bytes`, with any detached pixels put back into the
+// message, must be exactly what protobuf parses from them.
+void ExpectSameAsProtobuf(const std::string& bytes, std::mt19937& rng, bool expect_detached) {
+  v1::MorphologyRequest expected;
+  ASSERT_TRUE(expected.ParseFromString(bytes));
+  v1::MorphologyRequest got;
+  absl::StatusOr<std::unique_ptr<HostBuffer>> pixels =
+      ParseWithDetachedPixels(Sliced(bytes, rng), Heap(), &got);
+  ASSERT_TRUE(pixels.ok()) << pixels.status();
+  EXPECT_EQ(*pixels != nullptr, expect_detached);
+  // Detached pixels stand for the image's data only while the image is the source (a later
+  // oneof member may have replaced it, as ImagingService's validation knows).
+  if (*pixels != nullptr && got.input().has_image()) {
+    ASSERT_TRUE(got.input().image().data().empty());
+    ASSERT_EQ((*pixels)->size(), expected.input().image().data().size());
+    got.mutable_input()->mutable_image()->mutable_data()->assign(
+        static_cast<const char*>((*pixels)->data()), (*pixels)->size());
+  }
+  std::string a, b;
+  google::protobuf::io::StringOutputStream sa(&a), sb(&b);
+  {
+    google::protobuf::io::CodedOutputStream ca(&sa), cb(&sb);
+    ca.SetSerializationDeterministic(true);
+    cb.SetSerializationDeterministic(true);
+    ASSERT_TRUE(expected.SerializeToCodedStream(&ca));
+    ASSERT_TRUE(got.SerializeToCodedStream(&cb));
+  }
+  EXPECT_EQ(a, b);
+}
+
+TEST(WirePixels, AnEncodedRequestsPixelsAreDetachedWhateverTheSlicing) {
+  std::mt19937 rng(7);
+  for (auto [w, h] : {std::pair<int, int>{640, 480}, {1, 1}, {2, 3}, {127, 129}, {4099, 3}}) {
+    for (int trial = 0; trial < 8; ++trial) {
+      ExpectSameAsProtobuf(RequestWithPixels(w, h, rng).SerializeAsString(), rng, true);
+    }
+  }
+}
+
+TEST(WirePixels, FieldsInAnyOrderAroundThePixels) {
+  std::mt19937 rng(11);
+  const v1::MorphologyRequest full = RequestWithPixels(33, 17, rng);
+  // Steps and output before the input, and the image's other fields after its data.
+  v1::MorphologyRequest others = full;
+  others.clear_input();
+  v1::Image shape = full.input().image();
+  shape.clear_data();
+  const std::string image = Field(6, full.input().image().data()) + shape.SerializeAsString();
+  const std::string bytes = others.SerializeAsString() + Field(1, Field(1, image));
+  for (int trial = 0; trial < 8; ++trial) ExpectSameAsProtobuf(bytes, rng, true);
+}
+
+TEST(WirePixels, LayoutsOnlyProtobufsMergeSettlesAreParsedWhole) {
+  std::mt19937 rng(13);
+  const v1::MorphologyRequest a = RequestWithPixels(20, 10, rng);
+  const v1::MorphologyRequest b = RequestWithPixels(20, 10, rng);
+  // The input twice: protobuf merges the two images (the second's data wins).
+  ExpectSameAsProtobuf(a.SerializeAsString() + b.SerializeAsString(), rng, false);
+  // The data twice within one image.
+  const std::string image = a.input().image().SerializeAsString() + Field(6, "xy");
+  ExpectSameAsProtobuf(Field(1, Field(1, image)), rng, false);
+  // The image twice within one source.
+  const std::string source = a.input().SerializeAsString() + b.input().SerializeAsString();
+  ExpectSameAsProtobuf(Field(1, source), rng, false);
+}
+
+TEST(WirePixels, ALaterOneofMemberStillWins) {
+  std::mt19937 rng(17);
+  // One ImageSource whose image is followed by a handle: protobuf keeps the handle.
+  v1::ImageSource handle;
+  handle.set_handle("h-1");
+  const std::string source =
+      RequestWithPixels(9, 9, rng).input().SerializeAsString() + handle.SerializeAsString();
+  ExpectSameAsProtobuf(Field(1, source), rng, true);
+  v1::MorphologyRequest got;
+  ASSERT_TRUE(ParseWithDetachedPixels(Sliced(Field(1, source), rng), Heap(), &got).ok());
+  EXPECT_EQ(got.input().source_case(), v1::ImageSource::kHandle);
+  EXPECT_EQ(got.input().handle(), "h-1");
+}
+
+TEST(WirePixels, RequestsWithoutInlinePixelsAreParsedAsTheyAre) {
+  std::mt19937 rng(19);
+  v1::MorphologyRequest handle;
+  handle.mutable_input()->set_handle("abc");
+  handle.add_steps()->set_op(v1::MORPHOLOGY_OP_ERODE);
+  ExpectSameAsProtobuf(handle.SerializeAsString(), rng, false);
+  v1::MorphologyRequest empty_data = RequestWithPixels(3, 3, rng);
+  empty_data.mutable_input()->mutable_image()->clear_data();
+  ExpectSameAsProtobuf(empty_data.SerializeAsString(), rng, false);
+  ExpectSameAsProtobuf("", rng, false);
+}
+
+TEST(WirePixels, BytesThatAreNotTheMessageAreInvalidArgument) {
+  std::mt19937 rng(23);
+  const std::string whole = RequestWithPixels(64, 64, rng).SerializeAsString();
+  for (std::size_t cut : {std::size_t{1}, std::size_t{3}, std::size_t{20}, whole.size() - 1}) {
+    v1::MorphologyRequest got;
+    absl::StatusOr<std::unique_ptr<HostBuffer>> pixels =
+        ParseWithDetachedPixels(Sliced(whole.substr(0, cut), rng), Heap(), &got);
+    ASSERT_FALSE(pixels.ok()) << "cut at " << cut;
+    EXPECT_EQ(pixels.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(pixels.status().message().find("cuimg.v1.MorphologyRequest"), std::string::npos);
+  }
+  v1::MorphologyRequest got;
+  EXPECT_FALSE(ParseWithDetachedPixels(Sliced("\xff\xff\xff", rng), Heap(), &got).ok());
+}
+
+TEST(WirePixels, DetachedResultsParseBackAsTheMessageAndAreSentFromTheirBuffers) {
+  std::mt19937 rng(29);
+  v1::GradientResponse response;
+  v1::GradientResponse expected;
+  DetachedResults results(Heap());
+  std::vector<const void*> buffers;
+  // Added out of field order, one with a resident handle beside its pixels.
+  for (v1::ImageResult* (v1::GradientResponse::*field)() :
+       {&v1::GradientResponse::mutable_magnitude, &v1::GradientResponse::mutable_gx,
+        &v1::GradientResponse::mutable_gy}) {
+    v1::ImageResult* r = (response.*field)();
+    v1::Image* image = r->mutable_image();
+    image->set_pixel_type(v1::PIXEL_TYPE_F32);
+    image->set_width(31);
+    image->set_height(7);
+    image->mutable_spacing()->set_z_mm(1.25);
+    if (field == &v1::GradientResponse::mutable_gy) r->set_handle("kept");
+    const std::string pixels = RandomBytes(31 * 7 * 4, rng);
+    void* data = results.Add(r, pixels.size());
+    std::memcpy(data, pixels.data(), pixels.size());
+    buffers.push_back(data);
+    *(expected.*field)() = *r;
+    *(expected.*field)()->mutable_image()->mutable_data() = pixels;
+  }
+  response.add_smoothing_taps(0.25f);
+  expected.add_smoothing_taps(0.25f);
+  grpc::ByteBuffer wire;
+  ASSERT_TRUE(results.Serialize(&response, &wire).ok());
+  v1::GradientResponse got;
+  ASSERT_TRUE(got.ParseFromString(Joined(wire)));
+  EXPECT_EQ(got.SerializeAsString(), expected.SerializeAsString());
+  // The pixels went by reference.
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(wire.Dump(&slices).ok());
+  for (const void* data : buffers) {
+    EXPECT_TRUE(std::any_of(slices.begin(), slices.end(),
+                            [&](const grpc::Slice& s) { return s.begin() == data; }));
+  }
+}
+
+TEST(WirePixels, AResultThatIsNotATopLevelFieldIsAnInternalError) {
+  v1::MorphologyResponse response;
+  v1::ImageResult elsewhere;
+  DetachedResults results(Heap());
+  results.Add(&elsewhere, 16);
+  grpc::ByteBuffer wire;
+  EXPECT_EQ(results.Serialize(&response, &wire).code(), absl::StatusCode::kInternal);
+}
+
+}  // namespace
+}  // namespace cuimg
