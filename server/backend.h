@@ -17,6 +17,7 @@
 #include "cuimg/kernels/mesh.h"
 #include "cuimg/kernels/morphology_types.h"
 #include "cuimg/kernels/pyramid_types.h"
+#include "server/host_buffer.h"
 #include "server/server_options.h"
 
 namespace cuimg {
@@ -87,30 +88,6 @@ class HostMemoryPin {
  public:
   virtual ~HostMemoryPin() = default;
 };
-
-// Host memory that carries one message's pixels between gRPC and a backend: a request's inline
-// image, gathered from the received bytes, or a result that gRPC then sends without copying
-// (wire_pixels.h). Uninitialized when handed out.
-class HostBuffer {
- public:
-  virtual ~HostBuffer() = default;
-  virtual void* data() const = 0;
-  virtual std::size_t size() const = 0;
-};
-
-// The pinned pool behind Backend::AllocateHostBuffer (CUDA only): chunks leased and idle, leases
-// by outcome (a refusal means the budget was spent and the heap served).
-struct HostBufferPoolStats {
-  bool pinned = false;  // false: the backend hands out heap memory only
-  std::uint64_t used = 0;
-  std::uint64_t cached = 0;
-  std::uint64_t hits = 0;
-  std::uint64_t misses = 0;
-  std::uint64_t refusals = 0;
-};
-
-// `bytes` of ordinary heap memory (what a backend gives when it has nothing better).
-std::unique_ptr<HostBuffer> HeapHostBuffer(std::size_t bytes);
 
 class Backend {
  public:

@@ -24,6 +24,7 @@
 #include "cuimg/kernels/pyramid.h"
 #include "server/backend.h"
 #include "server/device_slot.h"
+#include "server/pinned_message_pool.h"
 
 namespace cuimg {
 namespace {
@@ -164,22 +165,6 @@ class CudaHostPin final : public HostMemoryPin {
   HostRegistration registration_;
 };
 
-// A chunk of the backend's pinned message pool. The pool lives as long as its last chunk: gRPC
-// may free a sent response after the backend is gone.
-class PinnedBuffer final : public HostBuffer {
- public:
-  PinnedBuffer(std::shared_ptr<PinnedStagingPool> pool, PinnedStagingPool::Lease lease,
-               std::size_t bytes)
-      : pool_(std::move(pool)), lease_(std::move(lease)), size_(bytes) {}
-  void* data() const override { return lease_.data(); }
-  std::size_t size() const override { return size_; }
-
- private:
-  std::shared_ptr<PinnedStagingPool> pool_;  // declared first: the lease goes back before it
-  PinnedStagingPool::Lease lease_;
-  std::size_t size_;
-};
-
 struct SyncOnExit {
   cudaStream_t stream;
   ~SyncOnExit() { (void)cudaStreamSynchronize(stream); }
@@ -270,7 +255,7 @@ absl::Status CopyToHost(void* dst, const void* src, std::size_t bytes, cudaStrea
 class CudaBackend final : public Backend {
  public:
   CudaBackend(std::vector<std::unique_ptr<DeviceContext>> devices,
-              std::shared_ptr<PinnedStagingPool> messages)
+              std::shared_ptr<PinnedMessagePool> messages)
       : devices_(std::move(devices)), messages_(std::move(messages)) {
     for (auto& d : devices_) slots_.push_back(&d->slot());
   }
@@ -523,25 +508,11 @@ class CudaBackend final : public Backend {
   }
 
   std::unique_ptr<HostBuffer> AllocateHostBuffer(std::size_t bytes) override {
-    if (bytes > 0 && bytes <= messages_->chunk_bytes()) {
-      absl::StatusOr<PinnedStagingPool::Lease> lease = messages_->Acquire();
-      if (lease.ok()) return std::make_unique<PinnedBuffer>(messages_, *std::move(lease), bytes);
-      (void)cudaGetLastError();  // a failed cudaHostAlloc is not sticky; the heap will do
-    }
+    if (std::unique_ptr<HostBuffer> pinned = messages_->Allocate(bytes)) return pinned;
     return HeapHostBuffer(bytes);
   }
 
-  HostBufferPoolStats HostBufferPool() const override {
-    const PinnedStagingPool::Stats p = messages_->stats();
-    HostBufferPoolStats s;
-    s.pinned = true;
-    s.used = p.in_use_bytes;
-    s.cached = p.idle_bytes;
-    s.hits = p.hits;
-    s.misses = p.misses;
-    s.refusals = p.refusals;
-    return s;
-  }
+  HostBufferPoolStats HostBufferPool() const override { return messages_->stats(); }
 
  private:
   absl::StatusOr<DeviceUse> Pick() { return DeviceUse::Acquire(slots_); }
@@ -580,7 +551,7 @@ class CudaBackend final : public Backend {
 
   std::vector<std::unique_ptr<DeviceContext>> devices_;
   // Page-locked memory for message pixels (AllocateHostBuffer), portable across devices.
-  std::shared_ptr<PinnedStagingPool> messages_;
+  std::shared_ptr<PinnedMessagePool> messages_;
   std::vector<DeviceSlot*> slots_;
 };
 
@@ -598,8 +569,9 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const ServerOptions& 
                            DeviceContext::Create(infos[i], static_cast<int>(i), options));
     devices.push_back(std::move(ctx));
   }
-  auto messages = std::make_shared<PinnedStagingPool>(options.pinned_message_bytes,
-                                                      options.pinned_message_chunk_bytes);
+  std::shared_ptr<PinnedMessagePool> messages = PinnedMessagePool::Create(
+      options.pinned_message_bytes, options.pinned_message_min_bytes,
+      options.pinned_message_max_bytes);
   return std::unique_ptr<Backend>(
       std::make_unique<CudaBackend>(std::move(devices), std::move(messages)));
 }

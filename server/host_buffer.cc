@@ -1,6 +1,6 @@
-#include <memory>
+#include "server/host_buffer.h"
 
-#include "server/backend.h"
+#include <memory>
 
 namespace cuimg {
 namespace {

@@ -67,8 +67,10 @@ ABSL_FLAG(uint64_t, pinned_staging_chunk_bytes, uint64_t{4} << 20,
 ABSL_FLAG(uint64_t, pinned_message_bytes, uint64_t{256} << 20,
           "Page-locked host memory (all GPUs) holding request and response pixels between gRPC "
           "and the device, bytes (0 = the heap, copied through staging).");
-ABSL_FLAG(uint64_t, pinned_message_chunk_bytes, uint64_t{1} << 20,
-          "Size of one pinned message buffer, bytes: pixels up to this size can use one.");
+ABSL_FLAG(uint64_t, pinned_message_min_bytes, uint64_t{64} << 10,
+          "Smallest pinned message buffer, bytes; sizes double from it.");
+ABSL_FLAG(uint64_t, pinned_message_max_bytes, uint64_t{16} << 20,
+          "Largest pixels a pinned message buffer holds, bytes; larger ones use the heap.");
 ABSL_FLAG(bool, shared_memory, false,
           "Let clients on this host register POSIX shared-memory objects and pass pixels through "
           "them (opened with the server's permissions: see SECURITY.md).");
@@ -223,10 +225,17 @@ int main(int argc, char** argv) {
   options.pinned_staging_bytes = absl::GetFlag(FLAGS_pinned_staging_bytes);
   options.pinned_staging_chunk_bytes = absl::GetFlag(FLAGS_pinned_staging_chunk_bytes);
   options.pinned_message_bytes = absl::GetFlag(FLAGS_pinned_message_bytes);
-  options.pinned_message_chunk_bytes = absl::GetFlag(FLAGS_pinned_message_chunk_bytes);
-  if (options.pinned_staging_chunk_bytes == 0 || options.pinned_message_chunk_bytes == 0) {
+  options.pinned_message_min_bytes = absl::GetFlag(FLAGS_pinned_message_min_bytes);
+  options.pinned_message_max_bytes = absl::GetFlag(FLAGS_pinned_message_max_bytes);
+  if (options.pinned_staging_chunk_bytes == 0 || options.pinned_message_min_bytes == 0) {
     std::fprintf(stderr,
-                 "--pinned_staging_chunk_bytes and --pinned_message_chunk_bytes must be > 0\n");
+                 "--pinned_staging_chunk_bytes and --pinned_message_min_bytes must be > 0\n");
+    return 2;
+  }
+  if (options.pinned_message_max_bytes < options.pinned_message_min_bytes ||
+      options.pinned_message_max_bytes > (std::uint64_t{1} << 40)) {
+    std::fprintf(stderr,
+                 "--pinned_message_max_bytes must be in [--pinned_message_min_bytes, 2^40]\n");
     return 2;
   }
   options.shared_memory.enabled = absl::GetFlag(FLAGS_shared_memory);

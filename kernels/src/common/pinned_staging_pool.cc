@@ -15,6 +15,8 @@ HostMemorySource PinnedHostMemory() {
         void* data = nullptr;
         const cudaError_t error = cudaHostAlloc(&data, bytes, cudaHostAllocPortable);
         if (error != cudaSuccess) {
+          // Not sticky: clear it, or the next launch check on this thread would report it.
+          (void)cudaGetLastError();
           return CudaStatus(error, absl::StrCat("cudaHostAlloc(", bytes, " bytes)").c_str(),
                             __FILE__, __LINE__);
         }
