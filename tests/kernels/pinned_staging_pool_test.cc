@@ -4,35 +4,17 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <set>
 
+#include "tests/testing/counting_heap.h"
 #include "tests/testing/status_matchers.h"
 
 namespace cuimg {
 namespace {
 
+using ::cuimg::testing::CountingHeap;
 using ::cuimg::testing::StatusIs;
 using ::testing::HasSubstr;
-
-// Heap memory that counts what is live.
-struct CountingHeap {
-  int allocations = 0;
-  int live = 0;
-  bool fail = false;
-  HostMemorySource Source() {
-    return HostMemorySource{[this](std::size_t bytes) -> absl::StatusOr<void*> {
-                              if (fail) return absl::ResourceExhaustedError("heap says no");
-                              ++allocations;
-                              ++live;
-                              return std::malloc(bytes);
-                            },
-                            [this](void* data) {
-                              --live;
-                              std::free(data);
-                            }};
-  }
-};
 
 TEST(PinnedStagingPool, ReusesAReturnedChunkWithoutAllocating) {
   CountingHeap heap;

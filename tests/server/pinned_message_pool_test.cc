@@ -4,31 +4,15 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include "tests/testing/counting_heap.h"
 
 namespace cuimg {
 namespace {
 
-// Heap memory that counts what is live.
-struct CountingHeap {
-  int allocations = 0;
-  int live = 0;
-  bool fail = false;
-  HostMemorySource Source() {
-    return HostMemorySource{[this](std::size_t bytes) -> absl::StatusOr<void*> {
-                              if (fail) return absl::ResourceExhaustedError("heap says no");
-                              ++allocations;
-                              ++live;
-                              return std::malloc(bytes);
-                            },
-                            [this](void* data) {
-                              --live;
-                              std::free(data);
-                            }};
-  }
-};
+using ::cuimg::testing::CountingHeap;
 
 constexpr std::size_t kKiB = 1024;
 
