@@ -49,13 +49,17 @@ class SliceReader {
   std::size_t size() const { return size_; }
   std::size_t left() const { return size_ - position_; }
 
+  // Only canonical varints (as long as their value needs, within 64 bits): then writing the
+  // value again gives the same bytes. Others make the caller leave the bytes to protobuf.
   bool ReadVarint(std::uint64_t* value) {
     std::uint64_t v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
       std::uint8_t byte = 0;
       if (!Read(&byte, 1)) return false;
+      if (shift == 63 && byte > 1) return false;
       v |= std::uint64_t{byte & 0x7fu} << shift;
       if ((byte & 0x80) == 0) {
+        if (byte == 0 && shift > 0) return false;  // padded
         *value = v;
         return true;
       }
@@ -116,7 +120,8 @@ class PixelSplitter {
     bool seen = false;
     while (in_.position() < end) {
       std::uint64_t tag = 0;
-      if (!in_.ReadVarint(&tag) || (tag >> 3) == 0) return false;
+      // Field numbers are 1 to 2^29 - 1: protobuf reads tags as 32 bits.
+      if (!in_.ReadVarint(&tag) || (tag >> 3) == 0 || tag > 0xffffffffu) return false;
       if ((tag >> 3) != kPixelPath[depth]) {
         AppendVarint(tag, out);
         if (!CopyValue(tag & 7, end, out)) return false;
@@ -184,6 +189,21 @@ absl::Status NotAMessage(const google::protobuf::Message& request) {
       absl::StrCat("request: the bytes are not a valid ", request.GetTypeName()));
 }
 
+// Whether `request` holds input.image once parsed. A later member of ImageSource's oneof (a
+// handle, a region) replaces the image, and protobuf drops its pixels with it.
+bool HoldsInputImage(const google::protobuf::Message& request) {
+  const FieldDescriptor* input = request.GetDescriptor()->FindFieldByNumber(kPixelPath[0]);
+  if (input == nullptr || input->is_repeated() ||
+      input->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE ||
+      !request.GetReflection()->HasField(request, input)) {
+    return false;
+  }
+  const google::protobuf::Message& source = request.GetReflection()->GetMessage(request, input);
+  const FieldDescriptor* image = source.GetDescriptor()->FindFieldByNumber(kPixelPath[1]);
+  return image != nullptr && !image->is_repeated() &&
+         source.GetReflection()->HasField(source, image);
+}
+
 void DeleteHostBuffer(void* buffer) { delete static_cast<HostBuffer*>(buffer); }
 
 }  // namespace
@@ -198,7 +218,9 @@ absl::StatusOr<std::unique_ptr<HostBuffer>> ParseWithDetachedPixels(
     std::string rest;
     if (splitter.Split(0, in.size(), &rest)) {
       if (!request->ParseFromString(rest)) return NotAMessage(*request);
-      return splitter.TakePixels();
+      std::unique_ptr<HostBuffer> pixels = splitter.TakePixels();
+      if (!HoldsInputImage(*request)) pixels.reset();
+      return pixels;
     }
   }
   grpc::ByteBuffer whole(wire);  // shares the slices

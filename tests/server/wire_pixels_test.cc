@@ -94,9 +94,9 @@ void ExpectSameAsProtobuf(const std::string& bytes, std::mt19937& rng, bool expe
       ParseWithDetachedPixels(Sliced(bytes, rng), Heap(), &got);
   ASSERT_TRUE(pixels.ok()) << pixels.status();
   EXPECT_EQ(*pixels != nullptr, expect_detached);
-  // Detached pixels stand for the image's data only while the image is the source (a later
-  // oneof member may have replaced it, as ImagingService's validation knows).
-  if (*pixels != nullptr && got.input().has_image()) {
+  // Detached pixels always stand for the image's data (never for a replaced oneof member).
+  if (*pixels != nullptr) {
+    ASSERT_TRUE(got.input().has_image());
     ASSERT_TRUE(got.input().image().data().empty());
     ASSERT_EQ((*pixels)->size(), expected.input().image().data().size());
     got.mutable_input()->mutable_image()->mutable_data()->assign(
@@ -150,16 +150,35 @@ TEST(WirePixels, LayoutsOnlyProtobufsMergeSettlesAreParsedWhole) {
   ExpectSameAsProtobuf(Field(1, source), rng, false);
 }
 
+TEST(WirePixels, VarintsWrittenLongerThanNeededAreLeftToProtobuf) {
+  std::mt19937 rng(23);
+  const std::string request = RequestWithPixels(8, 8, rng).SerializeAsString();
+  // An unknown varint field (15) whose value 1 is padded to two bytes: writing it again would
+  // change the bytes, so the whole message goes to protobuf (which keeps the pixels inline).
+  ExpectSameAsProtobuf(request + std::string("\x78\x81\x00", 3), rng, false);
+  // The input's length padded the same way.
+  const std::string input = RequestWithPixels(8, 8, rng).input().SerializeAsString();
+  ASSERT_LT(input.size(), 0x80u);
+  std::string padded = "\x0a";
+  padded.push_back(static_cast<char>(0x80 | input.size()));
+  padded.push_back('\0');
+  ExpectSameAsProtobuf(padded + input, rng, false);
+}
+
 TEST(WirePixels, ALaterOneofMemberStillWins) {
   std::mt19937 rng(17);
-  // One ImageSource whose image is followed by a handle: protobuf keeps the handle.
+  // One ImageSource whose image is followed by a handle: protobuf keeps the handle and drops
+  // the pixels, and so does this parse (found by wire_pixels_fuzzer).
   v1::ImageSource handle;
   handle.set_handle("h-1");
   const std::string source =
       RequestWithPixels(9, 9, rng).input().SerializeAsString() + handle.SerializeAsString();
-  ExpectSameAsProtobuf(Field(1, source), rng, true);
+  ExpectSameAsProtobuf(Field(1, source), rng, false);
   v1::MorphologyRequest got;
-  ASSERT_TRUE(ParseWithDetachedPixels(Sliced(Field(1, source), rng), Heap(), &got).ok());
+  absl::StatusOr<std::unique_ptr<HostBuffer>> pixels =
+      ParseWithDetachedPixels(Sliced(Field(1, source), rng), Heap(), &got);
+  ASSERT_TRUE(pixels.ok());
+  EXPECT_EQ(*pixels, nullptr);
   EXPECT_EQ(got.input().source_case(), v1::ImageSource::kHandle);
   EXPECT_EQ(got.input().handle(), "h-1");
 }

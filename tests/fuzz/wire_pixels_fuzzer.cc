@@ -1,0 +1,79 @@
+// libFuzzer target: the server's own parse of Morphology and Gradient requests
+// (server/wire_pixels.h), which reads every client's bytes before protobuf sees them. The first
+// byte picks the request type (bit 0) and how many gRPC slices the bytes arrive in (bits 1-3); the
+// rest is the message. Whatever the bytes, the outcome must be protobuf's own: the parse fails
+// exactly when protobuf's fails, and otherwise, with any detached pixels put back as
+// input.image.data, the message equals the one protobuf parses.
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/slice.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cuimg/v1/gradient.pb.h"
+#include "cuimg/v1/morphology.pb.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "server/host_buffer.h"
+#include "server/wire_pixels.h"
+
+namespace {
+
+// `size` bytes in `count` slices of near-equal sizes (a tag, length or pixel run may straddle
+// any boundary).
+grpc::ByteBuffer Sliced(const std::uint8_t* data, std::size_t size, std::size_t count) {
+  std::vector<grpc::Slice> slices;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t begin = size * i / count;
+    const std::size_t end = size * (i + 1) / count;
+    if (end > begin) slices.emplace_back(data + begin, end - begin);
+  }
+  if (slices.empty()) return grpc::ByteBuffer();
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+// The message's deterministic serialization: equal for equal messages, NaNs included.
+std::string Canonical(const google::protobuf::Message& message) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);  // flushes when it goes
+    coded.SetSerializationDeterministic(true);
+    if (!message.SerializeToCodedStream(&coded)) __builtin_trap();
+  }
+  return out;
+}
+
+template <typename Request>
+void Check(const std::uint8_t* data, std::size_t size, std::size_t slices) {
+  Request expected;
+  const bool parses = expected.ParseFromArray(data, static_cast<int>(size));
+  Request got;
+  absl::StatusOr<std::unique_ptr<cuimg::HostBuffer>> pixels = cuimg::ParseWithDetachedPixels(
+      Sliced(data, size, slices), [](std::size_t n) { return cuimg::HeapHostBuffer(n); }, &got);
+  if (pixels.ok() != parses) __builtin_trap();
+  if (!parses) return;
+  if (*pixels != nullptr) {
+    // Detached pixels leave the message's own data empty.
+    if (!got.input().image().data().empty()) __builtin_trap();
+    got.mutable_input()->mutable_image()->set_data(
+        std::string(static_cast<const char*>((*pixels)->data()), (*pixels)->size()));
+  }
+  if (Canonical(expected) != Canonical(got)) __builtin_trap();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size < 1) return 0;
+  const std::uint8_t head = data[0];
+  const std::size_t slices = 1 + ((head >> 1) & 7);
+  if ((head & 1) == 0) {
+    Check<cuimg::v1::MorphologyRequest>(data + 1, size - 1, slices);
+  } else {
+    Check<cuimg::v1::GradientRequest>(data + 1, size - 1, slices);
+  }
+  return 0;
+}
