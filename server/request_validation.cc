@@ -642,8 +642,8 @@ absl::StatusOr<VolumeStreamJob> ValidateVolumeStreamHeader(const v1::VolumeStrea
     return absl::InvalidArgumentError("header.volume: is required (the volume's type and size)");
   }
   CUIMG_ASSIGN_OR_RETURN(ImageInput volume,
-                         ValidateImage(header.volume(), header.volume().data(),
-                                                       "header.volume", limits, true));
+                         ValidateImage(header.volume(), header.volume().data(), "header.volume",
+                                       limits, true));
   if (!header.volume().data().empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("header.volume.data: must be empty (pixels arrive in slab messages), got ",

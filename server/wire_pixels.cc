@@ -128,10 +128,7 @@ class PixelSplitter {
         continue;
       }
       std::uint64_t n = 0;
-      if ((tag & 7) != kLengthDelimited || seen || !in_.ReadVarint(&n) ||
-          n > end - std::min(end, in_.position())) {
-        return false;
-      }
+      if ((tag & 7) != kLengthDelimited || seen || !ReadLength(end, &n)) return false;
       seen = true;
       if (depth == kPixelDepth) {
         if (n == 0) continue;
@@ -151,6 +148,11 @@ class PixelSplitter {
   std::unique_ptr<HostBuffer> TakePixels() { return std::move(pixels_); }
 
  private:
+  // A length-delimited field's length, which must fit before `end`.
+  bool ReadLength(std::size_t end, std::uint64_t* n) {
+    return in_.ReadVarint(n) && *n <= end - std::min(end, in_.position());
+  }
+
   // One field's value, its tag already copied.
   bool CopyValue(std::uint64_t wire_type, std::size_t end, std::string* out) {
     switch (wire_type) {
@@ -165,7 +167,7 @@ class PixelSplitter {
         break;
       case kLengthDelimited: {
         std::uint64_t n = 0;
-        if (!in_.ReadVarint(&n) || n > end - std::min(end, in_.position())) return false;
+        if (!ReadLength(end, &n)) return false;
         AppendVarint(n, out);
         if (!in_.AppendTo(out, n)) return false;
         break;
