@@ -18,6 +18,7 @@
 #include "cuimg/kernels/morphology_types.h"
 #include "cuimg/kernels/pyramid_types.h"
 #include "server/host_buffer.h"
+#include "server/packed_pieces.h"
 #include "server/server_options.h"
 
 namespace cuimg {
@@ -109,10 +110,12 @@ class Backend {
   virtual absl::Status Gradient(const ImageView& in, const GradientSpec& spec,
                                 const GradientOutputs& out, StageTimes* times) = 0;
 
-  // Every level of the pyramid of a one-channel 2D image, packed as PlanPyramidLevels lists them,
-  // into `out` (PyramidOutputBytes bytes of host memory). Thread-safe.
-  virtual absl::Status Pyramid(const ImageView& in, const PyramidSpec& spec, void* out,
-                               StageTimes* times) = 0;
+  // Every level of the pyramid of a one-channel 2D image, laid out as PlanPyramidLevels packs
+  // them, into host memory in pieces: each level lies wholly inside one piece of `out` (the
+  // padding between levels may lie outside them all), and no piece reaches past
+  // PyramidOutputBytes. INTERNAL otherwise. Thread-safe.
+  virtual absl::Status Pyramid(const ImageView& in, const PyramidSpec& spec,
+                               const std::vector<PackedPiece>& out, StageTimes* times) = 0;
 
   // HOG + linear SVM detection on a 2D U8 image of 1, 3 or 4 channels (`in`, host memory) with a
   // validated model and spec: the levels and windows (PlanDetection) and every window hit, in

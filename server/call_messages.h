@@ -88,7 +88,7 @@ class DetachedMessages {
   Response* response() { return &response_; }
   std::uint64_t detached_request_bytes() const { return pixels_ ? pixels_->size() : 0; }
   DetachedResults* detached_results() { return &results_; }
-  absl::Status Serialize() { return results_.Serialize(&response_, wire_response_); }
+  absl::Status Serialize() { return results_.Serialize(response_, wire_response_); }
   std::int64_t request_bytes() const {
     return static_cast<std::int64_t>(wire_request_->Length());
   }

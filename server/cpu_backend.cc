@@ -106,17 +106,22 @@ class CpuBackend final : public Backend {
     return absl::OkStatus();
   }
 
-  absl::Status Pyramid(const ImageView& in, const PyramidSpec& spec, void* out,
-                       StageTimes* times) override {
+  absl::Status Pyramid(const ImageView& in, const PyramidSpec& spec,
+                       const std::vector<PackedPiece>& out, StageTimes* times) override {
     CUIMG_ASSIGN_OR_RETURN(DeviceUse use, DeviceUse::Acquire(slots_));
     times->device = use.slot().id();
     const auto start = std::chrono::steady_clock::now();
     CUIMG_ASSIGN_OR_RETURN(std::vector<PyramidLevel> levels,
                            PlanPyramidLevels(in.type, in.extent, spec));
+    CUIMG_RETURN_IF_ERROR(CheckPackedPieces(out, PyramidOutputBytes(levels)));
+    std::vector<void*> destinations;
+    for (const PyramidLevel& level : levels) {
+      CUIMG_ASSIGN_OR_RETURN(void* d, PackedDestination(out, level.offset_bytes, level.bytes));
+      destinations.push_back(d);
+    }
     CUIMG_ASSIGN_OR_RETURN(std::vector<Image> images, PyramidReference(CopyOf(in), spec, threads_));
     for (std::size_t i = 0; i < levels.size(); ++i) {
-      std::memcpy(static_cast<std::uint8_t*>(out) + levels[i].offset_bytes, images[i].bytes(),
-                  levels[i].bytes);
+      std::memcpy(destinations[i], images[i].bytes(), levels[i].bytes);
     }
     times->kernel_us = MicrosSince(start);
     return absl::OkStatus();

@@ -362,9 +362,10 @@ class CudaBackend final : public Backend {
     });
   }
 
-  absl::Status Pyramid(const ImageView& in, const PyramidSpec& spec, void* out,
-                       StageTimes* times) override {
+  absl::Status Pyramid(const ImageView& in, const PyramidSpec& spec,
+                       const std::vector<PackedPiece>& out, StageTimes* times) override {
     CUIMG_ASSIGN_OR_RETURN(PyramidPlan plan, PyramidPlan::Create(in.type, in.extent, spec));
+    CUIMG_RETURN_IF_ERROR(CheckPackedPieces(out, plan.OutputBytes()));
     return OnDevice(Pick(), times, [&](DeviceCall& c) -> absl::Status {
       CUIMG_ASSIGN_OR_RETURN(void* d_in, c.Acquire(in.Bytes()));
       CUIMG_ASSIGN_OR_RETURN(void* d_out, c.Acquire(plan.OutputBytes()));
@@ -374,7 +375,11 @@ class CudaBackend final : public Backend {
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
       CUIMG_RETURN_IF_ERROR(plan.Run(d_in, d_out, d_ws, c.stream));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
-      CUIMG_RETURN_IF_ERROR(c.CopyOut(out, d_out, plan.OutputBytes()));
+      for (const PackedPiece& piece : out) {
+        CUIMG_RETURN_IF_ERROR(
+            c.CopyOut(piece.data, static_cast<const std::uint8_t*>(d_out) + piece.offset,
+                      piece.bytes));
+      }
       return c.timer.Mark(3, c.stream);
     });
   }

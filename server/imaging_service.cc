@@ -14,6 +14,15 @@
 namespace cuimg {
 namespace {
 
+// A returned result's header: everything but the pixels.
+v1::Image* DescribeResult(PixelType type, const Extent& extent, const v1::Spacing& spacing,
+                          v1::ImageResult* result) {
+  v1::Image* image = result->mutable_image();
+  SetImageHeader(ImageView{type, extent, 1, nullptr}, image);
+  *image->mutable_spacing() = spacing;
+  return image;
+}
+
 // Where one result image goes: when it is only returned, straight into the response's bytes, or
 // into a buffer sent beside them (`detached`, not null); into an owned image when it also stays
 // resident (then copied into the response unless omitted).
@@ -24,9 +33,7 @@ class ResultSlot {
       : output_(output), result_(result) {
     const ImageView shape{type, extent, 1, nullptr};
     if (!output.keep_resident) {
-      v1::Image* image = result->mutable_image();
-      SetImageHeader(shape, image);
-      *image->mutable_spacing() = spacing;
+      v1::Image* image = DescribeResult(type, extent, spacing, result);
       if (detached != nullptr) {
         data_ = detached->Add(result, shape.Bytes());
         return;
@@ -189,10 +196,11 @@ grpc::ServerUnaryReactor* ImagingService::Gradient(grpc::CallbackServerContext* 
 }
 
 grpc::ServerUnaryReactor* ImagingService::Pyramid(grpc::CallbackServerContext* ctx,
-                                                  const v1::PyramidRequest* request,
-                                                  v1::PyramidResponse* response) {
-  return Serve("Pyramid", ctx, Generated(request, response), &ValidatePyramidRequest,
-               &ImagingService::RunPyramid);
+                                                  const grpc::ByteBuffer* request,
+                                                  grpc::ByteBuffer* response) {
+  return Serve("Pyramid", ctx,
+               Detached<v1::PyramidRequest, v1::PyramidResponse>(request, response, backend_),
+               &ValidatePyramidRequest, &ImagingService::RunPyramid);
 }
 
 grpc::ServerUnaryReactor* ImagingService::DetectPedestrians(
@@ -346,16 +354,41 @@ absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, const v1::Pyra
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   CUIMG_ASSIGN_OR_RETURN(std::vector<PyramidLevel> levels,
                          PlanPyramidLevels(in.view.type, in.view.extent, job.spec));
-  std::vector<std::uint8_t> packed(PyramidOutputBytes(levels));
-  CUIMG_RETURN_IF_ERROR(backend_->Pyramid(in.view, job.spec, packed.data(), &call.times()));
+  // The backend writes the packed levels once: into pieces that gRPC sends level by level when
+  // they are only returned (each piece one pinned buffer where the pool has one), else into one
+  // buffer that the resident copies are taken from.
+  DetachedResults* detached = job.output.keep_resident ? nullptr : call.detached_results();
+  std::vector<PackedPiece> pieces;
+  std::vector<std::shared_ptr<HostBuffer>> buffers;
+  std::vector<std::uint8_t> packed;
+  if (detached != nullptr) {
+    pieces = GroupPyramidLevels(levels, options_.pinned_message_max_bytes);
+    for (PackedPiece& piece : pieces) {
+      buffers.push_back(detached->Allocate(piece.bytes));
+      piece.data = buffers.back()->data();
+    }
+  } else {
+    packed.resize(PyramidOutputBytes(levels));
+    pieces.push_back(PackedPiece{0, packed.size(), packed.data()});
+  }
+  CUIMG_RETURN_IF_ERROR(backend_->Pyramid(in.view, job.spec, pieces, &call.times()));
+  std::size_t piece = 0;
   for (const PyramidLevel& level : levels) {
     v1::PyramidLevel* out = response->add_levels();
     out->set_index(static_cast<std::uint32_t>(level.index));
     out->set_scale(level.scale);
     out->set_width(static_cast<std::uint32_t>(level.width));
     out->set_height(static_cast<std::uint32_t>(level.height));
-    ResultSlot slot(job.output, job.spec.output_type, Extent{level.width, level.height, 1},
-                    in.spacing, out->mutable_result(), /*detached=*/nullptr);
+    const Extent extent{level.width, level.height, 1};
+    if (detached != nullptr) {
+      while (level.offset_bytes >= pieces[piece].offset + pieces[piece].bytes) ++piece;
+      DescribeResult(job.spec.output_type, extent, in.spacing, out->mutable_result());
+      detached->Attach(out->mutable_result(), buffers[piece],
+                       level.offset_bytes - pieces[piece].offset, level.bytes);
+      continue;
+    }
+    ResultSlot slot(job.output, job.spec.output_type, extent, in.spacing, out->mutable_result(),
+                    /*detached=*/nullptr);
     std::memcpy(slot.data(), packed.data() + level.offset_bytes, level.bytes);
     CUIMG_RETURN_IF_ERROR(slot.Deliver(*store_, identity, "output.keep_resident"));
   }

@@ -24,11 +24,12 @@
 
 namespace cuimg {
 
-// Morphology and Gradient take their messages as bytes, to keep the pixels out of protobuf's
-// copies (wire_pixels.h); the wire format is the generated one's.
+// Morphology, Gradient and Pyramid take their messages as bytes, to keep the pixels out of
+// protobuf's copies (wire_pixels.h); the wire format is the generated one's.
 class ImagingService final
     : public v1::Imaging::WithRawCallbackMethod_Morphology<
-          v1::Imaging::WithRawCallbackMethod_Gradient<v1::Imaging::CallbackService>> {
+          v1::Imaging::WithRawCallbackMethod_Gradient<
+              v1::Imaging::WithRawCallbackMethod_Pyramid<v1::Imaging::CallbackService>>> {
  public:
   // All pointers must outlive the service.
   ImagingService(const ServerOptions& options, const AuthPolicy& auth, Backend* backend,
@@ -42,8 +43,8 @@ class ImagingService final
                                      const grpc::ByteBuffer* request,
                                      grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Pyramid(grpc::CallbackServerContext* ctx,
-                                    const v1::PyramidRequest* request,
-                                    v1::PyramidResponse* response) override;
+                                    const grpc::ByteBuffer* request,
+                                    grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* DetectPedestrians(grpc::CallbackServerContext* ctx,
                                               const v1::DetectPedestriansRequest* request,
                                               v1::DetectPedestriansResponse* response) override;

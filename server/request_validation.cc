@@ -417,9 +417,11 @@ absl::Status CheckGradientInput(const ImageView& image, const GradientJob& job) 
 }
 
 absl::StatusOr<PyramidJob> ValidatePyramidRequest(const v1::PyramidRequest& request,
-                                                  const RequestLimits& limits) {
+                                                  const RequestLimits& limits,
+                                                  DetachedPixels pixels) {
   PyramidJob job;
-  CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.input(), "input", limits));
+  CUIMG_ASSIGN_OR_RETURN(job.input,
+                         ValidateImageSource(request.input(), "input", limits, pixels));
   CUIMG_RETURN_IF_ERROR(CheckRange("levels", request.levels(), 0, limits.max_pyramid_levels,
                                    " (max_pyramid_levels)"));
   job.spec.levels = request.levels() == 0 ? kDefaultPyramidLevels : static_cast<int>(request.levels());

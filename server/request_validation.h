@@ -108,7 +108,8 @@ struct PyramidJob {
 };
 
 absl::StatusOr<PyramidJob> ValidatePyramidRequest(const v1::PyramidRequest& request,
-                                                  const RequestLimits& limits);
+                                                  const RequestLimits& limits,
+                                                  DetachedPixels pixels = absl::nullopt);
 // A resolved input for Pyramid: one channel, 2D; sets the output type and checks the level list.
 absl::Status CheckPyramidInput(const ImageView& image, PyramidJob* job);
 

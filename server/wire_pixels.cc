@@ -5,9 +5,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/status_macros.h"
 
 namespace cuimg {
 namespace {
@@ -28,12 +32,6 @@ void AppendVarint(std::uint64_t value, std::string* out) {
     value >>= 7;
   }
   out->push_back(static_cast<char>(value));
-}
-
-std::size_t VarintSize(std::uint64_t value) {
-  std::size_t n = 1;
-  for (; value >= 0x80; value >>= 7) ++n;
-  return n;
 }
 
 std::uint64_t LengthTag(std::uint64_t field) { return (field << 3) | kLengthDelimited; }
@@ -206,7 +204,163 @@ bool HoldsInputImage(const google::protobuf::Message& request) {
          source.GetReflection()->HasField(source, image);
 }
 
-void DeleteHostBuffer(void* buffer) { delete static_cast<HostBuffer*>(buffer); }
+void DeleteSharedBuffer(void* owner) { delete static_cast<std::shared_ptr<HostBuffer>*>(owner); }
+
+// A message's bytes with pixels spliced in by reference: runs of bytes and pixel ranges, in
+// order, and their total size (which the enclosing field's length needs before its bytes).
+class Spliced {
+ public:
+  using Pixels = DetachedResults::Pixels;
+
+  std::size_t size() const { return size_; }
+
+  void Bytes(const std::string& bytes) {
+    if (bytes.empty()) return;
+    if (pieces_.empty() || pieces_.back().pixels.buffer != nullptr) pieces_.emplace_back();
+    pieces_.back().bytes += bytes;
+    size_ += bytes.size();
+  }
+  void Varint(std::uint64_t value) {
+    std::string bytes;
+    AppendVarint(value, &bytes);
+    Bytes(bytes);
+  }
+  void Splice(const Pixels& pixels) {
+    if (pixels.bytes == 0) return;
+    pieces_.push_back(Piece{{}, pixels});
+    size_ += pixels.bytes;
+  }
+  // `inner` as the value of length-delimited field `number`.
+  void Field(std::uint64_t number, const Spliced& inner) {
+    Varint(LengthTag(number));
+    Varint(inner.size());
+    for (const Piece& p : inner.pieces_) {
+      if (p.pixels.buffer != nullptr) {
+        Splice(p.pixels);
+      } else {
+        Bytes(p.bytes);
+      }
+    }
+  }
+
+  // Each slice of pixels keeps its buffer alive until gRPC has sent it.
+  std::vector<grpc::Slice> Slices() const {
+    std::vector<grpc::Slice> slices;
+    for (const Piece& p : pieces_) {
+      if (p.pixels.buffer == nullptr) {
+        slices.emplace_back(p.bytes);
+        continue;
+      }
+      auto* owner = new std::shared_ptr<HostBuffer>(p.pixels.buffer);
+      slices.emplace_back(static_cast<char*>(p.pixels.buffer->data()) + p.pixels.offset,
+                          p.pixels.bytes, &DeleteSharedBuffer, owner);
+    }
+    return slices;
+  }
+
+ private:
+  struct Piece {
+    std::string bytes;
+    Pixels pixels;
+  };
+  std::vector<Piece> pieces_;
+  std::size_t size_ = 0;
+};
+
+// Writes a message whose subtree holds detached results: the fields that lead to a result are
+// written here, one by one; the rest of the message as protobuf serializes it.
+class ResultSplicer {
+ public:
+  using Results = std::unordered_map<const google::protobuf::Message*, Spliced::Pixels>;
+
+  explicit ResultSplicer(const Results& results) : results_(results) {}
+
+  std::size_t found() const { return found_; }
+
+  absl::Status Write(const google::protobuf::Message& m, Spliced* out) {
+    if (const auto it = results_.find(&m); it != results_.end()) {
+      ++found_;
+      return WriteResult(m, it->second, out);
+    }
+    const google::protobuf::Reflection* reflection = m.GetReflection();
+    std::unique_ptr<google::protobuf::Message> rest(m.New());
+    rest->CopyFrom(m);
+    std::vector<const FieldDescriptor*> fields;
+    reflection->ListFields(m, &fields);
+    for (const FieldDescriptor* f : fields) {
+      if (!HoldsResults(m, f)) continue;
+      const int count = f->is_repeated() ? reflection->FieldSize(m, f) : 1;
+      for (int i = 0; i < count; ++i) {
+        const google::protobuf::Message& sub = f->is_repeated()
+                                                   ? reflection->GetRepeatedMessage(m, f, i)
+                                                   : reflection->GetMessage(m, f);
+        Spliced inner;
+        if (Holds(sub)) {
+          CUIMG_RETURN_IF_ERROR(Write(sub, &inner));
+        } else {
+          inner.Bytes(sub.SerializeAsString());
+        }
+        out->Field(static_cast<std::uint64_t>(f->number()), inner);
+      }
+      rest->GetReflection()->ClearField(rest.get(), f);
+    }
+    out->Bytes(rest->SerializeAsString());
+    return absl::OkStatus();
+  }
+
+ private:
+  // An ImageResult: its image with the pixels as the data, then its other fields.
+  absl::Status WriteResult(const google::protobuf::Message& m, const Spliced::Pixels& pixels,
+                           Spliced* out) {
+    if (m.GetDescriptor() != v1::ImageResult::descriptor()) {
+      return absl::InternalError("a detached result is not an ImageResult");
+    }
+    const auto& result = static_cast<const v1::ImageResult&>(m);
+    if (!result.image().data().empty()) {
+      return absl::InternalError("a detached result's image already holds data");
+    }
+    if (pixels.buffer == nullptr || pixels.offset > pixels.buffer->size() ||
+        pixels.bytes > pixels.buffer->size() - pixels.offset) {
+      return absl::InternalError("a detached result's pixels are outside their buffer");
+    }
+    Spliced image;
+    image.Bytes(result.image().SerializeAsString());
+    image.Varint(LengthTag(kImageDataField));
+    image.Varint(pixels.bytes);
+    image.Splice(pixels);
+    out->Field(kResultImageField, image);
+    v1::ImageResult others = result;
+    others.clear_image();
+    out->Bytes(others.SerializeAsString());
+    return absl::OkStatus();
+  }
+
+  bool HoldsResults(const google::protobuf::Message& m, const FieldDescriptor* f) {
+    if (f->type() != FieldDescriptor::TYPE_MESSAGE) return false;
+    const google::protobuf::Reflection* reflection = m.GetReflection();
+    if (!f->is_repeated()) return Holds(reflection->GetMessage(m, f));
+    for (int i = 0; i < reflection->FieldSize(m, f); ++i) {
+      if (Holds(reflection->GetRepeatedMessage(m, f, i))) return true;
+    }
+    return false;
+  }
+
+  // Whether `m` is a result or has one below it (remembered: a parent asks before writing).
+  bool Holds(const google::protobuf::Message& m) {
+    if (results_.count(&m) != 0) return true;
+    if (const auto it = holds_.find(&m); it != holds_.end()) return it->second;
+    std::vector<const FieldDescriptor*> fields;
+    m.GetReflection()->ListFields(m, &fields);
+    bool holds = false;
+    for (const FieldDescriptor* f : fields) holds = holds || HoldsResults(m, f);
+    holds_[&m] = holds;
+    return holds;
+  }
+
+  const Results& results_;
+  std::unordered_map<const google::protobuf::Message*, bool> holds_;
+  std::size_t found_ = 0;
+};
 
 }  // namespace
 
@@ -233,55 +387,29 @@ absl::StatusOr<std::unique_ptr<HostBuffer>> ParseWithDetachedPixels(
 }
 
 void* DetachedResults::Add(const v1::ImageResult* result, std::size_t bytes) {
-  results_.push_back(Result{result, allocate_(bytes)});
-  return results_.back().pixels->data();
+  std::shared_ptr<HostBuffer> buffer = allocate_(bytes);
+  void* data = buffer->data();
+  Attach(result, std::move(buffer), 0, bytes);
+  return data;
 }
 
-absl::Status DetachedResults::Serialize(google::protobuf::Message* response,
+void DetachedResults::Attach(const v1::ImageResult* result, std::shared_ptr<HostBuffer> buffer,
+                             std::size_t offset, std::size_t bytes) {
+  results_[result] = Pixels{std::move(buffer), offset, bytes};
+}
+
+absl::Status DetachedResults::Serialize(const google::protobuf::Message& response,
                                         grpc::ByteBuffer* wire) {
-  const google::protobuf::Reflection* reflection = response->GetReflection();
-  std::vector<const FieldDescriptor*> fields;
-  reflection->ListFields(*response, &fields);
-  std::vector<const FieldDescriptor*> spliced;
-  std::vector<grpc::Slice> slices;
-  std::string head;  // bytes before the next pixels
-  for (Result& r : results_) {
-    const auto at = std::find_if(fields.begin(), fields.end(), [&](const FieldDescriptor* f) {
-      return !f->is_repeated() && f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE &&
-             &reflection->GetMessage(*response, f) == r.result;
-    });
-    if (at == fields.end() || !r.result->image().data().empty()) {
-      return absl::InternalError(absl::StrCat("a detached result is not an image-less top-level "
-                                              "field of ", response->GetTypeName()));
-    }
-    const std::string image = r.result->image().SerializeAsString();
-    v1::ImageResult others = *r.result;
-    others.clear_image();
-    const std::string tail = others.SerializeAsString();
-    const std::size_t n = r.pixels->size();
-    const std::size_t image_bytes =
-        image.size() + VarintSize(LengthTag(kImageDataField)) + VarintSize(n) + n;
-    const std::size_t result_bytes = VarintSize(LengthTag(kResultImageField)) +
-                                     VarintSize(image_bytes) + image_bytes + tail.size();
-    AppendVarint(LengthTag(static_cast<std::uint64_t>((*at)->number())), &head);
-    AppendVarint(result_bytes, &head);
-    AppendVarint(LengthTag(kResultImageField), &head);
-    AppendVarint(image_bytes, &head);
-    head += image;
-    AppendVarint(LengthTag(kImageDataField), &head);
-    AppendVarint(n, &head);
-    slices.emplace_back(head);
-    if (n > 0) {
-      HostBuffer* pixels = r.pixels.release();
-      slices.emplace_back(pixels->data(), n, &DeleteHostBuffer, pixels);
-    }
-    head = tail;
-    spliced.push_back(*at);
-  }
-  for (const FieldDescriptor* f : spliced) reflection->ClearField(response, f);
+  const ResultSplicer::Results results = std::move(results_);
   results_.clear();
-  head += response->SerializeAsString();
-  if (!head.empty()) slices.emplace_back(head);
+  Spliced out;
+  ResultSplicer splicer(results);
+  CUIMG_RETURN_IF_ERROR(splicer.Write(response, &out));
+  if (splicer.found() != results.size()) {
+    return absl::InternalError(
+        absl::StrCat("a detached result is not in the ", response.GetTypeName()));
+  }
+  const std::vector<grpc::Slice> slices = out.Slices();
   *wire = grpc::ByteBuffer(slices.data(), slices.size());
   return absl::OkStatus();
 }

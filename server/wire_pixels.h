@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -35,28 +36,38 @@ absl::StatusOr<std::unique_ptr<HostBuffer>> ParseWithDetachedPixels(
     google::protobuf::Message* request);
 
 // The pixels of a response's results, written outside the message and sent from their buffers.
-// Each belongs to an ImageResult that is a singular top-level field of the response.
+// Each belongs to an ImageResult anywhere in the response (a top-level field, or nested in
+// repeated messages as Pyramid's levels are).
 class DetachedResults {
  public:
+  // Where a result's pixels are.
+  struct Pixels {
+    std::shared_ptr<HostBuffer> buffer;
+    std::size_t offset = 0;
+    std::size_t bytes = 0;
+  };
+
   explicit DetachedResults(HostBufferAllocator allocate) : allocate_(std::move(allocate)) {}
 
   // `bytes` of uninitialized memory for `result`'s image data; valid until Serialize.
   void* Add(const v1::ImageResult* result, std::size_t bytes);
+  // One buffer for several results' pixels (a pyramid's packed levels), given out by Attach.
+  std::shared_ptr<HostBuffer> Allocate(std::size_t bytes) { return allocate_(bytes); }
+  // `result`'s image data is buffer[offset, offset + bytes), which must lie inside the buffer.
+  void Attach(const v1::ImageResult* result, std::shared_ptr<HostBuffer> buffer,
+              std::size_t offset, std::size_t bytes);
   bool empty() const { return results_.empty(); }
 
-  // Serializes `response` into `wire`: what protobuf would write, with each added result's
-  // pixels as its image's data (which must be empty in `response`). The pixels go by
-  // reference: their buffers are freed once gRPC has sent them. Clears the added results from
-  // `response`. INTERNAL if an added result is not a top-level field of `response`.
-  absl::Status Serialize(google::protobuf::Message* response, grpc::ByteBuffer* wire);
+  // Serializes `response` into `wire`: what protobuf would write (fields that hold results
+  // first), with each added result's pixels as its image's data (which must be empty in
+  // `response`). The pixels go by reference: their buffers are freed once gRPC has sent them.
+  // Forgets the added results; `response` is left as it is. INTERNAL if an added result is not
+  // in `response` or already holds data.
+  absl::Status Serialize(const google::protobuf::Message& response, grpc::ByteBuffer* wire);
 
  private:
-  struct Result {
-    const v1::ImageResult* result;
-    std::unique_ptr<HostBuffer> pixels;
-  };
   HostBufferAllocator allocate_;
-  std::vector<Result> results_;
+  std::unordered_map<const google::protobuf::Message*, Pixels> results_;
 };
 
 }  // namespace cuimg

@@ -158,6 +158,35 @@ class RpcsOverTheWire(unittest.TestCase):
         self.assertTrue(all(l.width >= 20 and l.height >= 20 for l in reply.levels))
         self.assertEqual(reply.levels[0].result.image.pixel_type, types_pb2.PIXEL_TYPE_U8)
 
+    def test_pyramid_levels_returned_and_kept_resident_are_the_same(self):
+        # Returned levels leave the server by reference from one packed buffer; resident ones are
+        # copied into the store and, unless omitted, into the reply. Both must be the same pixels.
+        rng = np.random.default_rng(3)
+        image = rng.integers(0, 65536, (97, 131), np.uint16)
+        request = pyramid_pb2.PyramidRequest(
+            input=types_pb2.ImageSource(image=to_proto(image, types_pb2.PIXEL_TYPE_U16)), levels=9,
+            ratio=1.3, output_type=types_pb2.PIXEL_TYPE_U16)
+        returned = self.stub.Pyramid(request, timeout=60)
+        request.output.keep_resident = True
+        kept = self.stub.Pyramid(request, timeout=60)
+        request.output.omit_data = True
+        omitted = self.stub.Pyramid(request, timeout=60)
+        self.assertEqual(len(returned.levels), 9)
+        for a, b, c in zip(returned.levels, kept.levels, omitted.levels):
+            self.assertEqual((a.index, a.width, a.height, a.scale), (b.index, b.width, b.height, b.scale))
+            self.assertEqual(a.result.image.data, b.result.image.data)
+            self.assertEqual(len(a.result.image.data), a.width * a.height * 2)
+            self.assertEqual(a.result.handle, "")
+            self.assertEqual(len(c.result.image.data), 0)
+            want = resize_linear(image, a.width, a.height)
+            self.assertLessEqual(np.abs(from_proto(a.result.image).astype(np.float64) - want).max(), 1)
+            stream = self.stub.Download(resident_pb2.DownloadRequest(handle=c.result.handle,
+                                                                     chunk_bytes=65536), timeout=60)
+            blob = b"".join(m.image.data if m.HasField("image") else m.chunk for m in stream)
+            self.assertEqual(blob, a.result.image.data)
+            for h in (b.result.handle, c.result.handle):
+                self.stub.Release(resident_pb2.ReleaseRequest(handle=h), timeout=10)
+
     def test_deform_identity_and_translation(self):
         pos, tris = torus(40, 30)
         mesh = deform_pb2.Mesh(vertex_count=len(pos), triangle_count=len(tris),

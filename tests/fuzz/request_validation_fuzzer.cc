@@ -33,7 +33,7 @@ void Check(const std::uint8_t* data, std::size_t size,
   (void)cuimg::EstimateInflightBytes(*job, request, "fuzzer", store, limits);
 }
 
-// Morphology and Gradient also take their inline pixels beside the message (wire_pixels.h):
+// Morphology, Gradient and Pyramid also take their inline pixels beside the message (wire_pixels.h):
 // validating with the pixels moved out must give the same verdict as with them in place.
 template <typename Request, typename Job>
 void CheckDetached(const std::uint8_t* data, std::size_t size,
@@ -94,7 +94,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       CheckDetached(data, size, &cuimg::ValidateGradientRequest, limits, store);
       break;
     case 2:
-      Check(data, size, &cuimg::ValidatePyramidRequest, limits, store);
+      CheckDetached(data, size, &cuimg::ValidatePyramidRequest, limits, store);
       break;
     case 3:
       Check(data, size, &cuimg::ValidateDeformRequest, limits, store);

@@ -1,19 +1,24 @@
-// libFuzzer target: the server's own parse of Morphology and Gradient requests
-// (server/wire_pixels.h), which reads every client's bytes before protobuf sees them. The first
-// byte picks the request type (bit 0) and how many gRPC slices the bytes arrive in (bits 1-3); the
-// rest is the message. Whatever the bytes, the outcome must be protobuf's own: the parse fails
-// exactly when protobuf's fails, and otherwise, with any detached pixels put back as
-// input.image.data, the message equals the one protobuf parses.
+// libFuzzer target: the server's own parse of Morphology, Gradient and Pyramid requests
+// (server/wire_pixels.h), which reads every client's bytes before protobuf sees them, and its
+// serialization of responses whose pixels are sent from their own buffers. The first byte picks
+// the message (bits 0 and 4) and how many gRPC slices the bytes arrive in (bits 1-3); the rest is
+// the message. Whatever the bytes, the outcome must be protobuf's own: the parse fails exactly
+// when protobuf's fails, and otherwise, with any detached pixels put back as input.image.data,
+// the message equals the one protobuf parses; a response serialized with every level's pixels
+// detached (one shared buffer) parses back to the same response.
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "cuimg/v1/gradient.pb.h"
 #include "cuimg/v1/morphology.pb.h"
+#include "cuimg/v1/pyramid.pb.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "server/host_buffer.h"
@@ -64,16 +69,63 @@ void Check(const std::uint8_t* data, std::size_t size, std::size_t slices) {
   if (Canonical(expected) != Canonical(got)) __builtin_trap();
 }
 
+// A pyramid response: every level's image data moved into one packed buffer and attached from
+// there, serialized, then parsed back.
+void CheckResponse(const std::uint8_t* data, std::size_t size) {
+  cuimg::v1::PyramidResponse expected;
+  if (!expected.ParseFromArray(data, static_cast<int>(size))) return;
+  cuimg::v1::PyramidResponse response = expected;
+  struct Range {
+    const cuimg::v1::ImageResult* result;
+    std::size_t offset;
+    std::size_t bytes;
+  };
+  std::vector<Range> ranges;
+  std::string packed;
+  for (cuimg::v1::PyramidLevel& level : *response.mutable_levels()) {
+    if (!level.has_result() || !level.result().has_image()) continue;
+    const std::string& pixels = level.result().image().data();
+    ranges.push_back(Range{&level.result(), packed.size(), pixels.size()});
+    packed += pixels;
+    packed.append(packed.size() % 3, '\x5a');  // padding between levels, as the backend leaves
+    level.mutable_result()->mutable_image()->clear_data();
+  }
+  std::shared_ptr<cuimg::HostBuffer> buffer = cuimg::HeapHostBuffer(packed.size());
+  if (!packed.empty()) std::memcpy(buffer->data(), packed.data(), packed.size());
+  cuimg::DetachedResults results([](std::size_t n) { return cuimg::HeapHostBuffer(n); });
+  for (const Range& r : ranges) results.Attach(r.result, buffer, r.offset, r.bytes);
+  grpc::ByteBuffer wire;
+  if (!results.Serialize(response, &wire).ok()) __builtin_trap();
+  std::vector<grpc::Slice> slices;
+  if (!wire.Dump(&slices).ok()) __builtin_trap();
+  std::string joined;
+  for (const grpc::Slice& slice : slices) {
+    joined.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  cuimg::v1::PyramidResponse got;
+  if (!got.ParseFromString(joined)) __builtin_trap();
+  if (Canonical(expected) != Canonical(got)) __builtin_trap();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1) return 0;
   const std::uint8_t head = data[0];
   const std::size_t slices = 1 + ((head >> 1) & 7);
-  if ((head & 1) == 0) {
-    Check<cuimg::v1::MorphologyRequest>(data + 1, size - 1, slices);
-  } else {
-    Check<cuimg::v1::GradientRequest>(data + 1, size - 1, slices);
+  switch ((head & 1) | ((head >> 3) & 2)) {
+    case 0:
+      Check<cuimg::v1::MorphologyRequest>(data + 1, size - 1, slices);
+      break;
+    case 1:
+      Check<cuimg::v1::GradientRequest>(data + 1, size - 1, slices);
+      break;
+    case 2:
+      Check<cuimg::v1::PyramidRequest>(data + 1, size - 1, slices);
+      break;
+    default:
+      CheckResponse(data + 1, size - 1);
+      break;
   }
   return 0;
 }

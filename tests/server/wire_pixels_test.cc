@@ -6,13 +6,17 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "cuimg/v1/gradient.pb.h"
 #include "cuimg/v1/morphology.pb.h"
+#include "cuimg/v1/pyramid.pb.h"
 
 namespace cuimg {
 namespace {
@@ -237,7 +241,7 @@ TEST(WirePixels, DetachedResultsParseBackAsTheMessageAndAreSentFromTheirBuffers)
   response.add_smoothing_taps(0.25f);
   expected.add_smoothing_taps(0.25f);
   grpc::ByteBuffer wire;
-  ASSERT_TRUE(results.Serialize(&response, &wire).ok());
+  ASSERT_TRUE(results.Serialize(response, &wire).ok());
   v1::GradientResponse got;
   ASSERT_TRUE(got.ParseFromString(Joined(wire)));
   EXPECT_EQ(got.SerializeAsString(), expected.SerializeAsString());
@@ -250,13 +254,80 @@ TEST(WirePixels, DetachedResultsParseBackAsTheMessageAndAreSentFromTheirBuffers)
   }
 }
 
-TEST(WirePixels, AResultThatIsNotATopLevelFieldIsAnInternalError) {
+TEST(WirePixels, NestedResultsShareOneBufferAndParseBackAsTheMessage) {
+  std::mt19937 rng(31);
+  // A pyramid's levels packed in one buffer, with a gap between levels as the backend pads them.
+  const std::size_t sizes[] = {40 * 9 * 4, 0, 13 * 3 * 4, 1};
+  std::size_t total = 0;
+  for (std::size_t n : sizes) total += n + 24;
+  std::shared_ptr<HostBuffer> packed = HeapHostBuffer(total);
+  const std::string bytes = RandomBytes(total, rng);
+  std::memcpy(packed->data(), bytes.data(), total);
+  DetachedResults results(Heap());
+  v1::PyramidResponse response;
+  v1::PyramidResponse expected;
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < std::size(sizes); ++i) {
+    v1::PyramidLevel* level = response.add_levels();
+    level->set_index(static_cast<std::uint32_t>(i));
+    level->set_scale(1.5 * static_cast<double>(i));
+    level->set_width(static_cast<std::uint32_t>(7 + i));
+    level->mutable_result()->mutable_image()->set_width(static_cast<std::uint32_t>(i));
+    level->mutable_result()->mutable_image()->mutable_spacing()->set_x_mm(0.5);
+    *expected.add_levels() = *level;
+    *expected.mutable_levels(static_cast<int>(i))->mutable_result()->mutable_image()->mutable_data() =
+        bytes.substr(offset, sizes[i]);
+    results.Attach(&level->result(), packed, offset, sizes[i]);
+    offset += sizes[i] + 24;
+  }
+  // A level without a detached result is written as protobuf writes it.
+  v1::PyramidLevel* plain = response.add_levels();
+  plain->set_index(99);
+  plain->mutable_result()->set_handle("kept");
+  *expected.add_levels() = *plain;
+  const v1::PyramidResponse before = response;
+  grpc::ByteBuffer wire;
+  ASSERT_TRUE(results.Serialize(response, &wire).ok());
+  EXPECT_TRUE(results.empty());
+  v1::PyramidResponse got;
+  ASSERT_TRUE(got.ParseFromString(Joined(wire)));
+  EXPECT_EQ(got.SerializeAsString(), expected.SerializeAsString());
+  EXPECT_EQ(response.SerializeAsString(), before.SerializeAsString());
+  // Every non-empty level went by reference into the one buffer, which the slices keep alive.
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(wire.Dump(&slices).ok());
+  const auto* base = static_cast<const std::uint8_t*>(packed->data());
+  const std::size_t in_packed =
+      std::count_if(slices.begin(), slices.end(), [&](const grpc::Slice& s) {
+        return s.begin() >= base && s.begin() < base + total;
+      });
+  EXPECT_EQ(in_packed, 3u);
+  std::weak_ptr<HostBuffer> alive = packed;
+  packed.reset();
+  EXPECT_FALSE(alive.expired());
+  slices.clear();
+  wire.Clear();
+  EXPECT_TRUE(alive.expired());
+}
+
+TEST(WirePixels, AResultThatIsNotInTheResponseIsAnInternalError) {
   v1::MorphologyResponse response;
   v1::ImageResult elsewhere;
   DetachedResults results(Heap());
   results.Add(&elsewhere, 16);
   grpc::ByteBuffer wire;
-  EXPECT_EQ(results.Serialize(&response, &wire).code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(results.Serialize(response, &wire).code(), absl::StatusCode::kInternal);
+}
+
+TEST(WirePixels, PixelsOutsideTheirBufferOrBesideDataAreAnInternalError) {
+  DetachedResults results(Heap());
+  v1::MorphologyResponse response;
+  results.Attach(response.mutable_result(), HeapHostBuffer(8), 4, 5);
+  grpc::ByteBuffer wire;
+  EXPECT_EQ(results.Serialize(response, &wire).code(), absl::StatusCode::kInternal);
+  response.mutable_result()->mutable_image()->set_data("x");
+  results.Add(response.mutable_result(), 1);
+  EXPECT_EQ(results.Serialize(response, &wire).code(), absl::StatusCode::kInternal);
 }
 
 }  // namespace
