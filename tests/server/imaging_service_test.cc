@@ -6,6 +6,9 @@
 #include <fstream>
 #include <future>
 #include <iterator>
+#include <map>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "cuimg/codec/image_codec.h"
@@ -61,6 +64,34 @@ TEST(ImagingService, MorphologyReturnsTheReferenceResultWithTimingTrailer) {
                         trailers.find("cuimg-timing")->second.size())
                 .find("kernel_us="),
             std::string::npos);
+}
+
+// The stages of the timing trailer do not overlap: together they fit in the total. (The copy
+// of inline pixels out of the received bytes runs before queueing and counts in h2d only.)
+TEST(ImagingService, TimingTrailerStagesAddUpToAtMostTheTotal) {
+  testing::TestServer server;
+  const Image input = testing::RandomImage(PixelType::kU8, Extent{4096, 4096, 1}, 6);
+  for (int call = 0; call < 3; ++call) {
+    grpc::ClientContext ctx;
+    v1::MorphologyResponse response;
+    ASSERT_TRUE(server.stub().Morphology(&ctx, DilateRequest(input, 3), &response).ok());
+    const auto& trailers = ctx.GetServerTrailingMetadata();
+    ASSERT_EQ(trailers.count("cuimg-timing"), 1u);
+    const auto value = trailers.find("cuimg-timing")->second;
+    std::map<std::string, double> stage;
+    std::istringstream fields(std::string(value.data(), value.size()));
+    for (std::string field; fields >> field;) {
+      const std::size_t eq = field.find('=');
+      ASSERT_NE(eq, std::string::npos) << field;
+      stage[field.substr(0, eq)] = std::stod(field.substr(eq + 1));
+    }
+    const double sum = stage["queue_us"] + stage["decode_us"] + stage["h2d_us"] +
+                       stage["kernel_us"] + stage["d2h_us"];
+    EXPECT_GT(stage["h2d_us"], 0.0) << "the 16 MB copy out of the received bytes";
+    EXPECT_GE(stage["queue_us"], 0.0);
+    // The trailer rounds each stage to 0.1 us.
+    EXPECT_LE(sum, stage["total_us"] + 0.5) << std::string(value.data(), value.size());
+  }
 }
 
 TEST(ImagingService, DecodesPngInput) {
