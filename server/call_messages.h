@@ -52,8 +52,9 @@ class GeneratedMessages {
 };
 
 // A unary call whose messages are parsed and serialized here, with the pixels kept apart
-// (wire_pixels.h): the request's inline pixels in one host buffer, each result's in its own.
-template <typename RequestT, typename ResponseT>
+// (wire_pixels.h): the request's inline pixels in one host buffer (when `kInputPixels`: its
+// field 1 is an ImageSource), each result's in its own.
+template <typename RequestT, typename ResponseT, bool kInputPixels = true>
 class DetachedMessages {
  public:
   using Request = RequestT;
@@ -65,24 +66,33 @@ class DetachedMessages {
         allocate_([backend](std::size_t bytes) { return backend->AllocateHostBuffer(bytes); }),
         results_(allocate_) {}
   absl::Status Parse() {
-    const auto start = std::chrono::steady_clock::now();
-    CUIMG_ASSIGN_OR_RETURN(pixels_, ParseWithDetachedPixels(*wire_request_, allocate_, &request_));
-    if (pixels_ != nullptr) {
-      pixel_copy_us_ =
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-              .count();
+    if constexpr (!kInputPixels) {
+      return ParseMessage(*wire_request_, &request_);
+    } else {
+      const auto start = std::chrono::steady_clock::now();
+      CUIMG_ASSIGN_OR_RETURN(pixels_,
+                             ParseWithDetachedPixels(*wire_request_, allocate_, &request_));
+      if (pixels_ != nullptr) {
+        pixel_copy_us_ =
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                .count();
+      }
+      return absl::OkStatus();
     }
-    return absl::OkStatus();
   }
   // How long Parse took when it copied the request's pixels out of the received bytes.
   double pixel_copy_us() const { return pixel_copy_us_; }
   template <typename Validator>
   auto Validate(Validator validate, const RequestLimits& limits) const {
-    DetachedPixels pixels;
-    if (pixels_ != nullptr) {
-      pixels = absl::string_view(static_cast<const char*>(pixels_->data()), pixels_->size());
+    if constexpr (!kInputPixels) {
+      return validate(request_, limits);
+    } else {
+      DetachedPixels pixels;
+      if (pixels_ != nullptr) {
+        pixels = absl::string_view(static_cast<const char*>(pixels_->data()), pixels_->size());
+      }
+      return validate(request_, limits, pixels);
     }
-    return validate(request_, limits, pixels);
   }
   const Request& request() const { return request_; }
   Response* response() { return &response_; }
@@ -119,6 +129,13 @@ std::shared_ptr<DetachedMessages<Request, Response>> Detached(const grpc::ByteBu
                                                               grpc::ByteBuffer* response,
                                                               Backend* backend) {
   return std::make_shared<DetachedMessages<Request, Response>>(request, response, backend);
+}
+
+// Only the results detached: for requests that carry no ImageSource.
+template <typename Request, typename Response>
+std::shared_ptr<DetachedMessages<Request, Response, false>> DetachedResultsOnly(
+    const grpc::ByteBuffer* request, grpc::ByteBuffer* response, Backend* backend) {
+  return std::make_shared<DetachedMessages<Request, Response, false>>(request, response, backend);
 }
 
 }  // namespace cuimg

@@ -251,10 +251,12 @@ grpc::ServerUnaryReactor* ImagingService::ListModels(grpc::CallbackServerContext
 }
 
 grpc::ServerUnaryReactor* ImagingService::Deform(grpc::CallbackServerContext* ctx,
-                                                 const v1::DeformRequest* request,
-                                                 v1::DeformResponse* response) {
-  return Serve("Deform", ctx, Generated(request, response), &ValidateDeformRequest,
-               &ImagingService::RunDeform);
+                                                 const grpc::ByteBuffer* request,
+                                                 grpc::ByteBuffer* response) {
+  return Serve("Deform", ctx,
+               DetachedResultsOnly<v1::DeformRequest, v1::DeformResponse>(request, response,
+                                                                          backend_),
+               &ValidateDeformRequest, &ImagingService::RunDeform);
 }
 
 absl::Status ImagingService::RunMorphology(const MorphologyJob& job,
@@ -449,16 +451,23 @@ absl::Status ImagingService::RunDeform(const DeformJob& job, const v1::DeformReq
   }
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   const std::size_t floats = mesh->vertex_count() * 3;
+  // Positions and normals go beside the response's bytes when the call allows it (wire_pixels.h).
+  DetachedResults* detached = call.detached_results();
+  auto output = [&](int field, std::string* bytes) {
+    if (detached != nullptr) {
+      return static_cast<float*>(detached->AddBytes(response, field, floats * sizeof(float)));
+    }
+    bytes->resize(floats * sizeof(float));
+    return reinterpret_cast<float*>(bytes->data());
+  };
   float* positions = nullptr;
   float* normals = nullptr;
   if (!job.output.omit_data) {
     if (WantsPositions(job.outputs)) {
-      response->mutable_positions()->resize(floats * sizeof(float));
-      positions = reinterpret_cast<float*>(response->mutable_positions()->data());
+      positions = output(v1::DeformResponse::kPositionsFieldNumber, response->mutable_positions());
     }
     if (WantsNormals(job.outputs)) {
-      response->mutable_normals()->resize(floats * sizeof(float));
-      normals = reinterpret_cast<float*>(response->mutable_normals()->data());
+      normals = output(v1::DeformResponse::kNormalsFieldNumber, response->mutable_normals());
     }
   }
   std::shared_ptr<const BackendMesh> kept;

@@ -24,12 +24,12 @@
 
 namespace cuimg {
 
-// Morphology, Gradient and Pyramid take their messages as bytes, to keep the pixels out of
-// protobuf's copies (wire_pixels.h); the wire format is the generated one's.
+// Morphology, Gradient, Pyramid and Deform take their messages as bytes, to keep the pixels out
+// of protobuf's copies (wire_pixels.h); the wire format is the generated one's.
 class ImagingService final
     : public v1::Imaging::WithRawCallbackMethod_Morphology<
-          v1::Imaging::WithRawCallbackMethod_Gradient<
-              v1::Imaging::WithRawCallbackMethod_Pyramid<v1::Imaging::CallbackService>>> {
+          v1::Imaging::WithRawCallbackMethod_Gradient<v1::Imaging::WithRawCallbackMethod_Pyramid<
+              v1::Imaging::WithRawCallbackMethod_Deform<v1::Imaging::CallbackService>>>> {
  public:
   // All pointers must outlive the service.
   ImagingService(const ServerOptions& options, const AuthPolicy& auth, Backend* backend,
@@ -52,8 +52,8 @@ class ImagingService final
                                        const v1::ListModelsRequest* request,
                                        v1::ListModelsResponse* response) override;
   grpc::ServerUnaryReactor* Deform(grpc::CallbackServerContext* ctx,
-                                   const v1::DeformRequest* request,
-                                   v1::DeformResponse* response) override;
+                                   const grpc::ByteBuffer* request,
+                                   grpc::ByteBuffer* response) override;
   grpc::ServerReadReactor<v1::UploadRequest>* Upload(grpc::CallbackServerContext* ctx,
                                                      v1::UploadResponse* response) override;
   grpc::ServerWriteReactor<v1::DownloadResponse>* Download(

@@ -230,6 +230,12 @@ class Spliced {
     pieces_.push_back(Piece{{}, pixels});
     size_ += pixels.bytes;
   }
+  // `pixels` as the value of length-delimited field `number`.
+  void PixelsField(std::uint64_t number, const Pixels& pixels) {
+    Varint(LengthTag(number));
+    Varint(pixels.bytes);
+    Splice(pixels);
+  }
   // `inner` as the value of length-delimited field `number`.
   void Field(std::uint64_t number, const Spliced& inner) {
     Varint(LengthTag(number));
@@ -272,9 +278,13 @@ class Spliced {
 class ResultSplicer {
  public:
   using Results = std::unordered_map<const google::protobuf::Message*, Spliced::Pixels>;
+  using Fields =
+      std::unordered_map<const google::protobuf::Message*, std::vector<std::pair<int, Spliced::Pixels>>>;
 
-  explicit ResultSplicer(const Results& results) : results_(results) {}
+  ResultSplicer(const Results& results, const Fields& fields)
+      : results_(results), fields_(fields) {}
 
+  // Results and bytes fields written so far.
   std::size_t found() const { return found_; }
 
   absl::Status Write(const google::protobuf::Message& m, Spliced* out) {
@@ -285,6 +295,21 @@ class ResultSplicer {
     const google::protobuf::Reflection* reflection = m.GetReflection();
     std::unique_ptr<google::protobuf::Message> rest(m.New());
     rest->CopyFrom(m);
+    if (const auto it = fields_.find(&m); it != fields_.end()) {
+      for (const auto& [number, pixels] : it->second) {
+        const FieldDescriptor* f = m.GetDescriptor()->FindFieldByNumber(number);
+        if (f == nullptr || f->is_repeated() || f->type() != FieldDescriptor::TYPE_BYTES ||
+            !reflection->GetString(m, f).empty()) {
+          return absl::InternalError(absl::StrCat("detached field ", number, " of ",
+                                                  m.GetTypeName(),
+                                                  " is not an empty singular bytes field"));
+        }
+        CUIMG_RETURN_IF_ERROR(CheckInside(pixels));
+        ++found_;
+        out->PixelsField(static_cast<std::uint64_t>(number), pixels);
+        rest->GetReflection()->ClearField(rest.get(), f);
+      }
+    }
     std::vector<const FieldDescriptor*> fields;
     reflection->ListFields(m, &fields);
     for (const FieldDescriptor* f : fields) {
@@ -319,19 +344,22 @@ class ResultSplicer {
     if (!result.image().data().empty()) {
       return absl::InternalError("a detached result's image already holds data");
     }
-    if (pixels.buffer == nullptr || pixels.offset > pixels.buffer->size() ||
-        pixels.bytes > pixels.buffer->size() - pixels.offset) {
-      return absl::InternalError("a detached result's pixels are outside their buffer");
-    }
+    CUIMG_RETURN_IF_ERROR(CheckInside(pixels));
     Spliced image;
     image.Bytes(result.image().SerializeAsString());
-    image.Varint(LengthTag(kImageDataField));
-    image.Varint(pixels.bytes);
-    image.Splice(pixels);
+    image.PixelsField(kImageDataField, pixels);
     out->Field(kResultImageField, image);
     v1::ImageResult others = result;
     others.clear_image();
     out->Bytes(others.SerializeAsString());
+    return absl::OkStatus();
+  }
+
+  static absl::Status CheckInside(const Spliced::Pixels& pixels) {
+    if (pixels.buffer == nullptr || pixels.offset > pixels.buffer->size() ||
+        pixels.bytes > pixels.buffer->size() - pixels.offset) {
+      return absl::InternalError("detached pixels lie outside their buffer");
+    }
     return absl::OkStatus();
   }
 
@@ -347,7 +375,7 @@ class ResultSplicer {
 
   // Whether `m` is a result or has one below it (remembered: a parent asks before writing).
   bool Holds(const google::protobuf::Message& m) {
-    if (results_.count(&m) != 0) return true;
+    if (results_.count(&m) != 0 || fields_.count(&m) != 0) return true;
     if (const auto it = holds_.find(&m); it != holds_.end()) return it->second;
     std::vector<const FieldDescriptor*> fields;
     m.GetReflection()->ListFields(m, &fields);
@@ -358,6 +386,7 @@ class ResultSplicer {
   }
 
   const Results& results_;
+  const Fields& fields_;
   std::unordered_map<const google::protobuf::Message*, bool> holds_;
   std::size_t found_ = 0;
 };
@@ -379,11 +408,16 @@ absl::StatusOr<std::unique_ptr<HostBuffer>> ParseWithDetachedPixels(
       return pixels;
     }
   }
+  CUIMG_RETURN_IF_ERROR(ParseMessage(wire, request));
+  return std::unique_ptr<HostBuffer>();
+}
+
+absl::Status ParseMessage(const grpc::ByteBuffer& wire, google::protobuf::Message* request) {
   grpc::ByteBuffer whole(wire);  // shares the slices
   grpc::ProtoBufferReader reader(&whole);
   request->Clear();
   if (!request->ParseFromZeroCopyStream(&reader)) return NotAMessage(*request);
-  return std::unique_ptr<HostBuffer>();
+  return absl::OkStatus();
 }
 
 void* DetachedResults::Add(const v1::ImageResult* result, std::size_t bytes) {
@@ -398,16 +432,28 @@ void DetachedResults::Attach(const v1::ImageResult* result, std::shared_ptr<Host
   results_[result] = Pixels{std::move(buffer), offset, bytes};
 }
 
+void* DetachedResults::AddBytes(const google::protobuf::Message* message, int field,
+                                std::size_t bytes) {
+  std::shared_ptr<HostBuffer> buffer = allocate_(bytes);
+  void* data = buffer->data();
+  fields_[message].emplace_back(field, Pixels{std::move(buffer), 0, bytes});
+  return data;
+}
+
 absl::Status DetachedResults::Serialize(const google::protobuf::Message& response,
                                         grpc::ByteBuffer* wire) {
   const ResultSplicer::Results results = std::move(results_);
+  const ResultSplicer::Fields fields = std::move(fields_);
   results_.clear();
+  fields_.clear();
+  std::size_t added = results.size();
+  for (const auto& [message, list] : fields) added += list.size();
   Spliced out;
-  ResultSplicer splicer(results);
+  ResultSplicer splicer(results, fields);
   CUIMG_RETURN_IF_ERROR(splicer.Write(response, &out));
-  if (splicer.found() != results.size()) {
+  if (splicer.found() != added) {
     return absl::InternalError(
-        absl::StrCat("a detached result is not in the ", response.GetTypeName()));
+        absl::StrCat("a detached result or field is not in the ", response.GetTypeName()));
   }
   const std::vector<grpc::Slice> slices = out.Slices();
   *wire = grpc::ByteBuffer(slices.data(), slices.size());

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -35,9 +36,14 @@ absl::StatusOr<std::unique_ptr<HostBuffer>> ParseWithDetachedPixels(
     const grpc::ByteBuffer& wire, const HostBufferAllocator& allocate,
     google::protobuf::Message* request);
 
+// Parses `wire` whole into `request`, as gRPC's generated code would. INVALID_ARGUMENT, naming
+// the message type, when the bytes are not a valid message of `request`'s type.
+absl::Status ParseMessage(const grpc::ByteBuffer& wire, google::protobuf::Message* request);
+
 // The pixels of a response's results, written outside the message and sent from their buffers.
 // Each belongs to an ImageResult anywhere in the response (a top-level field, or nested in
-// repeated messages as Pyramid's levels are).
+// repeated messages as Pyramid's levels are), or is a singular bytes field of a message in it
+// (Deform's positions and normals).
 class DetachedResults {
  public:
   // Where a result's pixels are.
@@ -56,18 +62,24 @@ class DetachedResults {
   // `result`'s image data is buffer[offset, offset + bytes), which must lie inside the buffer.
   void Attach(const v1::ImageResult* result, std::shared_ptr<HostBuffer> buffer,
               std::size_t offset, std::size_t bytes);
-  bool empty() const { return results_.empty(); }
+  // `bytes` of uninitialized memory for bytes field `field` of `message`; valid until Serialize.
+  void* AddBytes(const google::protobuf::Message* message, int field, std::size_t bytes);
+  bool empty() const { return results_.empty() && fields_.empty(); }
 
   // Serializes `response` into `wire`: what protobuf would write (fields that hold results
-  // first), with each added result's pixels as its image's data (which must be empty in
-  // `response`). The pixels go by reference: their buffers are freed once gRPC has sent them.
-  // Forgets the added results; `response` is left as it is. INTERNAL if an added result is not
-  // in `response` or already holds data.
+  // first), with each added result's pixels as its image's data, and each added bytes field's
+  // as its value (both must be empty in `response`). The pixels go by reference: their buffers
+  // are freed once gRPC has sent them. Forgets what was added; `response` is left as it is.
+  // INTERNAL if something added is not in `response`, is not a singular bytes field, or already
+  // holds data.
   absl::Status Serialize(const google::protobuf::Message& response, grpc::ByteBuffer* wire);
 
  private:
+  // A bytes field's number and its pixels.
+  using Field = std::pair<int, Pixels>;
   HostBufferAllocator allocate_;
   std::unordered_map<const google::protobuf::Message*, Pixels> results_;
+  std::unordered_map<const google::protobuf::Message*, std::vector<Field>> fields_;
 };
 
 }  // namespace cuimg

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cuimg/v1/deform.pb.h"
 #include "cuimg/v1/gradient.pb.h"
 #include "cuimg/v1/morphology.pb.h"
 #include "cuimg/v1/pyramid.pb.h"
@@ -308,6 +309,46 @@ TEST(WirePixels, NestedResultsShareOneBufferAndParseBackAsTheMessage) {
   slices.clear();
   wire.Clear();
   EXPECT_TRUE(alive.expired());
+}
+
+TEST(WirePixels, DetachedBytesFieldsParseBackAsTheMessage) {
+  std::mt19937 rng(37);
+  v1::DeformResponse response;
+  response.set_vertex_count(5);
+  response.set_handle("mesh-1");
+  DetachedResults results(Heap());
+  const std::string positions = RandomBytes(60, rng);
+  const std::string normals = RandomBytes(60, rng);
+  std::memcpy(results.AddBytes(&response, v1::DeformResponse::kNormalsFieldNumber, 60),
+              normals.data(), 60);
+  std::memcpy(results.AddBytes(&response, v1::DeformResponse::kPositionsFieldNumber, 60),
+              positions.data(), 60);
+  grpc::ByteBuffer wire;
+  ASSERT_TRUE(results.Serialize(response, &wire).ok());
+  v1::DeformResponse expected = response;
+  expected.set_positions(positions);
+  expected.set_normals(normals);
+  v1::DeformResponse got;
+  ASSERT_TRUE(got.ParseFromString(Joined(wire)));
+  EXPECT_EQ(got.SerializeAsString(), expected.SerializeAsString());
+}
+
+TEST(WirePixels, ADetachedFieldThatIsNotAnEmptyBytesFieldIsAnInternalError) {
+  v1::DeformResponse response;
+  grpc::ByteBuffer wire;
+  for (int field : {static_cast<int>(v1::DeformResponse::kVertexCountFieldNumber), 99}) {
+    DetachedResults results(Heap());
+    results.AddBytes(&response, field, 4);
+    EXPECT_EQ(results.Serialize(response, &wire).code(), absl::StatusCode::kInternal) << field;
+  }
+  response.set_positions("already");
+  DetachedResults results(Heap());
+  results.AddBytes(&response, v1::DeformResponse::kPositionsFieldNumber, 4);
+  EXPECT_EQ(results.Serialize(response, &wire).code(), absl::StatusCode::kInternal);
+  // A field of a message that is not in the response.
+  v1::DeformResponse elsewhere;
+  results.AddBytes(&elsewhere, v1::DeformResponse::kNormalsFieldNumber, 4);
+  EXPECT_EQ(results.Serialize(v1::DeformResponse(), &wire).code(), absl::StatusCode::kInternal);
 }
 
 TEST(WirePixels, AResultThatIsNotInTheResponseIsAnInternalError) {
