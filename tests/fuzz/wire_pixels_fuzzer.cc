@@ -4,8 +4,9 @@
 // the message (bits 0 and 4) and how many gRPC slices the bytes arrive in (bits 1-3); the rest is
 // the message. Whatever the bytes, the outcome must be protobuf's own: the parse fails exactly
 // when protobuf's fails, and otherwise, with any detached pixels put back as input.image.data,
-// the message equals the one protobuf parses; a response serialized with every level's pixels
-// detached (one shared buffer) parses back to the same response.
+// the message equals the one protobuf parses; a response serialized with its pixels detached
+// (a pyramid's levels from one shared buffer, a deform's positions and normals from their own)
+// parses back to the same response.
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
 
@@ -14,8 +15,10 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "cuimg/v1/deform.pb.h"
 #include "cuimg/v1/gradient.pb.h"
 #include "cuimg/v1/morphology.pb.h"
 #include "cuimg/v1/pyramid.pb.h"
@@ -69,9 +72,43 @@ void Check(const std::uint8_t* data, std::size_t size, std::size_t slices) {
   if (Canonical(expected) != Canonical(got)) __builtin_trap();
 }
 
+// The joined bytes of `wire`, parsed back into `got`; traps if they do not parse.
+void ParseBack(const grpc::ByteBuffer& wire, google::protobuf::Message* got) {
+  std::vector<grpc::Slice> slices;
+  if (!wire.Dump(&slices).ok()) __builtin_trap();
+  std::string joined;
+  for (const grpc::Slice& slice : slices) {
+    joined.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  if (!got->ParseFromString(joined)) __builtin_trap();
+}
+
+// A deform response: positions and normals moved into buffers of their own, serialized, then
+// parsed back.
+void CheckDeformResponse(const std::uint8_t* data, std::size_t size) {
+  cuimg::v1::DeformResponse expected;
+  if (!expected.ParseFromArray(data, static_cast<int>(size))) return;
+  cuimg::v1::DeformResponse response = expected;
+  cuimg::DetachedResults results([](std::size_t n) { return cuimg::HeapHostBuffer(n); });
+  const std::pair<int, std::string*> fields[] = {
+      {cuimg::v1::DeformResponse::kPositionsFieldNumber, response.mutable_positions()},
+      {cuimg::v1::DeformResponse::kNormalsFieldNumber, response.mutable_normals()}};
+  for (const auto& [number, bytes] : fields) {
+    if (bytes->empty() && (size & 1) == 0) continue;  // also attach empty ones, sometimes
+    void* at = results.AddBytes(&response, number, bytes->size());
+    if (!bytes->empty()) std::memcpy(at, bytes->data(), bytes->size());
+    bytes->clear();
+  }
+  grpc::ByteBuffer wire;
+  if (!results.Serialize(response, &wire).ok()) __builtin_trap();
+  cuimg::v1::DeformResponse got;
+  ParseBack(wire, &got);
+  if (Canonical(expected) != Canonical(got)) __builtin_trap();
+}
+
 // A pyramid response: every level's image data moved into one packed buffer and attached from
 // there, serialized, then parsed back.
-void CheckResponse(const std::uint8_t* data, std::size_t size) {
+void CheckPyramidResponse(const std::uint8_t* data, std::size_t size) {
   cuimg::v1::PyramidResponse expected;
   if (!expected.ParseFromArray(data, static_cast<int>(size))) return;
   cuimg::v1::PyramidResponse response = expected;
@@ -96,14 +133,8 @@ void CheckResponse(const std::uint8_t* data, std::size_t size) {
   for (const Range& r : ranges) results.Attach(r.result, buffer, r.offset, r.bytes);
   grpc::ByteBuffer wire;
   if (!results.Serialize(response, &wire).ok()) __builtin_trap();
-  std::vector<grpc::Slice> slices;
-  if (!wire.Dump(&slices).ok()) __builtin_trap();
-  std::string joined;
-  for (const grpc::Slice& slice : slices) {
-    joined.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-  }
   cuimg::v1::PyramidResponse got;
-  if (!got.ParseFromString(joined)) __builtin_trap();
+  ParseBack(wire, &got);
   if (Canonical(expected) != Canonical(got)) __builtin_trap();
 }
 
@@ -124,7 +155,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       Check<cuimg::v1::PyramidRequest>(data + 1, size - 1, slices);
       break;
     default:
-      CheckResponse(data + 1, size - 1);
+      // The slice count means nothing here: bit 1 picks the response.
+      if ((head & 2) == 0) {
+        CheckPyramidResponse(data + 1, size - 1);
+      } else {
+        CheckDeformResponse(data + 1, size - 1);
+      }
       break;
   }
   return 0;
