@@ -54,8 +54,10 @@ def random_request(rng):
     return morphology_pb2.MorphologyRequest(input=types_pb2.ImageSource(image=image), steps=steps)
 
 
-def compare_other_rpcs(stubs, rng):
-    """Gradient (float rounding), Pyramid (bit for bit) and Deform (tolerance) on both backends."""
+def compare_other_rpcs(stubs, rng, pieces_stub):
+    """Gradient (float rounding), Pyramid (bit for bit) and Deform (tolerance) on both backends.
+    `pieces_stub`: a CUDA server whose pyramids come back in pieces of at most 64 KiB (several
+    pinned buffers and D2H copies per call), also bit for bit."""
     failures = 0
     for i in range(20):
         h, w = int(rng.integers(1, 200)), int(rng.integers(1, 200))
@@ -73,9 +75,12 @@ def compare_other_rpcs(stubs, rng):
             failures += 1
             print(f"gradient case {i} ({w}x{h}, length {length}): MISMATCH |cuda-cpu| {err:.3g}, |cpu| {ref:.3g}")
         if min(h, w) >= 8:
-            p = [stub.Pyramid(pyramid_pb2.PyramidRequest(input=src, levels=10, output_type=types_pb2.PIXEL_TYPE_U16),
-                              timeout=60) for stub in stubs]
-            if [l.result.image.data for l in p[0].levels] != [l.result.image.data for l in p[1].levels]:
+            out = rng.choice([types_pb2.PIXEL_TYPE_U16, types_pb2.PIXEL_TYPE_F32])
+            p = [stub.Pyramid(pyramid_pb2.PyramidRequest(input=src, levels=10, output_type=out),
+                              timeout=60) for stub in stubs + [pieces_stub]]
+            want = [l.result.image.data for l in p[1].levels]
+            if [l.result.image.data for l in p[0].levels] != want or \
+                    [l.result.image.data for l in p[2].levels] != want:
                 failures += 1
                 print(f"pyramid case {i}: MISMATCH")
     n = 500
@@ -184,10 +189,12 @@ def main():
     args = parser.parse_args()
     cuda = ServerProcess(args.server, "--backend=cuda")
     cpu = ServerProcess(args.server, "--backend=cpu")
+    cuda_pieces = ServerProcess(args.server, "--backend=cuda", "--pinned_message_max_bytes=65536")
     try:
         stubs = [imaging_service_pb2_grpc.ImagingStub(grpc.insecure_channel(
                      s.target, options=[("grpc.max_receive_message_length", -1)]))
-                 for s in (cuda, cpu)]
+                 for s in (cuda, cpu, cuda_pieces)]
+        pieces_stub = stubs.pop()
         rng = np.random.default_rng(7)
         mismatches = 0
         for i in range(args.cases):
@@ -197,12 +204,13 @@ def main():
                 mismatches += 1
                 print(f"case {i}: MISMATCH {request.steps}")
         print(f"backends cuda vs cpu: {args.cases - mismatches}/{args.cases} identical")
-        other = compare_other_rpcs(stubs, rng)
+        other = compare_other_rpcs(stubs, rng, pieces_stub)
         detect = compare_detections(stubs, rng)
         return 0 if mismatches == 0 and other == 0 and detect == 0 else 1
     finally:
         cuda.terminate()
         cpu.terminate()
+        cuda_pieces.terminate()
 
 
 if __name__ == "__main__":

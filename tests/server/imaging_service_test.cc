@@ -15,6 +15,7 @@
 #include "cuimg/kernels/hog_model_file.h"
 #include "cuimg/reference/hog_reference.h"
 #include "cuimg/reference/morphology_reference.h"
+#include "cuimg/reference/pyramid_reference.h"
 #include "grpc_protocols/health.grpc.pb.h"
 #include "server/proto_conversion.h"
 #include "tests/server/test_server.h"
@@ -91,6 +92,39 @@ TEST(ImagingService, TimingTrailerStagesAddUpToAtMostTheTotal) {
     EXPECT_GE(stage["queue_us"], 0.0);
     // The trailer rounds each stage to 0.1 us.
     EXPECT_LE(sum, stage["total_us"] + 0.5) << std::string(value.data(), value.size());
+  }
+}
+
+// Returned pyramid levels leave in pieces of at most pinned_message_max_bytes (several levels to
+// a piece, or one level alone when it is larger): every level must still be the reference's.
+TEST(ImagingService, PyramidLevelsReturnedInPiecesEqualTheReference) {
+  ServerOptions options = testing::TestServerOptions();
+  options.pinned_message_max_bytes = 4096;
+  testing::TestServer server(options);
+  const Image input = testing::RandomImage(PixelType::kU8, Extent{97, 61, 1}, 9);
+  for (const PixelType out : {PixelType::kF32, PixelType::kU8}) {
+    v1::PyramidRequest request;
+    v1::Image* image = request.mutable_input()->mutable_image();
+    SetImageHeader(input.view(), image);
+    image->set_data(reinterpret_cast<const char*>(input.bytes()), input.size_bytes());
+    request.set_levels(14);
+    request.set_ratio(1.15);
+    request.set_output_type(PixelTypeToProto(out));
+    grpc::ClientContext ctx;
+    v1::PyramidResponse response;
+    ASSERT_TRUE(server.stub().Pyramid(&ctx, request, &response).ok());
+    PyramidSpec spec;
+    spec.levels = 14;
+    spec.ratio = 1.15;
+    spec.output_type = out;
+    absl::StatusOr<std::vector<Image>> want = PyramidReference(input, spec, 1);
+    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_EQ(response.levels_size(), static_cast<int>(want->size()));
+    for (int i = 0; i < response.levels_size(); ++i) {
+      EXPECT_EQ(testing::FirstMismatch(FromProto(response.levels(i).result().image()), (*want)[i]),
+                -1)
+          << "level " << i;
+    }
   }
 }
 
