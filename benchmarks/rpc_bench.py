@@ -172,6 +172,23 @@ def detect_workload(stub, args):
           flush=True)
 
 
+def detect_raw_workload(stub, args):
+    """DetectPedestrians on raw 1080p RGB frames (6.2 MB of pixels inline): random frames, so the
+    detections are few; what it times is moving the pixels in."""
+    rng = np.random.default_rng(2)
+    requests = [detection_pb2.DetectPedestriansRequest(input=types_pb2.ImageSource(
+        image=types_pb2.Image(pixel_type=types_pb2.PIXEL_TYPE_U8, width=1920, height=1080,
+                              channels=3, data=rng.integers(0, 256, size=1080 * 1920 * 3,
+                                                            dtype=np.uint8).tobytes())))
+        for _ in range(3)]
+    wall, median, reply = timed_unary(stub.DetectPedestrians, requests, args.runs, timeout=300)
+    print(json.dumps({**TRANSPORT, "impl": "rpc", "workload": "rpc_detect_1080p_raw_rgb",
+                      "backend": args.backend, "median_ms": round(wall * 1e3, 3),
+                      "payload_mb": round(len(requests[0].input.image.data) / 1e6, 2),
+                      "server_us": median, "runs": args.runs,
+                      "detections": len(reply.detections)}), flush=True)
+
+
 def deform_cpp_client(client, target, args):
     """The same Deform as deform_workload from the C++ client (`cuimg deform --animate`): the
     torus uploaded once, one lattice per frame, positions and normals back, p50 of the frames."""
@@ -251,6 +268,8 @@ def main():
             deform_cpp_client(args.client, server.target, args)
         if selected("rpc_detect_1080p_jpeg"):
             detect_workload(stub, args)
+        if selected("rpc_detect_1080p_raw_rgb"):
+            detect_raw_workload(stub, args)
         channel.close()
     finally:
         server.terminate()

@@ -115,6 +115,9 @@ void ImagingService::RecordRefusal(grpc::CallbackServerContext* ctx, const absl:
     case absl::StatusCode::kUnavailable:
       metrics_->RecordRejection("shutting_down");
       break;
+    case absl::StatusCode::kNotFound:  // an unknown model or resident handle
+      metrics_->RecordRejection("not_found");
+      return;
     default:
       metrics_->RecordRejection("invalid_argument");
       return;
@@ -205,24 +208,24 @@ grpc::ServerUnaryReactor* ImagingService::Pyramid(grpc::CallbackServerContext* c
                &ValidatePyramidRequest, &ImagingService::RunPyramid);
 }
 
-grpc::ServerUnaryReactor* ImagingService::DetectPedestrians(
-    grpc::CallbackServerContext* ctx, const v1::DetectPedestriansRequest* request,
-    v1::DetectPedestriansResponse* response) {
-  // An unknown model is refused before queueing, like any other bad field (but only to a caller
-  // who may ask).
-  const std::string model = request->model().empty() ? kDefaultDetectorModel : request->model();
-  if (models_->Find(model) == nullptr &&
-      Authorize(*ctx, kRightProcess, "DetectPedestrians").ok()) {
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    CallScope call("DetectPedestrians", ctx, metrics_);
-    metrics_->RecordRejection("unknown_model");
-    reactor->Finish(call.Complete(absl::NotFoundError(
-        absl::StrCat("model: '", model.substr(0, 128), "' is not loaded (loaded: ",
-                     models_->Names(), ")"))));
-    return reactor;
-  }
-  return Serve("DetectPedestrians", ctx, Generated(request, response), &ValidateDetectRequest,
-               &ImagingService::RunDetect);
+grpc::ServerUnaryReactor* ImagingService::DetectPedestrians(grpc::CallbackServerContext* ctx,
+                                                            const grpc::ByteBuffer* request,
+                                                            grpc::ByteBuffer* response) {
+  // An unknown model is refused before queueing and before the other fields: any name that is
+  // not loaded (one with a path in it too) is NOT_FOUND, and nothing is looked up on disk.
+  auto validate = [this](const v1::DetectPedestriansRequest& r, const RequestLimits& limits,
+                         DetachedPixels pixels) -> absl::StatusOr<DetectJob> {
+    const std::string model = r.model().empty() ? kDefaultDetectorModel : r.model();
+    if (models_->Find(model) == nullptr) {
+      return absl::NotFoundError(absl::StrCat("model: '", model.substr(0, 128),
+                                              "' is not loaded (loaded: ", models_->Names(), ")"));
+    }
+    return ValidateDetectRequest(r, limits, pixels);
+  };
+  return Serve("DetectPedestrians", ctx,
+               Detached<v1::DetectPedestriansRequest, v1::DetectPedestriansResponse>(
+                   request, response, backend_),
+               validate, &ImagingService::RunDetect);
 }
 
 grpc::ServerUnaryReactor* ImagingService::ListModels(grpc::CallbackServerContext* ctx,

@@ -24,12 +24,13 @@
 
 namespace cuimg {
 
-// Morphology, Gradient, Pyramid and Deform take their messages as bytes, to keep the pixels out
-// of protobuf's copies (wire_pixels.h); the wire format is the generated one's.
+// The image RPCs and Deform take their messages as bytes, to keep the pixels out of protobuf's
+// copies (wire_pixels.h); the wire format is the generated one's.
 class ImagingService final
     : public v1::Imaging::WithRawCallbackMethod_Morphology<
           v1::Imaging::WithRawCallbackMethod_Gradient<v1::Imaging::WithRawCallbackMethod_Pyramid<
-              v1::Imaging::WithRawCallbackMethod_Deform<v1::Imaging::CallbackService>>>> {
+              v1::Imaging::WithRawCallbackMethod_DetectPedestrians<
+                  v1::Imaging::WithRawCallbackMethod_Deform<v1::Imaging::CallbackService>>>>> {
  public:
   // All pointers must outlive the service.
   ImagingService(const ServerOptions& options, const AuthPolicy& auth, Backend* backend,
@@ -46,8 +47,8 @@ class ImagingService final
                                     const grpc::ByteBuffer* request,
                                     grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* DetectPedestrians(grpc::CallbackServerContext* ctx,
-                                              const v1::DetectPedestriansRequest* request,
-                                              v1::DetectPedestriansResponse* response) override;
+                                              const grpc::ByteBuffer* request,
+                                              grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* ctx,
                                        const v1::ListModelsRequest* request,
                                        v1::ListModelsResponse* response) override;

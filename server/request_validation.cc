@@ -558,9 +558,11 @@ absl::Status ValidateUploadMeshHeader(const v1::Mesh& mesh, const RequestLimits&
 }
 
 absl::StatusOr<DetectJob> ValidateDetectRequest(const v1::DetectPedestriansRequest& request,
-                                                const RequestLimits& limits) {
+                                                const RequestLimits& limits,
+                                                DetachedPixels pixels) {
   DetectJob job;
-  CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.input(), "input", limits));
+  CUIMG_ASSIGN_OR_RETURN(job.input,
+                         ValidateImageSource(request.input(), "input", limits, pixels));
   job.model = request.model().empty() ? kDefaultDetectorModel : request.model();
   if (job.model.size() > 128 ||
       job.model.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"

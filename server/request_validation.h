@@ -123,7 +123,8 @@ struct DetectJob {
 };
 
 absl::StatusOr<DetectJob> ValidateDetectRequest(const v1::DetectPedestriansRequest& request,
-                                                const RequestLimits& limits);
+                                                const RequestLimits& limits,
+                                                DetachedPixels pixels = absl::nullopt);
 // A resolved input for DetectPedestrians: a 2D U8 image with 1, 3 or 4 channels.
 absl::Status CheckDetectInput(const ImageView& image, const DetectJob& job);
 

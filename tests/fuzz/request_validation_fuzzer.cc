@@ -33,7 +33,7 @@ void Check(const std::uint8_t* data, std::size_t size,
   (void)cuimg::EstimateInflightBytes(*job, request, "fuzzer", store, limits);
 }
 
-// Morphology, Gradient and Pyramid also take their inline pixels beside the message (wire_pixels.h):
+// Morphology, Gradient, Pyramid and DetectPedestrians also take their inline pixels beside the message (wire_pixels.h):
 // validating with the pixels moved out must give the same verdict as with them in place.
 template <typename Request, typename Job>
 void CheckDetached(const std::uint8_t* data, std::size_t size,
@@ -100,7 +100,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       Check(data, size, &cuimg::ValidateDeformRequest, limits, store);
       break;
     case 6:
-      Check(data, size, &cuimg::ValidateDetectRequest, limits, store);
+      CheckDetached(data, size, &cuimg::ValidateDetectRequest, limits, store);
       break;
     case 4: {
       cuimg::v1::UploadRequest upload;
