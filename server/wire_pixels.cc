@@ -1,5 +1,6 @@
 #include "server/wire_pixels.h"
 
+#include <grpcpp/impl/codegen/proto_utils.h>
 #include <grpcpp/support/proto_buffer_reader.h>
 
 #include <algorithm>
@@ -278,8 +279,8 @@ class Spliced {
 class ResultSplicer {
  public:
   using Results = std::unordered_map<const google::protobuf::Message*, Spliced::Pixels>;
-  using Fields =
-      std::unordered_map<const google::protobuf::Message*, std::vector<std::pair<int, Spliced::Pixels>>>;
+  using Field = std::pair<int, Spliced::Pixels>;  // a bytes field's number, its pixels
+  using Fields = std::unordered_map<const google::protobuf::Message*, std::vector<Field>>;
 
   ResultSplicer(const Results& results, const Fields& fields)
       : results_(results), fields_(fields) {}
@@ -446,6 +447,17 @@ absl::Status DetachedResults::Serialize(const google::protobuf::Message& respons
   const ResultSplicer::Fields fields = std::move(fields_);
   results_.clear();
   fields_.clear();
+  if (results.empty() && fields.empty()) {
+    // Nothing detached (resident outputs, JPEG-in detections): as gRPC's generated code would.
+    bool own_buffer = false;
+    const grpc::Status status = grpc::SerializationTraits<google::protobuf::Message>::Serialize(
+        response, wire, &own_buffer);
+    if (!status.ok()) {
+      return absl::InternalError(absl::StrCat("serializing the ", response.GetTypeName(), ": ",
+                                              status.error_message()));
+    }
+    return absl::OkStatus();
+  }
   std::size_t added = results.size();
   for (const auto& [message, list] : fields) added += list.size();
   Spliced out;

@@ -351,6 +351,17 @@ TEST(WirePixels, ADetachedFieldThatIsNotAnEmptyBytesFieldIsAnInternalError) {
   EXPECT_EQ(results.Serialize(v1::DeformResponse(), &wire).code(), absl::StatusCode::kInternal);
 }
 
+TEST(WirePixels, AResponseWithNothingDetachedIsSerializedAsItIs) {
+  std::mt19937 rng(41);
+  v1::GradientResponse response;
+  *response.mutable_gx()->mutable_image()->mutable_data() = RandomBytes(70000, rng);
+  response.mutable_gx()->set_handle("kept");
+  DetachedResults results(Heap());
+  grpc::ByteBuffer wire;
+  ASSERT_TRUE(results.Serialize(response, &wire).ok());
+  EXPECT_EQ(Joined(wire), response.SerializeAsString());
+}
+
 TEST(WirePixels, AResultThatIsNotInTheResponseIsAnInternalError) {
   v1::MorphologyResponse response;
   v1::ImageResult elsewhere;
