@@ -1,6 +1,6 @@
-// How a unary call's messages reach ImagingService::Serve: parsed and serialized by gRPC's
-// generated code, or here with the pixels kept apart (wire_pixels.h). Both present the same
-// members, which Serve uses in order: Parse, Validate, request/response, Serialize.
+// How a unary call's messages reach ImagingService::Serve: parsed and serialized here, with the
+// pixels kept apart (wire_pixels.h), in the order Serve uses the members: Parse, Validate,
+// request/response, Serialize. The wire format stays the generated code's.
 #ifndef CUIMG_SERVER_CALL_MESSAGES_H_
 #define CUIMG_SERVER_CALL_MESSAGES_H_
 
@@ -19,37 +19,6 @@
 #include "server/wire_pixels.h"
 
 namespace cuimg {
-
-// A unary call's messages as gRPC's generated code parses and serializes them.
-template <typename RequestT, typename ResponseT>
-class GeneratedMessages {
- public:
-  using Request = RequestT;
-  using Response = ResponseT;
-  GeneratedMessages(const Request* request, Response* response)
-      : request_(request), response_(response) {}
-  absl::Status Parse() { return absl::OkStatus(); }
-  double pixel_copy_us() const { return 0; }
-  template <typename Validator>
-  auto Validate(Validator validate, const RequestLimits& limits) const {
-    return validate(*request_, limits);
-  }
-  const Request& request() const { return *request_; }
-  Response* response() { return response_; }
-  std::uint64_t detached_request_bytes() const { return 0; }
-  DetachedResults* detached_results() { return nullptr; }
-  absl::Status Serialize() { return absl::OkStatus(); }
-  std::int64_t request_bytes() const {
-    return static_cast<std::int64_t>(request_->ByteSizeLong());
-  }
-  std::int64_t response_bytes() const {
-    return static_cast<std::int64_t>(response_->ByteSizeLong());
-  }
-
- private:
-  const Request* request_;
-  Response* response_;
-};
 
 // A unary call whose messages are parsed and serialized here, with the pixels kept apart
 // (wire_pixels.h): the request's inline pixels in one host buffer (when `kInputPixels`: its
@@ -116,12 +85,6 @@ class DetachedMessages {
   double pixel_copy_us_ = 0;
   DetachedResults results_;
 };
-
-template <typename Request, typename Response>
-std::shared_ptr<GeneratedMessages<Request, Response>> Generated(const Request* request,
-                                                                Response* response) {
-  return std::make_shared<GeneratedMessages<Request, Response>>(request, response);
-}
 
 // `backend` gives the pixels' buffers and must outlive the call.
 template <typename Request, typename Response>

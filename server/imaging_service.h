@@ -93,7 +93,7 @@ class ImagingService final
  private:
   // The life of a unary call: authenticate, parse, validate, authorize, admit (bytes, then the
   // work queue), run, answer (with metrics and the timing trailer). `Messages` is how the call's
-  // messages are parsed and serialized (call_messages.h: generated or detached); `validate`
+  // messages are parsed and serialized (call_messages.h: pixels detached or not); `validate`
   // is called as Messages::Validate calls it.
   template <typename Messages, typename Validate, typename Job>
   grpc::ServerUnaryReactor* Serve(
