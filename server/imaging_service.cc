@@ -142,6 +142,10 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
   absl::StatusOr<std::string> identity = Authorize(*ctx, kRightProcess, rpc);
   if (!identity.ok()) return refuse(identity.status(), false);
   call->set_identity(*identity);
+  // Full: refuse before parsing, so that shedding twice the capacity costs little of it.
+  if (absl::Status room = queue_->CheckRoom(); !room.ok()) {
+    return refuse(room, room.code() == absl::StatusCode::kResourceExhausted);
+  }
   if (absl::Status parsed = messages->Parse(); !parsed.ok()) return refuse(parsed, false);
   absl::StatusOr<Job> job = messages->Validate(validate, options_.limits);
   if (!job.ok()) return refuse(job.status(), false);

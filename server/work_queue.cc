@@ -23,14 +23,24 @@ absl::Status WorkQueue::Submit(std::function<void()> task) {
   return Submit([task = std::move(task)](Admission&) { task(); });
 }
 
+absl::Status WorkQueue::RoomLocked() const {
+  if (stopping_) return absl::UnavailableError("server is shutting down");
+  if (admitted_ >= max_admitted_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "server busy: ", admitted_, " requests in flight (max_inflight_requests); retry later"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WorkQueue::CheckRoom() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return RoomLocked();
+}
+
 absl::Status WorkQueue::Submit(std::function<void(Admission&)> task) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return absl::UnavailableError("server is shutting down");
-    if (admitted_ >= max_admitted_) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "server busy: ", admitted_, " requests in flight (max_inflight_requests); retry later"));
-    }
+    if (absl::Status room = RoomLocked(); !room.ok()) return room;
     ++admitted_;
     tasks_.push_back(std::move(task));
     queued_.fetch_add(1, std::memory_order_release);

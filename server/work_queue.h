@@ -46,12 +46,17 @@ class WorkQueue {
   // `max_admitted` tasks are already admitted; UNAVAILABLE after Shutdown().
   absl::Status Submit(std::function<void(Admission&)> task);
   absl::Status Submit(std::function<void()> task);
+  // What Submit would answer now for want of room: RESOURCE_EXHAUSTED when full, UNAVAILABLE
+  // after Shutdown(), else OK. A hint only (a slot may free or fill right after); lets a caller
+  // refuse before it spends work on a request that cannot be admitted.
+  absl::Status CheckRoom() const;
   // Stops admitting, runs what was admitted, joins the workers. Idempotent.
   void Shutdown();
   int admitted() const;
 
  private:
   void WorkerLoop();
+  absl::Status RoomLocked() const;  // mu_ held
   // Polls `queued_` for up to spin_ unless another worker already does; true if work arrived.
   bool SpinForWork();
 

@@ -428,6 +428,37 @@ TEST(ImagingService, OverloadIsAnsweredWithResourceExhausted) {
   EXPECT_EQ(ok + exhausted, 6);
 }
 
+// Shedding load must cost little: a full server refuses before it parses or validates, so even
+// a malformed request is told to retry, with the hint.
+TEST(ImagingService, AFullServerRefusesBeforeReadingTheRequest) {
+  ServerOptions options = testing::TestServerOptions();
+  options.worker_threads = 1;
+  options.max_inflight_requests = 1;
+  testing::TestServer server(options);
+  const Image input = testing::RandomImage(PixelType::kU8, Extent{600, 600, 1}, 3);
+  auto slow = std::async(std::launch::async, [&] {
+    grpc::ClientContext ctx;
+    v1::MorphologyResponse response;
+    return server.stub().Morphology(&ctx, DilateRequest(input, 61), &response).error_code();
+  });
+  v1::MorphologyRequest malformed = DilateRequest(input, 3);
+  malformed.mutable_input()->mutable_image()->set_data("short");
+  int hinted = 0;
+  while (hinted == 0 && slow.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
+    grpc::ClientContext ctx;
+    v1::MorphologyResponse response;
+    const grpc::Status status = server.stub().Morphology(&ctx, malformed, &response);
+    if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      const auto& trailers = ctx.GetServerTrailingMetadata();
+      hinted += trailers.count("cuimg-retry-after-ms") == 1;
+    } else {
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+    }
+  }
+  EXPECT_EQ(slow.get(), grpc::StatusCode::OK);
+  EXPECT_GE(hinted, 1);
+}
+
 TEST(ImagingService, HealthTurnsNotServingAtShutdownAndInFlightRequestsFinish) {
   ServerOptions options = testing::TestServerOptions();
   options.worker_threads = 1;

@@ -21,6 +21,7 @@ TEST(WorkQueue, RunsEveryAdmittedTaskBeforeShutdownReturns) {
   queue.Shutdown();
   EXPECT_EQ(ran.load(), 50);
   EXPECT_THAT(queue.Submit([] {}), StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_THAT(queue.CheckRoom(), StatusIs(absl::StatusCode::kUnavailable));
 }
 
 TEST(WorkQueue, RefusesBeyondTheAdmissionLimit) {
@@ -28,7 +29,9 @@ TEST(WorkQueue, RefusesBeyondTheAdmissionLimit) {
   std::promise<void> release;
   std::shared_future<void> gate = release.get_future().share();
   ASSERT_THAT(queue.Submit([gate] { gate.wait(); }), IsOk());
+  EXPECT_THAT(queue.CheckRoom(), IsOk());
   ASSERT_THAT(queue.Submit([gate] { gate.wait(); }), IsOk());
+  EXPECT_THAT(queue.CheckRoom(), StatusIs(absl::StatusCode::kResourceExhausted));
   EXPECT_THAT(queue.Submit([] {}), StatusIs(absl::StatusCode::kResourceExhausted));
   release.set_value();
   queue.Shutdown();
