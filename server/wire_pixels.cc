@@ -23,6 +23,8 @@ constexpr std::uint64_t kLengthDelimited = 2;
 // Where a request's pixels are: Request.input (1), ImageSource.image (1), Image.data (6).
 constexpr std::uint64_t kPixelPath[] = {1, 1, 6};
 constexpr int kPixelDepth = 2;
+// ImageSource's depth on that path: its other fields are the image's oneof siblings.
+constexpr int kSourceDepth = 1;
 // Where a result's are: ImageResult.image (1), Image.data (6).
 constexpr std::uint32_t kResultImageField = 1;
 constexpr std::uint32_t kImageDataField = 6;
@@ -122,6 +124,9 @@ class PixelSplitter {
       // Field numbers are 1 to 2^29 - 1: protobuf reads tags as 32 bits.
       if (!in_.ReadVarint(&tag) || (tag >> 3) == 0 || tag > 0xffffffffu) return false;
       if ((tag >> 3) != kPixelPath[depth]) {
+        // A handle, region or encoded file (or one replacing the image): no pixels to take
+        // apart, and copying an encoded file into `out` would cost two passes over it.
+        if (depth == kSourceDepth) return false;
         AppendVarint(tag, out);
         if (!CopyValue(tag & 7, end, out)) return false;
         continue;
@@ -188,21 +193,6 @@ class PixelSplitter {
 absl::Status NotAMessage(const google::protobuf::Message& request) {
   return absl::InvalidArgumentError(
       absl::StrCat("request: the bytes are not a valid ", request.GetTypeName()));
-}
-
-// Whether `request` holds input.image once parsed. A later member of ImageSource's oneof (a
-// handle, a region) replaces the image, and protobuf drops its pixels with it.
-bool HoldsInputImage(const google::protobuf::Message& request) {
-  const FieldDescriptor* input = request.GetDescriptor()->FindFieldByNumber(kPixelPath[0]);
-  if (input == nullptr || input->is_repeated() ||
-      input->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE ||
-      !request.GetReflection()->HasField(request, input)) {
-    return false;
-  }
-  const google::protobuf::Message& source = request.GetReflection()->GetMessage(request, input);
-  const FieldDescriptor* image = source.GetDescriptor()->FindFieldByNumber(kPixelPath[1]);
-  return image != nullptr && !image->is_repeated() &&
-         source.GetReflection()->HasField(source, image);
 }
 
 void DeleteSharedBuffer(void* owner) { delete static_cast<std::shared_ptr<HostBuffer>*>(owner); }
@@ -404,9 +394,8 @@ absl::StatusOr<std::unique_ptr<HostBuffer>> ParseWithDetachedPixels(
     std::string rest;
     if (splitter.Split(0, in.size(), &rest)) {
       if (!request->ParseFromString(rest)) return NotAMessage(*request);
-      std::unique_ptr<HostBuffer> pixels = splitter.TakePixels();
-      if (!HoldsInputImage(*request)) pixels.reset();
-      return pixels;
+      // The split gave up on any sibling of the image, so pixels found are the image's.
+      return splitter.TakePixels();
     }
   }
   CUIMG_RETURN_IF_ERROR(ParseMessage(wire, request));

@@ -194,6 +194,13 @@ TEST(WirePixels, RequestsWithoutInlinePixelsAreParsedAsTheyAre) {
   handle.mutable_input()->set_handle("abc");
   handle.add_steps()->set_op(v1::MORPHOLOGY_OP_ERODE);
   ExpectSameAsProtobuf(handle.SerializeAsString(), rng, false);
+  v1::MorphologyRequest encoded = handle;
+  encoded.mutable_input()->set_encoded(RandomBytes(70000, rng));
+  ExpectSameAsProtobuf(encoded.SerializeAsString(), rng, false);
+  v1::MorphologyRequest region = handle;
+  region.mutable_input()->mutable_shared_memory()->set_region("r");
+  region.mutable_input()->mutable_shared_memory()->set_offset(64);
+  ExpectSameAsProtobuf(region.SerializeAsString(), rng, false);
   v1::MorphologyRequest empty_data = RequestWithPixels(3, 3, rng);
   empty_data.mutable_input()->mutable_image()->clear_data();
   ExpectSameAsProtobuf(empty_data.SerializeAsString(), rng, false);
