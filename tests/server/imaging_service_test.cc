@@ -400,11 +400,16 @@ TEST(ImagingService, UploadThatEndsEarlyIsRejected) {
   EXPECT_NE(status.error_message().find("500 of 10000"), std::string::npos) << status.error_message();
 }
 
-TEST(ImagingService, OverloadIsAnsweredWithResourceExhausted) {
+// One worker and one admission slot: a second call while one runs is overload.
+ServerOptions OneSlotOptions() {
   ServerOptions options = testing::TestServerOptions();
   options.worker_threads = 1;
   options.max_inflight_requests = 1;
-  testing::TestServer server(options);
+  return options;
+}
+
+TEST(ImagingService, OverloadIsAnsweredWithResourceExhausted) {
+  testing::TestServer server(OneSlotOptions());
   // Slow on the CPU backend: a 61x61 disk over 300x300 pixels.
   const Image input = testing::RandomImage(PixelType::kU8, Extent{300, 300, 1}, 3);
   const v1::MorphologyRequest request = DilateRequest(input, 61);
@@ -431,10 +436,7 @@ TEST(ImagingService, OverloadIsAnsweredWithResourceExhausted) {
 // Shedding load must cost little: a full server refuses before it parses or validates, so even
 // a malformed request is told to retry, with the hint.
 TEST(ImagingService, AFullServerRefusesBeforeReadingTheRequest) {
-  ServerOptions options = testing::TestServerOptions();
-  options.worker_threads = 1;
-  options.max_inflight_requests = 1;
-  testing::TestServer server(options);
+  testing::TestServer server(OneSlotOptions());
   const Image input = testing::RandomImage(PixelType::kU8, Extent{600, 600, 1}, 3);
   auto slow = std::async(std::launch::async, [&] {
     grpc::ClientContext ctx;
