@@ -31,8 +31,8 @@ using HostBufferAllocator = std::function<std::unique_ptr<HostBuffer>(std::size_
 // allocate(size) instead of into input.image.data, which stays empty, and that buffer is
 // returned; never when a later oneof member replaced the image (protobuf drops its pixels
 // then). Otherwise (an encoded file, a handle, a region) the message is parsed whole and null
-// is returned. INVALID_ARGUMENT, naming
-// the message type, when the bytes are not a valid message of `request`'s type.
+// is returned. INVALID_ARGUMENT, naming the message type, when the bytes are not a valid message
+// of `request`'s type.
 absl::StatusOr<std::unique_ptr<HostBuffer>> ParseWithDetachedPixels(
     const grpc::ByteBuffer& wire, const HostBufferAllocator& allocate,
     google::protobuf::Message* request);
