@@ -54,7 +54,8 @@ absl::StatusOr<ChannelSpec> MakeChannelSpec(const ConnectionOptions& options) {
         R"(,"methodConfig":[{"name":[{"service":"cuimg.v1.Imaging"},{"service":"grpc.health.v1.Health"}],)",
         R"("retryPolicy":{"maxAttempts":)", options.max_attempts,
         R"(,"initialBackoff":"0.05s","maxBackoff":"1s","backoffMultiplier":2,)",
-        R"("retryableStatusCodes":["UNAVAILABLE"]}}])");
+        R"("retryableStatusCodes":["UNAVAILABLE")",
+        options.retry_overload ? R"(,"RESOURCE_EXHAUSTED")" : "", "]}}]");
   }
   spec.service_config_json =
       absl::StrCat(R"({"loadBalancingConfig":[{")", options.lb_policy, R"(":{}}])", retry, "}");
@@ -118,6 +119,10 @@ std::shared_ptr<grpc::Channel> MakeChannel(const ConnectionOptions& options, int
   // the retry policy's attempts: Debian's gRPC 1.51 now and then fails a local connect() that was
   // only in progress (grpc/grpc#35064).
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  // gRPC retries a call only while what it sent fits this buffer (256 KiB by default, less than
+  // a VGA frame). It holds the sent messages until the answer starts: 64 MiB covers 4K RGB
+  // frames and keeps a streamed volume from being held whole.
+  args.SetInt(GRPC_ARG_PER_RPC_RETRY_BUFFER_SIZE, 64 << 20);
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
   std::string target = options.target;

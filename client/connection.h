@@ -21,6 +21,10 @@ struct ConnectionOptions {
   std::string lb_policy = "round_robin";
   // Attempts per call for UNAVAILABLE (another replica, a restarted server); 1 disables retries.
   int max_attempts = 4;
+  // Also retry RESOURCE_EXHAUSTED, after the delay the server pushes back (gRFC A6's
+  // grpc-retry-pushback-ms; the server sends -1, no retry, for a request that can never fit).
+  // The load tool turns it off: it counts the refusals.
+  bool retry_overload = true;
   // TLS: on with `tls` or any file below. The server is verified against tls_ca_file (PEM), else
   // the system's roots; tls_cert_file/tls_key_file present a client certificate (mTLS).
   bool tls = false;

@@ -15,7 +15,8 @@ ABSL_FLAG(double, timeout, 60, "Per-RPC deadline in seconds (0 = none).");
 ABSL_FLAG(std::string, lb_policy, "round_robin",
           "round_robin (spread calls over every address of --target) or pick_first.");
 ABSL_FLAG(int, max_attempts, 4,
-          "Attempts per call when the server answers UNAVAILABLE (1 = no retries; at most 5).");
+          "Attempts per call when the server answers UNAVAILABLE, or RESOURCE_EXHAUSTED with a "
+          "retry hint, after the hint (1 = no retries; at most 5; load never retries overload).");
 ABSL_FLAG(bool, json, false, "Print results as JSON.");
 ABSL_FLAG(bool, tls, false, "Connect over TLS, verifying the server against the system's roots.");
 ABSL_FLAG(std::string, tls_ca_file, "",
@@ -292,6 +293,7 @@ int main(int argc, char** argv) {
     return cuimg::RunDeform(connection, command);
   }
   if (subcommand == "load") {
+    connection.retry_overload = false;  // it measures the refusals
     cuimg::LoadCommand command;
     command.rpc = absl::GetFlag(FLAGS_rpc);
     command.steps = absl::GetFlag(FLAGS_steps).empty() ? command.steps : absl::GetFlag(FLAGS_steps);

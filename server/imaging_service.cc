@@ -123,6 +123,11 @@ void ImagingService::RecordRefusal(grpc::CallbackServerContext* ctx, const absl:
       return;
   }
   if (transient) ctx->AddTrailingMetadata("cuimg-retry-after-ms", "100");
+  // The same hint in gRPC's own form (gRFC A6): a client whose retry policy lists
+  // RESOURCE_EXHAUSTED retries after it, and never retries a refusal that cannot succeed (-1).
+  if (status.code() == absl::StatusCode::kResourceExhausted) {
+    ctx->AddTrailingMetadata("grpc-retry-pushback-ms", transient ? "100" : "-1");
+  }
 }
 
 template <typename Messages, typename Validate, typename Job>

@@ -298,6 +298,75 @@ class Overload(unittest.TestCase):
             channel.close()
 
 
+class OverloadRetries(unittest.TestCase):
+    """A refusal for overload carries gRPC's own pushback (grpc-retry-pushback-ms): the client
+    retries it after the hint, and never retries a request that can never fit (-1). The load tool
+    does not retry: it counts the refusals."""
+
+    def test_the_client_retries_an_overload_after_the_pushback_and_load_does_not(self):
+        server = start("--worker_threads=1", "--max_inflight_requests=1",
+                       "--max_inflight_bytes_per_device=8388608")
+        channel = channel_to(server)
+        stub = imaging_service_pb2_grpc.ImagingStub(channel)
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                small = np.random.default_rng(3).integers(0, 256, (24, 32), np.uint8)
+                np.save(f"{tmp}/small.npy", small)
+                np.save(f"{tmp}/huge.npy", np.zeros((2048, 4096), np.uint8))
+
+                def client(*args):
+                    began = time.monotonic()
+                    run = subprocess.run([CLIENT, f"--target={server.target}", "--timeout=60",
+                                          *args], capture_output=True, text=True, timeout=120)
+                    return run, time.monotonic() - began
+
+                def refused_meanwhile(*args):
+                    running = stub.Morphology.future(SLOW, timeout=120)
+                    time.sleep(0.2)
+                    before = requests_total(server, "RESOURCE_EXHAUSTED")
+                    run, seconds = client(*args)
+                    self.assertEqual(len(running.result().result.image.data), 640 * 640)
+                    return run, seconds, requests_total(server, "RESOURCE_EXHAUSTED") - before
+
+                one = ["morphology", f"--input={tmp}/small.npy", f"--output={tmp}/out.npy"]
+                # Five attempts, 100 ms apart as the server asked, all while the slow call runs.
+                run, seconds, refusals = refused_meanwhile("--max_attempts=5", *one)
+                self.assertEqual(run.returncode, 1, run.stderr)
+                self.assertIn("RESOURCE_EXHAUSTED", run.stderr)
+                self.assertEqual(refusals, 5)
+                self.assertGreaterEqual(seconds, 0.4)
+                # With one attempt, one refusal; and the call succeeds once there is room.
+                run, _, refusals = refused_meanwhile("--max_attempts=1", *one)
+                self.assertEqual((run.returncode, refusals), (1, 1), run.stderr)
+                run, _ = client("--max_attempts=5", *one)
+                self.assertEqual(run.returncode, 0, run.stderr)
+                self.assertTrue(np.array_equal(np.load(f"{tmp}/out.npy").shape, small.shape))
+                # A request larger than the whole in-flight budget is refused once, not retried.
+                before = requests_total(server, "RESOURCE_EXHAUSTED")
+                run, _ = client("--max_attempts=5", "morphology", f"--input={tmp}/huge.npy",
+                                f"--output={tmp}/huge_out.npy")
+                self.assertEqual(run.returncode, 1, run.stderr)
+                self.assertIn("max_inflight_bytes_per_device", run.stderr)
+                self.assertEqual(requests_total(server, "RESOURCE_EXHAUSTED") - before, 1)
+                # The load tool counts every refusal once.
+                running = stub.Morphology.future(SLOW, timeout=120)
+                time.sleep(0.2)
+                before = requests_total(server, "RESOURCE_EXHAUSTED")
+                load, _ = client("--max_attempts=5", "load", "--image_size=16x16",
+                                 "--concurrency=1", "--duration=0.5", "--warmup=0",
+                                 "--progress=false", f"--csv={tmp}/load.csv")
+                self.assertEqual(len(running.result().result.image.data), 640 * 640)
+                self.assertEqual(load.returncode, 1, load.stderr)  # some calls failed
+                with open(f"{tmp}/load.csv") as f:
+                    rows = list(csv.DictReader(f))
+                refused = sum(r["code"] == "RESOURCE_EXHAUSTED" for r in rows)
+                self.assertGreater(refused, 0)
+                self.assertEqual(requests_total(server, "RESOURCE_EXHAUSTED") - before, refused)
+        finally:
+            channel.close()
+            self.assertEqual(server.terminate(), 0, server.log())
+
+
 @unittest.skipUnless(BACKEND == "cuda", "device memory exists on the CUDA backend only")
 class DeviceMemoryCap(unittest.TestCase):
     def test_a_capped_device_refuses_then_recovers(self):
