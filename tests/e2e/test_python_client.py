@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import grpc
@@ -18,7 +19,7 @@ from scipy import ndimage
 
 import cuimg
 from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, imaging_service_pb2_grpc,
-                      pyramid_pb2, types_pb2)
+                      morphology_pb2, pyramid_pb2, types_pb2)
 from server_process import ServerProcess
 from tls_material import TlsMaterial
 
@@ -158,6 +159,39 @@ class PythonClient(unittest.TestCase):
         finally:
             self.assertEqual(server.terminate(), 0)
             material.close()
+
+    def test_an_overloaded_server_is_retried_after_its_hint(self):
+        server = ServerProcess(SERVER, "--backend=cpu", "--worker_threads=1",
+                               "--max_inflight_requests=1", "--cpu_threads_per_request=1")
+        slow_channel = grpc.insecure_channel(server.target)
+        try:
+            slow = imaging_service_pb2_grpc.ImagingStub(slow_channel).Morphology.future(
+                morphology_pb2.MorphologyRequest(
+                    input=types_pb2.ImageSource(image=types_pb2.Image(
+                        pixel_type=types_pb2.PIXEL_TYPE_U8, width=640, height=640,
+                        data=np.random.default_rng(5).integers(0, 256, 640 * 640,
+                                                               dtype=np.uint8).tobytes())),
+                    steps=cuimg.parse_steps("dilate:ellipse:61x61")), timeout=120)
+            time.sleep(0.2)
+            image = np.arange(48, dtype=np.uint8).reshape(6, 8)
+            for attempts, at_least in ((1, 0.0), (5, 0.4)):
+                with cuimg.Client(server.target, max_attempts=attempts) as c:
+                    began = time.monotonic()
+                    with self.assertRaises(cuimg.CuimgError) as e:
+                        c.morphology(image, "dilate:rect:3x3")
+                    self.assertEqual(e.exception.code, grpc.StatusCode.RESOURCE_EXHAUSTED)
+                    # Four retries, each after the server's 100 ms.
+                    self.assertGreaterEqual(time.monotonic() - began, at_least)
+            self.assertEqual(len(slow.result().result.image.data), 640 * 640)
+            with cuimg.Client(server.target, max_attempts=5) as c:  # room again
+                np.testing.assert_array_equal(
+                    c.morphology(image, "dilate:rect:3x3"),
+                    ndimage.grey_dilation(image, size=(3, 3), mode="nearest"))
+            with self.assertRaises(ValueError):
+                cuimg.Client(server.target, max_attempts=6)
+        finally:
+            slow_channel.close()
+            self.assertEqual(server.terminate(), 0, server.log())
 
     def test_pacs_example_sends_a_series_and_writes_the_result(self):
         rng = np.random.default_rng(4)

@@ -8,6 +8,7 @@ raise CuimgError with the gRPC code and message (field names included, e.g.
 On the server's host, Client.shared_memory(size) gives a SharedRegion: arrays placed in it travel
 by reference (region, offset, shape) instead of bytes, and morphology can write into it (out=).
 """
+import json
 import os
 from multiprocessing import shared_memory
 
@@ -30,7 +31,23 @@ OPS = {"erode": morphology_pb2.MORPHOLOGY_OP_ERODE, "dilate": morphology_pb2.MOR
 SHAPES = {name: getattr(morphology_pb2, f"ELEMENT_SHAPE_{name.upper()}")
           for name in ("rect", "ellipse", "cross")}
 # Messages can be large (volumes); the server enforces its own limits.
-CHANNEL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
+CHANNEL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1),
+                   # gRPC retries a call only while what it sent fits this buffer (256 KiB by
+                   # default, less than a VGA frame); the cuimg CLI uses the same.
+                   ("grpc.per_rpc_retry_buffer_size", 64 << 20)]
+
+
+def _retry_config(max_attempts):
+    """The service config: UNAVAILABLE (a restarted or replaced server) and an overloaded
+    server's RESOURCE_EXHAUSTED are retried, the latter after the delay the server pushes back
+    (grpc-retry-pushback-ms; -1, never, for a request that cannot fit)."""
+    if max_attempts == 1:
+        return None
+    return json.dumps({"methodConfig": [{
+        "name": [{"service": "cuimg.v1.Imaging"}],
+        "retryPolicy": {"maxAttempts": max_attempts, "initialBackoff": "0.05s",
+                        "maxBackoff": "1s", "backoffMultiplier": 2,
+                        "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED"]}}]})
 
 
 def _read(path):
@@ -197,10 +214,15 @@ class Client:
     server_name: the name the server's certificate must carry, if not the target's host
     token, token_file: a bearer token ("authorization: Bearer ..."), sent only over TLS
     timeout:     per-call deadline in seconds (None: none)
+    max_attempts: attempts per call (1 to 5) for UNAVAILABLE, and for RESOURCE_EXHAUSTED after
+                 the server's retry hint
     """
 
     def __init__(self, target="localhost:50051", *, tls=False, ca_file=None, cert_file=None,
-                 key_file=None, server_name=None, token=None, token_file=None, timeout=60.0):
+                 key_file=None, server_name=None, token=None, token_file=None, timeout=60.0,
+                 max_attempts=4):
+        if not 1 <= max_attempts <= 5:
+            raise ValueError("max_attempts: expected 1 to 5")
         if token_file is not None:
             with open(token_file) as f:
                 token = f.read().strip()
@@ -210,6 +232,9 @@ class Client:
         if (cert_file is None) != (key_file is None):
             raise ValueError("cert_file and key_file go together")
         options = list(CHANNEL_OPTIONS)
+        retry = _retry_config(max_attempts)
+        if retry is not None:
+            options.append(("grpc.service_config", retry))
         if tls:
             credentials = grpc.ssl_channel_credentials(_read(ca_file), _read(key_file), _read(cert_file))
             if token is not None:
