@@ -310,7 +310,8 @@ class OverloadRetries(unittest.TestCase):
         stub = imaging_service_pb2_grpc.ImagingStub(channel)
         try:
             with tempfile.TemporaryDirectory() as tmp:
-                small = np.random.default_rng(3).integers(0, 256, (24, 32), np.uint8)
+                # Larger than gRPC's default retry buffer (256 KiB), which the client raises.
+                small = np.random.default_rng(3).integers(0, 256, (480, 640), np.uint8)
                 np.save(f"{tmp}/small.npy", small)
                 np.save(f"{tmp}/huge.npy", np.zeros((2048, 4096), np.uint8))
 

@@ -173,7 +173,8 @@ class PythonClient(unittest.TestCase):
                                                                dtype=np.uint8).tobytes())),
                     steps=cuimg.parse_steps("dilate:ellipse:61x61")), timeout=120)
             time.sleep(0.2)
-            image = np.arange(48, dtype=np.uint8).reshape(6, 8)
+            # Larger than gRPC's default retry buffer (256 KiB), which the client raises.
+            image = np.random.default_rng(6).integers(0, 256, (480, 640), dtype=np.uint8)
             for attempts, at_least in ((1, 0.0), (5, 0.4)):
                 with cuimg.Client(server.target, max_attempts=attempts) as c:
                     began = time.monotonic()
