@@ -29,8 +29,8 @@ class CallScope {
   void set_identity(std::string identity) { identity_ = std::move(identity); }
   const std::string& identity() const { return identity_; }
   grpc::CallbackServerContext* context() const { return ctx_; }
-  // Where the results' inline pixels go when this call serializes its own response
-  // (wire_pixels.h); null: into the response message.
+  // Where the results' inline pixels go (wire_pixels.h): set by ImagingService::Serve for every
+  // image RPC, null for the others.
   void set_detached_results(DetachedResults* results) { detached_results_ = results; }
   DetachedResults* detached_results() const { return detached_results_; }
   // Marks the end of queueing (the request starts executing).

@@ -23,23 +23,17 @@ v1::Image* DescribeResult(PixelType type, const Extent& extent, const v1::Spacin
   return image;
 }
 
-// Where one result image goes: when it is only returned, straight into the response's bytes, or
-// into a buffer sent beside them (`detached`, not null); into an owned image when it also stays
-// resident (then copied into the response unless omitted).
+// Where one result image goes: when it is only returned, into a buffer sent beside the
+// response's bytes (`detached`); into an owned image when it also stays resident (then copied
+// into the response unless omitted).
 class ResultSlot {
  public:
   ResultSlot(const OutputSpec& output, PixelType type, const Extent& extent,
-             const v1::Spacing& spacing, v1::ImageResult* result, DetachedResults* detached)
+             const v1::Spacing& spacing, v1::ImageResult* result, DetachedResults& detached)
       : output_(output), result_(result) {
-    const ImageView shape{type, extent, 1, nullptr};
     if (!output.keep_resident) {
-      v1::Image* image = DescribeResult(type, extent, spacing, result);
-      if (detached != nullptr) {
-        data_ = detached->Add(result, shape.Bytes());
-        return;
-      }
-      image->mutable_data()->resize(shape.Bytes());
-      data_ = image->mutable_data()->data();
+      DescribeResult(type, extent, spacing, result);
+      data_ = detached.Add(result, ImageView{type, extent, 1, nullptr}.Bytes());
       return;
     }
     stored_ = std::make_unique<StoredImage>();
@@ -285,7 +279,7 @@ absl::Status ImagingService::RunMorphology(const MorphologyJob& job,
     return MorphologyIntoSharedMemory(job, in, call, response);
   }
   ResultSlot result(job.output, in.view.type, in.view.extent, in.spacing,
-                    response->mutable_result(), call.detached_results());
+                    response->mutable_result(), *call.detached_results());
   const ImageView out{in.view.type, in.view.extent, 1, result.data()};
   CUIMG_RETURN_IF_ERROR(backend_->Morphology(in.view, out, job.steps, &call.times()));
   metrics_->AddPixels("Morphology", in.view.extent.Pixels());
@@ -328,7 +322,7 @@ absl::Status ImagingService::RunGradient(const GradientJob& job, const v1::Gradi
   CUIMG_RETURN_IF_ERROR(CheckGradientInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   const Extent& e = in.view.extent;
-  DetachedResults* detached = call.detached_results();
+  DetachedResults& detached = *call.detached_results();
   ResultSlot gx(job.output, PixelType::kF32, e, in.spacing, response->mutable_gx(), detached);
   ResultSlot gy(job.output, PixelType::kF32, e, in.spacing, response->mutable_gy(), detached);
   std::unique_ptr<ResultSlot> magnitude;
@@ -373,14 +367,15 @@ absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, const v1::Pyra
   // The backend writes the packed levels once: into pieces that gRPC sends level by level when
   // they are only returned (each piece one pinned buffer where the pool has one), else into one
   // buffer that the resident copies are taken from.
-  DetachedResults* detached = job.output.keep_resident ? nullptr : call.detached_results();
+  DetachedResults& detached = *call.detached_results();
+  const bool only_returned = !job.output.keep_resident;
   std::vector<PackedPiece> pieces;
   std::vector<std::shared_ptr<HostBuffer>> buffers;
   std::vector<std::uint8_t> packed;
-  if (detached != nullptr) {
+  if (only_returned) {
     pieces = GroupPyramidLevels(levels, options_.pinned_message_max_bytes);
     for (PackedPiece& piece : pieces) {
-      buffers.push_back(detached->Allocate(piece.bytes));
+      buffers.push_back(detached.Allocate(piece.bytes));
       piece.data = buffers.back()->data();
     }
   } else {
@@ -396,15 +391,15 @@ absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, const v1::Pyra
     out->set_width(static_cast<std::uint32_t>(level.width));
     out->set_height(static_cast<std::uint32_t>(level.height));
     const Extent extent{level.width, level.height, 1};
-    if (detached != nullptr) {
+    if (only_returned) {
       while (level.offset_bytes >= pieces[piece].offset + pieces[piece].bytes) ++piece;
       DescribeResult(job.spec.output_type, extent, in.spacing, out->mutable_result());
-      detached->Attach(out->mutable_result(), buffers[piece],
+      detached.Attach(out->mutable_result(), buffers[piece],
                        level.offset_bytes - pieces[piece].offset, level.bytes);
       continue;
     }
     ResultSlot slot(job.output, job.spec.output_type, extent, in.spacing, out->mutable_result(),
-                    /*detached=*/nullptr);
+                    detached);
     std::memcpy(slot.data(), packed.data() + level.offset_bytes, level.bytes);
     CUIMG_RETURN_IF_ERROR(slot.Deliver(*store_, identity, "output.keep_resident"));
   }
@@ -463,23 +458,19 @@ absl::Status ImagingService::RunDeform(const DeformJob& job, const v1::DeformReq
   }
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   const std::size_t floats = mesh->vertex_count() * 3;
-  // Positions and normals go beside the response's bytes when the call allows it (wire_pixels.h).
-  DetachedResults* detached = call.detached_results();
-  auto output = [&](int field, std::string* bytes) {
-    if (detached != nullptr) {
-      return static_cast<float*>(detached->AddBytes(response, field, floats * sizeof(float)));
-    }
-    bytes->resize(floats * sizeof(float));
-    return reinterpret_cast<float*>(bytes->data());
+  // Positions and normals go beside the response's bytes (wire_pixels.h).
+  auto output = [&](int field) {
+    return static_cast<float*>(
+        call.detached_results()->AddBytes(response, field, floats * sizeof(float)));
   };
   float* positions = nullptr;
   float* normals = nullptr;
   if (!job.output.omit_data) {
     if (WantsPositions(job.outputs)) {
-      positions = output(v1::DeformResponse::kPositionsFieldNumber, response->mutable_positions());
+      positions = output(v1::DeformResponse::kPositionsFieldNumber);
     }
     if (WantsNormals(job.outputs)) {
-      normals = output(v1::DeformResponse::kNormalsFieldNumber, response->mutable_normals());
+      normals = output(v1::DeformResponse::kNormalsFieldNumber);
     }
   }
   std::shared_ptr<const BackendMesh> kept;
