@@ -79,29 +79,35 @@ __global__ void __launch_bounds__(32, kDerived ? 16 : 32)
   const bool owner = lane >= 1 && lane <= 30 && x < p.width;
   const int cols = min(4, p.width - x);
   const std::size_t slice_pixels = static_cast<std::size_t>(p.width) * p.height;
+  const bool clamped = gradient::StripLoadsClamped(p.vector_in, p.width);  // the same for all warps
   for (int z = blockIdx.z; z < p.depth; z += gridDim.z) {
     const std::size_t slice = static_cast<std::size_t>(z) * slice_pixels;
-    gradient::StripGradient<T, R>(
-        p.in + slice, p.width, p.height, x, y0, p.vector_in, p.taps,
-        [&](int m, float4 gx, float4 gy) {
-          if (!owner) return;
-          const std::size_t at = slice + static_cast<std::size_t>(y0 + m) * p.width + x;
-          StoreQuad(p.gx + at, gx, cols, p.vector_out);
-          StoreQuad(p.gy + at, gy, cols, p.vector_out);
-          if (!kDerived) return;
-          // f(gx, gy) per lane of the quad.
-          auto each = [&](auto f) {
-            return make_float4(f(gx.x, gy.x), f(gx.y, gy.y), f(gx.z, gy.z), f(gx.w, gy.w));
-          };
-          if (p.magnitude != nullptr) {
-            StoreQuad(p.magnitude + at, each([](float a, float b) { return sqrtf(a * a + b * b); }),
-                      cols, p.vector_out);
-          }
-          if (p.angle != nullptr) {
-            StoreQuad(p.angle + at, each([](float a, float b) { return atan2f(b, a); }), cols,
-                      p.vector_out);
-          }
-        });
+    const auto emit = [&](int m, float4 gx, float4 gy) {
+      if (!owner) return;
+      const std::size_t at = slice + static_cast<std::size_t>(y0 + m) * p.width + x;
+      StoreQuad(p.gx + at, gx, cols, p.vector_out);
+      StoreQuad(p.gy + at, gy, cols, p.vector_out);
+      if (!kDerived) return;
+      // f(gx, gy) per lane of the quad.
+      auto each = [&](auto f) {
+        return make_float4(f(gx.x, gy.x), f(gx.y, gy.y), f(gx.z, gy.z), f(gx.w, gy.w));
+      };
+      if (p.magnitude != nullptr) {
+        StoreQuad(p.magnitude + at, each([](float a, float b) { return sqrtf(a * a + b * b); }),
+                  cols, p.vector_out);
+      }
+      if (p.angle != nullptr) {
+        StoreQuad(p.angle + at, each([](float a, float b) { return atan2f(b, a); }), cols,
+                  p.vector_out);
+      }
+    };
+    if (clamped) {
+      gradient::StripGradient<T, R, true>(p.in + slice, p.width, p.height, x, y0, p.vector_in,
+                                          p.taps, emit);
+    } else {
+      gradient::StripGradient<T, R, false>(p.in + slice, p.width, p.height, x, y0, p.vector_in,
+                                           p.taps, emit);
+    }
   }
 }
 

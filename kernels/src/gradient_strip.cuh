@@ -32,7 +32,7 @@ __device__ __forceinline__ int StripRow(int p, int height) {
 }
 
 // Four consecutive elements from row `row`, columns x .. x + 3, as the raw word Vec4<T> converts:
-// one vector load when `vector` (inside the row, aligned), else the reflected columns `col`.
+// one vector load when `vector` (x inside the row, aligned), else the reflected columns `col`.
 template <typename T>
 __device__ __forceinline__ typename Vec4<T>::Word LoadQuad(const T* row, int x, bool vector,
                                                            const int (&col)[4]) {
@@ -56,11 +56,33 @@ __device__ __forceinline__ float Lane(const float4& v, int j) {
   return j == 0 ? v.x : (j == 1 ? v.y : (j == 2 ? v.z : v.w));
 }
 
+// For a warp whose quads were loaded clamped into a 4-aligned row at least 8 wide: the lane at
+// x = -4 holds columns 0..3 and needs 4, 3, 2, 1 (reflect-101), the lane at x = width holds
+// width - 4 .. width - 1 and needs width - 2 .. width - 5; each takes its missing column from the
+// lane two away. Lanes further out feed no owner's halo and keep the clamped quad.
+__device__ __forceinline__ float4 ReflectBorderQuad(float4 v, int x, int width) {
+  const float right = __shfl_down_sync(0xffffffffu, v.x, 2);
+  const float left = __shfl_up_sync(0xffffffffu, v.w, 2);
+  if (x < 0) return make_float4(right, v.w, v.z, v.y);
+  if (x == width) return make_float4(v.z, v.y, v.x, left);
+  return v;
+}
+
+// Whether StripGradient may take its clamped path (kClamped): 4-aligned rows (`vector_in`: width
+// % 4 == 0, slice aligned to 4 elements) at least 8 wide, so that both border lanes find their
+// missing column two lanes away.
+__host__ __device__ __forceinline__ bool StripLoadsClamped(bool vector_in, int width) {
+  return vector_in && width >= 8;
+}
+
 // Runs the strip whose first output row is y0 on one slice; the lane's columns start at x (a
-// multiple of 4, possibly outside the slice: those lanes load reflected columns). Calls
-// emit(m, gx4, gy4) for every output row y0 + m inside the slice (all lanes of the warp together;
-// the caller decides which lanes store).
-template <typename T, int R, typename Emit>
+// multiple of 4, possibly outside the slice: those lanes load reflected columns). kClamped only
+// where StripLoadsClamped(vector_in, width): every lane then loads an aligned quad clamped into
+// the row and the two lanes past the borders are rebuilt from their neighbours
+// (ReflectBorderQuad). Otherwise lanes outside the row load their reflected columns one by one.
+// Calls emit(m, gx4, gy4) for every output row y0 + m inside the slice (all lanes of the warp
+// together; the caller decides which lanes store).
+template <typename T, int R, bool kClamped, typename Emit>
 __device__ __forceinline__ void StripGradient(const T* __restrict__ slice, int width, int height,
                                               int x, int y0, bool vector_in, const Taps& taps,
                                               const Emit& emit) {
@@ -69,23 +91,31 @@ __device__ __forceinline__ void StripGradient(const T* __restrict__ slice, int w
   constexpr int kRows = kStripRows + 2 * R;
   // Rows loaded ahead of the one in use: enough to cover an L2 hit's latency.
   constexpr int kAhead = 4;
-  const bool vector = vector_in && x >= 0 && x + 4 <= width;
+  // The clamped path exists because per-lane scalar loads diverge the border strips' warps, which
+  // then run both paths and wait on each row's loads at once: at 1080p those 2 of 16 strip columns
+  // took 5.8 us against 3.5, and the SMs holding them set the kernel's span (runs 131-135: 10.4
+  // -> 8.8 us). A run-time choice between the paths inside the strip cost 0.3 us (run 134).
+  const bool vector = kClamped || (vector_in && x >= 0 && x + 4 <= width);
+  const int load_x = kClamped ? min(max(x, 0), width - 4) : x;
+  const bool straddles = kClamped && __any_sync(0xffffffffu, x < 0 || x + 4 > width);
   int col[4];
 #pragma unroll
   for (int j = 0; j < 4; ++j) col[j] = Reflect101(x + j, width);
   auto row = [&](int i) { return slice + StripRow(y0 - R + i, height) * width; };
   W raw[kAhead];
 #pragma unroll
-  for (int i = 0; i < kAhead; ++i) raw[i] = LoadQuad<T>(row(i), x, vector, col);
+  for (int i = 0; i < kAhead; ++i) raw[i] = LoadQuad<T>(row(i), load_x, vector, col);
   float4 win[2 * R + 1] = {};
   // Row i enters the window at win[2R]; the queue of loads in flight moves up by one.
   auto advance = [&](int i) {
 #pragma unroll
     for (int k = 0; k < 2 * R; ++k) win[k] = win[k + 1];
-    win[2 * R] = Vec4<T>::ToFloat4(raw[0]);
+    // The border fix consumes the row kAhead rows after its load was issued, as the filter does.
+    const float4 v = Vec4<T>::ToFloat4(raw[0]);
+    win[2 * R] = straddles ? ReflectBorderQuad(v, x, width) : v;
 #pragma unroll
     for (int k = 0; k + 1 < kAhead; ++k) raw[k] = raw[k + 1];
-    if (i + kAhead < kRows) raw[kAhead - 1] = LoadQuad<T>(row(i + kAhead), x, vector, col);
+    if (i + kAhead < kRows) raw[kAhead - 1] = LoadQuad<T>(row(i + kAhead), load_x, vector, col);
   };
 #pragma unroll
   for (int i = 0; i < 2 * R; ++i) advance(i);

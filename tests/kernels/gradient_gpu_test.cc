@@ -135,9 +135,11 @@ std::string Name(PixelType type, const Extent& e, const GradientSpec& spec) {
 TEST(GradientGpu, MatchesReferenceOnSizesAcrossTheTileAndTypes) {
   CUIMG_SKIP_IF_NO_GPU();
   const PixelType types[] = {PixelType::kU8, PixelType::kU16, PixelType::kI16, PixelType::kF32};
-  const Extent sizes[] = {{1, 1, 1},   {2, 3, 1},    {5, 1, 1},   {1, 5, 1},  {7, 7, 1},
-                          {64, 64, 1}, {65, 63, 1},  {63, 65, 1}, {97, 61, 1}, {128, 130, 1},
-                          {200, 3, 1}, {4, 200, 1},  {260, 140, 1}};
+  // 8, 12, 120 and 244 wide: the strip kernel's clamped border lanes at x = -4 and x = width.
+  const Extent sizes[] = {{1, 1, 1},    {2, 3, 1},   {5, 1, 1},     {1, 5, 1},   {7, 7, 1},
+                          {64, 64, 1},  {65, 63, 1}, {63, 65, 1},   {97, 61, 1}, {128, 130, 1},
+                          {200, 3, 1},  {4, 200, 1}, {260, 140, 1}, {8, 9, 1},   {12, 40, 1},
+                          {120, 17, 1}, {244, 33, 1}};
   std::uint64_t seed = 1;
   for (PixelType type : types) {
     for (const Extent& e : sizes) {
