@@ -54,98 +54,14 @@
 #include <string>
 #include <vector>
 
+#include "npp_anchor.cuh"
+
 namespace {
 
-// ---- error handling: a failed CUDA/NPP call aborts the current workload with a message ----
-
-[[noreturn]] void Fail(const std::string& what, const char* expr, int line) {
-  throw std::runtime_error(what + ": " + expr + " (line " + std::to_string(line) + ")");
-}
-
-#define CUDA_CHECK(expr)                                                \
-  do {                                                                  \
-    const cudaError_t e_ = (expr);                                      \
-    if (e_ != cudaSuccess) Fail(cudaGetErrorString(e_), #expr, __LINE__); \
-  } while (0)
-
-#define NPP_CHECK(expr)                                                                  \
-  do {                                                                                   \
-    const NppStatus s_ = (expr);                                                         \
-    if (s_ < 0) Fail("NPP error " + std::to_string(static_cast<int>(s_)), #expr, __LINE__); \
-  } while (0)
-
-NppStreamContext MakeContext(cudaStream_t stream) {
-  NppStreamContext ctx{};
-  ctx.hStream = stream;
-  CUDA_CHECK(cudaGetDevice(&ctx.nCudaDeviceId));
-  const int d = ctx.nCudaDeviceId;
-  CUDA_CHECK(cudaDeviceGetAttribute(&ctx.nMultiProcessorCount, cudaDevAttrMultiProcessorCount, d));
-  CUDA_CHECK(cudaDeviceGetAttribute(&ctx.nMaxThreadsPerMultiProcessor,
-                                    cudaDevAttrMaxThreadsPerMultiProcessor, d));
-  CUDA_CHECK(cudaDeviceGetAttribute(&ctx.nMaxThreadsPerBlock, cudaDevAttrMaxThreadsPerBlock, d));
-  int smem = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlock, d));
-  ctx.nSharedMemPerBlock = static_cast<size_t>(smem);
-  CUDA_CHECK(cudaDeviceGetAttribute(&ctx.nCudaDevAttrComputeCapabilityMajor,
-                                    cudaDevAttrComputeCapabilityMajor, d));
-  CUDA_CHECK(cudaDeviceGetAttribute(&ctx.nCudaDevAttrComputeCapabilityMinor,
-                                    cudaDevAttrComputeCapabilityMinor, d));
-  CUDA_CHECK(cudaStreamGetFlags(stream, &ctx.nStreamFlags));
-  return ctx;
-}
-
-// Owner of one device allocation.
-struct Device {
-  void* p = nullptr;
-  explicit Device(size_t bytes) { CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(bytes, 1))); }
-  ~Device() { cudaFree(p); }
-  Device(const Device&) = delete;
-  Device& operator=(const Device&) = delete;
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(p);
-  }
-};
-
-// Spins on the stream for `us` of GPU time while the host enqueues the timed call, so the event
-// pair measures GPU time only (cuimg's benchmarks/stream_hold.h does the same).
-__global__ void SpinKernel(unsigned long long ns) {
-  unsigned long long start, now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (now - start < ns);
-}
-
-void HoldStream(cudaStream_t stream, double us = 2000) {
-  SpinKernel<<<1, 1, 0, stream>>>(static_cast<unsigned long long>(us * 1e3));
-  CUDA_CHECK(cudaPeekAtLastError());
-}
-
-template <class Fn>
-double MedianUs(cudaStream_t stream, int warmup, int runs, Fn&& fn) {
-  cudaEvent_t start, stop;
-  CUDA_CHECK(cudaEventCreate(&start));
-  CUDA_CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < warmup; ++i) fn(i);
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<double> us;
-  for (int i = 0; i < runs; ++i) {
-    HoldStream(stream);  // GPU time only: the host enqueues while the stream is held
-    CUDA_CHECK(cudaEventRecord(start, stream));
-    fn(warmup + i);
-    CUDA_CHECK(cudaEventRecord(stop, stream));
-    CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    us.push_back(ms * 1e3);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(us.begin(), us.end());
-  const size_t n = us.size();
-  return n % 2 ? us[n / 2] : 0.5 * (us[n / 2 - 1] + us[n / 2]);
-}
+using npp_anchor::DeviceBuffer;
+using npp_anchor::MakeNppContext;
+using npp_anchor::MedianUs;
+using Device = DeviceBuffer<void>;
 
 std::vector<Npp8u> RandomImage(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -400,7 +316,7 @@ int main(int argc, char** argv) {
   NppStreamContext ctx{};
   try {
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    ctx = MakeContext(stream);
+    ctx = MakeNppContext(stream);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "npp_gradient_pyramid: CUDA setup failed: %s\n", e.what());
     return 1;

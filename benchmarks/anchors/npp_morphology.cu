@@ -30,55 +30,15 @@
 #include <string>
 #include <vector>
 
+#include "npp_anchor.cuh"
+
 namespace {
 
-// ---- error handling: any failed CUDA/NPP call aborts the current workload with a message ----
-
-[[noreturn]] void Fail(const char* what, const char* expr, const char* file, int line) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, "%s: %s (%s:%d)", what, expr, file, line);
-  throw std::runtime_error(buf);
-}
-
-#define CUDA_CHECK(expr)                                                                    \
-  do {                                                                                      \
-    cudaError_t e_ = (expr);                                                                \
-    if (e_ != cudaSuccess) Fail(cudaGetErrorString(e_), #expr, __FILE__, __LINE__);         \
-  } while (0)
-
-// Negative NppStatus values are errors, positive ones warnings (reported, not fatal).
-#define NPP_CHECK(expr)                                                                     \
-  do {                                                                                      \
-    NppStatus s_ = (expr);                                                                  \
-    if (s_ < 0) {                                                                           \
-      char m_[64];                                                                          \
-      std::snprintf(m_, sizeof m_, "NPP error %d", static_cast<int>(s_));                   \
-      Fail(m_, #expr, __FILE__, __LINE__);                                                  \
-    }                                                                                       \
-    if (s_ > 0) std::fprintf(stderr, "NPP warning %d from %s\n", static_cast<int>(s_), #expr); \
-  } while (0)
+using npp_anchor::DeviceBuffer;
+using npp_anchor::MakeNppContext;
+using npp_anchor::MedianUs;
 
 // ---- setup helpers ----
-
-NppStreamContext MakeNppContext(cudaStream_t stream) {
-  NppStreamContext ctx{};
-  ctx.hStream = stream;
-  CUDA_CHECK(cudaGetDevice(&ctx.nCudaDeviceId));
-  const int dev = ctx.nCudaDeviceId;
-  CUDA_CHECK(cudaDeviceGetAttribute(&ctx.nMultiProcessorCount, cudaDevAttrMultiProcessorCount, dev));
-  CUDA_CHECK(cudaDeviceGetAttribute(&ctx.nMaxThreadsPerMultiProcessor,
-                                    cudaDevAttrMaxThreadsPerMultiProcessor, dev));
-  CUDA_CHECK(cudaDeviceGetAttribute(&ctx.nMaxThreadsPerBlock, cudaDevAttrMaxThreadsPerBlock, dev));
-  int smem = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlock, dev));
-  ctx.nSharedMemPerBlock = static_cast<size_t>(smem);
-  CUDA_CHECK(cudaDeviceGetAttribute(&ctx.nCudaDevAttrComputeCapabilityMajor,
-                                    cudaDevAttrComputeCapabilityMajor, dev));
-  CUDA_CHECK(cudaDeviceGetAttribute(&ctx.nCudaDevAttrComputeCapabilityMinor,
-                                    cudaDevAttrComputeCapabilityMinor, dev));
-  CUDA_CHECK(cudaStreamGetFlags(stream, &ctx.nStreamFlags));
-  return ctx;
-}
 
 // OpenCV MORPH_ELLIPSE rasterisation (getStructuringElement): row i spans c-dx .. c+dx with
 // dx = round_half_even(c * sqrt((r^2 - dy^2) / r^2)); std::lrint rounds half to even.
@@ -115,56 +75,6 @@ __global__ void PadReplicateKernel(const Npp8u* src, int w, int h, Npp8u* dst, i
   const int sx = min(max(x - rx, 0), w - 1), sy = min(max(y - ry, 0), h - 1);
   dst[size_t(blockIdx.z) * pw * ph + size_t(y) * pw + x] =
       src[size_t(blockIdx.z) * w * h + size_t(sy) * w + sx];
-}
-
-struct DeviceBuffer {
-  Npp8u* p = nullptr;
-  explicit DeviceBuffer(size_t bytes) { CUDA_CHECK(cudaMalloc(&p, bytes)); }
-  ~DeviceBuffer() { cudaFree(p); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
-
-// Spins on the stream for `us` of GPU time while the host enqueues the timed call, so the event
-// pair measures GPU time only (cuimg's benchmarks/stream_hold.h does the same).
-__global__ void SpinKernel(unsigned long long ns) {
-  unsigned long long start, now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (now - start < ns);
-}
-
-void HoldStream(cudaStream_t stream, double us = 2000) {
-  SpinKernel<<<1, 1, 0, stream>>>(static_cast<unsigned long long>(us * 1e3));
-  CUDA_CHECK(cudaPeekAtLastError());
-}
-
-// Runs fn(i) `warmup` times, then `runs` times each inside its own event pair on `stream`;
-// returns the median in microseconds.
-template <class Fn>
-double TimeMedianUs(cudaStream_t stream, int warmup, int runs, Fn&& fn) {
-  cudaEvent_t start, stop;
-  CUDA_CHECK(cudaEventCreate(&start));
-  CUDA_CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < warmup; ++i) fn(i);
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<double> us;
-  for (int i = 0; i < runs; ++i) {
-    HoldStream(stream);  // GPU time only: the host enqueues while the stream is held
-    CUDA_CHECK(cudaEventRecord(start, stream));
-    fn(warmup + i);
-    CUDA_CHECK(cudaEventRecord(stop, stream));
-    CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    us.push_back(ms * 1e3);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(us.begin(), us.end());
-  const size_t n = us.size();
-  return n % 2 ? us[n / 2] : 0.5 * (us[n / 2 - 1] + us[n / 2]);
 }
 
 // ---- workloads ----
@@ -231,17 +141,17 @@ Result RunWorkload(const Workload& w, const NppStreamContext& ctx, int warmup, i
   const cudaStream_t stream = ctx.hStream;
   const size_t plane = size_t(w.w) * w.h, bytes = plane * w.slices;
   const std::vector<Npp8u> mask = w.ellipse ? EllipseMask(w.mw, w.mh) : RectMask(w.mw, w.mh);
-  DeviceBuffer d_mask(mask.size());
+  DeviceBuffer<Npp8u> d_mask(mask.size());
   CUDA_CHECK(cudaMemcpy(d_mask.p, mask.data(), mask.size(), cudaMemcpyHostToDevice));
 
   constexpr int kInputs = 3;
-  std::vector<std::unique_ptr<DeviceBuffer>> inputs;
+  std::vector<std::unique_ptr<DeviceBuffer<Npp8u>>> inputs;
   for (int i = 0; i < kInputs; ++i) {
-    inputs.push_back(std::make_unique<DeviceBuffer>(bytes));
+    inputs.push_back(std::make_unique<DeviceBuffer<Npp8u>>(bytes));
     FillRandomKernel<<<1024, 256, 0, stream>>>(inputs.back()->p, bytes, 1234u + i);
     CUDA_CHECK(cudaGetLastError());
   }
-  DeviceBuffer out(bytes);
+  DeviceBuffer<Npp8u> out(bytes);
   CUDA_CHECK(cudaStreamSynchronize(stream));
 
   const NppiSize size{w.w, w.h}, msize{w.mw, w.mh};
@@ -284,10 +194,10 @@ Result RunWorkload(const Workload& w, const NppStreamContext& ctx, int warmup, i
   }
   // Padded copies exist only on the fallback path; built outside timing.
   const int rx = w.mw / 2, ry = w.mh / 2, pw = w.w + 2 * rx, ph = w.h + 2 * ry;
-  std::vector<std::unique_ptr<DeviceBuffer>> padded;
+  std::vector<std::unique_ptr<DeviceBuffer<Npp8u>>> padded;
   if (!op) {
     for (int i = 0; i < kInputs; ++i) {
-      padded.push_back(std::make_unique<DeviceBuffer>(size_t(pw) * ph * w.slices));
+      padded.push_back(std::make_unique<DeviceBuffer<Npp8u>>(size_t(pw) * ph * w.slices));
       const dim3 block(32, 8), grid((pw + 31) / 32, (ph + 7) / 8, w.slices);
       PadReplicateKernel<<<grid, block, 0, stream>>>(inputs[i]->p, w.w, w.h, padded.back()->p, rx,
                                                      ry);
@@ -303,7 +213,7 @@ Result RunWorkload(const Workload& w, const NppStreamContext& ctx, int warmup, i
     };
   }
 
-  r.median_us = TimeMedianUs(stream, warmup, runs, op);
+  r.median_us = MedianUs(stream, warmup, runs, op);
 
   // Correctness sanity on input 0 (outside timing).
   op(0);
