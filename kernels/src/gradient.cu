@@ -80,7 +80,7 @@ __global__ void __launch_bounds__(32, kDerived ? 16 : 32)
   const int cols = min(4, p.width - x);
   const std::size_t slice_pixels = static_cast<std::size_t>(p.width) * p.height;
   const bool clamped = gradient::StripLoadsClamped(p.vector_in, p.width);  // the same for all warps
-  for (int z = blockIdx.z; z < p.depth; z += gridDim.z) {
+  const auto run = [&](int z) {
     const std::size_t slice = static_cast<std::size_t>(z) * slice_pixels;
     const auto emit = [&](int m, float4 gx, float4 gy) {
       if (!owner) return;
@@ -108,7 +108,12 @@ __global__ void __launch_bounds__(32, kDerived ? 16 : 32)
       gradient::StripGradient<T, R, false>(p.in + slice, p.width, p.height, x, y0, p.vector_in,
                                            p.taps, emit);
     }
-  }
+  };
+  // gridDim.z <= depth, so every block has slice blockIdx.z and only volumes deeper than the grid
+  // loop: the first slice outside the loop compiles as straight-line code (1080p 8.26 -> 8.03 us
+  // in the same runs, run 150).
+  run(static_cast<int>(blockIdx.z));
+  for (int z = static_cast<int>(blockIdx.z + gridDim.z); z < p.depth; z += gridDim.z) run(z);
 }
 
 // Two blocks of 256 threads per SM at least; four (64 registers each) while the tile's shared

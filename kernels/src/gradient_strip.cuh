@@ -59,13 +59,16 @@ __device__ __forceinline__ float Lane(const float4& v, int j) {
 // For a warp whose quads were loaded clamped into a 4-aligned row at least 8 wide: the lane at
 // x = -4 holds columns 0..3 and needs 4, 3, 2, 1 (reflect-101), the lane at x = width holds
 // width - 4 .. width - 1 and needs width - 2 .. width - 5; each takes its missing column from the
-// lane two away. Lanes further out feed no owner's halo and keep the clamped quad.
+// lane two away. Lanes further out feed no owner's halo and keep the clamped quad. Selects, not
+// branches: returns compiled to a reconvergence region around every row's fix (1080p 8.64 -> 8.29
+// us, run 149).
 __device__ __forceinline__ float4 ReflectBorderQuad(float4 v, int x, int width) {
   const float right = __shfl_down_sync(0xffffffffu, v.x, 2);
   const float left = __shfl_up_sync(0xffffffffu, v.w, 2);
-  if (x < 0) return make_float4(right, v.w, v.z, v.y);
-  if (x == width) return make_float4(v.z, v.y, v.x, left);
-  return v;
+  const bool low = x < 0;       // wants 4, 3, 2, 1: (right, w, z, y)
+  const bool high = x == width;  // wants w-2 .. w-5: (z, y, x, left)
+  return make_float4(low ? right : (high ? v.z : v.x), low ? v.w : v.y, high ? v.x : v.z,
+                     low ? v.y : (high ? left : v.w));
 }
 
 // Whether StripGradient may take its clamped path (kClamped): 4-aligned rows (`vector_in`: width
@@ -111,8 +114,9 @@ __device__ __forceinline__ void StripGradient(const T* __restrict__ slice, int w
 #pragma unroll
     for (int k = 0; k < 2 * R; ++k) win[k] = win[k + 1];
     // The border fix consumes the row kAhead rows after its load was issued, as the filter does.
-    const float4 v = Vec4<T>::ToFloat4(raw[0]);
-    win[2 * R] = straddles ? ReflectBorderQuad(v, x, width) : v;
+    float4 v = Vec4<T>::ToFloat4(raw[0]);
+    if (straddles) v = ReflectBorderQuad(v, x, width);
+    win[2 * R] = v;
 #pragma unroll
     for (int k = 0; k + 1 < kAhead; ++k) raw[k] = raw[k + 1];
     if (i + kAhead < kRows) raw[kAhead - 1] = LoadQuad<T>(row(i + kAhead), load_x, vector, col);
