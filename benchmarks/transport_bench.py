@@ -2,8 +2,9 @@
 """Runs the transport comparison (benchmarks/echo/transport_bench.cc) under each transport setting
 tried: an echo server (benchmarks/echo/echo_server.cc) and a cuimg-server started side by side with
 the same settings (cuimg-server with --shared_memory, for the driver's shared-memory row), the C++
-driver against both. Settings: gRPC's defaults; a 16 MiB HTTP/2
-lookahead on both ends; a Unix socket; polling workers (--worker_spin_us). Prints the driver's JSON lines (impl "transport"), or one
+driver against both. Settings: gRPC's defaults; a 16 MiB HTTP/2 lookahead on both ends; a Unix
+socket; polling workers (--worker_spin_us); warm CPUs (--warm_cpus, both servers). Prints the
+driver's JSON lines (impl "transport"), or one
 {"impl": "transport", "error": ...} line per setting that could not run. --client_cpus splits the
 host's cores: the driver runs on those CPUs, both servers on the others (the split is printed as
 {"impl": "transport", "cpu_split": ...}).
@@ -20,13 +21,18 @@ import time
 from server_process import ServerProcess
 
 SPIN = "--worker_spin_us=2000"
+# Every CPU kept from idling while a worker polls (cuimg-server) or for 2 ms after a call (the
+# echo server, so that the comparison stays fair): on this host's VM a thread woken on a CPU idle
+# past ~200 us starts 8-20 us later (BENCHMARKS.md, "Halted vCPUs").
+WARM = "--warm_cpus=-1"
 SETTINGS = [
-    # label, lookahead bytes, listen over a Unix socket, further cuimg-server flags
+    # label, lookahead bytes, listen over a Unix socket, further cuimg-server flags[, echo flags]
     ("default", 0, False, []),
     ("lookahead16m", 16 << 20, False, []),
     ("unix_lookahead16m", 16 << 20, True, []),
     # An idle worker polls 2 ms for the next request instead of sleeping (one core at most).
     ("default_spin", 0, False, [SPIN]),
+    ("default_spin_warm", 0, False, [SPIN, WARM], [WARM]),
     ("unix_lookahead16m_spin", 16 << 20, True, [SPIN]),
     # ... and 16 workers (streams) instead of 4, for the 64-in-flight load.
     ("default_spin_w16", 0, False, [SPIN, "--worker_threads=16"]),
@@ -41,11 +47,11 @@ SETTINGS = [
 ]
 
 
-def start_echo(binary, lookahead, listen, workdir):
+def start_echo(binary, lookahead, listen, workdir, flags):
     port_file = os.path.join(workdir, "echo_port.json")
     log = open(os.path.join(workdir, "echo.log"), "w")
     process = subprocess.Popen([binary, f"--listen_address={listen}", f"--port_file={port_file}",
-                                f"--http2_lookahead_bytes={lookahead}"],
+                                f"--http2_lookahead_bytes={lookahead}", *flags],
                                stdout=log, stderr=subprocess.STDOUT)
     deadline = time.time() + 20
     while not os.path.exists(port_file):
@@ -63,7 +69,9 @@ def main():
     parser.add_argument("--echo_server", required=True)
     parser.add_argument("--driver", required=True)
     parser.add_argument("--backend", default="cuda")
-    parser.add_argument("--settings", default="default,lookahead16m,unix_lookahead16m,default_spin")
+    parser.add_argument("--settings",
+                        default="default,lookahead16m,unix_lookahead16m,default_spin,"
+                                "default_spin_warm")
     parser.add_argument("--client_cpus", type=int, default=0,
                         help="CPUs for the driver, the rest for the servers (0: all share all)")
     parser.add_argument("driver_args", nargs="*")
@@ -80,7 +88,8 @@ def main():
             "servers": sorted(server_cpus), "driver": sorted(client_cpus)}}))
     wanted = set(args.settings.split(","))
     status = 0
-    for label, lookahead, unix, flags in (s for s in SETTINGS if s[0] in wanted):
+    for label, lookahead, unix, flags, *echo_flags in (s for s in SETTINGS if s[0] in wanted):
+        echo_flags = echo_flags[0] if echo_flags else []
         with tempfile.TemporaryDirectory() as d:
             echo = server = None
             try:
@@ -90,7 +99,8 @@ def main():
                 server = ServerProcess(args.server, f"--backend={args.backend}",
                                        f"--http2_lookahead_bytes={lookahead}", "--shared_memory",
                                        *flags, listen=cuimg_listen)
-                echo, echo_port = start_echo(args.echo_server, lookahead, echo_listen, d)
+                echo, echo_port = start_echo(args.echo_server, lookahead, echo_listen, d,
+                                             echo_flags)
                 cuimg_target = cuimg_listen if unix else server.target
                 echo_target = echo_listen if unix else f"127.0.0.1:{echo_port}"
                 os.sched_setaffinity(0, client_cpus)

@@ -120,7 +120,7 @@ step benchmarks
   fi
   if [[ $benches == *" transport "* ]]; then
     # The service against an echo server with the same transport settings, per setting tried.
-    timeout 420 python3 "$B/benchmarks/transport_bench.py" --server "$B/bin/cuimg-server" \
+    timeout 540 python3 "$B/benchmarks/transport_bench.py" --server "$B/bin/cuimg-server" \
       --echo_server "$B/bin/echo_server" --driver "$B/bin/transport_bench" || status=1
   fi
   # CUIMG_ANCHORS picks anchors by family (morphology, gradient, detect); default all.

@@ -44,7 +44,7 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
   }
   server->queue_ = std::make_unique<WorkQueue>(
       options.worker_threads, options.max_inflight_requests,
-      std::chrono::microseconds(options.worker_spin_us));
+      std::chrono::microseconds(options.worker_spin_us), options.warm_cpus);
   const std::uint64_t devices = std::max<std::size_t>(1, server->backend_->Devices().size());
   server->budget_ = std::make_unique<InflightBudget>(
       options.max_inflight_bytes_per_device * devices, options.max_inflight_bytes_per_device);

@@ -43,6 +43,8 @@ class CuimgServer {
   int metrics_port() const { return metrics_port_; }
   // The plaintext health port; 0 when there is none.
   int health_port() const { return health_port_; }
+  // CPUs kept from idling while a worker polls (work_queue.h), for the start-up log.
+  int warm_cpus() const { return queue_->warm_cpus(); }
   // Transport and authentication, for the start-up log.
   const std::string& security_description() const { return security_description_; }
   Backend& backend() { return *backend_; }

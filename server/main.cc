@@ -37,6 +37,12 @@ ABSL_FLAG(int, worker_threads, 4, "Threads executing requests.");
 ABSL_FLAG(int, worker_spin_us, 0,
           "Microseconds an idle worker polls for the next request before sleeping (one worker "
           "polls at a time: at most one core busy while idle); 0 sleeps at once.");
+ABSL_FLAG(int, warm_cpus, 0,
+          "While a worker polls (--worker_spin_us), keep this many CPUs from idling (-1: every "
+          "CPU the server may use) with one lowest-priority (SCHED_IDLE) polling thread each. "
+          "On a virtual machine a thread woken on a CPU idle for longer than the host's "
+          "halt-polling window starts tens of microseconds later; this spends those CPUs' idle "
+          "time while requests arrive. 0: off.");
 ABSL_FLAG(std::string, cuda_sync, "auto",
           "How a worker waits for the GPU: auto (CUDA's choice: spin with fewer GPUs than "
           "cores), spin (polls; a core per waiting worker), yield (polls, giving the core to "
@@ -211,6 +217,7 @@ int main(int argc, char** argv) {
   options.metrics_address = absl::GetFlag(FLAGS_metrics_address);
   options.worker_threads = absl::GetFlag(FLAGS_worker_threads);
   options.worker_spin_us = absl::GetFlag(FLAGS_worker_spin_us);
+  options.warm_cpus = absl::GetFlag(FLAGS_warm_cpus);
   options.decode_threads = absl::GetFlag(FLAGS_decode_threads);
   if (options.decode_threads < 0) {
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
@@ -286,6 +293,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: --worker_spin_us must be in 0..1000000\n");
     return 2;
   }
+  if (options.warm_cpus < -1 || (options.warm_cpus != 0 && options.worker_spin_us == 0)) {
+    std::fprintf(stderr, "usage: --warm_cpus must be -1 (all), 0 (off) or a CPU count, and "
+                         "needs --worker_spin_us > 0 (CPUs stay warm while a worker polls)\n");
+    return 2;
+  }
   if (options.worker_threads < 1 || options.max_inflight_requests < 1 ||
       options.max_receive_message_bytes < 1 || options.http2_lookahead_bytes < 0 ||
       options.limits.max_element_extent < 1 ||
@@ -334,6 +346,7 @@ int main(int argc, char** argv) {
   cuimg::Log(cuimg::LogLevel::kInfo, "event=startup version=", cuimg::kVersion, " ", description,
              " grpc_port=", (*server)->grpc_port(), " metrics_port=", (*server)->metrics_port(),
              " workers=", options.worker_threads, " worker_spin_us=", options.worker_spin_us,
+             " warm_cpus=", (*server)->warm_cpus(),
              " cuda_sync=", absl::GetFlag(FLAGS_cuda_sync),
              " decode_threads=", options.decode_threads, " malloc_arena_max=", arenas,
              " malloc_trim_interval_ms=", trim_ms,

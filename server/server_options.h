@@ -82,6 +82,9 @@ struct ServerOptions {
   // trades at most one core's idle time for the tens of microseconds a sleeping thread takes to
   // wake. 0: workers sleep at once.
   int worker_spin_us = 0;
+  // CPUs kept from idling while a worker polls (cpu_warmer.h; -1: every CPU the server may use,
+  // 0: none). Needs worker_spin_us > 0.
+  int warm_cpus = 0;
   // How workers wait for their streams (CUDA backend).
   CudaSync cuda_sync = CudaSync::kAuto;
   // Threads a JPEG decode may borrow while idle, to decode one image in strips (0: serial).

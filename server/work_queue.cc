@@ -4,8 +4,10 @@
 
 namespace cuimg {
 
-WorkQueue::WorkQueue(int threads, int max_admitted, std::chrono::microseconds spin)
+WorkQueue::WorkQueue(int threads, int max_admitted, std::chrono::microseconds spin,
+                     int warm_cpus)
     : max_admitted_(max_admitted), spin_(spin) {
+  if (warm_cpus != 0 && spin.count() > 0) warmer_ = std::make_unique<CpuWarmer>(warm_cpus);
   workers_.reserve(threads);
   for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
@@ -38,13 +40,16 @@ absl::Status WorkQueue::CheckRoom() const {
 }
 
 absl::Status WorkQueue::Submit(std::function<void(Admission&)> task) {
+  bool concurrent = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (absl::Status room = RoomLocked(); !room.ok()) return room;
     ++admitted_;
+    concurrent = admitted_ > 1;
     tasks_.push_back(std::move(task));
     queued_.fetch_add(1, std::memory_order_release);
   }
+  if (concurrent && warmer_ != nullptr) warmer_->Cool();
   cv_.notify_one();
   return absl::OkStatus();
 }
@@ -61,6 +66,7 @@ void WorkQueue::Shutdown() {
     if (t.joinable()) t.join();
   }
   workers_.clear();
+  warmer_.reset();
 }
 
 int WorkQueue::admitted() const {
@@ -68,9 +74,12 @@ int WorkQueue::admitted() const {
   return admitted_;
 }
 
-bool WorkQueue::SpinForWork() {
-  if (spin_.count() <= 0 || spinning_.exchange(true, std::memory_order_acquire)) return false;
+bool WorkQueue::SpinForWork(bool alone) {
+  if (spin_.count() <= 0) return false;
   const auto until = std::chrono::steady_clock::now() + spin_;
+  // Warm even when another worker polls already: the server has just become idle.
+  if (alone && warmer_ != nullptr) warmer_->WarmUntil(until);
+  if (spinning_.exchange(true, std::memory_order_acquire)) return false;
   bool found = false;
   while (!stop_polling_.load(std::memory_order_relaxed)) {
     if (queued_.load(std::memory_order_acquire) > 0) {
@@ -92,8 +101,9 @@ void WorkQueue::WorkerLoop() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       if (tasks_.empty() && !stopping_) {
+        const bool alone = admitted_ == 0;
         lock.unlock();
-        SpinForWork();
+        SpinForWork(alone);
         lock.lock();
       }
       cv_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });

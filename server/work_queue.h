@@ -8,11 +8,13 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "server/cpu_warmer.h"
 
 namespace cuimg {
 
@@ -21,9 +23,12 @@ class WorkQueue {
   // `threads` workers; at most `max_admitted` tasks queued or running at once. An idle worker
   // polls for work for `spin` before it sleeps (one at a time, so at most one core spins): a
   // sleeping worker takes tens of microseconds to wake, the largest part of a small request's
-  // server time.
+  // server time. A poll that starts with no request in flight also keeps `warm_cpus` CPUs
+  // (cpu_warmer.h; negative: all the process may use, 0: none) from idling until it would end,
+  // so that gRPC's threads wake quickly too; a second request in flight cools them at once,
+  // since under load their polling cost throughput (BENCHMARKS.md, "Halted vCPUs").
   WorkQueue(int threads, int max_admitted,
-            std::chrono::microseconds spin = std::chrono::microseconds(0));
+            std::chrono::microseconds spin = std::chrono::microseconds(0), int warm_cpus = 0);
   // Finishes every admitted task, then joins the workers.
   ~WorkQueue();
   WorkQueue(const WorkQueue&) = delete;
@@ -53,12 +58,17 @@ class WorkQueue {
   // Stops admitting, runs what was admitted, joins the workers. Idempotent.
   void Shutdown();
   int admitted() const;
+  // CPUs kept from idling while a worker polls (0 without them).
+  int warm_cpus() const { return warmer_ == nullptr ? 0 : warmer_->threads(); }
+  // Of those, the CPUs polling now.
+  int warm_polling() const { return warmer_ == nullptr ? 0 : warmer_->polling(); }
 
  private:
   void WorkerLoop();
   absl::Status RoomLocked() const;  // mu_ held
   // Polls `queued_` for up to spin_ unless another worker already does; true if work arrived.
-  bool SpinForWork();
+  // When `alone` (nothing admitted), warms the CPUs for spin_ either way.
+  bool SpinForWork(bool alone);
 
   const int max_admitted_;
   const std::chrono::microseconds spin_;
@@ -71,6 +81,7 @@ class WorkQueue {
   int admitted_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> workers_;
+  std::unique_ptr<CpuWarmer> warmer_;  // null without warm CPUs
 };
 
 }  // namespace cuimg

@@ -2,9 +2,12 @@
 // (server/transport_settings.h), doing nothing but returning what it receives. Its round trip is
 // the floor the service is measured against (benchmarks/transport_bench.cc).
 // Flags: --listen_address, --port_file (JSON {"grpc": PORT} once listening), --http2_lookahead_bytes,
-// --max_receive_message_bytes. Runs until SIGTERM/SIGINT.
+// --max_receive_message_bytes, --warm_cpus and --warm_us (CPUs kept from idling for that long
+// after a call that arrives alone, and cooled by a second one in flight, as cuimg-server's
+// --warm_cpus does, so that both sides of a comparison get them). Runs until SIGTERM/SIGINT.
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -16,22 +19,53 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "echo/echo.grpc.pb.h"
+#include "server/cpu_warmer.h"
 #include "server/transport_settings.h"
 
 ABSL_FLAG(std::string, listen_address, "127.0.0.1:0", "Where to listen.");
 ABSL_FLAG(std::string, port_file, "", "Writes {\"grpc\": PORT} here once listening.");
 ABSL_FLAG(int, http2_lookahead_bytes, 0, "As cuimg-server's flag (0 = gRPC's default).");
 ABSL_FLAG(int, max_receive_message_bytes, 1 << 30, "As cuimg-server's flag.");
+ABSL_FLAG(int, warm_cpus, 0, "As cuimg-server's flag (-1: all, 0: off).");
+ABSL_FLAG(int, warm_us, 2000, "How long CPUs stay warm after a call (with --warm_cpus).");
 
 namespace {
 
 using cuimg::bench::EchoMessage;
 
 class EchoService final : public cuimg::bench::Echo::CallbackService {
+ public:
+  EchoService(int warm_cpus, std::chrono::microseconds warm_for)
+      : warmer_(warm_cpus != 0 ? std::make_unique<cuimg::CpuWarmer>(warm_cpus) : nullptr),
+        warm_for_(warm_for) {}
+
+ private:
+  // Counts the unary calls in flight until each is done: the CPUs stay warm only while calls
+  // come one at a time, as cuimg-server's do (work_queue.h).
+  class UnaryReactor final : public grpc::ServerUnaryReactor {
+   public:
+    explicit UnaryReactor(std::atomic<int>* inflight) : inflight_(inflight) {}
+    void OnDone() override {
+      inflight_->fetch_sub(1, std::memory_order_relaxed);
+      delete this;
+    }
+
+   private:
+    std::atomic<int>* inflight_;
+  };
+
   grpc::ServerUnaryReactor* Echo(grpc::CallbackServerContext* ctx, const EchoMessage* request,
                                  EchoMessage* response) override {
     *response->mutable_data() = request->data();
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    if (warmer_ != nullptr) {
+      if (inflight_.fetch_add(1, std::memory_order_relaxed) == 0) {
+        warmer_->WarmUntil(std::chrono::steady_clock::now() + warm_for_);
+      } else {
+        warmer_->Cool();
+      }
+      reactor = new UnaryReactor(&inflight_);
+    }
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
@@ -65,6 +99,10 @@ class EchoService final : public cuimg::bench::Echo::CallbackService {
       grpc::CallbackServerContext*) override {
     return new StreamReactor();
   }
+
+  std::atomic<int> inflight_{0};
+  const std::unique_ptr<cuimg::CpuWarmer> warmer_;
+  const std::chrono::microseconds warm_for_;
 };
 
 volatile std::sig_atomic_t stop_requested = 0;
@@ -77,7 +115,8 @@ int main(int argc, char** argv) {
   cuimg::TransportSettings settings;
   settings.max_receive_message_bytes = absl::GetFlag(FLAGS_max_receive_message_bytes);
   settings.http2_lookahead_bytes = absl::GetFlag(FLAGS_http2_lookahead_bytes);
-  EchoService service;
+  EchoService service(absl::GetFlag(FLAGS_warm_cpus),
+                      std::chrono::microseconds(absl::GetFlag(FLAGS_warm_us)));
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(absl::GetFlag(FLAGS_listen_address), grpc::InsecureServerCredentials(),

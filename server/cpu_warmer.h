@@ -1,0 +1,62 @@
+// CpuWarmer: keeps CPUs from idling while requests arrive one at a time. On a virtual machine an
+// idle vCPU halts, and a thread woken on a CPU that has been idle past the host's halt-polling
+// window (~200 us on the H200 host) starts 13-25 us later at p50 (p99 140-200 us) than on one
+// idle for less (5 us). gRPC's threads sleep between calls, so a call whose round trip exceeds
+// that window pays it on arrival (BENCHMARKS.md, "Halted vCPUs"). A warm CPU runs one polling
+// thread at SCHED_IDLE: any other runnable thread takes the CPU from it at once, and the CPU
+// never halts.
+#ifndef CUIMG_SERVER_CPU_WARMER_H_
+#define CUIMG_SERVER_CPU_WARMER_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace cuimg {
+
+class CpuWarmer {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // One thread on each of the first `cpus` CPUs of the process's affinity mask (every one of
+  // them when `cpus` is negative or exceeds it). Threads sleep until WarmUntil. A thread that
+  // cannot lower itself to SCHED_IDLE (or pin itself) exits at once instead of polling at
+  // normal priority; threads() counts only those that run.
+  explicit CpuWarmer(int cpus);
+  // Stops the polling and joins the threads.
+  ~CpuWarmer();
+  CpuWarmer(const CpuWarmer&) = delete;
+  CpuWarmer& operator=(const CpuWarmer&) = delete;
+
+  // Keeps the CPUs polling until `until`; extends the current window, never shortens it.
+  void WarmUntil(Clock::time_point until);
+  // Ends the current window now: under load the polling costs throughput (BENCHMARKS.md).
+  void Cool() { until_.store(0, std::memory_order_relaxed); }
+  // Threads ready to poll (pinned, at SCHED_IDLE).
+  int threads() const { return ready_; }
+  // Threads polling now.
+  int polling() const { return polling_.load(std::memory_order_relaxed); }
+
+ private:
+  static std::int64_t Ticks(Clock::time_point t) { return t.time_since_epoch().count(); }
+  bool Warm() const { return Ticks(Clock::now()) < until_.load(std::memory_order_relaxed); }
+  // Pins and lowers the calling thread; false if either fails.
+  static bool Prepare(int cpu);
+  void Run();
+
+  std::atomic<std::int64_t> until_{0};  // Clock ticks: poll while now is before this
+  std::atomic<int> polling_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int ready_ = 0;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace cuimg
+
+#endif  // CUIMG_SERVER_CPU_WARMER_H_
