@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 namespace cuimg {
 namespace {
@@ -42,7 +44,10 @@ CpuWarmer::CpuWarmer(int cpus) {
       {
         std::lock_guard<std::mutex> lock(mu_);
         ++reported;
-        ready_ += ok;
+        if (ok) {
+          ++ready_;
+          ids_.push_back(static_cast<pid_t>(syscall(SYS_gettid)));
+        }
       }
       cv_.notify_all();
       if (ok) Run();
@@ -59,6 +64,11 @@ CpuWarmer::~CpuWarmer() {
   }
   cv_.notify_all();
   for (std::thread& t : threads_) t.join();
+}
+
+std::vector<pid_t> CpuWarmer::thread_ids() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ids_;
 }
 
 void CpuWarmer::WarmUntil(Clock::time_point until) {

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <sys/types.h>
 #include <thread>
 #include <vector>
 
@@ -40,6 +41,8 @@ class CpuWarmer {
   int threads() const { return ready_; }
   // Threads polling now.
   int polling() const { return polling_.load(std::memory_order_relaxed); }
+  // The kernel's ids of the ready threads.
+  std::vector<pid_t> thread_ids() const;
 
  private:
   static std::int64_t Ticks(Clock::time_point t) { return t.time_since_epoch().count(); }
@@ -51,9 +54,10 @@ class CpuWarmer {
   std::atomic<std::int64_t> until_{0};  // Clock ticks: poll while now is before this
   std::atomic<int> polling_{0};
   std::atomic<bool> stop_{false};
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   int ready_ = 0;
+  std::vector<pid_t> ids_;  // of the ready threads; set before the constructor returns
   std::vector<std::thread> threads_;
 };
 

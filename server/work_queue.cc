@@ -66,7 +66,8 @@ void WorkQueue::Shutdown() {
     if (t.joinable()) t.join();
   }
   workers_.clear();
-  warmer_.reset();
+  // Not reset: a Submit that raced with this may still Cool() it. It goes with the queue.
+  if (warmer_ != nullptr) warmer_->Cool();
 }
 
 int WorkQueue::admitted() const {

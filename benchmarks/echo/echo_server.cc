@@ -57,8 +57,10 @@ class EchoService final : public cuimg::bench::Echo::CallbackService {
   grpc::ServerUnaryReactor* Echo(grpc::CallbackServerContext* ctx, const EchoMessage* request,
                                  EchoMessage* response) override {
     *response->mutable_data() = request->data();
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    if (warmer_ != nullptr) {
+    grpc::ServerUnaryReactor* reactor = nullptr;
+    if (warmer_ == nullptr) {
+      reactor = ctx->DefaultReactor();
+    } else {
       if (inflight_.fetch_add(1, std::memory_order_relaxed) == 0) {
         warmer_->WarmUntil(std::chrono::steady_clock::now() + warm_for_);
       } else {

@@ -7,7 +7,9 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <set>
 #include <thread>
+#include <vector>
 
 #include "server/work_queue.h"
 
@@ -23,10 +25,10 @@ int AllowedCpuCount() {
   return CPU_COUNT(&set);
 }
 
-// Polls `done` for up to 5 s.
+// Polls `done` for up to 20 s (SCHED_IDLE threads run late on a busy machine).
 template <typename F>
 bool Eventually(F done) {
-  const auto until = std::chrono::steady_clock::now() + 5s;
+  const auto until = std::chrono::steady_clock::now() + 20s;
   while (std::chrono::steady_clock::now() < until) {
     if (done()) return true;
     std::this_thread::sleep_for(1ms);
@@ -63,39 +65,23 @@ TEST(CpuWarmer, PollsOnlyWithinTheWindowAndItsExtensions) {
   EXPECT_TRUE(Eventually([&] { return warmer.polling() == n; }));
 }
 
-TEST(CpuWarmer, PollingThreadsRunAtTheLowestPriority) {
-  CpuWarmer warmer(1);
-  ASSERT_EQ(warmer.threads(), 1);
-  warmer.WarmUntil(std::chrono::steady_clock::now() + 2s);
-  ASSERT_TRUE(Eventually([&] { return warmer.polling() == 1; }));
-  // A normal thread on the warm CPU gets it: 100 ms of work takes about 100 ms of wall time
-  // (at equal priority, sharing with the poller, it would take about 200 ms).
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
-  int first = 0;
-  while (!CPU_ISSET(first, &set)) ++first;
-  std::chrono::steady_clock::duration wall{};
-  std::thread worker([&] {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(first, &one);
-    ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(one), &one), 0);
-    const auto start = std::chrono::steady_clock::now();
-    timespec cpu0{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
-    for (;;) {
-      timespec now{};
-      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-      if ((now.tv_sec - cpu0.tv_sec) * 1000000000LL + (now.tv_nsec - cpu0.tv_nsec) >= 100000000LL) {
-        break;
-      }
+TEST(CpuWarmer, EachThreadRunsAtTheLowestPriorityOnItsOwnCpu) {
+  CpuWarmer warmer(-1);
+  const std::vector<pid_t> ids = warmer.thread_ids();
+  ASSERT_EQ(static_cast<int>(ids.size()), warmer.threads());
+  std::set<int> cpus;
+  for (pid_t id : ids) {
+    // SCHED_IDLE: any other runnable thread takes the CPU from it at once.
+    EXPECT_EQ(sched_getscheduler(id), SCHED_IDLE);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    ASSERT_EQ(sched_getaffinity(id, sizeof(set), &set), 0);
+    ASSERT_EQ(CPU_COUNT(&set), 1);
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &set)) cpus.insert(cpu);
     }
-    wall = std::chrono::steady_clock::now() - start;
-  });
-  worker.join();
-  // Generous for a loaded machine: far below the ~200 ms that sharing would take.
-  EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(wall).count(), 160);
+  }
+  EXPECT_EQ(cpus.size(), ids.size()) << "two threads on one CPU";
 }
 
 TEST(CpuWarmer, CoolEndsTheWindowAtOnce) {
