@@ -44,10 +44,7 @@ CpuWarmer::CpuWarmer(int cpus) {
       {
         std::lock_guard<std::mutex> lock(mu_);
         ++reported;
-        if (ok) {
-          ++ready_;
-          ids_.push_back(static_cast<pid_t>(syscall(SYS_gettid)));
-        }
+        if (ok) ids_.push_back(static_cast<pid_t>(syscall(SYS_gettid)));
       }
       cv_.notify_all();
       if (ok) Run();
@@ -64,11 +61,6 @@ CpuWarmer::~CpuWarmer() {
   }
   cv_.notify_all();
   for (std::thread& t : threads_) t.join();
-}
-
-std::vector<pid_t> CpuWarmer::thread_ids() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return ids_;
 }
 
 void CpuWarmer::WarmUntil(Clock::time_point until) {
@@ -92,11 +84,7 @@ void CpuWarmer::Run() {
       if (stop_.load(std::memory_order_relaxed)) return;
     }
     polling_.fetch_add(1, std::memory_order_relaxed);
-    while (!stop_.load(std::memory_order_relaxed) && Warm()) {
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#endif
-    }
+    while (!stop_.load(std::memory_order_relaxed) && Warm()) CpuRelax();
     polling_.fetch_sub(1, std::memory_order_relaxed);
   }
 }

@@ -19,6 +19,13 @@
 
 namespace cuimg {
 
+// One step of a polling loop: tells the core this thread spins (x86 `pause`).
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 class CpuWarmer {
  public:
   using Clock = std::chrono::steady_clock;
@@ -38,11 +45,11 @@ class CpuWarmer {
   // Ends the current window now: under load the polling costs throughput (BENCHMARKS.md).
   void Cool() { until_.store(0, std::memory_order_relaxed); }
   // Threads ready to poll (pinned, at SCHED_IDLE).
-  int threads() const { return ready_; }
+  int threads() const { return static_cast<int>(ids_.size()); }
   // Threads polling now.
   int polling() const { return polling_.load(std::memory_order_relaxed); }
   // The kernel's ids of the ready threads.
-  std::vector<pid_t> thread_ids() const;
+  const std::vector<pid_t>& thread_ids() const { return ids_; }
 
  private:
   static std::int64_t Ticks(Clock::time_point t) { return t.time_since_epoch().count(); }
@@ -54,10 +61,9 @@ class CpuWarmer {
   std::atomic<std::int64_t> until_{0};  // Clock ticks: poll while now is before this
   std::atomic<int> polling_{0};
   std::atomic<bool> stop_{false};
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::condition_variable cv_;
-  int ready_ = 0;
-  std::vector<pid_t> ids_;  // of the ready threads; set before the constructor returns
+  std::vector<pid_t> ids_;  // of the ready threads; complete before the constructor returns
   std::vector<std::thread> threads_;
 };
 

@@ -88,9 +88,7 @@ bool WorkQueue::SpinForWork(bool alone) {
       break;
     }
     if (std::chrono::steady_clock::now() >= until) break;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
+    CpuRelax();
   }
   spinning_.store(false, std::memory_order_release);
   return found;
