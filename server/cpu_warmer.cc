@@ -40,6 +40,7 @@ CpuWarmer::CpuWarmer(int cpus) {
   int reported = 0;
   for (int cpu : allowed) {
     threads_.emplace_back([this, cpu, &reported] {
+      pthread_setname_np(pthread_self(), "cuimg-warm");
       const bool ok = Prepare(cpu);
       {
         std::lock_guard<std::mutex> lock(mu_);

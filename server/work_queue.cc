@@ -1,5 +1,7 @@
 #include "server/work_queue.h"
 
+#include <pthread.h>
+
 #include "absl/strings/str_cat.h"
 
 namespace cuimg {
@@ -9,7 +11,13 @@ WorkQueue::WorkQueue(int threads, int max_admitted, std::chrono::microseconds sp
     : max_admitted_(max_admitted), spin_(spin) {
   if (warm_cpus != 0 && spin.count() > 0) warmer_ = std::make_unique<CpuWarmer>(warm_cpus);
   workers_.reserve(threads);
-  for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  for (int i = 0; i < threads; ++i) {
+    workers_.emplace_back([this] {
+      // Named so that top, perf and /proc tell the workers from gRPC's and CUDA's threads.
+      pthread_setname_np(pthread_self(), "cuimg-worker");
+      WorkerLoop();
+    });
+  }
 }
 
 WorkQueue::~WorkQueue() { Shutdown(); }
@@ -95,11 +103,14 @@ bool WorkQueue::SpinForWork(bool alone) {
 }
 
 void WorkQueue::WorkerLoop() {
+  // No poll before the first task: at start nothing has just gone idle, and warming the CPUs
+  // then would only spend them.
+  bool worked = false;
   for (;;) {
     std::function<void(Admission&)> task;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      if (tasks_.empty() && !stopping_) {
+      if (worked && tasks_.empty() && !stopping_) {
         const bool alone = admitted_ == 0;
         lock.unlock();
         SpinForWork(alone);
@@ -115,6 +126,7 @@ void WorkQueue::WorkerLoop() {
     task(admission);
     task = nullptr;  // what it holds goes before its slot does
     admission.Release();
+    worked = true;
   }
 }
 

@@ -20,13 +20,14 @@ namespace cuimg {
 
 class WorkQueue {
  public:
-  // `threads` workers; at most `max_admitted` tasks queued or running at once. An idle worker
-  // polls for work for `spin` before it sleeps (one at a time, so at most one core spins): a
-  // sleeping worker takes tens of microseconds to wake, the largest part of a small request's
-  // server time. A poll that starts with no request in flight also keeps `warm_cpus` CPUs
-  // (cpu_warmer.h; negative: all the process may use, 0: none) from idling until it would end,
-  // so that gRPC's threads wake quickly too; a second request in flight cools them at once,
-  // since under load their polling cost throughput (BENCHMARKS.md, "Halted vCPUs").
+  // `threads` workers; at most `max_admitted` tasks queued or running at once. A worker that
+  // has just finished a task polls for work for `spin` before it sleeps (one at a time, so at
+  // most one core spins): a sleeping worker takes tens of microseconds to wake, the largest part
+  // of a small request's server time. A poll that starts with no request in flight also keeps
+  // `warm_cpus` CPUs (cpu_warmer.h; negative: all the process may use, 0: none) from idling
+  // until it would end, so that gRPC's threads wake quickly too; a second request in flight
+  // cools them at once, since under load their polling cost throughput (BENCHMARKS.md, "Halted
+  // vCPUs").
   WorkQueue(int threads, int max_admitted,
             std::chrono::microseconds spin = std::chrono::microseconds(0), int warm_cpus = 0);
   // Finishes every admitted task, then joins the workers.

@@ -1,10 +1,12 @@
 #include "server/work_queue.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <string>
 
 #include "tests/testing/status_matchers.h"
 
@@ -70,6 +72,17 @@ TEST(WorkQueue, PollingWorkersRunEveryTaskAndShutDownWithoutWaitingOutTheSpin) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
   EXPECT_EQ(ran.load(), 200);
   EXPECT_EQ(queue.admitted(), 0);
+}
+
+TEST(WorkQueue, WorkersAreNamedForProfilers) {
+  WorkQueue queue(1, 1);
+  std::promise<std::string> name;
+  ASSERT_THAT(queue.Submit([&] {
+    char buffer[16] = {};
+    pthread_getname_np(pthread_self(), buffer, sizeof(buffer));
+    name.set_value(buffer);
+  }), IsOk());
+  EXPECT_EQ(name.get_future().get(), "cuimg-worker");
 }
 
 }  // namespace
