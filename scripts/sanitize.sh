@@ -5,11 +5,11 @@
 #                cuimg-server itself under the over-the-wire bad-request, limit and security
 #                suites (a leak at exit fails the server's exit code, which the suites check).
 #                Needs the regular build's cuimg (scripts/build.sh).
-#   build-tsan/  ThreadSanitizer (gcc): the server library's concurrent pieces (work queue,
-#                in-flight budget, resident store, CPU backend device slots) driven from many
-#                threads. Not the in-process gRPC service: Debian's gRPC and Abseil are not built
-#                with -fsanitize=thread, so TSan cannot see their synchronization and reports
-#                hundreds of races inside them.
+#   build-tsan/  ThreadSanitizer (gcc): the server library's concurrent pieces (work queue, CPU
+#                warmer, in-flight budget, resident store, CPU backend device slots) driven from
+#                many threads. Not the in-process gRPC service: Debian's gRPC and Abseil are not
+#                built with -fsanitize=thread, so TSan cannot see their synchronization and
+#                reports hundreds of races inside them.
 #   scripts/sanitize.sh [asan|tsan]...   (default: both)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +18,7 @@ variants=("$@")
 
 unit_tests=(request_validation_test resident_store_test work_queue_test inflight_budget_test
             auth_tokens_test concurrency_test imaging_service_test volume_stream_client_test
-            wire_pixels_test pinned_message_pool_test packed_pieces_test)
+            wire_pixels_test pinned_message_pool_test packed_pieces_test cpu_warmer_test)
 
 configure() {  # DIR FLAGS
   mkdir -p "$1"
@@ -78,10 +78,10 @@ for v in "${variants[@]}"; do
     tsan)
       configure build-tsan "-fsanitize=thread"
       cmake --build build-tsan --parallel --target work_queue_test inflight_budget_test \
-        resident_store_test concurrency_test
+        resident_store_test concurrency_test cpu_warmer_test
       export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp"
       run_unit_tests build-tsan work_queue_test inflight_budget_test resident_store_test \
-        concurrency_test
+        concurrency_test cpu_warmer_test
       unset TSAN_OPTIONS
       ;;
     *)
