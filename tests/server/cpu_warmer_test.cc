@@ -111,8 +111,18 @@ TEST(WorkQueue, RequestsOneAtATimeWarmTheCpusAndASecondInFlightCoolsThem) {
   EXPECT_TRUE(Eventually([&] { return ran.load() == 2; }));
   std::this_thread::sleep_for(50ms);
   EXPECT_EQ(queue.warm_polling(), 0);
-  // Alone again: warm again.
+  // Alone again, but within the hold-off after a concurrent request: no warming.
+  const auto concurrent_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(queue.Submit([open] { open.wait(); }).ok());
   gate.set_value();
+  EXPECT_TRUE(Eventually([&] { return queue.admitted() == 0; }));
+  std::this_thread::sleep_for(5ms);
+  if (std::chrono::steady_clock::now() - concurrent_at < WorkQueue::kWarmHoldOff) {
+    EXPECT_EQ(queue.warm_polling(), 0);
+  }  // else this machine stalled past the hold-off: nothing to conclude
+  // After the hold-off, a request alone warms again.
+  std::this_thread::sleep_for(WorkQueue::kWarmHoldOff);
+  ASSERT_TRUE(queue.Submit([&] { ran.fetch_add(1); }).ok());
   EXPECT_TRUE(Eventually([&] { return queue.warm_polling() == 1; }));
 }
 
