@@ -11,6 +11,8 @@
 //     throughputs and cuimg's p50/p99. `--load_api=callback` (the default) keeps the calls in
 //     flight on gRPC's callback API; `sync` blocks a thread per call, which on the H200 host held
 //     the echo to 10-17k calls/s where the callback client measured 22-27k (BENCHMARKS.md);
+//     `--load_preserialized` (the default) sends requests serialized once and checks replies by
+//     size, since the driver shares the host's CPUs with the servers (runs 158-159);
 //   - a 512x512x300 i16 volume (157 MB): echoed in 1 MiB chunks on one stream vs dilated with a
 //     9x9 disk through ProcessVolumeStream (slabs of each `--slab_slices`), median of `--volume_runs`;
 //     the first streamed result is checked against the unary Morphology result byte for byte;
