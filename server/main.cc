@@ -42,7 +42,8 @@ ABSL_FLAG(int, warm_cpus, 0,
           "CPU the server may use) with one lowest-priority (SCHED_IDLE) polling thread each. "
           "On a virtual machine a thread woken on a CPU idle for longer than the host's "
           "halt-polling window starts tens of microseconds later; this spends those CPUs' idle "
-          "time while requests arrive. 0: off.");
+          "time while requests arrive. Under a CPU limit (a container's CFS quota) the polling "
+          "counts against the quota: use it on dedicated cores. 0: off.");
 ABSL_FLAG(std::string, cuda_sync, "auto",
           "How a worker waits for the GPU: auto (CUDA's choice: spin with fewer GPUs than "
           "cores), spin (polls; a core per waiting worker), yield (polls, giving the core to "
