@@ -34,6 +34,8 @@ SETTINGS = [
     ("default_spin", 0, False, [SPIN]),
     ("default_spin_warm", 0, False, [SPIN, WARM], [WARM]),
     ("unix_lookahead16m_spin", 16 << 20, True, [SPIN]),
+    # The same with warm CPUs: every row's client is on the server's host.
+    ("unix_lookahead16m_spin_warm", 16 << 20, True, [SPIN, WARM], [WARM]),
     # ... and 16 workers (streams) instead of 4, for the 64-in-flight load.
     ("default_spin_w16", 0, False, [SPIN, "--worker_threads=16"]),
     # Workers that yield their core while waiting for the GPU (--cuda_sync=yield), 4 and 8 of
