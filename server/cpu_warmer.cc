@@ -64,14 +64,23 @@ CpuWarmer::~CpuWarmer() {
   for (std::thread& t : threads_) t.join();
 }
 
+void CpuWarmer::Cool(Clock::duration hold_off) {
+  if (hold_off > Clock::duration::zero()) {
+    quiet_until_.store(Ticks(Clock::now() + hold_off), std::memory_order_relaxed);
+  }
+  until_.store(0, std::memory_order_relaxed);
+}
+
 void CpuWarmer::WarmUntil(Clock::time_point until) {
+  const std::int64_t now = Ticks(Clock::now());
+  if (now < quiet_until_.load(std::memory_order_relaxed)) return;
   const std::int64_t want = Ticks(until);
   std::int64_t was = until_.load(std::memory_order_relaxed);
   while (was < want && !until_.compare_exchange_weak(was, want, std::memory_order_relaxed)) {
   }
   // Threads may be asleep only once the previous window has passed: wake them then (the lock
   // orders this after a sleeper's check of the window, so no wake-up is lost).
-  if (was <= Ticks(Clock::now())) {
+  if (was <= now) {
     { std::lock_guard<std::mutex> lock(mu_); }
     cv_.notify_all();
   }

@@ -40,10 +40,12 @@ class CpuWarmer {
   CpuWarmer(const CpuWarmer&) = delete;
   CpuWarmer& operator=(const CpuWarmer&) = delete;
 
-  // Keeps the CPUs polling until `until`; extends the current window, never shortens it.
+  // Keeps the CPUs polling until `until`; extends the current window, never shortens it. Does
+  // nothing while a Cool's hold-off lasts.
   void WarmUntil(Clock::time_point until);
-  // Ends the current window now: under load the polling costs throughput (BENCHMARKS.md).
-  void Cool() { until_.store(0, std::memory_order_relaxed); }
+  // Ends the current window now, and ignores WarmUntil for `hold_off`: under load the polling
+  // costs throughput (BENCHMARKS.md).
+  void Cool(Clock::duration hold_off = Clock::duration::zero());
   // Threads ready to poll (pinned, at SCHED_IDLE).
   int threads() const { return static_cast<int>(ids_.size()); }
   // Threads polling now.
@@ -59,6 +61,7 @@ class CpuWarmer {
   void Run();
 
   std::atomic<std::int64_t> until_{0};  // Clock ticks: poll while now is before this
+  std::atomic<std::int64_t> quiet_until_{0};  // Clock ticks: WarmUntil ignored before this
   std::atomic<int> polling_{0};
   std::atomic<bool> stop_{false};
   std::mutex mu_;

@@ -57,11 +57,7 @@ absl::Status WorkQueue::Submit(std::function<void(Admission&)> task) {
     tasks_.push_back(std::move(task));
     queued_.fetch_add(1, std::memory_order_release);
   }
-  if (concurrent && warmer_ != nullptr) {
-    const auto hold = std::chrono::steady_clock::now() + kWarmHoldOff;
-    warm_after_.store(hold.time_since_epoch().count(), std::memory_order_relaxed);
-    warmer_->Cool();
-  }
+  if (concurrent && warmer_ != nullptr) warmer_->Cool(kWarmHoldOff);
   cv_.notify_one();
   return absl::OkStatus();
 }
@@ -89,13 +85,9 @@ int WorkQueue::admitted() const {
 
 bool WorkQueue::SpinForWork(bool alone) {
   if (spin_.count() <= 0) return false;
-  const auto now = std::chrono::steady_clock::now();
-  const auto until = now + spin_;
+  const auto until = std::chrono::steady_clock::now() + spin_;
   // Warm even when another worker polls already: the server has just become idle.
-  if (alone && warmer_ != nullptr &&
-      now.time_since_epoch().count() >= warm_after_.load(std::memory_order_relaxed)) {
-    warmer_->WarmUntil(until);
-  }
+  if (alone && warmer_ != nullptr) warmer_->WarmUntil(until);
   if (spinning_.exchange(true, std::memory_order_acquire)) return false;
   bool found = false;
   while (!stop_polling_.load(std::memory_order_relaxed)) {

@@ -79,8 +79,6 @@ class WorkQueue {
   std::atomic<int> queued_{0};         // tasks_.size(), readable without the lock
   std::atomic<bool> spinning_{false};  // a worker is polling
   std::atomic<bool> stop_polling_{false};
-  // steady_clock ticks before which polls do not warm (kWarmHoldOff after a concurrent request).
-  std::atomic<std::chrono::steady_clock::rep> warm_after_{0};
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void(Admission&)>> tasks_;

@@ -499,7 +499,8 @@ int main(int argc, char** argv) {
   const int concurrency = absl::GetFlag(FLAGS_concurrency);
   const double seconds = absl::GetFlag(FLAGS_load_seconds);
   Load el, cl;
-  if (load_api == "callback" && absl::GetFlag(FLAGS_load_preserialized)) {
+  const bool preserialized = load_api == "callback" && absl::GetFlag(FLAGS_load_preserialized);
+  if (preserialized) {
     std::vector<grpc::ByteBuffer> echo_requests, cuimg_requests;
     for (std::size_t i = 0; i < images.size(); ++i) {
       echo_requests.push_back(Serialized(payloads[i]));
@@ -554,7 +555,7 @@ int main(int argc, char** argv) {
          "\"cuimg_p99_ms\": %.2f, \"target_p99_ms\": 5, \"cuimg_queue_p50_us\": %.1f, "
          "\"cuimg_server_p50_us\": %.1f, \"errors\": %ld}",
          label.c_str(), load_api.c_str(),
-         load_api == "callback" && absl::GetFlag(FLAGS_load_preserialized) ? "true" : "false",
+         preserialized ? "true" : "false",
          concurrency, channels, el.rps, cl.rps, cl.rps / el.rps,
          el.p99_ms, cl.p50_ms, cl.p99_ms, cl.queue_p50_us, cl.server_p50_us,
          el.errors + cl.errors);

@@ -93,6 +93,20 @@ TEST(CpuWarmer, CoolEndsTheWindowAtOnce) {
   EXPECT_TRUE(Eventually([&] { return warmer.polling() == 0; }));
 }
 
+TEST(CpuWarmer, ACoolsHoldOffIgnoresWindowsUntilItEnds) {
+  CpuWarmer warmer(1);
+  ASSERT_EQ(warmer.threads(), 1);
+  warmer.Cool(1h);
+  warmer.WarmUntil(std::chrono::steady_clock::now() + 10s);
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(warmer.polling(), 0);
+  // A plain Cool sets no hold-off: a window after it polls.
+  CpuWarmer fresh(1);
+  fresh.Cool();
+  fresh.WarmUntil(std::chrono::steady_clock::now() + 10s);
+  EXPECT_TRUE(Eventually([&] { return fresh.polling() == 1; }));
+}
+
 TEST(WorkQueue, RequestsOneAtATimeWarmTheCpusAndASecondInFlightCoolsThem) {
   WorkQueue queue(2, 10, 10s, 1);
   ASSERT_EQ(queue.warm_cpus(), 1);
