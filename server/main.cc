@@ -23,6 +23,7 @@
 #include "absl/time/time.h"
 #include "server/backend.h"
 #include "server/grpc_server.h"
+#include "server/lock_order_checks.h"
 #include "server/log.h"
 #include "server/malloc_policy.h"
 #include "server/server_options.h"
@@ -90,6 +91,9 @@ ABSL_FLAG(int, malloc_arena_max, 4,
           "freed memory under many threads (server/malloc_policy.h).");
 ABSL_FLAG(int, malloc_trim_interval_ms, 1000,
           "How often freed heap pages are handed back to the system (malloc_trim); 0 never.");
+ABSL_FLAG(bool, lock_order_checks, false,
+          "Keep Abseil's lock-order checks on (Debian's default): every lock, gRPC's included, "
+          "then passes one process-wide spinlock (server/lock_order_checks.h). For debugging.");
 ABSL_FLAG(int, health_poll_ms, 250, "How often device health is re-evaluated, milliseconds.");
 ABSL_FLAG(std::string, inject_device_failure, "",
           "Testing only: DEVICE:AFTER_REQUESTS[:DURATION_MS] makes that device fail the request "
@@ -326,6 +330,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   // Before the backend and gRPC start their threads.
+  cuimg::SetLockOrderChecks(absl::GetFlag(FLAGS_lock_order_checks));
   if (!cuimg::LimitMallocArenas(arenas)) {
     cuimg::Log(cuimg::LogLevel::kWarning, "event=malloc_arena_max_ignored arenas=", arenas);
   }
@@ -351,6 +356,7 @@ int main(int argc, char** argv) {
              " cuda_sync=", absl::GetFlag(FLAGS_cuda_sync),
              " decode_threads=", options.decode_threads, " malloc_arena_max=", arenas,
              " malloc_trim_interval_ms=", trim_ms,
+             " lock_order_checks=", absl::GetFlag(FLAGS_lock_order_checks),
              " max_inflight_requests=", options.max_inflight_requests,
              " max_receive_message_bytes=", options.max_receive_message_bytes,
              " max_pixels=", options.limits.max_pixels,

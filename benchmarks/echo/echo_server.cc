@@ -2,9 +2,10 @@
 // (server/transport_settings.h), doing nothing but returning what it receives. Its round trip is
 // the floor the service is measured against (benchmarks/transport_bench.cc).
 // Flags: --listen_address, --port_file (JSON {"grpc": PORT} once listening), --http2_lookahead_bytes,
-// --max_receive_message_bytes, --warm_cpus and --warm_us (CPUs kept from idling for that long
-// after a call that arrives alone, and cooled by a second one in flight, as cuimg-server's
-// --warm_cpus does, so that both sides of a comparison get them). Runs until SIGTERM/SIGINT.
+// --max_receive_message_bytes, --lock_order_checks (off, as in cuimg-server), --warm_cpus and
+// --warm_us (CPUs kept from idling for that long after a call that arrives alone, and cooled by a
+// second one in flight, as cuimg-server's --warm_cpus does, so that both sides of a comparison
+// get them). Runs until SIGTERM/SIGINT.
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
@@ -20,6 +21,7 @@
 #include "absl/flags/parse.h"
 #include "echo/echo.grpc.pb.h"
 #include "server/cpu_warmer.h"
+#include "server/lock_order_checks.h"
 #include "server/transport_settings.h"
 
 ABSL_FLAG(std::string, listen_address, "127.0.0.1:0", "Where to listen.");
@@ -27,6 +29,7 @@ ABSL_FLAG(std::string, port_file, "", "Writes {\"grpc\": PORT} here once listeni
 ABSL_FLAG(int, http2_lookahead_bytes, 0, "As cuimg-server's flag (0 = gRPC's default).");
 ABSL_FLAG(int, max_receive_message_bytes, 1 << 30, "As cuimg-server's flag.");
 ABSL_FLAG(int, warm_cpus, 0, "As cuimg-server's flag (-1: all, 0: off).");
+ABSL_FLAG(bool, lock_order_checks, false, "As cuimg-server's flag.");
 ABSL_FLAG(int, warm_us, 2000, "How long CPUs stay warm after a call (with --warm_cpus).");
 
 namespace {
@@ -114,6 +117,7 @@ extern "C" void OnSignal(int) { stop_requested = 1; }
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  cuimg::SetLockOrderChecks(absl::GetFlag(FLAGS_lock_order_checks));
   cuimg::TransportSettings settings;
   settings.max_receive_message_bytes = absl::GetFlag(FLAGS_max_receive_message_bytes);
   settings.http2_lookahead_bytes = absl::GetFlag(FLAGS_http2_lookahead_bytes);

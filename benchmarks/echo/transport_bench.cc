@@ -44,6 +44,7 @@
 #include "client/volume_stream.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 #include "echo/echo.grpc.pb.h"
+#include "server/lock_order_checks.h"
 #include "server/transport_settings.h"
 #include "tests/testing/shm_object.h"
 
@@ -62,9 +63,12 @@ ABSL_FLAG(bool, load_preserialized, true,
           "(gRPC's generic stub), and replies are checked by size, not parsed, so that the "
           "driver's own copies leave the host's CPUs to the servers; false serializes and parses "
           "protobuf messages per call, as this driver did before run 158.");
+ABSL_FLAG(bool, lock_order_checks, false,
+          "Keep Abseil's lock-order checks on in this driver (server/lock_order_checks.h).");
 ABSL_FLAG(double, load_seconds, 5, "Seconds per load measurement (after 1 s warm-up).");
 ABSL_FLAG(std::string, slab_slices, "2,16", "Streamed volume slab sizes, slices.");
-ABSL_FLAG(int, volume_runs, 5, "Timed runs per volume measurement (after one warm-up).");
+ABSL_FLAG(int, volume_runs, 5,
+          "Timed runs per volume measurement (after one warm-up); 0 skips the volume rows.");
 ABSL_FLAG(std::string, volume_streams, "4",
           "Streams (each on its own connection) the client's StreamVolume splits the volume over, "
           "as `cuimg --volume_streams` does; slabs of the first --slab_slices size.");
@@ -332,6 +336,7 @@ void Report(const char* fmt, ...) {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  cuimg::SetLockOrderChecks(absl::GetFlag(FLAGS_lock_order_checks));
   const std::string load_api = absl::GetFlag(FLAGS_load_api);
   if (load_api != "callback" && load_api != "sync") {
     std::fprintf(stderr, "--load_api must be callback or sync, not \"%s\"\n", load_api.c_str());
@@ -561,10 +566,11 @@ int main(int argc, char** argv) {
          el.errors + cl.errors);
 
   // The 157 MB volume: echo in 1 MiB chunks on one stream vs ProcessVolumeStream.
+  const int runs = absl::GetFlag(FLAGS_volume_runs);
+  if (runs <= 0) return 0;
   constexpr int kVW = 512, kVH = 512, kVD = 300;
   const std::size_t slice = std::size_t{kVW} * kVH * 2;
   const std::string volume = RandomBytes(slice * kVD, 7);
-  const int runs = absl::GetFlag(FLAGS_volume_runs);
   std::vector<EchoMessage> chunks;
   for (std::size_t off = 0; off < volume.size(); off += 1 << 20) {
     chunks.emplace_back();

@@ -1,0 +1,43 @@
+// The lock-order switch: off, locks may be taken in any order; on (Debian's default), an order
+// that contradicts an earlier one stops the process.
+#include "server/lock_order_checks.h"
+
+#include <gtest/gtest.h>
+
+#include "absl/synchronization/mutex.h"
+
+namespace cuimg {
+namespace {
+
+// a then b, then b then a: a cycle in the lock graph, though one thread cannot deadlock itself.
+void LockInBothOrders() {
+  absl::Mutex a, b;
+  {
+    absl::MutexLock hold_a(&a);
+    absl::MutexLock hold_b(&b);
+  }
+  {
+    absl::MutexLock hold_b(&b);
+    absl::MutexLock hold_a(&a);
+  }
+}
+
+TEST(LockOrderChecksDeathTest, OnStopsAnInconsistentOrder) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        SetLockOrderChecks(true);
+        LockInBothOrders();
+      },
+      "deadlock");
+}
+
+TEST(LockOrderChecks, OffLetsEitherOrderPass) {
+  SetLockOrderChecks(false);
+  LockInBothOrders();
+  SetLockOrderChecks(true);
+  SUCCEED();
+}
+
+}  // namespace
+}  // namespace cuimg
