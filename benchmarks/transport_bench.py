@@ -7,9 +7,11 @@ socket; polling workers (--worker_spin_us); warm CPUs (--warm_cpus, both servers
 driver's JSON lines (impl "transport"), or one
 {"impl": "transport", "error": ...} line per setting that could not run. --client_cpus splits the
 host's cores: the driver runs on those CPUs, both servers on the others (the split is printed as
-{"impl": "transport", "cpu_split": ...}).
+{"impl": "transport", "cpu_split": ...}). --lock_order_checks runs all three processes with
+Abseil's lock-order checks on, as Debian's Abseil has them by default (server/lock_order_checks.h),
+and labels its lines "<setting>_lockchecks".
 Usage: transport_bench.py --server BIN --echo_server BIN --driver BIN [--backend cuda]
-                          [--client_cpus N] [-- ARGS]"""
+                          [--client_cpus N] [--lock_order_checks] [-- ARGS]"""
 import argparse
 import json
 import os
@@ -38,6 +40,10 @@ SETTINGS = [
     ("unix_lookahead16m_spin_warm", 16 << 20, True, [SPIN, WARM], [WARM]),
     # ... and 16 workers (streams) instead of 4, for the 64-in-flight load.
     ("default_spin_w16", 0, False, [SPIN, "--worker_threads=16"]),
+    # 6 and 8 polling workers once gRPC's locks were cheaper (run 173: fewer calls than 4, and a
+    # worse p99).
+    ("default_spin_w6", 0, False, [SPIN, "--worker_threads=6"]),
+    ("default_spin_w8", 0, False, [SPIN, "--worker_threads=8"]),
     # Workers that yield their core while waiting for the GPU (--cuda_sync=yield), 4 and 8 of
     # them (run 86: 8 yielding workers served more calls/s than 4 spinning ones, at a worse p99).
     ("default_yield", 0, False, [SPIN, "--cuda_sync=yield"]),
@@ -76,6 +82,8 @@ def main():
                                 "default_spin_warm")
     parser.add_argument("--client_cpus", type=int, default=0,
                         help="CPUs for the driver, the rest for the servers (0: all share all)")
+    parser.add_argument("--lock_order_checks", action="store_true",
+                        help="Abseil's lock-order checks on in both servers and the driver")
     parser.add_argument("driver_args", nargs="*")
     args = parser.parse_args()
     # Children inherit the CPU mask of the process that starts them (with every thread they make).
@@ -88,6 +96,7 @@ def main():
         server_cpus = set(everything[:-args.client_cpus])
         print(json.dumps({"impl": "transport", "cpu_split": {
             "servers": sorted(server_cpus), "driver": sorted(client_cpus)}}))
+    checks = ["--lock_order_checks"] if args.lock_order_checks else []
     wanted = set(args.settings.split(","))
     status = 0
     for label, lookahead, unix, flags, *echo_flags in (s for s in SETTINGS if s[0] in wanted):
@@ -100,15 +109,16 @@ def main():
                 os.sched_setaffinity(0, server_cpus)
                 server = ServerProcess(args.server, f"--backend={args.backend}",
                                        f"--http2_lookahead_bytes={lookahead}", "--shared_memory",
-                                       *flags, listen=cuimg_listen)
+                                       *flags, *checks, listen=cuimg_listen)
                 echo, echo_port = start_echo(args.echo_server, lookahead, echo_listen, d,
-                                             echo_flags)
+                                             echo_flags + checks)
                 cuimg_target = cuimg_listen if unix else server.target
                 echo_target = echo_listen if unix else f"127.0.0.1:{echo_port}"
                 os.sched_setaffinity(0, client_cpus)
                 run = subprocess.run(
                     [args.driver, f"--echo_target={echo_target}", f"--cuimg_target={cuimg_target}",
-                     f"--label={label}", f"--http2_lookahead_bytes={lookahead}", *args.driver_args],
+                     f"--label={label}{'_lockchecks' if checks else ''}",
+                     f"--http2_lookahead_bytes={lookahead}", *checks, *args.driver_args],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=400)
                 sys.stdout.write(run.stdout)
                 if run.returncode != 0:
