@@ -356,7 +356,7 @@ int main(int argc, char** argv) {
              " cuda_sync=", absl::GetFlag(FLAGS_cuda_sync),
              " decode_threads=", options.decode_threads, " malloc_arena_max=", arenas,
              " malloc_trim_interval_ms=", trim_ms,
-             " lock_order_checks=", absl::GetFlag(FLAGS_lock_order_checks),
+             " lock_order_checks=", absl::GetFlag(FLAGS_lock_order_checks) ? "on" : "off",
              " max_inflight_requests=", options.max_inflight_requests,
              " max_receive_message_bytes=", options.max_receive_message_bytes,
              " max_pixels=", options.limits.max_pixels,
