@@ -6,8 +6,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "absl/synchronization/mutex.h"
 #include "client/commands.h"
+#include "server/lock_order_checks.h"
 
 // Connection (every subcommand).
 ABSL_FLAG(std::string, target, "localhost:50051",
@@ -201,9 +201,8 @@ cuimg::DeformCommand DeformFlags() {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(kUsage);
-  // Debian's Abseil checks lock order on every absl::Mutex (gRPC's too) under one global
-  // spinlock; `cuimg load` would serialize its threads on it (server/lock_order_checks.h).
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  // `cuimg load`'s threads would otherwise queue on one global spinlock in every gRPC lock.
+  cuimg::SetLockOrderChecks(false);
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   if (args.size() == 3 && std::string(args[1]) == "mesh" && std::string(args[2]) == "torus") {
     cuimg::MeshCommand command;
