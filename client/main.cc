@@ -40,8 +40,9 @@ ABSL_FLAG(std::string, input, "",
           "along the slice normal, rescaled to i16); pyramid: input image (.png, .jpg, .tif); "
           "detect: an image or a directory of frames (.png, .jpg, in name order); deform: mesh "
           "file (.obj, .ply, .stl) or torus:N,M; load: the payload of --rpc (an image or volume "
-          "as for morphology, a PNG/JPEG for detect sent encoded, a mesh or torus:N,M for deform; "
-          "default: random pixels of --image_size, or the --n x --m torus).");
+          "as for morphology, a PNG/JPEG for detect sent encoded, a directory of images that calls "
+          "cycle through, a mesh or torus:N,M for deform; default: random pixels of --image_size, "
+          "or the --n x --m torus).");
 ABSL_FLAG(std::string, output, "",
           "morphology: output by extension (.png, .jpg, .tif, .npy, .nrrd), or a new directory for "
           "a derived DICOM series (DICOM input only); detect: the image with boxes drawn (.png), "
@@ -84,8 +85,8 @@ ABSL_FLAG(std::string, format, "",
 
 // detect, models (the detect parameters also serve load --rpc detect)
 ABSL_FLAG(std::string, video, "",
-          "detect: a video file instead of --input; its frames are decoded by the ffmpeg program "
-          "(Debian package ffmpeg).");
+          "detect, load: a video file instead of --input; its frames are decoded by the ffmpeg "
+          "program (Debian package ffmpeg).");
 ABSL_FLAG(std::string, model, "",
           "detect: detector model name (cuimg models lists them; empty: opencv_people_64x128).");
 ABSL_FLAG(double, hit_threshold, 0, "detect: windows scoring at least this are hits.");
@@ -100,8 +101,9 @@ ABSL_FLAG(std::string, grouping, "rectangles",
 ABSL_FLAG(int, group_threshold, -1,
           "detect: clusters of at most this many hits are dropped (-1 = the server's 2).");
 ABSL_FLAG(double, group_eps, 0, "detect: groupRectangles' eps (0 = 0.2).");
-ABSL_FLAG(int, every, 1, "detect: frames: process every Nth frame.");
-ABSL_FLAG(int, max_frames, 0, "detect: frames: stop after this many (0 = all).");
+ABSL_FLAG(int, every, 1, "detect, load --video: frames: process every Nth frame.");
+ABSL_FLAG(int, max_frames, 0,
+          "detect, load --video: frames: stop after this many (0 = all; load: 100).");
 
 // deform, mesh (the lattice flags also serve load --rpc deform)
 ABSL_FLAG(std::string, lattice_file, "",
@@ -127,8 +129,10 @@ ABSL_FLAG(std::string, pixel_type, "u8", "load: u8, u16, i16 or f32 (detect: u8)
 ABSL_FLAG(int, concurrency, 16, "load: calls in flight (closed loop).");
 ABSL_FLAG(double, rate, 0, "load: calls per second, open loop (0 = closed loop).");
 ABSL_FLAG(double, duration, 10, "load: measured seconds (after --warmup).");
-ABSL_FLAG(int64_t, requests, 0, "load: a number of calls instead of --duration.");
-ABSL_FLAG(double, warmup, 1, "load: seconds excluded from the statistics.");
+ABSL_FLAG(int64_t, requests, 0,
+          "load: measure this many calls (after the --warmup seconds) instead of --duration.");
+ABSL_FLAG(double, warmup, 1,
+          "load: seconds of calls first, excluded from the statistics (counted apart).");
 ABSL_FLAG(int, channels, 1, "load: gRPC channels (separate connections).");
 ABSL_FLAG(std::string, json_out, "", "load: also write the JSON summary to this file.");
 ABSL_FLAG(std::string, csv, "", "load: write one CSV row per call to this file.");
@@ -137,6 +141,9 @@ ABSL_FLAG(std::string, report, "",
           "second) to FILE.html (self-contained page with the summary) or FILE.png; needs python3 "
           "with matplotlib (Debian python3-matplotlib).");
 ABSL_FLAG(bool, progress, true, "load: print a live progress line on stderr.");
+ABSL_FLAG(std::string, server_metrics, "",
+          "load: the server's metrics endpoint host:port, read for the report's context (server "
+          "version, backend); empty: the --target host at port 9464; none: skip.");
 ABSL_FLAG(bool, shm, false,
           "load: pass pixels through a POSIX shared-memory object registered with the server "
           "(same host; the server needs --shared_memory): the RPCs carry no pixels.");
@@ -309,6 +316,10 @@ int main(int argc, char** argv) {
     command.size = absl::GetFlag(FLAGS_image_size);
     command.pixel_type = absl::GetFlag(FLAGS_pixel_type);
     command.input = absl::GetFlag(FLAGS_input);
+    command.video = absl::GetFlag(FLAGS_video);
+    command.every = absl::GetFlag(FLAGS_every);
+    command.max_frames = absl::GetFlag(FLAGS_max_frames);
+    command.server_metrics = absl::GetFlag(FLAGS_server_metrics);
     command.concurrency = absl::GetFlag(FLAGS_concurrency);
     command.rate = absl::GetFlag(FLAGS_rate);
     command.duration_s = absl::GetFlag(FLAGS_duration);
