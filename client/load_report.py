@@ -109,7 +109,8 @@ def figure(summary, latencies, plt):
         histogram(hist, summary, latencies)
         over_time(rate, lat, summary)
     else:
-        fig, (text, rate) = plt.subplots(2, 1, figsize=(9, 7), constrained_layout=True)
+        fig, (text, rate) = plt.subplots(2, 1, figsize=(9, 7), constrained_layout=True,
+                                         gridspec_kw={"height_ratios": (2, 3)})
         no_success_panel(text, summary)
         over_time(rate, None, summary)
     return fig
@@ -132,7 +133,7 @@ def cards(summary):
              ("failed", failed, "bad" if failed else "good"),
              ("throughput", f"{summary['throughput_rps']:.1f} OK/s", "")]
     if summary["ok"]:
-        items += [("p50", f"{p['p50']:.3f} ms", ""), ("p99", f"{p['p99']:.3f} ms", "")]
+        items += [("p50", f"{p['p50']:.4g} ms", ""), ("p99", f"{p['p99']:.4g} ms", "")]
     return '<div class="cards">' + "".join(
         f'<div class="card {cls}"><div class="v">{esc(v)}</div><div class="k">{esc(k)}</div></div>'
         for k, v, cls in items) + "</div>"

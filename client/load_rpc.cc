@@ -158,6 +158,17 @@ absl::StatusOr<std::vector<Source>> ImageSources(const LoadCommand& c, bool enco
     return out;
   }
   CUIMG_ASSIGN_OR_RETURN(std::vector<std::string> paths, FolderImages(c.input));
+  std::error_code error;
+  if (paths.empty() && std::filesystem::is_directory(c.input, error)) {
+    absl::StatusOr<VolumeFile> series = ReadVolumeFile(c.input);
+    if (!series.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--input: ", c.input, " holds no image file (.png, .jpg, .tif, .npy, .nrrd) and no "
+          "DICOM series (", series.status().message(), ")"));
+    }
+    out.push_back(Source{*std::move(series), ""});
+    return out;
+  }
   if (paths.empty()) paths.push_back(c.input);
   for (const std::string& path : paths) {
     Source& source = out.emplace_back();

@@ -176,6 +176,8 @@ class LoadRpcs(unittest.TestCase):
         os.makedirs(two, exist_ok=True)
         for name in ("a.npy", "b.npy"):
             np.save(os.path.join(two, name), np.zeros((4, 4), np.uint8))
+        empty = os.path.join(self.tmp.name, "empty")
+        os.makedirs(empty, exist_ok=True)
         for args, flag in ((["--rpc=sharpen"], "--rpc"),
                            (["--rpc=detect", "--pixel_type=f32"], "--pixel_type"),
                            (["--rpc=pyramid", "--image_size=8x8x2"], "2D"),
@@ -185,6 +187,7 @@ class LoadRpcs(unittest.TestCase):
                            (["--rpc=deform", f"--input={self.tmp.name}"], "one mesh file"),
                            (["--input=x.png", "--video=y.avi"], "--video"),
                            (["--shm", f"--input={two}"], "--shm"),
+                           ([f"--input={empty}"], "holds no image file"),
                            (["--rpc=gradient", f"--input={self.tmp.name}/missing.png"], "missing")):
             run, _, _ = self.load(*args)
             self.assertEqual(run.returncode, 2, (args, run.stderr))
