@@ -75,8 +75,12 @@ nlohmann::ordered_json ConfigJson(const ConnectionOptions& connection, const Loa
 // Why the run exits 1, on stderr (the numbers are on stdout).
 void ExplainFailure(const LoadSummary& s, const LoadCommand& c) {
   if (s.requests == 0) {
-    std::fprintf(stderr, "error: no call was measured%s\n",
-                 c.requests > 0 ? "" : " (did every call start during --warmup?)");
+    // Only a duration run gets here (--requests issues its calls after the warm-up): the calls
+    // issued during the warm-up were all still in flight when the run ended.
+    std::fprintf(stderr,
+                 "error: no call started after the %.1f s --warmup: the warm-up's calls were "
+                 "still in flight when --duration ended\n",
+                 c.warmup_s);
   } else {
     std::fprintf(stderr,
                  "error: %lld of %lld calls failed (see the codes and messages in the summary)\n",

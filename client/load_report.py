@@ -47,6 +47,7 @@ def error_lines(summary, width=110):
 
 
 def histogram(ax, summary, latencies):
+    from matplotlib.ticker import MaxNLocator
     p = summary["latency_ms"]
     # The tail past 1.5 x p99.9 would squeeze the body into a few bins: cut it, say so.
     top = min(p["max"], 1.5 * p["p999"])
@@ -56,6 +57,7 @@ def histogram(ax, summary, latencies):
     for name, colour in (("p50", "#228833"), ("p99", "#ee6677"), ("p999", "#aa3377")):
         ax.axvline(p[name], color=colour, linestyle="--", label=f"{name} {p[name]:.3f} ms")
     ax.set_xlim(left=0)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("latency (ms), OK calls")
     ax.set_ylabel("calls")
     ax.set_title(f"latency histogram ({summary['ok']} OK calls"
@@ -72,22 +74,34 @@ def no_success_panel(ax, summary):
             transform=ax.transAxes)
 
 
-def over_time(rate, lat, summary):
+def seconds_axis(ax, count):
+    """Whole seconds only on the x axis, each one labelled while they are few."""
     from matplotlib.ticker import MaxNLocator
+    if count <= 20:
+        ax.set_xticks(range(count))
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def over_time(rate, lat, summary):
     windows = summary["windows"]
     t = [w["t"] for w in windows]
-    # Every second is drawn, the empty ones as zero calls; latency has a gap where no OK call
-    # started (a line across it would invent values).
-    rate.plot(t, [w["ok"] for w in windows], marker="o", color="#4477aa", label="OK")
+    # Every second has its bar, the empty ones none (zero calls), and the axis never goes below
+    # second 0; latency has a gap where no OK call started (a line across it would invent values).
+    span = (-0.6, max(len(windows), 1) - 0.4)
+    ok = [w["ok"] for w in windows]
+    rate.bar(t, ok, width=0.8, color="#4477aa", label="OK")
     if any(w["errors"] for w in windows):
-        rate.plot(t, [w["errors"] for w in windows], marker="x", color="#ee6677", label="failed")
-    rate.axhline(summary["throughput_rps"], color="#999999", linestyle=":",
+        rate.bar(t, [w["errors"] for w in windows], width=0.8, bottom=ok, color="#ee6677",
+                 label="failed")
+    rate.axhline(summary["throughput_rps"], color="#555555", linestyle=":",
                  label=f"mean {summary['throughput_rps']:.1f} OK/s")
     rate.set_xlabel("second of the measured window (calls by start time)")
     rate.set_ylabel("calls / s")
-    rate.set_title("throughput over time")
+    rate.set_title("calls per second")
+    rate.set_xlim(*span)
     rate.set_ylim(bottom=0)
-    rate.xaxis.set_major_locator(MaxNLocator(integer=True))
+    seconds_axis(rate, len(windows))
     rate.legend()
     if lat is None:
         return
@@ -98,8 +112,9 @@ def over_time(rate, lat, summary):
     lat.set_xlabel("second of the measured window (calls by start time)")
     lat.set_ylabel("latency (ms)")
     lat.set_title("latency over time (gaps: no OK call started that second)")
+    lat.set_xlim(*span)
     lat.set_ylim(bottom=0)
-    lat.xaxis.set_major_locator(MaxNLocator(integer=True))
+    seconds_axis(lat, len(windows))
     lat.legend()
 
 
