@@ -10,6 +10,7 @@ version="$(dpkg-query -W -f='${Version}' cmake-data)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 # apt's sandbox user must be able to write there.
+chmod 0755 "$work"
 mkdir -m 0777 "$work/deb"
 (cd "$work/deb" && apt-get download -qq "cmake-data=$version")
 dpkg-deb -x "$work"/deb/cmake-data_*.deb "$work/stock"
