@@ -1,14 +1,21 @@
 # cmake -DSOURCE_DIR=... -DOUTPUT=... [-DCOMMIT=...] -P WriteBuildCommit.cmake: writes OUTPUT, a C++
-# source defining cuimg::kBuildCommit: COMMIT if given, else the checkout's HEAD (12 hex digits,
-# "-dirty" when tracked files differ from it), else "unknown" (no git, or not a checkout).
+# source defining cuimg::kBuildCommit: COMMIT if given, else HEAD of the checkout SOURCE_DIR is the
+# top of (12 hex digits, "-dirty" when tracked files differ from it), else "unknown".
 if(NOT COMMIT)
   set(COMMIT unknown)
   find_package(Git QUIET)
   if(GIT_FOUND)
+    # A source tree unpacked inside some other checkout must not report that one's commit.
+    execute_process(COMMAND ${GIT_EXECUTABLE} -C ${SOURCE_DIR} rev-parse --show-toplevel
+                    OUTPUT_VARIABLE top OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
     execute_process(COMMAND ${GIT_EXECUTABLE} -C ${SOURCE_DIR} rev-parse --short=12 HEAD
                     OUTPUT_VARIABLE head OUTPUT_STRIP_TRAILING_WHITESPACE
                     RESULT_VARIABLE head_failed ERROR_QUIET)
-    if(NOT head_failed AND head)
+    file(REAL_PATH "${SOURCE_DIR}" source_real)
+    if(top)
+      file(REAL_PATH "${top}" top)
+    endif()
+    if(NOT head_failed AND head AND top STREQUAL source_real)
       set(COMMIT ${head})
       execute_process(COMMAND ${GIT_EXECUTABLE} -C ${SOURCE_DIR} status --porcelain
                               --untracked-files=no
