@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
+bash scripts/install_deploy_tools.sh
 bash scripts/build.sh
 bash scripts/check_stock_cmake.sh
 ctest --test-dir "${CUIMG_BUILD_DIR:-build}" --output-on-failure -j "$(nproc)" "$@"
