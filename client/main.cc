@@ -176,7 +176,9 @@ const std::vector<std::string> kDeformFlags = {"lattice_file", "lattice_counts",
 
 std::vector<std::string> Join(std::initializer_list<std::vector<std::string>> lists) {
   std::vector<std::string> out;
-  for (const std::vector<std::string>& list : lists) out.insert(out.end(), list.begin(), list.end());
+  for (const std::vector<std::string>& list : lists) {
+    out.insert(out.end(), list.begin(), list.end());
+  }
   return out;
 }
 

@@ -27,7 +27,7 @@ std::string VersionText(absl::string_view program);
 // below it. FlagsDefinedIn takes the __FILE__ of the file that defines them.
 std::string DescribeFlags(const std::vector<std::string>& names);
 std::string DescribeFlagsDefinedIn(absl::string_view file);
-// Every flag the binary links, grouped by the file that defines it (gRPC's and Abseil's too).
+// Every flag the binary links (Abseil's own, such as --flagfile, too), grouped by defining file.
 std::string DescribeAllFlags();
 
 }  // namespace cuimg

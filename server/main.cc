@@ -228,7 +228,7 @@ int HandleUsage(int argc, char** argv) {
     case cuimg::UsageRequest::kNone:
       return -1;
     case cuimg::UsageRequest::kHelp:
-      std::printf("%s\nflags:\n%s\n--helpfull lists every flag (gRPC's and Abseil's too); "
+      std::printf("%s\nflags:\n%s\n--helpfull adds Abseil's own flags (--flagfile, ...); "
                   "--version the build.\n",
                   kUsage, cuimg::DescribeFlagsDefinedIn(__FILE__).c_str());
       return 0;
