@@ -1,12 +1,16 @@
-// cuimg: the command-line client. `cuimg <subcommand> [flags]`; `cuimg --help` lists every flag.
+// cuimg: the command-line client. `cuimg <subcommand> [flags]`; `cuimg --help` lists every flag,
+// `cuimg <subcommand> --help` that subcommand's.
 #include <cstdio>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "client/commands.h"
+#include "server/command_line.h"
 #include "server/lock_order_checks.h"
 
 // Connection (every subcommand).
@@ -162,7 +166,84 @@ constexpr char kUsage[] =
     "  deform       free-form deformation of a mesh, with normals (--animate for fps)\n"
     "  mesh torus   write the reference torus mesh\n"
     "  load         load-test the server with one RPC (--rpc): throughput, latency, reports\n"
-    "exit codes: 0 ok, 1 RPC error (status printed), 2 usage\n";
+    "exit codes: 0 ok, 1 RPC error (status printed), 2 usage\n"
+    "`cuimg <subcommand> --help` lists the subcommand's flags; --version the build\n";
+
+// The flags each subcommand reads (what main() below passes on), for `cuimg <subcommand> --help`.
+// Every flag above is in at least one list (tests/e2e/test_command_line.py checks).
+const std::vector<std::string> kConnectionFlags = {
+    "target", "timeout", "lb_policy", "max_attempts", "tls", "tls_ca_file", "tls_cert_file",
+    "tls_key_file", "tls_server_name", "token_file"};
+const std::vector<std::string> kGradientFlags = {"kernel_length", "sigma"};
+const std::vector<std::string> kPyramidFlags = {"levels", "ratio", "mode"};
+const std::vector<std::string> kDetectFlags = {
+    "model", "hit_threshold", "win_stride", "padding", "scale", "max_levels", "gamma", "grouping",
+    "group_threshold", "group_eps"};
+const std::vector<std::string> kDeformFlags = {"lattice_file", "lattice_counts", "twist", "bulge"};
+
+std::vector<std::string> Join(std::initializer_list<std::vector<std::string>> lists) {
+  std::vector<std::string> out;
+  for (const std::vector<std::string>& list : lists) {
+    out.insert(out.end(), list.begin(), list.end());
+  }
+  return out;
+}
+
+// (subcommand, its own flags); all but mesh also take kConnectionFlags.
+const std::vector<std::pair<std::string, std::vector<std::string>>>& SubcommandFlags() {
+  static const auto* table = new std::vector<std::pair<std::string, std::vector<std::string>>>{
+      {"health", {"service"}},
+      {"morphology",
+       {"input", "output", "steps", "op", "shape", "size", "anchor", "iterations", "border",
+        "border_value", "mask", "nrrd_gzip", "json", "slab_slices", "volume_streams"}},
+      {"gradient",
+       Join({kGradientFlags,
+             {"input", "output_prefix", "format", "nrrd_gzip", "slab_slices", "volume_streams"}})},
+      {"pyramid", Join({kPyramidFlags, {"input", "output_prefix", "format"}})},
+      {"detect", Join({kDetectFlags, {"input", "video", "output", "every", "max_frames"}})},
+      {"models", {"json"}},
+      {"deform", Join({kDeformFlags, {"input", "output", "animate"}})},
+      {"mesh", {"n", "m", "output"}},
+      {"load",
+       Join({{"rpc", "steps"}, kGradientFlags, kPyramidFlags, kDetectFlags, kDeformFlags,
+             {"n", "m", "image_size", "pixel_type", "input", "concurrency", "rate", "duration",
+              "requests", "warmup", "channels", "json", "json_out", "csv", "report", "progress",
+              "shm"}})},
+  };
+  return *table;
+}
+
+// --help (of the client or of a subcommand), --helpfull, --version: print to stdout and exit 0
+// (the exit code), else -1.
+int HandleUsage(int argc, char** argv) {
+  const cuimg::UsageRequest request = cuimg::FindUsageRequest(argc, argv);
+  if (request == cuimg::UsageRequest::kNone) return -1;
+  if (request == cuimg::UsageRequest::kVersion) {
+    std::printf("%s", cuimg::VersionText("cuimg").c_str());
+    return 0;
+  }
+  if (request == cuimg::UsageRequest::kHelpFull) {
+    std::printf("%s%s", kUsage, cuimg::DescribeAllFlags().c_str());
+    return 0;
+  }
+  std::vector<std::string> names;
+  for (const auto& [name, flags] : SubcommandFlags()) names.push_back(name);
+  const std::string subcommand = cuimg::FindArgument(argc, argv, names);
+  if (subcommand.empty()) {
+    std::printf("%s\nflags:\n%s", kUsage, cuimg::DescribeFlagsDefinedIn(__FILE__).c_str());
+    return 0;
+  }
+  for (const auto& [name, flags] : SubcommandFlags()) {
+    if (name != subcommand) continue;
+    std::printf("usage: cuimg %s [flags]\n\n%s flags:\n%s",
+                name == "mesh" ? "mesh torus" : name.c_str(), name.c_str(),
+                cuimg::DescribeFlags(flags).c_str());
+    if (name != "mesh") {
+      std::printf("\nconnection flags:\n%s", cuimg::DescribeFlags(kConnectionFlags).c_str());
+    }
+  }
+  return 0;
+}
 
 // Each RPC's parameters, shared by its subcommand and `load --rpc`.
 cuimg::GradientCommand GradientFlags() {
@@ -207,6 +288,7 @@ cuimg::DeformCommand DeformFlags() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (const int code = HandleUsage(argc, argv); code >= 0) return code;
   absl::SetProgramUsageMessage(kUsage);
   // `cuimg load`'s threads would otherwise queue on one global spinlock in every gRPC lock.
   cuimg::SetLockOrderChecks(false);

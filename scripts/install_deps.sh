@@ -26,13 +26,21 @@ test_pkgs=(
   # Over-the-wire tests and the Python client.
   python3 python3-grpcio python3-protobuf python3-numpy python3-scipy python3-pydicom
   python3-matplotlib
-  # Metrics checks (promtool + a real Prometheus server in CI); deployment YAML checks.
-  prometheus yamllint python3-yaml
+  # Metrics checks (promtool + a real Prometheus server in CI); deployment YAML checks; a venv
+  # for kubernetes-validate (scripts/install_deploy_tools.sh).
+  prometheus yamllint python3-yaml python3-venv
   # Throwaway certificates for the TLS tests.
   openssl
   # libFuzzer targets and sanitizer builds (clang's runtimes; llvm-symbolizer for reports).
   clang libclang-rt-dev llvm
 )
+
+# `kubectl kustomize` renders the Kubernetes overlays (tests/e2e/test_deploy.py). Debian's
+# kubernetes-client (1.20, kustomize v2.0) unless some kubectl is already installed: another
+# package's /usr/bin/kubectl (Kubernetes' or Google Cloud's) would conflict with it.
+if [ "$mode" = test ] && ! command -v kubectl > /dev/null; then
+  test_pkgs+=(kubernetes-client)
+fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

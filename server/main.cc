@@ -1,4 +1,4 @@
-// cuimg-server: flags, start-up summary, and graceful shutdown on SIGTERM/SIGINT.
+// cuimg-server: flags, start-up summary, and graceful shutdown on SIGTERM/SIGINT/SIGHUP.
 #include <pthread.h>
 #include <signal.h>
 
@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "server/backend.h"
+#include "server/command_line.h"
 #include "server/grpc_server.h"
 #include "server/lock_order_checks.h"
 #include "server/log.h"
@@ -33,7 +34,11 @@ ABSL_FLAG(std::string, listen_address, "0.0.0.0:50051",
 ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9464",
           "Prometheus /metrics address (host:port); empty disables it.");
 ABSL_FLAG(std::string, backend, "auto",
-          "auto (CUDA when a usable GPU exists, else CPU), cuda, or cpu.");
+          "auto (CUDA when a usable GPU exists, else CPU, with a warning and "
+          "cuimg_backend_info{backend=\"cpu\"}), cuda, or cpu.");
+ABSL_FLAG(bool, require_gpu, false,
+          "Exit 1 at start-up instead of serving on the CPU backend when --backend=auto finds no "
+          "usable GPU (a GPU node whose driver is missing).");
 ABSL_FLAG(int, worker_threads, 4, "Threads executing requests.");
 ABSL_FLAG(int, worker_spin_us, 0,
           "Microseconds an idle worker polls for the next request before sleeping (one worker "
@@ -132,7 +137,7 @@ ABSL_FLAG(std::string, health_listen_address, "",
           "Plaintext address serving only grpc.health.v1 (and reflection), for probes that cannot "
           "do TLS; empty disables it.");
 ABSL_FLAG(int, shutdown_grace_seconds, 30,
-          "On SIGTERM/SIGINT, seconds in-flight requests get to finish.");
+          "On SIGTERM/SIGINT/SIGHUP, seconds in-flight requests get to finish.");
 ABSL_FLAG(std::string, models_dir, "",
           "Directory of detector models (*.hogsvm) for DetectPedestrians, loaded at start-up; a "
           "file that does not parse stops the server. Empty: the first of "
@@ -211,10 +216,37 @@ std::string ModelsDir(const std::string& flag) {
   return "";
 }
 
+constexpr char kUsage[] =
+    "cuimg-server: GPU image processing over gRPC.\n"
+    "usage: cuimg-server [--flag=value ...] [--flagfile=FILE]\n"
+    "signals: SIGTERM, SIGINT and SIGHUP drain in-flight requests (--shutdown_grace_seconds), "
+    "then exit 0\n";
+
+// --help, --helpfull, --version: print to stdout and exit 0 (the exit code), else -1.
+int HandleUsage(int argc, char** argv) {
+  switch (cuimg::FindUsageRequest(argc, argv)) {
+    case cuimg::UsageRequest::kNone:
+      return -1;
+    case cuimg::UsageRequest::kHelp:
+      std::printf("%s\nflags:\n%s\n--helpfull adds Abseil's own flags (--flagfile, ...); "
+                  "--version the build.\n",
+                  kUsage, cuimg::DescribeFlagsDefinedIn(__FILE__).c_str());
+      return 0;
+    case cuimg::UsageRequest::kHelpFull:
+      std::printf("%s%s", kUsage, cuimg::DescribeAllFlags().c_str());
+      return 0;
+    case cuimg::UsageRequest::kVersion:
+      std::printf("%s", cuimg::VersionText("cuimg-server").c_str());
+      return 0;
+  }
+  return -1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("cuimg-server: GPU image processing over gRPC.");
+  if (const int code = HandleUsage(argc, argv); code >= 0) return code;
+  absl::SetProgramUsageMessage(kUsage);
   absl::ParseCommandLine(argc, argv);
 
   cuimg::ServerOptions options;
@@ -298,6 +330,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: --worker_spin_us must be in 0..1000000\n");
     return 2;
   }
+  if (absl::GetFlag(FLAGS_require_gpu) && options.backend == cuimg::BackendKind::kCpu) {
+    std::fprintf(stderr, "usage: --require_gpu contradicts --backend=cpu\n");
+    return 2;
+  }
   if (options.warm_cpus < -1 || (options.warm_cpus != 0 && options.worker_spin_us == 0)) {
     std::fprintf(stderr, "usage: --warm_cpus must be -1 (all), 0 (off) or a CPU count, and "
                          "needs --worker_spin_us > 0 (CPUs stay warm while a worker polls)\n");
@@ -321,6 +357,8 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  // A closed terminal or a supervisor's stop: drained like SIGTERM, not the default instant exit.
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   const int arenas = absl::GetFlag(FLAGS_malloc_arena_max);
@@ -340,6 +378,17 @@ int main(int argc, char** argv) {
     cuimg::Log(cuimg::LogLevel::kError, "event=startup_failed message=\"",
                backend.status().ToString(), "\"");
     return 1;
+  }
+  if ((*backend)->name() == "cpu" && options.backend == cuimg::BackendKind::kAuto) {
+    if (absl::GetFlag(FLAGS_require_gpu)) {
+      cuimg::Log(cuimg::LogLevel::kError, "event=startup_failed message=\"--require_gpu: no usable "
+                 "CUDA GPU (driver or device missing); refusing to serve on the CPU backend\"");
+      return 1;
+    }
+    // Health still says SERVING (the server works, slowly); the metric lets an alert say why.
+    cuimg::Log(cuimg::LogLevel::kWarning, "event=cpu_fallback message=\"--backend=auto found no "
+               "usable CUDA GPU; serving on the CPU backend (cuimg_backend_info{backend=cpu}); "
+               "--require_gpu refuses instead\"");
   }
   const std::string description = (*backend)->Describe();
   absl::StatusOr<std::unique_ptr<cuimg::CuimgServer>> server =
