@@ -149,6 +149,8 @@ struct LoadCommand {
   // The server's Prometheus endpoint (host:port), read once for the report's context (version,
   // backend); empty: the --target host at the server's default port; "none": not read.
   std::string server_metrics;
+  // This client's --version text, for the report's context.
+  std::string client_build;
 };
 // Exit 0 when every measured call succeeded, 1 otherwise (the failures are explained on stdout:
 // codes and messages), 2 for a usage error.

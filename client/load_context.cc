@@ -10,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
@@ -158,7 +159,8 @@ absl::StatusOr<std::map<std::string, std::string>> ServerBuildInfo(const std::st
   return absl::NotFoundError(absl::StrCat(endpoint, ": no cuimg_build_info metric"));
 }
 
-nlohmann::ordered_json LoadContext(std::time_t started, const std::string& metrics_endpoint,
+nlohmann::ordered_json LoadContext(std::time_t started, const std::string& client_build,
+                                   const std::string& metrics_endpoint,
                                    const absl::StatusOr<std::map<std::string, std::string>>& build,
                                    const LoadSummary& summary) {
   nlohmann::ordered_json context;
@@ -169,6 +171,8 @@ nlohmann::ordered_json LoadContext(std::time_t started, const std::string& metri
   context["date_utc"] = date;
   char host[256] = {};
   context["client_host"] = gethostname(host, sizeof(host) - 1) == 0 ? host : "unknown";
+  context["client"] = absl::StrJoin(
+      absl::StrSplit(client_build, '\n', absl::SkipWhitespace()), ", ");
   nlohmann::ordered_json server = {{"metrics", metrics_endpoint.empty() ? "none" : metrics_endpoint},
                                    {"version", "unknown"},
                                    {"commit", "unknown"},

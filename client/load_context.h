@@ -25,10 +25,12 @@ std::string MetricsEndpoint(const std::string& flag, const std::string& target);
 absl::StatusOr<std::map<std::string, std::string>> ServerBuildInfo(const std::string& endpoint,
                                                                    double timeout_s);
 
-// The run's context: {"date_utc" (of `started`), "client_host", "server": {"metrics",
-// "version", "commit", "backend", and any other build label; "unknown" for what the server did
-// not say, with "note" saying why}, "devices": the device ids the OK calls' trailers named}.
-nlohmann::ordered_json LoadContext(std::time_t started, const std::string& metrics_endpoint,
+// The run's context: {"date_utc" (of `started`), "client_host", "client" (`client_build`, the
+// client's --version text, its lines joined by ", "), "server": {"metrics", "version", "commit",
+// "backend", and any other build label; "unknown" for what the server did not say, with "note"
+// saying why}, "devices": the device ids the OK calls' trailers named}.
+nlohmann::ordered_json LoadContext(std::time_t started, const std::string& client_build,
+                                   const std::string& metrics_endpoint,
                                    const absl::StatusOr<std::map<std::string, std::string>>& build,
                                    const LoadSummary& summary);
 

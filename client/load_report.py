@@ -208,6 +208,7 @@ def windows_table(summary):
 def context_rows(context):
     server = context["server"]
     rows = [("date (UTC)", context["date_utc"]), ("client host", context["client_host"]),
+            ("client", context["client"]),
             ("server version", server["version"]), ("server commit", server["commit"]),
             ("backend", server["backend"]),
             ("devices (from trailers)", ", ".join(map(str, context["devices"])) or "unknown"),

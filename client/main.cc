@@ -208,7 +208,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& SubcommandF
        Join({{"rpc", "steps"}, kGradientFlags, kPyramidFlags, kDetectFlags, kDeformFlags,
              {"n", "m", "image_size", "pixel_type", "input", "concurrency", "rate", "duration",
               "requests", "warmup", "channels", "json", "json_out", "csv", "report", "progress",
-              "shm"}})},
+              "shm", "video", "every", "max_frames", "server_metrics"}})},
   };
   return *table;
 }
@@ -402,6 +402,7 @@ int main(int argc, char** argv) {
     command.every = absl::GetFlag(FLAGS_every);
     command.max_frames = absl::GetFlag(FLAGS_max_frames);
     command.server_metrics = absl::GetFlag(FLAGS_server_metrics);
+    command.client_build = cuimg::VersionText("cuimg");
     command.concurrency = absl::GetFlag(FLAGS_concurrency);
     command.rate = absl::GetFlag(FLAGS_rate);
     command.duration_s = absl::GetFlag(FLAGS_duration);

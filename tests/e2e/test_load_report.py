@@ -115,6 +115,8 @@ class LoadReport(unittest.TestCase):
         age = datetime.datetime.utcnow() - date
         self.assertTrue(datetime.timedelta(0) <= age < datetime.timedelta(minutes=5), age)
         self.assertEqual(context["client_host"], socket.gethostname())
+        version = subprocess.run([CLIENT, "--version"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(context["client"], ", ".join(version.stdout.splitlines()))
         build = self.build_info()
         self.assertEqual(context["server"]["version"], build["version"])
         self.assertEqual(context["server"]["backend"], "cpu")
