@@ -146,7 +146,8 @@ int RunLoad(const ConnectionOptions& connection, const LoadCommand& c) {
   }
   const double seconds = c.requests > 0 ? std::max(run.measured_seconds, 1e-9) : c.duration_s;
   const LoadSummary summary = Summarize(run.records, c.warmup_s, seconds);
-  const nlohmann::ordered_json context = LoadContext(started, c.client_build, metrics, build, summary);
+  const nlohmann::ordered_json context =
+      LoadContext(started, c.client_build, metrics, build, summary);
   const std::string json = SummaryJson(summary, ConfigJson(connection, c, **rpc), context).dump();
   if (!c.json_out.empty()) std::ofstream(c.json_out) << json << "\n";
   const std::string csv = RecordsCsv(run.records);

@@ -173,10 +173,11 @@ nlohmann::ordered_json LoadContext(std::time_t started, const std::string& clien
   context["client_host"] = gethostname(host, sizeof(host) - 1) == 0 ? host : "unknown";
   context["client"] = absl::StrJoin(
       absl::StrSplit(client_build, '\n', absl::SkipWhitespace()), ", ");
-  nlohmann::ordered_json server = {{"metrics", metrics_endpoint.empty() ? "none" : metrics_endpoint},
-                                   {"version", "unknown"},
-                                   {"commit", "unknown"},
-                                   {"backend", "unknown"}};
+  nlohmann::ordered_json server = {
+      {"metrics", metrics_endpoint.empty() ? "none" : metrics_endpoint},
+      {"version", "unknown"},
+      {"commit", "unknown"},
+      {"backend", "unknown"}};
   if (build.ok()) {
     for (const auto& [key, value] : *build) server[key] = value;
     if (!build->count("commit")) server["note"] = "the server does not export its commit";

@@ -114,7 +114,9 @@ absl::StatusOr<std::vector<std::string>> FolderImages(const std::string& path) {
       paths.push_back(e.path().string());
     }
   }
-  if (error) return absl::InvalidArgumentError(absl::StrCat("--input: ", path, ": ", error.message()));
+  if (error) {
+    return absl::InvalidArgumentError(absl::StrCat("--input: ", path, ": ", error.message()));
+  }
   std::sort(paths.begin(), paths.end());
   return paths;
 }
@@ -140,7 +142,9 @@ absl::StatusOr<std::vector<Source>> VideoSources(const LoadCommand& c) {
     if (!more) break;
     if (index % c.every == 0) out.push_back(std::move(frame));
   }
-  if (out.empty()) return absl::InvalidArgumentError(absl::StrCat("--video: ", c.video, ": no frames"));
+  if (out.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--video: ", c.video, ": no frames"));
+  }
   return out;
 }
 
@@ -199,8 +203,8 @@ std::string SizeName(const Extent& e) {
                      : absl::StrFormat("%dx%d", e.width, e.height);
 }
 
-// The images' source: the file, folder or video (and how many images), their size (a range
-// when they differ) and type.
+// The images' source: the file, folder or video (and how many images), their sizes (each
+// distinct one, sorted) and type.
 void DescribeImages(const LoadCommand& c, const std::vector<Source>& sources,
                     LoadRpc::Payload* payload) {
   if (!c.video.empty()) {
