@@ -8,6 +8,7 @@
 #include <exception>
 
 #include "absl/strings/str_cat.h"
+#include "server/call_scope.h"
 #include "server/log.h"
 #include "server/transport_security.h"
 #include "server/transport_settings.h"
@@ -94,9 +95,14 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
 
 void CuimgServer::MonitorHealth(int poll_ms) {
   bool serving = true;
+  auto next_report = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(monitor_mu_);
   while (!monitor_cv_.wait_for(lock, std::chrono::milliseconds(poll_ms),
                                [this] { return monitor_stop_; })) {
+    if (std::chrono::steady_clock::now() >= next_report) {
+      ReportSuppressedRequestLines();
+      next_report = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    }
     bool any_healthy = false;
     std::string reasons;
     for (const DeviceStatus& d : backend_->Devices()) {
@@ -106,10 +112,10 @@ void CuimgServer::MonitorHealth(int poll_ms) {
     if (any_healthy != serving) {
       serving = any_healthy;
       SetServing(serving);
-      Log(serving ? LogLevel::kInfo : LogLevel::kError, "event=health serving=", serving,
-          " unhealthy=\"", reasons, "\"");
+      LogEvent(serving ? LogLevel::kInfo : LogLevel::kError, "health",
+               {{"serving", serving}, {"unhealthy", reasons}});
     } else if (!reasons.empty()) {
-      Log(LogLevel::kDebug, "event=device_unhealthy devices=\"", reasons, "\"");
+      LogEvent(LogLevel::kDebug, "device_unhealthy", {{"devices", reasons}});
     }
   }
 }
@@ -149,6 +155,7 @@ void CuimgServer::Shutdown(absl::Duration grace) {
     health_server_->Wait();
   }
   if (queue_ != nullptr) queue_->Shutdown();
+  ReportSuppressedRequestLines();  // the last calls' counts
 }
 
 }  // namespace cuimg

@@ -58,7 +58,7 @@ class CuimgServer {
  private:
   CuimgServer() = default;
   // Re-evaluates device health every health_poll_ms: the services are SERVING while at least one
-  // device is healthy.
+  // device is healthy. Also reports the request lines left out (call_scope.h) once a second.
   void MonitorHealth(int poll_ms);
   void StopMonitor();
   // Both the "" and cuimg.v1.Imaging statuses, on the main and the plaintext health servers.
