@@ -14,6 +14,15 @@
 #include "server/transport_settings.h"
 
 namespace cuimg {
+namespace {
+
+// gRPC sets SO_REUSEPORT by default: a second server on the same port would bind and take half of
+// the new connections. Without it the second one fails to start instead.
+void BindExclusively(grpc::ServerBuilder& builder) {
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOptions& options,
                                                                 std::unique_ptr<Backend> backend) {
@@ -37,7 +46,9 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
       server->exposer_ = std::make_unique<prometheus::Exposer>(options.metrics_address, 2);
     } catch (const std::exception& e) {
       return absl::UnavailableError(
-          absl::StrCat("metrics_address ", options.metrics_address, ": ", e.what()));
+          absl::StrCat("metrics_address ", options.metrics_address,
+                       ": could not bind (address in use or not local; prometheus-cpp: ", e.what(),
+                       ")"));
     }
     server->exposer_->RegisterCollectable(server->registry_);
     const std::vector<int> ports = server->exposer_->GetListeningPorts();
@@ -65,6 +76,7 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, security->credentials, &server->grpc_port_);
+  BindExclusively(builder);
   ApplyTransportSettings(
       TransportSettings{options.max_receive_message_bytes, options.http2_lookahead_bytes},
       &builder);
@@ -72,19 +84,21 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->grpc_port_ == 0) {
     return absl::UnavailableError(
-        absl::StrCat("listen_address ", options.listen_address, ": could not bind"));
+        absl::StrCat("listen_address ", options.listen_address,
+                     ": could not bind (address in use or not local)"));
   }
   if (!options.security.health_listen_address.empty()) {
     // No services of its own: gRPC adds the default health service (and reflection) to it.
     grpc::ServerBuilder health_builder;
     health_builder.AddListeningPort(options.security.health_listen_address,
                                     grpc::InsecureServerCredentials(), &server->health_port_);
+    BindExclusively(health_builder);
     health_builder.SetMaxReceiveMessageSize(4096);
     server->health_server_ = health_builder.BuildAndStart();
     if (server->health_server_ == nullptr || server->health_port_ == 0) {
       return absl::UnavailableError(absl::StrCat("health_listen_address ",
                                                  options.security.health_listen_address,
-                                                 ": could not bind"));
+                                                 ": could not bind (address in use or not local)"));
     }
   }
   server->SetServing(true);
