@@ -413,7 +413,8 @@ absl::Status ImagingService::RunDetect(const DetectJob& job,
                                        CallScope& call, v1::DetectPedestriansResponse* response) {
   const HogModel* model = models_->Find(job.model);
   if (model == nullptr) {
-    return absl::NotFoundError(absl::StrCat("model: ", QuoteClientValue(job.model), " is not loaded"));
+    return absl::NotFoundError(
+        absl::StrCat("model: ", QuoteClientValue(job.model), " is not loaded"));
   }
   DetectSpec spec = job.spec;
   if (job.gamma_from_model) spec.gamma_correction = model->gamma_correction;

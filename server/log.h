@@ -27,8 +27,9 @@ inline constexpr std::size_t kMaxLogLineBytes = 8192;
 // Lines below this level are dropped. Set once at start-up (main), before threads start.
 void SetLogLevel(LogLevel level);
 bool LogEnabled(LogLevel level);
-// Writes "ts=... level=... " + message. Bytes outside printable ASCII become \xNN and a message
-// over kMaxLogLineBytes is cut: a defence for callers of Log; LogEvent's lines pass unchanged.
+// Writes "ts=... level=... " + message. Bytes outside printable ASCII are escaped (\n, \xNN, as
+// untrusted_text.h) and a message over kMaxLogLineBytes is cut: a defence for callers of Log;
+// LogEvent's lines pass unchanged.
 void LogLine(LogLevel level, absl::string_view message);
 
 // key=value for LogEvent. The key is the server's own (letters, digits, '_'); the value may be

@@ -89,7 +89,8 @@ absl::StatusOr<std::shared_ptr<const StoredImage>> ResidentStore::Get(absl::stri
   std::lock_guard<std::mutex> lock(mu_);
   CUIMG_ASSIGN_OR_RETURN(Entry * entry, FindLocked(identity, handle));
   if (entry->image == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(QuoteClientValue(handle), " is a mesh, not an image"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(QuoteClientValue(handle), " is a mesh, not an image"));
   }
   return entry->image;
 }
@@ -99,7 +100,8 @@ absl::StatusOr<std::shared_ptr<const BackendMesh>> ResidentStore::GetMesh(
   std::lock_guard<std::mutex> lock(mu_);
   CUIMG_ASSIGN_OR_RETURN(Entry * entry, FindLocked(identity, handle));
   if (entry->mesh == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(QuoteClientValue(handle), " is an image, not a mesh"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(QuoteClientValue(handle), " is an image, not a mesh"));
   }
   return entry->mesh;
 }
