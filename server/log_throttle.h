@@ -24,8 +24,8 @@ class LogThrottle {
   // lines_per_second > 0, burst >= 1.
   LogThrottle(double lines_per_second, double burst);
 
-  // True when a line for `key` may be written at `now`; false counts it as suppressed. `now`
-  // never goes backwards for a key (an earlier time refills nothing).
+  // True when a line for `key` may be written at `now`; false counts it as suppressed. A `now`
+  // earlier than the key's last one refills nothing (threads may pass their times out of order).
   bool Admit(absl::string_view key, absl::Time now);
 
   // The keys that had lines suppressed since the last call, with how many, in key order; their
