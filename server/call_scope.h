@@ -38,7 +38,9 @@ class CallScope {
   // CANCELLED or DEADLINE_EXCEEDED when the client is gone or out of time; checked before and
   // between stages so no device work is done for a dead request.
   absl::Status CheckAlive() const;
-  // Records metrics and the timing trailer; returns the status to finish the RPC with.
+  // Records metrics and the timing trailer and logs the request line (every refusal counts in
+  // the metrics; their lines are rate-limited per RPC and code, see
+  // ReportSuppressedRequestLines); returns the status to finish the RPC with.
   grpc::Status Complete(const absl::Status& status);
 
  private:
@@ -51,6 +53,16 @@ class CallScope {
   DetachedResults* detached_results_ = nullptr;
   bool completed_ = false;
 };
+
+// Request lines of failed calls are at most kRequestLineBurst at once, then
+// kRequestLinesPerSecond, per (RPC, code): any client can cause them at will.
+inline constexpr double kRequestLinesPerSecond = 5;
+inline constexpr double kRequestLineBurst = 10;
+
+// One line per (RPC, code) whose request lines were left out since the last call:
+// "event=request_lines_suppressed rpc=... code=... lines=N". The server calls it every second and
+// once more when it stops.
+void ReportSuppressedRequestLines();
 
 }  // namespace cuimg
 

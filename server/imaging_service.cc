@@ -9,6 +9,7 @@
 #include "server/call_messages.h"
 #include "server/image_input.h"
 #include "server/proto_conversion.h"
+#include "server/untrusted_text.h"
 #include "server/wire_pixels.h"
 
 namespace cuimg {
@@ -220,8 +221,8 @@ grpc::ServerUnaryReactor* ImagingService::DetectPedestrians(grpc::CallbackServer
                          DetachedPixels pixels) -> absl::StatusOr<DetectJob> {
     const std::string model = r.model().empty() ? kDefaultDetectorModel : r.model();
     if (models_->Find(model) == nullptr) {
-      return absl::NotFoundError(absl::StrCat("model: '", model.substr(0, 128),
-                                              "' is not loaded (loaded: ", models_->Names(), ")"));
+      return absl::NotFoundError(absl::StrCat("model: ", QuoteClientValue(model),
+                                              " is not loaded (loaded: ", models_->Names(), ")"));
     }
     return ValidateDetectRequest(r, limits, pixels);
   };
@@ -412,7 +413,8 @@ absl::Status ImagingService::RunDetect(const DetectJob& job,
                                        CallScope& call, v1::DetectPedestriansResponse* response) {
   const HogModel* model = models_->Find(job.model);
   if (model == nullptr) {
-    return absl::NotFoundError(absl::StrCat("model: '", job.model, "' is not loaded"));
+    return absl::NotFoundError(
+        absl::StrCat("model: ", QuoteClientValue(job.model), " is not loaded"));
   }
   DetectSpec spec = job.spec;
   if (job.gamma_from_model) spec.gamma_correction = model->gamma_correction;

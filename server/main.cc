@@ -375,8 +375,8 @@ int main(int argc, char** argv) {
   const cuimg::MallocTrimmer trimmer{std::chrono::milliseconds(trim_ms)};
   absl::StatusOr<std::unique_ptr<cuimg::Backend>> backend = cuimg::CreateBackend(options);
   if (!backend.ok()) {
-    cuimg::Log(cuimg::LogLevel::kError, "event=startup_failed message=\"",
-               backend.status().ToString(), "\"");
+    cuimg::LogEvent(cuimg::LogLevel::kError, "startup_failed",
+                    {{"message", backend.status().ToString()}});
     return 1;
   }
   if ((*backend)->name() == "cpu" && options.backend == cuimg::BackendKind::kAuto) {
@@ -394,8 +394,8 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<cuimg::CuimgServer>> server =
       cuimg::CuimgServer::Start(options, *std::move(backend));
   if (!server.ok()) {
-    cuimg::Log(cuimg::LogLevel::kError, "event=startup_failed message=\"",
-               server.status().ToString(), "\"");
+    cuimg::LogEvent(cuimg::LogLevel::kError, "startup_failed",
+                    {{"message", server.status().ToString()}});
     return 1;
   }
   cuimg::Log(cuimg::LogLevel::kInfo, "event=startup version=", cuimg::kVersion, " ", description,

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cuimg/common/status_macros.h"
+#include "server/untrusted_text.h"
 
 namespace cuimg {
 
@@ -75,8 +76,8 @@ absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::
   std::lock_guard<std::mutex> lock(mu_);
   const Entry* e = FindLocked(identity, handle);
   if (e == nullptr) {
-    return absl::NotFoundError(absl::StrCat("no shared-memory region '", handle.substr(0, 128),
-                                            "' registered by this caller"));
+    return absl::NotFoundError(absl::StrCat("no shared-memory region ", QuoteClientValue(handle),
+                                            " registered by this caller"));
   }
   return e->region;
 }
@@ -86,8 +87,8 @@ absl::Status SharedMemoryRegistry::Unregister(absl::string_view identity,
   std::shared_ptr<const SharedMemoryRegion> last;  // unmapped outside the lock, if last
   std::lock_guard<std::mutex> lock(mu_);
   if (FindLocked(identity, handle) == nullptr) {
-    return absl::NotFoundError(absl::StrCat("no shared-memory region '", handle.substr(0, 128),
-                                            "' registered by this caller"));
+    return absl::NotFoundError(absl::StrCat("no shared-memory region ", QuoteClientValue(handle),
+                                            " registered by this caller"));
   }
   auto it = entries_.find(handle);
   last = std::move(it->second.region);
