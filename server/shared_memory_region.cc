@@ -106,12 +106,14 @@ absl::StatusOr<std::uint8_t*> SharedMemoryRegion::Span(std::uint64_t offset, std
 absl::Status SharedMemoryRegion::CheckIntact(absl::string_view field) const {
   if (!shrunk_.load(std::memory_order_acquire)) {
     struct stat st {};
-    const bool shrunk = guard_->faulted() || fstat(fd_, &st) != 0 ||
+    const bool faulted = guard_->faulted();
+    const bool shrunk = faulted || fstat(fd_, &st) != 0 ||
                         static_cast<std::uint64_t>(st.st_size) < size_;
     if (!shrunk) return absl::OkStatus();
+    // faulted: the server touched the missing pages and the guard swapped in zero pages.
     if (!shrunk_.exchange(true)) {
       Log(LogLevel::kWarning, "event=shared_memory_shrunk key=\"", key_, "\" registered_bytes=",
-          size_, " (refused until unregistered)");
+          size_, " faulted=", faulted ? "true" : "false", " (refused until unregistered)");
     }
   }
   return absl::FailedPreconditionError(
