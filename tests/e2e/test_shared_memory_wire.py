@@ -299,14 +299,19 @@ def dilations(iterations):
 
 def slow_steps(stub, array, seconds):
     """Dilations that keep the server busy about `seconds` on `array` between reading it and
-    writing the result: one iteration timed here, inline, sets the count (machines differ)."""
-    request = morphology_pb2.MorphologyRequest(
-        input=types_pb2.ImageSource(image=shape_proto(array, types_pb2.PIXEL_TYPE_U8, True)),
-        steps=dilations(1))
-    started = time.monotonic()
-    stub.Morphology(request, timeout=120)
-    once = max(time.monotonic() - started, 1e-4)
-    return dilations(max(1, int(seconds / once) + 1))
+    writing the result, timed here inline (machines differ): the count grows until a run is long
+    enough to time, then scales."""
+    iterations = 1
+    while True:
+        request = morphology_pb2.MorphologyRequest(
+            input=types_pb2.ImageSource(image=shape_proto(array, types_pb2.PIXEL_TYPE_U8, True)),
+            steps=dilations(iterations))
+        started = time.monotonic()
+        stub.Morphology(request, timeout=120)
+        took = time.monotonic() - started
+        if took >= 0.25 or iterations >= 64000:
+            return dilations(min(64000, int(iterations * seconds / took) + 1))
+        iterations *= 4
 
 
 class SharedMemoryShrunkUnderTheServer(unittest.TestCase):

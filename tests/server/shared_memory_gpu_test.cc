@@ -68,14 +68,22 @@ TEST(SharedMemoryGpu, TruncatingAPageLockedRegionMidRequestFailsTheRequestNotThe
   request.mutable_input()->mutable_shared_memory()->set_region(registered.region().handle());
   request.mutable_output()->mutable_shared_memory()->set_region(registered.region().handle());
   request.mutable_output()->mutable_shared_memory()->set_offset(bytes);
-  // Enough work for about 2 s, from one timed iteration (devices differ).
-  v1::MorphologyRequest once = request;
-  AddDilations(1, &once);
-  const auto t0 = std::chrono::steady_clock::now();
-  ASSERT_TRUE(Call(server, once).ok());
-  const double once_s =
-      std::max(1e-4, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  AddDilations(static_cast<std::uint32_t>(std::min(64000.0, 2.0 / once_s) + 1), &request);
+  // Enough work for about 2 s, timed here (devices differ): the count grows until a run is long
+  // enough to time, then scales.
+  std::uint32_t iterations = 1;
+  for (;;) {
+    v1::MorphologyRequest timed = request;
+    AddDilations(iterations, &timed);
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(Call(server, timed).ok());
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (took >= 0.25 || iterations >= 64000) {
+      AddDilations(static_cast<std::uint32_t>(std::min(64000.0, iterations * 2.0 / took) + 1),
+                   &request);
+      break;
+    }
+    iterations *= 4;
+  }
 
   // Act: truncate the object while the request runs.
   std::future<grpc::Status> call =
