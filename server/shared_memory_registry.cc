@@ -81,8 +81,8 @@ absl::StatusOr<SharedMemoryInfo> SharedMemoryRegistry::Register(absl::string_vie
                          SharedMemoryRegion::Map(key, byte_size, backend_));
   std::lock_guard<std::mutex> lock(mu_);
   CUIMG_RETURN_IF_ERROR(check_caps());
-  // Once at a time: two regions of one object would defeat the input/output overlap check, and a
-  // second name for an object (a hard link) must not reach it past its owner's prefix.
+  // Once at a time, by device and inode: while registered, an object is its registrant's alone,
+  // whatever other name (a hard link) it is given.
   for (const auto& [handle, e] : entries_) {
     if (e.region->object() == region->object()) {
       return absl::AlreadyExistsError(absl::StrCat(
