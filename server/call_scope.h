@@ -41,8 +41,8 @@ class CallScope {
   // the call ends. Added where requests find their regions (image_input.h's FindRegion).
   void UseRegion(std::shared_ptr<const SharedMemoryRegion> region, std::string field);
   // FAILED_PRECONDITION naming the field and key when a region the call used was shrunk by its
-  // client (SharedMemoryRegion::CheckIntact); checked once the call's work is done, since its
-  // reads and writes then went to zero pages, not the client's.
+  // client (SharedMemoryRegion::CheckIntact); checked once the call's work is done (by
+  // ImagingService::Serve), since its reads and writes may then have missed the client's pages.
   absl::Status CheckSharedMemory() const;
   // Marks the end of queueing (the request starts executing).
   void MarkStarted();

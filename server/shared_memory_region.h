@@ -5,13 +5,13 @@
 #ifndef CUIMG_SERVER_SHARED_MEMORY_REGION_H_
 #define CUIMG_SERVER_SHARED_MEMORY_REGION_H_
 
+#include <sys/types.h>
+
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <atomic>
 #include <memory>
 #include <string>
-
-#include <sys/types.h>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
