@@ -113,12 +113,14 @@ int RunLoad(const ConnectionOptions& connection, const LoadCommand& c) {
       -> absl::StatusOr<std::vector<v1::MorphologyRequest>> {
     shm_failed = true;  // a failure from here on is the server's or the host's, not usage
     const std::string& pixels = request.input().image().data();
+    admin = v1::Imaging::NewStub(MakeChannel(connection, 0));
+    absl::StatusOr<std::string> prefix = KeyPrefix(*admin, connection);
+    if (!prefix.ok()) return prefix.status();
     absl::StatusOr<std::unique_ptr<SharedMemoryObject>> object =
-        SharedMemoryObject::Create(pixels.size() * (1 + c.concurrency), "load");
+        SharedMemoryObject::Create(pixels.size() * (1 + c.concurrency), "load", *prefix);
     if (!object.ok()) return object.status();
     shm = *std::move(object);
     std::memcpy(shm->data(), pixels.data(), pixels.size());
-    admin = v1::Imaging::NewStub(MakeChannel(connection, 0));
     absl::StatusOr<std::string> handle = RegisterRegion(*admin, connection, *shm);
     if (!handle.ok()) return handle.status();
     region = *handle;

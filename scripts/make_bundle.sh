@@ -23,6 +23,7 @@ binaries=(
   "$build_dir/benchmarks/detect_bench"
   "$build_dir/tests/detect_gpu_test"
   "$build_dir/tests/staged_copy_gpu_test"
+  "$build_dir/tests/shared_memory_gpu_test"
   "$build_dir/benchmarks/staging_bench"
   # OpenCV 4.6's CPU HOG, timed beside detect_bench (the GPU machine's OpenCV 5 has no HOG).
   "$build_dir/benchmarks/opencv_hog_cpu"

@@ -32,6 +32,17 @@ CallScope::~CallScope() {
   if (!completed_) metrics_->AddInflight(rpc_, -1);
 }
 
+void CallScope::UseRegion(std::shared_ptr<const SharedMemoryRegion> region, std::string field) {
+  regions_.emplace_back(std::move(region), std::move(field));
+}
+
+absl::Status CallScope::CheckSharedMemory() const {
+  for (const auto& [region, field] : regions_) {
+    if (absl::Status intact = region->CheckIntact(field); !intact.ok()) return intact;
+  }
+  return absl::OkStatus();
+}
+
 void CallScope::MarkStarted() { times_.queue_us = MicrosSince(start_); }
 
 absl::Status CallScope::CheckAlive() const {

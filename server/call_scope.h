@@ -6,12 +6,16 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 #include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "server/backend.h"
 #include "server/metrics.h"
+#include "server/shared_memory_region.h"
 
 namespace cuimg {
 
@@ -33,6 +37,13 @@ class CallScope {
   // image RPC, null for the others.
   void set_detached_results(DetachedResults* results) { detached_results_ = results; }
   DetachedResults* detached_results() const { return detached_results_; }
+  // A shared-memory region the call reads or writes (named by request field `field`), held until
+  // the call ends. Added where requests find their regions (image_input.h's FindRegion).
+  void UseRegion(std::shared_ptr<const SharedMemoryRegion> region, std::string field);
+  // FAILED_PRECONDITION naming the field and key when a region the call used was shrunk by its
+  // client (SharedMemoryRegion::CheckIntact); checked once the call's work is done (by
+  // ImagingService::Serve), since its reads and writes may then have missed the client's pages.
+  absl::Status CheckSharedMemory() const;
   // Marks the end of queueing (the request starts executing).
   void MarkStarted();
   // CANCELLED or DEADLINE_EXCEEDED when the client is gone or out of time; checked before and
@@ -51,6 +62,7 @@ class CallScope {
   StageTimes times_;
   std::string identity_;
   DetachedResults* detached_results_ = nullptr;
+  std::vector<std::pair<std::shared_ptr<const SharedMemoryRegion>, std::string>> regions_;
   bool completed_ = false;
 };
 

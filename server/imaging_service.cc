@@ -88,7 +88,9 @@ ImagingService::ImagingService(const ServerOptions& options, const AuthPolicy& a
       metrics_(metrics),
       models_(models),
       shared_memory_(options.shared_memory.enabled
-                         ? std::make_unique<SharedMemoryRegistry>(options.shared_memory, backend)
+                         ? std::make_unique<SharedMemoryRegistry>(
+                               options.shared_memory, SharedMemoryKeysFor(options.security),
+                               backend)
                          : nullptr) {}
 
 absl::StatusOr<std::string> ImagingService::Authorize(const grpc::ServerContextBase& ctx,
@@ -174,6 +176,7 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
         absl::Status status = call->CheckAlive();
         if (status.ok()) {
           status = (this->*run)(*shared_job, messages->request(), *call, messages->response());
+          if (status.ok()) status = call->CheckSharedMemory();
           // That copy is this server's share of moving the pixels to the device (StageTimes).
           call->times().h2d_us += messages->pixel_copy_us();
         }
@@ -271,9 +274,8 @@ absl::Status ImagingService::RunMorphology(const MorphologyJob& job,
                                            v1::MorphologyResponse* response) {
   const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
-                         ResolveImage(job.input, request.input(), identity, *store_,
-                                      shared_memory_.get(), options_.limits, decode_threads_.get(),
-                                      &call.times()));
+                         ResolveImage(job.input, request.input(), call, *store_,
+                                      shared_memory_.get(), options_.limits, decode_threads_.get()));
   CUIMG_RETURN_IF_ERROR(CheckMorphologyInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   if (!job.output.shared_memory_region.empty()) {
@@ -291,16 +293,16 @@ absl::Status ImagingService::MorphologyIntoSharedMemory(const MorphologyJob& job
                                                         const ResolvedImage& in, CallScope& call,
                                                         v1::MorphologyResponse* response) {
   CUIMG_ASSIGN_OR_RETURN(std::shared_ptr<const SharedMemoryRegion> region,
-                         FindRegion(shared_memory_.get(), call.identity(),
-                                    job.output.shared_memory_region,
+                         FindRegion(shared_memory_.get(), call, job.output.shared_memory_region,
                                     "output.shared_memory.region"));
   const std::size_t bytes = in.view.Bytes();
   CUIMG_ASSIGN_OR_RETURN(std::uint8_t* data,
                          region->Span(job.output.shared_memory_offset, bytes,
                                       "output.shared_memory.offset"));
-  // The kernels read the input while writing the output: the two must not share bytes.
-  const auto* in_begin = static_cast<const std::uint8_t*>(in.view.data);
-  if (data < in_begin + bytes && in_begin < data + bytes) {
+  // The kernels read the input while writing the output: the two must not share bytes of the
+  // object (wherever it is mapped).
+  if (in.region != nullptr && SharedBytesOverlap(*in.region, job.input.offset, bytes, *region,
+                                                 job.output.shared_memory_offset, bytes)) {
     return absl::InvalidArgumentError(
         "output.shared_memory.offset: the result's bytes overlap the input's");
   }
@@ -317,9 +319,8 @@ absl::Status ImagingService::RunGradient(const GradientJob& job, const v1::Gradi
                                          CallScope& call, v1::GradientResponse* response) {
   const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
-                         ResolveImage(job.input, request.input(), identity, *store_,
-                                      shared_memory_.get(), options_.limits, decode_threads_.get(),
-                                      &call.times()));
+                         ResolveImage(job.input, request.input(), call, *store_,
+                                      shared_memory_.get(), options_.limits, decode_threads_.get()));
   CUIMG_RETURN_IF_ERROR(CheckGradientInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   const Extent& e = in.view.extent;
@@ -358,9 +359,8 @@ absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, const v1::Pyra
   PyramidJob job = job_in;
   const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
-                         ResolveImage(job.input, request.input(), identity, *store_,
-                                      shared_memory_.get(), options_.limits, decode_threads_.get(),
-                                      &call.times()));
+                         ResolveImage(job.input, request.input(), call, *store_,
+                                      shared_memory_.get(), options_.limits, decode_threads_.get()));
   CUIMG_RETURN_IF_ERROR(CheckPyramidInput(in.view, &job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   CUIMG_ASSIGN_OR_RETURN(std::vector<PyramidLevel> levels,
@@ -418,11 +418,9 @@ absl::Status ImagingService::RunDetect(const DetectJob& job,
   }
   DetectSpec spec = job.spec;
   if (job.gamma_from_model) spec.gamma_correction = model->gamma_correction;
-  const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
-                         ResolveImage(job.input, request.input(), identity, *store_,
-                                      shared_memory_.get(), options_.limits, decode_threads_.get(),
-                                      &call.times()));
+                         ResolveImage(job.input, request.input(), call, *store_,
+                                      shared_memory_.get(), options_.limits, decode_threads_.get()));
   CUIMG_RETURN_IF_ERROR(CheckDetectInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   CUIMG_ASSIGN_OR_RETURN(DetectResult result,

@@ -155,8 +155,13 @@ class SharedRegion:
 
     def __init__(self, client, size):
         SharedRegion._count += 1
+        # Where the server tells callers apart, a caller's names must start with its key prefix
+        # ("/<identity>."); the Python name is the key without its leading "/".
+        prefix = client._call("ListSharedMemory",
+                              shared_memory_pb2.ListSharedMemoryRequest()).key_prefix
         self._shm = shared_memory.SharedMemory(
-            name=f"cuimg-py-{os.getpid()}-{SharedRegion._count}", create=True, size=size)
+            name=f"{prefix[1:]}cuimg-py-{os.getpid()}-{SharedRegion._count}", create=True,
+            size=size)
         self._client = client
         self.size = size
         try:
