@@ -7,6 +7,7 @@
 #include <string>
 
 #include "client/connection.h"
+#include "client/dicomweb_staging.h"
 #include "client/lattice_spec.h"
 
 namespace cuimg {
@@ -39,6 +40,9 @@ struct MorphologyCommand {
   // split over up to `volume_streams` streams on their own connections.
   int slab_slices = 0;
   int volume_streams = 4;
+  // input may be a DICOMweb series URL and output a DICOMweb service URL (dicomweb.h): how to
+  // reach the server.
+  DicomwebFlags dicomweb;
 };
 int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& command);
 

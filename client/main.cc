@@ -16,7 +16,8 @@
 // Connection (every subcommand).
 ABSL_FLAG(std::string, target, "localhost:50051",
           "Server address: host:port, dns:///host:port or unix:///path.");
-ABSL_FLAG(double, timeout, 60, "Per-RPC deadline in seconds (0 = none).");
+ABSL_FLAG(double, timeout, 60,
+          "Per-RPC deadline in seconds (0 = none); also each DICOMweb HTTP request's.");
 ABSL_FLAG(std::string, lb_policy, "round_robin",
           "round_robin (spread calls over every address of --target) or pick_first.");
 ABSL_FLAG(int, max_attempts, 4,
@@ -41,7 +42,8 @@ ABSL_FLAG(std::string, service, "", "health: the service to check (\"\" = whole 
 ABSL_FLAG(std::string, input, "",
           "morphology, gradient: input image or volume: .png, .jpg, .tif (multi-page: a volume), "
           ".npy (H,W) or (D,H,W), .nrrd/.nhdr, or a directory holding one DICOM series (sorted "
-          "along the slice normal, rescaled to i16); pyramid: input image (.png, .jpg, .tif); "
+          "along the slice normal, rescaled to i16); morphology also a DICOMweb series, "
+          "dicomweb+http(s)://HOST/BASE/studies/STUDY_UID/series/SERIES_UID; pyramid: input image (.png, .jpg, .tif); "
           "detect: an image or a directory of frames (.png, .jpg, in name order); deform: mesh "
           "file (.obj, .ply, .stl) or torus:N,M; load: the payload of --rpc (an image or volume "
           "as for morphology, a PNG/JPEG for detect sent encoded, a directory of images that calls "
@@ -49,7 +51,8 @@ ABSL_FLAG(std::string, input, "",
           "or the --n x --m torus).");
 ABSL_FLAG(std::string, output, "",
           "morphology: output by extension (.png, .jpg, .tif, .npy, .nrrd), or a new directory for "
-          "a derived DICOM series (DICOM input only); detect: the image with boxes drawn (.png), "
+          "a derived DICOM series (DICOM input only), or dicomweb+http(s)://HOST/BASE to store it "
+          "there with STOW-RS; detect: the image with boxes drawn (.png), "
           "or for frames and --video a directory of them; deform, mesh: output mesh (.obj, .ply, "
           ".stl).");
 ABSL_FLAG(std::string, steps, "",
@@ -152,6 +155,23 @@ ABSL_FLAG(bool, shm, false,
           "load: pass pixels through a POSIX shared-memory object registered with the server "
           "(same host; the server needs --shared_memory): the RPCs carry no pixels.");
 
+// DICOMweb (morphology's --input/--output as dicomweb+http(s):// URLs)
+ABSL_FLAG(std::string, dicomweb_token_file, "",
+          "morphology: file holding a bearer token for the DICOMweb server (sent as "
+          "\"Authorization: Bearer TOKEN\"; https, or http to this machine only).");
+ABSL_FLAG(std::string, dicomweb_user, "",
+          "morphology: DICOMweb basic-authentication user; the password comes from "
+          "--dicomweb_password_file, else the CUIMG_DICOMWEB_PASSWORD environment variable.");
+ABSL_FLAG(std::string, dicomweb_password_file, "",
+          "morphology: file holding the --dicomweb_user password.");
+ABSL_FLAG(std::string, dicomweb_ca_file, "",
+          "morphology: PEM CA bundle the https DICOMweb server's certificate must chain to "
+          "(default: the system's roots).");
+ABSL_FLAG(int, dicomweb_max_instances, 4096,
+          "morphology: refuse a DICOMweb series of more instances than this.");
+ABSL_FLAG(int64_t, dicomweb_max_bytes, int64_t{3} << 30,
+          "morphology: refuse a DICOMweb series of more bytes than this (retrieved or stored).");
+
 namespace {
 
 constexpr char kUsage[] =
@@ -195,7 +215,9 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& SubcommandF
       {"health", {"service"}},
       {"morphology",
        {"input", "output", "steps", "op", "shape", "size", "anchor", "iterations", "border",
-        "border_value", "mask", "nrrd_gzip", "json", "slab_slices", "volume_streams"}},
+        "border_value", "mask", "nrrd_gzip", "json", "slab_slices", "volume_streams",
+        "dicomweb_token_file", "dicomweb_user", "dicomweb_password_file", "dicomweb_ca_file",
+        "dicomweb_max_instances", "dicomweb_max_bytes"}},
       {"gradient",
        Join({kGradientFlags,
              {"input", "output_prefix", "format", "nrrd_gzip", "slab_slices", "volume_streams"}})},
@@ -344,6 +366,21 @@ int main(int argc, char** argv) {
     command.json = absl::GetFlag(FLAGS_json);
     command.slab_slices = absl::GetFlag(FLAGS_slab_slices);
     command.volume_streams = absl::GetFlag(FLAGS_volume_streams);
+    command.dicomweb.token_file = absl::GetFlag(FLAGS_dicomweb_token_file);
+    command.dicomweb.user = absl::GetFlag(FLAGS_dicomweb_user);
+    command.dicomweb.password_file = absl::GetFlag(FLAGS_dicomweb_password_file);
+    command.dicomweb.ca_file = absl::GetFlag(FLAGS_dicomweb_ca_file);
+    command.dicomweb.timeout_seconds = absl::GetFlag(FLAGS_timeout);  // per HTTP request
+    if (absl::GetFlag(FLAGS_dicomweb_max_instances) < 1 ||
+        absl::GetFlag(FLAGS_dicomweb_max_bytes) < 1) {
+      std::fprintf(stderr,
+                   "usage: --dicomweb_max_instances and --dicomweb_max_bytes must be >= 1\n");
+      return cuimg::kExitUsage;
+    }
+    command.dicomweb.max_instances =
+        static_cast<std::size_t>(absl::GetFlag(FLAGS_dicomweb_max_instances));
+    command.dicomweb.max_bytes =
+        static_cast<std::uint64_t>(absl::GetFlag(FLAGS_dicomweb_max_bytes));
     return cuimg::RunMorphology(connection, command);
   }
   if (subcommand == "gradient") {

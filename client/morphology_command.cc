@@ -1,5 +1,5 @@
 // `cuimg morphology`: reads an image or volume (PNG, JPEG, TIFF, .npy, NRRD, a DICOM series
-// directory), sends it (each channel of a colour image separately: Morphology works on one
+// directory or DICOMweb series), sends it (each channel of a colour image separately: Morphology works on one
 // channel, as OpenCV applies it per channel), writes the result in the format --output names.
 #include <chrono>
 #include <cstdio>
@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/commands.h"
+#include "client/dicomweb_staging.h"
 #include "client/io/image_file.h"
 #include "client/io/volume_file.h"
 #include "client/request_building.h"
@@ -140,9 +141,7 @@ int RunStreamed(const ConnectionOptions& connection,
   return kExitOk;
 }
 
-}  // namespace
-
-int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& command) {
+int RunMorphologyOnFiles(const ConnectionOptions& connection, const MorphologyCommand& command) {
   if (command.input.empty() || command.output.empty()) {
     return Usage("cuimg morphology --input IN.png --output OUT.png [--op ... --shape ... --size WxH]");
   }
@@ -201,6 +200,18 @@ int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& 
   if (int code = WriteOutput(command, output.view(), *input); code != kExitOk) return code;
   Report(command, in, ms, timing);
   return kExitOk;
+}
+
+}  // namespace
+
+int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& command) {
+  return RunThroughDicomweb(command.dicomweb, command.input, command.output,
+                            [&](const std::string& input, const std::string& output) {
+                              MorphologyCommand local = command;
+                              local.input = input;
+                              local.output = output;
+                              return RunMorphologyOnFiles(connection, local);
+                            });
 }
 
 }  // namespace cuimg

@@ -14,7 +14,7 @@ build_pkgs=(
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev
   libpng-dev libjpeg-dev libturbojpeg0-dev libtiff-dev libdcmtk-dev libassimp-dev libteem-dev
-  nlohmann-json3-dev
+  nlohmann-json3-dev libcurl4-openssl-dev
 )
 
 test_pkgs=(
@@ -29,6 +29,8 @@ test_pkgs=(
   # Metrics checks (promtool + a real Prometheus server in CI); deployment YAML checks; a venv
   # for kubernetes-validate (scripts/install_deploy_tools.sh).
   prometheus yamllint python3-yaml python3-venv
+  # DICOMweb: a real PACS (Orthanc and its DICOMweb plugin) and DCMTK's compressors for its series.
+  orthanc orthanc-dicomweb dcmtk
   # Throwaway certificates for the TLS tests.
   openssl
   # libFuzzer targets and sanitizer builds (clang's runtimes; llvm-symbolizer for reports).

@@ -1,0 +1,284 @@
+"""DICOMweb end to end: a real Orthanc with its DICOMweb plugin (Debian orthanc, orthanc-dicomweb),
+started here on loopback with a throwaway configuration (basic authentication on, no DICOM port),
+and a cuimg-server on the CPU backend. A 64x64x4 CT series made with pydicom and compressed with
+DCMTK (RLE and lossless JPEG) is stored with cuimg.dicomweb (STOW-RS); `cuimg morphology` reads it
+from Orthanc (QIDO-RS, WADO-RS) and stores the derived series there (STOW-RS); the derived series
+is found with QIDO-RS and read back with cuimg.dicomweb: its pixels against SciPy, its geometry
+against the source's, its references to the source instances. Then the failures a user meets:
+wrong password, unknown series, the instance cap, a malformed URL."""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.request
+
+import numpy as np
+import pydicom
+from pydicom.dataset import FileDataset, FileMetaDataset
+from pydicom.uid import ExplicitVRLittleEndian, generate_uid
+from scipy import ndimage
+
+from cuimg import dicomweb
+from server_process import ServerProcess
+
+SERVER = os.environ["CUIMG_SERVER"]
+CLIENT = os.environ["CUIMG_CLIENT"]
+PLUGIN = "/usr/share/orthanc/plugins/libOrthancDicomWeb.so"  # from orthanc-dicomweb
+USER, PASSWORD = "cuimg", "s3cret-pw"
+STEPS = "dilate:rect:3x3x3"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_ct_series(directory, hu):
+    """One uncompressed slice per z of `hu` (unsigned 12-bit, intercept -1024, oblique geometry);
+    returns the file paths in z order."""
+    row_dir, col_dir = np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.8, -0.6])
+    normal = np.cross(row_dir, col_dir)
+    study, series, frame = generate_uid(), generate_uid(), generate_uid()
+    paths = []
+    for z in range(hu.shape[0]):
+        meta = FileMetaDataset()
+        meta.MediaStorageSOPClassUID = pydicom.uid.CTImageStorage
+        meta.MediaStorageSOPInstanceUID = generate_uid()
+        meta.TransferSyntaxUID = ExplicitVRLittleEndian
+        path = os.path.join(directory, f"ct{z}.dcm")
+        ds = FileDataset(path, {}, file_meta=meta, preamble=b"\0" * 128)
+        ds.SOPClassUID, ds.SOPInstanceUID = meta.MediaStorageSOPClassUID, meta.MediaStorageSOPInstanceUID
+        ds.StudyInstanceUID, ds.SeriesInstanceUID, ds.FrameOfReferenceUID = study, series, frame
+        ds.PatientName, ds.PatientID, ds.Modality = "Web^Test", "DW-1", "CT"
+        ds.StudyDate, ds.StudyTime, ds.AccessionNumber, ds.StudyID = "20260101", "120000", "A1", "1"
+        ds.SeriesNumber, ds.InstanceNumber, ds.SeriesDescription = 3, z + 1, "Chest 2.5mm"
+        ds.ImageType = ["ORIGINAL", "PRIMARY", "AXIAL"]
+        ds.ImagePositionPatient = [f"{v:.4f}" for v in np.array([-40.0, 12.5, 30.0]) + z * 2.5 * normal]
+        ds.ImageOrientationPatient = [f"{v:.6f}" for v in list(row_dir) + list(col_dir)]
+        ds.PixelSpacing = ["0.75", "0.7"]
+        ds.SliceThickness = "2.5"
+        ds.Rows, ds.Columns = hu.shape[1], hu.shape[2]
+        ds.SamplesPerPixel, ds.PhotometricInterpretation = 1, "MONOCHROME2"
+        ds.BitsAllocated, ds.BitsStored, ds.HighBit, ds.PixelRepresentation = 16, 12, 11, 0
+        ds.RescaleSlope, ds.RescaleIntercept = "1", "-1024"
+        ds.PixelData = (hu[z].astype(np.int32) + 1024).astype(np.uint16).tobytes()
+        ds.is_little_endian, ds.is_implicit_VR = True, False
+        ds.save_as(path, write_like_original=False)
+        paths.append(path)
+    return paths
+
+
+class Orthanc:
+    """Orthanc on a free loopback HTTP port, its storage in a temporary folder."""
+
+    def __init__(self, directory):
+        self.port = free_port()
+        config = {
+            "Name": "cuimg-test", "StorageDirectory": os.path.join(directory, "storage"),
+            "IndexDirectory": os.path.join(directory, "storage"), "HttpPort": self.port,
+            "DicomServerEnabled": False, "RemoteAccessAllowed": False,
+            "AuthenticationEnabled": True, "RegisteredUsers": {USER: PASSWORD},
+            "Plugins": [PLUGIN], "DicomWeb": {"Enable": True, "Root": "/dicom-web/"},
+            "SaveJobs": False,
+        }
+        path = os.path.join(directory, "orthanc.json")
+        with open(path, "w") as f:
+            json.dump(config, f)
+        self.log = open(os.path.join(directory, "orthanc.log"), "w")
+        self.process = subprocess.Popen(["Orthanc", path], stdout=self.log, stderr=subprocess.STDOUT)
+        self.root = f"http://127.0.0.1:{self.port}"
+        self.url = self.root + "/dicom-web"
+        deadline = time.time() + 30
+        while True:
+            try:
+                self.get("/dicom-web/studies")
+                return
+            except OSError:
+                if self.process.poll() is not None or time.time() > deadline:
+                    raise RuntimeError("Orthanc did not start; see " + self.log.name)
+                time.sleep(0.1)
+
+    def text(self, path):
+        """The body at a path of Orthanc's HTTP server, by an independent client (urllib's own
+        basic authentication)."""
+        manager = urllib.request.HTTPPasswordMgrWithDefaultRealm()
+        manager.add_password(None, f"http://127.0.0.1:{self.port}/", USER, PASSWORD)
+        opener = urllib.request.build_opener(urllib.request.HTTPBasicAuthHandler(manager))
+        request = urllib.request.Request(self.root + path, headers={"Accept": "application/dicom+json"})
+        with opener.open(request, timeout=30) as r:
+            return r.read().decode()
+
+    def get(self, path):
+        """JSON at a path of Orthanc's HTTP server (DICOM JSON under /dicom-web)."""
+        body = self.text(path)
+        return json.loads(body) if body else []
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        self.log.close()
+
+
+def value(item, tag):
+    return item[tag]["Value"][0]
+
+
+class DicomwebEndToEnd(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp()
+        cls.orthanc = Orthanc(cls.dir)
+        cls.server = ServerProcess(SERVER, "--backend=cpu")
+        rng = np.random.default_rng(7)
+        cls.hu = rng.integers(-1000, 2000, size=(4, 64, 64)).astype(np.int16)
+        plain = os.path.join(cls.dir, "plain")
+        os.makedirs(plain)
+        cls.plain_paths = write_ct_series(plain, cls.hu)
+        cls.sources = [pydicom.dcmread(p) for p in cls.plain_paths]
+        # Compressed as a modality or archive would send them: RLE and lossless JPEG (both exact).
+        compressed = os.path.join(cls.dir, "compressed")
+        os.makedirs(compressed)
+        cls.compressed_paths = []
+        for z, path in enumerate(cls.plain_paths):
+            out = os.path.join(compressed, f"ct{z}.dcm")
+            tool = ["dcmcrle", path, out] if z % 2 == 0 else ["dcmcjpeg", "+e1", path, out]
+            subprocess.run(tool, check=True)
+            cls.compressed_paths.append(out)
+        cls.auth = (USER, PASSWORD)
+        with open(os.path.join(cls.dir, "password"), "w") as f:
+            f.write(PASSWORD + "\n")
+        cls.study = cls.sources[0].StudyInstanceUID
+        cls.series = cls.sources[0].SeriesInstanceUID
+        stored, series_url = dicomweb.store_series(cls.orthanc.url, cls.compressed_paths, auth=cls.auth)
+        assert stored == 4 and series_url.endswith(f"/series/{cls.series}"), (stored, series_url)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.terminate()
+        cls.orthanc.stop()
+        shutil.rmtree(cls.dir)
+
+    def cuimg(self, source, output, *flags):
+        return subprocess.run(
+            [CLIENT, "morphology", f"--target={self.server.target}", f"--steps={STEPS}",
+             f"--input={source}", f"--output={output}", f"--dicomweb_user={USER}",
+             f"--dicomweb_password_file={os.path.join(self.dir, 'password')}", *flags],
+            capture_output=True, text=True, timeout=120)
+
+    def series_url(self, series):
+        return f"dicomweb+{self.orthanc.url}/studies/{self.study}/series/{series}"
+
+    def test_stored_series_is_compressed_in_orthanc(self):
+        # Orthanc's own REST API (not DICOMweb) tells the syntax each instance is stored in.
+        syntaxes = set()
+        for instance in self.orthanc.get("/instances"):
+            tags = self.orthanc.get(f"/instances/{instance}/tags?simplify")
+            if tags["SeriesInstanceUID"] == self.series:
+                syntaxes.add(self.orthanc.text(f"/instances/{instance}/metadata/TransferSyntax"))
+        self.assertEqual(syntaxes, {pydicom.uid.RLELossless, pydicom.uid.JPEGLosslessSV1})
+
+    def test_morphology_dicomweb_to_dicomweb(self):
+        before = {value(s, "0020000E") for s in self.orthanc.get(f"/dicom-web/studies/{self.study}/series")}
+        result = self.cuimg(self.series_url(self.series), f"dicomweb+{self.orthanc.url}")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("stored 4 instances with STOW-RS", result.stderr)
+        self.assertNotIn("Web^Test", result.stdout + result.stderr)  # patient fields never printed
+        after = {value(s, "0020000E") for s in self.orthanc.get(f"/dicom-web/studies/{self.study}/series")}
+        derived = after - before
+        self.assertEqual(len(derived), 1, (before, after))
+        derived_uid = derived.pop()
+        self.assertIn(f"/series/{derived_uid}", result.stderr)
+
+        volume, spacing, slices = dicomweb.read_series(self.orthanc.url, self.study, derived_uid,
+                                                       auth=self.auth)
+        # Neutral border: outside voxels never win, which is SciPy's "nearest" for a maximum.
+        expected = ndimage.grey_dilation(self.hu, size=(3, 3, 3), mode="nearest")
+        np.testing.assert_array_equal(volume, expected)
+        self.assertEqual(len(slices), 4)
+        source_by_position = {tuple(float(v) for v in s.ImagePositionPatient): s for s in self.sources}
+        for ds in slices:
+            source = source_by_position[tuple(float(v) for v in ds.ImagePositionPatient)]
+            self.assertEqual([float(v) for v in ds.ImageOrientationPatient],
+                             [float(v) for v in source.ImageOrientationPatient])
+            self.assertEqual([float(v) for v in ds.PixelSpacing], [float(v) for v in source.PixelSpacing])
+            self.assertEqual(ds.FrameOfReferenceUID, source.FrameOfReferenceUID)
+            self.assertEqual(ds.StudyInstanceUID, self.study)
+            self.assertNotEqual(ds.SOPInstanceUID, source.SOPInstanceUID)
+            self.assertEqual(list(ds.ImageType)[:2], ["DERIVED", "SECONDARY"])
+            self.assertEqual(ds.DerivationDescription, f"cuimg morphology {STEPS}")
+            if self.writer_references_sources():
+                references = [r.ReferencedSOPInstanceUID for r in ds.SourceImageSequence]
+                self.assertEqual(references, [source.SOPInstanceUID])
+        self.assertAlmostEqual(spacing[2], 2.5, places=3)
+
+    @staticmethod
+    def writer_references_sources():
+        """Whether this cuimg writes SourceImageSequence: the derived-series work that brought
+        it also brought --uid_root. Before it, the references are not checked."""
+        help_text = subprocess.run([CLIENT, "morphology", "--help"], capture_output=True,
+                                   text=True, check=True).stdout
+        return "uid_root" in help_text
+
+    def test_python_reads_the_source_exactly(self):
+        volume, spacing, slices = dicomweb.read_series(self.orthanc.url, self.study, self.series,
+                                                       auth=self.auth)
+        np.testing.assert_array_equal(volume, self.hu)  # the server decompressed them losslessly
+        self.assertAlmostEqual(spacing[0], 0.7)
+        self.assertAlmostEqual(spacing[1], 0.75)
+
+    def test_wrong_password(self):
+        with open(os.path.join(self.dir, "wrong"), "w") as f:
+            f.write("nope")
+        result = self.cuimg(self.series_url(self.series), os.path.join(self.dir, "never"),
+                            f"--dicomweb_password_file={os.path.join(self.dir, 'wrong')}")
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("HTTP 401", result.stderr)
+        self.assertNotIn("nope", result.stderr)
+        with self.assertRaises(dicomweb.DicomwebError) as caught:
+            dicomweb.read_series(self.orthanc.url, self.study, self.series, auth=(USER, "nope"))
+        self.assertEqual(caught.exception.status, 401)
+
+    def test_unknown_series(self):
+        result = self.cuimg(self.series_url("1.2.3.4"), os.path.join(self.dir, "never"))
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("no instances in this series", result.stderr)
+
+    def test_instance_cap(self):
+        result = self.cuimg(self.series_url(self.series), os.path.join(self.dir, "never"),
+                            "--dicomweb_max_instances=3")
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("4 instances, more than the limit of 3", result.stderr)
+        result = self.cuimg(self.series_url(self.series), os.path.join(self.dir, "never"),
+                            "--dicomweb_max_bytes=20000")
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("larger than the limit of 20000 bytes", result.stderr)
+        with self.assertRaises(ValueError):
+            dicomweb.read_series(self.orthanc.url, self.study, self.series, auth=self.auth,
+                                 max_instances=3)
+
+    def test_malformed_urls(self):
+        for url, message in [
+                (f"dicomweb+{self.orthanc.url}/studies/{self.study}", "ends in /studies/"),
+                (f"dicomweb+{self.orthanc.url}/studies/{self.study}/series/x'y", "series UID"),
+                (f"dicomweb+ftp://127.0.0.1/studies/1/series/2", "http or https"),
+                (self.series_url(self.series) + "?limit=1", "no query")]:
+            result = self.cuimg(url, os.path.join(self.dir, "never"))
+            self.assertEqual(result.returncode, 2, (url, result.stderr))
+            self.assertIn(message, result.stderr)
+        result = self.cuimg(self.series_url(self.series), f"dicomweb+{self.orthanc.url}/studies/1.2")
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn("without /studies", result.stderr)
+        # Credentials never go over plain http to another host.
+        result = self.cuimg("dicomweb+http://192.0.2.1/dicom-web/studies/1/series/2",
+                            os.path.join(self.dir, "never"))
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn("credentials are sent over https only", result.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
