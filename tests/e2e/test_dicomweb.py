@@ -5,15 +5,24 @@ DCMTK (RLE and lossless JPEG) is stored with cuimg.dicomweb (STOW-RS); `cuimg mo
 from Orthanc (QIDO-RS, WADO-RS) and stores the derived series there (STOW-RS); the derived series
 is found with QIDO-RS and read back with cuimg.dicomweb: its pixels against SciPy, its geometry
 against the source's, its references to the source instances. Then the failures a user meets:
-wrong password, unknown series, the instance cap, a malformed URL."""
+wrong password, unknown series, the caps, malformed URLs. Bearer tokens and TLS go through a
+small https proxy with a throwaway CA in front of Orthanc: Orthanc takes basic authentication
+only, and Debian 12's Orthanc 1.10.1 with "SslEnabled" closed every https connection right after
+the handshake here (curl: empty reply, RSA or EC certificate alike), so cuimg's TLS is checked
+against Python's ssl module instead."""
+import base64
+import http.server
 import json
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
+import urllib.error
 import urllib.request
 
 import numpy as np
@@ -24,11 +33,13 @@ from scipy import ndimage
 
 from cuimg import dicomweb
 from server_process import ServerProcess
+from tls_material import TlsMaterial
 
 SERVER = os.environ["CUIMG_SERVER"]
 CLIENT = os.environ["CUIMG_CLIENT"]
 PLUGIN = "/usr/share/orthanc/plugins/libOrthancDicomWeb.so"  # from orthanc-dicomweb
 USER, PASSWORD = "cuimg", "s3cret-pw"
+TOKEN = "t0ken-for-the-proxy"
 STEPS = "dilate:rect:3x3x3"
 
 
@@ -107,7 +118,7 @@ class Orthanc:
         """The body at a path of Orthanc's HTTP server, by an independent client (urllib's own
         basic authentication)."""
         manager = urllib.request.HTTPPasswordMgrWithDefaultRealm()
-        manager.add_password(None, f"http://127.0.0.1:{self.port}/", USER, PASSWORD)
+        manager.add_password(None, self.root + "/", USER, PASSWORD)
         opener = urllib.request.build_opener(urllib.request.HTTPBasicAuthHandler(manager))
         request = urllib.request.Request(self.root + path, headers={"Accept": "application/dicom+json"})
         with opener.open(request, timeout=30) as r:
@@ -124,6 +135,60 @@ class Orthanc:
         self.log.close()
 
 
+class BearerProxy:
+    """https on loopback (the throwaway CA's server certificate), in front of Orthanc: requests
+    with "Authorization: Bearer TOKEN" are forwarded with Orthanc's basic credentials, others get
+    401. Counts the forwarded ones."""
+
+    def __init__(self, orthanc, tls):
+        proxy = self
+        self.forwarded = 0
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def forward(self):
+                if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                    self.send_response(401)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() in ("accept", "content-type")}
+                credentials = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+                headers["Authorization"] = f"Basic {credentials}"
+                request = urllib.request.Request(orthanc.root + self.path, data=body or None,
+                                                 headers=headers, method=self.command)
+                try:
+                    response = urllib.request.urlopen(request, timeout=30)
+                except urllib.error.HTTPError as e:
+                    response = e
+                with response:
+                    data = response.read()
+                    self.send_response(response.status)
+                    self.send_header("Content-Type", response.headers.get("Content-Type", ""))
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                proxy.forwarded += 1
+
+            do_GET = do_POST = forward
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(tls.server_cert, tls.server_key)
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.url = f"https://127.0.0.1:{self.server.server_address[1]}/dicom-web"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
 def value(item, tag):
     return item[tag]["Value"][0]
 
@@ -132,7 +197,9 @@ class DicomwebEndToEnd(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp()
+        cls.tls = TlsMaterial(clients=())
         cls.orthanc = Orthanc(cls.dir)
+        cls.proxy = BearerProxy(cls.orthanc, cls.tls)
         cls.server = ServerProcess(SERVER, "--backend=cpu")
         rng = np.random.default_rng(7)
         cls.hu = rng.integers(-1000, 2000, size=(4, 64, 64)).astype(np.int16)
@@ -160,14 +227,19 @@ class DicomwebEndToEnd(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.server.terminate()
+        cls.proxy.stop()
         cls.orthanc.stop()
+        cls.tls.close()
         shutil.rmtree(cls.dir)
 
-    def cuimg(self, source, output, *flags):
+    def cuimg(self, source, output, *flags, auth=None):
+        if auth is None:
+            auth = [f"--dicomweb_user={USER}",
+                    f"--dicomweb_password_file={os.path.join(self.dir, 'password')}"]
         return subprocess.run(
             [CLIENT, "morphology", f"--target={self.server.target}", f"--steps={STEPS}",
-             f"--input={source}", f"--output={output}", f"--dicomweb_user={USER}",
-             f"--dicomweb_password_file={os.path.join(self.dir, 'password')}", *flags],
+             f"--input={source}", f"--output={output}", f"--dicomweb_ca_file={self.tls.ca_cert}",
+             *auth, *flags],
             capture_output=True, text=True, timeout=120)
 
     def series_url(self, series):
@@ -242,6 +314,44 @@ class DicomwebEndToEnd(unittest.TestCase):
         with self.assertRaises(dicomweb.DicomwebError) as caught:
             dicomweb.read_series(self.orthanc.url, self.study, self.series, auth=(USER, "nope"))
         self.assertEqual(caught.exception.status, 401)
+
+    def test_bearer_token(self):
+        token = os.path.join(self.dir, "token")
+        with open(token, "w") as f:
+            f.write(TOKEN + "\n")
+        before = self.proxy.forwarded
+        source = f"dicomweb+{self.proxy.url}/studies/{self.study}/series/{self.series}"
+        result = self.cuimg(source, f"dicomweb+{self.proxy.url}",
+                            auth=[f"--dicomweb_token_file={token}"])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        # QIDO-RS, 4 WADO-RS and one STOW-RS went through the proxy, each with the token.
+        self.assertEqual(self.proxy.forwarded - before, 6)
+        series_url = result.stderr.strip().rsplit(" ", 1)[-1]
+        derived_uid = series_url.rsplit("/series/", 1)[-1]
+        volume, _, _ = dicomweb.read_series(self.proxy.url, self.study, derived_uid, auth=TOKEN,
+                                            ca_file=self.tls.ca_cert)
+        np.testing.assert_array_equal(
+            volume, ndimage.grey_dilation(self.hu, size=(3, 3, 3), mode="nearest"))
+        result = self.cuimg(source, os.path.join(self.dir, "never"), auth=[])
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("HTTP 401", result.stderr)
+
+    def test_untrusted_certificate(self):
+        # Without --dicomweb_ca_file the throwaway CA is unknown: the handshake must fail.
+        token = os.path.join(self.dir, "token")
+        with open(token, "w") as f:
+            f.write(TOKEN)
+        before = self.proxy.forwarded
+        result = subprocess.run(
+            [CLIENT, "morphology", f"--target={self.server.target}", f"--steps={STEPS}",
+             f"--input=dicomweb+{self.proxy.url}/studies/{self.study}/series/{self.series}",
+             f"--output={self.dir}/never", f"--dicomweb_token_file={token}"],
+            capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("certificate", result.stderr.lower())
+        with self.assertRaises(dicomweb.DicomwebError):
+            dicomweb.read_series(self.proxy.url, self.study, self.series, auth=TOKEN)
+        self.assertEqual(self.proxy.forwarded, before)
 
     def test_unknown_series(self):
         result = self.cuimg(self.series_url("1.2.3.4"), os.path.join(self.dir, "never"))
