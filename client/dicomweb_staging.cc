@@ -128,7 +128,9 @@ int RunThroughDicomweb(const DicomwebFlags& flags, const std::string& input,
   std::string output_path = output;
   if (web_in) {
     input_path = scratch->path() + "/source";
-    std::filesystem::create_directory(input_path);
+    if (std::error_code error; !std::filesystem::create_directory(input_path, error)) {
+      return Fail(absl::InternalError(absl::StrFormat("%s: %s", input_path, error.message())));
+    }
     absl::StatusOr<std::size_t> count = RetrieveDicomwebSeries(*series, *options, input_path);
     if (!count.ok()) return Fail(count.status());
   }

@@ -77,10 +77,17 @@ def _request(method, url, accept, auth, ca_file, timeout, limit, body=None, cont
     except urllib.error.URLError as e:
         raise DicomwebError(f"{method} {url}: {e.reason}") from None
     with response:
-        data = response.read(limit + 1)
-        if len(data) > limit:
-            raise ValueError(f"{method} {url}: the response is larger than {limit} bytes")
-        return response.status, response.headers.get("Content-Type", ""), data
+        # In chunks: read(limit + 1) would allocate the whole limit up front.
+        chunks, size = [], 0
+        while True:
+            chunk = response.read(1 << 20)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > limit:
+                raise ValueError(f"{method} {url}: the response is larger than {limit} bytes")
+            chunks.append(chunk)
+        return response.status, response.headers.get("Content-Type", ""), b"".join(chunks)
 
 
 def _http_error(what, url, status):
@@ -145,9 +152,23 @@ def split_multipart(body, boundary, max_parts):
         at = following + len(delimiter)
 
 
+def _first_value(item, tag):
+    """A DICOM JSON attribute's first value, None when absent or malformed."""
+    attribute = item.get(tag) if isinstance(item, dict) else None
+    value = attribute.get("Value") if isinstance(attribute, dict) else None
+    return value[0] if isinstance(value, list) and value else None
+
+
+def _items(item, tag):
+    """A DICOM JSON sequence's items ([] when absent or malformed)."""
+    attribute = item.get(tag) if isinstance(item, dict) else None
+    value = attribute.get("Value") if isinstance(attribute, dict) else None
+    return value if isinstance(value, list) else []
+
+
 def _first_string(item, tag):
-    value = item.get(tag, {}).get("Value") if isinstance(item, dict) else None
-    return value[0] if isinstance(value, list) and value and isinstance(value[0], str) else ""
+    value = _first_value(item, tag)
+    return value if isinstance(value, str) else ""
 
 
 def retrieve_series(url, study, series, directory, auth=None, ca_file=None, timeout=300,
@@ -254,10 +275,9 @@ def store_series(url, files_or_datasets, auth=None, ca_file=None, timeout=300,
         result = None
     if not isinstance(result, dict):
         raise DicomwebError(f"STOW-RS {stow}: HTTP {status} without a DICOM JSON answer", status)
-    failed = result.get("00081198", {}).get("Value") or []
-    stored = result.get("00081199", {}).get("Value") or []
+    failed, stored = _items(result, "00081198"), _items(result, "00081199")
     if failed or status != 200:
-        reason = failed[0].get("00081197", {}).get("Value", [None])[0] if failed else None
+        reason = _first_value(failed[0], "00081197") if failed else None
         raise DicomwebError(f"STOW-RS {stow}: HTTP {status}, {len(failed)} of {len(instances)} "
                             f"instances failed" + (f" (FailureReason {reason})" if reason else ""), status)
     if len(stored) != len(instances):
