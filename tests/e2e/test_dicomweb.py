@@ -390,5 +390,32 @@ class DicomwebEndToEnd(unittest.TestCase):
         self.assertIn("credentials are sent over https only", result.stderr)
 
 
+
+class PythonMultipart(unittest.TestCase):
+    """cuimg.dicomweb's multipart parser on the bodies tests/client/multipart_test.cc gives the
+    CLI's: the two read the same answers the same way."""
+
+    def test_reads_preamble_headers_padding_and_epilogue(self):
+        boundary = dicomweb.multipart_boundary('Multipart/Related;BOUNDARY="a b:c";type=x')
+        self.assertEqual(boundary, "a b:c")
+        body = (b"preamble\r\n--xyz \t\r\nContent-Type: application/dicom\r\nX: y\r\n\r\n"
+                b"DICM\r\n--\r\n--xyz\r\n\r\nsecond\r\n--xyz--\r\nepilogue")
+        self.assertEqual(dicomweb.split_multipart(body, "xyz", 10),
+                         [(b"Content-Type: application/dicom\r\nX: y", b"DICM\r\n--"),
+                          (b"", b"second")])
+
+    def test_refuses_malformed_bodies(self):
+        for content_type in ("application/dicom", "multipart/related; type=x",
+                             "multipart/related; boundary=", "multipart/related; boundary=" + "a" * 71):
+            with self.assertRaises(ValueError):
+                dicomweb.multipart_boundary(content_type)
+        for body, message in [(b"no boundary here", "no boundary line"),
+                              (b"--b\r\nContent-Type: x\r\n", "blank line"),
+                              (b"--b\r\n\r\ntruncated", "truncated"),
+                              (b"--bX\r\n\r\nx\r\n--b--", "CRLF"),
+                              (b"--b\r\n\r\n1\r\n--b\r\n\r\n2\r\n--b--", "more than 1 parts")]:
+            with self.assertRaisesRegex(ValueError, message):
+                dicomweb.split_multipart(body, "b", 1)
+
 if __name__ == "__main__":
     unittest.main()
