@@ -48,7 +48,9 @@ absl::StatusOr<std::string> ReadSecret(const std::string& path, const char* flag
   if (!in) return absl::InvalidArgumentError(absl::StrFormat("--%s: cannot read %s", flag, path));
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string trimmed(absl::StripAsciiWhitespace(text));
-  if (trimmed.empty()) return absl::InvalidArgumentError(absl::StrFormat("--%s: %s is empty", flag, path));
+  if (trimmed.empty()) {
+    return absl::InvalidArgumentError(absl::StrFormat("--%s: %s is empty", flag, path));
+  }
   return trimmed;
 }
 

@@ -1,6 +1,7 @@
 // `cuimg morphology`: reads an image or volume (PNG, JPEG, TIFF, .npy, NRRD, a DICOM series
-// directory or DICOMweb series), sends it (each channel of a colour image separately: Morphology works on one
-// channel, as OpenCV applies it per channel), writes the result in the format --output names.
+// directory or DICOMweb series), sends it (each channel of a colour image separately: Morphology
+// works on one channel, as OpenCV applies it per channel), writes the result in the format
+// --output names (a DICOMweb service URL: through a folder, dicomweb_staging.h).
 #include <chrono>
 #include <cstdio>
 #include <cstring>

@@ -23,8 +23,9 @@ constexpr char kOneDicomPart[] = "multipart/related; type=\"application/dicom\""
 
 bool IsUid(absl::string_view uid) {
   if (uid.empty() || uid.size() > 64) return false;
-  return std::all_of(uid.begin(), uid.end(),
-                     [](char c) { return absl::ascii_isdigit(static_cast<unsigned char>(c)) || c == '.'; });
+  return std::all_of(uid.begin(), uid.end(), [](char c) {
+    return absl::ascii_isdigit(static_cast<unsigned char>(c)) || c == '.';
+  });
 }
 
 // The URL after the prefix, checked for scheme, query and fragment; trailing '/' dropped.
@@ -136,7 +137,8 @@ absl::StatusOr<std::size_t> RetrieveDicomwebSeries(const DicomwebSeriesUrl& seri
     return absl::NotFoundError(absl::StrFormat("QIDO-RS %s: no instances in this series", qido));
   }
   if (listing->status != 200) return HttpError("QIDO-RS", qido, *listing);
-  const nlohmann::json j = nlohmann::json::parse(listing->body, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json j =
+      nlohmann::json::parse(listing->body, nullptr, /*allow_exceptions=*/false);
   if (!j.is_array()) {
     return absl::InvalidArgumentError(
         absl::StrFormat("QIDO-RS %s: the answer is not a DICOM JSON array", qido));

@@ -24,8 +24,9 @@ absl::StatusOr<std::string> MultipartBoundary(absl::string_view content_type) {
   std::vector<absl::string_view> fields = absl::StrSplit(content_type, ';');
   const std::string media = absl::AsciiStrToLower(absl::StripAsciiWhitespace(fields[0]));
   if (!absl::StartsWith(media, "multipart/")) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "Content-Type: expected multipart/related, got \"%s\"", absl::CHexEscape(media.substr(0, 64))));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("Content-Type: expected multipart/related, got \"%s\"",
+                        absl::CHexEscape(media.substr(0, 64))));
   }
   for (std::size_t i = 1; i < fields.size(); ++i) {
     absl::string_view field = absl::StripAsciiWhitespace(fields[i]);
@@ -39,8 +40,8 @@ absl::StatusOr<std::string> MultipartBoundary(absl::string_view content_type) {
       value = value.substr(1, value.size() - 2);
     }
     if (value.empty() || value.size() > 70 || value.back() == ' ') {
-      return absl::InvalidArgumentError(
-          "Content-Type: the boundary parameter must have 1 to 70 characters, not ending in a space");
+      return absl::InvalidArgumentError("Content-Type: the boundary parameter must have 1 to 70 "
+                                        "characters, not ending in a space");
     }
     for (char c : value) {
       if (!IsBoundaryChar(c)) {
