@@ -288,6 +288,29 @@ class DicomwebEndToEnd(unittest.TestCase):
                 self.assertEqual(references, [source.SOPInstanceUID])
         self.assertAlmostEqual(spacing[2], 2.5, places=3)
 
+    def test_python_workflow(self):
+        # The README's lines: read from the PACS, process, write the derived series, store it.
+        import cuimg
+        from cuimg import dicom
+        url, auth = self.orthanc.url, self.auth
+        volume, spacing, slices = dicomweb.read_series(url, self.study, self.series, auth=auth)
+        derived_dir = os.path.join(self.dir, "python_derived")
+        with cuimg.Client(self.server.target) as c:
+            derived_uid = dicom.write_series(slices, c.morphology(volume, "erode:cross:3x3"),
+                                             derived_dir)
+        count, series_url = dicomweb.store_series(url, derived_dir, auth=auth)
+        self.assertEqual(count, 4)
+        self.assertTrue(series_url.endswith(f"/studies/{self.study}/series/{derived_uid}"),
+                        series_url)
+        back, back_spacing, back_slices = dicomweb.read_series(url, self.study, derived_uid,
+                                                               auth=auth)
+        cross = ndimage.generate_binary_structure(2, 1)[None]  # 3x3 cross in each slice
+        np.testing.assert_array_equal(
+            back, ndimage.grey_erosion(self.hu, footprint=cross, mode="nearest"))
+        self.assertEqual(back_spacing, spacing)
+        self.assertEqual([s.ImagePositionPatient for s in back_slices],
+                         [s.ImagePositionPatient for s in slices])
+
     @staticmethod
     def writer_references_sources():
         """Whether this cuimg writes SourceImageSequence: the derived-series work that brought
