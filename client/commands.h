@@ -43,6 +43,9 @@ struct MorphologyCommand {
   // input may be a DICOMweb series URL and output a DICOMweb service URL (dicomweb.h): how to
   // reach the server.
   DicomwebFlags dicomweb;
+  // What the report names as the output when `output` is a stand-in for it (a DICOMweb URL's
+  // staging folder); empty: `output`.
+  std::string output_label;
 };
 int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& command);
 

@@ -98,13 +98,15 @@ int WriteOutput(const MorphologyCommand& command, const ImageView& output,
 // Prints what was written, as text or JSON.
 void Report(const MorphologyCommand& command, const Image& in, double ms,
             const std::string& timing) {
+  const std::string& output =
+      command.output_label.empty() ? command.output : command.output_label;
   const Extent& e = in.extent();
   const int channels = in.channels();
   if (command.json) {
     std::printf("{\"output\": \"%s\", \"width\": %lld, \"height\": %lld, \"depth\": %lld, "
                 "\"channels\": %d, \"pixel_type\": \"%s\", \"slab_slices\": %d, "
                 "\"round_trip_ms\": %.3f, \"server_timing\": \"%s\"}\n",
-                command.output.c_str(), static_cast<long long>(e.width),
+                output.c_str(), static_cast<long long>(e.width),
                 static_cast<long long>(e.height), static_cast<long long>(e.depth), channels,
                 std::string(PixelTypeName(in.type())).c_str(), command.slab_slices, ms,
                 timing.c_str());
@@ -112,7 +114,7 @@ void Report(const MorphologyCommand& command, const Image& in, double ms,
     const std::string size = e.depth > 1 ? absl::StrFormat("%dx%dx%d", e.width, e.height, e.depth)
                                          : absl::StrFormat("%dx%d", e.width, e.height);
     std::printf("wrote %s (%s, %d channel%s, %s%s) in %.2f ms; server: %s\n",
-                command.output.c_str(), size.c_str(), channels, channels == 1 ? "" : "s",
+                output.c_str(), size.c_str(), channels, channels == 1 ? "" : "s",
                 std::string(PixelTypeName(in.type())).c_str(),
                 command.slab_slices > 0 ? ", streamed" : "", ms, timing.c_str());
   }
@@ -211,6 +213,7 @@ int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& 
                               MorphologyCommand local = command;
                               local.input = input;
                               local.output = output;
+                              if (output != command.output) local.output_label = command.output;
                               return RunMorphologyOnFiles(connection, local);
                             });
 }

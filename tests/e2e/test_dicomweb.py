@@ -259,6 +259,7 @@ class DicomwebEndToEnd(unittest.TestCase):
         result = self.cuimg(self.series_url(self.series), f"dicomweb+{self.orthanc.url}")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("stored 4 instances with STOW-RS", result.stderr)
+        self.assertIn(f"wrote dicomweb+{self.orthanc.url} (64x64x4", result.stdout)
         self.assertNotIn("Web^Test", result.stdout + result.stderr)  # patient fields never printed
         after = {value(s, "0020000E") for s in self.orthanc.get(f"/dicom-web/studies/{self.study}/series")}
         derived = after - before
