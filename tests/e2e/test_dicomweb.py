@@ -315,10 +315,11 @@ class DicomwebEndToEnd(unittest.TestCase):
     @staticmethod
     def writer_references_sources():
         """Whether this cuimg writes SourceImageSequence: the derived-series work that brought
-        it also brought --uid_root. Before it, the references are not checked."""
-        help_text = subprocess.run([CLIENT, "morphology", "--help"], capture_output=True,
-                                   text=True, check=True).stdout
-        return "uid_root" in help_text
+        it (branch dicom) also brought the --uid_root flag. Until that is merged the references
+        are not checked; from then on they must be there."""
+        help_text = subprocess.run([CLIENT, "--helpfull"], capture_output=True, text=True,
+                                   check=True).stdout
+        return "--uid_root " in help_text
 
     def test_python_reads_the_source_exactly(self):
         volume, spacing, slices = dicomweb.read_series(self.orthanc.url, self.study, self.series,
