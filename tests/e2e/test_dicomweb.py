@@ -221,7 +221,9 @@ class DicomwebEndToEnd(unittest.TestCase):
             f.write(PASSWORD + "\n")
         cls.study = cls.sources[0].StudyInstanceUID
         cls.series = cls.sources[0].SeriesInstanceUID
-        stored, series_url = dicomweb.store_series(cls.orthanc.url, cls.compressed_paths, auth=cls.auth)
+        # As pydicom datasets (the directory form is test_python_workflow's).
+        stored, series_url = dicomweb.store_series(
+            cls.orthanc.url, [pydicom.dcmread(p) for p in cls.compressed_paths], auth=cls.auth)
         assert stored == 4 and series_url.endswith(f"/series/{cls.series}"), (stored, series_url)
 
     @classmethod

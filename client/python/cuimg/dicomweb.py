@@ -228,8 +228,8 @@ def retrieve_series(url, study, series, directory, auth=None, ca_file=None, time
 
 def read_series(url, study, series, auth=None, ca_file=None, timeout=300, max_instances=4096,
                 max_bytes=3 << 30):
-    """What cuimg.dicom.read_series returns for the series (volume int16 (D, H, W), spacing
-    (x, y, z) mm, datasets in volume order), retrieved from the DICOMweb service at `url`."""
+    """What cuimg.dicom.read_series returns for the series (volume (D, H, W), spacing (x, y, z)
+    mm, datasets in volume order), retrieved from the DICOMweb service at `url`."""
     with tempfile.TemporaryDirectory(prefix="cuimg-dicomweb-") as directory:  # mode 0700
         retrieve_series(url, study, series, directory, auth, ca_file, timeout, max_instances, max_bytes)
         return dicom.read_series(directory)
