@@ -69,7 +69,11 @@ def _retry_config(max_attempts: int) -> str | None:
         "name": [{"service": "cuimg.v1.Imaging"}, {"service": "grpc.health.v1.Health"}],
         "retryPolicy": {"maxAttempts": max_attempts, "initialBackoff": "0.05s",
                         "maxBackoff": "1s", "backoffMultiplier": 2,
-                        "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED"]}}]})
+                        "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED"]}}, {
+        # Streamed volumes are sent again by the client itself (cuimg.volume_stream): under
+        # gRPC 1.51's retry policy a stream whose server died mid-call waited for its deadline
+        # instead of failing (tests/e2e/test_python_volume_stream.py kills one).
+        "name": [{"service": "cuimg.v1.Imaging", "method": "ProcessVolumeStream"}]}]})
 
 
 def _read(path: str | None) -> bytes | None:

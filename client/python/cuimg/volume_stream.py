@@ -227,10 +227,13 @@ def stream_volume(channels: Sequence[grpc.Channel], header: streaming_pb2.Volume
                 break
             wait = RECONNECT_WAIT_S if deadline is None else \
                 min(RECONNECT_WAIT_S, deadline - time.monotonic())
+            ready = grpc.channel_ready_future(channels[k])
             try:
-                grpc.channel_ready_future(channels[k]).result(timeout=max(0.0, wait))
+                ready.result(timeout=max(0.0, wait))
             except grpc.FutureTimeoutError:
                 break
+            finally:
+                ready.cancel()  # stops its polling thread, which outlives a closed channel
         if failure is not None:
             group.fail(failure)
 
