@@ -566,8 +566,10 @@ class Client:
             raise ValueError("upload: pass an image or mesh=, not both")
         if mesh is not None:
             body = _mesh(*mesh)
+            split = len(body.positions)  # the stream's bytes: positions, then triangles
             data = memoryview(body.positions + body.triangles)
-            body.positions, body.triangles = bytes(data[:chunk_bytes]), b""
+            body.positions = bytes(data[:min(chunk_bytes, split)])
+            body.triangles = bytes(data[split:max(chunk_bytes, split)])
             first = resident_pb2.UploadRequest(mesh=body, ttl_seconds=ttl_seconds)
         else:
             array = little_endian(image)
