@@ -211,6 +211,12 @@ def stream_volume(channels: Sequence[grpc.Channel], header: streaming_pb2.Volume
         return None
 
     def run(k: int) -> None:
+        try:
+            run_part(k)
+        except Exception as e:  # noqa: BLE001 - any failure must fail the volume, not skip a part
+            group.fail(StreamFailed(grpc.StatusCode.INTERNAL, f"part {k + 1}: {e!r}"))
+
+    def run_part(k: int) -> None:
         part = parts[k]
         part_header = streaming_pb2.VolumeStreamHeader()
         part_header.CopyFrom(header)
