@@ -143,7 +143,9 @@ def stream_volume(channels: Sequence[grpc.Channel], header: streaming_pb2.Volume
 
     `timeout` (seconds, None for none) is the whole volume's deadline, kept by a retry. A part
     that fails UNAVAILABLE is streamed once more when its channel connects within
-    RECONNECT_WAIT_S (a part rewrites all its slices, so this is safe). Raises StreamFailed with
+    RECONNECT_WAIT_S (a part rewrites all its slices, so this is safe); that resend waits for
+    its connection if the connect fails again, up to the deadline (without one, until the
+    server is back). Raises StreamFailed with
     the first failing part's status (the others are cancelled), or INTERNAL when the server's
     slabs do not cover a part exactly once: never a partially written volume.
     """
@@ -170,10 +172,15 @@ def stream_volume(channels: Sequence[grpc.Channel], header: streaming_pb2.Volume
             end = min(z + slab_slices, part.in_end)
             yield _wire.encode_slab(flat[z * in_slice:end * in_slice])
 
-    def stream_part(k: int, method: Callable, part: Part, part_header: bytes) -> StreamFailed | None:
+    def stream_part(k: int, method: Callable, part: Part, part_header: bytes,
+                    resend: bool) -> StreamFailed | None:
         part_depth = part.in_end - part.in_begin
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        call = method(send(part, part_header), timeout=remaining, metadata=tuple(metadata))
+        # A resend follows a dropped connection, and gRPC 1.51 then now and then fails the next
+        # connect() with the old connection's errno (grpc/grpc#35064, "recvmsg: Connection reset
+        # by peer"): waiting for the channel to be ready rides through it (within the deadline).
+        call = method(send(part, part_header), timeout=remaining, metadata=tuple(metadata),
+                      wait_for_ready=resend)
         if not group.join(call):
             call.cancel()
             return None
@@ -227,7 +234,7 @@ def stream_volume(channels: Sequence[grpc.Channel], header: streaming_pb2.Volume
                                            response_deserializer=_wire.decode_volume_stream_response)
         for attempt in (1, 2):
             result.attempts[k] = attempt
-            failure = stream_part(k, method, part, message)
+            failure = stream_part(k, method, part, message, resend=attempt == 2)
             if failure is None or attempt == 2 or failure.code != grpc.StatusCode.UNAVAILABLE \
                     or group.failure is not None:
                 break
