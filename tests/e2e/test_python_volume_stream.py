@@ -8,7 +8,6 @@ in time has its parts sent again, and a deadline ends the streams. The hand-enco
 messages equal protobuf's."""
 import os
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -119,7 +118,8 @@ class PythonVolumeStream(unittest.TestCase):
             for streams, slab_slices in ((1, 1), (3, 1), (4, 2), (9, 3)):
                 # One slice per slab puts a halo of several slices over several slabs.
                 with cuimg.Client(self.server.target, timeout=120, stream_threshold=0,
-                                  volume_streams=streams, slab_bytes=slab_slices * slice_bytes) as c:
+                                  volume_streams=streams,
+                                  slab_bytes=slab_slices * slice_bytes) as c:
                     got = c.morphology(volume, steps)
                     with self.subTest(case=case, dtype=dtype.__name__, shape=shape,
                                       streams=streams, reach=z_reach(steps)):

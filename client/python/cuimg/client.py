@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from multiprocessing import shared_memory
 from typing import Any, Iterable, NamedTuple, Sequence, Union
 
@@ -612,7 +611,8 @@ class Client:
             filled = 0
             for chunk in [head] + [r.chunk for r in replies]:
                 if filled + len(chunk) > flat.size:
-                    raise CuimgError(grpc.StatusCode.INTERNAL, "Download: more bytes than the object")
+                    raise CuimgError(grpc.StatusCode.INTERNAL,
+                                     "Download: more bytes than the object")
                 flat[filled:filled + len(chunk)] = np.frombuffer(chunk, np.uint8)
                 filled += len(chunk)
         except grpc.RpcError as e:

@@ -230,8 +230,9 @@ def stream_volume(channels: Sequence[grpc.Channel], header: streaming_pb2.Volume
         part_depth = part.in_end - part.in_begin
         part_header.volume.depth = part_depth if part_depth > 1 else 0
         message = streaming_pb2.VolumeStreamRequest(header=part_header).SerializeToString()
-        method = channels[k].stream_stream(METHOD, request_serializer=lambda m: m,
-                                           response_deserializer=_wire.decode_volume_stream_response)
+        method = channels[k].stream_stream(
+            METHOD, request_serializer=lambda m: m,  # the messages are encoded already
+            response_deserializer=_wire.decode_volume_stream_response)
         for attempt in (1, 2):
             result.attempts[k] = attempt
             failure = stream_part(k, method, part, message, resend=attempt == 2)
