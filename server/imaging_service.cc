@@ -72,6 +72,27 @@ class ResultSlot {
   void* data_ = nullptr;
 };
 
+// The image RPCs' unary reactor: gRPC's default one, plus OnCancel, which hands a client's
+// cancellation (or its passed deadline) to the running work through the call's token.
+class CancellingReactor final : public grpc::ServerUnaryReactor {
+ public:
+  CancellingReactor(grpc::CallbackServerContext* ctx, std::shared_ptr<CancelToken> cancel)
+      : ctx_(ctx), cancel_(std::move(cancel)) {}
+  void OnCancel() override {
+    // gRPC cancels a call whose deadline passed too; its clock says which it was.
+    if (std::chrono::system_clock::now() >= ctx_->deadline()) {
+      cancel_->MarkDeadlinePassed();
+    } else {
+      cancel_->Cancel();
+    }
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  grpc::CallbackServerContext* ctx_;
+  std::shared_ptr<CancelToken> cancel_;
+};
+
 }  // namespace
 
 ImagingService::ImagingService(const ServerOptions& options, const AuthPolicy& auth,
@@ -133,8 +154,11 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
     Validate validate,
     absl::Status (ImagingService::*run)(const Job&, const typename Messages::Request&, CallScope&,
                                         typename Messages::Response*)) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  auto cancel = std::make_shared<CancelToken>(CancelToken::SteadyDeadline(ctx->deadline()),
+                                               &hard_stop_);
+  grpc::ServerUnaryReactor* reactor = new CancellingReactor(ctx, cancel);
   auto call = std::make_shared<CallScope>(rpc, ctx, metrics_);
+  call->set_cancel(cancel.get());
   auto refuse = [&](const absl::Status& status, bool transient) {
     RecordRefusal(ctx, status, transient);
     reactor->Finish(call->Complete(status));
@@ -168,7 +192,7 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
   auto shared_job = std::make_shared<Job>(*std::move(job));
   call->set_detached_results(messages->detached_results());
   const absl::Status admitted =
-      queue_->Submit([this, call, shared_job, held, messages, reactor,
+      queue_->Submit([this, call, cancel, shared_job, held, messages, reactor,
                       run](WorkQueue::Admission& admission) {
         call->MarkStarted();
         // The copy out of the received bytes ran before queueing: h2d counts it, not the queue.
@@ -179,6 +203,9 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
           if (status.ok()) status = call->CheckSharedMemory();
           // That copy is this server's share of moving the pixels to the device (StageTimes).
           call->times().h2d_us += messages->pixel_copy_us();
+          // Work that finished after its client left is logged with the client's outcome,
+          // not OK: gRPC has answered it already.
+          if (status.ok()) status = call->CheckAlive();
         }
         if (status.ok()) status = messages->Serialize();
         metrics_->AddBytes(messages->request_bytes(), status.ok() ? messages->response_bytes() : 0);
@@ -284,7 +311,7 @@ absl::Status ImagingService::RunMorphology(const MorphologyJob& job,
   ResultSlot result(job.output, in.view.type, in.view.extent, in.spacing,
                     response->mutable_result(), *call.detached_results());
   const ImageView out{in.view.type, in.view.extent, 1, result.data()};
-  CUIMG_RETURN_IF_ERROR(backend_->Morphology(in.view, out, job.steps, &call.times()));
+  CUIMG_RETURN_IF_ERROR(backend_->Morphology(in.view, out, job.steps, &call.times(), call.cancel()));
   metrics_->AddPixels("Morphology", in.view.extent.Pixels());
   return result.Deliver(*store_, identity, "output.keep_resident");
 }
@@ -307,7 +334,7 @@ absl::Status ImagingService::MorphologyIntoSharedMemory(const MorphologyJob& job
         "output.shared_memory.offset: the result's bytes overlap the input's");
   }
   const ImageView out{in.view.type, in.view.extent, 1, data};
-  CUIMG_RETURN_IF_ERROR(backend_->Morphology(in.view, out, job.steps, &call.times()));
+  CUIMG_RETURN_IF_ERROR(backend_->Morphology(in.view, out, job.steps, &call.times(), call.cancel()));
   metrics_->AddPixels("Morphology", in.view.extent.Pixels());
   v1::Image* image = response->mutable_result()->mutable_image();
   SetImageHeader(out, image);
@@ -342,7 +369,7 @@ absl::Status ImagingService::RunGradient(const GradientJob& job, const v1::Gradi
   out.gy = static_cast<float*>(gy.data());
   out.magnitude = magnitude ? static_cast<float*>(magnitude->data()) : nullptr;
   out.angle = angle ? static_cast<float*>(angle->data()) : nullptr;
-  CUIMG_RETURN_IF_ERROR(backend_->Gradient(in.view, job.spec, out, &call.times()));
+  CUIMG_RETURN_IF_ERROR(backend_->Gradient(in.view, job.spec, out, &call.times(), call.cancel()));
   CUIMG_ASSIGN_OR_RETURN(GradientTaps taps, ComputeGradientTaps(job.spec));
   for (double t : taps.smoothing) response->add_smoothing_taps(static_cast<float>(t));
   for (double t : taps.derivative) response->add_derivative_taps(static_cast<float>(t));
@@ -383,7 +410,7 @@ absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, const v1::Pyra
     packed.resize(PyramidOutputBytes(levels));
     pieces.push_back(PackedPiece{0, packed.size(), packed.data()});
   }
-  CUIMG_RETURN_IF_ERROR(backend_->Pyramid(in.view, job.spec, pieces, &call.times()));
+  CUIMG_RETURN_IF_ERROR(backend_->Pyramid(in.view, job.spec, pieces, &call.times(), call.cancel()));
   std::size_t piece = 0;
   for (const PyramidLevel& level : levels) {
     v1::PyramidLevel* out = response->add_levels();
@@ -424,7 +451,8 @@ absl::Status ImagingService::RunDetect(const DetectJob& job,
   CUIMG_RETURN_IF_ERROR(CheckDetectInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   CUIMG_ASSIGN_OR_RETURN(DetectResult result,
-                         backend_->DetectPedestrians(in.view, *model, spec, &call.times()));
+                         backend_->DetectPedestrians(in.view, *model, spec, &call.times(),
+                                                     call.cancel()));
   for (const Detection& d : FinishDetections(result.geometry, std::move(result.hits), spec)) {
     v1::Detection* out = response->add_detections();
     out->set_x(d.x);
@@ -476,7 +504,7 @@ absl::Status ImagingService::RunDeform(const DeformJob& job, const v1::DeformReq
   std::shared_ptr<const BackendMesh> kept;
   CUIMG_RETURN_IF_ERROR(backend_->Deform(*mesh, job.lattice, job.outputs, positions, normals,
                                          job.output.keep_resident ? &kept : nullptr,
-                                         &call.times()));
+                                         &call.times(), call.cancel()));
   response->set_vertex_count(static_cast<std::uint32_t>(mesh->vertex_count()));
   metrics_->AddPixels("Deform", static_cast<std::int64_t>(mesh->vertex_count()));
   if (kept != nullptr) {

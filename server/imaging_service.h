@@ -5,6 +5,8 @@
 #ifndef CUIMG_SERVER_IMAGING_SERVICE_H_
 #define CUIMG_SERVER_IMAGING_SERVICE_H_
 
+#include <atomic>
+
 #include <grpcpp/grpcpp.h>
 
 #include "cuimg/v1/imaging_service.grpc.pb.h"
@@ -89,6 +91,11 @@ class ImagingService final
                                         absl::string_view what) const;
   // Answers an admission refusal: counted by reason; the retry hint when retrying can help.
   void RecordRefusal(grpc::CallbackServerContext* ctx, const absl::Status& status, bool transient);
+  // Makes every request's work stop at its next check (UNAVAILABLE), and any request queued or
+  // admitted later fail before it runs: for shutdown once the grace period is over. Thread-safe.
+  void HardStop() { hard_stop_.store(true, std::memory_order_relaxed); }
+  // The flag HardStop sets, for the calls' cancel tokens (cancel_token.h).
+  const std::atomic<bool>* hard_stop() const { return &hard_stop_; }
 
  private:
   // The life of a unary call: authenticate, parse, validate, authorize, admit (bytes, then the
@@ -128,6 +135,7 @@ class ImagingService final
   const ModelRegistry* models_;
   // Regions are unmapped when the service goes (after its requests).
   std::unique_ptr<SharedMemoryRegistry> shared_memory_;
+  std::atomic<bool> hard_stop_{false};
 };
 
 // Fills a ResidentObject message from the store's description.
