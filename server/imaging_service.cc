@@ -11,6 +11,7 @@
 #include "server/proto_conversion.h"
 #include "server/untrusted_text.h"
 #include "server/wire_pixels.h"
+#include "server/work_estimate.h"
 
 namespace cuimg {
 namespace {
@@ -183,6 +184,11 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
   absl::StatusOr<std::uint64_t> bytes =
       EstimateInflightBytes(*job, messages->request(), *identity, *store_, options_.limits);
   if (!bytes.ok()) return refuse(bytes.status(), false);
+  absl::StatusOr<double> work = RequestWork(*job, *identity);
+  if (!work.ok()) return refuse(work.status(), false);
+  if (absl::Status fits = CheckRequestWork(*work, options_.max_request_work); !fits.ok()) {
+    return refuse(fits, false);
+  }
   *bytes += messages->detached_request_bytes();
   absl::StatusOr<InflightBudget::Reservation> reservation = budget_->Reserve(*bytes, "request");
   if (!reservation.ok()) {
@@ -294,6 +300,54 @@ grpc::ServerUnaryReactor* ImagingService::Deform(grpc::CallbackServerContext* ct
                DetachedResultsOnly<v1::DeformRequest, v1::DeformResponse>(request, response,
                                                                           backend_),
                &ValidateDeformRequest, &ImagingService::RunDeform);
+}
+
+absl::StatusOr<double> ImagingService::RequestWork(const MorphologyJob& job,
+                                                   absl::string_view identity) {
+  CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, *store_, options_.limits));
+  return MorphologyWork(in.extent, job.steps, WorkModelOf(backend_->name()));
+}
+
+absl::StatusOr<double> ImagingService::RequestWork(const GradientJob& job,
+                                                   absl::string_view identity) {
+  CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, *store_, options_.limits));
+  return GradientWork(in.extent, job.spec);
+}
+
+absl::StatusOr<double> ImagingService::RequestWork(const PyramidJob& job,
+                                                   absl::string_view identity) {
+  CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, *store_, options_.limits));
+  // The output type does not change the levels' sizes; the input's stands in until resolved.
+  PyramidSpec spec = job.spec;
+  if (job.output_input_type) spec.output_type = in.type;
+  absl::StatusOr<std::vector<PyramidLevel>> levels = PlanPyramidLevels(in.type, in.extent, spec);
+  return levels.ok() ? PyramidWork(*levels) : 0.0;
+}
+
+absl::StatusOr<double> ImagingService::RequestWork(const DetectJob& job,
+                                                   absl::string_view identity) {
+  CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, *store_, options_.limits));
+  const HogModel* model = models_->Find(job.model);
+  if (model == nullptr) return 0.0;
+  absl::StatusOr<DetectGeometry> geometry =
+      PlanDetection(in.extent, model->window_width, model->window_height, job.spec);
+  return geometry.ok() ? DetectWork(*geometry, model->DescriptorSize()) : 0.0;
+}
+
+absl::StatusOr<double> ImagingService::RequestWork(const DeformJob& job,
+                                                   absl::string_view identity) {
+  std::uint64_t vertices = job.mesh.view.vertex_count;
+  std::uint64_t triangles = job.mesh.view.triangle_count;
+  if (job.mesh.kind == MeshInput::Kind::kHandle) {
+    absl::StatusOr<ResidentInfo> info = store_->Describe(identity, job.mesh.handle);
+    if (!info.ok()) {
+      return absl::Status(info.status().code(),
+                          absl::StrCat("mesh.handle: ", info.status().message()));
+    }
+    vertices = info->vertex_count;
+    triangles = info->triangle_count;
+  }
+  return DeformWork(vertices, triangles, job.lattice.ControlPointCount());
 }
 
 absl::Status ImagingService::RunMorphology(const MorphologyJob& job,
@@ -453,6 +507,7 @@ absl::Status ImagingService::RunDetect(const DetectJob& job,
   CUIMG_ASSIGN_OR_RETURN(DetectResult result,
                          backend_->DetectPedestrians(in.view, *model, spec, &call.times(),
                                                      call.cancel()));
+  CUIMG_RETURN_IF_ERROR(CheckGroupedHits(result.hits.size(), spec, options_.max_grouped_hits));
   for (const Detection& d : FinishDetections(result.geometry, std::move(result.hits), spec)) {
     v1::Detection* out = response->add_detections();
     out->set_x(d.x);

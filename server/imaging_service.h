@@ -109,6 +109,14 @@ class ImagingService final
       absl::Status (ImagingService::*run)(const Job&, const typename Messages::Request&,
                                           CallScope&, typename Messages::Response*));
 
+  // The estimated work of a validated request (work_estimate.h) on this server's backend; the
+  // errors of InputShape. A plan that fails here counts 0: the request fails when it runs.
+  absl::StatusOr<double> RequestWork(const MorphologyJob& job, absl::string_view identity);
+  absl::StatusOr<double> RequestWork(const GradientJob& job, absl::string_view identity);
+  absl::StatusOr<double> RequestWork(const PyramidJob& job, absl::string_view identity);
+  absl::StatusOr<double> RequestWork(const DetectJob& job, absl::string_view identity);
+  absl::StatusOr<double> RequestWork(const DeformJob& job, absl::string_view identity);
+
   absl::Status RunMorphology(const MorphologyJob& job, const v1::MorphologyRequest& request,
                              CallScope& call, v1::MorphologyResponse* response);
   // Morphology whose result goes to the shared-memory region job.output names.

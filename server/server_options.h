@@ -129,6 +129,14 @@ struct ServerOptions {
   std::string models_dir;
   // Objects per identity (each costs bookkeeping beyond its bytes); the oldest is evicted beyond.
   std::uint32_t resident_max_objects = 4096;
+  // Estimated work one request may take (work_estimate.h: operations per pixel of the backend's
+  // algorithm, about 1 ns each on a CPU core); more is refused with RESOURCE_EXHAUSTED. The
+  // default admits a 4096x4096 image through a 63x63 disk about 3 times over on the CPU backend
+  // (3 minutes of one core); 0: no cap.
+  double max_request_work = 2e11;
+  // Hits DetectPedestrians hands to grouping, which compares every pair; more is
+  // INVALID_ARGUMENT naming hit_threshold. 0: no cap.
+  std::uint64_t max_grouped_hits = 20000;
   RequestLimits limits;
   SecurityOptions security;
   SharedMemoryOptions shared_memory;

@@ -14,6 +14,7 @@
 #include "cuimg/common/status_macros.h"
 #include "server/imaging_service.h"
 #include "server/volume_stream_plan.h"
+#include "server/work_estimate.h"
 
 namespace cuimg {
 namespace {
@@ -136,7 +137,13 @@ class VolumeStreamReactor final
                            ? planes * job_.extent.SlicePixels() * 4
                            : in_slice_bytes_;
     max_out_slices_ = std::max<std::int64_t>(1, kTargetSlabBytes / out_slice_bytes_);
-    return absl::OkStatus();
+    // The whole volume's work: the slabs' halos add little, and a stream must not do in pieces
+    // what one request may not.
+    const double work =
+        job_.op == VolumeStreamJob::Op::kGradient
+            ? GradientWork(job_.extent, job_.gradient)
+            : MorphologyWork(job_.extent, job_.steps, WorkModelOf(service_->backend().name()));
+    return CheckRequestWork(work, service_->options().max_request_work);
   }
 
   absl::Status AcceptSlab() {
