@@ -145,7 +145,7 @@ ABSL_FLAG(double, max_request_work, 2e11,
           "Estimated work one request may take, in operations per pixel of the backend's "
           "algorithm (about 1 ns each on a CPU core; server/work_estimate.h); more is refused "
           "with RESOURCE_EXHAUSTED. 0: no cap.");
-ABSL_FLAG(uint64_t, max_grouped_hits, 20000,
+ABSL_FLAG(uint64_t, max_grouped_hits, 10000,
           "Most DetectPedestrians hits handed to grouping (which compares every pair); more is "
           "INVALID_ARGUMENT naming hit_threshold. 0: no cap.");
 ABSL_FLAG(std::string, models_dir, "",

@@ -136,7 +136,7 @@ struct ServerOptions {
   double max_request_work = 2e11;
   // Hits DetectPedestrians hands to grouping, which compares every pair; more is
   // INVALID_ARGUMENT naming hit_threshold. 0: no cap.
-  std::uint64_t max_grouped_hits = 20000;
+  std::uint64_t max_grouped_hits = 10000;
   RequestLimits limits;
   SecurityOptions security;
   SharedMemoryOptions shared_memory;
