@@ -121,7 +121,8 @@ class CpuBackend final : public Backend {
       CUIMG_ASSIGN_OR_RETURN(void* d, PackedDestination(out, level.offset_bytes, level.bytes));
       destinations.push_back(d);
     }
-    CUIMG_ASSIGN_OR_RETURN(std::vector<Image> images, PyramidReference(CopyOf(in), spec, threads_, cancel));
+    CUIMG_ASSIGN_OR_RETURN(std::vector<Image> images,
+                           PyramidReference(CopyOf(in), spec, threads_, cancel));
     for (std::size_t i = 0; i < levels.size(); ++i) {
       std::memcpy(destinations[i], images[i].bytes(), levels[i].bytes);
     }

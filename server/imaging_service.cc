@@ -365,7 +365,8 @@ absl::Status ImagingService::RunMorphology(const MorphologyJob& job,
   ResultSlot result(job.output, in.view.type, in.view.extent, in.spacing,
                     response->mutable_result(), *call.detached_results());
   const ImageView out{in.view.type, in.view.extent, 1, result.data()};
-  CUIMG_RETURN_IF_ERROR(backend_->Morphology(in.view, out, job.steps, &call.times(), call.cancel()));
+  CUIMG_RETURN_IF_ERROR(
+      backend_->Morphology(in.view, out, job.steps, &call.times(), call.cancel()));
   metrics_->AddPixels("Morphology", in.view.extent.Pixels());
   return result.Deliver(*store_, identity, "output.keep_resident");
 }
@@ -388,7 +389,8 @@ absl::Status ImagingService::MorphologyIntoSharedMemory(const MorphologyJob& job
         "output.shared_memory.offset: the result's bytes overlap the input's");
   }
   const ImageView out{in.view.type, in.view.extent, 1, data};
-  CUIMG_RETURN_IF_ERROR(backend_->Morphology(in.view, out, job.steps, &call.times(), call.cancel()));
+  CUIMG_RETURN_IF_ERROR(
+      backend_->Morphology(in.view, out, job.steps, &call.times(), call.cancel()));
   metrics_->AddPixels("Morphology", in.view.extent.Pixels());
   v1::Image* image = response->mutable_result()->mutable_image();
   SetImageHeader(out, image);

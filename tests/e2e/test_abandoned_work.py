@@ -30,9 +30,11 @@ def image(size, seed=0):
 
 
 def morph(size, element, steps, shape=morphology_pb2.ELEMENT_SHAPE_ELLIPSE):
+    """`steps` alternate dilations and erosions by one element."""
+    ops = [morphology_pb2.MORPHOLOGY_OP_DILATE, morphology_pb2.MORPHOLOGY_OP_ERODE]
     return morphology_pb2.MorphologyRequest(input=image(size), steps=[
         morphology_pb2.MorphologyStep(
-            op=morphology_pb2.MORPHOLOGY_OP_DILATE if i % 2 == 0 else morphology_pb2.MORPHOLOGY_OP_ERODE,
+            op=ops[i % 2],
             element=morphology_pb2.StructuringElement(shape=shape, width=element, height=element))
         for i in range(steps)])
 
