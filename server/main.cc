@@ -143,7 +143,7 @@ ABSL_FLAG(int, shutdown_grace_seconds, 30,
           "stops at its next check, and a process still running 5 s later exits with status 3.");
 ABSL_FLAG(double, max_request_work, 2e11,
           "Estimated work one request may take, in operations per pixel of the backend's "
-          "algorithm (about 1 ns each on a CPU core; server/work_estimate.h); more is refused "
+          "algorithm (1 to 4 ns each on a CPU core; server/work_estimate.h); more is refused "
           "with RESOURCE_EXHAUSTED. 0: no cap.");
 ABSL_FLAG(uint64_t, max_grouped_hits, 10000,
           "Most DetectPedestrians hits handed to grouping (which compares every pair); more is "
@@ -230,7 +230,7 @@ constexpr char kUsage[] =
     "cuimg-server: GPU image processing over gRPC.\n"
     "usage: cuimg-server [--flag=value ...] [--flagfile=FILE]\n"
     "signals: SIGTERM, SIGINT and SIGHUP drain in-flight requests (--shutdown_grace_seconds), "
-    "then exit 0\n";
+    "then exit 0 (3 when work still runs 5 s past the grace period)\n";
 
 // --help, --helpfull, --version: print to stdout and exit 0 (the exit code), else -1.
 int HandleUsage(int argc, char** argv) {

@@ -72,7 +72,7 @@ absl::Status CheckRequestWork(double work, double max_work) {
   if (max_work <= 0 || work <= max_work) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrFormat(
       "the request's estimated work is %.3g units, over the per-request cap of %.3g "
-      "(--max_request_work; a unit is one operation per pixel, about 1 ns on a CPU core): split "
+      "(--max_request_work; a unit is one operation per pixel, 1 to 4 ns on a CPU core): split "
       "it into smaller requests",
       work, max_work));
 }

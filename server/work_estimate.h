@@ -6,9 +6,11 @@
 // algorithm the backend runs, so it follows each backend's plan: the CPU reference reads every
 // member of a structuring element, the CUDA kernels read one or two lookups per element row
 // (chords) or three per axis for boxes (van Herk/Gil-Werman). Measured on one core of the
-// development machine (CPU backend, --cpu_threads_per_request=1): a 640x640 dilation by a 61x61
-// ellipse (1.2e9 units) took 1.0 s, about 0.85 ns per unit; the CUDA kernels do 10^3 or more
-// times as many units per second on an H100/H200.
+// 2-core development machine, shared with other builds (CPU backend,
+// --cpu_threads_per_request=1): dilations of 640x640 by a 61x61 ellipse (1.2e9 units), 512x512
+// by 31x31 (1.9e8) and 1024x1024 by 15x15 (1.8e8) took 4.0, 0.49 and 0.71 s: 2.6 to 4.0 ns per
+// unit (an idle core does about 1 ns: test_faults.py's 640x640 61x61 dilation takes about a
+// second). The CUDA kernels do 10^3 or more times as many units per second.
 #ifndef CUIMG_SERVER_WORK_ESTIMATE_H_
 #define CUIMG_SERVER_WORK_ESTIMATE_H_
 
