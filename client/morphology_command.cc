@@ -95,9 +95,10 @@ int WriteOutput(const MorphologyCommand& command, const ImageView& output,
   return kExitOk;
 }
 
-// Prints what was written, as text or JSON.
+// Prints what was written, as text or JSON: `timing` is the server's trailer (every stream's for
+// a streamed volume), `streamed` the streamed volume's readable summary (empty when unary).
 void Report(const MorphologyCommand& command, const Image& in, double ms,
-            const std::string& timing) {
+            const std::string& timing, const std::string& streamed = "") {
   const std::string& output =
       command.output_label.empty() ? command.output : command.output_label;
   const Extent& e = in.extent();
@@ -113,10 +114,10 @@ void Report(const MorphologyCommand& command, const Image& in, double ms,
   } else {
     const std::string size = e.depth > 1 ? absl::StrFormat("%dx%dx%d", e.width, e.height, e.depth)
                                          : absl::StrFormat("%dx%d", e.width, e.height);
-    std::printf("wrote %s (%s, %d channel%s, %s%s) in %.2f ms; server: %s\n",
-                output.c_str(), size.c_str(), channels, channels == 1 ? "" : "s",
-                std::string(PixelTypeName(in.type())).c_str(),
-                command.slab_slices > 0 ? ", streamed" : "", ms, timing.c_str());
+    const std::string how = streamed.empty() ? "server: " + timing : "streamed " + streamed;
+    std::printf("wrote %s (%s, %d channel%s, %s) in %.2f ms; %s\n", output.c_str(),
+                size.c_str(), channels, channels == 1 ? "" : "s",
+                std::string(PixelTypeName(in.type())).c_str(), ms, how.c_str());
   }
 }
 
@@ -140,7 +141,8 @@ int RunStreamed(const ConnectionOptions& connection,
   if (int code = WriteOutput(command, result->planes[0].view(), input); code != kExitOk) {
     return code;
   }
-  Report(command, input.image, ms, result->server_timing());
+  Report(command, input.image, ms, result->server_timing(),
+         result->summary(ms, input.image.size_bytes()));
   return kExitOk;
 }
 

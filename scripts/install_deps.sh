@@ -26,8 +26,10 @@ test_pkgs=(
   # Over-the-wire tests and the Python client.
   python3 python3-grpcio python3-protobuf python3-numpy python3-scipy python3-pydicom
   python3-matplotlib
+  # The Python client installed by pip into a venv (tests/e2e/test_python_package.py).
+  python3-pip python3-setuptools
   # Metrics checks (promtool + a real Prometheus server in CI); deployment YAML checks; a venv
-  # for kubernetes-validate (scripts/install_deploy_tools.sh).
+  # for kubernetes-validate (scripts/install_deploy_tools.sh) and the Python client's install test.
   prometheus yamllint python3-yaml python3-venv
   # DICOMweb: a real PACS (Orthanc and its DICOMweb plugin) and DCMTK's compressors for its series.
   orthanc orthanc-dicomweb dcmtk

@@ -51,7 +51,7 @@ absl::Status CallScope::CheckAlive() const {
     return absl::DeadlineExceededError("the request's deadline passed before execution");
   }
   if (ctx_->IsCancelled()) return absl::CancelledError("the client cancelled the request");
-  return absl::OkStatus();
+  return cancel().Check();
 }
 
 grpc::Status CallScope::Complete(const absl::Status& status) {

@@ -13,6 +13,7 @@
 #include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
+#include "cuimg/common/cancel_token.h"
 #include "server/backend.h"
 #include "server/metrics.h"
 #include "server/shared_memory_region.h"
@@ -44,10 +45,15 @@ class CallScope {
   // client (SharedMemoryRegion::CheckIntact); checked once the call's work is done (by
   // ImagingService::Serve), since its reads and writes may then have missed the client's pages.
   absl::Status CheckSharedMemory() const;
+  // The token that the call's backend work checks (backend.h); set before the work starts, it
+  // must outlive the scope's use. NeverCancelled() until set.
+  void set_cancel(const CancelToken* cancel) { cancel_ = cancel; }
+  const CancelToken& cancel() const { return cancel_ == nullptr ? NeverCancelled() : *cancel_; }
   // Marks the end of queueing (the request starts executing).
   void MarkStarted();
-  // CANCELLED or DEADLINE_EXCEEDED when the client is gone or out of time; checked before and
-  // between stages so no device work is done for a dead request.
+  // CANCELLED or DEADLINE_EXCEEDED when the client is gone or out of time, UNAVAILABLE when the
+  // token says the server is stopping; checked before and between stages so no device work is
+  // done for a dead request.
   absl::Status CheckAlive() const;
   // Records metrics and the timing trailer and logs the request line (every refusal counts in
   // the metrics; their lines are rate-limited per RPC and code, see
@@ -63,6 +69,7 @@ class CallScope {
   std::string identity_;
   DetachedResults* detached_results_ = nullptr;
   std::vector<std::pair<std::shared_ptr<const SharedMemoryRegion>, std::string>> regions_;
+  const CancelToken* cancel_ = nullptr;
   bool completed_ = false;
 };
 

@@ -5,7 +5,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "server/call_scope.h"
@@ -21,6 +25,36 @@ namespace {
 void BindExclusively(grpc::ServerBuilder& builder) {
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
 }
+
+// Calls `fire` on its own thread once `after` has passed, unless destroyed first.
+class Timer {
+ public:
+  Timer(absl::Duration after, std::function<void()> fire)
+      : deadline_(std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(after)),
+        fire_(std::move(fire)),
+        thread_([this] {
+          std::unique_lock<std::mutex> lock(mu_);
+          if (!cv_.wait_until(lock, deadline_, [this] { return cancelled_; })) fire_();
+        }) {}
+  ~Timer() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  Timer(const Timer&) = delete;
+  Timer& operator=(const Timer&) = delete;
+
+ private:
+  const std::chrono::steady_clock::time_point deadline_;
+  const std::function<void()> fire_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool cancelled_ = false;  // guarded by mu_
+  std::thread thread_;      // last: starts once the members above exist
+};
 
 }  // namespace
 
@@ -160,6 +194,14 @@ void CuimgServer::Shutdown(absl::Duration grace) {
   shut_down_ = true;
   StopMonitor();
   SetServing(false);
+  // Past the grace period gRPC cancels the calls, but a worker deep in a long computation would
+  // not notice: the hard stop makes every call's work end at its next check (cancel_token.h),
+  // and the queued ones fail before they start.
+  const Timer hard_stop(grace, [this] {
+    if (service_ != nullptr) service_->HardStop();
+    Log(LogLevel::kWarning, "event=shutdown_hard_stop message=\"the grace period is over: "
+                            "running requests stop at their next check\"");
+  });
   if (server_ != nullptr) {
     server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(grace));
     server_->Wait();

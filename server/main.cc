@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -137,7 +139,15 @@ ABSL_FLAG(std::string, health_listen_address, "",
           "Plaintext address serving only grpc.health.v1 (and reflection), for probes that cannot "
           "do TLS; empty disables it.");
 ABSL_FLAG(int, shutdown_grace_seconds, 30,
-          "On SIGTERM/SIGINT/SIGHUP, seconds in-flight requests get to finish.");
+          "On SIGTERM/SIGINT/SIGHUP, seconds in-flight requests get to finish; then their work "
+          "stops at its next check, and a process still running 5 s later exits with status 3.");
+ABSL_FLAG(double, max_request_work, 2e11,
+          "Estimated work one request may take, in operations per pixel of the backend's "
+          "algorithm (1 to 4 ns each on a CPU core; server/work_estimate.h); more is refused "
+          "with RESOURCE_EXHAUSTED. 0: no cap.");
+ABSL_FLAG(uint64_t, max_grouped_hits, 10000,
+          "Most DetectPedestrians hits handed to grouping (which compares every pair); more is "
+          "INVALID_ARGUMENT naming hit_threshold. 0: no cap.");
 ABSL_FLAG(std::string, models_dir, "",
           "Directory of detector models (*.hogsvm) for DetectPedestrians, loaded at start-up; a "
           "file that does not parse stops the server. Empty: the first of "
@@ -220,7 +230,7 @@ constexpr char kUsage[] =
     "cuimg-server: GPU image processing over gRPC.\n"
     "usage: cuimg-server [--flag=value ...] [--flagfile=FILE]\n"
     "signals: SIGTERM, SIGINT and SIGHUP drain in-flight requests (--shutdown_grace_seconds), "
-    "then exit 0\n";
+    "then exit 0 (3 when work still runs 5 s past the grace period)\n";
 
 // --help, --helpfull, --version: print to stdout and exit 0 (the exit code), else -1.
 int HandleUsage(int argc, char** argv) {
@@ -290,6 +300,12 @@ int main(int argc, char** argv) {
   options.max_receive_message_bytes = absl::GetFlag(FLAGS_max_receive_message_bytes);
   options.http2_lookahead_bytes = absl::GetFlag(FLAGS_http2_lookahead_bytes);
   options.shutdown_grace_seconds = absl::GetFlag(FLAGS_shutdown_grace_seconds);
+  options.max_request_work = absl::GetFlag(FLAGS_max_request_work);
+  options.max_grouped_hits = absl::GetFlag(FLAGS_max_grouped_hits);
+  if (!(options.max_request_work >= 0)) {
+    std::fprintf(stderr, "usage: --max_request_work must be >= 0 (0: no cap)\n");
+    return 2;
+  }
   options.resident_budget_bytes = absl::GetFlag(FLAGS_resident_budget_bytes);
   options.resident_ttl_seconds = absl::GetFlag(FLAGS_resident_ttl_seconds);
   options.resident_max_ttl_seconds = absl::GetFlag(FLAGS_resident_max_ttl_seconds);
@@ -411,7 +427,9 @@ int main(int argc, char** argv) {
              " max_pixels=", options.limits.max_pixels,
              " max_element_extent=", options.limits.max_element_extent,
              " max_decoded_pixels=", options.limits.max_decoded_pixels,
-             " max_inflight_bytes_per_device=", options.max_inflight_bytes_per_device, " ",
+             " max_inflight_bytes_per_device=", options.max_inflight_bytes_per_device,
+             " max_request_work=", options.max_request_work,
+             " max_grouped_hits=", options.max_grouped_hits, " ",
              (*server)->security_description(),
              " health_port=", (*server)->health_port(),
              " models_dir=", options.models_dir, " models=\"", (*server)->models().Names(), "\"");
@@ -426,6 +444,17 @@ int main(int argc, char** argv) {
   sigwait(&signals, &signal);
   cuimg::Log(cuimg::LogLevel::kInfo, "event=shutdown signal=", signal,
              " grace_seconds=", options.shutdown_grace_seconds);
+  // After the grace period running work stops at its next check (milliseconds); what no check
+  // reaches (one long kernel, a stuck transport) must not keep the process alive: an orchestrator
+  // waits for the exit. Past this bound the process ends without unwinding.
+  constexpr std::chrono::seconds kExitBound{5};
+  std::thread([grace = std::chrono::seconds(options.shutdown_grace_seconds), kExitBound] {
+    std::this_thread::sleep_for(grace + kExitBound);
+    cuimg::Log(cuimg::LogLevel::kError, "event=shutdown_timeout exit_bound_seconds=",
+               kExitBound.count(), " message=\"still running after the grace period and the "
+               "bound; exiting\"");
+    std::_Exit(3);
+  }).detach();
   (*server)->Shutdown(absl::Seconds(options.shutdown_grace_seconds));
   cuimg::Log(cuimg::LogLevel::kInfo, "event=stopped");
   return 0;
