@@ -32,10 +32,6 @@ CallScope::~CallScope() {
   if (!completed_) metrics_->AddInflight(rpc_, -1);
 }
 
-void CallScope::UseRegion(std::shared_ptr<const SharedMemoryRegion> region, std::string field) {
-  regions_.emplace_back(std::move(region), std::move(field));
-}
-
 absl::Status CallScope::CheckSharedMemory() const {
   for (const auto& [region, field] : regions_) {
     if (absl::Status intact = region->CheckIntact(field); !intact.ok()) return intact;

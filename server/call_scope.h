@@ -40,7 +40,11 @@ class CallScope {
   DetachedResults* detached_results() const { return detached_results_; }
   // A shared-memory region the call reads or writes (named by request field `field`), held until
   // the call ends. Added where requests find their regions (image_input.h's FindRegion).
-  void UseRegion(std::shared_ptr<const SharedMemoryRegion> region, std::string field);
+  // Inline so that code using it (image_input.cc) links without the rest of the scope (the
+  // fuzzers build those files alone).
+  void UseRegion(std::shared_ptr<const SharedMemoryRegion> region, std::string field) {
+    regions_.emplace_back(std::move(region), std::move(field));
+  }
   // FAILED_PRECONDITION naming the field and key when a region the call used was shrunk by its
   // client (SharedMemoryRegion::CheckIntact); checked once the call's work is done (by
   // ImagingService::Serve), since its reads and writes may then have missed the client's pages.
