@@ -184,13 +184,15 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
     // Refusals that retrying cannot help get no retry hint.
     transient_ = size <= std::min({service_->store().max_object_bytes(),
                                    service_->uploads().max_bytes_per_identity(),
-                                   service_->budget().per_request_bytes()});
+                                   UploadBuffer::MaxDeclared(service_->budget())});
     if (absl::Status room = service_->store().CheckRoom(call_.identity(), size); !room.ok()) {
       return absl::Status(room.code(), absl::StrCat(field, ": ", room.message()));
     }
+    CUIMG_ASSIGN_OR_RETURN(std::unique_ptr<UploadBuffer> buffer,
+                           UploadBuffer::Create(&service_->budget(), size, field));
     CUIMG_RETURN_IF_ERROR(slot_.Declare(size, field));
     ttl_seconds_ = message_.ttl_seconds();
-    buffer_ = std::make_unique<UploadBuffer>(&service_->budget(), size);
+    buffer_ = std::move(buffer);
     if (!mesh_) return buffer_->Append(message_.image().data(), "image.data");
     // A mesh's bytes arrive as positions, then triangles (ValidateUploadMeshHeader checked that
     // triangles come only after every position).

@@ -15,6 +15,22 @@ constexpr std::uint64_t kMinCapacity = std::uint64_t{1} << 20;
 
 }  // namespace
 
+absl::StatusOr<std::unique_ptr<UploadBuffer>> UploadBuffer::Create(InflightBudget* budget,
+                                                                    std::uint64_t declared,
+                                                                    absl::string_view field) {
+  if (declared > MaxDeclared(*budget)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        field, ": ", declared, " bytes exceeds the largest upload, ", MaxDeclared(*budget),
+        " bytes (half of max_inflight_bytes_per_device=", budget->per_request_bytes(),
+        ": a growing upload briefly holds its bytes twice)"));
+  }
+  return std::unique_ptr<UploadBuffer>(new UploadBuffer(budget, declared));
+}
+
+std::uint64_t UploadBuffer::MaxDeclared(const InflightBudget& budget) {
+  return budget.per_request_bytes() / 2;
+}
+
 UploadBuffer::UploadBuffer(InflightBudget* budget, std::uint64_t declared)
     : budget_(budget), declared_(declared) {}
 

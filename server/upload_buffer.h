@@ -7,8 +7,10 @@
 #define CUIMG_SERVER_UPLOAD_BUFFER_H_
 
 #include <cstdint>
+#include <memory>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "cuimg/common/image.h"
 #include "server/inflight_budget.h"
@@ -17,8 +19,14 @@ namespace cuimg {
 
 class UploadBuffer {
  public:
-  // `budget` must outlive the buffer. `declared`: the object's size in bytes.
-  UploadBuffer(InflightBudget* budget, std::uint64_t declared);
+  // A buffer for an object of `declared` bytes; `budget` must outlive it. RESOURCE_EXHAUSTED
+  // naming `field` and max_inflight_bytes_per_device when `declared` exceeds MaxDeclared: while
+  // the buffer grows the old and new copies are both held, up to twice the declared size.
+  static absl::StatusOr<std::unique_ptr<UploadBuffer>> Create(InflightBudget* budget,
+                                                              std::uint64_t declared,
+                                                              absl::string_view field);
+  // The largest object a buffer may be created for: half the budget's per-request limit.
+  static std::uint64_t MaxDeclared(const InflightBudget& budget);
   UploadBuffer(const UploadBuffer&) = delete;
   UploadBuffer& operator=(const UploadBuffer&) = delete;
 
@@ -36,6 +44,8 @@ class UploadBuffer {
   Image::Storage Take();
 
  private:
+  UploadBuffer(InflightBudget* budget, std::uint64_t declared);
+
   InflightBudget* budget_;
   const std::uint64_t declared_;
   Image::Storage bytes_;

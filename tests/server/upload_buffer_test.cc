@@ -15,18 +15,31 @@ using ::testing::HasSubstr;
 
 TEST(UploadBuffer, ReservesWhatArrivesNotWhatIsDeclared) {
   InflightBudget budget(std::uint64_t{64} << 20, std::uint64_t{64} << 20);
-  UploadBuffer buffer(&budget, std::uint64_t{4} << 30);  // 4 GiB declared
+  auto buffer = UploadBuffer::Create(&budget, std::uint64_t{32} << 20, "image");
+  ASSERT_THAT(buffer, IsOk());
   EXPECT_EQ(budget.used(), 0u);
-  ASSERT_THAT(buffer.Append(std::string(1024, 'a'), "image.data"), IsOk());
-  EXPECT_EQ(buffer.received(), 1024u);
-  EXPECT_EQ(buffer.reserved(), std::uint64_t{1} << 20);  // the first step, not 4 GiB
-  EXPECT_EQ(budget.used(), buffer.reserved());
+  ASSERT_THAT((*buffer)->Append(std::string(1024, 'a'), "image.data"), IsOk());
+  EXPECT_EQ((*buffer)->received(), 1024u);
+  EXPECT_EQ((*buffer)->reserved(), std::uint64_t{1} << 20);  // the first step, not 32 MiB
+  EXPECT_EQ(budget.used(), (*buffer)->reserved());
+}
+
+TEST(UploadBuffer, RefusesObjectsOverHalfThePerRequestLimit) {
+  // Growing holds the old and new buffers: up to twice the declared size.
+  InflightBudget budget(1000, 100);
+  EXPECT_EQ(UploadBuffer::MaxDeclared(budget), 50u);
+  EXPECT_THAT(UploadBuffer::Create(&budget, 51, "image"),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("max_inflight_bytes_per_device=100")));
+  EXPECT_THAT(UploadBuffer::Create(&budget, 50, "image"), IsOk());
 }
 
 TEST(UploadBuffer, GrowsByDoublingCappedAtTheDeclaredSizeAndKeepsTheBytes) {
   InflightBudget budget(std::uint64_t{64} << 20, std::uint64_t{64} << 20);
   const std::uint64_t declared = 3 * (std::uint64_t{1} << 20) + 5;
-  UploadBuffer buffer(&budget, declared);
+  auto created = UploadBuffer::Create(&budget, declared, "image");
+  ASSERT_THAT(created, IsOk());
+  UploadBuffer& buffer = **created;
   std::string all;
   for (int i = 0; all.size() < declared; ++i) {
     const std::string chunk(std::min<std::uint64_t>(700000, declared - all.size()),
@@ -49,9 +62,12 @@ TEST(UploadBuffer, RefusesGrowthTheBudgetCannotHoldAndAppendsNothing) {
   InflightBudget budget(std::uint64_t{3} << 20, std::uint64_t{3} << 20);
   auto other = budget.Reserve(std::uint64_t{3} << 19, "other");  // 1.5 MiB held elsewhere
   ASSERT_THAT(other, IsOk());
-  UploadBuffer buffer(&budget, std::uint64_t{8} << 20);
+  auto created = UploadBuffer::Create(&budget, std::uint64_t{1} << 20 | 1, "image");
+  ASSERT_THAT(created, IsOk());
+  UploadBuffer& buffer = **created;
   ASSERT_THAT(buffer.Append(std::string(1 << 20, 'a'), "image.data"), IsOk());
-  // Growing to 2 MiB needs the old and new buffer (3 MiB) while the bytes move: refused.
+  // Growing to 1 MiB + 1 needs the old and new buffer (2 MiB + 1) while the bytes move, beside
+  // the 1.5 MiB held elsewhere: refused.
   EXPECT_THAT(buffer.Append("b", "chunk"),
               StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("chunk")));
   EXPECT_EQ(buffer.received(), std::uint64_t{1} << 20);
