@@ -130,7 +130,8 @@ ABSL_FLAG(int, max_uploads_per_identity, 8,
 ABSL_FLAG(uint64_t, max_upload_bytes_per_identity, 0,
           "Declared bytes of one client identity's open uploads together; more get "
           "RESOURCE_EXHAUSTED. 0: half the server's in-flight bytes "
-          "(--max_inflight_bytes_per_device x devices), so that uploads never hold it all.");
+          "(--max_inflight_bytes_per_device x devices), so that uploads never hold it all. One "
+          "upload is also at most half of --max_inflight_bytes_per_device.");
 ABSL_FLAG(std::string, tls_cert_file, "", "PEM certificate chain: TLS on the gRPC port.");
 ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file.");
 ABSL_FLAG(std::string, tls_client_ca_file, "",
