@@ -102,9 +102,9 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
   // Arms the idle check for `due`; the timer holds a reference until its callback ran.
   void ArmIdleTimerLocked(absl::Time due) {
     refs_.fetch_add(1);
-    // Only the newest alarm is armed. The previous one is kept one round longer: this may run
-    // inside its own callback, which must not destroy it.
-    retired_alarm_ = std::move(alarm_);
+    // This may run inside the previous alarm's callback, and the last Unref may too: destroying
+    // an alarm from its own callback is safe (gRPC's alarm holds itself until the callback
+    // returns).
     alarm_ = std::make_unique<grpc::Alarm>();
     alarm_->Set(absl::ToChronoTime(due), [this](bool fired) { OnIdleTimer(fired); });
   }
@@ -258,8 +258,7 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
   std::mutex mu_;
   bool finished_ = false;  // Finish was called (or is about to be)
   absl::Time last_activity_;
-  std::unique_ptr<grpc::Alarm> alarm_;
-  std::unique_ptr<grpc::Alarm> retired_alarm_;
+  std::unique_ptr<grpc::Alarm> alarm_;  // the armed idle check
   v1::UploadRequest message_;
   UploadQuota::Slot slot_;
   std::unique_ptr<UploadBuffer> buffer_;  // set by the first message
