@@ -147,12 +147,11 @@ class Uploads(unittest.TestCase):
             self.assertEqual(stub.Morphology(dilate(2048, 2048), timeout=30).result.image.width,
                              2048)
         self.assertFalse(huge.future.done())
-        # The idle timeout ends it, naming the flag, and frees what it held.
+        # The idle timeout ends it, naming the flag (that it frees what it held: the slot test).
         code, details, waited = huge.outcome(timeout=30)
         self.assertEqual(code, grpc.StatusCode.DEADLINE_EXCEEDED, details)
         self.assertIn("upload_idle_timeout_ms", details)
         self.assertLess(waited, 10)
-        self.assertLess(rss_bytes(self.server.process.pid) - before, 64 * MiB)
 
     def test_a_stalled_upload_never_locks_others_out_of_the_in_flight_budget(self):
         # 64 MiB in flight: a 32 MiB upload declared (the per-identity share) used to reserve it
