@@ -14,7 +14,7 @@ build_pkgs=(
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev
   libpng-dev libjpeg-dev libturbojpeg0-dev libtiff-dev libdcmtk-dev libassimp-dev libteem-dev
-  nlohmann-json3-dev
+  nlohmann-json3-dev libcurl4-openssl-dev
 )
 
 test_pkgs=(
@@ -26,13 +26,25 @@ test_pkgs=(
   # Over-the-wire tests and the Python client.
   python3 python3-grpcio python3-protobuf python3-numpy python3-scipy python3-pydicom
   python3-matplotlib
-  # Metrics checks (promtool + a real Prometheus server in CI); deployment YAML checks.
-  prometheus yamllint python3-yaml
+  # The Python client installed by pip into a venv (tests/e2e/test_python_package.py).
+  python3-pip python3-setuptools
+  # Metrics checks (promtool + a real Prometheus server in CI); deployment YAML checks; a venv
+  # for kubernetes-validate (scripts/install_deploy_tools.sh) and the Python client's install test.
+  prometheus yamllint python3-yaml python3-venv
+  # DICOMweb: a real PACS (Orthanc and its DICOMweb plugin) and DCMTK's compressors for its series.
+  orthanc orthanc-dicomweb dcmtk
   # Throwaway certificates for the TLS tests.
   openssl
   # libFuzzer targets and sanitizer builds (clang's runtimes; llvm-symbolizer for reports).
   clang libclang-rt-dev llvm
 )
+
+# `kubectl kustomize` renders the Kubernetes overlays (tests/e2e/test_deploy.py). Debian's
+# kubernetes-client (1.20, kustomize v2.0) unless some kubectl is already installed: another
+# package's /usr/bin/kubectl (Kubernetes' or Google Cloud's) would conflict with it.
+if [ "$mode" = test ] && ! command -v kubectl > /dev/null; then
+  test_pkgs+=(kubernetes-client)
+fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

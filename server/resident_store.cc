@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "cuimg/common/status_macros.h"
 #include "server/log.h"
+#include "server/untrusted_text.h"
 
 namespace cuimg {
 
@@ -140,12 +141,13 @@ absl::Status ResidentStore::NotFoundLocked(absl::string_view identity, absl::str
   if (list != tombstones_.end()) {
     for (const Tombstone& t : list->second) {
       if (t.handle != handle) continue;
-      return absl::NotFoundError(absl::StrCat("resident object '", handle, "' was evicted ",
+      return absl::NotFoundError(absl::StrCat("resident object ", QuoteClientValue(handle),
+                                              " was evicted ",
                                               absl::ToInt64Seconds(now - t.when),
                                               " s ago: ", t.why));
     }
   }
-  return absl::NotFoundError(absl::StrCat("no resident object '", handle, "'"));
+  return absl::NotFoundError(absl::StrCat("no resident object ", QuoteClientValue(handle)));
 }
 
 absl::StatusOr<std::shared_ptr<const StoredImage>> ResidentStore::Get(absl::string_view identity,
@@ -153,7 +155,8 @@ absl::StatusOr<std::shared_ptr<const StoredImage>> ResidentStore::Get(absl::stri
   std::lock_guard<std::mutex> lock(mu_);
   CUIMG_ASSIGN_OR_RETURN(Entry * entry, FindLocked(identity, handle));
   if (entry->image == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("'", handle, "' is a mesh, not an image"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(QuoteClientValue(handle), " is a mesh, not an image"));
   }
   return entry->image;
 }
@@ -163,7 +166,8 @@ absl::StatusOr<std::shared_ptr<const BackendMesh>> ResidentStore::GetMesh(
   std::lock_guard<std::mutex> lock(mu_);
   CUIMG_ASSIGN_OR_RETURN(Entry * entry, FindLocked(identity, handle));
   if (entry->mesh == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("'", handle, "' is an image, not a mesh"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(QuoteClientValue(handle), " is an image, not a mesh"));
   }
   return entry->mesh;
 }
@@ -295,9 +299,12 @@ std::map<std::string, ResidentStore::Entry, std::less<>>::iterator ResidentStore
                          options_.max_total_bytes, " bytes (resident_max_total_bytes)");
       break;
   }
-  Log(LogLevel::kInfo, "event=resident_evicted identity=", e.identity, " handle=", e.info.handle,
-      " kind=", e.mesh != nullptr ? "mesh" : "image", " bytes=", e.info.size_bytes,
-      " reason=", EvictionReasonName(reason));
+  LogEvent(LogLevel::kInfo, "resident_evicted",
+           {{"identity", e.identity},
+            {"handle", e.info.handle},
+            {"kind", e.mesh != nullptr ? "mesh" : "image"},
+            {"bytes", e.info.size_bytes},
+            {"reason", EvictionReasonName(reason)}});
   ++evictions_[static_cast<int>(reason)];
   std::deque<Tombstone>& list = tombstones_[e.identity];
   if (list.size() == kTombstonesPerIdentity) list.pop_front();

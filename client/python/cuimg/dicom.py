@@ -6,15 +6,18 @@ that do not fit int16 after rescale raise ValueError (never clamped); the output
 of its source slice but gets a new SeriesInstanceUID and SOPInstanceUIDs, ImageType
 DERIVED\\SECONDARY, SeriesNumber + 1000, and stores the int16 values with slope 1, intercept 0.
 Patient fields are carried, never printed."""
+from __future__ import annotations
+
 import copy
 import os
+from typing import Sequence
 
 import numpy as np
 import pydicom
 from pydicom.uid import ExplicitVRLittleEndian, generate_uid
 
 
-def read_series(directory):
+def read_series(directory: str) -> tuple[np.ndarray, tuple[float, float, float], list]:
     """(volume int16 (D, H, W), spacing (x, y, z) mm, datasets in volume order)."""
     slices = []
     for name in sorted(os.listdir(directory)):
@@ -47,7 +50,8 @@ def read_series(directory):
     return units.astype(np.int16), spacing, slices
 
 
-def write_series(datasets, volume, directory, derivation="cuimg"):
+def write_series(datasets: Sequence, volume: np.ndarray, directory: str,
+                 derivation: str = "cuimg") -> str:
     """Writes `volume` (int16, one slice per dataset) as a new series; returns its UID."""
     volume = np.asarray(volume)
     if volume.dtype != np.int16 or volume.shape[0] != len(datasets):
