@@ -103,13 +103,19 @@ std::vector<MetricFamily> DeviceMetrics::Collect() const {
   auto resident_bytes = Family("cuimg_resident_bytes", "Bytes held by resident objects.",
                                MetricType::Gauge);
   auto resident_evictions = Family("cuimg_resident_evictions_total",
-                                   "Resident objects dropped by TTL or the byte budget.",
+                                   "Resident objects dropped without their owner releasing them, "
+                                   "by reason: ttl, budget (the identity's bytes), count (its "
+                                   "objects), server_cap (all identities' bytes).",
                                    MetricType::Counter);
   const ResidentStore::Totals totals = store_->totals();
   Add(resident, {{"kind", "image"}}, static_cast<double>(totals.images));
   Add(resident, {{"kind", "mesh"}}, static_cast<double>(totals.meshes));
   Add(resident_bytes, {}, static_cast<double>(totals.bytes));
-  Add(resident_evictions, {}, static_cast<double>(store_->evictions()));
+  for (int r = 0; r < kEvictionReasons; ++r) {
+    const auto reason = static_cast<EvictionReason>(r);
+    Add(resident_evictions, {{"reason", std::string(EvictionReasonName(reason))}},
+        static_cast<double>(store_->evictions(reason)));
+  }
 
   auto shm_regions = Family("cuimg_shared_memory_regions",
                             "Shared-memory regions registered (all identities).",

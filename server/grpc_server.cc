@@ -96,7 +96,8 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
       options.max_inflight_bytes_per_device * devices, options.max_inflight_bytes_per_device);
   server->store_ = std::make_unique<ResidentStore>(ResidentStoreOptions{
       options.resident_budget_bytes, options.resident_ttl_seconds,
-      options.resident_max_ttl_seconds, options.resident_max_objects});
+      options.resident_max_ttl_seconds, options.resident_max_objects,
+      options.resident_max_total_bytes});
   server->service_ = std::make_unique<ImagingService>(
       options, security->policy, server->backend_.get(), server->queue_.get(),
       server->budget_.get(), server->store_.get(), server->metrics_.get(),

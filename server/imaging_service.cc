@@ -113,7 +113,11 @@ ImagingService::ImagingService(const ServerOptions& options, const AuthPolicy& a
                          ? std::make_unique<SharedMemoryRegistry>(
                                options.shared_memory, SharedMemoryKeysFor(options.security),
                                backend)
-                         : nullptr) {}
+                         : nullptr),
+      uploads_(std::make_unique<UploadQuota>(UploadQuotaOptions{
+          options.max_uploads_per_identity, options.max_upload_bytes_per_identity != 0
+                                                ? options.max_upload_bytes_per_identity
+                                                : budget->capacity() / 2})) {}
 
 absl::StatusOr<std::string> ImagingService::Authorize(const grpc::ServerContextBase& ctx,
                                                       unsigned rights,
@@ -565,6 +569,7 @@ absl::Status ImagingService::RunDeform(const DeformJob& job, const v1::DeformReq
   response->set_vertex_count(static_cast<std::uint32_t>(mesh->vertex_count()));
   metrics_->AddPixels("Deform", static_cast<std::int64_t>(mesh->vertex_count()));
   if (kept != nullptr) {
+    CUIMG_RETURN_IF_ERROR(CheckKeptMesh(*kept, positions));
     absl::StatusOr<ResidentInfo> info = store_->PutMesh(identity, kept, job.output.ttl_seconds);
     if (!info.ok()) {
       return absl::Status(info.status().code(),
@@ -573,6 +578,24 @@ absl::Status ImagingService::RunDeform(const DeformJob& job, const v1::DeformReq
     response->set_handle(info->handle);
   }
   return absl::OkStatus();
+}
+
+absl::Status ImagingService::CheckKeptMesh(const BackendMesh& kept, const float* positions) {
+  // A resident mesh must pass what an uploaded one passes (ValidateMesh): huge but finite
+  // displacements can carry positions past the float range. The returned positions are the kept
+  // ones when the call asked for them (the triangles are the source mesh's, valid already);
+  // otherwise the kept mesh is read back.
+  absl::Status valid;
+  if (positions != nullptr) {
+    valid = ValidateMesh(MeshView{positions, kept.vertex_count(), nullptr, 0}, "deformed mesh");
+  } else {
+    CUIMG_ASSIGN_OR_RETURN(Mesh host, backend_->DownloadMesh(kept));
+    valid = ValidateMesh(host, "deformed mesh");
+  }
+  if (valid.ok()) return valid;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "output.keep_resident: the lattice moves the mesh out of the float range, so it cannot be "
+      "kept resident: ", valid.message()));
 }
 
 void ToProto(const ResidentInfo& info, v1::ResidentObject* out) {

@@ -22,6 +22,7 @@
 #include "server/resident_store.h"
 #include "server/server_options.h"
 #include "server/shared_memory_registry.h"
+#include "server/upload_quota.h"
 #include "server/work_queue.h"
 
 namespace cuimg {
@@ -86,6 +87,8 @@ class ImagingService final
   ServerMetrics& metrics() { return *metrics_; }
   Backend& backend() { return *backend_; }
   InflightBudget& budget() { return *budget_; }
+  // What each identity's open uploads may claim (ServerOptions' upload fields).
+  UploadQuota& uploads() { return *uploads_; }
   // Authorize (authorization.h) under this server's policy.
   absl::StatusOr<std::string> Authorize(const grpc::ServerContextBase& ctx, unsigned rights,
                                         absl::string_view what) const;
@@ -130,6 +133,10 @@ class ImagingService final
                          CallScope& call, v1::DetectPedestriansResponse* response);
   absl::Status RunDeform(const DeformJob& job, const v1::DeformRequest& request, CallScope& call,
                          v1::DeformResponse* response);
+  // OK when a Deform result may be kept resident: ValidateMesh on its positions (`positions`:
+  // the host copy when the call returned them, else null and the mesh is read back);
+  // INVALID_ARGUMENT naming output.keep_resident otherwise.
+  absl::Status CheckKeptMesh(const BackendMesh& kept, const float* positions);
 
   const ServerOptions options_;
   const AuthPolicy auth_;
@@ -143,6 +150,7 @@ class ImagingService final
   const ModelRegistry* models_;
   // Regions are unmapped when the service goes (after its requests).
   std::unique_ptr<SharedMemoryRegistry> shared_memory_;
+  std::unique_ptr<UploadQuota> uploads_;
   std::atomic<bool> hard_stop_{false};
 };
 

@@ -1,6 +1,7 @@
 #include "server/inflight_budget.h"
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/status_macros.h"
 
 namespace cuimg {
 InflightBudget::InflightBudget(std::uint64_t capacity_bytes, std::uint64_t per_request_bytes)
@@ -22,19 +23,37 @@ void InflightBudget::Reservation::Release() {
   budget_ = nullptr;
 }
 
-absl::StatusOr<InflightBudget::Reservation> InflightBudget::Reserve(std::uint64_t bytes,
-                                                                    absl::string_view field) {
+absl::Status InflightBudget::Reservation::Resize(std::uint64_t bytes, absl::string_view field) {
+  if (budget_ == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(field, ": no reservation to resize"));
+  }
+  std::lock_guard<std::mutex> lock(budget_->mu_);
+  if (bytes > bytes_) CUIMG_RETURN_IF_ERROR(budget_->CheckLocked(bytes_, bytes, field));
+  budget_->used_ = budget_->used_ - bytes_ + bytes;
+  bytes_ = bytes;
+  return absl::OkStatus();
+}
+
+absl::Status InflightBudget::CheckLocked(std::uint64_t held, std::uint64_t bytes,
+                                         absl::string_view field) const {
   if (bytes > per_request_) {
     return absl::ResourceExhaustedError(
         absl::StrCat(field, ": needs about ", bytes, " bytes in flight, over the server limit "
                      "max_inflight_bytes_per_device=", per_request_));
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  if (used_ + bytes > capacity_) {
+  if (used_ - held + bytes > capacity_) {
     return absl::ResourceExhaustedError(
         absl::StrCat("server busy: ", used_, " of ", capacity_, " in-flight bytes held, ", field, " needs ",
-                     bytes, " (max_inflight_bytes_per_device); retry later"));
+                     bytes - held, held == 0 ? "" : " more",
+                     " (max_inflight_bytes_per_device); retry later"));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<InflightBudget::Reservation> InflightBudget::Reserve(std::uint64_t bytes,
+                                                                    absl::string_view field) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CUIMG_RETURN_IF_ERROR(CheckLocked(0, bytes, field));
   used_ += bytes;
   return Reservation(this, bytes);
 }

@@ -32,6 +32,10 @@ class InflightBudget {
     Reservation& operator=(const Reservation&) = delete;
     ~Reservation() { Release(); }
     std::uint64_t bytes() const { return budget_ == nullptr ? 0 : bytes_; }
+    // Holds `bytes` instead (for a buffer that grows as data arrives): shrinking always succeeds;
+    // growing is refused as Reserve refuses `bytes`, and then the reservation is unchanged.
+    // FAILED_PRECONDITION on a released or default-constructed reservation.
+    absl::Status Resize(std::uint64_t bytes, absl::string_view field);
     // Returns the bytes now (idempotent).
     void Release();
 
@@ -51,6 +55,8 @@ class InflightBudget {
   std::uint64_t capacity() const { return capacity_; }
 
  private:
+  // OK when `held` bytes already reserved may become `bytes`; the refusal Reserve documents.
+  absl::Status CheckLocked(std::uint64_t held, std::uint64_t bytes, absl::string_view field) const;
   const std::uint64_t capacity_;
   const std::uint64_t per_request_;
   mutable std::mutex mu_;

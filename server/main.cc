@@ -124,6 +124,21 @@ ABSL_FLAG(uint32_t, resident_ttl_seconds, 600, "Default resident-object TTL.");
 ABSL_FLAG(uint32_t, resident_max_ttl_seconds, 86400, "Largest resident-object TTL.");
 ABSL_FLAG(uint32_t, resident_max_objects, 4096,
           "Resident objects per client identity (least recently used evicted beyond).");
+ABSL_FLAG(uint64_t, resident_max_total_bytes, uint64_t{16} << 30,
+          "Resident-object bytes of all client identities together (0: no cap); an object that "
+          "does not fit evicts only its own identity's least recently used objects, else is "
+          "refused with RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int, upload_idle_timeout_ms, 20000,
+          "An Upload stream that receives nothing for this long is ended (DEADLINE_EXCEEDED) and "
+          "the bytes it held are freed.");
+ABSL_FLAG(int, max_uploads_per_identity, 8,
+          "Upload streams one client identity may have open at once; more get "
+          "RESOURCE_EXHAUSTED.");
+ABSL_FLAG(uint64_t, max_upload_bytes_per_identity, 0,
+          "Declared bytes of one client identity's open uploads together; more get "
+          "RESOURCE_EXHAUSTED. 0: half the server's in-flight bytes "
+          "(--max_inflight_bytes_per_device x devices), so that uploads never hold it all. One "
+          "upload is also at most half of --max_inflight_bytes_per_device.");
 ABSL_FLAG(std::string, tls_cert_file, "", "PEM certificate chain: TLS on the gRPC port.");
 ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file.");
 ABSL_FLAG(std::string, tls_client_ca_file, "",
@@ -316,6 +331,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.resident_max_objects = absl::GetFlag(FLAGS_resident_max_objects);
+  options.resident_max_total_bytes = absl::GetFlag(FLAGS_resident_max_total_bytes);
+  options.upload_idle_timeout_ms = absl::GetFlag(FLAGS_upload_idle_timeout_ms);
+  options.max_uploads_per_identity = absl::GetFlag(FLAGS_max_uploads_per_identity);
+  options.max_upload_bytes_per_identity = absl::GetFlag(FLAGS_max_upload_bytes_per_identity);
   options.limits.max_pixels = absl::GetFlag(FLAGS_max_pixels);
   options.limits.max_side = absl::GetFlag(FLAGS_max_side);
   options.limits.max_element_extent = absl::GetFlag(FLAGS_max_element_extent);
@@ -363,6 +382,11 @@ int main(int argc, char** argv) {
       options.resident_max_objects < 1) {
     std::fprintf(stderr, "usage: thread, device, in-flight, message, extent, decoded-pixel, "
                          "resident-object and poll limits must be >= 1\n");
+    return 2;
+  }
+  if (options.upload_idle_timeout_ms < 1 || options.max_uploads_per_identity < 1) {
+    std::fprintf(stderr, "usage: --upload_idle_timeout_ms and --max_uploads_per_identity must "
+                         "be >= 1\n");
     return 2;
   }
   cuimg::SetLogLevel(level);

@@ -170,16 +170,12 @@ absl::StatusOr<StructuringElement> ValidateElement(const v1::StructuringElement&
 
 }  // namespace
 
-namespace {
-
-absl::Status ValidateRegionHandle(absl::string_view handle, absl::string_view field) {
+absl::Status ValidateHandle(absl::string_view handle, absl::string_view field) {
   if (handle.empty() || handle.size() > 128) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": must be 1 to 128 characters"));
   }
   return absl::OkStatus();
 }
-
-}  // namespace
 
 absl::StatusOr<ImageInput> ValidateImageSource(const v1::ImageSource& source,
                                                absl::string_view field,
@@ -190,10 +186,7 @@ absl::StatusOr<ImageInput> ValidateImageSource(const v1::ImageSource& source,
       return ValidateImage(source.image(), pixels.value_or(source.image().data()),
                            absl::StrCat(field, ".image"), limits, false);
     case v1::ImageSource::kHandle: {
-      if (source.handle().empty() || source.handle().size() > 128) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(field, ".handle: must be 1 to 128 characters"));
-      }
+      CUIMG_RETURN_IF_ERROR(ValidateHandle(source.handle(), absl::StrCat(field, ".handle")));
       ImageInput in;
       in.kind = ImageInput::Kind::kHandle;
       in.handle = source.handle();
@@ -213,7 +206,7 @@ absl::StatusOr<ImageInput> ValidateImageSource(const v1::ImageSource& source,
     case v1::ImageSource::kSharedMemory: {
       const v1::SharedMemoryImage& shm = source.shared_memory();
       const std::string prefix = absl::StrCat(field, ".shared_memory");
-      CUIMG_RETURN_IF_ERROR(ValidateRegionHandle(shm.region(), absl::StrCat(prefix, ".region")));
+      CUIMG_RETURN_IF_ERROR(ValidateHandle(shm.region(), absl::StrCat(prefix, ".region")));
       if (!shm.has_image()) {
         return absl::InvalidArgumentError(absl::StrCat(prefix, ".image: is required"));
       }
@@ -254,7 +247,7 @@ absl::StatusOr<OutputSpec> ValidateOutputOptions(const v1::OutputOptions& output
       return absl::InvalidArgumentError(absl::StrCat(
           field, ".shared_memory: not with keep_resident (the result goes to one place)"));
     }
-    CUIMG_RETURN_IF_ERROR(ValidateRegionHandle(output.shared_memory().region(),
+    CUIMG_RETURN_IF_ERROR(ValidateHandle(output.shared_memory().region(),
                                                absl::StrCat(field, ".shared_memory.region")));
     spec.shared_memory_region = output.shared_memory().region();
     spec.shared_memory_offset = output.shared_memory().offset();
@@ -500,9 +493,7 @@ absl::StatusOr<DeformJob> ValidateDeformRequest(const v1::DeformRequest& request
       break;
     }
     case v1::MeshSource::kHandle:
-      if (request.mesh().handle().empty() || request.mesh().handle().size() > 128) {
-        return absl::InvalidArgumentError("mesh.handle: must be 1 to 128 characters");
-      }
+      CUIMG_RETURN_IF_ERROR(ValidateHandle(request.mesh().handle(), "mesh.handle"));
       job.mesh.kind = MeshInput::Kind::kHandle;
       job.mesh.handle = request.mesh().handle();
       break;

@@ -65,6 +65,11 @@ struct MorphologyJob {
 // stand for input.image.data, which is then empty. nullopt: the message holds its own.
 using DetachedPixels = absl::optional<absl::string_view>;
 
+// A resident object's or shared-memory region's handle as a request names it: 1 to 128
+// characters, else INVALID_ARGUMENT naming `field`. Every RPC that takes a handle checks it here
+// first, so that none looks up (or echoes back) what the others refuse.
+absl::Status ValidateHandle(absl::string_view handle, absl::string_view field);
+
 // `field` names the ImageSource in messages, e.g. "input".
 absl::StatusOr<ImageInput> ValidateImageSource(const v1::ImageSource& source,
                                                absl::string_view field,

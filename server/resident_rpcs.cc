@@ -1,20 +1,33 @@
 // The resident-object RPCs of ImagingService: Upload (client stream), Download (server stream),
 // Release and ListResident.
+#include <grpcpp/alarm.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "cuimg/common/status_macros.h"
 #include "server/imaging_service.h"
 #include "server/proto_conversion.h"
+#include "server/upload_buffer.h"
+#include "server/upload_quota.h"
 
 namespace cuimg {
 namespace {
 
 constexpr std::uint32_t kDefaultChunkBytes = 1 << 20;
 
-// Accumulates an Upload stream into one image, checking sizes before every copy.
+// Accumulates an Upload stream into one image or mesh. Nothing is allocated for the declared
+// size: the buffer grows as bytes arrive (upload_buffer.h), the identity's open uploads are
+// bounded in number and declared bytes (upload_quota.h), and a stream that sends nothing for
+// upload_idle_timeout_ms is ended, freeing what it held. The idle timer runs on gRPC's alarm
+// thread, concurrently with the read callbacks: `mu_` orders the two, and the reactor lives until
+// both gRPC (OnDone) and any armed timer have let go of it.
 class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
  public:
   UploadReactor(ImagingService* service, grpc::CallbackServerContext* ctx,
@@ -22,7 +35,8 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
       : service_(service),
         ctx_(ctx),
         response_(response),
-        call_("Upload", ctx, &service->metrics()) {
+        call_("Upload", ctx, &service->metrics()),
+        idle_timeout_(absl::Milliseconds(service->options().upload_idle_timeout_ms)) {
     call_.MarkStarted();
     absl::StatusOr<std::string> identity =
         service_->Authorize(*ctx, kRightProcess | kRightResident, "Upload");
@@ -32,85 +46,158 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
       return;
     }
     call_.set_identity(*identity);
+    absl::StatusOr<UploadQuota::Slot> slot = service_->uploads().Open(*identity);
+    if (!slot.ok()) {
+      service_->RecordRefusal(ctx, slot.status(), true);
+      Finish(call_.Complete(slot.status()));
+      return;
+    }
+    slot_ = *std::move(slot);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      last_activity_ = absl::Now();
+      ArmIdleTimerLocked(last_activity_ + idle_timeout_);
+    }
     StartRead(&message_);
   }
 
   void OnReadDone(bool ok) override {
-    if (!ok) {  // the client half-closed (or the call broke)
-      Finish(call_.Complete(Complete()));
-      return;
-    }
-    const absl::Status status = image_ == nullptr && mesh_ == nullptr ? Begin() : Append();
-    if (!status.ok()) {
-      if (status.code() == absl::StatusCode::kResourceExhausted) {
-        service_->RecordRefusal(ctx_, status, transient_);
+    absl::Status status;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finished_) return;  // the idle timer ended the call; this read failed with it
+      last_activity_ = absl::Now();
+      if (!ok) {  // the client half-closed (or the call broke)
+        status = Complete();
+      } else {
+        status = buffer_ == nullptr ? Begin() : Append();
+        message_.Clear();
       }
-      Finish(call_.Complete(status));
+      if (!ok || !status.ok()) {
+        finished_ = true;
+        ReleaseLocked();
+      }
+    }
+    if (!ok || !status.ok()) {
+      FinishWith(status);
       return;
     }
-    message_.Clear();
+    // Outside mu_ like Finish; gRPC does not call OnDone while this callback runs, so a timer
+    // that finished the call meanwhile only makes this read fail.
     StartRead(&message_);
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      finished_ = true;
+      ReleaseLocked();
+      // The timer's callback (with ok = false) then drops its reference promptly.
+      if (alarm_ != nullptr) alarm_->Cancel();
+    }
+    Unref();
+  }
 
  private:
+  // Arms the idle check for `due`; the timer holds a reference until its callback ran.
+  void ArmIdleTimerLocked(absl::Time due) {
+    refs_.fetch_add(1);
+    // This may run inside the previous alarm's callback, and the last Unref may too: destroying
+    // an alarm from its own callback is safe (gRPC's alarm holds itself until the callback
+    // returns).
+    alarm_ = std::make_unique<grpc::Alarm>();
+    alarm_->Set(absl::ToChronoTime(due), [this](bool fired) { OnIdleTimer(fired); });
+  }
+
+  void OnIdleTimer(bool fired) {
+    bool expired = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (fired && !finished_) {
+        const absl::Time due = last_activity_ + idle_timeout_;
+        if (absl::Now() >= due) {
+          expired = true;
+          finished_ = true;
+          ReleaseLocked();
+        } else {
+          ArmIdleTimerLocked(due);
+        }
+      }
+    }
+    if (expired) {
+      // Finishing with a read pending ends it too (OnReadDone sees finished_).
+      FinishWith(absl::DeadlineExceededError(absl::StrCat(
+          "upload: nothing received for ", absl::ToInt64Milliseconds(idle_timeout_),
+          " ms (upload_idle_timeout_ms); the upload was ended and its bytes freed")));
+    }
+    Unref();
+  }
+
+  void Unref() {
+    if (refs_.fetch_sub(1) == 1) delete this;
+  }
+
+  // Called once, outside mu_ (Finish may run gRPC's callbacks).
+  void FinishWith(const absl::Status& status) {
+    if (status.code() == absl::StatusCode::kResourceExhausted) {
+      service_->RecordRefusal(ctx_, status, transient_);
+    }
+    Finish(call_.Complete(status));
+  }
+
+  // Frees the bytes received and the identity's upload slot.
+  void ReleaseLocked() {
+    buffer_.reset();
+    slot_.Release();
+  }
+
   absl::Status Begin() {
+    std::uint64_t size = 0;
+    absl::string_view field;
     switch (message_.content_case()) {
-      case v1::UploadRequest::kImage:
+      case v1::UploadRequest::kImage: {
+        CUIMG_ASSIGN_OR_RETURN(ImageInput header,
+                               ValidateUploadHeader(message_.image(), service_->options().limits));
+        image_ = header;
+        image_.bytes = absl::string_view();  // points into message_, which is reused
+        spacing_ = message_.image().spacing();
+        size = static_cast<std::uint64_t>(header.extent.Pixels()) * header.channels *
+               PixelSize(header.type);
+        field = "image";
         break;
-      case v1::UploadRequest::kMesh:
-        return BeginMesh();
+      }
+      case v1::UploadRequest::kMesh: {
+        const v1::Mesh& m = message_.mesh();
+        CUIMG_RETURN_IF_ERROR(ValidateUploadMeshHeader(m, service_->options().limits));
+        mesh_ = true;
+        vertex_count_ = m.vertex_count();
+        triangle_count_ = m.triangle_count();
+        size = (std::uint64_t{m.vertex_count()} + m.triangle_count()) * 12;
+        field = "mesh";
+        break;
+      }
       case v1::UploadRequest::kChunk:
         return absl::InvalidArgumentError("chunk: the first message must carry image or mesh");
       case v1::UploadRequest::CONTENT_NOT_SET:
         return absl::InvalidArgumentError("content: the first message must carry image or mesh");
     }
-    CUIMG_ASSIGN_OR_RETURN(ImageInput header,
-                           ValidateUploadHeader(message_.image(), service_->options().limits));
-    const std::uint64_t size =
-        static_cast<std::uint64_t>(header.extent.Pixels()) * header.channels * PixelSize(header.type);
-    if (size > service_->store().budget_bytes()) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "image: ", size, " bytes exceeds the per-client resident budget of ",
-          service_->store().budget_bytes(), " bytes"));
+    // Refusals that retrying cannot help get no retry hint.
+    transient_ = size <= std::min({service_->store().max_object_bytes(),
+                                   service_->uploads().max_bytes_per_identity(),
+                                   UploadBuffer::MaxDeclared(service_->budget())});
+    if (absl::Status room = service_->store().CheckRoom(call_.identity(), size); !room.ok()) {
+      return absl::Status(room.code(), absl::StrCat(field, ": ", room.message()));
     }
-    CUIMG_RETURN_IF_ERROR(Reserve(size, "image"));
+    CUIMG_ASSIGN_OR_RETURN(std::unique_ptr<UploadBuffer> buffer,
+                           UploadBuffer::Create(&service_->budget(), size, field));
+    CUIMG_RETURN_IF_ERROR(slot_.Declare(size, field));
     ttl_seconds_ = message_.ttl_seconds();
-    image_ = std::make_unique<StoredImage>();
-    image_->image = Image(header.type, header.extent, header.channels);
-    image_->spacing = message_.image().spacing();
-    return Copy(header.bytes, "image.data");
-  }
-
-  absl::Status BeginMesh() {
-    const v1::Mesh& m = message_.mesh();
-    CUIMG_RETURN_IF_ERROR(ValidateUploadMeshHeader(m, service_->options().limits));
-    const std::uint64_t size = (std::uint64_t{m.vertex_count()} + m.triangle_count()) * 12;
-    if (size > service_->store().budget_bytes()) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "mesh: ", size, " bytes exceeds the per-client resident budget of ",
-          service_->store().budget_bytes(), " bytes"));
-    }
-    CUIMG_RETURN_IF_ERROR(Reserve(size, "mesh"));
-    ttl_seconds_ = message_.ttl_seconds();
-    mesh_ = std::make_unique<Mesh>();
-    mesh_->positions.resize(std::size_t{m.vertex_count()} * 3);
-    mesh_->triangles.resize(std::size_t{m.triangle_count()} * 3);
-    CUIMG_RETURN_IF_ERROR(CopyMesh(m.positions(), "mesh.positions"));
-    return CopyMesh(m.triangles(), "mesh.triangles");
-  }
-
-  // The whole object is allocated when the header arrives, so its bytes count in flight from
-  // then on: a client cannot hold many half-sent uploads' memory.
-  absl::Status Reserve(std::uint64_t bytes, absl::string_view field) {
-    absl::StatusOr<InflightBudget::Reservation> r = service_->budget().Reserve(bytes, field);
-    if (!r.ok()) {
-      transient_ = bytes <= service_->budget().per_request_bytes();
-      return r.status();
-    }
-    reservation_ = *std::move(r);
-    return absl::OkStatus();
+    buffer_ = std::move(buffer);
+    if (!mesh_) return buffer_->Append(message_.image().data(), "image.data");
+    // A mesh's bytes arrive as positions, then triangles (ValidateUploadMeshHeader checked that
+    // triangles come only after every position).
+    CUIMG_RETURN_IF_ERROR(buffer_->Append(message_.mesh().positions(), "mesh.positions"));
+    return buffer_->Append(message_.mesh().triangles(), "mesh.triangles");
   }
 
   absl::Status Append() {
@@ -120,72 +207,40 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
     if (message_.ttl_seconds() != 0) {
       return absl::InvalidArgumentError("ttl_seconds: only allowed in the first message");
     }
-    return mesh_ != nullptr ? CopyMesh(message_.chunk(), "chunk") : Copy(message_.chunk(), "chunk");
-  }
-
-  // A mesh's bytes arrive as positions, then triangles.
-  absl::Status CopyMesh(absl::string_view bytes, absl::string_view field) {
-    const std::size_t pos_bytes = mesh_->positions.size() * 4;
-    const std::size_t total = pos_bytes + mesh_->triangles.size() * 4;
-    if (bytes.size() > total - received_) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ": the stream carries more than the mesh's ", total, " bytes"));
-    }
-    while (!bytes.empty()) {
-      const bool in_positions = received_ < pos_bytes;
-      auto* dst = in_positions
-                      ? reinterpret_cast<char*>(mesh_->positions.data()) + received_
-                      : reinterpret_cast<char*>(mesh_->triangles.data()) + (received_ - pos_bytes);
-      const std::size_t n = std::min(bytes.size(), in_positions ? pos_bytes - received_
-                                                                : total - received_);
-      std::memcpy(dst, bytes.data(), n);
-      received_ += n;
-      bytes.remove_prefix(n);
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status Copy(absl::string_view bytes, absl::string_view field) {
-    const std::size_t total = image_->image.size_bytes();
-    if (bytes.size() > total - received_) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ": the stream carries more than the image's ", total, " bytes"));
-    }
-    std::memcpy(image_->image.bytes() + received_, bytes.data(), bytes.size());
-    received_ += bytes.size();
-    return absl::OkStatus();
+    return buffer_->Append(message_.chunk(), "chunk");
   }
 
   absl::Status Complete() {
     if (ctx_->IsCancelled()) return absl::CancelledError("the client cancelled the upload");
-    if (mesh_ != nullptr) return CompleteMesh();
-    if (image_ == nullptr) {
+    if (buffer_ == nullptr) {
       return absl::InvalidArgumentError("content: the stream carried no image or mesh");
     }
-    if (received_ != image_->image.size_bytes()) {
-      return absl::InvalidArgumentError(absl::StrCat("chunk: the stream ended after ", received_,
-                                                     " of ", image_->image.size_bytes(),
-                                                     " bytes"));
+    if (buffer_->received() != buffer_->declared()) {
+      return absl::InvalidArgumentError(absl::StrCat("chunk: the stream ended after ",
+                                                     buffer_->received(), " of ",
+                                                     buffer_->declared(), " bytes"));
     }
-    service_->metrics().AddBytes(static_cast<std::int64_t>(received_), 0);
-    CUIMG_ASSIGN_OR_RETURN(
-        ResidentInfo info,
-        service_->store().Put(call_.identity(),
-                              std::shared_ptr<const StoredImage>(std::move(image_)), ttl_seconds_));
+    service_->metrics().AddBytes(static_cast<std::int64_t>(buffer_->received()), 0);
+    if (mesh_) return CompleteMesh();
+    auto stored = std::make_shared<StoredImage>();
+    stored->image = Image(image_.type, image_.extent, image_.channels, buffer_->Take());
+    stored->spacing = spacing_;
+    CUIMG_ASSIGN_OR_RETURN(ResidentInfo info,
+                           service_->store().Put(call_.identity(), std::move(stored),
+                                                 ttl_seconds_));
     ToProto(info, response_->mutable_object());
     return absl::OkStatus();
   }
 
   absl::Status CompleteMesh() {
-    const std::size_t total = (mesh_->positions.size() + mesh_->triangles.size()) * 4;
-    if (received_ != total) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("chunk: the stream ended after ", received_, " of ", total, " bytes"));
-    }
-    CUIMG_RETURN_IF_ERROR(ValidateMesh(*mesh_, "mesh"));
-    service_->metrics().AddBytes(static_cast<std::int64_t>(received_), 0);
+    // Positions (12 bytes a vertex) then triangles: the triangles start 4-byte aligned.
+    const MeshView view{reinterpret_cast<const float*>(buffer_->data()), vertex_count_,
+                        reinterpret_cast<const std::uint32_t*>(buffer_->data() +
+                                                               std::size_t{vertex_count_} * 12),
+                        triangle_count_};
+    CUIMG_RETURN_IF_ERROR(ValidateMesh(view, "mesh"));
     CUIMG_ASSIGN_OR_RETURN(std::shared_ptr<const BackendMesh> mesh,
-                           service_->backend().UploadMesh(mesh_->view(), &call_.times()));
+                           service_->backend().UploadMesh(view, &call_.times()));
     CUIMG_ASSIGN_OR_RETURN(ResidentInfo info,
                            service_->store().PutMesh(call_.identity(), std::move(mesh),
                                                      ttl_seconds_));
@@ -197,12 +252,23 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
   grpc::CallbackServerContext* ctx_;
   v1::UploadResponse* response_;
   CallScope call_;
+  const absl::Duration idle_timeout_;
+  // One for gRPC (dropped in OnDone), one per armed idle timer.
+  std::atomic<int> refs_{1};
+  std::mutex mu_;
+  bool finished_ = false;  // Finish was called (or is about to be)
+  absl::Time last_activity_;
+  std::unique_ptr<grpc::Alarm> alarm_;  // the armed idle check
   v1::UploadRequest message_;
-  std::unique_ptr<StoredImage> image_;
-  std::unique_ptr<Mesh> mesh_;
-  std::size_t received_ = 0;
+  UploadQuota::Slot slot_;
+  std::unique_ptr<UploadBuffer> buffer_;  // set by the first message
+  // The object's description from the first message.
+  ImageInput image_;
+  v1::Spacing spacing_;
+  bool mesh_ = false;
+  std::uint32_t vertex_count_ = 0;
+  std::uint32_t triangle_count_ = 0;
   std::uint32_t ttl_seconds_ = 0;
-  InflightBudget::Reservation reservation_;
   bool transient_ = false;
 };
 
@@ -246,6 +312,7 @@ class DownloadReactor final : public grpc::ServerWriteReactor<v1::DownloadRespon
           "chunk_bytes: ", request.chunk_bytes(), " is not in [65536, 16777216]"));
     }
     chunk_ = request.chunk_bytes() == 0 ? kDefaultChunkBytes : request.chunk_bytes();
+    CUIMG_RETURN_IF_ERROR(ValidateHandle(request.handle(), "handle"));
     absl::StatusOr<ResidentInfo> info = service_->store().Describe(identity, request.handle());
     if (!info.ok()) {
       return absl::Status(info.status().code(), absl::StrCat("handle: ", info.status().message()));
@@ -333,8 +400,11 @@ grpc::ServerUnaryReactor* ImagingService::Release(grpc::CallbackServerContext* c
     return reactor;
   }
   call.set_identity(*identity);
-  absl::Status status = store_->Release(*identity, request->handle());
-  if (!status.ok()) status = absl::Status(status.code(), absl::StrCat("handle: ", status.message()));
+  absl::Status status = ValidateHandle(request->handle(), "handle");
+  if (status.ok()) status = store_->Release(*identity, request->handle());
+  if (status.code() == absl::StatusCode::kNotFound) {
+    status = absl::Status(status.code(), absl::StrCat("handle: ", status.message()));
+  }
   reactor->Finish(call.Complete(status));
   return reactor;
 }

@@ -129,6 +129,16 @@ struct ServerOptions {
   std::string models_dir;
   // Objects per identity (each costs bookkeeping beyond its bytes); the oldest is evicted beyond.
   std::uint32_t resident_max_objects = 4096;
+  // Resident bytes of every identity together; an object that does not fit evicts only its own
+  // identity's least recently used objects, else is refused. 0: no cap.
+  std::uint64_t resident_max_total_bytes = std::uint64_t{16} << 30;
+  // Uploads: a stream that receives nothing for upload_idle_timeout_ms is ended and what it held
+  // freed; one identity may have max_uploads_per_identity streams open, declaring at most
+  // max_upload_bytes_per_identity together (0: half the server's in-flight bytes, so that one
+  // identity's uploads never hold the whole in-flight budget).
+  int upload_idle_timeout_ms = 20000;
+  int max_uploads_per_identity = 8;
+  std::uint64_t max_upload_bytes_per_identity = 0;
   // Estimated work one request may take (work_estimate.h: operations per pixel of the backend's
   // algorithm, 1 to 4 ns each on a CPU core); more is refused with RESOURCE_EXHAUSTED. The
   // default, minutes of one core, refuses what could take hours or weeks (issue #38's 64 steps

@@ -51,6 +51,30 @@ TEST(InflightBudget, MovedReservationsReleaseOnce) {
   EXPECT_EQ(budget.used(), 0u);
 }
 
+TEST(InflightBudget, ResizeGrowsWithinTheBudgetAndShrinksAlways) {
+  InflightBudget budget(100, 80);
+  auto other = budget.Reserve(30, "other");
+  ASSERT_THAT(other, IsOk());
+  auto upload = budget.Reserve(0, "upload");
+  ASSERT_THAT(upload, IsOk());
+  EXPECT_THAT(upload->Resize(50, "chunk"), IsOk());
+  EXPECT_EQ(budget.used(), 80u);
+  // Past the capacity: refused, the reservation unchanged.
+  EXPECT_THAT(upload->Resize(71, "chunk"),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("chunk needs 21 more")));
+  EXPECT_EQ(upload->bytes(), 50u);
+  // Past the per-request limit: refused whatever is free.
+  *other = InflightBudget::Reservation();
+  EXPECT_THAT(upload->Resize(81, "chunk"),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("chunk: needs about 81")));
+  EXPECT_THAT(upload->Resize(10, "chunk"), IsOk());
+  EXPECT_EQ(budget.used(), 10u);
+  *upload = InflightBudget::Reservation();
+  EXPECT_EQ(budget.used(), 0u);
+  EXPECT_THAT(InflightBudget::Reservation().Resize(1, "x"),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+}
+
 TEST(InflightBudget, ConcurrentReservationsNeverExceedTheCapacity) {
   InflightBudget budget(64, 8);
   std::atomic<int> refused{0};

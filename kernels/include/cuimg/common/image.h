@@ -85,6 +85,11 @@ class Image {
         extent_(extent),
         channels_(channels),
         bytes_(static_cast<std::size_t>(extent.Pixels()) * channels * PixelSize(type)) {}
+  using Storage = std::vector<std::uint8_t, DefaultInitAllocator<std::uint8_t>>;
+  // Adopts pixels already received (an upload's buffer); `bytes` must hold exactly
+  // extent.Pixels() * channels * PixelSize(type) bytes.
+  Image(PixelType type, Extent extent, int channels, Storage bytes)
+      : type_(type), extent_(extent), channels_(channels), bytes_(std::move(bytes)) {}
 
   PixelType type() const { return type_; }
   const Extent& extent() const { return extent_; }
@@ -92,7 +97,6 @@ class Image {
   std::size_t size_bytes() const { return bytes_.size(); }
   std::uint8_t* bytes() { return bytes_.data(); }
   const std::uint8_t* bytes() const { return bytes_.data(); }
-  using Storage = std::vector<std::uint8_t, DefaultInitAllocator<std::uint8_t>>;
   Storage& storage() { return bytes_; }
   const Storage& storage() const { return bytes_; }
 
