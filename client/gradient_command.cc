@@ -42,10 +42,10 @@ int RunGradient(const ConnectionOptions& connection, const GradientCommand& c) {
     std::fprintf(stderr, "usage: --format: expected tiff, npy or nrrd\n");
     return kExitUsage;
   }
-  absl::StatusOr<VolumeFile> input = ReadVolumeFile(c.input);
+  absl::StatusOr<VolumeFile> input = ReadVolumeFile(c.input, {c.series_uid});
   if (!input.ok()) {
-    std::fprintf(stderr, "usage: %s\n", std::string(input.status().message()).c_str());
-    return kExitUsage;
+    std::fprintf(stderr, "error: %s\n", std::string(input.status().message()).c_str());
+    return ExitCodeForReadError(input.status());
   }
   const Image gray = ToGray(input->image);
   const bool volume = gray.extent().depth > 1;

@@ -67,6 +67,11 @@ ABSL_FLAG(int, volume_streams, 4,
           "morphology, gradient with --slab_slices: streams (each on its own connection) that "
           "carry parts of the volume at once; one stream moves about 1 GB/s.");
 ABSL_FLAG(bool, nrrd_gzip, false, "morphology, gradient: gzip the data of .nrrd outputs.");
+ABSL_FLAG(std::string, series_uid, "",
+          "morphology, gradient: read this SeriesInstanceUID from a DICOM directory of several.");
+ABSL_FLAG(std::string, uid_root, "",
+          "morphology: the organisation's UID root for a derived DICOM series' new UIDs (at most "
+          "40 digits and dots; DCMTK's site root when empty).");
 
 // gradient, pyramid
 ABSL_FLAG(std::string, output_prefix, "",
@@ -155,7 +160,8 @@ constexpr char kUsage[] =
     "  deform       free-form deformation of a mesh, with normals (--animate for fps)\n"
     "  mesh torus   write the reference torus mesh\n"
     "  load         load-test the server with one RPC (--rpc): throughput, latency, reports\n"
-    "exit codes: 0 ok, 1 RPC error (status printed), 2 usage\n";
+    "exit codes: 0 ok, 1 RPC error (status printed), 2 usage, 3 bad input data (a file cuimg\n"
+    "cannot read: bad header, undecodable pixels, values out of range)\n";
 
 // Each RPC's parameters, shared by its subcommand and `load --rpc`.
 cuimg::GradientCommand GradientFlags() {
@@ -252,6 +258,8 @@ int main(int argc, char** argv) {
     command.border_value = absl::GetFlag(FLAGS_border_value);
     command.mask = absl::GetFlag(FLAGS_mask);
     command.nrrd_gzip = absl::GetFlag(FLAGS_nrrd_gzip);
+    command.series_uid = absl::GetFlag(FLAGS_series_uid);
+    command.uid_root = absl::GetFlag(FLAGS_uid_root);
     command.json = absl::GetFlag(FLAGS_json);
     command.slab_slices = absl::GetFlag(FLAGS_slab_slices);
     command.volume_streams = absl::GetFlag(FLAGS_volume_streams);
@@ -263,6 +271,7 @@ int main(int argc, char** argv) {
     command.output_prefix = absl::GetFlag(FLAGS_output_prefix);
     if (!absl::GetFlag(FLAGS_format).empty()) command.format = absl::GetFlag(FLAGS_format);
     command.nrrd_gzip = absl::GetFlag(FLAGS_nrrd_gzip);
+    command.series_uid = absl::GetFlag(FLAGS_series_uid);
     command.slab_slices = absl::GetFlag(FLAGS_slab_slices);
     command.volume_streams = absl::GetFlag(FLAGS_volume_streams);
     return cuimg::RunGradient(connection, command);

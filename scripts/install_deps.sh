@@ -14,6 +14,9 @@ build_pkgs=(
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev
   libpng-dev libjpeg-dev libturbojpeg0-dev libtiff-dev libdcmtk-dev libassimp-dev libteem-dev
+  # DICOM pixel data of every transfer syntax (GDCM with its JPEG, CharLS and OpenJPEG codecs);
+  # NIfTI-1/2 through nifticlib.
+  libgdcm-dev libnifti2-dev
   nlohmann-json3-dev
 )
 
@@ -25,6 +28,11 @@ test_pkgs=(
   ffmpeg
   # Over-the-wire tests and the Python client.
   python3 python3-grpcio python3-protobuf python3-numpy python3-scipy python3-pydicom
+  # cuimg.dicom decodes compressed series with GDCM as the CLI does; cuimg.nifti reads NIfTI.
+  python3-gdcm python3-nibabel
+  # Compressed DICOM test series made and decoded by independent tools (DCMTK's dcmcjpeg,
+  # dcmcjpls, dcmcrle and their decoders; gdcmconv --j2k; OpenJPEG's opj_decompress).
+  dcmtk libgdcm-tools libopenjp2-tools
   python3-matplotlib
   # Metrics checks (promtool + a real Prometheus server in CI); deployment YAML checks.
   prometheus yamllint python3-yaml

@@ -19,6 +19,8 @@ namespace cuimg {
 struct VolumeFile {
   Image image;
   VoxelSpacing spacing;
+  // Where the voxels lie in patient space, when the format says (DICOM, NIfTI, NRRD with space).
+  PatientGeometry geometry;
   // Set when the input was a DICOM series: a DICOM output copies its tags.
   std::shared_ptr<const DicomSeries> dicom;
 };
@@ -27,18 +29,34 @@ struct VolumeFile {
 // or a name without an extension (a directory to be created).
 bool IsDicomSeriesPath(const std::string& path);
 
-absl::StatusOr<VolumeFile> ReadVolumeFile(const std::string& path);
+struct VolumeReadOptions {
+  // A DICOM directory holding several series: the SeriesInstanceUID to read.
+  std::string series_uid = {};
+};
+// Reads `path` by the rules above. Errors keep the reader's status code: NOT_FOUND for a path that
+// is not there, INVALID_ARGUMENT/DATA_LOSS/OUT_OF_RANGE/UNIMPLEMENTED for contents cuimg cannot
+// read (ExitCodeForReadError tells the CLI's exit codes apart).
+absl::StatusOr<VolumeFile> ReadVolumeFile(const std::string& path,
+                                          const VolumeReadOptions& options = {});
 
 struct VolumeWriteOptions {
   NrrdEncoding nrrd_encoding = NrrdEncoding::kRaw;
   // DICOM: what produced the series (DerivationDescription), e.g. "cuimg morphology dilate".
   std::string derivation = "cuimg";
+  // DICOM: the organisation's UID root for new UIDs (DCMTK's site root when empty).
+  std::string uid_root = {};
 };
 // By the same rules as ReadVolumeFile. A DICOM output needs `source.dicom` (FAILED_PRECONDITION
 // otherwise: cuimg writes a derived series, never a series from scratch).
 absl::Status WriteVolumeFile(const std::string& path, const ImageView& image,
                              const VoxelSpacing& spacing, const VolumeFile& source,
                              const VolumeWriteOptions& options);
+
+// The CLI's exit code for an input that could not be read: kExitUsage (2) when the path is wrong
+// (NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION), kExitBadData (3) when its contents are
+// (anything else: a header, a codec stream, values out of range, a feature cuimg does not read).
+// Write errors are usage errors (the output path or format chosen).
+int ExitCodeForReadError(const absl::Status& status);
 
 }  // namespace cuimg
 
