@@ -85,7 +85,7 @@ ABSL_FLAG(double, ratio, 1.05, "pyramid, load --rpc pyramid: scale between level
 ABSL_FLAG(std::string, mode, "from_base", "pyramid, load --rpc pyramid: from_base or cascaded.");
 ABSL_FLAG(std::string, format, "",
           "pyramid: level files as png (previews, the default) or tiff (f32); gradient: gx/gy "
-          "files as tiff (the default), npy or nrrd.");
+          "files as tiff (the default), npy, nrrd, nii or nii.gz.");
 
 // detect, models (the detect parameters also serve load --rpc detect)
 ABSL_FLAG(std::string, video, "",

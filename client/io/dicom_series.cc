@@ -250,7 +250,8 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& directory,
       if (slices.empty()) {
         first = h;
       } else if (h.series_uid != first.series_uid) {
-        return absl::InvalidArgumentError(absl::StrCat(
+        // The directory is fine; the command must say which series: a usage error.
+        return absl::FailedPreconditionError(absl::StrCat(
             directory, ": more than one series (", h.series_uid, " in ", file, ", ",
             first.series_uid, " in ", slices[0].file,
             "); pick one with --series_uid or give a directory holding one series"));

@@ -52,8 +52,8 @@ struct DicomReadOptions {
 // such as a DICOMDIR, are skipped). Each file is grayscale, 8 or 16 bits allocated, in any
 // transfer syntax GDCM decodes; a multi-frame (enhanced CT/MR) file gives one slice per frame,
 // with geometry and rescale from its per-frame or shared functional groups. All slices must share
-// one SeriesInstanceUID (or be narrowed to `options.series_uid`; INVALID_ARGUMENT listing the
-// UIDs otherwise), Rows, Columns, PixelSpacing and ImageOrientationPatient, and have distinct
+// one SeriesInstanceUID (or be narrowed to `options.series_uid`; FAILED_PRECONDITION naming two
+// of the UIDs otherwise; NOT_FOUND listing those present when none is options.series_uid), Rows, Columns, PixelSpacing and ImageOrientationPatient, and have distinct
 // ImagePositionPatient, and hold at most options.max_voxels voxels (INVALID_ARGUMENT otherwise).
 // An uncompressed file too small for its pixels is DATA_LOSS, found before anything is allocated;
 // a compressed stream that does not decode is DATA_LOSS naming the file. Slices are sorted by

@@ -51,7 +51,22 @@ absl::StatusOr<VolumeFile> ReadVolumeFile(const std::string& path,
     CUIMG_ASSIGN_OR_RETURN(NrrdVolume nrrd, ReadNrrd(path));
     out.image = std::move(nrrd.image);
     out.spacing = nrrd.spacing;
+    out.geometry = nrrd.geometry;
     return out;
+  }
+  if (HasExtension(path, {".nii", ".nii.gz"})) {
+    CUIMG_ASSIGN_OR_RETURN(NiftiVolume nifti, ReadNifti(path));
+    out.image = std::move(nifti.image);
+    out.spacing = nifti.spacing;
+    out.geometry = nifti.geometry;
+    out.nifti = std::make_shared<NiftiTransforms>(nifti.transforms);
+    return out;
+  }
+  if (!HasExtension(path, {".png", ".jpg", ".jpeg", ".tif", ".tiff"})) {
+    // The path names no format cuimg reads: a usage error (ExitCodeForReadError), not bad data.
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": unknown input extension (cuimg reads .png, .jpg, .tif, .npy, .nrrd, .nhdr, .nii, "
+              ".nii.gz, or a directory of DICOM files)"));
   }
   CUIMG_ASSIGN_OR_RETURN(out.image, ReadImageFile(path));
   return out;
@@ -75,7 +90,17 @@ absl::Status WriteVolumeFile(const std::string& path, const ImageView& image,
     if (!bytes.ok()) return absl::Status(bytes.status().code(), absl::StrCat(path, ": ", bytes.status().message()));
     return WriteFileBytes(path, *bytes);
   }
-  if (HasExtension(path, {".nrrd"})) return WriteNrrd(path, image, spacing, options.nrrd_encoding);
+  if (HasExtension(path, {".nrrd"})) {
+    return WriteNrrd(path, image, spacing, options.nrrd_encoding, source.geometry);
+  }
+  if (HasExtension(path, {".nii", ".nii.gz"})) {
+    return WriteNifti(path, image, spacing, source.geometry, source.nifti.get());
+  }
+  if (!HasExtension(path, {".png", ".jpg", ".jpeg", ".tif", ".tiff"})) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": unknown output extension (use .png, .jpg, .tif, .npy, .nrrd, .nii, .nii.gz, or a "
+              "directory for a DICOM series)"));
+  }
   return WriteImageFile(path, image);
 }
 

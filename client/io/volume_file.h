@@ -1,7 +1,8 @@
 // Images and volumes for the subcommands that take either (morphology, gradient), chosen by the
-// path: a directory (or a name without an extension) is a DICOM series, .npy a NumPy array, .nrrd/.nhdr NRRD, anything else an
-// image file (PNG, JPEG, TIFF; multi-page TIFF is a volume). Spacing travels with the pixels
-// where the format has it (NRRD, DICOM), so results keep the input's voxel size.
+// path: a directory (or a name without an extension) is a DICOM series, .npy a NumPy array,
+// .nrrd/.nhdr NRRD, .nii/.nii.gz NIfTI, anything else an image file (PNG, JPEG, TIFF; multi-page
+// TIFF is a volume). Spacing and patient-space placement travel with the pixels where the format
+// has them (NRRD, NIfTI, DICOM), so results keep the input's voxel size and position.
 #ifndef CUIMG_CLIENT_IO_VOLUME_FILE_H_
 #define CUIMG_CLIENT_IO_VOLUME_FILE_H_
 
@@ -10,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/io/dicom_series.h"
+#include "client/io/nifti_file.h"
 #include "client/io/nrrd_file.h"
 #include "client/io/voxel_spacing.h"
 #include "cuimg/common/image.h"
@@ -23,6 +25,8 @@ struct VolumeFile {
   PatientGeometry geometry;
   // Set when the input was a DICOM series: a DICOM output copies its tags.
   std::shared_ptr<const DicomSeries> dicom;
+  // Set when the input was NIfTI: a NIfTI output keeps its qform and sform.
+  std::shared_ptr<const NiftiTransforms> nifti;
 };
 
 // True for paths read or written as DICOM series: an existing directory, a path ending in '/',

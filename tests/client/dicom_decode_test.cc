@@ -438,7 +438,7 @@ TEST(DicomDerived, ReferencesSourcesUsesTheUidRootAndPicksASeries) {
     WriteSlice(absl::StrFormat("%s/b%d.dcm", dir / "two", z), b, z, SliceValues(b, z));
   }
   EXPECT_THAT(ReadVolumeFile(dir / "two").status(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
+              StatusIs(absl::StatusCode::kFailedPrecondition,
                        ::testing::AllOf(HasSubstr("more than one series"), HasSubstr(b.series_uid),
                                         HasSubstr("--series_uid"))));
   EXPECT_THAT(ReadVolumeFile(dir / "two", {"1.2.3.999"}).status(),
