@@ -108,11 +108,14 @@ absl::StatusOr<NiftiVolume> ReadNifti(const std::string& path, std::int64_t max_
     return absl::DataLossError(absl::StrCat(path, ": the voxel data does not read"));
   }
 
+  // A slope of 0 or not finite means unscaled (nibabel writes NaN for both); a valid slope needs a
+  // finite intercept.
   const double slope = nim->scl_slope, inter = nim->scl_inter;
-  if (!std::isfinite(slope) || !std::isfinite(inter)) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": scl_slope or scl_inter not finite"));
+  const bool has_slope = std::isfinite(slope) && slope != 0;
+  if (has_slope && !std::isfinite(inter)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": scl_slope ", slope, " with scl_inter not finite"));
   }
-  const bool scaled = slope != 0 && !(slope == 1 && inter == 0);
+  const bool scaled = has_slope && !(slope == 1 && inter == 0);
   const bool integer_data = datatype != DT_FLOAT32;
   PixelType type;
   if (!scaled) {

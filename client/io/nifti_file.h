@@ -37,7 +37,8 @@ struct NiftiVolume {
 
 // Reads a NIfTI-1 or NIfTI-2 file of 2 or 3 dimensions (a 4th or more of size 1 allowed). Data
 // types: uint8, int16, uint16 and float32 as they are; int8 widened to i16 (exact); others
-// UNIMPLEMENTED naming the type. scl_slope/scl_inter (ignored when the slope is 0, or 1 and 0)
+// UNIMPLEMENTED naming the type. scl_slope/scl_inter (ignored when the slope is 0 or not finite,
+// or 1 and 0; INVALID_ARGUMENT for a valid slope with an intercept not finite)
 // are applied as DICOM's rescale is: integers give I16 (OUT_OF_RANGE for a value outside i16,
 // never clamped), a fractional slope or intercept gives F32 (never rounded). More than
 // `max_voxels` voxels is INVALID_ARGUMENT, checked from the header before the data is read; an

@@ -27,6 +27,12 @@ from pydicom.pixel_data_handlers import gdcm_handler, numpy_handler
 from pydicom.sequence import Sequence
 from pydicom.uid import ExplicitVRLittleEndian, generate_uid
 
+if gdcm_handler.is_available():
+    import gdcm
+    # GDCM's warnings go to stderr and can quote element values; errors come back as exceptions.
+    gdcm.Trace.WarningOff()
+    gdcm.Trace.DebugOff()
+
 
 def _frame_value(ds, frame, macro, keyword):
     """`keyword` for `frame`: the per-frame functional group, the shared one, then the top level."""

@@ -24,10 +24,9 @@ def read_nifti(path):
     elif raw.dtype.newbyteorder("=") not in [np.dtype(t) for t in _KEPT]:
         raise ValueError(f"{path}: data type {raw.dtype} (cuimg reads uint8, int8, int16, uint16 and float32)")
     raw = raw.astype(raw.dtype.newbyteorder("="))
-    slope, inter = header.get_slope_inter()
-    slope = 1.0 if slope is None else float(slope)
-    inter = 0.0 if inter is None else float(inter)
-    if slope not in (0.0,) and not (slope == 1 and inter == 0):
+    # nib.load moves scl_slope/scl_inter from the image's header to its data proxy.
+    slope, inter = float(image.dataobj.slope), float(image.dataobj.inter)
+    if np.isfinite(slope) and slope != 0 and not (slope == 1 and inter == 0):
         values = raw.astype(np.float64) * slope + inter
         if raw.dtype != np.float32 and slope == round(slope) and inter == round(inter):
             if values.min() < -32768 or values.max() > 32767:
