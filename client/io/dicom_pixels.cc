@@ -1,14 +1,75 @@
 #include "client/io/dicom_pixels.h"
 
+#include <dcmtk/config/osconfig.h>  // first, as DCMTK requires
+#include <dcmtk/dcmdata/dctk.h>
 #include <gdcmImageReader.h>
 #include <gdcmTrace.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
 
 namespace cuimg {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Removes the file when it goes out of scope.
+class TempFile {
+ public:
+  TempFile() {
+    static std::atomic<int> counter{0};
+    path_ = (fs::temp_directory_path() /
+             absl::StrCat("cuimg-pixels-", getpid(), "-", counter++, ".dcm"))
+                .string();
+  }
+  ~TempFile() {
+    std::error_code ec;
+    fs::remove(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// GDCM's file parser asserts (aborts) or allocates an element's whole length on some malformed
+// files that DCMTK reads or refuses cleanly (found by dicom_series_fuzzer). So DCMTK parses the
+// file, and GDCM gets a well-formed copy holding only what decoding needs: the pixel module and
+// the pixel data in the original transfer syntax (native data as explicit VR little endian).
+absl::Status WritePixelModuleCopy(const std::string& file, const std::string& copy) {
+  DcmFileFormat format;
+  if (OFCondition c = format.loadFile(file.c_str()); c.bad()) {
+    return absl::DataLossError(absl::StrCat(file, ": ", c.text()));
+  }
+  DcmDataset* ds = format.getDataset();
+  const DcmTagKey keep[] = {DCM_SOPClassUID,       DCM_SamplesPerPixel, DCM_PhotometricInterpretation,
+                            DCM_NumberOfFrames,    DCM_Rows,            DCM_Columns,
+                            DCM_BitsAllocated,     DCM_BitsStored,      DCM_HighBit,
+                            DCM_PixelRepresentation, DCM_PlanarConfiguration, DCM_PixelData};
+  for (unsigned long i = ds->card(); i-- > 0;) {
+    const DcmTagKey tag = ds->getElement(i)->getTag().getXTag();
+    if (std::find(std::begin(keep), std::end(keep), tag) == std::end(keep)) {
+      delete ds->remove(i);
+    }
+  }
+  const DcmXfer original(ds->getOriginalXfer());
+  const E_TransferSyntax xfer =
+      original.isEncapsulated() ? original.getXfer() : EXS_LittleEndianExplicit;
+  if (OFCondition c = format.saveFile(copy.c_str(), xfer, EET_ExplicitLength, EGL_recalcGL,
+                                      EPD_noChange, 0, 0, EWM_createNewMeta);
+      c.bad()) {
+    return absl::DataLossError(absl::StrCat(file, ": pixel data does not copy (", c.text(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<DicomPixels> DecodeDicomPixels(const std::string& file, int columns, int rows,
                                               int frames) {
@@ -18,8 +79,10 @@ absl::StatusOr<DicomPixels> DecodeDicomPixels(const std::string& file, int colum
     gdcm::Trace::SetWarning(false);
     gdcm::Trace::SetError(false);
   });
+  TempFile copy;
+  if (absl::Status s = WritePixelModuleCopy(file, copy.path()); !s.ok()) return s;
   gdcm::ImageReader reader;
-  reader.SetFileName(file.c_str());
+  reader.SetFileName(copy.path().c_str());
   if (!reader.Read()) {
     return absl::DataLossError(absl::StrCat(file, ": GDCM cannot read its pixel data"));
   }

@@ -3,7 +3,9 @@
 // lossless (processes 1, 2/4, 14 and 14 SV1), JPEG-LS lossless and near-lossless (CharLS) and JPEG
 // 2000 lossless and lossy (OpenJPEG). GDCM rather than DCMTK's codecs: DCMTK has no JPEG 2000
 // decoder, and GDCM is also what the Python client decodes with (pydicom's gdcm handler, Debian
-// python3-gdcm), so both read the same stored values from the same file.
+// python3-gdcm), so both read the same stored values from the same file. DCMTK parses the file
+// first and hands GDCM a well-formed copy of the pixel module only (GDCM's parser aborts on some
+// malformed files), written to and removed from the temporary directory.
 #ifndef CUIMG_CLIENT_IO_DICOM_PIXELS_H_
 #define CUIMG_CLIENT_IO_DICOM_PIXELS_H_
 

@@ -45,6 +45,50 @@ double Value(int datatype, const void* data, std::size_t i) {
   }
 }
 
+// Checks sizeof_hdr and dim[0] before nifticlib sees the header: nifticlib 3.0's header
+// conversion loops up to dim[0] over its 8-entry dim array, so a dim[0] above 7 overwrites its
+// stack (found by nifti_reader_fuzzer).
+absl::Status CheckHeader(const std::string& path) {
+  znzFile fp = znzopen(path.c_str(), "rb", absl::EndsWith(absl::AsciiStrToLower(path), ".gz"));
+  if (znz_isnull(fp)) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  unsigned char h[24] = {};
+  const std::size_t got = znzread(h, 1, sizeof h, fp);
+  znzclose(fp);
+  auto u32 = [&](int at, bool swap) {
+    return swap ? std::uint32_t{h[at]} << 24 | std::uint32_t{h[at + 1]} << 16 |
+                      std::uint32_t{h[at + 2]} << 8 | h[at + 3]
+                : std::uint32_t{h[at + 3]} << 24 | std::uint32_t{h[at + 2]} << 16 |
+                      std::uint32_t{h[at + 1]} << 8 | h[at];
+  };
+  std::int64_t dim0 = -1;
+  for (const bool swap : {false, true}) {
+    if (got < sizeof h) break;
+    const std::uint32_t size = u32(0, swap);
+    if (size == 348) {  // NIfTI-1 (or ANALYZE): dim[0] is a short at byte 40, read below
+      dim0 = -2;
+    } else if (size == 540) {  // NIfTI-2: dim[0] is an int64 at byte 16
+      const std::uint64_t low = u32(16, swap), high = u32(20, swap);
+      dim0 = static_cast<std::int64_t>(swap ? (low << 32 | high) : (high << 32 | low));
+    } else {
+      continue;
+    }
+    if (dim0 == -2) {
+      fp = znzopen(path.c_str(), "rb", absl::EndsWith(absl::AsciiStrToLower(path), ".gz"));
+      unsigned char d[42] = {};
+      const bool read = !znz_isnull(fp) && znzread(d, 1, sizeof d, fp) == sizeof d;
+      if (!znz_isnull(fp)) znzclose(fp);
+      if (!read) break;
+      dim0 = static_cast<std::int16_t>(swap ? (d[40] << 8 | d[41]) : (d[41] << 8 | d[40]));
+    }
+    if (dim0 < 1 || dim0 > 7) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": dim[0] ", dim0, " not in [1, 7]"));
+    }
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, ": not a NIfTI-1 or NIfTI-2 file (sizeof_hdr is neither 348 nor 540)"));
+}
+
 // 2 for a NIfTI-2 header (sizeof_hdr 540, either byte order), else 1: nifti_image's nifti_type
 // says one file or two, not which version.
 int HeaderVersion(const std::string& path) {
@@ -64,6 +108,7 @@ absl::StatusOr<NiftiVolume> ReadNifti(const std::string& path, std::int64_t max_
   QuietNifti();
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+  if (absl::Status s = CheckHeader(path); !s.ok()) return s;
   NiftiPtr nim(nifti_image_read(path.c_str(), 0));
   if (nim == nullptr) {
     return absl::InvalidArgumentError(
@@ -86,6 +131,13 @@ absl::StatusOr<NiftiVolume> ReadNifti(const std::string& path, std::int64_t max_
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": ", width, "x", height, "x", depth, " is more than ", max_voxels,
                      " voxels (the bound of every volume reader)"));
+  }
+  // NIfTI's xform codes are 0 (unknown) to 5; another value has no meaning a writer could keep.
+  for (const int code : {nim->qform_code, nim->sform_code}) {
+    if (code < 0 || code > 5) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": qform_code/sform_code ", code, " not in [0, 5]"));
+    }
   }
   const int datatype = nim->datatype;
   if (datatype != DT_UINT8 && datatype != DT_INT8 && datatype != DT_INT16 &&
@@ -138,7 +190,12 @@ absl::StatusOr<NiftiVolume> ReadNifti(const std::string& path, std::int64_t max_
       double v = Value(datatype, nim->data, i);
       if (scaled) v = v * slope + inter;
       if (type == PixelType::kF32) {
-        out.image.As<float>()[i] = static_cast<float>(v);
+        const float f = static_cast<float>(v);
+        if (!std::isfinite(f)) {
+          return absl::OutOfRangeError(absl::StrCat(
+              path, ": voxel ", i, " is beyond float32 after scl_slope/scl_inter"));
+        }
+        out.image.As<float>()[i] = f;
       } else if (v < -32768 || v > 32767) {
         return absl::OutOfRangeError(absl::StrCat(
             path, ": voxel ", i, " is ", v, " after scl_slope/scl_inter, outside i16 [-32768, "

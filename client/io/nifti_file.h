@@ -40,10 +40,12 @@ struct NiftiVolume {
 // UNIMPLEMENTED naming the type. scl_slope/scl_inter (ignored when the slope is 0 or not finite,
 // or 1 and 0; INVALID_ARGUMENT for a valid slope with an intercept not finite)
 // are applied as DICOM's rescale is: integers give I16 (OUT_OF_RANGE for a value outside i16,
-// never clamped), a fractional slope or intercept gives F32 (never rounded). More than
+// never clamped), a fractional slope or intercept gives F32 (never rounded; OUT_OF_RANGE where a
+// scaled value exceeds float32). nifticlib reads float NaN and infinity as 0. More than
 // `max_voxels` voxels is INVALID_ARGUMENT, checked from the header before the data is read; an
 // uncompressed file shorter than its header says is DATA_LOSS. NOT_FOUND for a missing file,
-// INVALID_ARGUMENT for one nifticlib does not take as NIfTI.
+// INVALID_ARGUMENT for one nifticlib does not take as NIfTI, a dim[0] outside [1, 7] or an xform
+// code outside [0, 5].
 absl::StatusOr<NiftiVolume> ReadNifti(const std::string& path,
                                       std::int64_t max_voxels = std::int64_t{1} << 30);
 
