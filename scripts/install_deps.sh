@@ -16,7 +16,7 @@ build_pkgs=(
   libpng-dev libjpeg-dev libturbojpeg0-dev libtiff-dev libdcmtk-dev libassimp-dev libteem-dev
   # DICOM pixel data of every transfer syntax (GDCM with its JPEG, CharLS and OpenJPEG codecs);
   # NIfTI-1/2 through nifticlib.
-  libgdcm-dev libnifti2-dev
+  libgdcm-dev libnifti2-dev zlib1g-dev
   nlohmann-json3-dev
 )
 

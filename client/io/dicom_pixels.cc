@@ -1,18 +1,18 @@
 #include "client/io/dicom_pixels.h"
 
-#include <dcmtk/config/osconfig.h>  // first, as DCMTK requires
-#include <dcmtk/dcmdata/dctk.h>
 #include <gdcmImageReader.h>
 #include <gdcmTrace.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "client/io/dicom_load.h"
 
 namespace cuimg {
 namespace {
@@ -44,8 +44,9 @@ class TempFile {
 // the pixel data in the original transfer syntax (native data as explicit VR little endian).
 absl::Status WritePixelModuleCopy(const std::string& file, const std::string& copy) {
   DcmFileFormat format;
-  if (OFCondition c = format.loadFile(file.c_str()); c.bad()) {
-    return absl::DataLossError(absl::StrCat(file, ": ", c.text()));
+  DicomLoad load;
+  if (absl::Status s = LoadDicomFile(file, false, UINTMAX_MAX, &format, &load); !s.ok()) {
+    return absl::DataLossError(s.message());
   }
   DcmDataset* ds = format.getDataset();
   const DcmTagKey keep[] = {DCM_SOPClassUID,       DCM_SamplesPerPixel, DCM_PhotometricInterpretation,

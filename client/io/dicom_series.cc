@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/io/dicom_load.h"
 #include "client/io/dicom_pixels.h"
 #include "cuimg/common/status_macros.h"
 
@@ -205,9 +207,13 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& directory,
   std::set<std::string> other_series;
   for (const std::string& file : candidates) {
     DcmFileFormat format;
-    if (format.loadFileUntilTag(file.c_str(), EXS_Unknown, EGL_noChange, DCM_MaxReadLength,
-                                ERM_autoDetect, DCM_PixelData).bad()) {
-      continue;  // not DICOM
+    DicomLoad load;
+    // A deflated dataset may inflate to the volume's bytes and its headers, not more.
+    const std::uintmax_t max_inflated =
+        static_cast<std::uintmax_t>(options.max_voxels) * 2 + (std::uintmax_t{64} << 20);
+    if (absl::Status s = LoadDicomFile(file, true, max_inflated, &format, &load); !s.ok()) {
+      if (s.code() == absl::StatusCode::kInvalidArgument) continue;  // not DICOM
+      return s;
     }
     DcmDataset* ds = format.getDataset();
     if (!ds->tagExists(DCM_Rows)) continue;  // DICOMDIR, reports, presentation states
@@ -229,12 +235,10 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& directory,
     if (!xfer.isEncapsulated() && xfer.getStreamCompression() == ESC_none) {
       const std::uintmax_t pixel_bytes =
           std::uintmax_t{rows} * columns * module->frames * (module->bits_allocated / 8);
-      std::error_code size_error;
-      const std::uintmax_t file_bytes = fs::file_size(file, size_error);
-      if (size_error || file_bytes < pixel_bytes) {
+      if (load.dataset_bytes < pixel_bytes) {
         return absl::DataLossError(absl::StrCat(
             file, ": ", columns, "x", rows, "x", module->frames, " pixels need ", pixel_bytes,
-            " bytes, the file has ", size_error ? 0 : file_bytes));
+            " bytes, the file has ", load.dataset_bytes));
       }
     }
     if (module->frames > 1 && !ds->tagExists(DCM_PerFrameFunctionalGroupsSequence) &&
@@ -465,8 +469,9 @@ absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const Im
   for (std::size_t z = 0; z < depth; ++z) {
     const std::string& file = source.files[z];
     DcmFileFormat format;
-    if (OFCondition c = format.loadFile(file.c_str()); c.bad()) {
-      return absl::DataLossError(absl::StrCat(file, ": ", c.text()));
+    DicomLoad load;
+    if (absl::Status s = LoadDicomFile(file, false, UINTMAX_MAX, &format, &load); !s.ok()) {
+      return absl::DataLossError(s.message());
     }
     DcmDataset* ds = format.getDataset();
     const std::string sop_uid = NewUid(options.uid_root, SITE_INSTANCE_UID_ROOT);

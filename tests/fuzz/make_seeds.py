@@ -270,7 +270,8 @@ write("dicom_series", "huge_rows_columns.bin", series_seed([big_out.getvalue()])
 
 
 # Compressed slices, made by the tools a PACS's sources use (dcmtk, libgdcm-tools): one seed per
-# transfer syntax, so mutation starts inside each of GDCM's decoders.
+# transfer syntax, so mutation starts inside each of GDCM's decoders (and cuimg's own inflation of
+# deflated datasets, client/io/dicom_load.h).
 def compressed(slice_bytes, command):
     import subprocess
     import tempfile
