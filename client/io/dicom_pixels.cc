@@ -2,14 +2,17 @@
 
 #include <gdcmImageReader.h>
 #include <gdcmTrace.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "client/io/dicom_load.h"
@@ -70,20 +73,14 @@ absl::Status WritePixelModuleCopy(const std::string& file, const std::string& co
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<DicomPixels> DecodeDicomPixels(const std::string& file, int columns, int rows,
-                                              int frames) {
-  static std::once_flag quiet;
-  std::call_once(quiet, [] {
-    gdcm::Trace::SetDebug(false);
-    gdcm::Trace::SetWarning(false);
-    gdcm::Trace::SetError(false);
-  });
-  TempFile copy;
-  if (absl::Status s = WritePixelModuleCopy(file, copy.path()); !s.ok()) return s;
+// GDCM's decode of `copy` into `out` (count values, widened to 16 bits).
+absl::Status DecodeWithGdcm(const std::string& file, const std::string& copy, int columns,
+                            int rows, int frames, std::uint16_t* out) {
+  gdcm::Trace::SetDebug(false);
+  gdcm::Trace::SetWarning(false);
+  gdcm::Trace::SetError(false);
   gdcm::ImageReader reader;
-  reader.SetFileName(copy.path().c_str());
+  reader.SetFileName(copy.c_str());
   if (!reader.Read()) {
     return absl::DataLossError(absl::StrCat(file, ": GDCM cannot read its pixel data"));
   }
@@ -116,16 +113,68 @@ absl::StatusOr<DicomPixels> DecodeDicomPixels(const std::string& file, int colum
     return absl::DataLossError(
         absl::StrCat(file, ": pixel data does not decode (", syntax, ")"));
   }
+  if (bytes == 2) {
+    std::memcpy(out, buffer.data(), count * 2);  // GDCM decodes to host order
+  } else {
+    for (std::size_t i = 0; i < count; ++i) out[i] = static_cast<std::uint8_t>(buffer[i]);
+  }
+  return absl::OkStatus();
+}
+
+// What the decoding child reports beside the values.
+struct ChildReport {
+  int code;  // absl::StatusCode; 0 with the values written
+  char message[1024];
+};
+
+}  // namespace
+
+absl::StatusOr<DicomPixels> DecodeDicomPixels(const std::string& file, int columns, int rows,
+                                              int frames) {
+  TempFile copy;
+  if (absl::Status s = WritePixelModuleCopy(file, copy.path()); !s.ok()) return s;
+  // GDCM's codecs abort (assert) on some malformed streams (found by dicom_series_fuzzer), so
+  // they run in a child process that writes the values into memory shared with this one: a
+  // child that dies is a stream that does not decode, not a dead client.
+  const std::size_t count = std::size_t(columns) * rows * frames;
+  const std::size_t bytes = sizeof(ChildReport) + count * sizeof(std::uint16_t);
+  void* shared = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) {
+    return absl::ResourceExhaustedError(absl::StrCat(file, ": no memory for ", count, " values"));
+  }
+  struct Unmap {
+    void* p;
+    std::size_t n;
+    ~Unmap() { munmap(p, n); }
+  } unmap{shared, bytes};
+  auto* report = static_cast<ChildReport*>(shared);
+  auto* values = reinterpret_cast<std::uint16_t*>(static_cast<char*>(shared) + sizeof(ChildReport));
+  report->code = -1;
+  std::fflush(nullptr);  // nothing buffered is written twice
+  const pid_t child = fork();
+  if (child < 0) return absl::InternalError(absl::StrCat(file, ": fork: ", std::strerror(errno)));
+  if (child == 0) {
+    const absl::Status s = DecodeWithGdcm(file, copy.path(), columns, rows, frames, values);
+    report->code = static_cast<int>(s.code());
+    std::snprintf(report->message, sizeof report->message, "%s", std::string(s.message()).c_str());
+    _exit(0);  // no atexit handlers, no temporary file removal: the parent owns those
+  }
+  int wait_status = 0;
+  while (waitpid(child, &wait_status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0 || report->code < 0) {
+    return absl::DataLossError(absl::StrCat(
+        file, ": the pixel data stopped GDCM's decoder",
+        WIFSIGNALED(wait_status) ? absl::StrCat(" (signal ", WTERMSIG(wait_status), ")") : ""));
+  }
+  if (report->code != 0) {
+    return absl::Status(static_cast<absl::StatusCode>(report->code), report->message);
+  }
   DicomPixels out;
   out.columns = columns;
   out.rows = rows;
   out.frames = frames;
-  out.stored.resize(count);
-  if (bytes == 2) {
-    std::memcpy(out.stored.data(), buffer.data(), count * 2);  // GDCM decodes to host order
-  } else {
-    for (std::size_t i = 0; i < count; ++i) out.stored[i] = static_cast<std::uint8_t>(buffer[i]);
-  }
+  out.stored.assign(values, values + count);
   return out;
 }
 

@@ -5,7 +5,8 @@
 // decoder, and GDCM is also what the Python client decodes with (pydicom's gdcm handler, Debian
 // python3-gdcm), so both read the same stored values from the same file. DCMTK parses the file
 // first and hands GDCM a well-formed copy of the pixel module only (GDCM's parser aborts on some
-// malformed files), written to and removed from the temporary directory.
+// malformed files), written to and removed from the temporary directory; GDCM then decodes in a
+// child process (its codecs abort on some malformed streams), the values shared back.
 #ifndef CUIMG_CLIENT_IO_DICOM_PIXELS_H_
 #define CUIMG_CLIENT_IO_DICOM_PIXELS_H_
 
@@ -30,7 +31,8 @@ struct DicomPixels {
 // Rows x Columns x NumberOfFrames must equal `expected` columns x rows x frames (the header the
 // caller checked: INVALID_ARGUMENT otherwise). A file GDCM cannot parse, or whose compressed
 // stream does not decode to that many values, is DATA_LOSS naming the file and its transfer
-// syntax; GDCM's own logging is off (it can quote element values).
+// syntax, as is a stream that stops GDCM's decoder (the child dies); GDCM's own logging is off
+// (it can quote element values).
 absl::StatusOr<DicomPixels> DecodeDicomPixels(const std::string& file, int columns, int rows,
                                               int frames);
 
