@@ -41,17 +41,39 @@ class TempFile {
   std::string path_;
 };
 
-// GDCM's file parser asserts (aborts) or allocates an element's whole length on some malformed
-// files that DCMTK reads or refuses cleanly (found by dicom_series_fuzzer). So DCMTK parses the
-// file, and GDCM gets a well-formed copy holding only what decoding needs: the pixel module and
-// the pixel data in the original transfer syntax (native data as explicit VR little endian).
-absl::Status WritePixelModuleCopy(const std::string& file, const std::string& copy) {
+// Loads `file` with DCMTK. Native pixel data needs no codec: its `count` stored values are read
+// here into `native` (true returned). Encapsulated data goes to GDCM (false returned), whose file
+// parser asserts (aborts) or allocates an element's whole length on some malformed files that
+// DCMTK reads or refuses cleanly (found by dicom_series_fuzzer): so GDCM gets a well-formed copy,
+// written to `copy`, holding only what decoding needs, the pixel module and the pixel data.
+absl::StatusOr<bool> ReadNativeOrCopy(const std::string& file, const std::string& copy,
+                                      std::size_t count, std::vector<std::uint16_t>* native) {
   DcmFileFormat format;
   DicomLoad load;
   if (absl::Status s = LoadDicomFile(file, false, UINTMAX_MAX, &format, &load); !s.ok()) {
     return absl::DataLossError(s.message());
   }
   DcmDataset* ds = format.getDataset();
+  const DcmXfer original(ds->getOriginalXfer());
+  if (!original.isEncapsulated()) {
+    Uint16 bits_allocated = 0;
+    ds->findAndGetUint16(DCM_BitsAllocated, bits_allocated);
+    unsigned long n = 0;
+    if (bits_allocated == 8) {
+      const Uint8* p = nullptr;
+      if (ds->findAndGetUint8Array(DCM_PixelData, p, &n).bad() || p == nullptr || n < count) {
+        return absl::DataLossError(absl::StrCat(file, ": pixel data missing or short"));
+      }
+      native->assign(p, p + count);
+    } else {
+      const Uint16* p = nullptr;
+      if (ds->findAndGetUint16Array(DCM_PixelData, p, &n).bad() || p == nullptr || n < count) {
+        return absl::DataLossError(absl::StrCat(file, ": pixel data missing or short"));
+      }
+      native->assign(p, p + count);  // DCMTK swapped big endian data to host order
+    }
+    return true;
+  }
   const DcmTagKey keep[] = {DCM_SOPClassUID,       DCM_SamplesPerPixel, DCM_PhotometricInterpretation,
                             DCM_NumberOfFrames,    DCM_Rows,            DCM_Columns,
                             DCM_BitsAllocated,     DCM_BitsStored,      DCM_HighBit,
@@ -62,15 +84,12 @@ absl::Status WritePixelModuleCopy(const std::string& file, const std::string& co
       delete ds->remove(i);
     }
   }
-  const DcmXfer original(ds->getOriginalXfer());
-  const E_TransferSyntax xfer =
-      original.isEncapsulated() ? original.getXfer() : EXS_LittleEndianExplicit;
-  if (OFCondition c = format.saveFile(copy.c_str(), xfer, EET_ExplicitLength, EGL_recalcGL,
-                                      EPD_noChange, 0, 0, EWM_createNewMeta);
+  if (OFCondition c = format.saveFile(copy.c_str(), original.getXfer(), EET_ExplicitLength,
+                                      EGL_recalcGL, EPD_noChange, 0, 0, EWM_createNewMeta);
       c.bad()) {
     return absl::DataLossError(absl::StrCat(file, ": pixel data does not copy (", c.text(), ")"));
   }
-  return absl::OkStatus();
+  return false;
 }
 
 // GDCM's decode of `copy` into `out` (count values, widened to 16 bits).
@@ -131,12 +150,18 @@ struct ChildReport {
 
 absl::StatusOr<DicomPixels> DecodeDicomPixels(const std::string& file, int columns, int rows,
                                               int frames) {
+  const std::size_t count = std::size_t(columns) * rows * frames;
+  DicomPixels out;
+  out.columns = columns;
+  out.rows = rows;
+  out.frames = frames;
   TempFile copy;
-  if (absl::Status s = WritePixelModuleCopy(file, copy.path()); !s.ok()) return s;
+  absl::StatusOr<bool> native = ReadNativeOrCopy(file, copy.path(), count, &out.stored);
+  if (!native.ok()) return native.status();
+  if (*native) return out;
   // GDCM's codecs abort (assert) on some malformed streams (found by dicom_series_fuzzer), so
   // they run in a child process that writes the values into memory shared with this one: a
   // child that dies is a stream that does not decode, not a dead client.
-  const std::size_t count = std::size_t(columns) * rows * frames;
   const std::size_t bytes = sizeof(ChildReport) + count * sizeof(std::uint16_t);
   void* shared = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED) {
@@ -170,10 +195,6 @@ absl::StatusOr<DicomPixels> DecodeDicomPixels(const std::string& file, int colum
   if (report->code != 0) {
     return absl::Status(static_cast<absl::StatusCode>(report->code), report->message);
   }
-  DicomPixels out;
-  out.columns = columns;
-  out.rows = rows;
-  out.frames = frames;
   out.stored.assign(values, values + count);
   return out;
 }

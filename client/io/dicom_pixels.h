@@ -1,12 +1,13 @@
-// A DICOM object's pixel data, decoded by GDCM (libgdcm-dev) whatever its transfer syntax: native
-// (implicit/explicit VR, either endianness), deflated explicit VR, RLE, JPEG baseline, extended and
-// lossless (processes 1, 2/4, 14 and 14 SV1), JPEG-LS lossless and near-lossless (CharLS) and JPEG
-// 2000 lossless and lossy (OpenJPEG). GDCM rather than DCMTK's codecs: DCMTK has no JPEG 2000
-// decoder, and GDCM is also what the Python client decodes with (pydicom's gdcm handler, Debian
-// python3-gdcm), so both read the same stored values from the same file. DCMTK parses the file
-// first and hands GDCM a well-formed copy of the pixel module only (GDCM's parser aborts on some
-// malformed files), written to and removed from the temporary directory; GDCM then decodes in a
-// child process (its codecs abort on some malformed streams), the values shared back.
+// A DICOM object's pixel data whatever its transfer syntax: native (implicit/explicit VR, either
+// endianness; deflated explicit VR through client/io/dicom_load.h) read by DCMTK, and encapsulated
+// data decoded by GDCM (libgdcm-dev): RLE, JPEG baseline, extended and lossless (processes 1, 2/4,
+// 14 and 14 SV1), JPEG-LS lossless and near-lossless (CharLS) and JPEG 2000 lossless and lossy
+// (OpenJPEG). GDCM rather than DCMTK's codecs: DCMTK has no JPEG 2000 decoder, and GDCM is also
+// what the Python client decodes with (pydicom's gdcm handler, Debian python3-gdcm), so both read
+// the same stored values from the same file. GDCM gets a DCMTK-written copy of the pixel module
+// only (its parser aborts on some malformed files), written to and removed from the temporary
+// directory, and decodes in a child process (its codecs abort on some malformed streams), the
+// values shared back.
 #ifndef CUIMG_CLIENT_IO_DICOM_PIXELS_H_
 #define CUIMG_CLIENT_IO_DICOM_PIXELS_H_
 
