@@ -5,7 +5,9 @@ breakdown from the `cuimg-timing` trailer: Morphology on random inputs, Deform o
 90,601-vertex torus (3x3x3 lattice, positions and normals back), and DetectPedestrians on
 1080p JPEG frames (CUIMG_DATA/vtest_1080p_NN.jpg, which the GPU bundle carries), also under load:
 `--concurrency` calls in flight for `--load_seconds`, frames per second and latency percentiles.
-One JSON line per workload."""
+The Python client's rows (cuimg.Client, NumPy in and out) time the same volume dilation unary and
+streamed over `--volume_streams` connections (`--python_volume`, 300x512x512 by default; smaller
+for the CPU backend). One JSON line per workload."""
 import argparse
 import glob
 import json
@@ -214,6 +216,44 @@ def deform_cpp_client(client, target, args):
                       "p99_ms": float(found.group(3))}), flush=True)
 
 
+def python_client_workloads(target, args, selected):
+    """The issue's PACS case through the Python client: a (D, H, W) int16 volume dilated by a
+    9x9 disk, array in and writable array out, unary (one message) and streamed (split over
+    --volume_streams connections); median wall time after 2 warm-ups, inputs rotated. Both
+    results must be equal, bit for bit."""
+    import cuimg
+    depth, height, width = (int(v) for v in args.python_volume.split("x"))
+    rng = np.random.default_rng(4)
+    volumes = [rng.integers(-32768, 32767, size=(depth, height, width), dtype=np.int16,
+                            endpoint=True) for _ in range(2)]
+    name = f"rpc_python_client_dilate_volume_disk9_i16_{depth}x{height}x{width}"
+    results = {}
+    for mode, threshold in (("unary", None), ("streamed", 0)):
+        if not selected(f"{name}_{mode}"):
+            continue
+        with cuimg.Client(target, timeout=600, stream_threshold=threshold,
+                          volume_streams=args.volume_streams) as client:
+            walls = []
+            for i in range(args.runs + 2):
+                start = time.perf_counter()
+                out = client.morphology(volumes[i % len(volumes)], "dilate:ellipse:9x9")
+                if i >= 2:
+                    walls.append(time.perf_counter() - start)
+            results[mode] = out  # of volumes[(runs + 1) % 2], the same input for both modes
+            row = {**TRANSPORT, "impl": "python_client", "workload": f"{name}_{mode}",
+                   "backend": args.backend, "median_ms": round(statistics.median(walls) * 1e3, 3),
+                   "payload_mb": round(volumes[0].nbytes / 1e6, 1), "runs": args.runs,
+                   "server_timing": client.last_timing}
+            if mode == "streamed":
+                row.update(streams=len(client.last_stream.timings),
+                           slabs=client.last_stream.result_slabs)
+            print(json.dumps(row), flush=True)
+    if len(results) == 2:
+        equal = results["unary"].tobytes() == results["streamed"].tobytes()
+        print(json.dumps({"impl": "python_client", "workload": f"{name}_streamed_equals_unary",
+                          "equal": equal}), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--server", required=True)
@@ -225,6 +265,10 @@ def main():
                         help="HTTP/2 lookahead on the server and the client channel (0: gRPC's default)")
     parser.add_argument("--client", default="",
                         help="the cuimg client binary: adds the C++ client's Deform row")
+    parser.add_argument("--python_volume", default="300x512x512",
+                        help="DxHxW of the Python client's volume rows (e.g. 40x256x256 on CPU)")
+    parser.add_argument("--volume_streams", type=int, default=4,
+                        help="connections the Python client's streamed row splits a volume over")
     parser.add_argument("--only", default="",
                         help="comma-separated workload names (or prefixes) to run; default all")
     args = parser.parse_args()
@@ -270,6 +314,7 @@ def main():
             detect_workload(stub, args)
         if selected("rpc_detect_1080p_raw_rgb"):
             detect_raw_workload(stub, args)
+        python_client_workloads(server.target, args, selected)  # selects its rows itself
         channel.close()
     finally:
         server.terminate()

@@ -11,6 +11,7 @@ def main(jsonl_path, device_path=None):
     soaks = []
     stagings = []
     papers = []
+    pyclients = []  # rpc_bench's Python client rows (impl "python_client")
     checks = []  # (workload, who, verdict): cuimg "check" fields, anchors' "max_abs_diff"
     for line in open(jsonl_path):
         line = line.strip()
@@ -36,6 +37,8 @@ def main(jsonl_path, device_path=None):
             soaks.append(item)
         elif item.get("impl") == "staging":
             stagings.append(item)
+        elif item.get("impl") == "python_client":
+            pyclients.append(item)
         elif item.get("impl") == "paper":
             papers.append(item)
         elif item.get("impl") == "cuimg":
@@ -115,6 +118,16 @@ def main(jsonl_path, device_path=None):
         for r in (r for r in rpcs if "throughput_fps" in r):
             print(f"\n{r['workload']} under load ({r['backend']}): {r['concurrency']} calls in flight, "
                   f"{r['throughput_fps']} frames/s, p50 {r['p50_ms_loaded']} ms, p99 {r['p99_ms_loaded']} ms.")
+    if pyclients:
+        print("\nPython client (cuimg.Client, NumPy array in and out), unary vs streamed:\n")
+        print("| workload | backend | payload MB | round trip median ms | streams | result slabs |")
+        print("|---|---|---|---|---|---|")
+        for r in (r for r in pyclients if "median_ms" in r):
+            print(f"| {r['workload']} | {r['backend']} | {r['payload_mb']} | {r['median_ms']} | "
+                  f"{r.get('streams', 1 if r['workload'].endswith('_unary') else '?')} | "
+                  f"{r.get('slabs', '-')} |")
+        for r in (r for r in pyclients if "equal" in r):
+            print(f"\n{r['workload']}: {'bit for bit' if r['equal'] else 'DIFFERENT'}.")
     for r in soaks:
         per_rpc = ", ".join(f"{k} {v['ok']}" for k, v in r["per_rpc"].items())
         print(f"\nSoak ({r['backend']}): {r['ok']} of {r['calls']} mixed calls ok in {r['seconds']} s "

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "client/connection.h"
+#include "client/dicomweb_staging.h"
 #include "client/lattice_spec.h"
 
 namespace cuimg {
@@ -42,6 +43,12 @@ struct MorphologyCommand {
   // split over up to `volume_streams` streams on their own connections.
   int slab_slices = 0;
   int volume_streams = 4;
+  // input may be a DICOMweb series URL and output a DICOMweb service URL (dicomweb.h): how to
+  // reach the server.
+  DicomwebFlags dicomweb;
+  // What the report names as the output when `output` is a stand-in for it (a DICOMweb URL's
+  // staging folder); empty: `output`.
+  std::string output_label;
 };
 int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& command);
 
@@ -117,9 +124,14 @@ int RunMeshTorus(const MeshCommand& command);
 struct LoadCommand {
   std::string rpc = "morphology";  // morphology, gradient, pyramid, detect or deform
   // Payload. Image RPCs: `input` (an image or volume file; detect: PNG/JPEG sent encoded), else
-  // random pixels of `size` and `pixel_type`. deform: `input` is a mesh file or torus:N,M, else
-  // the torus of torus_n x torus_m segments.
+  // random pixels of `size` and `pixel_type`; a folder of images: calls cycle through them.
+  // deform: `input` is a mesh file or torus:N,M, else the torus of torus_n x torus_m segments.
   std::string input;
+  // Image RPCs: calls cycle through this video's frames (decoded by the ffmpeg program), every
+  // `every`th up to `max_frames` (0: kMaxVideoFrames).
+  std::string video;
+  int every = 1;
+  int max_frames = 0;
   std::string size = "640x480";  // WxH or WxHxD
   std::string pixel_type = "u8";
   int torus_n = 301;
@@ -146,8 +158,14 @@ struct LoadCommand {
   // --rpc morphology: pass pixels through a POSIX shared-memory object registered with the server
   // (same host): the input once, each call's result into its own slot; the RPCs carry no pixels.
   bool shm = false;
+  // The server's Prometheus endpoint (host:port), read once for the report's context (version,
+  // backend); empty: the --target host at the server's default port; "none": not read.
+  std::string server_metrics;
+  // This client's --version text, for the report's context.
+  std::string client_build;
 };
-// Exit 0 when every measured call succeeded, 1 otherwise.
+// Exit 0 when every measured call succeeded, 1 otherwise (the failures are explained on stdout:
+// codes and messages), 2 for a usage error.
 int RunLoad(const ConnectionOptions& connection, const LoadCommand& command);
 
 }  // namespace cuimg

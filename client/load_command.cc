@@ -1,14 +1,17 @@
 // `cuimg load`: drives the server with one RPC (--rpc morphology, gradient, pyramid, detect or
 // deform) through the callback API: a closed loop of --concurrency calls in flight, or an open
 // loop at --rate calls/s; for --duration seconds (or --requests calls) after --warmup. Prints
-// throughput, latency percentiles, errors by code and the server's stage breakdown (from the
-// cuimg-timing trailers); --json, --csv for machines, --report for people (an HTML page or PNG
+// throughput, latency percentiles, errors by code with the server's messages and the server's
+// stage breakdown (from the cuimg-timing trailers), with the run's context (date, host, server
+// version and backend); --json, --csv for machines, --report for people (an HTML page or PNG
 // with a latency histogram and throughput/latency over time). --shm (morphology) passes the
 // pixels through a registered POSIX shared-memory object instead (same host).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/commands.h"
+#include "client/load_context.h"
 #include "client/load_report.h"
 #include "client/load_rpc.h"
 #include "client/load_run.h"
@@ -53,8 +57,8 @@ std::vector<v1::MorphologyRequest> SharedMemoryRequests(const v1::MorphologyRequ
 }
 
 // The run's settings and the request's payload, for the summary.
-std::string ConfigJson(const ConnectionOptions& connection, const LoadCommand& c,
-                       const LoadRpc& rpc) {
+nlohmann::ordered_json ConfigJson(const ConnectionOptions& connection, const LoadCommand& c,
+                                  const LoadRpc& rpc) {
   nlohmann::ordered_json config = {{"target", connection.target}, {"rpc", c.rpc}};
   for (const auto& [key, value] : rpc.payload()) config[key] = value;
   config["request_bytes"] = rpc.request_bytes();
@@ -65,7 +69,23 @@ std::string ConfigJson(const ConnectionOptions& connection, const LoadCommand& c
   config["warmup_s"] = c.warmup_s;
   config["channels"] = c.channels;
   config["shm"] = c.shm;
-  return config.dump();
+  return config;
+}
+
+// Why the run exits 1, on stderr (the numbers are on stdout).
+void ExplainFailure(const LoadSummary& s, const LoadCommand& c) {
+  if (s.requests == 0) {
+    // Only a duration run gets here (--requests issues its calls after the warm-up): the calls
+    // issued during the warm-up were all still in flight when the run ended.
+    std::fprintf(stderr,
+                 "error: no call started after the %.1f s --warmup: the warm-up's calls were "
+                 "still in flight when --duration ended\n",
+                 c.warmup_s);
+  } else {
+    std::fprintf(stderr,
+                 "error: %lld of %lld calls failed (see the codes and messages in the summary)\n",
+                 static_cast<long long>(s.requests - s.ok), static_cast<long long>(s.requests));
+  }
 }
 
 }  // namespace
@@ -73,7 +93,9 @@ std::string ConfigJson(const ConnectionOptions& connection, const LoadCommand& c
 int RunLoad(const ConnectionOptions& connection, const LoadCommand& c) {
   if (c.concurrency < 1 || c.channels < 1 || c.duration_s <= 0 || c.warmup_s < 0 || c.rate < 0 ||
       c.requests < 0) {
-    return Usage("cuimg load: --concurrency and --channels >= 1, --duration > 0, --warmup >= 0");
+    return Usage(
+        "cuimg load: --concurrency and --channels >= 1, --duration > 0, --warmup >= 0, "
+        "--rate >= 0, --requests >= 0");
   }
   if (!c.report.empty() && !IsReportPath(c.report)) {
     return Usage("--report: expected FILE.html or FILE.png");
@@ -91,12 +113,14 @@ int RunLoad(const ConnectionOptions& connection, const LoadCommand& c) {
       -> absl::StatusOr<std::vector<v1::MorphologyRequest>> {
     shm_failed = true;  // a failure from here on is the server's or the host's, not usage
     const std::string& pixels = request.input().image().data();
+    admin = v1::Imaging::NewStub(MakeChannel(connection, 0));
+    absl::StatusOr<std::string> prefix = KeyPrefix(*admin, connection);
+    if (!prefix.ok()) return prefix.status();
     absl::StatusOr<std::unique_ptr<SharedMemoryObject>> object =
-        SharedMemoryObject::Create(pixels.size() * (1 + c.concurrency), "load");
+        SharedMemoryObject::Create(pixels.size() * (1 + c.concurrency), "load", *prefix);
     if (!object.ok()) return object.status();
     shm = *std::move(object);
     std::memcpy(shm->data(), pixels.data(), pixels.size());
-    admin = v1::Imaging::NewStub(MakeChannel(connection, 0));
     absl::StatusOr<std::string> handle = RegisterRegion(*admin, connection, *shm);
     if (!handle.ok()) return handle.status();
     region = *handle;
@@ -109,6 +133,13 @@ int RunLoad(const ConnectionOptions& connection, const LoadCommand& c) {
     return kExitRpcError;
   }
   if (!rpc.ok()) return Usage(std::string(rpc.status().message()));
+  // Read before the calls: a server that falls over during the run is still named.
+  const std::time_t started = std::time(nullptr);
+  const std::string metrics = MetricsEndpoint(c.server_metrics, connection.target);
+  const absl::StatusOr<std::map<std::string, std::string>> build =
+      metrics.empty() ? absl::StatusOr<std::map<std::string, std::string>>(
+                            absl::NotFoundError("no metrics endpoint"))
+                      : ServerBuildInfo(metrics, 2.0);
   const LoadRunResult run = RunLoadCalls(connection, c, **rpc);
   if (c.shm) {
     if (absl::Status s = UnregisterRegion(*admin, connection, region); !s.ok()) {
@@ -117,14 +148,24 @@ int RunLoad(const ConnectionOptions& connection, const LoadCommand& c) {
   }
   const double seconds = c.requests > 0 ? std::max(run.measured_seconds, 1e-9) : c.duration_s;
   const LoadSummary summary = Summarize(run.records, c.warmup_s, seconds);
-  const std::string json = SummaryJson(summary, ConfigJson(connection, c, **rpc));
+  const nlohmann::ordered_json context =
+      LoadContext(started, c.client_build, metrics, build, summary);
+  const std::string json = SummaryJson(summary, ConfigJson(connection, c, **rpc), context).dump();
   if (!c.json_out.empty()) std::ofstream(c.json_out) << json << "\n";
-  const std::string csv = RecordsCsv(run.records, c.warmup_s);
+  const std::string csv = RecordsCsv(run.records);
   if (!c.csv.empty()) std::ofstream(c.csv) << csv;
   if (c.json) {
     std::printf("%s\n", json.c_str());
   } else {
     std::printf("%s", SummaryText(summary).c_str());
+    const nlohmann::ordered_json& server = context["server"];
+    std::printf("context: %s on %s; server %s (commit %s), backend %s, devices %s\n",
+                context["date_utc"].get<std::string>().c_str(),
+                context["client_host"].get<std::string>().c_str(),
+                server["version"].get<std::string>().c_str(),
+                server["commit"].get<std::string>().c_str(),
+                server["backend"].get<std::string>().c_str(),
+                context["devices"].empty() ? "unknown" : context["devices"].dump().c_str());
   }
   if (!c.report.empty()) {
     if (absl::Status s = WriteLoadReport(c.report, json, csv); !s.ok()) {
@@ -133,7 +174,9 @@ int RunLoad(const ConnectionOptions& connection, const LoadCommand& c) {
     }
     if (!c.json) std::printf("report: %s\n", c.report.c_str());
   }
-  return summary.ok == summary.requests && summary.requests > 0 ? kExitOk : kExitRpcError;
+  if (summary.ok == summary.requests && summary.requests > 0) return kExitOk;
+  ExplainFailure(summary, c);
+  return kExitRpcError;
 }
 
 }  // namespace cuimg

@@ -12,12 +12,32 @@
 #include <mutex>
 #include <thread>
 
+#include "absl/strings/str_format.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 
 namespace cuimg {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The message as one line of at most kMessageChars bytes: control characters escaped (a message
+// may carry a client's own text back, newlines included), cut at a UTF-8 character boundary.
+std::string PrintableMessage(const std::string& message) {
+  std::string out;
+  for (unsigned char ch : message) {
+    if (ch == '\n') {
+      out += "\\n";
+    } else if (ch < 0x20 || ch == 0x7f) {
+      out += absl::StrFormat("\\x%02x", ch);
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  if (out.size() <= kMessageChars) return out;
+  std::size_t cut = kMessageChars;
+  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xc0) == 0x80) --cut;
+  return out.substr(0, cut) + "…";
+}
 
 // Drives the calls. Threads: Run() on the caller's (main) thread issues calls (all of them in the
 // open loop, the first --concurrency in the closed loop) and destroys finished ones; gRPC's
@@ -80,6 +100,8 @@ class LoadRun {
     std::unique_ptr<google::protobuf::Message> response;
     Clock::time_point start;
     int worker = 0;
+    int payload = 0;
+    bool warmup = false;
     std::list<Call>::iterator self;
   };
   // Finished calls are destroyed in batches, so that the callback threads rarely wake Run().
@@ -87,30 +109,39 @@ class LoadRun {
 
   double Elapsed() const { return std::chrono::duration<double>(Clock::now() - t0_).count(); }
   double StopAt() const { return c_.warmup_s + c_.duration_s; }
-  std::int64_t Target() const { return c_.requests; }
+  // --requests counts the calls after the warm-up: the warm-up runs its --warmup seconds first,
+  // so a short --requests run is never swallowed by it.
   bool Done() {
     std::lock_guard<std::mutex> lock(mu_);
-    return c_.requests > 0 && issued_ >= Target();
+    return c_.requests > 0 && measured_issued_ >= c_.requests;
   }
   // No call will be issued any more (needs mu_).
-  bool IssuingOver() const { return c_.requests > 0 ? issued_ >= Target() : Elapsed() >= StopAt(); }
+  bool IssuingOver() const {
+    return c_.requests > 0 ? measured_issued_ >= c_.requests : Elapsed() >= StopAt();
+  }
 
   void Issue(int worker) {
     Call* call;
+    std::int64_t index;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (IssuingOver()) return;
-      ++issued_;
+      index = issued_++;
       ++inflight_;
       call = &calls_.emplace_back();
       call->self = std::prev(calls_.end());
+      // The start decides warm-up or measured, here under the lock, so that exactly --requests
+      // measured calls are issued.
+      call->start = Clock::now();
+      call->warmup = std::chrono::duration<double>(call->start - t0_).count() < c_.warmup_s;
+      if (!call->warmup) ++measured_issued_;
     }
     call->worker = worker;
+    call->payload = rpc_.PayloadFor(worker, index);
     call->response = rpc_.NewResponse();
     PrepareContext(connection_, &call->context);
-    call->start = Clock::now();
     v1::Imaging::Stub& stub = *stubs_[static_cast<std::size_t>(worker) % stubs_.size()];
-    rpc_.Start(stub, worker, &call->context, call->response.get(),
+    rpc_.Start(stub, call->payload, &call->context, call->response.get(),
                [this, call](grpc::Status status) { Finish(call, status); });
   }
 
@@ -143,8 +174,14 @@ class LoadRun {
     r.start_s =
         std::round(std::chrono::duration<double, std::micro>(call.start - t0_).count()) / 1e6;
     r.latency_ms = std::chrono::duration<double, std::milli>(Clock::now() - call.start).count();
+    r.warmup = call.warmup;
+    r.payload = call.payload;
     r.code = StatusCodeName(status.error_code());
-    if (status.ok()) ParseTiming(ServerTiming(call.context), &r);
+    if (status.ok()) {
+      ParseTiming(ServerTiming(call.context), &r);
+    } else {
+      r.message = PrintableMessage(status.error_message());
+    }
     std::lock_guard<std::mutex> lock(mu_);
     records_.push_back(r);
     measured_s_ = std::max(measured_s_, Elapsed() - c_.warmup_s);
@@ -179,6 +216,7 @@ class LoadRun {
   std::vector<std::list<Call>::iterator> finished_;  // handed back by their callbacks
   std::vector<CallRecord> records_;
   std::int64_t issued_ = 0;
+  std::int64_t measured_issued_ = 0;
   std::int64_t inflight_ = 0;
   double measured_s_ = 0;
   std::atomic<bool> stopped_{false};

@@ -1,5 +1,7 @@
 // The calls of `cuimg load`: a closed loop of --concurrency calls in flight or an open loop at
 // --rate calls/s, for --duration seconds (or --requests calls) after --warmup, over --channels.
+// Calls that start during the warm-up are recorded as such (CallRecord::warmup) and the run goes
+// on past it: --requests counts only the calls after it.
 #ifndef CUIMG_CLIENT_LOAD_RUN_H_
 #define CUIMG_CLIENT_LOAD_RUN_H_
 

@@ -1,18 +1,23 @@
-// cuimg: the command-line client. `cuimg <subcommand> [flags]`; `cuimg --help` lists every flag.
+// cuimg: the command-line client. `cuimg <subcommand> [flags]`; `cuimg --help` lists every flag,
+// `cuimg <subcommand> --help` that subcommand's.
 #include <cstdio>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "client/commands.h"
+#include "server/command_line.h"
 #include "server/lock_order_checks.h"
 
 // Connection (every subcommand).
 ABSL_FLAG(std::string, target, "localhost:50051",
           "Server address: host:port, dns:///host:port or unix:///path.");
-ABSL_FLAG(double, timeout, 60, "Per-RPC deadline in seconds (0 = none).");
+ABSL_FLAG(double, timeout, 60,
+          "Per-RPC deadline in seconds (0 = none); also each DICOMweb HTTP request's.");
 ABSL_FLAG(std::string, lb_policy, "round_robin",
           "round_robin (spread calls over every address of --target) or pick_first.");
 ABSL_FLAG(int, max_attempts, 4,
@@ -37,14 +42,18 @@ ABSL_FLAG(std::string, service, "", "health: the service to check (\"\" = whole 
 ABSL_FLAG(std::string, input, "",
           "morphology, gradient: input image or volume: .png, .jpg, .tif (multi-page: a volume), "
           ".npy (H,W) or (D,H,W), .nrrd/.nhdr, or a directory holding one DICOM series (sorted "
-          "along the slice normal, rescaled to i16); pyramid: input image (.png, .jpg, .tif); "
+          "along the slice normal, rescaled to i16); morphology also a DICOMweb series, "
+          "dicomweb+http(s)://HOST/BASE/studies/STUDY_UID/series/SERIES_UID; pyramid: input "
+          "image (.png, .jpg, .tif); "
           "detect: an image or a directory of frames (.png, .jpg, in name order); deform: mesh "
           "file (.obj, .ply, .stl) or torus:N,M; load: the payload of --rpc (an image or volume "
-          "as for morphology, a PNG/JPEG for detect sent encoded, a mesh or torus:N,M for deform; "
-          "default: random pixels of --image_size, or the --n x --m torus).");
+          "as for morphology, a PNG/JPEG for detect sent encoded, a directory of images that calls "
+          "cycle through, a mesh or torus:N,M for deform; default: random pixels of --image_size, "
+          "or the --n x --m torus).");
 ABSL_FLAG(std::string, output, "",
           "morphology: output by extension (.png, .jpg, .tif, .npy, .nrrd), or a new directory for "
-          "a derived DICOM series (DICOM input only); detect: the image with boxes drawn (.png), "
+          "a derived DICOM series (DICOM input only), or dicomweb+http(s)://HOST/BASE to store it "
+          "there with STOW-RS; detect: the image with boxes drawn (.png), "
           "or for frames and --video a directory of them; deform, mesh: output mesh (.obj, .ply, "
           ".stl).");
 ABSL_FLAG(std::string, steps, "",
@@ -89,8 +98,8 @@ ABSL_FLAG(std::string, format, "",
 
 // detect, models (the detect parameters also serve load --rpc detect)
 ABSL_FLAG(std::string, video, "",
-          "detect: a video file instead of --input; its frames are decoded by the ffmpeg program "
-          "(Debian package ffmpeg).");
+          "detect, load: a video file instead of --input; its frames are decoded by the ffmpeg "
+          "program (Debian package ffmpeg).");
 ABSL_FLAG(std::string, model, "",
           "detect: detector model name (cuimg models lists them; empty: opencv_people_64x128).");
 ABSL_FLAG(double, hit_threshold, 0, "detect: windows scoring at least this are hits.");
@@ -105,8 +114,9 @@ ABSL_FLAG(std::string, grouping, "rectangles",
 ABSL_FLAG(int, group_threshold, -1,
           "detect: clusters of at most this many hits are dropped (-1 = the server's 2).");
 ABSL_FLAG(double, group_eps, 0, "detect: groupRectangles' eps (0 = 0.2).");
-ABSL_FLAG(int, every, 1, "detect: frames: process every Nth frame.");
-ABSL_FLAG(int, max_frames, 0, "detect: frames: stop after this many (0 = all).");
+ABSL_FLAG(int, every, 1, "detect, load --video: frames: process every Nth frame.");
+ABSL_FLAG(int, max_frames, 0,
+          "detect, load --video: frames: stop after this many (0 = all; load: 100).");
 
 // deform, mesh (the lattice flags also serve load --rpc deform)
 ABSL_FLAG(std::string, lattice_file, "",
@@ -132,8 +142,10 @@ ABSL_FLAG(std::string, pixel_type, "u8", "load: u8, u16, i16 or f32 (detect: u8)
 ABSL_FLAG(int, concurrency, 16, "load: calls in flight (closed loop).");
 ABSL_FLAG(double, rate, 0, "load: calls per second, open loop (0 = closed loop).");
 ABSL_FLAG(double, duration, 10, "load: measured seconds (after --warmup).");
-ABSL_FLAG(int64_t, requests, 0, "load: a number of calls instead of --duration.");
-ABSL_FLAG(double, warmup, 1, "load: seconds excluded from the statistics.");
+ABSL_FLAG(int64_t, requests, 0,
+          "load: measure this many calls (after the --warmup seconds) instead of --duration.");
+ABSL_FLAG(double, warmup, 1,
+          "load: seconds of calls first, excluded from the statistics (counted apart).");
 ABSL_FLAG(int, channels, 1, "load: gRPC channels (separate connections).");
 ABSL_FLAG(std::string, json_out, "", "load: also write the JSON summary to this file.");
 ABSL_FLAG(std::string, csv, "", "load: write one CSV row per call to this file.");
@@ -142,9 +154,29 @@ ABSL_FLAG(std::string, report, "",
           "second) to FILE.html (self-contained page with the summary) or FILE.png; needs python3 "
           "with matplotlib (Debian python3-matplotlib).");
 ABSL_FLAG(bool, progress, true, "load: print a live progress line on stderr.");
+ABSL_FLAG(std::string, server_metrics, "",
+          "load: the server's metrics endpoint host:port, read for the report's context (server "
+          "version, backend); empty: the --target host at port 9464; none: skip.");
 ABSL_FLAG(bool, shm, false,
           "load: pass pixels through a POSIX shared-memory object registered with the server "
           "(same host; the server needs --shared_memory): the RPCs carry no pixels.");
+
+// DICOMweb (morphology's --input/--output as dicomweb+http(s):// URLs)
+ABSL_FLAG(std::string, dicomweb_token_file, "",
+          "morphology: file holding a bearer token for the DICOMweb server (sent as "
+          "\"Authorization: Bearer TOKEN\"; https, or http to this machine only).");
+ABSL_FLAG(std::string, dicomweb_user, "",
+          "morphology: DICOMweb basic-authentication user; the password comes from "
+          "--dicomweb_password_file, else the CUIMG_DICOMWEB_PASSWORD environment variable.");
+ABSL_FLAG(std::string, dicomweb_password_file, "",
+          "morphology: file holding the --dicomweb_user password.");
+ABSL_FLAG(std::string, dicomweb_ca_file, "",
+          "morphology: PEM CA bundle the https DICOMweb server's certificate must chain to "
+          "(default: the system's roots).");
+ABSL_FLAG(int, dicomweb_max_instances, 4096,
+          "morphology: refuse a DICOMweb series of more instances than this.");
+ABSL_FLAG(int64_t, dicomweb_max_bytes, int64_t{3} << 30,
+          "morphology: refuse a DICOMweb series of more bytes than this (retrieved or stored).");
 
 namespace {
 
@@ -161,7 +193,88 @@ constexpr char kUsage[] =
     "  mesh torus   write the reference torus mesh\n"
     "  load         load-test the server with one RPC (--rpc): throughput, latency, reports\n"
     "exit codes: 0 ok, 1 RPC error (status printed), 2 usage, 3 bad input data (a file cuimg\n"
-    "cannot read: bad header, undecodable pixels, values out of range)\n";
+    "cannot read: bad header, undecodable pixels, values out of range)\n"
+    "`cuimg <subcommand> --help` lists the subcommand's flags; --version the build\n";
+
+// The flags each subcommand reads (what main() below passes on), for `cuimg <subcommand> --help`.
+// Every flag above is in at least one list (tests/e2e/test_command_line.py checks).
+const std::vector<std::string> kConnectionFlags = {
+    "target", "timeout", "lb_policy", "max_attempts", "tls", "tls_ca_file", "tls_cert_file",
+    "tls_key_file", "tls_server_name", "token_file"};
+const std::vector<std::string> kGradientFlags = {"kernel_length", "sigma"};
+const std::vector<std::string> kPyramidFlags = {"levels", "ratio", "mode"};
+const std::vector<std::string> kDetectFlags = {
+    "model", "hit_threshold", "win_stride", "padding", "scale", "max_levels", "gamma", "grouping",
+    "group_threshold", "group_eps"};
+const std::vector<std::string> kDeformFlags = {"lattice_file", "lattice_counts", "twist", "bulge"};
+
+std::vector<std::string> Join(std::initializer_list<std::vector<std::string>> lists) {
+  std::vector<std::string> out;
+  for (const std::vector<std::string>& list : lists) {
+    out.insert(out.end(), list.begin(), list.end());
+  }
+  return out;
+}
+
+// (subcommand, its own flags); all but mesh also take kConnectionFlags.
+const std::vector<std::pair<std::string, std::vector<std::string>>>& SubcommandFlags() {
+  static const auto* table = new std::vector<std::pair<std::string, std::vector<std::string>>>{
+      {"health", {"service"}},
+      {"morphology",
+       {"input", "output", "steps", "op", "shape", "size", "anchor", "iterations", "border",
+        "border_value", "mask", "nrrd_gzip", "json", "slab_slices", "volume_streams",
+        "series_uid", "uid_root", "dicomweb_token_file", "dicomweb_user",
+        "dicomweb_password_file", "dicomweb_ca_file",
+        "dicomweb_max_instances", "dicomweb_max_bytes"}},
+      {"gradient",
+       Join({kGradientFlags,
+             {"input", "output_prefix", "format", "nrrd_gzip", "series_uid", "slab_slices",
+              "volume_streams"}})},
+      {"pyramid", Join({kPyramidFlags, {"input", "output_prefix", "format"}})},
+      {"detect", Join({kDetectFlags, {"input", "video", "output", "every", "max_frames"}})},
+      {"models", {"json"}},
+      {"deform", Join({kDeformFlags, {"input", "output", "animate"}})},
+      {"mesh", {"n", "m", "output"}},
+      {"load",
+       Join({{"rpc", "steps"}, kGradientFlags, kPyramidFlags, kDetectFlags, kDeformFlags,
+             {"n", "m", "image_size", "pixel_type", "input", "concurrency", "rate", "duration",
+              "requests", "warmup", "channels", "json", "json_out", "csv", "report", "progress",
+              "shm", "video", "every", "max_frames", "server_metrics"}})},
+  };
+  return *table;
+}
+
+// --help (of the client or of a subcommand), --helpfull, --version: print to stdout and exit 0
+// (the exit code), else -1.
+int HandleUsage(int argc, char** argv) {
+  const cuimg::UsageRequest request = cuimg::FindUsageRequest(argc, argv);
+  if (request == cuimg::UsageRequest::kNone) return -1;
+  if (request == cuimg::UsageRequest::kVersion) {
+    std::printf("%s", cuimg::VersionText("cuimg").c_str());
+    return 0;
+  }
+  if (request == cuimg::UsageRequest::kHelpFull) {
+    std::printf("%s%s", kUsage, cuimg::DescribeAllFlags().c_str());
+    return 0;
+  }
+  std::vector<std::string> names;
+  for (const auto& [name, flags] : SubcommandFlags()) names.push_back(name);
+  const std::string subcommand = cuimg::FindArgument(argc, argv, names);
+  if (subcommand.empty()) {
+    std::printf("%s\nflags:\n%s", kUsage, cuimg::DescribeFlagsDefinedIn(__FILE__).c_str());
+    return 0;
+  }
+  for (const auto& [name, flags] : SubcommandFlags()) {
+    if (name != subcommand) continue;
+    std::printf("usage: cuimg %s [flags]\n\n%s flags:\n%s",
+                name == "mesh" ? "mesh torus" : name.c_str(), name.c_str(),
+                cuimg::DescribeFlags(flags).c_str());
+    if (name != "mesh") {
+      std::printf("\nconnection flags:\n%s", cuimg::DescribeFlags(kConnectionFlags).c_str());
+    }
+  }
+  return 0;
+}
 
 // Each RPC's parameters, shared by its subcommand and `load --rpc`.
 cuimg::GradientCommand GradientFlags() {
@@ -206,6 +319,7 @@ cuimg::DeformCommand DeformFlags() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (const int code = HandleUsage(argc, argv); code >= 0) return code;
   absl::SetProgramUsageMessage(kUsage);
   // `cuimg load`'s threads would otherwise queue on one global spinlock in every gRPC lock.
   cuimg::SetLockOrderChecks(false);
@@ -263,6 +377,21 @@ int main(int argc, char** argv) {
     command.json = absl::GetFlag(FLAGS_json);
     command.slab_slices = absl::GetFlag(FLAGS_slab_slices);
     command.volume_streams = absl::GetFlag(FLAGS_volume_streams);
+    command.dicomweb.token_file = absl::GetFlag(FLAGS_dicomweb_token_file);
+    command.dicomweb.user = absl::GetFlag(FLAGS_dicomweb_user);
+    command.dicomweb.password_file = absl::GetFlag(FLAGS_dicomweb_password_file);
+    command.dicomweb.ca_file = absl::GetFlag(FLAGS_dicomweb_ca_file);
+    command.dicomweb.timeout_seconds = absl::GetFlag(FLAGS_timeout);  // per HTTP request
+    if (absl::GetFlag(FLAGS_dicomweb_max_instances) < 1 ||
+        absl::GetFlag(FLAGS_dicomweb_max_bytes) < 1) {
+      std::fprintf(stderr,
+                   "usage: --dicomweb_max_instances and --dicomweb_max_bytes must be >= 1\n");
+      return cuimg::kExitUsage;
+    }
+    command.dicomweb.max_instances =
+        static_cast<std::size_t>(absl::GetFlag(FLAGS_dicomweb_max_instances));
+    command.dicomweb.max_bytes =
+        static_cast<std::uint64_t>(absl::GetFlag(FLAGS_dicomweb_max_bytes));
     return cuimg::RunMorphology(connection, command);
   }
   if (subcommand == "gradient") {
@@ -318,6 +447,11 @@ int main(int argc, char** argv) {
     command.size = absl::GetFlag(FLAGS_image_size);
     command.pixel_type = absl::GetFlag(FLAGS_pixel_type);
     command.input = absl::GetFlag(FLAGS_input);
+    command.video = absl::GetFlag(FLAGS_video);
+    command.every = absl::GetFlag(FLAGS_every);
+    command.max_frames = absl::GetFlag(FLAGS_max_frames);
+    command.server_metrics = absl::GetFlag(FLAGS_server_metrics);
+    command.client_build = cuimg::VersionText("cuimg");
     command.concurrency = absl::GetFlag(FLAGS_concurrency);
     command.rate = absl::GetFlag(FLAGS_rate);
     command.duration_s = absl::GetFlag(FLAGS_duration);

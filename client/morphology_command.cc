@@ -1,6 +1,7 @@
 // `cuimg morphology`: reads an image or volume (PNG, JPEG, TIFF, .npy, NRRD, a DICOM series
-// directory), sends it (each channel of a colour image separately: Morphology works on one
-// channel, as OpenCV applies it per channel), writes the result in the format --output names.
+// directory or DICOMweb series), sends it (each channel of a colour image separately: Morphology
+// works on one channel, as OpenCV applies it per channel), writes the result in the format
+// --output names (a DICOMweb service URL: through a folder, dicomweb_staging.h).
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/commands.h"
+#include "client/dicomweb_staging.h"
 #include "client/io/image_file.h"
 #include "client/io/volume_file.h"
 #include "client/request_building.h"
@@ -94,26 +96,29 @@ int WriteOutput(const MorphologyCommand& command, const ImageView& output,
   return kExitOk;
 }
 
-// Prints what was written, as text or JSON.
+// Prints what was written, as text or JSON: `timing` is the server's trailer (every stream's for
+// a streamed volume), `streamed` the streamed volume's readable summary (empty when unary).
 void Report(const MorphologyCommand& command, const Image& in, double ms,
-            const std::string& timing) {
+            const std::string& timing, const std::string& streamed = "") {
+  const std::string& output =
+      command.output_label.empty() ? command.output : command.output_label;
   const Extent& e = in.extent();
   const int channels = in.channels();
   if (command.json) {
     std::printf("{\"output\": \"%s\", \"width\": %lld, \"height\": %lld, \"depth\": %lld, "
                 "\"channels\": %d, \"pixel_type\": \"%s\", \"slab_slices\": %d, "
                 "\"round_trip_ms\": %.3f, \"server_timing\": \"%s\"}\n",
-                command.output.c_str(), static_cast<long long>(e.width),
+                output.c_str(), static_cast<long long>(e.width),
                 static_cast<long long>(e.height), static_cast<long long>(e.depth), channels,
                 std::string(PixelTypeName(in.type())).c_str(), command.slab_slices, ms,
                 timing.c_str());
   } else {
     const std::string size = e.depth > 1 ? absl::StrFormat("%dx%dx%d", e.width, e.height, e.depth)
                                          : absl::StrFormat("%dx%d", e.width, e.height);
-    std::printf("wrote %s (%s, %d channel%s, %s%s) in %.2f ms; server: %s\n",
-                command.output.c_str(), size.c_str(), channels, channels == 1 ? "" : "s",
-                std::string(PixelTypeName(in.type())).c_str(),
-                command.slab_slices > 0 ? ", streamed" : "", ms, timing.c_str());
+    const std::string how = streamed.empty() ? "server: " + timing : "streamed " + streamed;
+    std::printf("wrote %s (%s, %d channel%s, %s) in %.2f ms; %s\n", output.c_str(),
+                size.c_str(), channels, channels == 1 ? "" : "s",
+                std::string(PixelTypeName(in.type())).c_str(), ms, how.c_str());
   }
 }
 
@@ -137,13 +142,12 @@ int RunStreamed(const ConnectionOptions& connection,
   if (int code = WriteOutput(command, result->planes[0].view(), input); code != kExitOk) {
     return code;
   }
-  Report(command, input.image, ms, result->server_timing());
+  Report(command, input.image, ms, result->server_timing(),
+         result->summary(ms, input.image.size_bytes()));
   return kExitOk;
 }
 
-}  // namespace
-
-int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& command) {
+int RunMorphologyOnFiles(const ConnectionOptions& connection, const MorphologyCommand& command) {
   if (command.input.empty() || command.output.empty()) {
     return Usage("cuimg morphology --input IN.png --output OUT.png [--op ... --shape ... --size WxH]");
   }
@@ -205,6 +209,19 @@ int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& 
   if (int code = WriteOutput(command, output.view(), *input); code != kExitOk) return code;
   Report(command, in, ms, timing);
   return kExitOk;
+}
+
+}  // namespace
+
+int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& command) {
+  return RunThroughDicomweb(command.dicomweb, command.input, command.output,
+                            [&](const std::string& input, const std::string& output) {
+                              MorphologyCommand local = command;
+                              local.input = input;
+                              local.output = output;
+                              if (output != command.output) local.output_label = command.output;
+                              return RunMorphologyOnFiles(connection, local);
+                            });
 }
 
 }  // namespace cuimg

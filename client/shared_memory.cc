@@ -22,9 +22,10 @@ absl::Status FromGrpc(const grpc::Status& s, absl::string_view what) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SharedMemoryObject>> SharedMemoryObject::Create(
-    std::size_t bytes, const std::string& tag) {
+    std::size_t bytes, const std::string& tag, const std::string& key_prefix) {
   static std::atomic<int> counter{0};
-  std::string key = absl::StrCat("/cuimg-", tag, "-", getpid(), "-", counter++);
+  std::string key = absl::StrCat(key_prefix.empty() ? "/" : key_prefix, "cuimg-", tag, "-",
+                                 getpid(), "-", counter++);
   const int fd = shm_open(key.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
     return absl::UnavailableError(absl::StrCat("shm_open(", key, "): ", std::strerror(errno)));
@@ -51,6 +52,17 @@ SharedMemoryObject::~SharedMemoryObject() {
   munmap(data_, size_);
   close(fd_);
   shm_unlink(key_.c_str());
+}
+
+absl::StatusOr<std::string> KeyPrefix(v1::Imaging::Stub& stub, const ConnectionOptions& connection) {
+  grpc::ClientContext ctx;
+  PrepareContext(connection, &ctx);
+  v1::ListSharedMemoryResponse response;
+  if (absl::Status s = FromGrpc(stub.ListSharedMemory(&ctx, {}, &response), "ListSharedMemory");
+      !s.ok()) {
+    return s;
+  }
+  return response.key_prefix();
 }
 
 absl::StatusOr<std::string> RegisterRegion(v1::Imaging::Stub& stub,

@@ -17,9 +17,11 @@ namespace cuimg {
 
 class SharedMemoryObject {
  public:
-  // A new object of `bytes` bytes named "/cuimg-<tag>-<pid>-<n>", mapped read-write.
+  // A new object of `bytes` bytes named `key_prefix` + "cuimg-<tag>-<pid>-<n>", mapped read-write.
+  // `key_prefix` is the server's for this caller (KeyPrefix); empty: "/".
   static absl::StatusOr<std::unique_ptr<SharedMemoryObject>> Create(std::size_t bytes,
-                                                                    const std::string& tag);
+                                                                    const std::string& tag,
+                                                                    const std::string& key_prefix);
   ~SharedMemoryObject();  // unmaps, closes, unlinks
   SharedMemoryObject(const SharedMemoryObject&) = delete;
   SharedMemoryObject& operator=(const SharedMemoryObject&) = delete;
@@ -37,6 +39,9 @@ class SharedMemoryObject {
   const std::size_t size_;
 };
 
+// The start the server requires of this caller's object names (ListSharedMemory's key_prefix;
+// empty where the server does not tell callers apart), or the RPC's error.
+absl::StatusOr<std::string> KeyPrefix(v1::Imaging::Stub& stub, const ConnectionOptions& connection);
 // Registers `object` with the server; its region handle, or the RPC's error.
 absl::StatusOr<std::string> RegisterRegion(v1::Imaging::Stub& stub,
                                            const ConnectionOptions& connection,

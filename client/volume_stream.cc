@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "client/request_building.h"
 
 namespace cuimg {
@@ -77,7 +81,8 @@ class StreamGroup {
 absl::Status StreamPart(v1::Imaging::Stub& stub, grpc::ClientContext& context,
                         const v1::VolumeStreamHeader& header, const Image& volume,
                         int slab_slices, const Part& part, int plane_count,
-                        std::size_t out_slice, std::vector<Image>& planes, std::string* timing) {
+                        std::size_t out_slice, std::vector<Image>& planes, std::string* timing,
+                        int* result_slabs) {
   const Extent& e = volume.extent();
   const std::size_t in_slice = static_cast<std::size_t>(e.SlicePixels()) * PixelSize(volume.type());
   const std::int64_t depth = part.in_end - part.in_begin;
@@ -97,6 +102,7 @@ absl::Status StreamPart(v1::Imaging::Stub& stub, grpc::ClientContext& context,
   v1::VolumeStreamResponse response;
   std::int64_t next_z = 0;  // within the part
   std::string problem;
+  *result_slabs = 0;
   while (stream->Read(&response)) {
     const std::int64_t n = response.slices();
     if (response.z_begin() != next_z || n < 1 || next_z + n > depth ||
@@ -117,6 +123,7 @@ absl::Status StreamPart(v1::Imaging::Stub& stub, grpc::ClientContext& context,
                   (to - from) * out_slice);
     }
     next_z += n;
+    ++*result_slabs;
   }
   writer.join();
   const grpc::Status finished = stream->Finish();
@@ -196,6 +203,7 @@ absl::StatusOr<StreamedVolume> StreamVolume(
   StreamGroup group;
   out.stream_timings.resize(parts.size());
   out.stream_attempts.assign(parts.size(), 0);
+  out.stream_slabs.assign(parts.size(), 0);
   auto run = [&](std::size_t k) {
     v1::VolumeStreamHeader part_header = header;
     const std::int64_t depth = parts[k].in_end - parts[k].in_begin;
@@ -211,7 +219,8 @@ absl::StatusOr<StreamedVolume> StreamVolume(
       if (!group.Join(&context)) return;  // another stream failed: nothing to add
       out.stream_attempts[k] = attempt;
       status = StreamPart(*stub, context, part_header, volume, slab_slices, parts[k], planes,
-                          out_slice, out.planes, &out.stream_timings[k]);
+                          out_slice, out.planes, &out.stream_timings[k],
+                          &out.stream_slabs[k]);
       group.Leave(&context);
       if (attempt == 2 || status.code() != absl::StatusCode::kUnavailable ||
           !channels[k]->WaitForConnected(
@@ -227,6 +236,58 @@ absl::StatusOr<StreamedVolume> StreamVolume(
   for (std::thread& t : others) t.join();
   if (absl::Status failure = group.first_failure(); !failure.ok()) return failure;
   return out;
+}
+
+namespace {
+
+// A `cuimg-timing` trailer's "key=value" fields (absent keys read as 0).
+std::map<std::string, double> TimingFields(absl::string_view trailer) {
+  std::map<std::string, double> fields;
+  for (absl::string_view field : absl::StrSplit(trailer, ' ', absl::SkipEmpty())) {
+    const std::size_t eq = field.find('=');
+    double value = 0;
+    if (eq != absl::string_view::npos && absl::SimpleAtod(field.substr(eq + 1), &value)) {
+      fields[std::string(field.substr(0, eq))] = value;
+    }
+  }
+  return fields;
+}
+
+}  // namespace
+
+std::string StreamedVolume::summary(double wall_ms, std::size_t volume_bytes) const {
+  double longest_us = 0, kernel_us = 0, copies_us = 0;
+  for (const std::string& trailer : stream_timings) {
+    std::map<std::string, double> f = TimingFields(trailer);
+    longest_us = std::max(longest_us, f["total_us"]);
+    kernel_us += f["kernel_us"];
+    copies_us += f["h2d_us"] + f["d2h_us"];
+  }
+  int slabs = 0;
+  for (int s : stream_slabs) slabs += s;
+  std::vector<std::string> twice;
+  for (std::size_t k = 0; k < stream_attempts.size(); ++k) {
+    if (stream_attempts[k] > 1) twice.push_back(absl::StrCat(k + 1));
+  }
+  const double mb = static_cast<double>(volume_bytes) / 1e6;
+  const std::size_t streams = stream_timings.size();
+  std::string line = absl::StrFormat(
+      "%.1f MB at %.1f MB/s over %d stream%s, %d slab%s", mb,
+      wall_ms > 0 ? mb / (wall_ms / 1e3) : 0.0, streams, streams == 1 ? "" : "s", slabs,
+      slabs == 1 ? "" : "s");
+  if (!twice.empty()) {
+    absl::StrAppend(&line, " (stream", twice.size() == 1 ? " " : "s ", absl::StrJoin(twice, ", "),
+                    " sent twice)");
+  }
+  absl::StrAppendFormat(&line,
+                        "; server: longest stream %.1f ms, slab stages summed %.1f ms kernel + "
+                        "%.1f ms copies",
+                        longest_us / 1e3, kernel_us / 1e3, copies_us / 1e3);
+  // How many slabs' stages ran at once on average: the sums over the longest stream's time.
+  if (longest_us > 0) {
+    absl::StrAppendFormat(&line, " (%.1f slabs at once)", (kernel_us + copies_us) / longest_us);
+  }
+  return line;
 }
 
 std::string StreamedVolume::server_timing() const {

@@ -24,9 +24,18 @@ struct StreamedVolume {
   std::vector<std::string> stream_timings;
   // Per stream: 1, or 2 when it was sent again after failing UNAVAILABLE.
   std::vector<int> stream_attempts;
-  // For display: the one stream's trailer, or "stream K/N: trailer" joined by " | "; a stream
-  // sent again is marked "(sent twice)".
+  // Per stream: the result slabs the server sent (of the attempt that succeeded).
+  std::vector<int> stream_slabs;
+  // Every stream's trailer: the one stream's, or "stream K/N: trailer" joined by " | "; a stream
+  // sent again is marked "(sent twice)". For machines (--json); people get summary().
   std::string server_timing() const;
+  // One readable line: "<MB> MB at <MB/s> MB/s over N streams, S slabs[ (stream K sent twice)];
+  // server: longest stream <ms> ms, slab stages summed <kernel> ms kernel + <copies> ms copies
+  // (<x> slabs at once)". Each trailer sums its slabs' stages, which overlap in time (so one
+  // stream's kernel_us may exceed its total_us); the line presents those sums as work done by
+  // slabs running at once, beside the longest stream's wall time, never as parts of it.
+  // `volume_bytes`: the input volume's size; `wall_ms`: the client's round trip.
+  std::string summary(double wall_ms, std::size_t volume_bytes) const;
 };
 
 // The slices either side of an output slice whose input it depends on, for the header's operation

@@ -1,7 +1,16 @@
 # The only place that finds dependencies. All come from Debian packages (scripts/install_deps.sh)
 # or the CUDA toolkit on the machine; nothing is fetched at configure time.
 find_package(Threads REQUIRED)
+# CMake 3.25's FindCUDAToolkit (Debian 12's stock module) marks CUDA::nvToolsExt deprecated
+# whenever the project requires 3.25 or newer, without checking that the target exists; CUDA 13
+# ships no libnvToolsExt (only the header-only nvtx3), so configure stops there. The check reads
+# CMAKE_MINIMUM_REQUIRED_VERSION only for that deprecation, so hide it for this one call. Later
+# modules test for the target first and are unaffected; we never link nvToolsExt.
+set(CUIMG_SAVED_MINIMUM_VERSION "${CMAKE_MINIMUM_REQUIRED_VERSION}")
+set(CMAKE_MINIMUM_REQUIRED_VERSION 3.24)
 find_package(CUDAToolkit REQUIRED)
+set(CMAKE_MINIMUM_REQUIRED_VERSION "${CUIMG_SAVED_MINIMUM_VERSION}")
+unset(CUIMG_SAVED_MINIMUM_VERSION)
 find_package(absl CONFIG REQUIRED)
 # Debian 12 ships no protobuf CMake config: module mode.
 find_package(Protobuf REQUIRED)

@@ -17,7 +17,7 @@ build_pkgs=(
   # DICOM pixel data of every transfer syntax (GDCM with its JPEG, CharLS and OpenJPEG codecs);
   # NIfTI-1/2 through nifticlib.
   libgdcm-dev libnifti2-dev zlib1g-dev
-  nlohmann-json3-dev
+  nlohmann-json3-dev libcurl4-openssl-dev
 )
 
 test_pkgs=(
@@ -31,16 +31,28 @@ test_pkgs=(
   # cuimg.dicom decodes compressed series with GDCM as the CLI does; cuimg.nifti reads NIfTI.
   python3-gdcm python3-nibabel
   # Compressed DICOM test series made and decoded by independent tools (DCMTK's dcmcjpeg,
-  # dcmcjpls, dcmcrle and their decoders; gdcmconv --j2k; OpenJPEG's opj_decompress).
-  dcmtk libgdcm-tools libopenjp2-tools
+  # dcmcjpls, dcmcrle and their decoders, from dcmtk below; gdcmconv --j2k; opj_decompress).
+  libgdcm-tools libopenjp2-tools
   python3-matplotlib
-  # Metrics checks (promtool + a real Prometheus server in CI); deployment YAML checks.
-  prometheus yamllint python3-yaml
+  # The Python client installed by pip into a venv (tests/e2e/test_python_package.py).
+  python3-pip python3-setuptools
+  # Metrics checks (promtool + a real Prometheus server in CI); deployment YAML checks; a venv
+  # for kubernetes-validate (scripts/install_deploy_tools.sh) and the Python client's install test.
+  prometheus yamllint python3-yaml python3-venv
+  # DICOMweb: a real PACS (Orthanc and its DICOMweb plugin) and DCMTK's compressors for its series.
+  orthanc orthanc-dicomweb dcmtk
   # Throwaway certificates for the TLS tests.
   openssl
   # libFuzzer targets and sanitizer builds (clang's runtimes; llvm-symbolizer for reports).
   clang libclang-rt-dev llvm
 )
+
+# `kubectl kustomize` renders the Kubernetes overlays (tests/e2e/test_deploy.py). Debian's
+# kubernetes-client (1.20, kustomize v2.0) unless some kubectl is already installed: another
+# package's /usr/bin/kubectl (Kubernetes' or Google Cloud's) would conflict with it.
+if [ "$mode" = test ] && ! command -v kubectl > /dev/null; then
+  test_pkgs+=(kubernetes-client)
+fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

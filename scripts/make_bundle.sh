@@ -23,6 +23,7 @@ binaries=(
   "$build_dir/benchmarks/detect_bench"
   "$build_dir/tests/detect_gpu_test"
   "$build_dir/tests/staged_copy_gpu_test"
+  "$build_dir/tests/shared_memory_gpu_test"
   "$build_dir/benchmarks/staging_bench"
   # OpenCV 4.6's CPU HOG, timed beside detect_bench (the GPU machine's OpenCV 5 has no HOG).
   "$build_dir/benchmarks/opencv_hog_cpu"
@@ -37,7 +38,7 @@ bash scripts/collect_libs.sh "$out/lib" "$out"/bin/*
 cp -r "$build_dir/proto/python/." "$out/python/"
 cp -r tests/e2e "$out/tests/"
 [ -d benchmarks/anchors ] && cp -r benchmarks/anchors "$out/benchmarks/"
-cp benchmarks/summarize.py benchmarks/rpc_bench.py benchmarks/multi_gpu_bench.py benchmarks/soak_bench.py benchmarks/transport_bench.py "$out/benchmarks/"
+cp benchmarks/summarize.py benchmarks/attack_bench.py benchmarks/rpc_bench.py benchmarks/multi_gpu_bench.py benchmarks/soak_bench.py benchmarks/transport_bench.py "$out/benchmarks/"
 cp scripts/gpu_run.sh scripts/gpu_profile.sh "$out/"
 cp -r models "$out/models"
 # Sample images (Debian's opencv-doc; the GPU machine has no package registry), and frames of

@@ -1,8 +1,15 @@
 #include "server/authorization.h"
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 
 namespace cuimg {
+namespace {
+
+// Payload type of a PERMISSION_DENIED from Authorize: the identity that was refused.
+constexpr char kRefusedIdentityPayload[] = "type.cuimg.dev/cuimg.RefusedIdentity";
+
+}  // namespace
 
 absl::StatusOr<std::string> Authorize(const grpc::ServerContextBase& ctx, const AuthPolicy& policy,
                                       unsigned rights, absl::string_view what) {
@@ -18,9 +25,11 @@ absl::StatusOr<std::string> Authorize(const grpc::ServerContextBase& ctx, const 
     if (!entry.ok()) return entry.status();
     const unsigned missing = rights & ~(*entry)->rights;
     if (missing != 0) {
-      return absl::PermissionDeniedError(absl::StrCat(what, ": identity '", (*entry)->identity,
-                                                      "' lacks the '", RightsName(missing),
-                                                      "' right"));
+      absl::Status denied = absl::PermissionDeniedError(
+          absl::StrCat(what, ": identity '", (*entry)->identity, "' lacks the '",
+                       RightsName(missing), "' right"));
+      denied.SetPayload(kRefusedIdentityPayload, absl::Cord((*entry)->identity));
+      return denied;
     }
     return (*entry)->identity;
   }
@@ -30,6 +39,11 @@ absl::StatusOr<std::string> Authorize(const grpc::ServerContextBase& ctx, const 
     if (!ids.empty()) return std::string(ids.front().data(), ids.front().size());
   }
   return std::string(kAnonymousIdentity);
+}
+
+std::string RefusedIdentity(const absl::Status& status) {
+  const absl::optional<absl::Cord> identity = status.GetPayload(kRefusedIdentityPayload);
+  return identity.has_value() ? std::string(*identity) : std::string(kUnauthenticatedIdentity);
 }
 
 }  // namespace cuimg

@@ -15,6 +15,8 @@
 namespace cuimg {
 
 inline constexpr char kAnonymousIdentity[] = "anonymous";
+// The identity the request log gives a call refused before it had one (no or an unknown token).
+inline constexpr char kUnauthenticatedIdentity[] = "unauthenticated";
 
 struct AuthPolicy {
   // When set, every Imaging call needs a valid bearer token from this table.
@@ -27,6 +29,11 @@ struct AuthPolicy {
 // certificate's identity (mTLS), else "anonymous".
 absl::StatusOr<std::string> Authorize(const grpc::ServerContextBase& ctx, const AuthPolicy& policy,
                                       unsigned rights, absl::string_view what);
+
+// Who an Authorize refusal was for, for the request log: the token's identity for
+// PERMISSION_DENIED (the status carries it as a payload, which never reaches the client), else
+// kUnauthenticatedIdentity.
+std::string RefusedIdentity(const absl::Status& status);
 
 }  // namespace cuimg
 

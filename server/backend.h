@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cuimg/common/cancel_token.h"
 #include "cuimg/common/image.h"
 #include "cuimg/kernels/gradient_types.h"
 #include "cuimg/kernels/hog_types.h"
@@ -90,6 +91,12 @@ class HostMemoryPin {
   virtual ~HostMemoryPin() = default;
 };
 
+// Every work call (Morphology, Gradient, Pyramid, DetectPedestrians, Deform) takes its request's
+// CancelToken and, once the token stops, returns its status (UNAVAILABLE, CANCELLED or
+// DEADLINE_EXCEEDED) instead of finishing: the CPU backend looks between steps, iterations, levels
+// and bands of rows (every few milliseconds of work at most), the CUDA backend before each
+// device call and between the steps of chains on images of a megapixel or more (it synchronizes
+// there, so that a step it has not launched is never queued behind a stopped one).
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -104,18 +111,21 @@ class Backend {
   // channel; `out` is preallocated and must not overlap `in`. Thread-safe. Fills the h2d, kernel,
   // d2h and device fields of `times`.
   virtual absl::Status Morphology(const ImageView& in, const ImageView& out,
-                                  const std::vector<MorphologyStep>& steps, StageTimes* times) = 0;
+                                  const std::vector<MorphologyStep>& steps, StageTimes* times,
+                                  const CancelToken& cancel) = 0;
 
   // Gradients of a one-channel image or volume (slice by slice) into host buffers. Thread-safe.
   virtual absl::Status Gradient(const ImageView& in, const GradientSpec& spec,
-                                const GradientOutputs& out, StageTimes* times) = 0;
+                                const GradientOutputs& out, StageTimes* times,
+                                const CancelToken& cancel) = 0;
 
   // Every level of the pyramid of a one-channel 2D image, laid out as PlanPyramidLevels packs
   // them, into host memory in pieces: each level lies wholly inside one piece of `out` (the
   // padding between levels may lie outside them all), and no piece reaches past
   // PyramidOutputBytes. INTERNAL otherwise. Thread-safe.
   virtual absl::Status Pyramid(const ImageView& in, const PyramidSpec& spec,
-                               const std::vector<PackedPiece>& out, StageTimes* times) = 0;
+                               const std::vector<PackedPiece>& out, StageTimes* times,
+                               const CancelToken& cancel) = 0;
 
   // HOG + linear SVM detection on a 2D U8 image of 1, 3 or 4 channels (`in`, host memory) with a
   // validated model and spec: the levels and windows (PlanDetection) and every window hit, in
@@ -123,7 +133,8 @@ class Backend {
   virtual absl::StatusOr<DetectResult> DetectPedestrians(const ImageView& in,
                                                          const HogModel& model,
                                                          const DetectSpec& spec,
-                                                         StageTimes* times) = 0;
+                                                         StageTimes* times,
+                                                         const CancelToken& cancel) = 0;
 
   // Copies a validated mesh into the backend (on the CUDA backend: to the least-loaded healthy
   // device, with the vertex->face adjacency built). RESOURCE_EXHAUSTED when memory runs out.
@@ -134,7 +145,8 @@ class Backend {
   // receives the deformed mesh (same triangles) held by the backend.
   virtual absl::Status Deform(const BackendMesh& mesh, const Lattice& lattice,
                               DeformOutputs outputs, float* positions, float* normals,
-                              std::shared_ptr<const BackendMesh>* keep, StageTimes* times) = 0;
+                              std::shared_ptr<const BackendMesh>* keep, StageTimes* times,
+                              const CancelToken& cancel) = 0;
   // The mesh's positions and triangles back on the host.
   virtual absl::StatusOr<Mesh> DownloadMesh(const BackendMesh& mesh) = 0;
 

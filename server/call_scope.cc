@@ -1,11 +1,20 @@
 #include "server/call_scope.h"
 
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "server/authorization.h"
 #include "server/log.h"
+#include "server/log_throttle.h"
 #include "server/status_conversion.h"
 
 namespace cuimg {
 namespace {
+
+// Process-wide, as the log itself is: keys are (RPC, code), a fixed set.
+LogThrottle& FailedRequestLines() {
+  static LogThrottle* const throttle = new LogThrottle(kRequestLinesPerSecond, kRequestLineBurst);
+  return *throttle;
+}
 
 double MicrosSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count();
@@ -23,6 +32,13 @@ CallScope::~CallScope() {
   if (!completed_) metrics_->AddInflight(rpc_, -1);
 }
 
+absl::Status CallScope::CheckSharedMemory() const {
+  for (const auto& [region, field] : regions_) {
+    if (absl::Status intact = region->CheckIntact(field); !intact.ok()) return intact;
+  }
+  return absl::OkStatus();
+}
+
 void CallScope::MarkStarted() { times_.queue_us = MicrosSince(start_); }
 
 absl::Status CallScope::CheckAlive() const {
@@ -31,7 +47,7 @@ absl::Status CallScope::CheckAlive() const {
     return absl::DeadlineExceededError("the request's deadline passed before execution");
   }
   if (ctx_->IsCancelled()) return absl::CancelledError("the client cancelled the request");
-  return absl::OkStatus();
+  return cancel().Check();
 }
 
 grpc::Status CallScope::Complete(const absl::Status& status) {
@@ -50,13 +66,30 @@ grpc::Status CallScope::Complete(const absl::Status& status) {
                                  status.code() == absl::StatusCode::kUnavailable
                              ? LogLevel::kError
                              : LogLevel::kInfo;
-  Log(level, "event=request rpc=", rpc_, " identity=", identity_.empty() ? "-" : identity_,
-      " code=", StatusCodeName(status.code()),
-      " total_us=", static_cast<std::int64_t>(times_.total_us),
-      " kernel_us=", static_cast<std::int64_t>(times_.kernel_us), " device=", times_.device,
-      status.ok() ? "" : " message=\"", status.ok() ? "" : status.message(),
-      status.ok() ? "" : "\"");
+  if (!LogEnabled(level)) return ToGrpcStatus(status);
+  const std::string code = StatusCodeName(status.code());
+  // A call refused before it had an identity still names who it was (or that nobody was).
+  const std::string identity = identity_.empty() ? RefusedIdentity(status) : identity_;
+  const auto total_us = static_cast<std::int64_t>(times_.total_us);
+  const auto kernel_us = static_cast<std::int64_t>(times_.kernel_us);
+  if (status.ok()) {
+    LogEvent(level, "request",
+             {{"rpc", rpc_}, {"identity", identity}, {"code", code}, {"total_us", total_us},
+              {"kernel_us", kernel_us}, {"device", times_.device}});
+  } else if (FailedRequestLines().Admit(FormatLogFields({{"rpc", rpc_}, {"code", code}}),
+                                        absl::Now())) {
+    LogEvent(level, "request",
+             {{"rpc", rpc_}, {"identity", identity}, {"code", code}, {"total_us", total_us},
+              {"kernel_us", kernel_us}, {"device", times_.device},
+              {"message", status.message()}});
+  }
   return ToGrpcStatus(status);
+}
+
+void ReportSuppressedRequestLines() {
+  for (const auto& [key, lines] : FailedRequestLines().TakeSuppressed()) {
+    Log(LogLevel::kWarning, "event=request_lines_suppressed ", key, " lines=", lines);
+  }
 }
 
 }  // namespace cuimg

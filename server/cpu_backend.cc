@@ -81,22 +81,23 @@ class CpuBackend final : public Backend {
   }
 
   absl::Status Morphology(const ImageView& in, const ImageView& out,
-                          const std::vector<MorphologyStep>& steps, StageTimes* times) override {
+                          const std::vector<MorphologyStep>& steps, StageTimes* times,
+                          const CancelToken& cancel) override {
     CUIMG_ASSIGN_OR_RETURN(DeviceUse use, DeviceUse::Acquire(slots_));
     times->device = use.slot().id();
     const auto start = std::chrono::steady_clock::now();
-    CUIMG_ASSIGN_OR_RETURN(Image result, MorphologyReference(CopyOf(in), steps, threads_));
+    CUIMG_ASSIGN_OR_RETURN(Image result, MorphologyReference(CopyOf(in), steps, threads_, cancel));
     std::memcpy(out.data, result.bytes(), result.size_bytes());
     times->kernel_us = MicrosSince(start);
     return absl::OkStatus();
   }
 
   absl::Status Gradient(const ImageView& in, const GradientSpec& spec, const GradientOutputs& out,
-                        StageTimes* times) override {
+                        StageTimes* times, const CancelToken& cancel) override {
     CUIMG_ASSIGN_OR_RETURN(DeviceUse use, DeviceUse::Acquire(slots_));
     times->device = use.slot().id();
     const auto start = std::chrono::steady_clock::now();
-    CUIMG_ASSIGN_OR_RETURN(GradientImages g, GradientReference(CopyOf(in), spec, threads_));
+    CUIMG_ASSIGN_OR_RETURN(GradientImages g, GradientReference(CopyOf(in), spec, threads_, cancel));
     const std::pair<float*, const Image*> copies[] = {
         {out.gx, &g.gx}, {out.gy, &g.gy}, {out.magnitude, &g.magnitude}, {out.angle, &g.angle}};
     for (const auto& [dst, src] : copies) {
@@ -107,7 +108,8 @@ class CpuBackend final : public Backend {
   }
 
   absl::Status Pyramid(const ImageView& in, const PyramidSpec& spec,
-                       const std::vector<PackedPiece>& out, StageTimes* times) override {
+                       const std::vector<PackedPiece>& out, StageTimes* times,
+                       const CancelToken& cancel) override {
     CUIMG_ASSIGN_OR_RETURN(DeviceUse use, DeviceUse::Acquire(slots_));
     times->device = use.slot().id();
     const auto start = std::chrono::steady_clock::now();
@@ -119,7 +121,8 @@ class CpuBackend final : public Backend {
       CUIMG_ASSIGN_OR_RETURN(void* d, PackedDestination(out, level.offset_bytes, level.bytes));
       destinations.push_back(d);
     }
-    CUIMG_ASSIGN_OR_RETURN(std::vector<Image> images, PyramidReference(CopyOf(in), spec, threads_));
+    CUIMG_ASSIGN_OR_RETURN(std::vector<Image> images,
+                           PyramidReference(CopyOf(in), spec, threads_, cancel));
     for (std::size_t i = 0; i < levels.size(); ++i) {
       std::memcpy(destinations[i], images[i].bytes(), levels[i].bytes);
     }
@@ -128,12 +131,12 @@ class CpuBackend final : public Backend {
   }
 
   absl::StatusOr<DetectResult> DetectPedestrians(const ImageView& in, const HogModel& model,
-                                                 const DetectSpec& spec,
-                                                 StageTimes* times) override {
+                                                 const DetectSpec& spec, StageTimes* times,
+                                                 const CancelToken& cancel) override {
     CUIMG_ASSIGN_OR_RETURN(DeviceUse use, DeviceUse::Acquire(slots_));
     times->device = use.slot().id();
     const auto start = std::chrono::steady_clock::now();
-    absl::StatusOr<DetectResult> result = DetectReference(in, model, spec, threads_);
+    absl::StatusOr<DetectResult> result = DetectReference(in, model, spec, threads_, cancel);
     times->kernel_us = MicrosSince(start);
     return result;
   }
@@ -152,13 +155,13 @@ class CpuBackend final : public Backend {
 
   absl::Status Deform(const BackendMesh& mesh, const Lattice& lattice, DeformOutputs outputs,
                       float* positions, float* normals, std::shared_ptr<const BackendMesh>* keep,
-                      StageTimes* times) override {
+                      StageTimes* times, const CancelToken& cancel) override {
     CUIMG_ASSIGN_OR_RETURN(DeviceUse use, DeviceUse::Acquire(slots_));
     times->device = use.slot().id();
     const auto start = std::chrono::steady_clock::now();
     const auto& cpu = static_cast<const CpuMesh&>(mesh);
     CUIMG_ASSIGN_OR_RETURN(DeformedMeshF64 d, DeformReferenceF64(cpu.mesh().view(), cpu.adjacency(),
-                                                                 lattice, threads_));
+                                                                 lattice, threads_, cancel));
     const std::size_t n = cpu.vertex_count() * 3;
     std::vector<float> deformed(d.positions.begin(), d.positions.end());
     if (positions != nullptr && WantsPositions(outputs)) {

@@ -312,9 +312,12 @@ class CudaBackend final : public Backend {
   }
 
   absl::Status Morphology(const ImageView& in, const ImageView& out,
-                          const std::vector<MorphologyStep>& steps, StageTimes* times) override {
+                          const std::vector<MorphologyStep>& steps, StageTimes* times,
+                          const CancelToken& cancel) override {
     CUIMG_ASSIGN_OR_RETURN(MorphologyPlan plan, MorphologyPlan::Create(in.type, in.extent, steps));
     return OnDevice(Pick(), times, [&](DeviceCall& c) -> absl::Status {
+      // Waiting for a stream may have taken the rest of the request's time.
+      CUIMG_RETURN_IF_ERROR(cancel.Check());
       const std::size_t bytes = in.Bytes();
       // The kernel's output: the caller's mapped memory itself, else device memory copied out.
       void* d_out = plan.WritesOutputOnce()
@@ -329,7 +332,7 @@ class CudaBackend final : public Backend {
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
       CUIMG_RETURN_IF_ERROR(c.CopyIn(d_in, in.data, bytes));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
-      CUIMG_RETURN_IF_ERROR(plan.Run(d_in, d_out, d_ws, c.stream));
+      CUIMG_RETURN_IF_ERROR(plan.Run(d_in, d_out, d_ws, c.stream, cancel));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
       if (!in_place) CUIMG_RETURN_IF_ERROR(c.CopyOut(out.data, d_out, bytes));
       return c.timer.Mark(3, c.stream);
@@ -337,9 +340,10 @@ class CudaBackend final : public Backend {
   }
 
   absl::Status Gradient(const ImageView& in, const GradientSpec& spec, const GradientOutputs& out,
-                        StageTimes* times) override {
+                        StageTimes* times, const CancelToken& cancel) override {
     CUIMG_ASSIGN_OR_RETURN(GradientPlan plan, GradientPlan::Create(in.type, in.extent, spec));
     return OnDevice(Pick(), times, [&](DeviceCall& c) -> absl::Status {
+      CUIMG_RETURN_IF_ERROR(cancel.Check());  // one launch: nothing to stop once it runs
       const std::size_t plane = static_cast<std::size_t>(in.extent.Pixels()) * sizeof(float);
       CUIMG_ASSIGN_OR_RETURN(void* d_in, c.Acquire(in.Bytes()));
       CUIMG_ASSIGN_OR_RETURN(void* d_gx, c.Acquire(plane));
@@ -363,10 +367,13 @@ class CudaBackend final : public Backend {
   }
 
   absl::Status Pyramid(const ImageView& in, const PyramidSpec& spec,
-                       const std::vector<PackedPiece>& out, StageTimes* times) override {
+                       const std::vector<PackedPiece>& out, StageTimes* times,
+                       const CancelToken& cancel) override {
     CUIMG_ASSIGN_OR_RETURN(PyramidPlan plan, PyramidPlan::Create(in.type, in.extent, spec));
     CUIMG_RETURN_IF_ERROR(CheckPackedPieces(out, plan.OutputBytes()));
     return OnDevice(Pick(), times, [&](DeviceCall& c) -> absl::Status {
+      // Levels are linear passes over at most the input: checked once, before they launch.
+      CUIMG_RETURN_IF_ERROR(cancel.Check());
       CUIMG_ASSIGN_OR_RETURN(void* d_in, c.Acquire(in.Bytes()));
       CUIMG_ASSIGN_OR_RETURN(void* d_out, c.Acquire(plan.OutputBytes()));
       CUIMG_ASSIGN_OR_RETURN(void* d_ws, c.Acquire(plan.WorkspaceBytes()));
@@ -385,13 +392,14 @@ class CudaBackend final : public Backend {
   }
 
   absl::StatusOr<DetectResult> DetectPedestrians(const ImageView& in, const HogModel& model,
-                                                 const DetectSpec& spec,
-                                                 StageTimes* times) override {
+                                                 const DetectSpec& spec, StageTimes* times,
+                                                 const CancelToken& cancel) override {
     CUIMG_ASSIGN_OR_RETURN(DetectPlan plan,
                            DetectPlan::Create(in.extent, in.channels, model, spec));
     DetectResult result;
     result.geometry = plan.geometry();
     CUIMG_RETURN_IF_ERROR(OnDevice(Pick(), times, [&](DeviceCall& c) -> absl::Status {
+      CUIMG_RETURN_IF_ERROR(cancel.Check());  // every level runs in one pair of launches
       const std::size_t weight_bytes = model.weights.size() * sizeof(float);
       CUIMG_ASSIGN_OR_RETURN(void* d_in, c.Acquire(in.Bytes()));
       CUIMG_ASSIGN_OR_RETURN(void* d_weights, c.Acquire(weight_bytes));
@@ -448,7 +456,7 @@ class CudaBackend final : public Backend {
 
   absl::Status Deform(const BackendMesh& mesh, const Lattice& lattice, DeformOutputs outputs,
                       float* positions, float* normals, std::shared_ptr<const BackendMesh>* keep,
-                      StageTimes* times) override {
+                      StageTimes* times, const CancelToken& cancel) override {
     const auto& cuda_mesh = static_cast<const CudaMesh&>(mesh);
     DeviceContext& home = *devices_[cuda_mesh.device()];
     // The kernel computes what is returned, plus positions when the result stays resident.
@@ -458,6 +466,7 @@ class CudaBackend final : public Backend {
                                    : want_normals ? DeformOutputs::kNormals
                                                   : DeformOutputs::kPositions;
     return OnDevice(DeviceUse::AcquireOn(&home.slot()), times, [&](DeviceCall& c) -> absl::Status {
+      CUIMG_RETURN_IF_ERROR(cancel.Check());  // two launches: checked before them
       const DeviceMesh& m = cuda_mesh.mesh();
       const std::size_t bytes = m.vertex_count() * 3 * sizeof(float);
       CUIMG_ASSIGN_OR_RETURN(void* d_pos, c.Acquire(want_positions ? bytes : 0));

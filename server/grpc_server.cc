@@ -5,14 +5,58 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "server/call_scope.h"
 #include "server/log.h"
 #include "server/transport_security.h"
 #include "server/transport_settings.h"
 
 namespace cuimg {
+namespace {
+
+// gRPC sets SO_REUSEPORT by default: a second server on the same port would bind and take half of
+// the new connections. Without it the second one fails to start instead.
+void BindExclusively(grpc::ServerBuilder& builder) {
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+}
+
+// Calls `fire` on its own thread once `after` has passed, unless destroyed first.
+class Timer {
+ public:
+  Timer(absl::Duration after, std::function<void()> fire)
+      : deadline_(std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(after)),
+        fire_(std::move(fire)),
+        thread_([this] {
+          std::unique_lock<std::mutex> lock(mu_);
+          if (!cv_.wait_until(lock, deadline_, [this] { return cancelled_; })) fire_();
+        }) {}
+  ~Timer() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  Timer(const Timer&) = delete;
+  Timer& operator=(const Timer&) = delete;
+
+ private:
+  const std::chrono::steady_clock::time_point deadline_;
+  const std::function<void()> fire_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool cancelled_ = false;  // guarded by mu_
+  std::thread thread_;      // last: starts once the members above exist
+};
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOptions& options,
                                                                 std::unique_ptr<Backend> backend) {
@@ -36,7 +80,9 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
       server->exposer_ = std::make_unique<prometheus::Exposer>(options.metrics_address, 2);
     } catch (const std::exception& e) {
       return absl::UnavailableError(
-          absl::StrCat("metrics_address ", options.metrics_address, ": ", e.what()));
+          absl::StrCat("metrics_address ", options.metrics_address,
+                       ": could not bind (address in use or not local; prometheus-cpp: ", e.what(),
+                       ")"));
     }
     server->exposer_->RegisterCollectable(server->registry_);
     const std::vector<int> ports = server->exposer_->GetListeningPorts();
@@ -64,6 +110,7 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, security->credentials, &server->grpc_port_);
+  BindExclusively(builder);
   ApplyTransportSettings(
       TransportSettings{options.max_receive_message_bytes, options.http2_lookahead_bytes},
       &builder);
@@ -71,19 +118,21 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->grpc_port_ == 0) {
     return absl::UnavailableError(
-        absl::StrCat("listen_address ", options.listen_address, ": could not bind"));
+        absl::StrCat("listen_address ", options.listen_address,
+                     ": could not bind (address in use or not local)"));
   }
   if (!options.security.health_listen_address.empty()) {
     // No services of its own: gRPC adds the default health service (and reflection) to it.
     grpc::ServerBuilder health_builder;
     health_builder.AddListeningPort(options.security.health_listen_address,
                                     grpc::InsecureServerCredentials(), &server->health_port_);
+    BindExclusively(health_builder);
     health_builder.SetMaxReceiveMessageSize(4096);
     server->health_server_ = health_builder.BuildAndStart();
     if (server->health_server_ == nullptr || server->health_port_ == 0) {
       return absl::UnavailableError(absl::StrCat("health_listen_address ",
                                                  options.security.health_listen_address,
-                                                 ": could not bind"));
+                                                 ": could not bind (address in use or not local)"));
     }
   }
   server->SetServing(true);
@@ -94,9 +143,14 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
 
 void CuimgServer::MonitorHealth(int poll_ms) {
   bool serving = true;
+  auto next_report = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(monitor_mu_);
   while (!monitor_cv_.wait_for(lock, std::chrono::milliseconds(poll_ms),
                                [this] { return monitor_stop_; })) {
+    if (std::chrono::steady_clock::now() >= next_report) {
+      ReportSuppressedRequestLines();
+      next_report = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    }
     bool any_healthy = false;
     std::string reasons;
     for (const DeviceStatus& d : backend_->Devices()) {
@@ -106,10 +160,10 @@ void CuimgServer::MonitorHealth(int poll_ms) {
     if (any_healthy != serving) {
       serving = any_healthy;
       SetServing(serving);
-      Log(serving ? LogLevel::kInfo : LogLevel::kError, "event=health serving=", serving,
-          " unhealthy=\"", reasons, "\"");
+      LogEvent(serving ? LogLevel::kInfo : LogLevel::kError, "health",
+               {{"serving", serving}, {"unhealthy", reasons}});
     } else if (!reasons.empty()) {
-      Log(LogLevel::kDebug, "event=device_unhealthy devices=\"", reasons, "\"");
+      LogEvent(LogLevel::kDebug, "device_unhealthy", {{"devices", reasons}});
     }
   }
 }
@@ -140,6 +194,14 @@ void CuimgServer::Shutdown(absl::Duration grace) {
   shut_down_ = true;
   StopMonitor();
   SetServing(false);
+  // Past the grace period gRPC cancels the calls, but a worker deep in a long computation would
+  // not notice: the hard stop makes every call's work end at its next check (cancel_token.h),
+  // and the queued ones fail before they start.
+  const Timer hard_stop(grace, [this] {
+    if (service_ != nullptr) service_->HardStop();
+    Log(LogLevel::kWarning, "event=shutdown_hard_stop message=\"the grace period is over: "
+                            "running requests stop at their next check\"");
+  });
   if (server_ != nullptr) {
     server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(grace));
     server_->Wait();
@@ -149,6 +211,7 @@ void CuimgServer::Shutdown(absl::Duration grace) {
     health_server_->Wait();
   }
   if (queue_ != nullptr) queue_->Shutdown();
+  ReportSuppressedRequestLines();  // the last calls' counts
 }
 
 }  // namespace cuimg

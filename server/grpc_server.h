@@ -32,7 +32,8 @@ inline constexpr char kVersion[] = "0.1.0";
 class CuimgServer {
  public:
   // Loads the models of options.models_dir, binds the gRPC and metrics addresses (port 0 picks a
-  // free port) and starts serving. UNAVAILABLE when an address cannot be bound; a model
+  // free port) and starts serving. UNAVAILABLE naming the flag and address when an address cannot
+  // be bound (in use by another process included: ports are not shared); a model
   // directory or file that cannot be loaded fails with ModelRegistry::LoadDirectory's error.
   static absl::StatusOr<std::unique_ptr<CuimgServer>> Start(const ServerOptions& options,
                                                             std::unique_ptr<Backend> backend);
@@ -58,7 +59,7 @@ class CuimgServer {
  private:
   CuimgServer() = default;
   // Re-evaluates device health every health_poll_ms: the services are SERVING while at least one
-  // device is healthy.
+  // device is healthy. Also reports the request lines left out (call_scope.h) once a second.
   void MonitorHealth(int poll_ms);
   void StopMonitor();
   // Both the "" and cuimg.v1.Imaging statuses, on the main and the plaintext health servers.

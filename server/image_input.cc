@@ -37,26 +37,28 @@ absl::Status CheckEncodedShape(const ImageView& shape, absl::string_view field,
 }
 
 absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> FindRegion(
-    const SharedMemoryRegistry* shared_memory, absl::string_view identity,
-    absl::string_view handle, absl::string_view field) {
+    const SharedMemoryRegistry* shared_memory, CallScope& call, absl::string_view handle,
+    absl::string_view field) {
   if (shared_memory == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat(field, ": this server does not offer shared memory (--shared_memory)"));
   }
   absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> region =
-      shared_memory->Get(identity, handle);
+      shared_memory->Get(call.identity(), handle);
   if (!region.ok()) {
     return absl::Status(region.status().code(),
                         absl::StrCat(field, ": ", region.status().message()));
   }
+  call.UseRegion(*region, std::string(field));
   return region;
 }
 
 absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, const v1::ImageSource& source,
-                                           absl::string_view identity, ResidentStore& store,
+                                           CallScope& call, ResidentStore& store,
                                            const SharedMemoryRegistry* shared_memory,
                                            const RequestLimits& limits,
-                                           DecodeThreads* decode_threads, StageTimes* times) {
+                                           DecodeThreads* decode_threads) {
+  const std::string& identity = call.identity();
   ResolvedImage out;
   switch (input.kind) {
     case ImageInput::Kind::kInline:
@@ -76,7 +78,7 @@ absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, const v1::Im
       return out;
     }
     case ImageInput::Kind::kSharedMemory: {
-      CUIMG_ASSIGN_OR_RETURN(out.region, FindRegion(shared_memory, identity, input.handle,
+      CUIMG_ASSIGN_OR_RETURN(out.region, FindRegion(shared_memory, call, input.handle,
                                                     absl::StrCat(input.field, ".region")));
       out.view = ImageView{input.type, input.extent, input.channels, nullptr};
       CUIMG_ASSIGN_OR_RETURN(std::uint8_t* data,
@@ -100,7 +102,7 @@ absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, const v1::Im
   }
   out.decoded = std::make_unique<Image>(*std::move(decoded));
   out.view = out.decoded->view();
-  times->decode_us =
+  call.times().decode_us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

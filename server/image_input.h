@@ -10,6 +10,7 @@
 #include "cuimg/codec/image_codec.h"
 #include "cuimg/common/image.h"
 #include "server/backend.h"
+#include "server/call_scope.h"
 #include "server/request_validation.h"
 #include "server/resident_store.h"
 #include "server/shared_memory_registry.h"
@@ -34,20 +35,21 @@ DecodeLimits DecodeLimitsFor(const RequestLimits& limits);
 absl::Status CheckEncodedShape(const ImageView& shape, absl::string_view field,
                                const RequestLimits& limits);
 
-// Fills times->decode_us for encoded inputs.
+// For `call`'s identity; fills its decode_us for encoded inputs.
 // `decode_threads` (may be null) lends idle threads to JPEG decoding. `shared_memory` is null when
 // the server offers none (a shared-memory input is then FAILED_PRECONDITION).
 absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, const v1::ImageSource& source,
-                                           absl::string_view identity, ResidentStore& store,
+                                           CallScope& call, ResidentStore& store,
                                            const SharedMemoryRegistry* shared_memory,
                                            const RequestLimits& limits,
-                                           DecodeThreads* decode_threads, StageTimes* times);
+                                           DecodeThreads* decode_threads);
 
-// The region a request names (`field`: "input.shared_memory.region", ...), held by the caller:
-// FAILED_PRECONDITION when `shared_memory` is null, NOT_FOUND when unknown or another identity's.
+// The region a request names (`field`: "input.shared_memory.region", ...) for `call`'s identity,
+// held by the caller and by `call` (whose CheckSharedMemory then covers it): FAILED_PRECONDITION
+// when `shared_memory` is null, NOT_FOUND when unknown or another identity's.
 absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> FindRegion(
-    const SharedMemoryRegistry* shared_memory, absl::string_view identity,
-    absl::string_view handle, absl::string_view field);
+    const SharedMemoryRegistry* shared_memory, CallScope& call, absl::string_view handle,
+    absl::string_view field);
 
 }  // namespace cuimg
 

@@ -9,7 +9,9 @@
 #include "server/call_messages.h"
 #include "server/image_input.h"
 #include "server/proto_conversion.h"
+#include "server/untrusted_text.h"
 #include "server/wire_pixels.h"
+#include "server/work_estimate.h"
 
 namespace cuimg {
 namespace {
@@ -71,6 +73,27 @@ class ResultSlot {
   void* data_ = nullptr;
 };
 
+// The image RPCs' unary reactor: gRPC's default one, plus OnCancel, which hands a client's
+// cancellation (or its passed deadline) to the running work through the call's token.
+class CancellingReactor final : public grpc::ServerUnaryReactor {
+ public:
+  CancellingReactor(grpc::CallbackServerContext* ctx, std::shared_ptr<CancelToken> cancel)
+      : ctx_(ctx), cancel_(std::move(cancel)) {}
+  void OnCancel() override {
+    // gRPC cancels a call whose deadline passed too; its clock says which it was.
+    if (std::chrono::system_clock::now() >= ctx_->deadline()) {
+      cancel_->MarkDeadlinePassed();
+    } else {
+      cancel_->Cancel();
+    }
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  grpc::CallbackServerContext* ctx_;
+  std::shared_ptr<CancelToken> cancel_;
+};
+
 }  // namespace
 
 ImagingService::ImagingService(const ServerOptions& options, const AuthPolicy& auth,
@@ -87,7 +110,9 @@ ImagingService::ImagingService(const ServerOptions& options, const AuthPolicy& a
       metrics_(metrics),
       models_(models),
       shared_memory_(options.shared_memory.enabled
-                         ? std::make_unique<SharedMemoryRegistry>(options.shared_memory, backend)
+                         ? std::make_unique<SharedMemoryRegistry>(
+                               options.shared_memory, SharedMemoryKeysFor(options.security),
+                               backend)
                          : nullptr) {}
 
 absl::StatusOr<std::string> ImagingService::Authorize(const grpc::ServerContextBase& ctx,
@@ -130,8 +155,11 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
     Validate validate,
     absl::Status (ImagingService::*run)(const Job&, const typename Messages::Request&, CallScope&,
                                         typename Messages::Response*)) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  auto cancel = std::make_shared<CancelToken>(CancelToken::SteadyDeadline(ctx->deadline()),
+                                               &hard_stop_);
+  grpc::ServerUnaryReactor* reactor = new CancellingReactor(ctx, cancel);
   auto call = std::make_shared<CallScope>(rpc, ctx, metrics_);
+  call->set_cancel(cancel.get());
   auto refuse = [&](const absl::Status& status, bool transient) {
     RecordRefusal(ctx, status, transient);
     reactor->Finish(call->Complete(status));
@@ -156,6 +184,11 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
   absl::StatusOr<std::uint64_t> bytes =
       EstimateInflightBytes(*job, messages->request(), *identity, *store_, options_.limits);
   if (!bytes.ok()) return refuse(bytes.status(), false);
+  absl::StatusOr<double> work = RequestWork(*job, *identity);
+  if (!work.ok()) return refuse(work.status(), false);
+  if (absl::Status fits = CheckRequestWork(*work, options_.max_request_work); !fits.ok()) {
+    return refuse(fits, false);
+  }
   *bytes += messages->detached_request_bytes();
   absl::StatusOr<InflightBudget::Reservation> reservation = budget_->Reserve(*bytes, "request");
   if (!reservation.ok()) {
@@ -165,7 +198,7 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
   auto shared_job = std::make_shared<Job>(*std::move(job));
   call->set_detached_results(messages->detached_results());
   const absl::Status admitted =
-      queue_->Submit([this, call, shared_job, held, messages, reactor,
+      queue_->Submit([this, call, cancel, shared_job, held, messages, reactor,
                       run](WorkQueue::Admission& admission) {
         call->MarkStarted();
         // The copy out of the received bytes ran before queueing: h2d counts it, not the queue.
@@ -173,8 +206,12 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
         absl::Status status = call->CheckAlive();
         if (status.ok()) {
           status = (this->*run)(*shared_job, messages->request(), *call, messages->response());
+          if (status.ok()) status = call->CheckSharedMemory();
           // That copy is this server's share of moving the pixels to the device (StageTimes).
           call->times().h2d_us += messages->pixel_copy_us();
+          // Work that finished after its client left is logged with the client's outcome,
+          // not OK: gRPC has answered it already.
+          if (status.ok()) status = call->CheckAlive();
         }
         if (status.ok()) status = messages->Serialize();
         metrics_->AddBytes(messages->request_bytes(), status.ok() ? messages->response_bytes() : 0);
@@ -220,8 +257,8 @@ grpc::ServerUnaryReactor* ImagingService::DetectPedestrians(grpc::CallbackServer
                          DetachedPixels pixels) -> absl::StatusOr<DetectJob> {
     const std::string model = r.model().empty() ? kDefaultDetectorModel : r.model();
     if (models_->Find(model) == nullptr) {
-      return absl::NotFoundError(absl::StrCat("model: '", model.substr(0, 128),
-                                              "' is not loaded (loaded: ", models_->Names(), ")"));
+      return absl::NotFoundError(absl::StrCat("model: ", QuoteClientValue(model),
+                                              " is not loaded (loaded: ", models_->Names(), ")"));
     }
     return ValidateDetectRequest(r, limits, pixels);
   };
@@ -265,14 +302,61 @@ grpc::ServerUnaryReactor* ImagingService::Deform(grpc::CallbackServerContext* ct
                &ValidateDeformRequest, &ImagingService::RunDeform);
 }
 
+absl::StatusOr<double> ImagingService::RequestWork(const MorphologyJob& job,
+                                                   absl::string_view identity) {
+  CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, *store_, options_.limits));
+  return MorphologyWork(in.extent, job.steps, WorkModelOf(backend_->name()));
+}
+
+absl::StatusOr<double> ImagingService::RequestWork(const GradientJob& job,
+                                                   absl::string_view identity) {
+  CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, *store_, options_.limits));
+  return GradientWork(in.extent, job.spec);
+}
+
+absl::StatusOr<double> ImagingService::RequestWork(const PyramidJob& job,
+                                                   absl::string_view identity) {
+  CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, *store_, options_.limits));
+  // The output type does not change the levels' sizes; the input's stands in until resolved.
+  PyramidSpec spec = job.spec;
+  if (job.output_input_type) spec.output_type = in.type;
+  absl::StatusOr<std::vector<PyramidLevel>> levels = PlanPyramidLevels(in.type, in.extent, spec);
+  return levels.ok() ? PyramidWork(*levels) : 0.0;
+}
+
+absl::StatusOr<double> ImagingService::RequestWork(const DetectJob& job,
+                                                   absl::string_view identity) {
+  CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, *store_, options_.limits));
+  const HogModel* model = models_->Find(job.model);
+  if (model == nullptr) return 0.0;
+  absl::StatusOr<DetectGeometry> geometry =
+      PlanDetection(in.extent, model->window_width, model->window_height, job.spec);
+  return geometry.ok() ? DetectWork(*geometry, model->DescriptorSize()) : 0.0;
+}
+
+absl::StatusOr<double> ImagingService::RequestWork(const DeformJob& job,
+                                                   absl::string_view identity) {
+  std::uint64_t vertices = job.mesh.view.vertex_count;
+  std::uint64_t triangles = job.mesh.view.triangle_count;
+  if (job.mesh.kind == MeshInput::Kind::kHandle) {
+    absl::StatusOr<ResidentInfo> info = store_->Describe(identity, job.mesh.handle);
+    if (!info.ok()) {
+      return absl::Status(info.status().code(),
+                          absl::StrCat("mesh.handle: ", info.status().message()));
+    }
+    vertices = info->vertex_count;
+    triangles = info->triangle_count;
+  }
+  return DeformWork(vertices, triangles, job.lattice.ControlPointCount());
+}
+
 absl::Status ImagingService::RunMorphology(const MorphologyJob& job,
                                            const v1::MorphologyRequest& request, CallScope& call,
                                            v1::MorphologyResponse* response) {
   const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
-                         ResolveImage(job.input, request.input(), identity, *store_,
-                                      shared_memory_.get(), options_.limits, decode_threads_.get(),
-                                      &call.times()));
+                         ResolveImage(job.input, request.input(), call, *store_,
+                                      shared_memory_.get(), options_.limits, decode_threads_.get()));
   CUIMG_RETURN_IF_ERROR(CheckMorphologyInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   if (!job.output.shared_memory_region.empty()) {
@@ -281,7 +365,8 @@ absl::Status ImagingService::RunMorphology(const MorphologyJob& job,
   ResultSlot result(job.output, in.view.type, in.view.extent, in.spacing,
                     response->mutable_result(), *call.detached_results());
   const ImageView out{in.view.type, in.view.extent, 1, result.data()};
-  CUIMG_RETURN_IF_ERROR(backend_->Morphology(in.view, out, job.steps, &call.times()));
+  CUIMG_RETURN_IF_ERROR(
+      backend_->Morphology(in.view, out, job.steps, &call.times(), call.cancel()));
   metrics_->AddPixels("Morphology", in.view.extent.Pixels());
   return result.Deliver(*store_, identity, "output.keep_resident");
 }
@@ -290,21 +375,22 @@ absl::Status ImagingService::MorphologyIntoSharedMemory(const MorphologyJob& job
                                                         const ResolvedImage& in, CallScope& call,
                                                         v1::MorphologyResponse* response) {
   CUIMG_ASSIGN_OR_RETURN(std::shared_ptr<const SharedMemoryRegion> region,
-                         FindRegion(shared_memory_.get(), call.identity(),
-                                    job.output.shared_memory_region,
+                         FindRegion(shared_memory_.get(), call, job.output.shared_memory_region,
                                     "output.shared_memory.region"));
   const std::size_t bytes = in.view.Bytes();
   CUIMG_ASSIGN_OR_RETURN(std::uint8_t* data,
                          region->Span(job.output.shared_memory_offset, bytes,
                                       "output.shared_memory.offset"));
-  // The kernels read the input while writing the output: the two must not share bytes.
-  const auto* in_begin = static_cast<const std::uint8_t*>(in.view.data);
-  if (data < in_begin + bytes && in_begin < data + bytes) {
+  // The kernels read the input while writing the output: the two must not share bytes of the
+  // object (wherever it is mapped).
+  if (in.region != nullptr && SharedBytesOverlap(*in.region, job.input.offset, bytes, *region,
+                                                 job.output.shared_memory_offset, bytes)) {
     return absl::InvalidArgumentError(
         "output.shared_memory.offset: the result's bytes overlap the input's");
   }
   const ImageView out{in.view.type, in.view.extent, 1, data};
-  CUIMG_RETURN_IF_ERROR(backend_->Morphology(in.view, out, job.steps, &call.times()));
+  CUIMG_RETURN_IF_ERROR(
+      backend_->Morphology(in.view, out, job.steps, &call.times(), call.cancel()));
   metrics_->AddPixels("Morphology", in.view.extent.Pixels());
   v1::Image* image = response->mutable_result()->mutable_image();
   SetImageHeader(out, image);
@@ -316,9 +402,8 @@ absl::Status ImagingService::RunGradient(const GradientJob& job, const v1::Gradi
                                          CallScope& call, v1::GradientResponse* response) {
   const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
-                         ResolveImage(job.input, request.input(), identity, *store_,
-                                      shared_memory_.get(), options_.limits, decode_threads_.get(),
-                                      &call.times()));
+                         ResolveImage(job.input, request.input(), call, *store_,
+                                      shared_memory_.get(), options_.limits, decode_threads_.get()));
   CUIMG_RETURN_IF_ERROR(CheckGradientInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   const Extent& e = in.view.extent;
@@ -340,7 +425,7 @@ absl::Status ImagingService::RunGradient(const GradientJob& job, const v1::Gradi
   out.gy = static_cast<float*>(gy.data());
   out.magnitude = magnitude ? static_cast<float*>(magnitude->data()) : nullptr;
   out.angle = angle ? static_cast<float*>(angle->data()) : nullptr;
-  CUIMG_RETURN_IF_ERROR(backend_->Gradient(in.view, job.spec, out, &call.times()));
+  CUIMG_RETURN_IF_ERROR(backend_->Gradient(in.view, job.spec, out, &call.times(), call.cancel()));
   CUIMG_ASSIGN_OR_RETURN(GradientTaps taps, ComputeGradientTaps(job.spec));
   for (double t : taps.smoothing) response->add_smoothing_taps(static_cast<float>(t));
   for (double t : taps.derivative) response->add_derivative_taps(static_cast<float>(t));
@@ -357,9 +442,8 @@ absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, const v1::Pyra
   PyramidJob job = job_in;
   const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
-                         ResolveImage(job.input, request.input(), identity, *store_,
-                                      shared_memory_.get(), options_.limits, decode_threads_.get(),
-                                      &call.times()));
+                         ResolveImage(job.input, request.input(), call, *store_,
+                                      shared_memory_.get(), options_.limits, decode_threads_.get()));
   CUIMG_RETURN_IF_ERROR(CheckPyramidInput(in.view, &job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   CUIMG_ASSIGN_OR_RETURN(std::vector<PyramidLevel> levels,
@@ -382,7 +466,7 @@ absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, const v1::Pyra
     packed.resize(PyramidOutputBytes(levels));
     pieces.push_back(PackedPiece{0, packed.size(), packed.data()});
   }
-  CUIMG_RETURN_IF_ERROR(backend_->Pyramid(in.view, job.spec, pieces, &call.times()));
+  CUIMG_RETURN_IF_ERROR(backend_->Pyramid(in.view, job.spec, pieces, &call.times(), call.cancel()));
   std::size_t piece = 0;
   for (const PyramidLevel& level : levels) {
     v1::PyramidLevel* out = response->add_levels();
@@ -412,19 +496,20 @@ absl::Status ImagingService::RunDetect(const DetectJob& job,
                                        CallScope& call, v1::DetectPedestriansResponse* response) {
   const HogModel* model = models_->Find(job.model);
   if (model == nullptr) {
-    return absl::NotFoundError(absl::StrCat("model: '", job.model, "' is not loaded"));
+    return absl::NotFoundError(
+        absl::StrCat("model: ", QuoteClientValue(job.model), " is not loaded"));
   }
   DetectSpec spec = job.spec;
   if (job.gamma_from_model) spec.gamma_correction = model->gamma_correction;
-  const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
-                         ResolveImage(job.input, request.input(), identity, *store_,
-                                      shared_memory_.get(), options_.limits, decode_threads_.get(),
-                                      &call.times()));
+                         ResolveImage(job.input, request.input(), call, *store_,
+                                      shared_memory_.get(), options_.limits, decode_threads_.get()));
   CUIMG_RETURN_IF_ERROR(CheckDetectInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   CUIMG_ASSIGN_OR_RETURN(DetectResult result,
-                         backend_->DetectPedestrians(in.view, *model, spec, &call.times()));
+                         backend_->DetectPedestrians(in.view, *model, spec, &call.times(),
+                                                     call.cancel()));
+  CUIMG_RETURN_IF_ERROR(CheckGroupedHits(result.hits.size(), spec, options_.max_grouped_hits));
   for (const Detection& d : FinishDetections(result.geometry, std::move(result.hits), spec)) {
     v1::Detection* out = response->add_detections();
     out->set_x(d.x);
@@ -476,7 +561,7 @@ absl::Status ImagingService::RunDeform(const DeformJob& job, const v1::DeformReq
   std::shared_ptr<const BackendMesh> kept;
   CUIMG_RETURN_IF_ERROR(backend_->Deform(*mesh, job.lattice, job.outputs, positions, normals,
                                          job.output.keep_resident ? &kept : nullptr,
-                                         &call.times()));
+                                         &call.times(), call.cancel()));
   response->set_vertex_count(static_cast<std::uint32_t>(mesh->vertex_count()));
   metrics_->AddPixels("Deform", static_cast<std::int64_t>(mesh->vertex_count()));
   if (kept != nullptr) {

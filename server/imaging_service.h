@@ -5,6 +5,8 @@
 #ifndef CUIMG_SERVER_IMAGING_SERVICE_H_
 #define CUIMG_SERVER_IMAGING_SERVICE_H_
 
+#include <atomic>
+
 #include <grpcpp/grpcpp.h>
 
 #include "cuimg/v1/imaging_service.grpc.pb.h"
@@ -89,6 +91,11 @@ class ImagingService final
                                         absl::string_view what) const;
   // Answers an admission refusal: counted by reason; the retry hint when retrying can help.
   void RecordRefusal(grpc::CallbackServerContext* ctx, const absl::Status& status, bool transient);
+  // Makes every request's work stop at its next check (UNAVAILABLE), and any request queued or
+  // admitted later fail before it runs: for shutdown once the grace period is over. Thread-safe.
+  void HardStop() { hard_stop_.store(true, std::memory_order_relaxed); }
+  // The flag HardStop sets, for the calls' cancel tokens (cancel_token.h).
+  const std::atomic<bool>* hard_stop() const { return &hard_stop_; }
 
  private:
   // The life of a unary call: authenticate, parse, validate, authorize, admit (bytes, then the
@@ -101,6 +108,14 @@ class ImagingService final
       Validate validate,
       absl::Status (ImagingService::*run)(const Job&, const typename Messages::Request&,
                                           CallScope&, typename Messages::Response*));
+
+  // The estimated work of a validated request (work_estimate.h) on this server's backend; the
+  // errors of InputShape. A plan that fails here counts 0: the request fails when it runs.
+  absl::StatusOr<double> RequestWork(const MorphologyJob& job, absl::string_view identity);
+  absl::StatusOr<double> RequestWork(const GradientJob& job, absl::string_view identity);
+  absl::StatusOr<double> RequestWork(const PyramidJob& job, absl::string_view identity);
+  absl::StatusOr<double> RequestWork(const DetectJob& job, absl::string_view identity);
+  absl::StatusOr<double> RequestWork(const DeformJob& job, absl::string_view identity);
 
   absl::Status RunMorphology(const MorphologyJob& job, const v1::MorphologyRequest& request,
                              CallScope& call, v1::MorphologyResponse* response);
@@ -128,6 +143,7 @@ class ImagingService final
   const ModelRegistry* models_;
   // Regions are unmapped when the service goes (after its requests).
   std::unique_ptr<SharedMemoryRegistry> shared_memory_;
+  std::atomic<bool> hard_stop_{false};
 };
 
 // Fills a ResidentObject message from the store's description.

@@ -1,11 +1,13 @@
 #include "server/log.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <mutex>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "server/untrusted_text.h"
 
 namespace cuimg {
 namespace {
@@ -27,6 +29,10 @@ const char* LevelName(LogLevel level) {
   return "error";
 }
 
+bool IsBareValueByte(char c) {
+  return c > ' ' && c <= '~' && c != '"' && c != '=' && c != '\\';
+}
+
 }  // namespace
 
 void SetLogLevel(LogLevel level) { g_level.store(static_cast<int>(level)); }
@@ -34,12 +40,49 @@ void SetLogLevel(LogLevel level) { g_level.store(static_cast<int>(level)); }
 bool LogEnabled(LogLevel level) { return static_cast<int>(level) >= g_level.load(); }
 
 void LogLine(LogLevel level, absl::string_view message) {
-  const std::string ts =
-      absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone());
+  std::string line = absl::StrCat(
+      "ts=", absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone()),
+      " level=", LevelName(level), " ");
+  // Quotes and backslashes are the caller's logfmt; only bytes that could end or disguise the
+  // line are escaped here.
+  const absl::string_view kept = message.substr(0, kMaxLogLineBytes);
+  for (const char c : kept) {
+    if (c >= ' ' && c <= '~') {
+      line.push_back(c);
+    } else {
+      AppendEscaped(absl::string_view(&c, 1), 1, '"', &line);
+    }
+  }
+  if (kept.size() < message.size()) absl::StrAppend(&line, " ...[", message.size(), " bytes]");
+  line.push_back('\n');
   std::lock_guard<std::mutex> lock(g_mu);
-  std::fprintf(stderr, "ts=%s level=%s %.*s\n", ts.c_str(), LevelName(level),
-               static_cast<int>(message.size()), message.data());
+  std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
+}
+
+std::string FormatLogFields(std::initializer_list<LogField> fields) {
+  std::string out;
+  for (const LogField& field : fields) {
+    if (!out.empty()) out.push_back(' ');
+    absl::StrAppend(&out, field.key, "=");
+    const bool bare = !field.value.empty() && field.value.size() <= kMaxLogValueBytes &&
+                      std::all_of(field.value.begin(), field.value.end(), IsBareValueByte);
+    if (bare) {
+      out.append(field.value);
+    } else {
+      out.push_back('"');
+      AppendEscaped(field.value, kMaxLogValueBytes, '"', &out);
+      out.push_back('"');
+    }
+  }
+  return out;
+}
+
+void LogEvent(LogLevel level, absl::string_view event, std::initializer_list<LogField> fields) {
+  if (!LogEnabled(level)) return;
+  std::string line = FormatLogFields({LogField("event", event)});
+  if (fields.size() > 0) absl::StrAppend(&line, " ", FormatLogFields(fields));
+  LogLine(level, line);
 }
 
 }  // namespace cuimg

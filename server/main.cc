@@ -1,11 +1,13 @@
-// cuimg-server: flags, start-up summary, and graceful shutdown on SIGTERM/SIGINT.
+// cuimg-server: flags, start-up summary, and graceful shutdown on SIGTERM/SIGINT/SIGHUP.
 #include <pthread.h>
 #include <signal.h>
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -22,6 +24,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "server/backend.h"
+#include "server/command_line.h"
 #include "server/grpc_server.h"
 #include "server/lock_order_checks.h"
 #include "server/log.h"
@@ -33,7 +36,11 @@ ABSL_FLAG(std::string, listen_address, "0.0.0.0:50051",
 ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9464",
           "Prometheus /metrics address (host:port); empty disables it.");
 ABSL_FLAG(std::string, backend, "auto",
-          "auto (CUDA when a usable GPU exists, else CPU), cuda, or cpu.");
+          "auto (CUDA when a usable GPU exists, else CPU, with a warning and "
+          "cuimg_backend_info{backend=\"cpu\"}), cuda, or cpu.");
+ABSL_FLAG(bool, require_gpu, false,
+          "Exit 1 at start-up instead of serving on the CPU backend when --backend=auto finds no "
+          "usable GPU (a GPU node whose driver is missing).");
 ABSL_FLAG(int, worker_threads, 4, "Threads executing requests.");
 ABSL_FLAG(int, worker_spin_us, 0,
           "Microseconds an idle worker polls for the next request before sleeping (one worker "
@@ -132,7 +139,15 @@ ABSL_FLAG(std::string, health_listen_address, "",
           "Plaintext address serving only grpc.health.v1 (and reflection), for probes that cannot "
           "do TLS; empty disables it.");
 ABSL_FLAG(int, shutdown_grace_seconds, 30,
-          "On SIGTERM/SIGINT, seconds in-flight requests get to finish.");
+          "On SIGTERM/SIGINT/SIGHUP, seconds in-flight requests get to finish; then their work "
+          "stops at its next check, and a process still running 5 s later exits with status 3.");
+ABSL_FLAG(double, max_request_work, 2e11,
+          "Estimated work one request may take, in operations per pixel of the backend's "
+          "algorithm (1 to 4 ns each on a CPU core; server/work_estimate.h); more is refused "
+          "with RESOURCE_EXHAUSTED. 0: no cap.");
+ABSL_FLAG(uint64_t, max_grouped_hits, 10000,
+          "Most DetectPedestrians hits handed to grouping (which compares every pair); more is "
+          "INVALID_ARGUMENT naming hit_threshold. 0: no cap.");
 ABSL_FLAG(std::string, models_dir, "",
           "Directory of detector models (*.hogsvm) for DetectPedestrians, loaded at start-up; a "
           "file that does not parse stops the server. Empty: the first of "
@@ -211,10 +226,37 @@ std::string ModelsDir(const std::string& flag) {
   return "";
 }
 
+constexpr char kUsage[] =
+    "cuimg-server: GPU image processing over gRPC.\n"
+    "usage: cuimg-server [--flag=value ...] [--flagfile=FILE]\n"
+    "signals: SIGTERM, SIGINT and SIGHUP drain in-flight requests (--shutdown_grace_seconds), "
+    "then exit 0 (3 when work still runs 5 s past the grace period)\n";
+
+// --help, --helpfull, --version: print to stdout and exit 0 (the exit code), else -1.
+int HandleUsage(int argc, char** argv) {
+  switch (cuimg::FindUsageRequest(argc, argv)) {
+    case cuimg::UsageRequest::kNone:
+      return -1;
+    case cuimg::UsageRequest::kHelp:
+      std::printf("%s\nflags:\n%s\n--helpfull adds Abseil's own flags (--flagfile, ...); "
+                  "--version the build.\n",
+                  kUsage, cuimg::DescribeFlagsDefinedIn(__FILE__).c_str());
+      return 0;
+    case cuimg::UsageRequest::kHelpFull:
+      std::printf("%s%s", kUsage, cuimg::DescribeAllFlags().c_str());
+      return 0;
+    case cuimg::UsageRequest::kVersion:
+      std::printf("%s", cuimg::VersionText("cuimg-server").c_str());
+      return 0;
+  }
+  return -1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("cuimg-server: GPU image processing over gRPC.");
+  if (const int code = HandleUsage(argc, argv); code >= 0) return code;
+  absl::SetProgramUsageMessage(kUsage);
   absl::ParseCommandLine(argc, argv);
 
   cuimg::ServerOptions options;
@@ -258,6 +300,12 @@ int main(int argc, char** argv) {
   options.max_receive_message_bytes = absl::GetFlag(FLAGS_max_receive_message_bytes);
   options.http2_lookahead_bytes = absl::GetFlag(FLAGS_http2_lookahead_bytes);
   options.shutdown_grace_seconds = absl::GetFlag(FLAGS_shutdown_grace_seconds);
+  options.max_request_work = absl::GetFlag(FLAGS_max_request_work);
+  options.max_grouped_hits = absl::GetFlag(FLAGS_max_grouped_hits);
+  if (!(options.max_request_work >= 0)) {
+    std::fprintf(stderr, "usage: --max_request_work must be >= 0 (0: no cap)\n");
+    return 2;
+  }
   options.resident_budget_bytes = absl::GetFlag(FLAGS_resident_budget_bytes);
   options.resident_ttl_seconds = absl::GetFlag(FLAGS_resident_ttl_seconds);
   options.resident_max_ttl_seconds = absl::GetFlag(FLAGS_resident_max_ttl_seconds);
@@ -298,6 +346,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: --worker_spin_us must be in 0..1000000\n");
     return 2;
   }
+  if (absl::GetFlag(FLAGS_require_gpu) && options.backend == cuimg::BackendKind::kCpu) {
+    std::fprintf(stderr, "usage: --require_gpu contradicts --backend=cpu\n");
+    return 2;
+  }
   if (options.warm_cpus < -1 || (options.warm_cpus != 0 && options.worker_spin_us == 0)) {
     std::fprintf(stderr, "usage: --warm_cpus must be -1 (all), 0 (off) or a CPU count, and "
                          "needs --worker_spin_us > 0 (CPUs stay warm while a worker polls)\n");
@@ -321,6 +373,8 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  // A closed terminal or a supervisor's stop: drained like SIGTERM, not the default instant exit.
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   const int arenas = absl::GetFlag(FLAGS_malloc_arena_max);
@@ -337,16 +391,27 @@ int main(int argc, char** argv) {
   const cuimg::MallocTrimmer trimmer{std::chrono::milliseconds(trim_ms)};
   absl::StatusOr<std::unique_ptr<cuimg::Backend>> backend = cuimg::CreateBackend(options);
   if (!backend.ok()) {
-    cuimg::Log(cuimg::LogLevel::kError, "event=startup_failed message=\"",
-               backend.status().ToString(), "\"");
+    cuimg::LogEvent(cuimg::LogLevel::kError, "startup_failed",
+                    {{"message", backend.status().ToString()}});
     return 1;
+  }
+  if ((*backend)->name() == "cpu" && options.backend == cuimg::BackendKind::kAuto) {
+    if (absl::GetFlag(FLAGS_require_gpu)) {
+      cuimg::Log(cuimg::LogLevel::kError, "event=startup_failed message=\"--require_gpu: no usable "
+                 "CUDA GPU (driver or device missing); refusing to serve on the CPU backend\"");
+      return 1;
+    }
+    // Health still says SERVING (the server works, slowly); the metric lets an alert say why.
+    cuimg::Log(cuimg::LogLevel::kWarning, "event=cpu_fallback message=\"--backend=auto found no "
+               "usable CUDA GPU; serving on the CPU backend (cuimg_backend_info{backend=cpu}); "
+               "--require_gpu refuses instead\"");
   }
   const std::string description = (*backend)->Describe();
   absl::StatusOr<std::unique_ptr<cuimg::CuimgServer>> server =
       cuimg::CuimgServer::Start(options, *std::move(backend));
   if (!server.ok()) {
-    cuimg::Log(cuimg::LogLevel::kError, "event=startup_failed message=\"",
-               server.status().ToString(), "\"");
+    cuimg::LogEvent(cuimg::LogLevel::kError, "startup_failed",
+                    {{"message", server.status().ToString()}});
     return 1;
   }
   cuimg::Log(cuimg::LogLevel::kInfo, "event=startup version=", cuimg::kVersion, " ", description,
@@ -362,7 +427,9 @@ int main(int argc, char** argv) {
              " max_pixels=", options.limits.max_pixels,
              " max_element_extent=", options.limits.max_element_extent,
              " max_decoded_pixels=", options.limits.max_decoded_pixels,
-             " max_inflight_bytes_per_device=", options.max_inflight_bytes_per_device, " ",
+             " max_inflight_bytes_per_device=", options.max_inflight_bytes_per_device,
+             " max_request_work=", options.max_request_work,
+             " max_grouped_hits=", options.max_grouped_hits, " ",
              (*server)->security_description(),
              " health_port=", (*server)->health_port(),
              " models_dir=", options.models_dir, " models=\"", (*server)->models().Names(), "\"");
@@ -377,6 +444,17 @@ int main(int argc, char** argv) {
   sigwait(&signals, &signal);
   cuimg::Log(cuimg::LogLevel::kInfo, "event=shutdown signal=", signal,
              " grace_seconds=", options.shutdown_grace_seconds);
+  // After the grace period running work stops at its next check (milliseconds); what no check
+  // reaches (one long kernel, a stuck transport) must not keep the process alive: an orchestrator
+  // waits for the exit. Past this bound the process ends without unwinding.
+  constexpr std::chrono::seconds kExitBound{5};
+  std::thread([grace = std::chrono::seconds(options.shutdown_grace_seconds), kExitBound] {
+    std::this_thread::sleep_for(grace + kExitBound);
+    cuimg::Log(cuimg::LogLevel::kError, "event=shutdown_timeout exit_bound_seconds=",
+               kExitBound.count(), " message=\"still running after the grace period and the "
+               "bound; exiting\"");
+    std::_Exit(3);
+  }).detach();
   (*server)->Shutdown(absl::Seconds(options.shutdown_grace_seconds));
   cuimg::Log(cuimg::LogLevel::kInfo, "event=stopped");
   return 0;

@@ -57,6 +57,14 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry, absl::string_view v
       .Register(registry)
       .Add({{"version", std::string(version)}, {"backend", std::string(backend)}})
       .Set(1);
+  // Its own series so that an alert on a GPU deployment serving on the CPU (--backend=auto on a
+  // node without a driver) reads one label, whatever the version.
+  prometheus::BuildGauge()
+      .Name("cuimg_backend_info")
+      .Help("The backend executing requests (backend=\"cuda\" or \"cpu\"); always 1.")
+      .Register(registry)
+      .Add({{"backend", std::string(backend)}})
+      .Set(1);
 }
 
 const ServerMetrics::RpcSeries& ServerMetrics::Series(absl::string_view rpc) {

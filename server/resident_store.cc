@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cuimg/common/status_macros.h"
+#include "server/untrusted_text.h"
 
 namespace cuimg {
 
@@ -77,7 +78,7 @@ absl::StatusOr<ResidentStore::Entry*> ResidentStore::FindLocked(absl::string_vie
   auto it = entries_.find(handle);
   // Another identity's handle looks exactly like a missing one.
   if (it == entries_.end() || it->second.identity != identity) {
-    return absl::NotFoundError(absl::StrCat("no resident object '", handle, "'"));
+    return absl::NotFoundError(absl::StrCat("no resident object ", QuoteClientValue(handle)));
   }
   it->second.last_used = now;
   return &it->second;
@@ -88,7 +89,8 @@ absl::StatusOr<std::shared_ptr<const StoredImage>> ResidentStore::Get(absl::stri
   std::lock_guard<std::mutex> lock(mu_);
   CUIMG_ASSIGN_OR_RETURN(Entry * entry, FindLocked(identity, handle));
   if (entry->image == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("'", handle, "' is a mesh, not an image"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(QuoteClientValue(handle), " is a mesh, not an image"));
   }
   return entry->image;
 }
@@ -98,7 +100,8 @@ absl::StatusOr<std::shared_ptr<const BackendMesh>> ResidentStore::GetMesh(
   std::lock_guard<std::mutex> lock(mu_);
   CUIMG_ASSIGN_OR_RETURN(Entry * entry, FindLocked(identity, handle));
   if (entry->mesh == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("'", handle, "' is an image, not a mesh"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(QuoteClientValue(handle), " is an image, not a mesh"));
   }
   return entry->mesh;
 }
@@ -109,7 +112,7 @@ absl::StatusOr<ResidentInfo> ResidentStore::Describe(absl::string_view identity,
   ExpireLocked(clock_());
   auto it = entries_.find(handle);
   if (it == entries_.end() || it->second.identity != identity) {
-    return absl::NotFoundError(absl::StrCat("no resident object '", handle, "'"));
+    return absl::NotFoundError(absl::StrCat("no resident object ", QuoteClientValue(handle)));
   }
   return it->second.info;
 }
@@ -118,7 +121,7 @@ absl::Status ResidentStore::Release(absl::string_view identity, absl::string_vie
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(handle);
   if (it == entries_.end() || it->second.identity != identity) {
-    return absl::NotFoundError(absl::StrCat("no resident object '", handle, "'"));
+    return absl::NotFoundError(absl::StrCat("no resident object ", QuoteClientValue(handle)));
   }
   entries_.erase(it);
   return absl::OkStatus();

@@ -129,6 +129,18 @@ struct ServerOptions {
   std::string models_dir;
   // Objects per identity (each costs bookkeeping beyond its bytes); the oldest is evicted beyond.
   std::uint32_t resident_max_objects = 4096;
+  // Estimated work one request may take (work_estimate.h: operations per pixel of the backend's
+  // algorithm, 1 to 4 ns each on a CPU core); more is refused with RESOURCE_EXHAUSTED. The
+  // default, minutes of one core, refuses what could take hours or weeks (issue #38's 64 steps
+  // of 1023x1023 elements on 4096x4096: 1e15 on the CPU backend, 2e12 on CUDA) and admits every
+  // request of the README, the demo and the tests (at most 2.4e10) and a 4096x4096 dilation by
+  // a 63x63 disk (5e10 on the CPU backend). 0: no cap.
+  double max_request_work = 2e11;
+  // Hits DetectPedestrians hands to grouping, which compares every pair; more is
+  // INVALID_ARGUMENT naming hit_threshold. 0: no cap. Measured on the CPU backend here: 640x480
+  // frames at default parameters have 7-8 hits (of 25132 windows); grouping 25132 hits took
+  // 2.4 s and 65584 took 49 s, so 10000 is about 0.4 s.
+  std::uint64_t max_grouped_hits = 10000;
   RequestLimits limits;
   SecurityOptions security;
   SharedMemoryOptions shared_memory;

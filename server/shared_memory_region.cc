@@ -10,6 +10,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/status_macros.h"
 #include "server/log.h"
 
 namespace cuimg {
@@ -60,7 +61,17 @@ absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> SharedMemoryRegion::Map(
     const std::string what = absl::StrCat("mmap(\"", key, "\", ", bytes, "): ", std::strerror(error));
     return error == ENOMEM ? absl::ResourceExhaustedError(what) : absl::InternalError(what);
   }
-  auto region = std::unique_ptr<SharedMemoryRegion>(new SharedMemoryRegion(key, fd, data, bytes));
+  // Guarded before anything can touch the pages, so that no access to them can fault fatally.
+  absl::StatusOr<std::unique_ptr<MappingFaultGuard>> guard = MappingFaultGuard::Guard(data, bytes);
+  if (!guard.ok()) {
+    munmap(data, bytes);
+    close(fd);
+    return guard.status();
+  }
+  const SharedMemoryObjectId object{st.st_dev, st.st_ino};
+  auto region =
+      std::unique_ptr<SharedMemoryRegion>(new SharedMemoryRegion(key, fd, object, data, bytes));
+  region->guard_ = *std::move(guard);
   absl::StatusOr<std::unique_ptr<HostMemoryPin>> pin = backend->PinHostMemory(data, bytes);
   if (pin.ok()) {
     region->pin_ = *std::move(pin);
@@ -72,8 +83,13 @@ absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> SharedMemoryRegion::Map(
 }
 
 SharedMemoryRegion::~SharedMemoryRegion() {
-  pin_.reset();  // the driver lets go of the pages before they are unmapped
-  munmap(data_, size_);
+  // The driver lets go of the pages first. After the fault handler replaced the mapping it holds
+  // pages the object no longer has; unregistering them then may fail, which is harmless.
+  pin_.reset();
+  guard_.reset();  // before munmap: the address range may be reused by the next mapping
+  if (munmap(data_, size_) != 0) {
+    Log(LogLevel::kWarning, "munmap of shared memory \"", key_, "\": ", std::strerror(errno));
+  }
   close(fd_);
 }
 
@@ -83,13 +99,33 @@ absl::StatusOr<std::uint8_t*> SharedMemoryRegion::Span(std::uint64_t offset, std
     return absl::InvalidArgumentError(absl::StrCat(field, ": bytes [", offset, ", ", offset, " + ",
                                                    bytes, ") pass the region's end at ", size_));
   }
-  struct stat st {};
-  if (fstat(fd_, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < offset + bytes) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        field, ": the shared-memory object \"", key_, "\" was shrunk below the registered ",
-        size_, " bytes; unregister and register it again"));
-  }
+  CUIMG_RETURN_IF_ERROR(CheckIntact(field));
   return static_cast<std::uint8_t*>(data_) + offset;
+}
+
+absl::Status SharedMemoryRegion::CheckIntact(absl::string_view field) const {
+  if (!shrunk_.load(std::memory_order_acquire)) {
+    struct stat st {};
+    const bool faulted = guard_->faulted();
+    const bool shrunk = faulted || fstat(fd_, &st) != 0 ||
+                        static_cast<std::uint64_t>(st.st_size) < size_;
+    if (!shrunk) return absl::OkStatus();
+    // faulted: the server touched the missing pages and the guard swapped in zero pages.
+    if (!shrunk_.exchange(true)) {
+      Log(LogLevel::kWarning, "event=shared_memory_shrunk key=\"", key_, "\" registered_bytes=",
+          size_, " faulted=", faulted ? "true" : "false", " (refused until unregistered)");
+    }
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat(field, ": the shared-memory object \"", key_, "\" was shrunk below its registered ",
+                   size_, " bytes while registered; unregister it"));
+}
+
+bool SharedBytesOverlap(const SharedMemoryRegion& a, std::uint64_t a_offset, std::uint64_t a_bytes,
+                        const SharedMemoryRegion& b, std::uint64_t b_offset,
+                        std::uint64_t b_bytes) {
+  if (!(a.object() == b.object())) return false;
+  return a_offset < b_offset + b_bytes && b_offset < a_offset + a_bytes;
 }
 
 }  // namespace cuimg

@@ -1,13 +1,40 @@
 #include "server/shared_memory_registry.h"
 
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cuimg/common/status_macros.h"
+#include "server/untrusted_text.h"
 
 namespace cuimg {
 
-SharedMemoryRegistry::SharedMemoryRegistry(const SharedMemoryOptions& options, Backend* backend)
-    : options_(options), backend_(backend), rng_(std::random_device{}()) {}
+SharedMemoryKeys SharedMemoryKeysFor(const SecurityOptions& security) {
+  return security.auth_tokens_file.empty() && security.tls_client_ca_file.empty()
+             ? SharedMemoryKeys::kShared
+             : SharedMemoryKeys::kPerIdentity;
+}
+
+std::string SharedMemoryKeyPrefix(absl::string_view identity) {
+  const bool plain =
+      !identity.empty() && identity.size() <= 64 &&
+      std::all_of(identity.begin(), identity.end(), [](char c) {
+        return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+      });
+  if (plain) return absl::StrCat("/", identity, ".");
+  return absl::StrCat("/.", absl::BytesToHexString(identity), ".");
+}
+
+SharedMemoryRegistry::SharedMemoryRegistry(const SharedMemoryOptions& options,
+                                           SharedMemoryKeys keys, Backend* backend)
+    : options_(options), keys_(keys), backend_(backend), rng_(std::random_device{}()) {}
+
+std::string SharedMemoryRegistry::KeyPrefix(absl::string_view identity) const {
+  return keys_ == SharedMemoryKeys::kPerIdentity ? SharedMemoryKeyPrefix(identity) : "";
+}
 
 std::uint64_t SharedMemoryRegistry::UsedLocked(absl::string_view identity,
                                                std::size_t* count) const {
@@ -25,6 +52,11 @@ absl::StatusOr<SharedMemoryInfo> SharedMemoryRegistry::Register(absl::string_vie
                                                                 const std::string& key,
                                                                 std::uint64_t byte_size) {
   CUIMG_RETURN_IF_ERROR(ValidateSharedMemoryKey(key, "key"));
+  if (const std::string prefix = KeyPrefix(identity); !absl::StartsWith(key, prefix)) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "key: \"", key, "\" is not this caller's to register: its objects' names start with \"",
+        prefix, "\" (ListSharedMemory's key_prefix)"));
+  }
   if (byte_size == 0) return absl::InvalidArgumentError("byte_size: must be > 0");
   // Checked before mapping (cheap refusals), and again when inserting (concurrent registrations).
   auto check_caps = [&]() -> absl::Status {
@@ -50,6 +82,15 @@ absl::StatusOr<SharedMemoryInfo> SharedMemoryRegistry::Register(absl::string_vie
                          SharedMemoryRegion::Map(key, byte_size, backend_));
   std::lock_guard<std::mutex> lock(mu_);
   CUIMG_RETURN_IF_ERROR(check_caps());
+  // Once at a time, by device and inode: while registered, an object is its registrant's alone,
+  // whatever other name (a hard link) it is given.
+  for (const auto& [handle, e] : entries_) {
+    if (e.region->object() == region->object()) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "key: the object \"", key, "\" is registered already (under this or another name); "
+          "register an object once"));
+    }
+  }
   Entry entry;
   entry.identity = std::string(identity);
   // 128 random bits: handles cannot be guessed.
@@ -75,8 +116,8 @@ absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::
   std::lock_guard<std::mutex> lock(mu_);
   const Entry* e = FindLocked(identity, handle);
   if (e == nullptr) {
-    return absl::NotFoundError(absl::StrCat("no shared-memory region '", handle.substr(0, 128),
-                                            "' registered by this caller"));
+    return absl::NotFoundError(absl::StrCat("no shared-memory region ", QuoteClientValue(handle),
+                                            " registered by this caller"));
   }
   return e->region;
 }
@@ -86,8 +127,8 @@ absl::Status SharedMemoryRegistry::Unregister(absl::string_view identity,
   std::shared_ptr<const SharedMemoryRegion> last;  // unmapped outside the lock, if last
   std::lock_guard<std::mutex> lock(mu_);
   if (FindLocked(identity, handle) == nullptr) {
-    return absl::NotFoundError(absl::StrCat("no shared-memory region '", handle.substr(0, 128),
-                                            "' registered by this caller"));
+    return absl::NotFoundError(absl::StrCat("no shared-memory region ", QuoteClientValue(handle),
+                                            " registered by this caller"));
   }
   auto it = entries_.find(handle);
   last = std::move(it->second.region);

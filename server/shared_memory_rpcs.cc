@@ -95,6 +95,7 @@ grpc::ServerUnaryReactor* ImagingService::ListSharedMemory(grpc::CallbackServerC
     response->set_used_bytes(shared_memory_->UsedBytes(*identity));
     response->set_budget_bytes(shared_memory_->options().max_bytes_per_identity);
     response->set_max_regions(shared_memory_->options().max_regions_per_identity);
+    response->set_key_prefix(shared_memory_->KeyPrefix(*identity));
   }
   reactor->Finish(call.Complete(absl::OkStatus()));
   return reactor;

@@ -1,11 +1,16 @@
 #include "server/status_conversion.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace cuimg {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
+  const absl::string_view message = status.message();
+  std::string sent(message.substr(0, kMaxStatusMessageBytes));
+  if (sent.size() < message.size()) absl::StrAppend(&sent, "...[", message.size(), " bytes]");
   // absl's canonical codes are defined to equal gRPC's (google/rpc/code.proto).
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::move(sent));
 }
 
 std::string StatusCodeName(absl::StatusCode code) {

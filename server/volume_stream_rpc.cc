@@ -14,6 +14,7 @@
 #include "cuimg/common/status_macros.h"
 #include "server/imaging_service.h"
 #include "server/volume_stream_plan.h"
+#include "server/work_estimate.h"
 
 namespace cuimg {
 namespace {
@@ -48,8 +49,12 @@ class VolumeStreamReactor final
     : public grpc::ServerBidiReactor<v1::VolumeStreamRequest, v1::VolumeStreamResponse> {
  public:
   VolumeStreamReactor(ImagingService* service, WorkQueue* queue, grpc::CallbackServerContext* ctx)
-      : service_(service), queue_(queue), ctx_(ctx), call_("ProcessVolumeStream", ctx,
-                                                           &service->metrics()) {
+      : service_(service),
+        queue_(queue),
+        ctx_(ctx),
+        cancel_(CancelToken::SteadyDeadline(ctx->deadline()), service->hard_stop()),
+        call_("ProcessVolumeStream", ctx, &service->metrics()) {
+    call_.set_cancel(&cancel_);
     absl::StatusOr<std::string> identity =
         service_->Authorize(*ctx, kRightProcess, "ProcessVolumeStream");
     if (!identity.ok()) {
@@ -101,6 +106,11 @@ class VolumeStreamReactor final
   void OnCancel() override {
     std::unique_lock<std::mutex> lock(mu_);
     // gRPC cancels a call whose deadline passed too; CheckAlive tells which it was.
+    if (std::chrono::system_clock::now() >= ctx_->deadline()) {
+      cancel_.MarkDeadlinePassed();
+    } else {
+      cancel_.Cancel();
+    }
     const absl::Status alive = call_.CheckAlive();
     Fail(alive.ok() ? absl::CancelledError("the client cancelled the stream") : alive);
     Pump(std::move(lock));
@@ -127,7 +137,13 @@ class VolumeStreamReactor final
                            ? planes * job_.extent.SlicePixels() * 4
                            : in_slice_bytes_;
     max_out_slices_ = std::max<std::int64_t>(1, kTargetSlabBytes / out_slice_bytes_);
-    return absl::OkStatus();
+    // The whole volume's work: the slabs' halos add little, and a stream must not do in pieces
+    // what one request may not.
+    const double work =
+        job_.op == VolumeStreamJob::Op::kGradient
+            ? GradientWork(job_.extent, job_.gradient)
+            : MorphologyWork(job_.extent, job_.steps, WorkModelOf(service_->backend().name()));
+    return CheckRequestWork(work, service_->options().max_request_work);
   }
 
   absl::Status AcceptSlab() {
@@ -261,13 +277,14 @@ class VolumeStreamReactor final
       g.gy = base + plane * next++;
       if (job_.gradient.magnitude) g.magnitude = base + plane * next++;
       if (job_.gradient.angle) g.angle = base + plane * next++;
-      CUIMG_RETURN_IF_ERROR(service_->backend().Gradient(in, job_.gradient, g, times));
+      CUIMG_RETURN_IF_ERROR(service_->backend().Gradient(in, job_.gradient, g, times, cancel_));
     } else if (!cropped) {
       const ImageView result{job_.type, window, 1, data->data()};
-      CUIMG_RETURN_IF_ERROR(service_->backend().Morphology(in, result, job_.steps, times));
+      CUIMG_RETURN_IF_ERROR(service_->backend().Morphology(in, result, job_.steps, times, cancel_));
     } else {
       Image result(job_.type, window, 1);
-      CUIMG_RETURN_IF_ERROR(service_->backend().Morphology(in, result.view(), job_.steps, times));
+      CUIMG_RETURN_IF_ERROR(service_->backend().Morphology(in, result.view(), job_.steps, times,
+                                                          cancel_));
       std::memcpy(data->data(), result.bytes() + (w.out_begin - w.in_begin) * in_slice_bytes_,
                   data->size());
     }
@@ -275,9 +292,11 @@ class VolumeStreamReactor final
     return absl::OkStatus();
   }
 
-  // The first error wins; later ones are consequences.
+  // The first error wins; later ones are consequences. The stream's other slabs stop at their
+  // next check: their results would not be sent.
   void Fail(const absl::Status& status) {
     if (status_.ok()) status_ = status;
+    cancel_.Cancel();
   }
   // A request refused before its work ran: counted like the unary RPCs' refusals.
   void Refuse(const absl::Status& status) {
@@ -338,6 +357,7 @@ class VolumeStreamReactor final
   ImagingService* const service_;
   WorkQueue* const queue_;
   grpc::CallbackServerContext* const ctx_;
+  CancelToken cancel_;  // every slab's backend work
   std::mutex mu_;
   CallScope call_;  // times() guarded by mu_
   v1::VolumeStreamRequest request_;

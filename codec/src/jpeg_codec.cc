@@ -53,12 +53,13 @@ absl::StatusOr<Image> DecodeJpeg(absl::Span<const std::uint8_t> bytes,
   const int channels = gray ? 1 : 3;
   Image image(PixelType::kU8, Extent{width, height, 1}, channels);
   if (threads != nullptr && DecodeJpegInStrips(bytes, *threads, image)) return image;
+  // A warning is refused like an error: libjpeg goes on past corrupt or missing data (a
+  // truncated file's missing rows come out grey), and such pixels must never pass for the image.
   if (tjDecompress2(tj.get(), bytes.data(), static_cast<unsigned long>(bytes.size()),
                     image.bytes(), width, width * channels, height,
                     gray ? TJPF_GRAY : TJPF_BGR,
                     // A progressive file can repeat scans without end: a CPU bomb.
-                    TJFLAG_ACCURATEDCT | TJFLAG_LIMITSCANS) != 0 &&
-      tjGetErrorCode(tj.get()) == TJERR_FATAL) {
+                    TJFLAG_ACCURATEDCT | TJFLAG_LIMITSCANS | TJFLAG_STOPONWARNING) != 0) {
     return absl::InvalidArgumentError(absl::StrCat("corrupt JPEG: ", tjGetErrorStr2(tj.get())));
   }
   return image;

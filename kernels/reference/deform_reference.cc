@@ -134,16 +134,21 @@ std::vector<double> VertexNormalsF64(const std::vector<double>& positions, const
 
 absl::StatusOr<DeformedMeshF64> DeformReferenceF64(const MeshView& mesh,
                                                    const VertexFaceAdjacency& adjacency,
-                                                   const Lattice& lattice, int threads) {
+                                                   const Lattice& lattice, int threads,
+                                                   const CancelToken& cancel) {
   CUIMG_RETURN_IF_ERROR(ValidateLattice(lattice));
   const PreparedLattice prepared = Prepare(lattice);
   DeformedMeshF64 out;
   out.positions.resize(mesh.vertex_count * 3);
+  // A vertex costs one pass over the lattice (up to thousands of control points): a look at the
+  // token every 64 vertices is well under a millisecond of work apart.
   ParallelFor(static_cast<std::int64_t>(mesh.vertex_count), threads, [&](std::int64_t v) {
+    if (v % 64 == 0 && cancel.Stopped()) return;  // the result is discarded below
     const float* x = mesh.positions + v * 3;
     const Vec3 y = DeformPoint(prepared, {x[0], x[1], x[2]});
     for (int a = 0; a < 3; ++a) out.positions[v * 3 + a] = y[a];
   });
+  CUIMG_RETURN_IF_ERROR(cancel.Check());
   out.normals = VertexNormalsF64(out.positions, mesh, adjacency, threads);
   return out;
 }

@@ -4,22 +4,24 @@
 #include <type_traits>
 #include <vector>
 
+#include "cuimg/common/status_macros.h"
 #include "cuimg/reference/parallel_for.h"
 
 namespace cuimg {
 namespace {
 
 // One slice: the row pass into float64 planes (smoothed along x, differentiated along x), then the
-// column pass from them.
+// column pass from them. Rows are skipped once `cancel` stops (the caller discards the result).
 template <typename T>
 void GradientSlice(const T* in, const Extent& e, const GradientTaps& taps, float* gx, float* gy,
-                   float* magnitude, float* angle, int threads) {
+                   float* magnitude, float* angle, int threads, const CancelToken& cancel) {
   const std::int64_t w = e.width;
   const std::int64_t h = e.height;
   const int r = taps.radius;
   std::vector<double> smooth_x(static_cast<std::size_t>(w * h));
   std::vector<double> deriv_x(static_cast<std::size_t>(w * h));
   ParallelFor(h, threads, [&](std::int64_t y) {
+    if (cancel.Stopped()) return;
     const T* row = in + y * w;
     for (std::int64_t x = 0; x < w; ++x) {
       auto at = [&](int k) { return static_cast<double>(row[Reflect101(x + k, w)]); };
@@ -37,6 +39,7 @@ void GradientSlice(const T* in, const Extent& e, const GradientTaps& taps, float
     }
   });
   ParallelFor(h, threads, [&](std::int64_t y) {
+    if (cancel.Stopped()) return;
     for (std::int64_t x = 0; x < w; ++x) {
       auto at = [&](int k) { return Reflect101(y + k, h) * w + x; };
       double vx = taps.smoothing[r] * deriv_x[at(0)];
@@ -63,7 +66,7 @@ std::int64_t Reflect101(std::int64_t p, std::int64_t n) {
 }
 
 absl::StatusOr<GradientImages> GradientReference(const Image& input, const GradientSpec& spec,
-                                                 int threads) {
+                                                 int threads, const CancelToken& cancel) {
   absl::StatusOr<GradientTaps> taps = ComputeGradientTaps(spec);
   if (!taps.ok()) return taps.status();
   if (input.channels() != 1) {
@@ -81,14 +84,17 @@ absl::StatusOr<GradientImages> GradientReference(const Image& input, const Gradi
   const std::int64_t slice = e.SlicePixels();
   VisitPixelType(input.type(), [&](auto tag) {
     using T = decltype(tag);
-    for (std::int64_t z = 0; z < e.depth; ++z) {
+    for (std::int64_t z = 0; z < e.depth && !cancel.Stopped(); ++z) {
       GradientSlice<T>(input.As<T>() + z * slice, e, *taps, out.gx.As<float>() + z * slice,
                        out.gy.As<float>() + z * slice,
                        spec.magnitude ? out.magnitude.As<float>() + z * slice : nullptr,
-                       spec.angle ? out.angle.As<float>() + z * slice : nullptr, threads);
+                       spec.angle ? out.angle.As<float>() + z * slice : nullptr, threads,
+                       cancel);
     }
     return 0;
   });
+  // A token never un-stops: if any row was skipped, this reports why.
+  CUIMG_RETURN_IF_ERROR(cancel.Check());
   return out;
 }
 

@@ -246,7 +246,8 @@ double ScoreWindow(const HogBlocks& blocks, int bx, int by, const HogModel& mode
 }
 
 absl::StatusOr<DetectResult> DetectReference(const ImageView& image, const HogModel& model,
-                                             const DetectSpec& spec, int threads) {
+                                             const DetectSpec& spec, int threads,
+                                             const CancelToken& cancel) {
   CUIMG_RETURN_IF_ERROR(CheckDetectInput(image));
   CUIMG_RETURN_IF_ERROR(ValidateHogModel(model));
   DetectResult result;
@@ -256,6 +257,7 @@ absl::StatusOr<DetectResult> DetectReference(const ImageView& image, const HogMo
   const int step = g.win_stride / kHogBlockStride;
   for (std::size_t li = 0; li < g.levels.size(); ++li) {
     const DetectLevel& level = g.levels[li];
+    CUIMG_RETURN_IF_ERROR(cancel.Check());
     Image resized;
     ImageView view = image;
     if (level.width != image.extent.width || level.height != image.extent.height) {
@@ -266,8 +268,10 @@ absl::StatusOr<DetectResult> DetectReference(const ImageView& image, const HogMo
                            ComputeHogVotes(view, g.padding, spec.gamma_correction, threads));
     CUIMG_ASSIGN_OR_RETURN(HogBlocks blocks,
                            ComputeHogBlocks(votes, level.blocks_x, level.blocks_y, threads));
+    CUIMG_RETURN_IF_ERROR(cancel.Check());
     std::vector<std::vector<WindowHit>> rows(level.windows_y);
     ParallelFor(level.windows_y, threads, [&](std::int64_t wy) {
+      if (cancel.Stopped()) return;  // the result is discarded below
       for (int wx = 0; wx < level.windows_x; ++wx) {
         const double score =
             ScoreWindow(blocks, wx * step, static_cast<int>(wy) * step, model);
@@ -276,6 +280,7 @@ absl::StatusOr<DetectResult> DetectReference(const ImageView& image, const HogMo
         }
       }
     });
+    CUIMG_RETURN_IF_ERROR(cancel.Check());
     for (const auto& row : rows) result.hits.insert(result.hits.end(), row.begin(), row.end());
   }
   return result;

@@ -92,7 +92,7 @@ void ResizeLinearF32(const float* src, std::int64_t src_w, std::int64_t src_h, f
 }
 
 absl::StatusOr<std::vector<Image>> PyramidReference(const Image& input, const PyramidSpec& spec,
-                                                    int threads) {
+                                                    int threads, const CancelToken& cancel) {
   if (input.channels() != 1) {
     return absl::InvalidArgumentError("input: the pyramid takes one channel");
   }
@@ -113,6 +113,9 @@ absl::StatusOr<std::vector<Image>> PyramidReference(const Image& input, const Py
   std::int64_t prev_w = e.width;
   std::int64_t prev_h = e.height;
   for (const PyramidLevel& level : *levels) {
+    // A level is one linear pass over at most the input's pixels: checking between levels keeps
+    // a stopped request's remaining work under one pass.
+    if (absl::Status alive = cancel.Check(); !alive.ok()) return alive;
     std::vector<float> plane(static_cast<std::size_t>(level.width * level.height));
     if (spec.mode == PyramidMode::kFromBase) {
       ResizeLinearF32(base.data(), e.width, e.height, plane.data(), level.width, level.height,

@@ -221,9 +221,11 @@ std::string MorphologyPlan::Describe() const {
   return absl::StrJoin(parts, " + ");
 }
 
-absl::Status MorphologyPlan::Run(const void* in, void* out, void* workspace,
-                                 cudaStream_t stream) const {
+absl::Status MorphologyPlan::Run(const void* in, void* out, void* workspace, cudaStream_t stream,
+                                 const CancelToken& cancel) const {
   const Impl& plan = *impl_;
+  const bool sync_between_steps = &cancel != &NeverCancelled() && plan.steps.size() > 1 &&
+                                  plan.extent.Pixels() >= kCancelSyncPixels;
   auto* base = static_cast<std::uint8_t*>(workspace);
   auto* d_chords = reinterpret_cast<int*>(base);
   if (!plan.chord_table.empty()) {
@@ -242,6 +244,10 @@ absl::Status MorphologyPlan::Run(const void* in, void* out, void* workspace,
     Executor<T> ex(plan, d_chords, box_buf, stream);
     const T* cur = static_cast<const T*>(in);
     for (std::size_t i = 0; i < plan.steps.size(); ++i) {
+      if (sync_between_steps && i > 0) {
+        CUIMG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "morphology step");
+        CUIMG_RETURN_IF_ERROR(cancel.Check());
+      }
       const MorphologyStep& step = plan.steps[i];
       T* dst = (i + 1 == plan.steps.size()) ? static_cast<T*>(out) : scratch(2 + i % 2);
       switch (step.op) {

@@ -216,3 +216,28 @@ TEST(VolumeStreamClient, AStreamWhoseConnectionFailsIsSentAgainOnceItConnects) {
 
 }  // namespace
 }  // namespace cuimg
+
+namespace cuimg {
+namespace {
+
+TEST(VolumeStreamClient, SummaryIsOneReadableLineWhoseSlabSumsAreNotPartsOfTheWallTime) {
+  StreamedVolume v;
+  // Each trailer sums its slabs' stages, which overlap: kernel_us exceeds total_us.
+  v.stream_timings = {
+      "queue_us=10.0 decode_us=0.0 h2d_us=1000.0 kernel_us=300000.0 d2h_us=2000.0 "
+      "total_us=200000.0 device=0",
+      "queue_us=12.0 decode_us=0.0 h2d_us=500.0 kernel_us=250000.0 d2h_us=500.0 "
+      "total_us=180000.0 device=0"};
+  v.stream_attempts = {1, 2};
+  v.stream_slabs = {20, 18};
+  const std::string line = v.summary(250.0, 157286400);
+  EXPECT_EQ(line,
+            "157.3 MB at 629.1 MB/s over 2 streams, 38 slabs (stream 2 sent twice); server: "
+            "longest stream 200.0 ms, slab stages summed 550.0 ms kernel + 4.0 ms copies "
+            "(2.8 slabs at once)");
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  EXPECT_EQ(line.find("kernel_us"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cuimg

@@ -1,6 +1,6 @@
 // Strip-parallel JPEG decoding gives exactly the pixels of TurboJPEG's serial decode, for every
-// subsampling and odd sizes; files it does not take (progressive, corrupt)
-// fall back to the serial decode with the same result.
+// subsampling and odd sizes; files it does not take (progressive, corrupt) fall back to the serial
+// decode, which refuses corrupt and truncated files instead of filling them in.
 #include <turbojpeg.h>
 
 #include <algorithm>
@@ -113,19 +113,33 @@ TEST(JpegStripDecodeFallback, ProgressiveFilesDecodeSeriallyWithTheSamePixels) {
   ExpectSamePixels(*serial, *with_threads);
 }
 
-TEST(JpegStripDecodeFallback, TruncatedFilesGiveTheSerialResult) {
+TEST(JpegStripDecodeFallback, TruncatedFilesAreRefusedNotFilledIn) {
   const std::vector<std::uint8_t> jpeg = Encode(1024, 768, TJSAMP_420, TJFLAG_ACCURATEDCT);
-  for (std::size_t keep : {jpeg.size() / 3, jpeg.size() / 2, jpeg.size() - 10}) {
+  // Down to the last bytes: even a file missing only its EOI marker lost nothing libjpeg needs,
+  // but it is not the file that was written.
+  for (std::size_t keep : {jpeg.size() / 3, jpeg.size() / 2, jpeg.size() - 10, jpeg.size() - 2}) {
     const std::vector<std::uint8_t> cut(jpeg.begin(), jpeg.begin() + keep);
     DecodeThreads threads(3);
     Image strips(PixelType::kU8, Extent{1024, 768, 1}, 3);
     // The rows past the cut carry libjpeg's warning: the strips give up.
     EXPECT_FALSE(DecodeJpegInStrips(cut, threads, strips)) << keep;
-    const absl::StatusOr<Image> serial = DecodeImage(cut);
-    const absl::StatusOr<Image> with_threads = DecodeImage(cut, {}, &threads);
-    ASSERT_EQ(serial.ok(), with_threads.ok()) << keep;
-    if (serial.ok()) ExpectSamePixels(*serial, *with_threads);
+    for (DecodeThreads* with : {static_cast<DecodeThreads*>(nullptr), &threads}) {
+      const absl::StatusOr<Image> decoded = DecodeImage(cut, {}, with);
+      EXPECT_EQ(decoded.status().code(), absl::StatusCode::kInvalidArgument) << keep;
+      EXPECT_THAT(decoded.status().message(), ::testing::HasSubstr("corrupt JPEG: Premature end"))
+          << keep;
+    }
   }
+}
+
+TEST(JpegDecode, CorruptEntropyDataIsRefused) {
+  std::vector<std::uint8_t> jpeg = Encode(640, 480, TJSAMP_444, TJFLAG_ACCURATEDCT);
+  // Garbage in the middle of the scan: libjpeg warns (corrupt data, bad Huffman code) and
+  // resynchronizes, which would give wrong pixels with no error.
+  for (std::size_t i = jpeg.size() / 2; i < jpeg.size() / 2 + 64; ++i) jpeg[i] = 0xff;
+  const absl::StatusOr<Image> decoded = DecodeImage(jpeg);
+  EXPECT_EQ(decoded.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(decoded.status().message(), ::testing::HasSubstr("corrupt JPEG"));
 }
 
 TEST(JpegStripDecodeFallback, SmallImagesAreNotSplit) {

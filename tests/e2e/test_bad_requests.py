@@ -553,7 +553,7 @@ SHM_CASES = [
     Case("shm/register key with a space", "RegisterSharedMemory", lambda fx: register("/a b"),
          INVALID, "key"),
     Case("shm/register missing object", "RegisterSharedMemory",
-         lambda fx: register("/cuimg-e2e-no-such-object"), NOT_FOUND, "key"),
+         lambda fx: register("/alice.cuimg-e2e-no-such-object"), NOT_FOUND, "key"),
     Case("shm/register byte_size 0", "RegisterSharedMemory",
          lambda fx: register(fx["alice_key"], 0), INVALID, "byte_size"),
     Case("shm/register more than the object holds", "RegisterSharedMemory",
@@ -561,6 +561,15 @@ SHM_CASES = [
     Case("shm/register over the identity's budget", "RegisterSharedMemory",
          lambda fx: register(fx["alice_key"], SHM_BUDGET), EXHAUSTED,
          "shared_memory_max_bytes_per_identity"),
+    Case("shm/register another identity's object", "RegisterSharedMemory",
+         lambda fx: register(fx["bob_key"]), grpc.StatusCode.PERMISSION_DENIED,
+         'key: "/bob.cuimg-bad-'),
+    Case("shm/register another identity's object, naming the caller's prefix",
+         "RegisterSharedMemory", lambda fx: register(fx["bob_key"]),
+         grpc.StatusCode.PERMISSION_DENIED, 'names start with "/alice."'),
+    Case("shm/register an object registered already", "RegisterSharedMemory",
+         lambda fx: register(fx["alice_key"]), grpc.StatusCode.ALREADY_EXISTS,
+         "key: the object"),
     Case("shm/register without a token", "RegisterSharedMemory",
          lambda fx: register(fx["alice_key"]), UNAUTHENTICATED, "authorization", None),
     Case("shm/unregister unknown handle", "UnregisterSharedMemory",
@@ -651,7 +660,8 @@ class BadRequests(unittest.TestCase):
                                         token).object.handle
             fx[f"{who}_mesh"] = invoke(cls.stub, "Upload", [resident_pb2.UploadRequest(
                 mesh=mesh())], token).object.handle
-        cls.shm = {who: ShmObject(SHM_BYTES, f"cuimg-bad-{who}") for who in ("alice", "bob")}
+        # Named under each identity's key prefix ("/<identity>.", ListSharedMemory's key_prefix).
+        cls.shm = {who: ShmObject(SHM_BYTES, f"{who}.cuimg-bad") for who in ("alice", "bob")}
         for who, token in (("alice", ALICE), ("bob", BOB)):
             fx[f"{who}_key"] = cls.shm[who].key
             fx[f"{who}_region"] = invoke(cls.stub, "RegisterSharedMemory",
@@ -675,6 +685,12 @@ class BadRequests(unittest.TestCase):
                           "ProcessVolumeStream", "RegisterSharedMemory",
                           "UnregisterSharedMemory", "ListSharedMemory"})
         self.assertEqual(len({c.name for c in CASES}), len(CASES), "case names must be unique")
+
+    def test_shared_memory_key_prefix_is_the_callers(self):
+        for who, token in (("alice", ALICE), ("bob", BOB)):
+            listed = invoke(self.stub, "ListSharedMemory",
+                            shared_memory_pb2.ListSharedMemoryRequest(), token)
+            self.assertEqual(listed.key_prefix, f"/{who}.")
 
     def test_every_case_gets_its_code_and_names_its_field(self):
         for case in CASES:

@@ -2,14 +2,20 @@
 pyramid, detect from generated pixels and from a JPEG sent encoded, deform of the torus and of a
 mesh file with a lattice file) runs a fixed number of calls; the JSON summary's counts, codes,
 config and server stage times agree with the CSV rows and with the server's own per-RPC request
-counters. A request the server refuses is counted under its code (exit 1), and bad choices or
-payloads are usage errors before any call."""
+counters. --input=DIR and --video cycle the calls through their images (the server's pixel
+counter sees each one its share of the calls). A request the server refuses is counted under its
+code with its message (exit 1), and bad choices or payloads are usage errors before any call."""
+import collections
 import csv
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import unittest
+import urllib.request
+
+import numpy as np
 
 from server_process import ServerProcess
 
@@ -33,6 +39,13 @@ class LoadRpcs(unittest.TestCase):
     def server_requests(self):
         """cuimg_requests_total by (rpc, code) from the metrics endpoint."""
         return self.server.request_counts()
+
+    def server_pixels(self, rpc):
+        """cuimg_pixels_processed_total of one RPC from the metrics endpoint."""
+        text = urllib.request.urlopen(f"http://127.0.0.1:{self.server.metrics_port}/metrics",
+                                      timeout=10).read().decode()
+        prefix = f'cuimg_pixels_processed_total{{rpc="{rpc}"}} '
+        return next((float(l[len(prefix):]) for l in text.splitlines() if l.startswith(prefix)), 0.0)
 
     def load(self, *args, calls=CALLS):
         out = os.path.join(self.tmp.name, "summary.json")
@@ -110,18 +123,71 @@ class LoadRpcs(unittest.TestCase):
                          (str(16 * 8), lattice))
 
     def test_refused_requests_are_counted_by_code(self):
-        # A ratio below 1: every Pyramid call is INVALID_ARGUMENT; the run reports it and exits 1.
+        # A ratio below 1: every Pyramid call is INVALID_ARGUMENT; the run reports it, with the
+        # server's message, and exits 1.
         summary = self.check_run("pyramid", "Pyramid", "--image_size=32x32", "--ratio=0.5",
                                  want_code="INVALID_ARGUMENT", want_exit=1)
         self.assertEqual(summary["ok"], 0)
+        errors = summary["errors"]["INVALID_ARGUMENT"]
+        self.assertEqual((errors["count"], errors["other_messages"]), (CALLS, 0))
+        [message] = errors["messages"]
+        self.assertIn("0.5", message["message"])
+        self.assertEqual(message["count"], CALLS)
+
+    def test_input_folder_cycles_through_its_images(self):
+        # Three images of different sizes (and a file that is not one): the calls go round them
+        # in name order, and the server processes each image's pixels a third of the calls.
+        folder = os.path.join(self.tmp.name, "images")
+        os.makedirs(folder, exist_ok=True)
+        sizes = [(8, 16), (10, 24), (12, 32)]  # (H, W)
+        rng = np.random.default_rng(3)
+        for i, (h, w) in enumerate(sizes):
+            np.save(os.path.join(folder, f"img{i}.npy"), rng.integers(0, 255, (h, w), dtype=np.uint8))
+        with open(os.path.join(folder, "notes.txt"), "w") as f:
+            f.write("not an image")
+        before = self.server_pixels("Morphology")
+        summary = self.check_run("morphology", "Morphology", f"--input={folder}")
+        self.assertEqual(summary["config"]["images"], "3")
+        self.assertEqual(summary["config"]["size"], "16x8 24x10 32x12")
+        per_image = CALLS // len(sizes)
+        self.assertEqual(self.server_pixels("Morphology") - before,
+                         per_image * sum(h * w for h, w in sizes))
+        _, _, rows = self.load("--rpc=morphology", f"--input={folder}")
+        self.assertEqual(collections.Counter(r["payload"] for r in rows),
+                         {"0": per_image, "1": per_image, "2": per_image})
+
+    @unittest.skipUnless(shutil.which("ffmpeg"), "needs the ffmpeg program")
+    def test_video_frames_cycle(self):
+        video = os.path.join(self.tmp.name, "clip.avi")
+        made = subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                               "testsrc=size=64x48:rate=10", "-frames:v", "8", video],
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(made.returncode, 0, made.stderr)
+        before = self.server_pixels("Gradient")
+        # Every 2nd frame, at most 3 of them: frames 0, 2, 4; 12 calls, 4 per frame.
+        summary = self.check_run("gradient", "Gradient", f"--video={video}", "--every=2",
+                                 "--max_frames=3")
+        self.assertEqual((summary["config"]["video"], summary["config"]["frames"]), (video, "3"))
+        self.assertEqual(summary["config"]["size"], "64x48")
+        self.assertEqual(self.server_pixels("Gradient") - before, CALLS * 64 * 48)
 
     def test_bad_choices_are_usage_errors(self):
+        two = os.path.join(self.tmp.name, "two")
+        os.makedirs(two, exist_ok=True)
+        for name in ("a.npy", "b.npy"):
+            np.save(os.path.join(two, name), np.zeros((4, 4), np.uint8))
+        empty = os.path.join(self.tmp.name, "empty")
+        os.makedirs(empty, exist_ok=True)
         for args, flag in ((["--rpc=sharpen"], "--rpc"),
                            (["--rpc=detect", "--pixel_type=f32"], "--pixel_type"),
                            (["--rpc=pyramid", "--image_size=8x8x2"], "2D"),
                            (["--rpc=pyramid", "--mode=sideways"], "--mode"),
                            (["--rpc=detect", "--grouping=maybe"], "--grouping"),
                            (["--rpc=deform", "--input=torus:3"], "torus:N,M"),
+                           (["--rpc=deform", f"--input={self.tmp.name}"], "one mesh file"),
+                           (["--input=x.png", "--video=y.avi"], "--video"),
+                           (["--shm", f"--input={two}"], "--shm"),
+                           ([f"--input={empty}"], "holds no image file"),
                            (["--rpc=gradient", f"--input={self.tmp.name}/missing.png"], "missing")):
             run, _, _ = self.load(*args)
             self.assertEqual(run.returncode, 2, (args, run.stderr))

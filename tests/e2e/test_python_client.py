@@ -1,7 +1,8 @@
 """The Python client package (client/python/cuimg, beside the generated stubs) against the real
 cuimg-server on the CPU backend: NumPy arrays in and out for morphology (vs SciPy), gradient,
 pyramid, detect, deform (each vs the raw generated stub on the same request), resident upload /
-use by handle / list / release, errors as CuimgError with the gRPC code, TLS with a bearer token
+use by handle / download / list / release, keep_resident on every RPC that has it, models, health,
+detect(encoded=), errors as CuimgError with the gRPC code, TLS with a bearer token
 (refused without it), and the PACS example on a pydicom-made CT series."""
 import os
 import subprocess
@@ -139,6 +140,71 @@ class PythonClient(unittest.TestCase):
             self.client.morphology(volume.astype(np.float64), "erode:rect:3x3")
         with self.assertRaises(ValueError):
             cuimg.parse_steps("melt:rect:3x3")
+
+    def test_download_keep_resident_models_health_and_detect_keywords(self):
+        rng = np.random.default_rng(7)
+        volume = rng.integers(-1000, 1000, (4, 18, 22)).astype(np.int16)
+        handle = self.client.upload(volume, spacing=(0.5, 0.5, 2.0), chunk_bytes=1000)
+        got = self.client.download(handle)
+        self.assertEqual((got.dtype, got.shape), (volume.dtype, volume.shape))
+        self.assertTrue(got.flags.writeable)
+        np.testing.assert_array_equal(got, volume)
+        pos, tris = torus()
+        mesh = self.client.upload(mesh=(pos, tris), chunk_bytes=1000)
+        vertices, triangles = self.client.download(mesh)
+        np.testing.assert_array_equal(vertices, pos)
+        np.testing.assert_array_equal(triangles, tris)
+
+        # keep_resident on every RPC that has it: the handle holds what came back inline.
+        kept = self.client.morphology(volume, "dilate:rect:3x3x3", keep_resident=True)
+        self.assertIsInstance(kept, cuimg.Resident)
+        np.testing.assert_array_equal(kept.data, self.client.morphology(volume, "dilate:rect:3x3x3"))
+        np.testing.assert_array_equal(self.client.download(kept.handle), kept.data)
+        only = self.client.morphology(handle, "erode:cross:3x3", keep_resident=True,
+                                      return_data=False)
+        self.assertIsNone(only.data)
+        np.testing.assert_array_equal(self.client.download(only.handle),
+                                      self.client.morphology(volume, "erode:cross:3x3"))
+        grads = self.client.gradient(volume[0], magnitude=True, keep_resident=True)
+        self.assertEqual(sorted(grads), ["gx", "gy", "magnitude"])
+        for name, result in grads.items():
+            np.testing.assert_array_equal(self.client.download(result.handle), result.data)
+        levels = self.client.pyramid(volume[0], levels=3, ratio=1.5, keep_resident=True,
+                                     return_data=False)
+        self.assertEqual([self.client.download(l.handle).shape for l in levels],
+                         [(18, 22), (12, 15), (8, 10)])
+        deformed = self.client.deform(mesh, twist_lattice(pos), keep_resident=True)
+        np.testing.assert_array_equal(self.client.download(deformed.handle)[0], deformed.data[0])
+        held = {h for h, _, _ in self.client.list_resident()}
+        for h in [handle, mesh, kept.handle, only.handle, deformed.handle] + \
+                [r.handle for r in grads.values()] + [r.handle for r in levels]:
+            self.assertIn(h, held)
+            self.client.release(h)
+        with self.assertRaises(cuimg.CuimgError) as e:
+            self.client.download(handle)
+        self.assertEqual(e.exception.code, grpc.StatusCode.NOT_FOUND)
+        with self.assertRaises(ValueError):
+            self.client.morphology(volume, "erode:rect:3x3", return_data=False)
+
+        models = {m["name"]: m for m in self.client.models()}
+        self.assertEqual((models["opencv_people_64x128"]["window_width"],
+                          models["opencv_people_64x128"]["window_height"]), (64, 128))
+        self.assertEqual(self.client.health(), "SERVING")
+        self.assertEqual(self.client.health("cuimg.v1.Imaging"), "SERVING")
+        with cuimg.Client("127.0.0.1:1", timeout=2, max_attempts=1) as nowhere:
+            with self.assertRaises(cuimg.CuimgError) as e:
+                nowhere.health()
+            self.assertEqual(e.exception.code, grpc.StatusCode.UNAVAILABLE)
+
+        with open(os.path.join(DATA, "basketball1.png"), "rb") as f:
+            png = f.read()
+        by_keyword = self.client.detect(encoded=png, model="opencv_people_64x128")
+        self.assertGreater(len(by_keyword), 0)
+        self.assertEqual(by_keyword, self.client.detect(None, encoded=png))
+        with self.assertRaises(ValueError):
+            self.client.detect()
+        with self.assertRaises(ValueError):
+            self.client.detect(np.zeros((8, 8), np.uint8), encoded=png)
 
     def test_tls_with_a_token(self):
         material = TlsMaterial(clients=())

@@ -2,12 +2,15 @@
 client creating POSIX objects with multiprocessing.shared_memory): Morphology, Gradient and Pyramid
 reading their input from a region at odd offsets return exactly what the inline request returns;
 Morphology writing into a region leaves there exactly the inline result; unregistering a region
-while requests use it lets them finish; `cuimg load --shm` runs. CPU backend in CI, CUDA backend on
-the GPU machine (CUIMG_BACKEND), where regions must be page-locked (device_mapped)."""
+while requests use it lets them finish; `cuimg load --shm` runs; a client truncating its object
+while a request reads or writes it fails that request (FAILED_PRECONDITION), never the server.
+CPU backend in CI, CUDA backend on the GPU machine (CUIMG_BACKEND), where regions must be
+page-locked (device_mapped)."""
 import json
 import os
 import re
 import subprocess
+import threading
 import time
 import unittest
 import urllib.request
@@ -284,6 +287,161 @@ class SharedMemoryWire(unittest.TestCase):
         self.assertTrue(summary["config"]["shm"])
         self.assertEqual(summary["codes"], {"OK": 40})
 
+
+def dilations(iterations):
+    """31x31 elliptic dilations, as steps of at most 1000 iterations (the server's limits)."""
+    return [morphology_pb2.MorphologyStep(
+        op=morphology_pb2.MORPHOLOGY_OP_DILATE, iterations=min(1000, iterations - done),
+        element=morphology_pb2.StructuringElement(
+            shape=morphology_pb2.ELEMENT_SHAPE_ELLIPSE, width=31, height=31))
+        for done in range(0, iterations, 1000)][:64]
+
+
+def slow_steps(stub, array, seconds):
+    """Dilations that keep the server busy about `seconds` on `array` between reading it and
+    writing the result, timed here inline (machines differ): the count grows until a run is long
+    enough to time, then scales."""
+    iterations = 1
+    while True:
+        request = morphology_pb2.MorphologyRequest(
+            input=types_pb2.ImageSource(image=shape_proto(array, types_pb2.PIXEL_TYPE_U8, True)),
+            steps=dilations(iterations))
+        started = time.monotonic()
+        stub.Morphology(request, timeout=120)
+        took = time.monotonic() - started
+        if took >= 0.25 or iterations >= 64000:
+            return dilations(min(64000, int(iterations * seconds / took) + 1))
+        iterations *= 4
+
+
+class SharedMemoryShrunkUnderTheServer(unittest.TestCase):
+    """The attack of issue #38: a client ftruncates its registered object while the server reads or
+    writes it. Before the fault guard this killed the server with SIGBUS (every call of every
+    client lost); now the call fails FAILED_PRECONDITION naming the region and key, the region stays
+    refused until unregistered, and everyone else carries on."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = ServerProcess(SERVER, f"--backend={BACKEND}", "--shared_memory")
+        cls.channel = grpc.insecure_channel(cls.server.target, options=[
+            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        cls.stub = imaging_service_pb2_grpc.ImagingStub(cls.channel)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.channel.close()
+        code = cls.server.terminate()
+        assert code == 0, cls.server.log()
+
+    def register(self, shm):
+        return self.stub.RegisterSharedMemory(shared_memory_pb2.RegisterSharedMemoryRequest(
+            key=shm.key, byte_size=shm.size), timeout=30).region.handle
+
+    def shrunk_log_line(self, key):
+        for line in self.server.log().splitlines():
+            if "event=shared_memory_shrunk" in line and f'key="{key}"' in line:
+                return line
+        return None
+
+    def assert_server_still_serves(self, region, array):
+        self.assertIsNone(self.server.process.poll(), "the server died:\n" + self.server.log())
+        with self.assertRaises(grpc.RpcError) as later:  # the region stays refused
+            self.stub.Morphology(morphology_pb2.MorphologyRequest(
+                input=types_pb2.ImageSource(shared_memory=types_pb2.SharedMemoryImage(
+                    region=region, image=shape_proto(array, types_pb2.PIXEL_TYPE_U8))),
+                steps=ONE_BOX_PASS), timeout=60)
+        self.assertEqual(later.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+        self.stub.UnregisterSharedMemory(
+            shared_memory_pb2.UnregisterSharedMemoryRequest(handle=region), timeout=30)
+        small = np.arange(64, dtype=np.uint8).reshape(8, 8)
+        reply = self.stub.Morphology(morphology_pb2.MorphologyRequest(
+            input=types_pb2.ImageSource(image=shape_proto(small, types_pb2.PIXEL_TYPE_U8, True)),
+            steps=ONE_BOX_PASS), timeout=60)
+        self.assertEqual(np.frombuffer(reply.result.image.data, np.uint8)[0], 9)
+
+    def test_truncating_the_output_region_mid_request(self):
+        # Arrange: input and result in one object; the result is written after ~2 s of work.
+        array = random_array(np.random.default_rng(20), np.uint8, (1024, 1024))
+        shm = ShmObject(2 * array.nbytes)
+        try:
+            shm.buf[:array.nbytes] = array.tobytes()
+            region = self.register(shm)
+            request = morphology_pb2.MorphologyRequest(
+                input=types_pb2.ImageSource(shared_memory=types_pb2.SharedMemoryImage(
+                    region=region, image=shape_proto(array, types_pb2.PIXEL_TYPE_U8))),
+                steps=slow_steps(self.stub, array, 2.0),
+                output=types_pb2.OutputOptions(shared_memory=types_pb2.SharedMemoryTarget(
+                    region=region, offset=array.nbytes)))
+
+            # Act: the client truncates its object while the server computes.
+            started = time.monotonic()
+            future = self.stub.Morphology.future(request, timeout=300)
+            time.sleep(0.3)
+            running = not future.done()
+            os.ftruncate(shm.shm._fd, 0)
+            with self.assertRaises(grpc.RpcError) as caught:
+                future.result()
+            elapsed = time.monotonic() - started
+
+            # Assert
+            self.assertTrue(running, f"the request took {elapsed:.2f} s, ending before the truncation")
+            self.assertEqual(caught.exception.code(), grpc.StatusCode.FAILED_PRECONDITION,
+                             caught.exception.details())
+            self.assertIn("shared_memory.region: the shared-memory object",
+                          caught.exception.details())
+            self.assertIn(shm.key, caught.exception.details())
+            line = self.shrunk_log_line(shm.key)
+            self.assertIsNotNone(line, self.server.log())
+            if BACKEND == "cpu":  # the result's copy met the vanished pages (DMA does not fault)
+                self.assertIn("faulted=true", line)
+            self.assert_server_still_serves(region, array)
+        finally:
+            shm.close()
+
+    def test_truncating_the_input_region_while_it_is_read(self):
+        # The input is read once, early in the request: a thread shrinks and regrows the object
+        # over and over, until a read meets it shrunk after the request's size check passed. A
+        # request may also be refused at that check (FAILED_PRECONDITION, before reading), or miss
+        # every shrink (OK: the object was whole whenever the server looked). Each attempt takes a
+        # fresh object: a shrunk one stays refused.
+        array = random_array(np.random.default_rng(21), np.uint8, (4096, 4096))
+        faulted = 0
+        for attempt in range(20 if BACKEND == "cpu" else 5):
+            shm = ShmObject(array.nbytes)
+            try:
+                shm.buf[:] = array.tobytes()
+                region = self.register(shm)
+                request = morphology_pb2.MorphologyRequest(
+                    input=types_pb2.ImageSource(shared_memory=types_pb2.SharedMemoryImage(
+                        region=region, image=shape_proto(array, types_pb2.PIXEL_TYPE_U8))),
+                    steps=ONE_BOX_PASS)
+                stop = threading.Event()
+
+                def flap(fd=shm.shm._fd, size=shm.size):
+                    while not stop.is_set():
+                        os.ftruncate(fd, 0)
+                        os.ftruncate(fd, size)
+                    os.ftruncate(fd, 0)
+
+                flapper = threading.Thread(target=flap)
+                flapper.start()
+                try:
+                    self.stub.Morphology(request, timeout=120)
+                except grpc.RpcError as e:
+                    self.assertEqual(e.code(), grpc.StatusCode.FAILED_PRECONDITION, e.details())
+                    self.assertIn(shm.key, e.details())
+                finally:
+                    stop.set()
+                    flapper.join()
+                faulted += "faulted=true" in (self.shrunk_log_line(shm.key) or "")
+                self.assert_server_still_serves(region, array)
+            finally:
+                shm.close()
+            if faulted and BACKEND == "cpu":
+                break
+        print(f"{faulted} of {attempt + 1} input reads met the shrunk object (SIGBUS guarded)")
+        if BACKEND == "cpu":  # page-locked inputs are read by DMA, which does not fault
+            self.assertGreater(faulted, 0, "no read met the shrunk object: the attack never ran")
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -5,6 +5,7 @@ write the same files as without, over one stream or several (--volume_streams). 
 backend in CI and on the CUDA backend on the GPU machine (CUIMG_BACKEND), where the slabs of one
 stream run on several CUDA streams at once."""
 import os
+import re
 import struct
 import subprocess
 import tempfile
@@ -128,19 +129,32 @@ class VolumeStreamWire(unittest.TestCase):
             outs = {}
             # The client splits a streamed volume over --volume_streams streams (default 4), each
             # carrying the halo its part needs (open 5x5x3: one slice, twice).
-            variants = (("unary", []), ("streamed", ["--slab_slices=4"]),
-                        ("one_stream", ["--slab_slices=4", "--volume_streams=1"]),
-                        ("nine_streams", ["--slab_slices=1", "--volume_streams=9"]))
-            for name, extra in variants:
+            # Streams used: 9 slices give at most 4 parts of 2 or more slices.
+            variants = (("unary", [], 0), ("streamed", ["--slab_slices=4"], 4),
+                        ("one_stream", ["--slab_slices=4", "--volume_streams=1"], 1),
+                        ("nine_streams", ["--slab_slices=1", "--volume_streams=9"], 4))
+            for name, extra, streams in variants:
                 for cmd in (["morphology", f"--output={d}/{name}.tif", "--steps=open:ellipse:5x5x3"],
                             ["gradient", f"--output_prefix={d}/{name}"]):
                     run = subprocess.run([CLIENT, cmd[0], f"--target={self.server.target}",
                                           f"--input={src}", *cmd[1:], *extra],
                                          capture_output=True, text=True, timeout=120)
                     self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+                    # One readable line; for a streamed volume the slab sums are labelled as
+                    # such, never as one stream's kernel_us above its total_us.
+                    self.assertEqual(run.stdout.count("\n"), 1, run.stdout)
+                    if streams:
+                        found = re.search(r"; streamed [0-9.]+ MB at [0-9.]+ MB/s over (\d+) "
+                                          r"streams?, (\d+) slabs?; server: longest stream "
+                                          r"[0-9.]+ ms, slab stages summed [0-9.]+ ms kernel \+ "
+                                          r"[0-9.]+ ms copies", run.stdout)
+                        self.assertIsNotNone(found, run.stdout)
+                        self.assertEqual(int(found.group(1)), streams, run.stdout)
+                        self.assertGreaterEqual(int(found.group(2)), streams, run.stdout)
+                        self.assertNotIn("kernel_us", run.stdout)
                 outs[name] = [open(f"{d}/{name}{s}", "rb").read()
                               for s in (".tif", "_gx.tiff", "_gy.tiff", "_magnitude.tiff")]
-            for name, _ in variants[1:]:
+            for name, _, _ in variants[1:]:
                 self.assertEqual(outs["unary"], outs[name], name)
             run = subprocess.run([CLIENT, "morphology", f"--target={self.server.target}",
                                   f"--input={src}", f"--output={d}/x.tif", "--slab_slices=4",

@@ -319,3 +319,14 @@ def nifti_images():
 for name, image in nifti_images().items():
     write("nifti_reader", f"{name}.bin", nifti_seed(image, gz=False))
     write("nifti_reader", f"{name}_gz.bin", nifti_seed(image, gz=True))
+
+
+# --- multipart: a Content-Type line, then a body, as WADO-RS answers come (multipart_fuzzer.cc).
+dicm = b"\0" * 128 + b"DICM" + bytes(range(48))
+write("multipart", "one_instance.bin",
+      b'multipart/related; type="application/dicom"; boundary=abc123\n'
+      b"--abc123\r\nContent-Type: application/dicom\r\n\r\n" + dicm + b"\r\n--abc123--\r\n")
+write("multipart", "preamble_two_parts_epilogue.bin",
+      b'Multipart/Related; boundary="q b:1"\npreamble\r\n--q b:1 \r\n\r\n' + dicm +
+      b"\r\n--q b:1\r\nContent-Type: application/dicom; transfer-syntax=1.2.840.10008.1.2.1\r\n"
+      b"Content-Length: 10\r\n\r\n0123456789\r\n--q b:1--epilogue")

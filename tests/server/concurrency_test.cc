@@ -76,7 +76,8 @@ TEST(Concurrency, CpuBackendServesParallelRequestsWhileMetricsAreScraped) {
       for (int i = 0; i < 10; ++i) {
         Image out(PixelType::kU8, input.extent(), 1);
         StageTimes times;
-        ASSERT_TRUE(backend->Morphology(input.view(), out.view(), steps, &times).ok());
+        ASSERT_TRUE(
+            backend->Morphology(input.view(), out.view(), steps, &times, NeverCancelled()).ok());
         if (testing::FirstMismatch(out, expected) != -1) mismatches.fetch_add(1);
       }
     });

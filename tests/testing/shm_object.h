@@ -17,9 +17,10 @@ namespace cuimg::testing {
 
 class ShmObject {
  public:
-  explicit ShmObject(std::size_t bytes) : bytes_(bytes) {
+  // Named `prefix` + "cuimg-test-<pid>-<n>"; `prefix` is "/" or a key prefix such as "/alice.".
+  explicit ShmObject(std::size_t bytes, const std::string& prefix = "/") : bytes_(bytes) {
     static std::atomic<int> counter{0};
-    key_ = absl::StrCat("/cuimg-test-", getpid(), "-", counter++);
+    key_ = absl::StrCat(prefix, "cuimg-test-", getpid(), "-", counter++);
     fd_ = shm_open(key_.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
     if (fd_ >= 0 && ftruncate(fd_, static_cast<off_t>(bytes)) == 0) {
       void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
@@ -38,7 +39,8 @@ class ShmObject {
   const std::string& key() const { return key_; }
   std::uint8_t* data() const { return data_; }
   std::size_t size() const { return bytes_; }
-  // Shrinks the object under the server, as a misbehaving client could.
+  // Shrinks (or grows) the object under the server, as a misbehaving client could. The test's
+  // own mapping keeps its length: touch only what the object still holds.
   bool Truncate(std::size_t bytes) { return ftruncate(fd_, static_cast<off_t>(bytes)) == 0; }
 
  private:

@@ -4,14 +4,15 @@
     with cuimg.Client("localhost:50051") as c:
         out = c.morphology(volume, "dilate:rect:3x3x3")
 
-The generated API stubs (cuimg.v1.*_pb2, built from proto/ by CMake) live in another directory
-named cuimg; extend_path joins the two, so either order on PYTHONPATH works.
+The generated API stubs (cuimg.v1.*_pb2) are built from proto/: by CMake into another directory
+named cuimg (extend_path joins the two, so either order on PYTHONPATH works), or by
+`pip install client/python` into the installed package itself.
 """
 from pkgutil import extend_path
 
 __path__ = extend_path(__path__, __name__)
 
-__all__ = ["Client", "CuimgError", "parse_steps"]
+__all__ = ["Client", "CuimgError", "Resident", "parse_steps"]
 
 
 def __getattr__(name):

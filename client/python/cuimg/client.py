@@ -1,22 +1,32 @@
 """The Client class: one channel, typed helpers per RPC, NumPy in and out.
 
 Arrays: (H, W) images, (D, H, W) volumes, (H, W, C) colour images for detection; dtypes uint8,
-uint16, int16, float32 (others are refused, never converted silently). Errors from the server
-raise CuimgError with the gRPC code and message (field names included, e.g.
-"steps[0].element.width: ...").
+uint16, int16, float32 in either byte order (others are refused, never converted silently).
+Results are writable arrays in native byte order. Errors from the server raise CuimgError with
+the gRPC code and message (field names included, e.g. "steps[0].element.width: ...").
+
+Volumes larger than the client's `stream_threshold` go through ProcessVolumeStream over several
+connections (cuimg.volume_stream), without the copies a unary message costs; the result is the
+unary RPC's, bit for bit.
 
 On the server's host, Client.shared_memory(size) gives a SharedRegion: arrays placed in it travel
 by reference (region, offset, shape) instead of bytes, and morphology can write into it (out=).
 """
+from __future__ import annotations
+
 import json
 import os
 from multiprocessing import shared_memory
+from typing import Any, Iterable, NamedTuple, Sequence, Union
 
-import numpy as np
 import grpc
+import numpy as np
 
+from cuimg import _wire
 from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, imaging_service_pb2_grpc,
-                      morphology_pb2, pyramid_pb2, resident_pb2, shared_memory_pb2, types_pb2)
+                      morphology_pb2, pyramid_pb2, resident_pb2, shared_memory_pb2, streaming_pb2,
+                      types_pb2)
+from cuimg.volume_stream import StreamFailed, StreamedVolume, stream_volume
 
 PIXEL_TYPES = {np.dtype(np.uint8): types_pb2.PIXEL_TYPE_U8,
                np.dtype(np.uint16): types_pb2.PIXEL_TYPE_U16,
@@ -34,23 +44,38 @@ SHAPES = {name: getattr(morphology_pb2, f"ELEMENT_SHAPE_{name.upper()}")
 CHANNEL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1),
                    # gRPC retries a call only while what it sent fits this buffer (256 KiB by
                    # default, less than a VGA frame); the cuimg CLI uses the same.
-                   ("grpc.per_rpc_retry_buffer_size", 64 << 20)]
+                   ("grpc.per_rpc_retry_buffer_size", 64 << 20),
+                   # A failed connection is tried again after 100 ms, not gRPC's 1 s, within the
+                   # retry policy's span (Debian's gRPC 1.51 now and then fails a local connect()
+                   # that was only in progress, grpc/grpc#35064); the CLI does the same.
+                   ("grpc.initial_reconnect_backoff_ms", 100)]
+# Volumes above this many bytes are streamed (Client's stream_threshold): below it one unary
+# message costs less than opening the streams.
+DEFAULT_STREAM_THRESHOLD = 4 << 20
+
+# What the RPCs accept as an image: an array, a resident handle, or an array in shared memory.
+ImageLike = Union[np.ndarray, str, "ShmArray"]
+Spacing = Sequence[float]
 
 
-def _retry_config(max_attempts):
+def _retry_config(max_attempts: int) -> str | None:
     """The service config: UNAVAILABLE (a restarted or replaced server) and an overloaded
     server's RESOURCE_EXHAUSTED are retried, the latter after the delay the server pushes back
     (grpc-retry-pushback-ms; -1, never, for a request that cannot fit)."""
     if max_attempts == 1:
         return None
     return json.dumps({"methodConfig": [{
-        "name": [{"service": "cuimg.v1.Imaging"}],
+        "name": [{"service": "cuimg.v1.Imaging"}, {"service": "grpc.health.v1.Health"}],
         "retryPolicy": {"maxAttempts": max_attempts, "initialBackoff": "0.05s",
                         "maxBackoff": "1s", "backoffMultiplier": 2,
-                        "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED"]}}]})
+                        "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED"]}}, {
+        # Streamed volumes are sent again by the client itself (cuimg.volume_stream): under
+        # gRPC 1.51's retry policy a stream whose server died mid-call waited for its deadline
+        # instead of failing (tests/e2e/test_python_volume_stream.py kills one).
+        "name": [{"service": "cuimg.v1.Imaging", "method": "ProcessVolumeStream"}]}]})
 
 
-def _read(path):
+def _read(path: str | None) -> bytes | None:
     if path is None:
         return None
     with open(path, "rb") as f:
@@ -60,14 +85,23 @@ def _read(path):
 class CuimgError(Exception):
     """An RPC failed: `code` is the grpc.StatusCode, `details` the server's message."""
 
-    def __init__(self, code, details):
+    def __init__(self, code: grpc.StatusCode, details: str):
         super().__init__(f"{code.name}: {details}")
         self.code = code
         self.details = details
 
 
-def parse_steps(text):
-    """"op:shape:WxH[xD][:iterations],..." (the cuimg CLI's --steps) -> MorphologyStep list."""
+class Resident(NamedTuple):
+    """A result kept on the server (keep_resident=True): its `handle`, usable in place of an
+    array by any RPC and by download(), and `data`, what the call returns without keep_resident
+    (None when return_data=False)."""
+    handle: str
+    data: Any
+
+
+def parse_steps(text: str) -> list[morphology_pb2.MorphologyStep]:
+    """"op:shape:WxH[xD][:iterations],..." (the cuimg CLI's --steps) -> MorphologyStep list.
+    ValueError names the step that does not parse."""
     steps = []
     for part in text.split(","):
         fields = part.split(":")
@@ -85,11 +119,30 @@ def parse_steps(text):
     return steps
 
 
-def to_image(array, spacing=None, colour=False):
-    """A NumPy array as a cuimg.v1.Image: (H, W), (D, H, W), or with colour=True (H, W, C)."""
+def pixel_type(dtype: np.dtype) -> int:
+    """The cuimg.v1.PixelType of a NumPy dtype in either byte order; TypeError for others."""
+    dtype = np.dtype(dtype)
+    found = PIXEL_TYPES.get(dtype.newbyteorder("="))
+    if found is None:
+        raise TypeError(f"dtype {dtype}: cuimg takes uint8, uint16, int16 or float32")
+    return found
+
+
+def little_endian(array: Any) -> np.ndarray:
+    """`array` as a C-contiguous little-endian array of a cuimg pixel type: the array itself when
+    it already is one (no copy), else one converting copy (byte swapped for big-endian input)."""
     array = np.asarray(array)
-    if array.dtype not in PIXEL_TYPES:
-        raise TypeError(f"dtype {array.dtype}: cuimg takes uint8, uint16, int16 or float32")
+    pixel_type(array.dtype)
+    return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+
+
+def _set_spacing(image: types_pb2.Image, spacing: Spacing | None) -> None:
+    if spacing is not None:
+        image.spacing.x_mm, image.spacing.y_mm, image.spacing.z_mm = (float(v) for v in spacing)
+
+
+def _image_header(array: np.ndarray, spacing: Spacing | None, colour: bool) -> types_pb2.Image:
+    """The cuimg.v1.Image describing `array` (a cuimg pixel type), with no data."""
     if array.ndim == 2:
         depth, channels = 0, 1
     elif array.ndim == 3 and colour:
@@ -99,25 +152,38 @@ def to_image(array, spacing=None, colour=False):
     else:
         raise ValueError(f"shape {array.shape}: expected (H, W), (D, H, W) or (H, W, C)")
     height, width = (array.shape[0], array.shape[1]) if depth == 0 else array.shape[1:]
-    image = types_pb2.Image(pixel_type=PIXEL_TYPES[array.dtype], width=width, height=height,
-                            depth=depth, channels=channels,
-                            data=np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes())
-    if spacing is not None:
-        image.spacing.x_mm, image.spacing.y_mm, image.spacing.z_mm = spacing
+    image = types_pb2.Image(pixel_type=pixel_type(array.dtype), width=width, height=height,
+                            depth=depth, channels=channels)
+    _set_spacing(image, spacing)
     return image
 
 
-def from_image(image):
-    """A cuimg.v1.Image as a read-only NumPy array of its shape."""
-    dtype = DTYPES[image.pixel_type].newbyteorder("<")
-    channels = max(image.channels, 1)
-    shape = (image.height, image.width) if image.depth <= 1 else (image.depth, image.height, image.width)
-    if channels > 1:
-        shape += (channels,)
-    return np.frombuffer(image.data, dtype=dtype).reshape(shape)
+def to_image(array: Any, spacing: Spacing | None = None, colour: bool = False) -> types_pb2.Image:
+    """A NumPy array as a cuimg.v1.Image: (H, W), (D, H, W), or with colour=True (H, W, C);
+    big-endian arrays are byte swapped. `spacing`: (x, y, z) mm per pixel, carried to the
+    server (cuimg works in pixels)."""
+    array = little_endian(array)
+    image = _image_header(array, spacing, colour)
+    image.data = array.tobytes()  # one copy: protobuf takes only bytes
+    return image
 
 
-def _source(array_or_handle, spacing=None, colour=False):
+def _image_shape(image: types_pb2.Image) -> tuple[int, ...]:
+    shape: tuple[int, ...] = (image.height, image.width) if image.depth <= 1 else \
+        (image.depth, image.height, image.width)
+    return shape + ((image.channels,) if image.channels > 1 else ())
+
+
+def from_image(image: types_pb2.Image) -> np.ndarray:
+    """A cuimg.v1.Image as a writable NumPy array of its shape, in native byte order (a copy:
+    the message's bytes are immutable)."""
+    dtype = DTYPES[image.pixel_type]
+    view = np.frombuffer(image.data, dtype=dtype.newbyteorder("<")).reshape(_image_shape(image))
+    return np.array(view, dtype=dtype)
+
+
+def _source(array_or_handle: ImageLike, spacing: Spacing | None = None,
+            colour: bool = False) -> types_pb2.ImageSource:
     if isinstance(array_or_handle, str):
         return types_pb2.ImageSource(handle=array_or_handle)
     if isinstance(array_or_handle, ShmArray):
@@ -125,15 +191,32 @@ def _source(array_or_handle, spacing=None, colour=False):
     return types_pb2.ImageSource(image=to_image(array_or_handle, spacing, colour))
 
 
+def _output_options(keep_resident: bool, return_data: bool,
+                    ttl_seconds: int) -> types_pb2.OutputOptions | None:
+    if not return_data and not keep_resident:
+        raise ValueError("return_data=False needs keep_resident=True")
+    if not keep_resident:
+        return None
+    return types_pb2.OutputOptions(keep_resident=True, omit_data=not return_data,
+                                   ttl_seconds=ttl_seconds)
+
+
+def _result(result: types_pb2.ImageResult, keep_resident: bool, return_data: bool) -> Any:
+    data = from_image(result.image) if return_data else None
+    return Resident(result.handle, data) if keep_resident else data
+
+
 class ShmArray:
     """An array living in a SharedRegion at `offset`: `.array` is the NumPy view (read and write
     it in place); pass the ShmArray itself to a Client method to send it by reference."""
 
-    def __init__(self, region, offset, shape, dtype):
+    def __init__(self, region: "SharedRegion", offset: int, shape: tuple[int, ...], dtype: Any):
         self.region, self.offset = region, offset
         self.array = np.ndarray(shape, np.dtype(dtype), buffer=region.buffer, offset=offset)
 
-    def reference(self, spacing=None):
+    def reference(self, spacing: Spacing | None = None) -> types_pb2.SharedMemoryImage:
+        """The cuimg.v1.SharedMemoryImage naming this array (native little-endian dtypes only:
+        the server reads the bytes as they lie)."""
         a = self.array
         if a.dtype not in PIXEL_TYPES:
             raise TypeError(f"dtype {a.dtype}: cuimg takes uint8, uint16, int16 or float32")
@@ -141,8 +224,7 @@ class ShmArray:
             raise ValueError(f"shape {a.shape}: expected (H, W) or (D, H, W)")
         image = types_pb2.Image(pixel_type=PIXEL_TYPES[a.dtype], width=a.shape[-1],
                                 height=a.shape[-2], depth=a.shape[0] if a.ndim == 3 else 0)
-        if spacing is not None:
-            image.spacing.x_mm, image.spacing.y_mm, image.spacing.z_mm = spacing
+        _set_spacing(image, spacing)
         return types_pb2.SharedMemoryImage(region=self.region.handle, offset=self.offset,
                                            image=image)
 
@@ -153,10 +235,15 @@ class SharedRegion:
 
     _count = 0
 
-    def __init__(self, client, size):
+    def __init__(self, client: "Client", size: int):
         SharedRegion._count += 1
+        # Where the server tells callers apart, a caller's names must start with its key prefix
+        # ("/<identity>."); the Python name is the key without its leading "/".
+        prefix = client._call("ListSharedMemory",
+                              shared_memory_pb2.ListSharedMemoryRequest()).key_prefix
         self._shm = shared_memory.SharedMemory(
-            name=f"cuimg-py-{os.getpid()}-{SharedRegion._count}", create=True, size=size)
+            name=f"{prefix[1:]}cuimg-py-{os.getpid()}-{SharedRegion._count}", create=True,
+            size=size)
         self._client = client
         self.size = size
         try:
@@ -169,17 +256,19 @@ class SharedRegion:
         self.handle, self.device_mapped = region.handle, region.device_mapped
 
     @property
-    def buffer(self):
+    def buffer(self) -> memoryview:
+        """The mapped bytes."""
         return self._shm.buf
 
-    def array(self, shape, dtype, offset=0):
+    def array(self, shape: Sequence[int], dtype: Any, offset: int = 0) -> ShmArray:
         """A ShmArray of `shape` and `dtype` at byte `offset` (which must fit the region)."""
         nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
         if offset < 0 or offset + nbytes > self.size:
             raise ValueError(f"{nbytes} bytes at offset {offset} do not fit {self.size}")
         return ShmArray(self, offset, tuple(shape), dtype)
 
-    def close(self):
+    def close(self) -> None:
+        """Unregisters the region, then unmaps and unlinks the object."""
         try:
             self._client._call("UnregisterSharedMemory",
                                shared_memory_pb2.UnregisterSharedMemoryRequest(handle=self.handle))
@@ -190,18 +279,22 @@ class SharedRegion:
                 pass  # ShmArray views still exist: the mapping goes with the last of them
             self._shm.unlink()
 
-    def __enter__(self):
+    def __enter__(self) -> "SharedRegion":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
 
-def _mesh(vertices, triangles):
+def _mesh(vertices: Any, triangles: Any) -> deform_pb2.Mesh:
     vertices = np.ascontiguousarray(vertices, dtype="<f4").reshape(-1, 3)
     triangles = np.ascontiguousarray(triangles, dtype="<u4").reshape(-1, 3)
     return deform_pb2.Mesh(vertex_count=len(vertices), triangle_count=len(triangles),
                            positions=vertices.tobytes(), triangles=triangles.tobytes())
+
+
+def _floats(data: bytes) -> np.ndarray:
+    return np.frombuffer(data, "<f4").reshape(-1, 3).astype(np.float32)
 
 
 class Client:
@@ -213,16 +306,30 @@ class Client:
     cert_file, key_file: PEM client certificate and key for mutual TLS
     server_name: the name the server's certificate must carry, if not the target's host
     token, token_file: a bearer token ("authorization: Bearer ..."), sent only over TLS
-    timeout:     per-call deadline in seconds (None: none)
+    timeout:     per-call deadline in seconds (None: none); a streamed volume's whole deadline
     max_attempts: attempts per call (1 to 5) for UNAVAILABLE, and for RESOURCE_EXHAUSTED after
                  the server's retry hint
+    stream_threshold: volumes ((D, H, W) arrays, D >= 2) of more bytes than this go through
+                 ProcessVolumeStream (morphology and gradient; not with keep_resident); None
+                 never streams. Each call may override it (stream=).
+    volume_streams: parts a streamed volume is split into, each on its own connection (as the
+                 CLI's --volume_streams)
+    slab_bytes:  about how many input bytes each streamed slab message carries
     """
 
-    def __init__(self, target="localhost:50051", *, tls=False, ca_file=None, cert_file=None,
-                 key_file=None, server_name=None, token=None, token_file=None, timeout=60.0,
-                 max_attempts=4):
+    def __init__(self, target: str = "localhost:50051", *, tls: bool = False,
+                 ca_file: str | None = None, cert_file: str | None = None,
+                 key_file: str | None = None, server_name: str | None = None,
+                 token: str | None = None, token_file: str | None = None,
+                 timeout: float | None = 60.0, max_attempts: int = 4,
+                 stream_threshold: int | None = DEFAULT_STREAM_THRESHOLD,
+                 volume_streams: int = 4, slab_bytes: int = 4 << 20):
         if not 1 <= max_attempts <= 5:
             raise ValueError("max_attempts: expected 1 to 5")
+        if volume_streams < 1:
+            raise ValueError("volume_streams: expected >= 1")
+        if slab_bytes < 1:
+            raise ValueError("slab_bytes: expected >= 1")
         if token_file is not None:
             with open(token_file) as f:
                 token = f.read().strip()
@@ -235,6 +342,7 @@ class Client:
         retry = _retry_config(max_attempts)
         if retry is not None:
             options.append(("grpc.service_config", retry))
+        credentials = None
         if tls:
             credentials = grpc.ssl_channel_credentials(_read(ca_file), _read(key_file), _read(cert_file))
             if token is not None:
@@ -242,23 +350,37 @@ class Client:
                     credentials, grpc.access_token_call_credentials(token))
             if server_name:
                 options.append(("grpc.ssl_target_name_override", server_name))
-            self._channel = grpc.secure_channel(target, credentials, options=options)
-        else:
-            self._channel = grpc.insecure_channel(target, options=options)
+        self._target, self._options, self._credentials = target, options, credentials
+        self._channel = self._new_channel(0)
         self._stub = imaging_service_pb2_grpc.ImagingStub(self._channel)
+        self._stream_channels = [self._channel]  # more are made on the first streamed volume
         self.timeout = timeout
+        self.stream_threshold = stream_threshold
+        self.volume_streams = volume_streams
+        self.slab_bytes = slab_bytes
         self.last_timing = ""  # the cuimg-timing trailer of the last call (queue, kernel, ... µs)
+        self.last_stream: StreamedVolume | None = None  # the last streamed volume's parts
 
-    def close(self):
-        self._channel.close()
+    def _new_channel(self, index: int) -> grpc.Channel:
+        # A distinct argument per index keeps gRPC from sharing one connection between channels
+        # (its subchannel pool pools equal targets and arguments); the CLI does the same.
+        options = self._options + ([("cuimg.channel_index", index)] if index else [])
+        if self._credentials is not None:
+            return grpc.secure_channel(self._target, self._credentials, options=options)
+        return grpc.insecure_channel(self._target, options=options)
 
-    def __enter__(self):
+    def close(self) -> None:
+        """Closes every channel of this client."""
+        for channel in self._stream_channels:
+            channel.close()
+
+    def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def _call(self, method, request):
+    def _call(self, method: str, request: Any) -> Any:
         try:
             response, call = getattr(self._stub, method).with_call(request, timeout=self.timeout)
         except grpc.RpcError as e:
@@ -266,86 +388,257 @@ class Client:
         self.last_timing = dict(call.trailing_metadata() or ()).get("cuimg-timing", "")
         return response
 
-    def morphology(self, image, steps, *, border_value=None, spacing=None, out=None):
+    def _streams(self, image: ImageLike, stream: bool | None) -> np.ndarray | None:
+        """The little-endian array to stream when `image` goes through ProcessVolumeStream:
+        a (D, H, W) array with D >= 2 and, unless stream=True, more bytes than the threshold."""
+        if stream is False or isinstance(image, (str, ShmArray)):
+            return None
+        array = np.asarray(image)
+        if array.ndim != 3 or array.shape[0] < 2:
+            return None
+        if stream is None and (self.stream_threshold is None or
+                               array.nbytes <= self.stream_threshold):
+            return None
+        return little_endian(array)
+
+    def _stream(self, header: streaming_pb2.VolumeStreamHeader, volume: np.ndarray,
+                out_dtype: np.dtype, plane_count: int) -> list[np.ndarray]:
+        while len(self._stream_channels) < self.volume_streams:
+            self._stream_channels.append(self._new_channel(len(self._stream_channels)))
+        header.volume.pixel_type = PIXEL_TYPES[volume.dtype.newbyteorder("=")]
+        header.volume.height, header.volume.width = volume.shape[1:]
+        try:
+            result = stream_volume(self._stream_channels[:self.volume_streams], header, volume,
+                                   out_dtype=out_dtype, plane_count=plane_count,
+                                   slab_bytes=self.slab_bytes, timeout=self.timeout)
+        except StreamFailed as e:
+            raise CuimgError(e.code, e.details) from None
+        self.last_stream = result
+        self.last_timing = result.server_timing()
+        return result.planes
+
+    def morphology(self, image: ImageLike, steps: str | Iterable[morphology_pb2.MorphologyStep], *,
+                   border_value: float | None = None, spacing: Spacing | None = None,
+                   out: ShmArray | None = None, keep_resident: bool = False,
+                   return_data: bool = True, ttl_seconds: int = 0,
+                   stream: bool | None = None) -> Any:
         """Runs a chain of steps ("op:shape:WxH[xD][:iterations],..." or MorphologyStep list)
-        on an image/volume array, a ShmArray or a resident handle; returns an array of the
-        input's shape and dtype. border_value: a constant border (default: neutral, outside never
-        wins). out: a ShmArray the server writes the result into (returned as its .array)."""
+        on an image/volume array, a ShmArray or a resident handle; returns a writable array of
+        the input's shape and dtype.
+
+        border_value: a constant border (default: neutral, outside never wins).
+        spacing:     (x, y, z) voxel size in mm, sent with the input (the server works in voxel
+                     units: spacing changes no result, and the returned array carries none).
+        out:         a ShmArray the server writes the result into (returned as its .array).
+        keep_resident: keep the result on the server; returns Resident(handle, array), the array
+                     None when return_data=False. ttl_seconds: its lifetime after last use (0:
+                     the server's default).
+        stream:      None: a (D, H, W) volume above the client's stream_threshold is streamed
+                     over its volume_streams connections; True: any volume is; False: unary.
+                     Never with out= or keep_resident. The result is the same either way.
+        """
         steps = parse_steps(steps) if isinstance(steps, str) else list(steps)
         if border_value is not None:
             for s in steps:
                 s.border_mode, s.border_value = morphology_pb2.BORDER_MODE_CONSTANT, border_value
-        output = None
+        output = _output_options(keep_resident, return_data, ttl_seconds)
         if out is not None:
+            if keep_resident:
+                raise ValueError("out= and keep_resident go to different places: pass one")
             output = types_pb2.OutputOptions(shared_memory=types_pb2.SharedMemoryTarget(
                 region=out.region.handle, offset=out.offset))
+        volume = None if output is not None else self._streams(image, stream)
+        if volume is not None:
+            header = streaming_pb2.VolumeStreamHeader(
+                morphology=morphology_pb2.MorphologyRequest(steps=steps))
+            _set_spacing(header.volume, spacing)
+            return self._stream(header, volume, volume.dtype.newbyteorder("="), 1)[0]
         response = self._call("Morphology", morphology_pb2.MorphologyRequest(
             input=_source(image, spacing), steps=steps, output=output))
-        return out.array if out is not None else from_image(response.result.image)
+        if out is not None:
+            return out.array
+        return _result(response.result, keep_resident, return_data)
 
-    def gradient(self, image, *, kernel_length=7, sigma=0.0, magnitude=False, angle=False):
-        """Gaussian-derivative gradients; returns a dict of float32 arrays: gx, gy (and
-        magnitude, angle when asked)."""
+    def gradient(self, image: ImageLike, *, kernel_length: int = 7, sigma: float = 0.0,
+                 magnitude: bool = False, angle: bool = False, spacing: Spacing | None = None,
+                 keep_resident: bool = False, return_data: bool = True, ttl_seconds: int = 0,
+                 stream: bool | None = None) -> dict[str, Any]:
+        """Gaussian-derivative gradients of an image (a volume: per slice); returns a dict of
+        writable float32 arrays of the input's shape: gx, gy (and magnitude, angle when asked).
+        With keep_resident each value is a Resident(handle, array). spacing and stream as for
+        morphology."""
+        names = ["gx", "gy"] + (["magnitude"] if magnitude else []) + (["angle"] if angle else [])
+        output = _output_options(keep_resident, return_data, ttl_seconds)
+        volume = None if output is not None else self._streams(image, stream)
+        if volume is not None:
+            header = streaming_pb2.VolumeStreamHeader(gradient=gradient_pb2.GradientRequest(
+                kernel_length=kernel_length, sigma=sigma, magnitude=magnitude, angle=angle))
+            _set_spacing(header.volume, spacing)
+            return dict(zip(names, self._stream(header, volume, np.dtype(np.float32), len(names))))
         response = self._call("Gradient", gradient_pb2.GradientRequest(
-            input=_source(image), kernel_length=kernel_length, sigma=sigma, magnitude=magnitude,
-            angle=angle))
-        out = {"gx": from_image(response.gx.image), "gy": from_image(response.gy.image)}
-        if magnitude:
-            out["magnitude"] = from_image(response.magnitude.image)
-        if angle:
-            out["angle"] = from_image(response.angle.image)
-        return out
+            input=_source(image, spacing), kernel_length=kernel_length, sigma=sigma,
+            magnitude=magnitude, angle=angle, output=output))
+        return {name: _result(getattr(response, name), keep_resident, return_data)
+                for name in names}
 
-    def pyramid(self, image, *, levels=31, ratio=1.05, mode="from_base"):
-        """Every level (level 0 = the input size) as a list of arrays."""
+    def pyramid(self, image: ImageLike, *, levels: int = 31, ratio: float = 1.05,
+                mode: str = "from_base", min_width: int = 0, min_height: int = 0,
+                output_dtype: Any = np.float32, keep_resident: bool = False,
+                return_data: bool = True, ttl_seconds: int = 0) -> list[Any]:
+        """Every level (level 0 = the input size) as a list of writable arrays of
+        `output_dtype` (float32, or the input's dtype: rounded and saturated); levels stop
+        before one narrower than min_width or lower than min_height (0: 8). With keep_resident
+        each level is a Resident(handle, array)."""
         modes = {"from_base": pyramid_pb2.PYRAMID_MODE_FROM_BASE, "cascaded": pyramid_pb2.PYRAMID_MODE_CASCADED}
         response = self._call("Pyramid", pyramid_pb2.PyramidRequest(
-            input=_source(image), levels=levels, ratio=ratio, mode=modes[mode]))
-        return [from_image(level.result.image) for level in response.levels]
+            input=_source(image), levels=levels, ratio=ratio, mode=modes[mode],
+            min_width=min_width, min_height=min_height, output_type=pixel_type(output_dtype),
+            output=_output_options(keep_resident, return_data, ttl_seconds)))
+        return [_result(level.result, keep_resident, return_data) for level in response.levels]
 
-    def detect(self, image, *, model="", hit_threshold=0.0, win_stride=0, scale=0.0, padding=0,
-               grouping=True, encoded=None):
-        """Pedestrians in a gray (H, W) or BGR/BGRA (H, W, C) uint8 image, or in PNG/JPEG bytes
-        (`encoded`): a list of dicts x, y, width, height, score, scale."""
+    def detect(self, image: ImageLike | None = None, *, encoded: bytes | None = None,
+               model: str = "", hit_threshold: float = 0.0, win_stride: int = 0,
+               scale: float = 0.0, padding: int = 0, max_levels: int = 0,
+               gamma_correction: bool | None = None, grouping: bool = True,
+               group_threshold: int | None = None,
+               group_eps: float = 0.0) -> list[dict[str, float]]:
+        """Pedestrians in a gray (H, W) or BGR/BGRA (H, W, C) uint8 image (or a resident
+        handle), or in PNG/JPEG file bytes given as `encoded=` (exactly one of the two): a list
+        of dicts x, y, width, height, score, scale, best first. `model` is a name from models();
+        the other parameters are DetectPedestriansRequest's (0 and None: the server's
+        defaults)."""
+        if (image is None) == (encoded is None):
+            raise ValueError("detect: pass an image or encoded= bytes, not both")
         source = types_pb2.ImageSource(encoded=encoded) if encoded is not None else \
             _source(image, colour=not isinstance(image, str) and np.ndim(image) == 3)
-        response = self._call("DetectPedestrians", detection_pb2.DetectPedestriansRequest(
+        request = detection_pb2.DetectPedestriansRequest(
             input=source, model=model, hit_threshold=hit_threshold, win_stride=win_stride,
-            scale=scale, padding=padding,
-            grouping=detection_pb2.GROUPING_GROUP_RECTANGLES if grouping else detection_pb2.GROUPING_NONE))
+            scale=scale, padding=padding, max_levels=max_levels, group_eps=group_eps,
+            grouping=detection_pb2.GROUPING_GROUP_RECTANGLES if grouping else detection_pb2.GROUPING_NONE)
+        if gamma_correction is not None:
+            request.gamma_correction = gamma_correction
+        if group_threshold is not None:
+            request.group_threshold = group_threshold
+        response = self._call("DetectPedestrians", request)
         return [{"x": d.x, "y": d.y, "width": d.width, "height": d.height, "score": d.score,
                  "scale": d.scale} for d in response.detections]
 
-    def deform(self, mesh, lattice):
+    def models(self) -> list[dict[str, Any]]:
+        """The detector models the server has loaded: dicts name, window_width, window_height,
+        descriptor_size, description, gamma_correction."""
+        response = self._call("ListModels", detection_pb2.ListModelsRequest())
+        return [{"name": m.name, "window_width": m.window_width,
+                 "window_height": m.window_height, "descriptor_size": m.descriptor_size,
+                 "description": m.description, "gamma_correction": m.gamma_correction}
+                for m in response.models]
+
+    def health(self, service: str = "") -> str:
+        """grpc.health.v1 Check: "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN" or "UNKNOWN" for
+        `service` ("" the whole server, or "cuimg.v1.Imaging"). A server that cannot be reached
+        raises CuimgError (UNAVAILABLE)."""
+        check = self._channel.unary_unary("/grpc.health.v1.Health/Check",
+                                          request_serializer=_wire.encode_health_request,
+                                          response_deserializer=_wire.decode_health_response)
+        try:
+            return check(service, timeout=self.timeout)
+        except grpc.RpcError as e:
+            raise CuimgError(e.code(), e.details()) from None
+
+    def deform(self, mesh: str | tuple[Any, Any], lattice: deform_pb2.Lattice, *,
+               keep_resident: bool = False, return_data: bool = True,
+               ttl_seconds: int = 0) -> Any:
         """Free-form deformation of a mesh ((vertices Nx3, triangles Mx3) or a resident handle)
-        by a cuimg.v1.Lattice; returns (positions Nx3 float32, normals Nx3 float32)."""
+        by a cuimg.v1.Lattice; returns (positions Nx3 float32, normals Nx3 float32), writable.
+        With keep_resident the deformed mesh stays on the server: Resident(handle, (positions,
+        normals) or None when return_data=False)."""
         source = deform_pb2.MeshSource(handle=mesh) if isinstance(mesh, str) else \
             deform_pb2.MeshSource(mesh=_mesh(*mesh))
         response = self._call("Deform", deform_pb2.DeformRequest(
             mesh=source, lattice=lattice,
-            outputs=deform_pb2.DEFORM_OUTPUTS_POSITIONS_AND_NORMALS))
-        return (np.frombuffer(response.positions, "<f4").reshape(-1, 3),
-                np.frombuffer(response.normals, "<f4").reshape(-1, 3))
+            outputs=deform_pb2.DEFORM_OUTPUTS_POSITIONS_AND_NORMALS,
+            output=_output_options(keep_resident, return_data, ttl_seconds)))
+        data = (_floats(response.positions), _floats(response.normals)) if return_data else None
+        return Resident(response.handle, data) if keep_resident else data
 
-    def upload(self, image=None, *, mesh=None, ttl_seconds=0):
-        """Keeps an image/volume array (or mesh=(vertices, triangles)) on the server; returns
-        its handle, usable in place of an array by morphology/gradient/pyramid/detect/deform."""
-        content = {"mesh": _mesh(*mesh)} if mesh is not None else {"image": to_image(image)}
-        request = resident_pb2.UploadRequest(ttl_seconds=ttl_seconds, **content)
+    def upload(self, image: Any = None, *, mesh: tuple[Any, Any] | None = None,
+               spacing: Spacing | None = None, ttl_seconds: int = 0,
+               chunk_bytes: int = 4 << 20) -> str:
+        """Keeps an image/volume array (or mesh=(vertices, triangles)) on the server, sent in
+        messages of about `chunk_bytes`; returns its handle, usable in place of an array by
+        morphology/gradient/pyramid/detect/deform and by download()."""
+        if (image is None) == (mesh is None):
+            raise ValueError("upload: pass an image or mesh=, not both")
+        if mesh is not None:
+            body = _mesh(*mesh)
+            split = len(body.positions)  # the stream's bytes: positions, then triangles
+            data = memoryview(body.positions + body.triangles)
+            body.positions = bytes(data[:min(chunk_bytes, split)])
+            body.triangles = bytes(data[split:max(chunk_bytes, split)])
+            first = resident_pb2.UploadRequest(mesh=body, ttl_seconds=ttl_seconds)
+        else:
+            array = little_endian(image)
+            body = _image_header(array, spacing, colour=False)
+            data = memoryview(array).cast("B")
+            body.data = bytes(data[:chunk_bytes])
+            first = resident_pb2.UploadRequest(image=body, ttl_seconds=ttl_seconds)
+
+        def messages() -> Iterable[resident_pb2.UploadRequest]:
+            yield first
+            for at in range(chunk_bytes, len(data), chunk_bytes):
+                yield resident_pb2.UploadRequest(chunk=bytes(data[at:at + chunk_bytes]))
+
         try:
-            response = self._stub.Upload(iter([request]), timeout=self.timeout)
+            response = self._stub.Upload(messages(), timeout=self.timeout)
         except grpc.RpcError as e:
             raise CuimgError(e.code(), e.details()) from None
         return response.object.handle
 
-    def shared_memory(self, size):
+    def download(self, handle: str) -> Any:
+        """A resident object's contents: an image/volume as a writable array of its shape and
+        dtype, or a mesh as (vertices Nx3 float32, triangles Mx3 uint32)."""
+        try:
+            replies = self._stub.Download(resident_pb2.DownloadRequest(handle=handle),
+                                          timeout=self.timeout)
+            first = next(replies, None)
+            if first is None:
+                raise CuimgError(grpc.StatusCode.INTERNAL, "Download: the server sent nothing")
+            if first.HasField("mesh"):
+                sizes = (first.mesh.vertex_count * 12, first.mesh.triangle_count * 12)
+                flat = np.empty(sum(sizes), np.uint8)
+                head = first.mesh.positions + first.mesh.triangles
+            elif first.HasField("image"):
+                shape = _image_shape(first.image)
+                dtype = DTYPES[first.image.pixel_type]
+                flat = np.empty(int(np.prod(shape)) * dtype.itemsize, np.uint8)
+                head = first.image.data
+            else:
+                raise CuimgError(grpc.StatusCode.INTERNAL, "Download: no object in the first reply")
+            filled = 0
+            for chunk in [head] + [r.chunk for r in replies]:
+                if filled + len(chunk) > flat.size:
+                    raise CuimgError(grpc.StatusCode.INTERNAL,
+                                     "Download: more bytes than the object")
+                flat[filled:filled + len(chunk)] = np.frombuffer(chunk, np.uint8)
+                filled += len(chunk)
+        except grpc.RpcError as e:
+            raise CuimgError(e.code(), e.details()) from None
+        if filled != flat.size:
+            raise CuimgError(grpc.StatusCode.INTERNAL,
+                             f"Download: {filled} of {flat.size} bytes")
+        if first.HasField("mesh"):
+            return (flat[:sizes[0]].view("<f4").reshape(-1, 3).astype(np.float32, copy=False),
+                    flat[sizes[0]:].view("<u4").reshape(-1, 3).astype(np.uint32, copy=False))
+        return flat.view(dtype.newbyteorder("<")).reshape(shape).astype(dtype, copy=False)
+
+    def shared_memory(self, size: int) -> SharedRegion:
         """A SharedRegion of `size` bytes registered with the server (same host only)."""
         return SharedRegion(self, size)
 
-    def release(self, handle):
+    def release(self, handle: str) -> None:
+        """Frees a resident object (NOT_FOUND when it is not, or no longer, there)."""
         self._call("Release", resident_pb2.ReleaseRequest(handle=handle))
 
-    def list_resident(self):
+    def list_resident(self) -> list[tuple[str, str, int]]:
         """(handle, kind name, size_bytes) of every resident object of this caller."""
         response = self._call("ListResident", resident_pb2.ListResidentRequest())
         return [(o.handle, resident_pb2.ResidentKind.Name(o.kind), o.size_bytes)

@@ -15,16 +15,19 @@ SeriesNumber + 1000, a SourceImageSequence naming its source, and signed 16-bit 
 Data OW, explicit VR little endian): int16 volumes with slope 1, intercept 0; float32 volumes at
 the source slice's own slope and intercept when every value fits 16 bits at that step, else at
 slope max|v| / 32767, intercept 0. Patient fields are carried, never printed."""
+from __future__ import annotations
+
 import copy
 import os
 import re
 import warnings
+from typing import Sequence
 
 import numpy as np
 import pydicom
 from pydicom.dataset import Dataset
 from pydicom.pixel_data_handlers import gdcm_handler, numpy_handler
-from pydicom.sequence import Sequence
+from pydicom.sequence import Sequence as DicomSequence
 from pydicom.uid import ExplicitVRLittleEndian, generate_uid
 
 if gdcm_handler.is_available():
@@ -73,7 +76,8 @@ def _modality(stored, ds, slope, intercept):
     return values.astype(np.float64) * slope + intercept
 
 
-def read_series(directory, series_uid=None):
+def read_series(directory: str, series_uid: str | None = None
+                ) -> tuple[np.ndarray, tuple[float, float, float], list]:
     """(volume (D, H, W) int16 or float32, spacing (x, y, z) mm, one dataset per volume slice).
 
     series_uid narrows a directory holding several series to one."""
@@ -173,7 +177,8 @@ def _quantise(plane, source):
     return stored.astype(np.int16), text, "0"
 
 
-def write_series(datasets, volume, directory, derivation="cuimg", uid_root=None):
+def write_series(datasets: Sequence, volume: np.ndarray, directory: str, derivation: str = "cuimg",
+                 uid_root: str | None = None) -> str:
     """Writes `volume` (int16 or float32, one slice per source dataset) as a new series; returns
     its SeriesInstanceUID. uid_root: the organisation's root (at most 40 digits and dots)."""
     volume = np.asarray(volume)
@@ -209,7 +214,7 @@ def write_series(datasets, volume, directory, derivation="cuimg", uid_root=None)
         reference = Dataset()
         reference.ReferencedSOPClassUID = source.SOPClassUID
         reference.ReferencedSOPInstanceUID = source.SOPInstanceUID
-        ds.SourceImageSequence = Sequence([reference])
+        ds.SourceImageSequence = DicomSequence([reference])
         for tag in ("SmallestImagePixelValue", "LargestImagePixelValue", "PixelPaddingValue"):
             if tag in ds:
                 delattr(ds, tag)

@@ -4,7 +4,9 @@
     PYTHONPATH=build/proto/python python3 client/python/examples/dicom_series_morphology.py \
         --target localhost:50051 --steps open:ellipse:5x5x3 ct_in/ ct_out/
 
-Prints the new series' UID and size; never a patient field.
+(or with the package installed: `pip install client/python`, no PYTHONPATH). A CT volume above
+the client's stream_threshold is streamed over several connections by itself; the result is the
+same. Prints the new series' UID and size; never a patient field.
 """
 import argparse
 import sys

@@ -31,7 +31,9 @@ absl::StatusOr<ImageView> ProbeImage(absl::Span<const std::uint8_t> bytes);
 
 // Decodes PNG or JPEG bytes into an image: U8 (or U16 for 16-bit PNG), 1 channel for gray
 // (alpha dropped) or 3 channels in BGR order for colour (alpha dropped), as OpenCV's imread.
-// INVALID_ARGUMENT for corrupt or unsupported data; RESOURCE_EXHAUSTED when over `limits`.
+// INVALID_ARGUMENT for corrupt or unsupported data, including what the libraries would only warn
+// about (a truncated JPEG, corrupt entropy data): nothing is filled in; RESOURCE_EXHAUSTED when
+// over `limits`.
 // With `threads`, a large single-scan JPEG decodes in strips on the idle ones; the pixels are
 // the same as a serial decode's.
 absl::StatusOr<Image> DecodeImage(absl::Span<const std::uint8_t> bytes,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cuimg/common/cancel_token.h"
 #include "cuimg/common/image.h"
 #include "cuimg/kernels/morphology_types.h"
 
@@ -31,6 +32,11 @@ namespace cuimg {
 //   tables are copied from memory the plan owns, so the plan must outlive the queued work.
 // - Results equal MorphologyReference bit for bit (integer types; f32 up to the sign of zero).
 // - Deterministic: the same inputs give the same outputs.
+// - With a `cancel` token other than NeverCancelled(), a chain of several steps on an image of
+//   kCancelSyncPixels or more synchronizes `stream` after each step and returns the token's
+//   status once it stops (the output is then unspecified): a step costs at least tens of
+//   microseconds there, so the synchronizations cost little, and abandoned work ends after the
+//   step running when the token stopped instead of after the whole chain.
 class MorphologyPlan {
  public:
   // INVALID_ARGUMENT when the chain is empty, an iteration count is < 1 or the extent is empty.
@@ -43,7 +49,9 @@ class MorphologyPlan {
   // True when Run() is one kernel (a single box pass) that writes each output pixel once and
   // never reads `out`: the output can then go straight to mapped host memory over PCIe.
   bool WritesOutputOnce() const;
-  absl::Status Run(const void* in, void* out, void* workspace, cudaStream_t stream) const;
+  absl::Status Run(const void* in, void* out, void* workspace, cudaStream_t stream,
+                   const CancelToken& cancel = NeverCancelled()) const;
+  static constexpr std::int64_t kCancelSyncPixels = std::int64_t{1} << 20;
 
   PixelType type() const;
   const Extent& extent() const;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cuimg/common/cancel_token.h"
 #include "cuimg/kernels/mesh.h"
 
 namespace cuimg {
@@ -41,9 +42,11 @@ absl::StatusOr<DeformedMeshF64> DeformReferenceF64(const MeshView& mesh, const L
                                                    int threads = 0);
 // The same on a mesh validated before, with its adjacency built once (the "resident" CPU path of
 // the benchmarks). Validates only the lattice. `adjacency` must be BuildVertexFaceAdjacency(mesh).
+// Looks at `cancel` every few vertices and returns its status once it stops.
 absl::StatusOr<DeformedMeshF64> DeformReferenceF64(const MeshView& mesh,
                                                    const VertexFaceAdjacency& adjacency,
-                                                   const Lattice& lattice, int threads = 0);
+                                                   const Lattice& lattice, int threads = 0,
+                                                   const CancelToken& cancel = NeverCancelled());
 // The same rounded to float32 (the API's output); only the arrays `outputs` asks for.
 absl::StatusOr<DeformedMesh> DeformReference(
     const MeshView& mesh, const Lattice& lattice,

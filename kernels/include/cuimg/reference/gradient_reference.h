@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "cuimg/common/cancel_token.h"
 #include "cuimg/common/image.h"
 #include "cuimg/kernels/gradient_types.h"
 
@@ -27,9 +28,11 @@ struct GradientImages {
 // in float64 and rounded once to float32; magnitude = sqrt(gx^2 + gy^2), angle = atan2(gy, gx),
 // both from the float64 values. A volume is processed slice by slice. Input: one channel of any
 // pixel type. Uses up to `threads` threads (0 = hardware concurrency). INVALID_ARGUMENT for an
-// invalid spec (ValidateGradientSpec), more than one channel or an empty extent.
+// invalid spec (ValidateGradientSpec), more than one channel or an empty extent. Looks at `cancel`
+// per row and slice and returns its status once it stops.
 absl::StatusOr<GradientImages> GradientReference(const Image& input, const GradientSpec& spec,
-                                                 int threads = 0);
+                                                 int threads = 0,
+                                                 const CancelToken& cancel = NeverCancelled());
 
 // OpenCV's borderInterpolate for BORDER_REFLECT_101: folds p into [0, n) by reflecting about 0 and
 // n - 1 until it lands inside (0 when n is 1).

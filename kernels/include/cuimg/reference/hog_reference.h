@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cuimg/common/cancel_token.h"
 #include "cuimg/common/image.h"
 #include "cuimg/kernels/hog_types.h"
 
@@ -57,9 +58,11 @@ double ScoreWindow(const HogBlocks& blocks, int bx, int by, const HogModel& mode
 // Every level of `geometry` (PlanDetection of the image, the model's window and `spec`): its image
 // (ResizeLinearExactU8 of the input, or the input), votes, blocks and window scores. Errors:
 // INVALID_ARGUMENT for an input that is not U8 with 1, 3 or 4 channels, and those of
-// ValidateHogModel and PlanDetection. `threads` 0 means all cores.
+// ValidateHogModel and PlanDetection. `threads` 0 means all cores. Looks at `cancel` between
+// levels, phases and rows of windows and returns its status once it stops.
 absl::StatusOr<DetectResult> DetectReference(const ImageView& image, const HogModel& model,
-                                             const DetectSpec& spec, int threads = 0);
+                                             const DetectSpec& spec, int threads = 0,
+                                             const CancelToken& cancel = NeverCancelled());
 
 }  // namespace cuimg
 

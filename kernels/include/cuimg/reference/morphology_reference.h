@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cuimg/common/cancel_token.h"
 #include "cuimg/common/image.h"
 #include "cuimg/kernels/morphology_types.h"
 
@@ -16,10 +17,12 @@ namespace cuimg {
 // outside pixels as the step's border says; dilation uses max. For f32 the min/max are IEEE
 // minNum/maxNum (std::fmin/fmax), so NaN never wins against a number.
 // Uses up to `threads` threads (0 = hardware concurrency). INVALID_ARGUMENT if input has more
-// than one channel or steps is empty.
+// than one channel or steps is empty. Looks at `cancel` between steps and iterations and every
+// few tens of microseconds of work within a pass, and returns its status once it stops.
 absl::StatusOr<Image> MorphologyReference(const Image& input,
                                           const std::vector<MorphologyStep>& steps,
-                                          int threads = 0);
+                                          int threads = 0,
+                                          const CancelToken& cancel = NeverCancelled());
 
 }  // namespace cuimg
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cuimg/common/cancel_token.h"
 #include "cuimg/common/image.h"
 #include "cuimg/kernels/pyramid_types.h"
 
@@ -39,8 +40,10 @@ void ResizeLinearF32(const float* src, std::int64_t src_w, std::int64_t src_h, f
 // from level i-1's f32 values (before any rounding to an integer output type). Integer outputs
 // are rounded to nearest (ties to even) and saturated. Uses up to `threads` threads (0 = hardware
 // concurrency). The errors of PlanPyramidLevels; INVALID_ARGUMENT for more than one channel.
+// Looks at `cancel` before each level and returns its status once it stops.
 absl::StatusOr<std::vector<Image>> PyramidReference(const Image& input, const PyramidSpec& spec,
-                                                    int threads = 0);
+                                                    int threads = 0,
+                                                    const CancelToken& cancel = NeverCancelled());
 
 }  // namespace cuimg
 

@@ -1,0 +1,211 @@
+"""The binaries' operator-facing surface: --help (the server's and every client subcommand's),
+--helpfull and --version exit 0 and say what they should; SIGHUP drains like SIGTERM; --backend=auto
+without a GPU serves on the CPU backend with a warning and cuimg_backend_info{backend="cpu"}, and
+--require_gpu refuses to start instead. Needs CUIMG_SERVER, CUIMG_CLIENT, CUIMG_REPO and
+CUIMG_BUILD_TYPE, and the generated stubs on PYTHONPATH."""
+import os
+import re
+import signal
+import subprocess
+import time
+import unittest
+import urllib.request
+
+import grpc
+import numpy as np
+
+from cuimg.v1 import imaging_service_pb2_grpc, morphology_pb2, types_pb2
+from grpc_protocols import health_pb2, health_pb2_grpc
+from server_process import ServerProcess
+
+SERVER = os.environ["CUIMG_SERVER"]
+CLIENT = os.environ["CUIMG_CLIENT"]
+REPO = os.environ["CUIMG_REPO"]
+BUILD_TYPE = os.environ["CUIMG_BUILD_TYPE"]
+
+SUBCOMMANDS = ["health", "morphology", "gradient", "pyramid", "detect", "models", "deform", "mesh",
+               "load"]
+CONNECTION = ["target", "timeout", "lb_policy", "max_attempts", "tls", "tls_ca_file",
+              "tls_cert_file", "tls_key_file", "tls_server_name", "token_file"]
+
+
+def run(*args):
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=30)
+
+
+def defined_flags(path):
+    """Names of the ABSL_FLAGs a source file defines."""
+    with open(os.path.join(REPO, path)) as f:
+        text = f.read()
+    return set(re.findall(r"ABSL_FLAG\(\s*[\w:]+\s*,\s*(\w+)\s*,", text))
+
+
+def listed_flags(text):
+    return set(re.findall(r"(?m)^  --(\w+) \(default: ", text))
+
+
+def project_version():
+    with open(os.path.join(REPO, "CMakeLists.txt")) as f:
+        text = f.read()
+    return re.search(r"project\(cuimg VERSION (\S+)", text).group(1)
+
+
+def scrape(server):
+    url = f"http://127.0.0.1:{server.metrics_port}/metrics"
+    return urllib.request.urlopen(url, timeout=10).read().decode()
+
+
+def morph(size, disk):
+    data = np.random.default_rng(0).integers(0, 256, size * size, np.uint8).tobytes()
+    return morphology_pb2.MorphologyRequest(
+        input=types_pb2.ImageSource(image=types_pb2.Image(
+            pixel_type=types_pb2.PIXEL_TYPE_U8, width=size, height=size, data=data)),
+        steps=[morphology_pb2.MorphologyStep(
+            op=morphology_pb2.MORPHOLOGY_OP_DILATE,
+            element=morphology_pb2.StructuringElement(shape=morphology_pb2.ELEMENT_SHAPE_ELLIPSE,
+                                                      width=disk, height=disk))])
+
+
+class Help(unittest.TestCase):
+    def test_server_help_lists_every_server_flag_and_exits_zero(self):
+        for flag in ("--help", "-help", "--helpshort"):
+            out = run(SERVER, flag)
+            self.assertEqual(out.returncode, 0, flag + out.stderr)
+            self.assertNotIn("No flags matched", out.stdout)
+            self.assertEqual(listed_flags(out.stdout), defined_flags("server/main.cc"), flag)
+            self.assertIn("SIGHUP", out.stdout)
+
+    def test_server_helpfull_adds_abseils_flags_and_exits_zero(self):
+        out = run(SERVER, "--helpfull")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        listed = listed_flags(out.stdout)
+        self.assertLessEqual(defined_flags("server/main.cc"), listed)
+        self.assertIn("flagfile", listed)
+
+    def test_client_help_lists_every_client_flag_and_exits_zero(self):
+        out = run(CLIENT, "--help")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(listed_flags(out.stdout), defined_flags("client/main.cc"))
+        for subcommand in SUBCOMMANDS:
+            self.assertIn(f"  {subcommand} ", out.stdout)
+        self.assertEqual(run(CLIENT, "--helpfull").returncode, 0)
+
+    def test_each_subcommand_help_lists_its_flags_and_the_connection_flags(self):
+        union = set()
+        for subcommand in SUBCOMMANDS:
+            # The subcommand may come after other flags, as when running it.
+            out = run(CLIENT, "--timeout=5", subcommand, "--help")
+            self.assertEqual(out.returncode, 0, subcommand + out.stderr)
+            listed = listed_flags(out.stdout)
+            if subcommand == "mesh":
+                self.assertEqual(listed, {"n", "m", "output"})
+            else:
+                self.assertLessEqual(set(CONNECTION), listed, subcommand)
+            union |= listed
+        # Every client flag belongs to some subcommand's help.
+        self.assertEqual(union, defined_flags("client/main.cc"))
+        morphology = listed_flags(run(CLIENT, "morphology", "--help").stdout)
+        self.assertLessEqual({"input", "output", "steps", "op", "shape", "size", "iterations"},
+                             morphology)
+        self.assertFalse({"rpc", "concurrency", "model", "levels"} & morphology)
+        load = listed_flags(run(CLIENT, "load", "--help").stdout)
+        self.assertLessEqual({"rpc", "concurrency", "model", "levels", "kernel_length", "twist"},
+                             load)
+
+    def test_arguments_after_double_dash_are_not_usage_flags(self):
+        out = run(CLIENT, "--", "--help")
+        self.assertEqual(out.returncode, 2)  # an unknown subcommand "--help"
+        self.assertEqual(out.stdout, "")
+
+
+class Version(unittest.TestCase):
+    def check(self, binary, program):
+        out = run(binary, "--version")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = out.stdout.splitlines()
+        self.assertEqual(lines[0], f"{program} {project_version()}")
+        self.assertNotIn("Debug build", out.stdout)
+        self.assertEqual(lines[2], f"build type: {BUILD_TYPE}")
+        commit = re.fullmatch(r"commit: (\S+)", lines[1]).group(1)
+        head = subprocess.run(["git", "-C", REPO, "rev-parse", "--verify", "HEAD"],
+                              capture_output=True, text=True)
+        if head.returncode != 0:
+            self.assertEqual(commit, "unknown")
+        else:
+            # Built from this checkout: a commit of it (HEAD when the build ran).
+            self.assertRegex(commit, r"^[0-9a-f]{12}(-dirty)?$")
+            exists = subprocess.run(["git", "-C", REPO, "cat-file", "-e",
+                                     commit.split("-")[0] + "^{commit}"])
+            self.assertEqual(exists.returncode, 0, commit)
+        return lines
+
+    def test_server_version(self):
+        self.check(SERVER, "cuimg-server")
+
+    def test_client_version_matches_the_server(self):
+        self.assertEqual(self.check(CLIENT, "cuimg")[1:], self.check(SERVER, "cuimg-server")[1:])
+
+
+class Signals(unittest.TestCase):
+    def test_sighup_finishes_the_call_in_flight_and_exits_zero(self):
+        server = ServerProcess(SERVER, "--backend=cpu", "--cpu_threads_per_request=1",
+                               "--worker_threads=1", "--shutdown_grace_seconds=60")
+        try:
+            channel = grpc.insecure_channel(server.target)
+            stub = imaging_service_pb2_grpc.ImagingStub(channel)
+            call = stub.Morphology.future(morph(640, 61), timeout=120)  # about a second
+            deadline = time.monotonic() + 30
+            while not re.search(r"(?m)^cuimg_inflight_requests\{[^}]*\} [1-9]", scrape(server)):
+                self.assertLess(time.monotonic(), deadline, "the call never arrived")
+                time.sleep(0.02)
+            server.process.send_signal(signal.SIGHUP)
+            self.assertEqual(len(call.result().result.image.data), 640 * 640)
+            self.assertEqual(server.process.wait(timeout=60), 0, server.log())
+            self.assertIn(f"event=shutdown signal={int(signal.SIGHUP)}", server.log())
+            self.assertIn("event=stopped", server.log())
+            channel.close()
+        finally:
+            server.kill()
+
+
+class CpuFallback(unittest.TestCase):
+    def test_auto_without_a_gpu_warns_exports_the_backend_and_serves(self):
+        server = ServerProcess(SERVER, "--backend=auto", "--cpu_threads_per_request=1")
+        try:
+            text = scrape(server)
+            if 'cuimg_backend_info{backend="cuda"} 1' in text:
+                self.skipTest("this machine has a GPU: --backend=auto chose CUDA")
+            self.assertIsNone(re.search(r'(?m)^cuimg_\w+\{[^}]*backend="cuda"', text))
+            self.assertIn('cuimg_backend_info{backend="cpu"} 1', text)
+            self.assertRegex(server.log(), r"level=warning event=cpu_fallback ")
+            version = run(SERVER, "--version").stdout.split()[1]
+            build_info = re.search(r"cuimg_build_info\{[^}]*\}", text).group(0)
+            self.assertIn(f'version="{version}"', build_info)
+            with grpc.insecure_channel(server.target) as channel:
+                health = health_pb2_grpc.HealthStub(channel).Check(
+                    health_pb2.HealthCheckRequest(service="cuimg.v1.Imaging"), timeout=10)
+                self.assertEqual(health.status, health_pb2.HealthCheckResponse.SERVING)
+                stub = imaging_service_pb2_grpc.ImagingStub(channel)
+                reply = stub.Morphology(morph(32, 3), timeout=30)
+                self.assertEqual(len(reply.result.image.data), 32 * 32)
+            self.assertEqual(server.terminate(), 0, server.log())
+        finally:
+            server.kill()
+
+    def test_require_gpu_refuses_the_cpu_backend(self):
+        contradiction = run(SERVER, "--backend=cpu", "--require_gpu")
+        self.assertEqual(contradiction.returncode, 2)
+        self.assertIn("--require_gpu contradicts --backend=cpu", contradiction.stderr)
+        try:
+            out = subprocess.run([SERVER, "--backend=auto", "--require_gpu",
+                                  "--listen_address=127.0.0.1:0", "--metrics_address="],
+                                 capture_output=True, text=True, timeout=30)
+        except subprocess.TimeoutExpired:
+            self.skipTest("this machine has a GPU: the server started")
+        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertRegex(out.stderr, r"level=error event=startup_failed "
+                                     r"message=\"--require_gpu: no usable CUDA GPU")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
