@@ -35,6 +35,9 @@ struct MorphologyCommand {
   std::string mask;
   // NRRD output: gzip-compressed data instead of raw.
   bool nrrd_gzip = false;
+  // DICOM input of several series: the one to read; DICOM output: the UID root of new UIDs.
+  std::string series_uid;
+  std::string uid_root;
   bool json = false;
   // > 0: stream a one-channel volume in slabs of this many slices (ProcessVolumeStream),
   // split over up to `volume_streams` streams on their own connections.
@@ -54,8 +57,10 @@ struct GradientCommand {
   // PREFIX_gx.EXT, PREFIX_gy.EXT, PREFIX_magnitude.EXT (f32) and, for 2D input,
   // PREFIX_magnitude.png (a preview).
   std::string output_prefix;
-  std::string format = "tiff";  // EXT: tiff, npy or nrrd
+  std::string format = "tiff";  // EXT: tiff, npy, nrrd, nii or nii.gz
   bool nrrd_gzip = false;
+  // DICOM input of several series: the one to read.
+  std::string series_uid;
   int kernel_length = 7;
   double sigma = 0;
   // > 0: stream a volume in slabs of this many slices (ProcessVolumeStream), split over up to

@@ -64,6 +64,9 @@ absl::StatusOr<ChannelSpec> MakeChannelSpec(const ConnectionOptions& options);
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitRpcError = 1;
 inline constexpr int kExitUsage = 2;
+// An input file cuimg cannot read as data: a bad header, a codec stream that does not decode,
+// values out of range (a usage error is 2: the command line is wrong, not the data).
+inline constexpr int kExitBadData = 3;
 
 // A channel per MakeChannelSpec (an invalid spec falls back to the plain target, after the
 // command validated it), with TLS and the token when `options` ask for them (files unreadable

@@ -1,4 +1,4 @@
-// `cuimg gradient`: gx and gy as 32-bit float files (TIFF, .npy or NRRD by --format), and the
+// `cuimg gradient`: gx and gy as 32-bit float files (TIFF, .npy, NRRD or NIfTI by --format), and the
 // gradient magnitude: a PNG to look at for 2D input, f32 in the same format for volumes (which
 // the server processes slice by slice). Colour input is converted to gray first (Gradient works
 // on one channel). Input: anything `cuimg morphology` reads, DICOM series included.
@@ -30,7 +30,7 @@ int BadResponse(const absl::Status& s) {
 int RunGradient(const ConnectionOptions& connection, const GradientCommand& c) {
   if (c.input.empty() || c.output_prefix.empty()) {
     std::fprintf(stderr, "usage: cuimg gradient --input IMAGE --output_prefix PREFIX "
-                         "[--format tiff|npy|nrrd] [--kernel_length 7] [--sigma 0] "
+                         "[--format tiff|npy|nrrd|nii|nii.gz] [--kernel_length 7] [--sigma 0] "
                          "[--slab_slices N [--volume_streams 4]]\n");
     return kExitUsage;
   }
@@ -38,14 +38,15 @@ int RunGradient(const ConnectionOptions& connection, const GradientCommand& c) {
     std::fprintf(stderr, "usage: --volume_streams: must be >= 1\n");
     return kExitUsage;
   }
-  if (c.format != "tiff" && c.format != "npy" && c.format != "nrrd") {
-    std::fprintf(stderr, "usage: --format: expected tiff, npy or nrrd\n");
+  if (c.format != "tiff" && c.format != "npy" && c.format != "nrrd" && c.format != "nii" &&
+      c.format != "nii.gz") {
+    std::fprintf(stderr, "usage: --format: expected tiff, npy, nrrd, nii or nii.gz\n");
     return kExitUsage;
   }
-  absl::StatusOr<VolumeFile> input = ReadVolumeFile(c.input);
+  absl::StatusOr<VolumeFile> input = ReadVolumeFile(c.input, {c.series_uid});
   if (!input.ok()) {
-    std::fprintf(stderr, "usage: %s\n", std::string(input.status().message()).c_str());
-    return kExitUsage;
+    std::fprintf(stderr, "error: %s\n", std::string(input.status().message()).c_str());
+    return ExitCodeForReadError(input.status());
   }
   const Image gray = ToGray(input->image);
   const bool volume = gray.extent().depth > 1;

@@ -76,6 +76,11 @@ ABSL_FLAG(int, volume_streams, 4,
           "morphology, gradient with --slab_slices: streams (each on its own connection) that "
           "carry parts of the volume at once; one stream moves about 1 GB/s.");
 ABSL_FLAG(bool, nrrd_gzip, false, "morphology, gradient: gzip the data of .nrrd outputs.");
+ABSL_FLAG(std::string, series_uid, "",
+          "morphology, gradient: read this SeriesInstanceUID from a DICOM directory of several.");
+ABSL_FLAG(std::string, uid_root, "",
+          "morphology: the organisation's UID root for a derived DICOM series' new UIDs (at most "
+          "40 digits and dots; DCMTK's site root when empty).");
 
 // gradient, pyramid
 ABSL_FLAG(std::string, output_prefix, "",
@@ -89,7 +94,7 @@ ABSL_FLAG(double, ratio, 1.05, "pyramid, load --rpc pyramid: scale between level
 ABSL_FLAG(std::string, mode, "from_base", "pyramid, load --rpc pyramid: from_base or cascaded.");
 ABSL_FLAG(std::string, format, "",
           "pyramid: level files as png (previews, the default) or tiff (f32); gradient: gx/gy "
-          "files as tiff (the default), npy or nrrd.");
+          "files as tiff (the default), npy, nrrd, nii or nii.gz.");
 
 // detect, models (the detect parameters also serve load --rpc detect)
 ABSL_FLAG(std::string, video, "",
@@ -187,7 +192,8 @@ constexpr char kUsage[] =
     "  deform       free-form deformation of a mesh, with normals (--animate for fps)\n"
     "  mesh torus   write the reference torus mesh\n"
     "  load         load-test the server with one RPC (--rpc): throughput, latency, reports\n"
-    "exit codes: 0 ok, 1 RPC error (status printed), 2 usage\n"
+    "exit codes: 0 ok, 1 RPC error (status printed), 2 usage, 3 bad input data (a file cuimg\n"
+    "cannot read: bad header, undecodable pixels, values out of range)\n"
     "`cuimg <subcommand> --help` lists the subcommand's flags; --version the build\n";
 
 // The flags each subcommand reads (what main() below passes on), for `cuimg <subcommand> --help`.
@@ -217,11 +223,13 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& SubcommandF
       {"morphology",
        {"input", "output", "steps", "op", "shape", "size", "anchor", "iterations", "border",
         "border_value", "mask", "nrrd_gzip", "json", "slab_slices", "volume_streams",
-        "dicomweb_token_file", "dicomweb_user", "dicomweb_password_file", "dicomweb_ca_file",
+        "series_uid", "uid_root", "dicomweb_token_file", "dicomweb_user",
+        "dicomweb_password_file", "dicomweb_ca_file",
         "dicomweb_max_instances", "dicomweb_max_bytes"}},
       {"gradient",
        Join({kGradientFlags,
-             {"input", "output_prefix", "format", "nrrd_gzip", "slab_slices", "volume_streams"}})},
+             {"input", "output_prefix", "format", "nrrd_gzip", "series_uid", "slab_slices",
+              "volume_streams"}})},
       {"pyramid", Join({kPyramidFlags, {"input", "output_prefix", "format"}})},
       {"detect", Join({kDetectFlags, {"input", "video", "output", "every", "max_frames"}})},
       {"models", {"json"}},
@@ -364,6 +372,8 @@ int main(int argc, char** argv) {
     command.border_value = absl::GetFlag(FLAGS_border_value);
     command.mask = absl::GetFlag(FLAGS_mask);
     command.nrrd_gzip = absl::GetFlag(FLAGS_nrrd_gzip);
+    command.series_uid = absl::GetFlag(FLAGS_series_uid);
+    command.uid_root = absl::GetFlag(FLAGS_uid_root);
     command.json = absl::GetFlag(FLAGS_json);
     command.slab_slices = absl::GetFlag(FLAGS_slab_slices);
     command.volume_streams = absl::GetFlag(FLAGS_volume_streams);
@@ -390,6 +400,7 @@ int main(int argc, char** argv) {
     command.output_prefix = absl::GetFlag(FLAGS_output_prefix);
     if (!absl::GetFlag(FLAGS_format).empty()) command.format = absl::GetFlag(FLAGS_format);
     command.nrrd_gzip = absl::GetFlag(FLAGS_nrrd_gzip);
+    command.series_uid = absl::GetFlag(FLAGS_series_uid);
     command.slab_slices = absl::GetFlag(FLAGS_slab_slices);
     command.volume_streams = absl::GetFlag(FLAGS_volume_streams);
     return cuimg::RunGradient(connection, command);

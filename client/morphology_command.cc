@@ -83,6 +83,7 @@ int WriteOutput(const MorphologyCommand& command, const ImageView& output,
                 const VolumeFile& input) {
   VolumeWriteOptions options;
   options.nrrd_encoding = command.nrrd_gzip ? NrrdEncoding::kGzip : NrrdEncoding::kRaw;
+  options.uid_root = command.uid_root;
   options.derivation = "cuimg morphology " + (command.steps.empty()
                                                   ? command.op + ":" + command.shape + ":" +
                                                         command.size
@@ -152,8 +153,11 @@ int RunMorphologyOnFiles(const ConnectionOptions& connection, const MorphologyCo
   }
   absl::StatusOr<std::vector<v1::MorphologyStep>> steps = BuildSteps(command);
   if (!steps.ok()) return Usage(std::string(steps.status().message()));
-  absl::StatusOr<VolumeFile> input = ReadVolumeFile(command.input);
-  if (!input.ok()) return Usage(std::string(input.status().message()));
+  absl::StatusOr<VolumeFile> input = ReadVolumeFile(command.input, {command.series_uid});
+  if (!input.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(input.status().message()).c_str());
+    return ExitCodeForReadError(input.status());
+  }
   const Image& in = input->image;
   if (input->dicom != nullptr && input->dicom->gap_deviation_mm > 0.01 * input->spacing.z_mm) {
     std::fprintf(stderr, "note: slice gaps vary by up to %.3f mm around %.3f mm; the volume is "

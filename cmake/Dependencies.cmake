@@ -27,6 +27,24 @@ find_library(CUIMG_TEEM_LIBRARY teem REQUIRED)
 add_library(cuimg_teem INTERFACE)
 target_include_directories(cuimg_teem SYSTEM INTERFACE ${CUIMG_TEEM_INCLUDE_DIR})
 target_link_libraries(cuimg_teem INTERFACE ${CUIMG_TEEM_LIBRARY})
+# DICOM pixel data of every transfer syntax through GDCM (libgdcm-dev), which brings its JPEG,
+# CharLS and OpenJPEG codecs. Its GDCMConfig.cmake also requires VTK's and others' files, so find
+# the header and the libraries directly.
+find_path(CUIMG_GDCM_INCLUDE_DIR gdcmImageReader.h PATH_SUFFIXES gdcm-3.0 REQUIRED)
+add_library(cuimg_gdcm INTERFACE)
+foreach(lib gdcmMSFF gdcmDSED gdcmCommon)
+  find_library(CUIMG_${lib}_LIBRARY ${lib} REQUIRED)
+  target_link_libraries(cuimg_gdcm INTERFACE ${CUIMG_${lib}_LIBRARY})
+endforeach()
+target_include_directories(cuimg_gdcm SYSTEM INTERFACE ${CUIMG_GDCM_INCLUDE_DIR})
+# NIfTI-1 and NIfTI-2 through nifticlib's nifti2_io (libnifti2-dev), which reads and writes both.
+find_path(CUIMG_NIFTI_INCLUDE_DIR nifti2_io.h PATH_SUFFIXES nifti REQUIRED)
+find_library(CUIMG_NIFTI2_LIBRARY nifti2 REQUIRED)
+find_library(CUIMG_ZNZ_LIBRARY znz REQUIRED)
+find_package(ZLIB REQUIRED)
+add_library(cuimg_nifti INTERFACE)
+target_include_directories(cuimg_nifti SYSTEM INTERFACE ${CUIMG_NIFTI_INCLUDE_DIR})
+target_link_libraries(cuimg_nifti INTERFACE ${CUIMG_NIFTI2_LIBRARY} ${CUIMG_ZNZ_LIBRARY} ZLIB::ZLIB m)
 
 if(CUIMG_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)

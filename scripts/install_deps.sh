@@ -14,6 +14,9 @@ build_pkgs=(
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev
   libpng-dev libjpeg-dev libturbojpeg0-dev libtiff-dev libdcmtk-dev libassimp-dev libteem-dev
+  # DICOM pixel data of every transfer syntax (GDCM with its JPEG, CharLS and OpenJPEG codecs);
+  # NIfTI-1/2 through nifticlib.
+  libgdcm-dev libnifti2-dev zlib1g-dev
   nlohmann-json3-dev libcurl4-openssl-dev
 )
 
@@ -25,6 +28,11 @@ test_pkgs=(
   ffmpeg
   # Over-the-wire tests and the Python client.
   python3 python3-grpcio python3-protobuf python3-numpy python3-scipy python3-pydicom
+  # cuimg.dicom decodes compressed series with GDCM as the CLI does; cuimg.nifti reads NIfTI.
+  python3-gdcm python3-nibabel
+  # Compressed DICOM test series made and decoded by independent tools (DCMTK's dcmcjpeg,
+  # dcmcjpls, dcmcrle and their decoders, from dcmtk below; gdcmconv --j2k; opj_decompress).
+  libgdcm-tools libopenjp2-tools
   python3-matplotlib
   # The Python client installed by pip into a venv (tests/e2e/test_python_package.py).
   python3-pip python3-setuptools

@@ -8,12 +8,20 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <mutex>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "client/io/dicom_load.h"
+#include "client/io/dicom_pixels.h"
+#include "cuimg/common/status_macros.h"
 
 namespace cuimg {
 namespace {
@@ -27,12 +35,16 @@ void QuietDcmtk() {
   std::call_once(once, [] { OFLog::configure(OFLogger::FATAL_LOG_LEVEL); });
 }
 
+// One volume slice: a frame of a file.
 struct Slice {
   std::string file;
-  double position = 0;  // along the normal
+  int frame = 0;
   Vec3 ipp{};
+  double position = 0;  // along the normal
+  double slope = 1, intercept = 0;
 };
 
+// What every slice of the series must share.
 struct SeriesHeader {
   std::string series_uid;
   Uint16 rows = 0, columns = 0;
@@ -48,7 +60,31 @@ absl::Status Invalid(const std::string& file, const std::string& why) {
   return absl::InvalidArgumentError(absl::StrCat(file, ": ", why));
 }
 
-absl::Status ReadHeader(DcmDataset* ds, const std::string& file, SeriesHeader* h, Vec3* ipp) {
+// The value of `tag` (its value `pos`) for frame `frame`: an enhanced object keeps it in the
+// macro sequence `macro` of its per-frame functional group item, or of the shared one; a
+// single-frame object at the top level.
+bool FrameValue(DcmItem* ds, long frame, const DcmTagKey& macro, const DcmTagKey& tag,
+                unsigned long pos, Float64* value) {
+  for (const bool per_frame : {true, false}) {
+    DcmItem* group = nullptr;
+    if (ds->findAndGetSequenceItem(per_frame ? DCM_PerFrameFunctionalGroupsSequence
+                                             : DCM_SharedFunctionalGroupsSequence,
+                                   group, per_frame ? frame : 0).bad() || group == nullptr) {
+      continue;
+    }
+    DcmItem* item = nullptr;
+    if (group->findAndGetSequenceItem(macro, item, 0).good() && item != nullptr &&
+        item->findAndGetFloat64(tag, *value, pos).good()) {
+      return true;
+    }
+  }
+  return ds->findAndGetFloat64(tag, *value, pos).good();
+}
+
+// Series-wide fields and the geometry of frame `frame` (its position, spacing, orientation and
+// rescale, which an enhanced object may give per frame).
+absl::Status ReadFrameHeader(DcmDataset* ds, const std::string& file, int frame, SeriesHeader* h,
+                             Slice* slice) {
   OFString uid;
   if (ds->findAndGetOFString(DCM_SeriesInstanceUID, uid).bad()) {
     return Invalid(file, "no SeriesInstanceUID");
@@ -59,95 +95,100 @@ absl::Status ReadHeader(DcmDataset* ds, const std::string& file, SeriesHeader* h
     return Invalid(file, "no Rows/Columns");
   }
   for (unsigned i = 0; i < 2; ++i) {
-    if (ds->findAndGetFloat64(DCM_PixelSpacing, h->pixel_spacing[i], i).bad()) {
-      return Invalid(file, "no PixelSpacing");
+    if (!FrameValue(ds, frame, DCM_PixelMeasuresSequence, DCM_PixelSpacing, i,
+                    &h->pixel_spacing[i])) {
+      return Invalid(file, absl::StrCat("no PixelSpacing for frame ", frame + 1));
     }
   }
   for (unsigned i = 0; i < 6; ++i) {
-    if (ds->findAndGetFloat64(DCM_ImageOrientationPatient, h->iop[i], i).bad()) {
-      return Invalid(file, "no ImageOrientationPatient");
+    if (!FrameValue(ds, frame, DCM_PlaneOrientationSequence, DCM_ImageOrientationPatient, i,
+                    &h->iop[i])) {
+      return Invalid(file, absl::StrCat("no ImageOrientationPatient for frame ", frame + 1));
     }
   }
   for (unsigned i = 0; i < 3; ++i) {
-    if (ds->findAndGetFloat64(DCM_ImagePositionPatient, (*ipp)[i], i).bad()) {
-      return Invalid(file, "no ImagePositionPatient");
+    if (!FrameValue(ds, frame, DCM_PlanePositionSequence, DCM_ImagePositionPatient, i,
+                    &slice->ipp[i])) {
+      return Invalid(file, absl::StrCat("no ImagePositionPatient for frame ", frame + 1));
     }
   }
+  if (!FrameValue(ds, frame, DCM_PixelValueTransformationSequence, DCM_RescaleSlope, 0,
+                  &slice->slope)) {
+    slice->slope = 1;
+  }
+  if (!FrameValue(ds, frame, DCM_PixelValueTransformationSequence, DCM_RescaleIntercept, 0,
+                  &slice->intercept)) {
+    slice->intercept = 0;
+  }
+  if (!std::isfinite(slice->slope) || !std::isfinite(slice->intercept) || slice->slope == 0) {
+    return Invalid(file, "RescaleSlope is 0 or not finite, or RescaleIntercept not finite");
+  }
   return absl::OkStatus();
 }
 
-absl::Status CheckPixelModule(DcmDataset* ds, const std::string& file) {
-  if (DcmXfer(ds->getOriginalXfer()).isEncapsulated()) {
-    return absl::UnimplementedError(absl::StrCat(
-        file, ": compressed pixel data (", DcmXfer(ds->getOriginalXfer()).getXferName(),
-        "); decompress first, e.g. with DCMTK's dcmdjpeg or dcmdjpls"));
-  }
-  Uint16 bits_allocated = 0, samples = 1;
+struct PixelModule {
+  int bits_allocated = 16;
+  int bits_stored = 16;
+  bool is_signed = false;
+  int frames = 1;
+};
+
+absl::StatusOr<PixelModule> ReadPixelModule(DcmDataset* ds, const std::string& file) {
+  Uint16 bits_allocated = 0, bits_stored = 0, samples = 1, representation = 0;
   ds->findAndGetUint16(DCM_BitsAllocated, bits_allocated);
   ds->findAndGetUint16(DCM_SamplesPerPixel, samples);
+  ds->findAndGetUint16(DCM_PixelRepresentation, representation);
+  if (ds->findAndGetUint16(DCM_BitsStored, bits_stored).bad()) bits_stored = bits_allocated;
   Sint32 frames = 1;
-  ds->findAndGetSint32(DCM_NumberOfFrames, frames);
-  if (bits_allocated != 16 || samples != 1 || frames > 1) {
+  if (ds->findAndGetSint32(DCM_NumberOfFrames, frames).bad()) frames = 1;
+  if ((bits_allocated != 8 && bits_allocated != 16) || samples != 1) {
     return absl::UnimplementedError(absl::StrCat(
-        file, ": ", bits_allocated, " bits allocated, ", samples, " samples, ", frames,
-        " frames (cuimg reads single-frame 16-bit grayscale slices)"));
+        file, ": ", bits_allocated, " bits allocated, ", samples,
+        " samples per pixel (cuimg reads grayscale slices of 8 or 16 bits allocated)"));
   }
-  return absl::OkStatus();
+  if (bits_stored < 1 || bits_stored > bits_allocated) {
+    return Invalid(file, absl::StrCat("BitsStored ", bits_stored, " not in [1, BitsAllocated]"));
+  }
+  if (frames < 1 || frames > 65536) return Invalid(file, "NumberOfFrames not in [1, 65536]");
+  return PixelModule{bits_allocated, bits_stored, representation == 1, static_cast<int>(frames)};
 }
 
-// The slice's stored values, rescaled and rounded, into `out` (rows * columns values).
-absl::Status DecodeSlice(DcmDataset* ds, const std::string& file, std::size_t index,
-                         std::size_t count, std::int16_t* out) {
-  const Uint16* stored = nullptr;
-  unsigned long n = 0;
-  if (ds->findAndGetUint16Array(DCM_PixelData, stored, &n).bad() || stored == nullptr ||
-      n < count) {
-    return absl::DataLossError(absl::StrCat(file, ": pixel data missing or short"));
-  }
-  Uint16 bits_stored = 16, pixel_representation = 0;
-  ds->findAndGetUint16(DCM_BitsStored, bits_stored);
-  ds->findAndGetUint16(DCM_PixelRepresentation, pixel_representation);
-  if (bits_stored < 1 || bits_stored > 16) return Invalid(file, "BitsStored not in [1, 16]");
-  Float64 slope = 1, intercept = 0;
-  if (ds->findAndGetFloat64(DCM_RescaleSlope, slope).bad()) slope = 1;
-  if (ds->findAndGetFloat64(DCM_RescaleIntercept, intercept).bad()) intercept = 0;
+// Frame `frame` of `pixels` into `out` (rows * columns values): masked to BitsStored,
+// sign-extended, rescaled; I16 out checks the range, F32 out takes the value as it is.
+absl::Status RescaleFrame(const DicomPixels& pixels, const PixelModule& module, const Slice& slice,
+                          std::size_t index, PixelType type, void* out) {
+  const std::size_t count = std::size_t(pixels.columns) * pixels.rows;
+  const std::uint16_t* stored = pixels.stored.data() + count * slice.frame;
   // Bits above BitsStored may hold anything (old overlays): mask them, then sign-extend.
-  const std::uint32_t mask = bits_stored == 16 ? 0xffffu : ((1u << bits_stored) - 1);
-  const std::uint32_t sign = 1u << (bits_stored - 1);
+  const std::uint32_t mask = module.bits_stored == 16 ? 0xffffu : ((1u << module.bits_stored) - 1);
+  const std::uint32_t sign = 1u << (module.bits_stored - 1);
   for (std::size_t i = 0; i < count; ++i) {
     const std::uint32_t raw = stored[i] & mask;
-    const double value = pixel_representation == 1 && (raw & sign) != 0
+    const double value = module.is_signed && (raw & sign) != 0
                              ? static_cast<double>(static_cast<std::int64_t>(raw) - (mask + 1))
                              : static_cast<double>(raw);
-    const double units = std::nearbyint(value * slope + intercept);
+    if (type == PixelType::kF32) {
+      static_cast<float*>(out)[i] = static_cast<float>(value * slice.slope + slice.intercept);
+      continue;
+    }
+    const double units = std::nearbyint(value * slice.slope + slice.intercept);
     if (units < -32768 || units > 32767) {
       return absl::OutOfRangeError(absl::StrFormat(
           "%s (slice %d): stored %g * slope %g + intercept %g = %g does not fit i16 [-32768, "
-          "32767]; cuimg sends DICOM series as i16",
-          file, index, value, slope, intercept, units));
+          "32767]; cuimg sends DICOM series of integer rescale as i16",
+          slice.file, index, value, slice.slope, slice.intercept, units));
     }
-    out[i] = static_cast<std::int16_t>(units);
+    static_cast<std::int16_t*>(out)[i] = static_cast<std::int16_t>(units);
   }
   return absl::OkStatus();
 }
 
-std::string NewUid(const char* root) {
-  char uid[100];
-  dcmGenerateUniqueIdentifier(uid, root);
-  return uid;
-}
-
-absl::Status Put(DcmDataset* ds, const DcmTagKey& tag, const std::string& value,
-                 const std::string& file) {
-  if (ds->putAndInsertOFStringArray(tag, value.c_str()).bad()) {
-    return absl::InternalError(absl::StrCat(file, ": cannot set ", DcmTag(tag).getTagName()));
-  }
-  return absl::OkStatus();
-}
+bool IsInteger(double v) { return v == std::nearbyint(v); }
 
 }  // namespace
 
-absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& directory) {
+absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& directory,
+                                            const DicomReadOptions& options) {
   QuietDcmtk();
   std::error_code ec;
   if (!fs::is_directory(directory, ec)) {
@@ -162,57 +203,96 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& directory) {
   // Pass 1: headers only (stop before the pixels), checks and the sort key.
   SeriesHeader first;
   std::vector<Slice> slices;
+  std::map<std::string, PixelModule> modules;  // per file
+  std::set<std::string> other_series;
   for (const std::string& file : candidates) {
     DcmFileFormat format;
-    if (format.loadFileUntilTag(file.c_str(), EXS_Unknown, EGL_noChange, DCM_MaxReadLength,
-                                ERM_autoDetect, DCM_PixelData).bad()) {
-      continue;  // not DICOM
+    DicomLoad load;
+    // A deflated dataset may inflate to the volume's bytes and its headers, not more.
+    const std::uintmax_t max_inflated =
+        static_cast<std::uintmax_t>(options.max_voxels) * 2 + (std::uintmax_t{64} << 20);
+    if (absl::Status s = LoadDicomFile(file, true, max_inflated, &format, &load); !s.ok()) {
+      if (s.code() == absl::StatusCode::kInvalidArgument) continue;  // not DICOM
+      return s;
     }
     DcmDataset* ds = format.getDataset();
-    if (!ds->tagExists(DCM_Rows) || !ds->tagExists(DCM_ImagePositionPatient)) continue;  // DICOMDIR etc.
-    SeriesHeader h;
-    Slice slice{file, 0, {}};
-    if (absl::Status s = ReadHeader(ds, file, &h, &slice.ipp); !s.ok()) return s;
-    if (absl::Status s = CheckPixelModule(ds, file); !s.ok()) return s;
-    // Uncompressed 16-bit pixels need Rows * Columns * 2 bytes: a header that claims more than
-    // the file holds is refused here, before the volume is allocated from it.
-    const std::uintmax_t pixel_bytes = std::uintmax_t{h.rows} * h.columns * 2;
-    std::error_code size_error;
-    const std::uintmax_t file_bytes = fs::file_size(file, size_error);
-    if (size_error || file_bytes < pixel_bytes) {
-      return absl::DataLossError(absl::StrCat(file, ": ", h.columns, "x", h.rows,
-                                              " pixels need ", pixel_bytes, " bytes, the file has ",
-                                              size_error ? 0 : file_bytes));
+    if (!ds->tagExists(DCM_Rows)) continue;  // DICOMDIR, reports, presentation states
+    OFString uid;
+    ds->findAndGetOFString(DCM_SeriesInstanceUID, uid);
+    if (!options.series_uid.empty() && options.series_uid != uid.c_str()) {
+      other_series.insert(uid.c_str());
+      continue;
     }
-    if (slices.empty()) {
-      first = h;
-    } else if (h.series_uid != first.series_uid) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          directory, ": more than one series (", file, " differs from ", slices[0].file,
-          "); give a directory holding one series"));
-    } else if (h.rows != first.rows || h.columns != first.columns ||
-               std::fabs(h.pixel_spacing[0] - first.pixel_spacing[0]) > 1e-4 ||
-               std::fabs(h.pixel_spacing[1] - first.pixel_spacing[1]) > 1e-4) {
-      return Invalid(file, "Rows, Columns or PixelSpacing differ from the series' first slice");
-    } else {
-      for (int i = 0; i < 6; ++i) {
-        if (std::fabs(h.iop[i] - first.iop[i]) > 1e-4) {
-          return Invalid(file, "ImageOrientationPatient differs from the series' first slice");
-        }
+    absl::StatusOr<PixelModule> module = ReadPixelModule(ds, file);
+    if (!module.ok()) return module.status();
+    // Uncompressed pixels need Rows * Columns * frames * bytes: a header that claims more than
+    // the file holds is refused here, before the volume is allocated from it. (A compressed
+    // stream has no such bound; options.max_voxels bounds what it may allocate.)
+    const DcmXfer xfer(ds->getOriginalXfer());
+    Uint16 rows = 0, columns = 0;
+    ds->findAndGetUint16(DCM_Rows, rows);
+    ds->findAndGetUint16(DCM_Columns, columns);
+    if (!xfer.isEncapsulated() && xfer.getStreamCompression() == ESC_none) {
+      const std::uintmax_t pixel_bytes =
+          std::uintmax_t{rows} * columns * module->frames * (module->bits_allocated / 8);
+      if (load.dataset_bytes < pixel_bytes) {
+        return absl::DataLossError(absl::StrCat(
+            file, ": ", columns, "x", rows, "x", module->frames, " pixels need ", pixel_bytes,
+            " bytes, the file has ", load.dataset_bytes));
       }
     }
-    slices.push_back(std::move(slice));
+    if (module->frames > 1 && !ds->tagExists(DCM_PerFrameFunctionalGroupsSequence) &&
+        !ds->tagExists(DCM_SharedFunctionalGroupsSequence)) {
+      return absl::UnimplementedError(absl::StrCat(
+          file, ": ", module->frames,
+          " frames without functional groups (cuimg reads enhanced multi-frame objects)"));
+    }
+    for (int frame = 0; frame < module->frames; ++frame) {
+      SeriesHeader h;
+      Slice slice{file, frame};
+      if (absl::Status s = ReadFrameHeader(ds, file, frame, &h, &slice); !s.ok()) return s;
+      if (slices.empty()) {
+        first = h;
+      } else if (h.series_uid != first.series_uid) {
+        // The directory is fine; the command must say which series: a usage error.
+        return absl::FailedPreconditionError(absl::StrCat(
+            directory, ": more than one series (", h.series_uid, " in ", file, ", ",
+            first.series_uid, " in ", slices[0].file,
+            "); pick one with --series_uid or give a directory holding one series"));
+      } else if (h.rows != first.rows || h.columns != first.columns ||
+                 std::fabs(h.pixel_spacing[0] - first.pixel_spacing[0]) > 1e-4 ||
+                 std::fabs(h.pixel_spacing[1] - first.pixel_spacing[1]) > 1e-4) {
+        return Invalid(file, "Rows, Columns or PixelSpacing differ from the series' first slice");
+      } else {
+        for (int i = 0; i < 6; ++i) {
+          if (std::fabs(h.iop[i] - first.iop[i]) > 1e-4) {
+            return Invalid(file, "ImageOrientationPatient differs from the series' first slice");
+          }
+        }
+      }
+      slices.push_back(std::move(slice));
+      if (slices.size() > 65536) {
+        return absl::InvalidArgumentError(absl::StrCat(directory, ": more than 65536 slices"));
+      }
+    }
+    modules[file] = *module;
   }
   if (slices.empty()) {
+    if (!other_series.empty()) {
+      return absl::NotFoundError(absl::StrCat(directory, ": no slice of series ", options.series_uid,
+                                              " (it holds ", absl::StrJoin(other_series, ", "),
+                                              ")"));
+    }
     return absl::NotFoundError(absl::StrCat(directory, ": no DICOM image files"));
   }
-  if (slices.size() > 65536) return absl::InvalidArgumentError(absl::StrCat(directory, ": more than 65536 slices"));
-  if (std::uint64_t{first.rows} * first.columns * slices.size() > (std::uint64_t{1} << 30)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(directory, ": more than 2^30 voxels (the bound of every volume reader)"));
+  if (std::int64_t{first.rows} * first.columns * static_cast<std::int64_t>(slices.size()) >
+      options.max_voxels) {
+    return absl::InvalidArgumentError(absl::StrCat(directory, ": more than ", options.max_voxels,
+                                                   " voxels (the bound of every volume reader)"));
   }
-  const Vec3 normal = Cross({first.iop[0], first.iop[1], first.iop[2]},
-                            {first.iop[3], first.iop[4], first.iop[5]});
+  const Vec3 row_direction{first.iop[0], first.iop[1], first.iop[2]};
+  const Vec3 column_direction{first.iop[3], first.iop[4], first.iop[5]};
+  const Vec3 normal = Cross(row_direction, column_direction);
   for (Slice& s : slices) s.position = s.ipp[0] * normal[0] + s.ipp[1] * normal[1] + s.ipp[2] * normal[2];
   std::sort(slices.begin(), slices.end(),
             [](const Slice& a, const Slice& b) { return a.position < b.position; });
@@ -222,7 +302,8 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& directory) {
   for (std::size_t i = 1; i < slices.size(); ++i) {
     const double gap = slices[i].position - slices[i - 1].position;
     if (gap < 1e-4) {
-      return Invalid(slices[i].file, absl::StrCat("same position as ", slices[i - 1].file,
+      return Invalid(slices[i].file, absl::StrCat("frame ", slices[i].frame + 1,
+                                                  " at the same position as ", slices[i - 1].file,
                                                   " along the slice normal"));
     }
     gaps.push_back(gap);
@@ -236,35 +317,143 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& directory) {
   }
   series.spacing.x_mm = first.pixel_spacing[1];
   series.spacing.y_mm = first.pixel_spacing[0];
+  series.geometry.known = true;
+  series.geometry.origin = slices[0].ipp;
+  series.geometry.axes = {row_direction, column_direction, normal};
 
-  // Pass 2: pixels, in volume order.
+  // Pass 2: pixels, one decode per file, each frame to its volume slice.
+  const bool floating = std::any_of(slices.begin(), slices.end(), [](const Slice& s) {
+    return !IsInteger(s.slope) || !IsInteger(s.intercept);
+  });
+  const PixelType type = floating ? PixelType::kF32 : PixelType::kI16;
   const std::size_t slice_pixels = std::size_t{first.rows} * first.columns;
-  series.volume = Image(PixelType::kI16, Extent{first.columns, first.rows,
-                                                static_cast<std::int64_t>(slices.size())});
-  for (std::size_t z = 0; z < slices.size(); ++z) {
-    DcmFileFormat format;
-    if (OFCondition c = format.loadFile(slices[z].file.c_str()); c.bad()) {
-      return absl::DataLossError(absl::StrCat(slices[z].file, ": ", c.text()));
+  series.volume =
+      Image(type, Extent{first.columns, first.rows, static_cast<std::int64_t>(slices.size())});
+  std::map<std::string, std::vector<std::size_t>> by_file;
+  for (std::size_t z = 0; z < slices.size(); ++z) by_file[slices[z].file].push_back(z);
+  for (const auto& [file, indices] : by_file) {
+    const PixelModule& module = modules[file];
+    absl::StatusOr<DicomPixels> pixels =
+        DecodeDicomPixels(file, first.columns, first.rows, module.frames);
+    if (!pixels.ok()) return pixels.status();
+    for (std::size_t z : indices) {
+      if (absl::Status s = RescaleFrame(*pixels, module, slices[z], z, type,
+                                        series.volume.bytes() + z * slice_pixels * PixelSize(type));
+          !s.ok()) {
+        return s;
+      }
     }
-    if (absl::Status s = DecodeSlice(format.getDataset(), slices[z].file, z, slice_pixels,
-                                     series.volume.As<std::int16_t>() + z * slice_pixels);
-        !s.ok()) {
-      return s;
-    }
-    series.files.push_back(slices[z].file);
+    series.multi_frame = series.multi_frame || module.frames > 1;
+  }
+  for (const Slice& s : slices) {
+    series.files.push_back(s.file);
+    series.frames.push_back(s.frame);
+    series.slopes.push_back(s.slope);
+    series.intercepts.push_back(s.intercept);
   }
   series.extent = series.volume.extent();
   return series;
 }
 
+namespace {
+
+std::string NewUid(const std::string& root, const char* site_root) {
+  char uid[100];
+  dcmGenerateUniqueIdentifier(uid, root.empty() ? site_root : root.c_str());
+  return uid;
+}
+
+absl::Status Put(DcmItem* ds, const DcmTagKey& tag, const std::string& value,
+                 const std::string& file) {
+  if (ds->putAndInsertOFStringArray(tag, value.c_str()).bad()) {
+    return absl::InternalError(absl::StrCat(file, ": cannot set ", DcmTag(tag).getTagName()));
+  }
+  return absl::OkStatus();
+}
+
+// DS holds 16 characters: the slope as written, so quantising uses the value a reader will see.
+std::string DecimalString(double v) {
+  for (int digits = 10; digits > 1; --digits) {
+    const std::string s = absl::StrFormat("%.*g", digits, v);
+    if (s.size() <= 16) return s;
+  }
+  return absl::StrFormat("%.1g", v);
+}
+
+// One F32 result slice as signed 16-bit stored values and the rescale that gives them back:
+// the source's own (slope, intercept) when every value fits at that step, else (max|v| / 32767, 0).
+// Empty slope/intercept strings mean "keep the source's elements as they are".
+struct Quantised {
+  std::vector<std::int16_t> stored;
+  std::string slope, intercept;
+};
+
+absl::StatusOr<Quantised> Quantise(const float* v, std::size_t count, double slope,
+                                   double intercept, const std::string& file) {
+  Quantised q;
+  q.stored.resize(count);
+  double largest = 0;
+  bool fits = true;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!std::isfinite(v[i])) {
+      return absl::InvalidArgumentError(absl::StrCat(file, ": result holds NaN or infinity"));
+    }
+    largest = std::max(largest, std::fabs(static_cast<double>(v[i])));
+    const double s = std::nearbyint((v[i] - intercept) / slope);
+    if (s < -32768 || s > 32767) fits = false;
+    if (fits) q.stored[i] = static_cast<std::int16_t>(s);
+  }
+  if (fits) return q;
+  q.slope = DecimalString(largest > 0 ? largest / 32767 : 1);
+  q.intercept = "0";
+  const double step = std::strtod(q.slope.c_str(), nullptr);
+  for (std::size_t i = 0; i < count; ++i) {
+    const double s = std::clamp(std::nearbyint(v[i] / step), -32768.0, 32767.0);
+    q.stored[i] = static_cast<std::int16_t>(s);
+  }
+  return q;
+}
+
+// Replaces the copied SourceImageSequence with one item naming the slice this one derives from.
+absl::Status ReferenceSource(DcmDataset* ds, const std::string& sop_class,
+                             const std::string& sop_instance, int frame, bool multi_frame,
+                             const std::string& file) {
+  ds->findAndDeleteElement(DCM_SourceImageSequence);
+  DcmItem* item = nullptr;
+  if (ds->findOrCreateSequenceItem(DCM_SourceImageSequence, item, 0).bad() || item == nullptr) {
+    return absl::InternalError(absl::StrCat(file, ": cannot add SourceImageSequence"));
+  }
+  CUIMG_RETURN_IF_ERROR(Put(item, DCM_ReferencedSOPClassUID, sop_class, file));
+  CUIMG_RETURN_IF_ERROR(Put(item, DCM_ReferencedSOPInstanceUID, sop_instance, file));
+  if (multi_frame) {
+    CUIMG_RETURN_IF_ERROR(Put(item, DCM_ReferencedFrameNumber, std::to_string(frame + 1), file));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const ImageView& result,
                                              const std::string& directory,
-                                             const std::string& derivation) {
+                                             const DicomWriteOptions& options) {
   QuietDcmtk();
-  if (result.type != PixelType::kI16 || result.channels != 1 ||
-      result.extent != source.extent || source.files.size() != static_cast<std::size_t>(source.extent.depth)) {
+  const std::size_t depth = static_cast<std::size_t>(source.extent.depth);
+  if ((result.type != PixelType::kI16 && result.type != PixelType::kF32) ||
+      result.channels != 1 || result.extent != source.extent || source.files.size() != depth ||
+      source.slopes.size() != depth || source.intercepts.size() != depth ||
+      source.frames.size() != depth) {
     return absl::InvalidArgumentError(
-        "DICOM output needs a one-channel i16 result of the source series' extent");
+        "DICOM output needs a one-channel i16 or f32 result of the source series' extent");
+  }
+  if (source.multi_frame) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        directory, ": the source is a multi-frame object; cuimg writes derived series of "
+                   "single-frame sources only (write .nii, .nrrd or .npy instead)"));
+  }
+  if (options.uid_root.size() > 40 ||
+      options.uid_root.find_first_not_of("0123456789.") != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--uid_root: '", options.uid_root, "' is not at most 40 digits and dots"));
   }
   std::error_code ec;
   if (fs::exists(directory, ec) && !fs::is_empty(directory, ec)) {
@@ -274,18 +463,21 @@ absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const Im
   fs::create_directories(directory, ec);
   if (ec) return absl::PermissionDeniedError(absl::StrCat(directory, ": ", ec.message()));
 
-  const std::string series_uid = NewUid(SITE_SERIES_UID_ROOT);
+  const std::string series_uid = NewUid(options.uid_root, SITE_SERIES_UID_ROOT);
   const std::size_t slice_pixels = static_cast<std::size_t>(result.extent.SlicePixels());
-  const auto* pixels = static_cast<const Uint16*>(result.data);
-  for (std::size_t z = 0; z < source.files.size(); ++z) {
+  const std::string& derivation = options.derivation;
+  for (std::size_t z = 0; z < depth; ++z) {
     const std::string& file = source.files[z];
     DcmFileFormat format;
-    if (OFCondition c = format.loadFile(file.c_str()); c.bad()) {
-      return absl::DataLossError(absl::StrCat(file, ": ", c.text()));
+    DicomLoad load;
+    if (absl::Status s = LoadDicomFile(file, false, UINTMAX_MAX, &format, &load); !s.ok()) {
+      return absl::DataLossError(s.message());
     }
     DcmDataset* ds = format.getDataset();
-    const std::string sop_uid = NewUid(SITE_INSTANCE_UID_ROOT);
-    OFString description, series_number, image_type;
+    const std::string sop_uid = NewUid(options.uid_root, SITE_INSTANCE_UID_ROOT);
+    OFString description, image_type, source_class, source_instance;
+    ds->findAndGetOFString(DCM_SOPClassUID, source_class);
+    ds->findAndGetOFString(DCM_SOPInstanceUID, source_instance);
     ds->findAndGetOFString(DCM_SeriesDescription, description);
     const std::string new_description =
         (description.empty() ? derivation : absl::StrCat(description.c_str(), " ", derivation))
@@ -300,6 +492,25 @@ absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const Im
         new_image_type += rest.substr(at2);
       }
     }
+    // Pixels: I16 as they are (slope 1, intercept 0); F32 quantised per Quantise.
+    std::vector<std::int16_t> stored(slice_pixels);
+    std::string slope = "1", intercept = "0";
+    if (result.type == PixelType::kI16) {
+      std::memcpy(stored.data(), static_cast<const std::int16_t*>(result.data) + z * slice_pixels,
+                  slice_pixels * 2);
+    } else {
+      CUIMG_ASSIGN_OR_RETURN(
+          Quantised q, Quantise(static_cast<const float*>(result.data) + z * slice_pixels,
+                                slice_pixels, source.slopes[z], source.intercepts[z], file));
+      stored = std::move(q.stored);
+      slope = q.slope.empty() ? DecimalString(source.slopes[z]) : q.slope;
+      intercept = q.intercept.empty() ? DecimalString(source.intercepts[z]) : q.intercept;
+      if (q.slope.empty()) {  // the source's own strings, unchanged
+        OFString text;
+        if (ds->findAndGetOFString(DCM_RescaleSlope, text).good()) slope = text.c_str();
+        if (ds->findAndGetOFString(DCM_RescaleIntercept, text).good()) intercept = text.c_str();
+      }
+    }
     Sint32 number = 0;
     for (const auto& [tag, value] : std::initializer_list<std::pair<DcmTagKey, std::string>>{
              {DCM_SeriesInstanceUID, series_uid},
@@ -307,8 +518,8 @@ absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const Im
              {DCM_ImageType, new_image_type},
              {DCM_SeriesDescription, new_description},
              {DCM_DerivationDescription, derivation.substr(0, 1024)},
-             {DCM_RescaleSlope, "1"},
-             {DCM_RescaleIntercept, "0"}}) {
+             {DCM_RescaleSlope, slope},
+             {DCM_RescaleIntercept, intercept}}) {
       if (absl::Status s = Put(ds, tag, value, file); !s.ok()) return s;
     }
     if (ds->findAndGetSint32(DCM_SeriesNumber, number).good()) {
@@ -316,7 +527,12 @@ absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const Im
         return s;
       }
     }
-    // Pixel module: signed 16-bit stored values equal to the rescaled units.
+    if (absl::Status s = ReferenceSource(ds, source_class.c_str(), source_instance.c_str(),
+                                         source.frames[z], source.multi_frame, file);
+        !s.ok()) {
+      return s;
+    }
+    // Pixel module: signed 16-bit stored values.
     ds->findAndDeleteElement(DCM_SmallestImagePixelValue);  // their VR follows the old
     ds->findAndDeleteElement(DCM_LargestImagePixelValue);   // PixelRepresentation
     ds->findAndDeleteElement(DCM_PixelPaddingValue);
@@ -324,13 +540,15 @@ absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const Im
         ds->putAndInsertUint16(DCM_BitsStored, 16).bad() ||
         ds->putAndInsertUint16(DCM_HighBit, 15).bad() ||
         ds->putAndInsertUint16(DCM_PixelRepresentation, 1).bad() ||
-        ds->putAndInsertUint16Array(DCM_PixelData, pixels + z * slice_pixels,
+        ds->putAndInsertUint16Array(DCM_PixelData, reinterpret_cast<const Uint16*>(stored.data()),
                                     static_cast<unsigned long>(slice_pixels)).bad()) {
       return absl::InternalError(absl::StrCat(file, ": cannot set the pixel module"));
     }
     const std::string out = (fs::path(directory) / absl::StrFormat("slice_%04d.dcm", z)).string();
-    // A new meta header: MediaStorageSOPInstanceUID follows the new SOPInstanceUID.
-    if (OFCondition c = format.saveFile(out.c_str(), EXS_LittleEndianExplicit); c.bad()) {
+    // A new meta header: MediaStorageSOPInstanceUID follows the new SOPInstanceUID; a compressed
+    // source's pixels are now native, so the file is written uncompressed.
+    if (OFCondition c = format.saveFile(out.c_str(), EXS_LittleEndianExplicit);
+        c.bad()) {
       return absl::DataLossError(absl::StrCat(out, ": ", c.text()));
     }
   }

@@ -100,6 +100,37 @@ absl::Status CheckMagic(const std::string& path) {
   return absl::OkStatus();
 }
 
+// Patient space of a 3D-space NRRD (LPS, or RAS turned to LPS) with directions on every axis and
+// an origin; unknown otherwise.
+PatientGeometry Geometry(const Nrrd* n) {
+  PatientGeometry g;
+  double flip[3] = {1, 1, 1};
+  if (n->space == nrrdSpaceRightAnteriorSuperior) {
+    flip[0] = flip[1] = -1;
+  } else if (n->space != nrrdSpaceLeftPosteriorSuperior) {
+    return g;
+  }
+  if (n->dim < 2 || n->dim > 3 || n->spaceDim != 3) return g;
+  for (unsigned axis = 0; axis < n->dim; ++axis) {
+    double norm = 0;
+    for (int k = 0; k < 3; ++k) norm += n->axis[axis].spaceDirection[k] * n->axis[axis].spaceDirection[k];
+    norm = std::sqrt(norm);
+    if (!(norm > 0) || !std::isfinite(norm)) return g;
+    for (int k = 0; k < 3; ++k) g.axes[axis][k] = flip[k] * n->axis[axis].spaceDirection[k] / norm;
+  }
+  for (int k = 0; k < 3; ++k) {
+    if (!std::isfinite(n->spaceOrigin[k])) return g;
+    g.origin[k] = flip[k] * n->spaceOrigin[k];
+  }
+  if (n->dim == 2) {  // the normal of a single slice
+    const auto& a = g.axes[0];
+    const auto& b = g.axes[1];
+    g.axes[2] = {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]};
+  }
+  g.known = true;
+  return g;
+}
+
 }  // namespace
 
 absl::StatusOr<NrrdVolume> ReadNrrd(const std::string& path) {
@@ -124,14 +155,15 @@ absl::StatusOr<NrrdVolume> ReadNrrd(const std::string& path) {
   if (!type.ok()) return type.status();
   absl::StatusOr<Extent> extent = CheckHeader(n.get(), path);
   if (!extent.ok()) return extent.status();
-  NrrdVolume out{Image(*type, *extent), {}};
+  NrrdVolume out{Image(*type, *extent), {}, {}};
   std::memcpy(out.image.bytes(), n->data, out.image.size_bytes());  // Teem swapped to host order
   out.spacing = {AxisSpacing(n.get(), 0), AxisSpacing(n.get(), 1), AxisSpacing(n.get(), 2)};
+  out.geometry = Geometry(n.get());
   return out;
 }
 
 absl::Status WriteNrrd(const std::string& path, const ImageView& image, const VoxelSpacing& spacing,
-                       NrrdEncoding encoding) {
+                       NrrdEncoding encoding, const PatientGeometry& geometry) {
   if (image.channels != 1) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": NRRD output needs one channel"));
   }
@@ -144,7 +176,19 @@ absl::Status WriteNrrd(const std::string& path, const ImageView& image, const Vo
                   : nrrdWrap_va(n.get(), image.data, ToTeemType(image.type), 2,
                                 static_cast<size_t>(e.width), static_cast<size_t>(e.height));
   if (wrapped != 0) return absl::InternalError(absl::StrCat(path, ": ", TeemError()));
-  if (spacing.Known()) {
+  if (geometry.known) {
+    // Patient space: each axis' direction scaled by its spacing (Teem takes either spacings or
+    // space directions, not both), and the first voxel's position.
+    n->space = nrrdSpaceLeftPosteriorSuperior;
+    n->spaceDim = 3;
+    const double step[3] = {spacing.x_mm > 0 ? spacing.x_mm : 1,
+                            spacing.y_mm > 0 ? spacing.y_mm : 1,
+                            spacing.z_mm > 0 ? spacing.z_mm : 1};
+    for (unsigned axis = 0; axis < n->dim; ++axis) {
+      for (int k = 0; k < 3; ++k) n->axis[axis].spaceDirection[k] = geometry.axes[axis][k] * step[axis];
+    }
+    for (int k = 0; k < 3; ++k) n->spaceOrigin[k] = geometry.origin[k];
+  } else if (spacing.Known()) {
     // Unknown axes stay NaN, which Teem leaves out of the header.
     auto or_nan = [](double v) { return v > 0 ? v : AIR_NAN; };
     if (e.depth > 1) {

@@ -16,6 +16,9 @@ struct NrrdVolume {
   Image image;
   // From "spacings" or the norms of "space directions"; 0 where the file does not say.
   VoxelSpacing spacing;
+  // From "space" (left-posterior-superior or right-anterior-superior), "space directions" and
+  // "space origin" when the file has all three; unknown otherwise.
+  PatientGeometry geometry;
 };
 
 // INVALID_ARGUMENT for a file whose first line is not a NRRD magic (NRRD0001-NRRD0005), other
@@ -24,9 +27,11 @@ struct NrrdVolume {
 absl::StatusOr<NrrdVolume> ReadNrrd(const std::string& path);
 
 enum class NrrdEncoding { kRaw, kGzip };
-// Writes "spacings" when `spacing` is known (non-zero).
+// With `geometry` known: "space: left-posterior-superior", "space directions" (each axis scaled
+// by its spacing, 1 where unknown) and "space origin"; else "spacings" when `spacing` is known
+// (non-zero).
 absl::Status WriteNrrd(const std::string& path, const ImageView& image, const VoxelSpacing& spacing,
-                       NrrdEncoding encoding);
+                       NrrdEncoding encoding, const PatientGeometry& geometry = {});
 
 }  // namespace cuimg
 

@@ -1,7 +1,8 @@
 // Images and volumes for the subcommands that take either (morphology, gradient), chosen by the
-// path: a directory (or a name without an extension) is a DICOM series, .npy a NumPy array, .nrrd/.nhdr NRRD, anything else an
-// image file (PNG, JPEG, TIFF; multi-page TIFF is a volume). Spacing travels with the pixels
-// where the format has it (NRRD, DICOM), so results keep the input's voxel size.
+// path: a directory (or a name without an extension) is a DICOM series, .npy a NumPy array,
+// .nrrd/.nhdr NRRD, .nii/.nii.gz NIfTI, anything else an image file (PNG, JPEG, TIFF; multi-page
+// TIFF is a volume). Spacing and patient-space placement travel with the pixels where the format
+// has them (NRRD, NIfTI, DICOM), so results keep the input's voxel size and position.
 #ifndef CUIMG_CLIENT_IO_VOLUME_FILE_H_
 #define CUIMG_CLIENT_IO_VOLUME_FILE_H_
 
@@ -10,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/io/dicom_series.h"
+#include "client/io/nifti_file.h"
 #include "client/io/nrrd_file.h"
 #include "client/io/voxel_spacing.h"
 #include "cuimg/common/image.h"
@@ -19,26 +21,46 @@ namespace cuimg {
 struct VolumeFile {
   Image image;
   VoxelSpacing spacing;
+  // Where the voxels lie in patient space, when the format says (DICOM, NIfTI, NRRD with space).
+  PatientGeometry geometry;
   // Set when the input was a DICOM series: a DICOM output copies its tags.
   std::shared_ptr<const DicomSeries> dicom;
+  // Set when the input was NIfTI: a NIfTI output keeps its qform and sform.
+  std::shared_ptr<const NiftiTransforms> nifti;
 };
 
 // True for paths read or written as DICOM series: an existing directory, a path ending in '/',
 // or a name without an extension (a directory to be created).
 bool IsDicomSeriesPath(const std::string& path);
 
-absl::StatusOr<VolumeFile> ReadVolumeFile(const std::string& path);
+struct VolumeReadOptions {
+  // A DICOM directory holding several series: the SeriesInstanceUID to read.
+  std::string series_uid = {};
+};
+// Reads `path` by the rules above. Errors keep the reader's status code: NOT_FOUND for a path that
+// is not there, INVALID_ARGUMENT/DATA_LOSS/OUT_OF_RANGE/UNIMPLEMENTED for contents cuimg cannot
+// read (ExitCodeForReadError tells the CLI's exit codes apart).
+absl::StatusOr<VolumeFile> ReadVolumeFile(const std::string& path,
+                                          const VolumeReadOptions& options = {});
 
 struct VolumeWriteOptions {
   NrrdEncoding nrrd_encoding = NrrdEncoding::kRaw;
   // DICOM: what produced the series (DerivationDescription), e.g. "cuimg morphology dilate".
   std::string derivation = "cuimg";
+  // DICOM: the organisation's UID root for new UIDs (DCMTK's site root when empty).
+  std::string uid_root = {};
 };
 // By the same rules as ReadVolumeFile. A DICOM output needs `source.dicom` (FAILED_PRECONDITION
 // otherwise: cuimg writes a derived series, never a series from scratch).
 absl::Status WriteVolumeFile(const std::string& path, const ImageView& image,
                              const VoxelSpacing& spacing, const VolumeFile& source,
                              const VolumeWriteOptions& options);
+
+// The CLI's exit code for an input that could not be read: kExitUsage (2) when the path is wrong
+// (NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION), kExitBadData (3) when its contents are
+// (anything else: a header, a codec stream, values out of range, a feature cuimg does not read).
+// Write errors are usage errors (the output path or format chosen).
+int ExitCodeForReadError(const absl::Status& status);
 
 }  // namespace cuimg
 

@@ -1,11 +1,15 @@
-// The client's volume formats: .npy and NRRD round trips per pixel type, and DICOM series read
+// The client's volume formats: .npy, NRRD and NIfTI round trips per pixel type, and DICOM series read
 // (sorted by position, rescaled, checked) and written back as a new series. The DICOM inputs are
 // made here with DCMTK, slice files named in an order unrelated to their positions.
 #include <dcmtk/config/osconfig.h>
 #include <dcmtk/dcmdata/dctk.h>
+#include <nifti2_io.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -16,6 +20,7 @@
 #include "client/io/dicom_series.h"
 #include "client/io/image_file.h"
 #include "client/io/npy_file.h"
+#include "client/io/nifti_file.h"
 #include "client/io/nrrd_file.h"
 #include "client/io/volume_file.h"
 #include "gmock/gmock.h"
@@ -288,7 +293,7 @@ TEST(DicomSeries, RefusesValuesOutsideI16MixedSeriesAndMissingFiles) {
   WriteSeries(dir / "mixed", 2, "1.2.3.5");
   WriteSlice({dir / "mixed/other.dcm", "1.2.3.6", 50, SliceValues(0)});
   EXPECT_THAT(ReadDicomSeries(dir / "mixed").status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("more than one series")));
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("more than one series")));
 
   fs::create_directories(dir / "dup");
   WriteSlice({dir / "dup/a.dcm", "1.2.3.7", 4, SliceValues(0)});
@@ -310,7 +315,7 @@ TEST(DicomSeries, RefusesRowsAndColumnsLargerThanThePixelDataBeforeAllocating) {
   format.getDataset()->putAndInsertUint16(DCM_Columns, 40000);
   ASSERT_TRUE(format.saveFile((dir / "s/img1.dcm").c_str(), EXS_LittleEndianExplicit).good());
   EXPECT_THAT(ReadDicomSeries(dir / "s").status(),
-              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("40000x40000 pixels need")));
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("40000x40000x1 pixels need")));
 }
 
 TEST(DicomSeries, WritesANewSeriesWithTheSourceGeometryAndTags) {
@@ -365,6 +370,181 @@ TEST(DicomSeries, WritesANewSeriesWithTheSourceGeometryAndTags) {
               StatusIs(absl::StatusCode::kAlreadyExists));
   EXPECT_THAT(WriteVolumeFile(dir / "other/", result.view(), input->spacing, VolumeFile{}, {}),
               StatusIs(absl::StatusCode::kFailedPrecondition));
+}
+
+// --- NIfTI ---
+
+// A qform (a rotation about z with an offset) and a different sform, as scanners' converters
+// write them; both must come back as they were.
+NiftiTransforms SomeTransforms(int version) {
+  NiftiTransforms t;
+  t.version = version;
+  t.qform_code = 1;
+  t.sform_code = 2;
+  t.quatern_b = 0;
+  t.quatern_c = 0;
+  t.quatern_d = 0.25881904510252074;  // 30 degrees about z
+  t.qoffset_x = -90.5;
+  t.qoffset_y = 12.25;
+  t.qoffset_z = -70;
+  t.qfac = -1;
+  t.srow = {{{0.9, -0.5, 0, -91}, {0.5, 0.9, 0, 13}, {0, 0, -2.5, -69}}};
+  return t;
+}
+
+TEST(NiftiFile, RoundTripsTypesVersionsCompressionAndTransforms) {
+  TempDir dir;
+  for (PixelType type : kTypes) {
+    for (int version : {1, 2}) {
+      for (const char* ext : {".nii", ".nii.gz"}) {
+        const Image image = RandomImage(type, Extent{7, 5, 4}, 3);
+        const std::string path = dir / absl::StrCat("v", version, ext);
+        const NiftiTransforms t = SomeTransforms(version);
+        ASSERT_THAT(WriteNifti(path, image.view(), {0.9, 1.1, 2.5}, {}, &t), IsOk());
+        absl::StatusOr<NiftiVolume> back = ReadNifti(path);
+        ASSERT_THAT(back.status(), IsOk()) << path;
+        EXPECT_TRUE(SamePixels(back->image, image)) << PixelTypeName(type) << " " << path;
+        EXPECT_FLOAT_EQ(back->spacing.x_mm, 0.9);
+        EXPECT_FLOAT_EQ(back->spacing.y_mm, 1.1);
+        EXPECT_FLOAT_EQ(back->spacing.z_mm, 2.5);
+        const NiftiTransforms& r = back->transforms;
+        EXPECT_EQ(r.version, version);
+        EXPECT_EQ(r.qform_code, 1);
+        EXPECT_EQ(r.sform_code, 2);
+        EXPECT_FLOAT_EQ(r.quatern_d, t.quatern_d);
+        EXPECT_FLOAT_EQ(r.qoffset_x, t.qoffset_x);
+        EXPECT_FLOAT_EQ(r.qoffset_z, t.qoffset_z);
+        EXPECT_EQ(r.qfac, -1);
+        for (int i = 0; i < 3; ++i) {
+          for (int j = 0; j < 4; ++j) EXPECT_FLOAT_EQ(r.srow[i][j], t.srow[i][j]) << i << j;
+        }
+        // The sform places the volume (LPS): its first axis is (0.9, 0.5, 0) in RAS.
+        ASSERT_TRUE(back->geometry.known);
+        EXPECT_NEAR(back->geometry.axes[0][0], -0.9 / std::hypot(0.9, 0.5), 1e-6);
+        EXPECT_NEAR(back->geometry.origin[0], 91, 1e-4);
+        EXPECT_NEAR(back->geometry.origin[2], -69, 1e-4);
+      }
+    }
+  }
+}
+
+// A NIfTI-1 file with a data type and scaling of its own, written by nifticlib directly.
+void WriteScaledNifti(const std::string& path, int datatype, const void* data, double slope,
+                      double inter) {
+  const int64_t dims[8] = {3, 4, 3, 2, 1, 1, 1, 1};
+  nifti_image* nim = nifti_make_new_nim(dims, datatype, 0);
+  ASSERT_NE(nim, nullptr);
+  nim->scl_slope = slope;
+  nim->scl_inter = inter;
+  ASSERT_EQ(nifti_set_filenames(nim, path.c_str(), 0, 1), 0);  // NIfTI-1 from the .nii name
+  nim->data = const_cast<void*>(data);
+  nifti_image_write(nim);
+  nim->data = nullptr;
+  nifti_image_free(nim);
+}
+
+TEST(NiftiFile, ScalingFollowsTheDicomRuleAndOtherTypesAreConvertedOrRefused) {
+  TempDir dir;
+  std::int16_t values[24];
+  for (int i = 0; i < 24; ++i) values[i] = static_cast<std::int16_t>(i * 100 - 1000);
+  // A fractional slope: f32, never rounded.
+  WriteScaledNifti(dir / "pet.nii", DT_INT16, values, 0.001, 0);
+  absl::StatusOr<NiftiVolume> pet = ReadNifti(dir / "pet.nii");
+  ASSERT_THAT(pet.status(), IsOk());
+  ASSERT_EQ(pet->image.type(), PixelType::kF32);
+  for (int i = 0; i < 24; ++i) EXPECT_FLOAT_EQ(pet->image.As<float>()[i], values[i] * 0.001f);
+  // Integer slope and intercept: i16, range-checked.
+  WriteScaledNifti(dir / "ct.nii", DT_INT16, values, 2, -24);
+  absl::StatusOr<NiftiVolume> ct = ReadNifti(dir / "ct.nii");
+  ASSERT_THAT(ct.status(), IsOk());
+  ASSERT_EQ(ct->image.type(), PixelType::kI16);
+  for (int i = 0; i < 24; ++i) EXPECT_EQ(ct->image.As<std::int16_t>()[i], values[i] * 2 - 24);
+  WriteScaledNifti(dir / "big.nii", DT_INT16, values, 100, 0);
+  EXPECT_THAT(ReadNifti(dir / "big.nii").status(),
+              StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("outside i16")));
+  // int8 widens to i16; int32 is refused by name.
+  std::int8_t small[24];
+  for (int i = 0; i < 24; ++i) small[i] = static_cast<std::int8_t>(i * 10 - 120);
+  WriteScaledNifti(dir / "i8.nii", DT_INT8, small, 0, 0);
+  absl::StatusOr<NiftiVolume> i8 = ReadNifti(dir / "i8.nii");
+  ASSERT_THAT(i8.status(), IsOk());
+  ASSERT_EQ(i8->image.type(), PixelType::kI16);
+  for (int i = 0; i < 24; ++i) EXPECT_EQ(i8->image.As<std::int16_t>()[i], small[i]);
+  std::int32_t wide[24] = {};
+  WriteScaledNifti(dir / "i32.nii", DT_INT32, wide, 0, 0);
+  EXPECT_THAT(ReadNifti(dir / "i32.nii").status(),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("INT32")));
+  // A header claiming more voxels than the file holds; a file that is not NIfTI.
+  std::vector<std::uint8_t> bytes;
+  {
+    std::ifstream in(dir / "ct.nii", std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  bytes.resize(bytes.size() - 10);
+  ASSERT_THAT(WriteFileBytes(dir / "short.nii", bytes), IsOk());
+  EXPECT_THAT(ReadNifti(dir / "short.nii").status(), StatusIs(absl::StatusCode::kDataLoss));
+  ASSERT_THAT(WriteFileBytes(dir / "text.nii", {'h', 'i'}), IsOk());
+  EXPECT_THAT(ReadNifti(dir / "text.nii").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a NIfTI")));
+}
+
+// DICOM in, NIfTI and NRRD out: the series' placement becomes the sform/qform and NRRD's space
+// fields; the NIfTI reads back to the same placement.
+TEST(NiftiFile, DicomGeometryBecomesNiftiTransformsAndNrrdSpace) {
+  TempDir dir;
+  WriteSeries(dir / "in", 3, "1.2.826.0.1.3680043.2.1125.1.9");
+  absl::StatusOr<VolumeFile> input = ReadVolumeFile(dir / "in");
+  ASSERT_THAT(input.status(), IsOk());
+  ASSERT_TRUE(input->geometry.known);
+  ASSERT_THAT(WriteVolumeFile(dir / "ct.nii.gz", input->image.view(), input->spacing, *input, {}),
+              IsOk());
+  absl::StatusOr<VolumeFile> nifti = ReadVolumeFile(dir / "ct.nii.gz");
+  ASSERT_THAT(nifti.status(), IsOk());
+  EXPECT_TRUE(SamePixels(nifti->image, input->image));
+  EXPECT_EQ(nifti->nifti->sform_code, 1);
+  EXPECT_EQ(nifti->nifti->qform_code, 1);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_NEAR(nifti->geometry.origin[k], input->geometry.origin[k], 1e-4);
+    for (int a = 0; a < 3; ++a) {
+      EXPECT_NEAR(nifti->geometry.axes[a][k], input->geometry.axes[a][k], 1e-6);
+    }
+  }
+  // Slices lie at 10 - 1.25 z: the volume starts at the lowest, 7.5, and the normal is +z.
+  EXPECT_DOUBLE_EQ(input->geometry.origin[2], 7.5);
+  EXPECT_NEAR(nifti->spacing.z_mm, 1.25, 1e-6);
+  // A NIfTI source's transforms pass through a NIfTI output unchanged.
+  ASSERT_THAT(WriteVolumeFile(dir / "again.nii", nifti->image.view(), nifti->spacing, *nifti, {}),
+              IsOk());
+  absl::StatusOr<NiftiVolume> again = ReadNifti(dir / "again.nii");
+  ASSERT_THAT(again.status(), IsOk());
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 4; ++j) EXPECT_EQ(again->transforms.srow[i][j], nifti->nifti->srow[i][j]);
+  }
+
+  ASSERT_THAT(WriteVolumeFile(dir / "ct.nrrd", input->image.view(), input->spacing, *input, {}),
+              IsOk());
+  std::ifstream in(dir / "ct.nrrd", std::ios::binary);
+  std::string header((std::istreambuf_iterator<char>(in)), {});
+  header = header.substr(0, header.find("\n\n"));
+  EXPECT_THAT(header, HasSubstr("space: left-posterior-superior"));
+  EXPECT_THAT(header, HasSubstr("space directions: (0.59999999999999998,0,0) (0,0.69999999999999996,0) (0,0,1.25)"));
+  EXPECT_THAT(header, HasSubstr("space origin: (-120.5,-99.25,7.5)"));
+  absl::StatusOr<VolumeFile> nrrd = ReadVolumeFile(dir / "ct.nrrd");
+  ASSERT_THAT(nrrd.status(), IsOk());
+  EXPECT_TRUE(nrrd->geometry.known);
+  EXPECT_DOUBLE_EQ(nrrd->spacing.z_mm, 1.25);
+  EXPECT_DOUBLE_EQ(nrrd->geometry.origin[1], -99.25);
+}
+
+TEST(VolumeFile, UnknownExtensionsListEveryFormat) {
+  TempDir dir;
+  const Image image = RandomImage(PixelType::kU8, Extent{3, 3, 1}, 1);
+  EXPECT_THAT(WriteVolumeFile(dir / "x.bmp", image.view(), {}, VolumeFile{}, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::AllOf(HasSubstr(".npy"), HasSubstr(".nrrd"), HasSubstr(".nii"))));
+  ASSERT_THAT(WriteFileBytes(dir / "x.bmp", {'B', 'M'}), IsOk());
+  EXPECT_THAT(ReadVolumeFile(dir / "x.bmp").status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr(".nii.gz")));
 }
 
 }  // namespace

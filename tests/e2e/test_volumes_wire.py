@@ -175,13 +175,14 @@ class VolumesOverTheWire(unittest.TestCase):
             self.assertEqual(out.shape, volume.shape)
             np.testing.assert_array_equal(out, reference(volume), err_msg=f"case {i}")
 
-    def test_npy_refusals_are_usage_errors(self):
+    def test_npy_refusals_are_bad_data(self):
+        # An input cuimg cannot read is bad data (exit 3), not a usage error (2).
         src = self.path("f.npy")
         np.save(src, np.asfortranarray(np.zeros((4, 5), np.uint8)))
-        run = self.cli("morphology", f"--input={src}", f"--output={self.path('o.npy')}", expect=2)
+        run = self.cli("morphology", f"--input={src}", f"--output={self.path('o.npy')}", expect=3)
         self.assertIn("Fortran", run.stderr)
         np.save(src, np.zeros((4, 5), np.float64))
-        run = self.cli("morphology", f"--input={src}", f"--output={self.path('o.npy')}", expect=2)
+        run = self.cli("morphology", f"--input={src}", f"--output={self.path('o.npy')}", expect=3)
         self.assertIn("<f8", run.stderr)
 
     def test_nrrd_out_raw_and_gzip_and_in_with_spacing(self):

@@ -1,6 +1,7 @@
 """Writes the fuzzers' seed corpus (tests/fuzz/corpus/<fuzzer>/): small valid inputs of every kind
 each fuzzer reads, so that mutation starts from real structure. Run once after changing the
-formats (needs the generated Python stubs on PYTHONPATH, numpy, PIL and pydicom); the output is
+formats (needs the generated Python stubs on PYTHONPATH, numpy, PIL, pydicom, nibabel and the
+dcmtk and libgdcm-tools programs for the compressed DICOM seeds); the output is
 committed, beside regression_* files (inputs the fuzzers found, kept as seeds; not written here).
 Names of fuzzers as arguments write only their corpora (the others stay as they are):
   PYTHONPATH=build/proto/python python3 tests/fuzz/make_seeds.py [FUZZER...]"""
@@ -266,6 +267,59 @@ big_ds.Rows, big_ds.Columns = 40000, 40000
 big_out = io.BytesIO()
 big_ds.save_as(big_out)
 write("dicom_series", "huge_rows_columns.bin", series_seed([big_out.getvalue()]))
+
+
+# Compressed slices, made by the tools a PACS's sources use (dcmtk, libgdcm-tools): one seed per
+# transfer syntax, so mutation starts inside each of GDCM's decoders (and cuimg's own inflation of
+# deflated datasets, client/io/dicom_load.h).
+def compressed(slice_bytes, command):
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = os.path.join(tmp, "in.dcm"), os.path.join(tmp, "out.dcm")
+        with open(src, "wb") as f:
+            f.write(slice_bytes)
+        subprocess.run(command + [src, dst], check=True, capture_output=True)
+        with open(dst, "rb") as f:
+            return f.read()
+
+
+ct12 = rng.integers(0, 4096, (32, 32))  # OpenJPEG needs 32 x 32 for its default 6 levels
+plain = dicom_slice("1.2.826.0.1.3680043.8.498.5", 0, ct12, (0, 0, 0), bits_stored=12,
+                    intercept=-1024.0)
+for name, command in (("jpeg_lossless", ["dcmcjpeg", "+e1"]), ("jpeg_extended", ["dcmcjpeg", "+ee"]),
+                      ("jpegls", ["dcmcjpls"]), ("jpegls_near", ["dcmcjpls", "+en"]),
+                      ("rle", ["dcmcrle"]), ("deflated", ["dcmconv", "+td"]),
+                      ("j2k", ["gdcmconv", "--j2k"])):
+    write("dicom_series", f"codec_{name}.bin", series_seed([compressed(plain, command)]))
+# A fractional slope (f32 volume).
+write("dicom_series", "pet_slope.bin", series_seed(
+    [dicom_slice("1.2.826.0.1.3680043.8.498.6", z, ct, (0, 0, 3.0 * z), slope=0.001)
+     for z in (0, 1)]))
+
+
+# --- nifti_reader: byte 0 odd = .nii.gz, even = .nii; the rest is the file (nibabel writes them).
+def nifti_seed(image, gz):
+    import nibabel as nib
+    raw = image.to_bytes()
+    return bytes([1 if gz else 0]) + (gzip.compress(raw, mtime=0) if gz else raw)
+
+
+def nifti_images():
+    import nibabel as nib
+    affine = np.array([[0.9, -0.5, 0, -91], [0.5, 0.9, 0, 13], [0, 0, -2.5, -69], [0, 0, 0, 1]])
+    i16 = nib.Nifti1Image(rng.integers(-1000, 1000, (5, 4, 3)).astype(np.int16), affine)
+    i16.header.set_slope_inter(0.001, 0)
+    i16.set_qform(affine, 1)
+    f32 = nib.Nifti2Image(rng.random((4, 3, 2)).astype(np.float32), np.diag([1.5, 1.5, 3, 1]))
+    u8 = nib.Nifti1Image(rng.integers(0, 255, (6, 5)).astype(np.uint8), np.eye(4))
+    return {"i16_scaled_qform_sform": i16, "f32_nifti2": f32, "u8_2d": u8}
+
+
+for name, image in nifti_images().items():
+    write("nifti_reader", f"{name}.bin", nifti_seed(image, gz=False))
+    write("nifti_reader", f"{name}_gz.bin", nifti_seed(image, gz=True))
+
 
 # --- multipart: a Content-Type line, then a body, as WADO-RS answers come (multipart_fuzzer.cc).
 dicm = b"\0" * 128 + b"DICM" + bytes(range(48))

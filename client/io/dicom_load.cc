@@ -1,0 +1,155 @@
+#include "client/io/dicom_load.h"
+
+#include <unistd.h>
+#include <zlib.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace cuimg {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kDeflated[] = "1.2.840.10008.1.2.1.99";
+
+std::uint32_t Le32(const unsigned char* p) {
+  return std::uint32_t{p[0]} | std::uint32_t{p[1]} << 8 | std::uint32_t{p[2]} << 16 |
+         std::uint32_t{p[3]} << 24;
+}
+
+// The offset where a Part 10 file's dataset starts when its meta header says deflated; 0 for
+// anything else (DCMTK reads those itself). The meta header is explicit VR little endian and
+// starts with its group length (0002,0000) UL.
+std::uintmax_t DeflatedDatasetOffset(const std::vector<unsigned char>& head) {
+  if (head.size() < 144 || std::memcmp(head.data() + 128, "DICM", 4) != 0 ||
+      Le32(head.data() + 132) != 0x00000002u || std::memcmp(head.data() + 136, "UL", 2) != 0) {
+    return 0;
+  }
+  const std::uintmax_t end = 144 + std::uintmax_t{Le32(head.data() + 140)};
+  if (end > head.size()) return 0;
+  for (std::size_t pos = 144; pos + 8 <= end;) {
+    const std::uint32_t tag = Le32(head.data() + pos);
+    const bool long_length = std::memcmp(head.data() + pos + 4, "OB", 2) == 0 ||
+                             std::memcmp(head.data() + pos + 4, "UN", 2) == 0 ||
+                             std::memcmp(head.data() + pos + 4, "UT", 2) == 0;
+    if (long_length && pos + 12 > end) return 0;
+    const std::uint32_t length = long_length ? Le32(head.data() + pos + 8)
+                                             : (head[pos + 6] | head[pos + 7] << 8);
+    const std::size_t value = pos + (long_length ? 12 : 8);
+    if (value + length > end) return 0;
+    if (tag == 0x00100002u) {  // (0002,0010) TransferSyntaxUID, little-endian group first
+      std::string uid(reinterpret_cast<const char*>(head.data() + value), length);
+      while (!uid.empty() && (uid.back() == '\0' || uid.back() == ' ')) uid.pop_back();
+      return uid == kDeflated ? end : 0;
+    }
+    pos = value + length;
+  }
+  return 0;
+}
+
+// Removes the file when it goes out of scope.
+class TempPath {
+ public:
+  TempPath() {
+    static std::atomic<int> counter{0};
+    path_ = (fs::temp_directory_path() / absl::StrCat("cuimg-inflated-", getpid(), "-", counter++))
+                .string();
+  }
+  ~TempPath() {
+    std::error_code ec;
+    fs::remove(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Raw deflate (RFC 1951, as the standard and DCMTK write it) from `in` at `offset` into `out`.
+absl::Status Inflate(const std::string& file, std::ifstream& in, std::uintmax_t offset,
+                     const std::string& out_path, std::uintmax_t limit, std::uintmax_t* written) {
+  in.clear();
+  in.seekg(static_cast<std::streamoff>(offset));
+  std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+  if (!out) return absl::InternalError(absl::StrCat(out_path, ": cannot create"));
+  z_stream z{};
+  if (inflateInit2(&z, -MAX_WBITS) != Z_OK) return absl::InternalError("zlib: inflateInit2");
+  std::vector<unsigned char> input(1 << 16), output(1 << 16);
+  int rc = Z_OK;
+  *written = 0;
+  while (rc != Z_STREAM_END) {
+    if (z.avail_in == 0) {
+      in.read(reinterpret_cast<char*>(input.data()), static_cast<std::streamsize>(input.size()));
+      z.next_in = input.data();
+      z.avail_in = static_cast<uInt>(in.gcount());
+      if (z.avail_in == 0) break;  // the stream ends without its final block
+    }
+    z.next_out = output.data();
+    z.avail_out = static_cast<uInt>(output.size());
+    rc = inflate(&z, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) break;
+    const std::size_t produced = output.size() - z.avail_out;
+    *written += produced;
+    if (*written > limit) {
+      inflateEnd(&z);
+      return absl::OutOfRangeError(
+          absl::StrCat(file, ": deflated dataset inflates to more than ", limit, " bytes"));
+    }
+    out.write(reinterpret_cast<const char*>(output.data()), static_cast<std::streamsize>(produced));
+  }
+  inflateEnd(&z);
+  if (rc != Z_STREAM_END || !out) {
+    return absl::DataLossError(absl::StrCat(file, ": the deflated dataset does not inflate"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status LoadDicomFile(const std::string& file, bool until_pixel_data,
+                           std::uintmax_t max_inflated_bytes, DcmFileFormat* format,
+                           DicomLoad* load) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(file, ": cannot open"));
+  std::vector<unsigned char> head(1 << 16);
+  in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  const DcmTagKey stop = until_pixel_data ? DCM_PixelData : DCM_UndefinedTagKey;
+  std::error_code ec;
+  const std::uintmax_t file_bytes = fs::file_size(file, ec);
+  if (const std::uintmax_t offset = DeflatedDatasetOffset(head); offset > 0) {
+    TempPath inflated;
+    if (absl::Status s = Inflate(file, in, offset, inflated.path(), max_inflated_bytes,
+                                 &load->dataset_bytes);
+        !s.ok()) {
+      return s;
+    }
+    load->deflated = true;
+    if (OFCondition c = format->loadFileUntilTag(inflated.path().c_str(), EXS_LittleEndianExplicit,
+                                                 EGL_noChange, DCM_MaxReadLength, ERM_dataset, stop);
+        c.bad()) {
+      return absl::InvalidArgumentError(absl::StrCat(file, ": ", c.text()));
+    }
+    // Values left in the temporary file must be read before it goes.
+    if (format->loadAllDataIntoMemory().bad()) {
+      return absl::DataLossError(absl::StrCat(file, ": the inflated dataset is short"));
+    }
+    return absl::OkStatus();
+  }
+  load->deflated = false;
+  load->dataset_bytes = ec ? 0 : file_bytes;
+  if (OFCondition c = format->loadFileUntilTag(file.c_str(), EXS_Unknown, EGL_noChange,
+                                               DCM_MaxReadLength, ERM_autoDetect, stop);
+      c.bad()) {
+    return absl::InvalidArgumentError(absl::StrCat(file, ": ", c.text()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cuimg
