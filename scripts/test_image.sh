@@ -6,7 +6,8 @@
 # call, /metrics, `podman healthcheck run` and a SIGTERM that lets the calls in flight finish.
 # The test command (scripts/test.sh) runs it after ctest.
 #   scripts/test_image.sh   podman's storage and configuration live in build-image/
-#                           ($CUIMG_IMAGE_DIR); the base is reused while it exists there.
+#                           ($CUIMG_IMAGE_DIR); the base and the build's layers are reused while
+#                           they exist there: delete it to start over.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh image
@@ -61,6 +62,20 @@ podman() {
     CONTAINERS_STORAGE_CONF="$state/conf/storage.conf" podman "$@"
 }
 
+fail() {
+  echo "test_image: FAILED: $*" >&2
+  echo "--- container log ---" >&2
+  podman logs "$name" >&2 || true
+  exit 1
+}
+cleanup() {
+  podman rm -f -t 0 "$name" > /dev/null 2>&1 || true
+  # Podman's overlay driver leaves its directory bind-mounted on itself; unmounted, build-image/
+  # can simply be deleted (podman mounts it again when it next runs).
+  $SUDO umount "$state/storage/overlay" 2> /dev/null || true
+}
+trap cleanup EXIT
+
 if ! podman image exists "$base"; then
   phase "making the Debian 12 base ($mirror)"
   $SUDO rm -rf "$state/rootfs"
@@ -88,17 +103,6 @@ if ! podman build --format docker --pull=never --network=host \
 fi
 size=$(podman image inspect --format '{{.Size}}' "$image")
 phase "built: $((size / 1000000)) MB"
-
-fail() {
-  echo "test_image: FAILED: $*" >&2
-  echo "--- container log ---" >&2
-  podman logs "$name" >&2 || true
-  exit 1
-}
-cleanup() {
-  podman rm -f -t 0 "$name" > /dev/null 2>&1 || true
-}
-trap cleanup EXIT
 
 # Published on 127.0.0.1 only, on ports podman picks, so parallel runs and other servers on the
 # machine cannot collide with it. The image's USER (10001) is not overridden.
