@@ -85,7 +85,7 @@ if ! podman image exists "$base"; then
     echo "test_image: debootstrap failed (whole log: $state/debootstrap.log)" >&2
     exit 1
   fi
-  $SUDO tar -C "$state/rootfs" -c . | podman import - "$base" > /dev/null
+  $SUDO tar -C "$state/rootfs" -c . | podman import --quiet - "$base" > /dev/null
   $SUDO rm -rf "$state/rootfs"
 fi
 
@@ -115,7 +115,9 @@ grpc_port=$(port 50051)
 health_port=$(port 50052)
 metrics_port=$(port 9464)
 [ "$(podman exec "$name" id -u)" = 10001 ] || fail "the server does not run as uid 10001"
-if podman exec "$name" touch /opt/cuimg/x 2> /dev/null; then fail "the root filesystem is writable"; fi
+if podman exec "$name" touch /opt/cuimg/x 2> /dev/null; then
+  fail "the root filesystem is writable"
+fi
 
 # The client from the image, run here: the same binary the HEALTHCHECK uses, dialling the
 # published ports from outside the container.
@@ -129,7 +131,8 @@ for _ in $(seq 60); do
   sleep 1
 done
 "${client[@]}" --timeout=5 health || fail "no health on the gRPC port"
-"$cuimg" --target="127.0.0.1:$health_port" --timeout=5 health || fail "no health on the health-only port"
+"$cuimg" --target="127.0.0.1:$health_port" --timeout=5 health ||
+  fail "no health on the health-only port"
 phase "serving; health answers on 50051 and 50052"
 
 input=tests/fuzz/corpus/image_decode/gray8.png
@@ -151,7 +154,7 @@ phase "podman healthcheck run: healthy"
 # Two calls that take seconds on the CPU backend; SIGTERM once both are running. They must finish
 # OK, and the server exit 0 after its drain.
 "${client[@]}" load --requests=2 --concurrency=2 --warmup=0 --image_size=400x400 \
-  --steps=dilate:ellipse:91x91 --json_out="$state/smoke/drain.json" > "$state/smoke/drain.log" 2>&1 &
+  --steps=dilate:ellipse:91x91 > "$state/smoke/drain.log" 2>&1 &
 load_pid=$!
 for _ in $(seq 100); do
   inflight=$(curl -fsS --max-time 5 "http://127.0.0.1:$metrics_port/metrics" |
