@@ -5,6 +5,7 @@
 # (scripts/collect_libs.sh), which works whatever the base distribution.
 #   scripts/install_deps.sh        build + test dependencies (default; CI, the README)
 #   scripts/install_deps.sh build  only what compiling the server and client needs (Dockerfile)
+#   scripts/install_deps.sh image  what building and running the image needs (scripts/test_image.sh)
 set -euo pipefail
 
 mode="${1:-test}"
@@ -47,6 +48,12 @@ test_pkgs=(
   clang libclang-rt-dev llvm
 )
 
+# scripts/test_image.sh: the Debian base from Debian's repository (debootstrap), the image built
+# (`podman build` carries buildah's code) and run with podman on runc (podman would pull in crun
+# otherwise; runc is what test_image.sh configures), /metrics read with curl. The test command runs
+# it, so `test` includes these.
+image_pkgs=(podman debootstrap runc curl)
+
 # `kubectl kustomize` renders the Kubernetes overlays (tests/e2e/test_deploy.py). Debian's
 # kubernetes-client (1.20, kustomize v2.0) unless some kubectl is already installed: another
 # package's /usr/bin/kubectl (Kubernetes' or Google Cloud's) would conflict with it.
@@ -60,8 +67,9 @@ export DEBIAN_FRONTEND=noninteractive
 
 case "$mode" in
   build) pkgs=("${build_pkgs[@]}") ;;
-  test) pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
-  *) echo "usage: $0 [test|build]" >&2; exit 2 ;;
+  image) pkgs=("${image_pkgs[@]}") ;;
+  test) pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}" "${image_pkgs[@]}") ;;
+  *) echo "usage: $0 [test|build|image]" >&2; exit 2 ;;
 esac
 
 missing=()
