@@ -322,7 +322,8 @@ class SharedMemoryShrunkUnderTheServer(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.server = ServerProcess(SERVER, f"--backend={BACKEND}", "--shared_memory")
+        cls.server = ServerProcess(SERVER, f"--backend={BACKEND}", "--shared_memory",
+                                   "--max_request_work=0")  # slow_steps sizes work by time
         cls.channel = grpc.insecure_channel(cls.server.target, options=[
             ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
         cls.stub = imaging_service_pb2_grpc.ImagingStub(cls.channel)

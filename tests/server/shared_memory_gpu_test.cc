@@ -46,6 +46,8 @@ TEST(SharedMemoryGpu, TruncatingAPageLockedRegionMidRequestFailsTheRequestNotThe
   ServerOptions options = testing::TestServerOptions();
   options.backend = BackendKind::kCuda;
   options.shared_memory.enabled = true;
+  // The request below is sized to run for seconds on this device, whatever its estimate.
+  options.max_request_work = 0;
   absl::StatusOr<std::unique_ptr<Backend>> backend = CreateCudaBackend(options);
   ASSERT_TRUE(backend.ok()) << backend.status();
   testing::TestServer server(options, *std::move(backend));
