@@ -46,7 +46,7 @@ cp -r models "$out/models"
 # detection test, benchmark and anchor, and three scaled to 1920x1080 as JPEG for the RPC benchmark.
 mkdir -p "$out/data"
 data=/usr/share/doc/opencv-doc/examples/data
-cp "$data"/{basketball1.png,basketball2.png,fruits.jpg} "$out/data/"
+cp "$data"/{basketball1.png,basketball2.png,fruits.jpg,HappyFish.jpg} "$out/data/"
 command -v ffmpeg >/dev/null || { echo "make_bundle: needs ffmpeg (scripts/install_deps.sh)" >&2; exit 1; }
 ffmpeg -v error -i "$data/vtest.avi" -vf "select=not(mod(n\,80))" -vsync vfr -start_number 0 \
   -q:v 2 "$out/data/vtest_%02d.jpg"

@@ -198,10 +198,14 @@ void CuimgServer::Shutdown(absl::Duration grace) {
   // Past the grace period gRPC cancels the calls, but a worker deep in a long computation would
   // not notice: the hard stop makes every call's work end at its next check (cancel_token.h),
   // and the queued ones fail before they start.
-  const Timer hard_stop(grace, [this] {
+  const Timer hard_stop(grace, [this, grace] {
     if (service_ != nullptr) service_->HardStop();
-    Log(LogLevel::kWarning, "event=shutdown_hard_stop message=\"the grace period is over: "
-                            "running requests stop at their next check\"");
+    // Only a grace period that ran out is news: a zero grace (a server that failed to start, or
+    // the destructor after Shutdown) stops at once by definition.
+    if (grace > absl::ZeroDuration()) {
+      Log(LogLevel::kWarning, "event=shutdown_hard_stop message=\"the grace period is over: "
+                              "running requests stop at their next check\"");
+    }
   });
   if (server_ != nullptr) {
     server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(grace));

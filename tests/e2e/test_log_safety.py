@@ -144,10 +144,17 @@ class ForgedValues(unittest.TestCase):
             code, details = code_of(call, request, timeout=30)
             # Before the fix the 1 MiB message overflowed the client's header limit: the client saw
             # RESOURCE_EXHAUSTED ("received initial metadata size exceeds limit"), not the answer.
-            self.assertEqual(code, grpc.StatusCode.NOT_FOUND, details)
-            self.assertIn("handle: no resident object 'hhhh", details)
-            self.assertIn("...[1048576 bytes]", details)
+            # Release and Download now check a handle's length first (ValidateHandle), so the
+            # handle is not echoed at all.
+            self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT, details)
+            self.assertIn("handle: must be 1 to 128 characters", details)
             self.assertLess(len(details), 512)
+        # A handle of valid length that is unknown is echoed, quoted and cut.
+        code, details = code_of(self.stub.Release,
+                                resident_pb2.ReleaseRequest(handle="h" * 128), timeout=30)
+        self.assertEqual(code, grpc.StatusCode.NOT_FOUND, details)
+        self.assertIn("handle: no resident object 'hhhh", details)
+        self.assertLess(len(details), 512)
         self.assertLess(len(self.server.log()) - before, 4096)
 
     def test_a_truncated_jpeg_is_refused_naming_the_field(self):
