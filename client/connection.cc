@@ -146,6 +146,14 @@ void PrepareContext(const ConnectionOptions& options, grpc::ClientContext* conte
 int ReportRpcError(const grpc::Status& status) {
   std::fprintf(stderr, "error: %s: %s\n", StatusCodeName(status.error_code()),
                status.error_message().c_str());
+  // A plaintext client at a TLS port (or the reverse) sees only "Socket closed" or a failed
+  // handshake; the likely cause is worth a line.
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    std::fprintf(stderr,
+                 "hint: is the server up at --target, and do both sides agree on TLS? A server "
+                 "started with --tls_cert_file needs --tls (or --tls_ca_file) here; a plaintext "
+                 "one needs neither\n");
+  }
   return kExitRpcError;
 }
 

@@ -15,6 +15,8 @@ find_package(absl CONFIG REQUIRED)
 # Debian 12 ships no protobuf CMake config: module mode.
 find_package(Protobuf REQUIRED)
 find_package(gRPC CONFIG REQUIRED)
+# The server checks its TLS key against its certificate before gRPC sees them.
+find_package(OpenSSL REQUIRED)
 find_package(prometheus-cpp CONFIG REQUIRED)
 find_package(PNG REQUIRED)
 find_package(JPEG REQUIRED)

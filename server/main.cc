@@ -25,6 +25,7 @@
 #include "absl/time/time.h"
 #include "server/backend.h"
 #include "server/command_line.h"
+#include "server/grpc_log_sink.h"
 #include "server/grpc_server.h"
 #include "server/lock_order_checks.h"
 #include "server/log.h"
@@ -409,6 +410,7 @@ int main(int argc, char** argv) {
   }
   // Before the backend and gRPC start their threads.
   cuimg::SetLockOrderChecks(absl::GetFlag(FLAGS_lock_order_checks));
+  cuimg::RouteGrpcLogsThroughLog();
   if (!cuimg::LimitMallocArenas(arenas)) {
     cuimg::Log(cuimg::LogLevel::kWarning, "event=malloc_arena_max_ignored arenas=", arenas);
   }

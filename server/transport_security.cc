@@ -1,6 +1,11 @@
 #include "server/transport_security.h"
 
 #include <grpcpp/security/server_credentials.h>
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include <fstream>
 #include <sstream>
@@ -20,6 +25,44 @@ absl::StatusOr<std::string> ReadPem(const std::string& path, absl::string_view o
     return absl::InvalidArgumentError(absl::StrCat(option, ": ", path, " holds no PEM block"));
   }
   return text.str();
+}
+
+// OK when `key_pem` holds the private key of `cert_pem`'s first certificate. gRPC would only
+// say "Invalid private key" and then that it could not bind; one line naming both flags is what
+// an operator needs.
+absl::Status CheckKeyMatchesCertificate(const std::string& cert_pem, const std::string& key_pem) {
+  const auto reason = [] {
+    const unsigned long error = ERR_get_error();
+    ERR_clear_error();
+    return error == 0 ? std::string("unknown") : std::string(ERR_reason_error_string(error)
+                                                             ? ERR_reason_error_string(error)
+                                                             : "unknown");
+  };
+  BIO* cert_bio = BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size()));
+  X509* cert = PEM_read_bio_X509(cert_bio, nullptr, nullptr, nullptr);
+  BIO_free(cert_bio);
+  if (cert == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tls_cert_file: no certificate could be read (", reason(), ")"));
+  }
+  BIO* key_bio = BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size()));
+  EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr);
+  BIO_free(key_bio);
+  if (key == nullptr) {
+    X509_free(cert);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tls_key_file: no unencrypted private key could be read (", reason(), ")"));
+  }
+  const bool matches = X509_check_private_key(cert, key) == 1;
+  ERR_clear_error();
+  EVP_PKEY_free(key);
+  X509_free(cert);
+  if (!matches) {
+    return absl::InvalidArgumentError(
+        "tls_key_file: the private key does not belong to the first certificate of "
+        "tls_cert_file");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -55,6 +98,7 @@ absl::StatusOr<TransportSecurity> MakeTransportSecurity(const SecurityOptions& o
   if (!cert.ok()) return cert.status();
   absl::StatusOr<std::string> key = ReadPem(options.tls_key_file, "tls_key_file");
   if (!key.ok()) return key.status();
+  if (absl::Status match = CheckKeyMatchesCertificate(*cert, *key); !match.ok()) return match;
   pair.cert_chain = *std::move(cert);
   pair.private_key = *std::move(key);
   ssl.pem_key_cert_pairs.push_back(std::move(pair));

@@ -17,6 +17,7 @@ import numpy as np
 from cuimg.v1 import imaging_service_pb2_grpc, morphology_pb2, types_pb2
 from grpc_protocols import health_pb2, health_pb2_grpc
 from server_process import ServerProcess
+from tls_material import TlsMaterial
 
 SERVER = os.environ["CUIMG_SERVER"]
 CLIENT = os.environ["CUIMG_CLIENT"]
@@ -205,6 +206,42 @@ class CpuFallback(unittest.TestCase):
         self.assertEqual(out.returncode, 1, out.stderr)
         self.assertRegex(out.stderr, r"level=error event=startup_failed "
                                      r"message=\"--require_gpu: no usable CUDA GPU")
+
+
+class TlsMistakes(unittest.TestCase):
+    """The two TLS mistakes an operator makes first each get one line that names the fix."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tls = TlsMaterial(clients=("alice",))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tls.close()
+
+    def test_a_key_that_is_not_the_certificates_is_one_clear_line(self):
+        alice_key, _ = self.tls.client["alice"]
+        run_ = run(SERVER, "--backend=cpu", "--listen_address=127.0.0.1:0", "--metrics_address=",
+                   f"--tls_cert_file={self.tls.server_cert}", f"--tls_key_file={alice_key}")
+        self.assertEqual(run_.returncode, 1, run_.stderr)
+        lines = run_.stderr.splitlines()
+        self.assertEqual(len(lines), 1, run_.stderr)
+        self.assertIn("event=startup_failed", lines[0])
+        self.assertIn("tls_key_file: the private key does not belong to the first certificate "
+                      "of tls_cert_file", lines[0])
+
+    def test_a_plaintext_client_at_a_tls_port_is_told_why(self):
+        server = ServerProcess(SERVER, "--backend=cpu", *self.tls.server_flags())
+        try:
+            run_ = run(CLIENT, f"--target={server.target}", "--timeout=5", "health")
+            self.assertEqual(run_.returncode, 1, run_.stderr)
+            self.assertIn("error: UNAVAILABLE", run_.stderr)
+            self.assertIn("do both sides agree on TLS?", run_.stderr)
+            secure = run(CLIENT, f"--target={server.target}", "--timeout=5",
+                         f"--tls_ca_file={self.tls.ca_cert}", "health")
+            self.assertEqual(secure.returncode, 0, secure.stderr)
+        finally:
+            self.assertEqual(server.terminate(), 0, server.log())
 
 
 if __name__ == "__main__":
