@@ -16,11 +16,13 @@ u8 image, 3x3 dilate, one call in flight) for `--baseline_seconds` alone, then f
 - log injection and refusal floods: handles and model names holding newlines, quotes and forged
   logfmt, and 1 MiB handles;
 - DetectPedestrians with hit_threshold = -1e9 on a 1024x1024 frame.
-The server's resident set (/proc/PID/status VmRSS) is sampled every 0.25 s. One JSON line: the
+The good client runs in a process of its own (the attackers' threads would hold its GIL). The
+server's resident set (/proc/PID/status VmRSS) is sampled every 0.25 s. One JSON line: the
 good client's p50/p99 alone and under attack and their ratio, its errors, the RSS peak, the
 attacks' status codes, whether the server lived, and the log's line count and longest line."""
 import argparse
 import json
+import multiprocessing
 import os
 import statistics
 import threading
@@ -82,10 +84,15 @@ def call_code(fn):
         return e.code().name
 
 
-def good_client(stub, image, stop, latencies, errors):
+def good_client(target, side, stop, results):
+    """The well-behaved client, in a process of its own: the attackers' threads hold this
+    process's GIL while they build and parse messages, which would otherwise count in its
+    latencies. Sends ([(start time, seconds)], [status code names]) through `results`."""
+    stub = imaging_service_pb2_grpc.ImagingStub(grpc.insecure_channel(target))
     request = morphology_pb2.MorphologyRequest(
-        input=types_pb2.ImageSource(image=image),
+        input=types_pb2.ImageSource(image=u8_image(side, np.random.default_rng(1))),
         steps=[step(morphology_pb2.ELEMENT_SHAPE_RECT, 3, 3)])
+    latencies, errors = [], []
     while not stop.is_set():
         start = time.perf_counter()
         try:
@@ -93,6 +100,7 @@ def good_client(stub, image, stop, latencies, errors):
             latencies.append((time.time(), time.perf_counter() - start))
         except grpc.RpcError as e:
             errors.append(e.code().name)
+    results.send((latencies, errors))
 
 
 def stalled_uploads(channel_target, stop, codes, limit):
@@ -251,11 +259,12 @@ def main():
         good_channel = grpc.insecure_channel(server.target)
         good_stub = imaging_service_pb2_grpc.ImagingStub(good_channel)
         image = u8_image(args.good_size, rng)
-        latencies, errors = [], []
 
-        stop_good = threading.Event()
-        good = threading.Thread(target=good_client,
-                                args=(good_stub, image, stop_good, latencies, errors))
+        spawn = multiprocessing.get_context("spawn")  # a fresh interpreter: no shared gRPC state
+        stop_good = spawn.Event()
+        receive, send = spawn.Pipe(duplex=False)
+        good = spawn.Process(target=good_client,
+                             args=(server.target, args.good_size, stop_good, send))
         good.start()
         time.sleep(args.baseline_seconds)
         attack_start = time.time()
@@ -274,6 +283,7 @@ def main():
         stop.set()
         attack_end = time.time()
         stop_good.set()
+        latencies, errors = receive.recv()
         good.join()
         for t in attackers:
             t.join(timeout=30)
