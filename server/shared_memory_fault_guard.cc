@@ -60,9 +60,10 @@ void OnSigbus(int signo, siginfo_t* info, void* context) {
   for (Slot& slot : g_slots) {
     const std::uint64_t sequence = slot.sequence.load(std::memory_order_acquire);
     if (sequence % 4 != 2) continue;
-    const std::uintptr_t begin = slot.begin.load(std::memory_order_relaxed);
-    const std::uintptr_t end = slot.end.load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
+    // Acquire loads, not a fence (which -fsanitize=thread refuses): the second load of the
+    // sequence cannot move before them.
+    const std::uintptr_t begin = slot.begin.load(std::memory_order_acquire);
+    const std::uintptr_t end = slot.end.load(std::memory_order_acquire);
     if (slot.sequence.load(std::memory_order_relaxed) != sequence) continue;
     if (address < begin || address >= end) continue;
     // Zero pages over the whole mapping: the object is gone for the server, not just one page.
