@@ -27,6 +27,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
 
 namespace cuimg {
 namespace {
@@ -36,20 +37,7 @@ using ::cuimg::testing::IsOk;
 using ::cuimg::testing::StatusIs;
 using ::testing::HasSubstr;
 
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() /
-            absl::StrCat("cuimg_dicom_decode_", ::testing::UnitTest::GetInstance()->random_seed(),
-                         "_", reinterpret_cast<std::uintptr_t>(this));
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using ::cuimg::testing::TempDir;
 
 constexpr int kRows = 64, kColumns = 64, kSlices = 4;
 

@@ -27,6 +27,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/random_image.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
 
 namespace cuimg {
 namespace {
@@ -37,20 +38,7 @@ using ::cuimg::testing::RandomImage;
 using ::cuimg::testing::StatusIs;
 using ::testing::HasSubstr;
 
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() /
-            absl::StrCat("cuimg_volume_test_", ::testing::UnitTest::GetInstance()->random_seed(),
-                         "_", reinterpret_cast<std::uintptr_t>(this));
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using ::cuimg::testing::TempDir;
 
 bool SamePixels(const Image& a, const Image& b) {
   return a.type() == b.type() && a.extent() == b.extent() && a.channels() == b.channels() &&
