@@ -94,9 +94,14 @@ std::string DescribeFlags(const std::vector<std::string>& names) {
 }
 
 std::string DescribeFlagsDefinedIn(absl::string_view file) {
+  // Abseil reports a flag's file without leading slashes: an absolute __FILE__ (any build without
+  // ccache's relative paths) would otherwise match no flag.
+  absl::string_view normalized = file;
+  while (absl::ConsumePrefix(&normalized, "/")) {
+  }
   std::vector<const absl::CommandLineFlag*> flags;
   for (const auto& [name, flag] : absl::GetAllFlags()) {
-    if (flag->Filename() == file) flags.push_back(flag);
+    if (flag->Filename() == file || flag->Filename() == normalized) flags.push_back(flag);
   }
   std::string out;
   for (const absl::CommandLineFlag* flag : Sorted(flags)) absl::StrAppend(&out, Describe(*flag));
