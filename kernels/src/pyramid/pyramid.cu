@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/status_macros.h"
-#include "div_small.cuh"
+#include "common/div_small.cuh"
 #include "pyramid_device.cuh"
 #include "pyramid_rects.cuh"
 

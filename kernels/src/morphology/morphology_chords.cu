@@ -13,7 +13,7 @@
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/status_macros.h"
 #include "device_ops.cuh"
-#include "div_small.cuh"
+#include "common/div_small.cuh"
 #include "lane_ops.cuh"
 #include "morphology_kernels.h"
 

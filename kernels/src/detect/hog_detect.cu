@@ -14,7 +14,7 @@
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/kernels/pyramid_types.h"
-#include "div_small.cuh"
+#include "common/div_small.cuh"
 #include "hog_tile.h"
 
 namespace cuimg {
