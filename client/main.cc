@@ -11,7 +11,7 @@
 #include "absl/flags/usage.h"
 #include "client/commands.h"
 #include "server/command_line.h"
-#include "server/lock_order_checks.h"
+#include "cuimg/common/lock_order_checks.h"
 
 // Connection (every subcommand).
 ABSL_FLAG(std::string, target, "localhost:50051",

@@ -16,9 +16,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "server/proto_conversion.h"
-#include "server/request_validation.h"
-#include "server/volume_stream_plan.h"
+#include "server/validation/proto_conversion.h"
+#include "server/validation/request_validation.h"
+#include "server/scheduling/volume_stream_plan.h"
 #include "tests/server/test_server.h"
 #include "tests/testing/random_image.h"
 
