@@ -9,7 +9,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "client/commands.h"
+#include "client/commands/commands.h"
 #include "server/command_line.h"
 #include "cuimg/common/lock_order_checks.h"
 

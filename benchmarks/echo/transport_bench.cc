@@ -41,7 +41,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "client/volume_stream.h"
+#include "client/commands/volume_stream.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 #include "echo/echo.grpc.pb.h"
 #include "cuimg/common/lock_order_checks.h"

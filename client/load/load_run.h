@@ -7,10 +7,10 @@
 
 #include <vector>
 
-#include "client/commands.h"
+#include "client/commands/commands.h"
 #include "client/connection.h"
-#include "client/load_rpc.h"
-#include "client/load_stats.h"
+#include "client/load/load_rpc.h"
+#include "client/load/load_stats.h"
 
 namespace cuimg {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "client/connection.h"
-#include "client/dicomweb_staging.h"
+#include "client/commands/dicomweb_staging.h"
 #include "client/lattice_spec.h"
 
 namespace cuimg {

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "client/commands.h"
+#include "client/commands/commands.h"
 #include "client/io/mesh_file.h"
 #include "client/lattice_spec.h"
 #include "client/request_building.h"

@@ -1,4 +1,4 @@
-#include "client/volume_stream.h"
+#include "client/commands/volume_stream.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "client/load_report.h"
+#include "client/load/load_report.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "client/load_report_script.h"
+#include "client/load/load_report_script.h"
 #include "cuimg/common/status_macros.h"
 
 namespace cuimg {

@@ -9,13 +9,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "client/commands.h"
-#include "client/dicomweb_staging.h"
+#include "client/commands/commands.h"
+#include "client/commands/dicomweb_staging.h"
 #include "client/io/image_file.h"
 #include "client/io/volume_file.h"
 #include "client/request_building.h"
 #include "client/morphology_spec.h"
-#include "client/volume_stream.h"
+#include "client/commands/volume_stream.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 
 namespace cuimg {

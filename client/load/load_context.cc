@@ -1,4 +1,4 @@
-#include "client/load_context.h"
+#include "client/load/load_context.h"
 
 #include <netdb.h>
 #include <sys/socket.h>

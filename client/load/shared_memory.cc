@@ -1,4 +1,4 @@
-#include "client/shared_memory.h"
+#include "client/load/shared_memory.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

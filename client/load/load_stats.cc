@@ -1,4 +1,4 @@
-#include "client/load_stats.h"
+#include "client/load/load_stats.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "client/load_run.h"
+#include "client/load/load_run.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,7 +1,7 @@
 // `cuimg health`: grpc.health.v1 Check; exit 0 only when SERVING (usable as a container probe).
 #include <cstdio>
 
-#include "client/commands.h"
+#include "client/commands/commands.h"
 #include "grpc_protocols/health.grpc.pb.h"
 
 namespace cuimg {

@@ -1,4 +1,4 @@
-#include "client/load_rpc.h"
+#include "client/load/load_rpc.h"
 
 #include <algorithm>
 #include <filesystem>

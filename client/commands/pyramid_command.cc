@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "client/commands.h"
+#include "client/commands/commands.h"
 #include "client/image_convert.h"
 #include "client/io/image_file.h"
 #include "client/request_building.h"

@@ -1,4 +1,4 @@
-#include "client/dicomweb_staging.h"
+#include "client/commands/dicomweb_staging.h"
 
 #include <stdlib.h>
 

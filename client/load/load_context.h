@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
-#include "client/load_stats.h"
+#include "client/load/load_stats.h"
 
 namespace cuimg {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "client/commands.h"
+#include "client/commands/commands.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 
 namespace cuimg {

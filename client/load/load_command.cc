@@ -18,13 +18,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "client/commands.h"
-#include "client/load_context.h"
-#include "client/load_report.h"
-#include "client/load_rpc.h"
-#include "client/load_run.h"
-#include "client/load_stats.h"
-#include "client/shared_memory.h"
+#include "client/commands/commands.h"
+#include "client/load/load_context.h"
+#include "client/load/load_report.h"
+#include "client/load/load_rpc.h"
+#include "client/load/load_run.h"
+#include "client/load/load_stats.h"
+#include "client/load/shared_memory.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 
 namespace cuimg {

@@ -1,4 +1,4 @@
-// `cuimg load --report`: the plots of a run, drawn by client/load_report.py (embedded in the
+// `cuimg load --report`: the plots of a run, drawn by client/load/load_report.py (embedded in the
 // binary) with matplotlib in a python3 child process.
 #ifndef CUIMG_CLIENT_LOAD_REPORT_H_
 #define CUIMG_CLIENT_LOAD_REPORT_H_
