@@ -232,8 +232,10 @@ struct DeviceCall {
   absl::Status CopyIn(void* d_dst, const void* src, std::size_t bytes) {
     return CopyToDeviceStaged(dev.staging(), d_dst, src, bytes, stream, &staging);
   }
-  // Results to host memory (nothing for a null `dst`): small ones staged (returning once `dst`
-  // is filled), large ones by one asynchronous copy (filled once `stream` is synchronized).
+  // Results to host memory (nothing for a null `dst`). One completion rule: `dst` holds the
+  // result once `stream` is synchronized (OnDevice does so before it returns), never before.
+  // Small results go through pinned staging and are in fact filled on return, large ones by one
+  // asynchronous copy; callers must not read `dst` early in either case.
   absl::Status CopyOut(void* dst, const void* d_src, std::size_t bytes) {
     if (dst == nullptr || bytes == 0) return absl::OkStatus();
     if (bytes > kStageOutUpTo) {
@@ -538,7 +540,7 @@ class CudaBackend final : public Backend {
   absl::Status OnDevice(absl::StatusOr<DeviceUse> use, StageTimes* times, const Body& body) {
     if (!use.ok()) return use.status();
     DeviceContext& dev = *devices_[use->slot().id()];
-    times->device = dev.info().ordinal;
+    times->device = use->slot().id();  // the slot, as on the CPU backend (backend.h)
     absl::Status status = [&]() -> absl::Status {
       CUIMG_CUDA_RETURN_IF_ERROR(cudaSetDevice(dev.info().ordinal), "cudaSetDevice");
       // Destroyed in reverse: the stream is synchronized, then returned (with its timer), then
