@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/status_macros.h"
+#include "cuimg/kernels/detect_geometry.h"
+#include "cuimg/kernels/group_rectangles.h"
 #include "server/scheduling/inflight_estimate.h"
 #include "server/rpc/call_messages.h"
 #include "server/rpc/image_input.h"
