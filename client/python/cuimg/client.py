@@ -99,23 +99,57 @@ class Resident(NamedTuple):
     data: Any
 
 
+def element_mm(shape: str, x_mm: float, y_mm: float | None = None,
+               z_mm: float | None = None) -> morphology_pb2.StructuringElement:
+    """A structuring element given by its semi-axes in millimetres ("rect", "ellipse" or
+    "cross"; y_mm and z_mm default to x_mm). The server turns it into voxels from the input's
+    spacing (so pass spacing= with the array): k = round-half-up(radius / spacing) voxels either
+    side, extent 2k + 1 per axis; z_mm = 0, or a 2D input, gives a 2D element. The elements it
+    ran come back in Client.last_elements."""
+    if shape not in SHAPES:
+        raise ValueError(f"shape {shape!r}: expected one of {sorted(SHAPES)}")
+    y_mm = x_mm if y_mm is None else y_mm
+    z_mm = x_mm if z_mm is None else z_mm
+    return morphology_pb2.StructuringElement(
+        shape=SHAPES[shape],
+        radius=morphology_pb2.ElementRadius(x_mm=x_mm, y_mm=y_mm, z_mm=z_mm))
+
+
+def _element(size: str, shape: str, step: str) -> morphology_pb2.StructuringElement:
+    """"WxH[xD]" in voxels, or "Rmm", "RXxRYmm", "RXxRYxRZmm" in millimetres (as the CLI)."""
+    if size.endswith("mm"):
+        try:
+            radii = [float(v) for v in size[:-2].split("x")]
+        except ValueError:
+            radii = []
+        if len(radii) not in (1, 2, 3) or not all(0 <= r < float("inf") for r in radii):
+            raise ValueError(f"step {step!r}: radius must be Rmm, RXxRYmm or RXxRYxRZmm "
+                             f"(non-negative millimetres)")
+        if len(radii) == 2:
+            radii.append(0.0)  # two radii: a 2D element
+        return element_mm(shape, *radii)
+    dims = [int(v) for v in size.split("x")]
+    if len(dims) not in (2, 3):
+        raise ValueError(f"step {step!r}: size must be WxH or WxHxD")
+    return morphology_pb2.StructuringElement(
+        shape=SHAPES[shape], width=dims[0], height=dims[1], depth=dims[2] if len(dims) == 3 else 0)
+
+
 def parse_steps(text: str) -> list[morphology_pb2.MorphologyStep]:
-    """"op:shape:WxH[xD][:iterations],..." (the cuimg CLI's --steps) -> MorphologyStep list.
-    ValueError names the step that does not parse."""
+    """"op:shape:SIZE[:iterations],..." (the cuimg CLI's --steps) -> MorphologyStep list. SIZE
+    is WxH or WxHxD in voxels, or a radius in millimetres: Rmm (every axis), RXxRYmm (2D) or
+    RXxRYxRZmm, e.g. "dilate:ellipse:5mm" (see element_mm). ValueError names the step that
+    does not parse."""
     steps = []
     for part in text.split(","):
         fields = part.split(":")
         if len(fields) not in (3, 4) or fields[0] not in OPS or fields[1] not in SHAPES:
-            raise ValueError(f"step {part!r}: expected op:shape:WxH[xD][:iterations] with op in "
-                             f"{sorted(OPS)} and shape in {sorted(SHAPES)}")
-        size = [int(v) for v in fields[2].split("x")]
-        if len(size) not in (2, 3):
-            raise ValueError(f"step {part!r}: size must be WxH or WxHxD")
+            raise ValueError(f"step {part!r}: expected op:shape:WxH[xD][:iterations] or "
+                             f"op:shape:Rmm[:iterations] with op in {sorted(OPS)} and shape in "
+                             f"{sorted(SHAPES)}")
         steps.append(morphology_pb2.MorphologyStep(
             op=OPS[fields[0]], iterations=int(fields[3]) if len(fields) == 4 else 1,
-            element=morphology_pb2.StructuringElement(
-                shape=SHAPES[fields[1]], width=size[0], height=size[1],
-                depth=size[2] if len(size) == 3 else 0)))
+            element=_element(fields[2], fields[1], part)))
     return steps
 
 
@@ -360,6 +394,9 @@ class Client:
         self.slab_bytes = slab_bytes
         self.last_timing = ""  # the cuimg-timing trailer of the last call (queue, kernel, ... µs)
         self.last_stream: StreamedVolume | None = None  # the last streamed volume's parts
+        # The last morphology's elements as the server ran them, in voxels, one per step, when
+        # some were given in millimetres (element_mm, "5mm" steps); else empty.
+        self.last_elements: list[morphology_pb2.StructuringElement] = []
 
     def _new_channel(self, index: int) -> grpc.Channel:
         # A distinct argument per index keeps gRPC from sharing one connection between channels
@@ -427,8 +464,11 @@ class Client:
         the input's shape and dtype.
 
         border_value: a constant border (default: neutral, outside never wins).
-        spacing:     (x, y, z) voxel size in mm, sent with the input (the server works in voxel
-                     units: spacing changes no result, and the returned array carries none).
+        spacing:     (x, y, z) voxel size in mm, sent with the input. Elements given in voxels
+                     ignore it; elements in millimetres ("dilate:ellipse:5mm", element_mm) are
+                     turned into voxels from it by the server, which refuses them without it
+                     (a resident handle's own spacing is used). The returned array carries
+                     none. The elements as run land in self.last_elements.
         out:         a ShmArray the server writes the result into (returned as its .array).
         keep_resident: keep the result on the server; returns Resident(handle, array), the array
                      None when return_data=False. ttl_seconds: its lifetime after last use (0:
@@ -438,6 +478,7 @@ class Client:
                      Never with out= or keep_resident. The result is the same either way.
         """
         steps = parse_steps(steps) if isinstance(steps, str) else list(steps)
+        self.last_elements = []
         if border_value is not None:
             for s in steps:
                 s.border_mode, s.border_value = morphology_pb2.BORDER_MODE_CONSTANT, border_value
@@ -452,9 +493,12 @@ class Client:
             header = streaming_pb2.VolumeStreamHeader(
                 morphology=morphology_pb2.MorphologyRequest(steps=steps))
             _set_spacing(header.volume, spacing)
-            return self._stream(header, volume, volume.dtype.newbyteorder("="), 1)[0]
+            result = self._stream(header, volume, volume.dtype.newbyteorder("="), 1)[0]
+            self.last_elements = list(self.last_stream.resolved_elements)
+            return result
         response = self._call("Morphology", morphology_pb2.MorphologyRequest(
             input=_source(image, spacing), steps=steps, output=output))
+        self.last_elements = list(response.resolved_elements)
         if out is not None:
             return out.array
         return _result(response.result, keep_resident, return_data)
