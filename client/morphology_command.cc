@@ -144,6 +144,11 @@ int RunStreamed(const ConnectionOptions& connection,
   if (input.image.channels() != 1) return Usage("--slab_slices: needs a one-channel volume");
   v1::VolumeStreamHeader header;
   for (const v1::MorphologyStep& step : steps) *header.mutable_morphology()->add_steps() = step;
+  // Elements in millimetres become voxels from it on the server.
+  v1::Spacing* spacing = header.mutable_volume()->mutable_spacing();
+  spacing->set_x_mm(input.spacing.x_mm);
+  spacing->set_y_mm(input.spacing.y_mm);
+  spacing->set_z_mm(input.spacing.z_mm);
   const auto streams = ConnectStreams(connection, command.volume_streams);
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<StreamedVolume> result =
