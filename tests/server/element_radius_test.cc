@@ -1,13 +1,13 @@
 // Elements in millimetres: the resolution rule (element_radius.h) and how validation applies it
 // to each kind of input, naming the field of every refusal.
-#include "server/element_radius.h"
+#include "server/validation/element_radius.h"
 
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cmath>
 
-#include "server/request_validation.h"
+#include "server/validation/request_validation.h"
 #include "tests/testing/status_matchers.h"
 
 namespace cuimg {
