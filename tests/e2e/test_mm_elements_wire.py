@@ -107,7 +107,7 @@ class MillimetreElementsOverTheWire(unittest.TestCase):
         self.assertIn("non-negative", run.stderr)
 
     def test_python_client_arrays_residents_and_streams(self):
-        steps_mm = "dilate:ellipse:5mm,erode:rect:1x1x1mm"
+        steps_mm = "dilate:ball:5mm,erode:rect:1x1x1mm"
         steps_voxels = "dilate:ellipse:15x15x5,erode:rect:3x3x1"
         with cuimg.Client(self.server.target) as c:
             want = c.morphology(self.volume, steps_voxels, stream=False)

@@ -40,6 +40,8 @@ OPS = {"erode": morphology_pb2.MORPHOLOGY_OP_ERODE, "dilate": morphology_pb2.MOR
        "blackhat": morphology_pb2.MORPHOLOGY_OP_BLACK_HAT}
 SHAPES = {name: getattr(morphology_pb2, f"ELEMENT_SHAPE_{name.upper()}")
           for name in ("rect", "ellipse", "cross")}
+# The CLI's other names for them.
+SHAPES.update(box=SHAPES["rect"], disk=SHAPES["ellipse"], ball=SHAPES["ellipse"])
 # Messages can be large (volumes); the server enforces its own limits.
 CHANNEL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1),
                    # gRPC retries a call only while what it sent fits this buffer (256 KiB by
