@@ -59,10 +59,12 @@ ABSL_FLAG(std::string, output, "",
 ABSL_FLAG(std::string, steps, "",
           "morphology, load: a chain op:shape:WxH[xD][:iterations],... (overrides --op/--shape/--size/"
           "--iterations). ops: erode dilate open close gradient tophat blackhat; shapes: rect "
-          "ellipse cross custom.");
+          "ellipse cross custom. A radius in millimetres may replace WxH[xD]: Rmm, RXxRYmm or "
+          "RXxRYxRZmm (e.g. open:ball:5mm), turned into voxels by the server from the input's "
+          "spacing and printed.");
 ABSL_FLAG(std::string, op, "dilate", "morphology: the operation (see --steps).");
 ABSL_FLAG(std::string, shape, "rect", "morphology: structuring element shape (see --steps).");
-ABSL_FLAG(std::string, size, "3x3", "morphology: element size WxH (2D) or WxHxD (3D).");
+ABSL_FLAG(std::string, size, "3x3", "morphology: element size WxH (2D) or WxHxD (3D), or a radius in mm (see --steps).");
 ABSL_FLAG(std::string, anchor, "", "morphology: element anchor x,y[,z] (default: centre).");
 ABSL_FLAG(int, iterations, 1, "morphology: repetitions of the operation.");
 ABSL_FLAG(std::string, border, "neutral",

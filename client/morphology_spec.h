@@ -16,8 +16,16 @@ namespace cuimg {
 absl::StatusOr<std::array<int, 3>> ParseSize(absl::string_view text);
 absl::StatusOr<v1::MorphologyOp> ParseOp(absl::string_view text);
 absl::StatusOr<v1::ElementShape> ParseShape(absl::string_view text);
-// "op:shape:WxH[xD][:iterations]".
+// "Rmm", "RXxRYmm" or "RXxRYxRZmm" -> the element's radius in millimetres (non-negative decimals;
+// "Rmm" is R on every axis: the server uses z only on volumes). Not a radius: NOT_FOUND (the
+// text has no "mm" suffix), so callers can fall back to ParseSize.
+absl::StatusOr<v1::ElementRadius> ParseRadius(absl::string_view text);
+// "op:shape:WxH[xD][:iterations]", or with a radius in millimetres in place of the size
+// ("dilate:ellipse:5mm", "erode:ball:5x5x10mm"): the server turns it into voxels from the
+// input's spacing.
 absl::StatusOr<v1::MorphologyStep> ParseStep(absl::string_view text);
+// "ellipse 15x15x5": a (resolved) element for people.
+std::string DescribeElement(const v1::StructuringElement& element);
 // A comma-separated list of steps.
 absl::StatusOr<std::vector<v1::MorphologyStep>> ParseSteps(absl::string_view text);
 

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/commands/commands.h"
@@ -20,6 +21,8 @@
 
 namespace cuimg {
 namespace {
+
+using ElementList = std::vector<v1::StructuringElement>;
 
 int Usage(const std::string& message) {
   std::fprintf(stderr, "usage: %s\n", message.c_str());
@@ -97,9 +100,13 @@ int WriteOutput(const MorphologyCommand& command, const ImageView& output,
 }
 
 // Prints what was written, as text or JSON: `timing` is the server's trailer (every stream's for
-// a streamed volume), `streamed` the streamed volume's readable summary (empty when unary).
+// a streamed volume), `streamed` the streamed volume's readable summary (empty when unary),
+// `elements` the elements the server ran when some were given in millimetres.
 void Report(const MorphologyCommand& command, const Image& in, double ms,
-            const std::string& timing, const std::string& streamed = "") {
+            const std::string& timing, const ElementList& elements,
+            const std::string& streamed = "") {
+  std::vector<std::string> described;
+  for (const v1::StructuringElement& e : elements) described.push_back(DescribeElement(e));
   const std::string& output =
       command.output_label.empty() ? command.output : command.output_label;
   const Extent& e = in.extent();
@@ -107,11 +114,15 @@ void Report(const MorphologyCommand& command, const Image& in, double ms,
   if (command.json) {
     std::printf("{\"output\": \"%s\", \"width\": %lld, \"height\": %lld, \"depth\": %lld, "
                 "\"channels\": %d, \"pixel_type\": \"%s\", \"slab_slices\": %d, "
-                "\"round_trip_ms\": %.3f, \"server_timing\": \"%s\"}\n",
+                "\"round_trip_ms\": %.3f, \"server_timing\": \"%s\", "
+                "\"resolved_elements\": [%s]}\n",
                 output.c_str(), static_cast<long long>(e.width),
                 static_cast<long long>(e.height), static_cast<long long>(e.depth), channels,
                 std::string(PixelTypeName(in.type())).c_str(), command.slab_slices, ms,
-                timing.c_str());
+                timing.c_str(),
+                described.empty()
+                    ? ""
+                    : ("\"" + absl::StrJoin(described, "\", \"") + "\"").c_str());
   } else {
     const std::string size = e.depth > 1 ? absl::StrFormat("%dx%dx%d", e.width, e.height, e.depth)
                                          : absl::StrFormat("%dx%d", e.width, e.height);
@@ -119,6 +130,10 @@ void Report(const MorphologyCommand& command, const Image& in, double ms,
     std::printf("wrote %s (%s, %d channel%s, %s) in %.2f ms; %s\n", output.c_str(),
                 size.c_str(), channels, channels == 1 ? "" : "s",
                 std::string(PixelTypeName(in.type())).c_str(), ms, how.c_str());
+    // The elements given in millimetres, as the server turned them into voxels.
+    if (!described.empty()) {
+      std::printf("elements in voxels: %s\n", absl::StrJoin(described, ", ").c_str());
+    }
   }
 }
 
@@ -129,6 +144,11 @@ int RunStreamed(const ConnectionOptions& connection,
   if (input.image.channels() != 1) return Usage("--slab_slices: needs a one-channel volume");
   v1::VolumeStreamHeader header;
   for (const v1::MorphologyStep& step : steps) *header.mutable_morphology()->add_steps() = step;
+  // Elements in millimetres become voxels from it on the server.
+  v1::Spacing* spacing = header.mutable_volume()->mutable_spacing();
+  spacing->set_x_mm(input.spacing.x_mm);
+  spacing->set_y_mm(input.spacing.y_mm);
+  spacing->set_z_mm(input.spacing.z_mm);
   const auto streams = ConnectStreams(connection, command.volume_streams);
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<StreamedVolume> result =
@@ -142,7 +162,7 @@ int RunStreamed(const ConnectionOptions& connection,
   if (int code = WriteOutput(command, result->planes[0].view(), input); code != kExitOk) {
     return code;
   }
-  Report(command, input.image, ms, result->server_timing(),
+  Report(command, input.image, ms, result->server_timing(), result->resolved_elements,
          result->summary(ms, input.image.size_bytes()));
   return kExitOk;
 }
@@ -176,6 +196,7 @@ int RunMorphologyOnFiles(const ConnectionOptions& connection, const MorphologyCo
   Image output(in.type(), in.extent(), channels);
   Image plane(in.type(), in.extent(), 1);
   std::string timing;
+  ElementList elements;
   const auto start = std::chrono::steady_clock::now();
   for (int c = 0; c < channels; ++c) {
     for (std::int64_t i = 0; i < pixels; ++i) {  // de-interleave one channel
@@ -203,11 +224,12 @@ int RunMorphologyOnFiles(const ConnectionOptions& connection, const MorphologyCo
       std::memcpy(output.bytes() + (i * channels + c) * pixel, &out[i * pixel], pixel);
     }
     timing = ServerTiming(context);
+    elements.assign(response.resolved_elements().begin(), response.resolved_elements().end());
   }
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (int code = WriteOutput(command, output.view(), *input); code != kExitOk) return code;
-  Report(command, in, ms, timing);
+  Report(command, in, ms, timing, elements);
   return kExitOk;
 }
 

@@ -82,7 +82,7 @@ absl::Status StreamPart(v1::Imaging::Stub& stub, grpc::ClientContext& context,
                         const v1::VolumeStreamHeader& header, const Image& volume,
                         int slab_slices, const Part& part, int plane_count,
                         std::size_t out_slice, std::vector<Image>& planes, std::string* timing,
-                        int* result_slabs) {
+                        int* result_slabs, std::vector<v1::StructuringElement>* resolved) {
   const Extent& e = volume.extent();
   const std::size_t in_slice = static_cast<std::size_t>(e.SlicePixels()) * PixelSize(volume.type());
   const std::int64_t depth = part.in_end - part.in_begin;
@@ -122,6 +122,9 @@ absl::Status StreamPart(v1::Imaging::Stub& stub, grpc::ClientContext& context,
                   response.data().data() + (p * n + from - next_z) * out_slice,
                   (to - from) * out_slice);
     }
+    if (resolved != nullptr && response.resolved_elements_size() > 0) {
+      resolved->assign(response.resolved_elements().begin(), response.resolved_elements().end());
+    }
     next_z += n;
     ++*result_slabs;
   }
@@ -153,6 +156,14 @@ std::vector<std::shared_ptr<grpc::Channel>> ConnectStreams(const ConnectionOptio
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   for (int k = 0; k < std::max(1, count); ++k) channels.push_back(MakeChannel(connection, k));
   return channels;
+}
+
+bool HeaderHasRadius(const v1::VolumeStreamHeader& header) {
+  if (!header.has_morphology()) return false;
+  for (const v1::MorphologyStep& step : header.morphology().steps()) {
+    if (step.element().has_radius()) return true;
+  }
+  return false;
 }
 
 int HeaderZReach(const v1::VolumeStreamHeader& header) {
@@ -197,8 +208,9 @@ absl::StatusOr<StreamedVolume> StreamVolume(
   for (int p = 0; p < planes; ++p) out.planes.emplace_back(out_type, e, 1, Image::kUninitialized);
   const std::size_t out_slice = static_cast<std::size_t>(e.SlicePixels()) * PixelSize(out_type);
 
+  const int streams = HeaderHasRadius(header) ? 1 : static_cast<int>(channels.size());
   const std::vector<Part> parts =
-      e.depth > 1 ? SplitDepth(e.depth, static_cast<int>(channels.size()), HeaderZReach(header))
+      e.depth > 1 ? SplitDepth(e.depth, streams, HeaderZReach(header))
                   : std::vector<Part>{Part{0, 1, 0, 1}};
   StreamGroup group;
   out.stream_timings.resize(parts.size());
@@ -220,7 +232,8 @@ absl::StatusOr<StreamedVolume> StreamVolume(
       out.stream_attempts[k] = attempt;
       status = StreamPart(*stub, context, part_header, volume, slab_slices, parts[k], planes,
                           out_slice, out.planes, &out.stream_timings[k],
-                          &out.stream_slabs[k]);
+                          &out.stream_slabs[k],
+                          k == 0 ? &out.resolved_elements : nullptr);
       group.Leave(&context);
       if (attempt == 2 || status.code() != absl::StatusCode::kUnavailable ||
           !channels[k]->WaitForConnected(

@@ -26,6 +26,9 @@ struct StreamedVolume {
   std::vector<int> stream_attempts;
   // Per stream: the result slabs the server sent (of the attempt that succeeded).
   std::vector<int> stream_slabs;
+  // Morphology with elements in millimetres: the elements as the server ran them (its first
+  // response's resolved_elements); empty otherwise.
+  std::vector<v1::StructuringElement> resolved_elements;
   // Every stream's trailer: the one stream's, or "stream K/N: trailer" joined by " | "; a stream
   // sent again is marked "(sent twice)". For machines (--json); people get summary().
   std::string server_timing() const;
@@ -42,14 +45,19 @@ struct StreamedVolume {
 // (as the server's VolumeStreamZReach computes it from the validated request): for each erosion or
 // dilation of the chain (OPEN, CLOSE, GRADIENT, TOP_HAT and BLACK_HAT count two, times their
 // iterations), the element's larger z extent from its anchor. 0 for Gradient and 2D elements.
+// Not meaningful when an element is given in millimetres (HeaderHasRadius).
 int HeaderZReach(const v1::VolumeStreamHeader& header);
+// True when some Morphology element of `header` is given in millimetres.
+bool HeaderHasRadius(const v1::VolumeStreamHeader& header);
 
 // Sends `volume` (one channel) with `header` (its operation set; the volume's shape is filled
 // here) in slabs of `slab_slices` slices, the last one shorter when they do not divide the depth.
 // With several channels (best each its own connection) the output's z range is split evenly among
 // up to that many streams, run at once; each stream carries its range plus HeaderZReach slices
 // either side where the volume has them, and keeps only its range's results, so the volume is
-// exactly the one-stream result. Volumes of fewer than 4 slices take one stream.
+// exactly the one-stream result. Volumes of fewer than 4 slices take one stream, and so do chains
+// with an element in millimetres: only the server turns those into voxels, so the halo is not
+// known here (one stream needs none).
 // A stream that fails UNAVAILABLE is sent once more when its channel connects within a few
 // seconds (and the deadline); a part rewrites all its slices, so the result is the same.
 // The first failing stream's status (the others are then cancelled); INTERNAL when the results do

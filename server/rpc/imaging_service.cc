@@ -187,6 +187,9 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
       return refuse(r.status(), false);
     }
   }
+  if (absl::Status s = CompleteFromResident(&*job, messages->request(), *identity); !s.ok()) {
+    return refuse(s, false);
+  }
   absl::StatusOr<std::uint64_t> bytes =
       EstimateInflightBytes(*job, messages->request(), *identity, *store_, options_.limits);
   if (!bytes.ok()) return refuse(bytes.status(), false);
@@ -308,6 +311,20 @@ grpc::ServerUnaryReactor* ImagingService::Deform(grpc::CallbackServerContext* ct
                &ValidateDeformRequest, &ImagingService::RunDeform);
 }
 
+absl::Status ImagingService::CompleteFromResident(MorphologyJob* job,
+                                                  const v1::MorphologyRequest& request,
+                                                  absl::string_view identity) {
+  if (!job->steps_await_spacing) return absl::OkStatus();
+  absl::StatusOr<std::shared_ptr<const StoredImage>> stored =
+      store_->Get(identity, job->input.handle);
+  if (!stored.ok()) {
+    return absl::Status(stored.status().code(),
+                        absl::StrCat(job->input.field, ": ", stored.status().message()));
+  }
+  return ResolveMorphologyOnResident(request, (*stored)->spacing, (*stored)->image.extent(),
+                                     options_.limits, job);
+}
+
 absl::StatusOr<double> ImagingService::RequestWork(const MorphologyJob& job,
                                                    absl::string_view identity) {
   CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, *store_, options_.limits));
@@ -365,6 +382,9 @@ absl::Status ImagingService::RunMorphology(const MorphologyJob& job,
                                       shared_memory_.get(), options_.limits, decode_threads_.get()));
   CUIMG_RETURN_IF_ERROR(CheckMorphologyInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
+  for (const v1::StructuringElement& e : job.resolved_elements) {
+    *response->add_resolved_elements() = e;
+  }
   if (!job.output.shared_memory_region.empty()) {
     return MorphologyIntoSharedMemory(job, in, call, response);
   }

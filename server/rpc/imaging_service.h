@@ -112,6 +112,16 @@ class ImagingService final
       absl::Status (ImagingService::*run)(const Job&, const typename Messages::Request&,
                                           CallScope&, typename Messages::Response*));
 
+  // Completes a validated job with what only the resident store knows: a Morphology on a resident
+  // handle with elements in millimetres takes the object's spacing (ResolveMorphologyOnResident).
+  // Other jobs have nothing to complete.
+  absl::Status CompleteFromResident(MorphologyJob* job, const v1::MorphologyRequest& request,
+                                    absl::string_view identity);
+  template <typename Job, typename Request>
+  absl::Status CompleteFromResident(Job*, const Request&, absl::string_view) {
+    return absl::OkStatus();
+  }
+
   // The estimated work of a validated request (work_estimate.h) on this server's backend; the
   // errors of InputShape. A plan that fails here counts 0: the request fails when it runs.
   absl::StatusOr<double> RequestWork(const MorphologyJob& job, absl::string_view identity);

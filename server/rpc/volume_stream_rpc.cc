@@ -264,6 +264,11 @@ class VolumeStreamReactor final
     const ImageView in{job_.type, window, 1, const_cast<char*>(task.input)};
     out->set_z_begin(static_cast<std::uint32_t>(w.out_begin));
     out->set_slices(static_cast<std::uint32_t>(slices));
+    if (w.out_begin == 0) {
+      for (const v1::StructuringElement& e : job_.resolved_elements) {
+        *out->add_resolved_elements() = e;
+      }
+    }
     std::string* data = out->mutable_data();
     data->resize(static_cast<std::size_t>(slices * out_slice_bytes_));
     const bool cropped = w.in_begin != w.out_begin || w.in_end != w.out_end;

@@ -270,22 +270,36 @@ absl::Status RefuseSharedMemoryOutput(const OutputSpec& output, absl::string_vie
 namespace {
 
 // The chain of a Morphology request; `prefix` goes before every field name ("" or
-// "header.morphology.").
+// "header.morphology."). Elements in millimetres resolve against `frame` (ElementFrame) and the
+// elements as run go to `resolved` when there are any.
 absl::StatusOr<std::vector<MorphologyStep>> ValidateMorphologySteps(
-    const v1::MorphologyRequest& request, absl::string_view prefix, const RequestLimits& limits) {
+    const v1::MorphologyRequest& request, absl::string_view prefix, const RequestLimits& limits,
+    const ElementFrame& frame, std::vector<v1::StructuringElement>* resolved) {
   if (request.steps().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(prefix, "steps: at least one step is required"));
   }
   CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(prefix, "steps: count"), request.steps_size(), 1,
                                    limits.max_steps, " (max_steps)"));
   std::vector<MorphologyStep> steps;
+  bool any_radius = false;
+  resolved->clear();
   for (int i = 0; i < request.steps_size(); ++i) {
     const v1::MorphologyStep& s = request.steps(i);
     const std::string field = absl::StrCat(prefix, "steps[", i, "]");
     MorphologyStep step;
     CUIMG_ASSIGN_OR_RETURN(step.op, OpFromProto(s.op(), absl::StrCat(field, ".op")));
-    CUIMG_ASSIGN_OR_RETURN(step.element,
-                           ValidateElement(s.element(), absl::StrCat(field, ".element"), limits));
+    const std::string element_field = absl::StrCat(field, ".element");
+    v1::StructuringElement voxels;
+    if (HasRadius(s.element())) {
+      any_radius = true;
+      CUIMG_ASSIGN_OR_RETURN(voxels, ResolveElementRadius(s.element(), element_field, frame,
+                                                          limits.max_element_extent));
+    } else {
+      voxels = s.element();
+    }
+    CUIMG_ASSIGN_OR_RETURN(step.element, ValidateElement(voxels, element_field, limits));
+    voxels.clear_mask();
+    resolved->push_back(std::move(voxels));
     CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".iterations"), s.iterations(), 0,
                                      limits.max_iterations, " (max_iterations)"));
     step.iterations = s.iterations() == 0 ? 1 : static_cast<int>(s.iterations());
@@ -294,7 +308,15 @@ absl::StatusOr<std::vector<MorphologyStep>> ValidateMorphologySteps(
     step.border_value = s.border_value();
     steps.push_back(std::move(step));
   }
+  if (!any_radius) resolved->clear();
   return steps;
+}
+
+bool AnyRadius(const v1::MorphologyRequest& request) {
+  for (const v1::MorphologyStep& s : request.steps()) {
+    if (HasRadius(s.element())) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -305,13 +327,49 @@ absl::StatusOr<MorphologyJob> ValidateMorphologyRequest(const v1::MorphologyRequ
   MorphologyJob job;
   CUIMG_ASSIGN_OR_RETURN(job.input,
                          ValidateImageSource(request.input(), "input", limits, pixels));
-  CUIMG_ASSIGN_OR_RETURN(job.steps, ValidateMorphologySteps(request, "", limits));
+  ElementFrame frame;
+  frame.volume = job.input.extent.depth > 1;
+  switch (job.input.kind) {
+    case ImageInput::Kind::kInline:
+      frame.spacing = request.input().image().spacing();
+      frame.spacing_field = "input.image.spacing";
+      break;
+    case ImageInput::Kind::kSharedMemory:
+      frame.spacing = request.input().shared_memory().image().spacing();
+      frame.spacing_field = "input.shared_memory.image.spacing";
+      break;
+    case ImageInput::Kind::kEncoded:
+      frame.why_no_spacing = "input.encoded (PNG/JPEG) carries none";
+      break;
+    case ImageInput::Kind::kHandle:
+      // The resident object's spacing: ResolveMorphologyOnResident, once it is looked up.
+      job.steps_await_spacing = AnyRadius(request);
+      break;
+  }
+  if (!job.steps_await_spacing) {
+    CUIMG_ASSIGN_OR_RETURN(job.steps, ValidateMorphologySteps(request, "", limits, frame,
+                                                              &job.resolved_elements));
+  }
   CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
   if (job.input.kind == ImageInput::Kind::kInline) {
     CUIMG_RETURN_IF_ERROR(CheckMorphologyInput(
         ImageView{job.input.type, job.input.extent, job.input.channels, nullptr}, job));
   }
   return job;
+}
+
+absl::Status ResolveMorphologyOnResident(const v1::MorphologyRequest& request,
+                                         const v1::Spacing& spacing, const Extent& extent,
+                                         const RequestLimits& limits, MorphologyJob* job) {
+  if (!job->steps_await_spacing) return absl::OkStatus();
+  ElementFrame frame;
+  frame.spacing = spacing;
+  frame.volume = extent.depth > 1;
+  frame.spacing_field = absl::StrCat(job->input.field, " (the resident object's spacing)");
+  CUIMG_ASSIGN_OR_RETURN(job->steps, ValidateMorphologySteps(request, "", limits, frame,
+                                                             &job->resolved_elements));
+  job->steps_await_spacing = false;
+  return absl::OkStatus();
 }
 
 absl::Status CheckMorphologyInput(const ImageView& image, const MorphologyJob& job) {
@@ -664,7 +722,12 @@ absl::StatusOr<VolumeStreamJob> ValidateVolumeStreamHeader(const v1::VolumeStrea
             "header.morphology.output: must be unset (results stream back; nothing is kept)");
       }
       job.op = VolumeStreamJob::Op::kMorphology;
-      CUIMG_ASSIGN_OR_RETURN(job.steps, ValidateMorphologySteps(m, "header.morphology.", limits));
+      ElementFrame frame;
+      frame.spacing = header.volume().spacing();
+      frame.volume = job.extent.depth > 1;
+      frame.spacing_field = "header.volume.spacing";
+      CUIMG_ASSIGN_OR_RETURN(job.steps, ValidateMorphologySteps(m, "header.morphology.", limits,
+                                                                frame, &job.resolved_elements));
       if (job.type != PixelType::kF32) {
         for (std::size_t i = 0; i < job.steps.size(); ++i) {
           if (!std::isfinite(job.steps[i].border_value)) {

@@ -23,6 +23,7 @@
 #include "cuimg/v1/pyramid.pb.h"
 #include "cuimg/v1/streaming.pb.h"
 #include "cuimg/v1/types.pb.h"
+#include "server/validation/element_radius.h"
 #include "server/server_options.h"
 
 namespace cuimg {
@@ -59,6 +60,12 @@ struct MorphologyJob {
   ImageInput input;
   std::vector<MorphologyStep> steps;
   OutputSpec output;
+  // The elements as run, one per step, when some element was given in millimetres
+  // (MorphologyResponse.resolved_elements); empty otherwise.
+  std::vector<v1::StructuringElement> resolved_elements;
+  // The input is a resident handle and some element is in millimetres: `steps` stays empty until
+  // ResolveMorphologyOnResident has the object's spacing.
+  bool steps_await_spacing = false;
 };
 
 // The inline image's pixels when they arrived beside the request message (wire_pixels.h): they
@@ -82,6 +89,13 @@ absl::StatusOr<OutputSpec> ValidateOutputOptions(const v1::OutputOptions& output
 absl::StatusOr<MorphologyJob> ValidateMorphologyRequest(const v1::MorphologyRequest& request,
                                                         const RequestLimits& limits,
                                                         DetachedPixels pixels = absl::nullopt);
+
+// Completes a job that awaits its resident input's spacing (steps_await_spacing): validates the
+// request's steps against `spacing` and the input's `extent`, as ValidateMorphologyRequest does
+// for inputs that carry their spacing. No-op for other jobs.
+absl::Status ResolveMorphologyOnResident(const v1::MorphologyRequest& request,
+                                         const v1::Spacing& spacing, const Extent& extent,
+                                         const RequestLimits& limits, MorphologyJob* job);
 
 // Checks a resolved (inline, decoded or resident) image against Morphology's needs: one channel,
 // and finite border values unless the pixels are F32.
@@ -163,6 +177,8 @@ struct VolumeStreamJob {
   Extent extent;  // the whole volume; depth >= 1
   v1::Spacing spacing;
   std::vector<MorphologyStep> steps;  // kMorphology
+  // kMorphology with elements in millimetres: as MorphologyJob's.
+  std::vector<v1::StructuringElement> resolved_elements;
   GradientSpec gradient;              // kGradient
 };
 

@@ -159,6 +159,22 @@ requests["gradient_shm"] = (1, gradient_pb2.GradientRequest(
     input=types_pb2.ImageSource(shared_memory=types_pb2.SharedMemoryImage(
         region="shm-1", image=image_proto(9, 7, 0, types_pb2.PIXEL_TYPE_F32, 0))),
     kernel_length=5))
+# Elements in millimetres: inline with anisotropic spacing, a resident handle, a stream.
+ct_spacing = types_pb2.Spacing(x_mm=0.7, y_mm=0.7, z_mm=2.5)
+mm_step = morphology_pb2.MorphologyStep(
+    op=morphology_pb2.MORPHOLOGY_OP_CLOSE, element=morphology_pb2.StructuringElement(
+        shape=morphology_pb2.ELEMENT_SHAPE_ELLIPSE,
+        radius=morphology_pb2.ElementRadius(x_mm=1.75, y_mm=0.3, z_mm=5)))
+mm_volume = image_proto(8, 6, 3, types_pb2.PIXEL_TYPE_I16, 2)
+mm_volume.spacing.CopyFrom(ct_spacing)
+requests["morph_mm"] = (0, morphology_pb2.MorphologyRequest(
+    input=types_pb2.ImageSource(image=mm_volume), steps=[step, mm_step]))
+requests["morph_mm_handle"] = (0, morphology_pb2.MorphologyRequest(
+    input=types_pb2.ImageSource(handle="img-0123"), steps=[mm_step]))
+mm_header = image_proto(12, 10, 9, types_pb2.PIXEL_TYPE_U16, 0)
+mm_header.spacing.CopyFrom(ct_spacing)
+requests["stream_mm"] = (7, streaming_pb2.VolumeStreamHeader(
+    volume=mm_header, morphology=morphology_pb2.MorphologyRequest(steps=[mm_step, custom])))
 for name, (kind, message) in requests.items():
     write("request_validation", name, bytes([kind]) + message.SerializeToString())
 

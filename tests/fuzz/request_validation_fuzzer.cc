@@ -4,7 +4,8 @@
 // (the bytes a client could send); validation must return a status, never crash, and admission's
 // estimate must be computable for whatever it accepts. For an accepted stream header, the slab
 // plan must tile the volume: output windows contiguous, inputs inside the volume and covering
-// each output slab's halo. Morphology and Gradient are also validated with their inline pixels
+// each output slab's halo. Elements in millimetres resolve to one element per step (a resident
+// input's against a fixed spacing). Morphology and Gradient are also validated with their inline pixels
 // detached (as the server receives them) and must get the same status.
 #include <cstddef>
 #include <cstdint>
@@ -33,6 +34,27 @@ void Check(const std::uint8_t* data, std::size_t size,
   (void)cuimg::EstimateInflightBytes(*job, request, "fuzzer", store, limits);
 }
 
+// A Morphology on a resident handle with elements in millimetres resolves against the object's
+// spacing at admission: here a CT-like one. The resolved chain must have one element per step.
+void CompleteFromResident(const cuimg::v1::MorphologyRequest& request,
+                          const cuimg::RequestLimits& limits, cuimg::MorphologyJob* job) {
+  if (job->steps_await_spacing) {
+    cuimg::v1::Spacing spacing;
+    spacing.set_x_mm(0.7);
+    spacing.set_y_mm(0.7);
+    spacing.set_z_mm(2.5);
+    if (!cuimg::ResolveMorphologyOnResident(request, spacing, cuimg::Extent{8, 8, 8}, limits, job)
+             .ok()) {
+      return;
+    }
+  }
+  if (!job->resolved_elements.empty() && job->resolved_elements.size() != job->steps.size()) {
+    __builtin_trap();
+  }
+}
+template <typename Request, typename Job>
+void CompleteFromResident(const Request&, const cuimg::RequestLimits&, Job*) {}
+
 // Morphology, Gradient, Pyramid and DetectPedestrians also take their inline pixels beside the message (wire_pixels.h):
 // validating with the pixels moved out must give the same verdict as with them in place.
 template <typename Request, typename Job>
@@ -42,8 +64,9 @@ void CheckDetached(const std::uint8_t* data, std::size_t size,
                    const cuimg::RequestLimits& limits, cuimg::ResidentStore& store) {
   Request request;
   if (!request.ParseFromArray(data, static_cast<int>(size))) return;
-  const absl::StatusOr<Job> inline_job = validate(request, limits, absl::nullopt);
+  absl::StatusOr<Job> inline_job = validate(request, limits, absl::nullopt);
   if (inline_job.ok()) {
+    CompleteFromResident(request, limits, &*inline_job);
     (void)cuimg::EstimateInflightBytes(*inline_job, request, "fuzzer", store, limits);
   }
   if (!request.input().has_image()) return;

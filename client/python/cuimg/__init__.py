@@ -12,7 +12,7 @@ from pkgutil import extend_path
 
 __path__ = extend_path(__path__, __name__)
 
-__all__ = ["Client", "CuimgError", "Resident", "parse_steps"]
+__all__ = ["Client", "CuimgError", "Resident", "element_mm", "parse_steps"]
 
 
 def __getattr__(name):

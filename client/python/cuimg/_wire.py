@@ -10,6 +10,8 @@ encoding of the same message.
 """
 from __future__ import annotations
 
+from typing import Any
+
 # Wire types (https://protobuf.dev/programming-guides/encoding/).
 _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
 
@@ -50,24 +52,26 @@ def _read_varint(buf: memoryview, pos: int) -> tuple[int, int]:
             raise ValueError("varint longer than 10 bytes")
 
 
-def decode_fields(data: bytes | memoryview) -> dict[int, int | memoryview]:
+def decode_fields(data: bytes | memoryview, repeated: frozenset[int] = frozenset()
+                  ) -> dict[int, Any]:
     """The fields of one serialized message: field number -> the varint's value or a memoryview
     of the length-delimited field's bytes (no copy). Fixed-width fields are skipped; a field
-    given twice keeps its last value, as protobuf does for scalars. ValueError on malformed input.
+    given twice keeps its last value, as protobuf does for scalars, except the numbers in
+    `repeated`, whose values are collected in a list. ValueError on malformed input.
     """
     buf = memoryview(data).cast("B")
-    fields: dict[int, int | memoryview] = {}
+    fields: dict[int, Any] = {number: [] for number in repeated}
     pos = 0
     while pos < len(buf):
         key, pos = _read_varint(buf, pos)
         field, wire_type = key >> 3, key & 7
         if wire_type == _VARINT:
-            fields[field], pos = _read_varint(buf, pos)
+            value, pos = _read_varint(buf, pos)
         elif wire_type == _LEN:
             size, pos = _read_varint(buf, pos)
             if pos + size > len(buf):
                 raise ValueError("truncated length-delimited field")
-            fields[field] = buf[pos:pos + size]
+            value = buf[pos:pos + size]
             pos += size
         elif wire_type == _I64:
             pos += 8
@@ -77,6 +81,11 @@ def decode_fields(data: bytes | memoryview) -> dict[int, int | memoryview]:
             raise ValueError(f"unsupported wire type {wire_type}")
         if pos > len(buf):
             raise ValueError("truncated fixed-width field")
+        if wire_type in (_VARINT, _LEN):
+            if field in repeated:
+                fields[field].append(value)
+            else:
+                fields[field] = value
     return fields
 
 
@@ -85,15 +94,21 @@ def encode_slab(slab: memoryview) -> bytes:
     return encode_bytes_field(2, slab)
 
 
-def decode_volume_stream_response(data: bytes) -> tuple[int, int, memoryview]:
-    """A cuimg.v1.VolumeStreamResponse as (z_begin, slices, data), `data` a view of `data`."""
-    fields = decode_fields(data)
+def decode_volume_stream_response(data: bytes
+                                  ) -> tuple[int, int, memoryview, list[memoryview]]:
+    """A cuimg.v1.VolumeStreamResponse as (z_begin, slices, data, resolved_elements), `data` a
+    view of `data`, resolved_elements the serialized StructuringElements (field 4; usually
+    none)."""
+    fields = decode_fields(data, frozenset({4}))
     payload = fields.get(3, memoryview(b""))
     z_begin, slices = fields.get(1, 0), fields.get(2, 0)
     if not isinstance(payload, memoryview) or isinstance(z_begin, memoryview) or \
             isinstance(slices, memoryview):
         raise ValueError("VolumeStreamResponse: a field of the wrong wire type")
-    return z_begin, slices, payload
+    elements = fields[4]
+    if not all(isinstance(e, memoryview) for e in elements):
+        raise ValueError("VolumeStreamResponse: resolved_elements of the wrong wire type")
+    return z_begin, slices, payload, elements
 
 
 # grpc.health.v1.HealthCheckResponse.ServingStatus names by value.

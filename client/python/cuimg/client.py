@@ -23,8 +23,8 @@ import numpy as np
 from cuimg import _wire
 # The conversions, as cuimg.client offered them before they had a module of their own.
 from cuimg.messages import (DTYPES, PIXEL_TYPES, Spacing, _floats, _image_header, _image_shape,
-                            _mesh, _set_spacing, from_image, little_endian, parse_steps,
-                            pixel_type, to_image)
+                            _mesh, _set_spacing, element_mm, from_image, little_endian,
+                            parse_steps, pixel_type, to_image)
 from cuimg.shared_region import SharedRegion, ShmArray
 from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, imaging_service_pb2_grpc,
                       morphology_pb2, pyramid_pb2, resident_pb2, streaming_pb2,
@@ -177,6 +177,9 @@ class Client:
         self.slab_bytes = slab_bytes
         self.last_timing = ""  # the cuimg-timing trailer of the last call (queue, kernel, ... µs)
         self.last_stream: StreamedVolume | None = None  # the last streamed volume's parts
+        # The last morphology's elements as the server ran them, in voxels, one per step, when
+        # some were given in millimetres (element_mm, "5mm" steps); else empty.
+        self.last_elements: list[morphology_pb2.StructuringElement] = []
 
     def _new_channel(self, index: int) -> grpc.Channel:
         # A distinct argument per index keeps gRPC from sharing one connection between channels
@@ -244,8 +247,11 @@ class Client:
         the input's shape and dtype.
 
         border_value: a constant border (default: neutral, outside never wins).
-        spacing:     (x, y, z) voxel size in mm, sent with the input (the server works in voxel
-                     units: spacing changes no result, and the returned array carries none).
+        spacing:     (x, y, z) voxel size in mm, sent with the input. Elements given in voxels
+                     ignore it; elements in millimetres ("dilate:ellipse:5mm", element_mm) are
+                     turned into voxels from it by the server, which refuses them without it
+                     (a resident handle's own spacing is used). The returned array carries
+                     none. The elements as run land in self.last_elements.
         out:         a ShmArray the server writes the result into (returned as its .array).
         keep_resident: keep the result on the server; returns Resident(handle, array), the array
                      None when return_data=False. ttl_seconds: its lifetime after last use (0:
@@ -255,6 +261,7 @@ class Client:
                      Never with out= or keep_resident. The result is the same either way.
         """
         steps = parse_steps(steps) if isinstance(steps, str) else list(steps)
+        self.last_elements = []
         if border_value is not None:
             for s in steps:
                 s.border_mode, s.border_value = morphology_pb2.BORDER_MODE_CONSTANT, border_value
@@ -269,9 +276,12 @@ class Client:
             header = streaming_pb2.VolumeStreamHeader(
                 morphology=morphology_pb2.MorphologyRequest(steps=steps))
             _set_spacing(header.volume, spacing)
-            return self._stream(header, volume, volume.dtype.newbyteorder("="), 1)[0]
+            result = self._stream(header, volume, volume.dtype.newbyteorder("="), 1)[0]
+            self.last_elements = list(self.last_stream.resolved_elements)
+            return result
         response = self._call("Morphology", morphology_pb2.MorphologyRequest(
             input=_source(image, spacing), steps=steps, output=output))
+        self.last_elements = list(response.resolved_elements)
         if out is not None:
             return out.array
         return _result(response.result, keep_resident, return_data)

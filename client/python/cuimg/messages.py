@@ -24,27 +24,63 @@ OPS = {"erode": morphology_pb2.MORPHOLOGY_OP_ERODE, "dilate": morphology_pb2.MOR
        "blackhat": morphology_pb2.MORPHOLOGY_OP_BLACK_HAT}
 SHAPES = {name: getattr(morphology_pb2, f"ELEMENT_SHAPE_{name.upper()}")
           for name in ("rect", "ellipse", "cross")}
+# The CLI's other names for them.
+SHAPES.update(box=SHAPES["rect"], disk=SHAPES["ellipse"], ball=SHAPES["ellipse"])
 
 Spacing = Sequence[float]
 
 
+def element_mm(shape: str, x_mm: float, y_mm: float | None = None,
+               z_mm: float | None = None) -> morphology_pb2.StructuringElement:
+    """A structuring element given by its semi-axes in millimetres ("rect", "ellipse" or
+    "cross"; y_mm and z_mm default to x_mm). The server turns it into voxels from the input's
+    spacing (so pass spacing= with the array): k = round-half-up(radius / spacing) voxels either
+    side, extent 2k + 1 per axis; z_mm = 0, or a 2D input, gives a 2D element. The elements it
+    ran come back in Client.last_elements."""
+    if shape not in SHAPES:
+        raise ValueError(f"shape {shape!r}: expected one of {sorted(SHAPES)}")
+    y_mm = x_mm if y_mm is None else y_mm
+    z_mm = x_mm if z_mm is None else z_mm
+    return morphology_pb2.StructuringElement(
+        shape=SHAPES[shape],
+        radius=morphology_pb2.ElementRadius(x_mm=x_mm, y_mm=y_mm, z_mm=z_mm))
+
+
+def _element(size: str, shape: str, step: str) -> morphology_pb2.StructuringElement:
+    """"WxH[xD]" in voxels, or "Rmm", "RXxRYmm", "RXxRYxRZmm" in millimetres (as the CLI)."""
+    if size.endswith("mm"):
+        try:
+            radii = [float(v) for v in size[:-2].split("x")]
+        except ValueError:
+            radii = []
+        if len(radii) not in (1, 2, 3) or not all(0 <= r < float("inf") for r in radii):
+            raise ValueError(f"step {step!r}: radius must be Rmm, RXxRYmm or RXxRYxRZmm "
+                             f"(non-negative millimetres)")
+        if len(radii) == 2:
+            radii.append(0.0)  # two radii: a 2D element
+        return element_mm(shape, *radii)
+    dims = [int(v) for v in size.split("x")]
+    if len(dims) not in (2, 3):
+        raise ValueError(f"step {step!r}: size must be WxH or WxHxD")
+    return morphology_pb2.StructuringElement(
+        shape=SHAPES[shape], width=dims[0], height=dims[1], depth=dims[2] if len(dims) == 3 else 0)
+
+
 def parse_steps(text: str) -> list[morphology_pb2.MorphologyStep]:
-    """"op:shape:WxH[xD][:iterations],..." (the cuimg CLI's --steps) -> MorphologyStep list.
-    ValueError names the step that does not parse."""
+    """"op:shape:SIZE[:iterations],..." (the cuimg CLI's --steps) -> MorphologyStep list. SIZE
+    is WxH or WxHxD in voxels, or a radius in millimetres: Rmm (every axis), RXxRYmm (2D) or
+    RXxRYxRZmm, e.g. "dilate:ellipse:5mm" (see element_mm). ValueError names the step that
+    does not parse."""
     steps = []
     for part in text.split(","):
         fields = part.split(":")
         if len(fields) not in (3, 4) or fields[0] not in OPS or fields[1] not in SHAPES:
-            raise ValueError(f"step {part!r}: expected op:shape:WxH[xD][:iterations] with op in "
-                             f"{sorted(OPS)} and shape in {sorted(SHAPES)}")
-        size = [int(v) for v in fields[2].split("x")]
-        if len(size) not in (2, 3):
-            raise ValueError(f"step {part!r}: size must be WxH or WxHxD")
+            raise ValueError(f"step {part!r}: expected op:shape:WxH[xD][:iterations] or "
+                             f"op:shape:Rmm[:iterations] with op in {sorted(OPS)} and shape in "
+                             f"{sorted(SHAPES)}")
         steps.append(morphology_pb2.MorphologyStep(
             op=OPS[fields[0]], iterations=int(fields[3]) if len(fields) == 4 else 1,
-            element=morphology_pb2.StructuringElement(
-                shape=SHAPES[fields[1]], width=size[0], height=size[1],
-                depth=size[2] if len(size) == 3 else 0)))
+            element=_element(fields[2], fields[1], part)))
     return steps
 
 

@@ -38,7 +38,8 @@ class Part(NamedTuple):
 
 def z_reach(steps: Sequence[morphology_pb2.MorphologyStep]) -> int:
     """The slices either side of an output slice whose input it depends on, for a Morphology
-    chain (the CLI's HeaderZReach, which a C++ test holds equal to the server's): for each
+    chain in voxels (the CLI's HeaderZReach, which a C++ test holds equal to the server's; not
+    meaningful for elements in millimetres, which only the server resolves): for each
     erosion or dilation of the chain (OPEN, CLOSE, GRADIENT, TOP_HAT and BLACK_HAT count two,
     times their iterations), the element's larger z extent from its anchor; 0 for 2D elements.
     Gradient (the RPC) works per slice: its reach is 0."""
@@ -82,6 +83,8 @@ class StreamedVolume:
     timings: list[str] = field(default_factory=list)
     attempts: list[int] = field(default_factory=list)
     result_slabs: int = 0
+    # Morphology with elements in millimetres: the elements as the server ran them, in voxels.
+    resolved_elements: list[morphology_pb2.StructuringElement] = field(default_factory=list)
 
     def server_timing(self) -> str:
         """The one stream's trailer, or "stream K/N: trailer" joined by " | " (the CLI's form);
@@ -153,7 +156,10 @@ def stream_volume(channels: Sequence[grpc.Channel], header: streaming_pb2.Volume
         raise ValueError("stream_volume needs at least one channel")
     depth, height, width = volume.shape
     steps = header.morphology.steps if header.HasField("morphology") else ()
-    parts = split_depth(depth, len(channels), z_reach(steps))
+    # Elements in millimetres become voxels on the server only: their z reach is not known here,
+    # so such a chain takes one stream, which needs no halo.
+    in_mm = any(step.element.HasField("radius") for step in steps)
+    parts = split_depth(depth, 1 if in_mm else len(channels), z_reach(steps))
     in_slice = height * width * volume.itemsize
     out_dtype = np.dtype(out_dtype)
     wire_dtype = out_dtype.newbyteorder("<")
@@ -186,7 +192,10 @@ def stream_volume(channels: Sequence[grpc.Channel], header: streaming_pb2.Volume
             return None
         next_z, problem, slabs = 0, "", 0
         try:
-            for z_begin, n, data in call:
+            for z_begin, n, data, elements in call:
+                if elements and k == 0:
+                    result.resolved_elements = [
+                        morphology_pb2.StructuringElement.FromString(bytes(e)) for e in elements]
                 expected = plane_count * n * height * width * wire_dtype.itemsize
                 if z_begin != next_z or n < 1 or next_z + n > part_depth or len(data) != expected:
                     problem = problem or (
