@@ -3,17 +3,18 @@
 //
 // A warp scores a tile of 32 x kScoreRows windows of one level: lane i takes the column of windows
 // wx = 32 tx + i, rows wy0 .. wy0 + 7. Windows one row apart share all but `step` of their block
-// rows, so the thread walks the column's block rows once per model column sx, keeps one block's
-// 36 features in registers and dots it with the weights of every window of the column that holds
-// it (a window takes block (sx, sy) of its own at block row wy * step + sy): each feature load
-// serves up to 8 windows instead of 1, and the weights are warp-uniform loads (one L1 wavefront).
-// Lanes read neighbouring block columns: coalesced, feature-planar.
+// rows, so the thread walks the column's block rows once, loads each block's 36 features into
+// registers once and dots them with the weights of every window of the column that holds the
+// block (a window takes its block (sx, sy) at block row wy * step + sy): each feature load serves
+// up to 8 windows instead of 1, and the weights are warp-uniform loads (one L1 wavefront). Lanes
+// read neighbouring block columns: coalesced, feature-planar.
 //
-// The arithmetic is the CPU reference's (hog_reference.cc ScoreWindow, OpenCV's
-// HOGDescriptor::detect): per block four float partial sums of rounded products, the two pair sums
-// in float, then added in double to the window's sum, which starts at the bias, blocks in the
-// model's order (sx outer, sy inner); each window visits its blocks in that order because b rises.
-// Given the same features, a window's score is the reference's double, bit for bit.
+// The arithmetic is the CPU reference's (hog_reference.cc ScoreWindow; OpenCV's
+// HOGDescriptor::detect per block): per block four float partial sums of rounded products, the
+// two pair sums in float, then added in double to the window's sum, which starts at the bias,
+// blocks row by row (sy outer, sx inner; OpenCV runs sx outer, which differs in double rounding
+// only); each window visits its blocks in that order because b rises. Given the same features, a
+// window's score is the reference's double, bit for bit.
 #ifndef CUIMG_KERNELS_SRC_HOG_SCORES_H_
 #define CUIMG_KERNELS_SRC_HOG_SCORES_H_
 
@@ -109,15 +110,17 @@ CUIMG_HOG_HD void ScoreColumn(const ScoresParams& p, const ScoreJob& job, int wx
   CUIMG_HOG_UNROLL
   for (int r = 0; r < kScoreRows; ++r) score[r] = static_cast<double>(p.bias);
   // The block rows the column's windows cover: window r takes rows r * step .. r * step + nby - 1.
+  // Row by row, the model's columns inner: the 7 blocks of a row share the L1 lines of its
+  // feature rows (lane i reads column wx + sx), which a walk over all rows per column would evict.
   const int block_rows = (rows - 1) * step + nby;
-  for (int sx = 0; sx < p.model_blocks_x; ++sx) {
-    const float* weights = p.weights + static_cast<long long>(sx) * nby * kHogBlockFeatures;
-    for (int b = 0; b < block_rows; ++b) {
+  for (int b = 0; b < block_rows; ++b) {
+    const float* row = column + static_cast<long long>(b) * kHogBlockFeatures * pitch;
+    for (int sx = 0; sx < p.model_blocks_x; ++sx) {
       // Block (column + sx, wy0 * step + b): its 36 features are rows of the plane, `pitch` apart.
-      const float* f = column + sx + static_cast<long long>(b) * kHogBlockFeatures * pitch;
       float v[kHogBlockFeatures];
       CUIMG_HOG_UNROLL
-      for (int q = 0; q < kHogBlockFeatures; ++q) v[q] = CUIMG_HOG_LDG(f + q * pitch);
+      for (int q = 0; q < kHogBlockFeatures; ++q) v[q] = CUIMG_HOG_LDG(row + sx + q * pitch);
+      const float* weights = p.weights + static_cast<long long>(sx) * nby * kHogBlockFeatures;
       CUIMG_HOG_UNROLL
       for (int r = 0; r < kScoreRows; ++r) {
         const int sy = b - r * step;  // this block's place in window r

@@ -35,7 +35,7 @@ struct DeviceHit {
 //     them L2-Hys normalized, feature-planar, to the workspace;
 //  2. scores: all levels at once, a warp per tile of 32 x 8 windows, each lane a column of 8
 //     windows that share its loads of block features; a window's score is the CPU reference's
-//     sum (per block float partial sums, added in double in the model's block order) and
+//     sum (per block float partial sums, added in double row by row of blocks) and
 //     score >= hit_threshold (in double, as the reference decides) goes to the hit list (one
 //     atomic counter; the set of hits is deterministic, their order is not: DecodeHits sorts them).
 // Copyable and immutable.
