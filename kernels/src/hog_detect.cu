@@ -245,7 +245,8 @@ absl::StatusOr<DetectPlan> DetectPlan::Create(const Extent& extent, int channels
       wj.tiles_x = (level.windows_x + kWindowScoreX - 1) / kWindowScoreX;
       wj.inv_tiles_x = 1.0f / static_cast<float>(wj.tiles_x);
       chunk.per_window_scores.first_block[j] = chunk.per_window_grid;
-      chunk.per_window_grid += wj.tiles_x * ((level.windows_y + kWindowScoreY - 1) / kWindowScoreY);
+      chunk.per_window_grid +=
+          wj.tiles_x * ((level.windows_y + kWindowScoreY - 1) / kWindowScoreY);
     }
     bp.num_jobs = sp.num_jobs = static_cast<int>(end - begin);
     bp.first_block[bp.num_jobs] = chunk.block_grid;

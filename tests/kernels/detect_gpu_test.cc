@@ -5,8 +5,8 @@
 // ones; detections (grouped as the server does) with precision and recall >= 0.95 at IoU >= 0.5
 // on basketball1/2, fruits and vtest frames; no hits and no error without windows; more than 64
 // levels over several launches; determinism; on the GPU's own features (read back), every
-// window's score and hit test are the reference's arithmetic bit for bit. Buffers are poisoned first, so anything the kernels
-// fail to write shows. Labelled `gpu`; skips without a device.
+// window's score and hit test are the reference's arithmetic bit for bit. Buffers are poisoned
+// first, so anything the kernels fail to write shows. Labelled `gpu`; skips without a device.
 //
 // Data: CUIMG_DATA (default Debian opencv-doc's examples/data) must hold basketball1.png,
 // basketball2.png, fruits.jpg and vtest_NN.jpg (frames the bundle extracts from vtest.avi; the
