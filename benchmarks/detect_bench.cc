@@ -6,7 +6,9 @@
 // rotated inputs; scores on 3 workspaces filled beforehand), with the launch count. Then input 0's
 // detections are checked against the CPU reference ("check": ok when precision and recall of the
 // grouped boxes are >= 0.95 at IoU >= 0.5). The floor counts the input read once and the block
-// features written once and read once.
+// features written once and read once. scores_per_window_us and total_per_window_us time issue
+// 5's scores kernel (one thread per window; RunScoresPerWindow) in the same run, the "before" of
+// issue 33.
 // Usage: detect_bench [--quick] [--filter SUBSTRING]
 #include <cuda_runtime_api.h>
 
@@ -146,13 +148,24 @@ absl::Status Run(const Workload& w, const HogModel& model, double bandwidth, int
     CUIMG_RETURN_IF_ERROR(plan.RunBlocks(d_in[i].data(), d_ws[i].data(), d_hits.data(), stream));
   }
   // RunScores appends to the count RunBlocks zeroes: zero it per run (a 4-byte memset, timed).
-  CUIMG_ASSIGN_OR_RETURN(Timing scores, TimeOnStream(stream, 3, runs, [&](int i) -> absl::Status {
-                           CUIMG_CUDA_RETURN_IF_ERROR(
-                               cudaMemsetAsync(d_hits.data(), 0, sizeof(std::uint32_t), stream),
-                               "zero the hit count");
-                           return plan.RunScores(weights, d_ws[i % 3].data(), d_hits.data(),
-                                                 stream);
-                         }));
+  const auto time_scores = [&](bool per_window) {
+    return TimeOnStream(stream, 3, runs, [&](int i) -> absl::Status {
+      CUIMG_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_hits.data(), 0, sizeof(std::uint32_t), stream),
+                                 "zero the hit count");
+      return per_window
+                 ? plan.RunScoresPerWindow(weights, d_ws[i % 3].data(), d_hits.data(), stream)
+                 : plan.RunScores(weights, d_ws[i % 3].data(), d_hits.data(), stream);
+    });
+  };
+  CUIMG_ASSIGN_OR_RETURN(Timing scores, time_scores(false));
+  // Issue 5's scores kernel on the same workspaces, and blocks + it: the "before" of issue 33.
+  CUIMG_ASSIGN_OR_RETURN(Timing scores_per_window, time_scores(true));
+  const auto before = [&](int i) -> absl::Status {
+    CUIMG_RETURN_IF_ERROR(plan.RunBlocks(d_in[i % 3].data(), d_ws[i % 3].data(), d_hits.data(),
+                                         stream));
+    return plan.RunScoresPerWindow(weights, d_ws[i % 3].data(), d_hits.data(), stream);
+  };
+  CUIMG_ASSIGN_OR_RETURN(Timing total_per_window, TimeOnStream(stream, 3, runs, before));
   // Check input 0 against the CPU reference.
   CUIMG_RETURN_IF_ERROR(plan.Run(d_in[0].data(), weights, d_ws[0].data(), d_hits.data(), stream));
   CUIMG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "check run");
@@ -173,12 +186,14 @@ absl::Status Run(const Workload& w, const HogModel& model, double bandwidth, int
   PrintJson(absl::StrFormat(
       "\"impl\":\"cuimg\",\"workload\":\"%s\",\"median_us\":%.2f,\"p10_us\":%.2f,"
       "\"p90_us\":%.2f,\"runs\":%d,\"launches\":%d,\"blocks_us\":%.2f,\"scores_us\":%.2f,"
+      "\"scores_per_window_us\":%.2f,\"total_per_window_us\":%.2f,"
       "\"levels\":%zu,\"windows\":%lld,\"raw_hits\":%u,\"reference_raw_hits\":%zu,"
       "\"detections\":%zu,\"reference_detections\":%zu,\"precision\":%.4f,\"recall\":%.4f,"
       "\"bytes_moved\":%zu,\"floor_us\":%.2f,\"x_floor\":%.2f,\"input\":\"%s\",\"plan\":\"%s\","
       "\"check\":\"%s\"",
       w.name, total.median_us, total.p10_us, total.p90_us, total.runs, plan.LaunchCount(),
-      blocks.median_us, scores.median_us, plan.geometry().levels.size(),
+      blocks.median_us, scores.median_us, scores_per_window.median_us, total_per_window.median_us,
+      plan.geometry().levels.size(),
       static_cast<long long>(plan.geometry().windows), count, want.hits.size(), got.size(),
       ref.size(), precision, recall, bytes_moved, floor_us, total.median_us / floor_us, source,
       plan.Describe(), ok ? "ok" : "FAIL"));

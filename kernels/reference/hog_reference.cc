@@ -229,11 +229,14 @@ std::vector<float> WindowDescriptor(const HogBlocks& blocks, int bx, int by, int
 
 double ScoreWindow(const HogBlocks& blocks, int bx, int by, const HogModel& model) {
   double s = model.bias;
-  const float* w = model.weights.data();
   const int nx = model.BlocksX();
   const int ny = model.BlocksY();
-  for (int i = 0; i < nx; ++i) {
-    for (int j = 0; j < ny; ++j, w += kHogBlockFeatures) {
+  // Blocks row by row (OpenCV: column by column, the weights' order): the GPU's order
+  // (hog_scores.h), which differs from OpenCV's only in the rounding of the double sum.
+  for (int j = 0; j < ny; ++j) {
+    for (int i = 0; i < nx; ++i) {
+      const float* w = model.weights.data() + (static_cast<std::size_t>(i) * ny + j) *
+                                                  kHogBlockFeatures;
       const float* v = blocks.At(bx + i, by + j);
       float part[4] = {w[0] * v[0], w[1] * v[1], w[2] * v[2], w[3] * v[3]};
       for (int k = 4; k < kHogBlockFeatures; k += 4) {

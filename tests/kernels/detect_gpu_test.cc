@@ -4,8 +4,9 @@
 // channels, gamma on and off, padding, strides and scales, both repository models and random
 // ones; detections (grouped as the server does) with precision and recall >= 0.95 at IoU >= 0.5
 // on basketball1/2, fruits and vtest frames; no hits and no error without windows; more than 64
-// levels over several launches; determinism. Buffers are poisoned first, so anything the kernels
-// fail to write shows. Labelled `gpu`; skips without a device.
+// levels over several launches; determinism; on the GPU's own features (read back), every
+// window's score and hit test are the reference's arithmetic bit for bit. Buffers are poisoned
+// first, so anything the kernels fail to write shows. Labelled `gpu`; skips without a device.
 //
 // Data: CUIMG_DATA (default Debian opencv-doc's examples/data) must hold basketball1.png,
 // basketball2.png, fruits.jpg and vtest_NN.jpg (frames the bundle extracts from vtest.avi; the
@@ -84,10 +85,11 @@ struct GpuResult {
   std::vector<WindowHit> hits;  // HitOrder
   DetectGeometry geometry;
   int launches = 0;
+  std::vector<float> workspace;  // the block features, when asked for
 };
 
 absl::StatusOr<GpuResult> RunOnGpu(const Image& image, const HogModel& model,
-                                   const DetectSpec& spec) {
+                                   const DetectSpec& spec, bool read_workspace = false) {
   CUIMG_ASSIGN_OR_RETURN(DetectPlan plan,
                          DetectPlan::Create(image.extent(), image.channels(), model, spec));
   CUIMG_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
@@ -121,6 +123,13 @@ absl::StatusOr<GpuResult> RunOnGpu(const Image& image, const HogModel& model,
                                             plan.geometry().windows, " windows"));
   }
   GpuResult r;
+  if (read_workspace) {
+    r.workspace.resize(plan.WorkspaceBytes() / sizeof(float));
+    if (cudaMemcpy(r.workspace.data(), d_ws.data(), plan.WorkspaceBytes(),
+                   cudaMemcpyDeviceToHost) != cudaSuccess) {
+      return absl::InternalError("copy the workspace back");
+    }
+  }
   r.hits = DetectPlan::DecodeHits(host.data(), count);
   r.geometry = plan.geometry();
   r.launches = plan.LaunchCount();
@@ -212,6 +221,58 @@ TEST(DetectGpu, ScoresEveryWindowOfA1080pFrame) {
   ASSERT_TRUE(hd.ok());
   const HogModel people = LoadModel("opencv_people_64x128");
   ExpectEveryScoreMatches(*hd, people, DetectSpec{}, Name(*hd, people, DetectSpec{}));
+}
+
+// The reference's ScoreWindow and threshold test on the GPU's own features give the GPU's hits
+// exactly: the same windows, each score the reference's double rounded to float.
+void ExpectScoresFollowTheReference(const Image& image, const HogModel& model,
+                                    const DetectSpec& spec, const std::string& what) {
+  absl::StatusOr<GpuResult> got = RunOnGpu(image, model, spec, true);
+  ASSERT_TRUE(got.ok()) << got.status() << " " << what;
+  absl::StatusOr<DetectPlan> plan =
+      DetectPlan::Create(image.extent(), image.channels(), model, spec);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::vector<WindowHit> want =
+      testing::ReferenceHitsOnWorkspace(*plan, got->workspace.data(), model, spec);
+  ASSERT_EQ(got->hits.size(), want.size()) << what;
+  ASSERT_FALSE(want.empty()) << what;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const WindowHit& g = got->hits[i];
+    ASSERT_TRUE(g.level == want[i].level && g.window_x == want[i].window_x &&
+                g.window_y == want[i].window_y)
+        << what << " hit " << i;
+    ASSERT_EQ(g.score, static_cast<double>(static_cast<float>(want[i].score)))
+        << what << " level " << g.level << " window " << g.window_x << "," << g.window_y;
+  }
+}
+
+TEST(DetectGpu, ScoresAreTheReferenceArithmeticOnTheGpusFeatures) {
+  CUIMG_SKIP_IF_NO_GPU();
+  const std::vector<Image> frames = VtestFrames();
+  ASSERT_FALSE(frames.empty()) << "no vtest_NN.jpg in " << kData;
+  absl::StatusOr<Image> hd = ResizeLinearExactU8(frames[0].view(), 1920, 1080);
+  ASSERT_TRUE(hd.ok());
+  const HogModel people = LoadModel("opencv_people_64x128");
+  const HogModel daimler = LoadModel("opencv_daimler_48x96");
+  DetectSpec all;
+  all.hit_threshold = -1e9;
+  DetectSpec low;  // many hits near the threshold: the hit test is the reference's too
+  low.hit_threshold = -0.5;
+  DetectSpec stride;
+  stride.hit_threshold = -0.5;
+  stride.win_stride = 16;
+  stride.padding = 16;
+  stride.scale = 1.2;
+  for (const DetectSpec& spec : {all, low, stride}) {
+    ExpectScoresFollowTheReference(*hd, people, spec, Name(*hd, people, spec));
+  }
+  DetectSpec daimler_spec = low;
+  daimler_spec.gamma_correction = false;
+  ExpectScoresFollowTheReference(frames[0], daimler, daimler_spec,
+                                 Name(frames[0], daimler, daimler_spec));
+  const Image odd = Synthetic(333, 257, 4, 31);
+  const HogModel random = RandomModel(40, 72, 32);
+  ExpectScoresFollowTheReference(odd, random, all, Name(odd, random, all));
 }
 
 TEST(DetectGpu, DetectionsMatchTheReferenceOnRealImages) {

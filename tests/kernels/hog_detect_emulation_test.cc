@@ -2,7 +2,8 @@
 // reference, without a GPU: every window's score within 1e-4 on odd sizes, 1, 3 and 4 channels,
 // gamma on and off, padding, strides, scales and windows, with the workspace poisoned (NaN) so
 // any feature the blocks kernel does not write shows; the hit buffer and its count; plan
-// geometry and launch counts. detect_gpu_test repeats the comparison on the device.
+// geometry and launch counts; and, on the kernels' own features, scores and hits that are the
+// reference's arithmetic bit for bit. detect_gpu_test repeats the comparisons on the device.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -57,6 +58,34 @@ void ExpectEmulationMatchesReference(const Image& image, const HogModel& model, 
   EXPECT_LE(worst, 1e-4) << what;
 }
 
+// The emulated kernels' hits against the reference's ScoreWindow and threshold test applied to
+// the kernels' own features: the same windows, each score the reference's double as a float.
+void ExpectScoresFollowTheReference(const Image& image, const HogModel& model,
+                                    const DetectSpec& spec, const std::string& what) {
+  absl::StatusOr<DetectPlan> plan =
+      DetectPlan::Create(image.extent(), image.channels(), model, spec);
+  ASSERT_TRUE(plan.ok()) << plan.status() << " " << what;
+  std::vector<float> workspace(plan->WorkspaceBytes() / sizeof(float));
+  std::vector<std::uint8_t> hits(plan->HitsBytes(), 0x7F);
+  ASSERT_TRUE(plan->EmulateOnHost(image.bytes(), model.weights.data(), workspace.data(),
+                                  hits.data())
+                  .ok());
+  const std::vector<WindowHit> want =
+      testing::ReferenceHitsOnWorkspace(*plan, workspace.data(), model, spec);
+  const std::vector<WindowHit> got =
+      DetectPlan::DecodeHits(hits.data(), DetectPlan::HitCount(hits.data()));
+  ASSERT_EQ(got.size(), want.size()) << what;
+  ASSERT_FALSE(got.empty()) << what;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(got[i].level == want[i].level && got[i].window_x == want[i].window_x &&
+                got[i].window_y == want[i].window_y)
+        << what << " hit " << i;
+    ASSERT_EQ(got[i].score, static_cast<double>(static_cast<float>(want[i].score)))
+        << what << " level " << got[i].level << " window " << got[i].window_x << ","
+        << got[i].window_y;
+  }
+}
+
 std::string Name(const Image& image, const HogModel& model, const DetectSpec& spec) {
   return absl::StrCat(image.extent().width, "x", image.extent().height, "x", image.channels(),
                       " window ", model.window_width, "x", model.window_height, " gamma ",
@@ -90,6 +119,25 @@ TEST(HogDetectEmulation, KernelsScoreEveryWindowAsTheReference) {
       }
       ExpectEmulationMatchesReference(image, small, padded, Name(image, small, padded));
     }
+  }
+}
+
+TEST(HogDetectEmulation, ScoresAreTheReferenceArithmeticOnTheKernelsFeatures) {
+  const Image image = Synthetic(300, 260, 3, 21);
+  DetectSpec all;
+  all.hit_threshold = -1e9;
+  DetectSpec some;  // about half the windows: the hit test is the reference's too
+  some.hit_threshold = 0.3;
+  DetectSpec stride;
+  stride.hit_threshold = 0.3;
+  stride.win_stride = 16;
+  stride.padding = 16;
+  stride.scale = 1.2;
+  const HogModel people = RandomModel(64, 128, 22);
+  const HogModel odd = RandomModel(40, 72, 23);
+  for (const DetectSpec& spec : {all, some, stride}) {
+    ExpectScoresFollowTheReference(image, people, spec, Name(image, people, spec));
+    ExpectScoresFollowTheReference(image, odd, spec, Name(image, odd, spec));
   }
 }
 

@@ -1,4 +1,5 @@
-// Inputs for the HOG detection tests: random linear SVMs and synthetic frames, by seed.
+// Inputs for the HOG detection tests: random linear SVMs and synthetic frames, by seed; and the
+// reference's scores on the block features a DetectPlan left in its workspace.
 #ifndef CUIMG_TESTS_TESTING_HOG_TESTING_H_
 #define CUIMG_TESTS_TESTING_HOG_TESTING_H_
 
@@ -6,9 +7,12 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <vector>
 
 #include "cuimg/common/image.h"
+#include "cuimg/kernels/hog_detect.h"
 #include "cuimg/kernels/hog_types.h"
+#include "cuimg/reference/hog_reference.h"
 
 namespace cuimg::testing {
 
@@ -43,6 +47,41 @@ inline Image Synthetic(int w, int h, int channels, std::uint64_t seed) {
     }
   }
   return image;
+}
+
+// The hits, in HitOrder, that the reference's ScoreWindow and threshold test give on the block
+// features `plan`'s blocks kernel left in `workspace` (a host copy, DetectPlan::Features' layout).
+inline std::vector<WindowHit> ReferenceHitsOnWorkspace(const DetectPlan& plan,
+                                                       const float* workspace,
+                                                       const HogModel& model,
+                                                       const DetectSpec& spec) {
+  std::vector<WindowHit> hits;
+  const int step = spec.win_stride / kHogBlockStride;
+  for (int li = 0; li < static_cast<int>(plan.geometry().levels.size()); ++li) {
+    const DetectLevel& l = plan.geometry().levels[li];
+    const DetectPlan::FeaturePlane plane = plan.Features(li);
+    HogBlocks blocks;
+    blocks.blocks_x = l.blocks_x;
+    blocks.blocks_y = l.blocks_y;
+    blocks.values.resize(static_cast<std::size_t>(l.blocks_x) * l.blocks_y * kHogBlockFeatures);
+    float* out = blocks.values.data();
+    for (int by = 0; by < l.blocks_y; ++by) {
+      for (int bx = 0; bx < l.blocks_x; ++bx) {
+        for (int f = 0; f < kHogBlockFeatures; ++f) {
+          *out++ = workspace[plane.offset +
+                             (static_cast<std::int64_t>(by) * kHogBlockFeatures + f) * plane.pitch +
+                             bx];
+        }
+      }
+    }
+    for (int wy = 0; wy < l.windows_y; ++wy) {
+      for (int wx = 0; wx < l.windows_x; ++wx) {
+        const double score = ScoreWindow(blocks, wx * step, wy * step, model);
+        if (score >= spec.hit_threshold) hits.push_back(WindowHit{li, wx, wy, score});
+      }
+    }
+  }
+  return hits;
 }
 
 }  // namespace cuimg::testing

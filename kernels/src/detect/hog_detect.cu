@@ -1,7 +1,8 @@
 // DetectPlan: HOG block histograms of every pyramid level in one launch, SVM scores of every
 // window in a second one (hog_detect.h has the contract). The per-pixel arithmetic is
-// hog_math.h's, shared with the CPU reference; this file is built with -fmad=false, so every
-// product and sum rounds as the reference's do (fmaf is written where fusion is wanted).
+// hog_math.h's and the scores' hog_scores.h's, shared with the CPU reference; this file is built
+// with -fmad=false, so every product and sum rounds as the reference's do (fmaf is written where
+// fusion is wanted).
 #include "cuimg/kernels/hog_detect.h"
 
 #include <algorithm>
@@ -30,10 +31,13 @@ using hog::kCellPixels;
 using hog::kCellSupport;
 using hog::kHitsHeader;
 using hog::kMaxJobs;
+using hog::kScoreLanes;
+using hog::kScoreRows;
 using hog::kScoreThreads;
-using hog::kScoreX;
-using hog::kScoreY;
 using hog::kTile;
+using hog::kWindowScoreThreads;
+using hog::kWindowScoreX;
+using hog::kWindowScoreY;
 using hog::ScoreJob;
 using hog::ScoresParams;
 using hog::TilePos;
@@ -91,6 +95,16 @@ __global__ void __launch_bounds__(kBlockThreads)
   hog::StoreCell(p, job, tile, t, h, hog::RenormScale(ss2));
 }
 
+// Appends hit (level, wx, wy) unless its score is below the threshold (the reference's test, in
+// double); the record keeps the score as a float.
+__device__ __forceinline__ void AppendHit(const ScoresParams& p, const ScoreJob& job, int wx,
+                                          int wy, double score) {
+  if (!(score >= p.threshold)) return;
+  const unsigned int slot = atomicAdd(p.hit_count, 1u);
+  if (slot < p.capacity) p.hits[slot] = DeviceHit{job.level, wx, wy, static_cast<float>(score)};
+}
+
+// One warp: a tile of 32 x kScoreRows windows (hog_scores.h).
 __global__ void __launch_bounds__(kScoreThreads)
     HogScoresKernel(const __grid_constant__ ScoresParams p) {
   const int block = static_cast<int>(blockIdx.x);
@@ -99,14 +113,31 @@ __global__ void __launch_bounds__(kScoreThreads)
   const int tile = block - p.first_block[j];
   const int tile_y = DivSmall(tile, job.inv_tiles_x);
   const int tile_x = tile - tile_y * job.tiles_x;
-  const int wx = tile_x * kScoreX + static_cast<int>(threadIdx.x & 31);
-  const int wy = tile_y * kScoreY + static_cast<int>(threadIdx.x >> 5);
-  const float score = hog::ScoreWindow(p, job, wx, wy);
-  if (wx >= job.windows_x || wy >= job.windows_y || static_cast<double>(score) < p.threshold) {
-    return;
+  const int wx = tile_x * kScoreLanes + static_cast<int>(threadIdx.x);
+  const int wy0 = tile_y * kScoreRows;
+  double score[kScoreRows];
+  hog::ScoreColumn(p, job, wx, wy0, score);
+  if (wx >= job.windows_x) return;
+#pragma unroll
+  for (int r = 0; r < kScoreRows; ++r) {
+    if (wy0 + r < job.windows_y) AppendHit(p, job, wx, wy0 + r, score[r]);
   }
-  const unsigned int slot = atomicAdd(p.hit_count, 1u);
-  if (slot < p.capacity) p.hits[slot] = DeviceHit{job.level, wx, wy, score};
+}
+
+// Issue 5's scores kernel, one thread per window (RunScoresPerWindow).
+__global__ void __launch_bounds__(kWindowScoreThreads)
+    HogScoresPerWindowKernel(const __grid_constant__ ScoresParams p) {
+  const int block = static_cast<int>(blockIdx.x);
+  const int j = FindJob(p.first_block, p.num_jobs, block);
+  const ScoreJob& job = p.jobs[j];
+  const int tile = block - p.first_block[j];
+  const int tile_y = DivSmall(tile, job.inv_tiles_x);
+  const int tile_x = tile - tile_y * job.tiles_x;
+  const int wx = tile_x * kWindowScoreX + static_cast<int>(threadIdx.x & 31);
+  const int wy = tile_y * kWindowScoreY + static_cast<int>(threadIdx.x >> 5);
+  const float score = hog::ScoreWindowPerThread(p, job, wx, wy);
+  if (wx >= job.windows_x || wy >= job.windows_y) return;
+  AppendHit(p, job, wx, wy, score);
 }
 
 // The cell weight table of BlocksParams, from OpenCV's per-pixel votes (hog_block_votes.h).
@@ -134,8 +165,10 @@ const float (&CellWeights())[4][kCellPixels] {
 struct DetectChunk {
   BlocksParams blocks{};
   ScoresParams scores{};
+  ScoresParams per_window_scores{};  // issue 5's tiling, for RunScoresPerWindow
   int block_grid = 0;
   int score_grid = 0;
+  int per_window_grid = 0;
 };
 
 struct DetectPlan::Impl {
@@ -204,15 +237,29 @@ absl::StatusOr<DetectPlan> DetectPlan::Create(const Extent& extent, int channels
       sj.pitch = bj.pitch;
       sj.windows_x = level.windows_x;
       sj.windows_y = level.windows_y;
-      sj.tiles_x = (level.windows_x + kScoreX - 1) / kScoreX;
-      sj.inv_tiles_x = 1.0f / static_cast<float>(sj.tiles_x);
       sj.level = static_cast<int>(i);
+      ScoreJob& wj = chunk.per_window_scores.jobs[j];
+      wj = sj;
+      sj.tiles_x = (level.windows_x + kScoreLanes - 1) / kScoreLanes;
+      sj.inv_tiles_x = 1.0f / static_cast<float>(sj.tiles_x);
       sp.first_block[j] = chunk.score_grid;
-      chunk.score_grid += sj.tiles_x * ((level.windows_y + kScoreY - 1) / kScoreY);
+      chunk.score_grid += sj.tiles_x * ((level.windows_y + kScoreRows - 1) / kScoreRows);
+      wj.tiles_x = (level.windows_x + kWindowScoreX - 1) / kWindowScoreX;
+      wj.inv_tiles_x = 1.0f / static_cast<float>(wj.tiles_x);
+      chunk.per_window_scores.first_block[j] = chunk.per_window_grid;
+      chunk.per_window_grid +=
+          wj.tiles_x * ((level.windows_y + kWindowScoreY - 1) / kWindowScoreY);
     }
     bp.num_jobs = sp.num_jobs = static_cast<int>(end - begin);
     bp.first_block[bp.num_jobs] = chunk.block_grid;
     sp.first_block[sp.num_jobs] = chunk.score_grid;
+    // The per-window kernel's parameters: the same scalars, its own tiling.
+    ScoresParams per_window = sp;
+    std::memcpy(per_window.jobs, chunk.per_window_scores.jobs, sizeof(per_window.jobs));
+    std::memcpy(per_window.first_block, chunk.per_window_scores.first_block,
+                sizeof(per_window.first_block));
+    per_window.first_block[per_window.num_jobs] = chunk.per_window_grid;
+    chunk.per_window_scores = per_window;
     impl->chunks.push_back(chunk);
   }
   impl->workspace_bytes = offset * sizeof(float);
@@ -229,6 +276,11 @@ std::size_t DetectPlan::HitsBytes() const {
 std::size_t DetectPlan::HitsPrefixBytes(std::size_t hits) {
   return kHitsHeader + hits * sizeof(DeviceHit);
 }
+DetectPlan::FeaturePlane DetectPlan::Features(int level) const {
+  const BlockJob& job = impl_->chunks[level / kMaxJobs].blocks.jobs[level % kMaxJobs];
+  return FeaturePlane{job.feature_offset, job.pitch};
+}
+
 int DetectPlan::LaunchCount() const { return 2 * static_cast<int>(impl_->chunks.size()); }
 
 std::uint32_t DetectPlan::HitCount(const void* host_hits) {
@@ -259,8 +311,8 @@ std::string DetectPlan::Describe() const {
   }
   return absl::StrCat(plan.geometry.levels.size(), " levels, ", plan.geometry.windows,
                       " windows, ", plan.geometry.blocks, " blocks; launches ", LaunchCount(),
-                      " (", block_grid, " tiles of 8x8 blocks, ", score_grid,
-                      " tiles of 32x4 windows)");
+                      " (", block_grid, " tiles of 8x8 blocks, ", score_grid, " tiles of ",
+                      kScoreLanes, "x", kScoreRows, " windows)");
 }
 
 absl::Status DetectPlan::RunBlocks(const void* in, void* workspace, void* hits,
@@ -290,23 +342,43 @@ absl::Status DetectPlan::RunBlocks(const void* in, void* workspace, void* hits,
   return absl::OkStatus();
 }
 
-absl::Status DetectPlan::RunScores(const float* weights, const void* workspace, void* hits,
-                                   cudaStream_t stream) const {
-  const Impl& plan = *impl_;
+namespace {
+
+// The scores launches of `plan`, of the new kernel or (per_window) issue 5's.
+absl::Status LaunchScores(const DetectPlan::Impl& plan, bool per_window, const float* weights,
+                          const void* workspace, void* hits, cudaStream_t stream) {
   if (plan.chunks.empty()) return absl::OkStatus();
   if (weights == nullptr || hits == nullptr || workspace == nullptr) {
     return absl::InvalidArgumentError("weights, workspace, hits: must not be null");
   }
   for (const DetectChunk& chunk : plan.chunks) {
-    ScoresParams p = chunk.scores;
+    ScoresParams p = per_window ? chunk.per_window_scores : chunk.scores;
     p.features = static_cast<const float*>(workspace);
     p.weights = weights;
     p.hit_count = static_cast<unsigned int*>(hits);
     p.hits = reinterpret_cast<DeviceHit*>(static_cast<std::uint8_t*>(hits) + kHitsHeader);
-    HogScoresKernel<<<static_cast<unsigned>(chunk.score_grid), kScoreThreads, 0, stream>>>(p);
-    CUIMG_CUDA_CHECK_LAUNCH(stream, "HogScoresKernel");
+    if (per_window) {
+      HogScoresPerWindowKernel<<<static_cast<unsigned>(chunk.per_window_grid),
+                                 kWindowScoreThreads, 0, stream>>>(p);
+      CUIMG_CUDA_CHECK_LAUNCH(stream, "HogScoresPerWindowKernel");
+    } else {
+      HogScoresKernel<<<static_cast<unsigned>(chunk.score_grid), kScoreThreads, 0, stream>>>(p);
+      CUIMG_CUDA_CHECK_LAUNCH(stream, "HogScoresKernel");
+    }
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status DetectPlan::RunScores(const float* weights, const void* workspace, void* hits,
+                                   cudaStream_t stream) const {
+  return LaunchScores(*impl_, false, weights, workspace, hits, stream);
+}
+
+absl::Status DetectPlan::RunScoresPerWindow(const float* weights, const void* workspace,
+                                            void* hits, cudaStream_t stream) const {
+  return LaunchScores(*impl_, true, weights, workspace, hits, stream);
 }
 
 absl::Status DetectPlan::EmulateOnHost(const void* in, const float* weights, void* workspace,
@@ -354,15 +426,19 @@ absl::Status DetectPlan::EmulateOnHost(const void* in, const float* weights, voi
       const ScoreJob& job = p.jobs[j];
       const TilePos tile = TileOf(block - p.first_block[j], job.tiles_x, job.inv_tiles_x);
       for (int t = 0; t < kScoreThreads; ++t) {
-        const int wx = tile.x * kScoreX + (t & 31);
-        const int wy = tile.y * kScoreY + (t >> 5);
-        const float score = hog::ScoreWindow(p, job, wx, wy);
-        if (wx >= job.windows_x || wy >= job.windows_y ||
-            static_cast<double>(score) < p.threshold) {
-          continue;
+        const int wx = tile.x * kScoreLanes + t;
+        const int wy0 = tile.y * kScoreRows;
+        double score[kScoreRows];
+        hog::ScoreColumn(p, job, wx, wy0, score);
+        for (int r = 0; r < kScoreRows; ++r) {
+          if (wx >= job.windows_x || wy0 + r >= job.windows_y || !(score[r] >= p.threshold)) {
+            continue;
+          }
+          const unsigned int slot = (*count)++;
+          if (slot < p.capacity) {
+            out[slot] = DeviceHit{job.level, wx, wy0 + r, static_cast<float>(score[r])};
+          }
         }
-        const unsigned int slot = (*count)++;
-        if (slot < p.capacity) out[slot] = DeviceHit{job.level, wx, wy, score};
       }
     }
   }

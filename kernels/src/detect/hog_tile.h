@@ -7,7 +7,7 @@
 // plus a one-pixel border for the gradient), 256 threads:
 //   LoadTaps -> LoadSamples -> ComputeVotes -> AccumulateCell -> ClipCell -> RenormScale (L2-Hys,
 //   each with the sum of squares over the block's 4 threads) -> StoreCell.
-// Scores kernel: one thread per window, ScoreWindow.
+// The scores kernel's thread is hog_scores.h's ScoreColumn.
 #ifndef CUIMG_KERNELS_SRC_HOG_TILE_H_
 #define CUIMG_KERNELS_SRC_HOG_TILE_H_
 
@@ -19,16 +19,10 @@
 #include "cuimg/kernels/hog_detect.h"
 #include "cuimg/kernels/hog_types.h"
 #include "hog_math.h"
-
-#if defined(__CUDA_ARCH__)
-#define CUIMG_HOG_LDG(p) __ldg(p)
-#else
-#define CUIMG_HOG_LDG(p) (*(p))
-#endif
+#include "hog_scores.h"
 
 namespace cuimg::hog {
 
-inline constexpr int kMaxJobs = 64;  // levels per launch: found by two warp ballots
 inline constexpr int kTile = 8;      // HOG blocks per tile side
 inline constexpr int kTilePixels = kTile * kHogBlockStride + kHogBlockStride;  // 72
 inline constexpr int kSamples = kTilePixels + 2;                               // 74
@@ -36,10 +30,6 @@ inline constexpr int kBlockThreads = kTile * kTile * 4;  // one per (block, cell
 inline constexpr int kCellSupport = 12;  // a cell collects the 12 x 12 pixels around it
 inline constexpr int kCellPixels = kCellSupport * kCellSupport;
 inline constexpr int kCellStride = kCellPixels + 1;  // odd: the 4 cells' tables in other banks
-inline constexpr int kScoreX = 32;  // windows per scores block: 32 x 4, one thread each
-inline constexpr int kScoreY = 4;
-inline constexpr int kScoreThreads = kScoreX * kScoreY;
-inline constexpr std::size_t kHitsHeader = 16;
 static_assert(kBlockThreads == 256, "one thread per gamma table entry");
 static_assert(kSamples <= 128, "tap threads: columns from thread 0, rows from thread 128");
 
@@ -74,33 +64,6 @@ struct BlocksParams {
   // Weight (gaussian x bilinear, OpenCV's float products) of pixel (ii, jj) of cell c's 12 x 12
   // support, which starts at (4 cy, 4 cx) of the block; c = cx * 2 + cy.
   float cell_weights[4][kCellPixels];
-};
-
-// One level of the scores launch.
-struct ScoreJob {
-  long long feature_offset;
-  int pitch;
-  int windows_x;
-  int windows_y;
-  int tiles_x;
-  float inv_tiles_x;
-  int level;
-};
-
-struct ScoresParams {
-  const float* features;
-  const float* weights;
-  unsigned int* hit_count;
-  DeviceHit* hits;
-  unsigned int capacity;  // records `hits` holds: the plan's windows
-  double threshold;
-  float bias;
-  int step;  // win_stride / 8: blocks between neighbouring windows
-  int model_blocks_x;
-  int model_blocks_y;
-  int num_jobs;
-  int first_block[kMaxJobs + 1];
-  ScoreJob jobs[kMaxJobs];
 };
 
 struct BlocksSmem {
@@ -275,38 +238,6 @@ CUIMG_HOG_HD void StoreCell(const BlocksParams& p, const BlockJob& job, TilePos 
                (static_cast<long long>(by) * kHogBlockFeatures + cell * kHogBins) * job.pitch +
                bx;
   for (int k = 0; k < kHogBins; ++k) out[static_cast<long long>(k) * job.pitch] = h[k] * scale;
-}
-
-// The scores kernel's thread for window (wx, wy) of `job` (clamped into the level: threads past
-// its windows compute its last one and report nothing): bias + sum over the model's blocks of
-// dot(weights, features), float, in the model's block order.
-CUIMG_HOG_HD float ScoreWindow(const ScoresParams& p, const ScoreJob& job, int wx, int wy) {
-  const long long bx = static_cast<long long>(std::min(wx, job.windows_x - 1)) * p.step;
-  const long long by = static_cast<long long>(std::min(wy, job.windows_y - 1)) * p.step;
-  const long long pitch = job.pitch;
-  const float* window = p.features + job.feature_offset + by * kHogBlockFeatures * pitch + bx;
-  const float4* w = reinterpret_cast<const float4*>(p.weights);
-  float acc = 0.f;
-  for (int sx = 0; sx < p.model_blocks_x; ++sx) {
-    for (int sy = 0; sy < p.model_blocks_y; ++sy) {
-      // Block (bx + sx, by + sy): its 36 features are rows of the plane, `pitch` apart.
-      const float* f = window + static_cast<long long>(sy) * kHogBlockFeatures * pitch + sx;
-      float part = 0.f;
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-      for (int q = 0; q < kHogBlockFeatures / 4; ++q) {
-        const float4 wq = CUIMG_HOG_LDG(w + q);  // one address for the whole warp: a broadcast
-        part = fmaf(wq.x, CUIMG_HOG_LDG(f + (4 * q) * pitch), part);
-        part = fmaf(wq.y, CUIMG_HOG_LDG(f + (4 * q + 1) * pitch), part);
-        part = fmaf(wq.z, CUIMG_HOG_LDG(f + (4 * q + 2) * pitch), part);
-        part = fmaf(wq.w, CUIMG_HOG_LDG(f + (4 * q + 3) * pitch), part);
-      }
-      acc += part;
-      w += kHogBlockFeatures / 4;
-    }
-  }
-  return acc + p.bias;
 }
 
 }  // namespace cuimg::hog

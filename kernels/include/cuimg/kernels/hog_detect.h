@@ -33,9 +33,11 @@ struct DeviceHit {
 //     (hog_math.h, the CPU reference's own arithmetic: -fmad=false), accumulates the 64 blocks'
 //     cell histograms in shared memory (one thread per block and cell, no atomics) and writes
 //     them L2-Hys normalized, feature-planar, to the workspace;
-//  2. scores: one thread per window, all levels at once, sums its blocks' dot products with the
-//     weights (float, fixed order) and appends score >= hit_threshold to the hit list (one atomic
-//     counter; the set of hits is deterministic, their order is not: DecodeHits sorts them).
+//  2. scores: all levels at once, a warp per tile of 32 x 8 windows, each lane a column of 8
+//     windows that share its loads of block features; a window's score is the CPU reference's
+//     sum (per block float partial sums, added in double row by row of blocks) and
+//     score >= hit_threshold (in double, as the reference decides) goes to the hit list (one
+//     atomic counter; the set of hits is deterministic, their order is not: DecodeHits sorts them).
 // Copyable and immutable.
 //
 // Contract of Run() (RunBlocks() then RunScores(), which the benchmark times apart; RunBlocks
@@ -51,9 +53,11 @@ struct DeviceHit {
 //   many DeviceHit records. At most geometry().windows hits, so it never overflows.
 // - No buffer may overlap another. Asynchronous on `stream`; the caller synchronizes. Kernel
 //   parameters are copied at launch, so the plan may be destroyed once Run() returns.
-// - Scores equal the CPU reference's within float rounding (float sums here, OpenCV's float and
-//   double partial sums there): hits may differ only for windows whose score is within about
-//   1e-4 of hit_threshold. Votes and blocks' inputs are bit-identical to the reference's.
+// - Votes and blocks' inputs are bit-identical to the reference's; a block's 36 features equal
+//   its reference block within float rounding (the cells' sums run in another order). From the
+//   features, scores and the hit test follow the reference's arithmetic exactly: a hit's score
+//   is its double score rounded to float. Against DetectReference, hits may differ only for
+//   windows whose score is within about 1e-4 of hit_threshold.
 // - Deterministic: the same inputs give the same set of hits with the same scores.
 class DetectPlan {
  public:
@@ -77,12 +81,26 @@ class DetectPlan {
   absl::Status RunBlocks(const void* in, void* workspace, void* hits, cudaStream_t stream) const;
   absl::Status RunScores(const float* weights, const void* workspace, void* hits,
                          cudaStream_t stream) const;
+  // RunScores with issue 5's kernel (one thread per window, one fused float sum of the whole
+  // descriptor: scores within 1e-4 of the reference's), for detect_bench's before/after in one
+  // run. Same contract as RunScores.
+  absl::Status RunScoresPerWindow(const float* weights, const void* workspace, void* hits,
+                                  cudaStream_t stream) const;
 
   // Runs the kernels' own code (hog_tile.h's phases) on the host, thread by thread and block by
   // block, with host buffers laid out as Run()'s: the same results bit for bit, hits in another
   // order. For tests on machines without a GPU; slow.
   absl::Status EmulateOnHost(const void* in, const float* weights, void* workspace,
                              void* hits) const;
+
+  // Where the blocks kernel leaves level `level`'s features (0 <= level < geometry().levels.size())
+  // in the workspace: feature f (0..35, HogBlocks' order) of block (bx, by) is the float at
+  // offset + (by * 36 + f) * pitch + bx. For tests and tools that read the workspace back.
+  struct FeaturePlane {
+    std::int64_t offset = 0;  // floats from the workspace's start
+    int pitch = 0;            // floats between feature rows
+  };
+  FeaturePlane Features(int level) const;
 
   // Kernel launches Run() makes: 2 per 64 levels (0 without windows: then Run only zeroes the
   // count).

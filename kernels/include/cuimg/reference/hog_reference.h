@@ -51,8 +51,10 @@ absl::StatusOr<HogBlocks> ComputeHogBlocks(const HogVotes& votes, int blocks_x, 
 std::vector<float> WindowDescriptor(const HogBlocks& blocks, int bx, int by, int window_width,
                                     int window_height);
 
-// bias + <weights, descriptor> of that window, summed as HOGDescriptor::detect does (per block
-// four float partial sums, then double).
+// bias + <weights, descriptor> of that window, each block's dot product as HOGDescriptor::detect
+// computes it (four float partial sums, their pairs added in float), the blocks added in double
+// row by row (OpenCV: column by column; the order of the GPU's scores kernel, which differs only
+// in the rounding of the double sum).
 double ScoreWindow(const HogBlocks& blocks, int bx, int by, const HogModel& model);
 
 // Every level of `geometry` (PlanDetection of the image, the model's window and `spec`): its image
