@@ -102,6 +102,10 @@ step benchmarks
   if [[ $benches == *" rpc "* ]]; then
     timeout 180 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" \
       --client "$B/bin/cuimg" || status=1
+    # One unary 157 MB volume from Python and from the CLI: the server's peak RSS and its
+    # h2d/d2h (issue 34).
+    timeout 300 python3 "$B/benchmarks/unary_footprint.py" --server "$B/bin/cuimg-server" \
+      --client "$B/bin/cuimg" --backend cuda --runs 10 || status=1
     # The small-payload RPCs again with a 16 MiB HTTP/2 lookahead on both ends (transport tuning).
     timeout 120 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" \
       --lookahead_bytes=16777216 --load_seconds=5 \

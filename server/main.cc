@@ -80,13 +80,15 @@ ABSL_FLAG(uint64_t, pinned_staging_bytes, uint64_t{256} << 20,
           "from pageable memory).");
 ABSL_FLAG(uint64_t, pinned_staging_chunk_bytes, uint64_t{4} << 20,
           "Size of one pinned staging chunk, bytes; a copy cycles through up to 3.");
-ABSL_FLAG(uint64_t, pinned_message_bytes, uint64_t{256} << 20,
+ABSL_FLAG(uint64_t, pinned_message_bytes, uint64_t{512} << 20,
           "Page-locked host memory (all GPUs) holding request and response pixels between gRPC "
           "and the device, bytes (0 = the heap, copied through staging).");
 ABSL_FLAG(uint64_t, pinned_message_min_bytes, uint64_t{64} << 10,
-          "Smallest pinned message buffer, bytes; sizes double from it.");
-ABSL_FLAG(uint64_t, pinned_message_max_bytes, uint64_t{16} << 20,
-          "Largest pixels a pinned message buffer holds, bytes; larger ones use the heap.");
+          "Smallest pinned message buffer, bytes; sizes double from it up to 16 MiB, then grow "
+          "by quarter octaves.");
+ABSL_FLAG(uint64_t, pinned_message_max_bytes, uint64_t{256} << 20,
+          "Largest pixels a pinned message buffer holds, bytes (a CT volume's); larger ones use "
+          "the heap.");
 ABSL_FLAG(bool, shared_memory, false,
           "Let clients on this host register POSIX shared-memory objects and pass pixels through "
           "them (opened with the server's permissions: see SECURITY.md).");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -97,80 +98,154 @@ T SaturatingSub(T a, T b) {
   }
 }
 
+// Runs steps from `in` into `out` (n pixels each, not overlapping), with scratch buffers of n
+// pixels made only as a chain needs them: none for one pass, one for a chain of passes or for
+// several steps, two for a gradient of several iterations. Each pass reads one buffer and writes
+// another; min, max and differences are exact, so where the values live does not change them.
 template <typename T>
 class Runner {
  public:
-  Runner(const Extent& e, int threads, const CancelToken& cancel)
-      : e_(e), n_(e.Pixels()), threads_(threads), cancel_(cancel) {}
+  // `count_only`: walk the chain and allocate its buffers, but compute nothing.
+  Runner(const Extent& e, int threads, const CancelToken& cancel, bool count_only = false)
+      : e_(e), n_(e.Pixels()), threads_(threads), cancel_(cancel), count_only_(count_only) {}
 
-  std::vector<T> Iterate(const std::vector<T>& src, const MorphologyStep& step, bool dilate) {
-    std::vector<T> cur = src;
-    std::vector<T> next(n_);
-    for (int i = 0; i < step.iterations && !cancel_.Stopped(); ++i) {
-      ErodeDilate(cur.data(), next.data(), e_, step.element, dilate,
-                  OutsideValue<T>(step, dilate), threads_, cancel_);
-      std::swap(cur, next);
+  // The steps in order, each reading the previous one's result; the last writes `out`.
+  void Steps(const T* in, T* out, const std::vector<MorphologyStep>& steps) {
+    const int count = static_cast<int>(steps.size());
+    const T* src = in;
+    for (int k = 0; k < count && !cancel_.Stopped(); ++k) {
+      // Results alternate between `out` and a carry buffer so that the last lands in `out`.
+      T* dst = (count - 1 - k) % 2 == 0 ? out : Scratch(0);
+      Step(src, dst, steps[k], {src, dst});
+      src = dst;
     }
-    return cur;
   }
 
-  std::vector<T> Step(const std::vector<T>& src, const MorphologyStep& step) {
+  int scratch_images() const { return static_cast<int>(scratch_.size()); }
+
+ private:
+  // Buffers that a spare must not be: the ones a chain reads or writes.
+  using Busy = std::initializer_list<const T*>;
+
+  void Step(const T* src, T* dst, const MorphologyStep& step, Busy busy) {
+    const int n = step.iterations;
     switch (step.op) {
       case MorphOp::kErode:
-        return Iterate(src, step, false);
+        Passes(src, dst, step, {{false, n}}, busy);
+        return;
       case MorphOp::kDilate:
-        return Iterate(src, step, true);
+        Passes(src, dst, step, {{true, n}}, busy);
+        return;
       case MorphOp::kOpen:
-        return Iterate(Iterate(src, step, false), step, true);
+        Passes(src, dst, step, {{false, n}, {true, n}}, busy);
+        return;
       case MorphOp::kClose:
-        return Iterate(Iterate(src, step, true), step, false);
-      case MorphOp::kGradient:
-        return Difference(Iterate(src, step, true), Iterate(src, step, false));
+        Passes(src, dst, step, {{true, n}, {false, n}}, busy);
+        return;
+      case MorphOp::kGradient: {
+        Passes(src, dst, step, {{true, n}}, busy);
+        T* eroded = Spare(busy);
+        Passes(src, eroded, step, {{false, n}}, {src, dst, eroded});
+        Difference(dst, eroded, dst);
+        return;
+      }
       case MorphOp::kTopHat:
-        return Difference(src, Iterate(Iterate(src, step, false), step, true));
+        Passes(src, dst, step, {{false, n}, {true, n}}, busy);
+        Difference(src, dst, dst);
+        return;
       case MorphOp::kBlackHat:
         break;
     }
-    return Difference(Iterate(Iterate(src, step, true), step, false), src);
+    Passes(src, dst, step, {{true, n}, {false, n}}, busy);
+    Difference(dst, src, dst);
   }
 
- private:
-  std::vector<T> Difference(const std::vector<T>& a, const std::vector<T>& b) {
-    std::vector<T> out(n_);
+  // Runs of passes ({dilate, count}) from `src` to `dst`, through a spare buffer when there are
+  // several: pass i writes `dst` when an even number of passes follow it.
+  void Passes(const T* src, T* dst, const MorphologyStep& step,
+              std::initializer_list<std::pair<bool, int>> runs, Busy busy) {
+    int total = 0;
+    for (const auto& run : runs) total += run.second;
+    if (total == 0) {
+      if (!count_only_) std::copy(src, src + n_, dst);
+      return;
+    }
+    T* spare = total > 1 ? Spare(busy) : nullptr;
+    int i = 0;
+    for (const auto& [dilate, count] : runs) {
+      for (int k = 0; k < count && !cancel_.Stopped(); ++k, ++i) {
+        T* to = (total - 1 - i) % 2 == 0 ? dst : spare;
+        if (!count_only_) {
+          ErodeDilate(src, to, e_, step.element, dilate, OutsideValue<T>(step, dilate), threads_,
+                      cancel_);
+        }
+        src = to;
+      }
+    }
+  }
+
+  // A scratch buffer that is none of `busy`.
+  T* Spare(Busy busy) {
+    for (int i = 0;; ++i) {
+      T* s = Scratch(i);
+      if (std::find(busy.begin(), busy.end(), s) == busy.end()) return s;
+    }
+  }
+
+  T* Scratch(int i) {
+    while (static_cast<int>(scratch_.size()) <= i) scratch_.emplace_back(n_);
+    return scratch_[i].data();
+  }
+
+  // out = a - b, element by element (out may be a or b).
+  void Difference(const T* a, const T* b, T* out) {
+    if (count_only_) return;
     for (std::int64_t i = 0; i < n_; ++i) out[i] = SaturatingSub(a[i], b[i]);
-    return out;
   }
 
   Extent e_;
   std::int64_t n_;
   int threads_;
   const CancelToken& cancel_;
+  const bool count_only_;
+  // Uninitialized: every pixel is written before it is read.
+  std::vector<std::vector<T, DefaultInitAllocator<T>>> scratch_;
 };
 
 }  // namespace
 
-absl::StatusOr<Image> MorphologyReference(const Image& input,
-                                          const std::vector<MorphologyStep>& steps, int threads,
-                                          const CancelToken& cancel) {
-  if (input.channels() != 1) {
+absl::Status MorphologyReferenceInto(const ImageView& input, const ImageView& output,
+                                     const std::vector<MorphologyStep>& steps, int threads,
+                                     const CancelToken& cancel) {
+  if (input.channels != 1) {
     return absl::InvalidArgumentError("morphology needs a single-channel image");
   }
   if (steps.empty()) return absl::InvalidArgumentError("morphology needs at least one step");
-  return VisitPixelType(input.type(), [&](auto tag) -> absl::StatusOr<Image> {
+  return VisitPixelType(input.type, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
-    const Extent& e = input.extent();
-    std::vector<T> cur(input.As<T>(), input.As<T>() + e.Pixels());
-    Runner<T> runner(e, threads, cancel);
-    for (const MorphologyStep& step : steps) {
-      if (cancel.Stopped()) break;
-      cur = runner.Step(cur, step);
-    }
+    Runner<T> runner(input.extent, threads, cancel);
+    runner.Steps(static_cast<const T*>(input.data), static_cast<T*>(output.data), steps);
     // A token never un-stops: if any pass skipped work, this reports why.
-    CUIMG_RETURN_IF_ERROR(cancel.Check());
-    Image out(input.type(), e, 1);
-    std::copy(cur.begin(), cur.end(), out.As<T>());
-    return out;
+    return cancel.Check();
   });
+}
+
+int MorphologyReferenceScratchImages(const std::vector<MorphologyStep>& steps) {
+  // The same walk on one pixel allocates as many buffers.
+  const Extent one{1, 1, 1};
+  std::uint8_t in = 0;
+  std::uint8_t out = 0;
+  Runner<std::uint8_t> runner(one, 1, NeverCancelled(), /*count_only=*/true);
+  runner.Steps(&in, &out, steps);
+  return runner.scratch_images();
+}
+
+absl::StatusOr<Image> MorphologyReference(const Image& input,
+                                          const std::vector<MorphologyStep>& steps, int threads,
+                                          const CancelToken& cancel) {
+  Image out(input.type(), input.extent(), 1, Image::kUninitialized);
+  CUIMG_RETURN_IF_ERROR(MorphologyReferenceInto(input.view(), out.view(), steps, threads, cancel));
+  return out;
 }
 
 }  // namespace cuimg

@@ -30,12 +30,26 @@ std::shared_ptr<PinnedMessagePool> PinnedMessagePool::Create(std::size_t budget_
       new PinnedMessagePool(budget_bytes, min_bytes, max_bytes, std::move(memory)));
 }
 
+namespace {
+
+// The class after `size`: twice as large below kQuarterStepsFrom, then a quarter of the octave
+// larger, so that a volume's buffer wastes at most a quarter of its size, not nearly all of it
+// (a 150 MiB volume takes a 160 MiB buffer rather than 256).
+std::size_t NextClass(std::size_t size) {
+  if (size < PinnedMessagePool::kQuarterStepsFrom) return size * 2;
+  std::size_t octave = 1;
+  while (octave <= size / 2) octave *= 2;
+  return size + octave / 4;
+}
+
+}  // namespace
+
 PinnedMessagePool::PinnedMessagePool(std::size_t budget_bytes, std::size_t min_bytes,
                                      std::size_t max_bytes, HostMemorySource memory)
-    : budget_bytes_(budget_bytes), min_bytes_(min_bytes), memory_(std::move(memory)) {
-  std::size_t classes = 1;
-  while ((min_bytes_ << (classes - 1)) < max_bytes) ++classes;
-  idle_.resize(classes);
+    : budget_bytes_(budget_bytes), memory_(std::move(memory)) {
+  class_bytes_.push_back(min_bytes);
+  while (class_bytes_.back() < max_bytes) class_bytes_.push_back(NextClass(class_bytes_.back()));
+  idle_.resize(class_bytes_.size());
   stats_.pinned = true;
 }
 
@@ -45,18 +59,14 @@ PinnedMessagePool::~PinnedMessagePool() {
   }
 }
 
-std::vector<std::size_t> PinnedMessagePool::class_bytes() const {
-  std::vector<std::size_t> sizes;
-  for (std::size_t c = 0; c < idle_.size(); ++c) sizes.push_back(min_bytes_ << c);
-  return sizes;
-}
+std::vector<std::size_t> PinnedMessagePool::class_bytes() const { return class_bytes_; }
 
 std::unique_ptr<HostBuffer> PinnedMessagePool::Allocate(std::size_t bytes) {
   if (bytes == 0) return nullptr;
   std::size_t size_class = 0;
-  while (size_class < idle_.size() && (min_bytes_ << size_class) < bytes) ++size_class;
+  while (size_class < idle_.size() && class_bytes_[size_class] < bytes) ++size_class;
   if (size_class == idle_.size()) return nullptr;
-  const std::size_t size = min_bytes_ << size_class;
+  const std::size_t size = class_bytes_[size_class];
   std::vector<void*> freed;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -78,7 +88,7 @@ std::unique_ptr<HostBuffer> PinnedMessagePool::Allocate(std::size_t bytes) {
       while (!idle_[c].empty() && stats_.used + stats_.cached + size > budget_bytes_) {
         freed.push_back(idle_[c].back());
         idle_[c].pop_back();
-        stats_.cached -= min_bytes_ << c;
+        stats_.cached -= class_bytes_[c];
       }
     }
     ++stats_.misses;
@@ -97,7 +107,7 @@ std::unique_ptr<HostBuffer> PinnedMessagePool::Allocate(std::size_t bytes) {
 
 void PinnedMessagePool::Return(std::size_t size_class, void* data) {
   std::lock_guard<std::mutex> lock(mu_);
-  const std::size_t size = min_bytes_ << size_class;
+  const std::size_t size = class_bytes_[size_class];
   stats_.used -= size;
   stats_.cached += size;
   idle_[size_class].push_back(data);

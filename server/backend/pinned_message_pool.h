@@ -1,7 +1,7 @@
 // Page-locked host memory for message pixels (the CUDA backend's AllocateHostBuffer): copies
 // between it and a device are single DMAs, and a kernel can write a result into it directly.
-// Buffers come in size classes (min_bytes << k, up to the first class holding max_bytes) under one
-// byte budget for all classes, and are kept once allocated, so a warm server calls cudaHostAlloc
+// Buffers come in size classes (min_bytes doubled up to kQuarterStepsFrom, then in quarter
+// octaves, up to the first class holding max_bytes) under one byte budget for all classes, and are kept once allocated, so a warm server calls cudaHostAlloc
 // no more. When a class has no idle buffer and the budget is spent, idle buffers of other classes
 // are freed to make room (cudaFreeHost may wait for the device: only a change of the workload's
 // sizes does that); when that is not enough, the caller uses the heap.
@@ -20,6 +20,9 @@ namespace cuimg {
 
 class PinnedMessagePool : public std::enable_shared_from_this<PinnedMessagePool> {
  public:
+  // Classes from this size on grow by a quarter of their octave (16, 20, 24, 28, 32, 40 MiB...).
+  static constexpr std::size_t kQuarterStepsFrom = std::size_t{16} << 20;
+
   // Requires 0 < min_bytes <= max_bytes. budget_bytes 0: every Allocate gives nullptr.
   static std::shared_ptr<PinnedMessagePool> Create(std::size_t budget_bytes, std::size_t min_bytes,
                                                    std::size_t max_bytes,
@@ -43,7 +46,7 @@ class PinnedMessagePool : public std::enable_shared_from_this<PinnedMessagePool>
   void Return(std::size_t size_class, void* data);
 
   const std::size_t budget_bytes_;
-  const std::size_t min_bytes_;
+  std::vector<std::size_t> class_bytes_;  // ascending
   const HostMemorySource memory_;
   mutable std::mutex mu_;
   std::vector<std::vector<void*>> idle_;  // per class, most recently returned at the back

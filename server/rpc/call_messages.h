@@ -42,6 +42,11 @@ class DetachedMessages {
       CUIMG_ASSIGN_OR_RETURN(pixels_,
                              ParseWithDetachedPixels(*wire_request_, allocate_, &request_));
       if (pixels_ != nullptr) {
+        // The received bytes are not read again: freed now rather than when the call ends, the
+        // pixels are held once, not twice, while the backend runs (gRPC owns the object and
+        // only destroys it, at the end of the call).
+        request_bytes_ = static_cast<std::int64_t>(wire_request_->Length());
+        const_cast<grpc::ByteBuffer*>(wire_request_)->Clear();
         pixel_copy_us_ =
             std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
                 .count();
@@ -69,7 +74,8 @@ class DetachedMessages {
   DetachedResults* detached_results() { return &results_; }
   absl::Status Serialize() { return results_.Serialize(response_, wire_response_); }
   std::int64_t request_bytes() const {
-    return static_cast<std::int64_t>(wire_request_->Length());
+    return request_bytes_ >= 0 ? request_bytes_
+                               : static_cast<std::int64_t>(wire_request_->Length());
   }
   std::int64_t response_bytes() const {
     return static_cast<std::int64_t>(wire_response_->Length());
@@ -83,6 +89,7 @@ class DetachedMessages {
   Response response_;
   std::unique_ptr<HostBuffer> pixels_;
   double pixel_copy_us_ = 0;
+  std::int64_t request_bytes_ = -1;  // once the received bytes are freed
   DetachedResults results_;
 };
 

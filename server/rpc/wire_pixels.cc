@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -28,6 +29,11 @@ constexpr int kSourceDepth = 1;
 // Where a result's are: ImageResult.image (1), Image.data (6).
 constexpr std::uint32_t kResultImageField = 1;
 constexpr std::uint32_t kImageDataField = 6;
+
+// A request's pixels are copied out of the received bytes by one thread per this many bytes, up
+// to kMaxCopyThreads (and the cores): only volumes take more than one.
+constexpr std::size_t kBytesPerCopyThread = std::size_t{16} << 20;
+constexpr unsigned kMaxCopyThreads = 4;
 
 void AppendVarint(std::uint64_t value, std::string* out) {
   while (value >= 0x80) {
@@ -80,6 +86,54 @@ class SliceReader {
       Advance(take);
     }
     return true;
+  }
+
+  bool Skip(std::size_t n) {
+    if (n > left()) return false;
+    while (n > 0) {
+      const std::size_t take = std::min(n, slices_[slice_].size() - offset_);
+      n -= take;
+      Advance(take);
+    }
+    return true;
+  }
+
+  // Copies the `n` bytes at `at` (inside the received bytes) to `dst`, a volume's on several
+  // threads: the trailer's h2d counts this copy, and on one core it would take longer than the
+  // DMA that follows it (issue #34 asks both copies of a 157 MB volume to fit in 30 ms).
+  void CopyRange(std::size_t at, std::size_t n, void* dst) const {
+    struct Piece {
+      const std::uint8_t* src;
+      std::size_t bytes;
+      std::size_t to;  // offset in dst
+    };
+    std::vector<Piece> pieces;
+    std::size_t begin = 0;
+    for (const grpc::Slice& s : slices_) {
+      const std::size_t end = begin + s.size();
+      const std::size_t lo = std::max(begin, at);
+      const std::size_t hi = std::min(end, at + n);
+      if (lo < hi) pieces.push_back({s.begin() + (lo - begin), hi - lo, lo - at});
+      begin = end;
+    }
+    auto* out = static_cast<std::uint8_t*>(dst);
+    // Part p copies dst[p * n / parts, (p + 1) * n / parts).
+    const std::size_t parts = std::clamp<std::size_t>(
+        n / kBytesPerCopyThread, 1,
+        std::max(1u, std::min(kMaxCopyThreads, std::thread::hardware_concurrency())));
+    auto copy_part = [&](std::size_t p) {
+      const std::size_t lo = p * n / parts;
+      const std::size_t hi = (p + 1) * n / parts;
+      for (const Piece& piece : pieces) {
+        const std::size_t a = std::max(lo, piece.to);
+        const std::size_t b = std::min(hi, piece.to + piece.bytes);
+        if (a < b) std::memcpy(out + a, piece.src + (a - piece.to), b - a);
+      }
+    };
+    std::vector<std::thread> helpers;
+    for (std::size_t p = 1; p < parts; ++p) helpers.emplace_back(copy_part, p);
+    copy_part(0);
+    for (std::thread& t : helpers) t.join();
   }
 
   bool AppendTo(std::string* out, std::size_t n) {
@@ -135,9 +189,10 @@ class PixelSplitter {
       if ((tag & 7) != kLengthDelimited || seen || !ReadLength(end, &n)) return false;
       seen = true;
       if (depth == kPixelDepth) {
-        if (n == 0) continue;
-        pixels_ = allocate_(n);
-        if (!in_.Read(pixels_->data(), n)) return false;
+        // Copied once the whole message is known to be plain (TakePixels).
+        pixels_at_ = in_.position();
+        pixels_bytes_ = n;
+        if (!in_.Skip(n)) return false;
         continue;
       }
       std::string inner;
@@ -149,7 +204,13 @@ class PixelSplitter {
     return in_.position() == end;
   }
 
-  std::unique_ptr<HostBuffer> TakePixels() { return std::move(pixels_); }
+  // The pixels found, copied into a buffer from `allocate`; null when there were none.
+  std::unique_ptr<HostBuffer> TakePixels() {
+    if (pixels_bytes_ == 0) return nullptr;
+    std::unique_ptr<HostBuffer> pixels = allocate_(pixels_bytes_);
+    in_.CopyRange(pixels_at_, pixels_bytes_, pixels->data());
+    return pixels;
+  }
 
  private:
   // A length-delimited field's length, which must fit before `end`.
@@ -187,7 +248,8 @@ class PixelSplitter {
 
   SliceReader& in_;
   const HostBufferAllocator& allocate_;
-  std::unique_ptr<HostBuffer> pixels_;
+  std::size_t pixels_at_ = 0;
+  std::size_t pixels_bytes_ = 0;
 };
 
 absl::Status NotAMessage(const google::protobuf::Message& request) {

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "cuimg/codec/image_codec.h"
 #include "cuimg/common/status_macros.h"
+#include "cuimg/reference/morphology_reference.h"
 #include "server/rpc/image_input.h"
 
 namespace cuimg {
@@ -46,14 +47,22 @@ absl::StatusOr<ImageView> InputShape(const ImageInput& input, absl::string_view 
   return shape;
 }
 
-// Request + decoded input + the backend's input copy and result + the response's copy.
+// Request + decoded input + the result (none in a shared-memory region; a resident one is
+// copied into the response unless omitted) + the CPU reference's buffers between passes. The
+// backends read the input where it lies and write the result in place; inline pixels are
+// counted by the caller (detached from the message, whose bytes are freed once parsed).
 absl::StatusOr<std::uint64_t> EstimateInflightBytes(const MorphologyJob& job,
                                                     const v1::MorphologyRequest& request,
                                                     absl::string_view identity,
                                                     ResidentStore& store,
                                                     const RequestLimits& limits) {
   CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, store, limits));
-  return request.ByteSizeLong() + DecodedBytes(job.input, in) + 3 * Bytes(in);
+  const OutputSpec& out = job.output;
+  const std::uint64_t results = !out.shared_memory_region.empty() ? 0
+                                : out.keep_resident && !out.omit_data ? 2
+                                                                      : 1;
+  const std::uint64_t scratch = MorphologyReferenceScratchImages(job.steps);
+  return request.ByteSizeLong() + DecodedBytes(job.input, in) + (results + scratch) * Bytes(in);
 }
 
 absl::StatusOr<std::uint64_t> EstimateInflightBytes(const GradientJob& job,

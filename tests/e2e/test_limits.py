@@ -140,11 +140,12 @@ class Limits(unittest.TestCase):
         upload(stub, 4, 4, ttl=60)
 
     def test_max_inflight_bytes_per_device(self):
-        # About 2.3 MiB each in flight: two fit in 5 MiB, a third waits for room.
-        stub = self.start("--max_inflight_bytes_per_device=5242880", "--worker_threads=1",
+        # 1.18 MB each in flight (the 768x768 input and its result): two fit in 2.5 MiB, a third
+        # waits for room; a 1500x1000 input (3 MB) never fits.
+        stub = self.start("--max_inflight_bytes_per_device=2621440", "--worker_threads=1",
                           "--cpu_threads_per_request=1")
         self.refused(stub.Morphology, morph(image(1500, 1000)), grpc.StatusCode.RESOURCE_EXHAUSTED,
-                     "request", "max_inflight_bytes_per_device=5242880")
+                     "request", "max_inflight_bytes_per_device=2621440")
         slow = morph(image(768, 768, data=np.random.default_rng(0).integers(
             0, 256, 768 * 768, np.uint8).tobytes()), size=61)
         results = []

@@ -158,6 +158,58 @@ TEST(MorphologyReference, ChainsApplyStepsInOrder) {
   EXPECT_EQ(testing::FirstMismatch(*chained, *opened), -1);
 }
 
+// Into runs a chain in the caller's output with scratch buffers between passes: for chains of
+// 1 to 4 steps of every op and 1 to 3 iterations, the result is each step's (checked against
+// OpenCV above) applied in turn, and the input is left as it was.
+TEST(MorphologyReference, IntoEqualsTheStepsOneByOneAndKeepsTheInput) {
+  std::mt19937 rng(34);
+  const MorphOp ops[] = {MorphOp::kErode, MorphOp::kDilate, MorphOp::kOpen, MorphOp::kClose,
+                         MorphOp::kGradient, MorphOp::kTopHat, MorphOp::kBlackHat};
+  for (int n = 0; n < 200; ++n) {
+    const PixelType type = n % 2 == 0 ? PixelType::kU8 : PixelType::kF32;
+    const Image input = testing::RandomImage(type, Extent{23, 17, 1 + n % 3}, n);
+    const Image kept = input;
+    std::vector<MorphologyStep> steps;
+    for (int k = 0, count = 1 + n % 4; k < count; ++k) {
+      auto se = StructuringElement::Create(ElementSpec{
+          static_cast<ElementShape>(rng() % 3), 1 + static_cast<int>(rng() % 5),
+          1 + static_cast<int>(rng() % 5), static_cast<int>(rng() % 3), -1, -1, -1, {}});
+      ASSERT_TRUE(se.ok()) << se.status();
+      steps.push_back({ops[rng() % 7], *se, 1 + static_cast<int>(rng() % 3),
+                       BorderMode::kNeutral, 0});
+    }
+    Image want = input;
+    for (const MorphologyStep& step : steps) {
+      absl::StatusOr<Image> one = MorphologyReference(want, {step}, 1);
+      ASSERT_TRUE(one.ok()) << one.status();
+      want = *std::move(one);
+    }
+    Image got(type, input.extent(), 1);
+    ASSERT_TRUE(MorphologyReferenceInto(input.view(), got.view(), steps, 1).ok());
+    EXPECT_EQ(testing::FirstMismatch(got, want), -1) << "case " << n;
+    EXPECT_EQ(testing::FirstMismatch(input, kept), -1) << "case " << n;
+  }
+}
+
+// What the server's admission counts for the CPU backend's buffers between passes.
+TEST(MorphologyReference, ScratchImagesAreWhatAChainNeeds) {
+  auto se = StructuringElement::Create(ElementSpec{ElementShape::kRect, 3, 3, 0, -1, -1, -1, {}});
+  ASSERT_TRUE(se.ok());
+  auto step = [&](MorphOp op, int iterations) {
+    return MorphologyStep{op, *se, iterations, BorderMode::kNeutral, 0};
+  };
+  EXPECT_EQ(MorphologyReferenceScratchImages({step(MorphOp::kDilate, 1)}), 0);
+  EXPECT_EQ(MorphologyReferenceScratchImages({step(MorphOp::kDilate, 2)}), 1);
+  EXPECT_EQ(MorphologyReferenceScratchImages({step(MorphOp::kOpen, 1)}), 1);
+  EXPECT_EQ(MorphologyReferenceScratchImages({step(MorphOp::kErode, 1), step(MorphOp::kDilate, 1)}),
+            1);
+  EXPECT_EQ(MorphologyReferenceScratchImages({step(MorphOp::kGradient, 1)}), 1);
+  EXPECT_EQ(MorphologyReferenceScratchImages({step(MorphOp::kGradient, 2)}), 2);
+  EXPECT_EQ(
+      MorphologyReferenceScratchImages({step(MorphOp::kDilate, 1), step(MorphOp::kGradient, 2)}),
+      3);
+}
+
 TEST(MorphologyReference, NaNNeverWinsAgainstNumbers) {
   Image input(PixelType::kF32, Extent{3, 1, 1});
   input.As<float>()[0] = 1.0f;

@@ -25,6 +25,22 @@ TEST(PinnedMessagePool, ClassesDoubleFromTheSmallestToTheFirstThatHoldsTheLarges
   EXPECT_EQ(one->class_bytes(), std::vector<std::size_t>{64 * kKiB});
 }
 
+TEST(PinnedMessagePool, ClassesFromSixteenMiBGrowByQuarterOctaves) {
+  CountingHeap heap;
+  constexpr std::size_t kMiB = 1024 * kKiB;
+  auto pool = PinnedMessagePool::Create(512 * kMiB, 4 * kMiB, 150 * kMiB, heap.Source());
+  EXPECT_EQ(pool->class_bytes(),
+            (std::vector<std::size_t>{4 * kMiB, 8 * kMiB, 16 * kMiB, 20 * kMiB, 24 * kMiB,
+                                      28 * kMiB, 32 * kMiB, 40 * kMiB, 48 * kMiB, 56 * kMiB,
+                                      64 * kMiB, 80 * kMiB, 96 * kMiB, 112 * kMiB, 128 * kMiB,
+                                      160 * kMiB}));
+  // A 512x512x300 i16 volume (150 MiB) holds 160 MiB of the budget, not 256.
+  std::unique_ptr<HostBuffer> volume = pool->Allocate(512 * 512 * 300 * 2);
+  ASSERT_NE(volume, nullptr);
+  EXPECT_EQ(volume->size(), std::size_t{512 * 512 * 300 * 2});
+  EXPECT_EQ(pool->stats().used, 160 * kMiB);
+}
+
 TEST(PinnedMessagePool, ABufferHasTheAskedSizeAndTakesItsClasssBytes) {
   CountingHeap heap;
   auto pool = PinnedMessagePool::Create(4 << 20, 64 * kKiB, 1 << 20, heap.Source());

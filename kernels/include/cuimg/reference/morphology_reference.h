@@ -19,6 +19,17 @@ namespace cuimg {
 // Uses up to `threads` threads (0 = hardware concurrency). INVALID_ARGUMENT if input has more
 // than one channel or steps is empty. Looks at `cancel` between steps and iterations and every
 // few tens of microseconds of work within a pass, and returns its status once it stops.
+// The same into `output`, a view of the input's type and extent that must not overlap `input`:
+// the result is written there, and host memory beyond the two views is only what a chain
+// needs between passes (none for one pass of one step; one image for several passes or steps;
+// up to three for a gradient of several iterations). On an error `output` holds no result.
+absl::Status MorphologyReferenceInto(const ImageView& input, const ImageView& output,
+                                     const std::vector<MorphologyStep>& steps, int threads = 0,
+                                     const CancelToken& cancel = NeverCancelled());
+
+// Scratch images MorphologyReferenceInto allocates for `steps` (each of the input's bytes).
+int MorphologyReferenceScratchImages(const std::vector<MorphologyStep>& steps);
+
 absl::StatusOr<Image> MorphologyReference(const Image& input,
                                           const std::vector<MorphologyStep>& steps,
                                           int threads = 0,
