@@ -109,8 +109,8 @@ class Detector {
   // unanswered. Exit code: the stream's error, or the first frame that could not be read or
   // written.
   int Stream(const FrameSource& next) {
+    // No deadline: a video's frames take as long as they take (--timeout bounds unary calls).
     grpc::ClientContext context;
-    PrepareContext(connection_, &context);
     const auto start = std::chrono::steady_clock::now();
     std::unique_ptr<grpc::ClientReaderWriter<v1::DetectFrame, v1::DetectFrameResult>> stream =
         stub_->DetectStream(&context);
