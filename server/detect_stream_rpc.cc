@@ -3,8 +3,9 @@
 // as soon as it arrives, on the work queue, so several frames of one stream run at once: on the
 // CUDA backend each worker leases its own CUDA stream, which is how frame k+1's decode and copies
 // overlap frame k's kernels. Results go back in the order the frames came. A stream holds at most
-// kMaxFramesInFlight frames (received and not yet answered); at that bound it stops reading, so
-// gRPC flow control holds back a client that sends faster than the server works or does not read.
+// --stream_frames_in_flight frames (received and not yet answered); at that bound it stops
+// reading, so gRPC flow control holds back a client that sends faster than the server works or
+// does not read.
 #include <chrono>
 #include <deque>
 #include <limits>
@@ -18,10 +19,6 @@
 namespace cuimg {
 namespace {
 
-// Frames of one stream received and not yet answered (queued, running, or waiting to be sent).
-// Four keep a device busy with one frame's copies and another's kernels at 768x576 while bounding
-// what a stream holds to four frames.
-constexpr int kMaxFramesInFlight = 4;
 // DetectFrame.id, as the proto documents.
 constexpr std::size_t kMaxFrameIdBytes = 128;
 // The per-frame series in the metrics (requests, stage latencies, and frames held in flight).
@@ -261,7 +258,7 @@ class DetectStreamReactor final
       StartWrite(&frames_.front()->result);
     }
     if (error_.ok() && !reading_ && !input_done_ &&
-        static_cast<int>(frames_.size()) < kMaxFramesInFlight) {
+        static_cast<int>(frames_.size()) < service_->options().stream_frames_in_flight) {
       reading_ = true;
       StartRead(&request_);
     }
