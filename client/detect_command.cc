@@ -157,7 +157,7 @@ class Detector {
       const double ms = std::chrono::duration<double, std::milli>(
                             std::chrono::steady_clock::now() - frame.sent)
                             .count();
-      code = Answered(frame, result.result(), ms, "");
+      code = Answered(frame, result.result(), ms, result.timing());
     }
     if (code != kExitOk) context.TryCancel();
     {

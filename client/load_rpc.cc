@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/connection.h"
 #include "client/image_convert.h"
 #include "client/io/image_file.h"
 #include "client/io/video_frames.h"
@@ -19,6 +20,12 @@
 #include "cuimg/common/status_macros.h"
 
 namespace cuimg {
+
+std::string LoadRpc::ServerTimingOf(const grpc::ClientContext& context,
+                                    const google::protobuf::Message&) const {
+  return ServerTiming(context);
+}
+
 namespace {
 
 template <typename Request, typename Response>

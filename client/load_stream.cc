@@ -165,6 +165,10 @@ class DetectStreamLoad final : public LoadRpc {
     for (const v1::DetectFrame& f : frames_) total += f.ByteSizeLong();
     return total / frames_.size();
   }
+  std::string ServerTimingOf(const grpc::ClientContext&,
+                             const google::protobuf::Message& response) const override {
+    return static_cast<const v1::DetectFrameResult&>(response).timing();
+  }
 
  private:
   std::vector<v1::DetectFrame> frames_;

@@ -199,7 +199,11 @@ class DetectStreamReactor final
     } else {
       frame.result.set_index(frame.index);
       frame.result.set_id(frame.id);
-      const StageTimes& t = frame.call.times();
+      StageTimes& t = frame.call.times();
+      t.total_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() -
+                                                             frame.received)
+                       .count();
+      frame.result.set_timing(FormatTiming(t));
       StageTimes& total = call_.times();
       total.decode_us += t.decode_us;
       total.h2d_us += t.h2d_us;
