@@ -7,7 +7,6 @@ holds at most 4 of its frames (the DetectStreamFrame in-flight gauge) and its me
 also under several clients sending forever without reading; a client that cancels mid-stream
 leaves nothing behind and other clients are served.
 Runs on the CPU backend in CI and on the CUDA backend on the GPU machine (CUIMG_BACKEND)."""
-import io
 import os
 import re
 import threading
@@ -17,10 +16,9 @@ import urllib.request
 
 import grpc
 import numpy as np
-from PIL import Image
 
 import cuimg
-from cuimg.v1 import detection_pb2, imaging_service_pb2_grpc, types_pb2
+from cuimg.v1 import detection_pb2, imaging_service_pb2_grpc, pyramid_pb2, types_pb2
 from server_process import ServerProcess
 
 SERVER = os.environ["CUIMG_SERVER"]
@@ -75,10 +73,13 @@ class DetectStreamOverTheWire(unittest.TestCase):
         cls.channel = grpc.insecure_channel(cls.server.target, options=[
             ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
         cls.stub = imaging_service_pb2_grpc.ImagingStub(cls.channel)
-        with Image.open(os.path.join(DATA, "basketball2.png")) as im:
-            rgb = np.asarray(im.convert("RGB"))
-        cls.bgr = np.ascontiguousarray(rgb[:, :, ::-1])
-        cls.gray = np.asarray(Image.fromarray(rgb).convert("L"))
+        # The server's own decoding of basketball2.png (pyramid level 0 is a copy), and a colour
+        # frame made from it.
+        level0 = cls.stub.Pyramid(pyramid_pb2.PyramidRequest(
+            input=types_pb2.ImageSource(encoded=read("basketball2.png")), levels=1,
+            output_type=types_pb2.PIXEL_TYPE_U8), timeout=60).levels[0].result.image
+        cls.gray = np.frombuffer(level0.data, np.uint8).reshape(level0.height, level0.width)
+        cls.bgr = np.ascontiguousarray(np.stack([cls.gray, cls.gray // 2, 255 - cls.gray], -1))
 
     @classmethod
     def tearDownClass(cls):
@@ -87,8 +88,6 @@ class DetectStreamOverTheWire(unittest.TestCase):
 
     def requests(self):
         """Frames of every kind, with parameters that change between frames."""
-        jpeg = io.BytesIO()
-        Image.fromarray(self.bgr[:, :, ::-1]).save(jpeg, format="JPEG", quality=90)
         d = detection_pb2.DetectPedestriansRequest
         src = types_pb2.ImageSource
         return [
@@ -96,7 +95,8 @@ class DetectStreamOverTheWire(unittest.TestCase):
             d(input=src(encoded=read("basketball2.png")), hit_threshold=-0.5),
             d(input=src(image=image_proto(self.gray))),
             d(input=src(image=image_proto(self.bgr)), win_stride=16),
-            d(input=src(encoded=jpeg.getvalue()), grouping=detection_pb2.GROUPING_NONE),
+            d(input=src(encoded=read("HappyFish.jpg")), grouping=detection_pb2.GROUPING_NONE,
+              hit_threshold=-1),
             d(input=src(image=image_proto(self.gray[:100, :50]))),  # smaller than a window
             d(input=src(encoded=read("fruits.jpg")), model="opencv_daimler_48x96"),
         ]
@@ -192,8 +192,11 @@ class DetectStreamOverTheWire(unittest.TestCase):
     def test_a_client_that_stops_reading_is_held_back(self):
         """The client sends from an endless generator and never reads: the server holds at most
         FRAMES_IN_FLIGHT of its frames, and flow control stops the generator being read."""
+        # Every window a hit, ungrouped: 58 detections (2 KB) per result, so that the results
+        # soon fill the client's receive window.
         small = detection_pb2.DetectFrame(request=detection_pb2.DetectPedestriansRequest(
-            input=types_pb2.ImageSource(image=image_proto(self.gray[:160, :96]))))
+            input=types_pb2.ImageSource(image=image_proto(self.gray[:160, :96])),
+            grouping=detection_pb2.GROUPING_NONE, hit_threshold=-100))
         pulled = [0]
 
         def frames():
