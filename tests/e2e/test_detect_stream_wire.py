@@ -178,7 +178,7 @@ class DetectStreamOverTheWire(unittest.TestCase):
                 self.assertEqual(got, [0, 1])
                 self.assertEqual(error.code(), code)
                 self.assertTrue(error.details().startswith(field + ":"), error.details())
-                self.assertIn("(frame 2, id \"cam\\n7\")", error.details())
+                self.assertIn("(frame 2, id 'cam\\n7')", error.details())
         got, error = self.stream_until_error([frame(), detection_pb2.DetectFrame(id="x")])
         self.assertEqual((got, error.code()), ([0], grpc.StatusCode.INVALID_ARGUMENT))
         self.assertTrue(error.details().startswith("request: is required"), error.details())
