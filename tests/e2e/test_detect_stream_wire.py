@@ -245,8 +245,11 @@ class DetectStreamOverTheWire(unittest.TestCase):
                 time.sleep(0.5)
                 samples.append(rss_mib(self.server.process.pid))
                 self.assertLessEqual(frame_stats(self.server), 8 * FRAMES_IN_FLIGHT)
-            # Later samples stay within the first half's peak (plus allocator noise).
-            self.assertLessEqual(max(samples[8:]), max(samples[:8]) + 64, samples)
+            # Later samples stay within the first half's peak (plus allocator noise). Under
+            # AddressSanitizer freed memory sits in its quarantine (256 MiB), so RSS grows by
+            # design there; the regular build checks the bound, ASan the leaks.
+            if "ASAN_OPTIONS" not in os.environ:
+                self.assertLessEqual(max(samples[8:]), max(samples[:8]) + 64, samples)
             reply = self.stub.DetectPedestrians(small_request(self.gray), timeout=120)
             self.assertEqual(reply.model, "opencv_people_64x128")
         finally:
