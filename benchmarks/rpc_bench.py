@@ -4,7 +4,9 @@ the same host, median wall-clock round trip over rotated inputs, with the server
 breakdown from the `cuimg-timing` trailer: Morphology on random inputs, Deform of a resident
 90,601-vertex torus (3x3x3 lattice, positions and normals back), and DetectPedestrians on
 1080p JPEG frames (CUIMG_DATA/vtest_1080p_NN.jpg, which the GPU bundle carries), also under load:
-`--concurrency` calls in flight for `--load_seconds`, frames per second and latency percentiles.
+`--concurrency` calls in flight for `--load_seconds`, frames per second and latency percentiles;
+and a DetectStream of `--stream_frames` 768x576 vtest JPEGs (CUIMG_DATA/vtest_NN.jpg), frames per
+second and per-frame latency.
 The Python client's rows (cuimg.Client, NumPy in and out) time the same volume dilation unary and
 streamed over `--volume_streams` connections (`--python_volume`, 300x512x512 by default; smaller
 for the CPU backend). One JSON line per workload."""
@@ -174,6 +176,58 @@ def detect_workload(stub, args):
           flush=True)
 
 
+def detect_stream_workload(stub, args):
+    """Issue 33's stream row: `--stream_frames` vtest frames (768x576 JPEG, CUIMG_DATA/vtest_NN.jpg
+    cycled) over one DetectStream, at most `--stream_window` frames sent and unanswered (a camera
+    client that keeps a few frames in flight). Frames per second over the stream, and each frame's
+    latency from its send to its result."""
+    data = os.environ.get("CUIMG_DATA", "/usr/share/doc/opencv-doc/examples/data")
+    files = sorted(glob.glob(os.path.join(data, "vtest_[0-9][0-9].jpg")))
+    name = "rpc_detect_stream_vtest_jpeg"
+    if not files:
+        print(json.dumps({**TRANSPORT, "impl": "rpc", "workload": name,
+                          "error": f"no vtest_NN.jpg in {data}"}), flush=True)
+        return
+    jpegs = []
+    for path in files:
+        with open(path, "rb") as f:
+            jpegs.append(f.read())
+
+    def run(count):
+        window = threading.Semaphore(args.stream_window)
+        sent = []
+
+        def frames():
+            for i in range(count):
+                window.acquire()
+                sent.append(time.perf_counter())
+                yield detection_pb2.DetectFrame(
+                    id=str(i), request=detection_pb2.DetectPedestriansRequest(
+                        input=types_pb2.ImageSource(encoded=jpegs[i % len(jpegs)])))
+
+        latencies, detections = [], 0
+        began = time.perf_counter()
+        call = stub.DetectStream(frames(), timeout=300)
+        for reply in call:
+            latencies.append(time.perf_counter() - sent[reply.index])
+            detections += len(reply.result.detections)
+            window.release()
+        elapsed = time.perf_counter() - began
+        return elapsed, sorted(latencies), detections, timing_fields(call.trailing_metadata())
+
+    run(min(30, args.stream_frames))  # warm-up: workers, CUDA streams, pinned pools
+    elapsed, latencies, detections, timing = run(args.stream_frames)
+    n = len(latencies)
+    print(json.dumps({**TRANSPORT, "impl": "rpc", "workload": name, "backend": args.backend,
+                      "frames": n, "window": args.stream_window,
+                      "payload_kb": round(statistics.mean(len(j) for j in jpegs) / 1e3, 1),
+                      "frames_per_s": round(n / elapsed, 1),
+                      "p50_ms": round(latencies[n // 2] * 1e3, 3),
+                      "p99_ms": round(latencies[min(n - 1, int(n * 0.99))] * 1e3, 3),
+                      "max_ms": round(latencies[-1] * 1e3, 3), "detections": detections,
+                      "server_stage_sums_us": timing}), flush=True)
+
+
 def detect_raw_workload(stub, args):
     """DetectPedestrians on raw 1080p RGB frames (6.2 MB of pixels inline): random frames, so the
     detections are few; what it times is moving the pixels in."""
@@ -261,6 +315,13 @@ def main():
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--load_seconds", type=float, default=10)
+    parser.add_argument("--stream_frames", type=int, default=300,
+                        help="frames of the DetectStream row (vtest_NN.jpg cycled)")
+    parser.add_argument("--stream_window", type=int, default=4,
+                        help="the DetectStream row's frames sent and unanswered at most")
+    parser.add_argument("--server_args", default="",
+                        help="more cuimg-server flags, space-separated (e.g. "
+                             "\"--stream_frames_in_flight=8 --worker_threads=8\")")
     parser.add_argument("--lookahead_bytes", type=int, default=0,
                         help="HTTP/2 lookahead on the server and the client channel (0: gRPC's default)")
     parser.add_argument("--client", default="",
@@ -274,7 +335,9 @@ def main():
     args = parser.parse_args()
     wanted = [w for w in args.only.split(",") if w]
     selected = lambda name: not wanted or any(name.startswith(w) for w in wanted)
-    server_flags = [f"--backend={args.backend}"]
+    server_flags = [f"--backend={args.backend}", *args.server_args.split()]
+    if args.server_args:
+        TRANSPORT["server_args"] = args.server_args
     options = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
     if args.lookahead_bytes:
         server_flags.append(f"--http2_lookahead_bytes={args.lookahead_bytes}")
@@ -312,6 +375,8 @@ def main():
             deform_cpp_client(args.client, server.target, args)
         if selected("rpc_detect_1080p_jpeg"):
             detect_workload(stub, args)
+        if selected("rpc_detect_stream_vtest_jpeg"):
+            detect_stream_workload(stub, args)
         if selected("rpc_detect_1080p_raw_rgb"):
             detect_raw_workload(stub, args)
         python_client_workloads(server.target, args, selected)  # selects its rows itself

@@ -55,7 +55,9 @@ absl::StatusOr<ChannelSpec> MakeChannelSpec(const ConnectionOptions& options) {
         R"("retryPolicy":{"maxAttempts":)", options.max_attempts,
         R"(,"initialBackoff":"0.05s","maxBackoff":"1s","backoffMultiplier":2,)",
         R"("retryableStatusCodes":["UNAVAILABLE")",
-        options.retry_overload ? R"(,"RESOURCE_EXHAUSTED")" : "", "]}}]");
+        options.retry_overload ? R"(,"RESOURCE_EXHAUSTED")" : "", "]}},",
+        // A DetectStream is never replayed: gRPC would keep every frame sent for a retry.
+        R"({"name":[{"service":"cuimg.v1.Imaging","method":"DetectStream"}]}])");
   }
   spec.service_config_json =
       absl::StrCat(R"({"loadBalancingConfig":[{")", options.lb_policy, R"(":{}}])", retry, "}");

@@ -74,6 +74,29 @@ Image ContactSheet(const std::vector<Image>& images, std::int64_t max_width) {
   return sheet;
 }
 
+namespace {
+
+// 5x7 glyphs, one row a byte (bit 4 leftmost): digits, then '.', then '-'.
+constexpr std::uint8_t kGlyphs[12][7] = {
+    {0x0e, 0x11, 0x13, 0x15, 0x19, 0x11, 0x0e}, {0x04, 0x0c, 0x04, 0x04, 0x04, 0x04, 0x0e},
+    {0x0e, 0x11, 0x01, 0x02, 0x04, 0x08, 0x1f}, {0x1f, 0x02, 0x04, 0x02, 0x01, 0x11, 0x0e},
+    {0x02, 0x06, 0x0a, 0x12, 0x1f, 0x02, 0x02}, {0x1f, 0x10, 0x1e, 0x01, 0x01, 0x11, 0x0e},
+    {0x06, 0x08, 0x10, 0x1e, 0x11, 0x11, 0x0e}, {0x1f, 0x01, 0x02, 0x04, 0x08, 0x08, 0x08},
+    {0x0e, 0x11, 0x11, 0x0e, 0x11, 0x11, 0x0e}, {0x0e, 0x11, 0x11, 0x0f, 0x01, 0x02, 0x0c},
+    {0x00, 0x00, 0x00, 0x00, 0x00, 0x0c, 0x0c}, {0x00, 0x00, 0x00, 0x1f, 0x00, 0x00, 0x00}};
+// Glyphs are drawn at twice their size, with a 2-pixel margin on the tag.
+constexpr int kGlyphScale = 2;
+constexpr int kTagMargin = 2;
+
+int GlyphIndex(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c == '.') return 10;
+  if (c == '-') return 11;
+  return -1;
+}
+
+}  // namespace
+
 Image DrawBoxes(const Image& image, const std::vector<BoxOutline>& boxes, int thickness,
                 const std::uint8_t (&bgr)[3]) {
   const std::int64_t w = image.extent().width;
@@ -97,6 +120,36 @@ Image DrawBoxes(const Image& image, const std::vector<BoxOutline>& boxes, int th
     paint(b.x, y1 - thickness, x1, y1);    // bottom
     paint(b.x, b.y, b.x + thickness, y1);  // left
     paint(x1 - thickness, b.y, x1, y1);    // right
+  }
+  // Labels after every outline, so that a neighbour's outline never covers one.
+  const std::uint8_t black[3] = {0, 0, 0};
+  for (const BoxOutline& b : boxes) {
+    if (b.label.empty()) continue;
+    const std::int64_t tag_w = 2 * kTagMargin + static_cast<std::int64_t>(b.label.size()) * 6 *
+                                                    kGlyphScale - kGlyphScale;
+    const std::int64_t tag_h = 2 * kTagMargin + 7 * kGlyphScale;
+    const std::int64_t tx = b.x;
+    const std::int64_t ty = b.y >= tag_h ? b.y - tag_h : b.y;
+    paint(tx, ty, tx + tag_w, ty + tag_h);
+    for (std::size_t i = 0; i < b.label.size(); ++i) {
+      const int g = GlyphIndex(b.label[i]);
+      if (g < 0) continue;
+      const std::int64_t gx = tx + kTagMargin + static_cast<std::int64_t>(i) * 6 * kGlyphScale;
+      for (int row = 0; row < 7; ++row) {
+        for (int col = 0; col < 5; ++col) {
+          if ((kGlyphs[g][row] >> (4 - col) & 1) == 0) continue;
+          const std::int64_t px = gx + col * kGlyphScale;
+          const std::int64_t py = ty + kTagMargin + row * kGlyphScale;
+          for (std::int64_t y = std::max<std::int64_t>(py, 0);
+               y < std::min<std::int64_t>(py + kGlyphScale, h); ++y) {
+            for (std::int64_t x = std::max<std::int64_t>(px, 0);
+                 x < std::min<std::int64_t>(px + kGlyphScale, w); ++x) {
+              std::copy(black, black + 3, out.bytes() + (y * w + x) * 3);
+            }
+          }
+        }
+      }
+    }
   }
   return out;
 }

@@ -159,6 +159,9 @@ ABSL_FLAG(bool, progress, true, "load: print a live progress line on stderr.");
 ABSL_FLAG(std::string, server_metrics, "",
           "load: the server's metrics endpoint host:port, read for the report's context (server "
           "version, backend); empty: the --target host at port 9464; none: skip.");
+ABSL_FLAG(bool, detect_stream, false,
+          "load: with --rpc detect, send the frames over DetectStream calls (one stream per "
+          "--channels, --concurrency frames unanswered over them) instead of unary calls.");
 ABSL_FLAG(bool, shm, false,
           "load: pass pixels through a POSIX shared-memory object registered with the server "
           "(same host; the server needs --shared_memory): the RPCs carry no pixels.");
@@ -241,7 +244,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& SubcommandF
        Join({{"rpc", "steps"}, kGradientFlags, kPyramidFlags, kDetectFlags, kDeformFlags,
              {"n", "m", "image_size", "pixel_type", "input", "concurrency", "rate", "duration",
               "requests", "warmup", "channels", "json", "json_out", "csv", "report", "progress",
-              "shm", "video", "every", "max_frames", "server_metrics"}})},
+              "shm", "detect_stream", "video", "every", "max_frames", "server_metrics"}})},
   };
   return *table;
 }
@@ -466,6 +469,7 @@ int main(int argc, char** argv) {
     command.report = absl::GetFlag(FLAGS_report);
     command.progress = absl::GetFlag(FLAGS_progress) && !command.json;
     command.shm = absl::GetFlag(FLAGS_shm);
+    command.detect_stream = absl::GetFlag(FLAGS_detect_stream);
     return cuimg::RunLoad(connection, command);
   }
   std::fprintf(stderr, "unknown subcommand '%s'\n%s", subcommand.c_str(), kUsage);

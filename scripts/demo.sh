@@ -35,8 +35,12 @@ grep -o 'event=startup.*backend=[a-z]*' out/server.log | sed 's/.*backend=/serve
 "$client" --target="$target" gradient --input="$data/basketball1.png" --output_prefix=out/basketball1
 "$client" --target="$target" pyramid --input="$data/basketball1.png" --output_prefix=out/basketball1_pyramid \
   --levels=31
-"$client" --target="$target" detect --input="$data/basketball1.png" \
-  --output=out/basketball1_detections.png > out/basketball1_detections.json
+# Pedestrians in vtest.avi (a street scene): every 100th frame over one DetectStream, boxes
+# labelled by score in out/vtest_detections/frame_NNNNN.png and the run's detections in
+# out/vtest_detections/detections.json.
+rm -rf out/vtest_detections
+"$client" --target="$target" detect --video="$data/vtest.avi" --every=100 --max_frames=8 \
+  --output=out/vtest_detections > /dev/null
 "$client" --target="$target" models
 # A synthetic CT-like volume (balls of different densities in noise, 256x256x96 int16), closed
 # with a 3D ball while it streams in 8-slice slabs over 4 connections; written as multi-page TIFFs.
@@ -59,4 +63,4 @@ PY
 "$client" --target="$target" deform --input=out/torus.ply --animate=30 --twist=60
 curl -s "http://127.0.0.1:$metrics/metrics" | grep '^cuimg_requests_total' > out/metrics.txt || true
 echo "results in out/:"
-ls -l out/*.png out/*.tiff out/*.tif out/*.ply out/*.json | grep -v _pyramid_level
+ls -l out/*.png out/*.tiff out/*.tif out/*.ply out/vtest_detections/* | grep -v _pyramid_level

@@ -67,6 +67,9 @@ step "server over the wire (CUDA backend)"
     timeout 180 python3 "$B/tests/e2e/test_rpcs_wire.py" || status=1
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
     timeout 180 python3 "$B/tests/e2e/test_detect_wire.py" || status=1
+  # Frame streams on the CUDA backend: results == unary calls, back-pressure, cancellation.
+  CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
+    timeout 240 python3 "$B/tests/e2e/test_detect_stream_wire.py" || status=1
   timeout 300 python3 "$B/tests/e2e/compare_backends.py" --server "$B/bin/cuimg-server" || status=1
   # Hardening on the CUDA backend: every bad request, and a device memory cap forcing
   # RESOURCE_EXHAUSTED then recovery.

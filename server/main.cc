@@ -63,6 +63,9 @@ ABSL_FLAG(int, decode_threads, -1,
           "less one, at most 15; 0: serial.");
 ABSL_FLAG(int, max_inflight_requests, 64,
           "Requests admitted at once; more get RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int, stream_frames_in_flight, 4,
+          "Frames one DetectStream holds at most (received, not yet answered), in [1, 64]; at "
+          "the bound the server reads no more of that stream (flow control holds the client).");
 ABSL_FLAG(int, cpu_threads_per_request, 0, "CPU backend threads per request (0 = all cores).");
 ABSL_FLAG(int, cpu_devices, 1,
           "Scheduling units the CPU backend presents (multi-device behaviour without GPUs).");
@@ -289,6 +292,7 @@ int main(int argc, char** argv) {
     options.decode_threads = std::clamp(cores - 1, 0, 15);
   }
   options.max_inflight_requests = absl::GetFlag(FLAGS_max_inflight_requests);
+  options.stream_frames_in_flight = absl::GetFlag(FLAGS_stream_frames_in_flight);
   options.cpu_threads_per_request = absl::GetFlag(FLAGS_cpu_threads_per_request);
   options.cpu_devices = absl::GetFlag(FLAGS_cpu_devices);
   options.max_inflight_bytes_per_device = absl::GetFlag(FLAGS_max_inflight_bytes_per_device);
@@ -385,6 +389,10 @@ int main(int argc, char** argv) {
       options.resident_max_objects < 1) {
     std::fprintf(stderr, "usage: thread, device, in-flight, message, extent, decoded-pixel, "
                          "resident-object and poll limits must be >= 1\n");
+    return 2;
+  }
+  if (options.stream_frames_in_flight < 1 || options.stream_frames_in_flight > 64) {
+    std::fprintf(stderr, "usage: --stream_frames_in_flight must be in [1, 64]\n");
     return 2;
   }
   if (options.upload_idle_timeout_ms < 1 || options.max_uploads_per_identity < 1) {

@@ -91,6 +91,9 @@ struct ServerOptions {
   int decode_threads = 0;
   // Requests admitted at once (executing or queued); beyond this RESOURCE_EXHAUSTED.
   int max_inflight_requests = 64;
+  // Frames one DetectStream holds at most (received and not yet answered); at the bound it reads
+  // no more, so flow control holds the client back.
+  int stream_frames_in_flight = 4;
   // Host bytes a device's admitted requests may hold at once (request, decoded input and results,
   // estimated at admission; open uploads count too). The server admits up to this times the
   // device count; a request needing more than this alone is refused.

@@ -158,6 +158,9 @@ struct LoadCommand {
   // --rpc morphology: pass pixels through a POSIX shared-memory object registered with the server
   // (same host): the input once, each call's result into its own slot; the RPCs carry no pixels.
   bool shm = false;
+  // --rpc detect: the frames go over DetectStream calls, one stream per channel, each frame a
+  // call of the run (load_stream.h).
+  bool detect_stream = false;
   // The server's Prometheus endpoint (host:port), read once for the report's context (version,
   // backend); empty: the --target host at the server's default port; "none": not read.
   std::string server_metrics;

@@ -1,13 +1,21 @@
-// `cuimg detect`: pedestrian detection on an image, a directory of frames or a video (frames
-// decoded by the ffmpeg program). One JSON line per image on stdout with the boxes; with
-// --output, the image with the boxes drawn (a PNG, or one PNG per frame in a directory).
+// `cuimg detect`: pedestrian detection on an image (one DetectPedestrians call), or on a directory
+// of frames or a video (frames decoded by the ffmpeg program) over one DetectStream call. One JSON
+// line per image on stdout with the boxes; with --output, the image with the boxes drawn and
+// labelled by score (a PNG, or for frames one PNG per frame in a directory, with the run's
+// detections in one detections.json there).
 // `cuimg models`: the detector models the server loaded.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -47,10 +55,27 @@ bool IsImagePath(const std::string& path) {
 // One image to detect in: its pixels (for drawing) and how it travels.
 struct Frame {
   std::string source;  // file path, or "video:N"
+  int index = 0;       // in the directory or the video
   Image pixels;
   std::string encoded;  // the file's PNG/JPEG bytes when it is one (the server decodes them)
   std::string output;   // where the boxed image goes, or empty
+  std::chrono::steady_clock::time_point sent;
 };
+
+// A stream's frames come from this: false at the end.
+using FrameSource = std::function<absl::StatusOr<bool>(Frame*)>;
+
+// Frames sent on a DetectStream and not yet answered, at most: the server holds 4, the rest keep
+// the transport busy; the client holds as many decoded frames (for drawing) and no more.
+constexpr std::size_t kStreamWindow = 8;
+
+void SetInput(const Frame& frame, v1::DetectPedestriansRequest* request) {
+  if (!frame.encoded.empty()) {
+    request->mutable_input()->set_encoded(frame.encoded);
+  } else {
+    ToProtoImage(frame.pixels, request->mutable_input()->mutable_image());
+  }
+}
 
 class Detector {
  public:
@@ -60,13 +85,9 @@ class Detector {
         stub_(v1::Imaging::NewStub(MakeChannel(connection))) {}
 
   // Detects in `frame`, prints its JSON line, writes the boxed image. Exit code.
-  int Run(const Frame& frame, int index) {
+  int Run(const Frame& frame) {
     v1::DetectPedestriansRequest request = base_;
-    if (!frame.encoded.empty()) {
-      request.mutable_input()->set_encoded(frame.encoded);
-    } else {
-      ToProtoImage(frame.pixels, request.mutable_input()->mutable_image());
-    }
+    SetInput(frame, &request);
     grpc::ClientContext context;
     PrepareContext(connection_, &context);
     v1::DetectPedestriansResponse response;
@@ -79,16 +100,106 @@ class Detector {
       std::fprintf(stderr, "%s: ", frame.source.c_str());
       return ReportRpcError(status);
     }
+    wall_ms_ += ms;
+    return Answered(frame, response, ms, ServerTiming(context));
+  }
+
+  // Detects in every frame of `next` over one DetectStream: a thread reads and sends frames while
+  // this one takes the results in order (printing and drawing them), at most kStreamWindow frames
+  // unanswered. Exit code: the stream's error, or the first frame that could not be read or
+  // written.
+  int Stream(const FrameSource& next) {
+    // No deadline: a video's frames take as long as they take (--timeout bounds unary calls).
+    grpc::ClientContext context;
+    const auto start = std::chrono::steady_clock::now();
+    std::unique_ptr<grpc::ClientReaderWriter<v1::DetectFrame, v1::DetectFrameResult>> stream =
+        stub_->DetectStream(&context);
+    std::mutex mu;
+    std::condition_variable room;
+    std::deque<Frame> sent;  // unanswered, in order
+    bool stop = false;
+    absl::Status read_error;
+    std::thread sender([&] {
+      for (;;) {
+        Frame frame;
+        absl::StatusOr<bool> more = next(&frame);
+        if (!more.ok() || !*more) {
+          std::lock_guard<std::mutex> lock(mu);
+          read_error = more.status();
+          break;
+        }
+        v1::DetectFrame message;
+        *message.mutable_request() = base_;
+        SetInput(frame, message.mutable_request());
+        message.set_id(frame.source);
+        {
+          std::unique_lock<std::mutex> lock(mu);
+          room.wait(lock, [&] { return stop || sent.size() < kStreamWindow; });
+          if (stop) break;
+          frame.sent = std::chrono::steady_clock::now();
+          frame.encoded.clear();  // sent; the pixels stay for drawing
+          sent.push_back(std::move(frame));
+        }
+        if (!stream->Write(message)) break;  // the stream ended; Finish says why
+      }
+      stream->WritesDone();
+    });
+    int code = kExitOk;
+    v1::DetectFrameResult result;
+    while (code == kExitOk && stream->Read(&result)) {
+      Frame frame;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        frame = std::move(sent.front());
+        sent.pop_front();
+      }
+      room.notify_one();
+      const double ms = std::chrono::duration<double, std::milli>(
+                            std::chrono::steady_clock::now() - frame.sent)
+                            .count();
+      code = Answered(frame, result.result(), ms, result.timing());
+    }
+    if (code != kExitOk) context.TryCancel();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+    }
+    room.notify_one();
+    sender.join();
+    const grpc::Status status = stream->Finish();
+    wall_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                    .count();
+    if (code != kExitOk) return code;
+    if (!status.ok()) return ReportRpcError(status);
+    if (!read_error.ok()) return Usage(std::string(read_error.message()));
+    return kExitOk;
+  }
+
+  void Summarize() const {
+    std::fprintf(stderr,
+                 "%d images, %lld detections, %.2f ms per image round trip, %.1f images/s\n",
+                 frames_, detections_, frames_ > 0 ? round_trip_ms_ / frames_ : 0.0,
+                 wall_ms_ > 0 ? 1e3 * frames_ / wall_ms_ : 0.0);
+  }
+
+  // The run's detections, one entry per image, as detections.json holds them.
+  const nlohmann::json& detections() const { return all_; }
+
+ private:
+  // Prints the frame's line, draws its boxes (labelled by score), keeps it for detections.json.
+  int Answered(const Frame& frame, const v1::DetectPedestriansResponse& response, double ms,
+               const std::string& server_timing) {
     nlohmann::json boxes = nlohmann::json::array();
     std::vector<BoxOutline> outlines;
     for (const v1::Detection& d : response.detections()) {
       boxes.push_back({{"x", d.x()}, {"y", d.y()}, {"width", d.width()},
                        {"height", d.height()}, {"score", d.score()}, {"scale", d.scale()}});
-      outlines.push_back(BoxOutline{d.x(), d.y(), d.width(), d.height()});
+      outlines.push_back(BoxOutline{d.x(), d.y(), d.width(), d.height(),
+                                    absl::StrFormat("%.2f", d.score())});
     }
-    const nlohmann::json line = {
+    nlohmann::json line = {
         {"source", frame.source},
-        {"frame", index},
+        {"frame", frame.index},
         {"width", frame.pixels.extent().width},
         {"height", frame.pixels.extent().height},
         {"model", response.model()},
@@ -96,13 +207,14 @@ class Detector {
         {"windows", response.windows()},
         {"detections", boxes},
         {"round_trip_ms", std::round(ms * 1000) / 1000},
-        {"server", ServerTiming(context)},
     };
+    if (!server_timing.empty()) line["server"] = server_timing;
     std::printf("%s\n", line.dump().c_str());
     std::fflush(stdout);
+    all_.push_back(line);
     ++frames_;
     detections_ += response.detections_size();
-    total_ms_ += ms;
+    round_trip_ms_ += ms;
     if (!frame.output.empty()) {
       const Image boxed = DrawBoxes(frame.pixels, outlines);
       if (absl::Status s = WriteImageFile(frame.output, boxed.view()); !s.ok()) {
@@ -113,20 +225,33 @@ class Detector {
     return kExitOk;
   }
 
-  void Summarize() const {
-    std::fprintf(stderr, "%d images, %lld detections, %.2f ms per image round trip (%.1f/s)\n",
-                 frames_, detections_, frames_ > 0 ? total_ms_ / frames_ : 0.0,
-                 total_ms_ > 0 ? 1e3 * frames_ / total_ms_ : 0.0);
-  }
-
- private:
   ConnectionOptions connection_;
   v1::DetectPedestriansRequest base_;
   std::unique_ptr<v1::Imaging::Stub> stub_;
   int frames_ = 0;
   long long detections_ = 0;
-  double total_ms_ = 0;
+  double round_trip_ms_ = 0;
+  double wall_ms_ = 0;
+  nlohmann::json all_ = nlohmann::json::array();
 };
+
+// detections.json in the output directory: the run's parameters and every frame's detections.
+int WriteRunJson(const std::string& path, const DetectCommand& c, const nlohmann::json& frames) {
+  const nlohmann::json run = {
+      {"source", c.video.empty() ? c.input : c.video},
+      {"model", c.model.empty() ? "default" : c.model},
+      {"hit_threshold", c.hit_threshold},
+      {"every", c.every},
+      {"frames", frames},
+  };
+  std::ofstream out(path);
+  out << run.dump(1) << "\n";
+  if (!out) {
+    std::fprintf(stderr, "error: %s: cannot write\n", path.c_str());
+    return kExitUsage;
+  }
+  return kExitOk;
+}
 
 absl::StatusOr<Frame> ReadFrame(const std::string& path, const std::string& output) {
   Frame frame;
@@ -163,18 +288,24 @@ int RunDetect(const ConnectionOptions& connection, const DetectCommand& c) {
   if (!c.video.empty()) {
     absl::StatusOr<VideoFrames> video = VideoFrames::Open(c.video);
     if (!video.ok()) return Usage(std::string(video.status().message()));
+    int index = 0;
     int done = 0;
-    for (int index = 0; code == kExitOk && (c.max_frames == 0 || done < c.max_frames); ++index) {
-      Frame frame;
-      absl::StatusOr<bool> more = video->Next(&frame.pixels);
-      if (!more.ok()) return Usage(std::string(more.status().message()));
-      if (!*more) break;
-      if (!Selected(c, index, done)) continue;
-      frame.source = absl::StrFormat("%s:%d", c.video, index);
-      if (!c.output.empty()) frame.output = absl::StrFormat("%s/frame_%05d.png", c.output, index);
-      code = detector.Run(frame, index);
-      ++done;
-    }
+    code = detector.Stream([&](Frame* frame) -> absl::StatusOr<bool> {
+      for (; c.max_frames == 0 || done < c.max_frames; ++index) {
+        CUIMG_ASSIGN_OR_RETURN(const bool more, video->Next(&frame->pixels));
+        if (!more) return false;
+        if (!Selected(c, index, done)) continue;
+        frame->index = index;
+        frame->source = absl::StrFormat("%s:%d", c.video, index);
+        if (!c.output.empty()) {
+          frame->output = absl::StrFormat("%s/frame_%05d.png", c.output, index);
+        }
+        ++index;
+        ++done;
+        return true;
+      }
+      return false;
+    });
   } else if (sequence) {
     std::vector<std::string> paths;
     for (const fs::directory_entry& e : fs::directory_iterator(c.input, error)) {
@@ -183,23 +314,33 @@ int RunDetect(const ConnectionOptions& connection, const DetectCommand& c) {
     if (error) return Usage(c.input + ": " + error.message());
     std::sort(paths.begin(), paths.end());
     if (paths.empty()) return Usage(c.input + ": no .png or .jpg files");
+    int index = 0;
     int done = 0;
-    for (int index = 0; code == kExitOk && index < static_cast<int>(paths.size()); ++index) {
-      if (!Selected(c, index, done)) continue;
-      const std::string out =
-          c.output.empty() ? ""
-                           : c.output + "/" + fs::path(paths[index]).stem().string() + "_boxes.png";
-      absl::StatusOr<Frame> frame = ReadFrame(paths[index], out);
-      if (!frame.ok()) return Usage(std::string(frame.status().message()));
-      code = detector.Run(*frame, index);
-      ++done;
-    }
+    code = detector.Stream([&](Frame* frame) -> absl::StatusOr<bool> {
+      for (; index < static_cast<int>(paths.size()); ++index) {
+        if (!Selected(c, index, done)) continue;
+        const std::string out =
+            c.output.empty()
+                ? ""
+                : c.output + "/" + fs::path(paths[index]).stem().string() + "_boxes.png";
+        CUIMG_ASSIGN_OR_RETURN(*frame, ReadFrame(paths[index], out));
+        frame->index = index;
+        ++index;
+        ++done;
+        return true;
+      }
+      return false;
+    });
   } else {
     absl::StatusOr<Frame> frame = ReadFrame(c.input, c.output);
     if (!frame.ok()) return Usage(std::string(frame.status().message()));
-    code = detector.Run(*frame, 0);
+    code = detector.Run(*frame);
   }
   detector.Summarize();
+  if (sequence && !c.output.empty()) {
+    const int written = WriteRunJson(c.output + "/detections.json", c, detector.detections());
+    if (code == kExitOk) code = written;
+  }
   return code;
 }
 

@@ -1,5 +1,6 @@
 #include "client/io/video_frames.h"
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -92,7 +93,11 @@ VideoFrames::VideoFrames(VideoFrames&& other) noexcept
       pipe_(std::exchange(other.pipe_, nullptr)) {}
 
 VideoFrames::~VideoFrames() {
-  if (pipe_ != nullptr) std::fclose(pipe_);  // the decoder stops on a broken pipe
+  // A decoder still running (the caller stopped early: --max_frames) is killed first: on a
+  // broken pipe, or on SIGTERM (it then still writes its trailer), ffmpeg prints four lines of
+  // errors; it holds nothing that needs a clean exit.
+  if (child_ > 0 && pipe_ != nullptr && !std::feof(pipe_)) kill(child_, SIGKILL);
+  if (pipe_ != nullptr) std::fclose(pipe_);
   if (child_ > 0) Reap(child_);
 }
 

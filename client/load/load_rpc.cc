@@ -9,15 +9,23 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/connection.h"
 #include "client/image_convert.h"
 #include "client/io/image_file.h"
 #include "client/io/video_frames.h"
 #include "client/io/volume_file.h"
+#include "client/load/load_stream.h"
 #include "client/morphology_spec.h"
 #include "client/request_building.h"
 #include "cuimg/common/status_macros.h"
 
 namespace cuimg {
+
+std::string LoadRpc::ServerTimingOf(const grpc::ClientContext& context,
+                                    const google::protobuf::Message&) const {
+  return ServerTiming(context);
+}
+
 namespace {
 
 template <typename Request, typename Response>
@@ -320,6 +328,10 @@ absl::StatusOr<std::unique_ptr<LoadRpc>> Detect(const LoadCommand& c) {
   }
   LoadRpc::Payload payload = {{"model", c.detect.model.empty() ? "default" : c.detect.model}};
   DescribeImages(c, sources, &payload);
+  if (c.detect_stream) {
+    payload.emplace_back("detect_stream", absl::StrCat(std::max(1, c.channels), " streams"));
+    return MakeDetectStreamLoad(std::move(payload), std::move(requests));
+  }
   return MakeUnary<v1::DetectPedestriansRequest, v1::DetectPedestriansResponse>(
       std::move(payload), std::move(requests),
       &v1::Imaging::StubInterface::async_interface::DetectPedestrians);
@@ -355,6 +367,9 @@ absl::StatusOr<std::unique_ptr<LoadRpc>> Deform(const LoadCommand& c) {
 
 absl::StatusOr<std::unique_ptr<LoadRpc>> MakeLoadRpc(const LoadCommand& c,
                                                      const SharedMemoryRewrite& shared_memory) {
+  if (c.detect_stream && c.rpc != "detect") {
+    return absl::InvalidArgumentError("--detect_stream: only with --rpc detect");
+  }
   if (c.shm && c.rpc != "morphology") {
     return absl::InvalidArgumentError("--shm: only with --rpc morphology");
   }

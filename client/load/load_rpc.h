@@ -37,6 +37,10 @@ class LoadRpc {
                      std::function<void(grpc::Status)> done) const = 0;
   // The mean serialized request size over the requests.
   virtual std::size_t request_bytes() const = 0;
+  // The server's time breakdown of a call that succeeded, in the `cuimg-timing` format: its
+  // trailer (a stream's frame carries its own in the response).
+  virtual std::string ServerTimingOf(const grpc::ClientContext& context,
+                                     const google::protobuf::Message& response) const;
 
   const Payload& payload() const { return payload_; }
 

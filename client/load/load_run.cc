@@ -178,7 +178,7 @@ class LoadRun {
     r.payload = call.payload;
     r.code = StatusCodeName(status.error_code());
     if (status.ok()) {
-      ParseTiming(ServerTiming(call.context), &r);
+      ParseTiming(rpc_.ServerTimingOf(call.context, *call.response), &r);
     } else {
       r.message = PrintableMessage(status.error_message());
     }

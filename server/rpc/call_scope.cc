@@ -52,12 +52,7 @@ absl::Status CallScope::CheckAlive() const {
 
 grpc::Status CallScope::Complete(const absl::Status& status) {
   times_.total_us = MicrosSince(start_);
-  ctx_->AddTrailingMetadata(
-      "cuimg-timing",
-      absl::StrFormat("queue_us=%.1f decode_us=%.1f h2d_us=%.1f kernel_us=%.1f d2h_us=%.1f "
-                      "total_us=%.1f device=%d",
-                      times_.queue_us, times_.decode_us, times_.h2d_us, times_.kernel_us,
-                      times_.d2h_us, times_.total_us, times_.device));
+  ctx_->AddTrailingMetadata("cuimg-timing", FormatTiming(times_));
   metrics_->RecordRequest(rpc_, status.code(), times_, times_.total_us * 1e-6);
   metrics_->AddInflight(rpc_, -1);
   completed_ = true;
@@ -84,6 +79,13 @@ grpc::Status CallScope::Complete(const absl::Status& status) {
               {"message", status.message()}});
   }
   return ToGrpcStatus(status);
+}
+
+std::string FormatTiming(const StageTimes& t) {
+  return absl::StrFormat(
+      "queue_us=%.1f decode_us=%.1f h2d_us=%.1f kernel_us=%.1f d2h_us=%.1f total_us=%.1f "
+      "device=%d",
+      t.queue_us, t.decode_us, t.h2d_us, t.kernel_us, t.d2h_us, t.total_us, t.device);
 }
 
 void ReportSuppressedRequestLines() {

@@ -77,6 +77,10 @@ class CallScope {
   bool completed_ = false;
 };
 
+// `times` as the `cuimg-timing` trailer carries them: "queue_us=... decode_us=... h2d_us=...
+// kernel_us=... d2h_us=... total_us=... device=N".
+std::string FormatTiming(const StageTimes& times);
+
 // Request lines of failed calls are at most kRequestLineBurst at once, then
 // kRequestLinesPerSecond, per (RPC, code): any client can cause them at will.
 inline constexpr double kRequestLinesPerSecond = 5;

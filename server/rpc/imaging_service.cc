@@ -155,6 +155,30 @@ void ImagingService::RecordRefusal(grpc::CallbackServerContext* ctx, const absl:
   }
 }
 
+template <typename Job, typename Request>
+absl::StatusOr<InflightBudget::Reservation> ImagingService::Admit(
+    const grpc::ServerContextBase& ctx, absl::string_view rpc, Job* job, const Request& request,
+    const std::string& identity, std::uint64_t extra_bytes, bool* transient) {
+  *transient = false;
+  if (UsesResident(*job)) CUIMG_RETURN_IF_ERROR(Authorize(ctx, kRightResident, rpc).status());
+  CUIMG_RETURN_IF_ERROR(CompleteFromResident(job, request, identity));
+  CUIMG_ASSIGN_OR_RETURN(std::uint64_t bytes, EstimateInflightBytes(*job, request, identity,
+                                                                    *store_, options_.limits));
+  CUIMG_ASSIGN_OR_RETURN(double work, RequestWork(*job, identity));
+  CUIMG_RETURN_IF_ERROR(CheckRequestWork(work, options_.max_request_work));
+  bytes += extra_bytes;
+  absl::StatusOr<InflightBudget::Reservation> reservation = budget_->Reserve(bytes, "request");
+  if (!reservation.ok()) *transient = bytes <= budget_->per_request_bytes();
+  return reservation;
+}
+
+absl::StatusOr<InflightBudget::Reservation> ImagingService::AdmitDetect(
+    const grpc::ServerContextBase& ctx, DetectJob* job,
+    const v1::DetectPedestriansRequest& request, const std::string& identity,
+    std::uint64_t extra_bytes, bool* transient) {
+  return Admit(ctx, "DetectStream", job, request, identity, extra_bytes, transient);
+}
+
 template <typename Messages, typename Validate, typename Job>
 grpc::ServerUnaryReactor* ImagingService::Serve(
     absl::string_view rpc, grpc::CallbackServerContext* ctx, std::shared_ptr<Messages> messages,
@@ -182,27 +206,11 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
   if (absl::Status parsed = messages->Parse(); !parsed.ok()) return refuse(parsed, false);
   absl::StatusOr<Job> job = messages->Validate(validate, options_.limits);
   if (!job.ok()) return refuse(job.status(), false);
-  if (UsesResident(*job)) {
-    if (absl::StatusOr<std::string> r = Authorize(*ctx, kRightResident, rpc); !r.ok()) {
-      return refuse(r.status(), false);
-    }
-  }
-  if (absl::Status s = CompleteFromResident(&*job, messages->request(), *identity); !s.ok()) {
-    return refuse(s, false);
-  }
-  absl::StatusOr<std::uint64_t> bytes =
-      EstimateInflightBytes(*job, messages->request(), *identity, *store_, options_.limits);
-  if (!bytes.ok()) return refuse(bytes.status(), false);
-  absl::StatusOr<double> work = RequestWork(*job, *identity);
-  if (!work.ok()) return refuse(work.status(), false);
-  if (absl::Status fits = CheckRequestWork(*work, options_.max_request_work); !fits.ok()) {
-    return refuse(fits, false);
-  }
-  *bytes += messages->detached_request_bytes();
-  absl::StatusOr<InflightBudget::Reservation> reservation = budget_->Reserve(*bytes, "request");
-  if (!reservation.ok()) {
-    return refuse(reservation.status(), *bytes <= budget_->per_request_bytes());
-  }
+  bool transient = false;
+  absl::StatusOr<InflightBudget::Reservation> reservation =
+      Admit(*ctx, rpc, &*job, messages->request(), *identity, messages->detached_request_bytes(),
+            &transient);
+  if (!reservation.ok()) return refuse(reservation.status(), transient);
   auto held = std::make_shared<InflightBudget::Reservation>(*std::move(reservation));
   auto shared_job = std::make_shared<Job>(*std::move(job));
   call->set_detached_results(messages->detached_results());
@@ -260,21 +268,25 @@ grpc::ServerUnaryReactor* ImagingService::Pyramid(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* ImagingService::DetectPedestrians(grpc::CallbackServerContext* ctx,
                                                             const grpc::ByteBuffer* request,
                                                             grpc::ByteBuffer* response) {
-  // An unknown model is refused before queueing and before the other fields: any name that is
-  // not loaded (one with a path in it too) is NOT_FOUND, and nothing is looked up on disk.
   auto validate = [this](const v1::DetectPedestriansRequest& r, const RequestLimits& limits,
-                         DetachedPixels pixels) -> absl::StatusOr<DetectJob> {
-    const std::string model = r.model().empty() ? kDefaultDetectorModel : r.model();
-    if (models_->Find(model) == nullptr) {
-      return absl::NotFoundError(absl::StrCat("model: ", QuoteClientValue(model),
-                                              " is not loaded (loaded: ", models_->Names(), ")"));
-    }
-    return ValidateDetectRequest(r, limits, pixels);
-  };
+                         DetachedPixels pixels) { return ValidateDetect(r, limits, pixels); };
   return Serve("DetectPedestrians", ctx,
                Detached<v1::DetectPedestriansRequest, v1::DetectPedestriansResponse>(
                    request, response, backend_),
                validate, &ImagingService::RunDetect);
+}
+
+absl::StatusOr<DetectJob> ImagingService::ValidateDetect(const v1::DetectPedestriansRequest& r,
+                                                         const RequestLimits& limits,
+                                                         DetachedPixels pixels) const {
+  // An unknown model is refused before queueing and before the other fields: any name that is
+  // not loaded (one with a path in it too) is NOT_FOUND, and nothing is looked up on disk.
+  const std::string model = r.model().empty() ? kDefaultDetectorModel : r.model();
+  if (models_->Find(model) == nullptr) {
+    return absl::NotFoundError(absl::StrCat("model: ", QuoteClientValue(model),
+                                            " is not loaded (loaded: ", models_->Names(), ")"));
+  }
+  return ValidateDetectRequest(r, limits, pixels);
 }
 
 grpc::ServerUnaryReactor* ImagingService::ListModels(grpc::CallbackServerContext* ctx,

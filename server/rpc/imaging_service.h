@@ -1,7 +1,7 @@
 // ImagingService: the gRPC face of cuimg. Each handler validates (request_validation), admits the
 // job to the work queue, runs it on the backend and answers; no CUDA here. The resident-object RPCs
-// live in resident_rpcs.cc, ProcessVolumeStream in volume_stream_rpc.cc, the shared-memory RPCs in
-// shared_memory_rpcs.cc.
+// live in resident_rpcs.cc, ProcessVolumeStream in volume_stream_rpc.cc, DetectStream in
+// detect_stream_rpc.cc, the shared-memory RPCs in shared_memory_rpcs.cc.
 #ifndef CUIMG_SERVER_IMAGING_SERVICE_H_
 #define CUIMG_SERVER_IMAGING_SERVICE_H_
 
@@ -80,6 +80,23 @@ class ImagingService final
                                              const v1::ListSharedMemoryRequest* request,
                                              v1::ListSharedMemoryResponse* response) override;
 
+  grpc::ServerBidiReactor<v1::DetectFrame, v1::DetectFrameResult>* DetectStream(
+      grpc::CallbackServerContext* ctx) override;
+
+  // DetectPedestrians' steps, which DetectStream's frames (detect_stream_rpc.cc) go through as a
+  // unary call does. ValidateDetect: an unknown model is NOT_FOUND naming `model`, then
+  // ValidateDetectRequest. AdmitDetect: the steps between validation and the work queue (Admit).
+  // RunDetect: resolves the input and detects, filling `response`; times go to `call`.
+  absl::StatusOr<DetectJob> ValidateDetect(const v1::DetectPedestriansRequest& request,
+                                           const RequestLimits& limits,
+                                           DetachedPixels pixels) const;
+  absl::StatusOr<InflightBudget::Reservation> AdmitDetect(
+      const grpc::ServerContextBase& ctx, DetectJob* job,
+      const v1::DetectPedestriansRequest& request, const std::string& identity,
+      std::uint64_t extra_bytes, bool* transient);
+  absl::Status RunDetect(const DetectJob& job, const v1::DetectPedestriansRequest& request,
+                         CallScope& call, v1::DetectPedestriansResponse* response);
+
   const ServerOptions& options() const { return options_; }
   // Null unless options.shared_memory.enabled.
   SharedMemoryRegistry* shared_memory() { return shared_memory_.get(); }
@@ -121,6 +138,16 @@ class ImagingService final
   absl::Status CompleteFromResident(Job*, const Request&, absl::string_view) {
     return absl::OkStatus();
   }
+  // After validation, before the work queue: the `resident` right when the job uses it, the job
+  // completed from the resident store (CompleteFromResident), the request's work
+  // (CheckRequestWork) and its host bytes (EstimateInflightBytes + `extra_bytes`) held in the
+  // in-flight budget. `*transient`: a refusal that may succeed later (the budget).
+  template <typename Job, typename Request>
+  absl::StatusOr<InflightBudget::Reservation> Admit(const grpc::ServerContextBase& ctx,
+                                                    absl::string_view rpc, Job* job,
+                                                    const Request& request,
+                                                    const std::string& identity,
+                                                    std::uint64_t extra_bytes, bool* transient);
 
   // The estimated work of a validated request (work_estimate.h) on this server's backend; the
   // errors of InputShape. A plan that fails here counts 0: the request fails when it runs.
@@ -139,8 +166,6 @@ class ImagingService final
                            CallScope& call, v1::GradientResponse* response);
   absl::Status RunPyramid(const PyramidJob& job, const v1::PyramidRequest& request,
                           CallScope& call, v1::PyramidResponse* response);
-  absl::Status RunDetect(const DetectJob& job, const v1::DetectPedestriansRequest& request,
-                         CallScope& call, v1::DetectPedestriansResponse* response);
   absl::Status RunDeform(const DeformJob& job, const v1::DeformRequest& request, CallScope& call,
                          v1::DeformResponse* response);
   // OK when a Deform result may be kept resident: ValidateMesh on its positions (`positions`:

@@ -227,11 +227,22 @@ class DetectOverTheWire(unittest.TestCase):
             os.makedirs(frames)
             for i, name in enumerate(["basketball1.png", "basketball2.png", "fruits.jpg"]):
                 shutil.copy(os.path.join(DATA, name), os.path.join(frames, f"{i:02d}_{name}"))
+            streams = self.server.request_counts().get(("DetectStream", "OK"), 0)
             run = self.run_cli("detect", f"--input={frames}", f"--output={tmp}/boxed", "--every=2")
             lines = [json.loads(x) for x in run.stdout.splitlines()]
             self.assertEqual([x["frame"] for x in lines], [0, 2])
             self.assertEqual(sorted(os.listdir(f"{tmp}/boxed")),
-                             ["00_basketball1_boxes.png", "02_fruits_boxes.png"])
+                             ["00_basketball1_boxes.png", "02_fruits_boxes.png", "detections.json"])
+            # The frames went over one DetectStream; the run's detections are in one file.
+            self.assertEqual(self.server.request_counts().get(("DetectStream", "OK"), 0), streams + 1)
+            with open(f"{tmp}/boxed/detections.json") as f:
+                run_json = json.load(f)
+            self.assertEqual(run_json["source"], frames)
+            self.assertEqual([x["detections"] for x in run_json["frames"]],
+                             [x["detections"] for x in lines])
+            want = boxes(self.detect(types_pb2.ImageSource(encoded=read("basketball1.png"))))
+            self.assertEqual([(d["x"], d["y"], d["width"], d["height"])
+                              for d in run_json["frames"][0]["detections"]], [b[:4] for b in want])
             models = json.loads(self.run_cli("models", "--json").stdout)["models"]
             self.assertEqual(sorted(m["name"] for m in models), ["opencv_daimler_48x96", "opencv_people_64x128"])
             bad = subprocess.run([CLIENT, f"--target={self.server.target}", "detect",
@@ -249,7 +260,10 @@ class DetectOverTheWire(unittest.TestCase):
             self.assertEqual([x["frame"] for x in lines], [0, 300])
             self.assertEqual((lines[0]["width"], lines[0]["height"]), (768, 576))
             self.assertGreater(sum(len(x["detections"]) for x in lines), 0)
-            self.assertEqual(sorted(os.listdir(tmp)), ["frame_00000.png", "frame_00300.png"])
+            self.assertEqual(sorted(os.listdir(tmp)),
+                             ["detections.json", "frame_00000.png", "frame_00300.png"])
+            with open(os.path.join(tmp, "detections.json")) as f:
+                self.assertEqual([x["frame"] for x in json.load(f)["frames"]], [0, 300])
 
 
 if __name__ == "__main__":

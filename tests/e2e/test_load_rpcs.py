@@ -106,6 +106,18 @@ class LoadRpcs(unittest.TestCase):
         self.assertEqual(summary["config"]["input"], jpeg)
         self.assertEqual(int(summary["config"]["encoded_bytes"]), os.path.getsize(jpeg))
 
+    def test_detect_frames_over_streams(self):
+        # Each call is a frame of a DetectStream, one stream per channel (2): the server counts
+        # the frames as DetectStreamFrame and each frame's timing comes in its result.
+        streams = self.server_requests().get(("DetectStream", "OK"), 0)
+        summary = self.check_run("detect", "DetectStreamFrame", "--image_size=96x160",
+                                 "--detect_stream")
+        self.assertEqual(summary["config"]["detect_stream"], "2 streams")
+        self.assertEqual(self.server_requests().get(("DetectStream", "OK"), 0) - streams, 2)
+        run, _, _ = self.load("--rpc=pyramid", "--detect_stream")
+        self.assertEqual(run.returncode, 2)
+        self.assertIn("--detect_stream", run.stderr)
+
     def test_deform_torus_and_mesh_file_with_lattice_file(self):
         summary = self.check_run("deform", "Deform", "--n=24", "--m=12", "--twist=20")
         self.assertEqual(summary["config"]["mesh"], "torus:24,12")

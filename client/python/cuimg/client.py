@@ -15,7 +15,7 @@ by reference (region, offset, shape) instead of bytes, and morphology can write 
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, NamedTuple, Union
+from typing import Any, Iterable, Iterator, NamedTuple, Union
 
 import grpc
 import numpy as np
@@ -63,7 +63,9 @@ def _retry_config(max_attempts: int) -> str | None:
         # Streamed volumes are sent again by the client itself (cuimg.volume_stream): under
         # gRPC 1.51's retry policy a stream whose server died mid-call waited for its deadline
         # instead of failing (tests/e2e/test_python_volume_stream.py kills one).
-        "name": [{"service": "cuimg.v1.Imaging", "method": "ProcessVolumeStream"}]}]})
+        # A DetectStream is never replayed: gRPC would keep every frame sent for a retry.
+        "name": [{"service": "cuimg.v1.Imaging", "method": "ProcessVolumeStream"},
+                 {"service": "cuimg.v1.Imaging", "method": "DetectStream"}]}]})
 
 
 def _read(path: str | None) -> bytes | None:
@@ -112,6 +114,11 @@ def _output_options(keep_resident: bool, return_data: bool,
 def _result(result: types_pb2.ImageResult, keep_resident: bool, return_data: bool) -> Any:
     data = from_image(result.image) if return_data else None
     return Resident(result.handle, data) if keep_resident else data
+
+
+def _detections(response: detection_pb2.DetectPedestriansResponse) -> list[dict[str, float]]:
+    return [{"x": d.x, "y": d.y, "width": d.width, "height": d.height, "score": d.score,
+             "scale": d.scale} for d in response.detections]
 
 
 class Client:
@@ -336,19 +343,79 @@ class Client:
         defaults)."""
         if (image is None) == (encoded is None):
             raise ValueError("detect: pass an image or encoded= bytes, not both")
-        source = types_pb2.ImageSource(encoded=encoded) if encoded is not None else \
-            _source(image, colour=not isinstance(image, str) and np.ndim(image) == 3)
+        request = self._detect_request(image, encoded, model=model, hit_threshold=hit_threshold,
+                                       win_stride=win_stride, scale=scale, padding=padding,
+                                       max_levels=max_levels, gamma_correction=gamma_correction,
+                                       grouping=grouping, group_threshold=group_threshold,
+                                       group_eps=group_eps)
+        return _detections(self._call("DetectPedestrians", request))
+
+    @staticmethod
+    def _detect_request(image: ImageLike | None, encoded: bytes | None, *, model: str = "",
+                        hit_threshold: float = 0.0, win_stride: int = 0, scale: float = 0.0,
+                        padding: int = 0, max_levels: int = 0,
+                        gamma_correction: bool | None = None, grouping: bool = True,
+                        group_threshold: int | None = None,
+                        group_eps: float = 0.0) -> detection_pb2.DetectPedestriansRequest:
+        """detect()'s request; without an image or encoded bytes, its parameters only."""
         request = detection_pb2.DetectPedestriansRequest(
-            input=source, model=model, hit_threshold=hit_threshold, win_stride=win_stride,
+            model=model, hit_threshold=hit_threshold, win_stride=win_stride,
             scale=scale, padding=padding, max_levels=max_levels, group_eps=group_eps,
             grouping=detection_pb2.GROUPING_GROUP_RECTANGLES if grouping else detection_pb2.GROUPING_NONE)
+        if encoded is not None:
+            request.input.encoded = encoded
+        elif image is not None:
+            request.input.CopyFrom(
+                _source(image, colour=not isinstance(image, str) and np.ndim(image) == 3))
         if gamma_correction is not None:
             request.gamma_correction = gamma_correction
         if group_threshold is not None:
             request.group_threshold = group_threshold
-        response = self._call("DetectPedestrians", request)
-        return [{"x": d.x, "y": d.y, "width": d.width, "height": d.height, "score": d.score,
-                 "scale": d.scale} for d in response.detections]
+        return request
+
+    def detect_stream(self, frames: Iterable[Any], *, timeout: float | None = None,
+                      **parameters: Any) -> Iterator[dict[str, Any]]:
+        """Pedestrians in a sequence of frames over one DetectStream call: an iterator of one
+        dict per frame, in the frames' order: index (from 0), id, detections (as detect()
+        returns them), levels, windows, model.
+
+        frames: an iterable (a generator may be endless, e.g. a camera); each item is a frame, or
+        an (id, frame) pair whose id (a str of at most 128 bytes) comes back in the result. A
+        frame is a gray (H, W) or BGR/BGRA (H, W, C) uint8 array, PNG/JPEG file bytes, or a
+        resident handle (str). The iterable is read on a gRPC thread only as fast as the server
+        takes frames (it holds at most 4 per stream): a caller that reads results slowly holds
+        the frames back, beyond what gRPC's flow-control windows buffer.
+        parameters: detect()'s keyword arguments (model, hit_threshold, ...), for every frame.
+        timeout: the whole stream's deadline in seconds (None: none, for endless sources).
+
+        A frame the server refuses ends the stream: the results before it are yielded, then
+        CuimgError is raised naming the field and the frame ("request.input.encoded: ... (frame
+        7, id '...')"). Closing the iterator early cancels the stream."""
+        base = self._detect_request(None, None, **parameters)
+
+        def messages() -> Iterator[detection_pb2.DetectFrame]:
+            for item in frames:
+                frame_id, frame = item if isinstance(item, tuple) else ("", item)
+                request = detection_pb2.DetectPedestriansRequest()
+                request.CopyFrom(base)
+                if isinstance(frame, (bytes, bytearray, memoryview)):
+                    request.input.encoded = bytes(frame)
+                else:
+                    request.input.CopyFrom(
+                        _source(frame, colour=not isinstance(frame, str) and np.ndim(frame) == 3))
+                yield detection_pb2.DetectFrame(request=request, id=frame_id)
+
+        call = self._stub.DetectStream(messages(), timeout=timeout)
+        try:
+            for reply in call:
+                yield {"index": reply.index, "id": reply.id,
+                       "detections": _detections(reply.result), "levels": reply.result.levels,
+                       "windows": reply.result.windows, "model": reply.result.model}
+            self.last_timing = dict(call.trailing_metadata() or ()).get("cuimg-timing", "")
+        except grpc.RpcError as e:
+            raise CuimgError(e.code(), e.details()) from None
+        finally:
+            call.cancel()  # no-op once the stream has ended; stops it when the caller left early
 
     def models(self) -> list[dict[str, Any]]:
         """The detector models the server has loaded: dicts name, window_width, window_height,
