@@ -54,10 +54,11 @@ grpc::Status CallScope::Complete(const absl::Status& status) {
   times_.total_us = MicrosSince(start_);
   ctx_->AddTrailingMetadata(
       "cuimg-timing",
+      // decode_device: the GPU a JPEG input was decoded on, -1 for the CPU (or no decode).
       absl::StrFormat("queue_us=%.1f decode_us=%.1f h2d_us=%.1f kernel_us=%.1f d2h_us=%.1f "
-                      "total_us=%.1f device=%d",
+                      "total_us=%.1f device=%d decode_device=%d",
                       times_.queue_us, times_.decode_us, times_.h2d_us, times_.kernel_us,
-                      times_.d2h_us, times_.total_us, times_.device));
+                      times_.d2h_us, times_.total_us, times_.device, times_.decode_device));
   metrics_->RecordRequest(rpc_, status.code(), times_, times_.total_us * 1e-6);
   metrics_->AddInflight(rpc_, -1);
   completed_ = true;
