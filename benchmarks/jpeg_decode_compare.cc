@@ -19,7 +19,7 @@
 
 #include "cuimg/codec/image_codec.h"
 #include "cuimg/codec/jpeg_header.h"
-#include "server/nvjpeg_decoder.h"
+#include "server/backend/nvjpeg_decoder.h"
 
 namespace {
 

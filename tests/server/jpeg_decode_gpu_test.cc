@@ -13,8 +13,8 @@
 
 #include "cuimg/codec/image_codec.h"
 #include "gtest/gtest.h"
-#include "server/backend.h"
-#include "server/nvjpeg_decoder.h"
+#include "server/backend/backend.h"
+#include "server/backend/nvjpeg_decoder.h"
 #include "tests/testing/gpu_test_env.h"
 
 namespace cuimg {

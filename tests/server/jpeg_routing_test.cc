@@ -9,7 +9,7 @@
 
 #include "cuimg/codec/image_codec.h"
 #include "gtest/gtest.h"
-#include "server/image_input.h"
+#include "server/rpc/image_input.h"
 
 namespace cuimg {
 namespace {

@@ -1,7 +1,7 @@
 // nvJPEG loads at run time where the build found its header (the library needs no GPU to load
 // and report its version), and a build without the header says why it has no GPU decoder.
 #include "gtest/gtest.h"
-#include "server/nvjpeg_library.h"
+#include "server/backend/nvjpeg_library.h"
 
 namespace cuimg {
 namespace {

@@ -1,0 +1,158 @@
+#include "server/rpc/image_input.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "cuimg/codec/image_codec.h"
+#include "cuimg/codec/jpeg_header.h"
+#include "cuimg/common/status_macros.h"
+#include "server/observability/log.h"
+
+namespace cuimg {
+
+DecodeLimits DecodeLimitsFor(const RequestLimits& limits) {
+  DecodeLimits decode;
+  decode.max_pixels = std::min(limits.max_pixels, limits.max_decoded_pixels);
+  decode.max_side = limits.max_side;
+  return decode;
+}
+
+absl::Status CheckEncodedShape(const ImageView& shape, absl::string_view field,
+                               const RequestLimits& limits) {
+  const DecodeLimits decode = DecodeLimitsFor(limits);
+  const Extent& e = shape.extent;
+  if (e.width > decode.max_side || e.height > decode.max_side) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", e.width, "x", e.height,
+                                                   " exceeds the server limit max_side=",
+                                                   decode.max_side));
+  }
+  if (e.Pixels() > decode.max_pixels) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": ", e.width, "x", e.height, " = ", e.Pixels(),
+                     " decoded pixels exceeds the server limit ",
+                     limits.max_decoded_pixels <= limits.max_pixels ? "max_decoded_pixels="
+                                                                     : "max_pixels=",
+                     decode.max_pixels));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> FindRegion(
+    const SharedMemoryRegistry* shared_memory, CallScope& call, absl::string_view handle,
+    absl::string_view field) {
+  if (shared_memory == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(field, ": this server does not offer shared memory (--shared_memory)"));
+  }
+  absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> region =
+      shared_memory->Get(call.identity(), handle);
+  if (!region.ok()) {
+    return absl::Status(region.status().code(),
+                        absl::StrCat(field, ": ", region.status().message()));
+  }
+  call.UseRegion(*region, std::string(field));
+  return region;
+}
+
+std::unique_ptr<const DeviceImage> DecodeOnDevice(absl::Span<const std::uint8_t> bytes,
+                                                  const DecodeLimits& limits,
+                                                  DeviceJpegDecoder& decoder, StageTimes* times,
+                                                  ImageView* shape) {
+  if (SniffImageFormat(bytes) != ImageFormat::kJpeg) return nullptr;  // PNG: the CPU's
+  absl::StatusOr<JpegHeader> header = ReadJpegHeader(bytes);
+  if (!header.ok()) {
+    times->decode_fallback = "header";
+    return nullptr;
+  }
+  if (!JpegGpuRefusal(*header, decoder.hardware()).empty()) {
+    times->decode_fallback = "unsupported";
+    return nullptr;
+  }
+  // The output is sized from TurboJPEG's reading of the header, as the CPU decode's is; the GPU
+  // decoder checks that nvJPEG reads the same. Over the limits: the CPU path words the refusal.
+  absl::StatusOr<ImageView> probe = ProbeImage(bytes);
+  if (!probe.ok() || probe->extent.width != header->width ||
+      probe->extent.height != header->height || probe->channels != header->components ||
+      probe->extent.width > limits.max_side || probe->extent.height > limits.max_side ||
+      probe->extent.Pixels() > limits.max_pixels) {
+    times->decode_fallback = "header";
+    return nullptr;
+  }
+  absl::StatusOr<std::unique_ptr<const DeviceImage>> image = decoder.Decode(bytes, *probe);
+  if (!image.ok()) {
+    LogEvent(LogLevel::kDebug, "jpeg_gpu_fallback", {{"message", image.status().ToString()}});
+    times->decode_fallback = "nvjpeg";
+    return nullptr;
+  }
+  times->decode_device = (*image)->device();
+  *shape = *probe;
+  return *std::move(image);
+}
+
+absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, const v1::ImageSource& source,
+                                           CallScope& call, ResidentStore& store,
+                                           const SharedMemoryRegistry* shared_memory,
+                                           const RequestLimits& limits,
+                                           const ImageDecoders& decoders) {
+  const std::string& identity = call.identity();
+  ResolvedImage out;
+  switch (input.kind) {
+    case ImageInput::Kind::kInline:
+      out.view = ImageView{input.type, input.extent, input.channels,
+                           const_cast<char*>(input.bytes.data())};
+      out.spacing = source.image().spacing();
+      return out;
+    case ImageInput::Kind::kHandle: {
+      absl::StatusOr<std::shared_ptr<const StoredImage>> stored = store.Get(identity, input.handle);
+      if (!stored.ok()) {
+        return absl::Status(stored.status().code(),
+                            absl::StrCat(input.field, ": ", stored.status().message()));
+      }
+      out.resident = *std::move(stored);
+      out.view = out.resident->image.view();
+      out.spacing = out.resident->spacing;
+      return out;
+    }
+    case ImageInput::Kind::kSharedMemory: {
+      CUIMG_ASSIGN_OR_RETURN(out.region, FindRegion(shared_memory, call, input.handle,
+                                                    absl::StrCat(input.field, ".region")));
+      out.view = ImageView{input.type, input.extent, input.channels, nullptr};
+      CUIMG_ASSIGN_OR_RETURN(std::uint8_t* data,
+                             out.region->Span(input.offset, out.view.Bytes(),
+                                              absl::StrCat(input.field, ".offset")));
+      out.view.data = data;
+      out.spacing = source.shared_memory().image().spacing();
+      return out;
+    }
+    case ImageInput::Kind::kEncoded:
+      break;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const DecodeLimits decode_limits = DecodeLimitsFor(limits);
+  const auto* data = reinterpret_cast<const std::uint8_t*>(input.bytes.data());
+  const absl::Span<const std::uint8_t> bytes = absl::MakeConstSpan(data, input.bytes.size());
+  auto elapsed_us = [&start] {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+        .count();
+  };
+  if (decoders.device != nullptr) {
+    out.on_device = DecodeOnDevice(bytes, decode_limits, *decoders.device, &call.times(), &out.view);
+    if (out.on_device != nullptr) {
+      out.view.data = nullptr;
+      call.times().decode_us = elapsed_us();
+      return out;
+    }
+  }
+  absl::StatusOr<Image> decoded = DecodeImage(bytes, decode_limits, decoders.threads);
+  if (!decoded.ok()) {
+    // A file over the limits is the caller's input, like any other bad field.
+    return absl::InvalidArgumentError(absl::StrCat(input.field, ": ", decoded.status().message()));
+  }
+  out.decoded = std::make_unique<Image>(*std::move(decoded));
+  out.view = out.decoded->view();
+  call.times().decode_us = elapsed_us();
+  return out;
+}
+
+}  // namespace cuimg
