@@ -24,6 +24,7 @@
 #include "bench_main.h"
 #include "bench_util.h"
 #include "cuimg/codec/image_codec.h"
+#include "cuimg/kernels/group_rectangles.h"
 #include "cuimg/kernels/hog_detect.h"
 #include "cuimg/kernels/hog_model_file.h"
 #include "cuimg/reference/hog_reference.h"

@@ -1,12 +1,14 @@
 #include "client/io/dicom_load.h"
 
 #include <unistd.h>
+#include <dcmtk/oflog/oflog.h>
 #include <zlib.h>
 
 #include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -150,6 +152,11 @@ absl::Status LoadDicomFile(const std::string& file, bool until_pixel_data,
     return absl::InvalidArgumentError(absl::StrCat(file, ": ", c.text()));
   }
   return absl::OkStatus();
+}
+
+void QuietDcmtkLog() {
+  static std::once_flag once;
+  std::call_once(once, [] { OFLog::configure(OFLogger::FATAL_LOG_LEVEL); });
 }
 
 }  // namespace cuimg

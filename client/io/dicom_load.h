@@ -32,6 +32,10 @@ absl::Status LoadDicomFile(const std::string& file, bool until_pixel_data,
                            std::uintmax_t max_inflated_bytes, DcmFileFormat* format,
                            DicomLoad* load);
 
+// Silences DCMTK's own log (its warnings can quote element values; patient fields must never
+// reach a log). Call before using DCMTK; thread-safe, and only the first call does anything.
+void QuietDcmtkLog();
+
 }  // namespace cuimg
 
 #endif  // CUIMG_CLIENT_IO_DICOM_LOAD_H_

@@ -7,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/status_macros.h"
+#include "cuimg/kernels/detect_geometry.h"
+#include "cuimg/kernels/hog_block_votes.h"
 #include "cuimg/kernels/pyramid_types.h"
 #include "cuimg/reference/parallel_for.h"
 #include "detect/hog_math.h"

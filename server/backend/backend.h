@@ -26,7 +26,8 @@
 
 namespace cuimg {
 
-// Server-side time of one request by stage, microseconds; device -1 for the CPU backend.
+// Server-side time of one request by stage, microseconds, and the device that ran it: the
+// DeviceStatus::id of its slot on either backend (-1 until a device is picked).
 struct StageTimes {
   double queue_us = 0;
   double decode_us = 0;

@@ -5,7 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/status_macros.h"
-#include "server/scheduling/admission.h"
+#include "cuimg/kernels/detect_geometry.h"
+#include "cuimg/kernels/group_rectangles.h"
+#include "server/scheduling/inflight_estimate.h"
 #include "server/rpc/call_messages.h"
 #include "server/rpc/image_input.h"
 #include "server/validation/proto_conversion.h"

@@ -1,6 +1,6 @@
 // Work estimates: how much computing a validated request will take, counted before it is
 // admitted, so that a request whose work could never be reasonable is refused instead of holding
-// a worker (and a device) for hours. Bytes are admission.h's business; this is time.
+// a worker (and a device) for hours. Bytes are inflight_estimate.h's business; this is time.
 //
 // The unit is one elementary operation per pixel (a min/max, a multiply-add, a lookup) of the
 // algorithm the backend runs, so it follows each backend's plan: the CPU reference reads every

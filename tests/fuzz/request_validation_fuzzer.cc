@@ -14,7 +14,7 @@
 
 #include "cuimg/v1/resident.pb.h"
 #include "cuimg/v1/streaming.pb.h"
-#include "server/scheduling/admission.h"
+#include "server/scheduling/inflight_estimate.h"
 #include "server/validation/request_validation.h"
 #include "server/state/resident_store.h"
 #include "server/scheduling/volume_stream_plan.h"

@@ -29,6 +29,7 @@
 #include "cuimg/common/cuda_stream.h"
 #include "cuimg/common/device_buffer.h"
 #include "cuimg/common/status_macros.h"
+#include "cuimg/kernels/group_rectangles.h"
 #include "cuimg/kernels/hog_detect.h"
 #include "cuimg/kernels/hog_model_file.h"
 #include "cuimg/reference/hog_reference.h"

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "cuimg/kernels/group_rectangles.h"
 #include "cuimg/reference/hog_reference.h"
 #include "tests/testing/detection_matching.h"
 

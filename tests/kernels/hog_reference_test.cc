@@ -11,6 +11,9 @@
 #include <random>
 #include <vector>
 
+#include "cuimg/kernels/detect_geometry.h"
+#include "cuimg/kernels/group_rectangles.h"
+#include "cuimg/kernels/hog_block_votes.h"
 #include "cuimg/reference/hog_reference.h"
 #include "tests/testing/status_matchers.h"
 

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cuimg/codec/image_codec.h"
+#include "cuimg/kernels/group_rectangles.h"
 #include "cuimg/kernels/hog_model_file.h"
 #include "cuimg/reference/hog_reference.h"
 #include "cuimg/reference/morphology_reference.h"

@@ -15,31 +15,23 @@ by reference (region, offset, shape) instead of bytes, and morphology can write 
 from __future__ import annotations
 
 import json
-import os
-from multiprocessing import shared_memory
-from typing import Any, Iterable, NamedTuple, Sequence, Union
+from typing import Any, Iterable, NamedTuple, Union
 
 import grpc
 import numpy as np
 
 from cuimg import _wire
+# The conversions, as cuimg.client offered them before they had a module of their own.
+from cuimg.messages import (DTYPES, PIXEL_TYPES, Spacing, _floats, _image_header, _image_shape,
+                            _mesh, _set_spacing, from_image, little_endian, parse_steps,
+                            pixel_type, to_image)
+from cuimg.shared_region import SharedRegion, ShmArray
 from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, imaging_service_pb2_grpc,
-                      morphology_pb2, pyramid_pb2, resident_pb2, shared_memory_pb2, streaming_pb2,
+                      morphology_pb2, pyramid_pb2, resident_pb2, streaming_pb2,
                       types_pb2)
 from cuimg.volume_stream import StreamFailed, StreamedVolume, stream_volume
 
-PIXEL_TYPES = {np.dtype(np.uint8): types_pb2.PIXEL_TYPE_U8,
-               np.dtype(np.uint16): types_pb2.PIXEL_TYPE_U16,
-               np.dtype(np.int16): types_pb2.PIXEL_TYPE_I16,
-               np.dtype(np.float32): types_pb2.PIXEL_TYPE_F32}
-DTYPES = {v: k for k, v in PIXEL_TYPES.items()}
-OPS = {"erode": morphology_pb2.MORPHOLOGY_OP_ERODE, "dilate": morphology_pb2.MORPHOLOGY_OP_DILATE,
-       "open": morphology_pb2.MORPHOLOGY_OP_OPEN, "close": morphology_pb2.MORPHOLOGY_OP_CLOSE,
-       "gradient": morphology_pb2.MORPHOLOGY_OP_GRADIENT,
-       "tophat": morphology_pb2.MORPHOLOGY_OP_TOP_HAT,
-       "blackhat": morphology_pb2.MORPHOLOGY_OP_BLACK_HAT}
-SHAPES = {name: getattr(morphology_pb2, f"ELEMENT_SHAPE_{name.upper()}")
-          for name in ("rect", "ellipse", "cross")}
+
 # Messages can be large (volumes); the server enforces its own limits.
 CHANNEL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1),
                    # gRPC retries a call only while what it sent fits this buffer (256 KiB by
@@ -54,8 +46,7 @@ CHANNEL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_mess
 DEFAULT_STREAM_THRESHOLD = 4 << 20
 
 # What the RPCs accept as an image: an array, a resident handle, or an array in shared memory.
-ImageLike = Union[np.ndarray, str, "ShmArray"]
-Spacing = Sequence[float]
+ImageLike = Union[np.ndarray, str, ShmArray]
 
 
 def _retry_config(max_attempts: int) -> str | None:
@@ -99,89 +90,6 @@ class Resident(NamedTuple):
     data: Any
 
 
-def parse_steps(text: str) -> list[morphology_pb2.MorphologyStep]:
-    """"op:shape:WxH[xD][:iterations],..." (the cuimg CLI's --steps) -> MorphologyStep list.
-    ValueError names the step that does not parse."""
-    steps = []
-    for part in text.split(","):
-        fields = part.split(":")
-        if len(fields) not in (3, 4) or fields[0] not in OPS or fields[1] not in SHAPES:
-            raise ValueError(f"step {part!r}: expected op:shape:WxH[xD][:iterations] with op in "
-                             f"{sorted(OPS)} and shape in {sorted(SHAPES)}")
-        size = [int(v) for v in fields[2].split("x")]
-        if len(size) not in (2, 3):
-            raise ValueError(f"step {part!r}: size must be WxH or WxHxD")
-        steps.append(morphology_pb2.MorphologyStep(
-            op=OPS[fields[0]], iterations=int(fields[3]) if len(fields) == 4 else 1,
-            element=morphology_pb2.StructuringElement(
-                shape=SHAPES[fields[1]], width=size[0], height=size[1],
-                depth=size[2] if len(size) == 3 else 0)))
-    return steps
-
-
-def pixel_type(dtype: np.dtype) -> int:
-    """The cuimg.v1.PixelType of a NumPy dtype in either byte order; TypeError for others."""
-    dtype = np.dtype(dtype)
-    found = PIXEL_TYPES.get(dtype.newbyteorder("="))
-    if found is None:
-        raise TypeError(f"dtype {dtype}: cuimg takes uint8, uint16, int16 or float32")
-    return found
-
-
-def little_endian(array: Any) -> np.ndarray:
-    """`array` as a C-contiguous little-endian array of a cuimg pixel type: the array itself when
-    it already is one (no copy), else one converting copy (byte swapped for big-endian input)."""
-    array = np.asarray(array)
-    pixel_type(array.dtype)
-    return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
-
-
-def _set_spacing(image: types_pb2.Image, spacing: Spacing | None) -> None:
-    if spacing is not None:
-        image.spacing.x_mm, image.spacing.y_mm, image.spacing.z_mm = (float(v) for v in spacing)
-
-
-def _image_header(array: np.ndarray, spacing: Spacing | None, colour: bool) -> types_pb2.Image:
-    """The cuimg.v1.Image describing `array` (a cuimg pixel type), with no data."""
-    if array.ndim == 2:
-        depth, channels = 0, 1
-    elif array.ndim == 3 and colour:
-        depth, channels = 0, array.shape[2]
-    elif array.ndim == 3:
-        depth, channels = array.shape[0], 1
-    else:
-        raise ValueError(f"shape {array.shape}: expected (H, W), (D, H, W) or (H, W, C)")
-    height, width = (array.shape[0], array.shape[1]) if depth == 0 else array.shape[1:]
-    image = types_pb2.Image(pixel_type=pixel_type(array.dtype), width=width, height=height,
-                            depth=depth, channels=channels)
-    _set_spacing(image, spacing)
-    return image
-
-
-def to_image(array: Any, spacing: Spacing | None = None, colour: bool = False) -> types_pb2.Image:
-    """A NumPy array as a cuimg.v1.Image: (H, W), (D, H, W), or with colour=True (H, W, C);
-    big-endian arrays are byte swapped. `spacing`: (x, y, z) mm per pixel, carried to the
-    server (cuimg works in pixels)."""
-    array = little_endian(array)
-    image = _image_header(array, spacing, colour)
-    image.data = array.tobytes()  # one copy: protobuf takes only bytes
-    return image
-
-
-def _image_shape(image: types_pb2.Image) -> tuple[int, ...]:
-    shape: tuple[int, ...] = (image.height, image.width) if image.depth <= 1 else \
-        (image.depth, image.height, image.width)
-    return shape + ((image.channels,) if image.channels > 1 else ())
-
-
-def from_image(image: types_pb2.Image) -> np.ndarray:
-    """A cuimg.v1.Image as a writable NumPy array of its shape, in native byte order (a copy:
-    the message's bytes are immutable)."""
-    dtype = DTYPES[image.pixel_type]
-    view = np.frombuffer(image.data, dtype=dtype.newbyteorder("<")).reshape(_image_shape(image))
-    return np.array(view, dtype=dtype)
-
-
 def _source(array_or_handle: ImageLike, spacing: Spacing | None = None,
             colour: bool = False) -> types_pb2.ImageSource:
     if isinstance(array_or_handle, str):
@@ -204,97 +112,6 @@ def _output_options(keep_resident: bool, return_data: bool,
 def _result(result: types_pb2.ImageResult, keep_resident: bool, return_data: bool) -> Any:
     data = from_image(result.image) if return_data else None
     return Resident(result.handle, data) if keep_resident else data
-
-
-class ShmArray:
-    """An array living in a SharedRegion at `offset`: `.array` is the NumPy view (read and write
-    it in place); pass the ShmArray itself to a Client method to send it by reference."""
-
-    def __init__(self, region: "SharedRegion", offset: int, shape: tuple[int, ...], dtype: Any):
-        self.region, self.offset = region, offset
-        self.array = np.ndarray(shape, np.dtype(dtype), buffer=region.buffer, offset=offset)
-
-    def reference(self, spacing: Spacing | None = None) -> types_pb2.SharedMemoryImage:
-        """The cuimg.v1.SharedMemoryImage naming this array (native little-endian dtypes only:
-        the server reads the bytes as they lie)."""
-        a = self.array
-        if a.dtype not in PIXEL_TYPES:
-            raise TypeError(f"dtype {a.dtype}: cuimg takes uint8, uint16, int16 or float32")
-        if a.ndim not in (2, 3):
-            raise ValueError(f"shape {a.shape}: expected (H, W) or (D, H, W)")
-        image = types_pb2.Image(pixel_type=PIXEL_TYPES[a.dtype], width=a.shape[-1],
-                                height=a.shape[-2], depth=a.shape[0] if a.ndim == 3 else 0)
-        _set_spacing(image, spacing)
-        return types_pb2.SharedMemoryImage(region=self.region.handle, offset=self.offset,
-                                           image=image)
-
-
-class SharedRegion:
-    """A POSIX shared-memory object this process created and registered with the server (which
-    must run on this host with --shared_memory). close() unregisters and unlinks it."""
-
-    _count = 0
-
-    def __init__(self, client: "Client", size: int):
-        SharedRegion._count += 1
-        # Where the server tells callers apart, a caller's names must start with its key prefix
-        # ("/<identity>."); the Python name is the key without its leading "/".
-        prefix = client._call("ListSharedMemory",
-                              shared_memory_pb2.ListSharedMemoryRequest()).key_prefix
-        self._shm = shared_memory.SharedMemory(
-            name=f"{prefix[1:]}cuimg-py-{os.getpid()}-{SharedRegion._count}", create=True,
-            size=size)
-        self._client = client
-        self.size = size
-        try:
-            region = client._call("RegisterSharedMemory", shared_memory_pb2.RegisterSharedMemoryRequest(
-                key="/" + self._shm.name, byte_size=size)).region
-        except Exception:
-            self._shm.close()
-            self._shm.unlink()
-            raise
-        self.handle, self.device_mapped = region.handle, region.device_mapped
-
-    @property
-    def buffer(self) -> memoryview:
-        """The mapped bytes."""
-        return self._shm.buf
-
-    def array(self, shape: Sequence[int], dtype: Any, offset: int = 0) -> ShmArray:
-        """A ShmArray of `shape` and `dtype` at byte `offset` (which must fit the region)."""
-        nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
-        if offset < 0 or offset + nbytes > self.size:
-            raise ValueError(f"{nbytes} bytes at offset {offset} do not fit {self.size}")
-        return ShmArray(self, offset, tuple(shape), dtype)
-
-    def close(self) -> None:
-        """Unregisters the region, then unmaps and unlinks the object."""
-        try:
-            self._client._call("UnregisterSharedMemory",
-                               shared_memory_pb2.UnregisterSharedMemoryRequest(handle=self.handle))
-        finally:
-            try:
-                self._shm.close()
-            except BufferError:
-                pass  # ShmArray views still exist: the mapping goes with the last of them
-            self._shm.unlink()
-
-    def __enter__(self) -> "SharedRegion":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-
-def _mesh(vertices: Any, triangles: Any) -> deform_pb2.Mesh:
-    vertices = np.ascontiguousarray(vertices, dtype="<f4").reshape(-1, 3)
-    triangles = np.ascontiguousarray(triangles, dtype="<u4").reshape(-1, 3)
-    return deform_pb2.Mesh(vertex_count=len(vertices), triangle_count=len(triangles),
-                           positions=vertices.tobytes(), triangles=triangles.tobytes())
-
-
-def _floats(data: bytes) -> np.ndarray:
-    return np.frombuffer(data, "<f4").reshape(-1, 3).astype(np.float32)
 
 
 class Client:

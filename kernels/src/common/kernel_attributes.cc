@@ -34,4 +34,32 @@ absl::Status EnsureKernelSharedMemory(const void* kernel, std::size_t smem_bytes
   return absl::OkStatus();
 }
 
+DeviceLimits CurrentDeviceLimits() {
+  constexpr DeviceLimits kHopper{132, 227 * 1024};
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();  // no device or driver: not sticky, clear it
+    return kHopper;
+  }
+  static std::mutex mu;
+  static auto* known = new std::map<int, DeviceLimits>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known->find(device);
+  if (it != known->end()) return it->second;
+  int sms = 0;
+  int smem = 0;
+  int reserved = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) !=
+          cudaSuccess ||
+      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device) !=
+          cudaSuccess) {
+    (void)cudaGetLastError();
+    return kHopper;
+  }
+  const DeviceLimits limits{sms, static_cast<std::size_t>(smem - reserved)};
+  (*known)[device] = limits;
+  return limits;
+}
+
 }  // namespace cuimg

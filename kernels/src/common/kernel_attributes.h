@@ -16,6 +16,18 @@ namespace cuimg {
 absl::Status EnsureKernelSharedMemory(const void* kernel, std::size_t smem_bytes,
                                       const char* kernel_name, bool max_shared_carveout = false);
 
+// What a planner needs to know of the device it plans for.
+struct DeviceLimits {
+  int multiprocessors = 0;
+  // Shared memory an SM holds less one block's reservation (228 - 1 KiB on Hopper): bytes.
+  std::size_t shared_memory_per_sm = 0;
+};
+
+// The current device's limits, queried once per device. Where there is no device (plans made on
+// a host without a GPU: tests that describe plans, host emulation) the H100/H200's: 132 SMs and
+// 227 KiB. Thread-safe.
+DeviceLimits CurrentDeviceLimits();
+
 }  // namespace cuimg
 
 #endif  // CUIMG_KERNELS_SRC_COMMON_KERNEL_ATTRIBUTES_H_

@@ -13,6 +13,8 @@
 #include "common/kernel_attributes.h"
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/status_macros.h"
+#include "cuimg/kernels/detect_geometry.h"
+#include "cuimg/kernels/hog_block_votes.h"
 #include "cuimg/kernels/pyramid_types.h"
 #include "common/div_small.cuh"
 #include "hog_tile.h"
@@ -107,7 +109,7 @@ __global__ void __launch_bounds__(kScoreThreads)
   if (slot < p.capacity) p.hits[slot] = DeviceHit{job.level, wx, wy, score};
 }
 
-// The cell weight table of BlocksParams, from OpenCV's per-pixel votes (hog_types.h).
+// The cell weight table of BlocksParams, from OpenCV's per-pixel votes (hog_block_votes.h).
 const float (&CellWeights())[4][kCellPixels] {
   static const auto table = [] {
     struct Table {

@@ -5,8 +5,8 @@
 //
 // Blocks kernel, per CUDA block: a tile of 8 x 8 HOG blocks (72 x 72 pixels of the padded level
 // plus a one-pixel border for the gradient), 256 threads:
-//   LoadTaps -> LoadSamples -> ComputeVotes -> AccumulateCell -> (L2-Hys over each block's 4
-//   threads) -> StoreBlock.
+//   LoadTaps -> LoadSamples -> ComputeVotes -> AccumulateCell -> ClipCell -> RenormScale (L2-Hys,
+//   each with the sum of squares over the block's 4 threads) -> StoreCell.
 // Scores kernel: one thread per window, ScoreWindow.
 #ifndef CUIMG_KERNELS_SRC_HOG_TILE_H_
 #define CUIMG_KERNELS_SRC_HOG_TILE_H_

@@ -11,7 +11,7 @@
 #include "cuimg/common/status_macros.h"
 #include "device_ops.cuh"
 #include "morphology_kernels.h"
-#include "morphology_plan.h"
+#include "element_plan.h"
 
 namespace cuimg {
 

@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 #include "cuimg/common/image.h"
-#include "morphology_plan.h"
+#include "element_plan.h"
 
 namespace cuimg::internal {
 

@@ -18,6 +18,8 @@ using nested::RuntimeSteps;
 using nested::kColumnsPerLane;
 using nested::kStripColumns;
 
+// The run-time-steps kernel (column steps read from the parameters) at radius kR, a dilation or
+// erosion per kDilate.
 template <typename T, bool kDilate, int kR>
 absl::Status LaunchRadius(const NestedParams<T>& p, cudaStream_t stream) {
   if (p.dz > 0) return LaunchKernel<T, kDilate, kR, 2, false, RuntimeSteps>(p, stream);
@@ -25,8 +27,9 @@ absl::Status LaunchRadius(const NestedParams<T>& p, cudaStream_t stream) {
   return LaunchKernel<T, kDilate, kR, 1, false, RuntimeSteps>(p, stream);
 }
 
+// LaunchRadius for a radius known only at run time (0..kNestedMaxRadius), as gradient.cu does.
 template <typename T, bool kDilate>
-absl::Status LaunchDilate(const NestedParams<T>& p, int radius, cudaStream_t stream) {
+absl::Status LaunchForRadius(const NestedParams<T>& p, int radius, cudaStream_t stream) {
   switch (radius) {
     case 0: return LaunchRadius<T, kDilate, 0>(p, stream);
     case 1: return LaunchRadius<T, kDilate, 1>(p, stream);
@@ -94,8 +97,8 @@ absl::Status LaunchNestedPass(const T* in, T* out, const Extent& extent, const N
   p.vector = p.width % 4 == 0 && reinterpret_cast<std::uintptr_t>(in) % (4 * sizeof(T)) == 0 &&
                       reinterpret_cast<std::uintptr_t>(out) % (4 * sizeof(T)) == 0;
   if (pass.compiled >= 0 && p.vector) return LaunchCompiled<T>(p, pass.compiled, dilate, stream);
-  return dilate ? LaunchDilate<T, true>(p, pass.radius, stream)
-                : LaunchDilate<T, false>(p, pass.radius, stream);
+  return dilate ? LaunchForRadius<T, true>(p, pass.radius, stream)
+                : LaunchForRadius<T, false>(p, pass.radius, stream);
 }
 
 template absl::Status LaunchNestedPass<std::uint8_t>(const std::uint8_t*, std::uint8_t*, const Extent&,

@@ -1,11 +1,11 @@
 // The vocabulary of pedestrian detection (HOG features + a linear SVM), shared by the CPU reference,
 // the CUDA kernels and the server: OpenCV's HOG geometry, a detector model, a request's
-// parameters, the pyramid levels and windows they define (OpenCV 4.6 HOGDescriptor::
-// detectMultiScale's rules), raw window hits, and the detections made of them.
+// parameters and their validators, the pyramid levels and windows of a detection, raw window
+// hits, and the detections made of them. Planning is in detect_geometry.h, grouping in
+// group_rectangles.h, a block's vote weights in hog_block_votes.h.
 #ifndef CUIMG_KERNELS_HOG_TYPES_H_
 #define CUIMG_KERNELS_HOG_TYPES_H_
 
-#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -44,6 +44,10 @@ struct HogModel {
   int BlocksY() const { return (window_height - kHogBlockSize) / kHogBlockStride + 1; }
   int DescriptorSize() const { return BlocksX() * BlocksY() * kHogBlockFeatures; }
 };
+
+// INVALID_ARGUMENT naming the field (window_width, window_height) unless both are multiples of 8
+// in [16, kMaxHogWindowSide].
+absl::Status ValidateHogWindow(int width, int height);
 
 // INVALID_ARGUMENT naming the field unless the window sides are multiples of 8 in
 // [16, kMaxHogWindowSide], `weights` holds DescriptorSize() finite values and `bias` is finite.
@@ -112,14 +116,6 @@ struct DetectGeometry {
   std::int64_t blocks = 0;
 };
 
-// The levels detectMultiScale evaluates: scale_0 = 1 and scale_k = scale_{k-1} * spec.scale for
-// as long as cvRound(side / scale_k) reaches the window on both axes, at most max_levels; level 0
-// is always evaluated (padding may give it windows even when the input is smaller than one).
-// Errors: ValidateDetectSpec's, and INVALID_ARGUMENT for a non-2D or empty extent or a window that
-// ValidateHogModel would refuse.
-absl::StatusOr<DetectGeometry> PlanDetection(const Extent& image, int window_width,
-                                             int window_height, const DetectSpec& spec);
-
 // A window whose score reached the threshold: window (window_x, window_y) of level `level`, whose
 // top-left corner is at (window_x * win_stride - padding, window_y * win_stride - padding) of the
 // level image.
@@ -152,38 +148,8 @@ struct Detection {
   double scale = 1.0;
 };
 
-// OpenCV HOGDescriptor::groupRectangles: rectangles are similar when every edge differs by at
-// most eps * (min widths + min heights) / 2; clusters (connected components) with at most
-// `group_threshold` members are dropped; the rest become their members' average (rounded half to
-// even) with the members' maximum score and mean scale; a cluster lying inside another one
-// (within eps of its size) is dropped when the other has more than max(3, its members) members
-// or it has fewer than 3. group_threshold <= 0 returns `rects` unchanged.
-std::vector<Detection> GroupRectangles(const std::vector<Detection>& rects, int group_threshold,
-                                       double eps);
-
-// The response of a detection: hits as rectangles (cvRound(x * scale), cvRound(y * scale),
-// cvRound(window * scale)), grouped per spec.grouping, clipped to the image (empty ones dropped),
-// in descending score order (ties by position). Hits may come in any order.
-std::vector<Detection> FinishDetections(const DetectGeometry& geometry,
-                                        std::vector<WindowHit> hits, const DetectSpec& spec);
-
 // cvRound: round half to even (the current rounding mode, as OpenCV on x86).
 int CvRound(double v);
-
-// How one pixel of a HOG block votes (OpenCV's HOGCache::init, "PixData"): into `cells` of the
-// block's 4 cells (cell index cx * 2 + cy), each with weight gaussian * bilinear, computed in
-// float exactly as OpenCV does.
-struct HogPixelVote {
-  int row = 0;  // within the block, 0..15
-  int col = 0;
-  int cells = 0;  // 1, 2 or 4
-  std::array<int, 4> cell{};
-  std::array<float, 4> weight{};  // gradWeight * histWeight (float product)
-};
-
-// All 256 pixels of a block in OpenCV's accumulation order (pixels voting into one cell, then two,
-// then four; each group by column, then row).
-const std::array<HogPixelVote, kHogBlockPixels>& HogBlockVotes();
 
 }  // namespace cuimg
 

@@ -1,7 +1,7 @@
-// Host-side planning of morphology passes (internal to cuimg_kernels): which kernel runs an
-// element, with which tiles, and the chord tables it reads.
-#ifndef CUIMG_KERNELS_SRC_MORPHOLOGY_PLAN_H_
-#define CUIMG_KERNELS_SRC_MORPHOLOGY_PLAN_H_
+// Host-side planning of one structuring element (ElementPlan, internal to cuimg_kernels): which
+// kernel runs it, with which tiles, and the chord tables it reads.
+#ifndef CUIMG_KERNELS_SRC_MORPHOLOGY_ELEMENT_PLAN_H_
+#define CUIMG_KERNELS_SRC_MORPHOLOGY_ELEMENT_PLAN_H_
 
 #include <cstddef>
 #include <vector>
@@ -113,4 +113,4 @@ absl::StatusOr<ElementPlan> PlanElement(const StructuringElement& se, PixelType 
 
 }  // namespace cuimg::internal
 
-#endif  // CUIMG_KERNELS_SRC_MORPHOLOGY_PLAN_H_
+#endif  // CUIMG_KERNELS_SRC_MORPHOLOGY_ELEMENT_PLAN_H_

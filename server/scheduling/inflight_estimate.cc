@@ -1,4 +1,4 @@
-#include "server/scheduling/admission.h"
+#include "server/scheduling/inflight_estimate.h"
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/codec/image_codec.h"

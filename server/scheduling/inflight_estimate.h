@@ -1,8 +1,8 @@
 // Admission estimates: the host bytes a validated request will hold while it runs (its message,
 // a decoded input, the results and the backend's copies), computed from sizes alone before
 // anything is allocated, for InflightBudget. Estimates err on the high side.
-#ifndef CUIMG_SERVER_ADMISSION_H_
-#define CUIMG_SERVER_ADMISSION_H_
+#ifndef CUIMG_SERVER_SCHEDULING_INFLIGHT_ESTIMATE_H_
+#define CUIMG_SERVER_SCHEDULING_INFLIGHT_ESTIMATE_H_
 
 #include <cstdint>
 
@@ -57,4 +57,4 @@ bool UsesResident(const DeformJob& job);
 
 }  // namespace cuimg
 
-#endif  // CUIMG_SERVER_ADMISSION_H_
+#endif  // CUIMG_SERVER_SCHEDULING_INFLIGHT_ESTIMATE_H_

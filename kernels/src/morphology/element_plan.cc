@@ -1,9 +1,11 @@
-#include "morphology_plan.h"
+#include "element_plan.h"
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdint>
+
+#include "common/kernel_attributes.h"
 
 namespace cuimg::internal {
 namespace {
@@ -186,12 +188,13 @@ BoxPass PlanBoxPass(int axis, int length, int start, PixelType type, const Exten
 // The fused x/y box pass for an lx x ly window over `extent`: of the tiles 32 or 64 words wide (a
 // warp per row) and 8..64 rows that fit the two-blocks-per-SM budget, the one with the least
 // estimated time: shared-memory work (staging plus the doubling steps of both axes, halos
-// included; the kernel is instruction-bound) over the share of the GPU's block slots it fills
-// (132 SMs, the H100/H200 count). Windows up to kBoxXYMaxWindow always fit.
+// included; the kernel is instruction-bound) over the share of the current device's block slots
+// it fills (kernel_attributes.h). Windows up to kBoxXYMaxWindow always fit.
 BoxPass PlanBoxXY(int lx, int ly, int start_x, int start_y, PixelType type, const Extent& extent) {
   constexpr std::size_t kBudget = 100 * 1024;
-  constexpr double kSms = 132;
-  constexpr double kSmemPerSm = 227 * 1024;
+  const DeviceLimits device = CurrentDeviceLimits();
+  const double sms = device.multiprocessors;
+  const double smem_per_sm = static_cast<double>(device.shared_memory_per_sm);
   const int per_word = type == PixelType::kF32 ? 1 : 2;  // morphology_box_xy.cu's Packed<T>
   auto steps = [](int length) {
     int n = 1;  // the final two-lookup combine (or staging for length 1)
@@ -218,8 +221,8 @@ BoxPass PlanBoxXY(int lx, int ly, int start_x, int start_y, PixelType type, cons
       const double blocks = std::ceil(static_cast<double>(extent.width) / pass.tile_w) *
                             std::ceil(static_cast<double>(extent.height) / tile_h) * extent.depth;
       const double per_sm =
-          std::min(2048.0 / kBoxXYThreads, std::floor(kSmemPerSm / pass.smem_bytes));
-      const double busy = std::min(1.0, blocks / (kSms * per_sm));
+          std::min(2048.0 / kBoxXYThreads, std::floor(smem_per_sm / pass.smem_bytes));
+      const double busy = std::min(1.0, blocks / (sms * per_sm));
       const double work = blocks * pass.region_rows *
                           (pass.region_words * (1.0 + steps(lx)) + tile_words * steps(ly));
       const double time = work / busy;
