@@ -1,6 +1,7 @@
 # cuimg for GPU nodes: build on CUDA 13 devel, run on CUDA 13 runtime, non-root. The build uses the
 # scripts CI uses (scripts/install_deps.sh, scripts/build.sh); the runtime stage gets only the
-# binaries and the shared libraries they load (scripts/collect_libs.sh).
+# binaries and the shared libraries they load (scripts/collect_libs.sh), with libnvjpeg, which the
+# server loads at run time (scripts/copy_nvjpeg.sh).
 #   docker build --build-arg CUIMG_GIT_COMMIT=$(git rev-parse --short=12 HEAD) -t cuimg .
 # BUILD_IMAGE / RUNTIME_IMAGE pick other bases (another CUDA 13 release, a mirror); the build
 # image needs nvcc in /usr/local/cuda/bin and apt-get.
@@ -22,7 +23,8 @@ RUN CUIMG_BUILD_DIR=/build CUIMG_BUILD_TARGETS="cuimg-server cuimg" bash scripts
 RUN mkdir -p /opt/cuimg/bin /opt/cuimg/share/cuimg \
  && cp /build/server/cuimg-server /build/client/cuimg /opt/cuimg/bin/ \
  && cp -r models /opt/cuimg/share/cuimg/models \
- && bash scripts/collect_libs.sh /opt/cuimg/lib /opt/cuimg/bin/cuimg-server /opt/cuimg/bin/cuimg
+ && bash scripts/collect_libs.sh /opt/cuimg/lib /opt/cuimg/bin/cuimg-server /opt/cuimg/bin/cuimg \
+ && bash scripts/copy_nvjpeg.sh /opt/cuimg/lib
 
 FROM ${RUNTIME_IMAGE} AS runtime
 COPY --from=build /opt/cuimg /opt/cuimg

@@ -43,7 +43,13 @@ TRANSPORT = {}
 def timing_fields(trailers):
     for key, value in trailers:
         if key == "cuimg-timing":
-            return {k: float(v) for k, v in (kv.split("=") for kv in value.split())}
+            fields = {}
+            for k, _, v in (kv.partition("=") for kv in value.split()):
+                try:
+                    fields[k] = float(v)
+                except ValueError:
+                    pass  # a field that is not a number (none today): not a stage
+            return fields
     return {}
 
 
@@ -170,6 +176,8 @@ def detect_workload(stub, args):
                       "median_ms": round(wall * 1e3, 3),
                       "payload_mb": round(statistics.mean(len(r.input.encoded) for r in requests) / 1e6, 2),
                       "server_us": median, "runs": args.runs, "detections": len(reply.detections),
+                      # decode_device in server_us: the GPU the JPEG decoded on, -1 for the CPU.
+                      "decoder": "gpu" if median.get("decode_device", -1) >= 0 else "cpu",
                       "concurrency": args.concurrency, "throughput_fps": round(len(latencies) / elapsed, 1),
                       "p50_ms_loaded": round(latencies[len(latencies) // 2] * 1e3, 3),
                       "p99_ms_loaded": round(latencies[int(len(latencies) * 0.99)] * 1e3, 3)}),
@@ -330,14 +338,19 @@ def main():
                         help="DxHxW of the Python client's volume rows (e.g. 40x256x256 on CPU)")
     parser.add_argument("--volume_streams", type=int, default=4,
                         help="connections the Python client's streamed row splits a volume over")
+    parser.add_argument("--server_flag", action="append", default=[],
+                        help="an extra cuimg-server flag, repeatable (e.g. --server_flag=--jpeg_decoder=cpu "
+                             "for the CPU-decode baseline of rpc_detect_1080p_jpeg); every row records them")
     parser.add_argument("--only", default="",
                         help="comma-separated workload names (or prefixes) to run; default all")
     args = parser.parse_args()
     wanted = [w for w in args.only.split(",") if w]
     selected = lambda name: not wanted or any(name.startswith(w) for w in wanted)
-    server_flags = [f"--backend={args.backend}", *args.server_args.split()]
+    server_flags = [f"--backend={args.backend}", *args.server_args.split(), *args.server_flag]
     if args.server_args:
         TRANSPORT["server_args"] = args.server_args
+    if args.server_flag:
+        TRANSPORT["server_flags"] = " ".join(args.server_flag)
     options = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
     if args.lookahead_bytes:
         server_flags.append(f"--http2_lookahead_bytes={args.lookahead_bytes}")

@@ -51,6 +51,10 @@ if want sanitize && [ "${CUIMG_SANITIZE:-1}" = 1 ] && command -v compute-sanitiz
       --gtest_filter='*Torus*:*BitIdentical*' --gtest_brief=1 || status=1
     timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/bin/detect_gpu_test" \
       --gtest_filter='*IsDeterministic*:*NoHits*' --gtest_brief=1 || status=1
+    # nvJPEG: sound, corrupt and truncated streams decoded into device memory, and a decoded
+    # image used by a work call on its device.
+    [ "$tool" = memcheck ] && { timeout 240 compute-sanitizer --tool memcheck --error-exitcode 3 \
+      "$B/bin/jpeg_decode_gpu_test" --gtest_brief=1 || status=1; }
     # Staged copies: every chunk's DMA stays inside its pinned chunk and device buffer.
     [ "$tool" = memcheck ] && { timeout 120 compute-sanitizer --tool memcheck --error-exitcode 3 \
       "$B/bin/staged_copy_gpu_test" --gtest_brief=1 || status=1; }
@@ -61,6 +65,11 @@ fi
 if want e2e; then
 step "server over the wire (CUDA backend)"
 {
+  # JPEG inputs decode with nvJPEG in every suite below (the start-up fails without it); the
+  # last suite compares its decode with libjpeg-turbo's on the same backend.
+  export CUIMG_SERVER_FLAGS=--jpeg_decoder=gpu
+  CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
+    timeout 240 python3 "$B/tests/e2e/test_jpeg_decode_wire.py" || status=1
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
     timeout 180 python3 "$B/tests/e2e/test_server_wire.py" || status=1
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
@@ -70,7 +79,8 @@ step "server over the wire (CUDA backend)"
   # Frame streams on the CUDA backend: results == unary calls, back-pressure, cancellation.
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
     timeout 240 python3 "$B/tests/e2e/test_detect_stream_wire.py" || status=1
-  timeout 300 python3 "$B/tests/e2e/compare_backends.py" --server "$B/bin/cuimg-server" || status=1
+  # Starts a CPU-backend server too: no GPU decoder there.
+  CUIMG_SERVER_FLAGS= timeout 300 python3 "$B/tests/e2e/compare_backends.py" --server "$B/bin/cuimg-server" || status=1
   # Hardening on the CUDA backend: every bad request, and a device memory cap forcing
   # RESOURCE_EXHAUSTED then recovery.
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
@@ -84,6 +94,7 @@ step "server over the wire (CUDA backend)"
   # Streamed volumes on the CUDA backend: slabs on several CUDA streams == the unary result.
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
     timeout 240 python3 "$B/tests/e2e/test_volume_stream_wire.py" || status=1
+  unset CUIMG_SERVER_FLAGS
 } > "$OUT/e2e.log" 2>&1
 grep -E "^(Ran|OK|FAILED)|backends" "$OUT/e2e.log"
 fi
@@ -101,6 +112,8 @@ step benchmarks
     timeout 180 "$B/bin/detect_bench" ${CUIMG_BENCH_ARGS:-} || status=1
     # Pageable vs pinned-staged copies at request sizes (the staging pool's reason to exist).
     timeout 120 "$B/bin/staging_bench" || status=1
+    # nvJPEG against libjpeg-turbo: max/mean |d| per file, decode times (1080p: the issue's row).
+    timeout 180 "$B/bin/jpeg_decode_compare" "$B"/data/*.jpg || status=1
   fi
   if [[ $benches == *" rpc "* ]]; then
     timeout 180 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" \
@@ -109,6 +122,11 @@ step benchmarks
     # h2d/d2h (issue 34).
     timeout 300 python3 "$B/benchmarks/unary_footprint.py" --server "$B/bin/cuimg-server" \
       --client "$B/bin/cuimg" --backend cuda --runs 10 || status=1
+    # The 1080p JPEG detection row with each decoder, in the same run (issue 33's baseline).
+    for decoder in cpu gpu; do
+      timeout 120 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" \
+        --server_flag=--jpeg_decoder=$decoder --only=rpc_detect_1080p_jpeg || status=1
+    done
     # The small-payload RPCs again with a 16 MiB HTTP/2 lookahead on both ends (transport tuning).
     timeout 120 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" \
       --lookahead_bytes=16777216 --load_seconds=5 \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs every Debian/Ubuntu package cuimg needs (CUDA excepted: the toolkit comes with the
-# machine or the nvidia/cuda base image). One script for CI, the README and the Dockerfile, so the
+# machine or the nvidia/cuda base image), and nvJPEG's header and library into .deps/nvjpeg. One script for CI, the README and the Dockerfile, so the
 # three never drift apart. Runtime images copy the libraries the binaries load instead
 # (scripts/collect_libs.sh), which works whatever the base distribution.
 #   scripts/install_deps.sh        build + test dependencies (default; CI, the README)
@@ -19,6 +19,8 @@ build_pkgs=(
   # NIfTI-1/2 through nifticlib.
   libgdcm-dev libnifti2-dev zlib1g-dev
   nlohmann-json3-dev libcurl4-openssl-dev
+  # nvJPEG comes as NVIDIA's wheel (below), fetched with pip.
+  python3-pip
 )
 
 test_pkgs=(
@@ -78,8 +80,33 @@ for p in "${pkgs[@]}"; do
 done
 if [ "${#missing[@]}" -eq 0 ]; then
   echo "install_deps: all ${#pkgs[@]} packages present"
-  exit 0
+else
+  echo "install_deps: installing ${#missing[@]} packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "install_deps: installing ${#missing[@]} packages: ${missing[*]}"
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# nvJPEG (JPEG inputs decoded on the GPU) is in neither Debian nor the CUDA toolkit we build
+# with; NVIDIA's wheel carries nvjpeg.h and libnvjpeg.so.13. 13.0.x belongs to CUDA 13.0, which
+# the 580 driver runs. The wheel is unpacked (installed into no Python) into .deps/nvjpeg, where
+# CMake looks (CUIMG_NVJPEG_ROOT); scripts/copy_nvjpeg.sh puts the library into the bundle and
+# the image. The server loads it at run time and decodes on the CPU without it.
+if [ "$mode" != image ]; then
+  nvjpeg_version=13.0.4.44
+  nvjpeg_sha256=87453d1fcb30ba4d990fcc8753805a1c9ccf786ba17f99cb9e97b84637672646
+  nvjpeg_dir="$(cd "$(dirname "$0")/.." && pwd)/.deps/nvjpeg"
+  if [ "$(cat "$nvjpeg_dir/VERSION" 2>/dev/null)" = "$nvjpeg_version" ] &&
+     [ -f "$nvjpeg_dir/nvidia/cu13/include/nvjpeg.h" ]; then
+    echo "install_deps: nvjpeg $nvjpeg_version present"
+  else
+    rm -rf "$nvjpeg_dir"
+    mkdir -p "$nvjpeg_dir"
+    echo "nvidia-nvjpeg==$nvjpeg_version --hash=sha256:$nvjpeg_sha256" > "$nvjpeg_dir/requirements.txt"
+    # --target installs into no environment (so no PEP 668 refusal); Debian's python3 has the
+    # pip installed above.
+    /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --no-compile \
+      --require-hashes --target "$nvjpeg_dir" -r "$nvjpeg_dir/requirements.txt"
+    echo "$nvjpeg_version" > "$nvjpeg_dir/VERSION"
+    echo "install_deps: nvjpeg $nvjpeg_version in $nvjpeg_dir"
+  fi
+fi

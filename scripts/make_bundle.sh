@@ -22,6 +22,8 @@ binaries=(
   "$build_dir/tests/deform_gpu_test"
   "$build_dir/benchmarks/detect_bench"
   "$build_dir/tests/detect_gpu_test"
+  "$build_dir/tests/jpeg_decode_gpu_test"
+  "$build_dir/benchmarks/jpeg_decode_compare"
   "$build_dir/tests/staged_copy_gpu_test"
   "$build_dir/tests/shared_memory_gpu_test"
   "$build_dir/benchmarks/staging_bench"
@@ -34,6 +36,8 @@ binaries=(
 for b in "${binaries[@]}"; do cp "$b" "$out/bin/"; done
 
 bash scripts/collect_libs.sh "$out/lib" "$out"/bin/*
+# The server dlopens libnvjpeg (GPU JPEG decoding), so ldd does not list it.
+bash scripts/copy_nvjpeg.sh "$out/lib"
 
 cp -r "$build_dir/proto/python/." "$out/python/"
 cp -r tests/e2e "$out/tests/"
@@ -46,10 +50,15 @@ cp -r models "$out/models"
 # detection test, benchmark and anchor, and three scaled to 1920x1080 as JPEG for the RPC benchmark.
 mkdir -p "$out/data"
 data=/usr/share/doc/opencv-doc/examples/data
-cp "$data"/{basketball1.png,basketball2.png,fruits.jpg,HappyFish.jpg} "$out/data/"
+cp "$data"/{basketball1.png,basketball2.png,fruits.jpg,HappyFish.jpg,baboon.jpg,building.jpg,home.jpg,left01.jpg} "$out/data/"
+# JPEGs nvJPEG's route leaves to the CPU (test_jpeg_decode_wire.py).
+cp tests/fuzz/corpus/jpeg_header/{cmyk,progressive}.jpg "$out/data/"
 command -v ffmpeg >/dev/null || { echo "make_bundle: needs ffmpeg (scripts/install_deps.sh)" >&2; exit 1; }
 ffmpeg -v error -i "$data/vtest.avi" -vf "select=not(mod(n\,80))" -vsync vfr -start_number 0 \
   -q:v 2 "$out/data/vtest_%02d.jpg"
+# Three gray frames: the wire test compares decoded pixels through Pyramid (one channel only).
+ffmpeg -v error -i "$data/vtest.avi" -vf "select=not(mod(n\,80)),format=gray" -vsync vfr \
+  -frames:v 3 -q:v 2 -start_number 0 "$out/data/vtest_gray_%02d.jpg"
 ffmpeg -v error -i "$data/vtest.avi" -vf "select=not(mod(n\,80)),scale=1920:1080" -vsync vfr \
   -frames:v 3 -q:v 3 -start_number 0 "$out/data/vtest_1080p_%02d.jpg"
 git rev-parse --short HEAD > "$out/COMMIT" 2>/dev/null || echo unknown > "$out/COMMIT"

@@ -57,6 +57,12 @@ ABSL_FLAG(std::string, cuda_sync, "auto",
           "How a worker waits for the GPU: auto (CUDA's choice: spin with fewer GPUs than "
           "cores), spin (polls; a core per waiting worker), yield (polls, giving the core to "
           "other runnable threads) or block (sleeps until the GPU's interrupt).");
+ABSL_FLAG(std::string, jpeg_decoder, "auto",
+          "Where JPEG inputs decode on the CUDA backend: auto (nvJPEG straight into device "
+          "memory when libnvjpeg.so.13 loads, else libjpeg-turbo on the CPU), gpu (nvJPEG, or "
+          "exit 1 at start-up without it or on the CPU backend) or cpu (always libjpeg-turbo). "
+          "Files nvJPEG cannot take (progressive on the hardware decoder, CMYK, 12-bit, "
+          "arithmetic coding) decode on the CPU either way. The start-up line says which.");
 ABSL_FLAG(int, decode_threads, -1,
           "Threads a JPEG decode borrows while they are idle to decode one image in strips "
           "(same pixels, lower latency on an idle server; serial under load). -1: the cores "
@@ -205,6 +211,14 @@ bool ParseCudaSync(const std::string& s, cuimg::CudaSync* out) {
   return ParseChoice(s,
                      {{"auto", CudaSync::kAuto}, {"spin", CudaSync::kSpin},
                       {"yield", CudaSync::kYield}, {"block", CudaSync::kBlock}},
+                     out);
+}
+
+bool ParseJpegDecoder(const std::string& s, cuimg::JpegDecoderChoice* out) {
+  using cuimg::JpegDecoderChoice;
+  return ParseChoice(s,
+                     {{"auto", JpegDecoderChoice::kAuto}, {"gpu", JpegDecoderChoice::kGpu},
+                      {"cpu", JpegDecoderChoice::kCpu}},
                      out);
 }
 
@@ -361,9 +375,11 @@ int main(int argc, char** argv) {
   cuimg::LogLevel level = cuimg::LogLevel::kInfo;
   if (!ParseBackend(absl::GetFlag(FLAGS_backend), &options.backend) ||
       !ParseCudaSync(absl::GetFlag(FLAGS_cuda_sync), &options.cuda_sync) ||
+      !ParseJpegDecoder(absl::GetFlag(FLAGS_jpeg_decoder), &options.jpeg_decoder) ||
       !ParseLogLevel(absl::GetFlag(FLAGS_log_level), &level) ||
       !ParseFault(absl::GetFlag(FLAGS_inject_device_failure), &options.fault)) {
     std::fprintf(stderr, "usage: --backend auto|cuda|cpu, --cuda_sync auto|spin|yield|block, "
+                         "--jpeg_decoder auto|gpu|cpu, "
                          "--log_level debug|info|warning|error, "
                          "--inject_device_failure DEVICE:AFTER[:DURATION_MS]\n");
     return 2;
@@ -429,6 +445,13 @@ int main(int argc, char** argv) {
   if (!backend.ok()) {
     cuimg::LogEvent(cuimg::LogLevel::kError, "startup_failed",
                     {{"message", backend.status().ToString()}});
+    return 1;
+  }
+  if (options.jpeg_decoder == cuimg::JpegDecoderChoice::kGpu &&
+      (*backend)->jpeg_decoder() == nullptr) {
+    // The CUDA backend already refused to start without nvJPEG; this is the CPU backend.
+    cuimg::Log(cuimg::LogLevel::kError, "event=startup_failed message=\"--jpeg_decoder=gpu needs "
+               "the CUDA backend (", (*backend)->name(), " backend here)\"");
     return 1;
   }
   if ((*backend)->name() == "cpu" && options.backend == cuimg::BackendKind::kAuto) {

@@ -16,6 +16,10 @@ enum class BackendKind { kAuto, kCuda, kCpu };
 // interrupt wakes it.
 enum class CudaSync { kAuto, kSpin, kYield, kBlock };
 
+// Where JPEG inputs decode on the CUDA backend: nvJPEG when it loads (kAuto), nvJPEG or a
+// start-up failure (kGpu), always libjpeg-turbo (kCpu). The CPU backend decodes on the CPU.
+enum class JpegDecoderChoice { kAuto, kGpu, kCpu };
+
 // Per-request limits, enforced by validation before anything is allocated.
 struct RequestLimits {
   std::int64_t max_pixels = std::int64_t{1} << 30;  // width * height * depth per image
@@ -87,6 +91,7 @@ struct ServerOptions {
   int warm_cpus = 0;
   // How workers wait for their streams (CUDA backend).
   CudaSync cuda_sync = CudaSync::kAuto;
+  JpegDecoderChoice jpeg_decoder = JpegDecoderChoice::kAuto;
   // Threads a JPEG decode may borrow while idle, to decode one image in strips (0: serial).
   int decode_threads = 0;
   // Requests admitted at once (executing or queued); beyond this RESOURCE_EXHAUSTED.

@@ -1,5 +1,6 @@
-// Backends execute validated jobs on host buffers: CUDA on GPUs, or the CPU reference where
-// there is none. The service never sees CUDA.
+// Backends execute validated jobs on host buffers (or on images a backend already holds on a
+// device: device_jpeg.h): CUDA on GPUs, or the CPU reference where there is none. The service
+// never sees CUDA.
 #ifndef CUIMG_SERVER_BACKEND_H_
 #define CUIMG_SERVER_BACKEND_H_
 
@@ -18,6 +19,7 @@
 #include "cuimg/kernels/mesh.h"
 #include "cuimg/kernels/morphology_types.h"
 #include "cuimg/kernels/pyramid_types.h"
+#include "server/backend/device_jpeg.h"
 #include "server/backend/host_buffer.h"
 #include "server/backend/packed_pieces.h"
 #include "server/server_options.h"
@@ -36,6 +38,13 @@ struct StageTimes {
   double d2h_us = 0;
   double total_us = 0;
   int device = -1;
+  // The device an encoded input was decoded on (nvJPEG); -1 when it was decoded on the CPU or
+  // there was none (decode_us 0).
+  int decode_device = -1;
+  // Why a JPEG went to the CPU decoder on a backend with a GPU decoder: "header" (the marker walk
+  // found a fault, or TurboJPEG's header read disagrees with it or is over the limits),
+  // "unsupported" (JpegGpuRefusal), "nvjpeg" (the GPU decode failed); null otherwise. Static.
+  const char* decode_fallback = nullptr;
 };
 
 // What one device reports for health and metrics.
@@ -110,13 +119,14 @@ class Backend {
 
   // Runs a morphology chain. `in` and `out` are host buffers of the same type and extent, one
   // channel; `out` is preallocated and must not overlap `in`. Thread-safe. Fills the h2d, kernel,
-  // d2h and device fields of `times`.
-  virtual absl::Status Morphology(const ImageView& in, const ImageView& out,
+  // d2h and device fields of `times`. In every work call, an `in` held on a device
+  // (InputImage::device, only ever this backend's own) is used there without a copy (h2d 0).
+  virtual absl::Status Morphology(const InputImage& in, const ImageView& out,
                                   const std::vector<MorphologyStep>& steps, StageTimes* times,
                                   const CancelToken& cancel) = 0;
 
   // Gradients of a one-channel image or volume (slice by slice) into host buffers. Thread-safe.
-  virtual absl::Status Gradient(const ImageView& in, const GradientSpec& spec,
+  virtual absl::Status Gradient(const InputImage& in, const GradientSpec& spec,
                                 const GradientOutputs& out, StageTimes* times,
                                 const CancelToken& cancel) = 0;
 
@@ -124,14 +134,14 @@ class Backend {
   // them, into host memory in pieces: each level lies wholly inside one piece of `out` (the
   // padding between levels may lie outside them all), and no piece reaches past
   // PyramidOutputBytes. INTERNAL otherwise. Thread-safe.
-  virtual absl::Status Pyramid(const ImageView& in, const PyramidSpec& spec,
+  virtual absl::Status Pyramid(const InputImage& in, const PyramidSpec& spec,
                                const std::vector<PackedPiece>& out, StageTimes* times,
                                const CancelToken& cancel) = 0;
 
-  // HOG + linear SVM detection on a 2D U8 image of 1, 3 or 4 channels (`in`, host memory) with a
+  // HOG + linear SVM detection on a 2D U8 image of 1, 3 or 4 channels (`in`) with a
   // validated model and spec: the levels and windows (PlanDetection) and every window hit, in
   // HitOrder (grouping is the caller's, the same for every backend). Thread-safe.
-  virtual absl::StatusOr<DetectResult> DetectPedestrians(const ImageView& in,
+  virtual absl::StatusOr<DetectResult> DetectPedestrians(const InputImage& in,
                                                          const HogModel& model,
                                                          const DetectSpec& spec,
                                                          StageTimes* times,
@@ -165,6 +175,10 @@ class Backend {
   virtual std::unique_ptr<HostBuffer> AllocateHostBuffer(std::size_t bytes) = 0;
   // Where AllocateHostBuffer's memory comes from, for metrics. Thread-safe.
   virtual HostBufferPoolStats HostBufferPool() const = 0;
+
+  // The GPU JPEG decoder, or null when this backend has none (the CPU backend; the CUDA backend
+  // without nvJPEG or with --jpeg_decoder=cpu). Lives as long as the backend.
+  virtual DeviceJpegDecoder* jpeg_decoder() { return nullptr; }
 };
 
 // The CPU backend: the CPU references, options.cpu_threads_per_request threads per request (0 =

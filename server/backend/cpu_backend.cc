@@ -62,7 +62,8 @@ class CpuBackend final : public Backend {
   std::string Describe() const override {
     return absl::StrCat("backend=cpu cores=", std::thread::hardware_concurrency(),
                         " devices=", slots_.size(), " threads_per_request=",
-                        threads_ == 0 ? std::string("all") : absl::StrCat(threads_));
+                        threads_ == 0 ? std::string("all") : absl::StrCat(threads_),
+                        " jpeg_decoder=cpu");
   }
 
   std::vector<DeviceStatus> Devices() const override {
@@ -80,7 +81,7 @@ class CpuBackend final : public Backend {
     return out;
   }
 
-  absl::Status Morphology(const ImageView& in, const ImageView& out,
+  absl::Status Morphology(const InputImage& in, const ImageView& out,
                           const std::vector<MorphologyStep>& steps, StageTimes* times,
                           const CancelToken& cancel) override {
     CUIMG_ASSIGN_OR_RETURN(DeviceUse use, DeviceUse::Acquire(slots_));
@@ -93,7 +94,7 @@ class CpuBackend final : public Backend {
     return absl::OkStatus();
   }
 
-  absl::Status Gradient(const ImageView& in, const GradientSpec& spec, const GradientOutputs& out,
+  absl::Status Gradient(const InputImage& in, const GradientSpec& spec, const GradientOutputs& out,
                         StageTimes* times, const CancelToken& cancel) override {
     CUIMG_ASSIGN_OR_RETURN(DeviceUse use, DeviceUse::Acquire(slots_));
     times->device = use.slot().id();
@@ -108,7 +109,7 @@ class CpuBackend final : public Backend {
     return absl::OkStatus();
   }
 
-  absl::Status Pyramid(const ImageView& in, const PyramidSpec& spec,
+  absl::Status Pyramid(const InputImage& in, const PyramidSpec& spec,
                        const std::vector<PackedPiece>& out, StageTimes* times,
                        const CancelToken& cancel) override {
     CUIMG_ASSIGN_OR_RETURN(DeviceUse use, DeviceUse::Acquire(slots_));
@@ -131,7 +132,7 @@ class CpuBackend final : public Backend {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<DetectResult> DetectPedestrians(const ImageView& in, const HogModel& model,
+  absl::StatusOr<DetectResult> DetectPedestrians(const InputImage& in, const HogModel& model,
                                                  const DetectSpec& spec, StageTimes* times,
                                                  const CancelToken& cancel) override {
     CUIMG_ASSIGN_OR_RETURN(DeviceUse use, DeviceUse::Acquire(slots_));

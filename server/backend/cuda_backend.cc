@@ -1,6 +1,6 @@
 // The CUDA backend: one context per usable device, each with a stream pool and a caching device
 // allocator; requests go to the least-loaded healthy device (device_slot.h). A sticky CUDA error
-// takes the device out of rotation.
+// takes the device out of rotation. JPEG inputs decode on the device with nvJPEG where it loads.
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/cuda_stream.h"
 #include "cuimg/common/device_buffer_cache.h"
@@ -30,16 +31,22 @@ namespace {
 
 using cuda_backend::CopyToHost;
 using cuda_backend::CudaHostPin;
+using cuda_backend::CudaImage;
 using cuda_backend::CudaMesh;
 using cuda_backend::DeviceCall;
 using cuda_backend::DeviceContext;
 using cuda_backend::SyncOnExit;
 
-class CudaBackend final : public Backend {
+class CudaBackend final : public Backend, public DeviceJpegDecoder {
  public:
+  // `nvjpeg` null: no GPU JPEG decoder, for the reason `jpeg_note` gives.
   CudaBackend(std::vector<std::unique_ptr<DeviceContext>> devices,
-              std::shared_ptr<PinnedMessagePool> messages)
-      : devices_(std::move(devices)), messages_(std::move(messages)) {
+              std::shared_ptr<PinnedMessagePool> messages,
+              std::shared_ptr<const NvjpegLibrary> nvjpeg, std::string jpeg_note)
+      : devices_(std::move(devices)),
+        messages_(std::move(messages)),
+        nvjpeg_(std::move(nvjpeg)),
+        jpeg_note_(std::move(jpeg_note)) {
     for (auto& d : devices_) slots_.push_back(&d->slot());
   }
 
@@ -53,7 +60,39 @@ class CudaBackend final : public Backend {
                                    d->info().total_memory >> 20, "MiB"));
     }
     return absl::StrCat("backend=cuda ", CudaVersionString(), " devices=[",
-                        absl::StrJoin(parts, ", "), "]");
+                        absl::StrJoin(parts, ", "), "] ", Summary());
+  }
+
+  DeviceJpegDecoder* jpeg_decoder() override { return nvjpeg_ != nullptr ? this : nullptr; }
+
+  // DeviceJpegDecoder: every device's handle uses the same backend (the devices are alike).
+  bool hardware() const override { return devices_.front()->jpeg()->hardware(); }
+
+  std::string Summary() const override {
+    if (nvjpeg_ == nullptr) return jpeg_note_;
+    return absl::StrCat("jpeg_decoder=gpu nvjpeg=", nvjpeg_->version(), " nvjpeg_library=",
+                        nvjpeg_->path(), " nvjpeg_backend=\"",
+                        devices_.front()->jpeg()->backend_name(), "\"");
+  }
+
+  absl::StatusOr<std::unique_ptr<const DeviceImage>> Decode(absl::Span<const std::uint8_t> jpeg,
+                                                            const ImageView& shape) override {
+    std::unique_ptr<const DeviceImage> image;
+    StageTimes decode_times;  // the decode's own events; the caller times the stage
+    CUIMG_RETURN_IF_ERROR(OnDevice(Pick(), &decode_times, [&](DeviceCall& c) -> absl::Status {
+      const NvjpegDevice& decoder = *c.dev.jpeg();
+      if (c.jpeg_state == nullptr) {
+        CUIMG_ASSIGN_OR_RETURN(c.jpeg_state, decoder.CreateState());
+      }
+      // The image outlives this call (the work call uses it), so its buffer is not a call lease.
+      CUIMG_ASSIGN_OR_RETURN(DeviceBufferCache::Lease out, c.dev.cache().Acquire(shape.Bytes()));
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
+      CUIMG_RETURN_IF_ERROR(decoder.Decode(*c.jpeg_state, jpeg, shape, out.data(), c.stream));
+      for (int mark = 1; mark < 4; ++mark) CUIMG_RETURN_IF_ERROR(c.timer.Mark(mark, c.stream));
+      image = std::make_unique<CudaImage>(std::move(out), c.dev.slot().id());
+      return absl::OkStatus();
+    }));
+    return image;
   }
 
   std::vector<DeviceStatus> Devices() const override {
@@ -94,11 +133,11 @@ class CudaBackend final : public Backend {
     return out;
   }
 
-  absl::Status Morphology(const ImageView& in, const ImageView& out,
+  absl::Status Morphology(const InputImage& in, const ImageView& out,
                           const std::vector<MorphologyStep>& steps, StageTimes* times,
                           const CancelToken& cancel) override {
     CUIMG_ASSIGN_OR_RETURN(MorphologyPlan plan, MorphologyPlan::Create(in.type, in.extent, steps));
-    return OnDevice(Pick(), times, [&](DeviceCall& c) -> absl::Status {
+    return OnDevice(PickFor(in), times, [&](DeviceCall& c) -> absl::Status {
       // Waiting for a stream may have taken the rest of the request's time.
       CUIMG_RETURN_IF_ERROR(cancel.Check());
       const std::size_t bytes = in.Bytes();
@@ -107,13 +146,12 @@ class CudaBackend final : public Backend {
                         ? c.WritableInPlace(out.data, bytes, PixelSize(in.type))
                         : nullptr;
       const bool in_place = d_out != nullptr;
-      CUIMG_ASSIGN_OR_RETURN(void* d_in, c.Acquire(bytes));
       if (!in_place) {
         CUIMG_ASSIGN_OR_RETURN(d_out, c.Acquire(bytes));
       }
       CUIMG_ASSIGN_OR_RETURN(void* d_ws, c.Acquire(plan.WorkspaceBytes()));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
-      CUIMG_RETURN_IF_ERROR(c.CopyIn(d_in, in.data, bytes));
+      CUIMG_ASSIGN_OR_RETURN(const void* d_in, c.Input(in));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
       CUIMG_RETURN_IF_ERROR(plan.Run(d_in, d_out, d_ws, c.stream, cancel));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
@@ -122,19 +160,18 @@ class CudaBackend final : public Backend {
     });
   }
 
-  absl::Status Gradient(const ImageView& in, const GradientSpec& spec, const GradientOutputs& out,
+  absl::Status Gradient(const InputImage& in, const GradientSpec& spec, const GradientOutputs& out,
                         StageTimes* times, const CancelToken& cancel) override {
     CUIMG_ASSIGN_OR_RETURN(GradientPlan plan, GradientPlan::Create(in.type, in.extent, spec));
-    return OnDevice(Pick(), times, [&](DeviceCall& c) -> absl::Status {
+    return OnDevice(PickFor(in), times, [&](DeviceCall& c) -> absl::Status {
       CUIMG_RETURN_IF_ERROR(cancel.Check());  // one launch: nothing to stop once it runs
       const std::size_t plane = static_cast<std::size_t>(in.extent.Pixels()) * sizeof(float);
-      CUIMG_ASSIGN_OR_RETURN(void* d_in, c.Acquire(in.Bytes()));
       CUIMG_ASSIGN_OR_RETURN(void* d_gx, c.Acquire(plane));
       CUIMG_ASSIGN_OR_RETURN(void* d_gy, c.Acquire(plane));
       CUIMG_ASSIGN_OR_RETURN(void* d_mag, c.Acquire(out.magnitude ? plane : 0));
       CUIMG_ASSIGN_OR_RETURN(void* d_angle, c.Acquire(out.angle ? plane : 0));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
-      CUIMG_RETURN_IF_ERROR(c.CopyIn(d_in, in.data, in.Bytes()));
+      CUIMG_ASSIGN_OR_RETURN(const void* d_in, c.Input(in));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
       CUIMG_RETURN_IF_ERROR(plan.Run(d_in, static_cast<float*>(d_gx),
                                      static_cast<float*>(d_gy),
@@ -149,19 +186,18 @@ class CudaBackend final : public Backend {
     });
   }
 
-  absl::Status Pyramid(const ImageView& in, const PyramidSpec& spec,
+  absl::Status Pyramid(const InputImage& in, const PyramidSpec& spec,
                        const std::vector<PackedPiece>& out, StageTimes* times,
                        const CancelToken& cancel) override {
     CUIMG_ASSIGN_OR_RETURN(PyramidPlan plan, PyramidPlan::Create(in.type, in.extent, spec));
     CUIMG_RETURN_IF_ERROR(CheckPackedPieces(out, plan.OutputBytes()));
-    return OnDevice(Pick(), times, [&](DeviceCall& c) -> absl::Status {
+    return OnDevice(PickFor(in), times, [&](DeviceCall& c) -> absl::Status {
       // Levels are linear passes over at most the input: checked once, before they launch.
       CUIMG_RETURN_IF_ERROR(cancel.Check());
-      CUIMG_ASSIGN_OR_RETURN(void* d_in, c.Acquire(in.Bytes()));
       CUIMG_ASSIGN_OR_RETURN(void* d_out, c.Acquire(plan.OutputBytes()));
       CUIMG_ASSIGN_OR_RETURN(void* d_ws, c.Acquire(plan.WorkspaceBytes()));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
-      CUIMG_RETURN_IF_ERROR(c.CopyIn(d_in, in.data, in.Bytes()));
+      CUIMG_ASSIGN_OR_RETURN(const void* d_in, c.Input(in));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
       CUIMG_RETURN_IF_ERROR(plan.Run(d_in, d_out, d_ws, c.stream));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
@@ -174,22 +210,21 @@ class CudaBackend final : public Backend {
     });
   }
 
-  absl::StatusOr<DetectResult> DetectPedestrians(const ImageView& in, const HogModel& model,
+  absl::StatusOr<DetectResult> DetectPedestrians(const InputImage& in, const HogModel& model,
                                                  const DetectSpec& spec, StageTimes* times,
                                                  const CancelToken& cancel) override {
     CUIMG_ASSIGN_OR_RETURN(DetectPlan plan,
                            DetectPlan::Create(in.extent, in.channels, model, spec));
     DetectResult result;
     result.geometry = plan.geometry();
-    CUIMG_RETURN_IF_ERROR(OnDevice(Pick(), times, [&](DeviceCall& c) -> absl::Status {
+    CUIMG_RETURN_IF_ERROR(OnDevice(PickFor(in), times, [&](DeviceCall& c) -> absl::Status {
       CUIMG_RETURN_IF_ERROR(cancel.Check());  // every level runs in one pair of launches
       const std::size_t weight_bytes = model.weights.size() * sizeof(float);
-      CUIMG_ASSIGN_OR_RETURN(void* d_in, c.Acquire(in.Bytes()));
       CUIMG_ASSIGN_OR_RETURN(void* d_weights, c.Acquire(weight_bytes));
       CUIMG_ASSIGN_OR_RETURN(void* d_ws, c.Acquire(plan.WorkspaceBytes()));
       CUIMG_ASSIGN_OR_RETURN(void* d_hits, c.Acquire(plan.HitsBytes()));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
-      CUIMG_RETURN_IF_ERROR(c.CopyIn(d_in, in.data, in.Bytes()));
+      CUIMG_ASSIGN_OR_RETURN(const void* d_in, c.Input(in));
       CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d_weights, model.weights.data(), weight_bytes,
                                                  cudaMemcpyHostToDevice, c.stream),
                                  "H2D weights");
@@ -313,6 +348,11 @@ class CudaBackend final : public Backend {
 
  private:
   absl::StatusOr<DeviceUse> Pick() { return DeviceUse::Acquire(slots_); }
+  // The device holding `in` when a backend call decoded it there, else the least loaded.
+  absl::StatusOr<DeviceUse> PickFor(const InputImage& in) {
+    if (in.device == nullptr) return Pick();
+    return DeviceUse::AcquireOn(&devices_[in.device->device()]->slot());
+  }
 
   // Runs `body` for one request on the device `use` holds: sets it current, leases a stream and a
   // stage timer, and waits for the stream before returning (so buffers leased inside `body` go
@@ -330,7 +370,7 @@ class CudaBackend final : public Backend {
       std::vector<PinnedStagingPool::Lease> staging;
       auto stream = dev.AcquireStream();
       const SyncOnExit sync{stream->get()};
-      DeviceCall call{dev, stream->get(), stream->timer(), leases, staging};
+      DeviceCall call{dev, stream->get(), stream->timer(), leases, staging, stream->jpeg_state()};
       CUIMG_RETURN_IF_ERROR(body(call));
       return stream->timer().Fill(times);
     }();
@@ -350,6 +390,8 @@ class CudaBackend final : public Backend {
   // Page-locked memory for message pixels (AllocateHostBuffer), portable across devices.
   std::shared_ptr<PinnedMessagePool> messages_;
   std::vector<DeviceSlot*> slots_;
+  std::shared_ptr<const NvjpegLibrary> nvjpeg_;
+  std::string jpeg_note_;
 };
 
 }  // namespace
@@ -360,17 +402,49 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const ServerOptions& 
     return absl::UnavailableError(
         absl::StrCat("no usable CUDA device (need sm_90 or newer; ", CudaVersionString(), ")"));
   }
-  std::vector<std::unique_ptr<DeviceContext>> devices;
-  for (std::size_t i = 0; i < infos.size(); ++i) {
-    CUIMG_ASSIGN_OR_RETURN(auto ctx,
-                           DeviceContext::Create(infos[i], static_cast<int>(i), options));
-    devices.push_back(std::move(ctx));
+  // nvJPEG unless --jpeg_decoder=cpu; with =gpu its absence stops the server.
+  std::shared_ptr<const NvjpegLibrary> nvjpeg;
+  // Our own text, but dlerror's may hold anything: quoted for logfmt without inner quotes.
+  auto cpu_note = [](absl::string_view why) {
+    return absl::StrCat("jpeg_decoder=cpu jpeg_decoder_reason=\"",
+                        absl::StrReplaceAll(why, {{"\"", "'"}, {"\n", " "}}), "\"");
+  };
+  std::string jpeg_note = cpu_note("--jpeg_decoder=cpu");
+  if (options.jpeg_decoder != JpegDecoderChoice::kCpu) {
+    absl::StatusOr<std::shared_ptr<const NvjpegLibrary>> loaded = NvjpegLibrary::Load();
+    if (loaded.ok()) {
+      nvjpeg = *std::move(loaded);
+    } else if (options.jpeg_decoder == JpegDecoderChoice::kGpu) {
+      return absl::UnavailableError(
+          absl::StrCat("--jpeg_decoder=gpu: ", loaded.status().message()));
+    } else {
+      jpeg_note = cpu_note(loaded.status().message());
+    }
   }
+  auto create_devices = [&](const std::shared_ptr<const NvjpegLibrary>& lib)
+      -> absl::StatusOr<std::vector<std::unique_ptr<DeviceContext>>> {
+    std::vector<std::unique_ptr<DeviceContext>> devices;
+    for (std::size_t i = 0; i < infos.size(); ++i) {
+      CUIMG_ASSIGN_OR_RETURN(auto ctx,
+                             DeviceContext::Create(infos[i], static_cast<int>(i), options, lib));
+      devices.push_back(std::move(ctx));
+    }
+    return devices;
+  };
+  absl::StatusOr<std::vector<std::unique_ptr<DeviceContext>>> devices = create_devices(nvjpeg);
+  if (!devices.ok() && nvjpeg != nullptr && options.jpeg_decoder == JpegDecoderChoice::kAuto) {
+    // nvJPEG refused a device: every device decodes on the CPU then (one rule for all).
+    jpeg_note = cpu_note(devices.status().message());
+    nvjpeg = nullptr;
+    devices = create_devices(nullptr);
+  }
+  if (!devices.ok()) return devices.status();
   std::shared_ptr<PinnedMessagePool> messages = PinnedMessagePool::Create(
       options.pinned_message_bytes, options.pinned_message_min_bytes,
       options.pinned_message_max_bytes);
   return std::unique_ptr<Backend>(
-      std::make_unique<CudaBackend>(std::move(devices), std::move(messages)));
+      std::make_unique<CudaBackend>(*std::move(devices), std::move(messages), std::move(nvjpeg),
+                                    std::move(jpeg_note)));
 }
 
 }  // namespace cuimg

@@ -25,6 +25,7 @@
 #include "cuimg/kernels/deform.h"
 #include "server/backend/backend.h"
 #include "server/backend/device_slot.h"
+#include "server/backend/nvjpeg_decoder.h"
 #include "server/server_options.h"
 
 namespace cuimg::cuda_backend {
@@ -75,12 +76,17 @@ inline unsigned SchedulingFlag(CudaSync sync) {
 // One GPU: its slot, streams (leased one per request), buffer cache and pinned staging pool.
 class DeviceContext {
  public:
-  static absl::StatusOr<std::unique_ptr<DeviceContext>> Create(const DeviceInfo& info, int id,
-                                                               const ServerOptions& options) {
+  // With `nvjpeg` (may be null) the device gets its nvJPEG handle.
+  static absl::StatusOr<std::unique_ptr<DeviceContext>> Create(
+      const DeviceInfo& info, int id, const ServerOptions& options,
+      std::shared_ptr<const NvjpegLibrary> nvjpeg) {
     auto ctx = std::unique_ptr<DeviceContext>(new DeviceContext(info, id, options));
     CUIMG_CUDA_RETURN_IF_ERROR(cudaSetDevice(info.ordinal), "cudaSetDevice");
     CUIMG_CUDA_RETURN_IF_ERROR(cudaSetDeviceFlags(SchedulingFlag(options.cuda_sync)),
                                "cudaSetDeviceFlags");
+    if (nvjpeg != nullptr) {
+      CUIMG_ASSIGN_OR_RETURN(ctx->jpeg_, NvjpegDevice::Create(std::move(nvjpeg)));
+    }
     for (int i = 0; i < options.worker_threads; ++i) {
       StreamSlot slot;
       CUIMG_ASSIGN_OR_RETURN(slot.stream, CudaStream::Create());
@@ -98,6 +104,8 @@ class DeviceContext {
   const DeviceBufferCache& cache() const { return cache_; }
   PinnedStagingPool& staging() { return staging_; }
   const PinnedStagingPool& staging() const { return staging_; }
+  // Null without nvJPEG.
+  const NvjpegDevice* jpeg() const { return jpeg_.get(); }
   int streams_total() const { return streams_total_; }
   int streams_busy() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -105,9 +113,11 @@ class DeviceContext {
   }
 
   // A stream and its stage timer.
+  // A stream, its stage timer, and its nvJPEG state (made on the stream's first JPEG).
   struct StreamSlot {
     CudaStream stream;
     StageTimer timer;
+    std::unique_ptr<NvjpegDevice::State> jpeg_state;
   };
 
   // A stream (with its timer) for the duration of one request; blocks while all are leased.
@@ -119,6 +129,7 @@ class DeviceContext {
     StreamLease& operator=(const StreamLease&) = delete;
     cudaStream_t get() const { return slot_.stream.get(); }
     StageTimer& timer() { return slot_.timer; }
+    std::unique_ptr<NvjpegDevice::State>& jpeg_state() { return slot_.jpeg_state; }
 
    private:
     DeviceContext* ctx_;
@@ -151,6 +162,8 @@ class DeviceContext {
   DeviceSlot slot_;
   DeviceBufferCache cache_;
   PinnedStagingPool staging_;
+  // Before free_: the streams' nvJPEG states are destroyed before the handle.
+  std::unique_ptr<NvjpegDevice> jpeg_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<StreamSlot> free_;
@@ -190,12 +203,25 @@ class CudaMesh final : public BackendMesh {
 
 // The stream, stage timer and buffers of one request on one device (see CudaBackend::OnDevice).
 // Buffers and staging chunks stay leased until the request's stream is idle.
+// A JPEG decoded by nvJPEG into a buffer of one device's cache.
+class CudaImage final : public DeviceImage {
+ public:
+  CudaImage(DeviceBufferCache::Lease buffer, int slot) : buffer_(std::move(buffer)), slot_(slot) {}
+  int device() const override { return slot_; }
+  const void* data() const { return buffer_.data(); }
+
+ private:
+  DeviceBufferCache::Lease buffer_;
+  int slot_;
+};
+
 struct DeviceCall {
   DeviceContext& dev;
   cudaStream_t stream;
   StageTimer& timer;
   std::vector<DeviceBufferCache::Lease>& leases;
   std::vector<PinnedStagingPool::Lease>& staging;
+  std::unique_ptr<NvjpegDevice::State>& jpeg_state;
 
   // Device memory of at least `bytes` (null for 0) from the device's buffer cache.
   absl::StatusOr<void*> Acquire(std::size_t bytes) {
@@ -228,6 +254,14 @@ struct DeviceCall {
     return MappedDevicePointer(host);
   }
 
+  // The input's pixels on this device: an image decoded here as it is (the caller picked its
+  // device: CudaBackend::PickFor), else host pixels copied into a buffer.
+  absl::StatusOr<const void*> Input(const InputImage& in) {
+    if (in.device != nullptr) return static_cast<const CudaImage*>(in.device)->data();
+    CUIMG_ASSIGN_OR_RETURN(void* d_in, Acquire(in.Bytes()));
+    CUIMG_RETURN_IF_ERROR(CopyIn(d_in, in.data, in.Bytes()));
+    return static_cast<const void*>(d_in);
+  }
   // Request bytes to the device, staged through the device's pinned pool (staged_copy.h).
   absl::Status CopyIn(void* d_dst, const void* src, std::size_t bytes) {
     return CopyToDeviceStaged(dev.staging(), d_dst, src, bytes, stream, &staging);

@@ -50,7 +50,23 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry, absl::string_view v
       rejected_(prometheus::BuildCounter()
                     .Name("cuimg_rejected_total")
                     .Help("Requests refused before execution, by reason.")
-                    .Register(registry)) {
+                    .Register(registry)),
+      jpeg_fallbacks_(prometheus::BuildCounter()
+                          .Name("cuimg_jpeg_cpu_fallbacks_total")
+                          .Help("JPEG inputs a GPU decoder left to the CPU decoder, by reason: "
+                                "header (a structural fault), unsupported (progressive on the "
+                                "hardware decoder, CMYK, 12-bit, ...), nvjpeg (its decode failed).")
+                          .Register(registry)) {
+  auto& decode = prometheus::BuildHistogram()
+                     .Name("cuimg_decode_duration_seconds")
+                     .Help("Decode of encoded (PNG/JPEG) inputs, by where it ran: decoder=\"gpu\" "
+                           "(nvJPEG into device memory) or \"cpu\" (libpng, libjpeg-turbo).")
+                     .Register(registry);
+  decode_gpu_ = &decode.Add({{"decoder", "gpu"}}, LatencyBuckets());
+  decode_cpu_ = &decode.Add({{"decoder", "cpu"}}, LatencyBuckets());
+  fallback_header_ = &jpeg_fallbacks_.Add({{"reason", "header"}});
+  fallback_unsupported_ = &jpeg_fallbacks_.Add({{"reason", "unsupported"}});
+  fallback_nvjpeg_ = &jpeg_fallbacks_.Add({{"reason", "nvjpeg"}});
   prometheus::BuildGauge()
       .Name("cuimg_build_info")
       .Help("Build and runtime facts; always 1.")
@@ -91,6 +107,16 @@ void ServerMetrics::RecordRequest(absl::string_view rpc, absl::StatusCode code,
                                   const StageTimes& times, double total_seconds) {
   const RpcSeries& series = Series(rpc);
   series.duration->Observe(total_seconds);
+  if (times.decode_fallback != nullptr) {
+    const absl::string_view reason = times.decode_fallback;
+    (reason == "header"        ? fallback_header_
+     : reason == "unsupported" ? fallback_unsupported_
+                               : fallback_nvjpeg_)
+        ->Increment();
+  }
+  if (times.decode_us > 0) {
+    (times.decode_device >= 0 ? decode_gpu_ : decode_cpu_)->Observe(times.decode_us * 1e-6);
+  }
   if (code != absl::StatusCode::kOk) {
     requests_.Add({{"rpc", std::string(rpc)}, {"code", StatusCodeName(code)}}).Increment();
     return;

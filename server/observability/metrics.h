@@ -58,6 +58,14 @@ class ServerMetrics {
   prometheus::Counter& bytes_sent_;
   prometheus::Family<prometheus::Counter>& pixels_;
   prometheus::Family<prometheus::Counter>& rejected_;
+  // Encoded-input decodes by where they ran ({decoder="gpu"|"cpu"}), and JPEGs a GPU decoder
+  // left to the CPU by reason (StageTimes::decode_fallback): made once, as RpcSeries.
+  prometheus::Histogram* decode_gpu_;
+  prometheus::Histogram* decode_cpu_;
+  prometheus::Family<prometheus::Counter>& jpeg_fallbacks_;
+  prometheus::Counter* fallback_header_;
+  prometheus::Counter* fallback_unsupported_;
+  prometheus::Counter* fallback_nvjpeg_;
 };
 
 }  // namespace cuimg

@@ -82,10 +82,12 @@ grpc::Status CallScope::Complete(const absl::Status& status) {
 }
 
 std::string FormatTiming(const StageTimes& t) {
+  // decode_device: the GPU a JPEG input was decoded on, -1 for the CPU (or no decode).
   return absl::StrFormat(
       "queue_us=%.1f decode_us=%.1f h2d_us=%.1f kernel_us=%.1f d2h_us=%.1f total_us=%.1f "
-      "device=%d",
-      t.queue_us, t.decode_us, t.h2d_us, t.kernel_us, t.d2h_us, t.total_us, t.device);
+      "device=%d decode_device=%d",
+      t.queue_us, t.decode_us, t.h2d_us, t.kernel_us, t.d2h_us, t.total_us, t.device,
+      t.decode_device);
 }
 
 void ReportSuppressedRequestLines() {

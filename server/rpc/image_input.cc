@@ -5,7 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/codec/image_codec.h"
+#include "cuimg/codec/jpeg_header.h"
 #include "cuimg/common/status_macros.h"
+#include "server/observability/log.h"
 
 namespace cuimg {
 
@@ -53,11 +55,46 @@ absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> FindRegion(
   return region;
 }
 
+std::unique_ptr<const DeviceImage> DecodeOnDevice(absl::Span<const std::uint8_t> bytes,
+                                                  const DecodeLimits& limits,
+                                                  DeviceJpegDecoder& decoder, StageTimes* times,
+                                                  ImageView* shape) {
+  if (SniffImageFormat(bytes) != ImageFormat::kJpeg) return nullptr;  // PNG: the CPU's
+  absl::StatusOr<JpegHeader> header = ReadJpegHeader(bytes);
+  if (!header.ok()) {
+    times->decode_fallback = "header";
+    return nullptr;
+  }
+  if (!JpegGpuRefusal(*header, decoder.hardware()).empty()) {
+    times->decode_fallback = "unsupported";
+    return nullptr;
+  }
+  // The output is sized from TurboJPEG's reading of the header, as the CPU decode's is; the GPU
+  // decoder checks that nvJPEG reads the same. Over the limits: the CPU path words the refusal.
+  absl::StatusOr<ImageView> probe = ProbeImage(bytes);
+  if (!probe.ok() || probe->extent.width != header->width ||
+      probe->extent.height != header->height || probe->channels != header->components ||
+      probe->extent.width > limits.max_side || probe->extent.height > limits.max_side ||
+      probe->extent.Pixels() > limits.max_pixels) {
+    times->decode_fallback = "header";
+    return nullptr;
+  }
+  absl::StatusOr<std::unique_ptr<const DeviceImage>> image = decoder.Decode(bytes, *probe);
+  if (!image.ok()) {
+    LogEvent(LogLevel::kDebug, "jpeg_gpu_fallback", {{"message", image.status().ToString()}});
+    times->decode_fallback = "nvjpeg";
+    return nullptr;
+  }
+  times->decode_device = (*image)->device();
+  *shape = *probe;
+  return *std::move(image);
+}
+
 absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, const v1::ImageSource& source,
                                            CallScope& call, ResidentStore& store,
                                            const SharedMemoryRegistry* shared_memory,
                                            const RequestLimits& limits,
-                                           DecodeThreads* decode_threads) {
+                                           const ImageDecoders& decoders) {
   const std::string& identity = call.identity();
   ResolvedImage out;
   switch (input.kind) {
@@ -94,16 +131,27 @@ absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, const v1::Im
   const auto start = std::chrono::steady_clock::now();
   const DecodeLimits decode_limits = DecodeLimitsFor(limits);
   const auto* data = reinterpret_cast<const std::uint8_t*>(input.bytes.data());
-  absl::StatusOr<Image> decoded = DecodeImage(absl::MakeConstSpan(data, input.bytes.size()),
-                                              decode_limits, decode_threads);
+  const absl::Span<const std::uint8_t> bytes = absl::MakeConstSpan(data, input.bytes.size());
+  auto elapsed_us = [&start] {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+        .count();
+  };
+  if (decoders.device != nullptr) {
+    out.on_device = DecodeOnDevice(bytes, decode_limits, *decoders.device, &call.times(), &out.view);
+    if (out.on_device != nullptr) {
+      out.view.data = nullptr;
+      call.times().decode_us = elapsed_us();
+      return out;
+    }
+  }
+  absl::StatusOr<Image> decoded = DecodeImage(bytes, decode_limits, decoders.threads);
   if (!decoded.ok()) {
     // A file over the limits is the caller's input, like any other bad field.
     return absl::InvalidArgumentError(absl::StrCat(input.field, ": ", decoded.status().message()));
   }
   out.decoded = std::make_unique<Image>(*std::move(decoded));
   out.view = out.decoded->view();
-  call.times().decode_us =
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  call.times().decode_us = elapsed_us();
   return out;
 }
 

@@ -1,5 +1,6 @@
 // Resolves a validated ImageInput to pixels: inline bytes (no copy), a resident object, or a
-// PNG/JPEG decoded under the request limits.
+// PNG/JPEG decoded under the request limits (a JPEG straight into device memory where the backend
+// has a GPU decoder that takes it).
 #ifndef CUIMG_SERVER_IMAGE_INPUT_H_
 #define CUIMG_SERVER_IMAGE_INPUT_H_
 
@@ -10,6 +11,7 @@
 #include "cuimg/codec/image_codec.h"
 #include "cuimg/common/image.h"
 #include "server/backend/backend.h"
+#include "server/backend/device_jpeg.h"
 #include "server/rpc/call_scope.h"
 #include "server/validation/request_validation.h"
 #include "server/state/resident_store.h"
@@ -26,6 +28,20 @@ struct ResolvedImage {
   std::unique_ptr<Image> decoded;
   // The shared-memory region the pixels lie in, held while the request uses them.
   std::shared_ptr<const SharedMemoryRegion> region;
+  // A JPEG decoded on a device: `view` is its shape, with null data (never read on the host).
+  std::unique_ptr<const DeviceImage> on_device;
+
+  // What a backend work call takes: the device image when there is one, else `view`.
+  InputImage input() const {
+    return on_device != nullptr ? InputImage(view, on_device.get()) : InputImage(view);
+  }
+};
+
+// Where encoded inputs decode: `threads` (may be null) lend idle threads to CPU JPEG decoding;
+// `device` (may be null: none, or the CPU backend) is the backend's GPU JPEG decoder.
+struct ImageDecoders {
+  DecodeThreads* threads = nullptr;
+  DeviceJpegDecoder* device = nullptr;
 };
 
 // The decoder's limits under the request limits: max_decoded_pixels (or max_pixels if smaller).
@@ -35,14 +51,25 @@ DecodeLimits DecodeLimitsFor(const RequestLimits& limits);
 absl::Status CheckEncodedShape(const ImageView& shape, absl::string_view field,
                                const RequestLimits& limits);
 
-// For `call`'s identity; fills its decode_us for encoded inputs.
-// `decode_threads` (may be null) lends idle threads to JPEG decoding. `shared_memory` is null when
-// the server offers none (a shared-memory input is then FAILED_PRECONDITION).
+// For `call`'s identity; fills its decode_us, decode_device and decode_fallback for encoded
+// inputs. A JPEG goes to `decoders.device` when the marker walk (jpeg_header.h) finds it sound
+// and JpegGpuRefusal lets it; anything else, and any GPU decode failure, decodes on the CPU,
+// which refuses corrupt files with INVALID_ARGUMENT naming the field. `shared_memory` is null
+// when the server offers none (a shared-memory input is then FAILED_PRECONDITION). Pass
+// ResolvedImage::input() to the backend: a device-decoded image has no host pixels.
 absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, const v1::ImageSource& source,
                                            CallScope& call, ResidentStore& store,
                                            const SharedMemoryRegistry* shared_memory,
                                            const RequestLimits& limits,
-                                           DecodeThreads* decode_threads);
+                                           const ImageDecoders& decoders);
+
+// The GPU leg of ResolveImage for one encoded file: the device image, or null with
+// times->decode_fallback set when the CPU decoder must take it (not a JPEG for the GPU, over
+// `limits`, or the GPU decode failed).
+std::unique_ptr<const DeviceImage> DecodeOnDevice(absl::Span<const std::uint8_t> bytes,
+                                                  const DecodeLimits& limits,
+                                                  DeviceJpegDecoder& decoder, StageTimes* times,
+                                                  ImageView* shape);
 
 // The region a request names (`field`: "input.shared_memory.region", ...) for `call`'s identity,
 // held by the caller and by `call` (whose CheckSharedMemory then covers it): FAILED_PRECONDITION

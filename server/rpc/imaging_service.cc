@@ -109,6 +109,7 @@ ImagingService::ImagingService(const ServerOptions& options, const AuthPolicy& a
       budget_(budget),
       store_(store),
       decode_threads_(std::make_unique<DecodeThreads>(options.decode_threads)),
+      decoders_{decode_threads_.get(), backend->jpeg_decoder()},
       metrics_(metrics),
       models_(models),
       shared_memory_(options.shared_memory.enabled
@@ -391,7 +392,7 @@ absl::Status ImagingService::RunMorphology(const MorphologyJob& job,
   const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
                          ResolveImage(job.input, request.input(), call, *store_,
-                                      shared_memory_.get(), options_.limits, decode_threads_.get()));
+                                      shared_memory_.get(), options_.limits, decoders_));
   CUIMG_RETURN_IF_ERROR(CheckMorphologyInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   for (const v1::StructuringElement& e : job.resolved_elements) {
@@ -404,7 +405,7 @@ absl::Status ImagingService::RunMorphology(const MorphologyJob& job,
                     response->mutable_result(), *call.detached_results());
   const ImageView out{in.view.type, in.view.extent, 1, result.data()};
   CUIMG_RETURN_IF_ERROR(
-      backend_->Morphology(in.view, out, job.steps, &call.times(), call.cancel()));
+      backend_->Morphology(in.input(), out, job.steps, &call.times(), call.cancel()));
   metrics_->AddPixels("Morphology", in.view.extent.Pixels());
   return result.Deliver(*store_, identity, "output.keep_resident");
 }
@@ -428,7 +429,7 @@ absl::Status ImagingService::MorphologyIntoSharedMemory(const MorphologyJob& job
   }
   const ImageView out{in.view.type, in.view.extent, 1, data};
   CUIMG_RETURN_IF_ERROR(
-      backend_->Morphology(in.view, out, job.steps, &call.times(), call.cancel()));
+      backend_->Morphology(in.input(), out, job.steps, &call.times(), call.cancel()));
   metrics_->AddPixels("Morphology", in.view.extent.Pixels());
   v1::Image* image = response->mutable_result()->mutable_image();
   SetImageHeader(out, image);
@@ -441,7 +442,7 @@ absl::Status ImagingService::RunGradient(const GradientJob& job, const v1::Gradi
   const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
                          ResolveImage(job.input, request.input(), call, *store_,
-                                      shared_memory_.get(), options_.limits, decode_threads_.get()));
+                                      shared_memory_.get(), options_.limits, decoders_));
   CUIMG_RETURN_IF_ERROR(CheckGradientInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   const Extent& e = in.view.extent;
@@ -463,7 +464,7 @@ absl::Status ImagingService::RunGradient(const GradientJob& job, const v1::Gradi
   out.gy = static_cast<float*>(gy.data());
   out.magnitude = magnitude ? static_cast<float*>(magnitude->data()) : nullptr;
   out.angle = angle ? static_cast<float*>(angle->data()) : nullptr;
-  CUIMG_RETURN_IF_ERROR(backend_->Gradient(in.view, job.spec, out, &call.times(), call.cancel()));
+  CUIMG_RETURN_IF_ERROR(backend_->Gradient(in.input(), job.spec, out, &call.times(), call.cancel()));
   CUIMG_ASSIGN_OR_RETURN(GradientTaps taps, ComputeGradientTaps(job.spec));
   for (double t : taps.smoothing) response->add_smoothing_taps(static_cast<float>(t));
   for (double t : taps.derivative) response->add_derivative_taps(static_cast<float>(t));
@@ -481,7 +482,7 @@ absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, const v1::Pyra
   const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
                          ResolveImage(job.input, request.input(), call, *store_,
-                                      shared_memory_.get(), options_.limits, decode_threads_.get()));
+                                      shared_memory_.get(), options_.limits, decoders_));
   CUIMG_RETURN_IF_ERROR(CheckPyramidInput(in.view, &job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   CUIMG_ASSIGN_OR_RETURN(std::vector<PyramidLevel> levels,
@@ -504,7 +505,7 @@ absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, const v1::Pyra
     packed.resize(PyramidOutputBytes(levels));
     pieces.push_back(PackedPiece{0, packed.size(), packed.data()});
   }
-  CUIMG_RETURN_IF_ERROR(backend_->Pyramid(in.view, job.spec, pieces, &call.times(), call.cancel()));
+  CUIMG_RETURN_IF_ERROR(backend_->Pyramid(in.input(), job.spec, pieces, &call.times(), call.cancel()));
   std::size_t piece = 0;
   for (const PyramidLevel& level : levels) {
     v1::PyramidLevel* out = response->add_levels();
@@ -541,11 +542,11 @@ absl::Status ImagingService::RunDetect(const DetectJob& job,
   if (job.gamma_from_model) spec.gamma_correction = model->gamma_correction;
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
                          ResolveImage(job.input, request.input(), call, *store_,
-                                      shared_memory_.get(), options_.limits, decode_threads_.get()));
+                                      shared_memory_.get(), options_.limits, decoders_));
   CUIMG_RETURN_IF_ERROR(CheckDetectInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   CUIMG_ASSIGN_OR_RETURN(DetectResult result,
-                         backend_->DetectPedestrians(in.view, *model, spec, &call.times(),
+                         backend_->DetectPedestrians(in.input(), *model, spec, &call.times(),
                                                      call.cancel()));
   CUIMG_RETURN_IF_ERROR(CheckGroupedHits(result.hits.size(), spec, options_.max_grouped_hits));
   for (const Detection& d : FinishDetections(result.geometry, std::move(result.hits), spec)) {

@@ -181,6 +181,8 @@ class ImagingService final
   ResidentStore* store_;
   // JPEG inputs decode in strips on these while they are idle.
   std::unique_ptr<DecodeThreads> decode_threads_;
+  // Those threads and the backend's GPU JPEG decoder (null without one), for ResolveImage.
+  ImageDecoders decoders_;
   ServerMetrics* metrics_;
   const ModelRegistry* models_;
   // Regions are unmapped when the service goes (after its requests).

@@ -9,6 +9,9 @@ import urllib.request
 
 
 class ServerProcess:
+    """`extra_args` after CUIMG_SERVER_FLAGS (space-separated, e.g. --jpeg_decoder=gpu to run a
+    suite with the GPU JPEG decoder), so a test's own flags win."""
+
     def __init__(self, binary, *extra_args, listen="127.0.0.1:0"):
         self._dir = tempfile.TemporaryDirectory()
         port_file = os.path.join(self._dir.name, "ports.json")
@@ -16,7 +19,8 @@ class ServerProcess:
         self._log = open(self.log_path, "w")
         self.process = subprocess.Popen(
             [binary, f"--listen_address={listen}", "--metrics_address=127.0.0.1:0",
-             f"--port_file={port_file}", *extra_args],
+             f"--port_file={port_file}", *os.environ.get("CUIMG_SERVER_FLAGS", "").split(),
+             *extra_args],
             stdout=self._log, stderr=subprocess.STDOUT)
         deadline = time.time() + 30
         while not os.path.exists(port_file) or os.path.getsize(port_file) == 0:

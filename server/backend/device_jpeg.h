@@ -1,0 +1,57 @@
+// Pixels decoded straight into a backend's device memory (a JPEG decoded by nvJPEG), and the
+// decoder interface the request path sees. The service never sees CUDA: a work call receives the
+// DeviceImage back (InputImage) and runs on its device without copying the input in.
+#ifndef CUIMG_SERVER_DEVICE_JPEG_H_
+#define CUIMG_SERVER_DEVICE_JPEG_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "cuimg/common/image.h"
+
+namespace cuimg {
+
+// An image in one device's memory, owned by the backend that made it: U8, the shape it was
+// decoded to, rows tightly packed. Immutable once created; destroying it returns the memory.
+class DeviceImage {
+ public:
+  virtual ~DeviceImage() = default;
+  // The device slot holding it (DeviceStatus::id).
+  virtual int device() const = 0;
+};
+
+// A work call's input: host pixels (`data` set, `device` null), or pixels a backend already
+// holds (`device` set, `data` null: only the shape fields are read). Converts from a plain
+// ImageView, so host inputs are passed as before.
+struct InputImage : ImageView {
+  InputImage(const ImageView& view) : ImageView(view) {}  // NOLINT: implicit by design
+  InputImage(const ImageView& shape, const DeviceImage* on_device)
+      : ImageView(shape), device(on_device) {
+    data = nullptr;
+  }
+  const DeviceImage* device = nullptr;
+};
+
+// A backend's GPU JPEG decoder (nvJPEG). Thread-safe.
+class DeviceJpegDecoder {
+ public:
+  virtual ~DeviceJpegDecoder() = default;
+  // True when the decoder is nvJPEG's hardware backend (JpegGpuRefusal's `hardware`).
+  virtual bool hardware() const = 0;
+  // For the start-up line: "jpeg_decoder=gpu nvjpeg=13.0.4 (path) backend=hardware".
+  virtual std::string Summary() const = 0;
+  // Decodes `jpeg`, whose header ProbeImage read as `shape` (U8, 1 or 3 channels) and
+  // JpegGpuRefusal accepted, into the memory of the least-loaded device. Any error means the CPU
+  // decoder takes the file (which refuses corrupt ones); the message says why, for the log and
+  // the fallback counter. Never leaves the device unusable for other requests: a sticky CUDA
+  // error takes the device out of rotation as any work call's would.
+  virtual absl::StatusOr<std::unique_ptr<const DeviceImage>> Decode(
+      absl::Span<const std::uint8_t> jpeg, const ImageView& shape) = 0;
+};
+
+}  // namespace cuimg
+
+#endif  // CUIMG_SERVER_DEVICE_JPEG_H_

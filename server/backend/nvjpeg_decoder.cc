@@ -1,0 +1,196 @@
+#include "server/backend/nvjpeg_decoder.h"
+
+#include "absl/strings/str_cat.h"
+#include "cuimg/common/cuda_status.h"
+
+namespace cuimg {
+
+#ifndef CUIMG_HAVE_NVJPEG
+
+NvjpegDevice::State::~State() = default;
+NvjpegDevice::~NvjpegDevice() = default;
+
+absl::StatusOr<std::unique_ptr<NvjpegDevice>> NvjpegDevice::Create(
+    std::shared_ptr<const NvjpegLibrary>) {
+  return absl::UnavailableError("built without nvjpeg.h");
+}
+
+absl::StatusOr<std::unique_ptr<NvjpegDevice::State>> NvjpegDevice::CreateState() const {
+  return absl::UnavailableError("built without nvjpeg.h");
+}
+
+absl::Status NvjpegDevice::Decode(State&, absl::Span<const std::uint8_t>, const ImageView&, void*,
+                                  cudaStream_t) const {
+  return absl::UnavailableError("built without nvjpeg.h");
+}
+
+#else
+
+namespace {
+
+nvjpegHandle_t H(void* p) { return static_cast<nvjpegHandle_t>(p); }
+nvjpegJpegState_t S(void* p) { return static_cast<nvjpegJpegState_t>(p); }
+nvjpegJpegStream_t J(void* p) { return static_cast<nvjpegJpegStream_t>(p); }
+
+const char* StatusName(nvjpegStatus_t s) {
+  switch (s) {
+    case NVJPEG_STATUS_SUCCESS: return "SUCCESS";
+    case NVJPEG_STATUS_NOT_INITIALIZED: return "NOT_INITIALIZED";
+    case NVJPEG_STATUS_INVALID_PARAMETER: return "INVALID_PARAMETER";
+    case NVJPEG_STATUS_BAD_JPEG: return "BAD_JPEG";
+    case NVJPEG_STATUS_JPEG_NOT_SUPPORTED: return "JPEG_NOT_SUPPORTED";
+    case NVJPEG_STATUS_ALLOCATOR_FAILURE: return "ALLOCATOR_FAILURE";
+    case NVJPEG_STATUS_EXECUTION_FAILED: return "EXECUTION_FAILED";
+    case NVJPEG_STATUS_ARCH_MISMATCH: return "ARCH_MISMATCH";
+    case NVJPEG_STATUS_INTERNAL_ERROR: return "INTERNAL_ERROR";
+    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED: return "IMPLEMENTATION_NOT_SUPPORTED";
+    case NVJPEG_STATUS_INCOMPLETE_BITSTREAM: return "INCOMPLETE_BITSTREAM";
+  }
+  return "unknown";
+}
+
+// A status for a failed nvJPEG call: the stream's own faults are the caller's input.
+absl::Status NvjpegError(nvjpegStatus_t s, const char* what) {
+  const std::string message = absl::StrCat("nvJPEG ", what, ": ", StatusName(s));
+  switch (s) {
+    case NVJPEG_STATUS_BAD_JPEG:
+    case NVJPEG_STATUS_INCOMPLETE_BITSTREAM:
+      return absl::InvalidArgumentError(message);
+    case NVJPEG_STATUS_JPEG_NOT_SUPPORTED:
+    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED:
+      return absl::FailedPreconditionError(message);
+    case NVJPEG_STATUS_ALLOCATOR_FAILURE:
+      return absl::ResourceExhaustedError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+#define CUIMG_NVJPEG_RETURN_IF_ERROR(expr, what)                       \
+  do {                                                                 \
+    const nvjpegStatus_t cuimg_nvjpeg_status_ = (expr);                \
+    if (cuimg_nvjpeg_status_ != NVJPEG_STATUS_SUCCESS)                 \
+      return NvjpegError(cuimg_nvjpeg_status_, (what));                \
+  } while (0)
+
+}  // namespace
+
+NvjpegDevice::State::~State() {
+  if (stream_ != nullptr) lib_->JpegStreamDestroy(J(stream_));
+  if (state_ != nullptr) lib_->JpegStateDestroy(S(state_));
+}
+
+NvjpegDevice::~NvjpegDevice() {
+  if (handle_ != nullptr) lib_->Destroy(H(handle_));
+}
+
+absl::StatusOr<std::unique_ptr<NvjpegDevice>> NvjpegDevice::Create(
+    std::shared_ptr<const NvjpegLibrary> lib) {
+  std::unique_ptr<NvjpegDevice> device(new NvjpegDevice());
+  device->lib_ = std::move(lib);
+  struct Choice {
+    nvjpegBackend_t backend;
+    const char* name;
+  };
+  // Strict bitstream checks: a corrupt file should fail here, as libjpeg-turbo refuses it on the
+  // CPU path, rather than decode to something. Interpolated chroma upsampling: libjpeg-turbo's
+  // default ("fancy") upsampling interpolates too, so the pixels stay closer to the CPU's.
+  // Each is dropped where the backend refuses it.
+  struct FlagSet {
+    unsigned bits;
+    const char* name;
+  };
+  const FlagSet kFlagSets[] = {
+      {NVJPEG_FLAGS_BITSTREAM_STRICT | NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION,
+       "+strict+interpolated_upsampling"},
+      {NVJPEG_FLAGS_BITSTREAM_STRICT, "+strict"},
+      {NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION, "+interpolated_upsampling"},
+      {NVJPEG_FLAGS_DEFAULT, ""}};
+  std::string refusals;
+  for (const Choice& c : {Choice{NVJPEG_BACKEND_HARDWARE, "hardware"},
+                          Choice{NVJPEG_BACKEND_GPU_HYBRID, "gpu_hybrid"},
+                          Choice{NVJPEG_BACKEND_DEFAULT, "default"}}) {
+    for (const FlagSet& f : kFlagSets) {
+      const unsigned flags = f.bits;
+      const std::string name = absl::StrCat(c.name, f.name);
+      nvjpegHandle_t handle = nullptr;
+      const nvjpegStatus_t s = device->lib_->CreateEx(c.backend, nullptr, nullptr, flags, &handle);
+      if (s == NVJPEG_STATUS_SUCCESS) {
+        device->handle_ = handle;
+        device->hardware_ = c.backend == NVJPEG_BACKEND_HARDWARE;
+        device->backend_name_ = name;
+        return device;
+      }
+      absl::StrAppend(&refusals, refusals.empty() ? "" : ", ", name, ": ", StatusName(s));
+    }
+  }
+  return absl::UnavailableError(absl::StrCat("nvjpegCreateEx refused every backend (", refusals, ")"));
+}
+
+absl::StatusOr<std::unique_ptr<NvjpegDevice::State>> NvjpegDevice::CreateState() const {
+  std::unique_ptr<State> state(new State());
+  state->lib_ = lib_;
+  nvjpegJpegState_t jpeg_state = nullptr;
+  CUIMG_NVJPEG_RETURN_IF_ERROR(lib_->JpegStateCreate(H(handle_), &jpeg_state), "state");
+  state->state_ = jpeg_state;
+  nvjpegJpegStream_t stream = nullptr;
+  CUIMG_NVJPEG_RETURN_IF_ERROR(lib_->JpegStreamCreate(H(handle_), &stream), "stream");
+  state->stream_ = stream;
+  return state;
+}
+
+absl::Status NvjpegDevice::Decode(State& state, absl::Span<const std::uint8_t> jpeg,
+                                  const ImageView& shape, void* d_out, cudaStream_t stream) const {
+  // The output buffer is sized from ProbeImage: nvJPEG must read the same frame, or it would
+  // write past it.
+  CUIMG_NVJPEG_RETURN_IF_ERROR(
+      lib_->JpegStreamParseHeader(H(handle_), jpeg.data(), jpeg.size(), J(state.stream_)),
+      "header");
+  unsigned width = 0, height = 0, components = 0;
+  CUIMG_NVJPEG_RETURN_IF_ERROR(
+      lib_->JpegStreamGetFrameDimensions(J(state.stream_), &width, &height), "dimensions");
+  CUIMG_NVJPEG_RETURN_IF_ERROR(lib_->JpegStreamGetComponentsNum(J(state.stream_), &components),
+                               "components");
+  const bool gray = shape.channels == 1;
+  if (static_cast<std::int64_t>(width) != shape.extent.width ||
+      static_cast<std::int64_t>(height) != shape.extent.height ||
+      components != (gray ? 1u : 3u) || shape.type != PixelType::kU8) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("nvJPEG reads ", width, "x", height, "x", components, ", the probe ",
+                     shape.extent.width, "x", shape.extent.height, "x", shape.channels));
+  }
+  const nvjpegOutputFormat_t format = gray ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_BGRI;
+  nvjpegImage_t out{};
+  out.channel[0] = static_cast<unsigned char*>(d_out);
+  out.pitch[0] = static_cast<std::size_t>(width) * shape.channels;
+  nvjpegStatus_t s = NVJPEG_STATUS_SUCCESS;
+  if (hardware_) {
+    int unsupported = 0;
+    CUIMG_NVJPEG_RETURN_IF_ERROR(
+        lib_->DecodeBatchedSupported(H(handle_), J(state.stream_), &unsupported), "supported");
+    if (unsupported != 0) {
+      return absl::FailedPreconditionError("nvJPEG's hardware decoder does not take the file");
+    }
+    if (state.batched_format_ != format) {
+      CUIMG_NVJPEG_RETURN_IF_ERROR(
+          lib_->DecodeBatchedInitialize(H(handle_), S(state.state_), 1, 1, format), "initialize");
+      state.batched_format_ = format;
+    }
+    const unsigned char* data = jpeg.data();
+    const std::size_t length = jpeg.size();
+    s = lib_->DecodeBatched(H(handle_), S(state.state_), &data, &length, &out, stream);
+    // A failed batch leaves the state to be initialized again.
+    if (s != NVJPEG_STATUS_SUCCESS) state.batched_format_ = -1;
+  } else {
+    s = lib_->Decode(H(handle_), S(state.state_), jpeg.data(), jpeg.size(), format, &out, stream);
+  }
+  // Whatever nvJPEG queued must finish before the caller reuses or returns the buffer.
+  const cudaError_t sync = cudaStreamSynchronize(stream);
+  CUIMG_NVJPEG_RETURN_IF_ERROR(s, "decode");
+  CUIMG_CUDA_RETURN_IF_ERROR(sync, "nvJPEG decode");
+  return absl::OkStatus();
+}
+
+#endif  // CUIMG_HAVE_NVJPEG
+
+}  // namespace cuimg
