@@ -48,6 +48,8 @@ test_pkgs=(
   openssl
   # libFuzzer targets and sanitizer builds (clang's runtimes; llvm-symbolizer for reports).
   clang libclang-rt-dev llvm
+  # The format check (scripts/check_format.sh, .clang-format): Debian 12's clang-format 14.
+  clang-format
 )
 
 # scripts/test_image.sh: the Debian base from Debian's repository (debootstrap), the image built
