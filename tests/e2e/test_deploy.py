@@ -54,7 +54,8 @@ class Dockerfile(unittest.TestCase):
         text = read("Dockerfile")
         collect = re.search(r"bash (scripts/collect_libs\.sh) (\S+) (.*)$", text, re.M)
         self.assertIsNotNone(collect, "the build stage no longer runs collect_libs.sh")
-        libdir, binaries = collect.group(2), collect.group(3).split()
+        # The RUN may continue past the binaries (a trailing backslash: the nvJPEG copy follows).
+        libdir, binaries = collect.group(2), [b for b in collect.group(3).split() if b != "\\"]
         with tempfile.TemporaryDirectory() as tmp:
             # The image's /opt/cuimg, here under tmp: the built binaries, then the script as the
             # Dockerfile runs it.
