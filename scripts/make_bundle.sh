@@ -56,9 +56,16 @@ cp tests/fuzz/corpus/jpeg_header/{cmyk,progressive}.jpg "$out/data/"
 command -v ffmpeg >/dev/null || { echo "make_bundle: needs ffmpeg (scripts/install_deps.sh)" >&2; exit 1; }
 ffmpeg -v error -i "$data/vtest.avi" -vf "select=not(mod(n\,80))" -vsync vfr -start_number 0 \
   -q:v 2 "$out/data/vtest_%02d.jpg"
-# Three gray frames: the wire test compares decoded pixels through Pyramid (one channel only).
-ffmpeg -v error -i "$data/vtest.avi" -vf "select=not(mod(n\,80)),format=gray" -vsync vfr \
-  -frames:v 3 -q:v 2 -start_number 0 "$out/data/vtest_gray_%02d.jpg"
+# Three one-component (gray) frames: the wire test compares decoded pixels through Pyramid (one
+# channel only). ffmpeg's JPEG encoder always writes three components, so PIL (python3-pil, with
+# matplotlib from install_deps) re-encodes the first three frames as grayscale.
+/usr/bin/python3 - "$out/data" <<'PY'
+import sys
+from PIL import Image
+for k in range(3):
+    Image.open(f"{sys.argv[1]}/vtest_{k:02d}.jpg").convert("L").save(
+        f"{sys.argv[1]}/vtest_gray_{k:02d}.jpg", quality=90)
+PY
 ffmpeg -v error -i "$data/vtest.avi" -vf "select=not(mod(n\,80)),scale=1920:1080" -vsync vfr \
   -frames:v 3 -q:v 3 -start_number 0 "$out/data/vtest_1080p_%02d.jpg"
 git rev-parse --short HEAD > "$out/COMMIT" 2>/dev/null || echo unknown > "$out/COMMIT"
