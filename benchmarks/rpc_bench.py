@@ -19,6 +19,7 @@ import time
 import grpc
 import numpy as np
 
+from cuimg import wire_contract
 from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, imaging_service_pb2_grpc,
                       morphology_pb2, pyramid_pb2, resident_pb2, types_pb2)
 from server_process import ServerProcess
@@ -36,13 +37,6 @@ WORKLOADS = {
 
 # Transport settings of this run, reported with every workload.
 TRANSPORT = {}
-
-
-def timing_fields(trailers):
-    for key, value in trailers:
-        if key == "cuimg-timing":
-            return {k: float(v) for k, v in (kv.split("=") for kv in value.split())}
-    return {}
 
 
 def torus(n, m, major=1.0, minor=0.35):
@@ -70,7 +64,7 @@ def timed_unary(method, requests, runs, timeout=60):
         wall = time.perf_counter() - start
         if i >= 2:
             walls.append(wall)
-            stages.append(timing_fields(call.trailing_metadata()))
+            stages.append(wire_contract.timing(call.trailing_metadata()))
     median = {k: statistics.median(s[k] for s in stages) for k in stages[0]}
     return statistics.median(walls), median, reply
 

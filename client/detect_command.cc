@@ -22,6 +22,7 @@
 #include "client/request_building.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
+#include "proto/wire_contract.h"
 
 namespace cuimg {
 namespace {
@@ -96,7 +97,7 @@ class Detector {
         {"windows", response.windows()},
         {"detections", boxes},
         {"round_trip_ms", std::round(ms * 1000) / 1000},
-        {"server", ServerTiming(context)},
+        {"server", TimingTrailerText(context)},
     };
     std::printf("%s\n", line.dump().c_str());
     std::fflush(stdout);

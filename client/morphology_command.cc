@@ -17,6 +17,7 @@
 #include "client/morphology_spec.h"
 #include "client/volume_stream.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
+#include "proto/wire_contract.h"
 
 namespace cuimg {
 namespace {
@@ -202,7 +203,7 @@ int RunMorphologyOnFiles(const ConnectionOptions& connection, const MorphologyCo
     for (std::int64_t i = 0; i < pixels; ++i) {
       std::memcpy(output.bytes() + (i * channels + c) * pixel, &out[i * pixel], pixel);
     }
-    timing = ServerTiming(context);
+    timing = TimingTrailerText(context);
   }
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

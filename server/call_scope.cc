@@ -1,10 +1,10 @@
 #include "server/call_scope.h"
 
-#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "server/authorization.h"
 #include "server/log.h"
 #include "server/log_throttle.h"
+#include "proto/wire_contract.h"
 #include "server/status_conversion.h"
 
 namespace cuimg {
@@ -53,11 +53,10 @@ absl::Status CallScope::CheckAlive() const {
 grpc::Status CallScope::Complete(const absl::Status& status) {
   times_.total_us = MicrosSince(start_);
   ctx_->AddTrailingMetadata(
-      "cuimg-timing",
-      absl::StrFormat("queue_us=%.1f decode_us=%.1f h2d_us=%.1f kernel_us=%.1f d2h_us=%.1f "
-                      "total_us=%.1f device=%d",
-                      times_.queue_us, times_.decode_us, times_.h2d_us, times_.kernel_us,
-                      times_.d2h_us, times_.total_us, times_.device));
+      kTimingTrailer,
+      FormatTimingTrailer(TimingTrailer{times_.queue_us, times_.decode_us, times_.h2d_us,
+                                        times_.kernel_us, times_.d2h_us, times_.total_us,
+                                        times_.device}));
   metrics_->RecordRequest(rpc_, status.code(), times_, times_.total_us * 1e-6);
   metrics_->AddInflight(rpc_, -1);
   completed_ = true;
@@ -67,7 +66,7 @@ grpc::Status CallScope::Complete(const absl::Status& status) {
                              ? LogLevel::kError
                              : LogLevel::kInfo;
   if (!LogEnabled(level)) return ToGrpcStatus(status);
-  const std::string code = StatusCodeName(status.code());
+  const std::string code = absl::StatusCodeToString(status.code());
   // A call refused before it had an identity still names who it was (or that nobody was).
   const std::string identity = identity_.empty() ? RefusedIdentity(status) : identity_;
   const auto total_us = static_cast<std::int64_t>(times_.total_us);

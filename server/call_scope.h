@@ -30,6 +30,7 @@ class CallScope {
   CallScope& operator=(const CallScope&) = delete;
 
   StageTimes& times() { return times_; }
+  const std::string& rpc() const { return rpc_; }
   // The authorized caller (authorization.h); set once before the call does any work.
   void set_identity(std::string identity) { identity_ = std::move(identity); }
   const std::string& identity() const { return identity_; }

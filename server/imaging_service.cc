@@ -5,11 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/status_macros.h"
+#include "proto/wire_contract.h"
 #include "server/admission.h"
 #include "server/call_messages.h"
 #include "server/image_input.h"
 #include "server/proto_conversion.h"
-#include "server/untrusted_text.h"
 #include "server/wire_pixels.h"
 #include "server/work_estimate.h"
 
@@ -119,10 +119,29 @@ ImagingService::ImagingService(const ServerOptions& options, const AuthPolicy& a
                                                 ? options.max_upload_bytes_per_identity
                                                 : budget->capacity() / 2})) {}
 
-absl::StatusOr<std::string> ImagingService::Authorize(const grpc::ServerContextBase& ctx,
-                                                      unsigned rights,
-                                                      absl::string_view what) const {
-  return cuimg::Authorize(ctx, auth_, rights, what);
+absl::Status ImagingService::AuthorizeCall(CallScope& call, unsigned rights) {
+  absl::StatusOr<std::string> identity =
+      cuimg::Authorize(*call.context(), auth_, rights, call.rpc());
+  if (!identity.ok()) {
+    RecordRefusal(call.context(), identity.status(), false);
+    return identity.status();
+  }
+  call.set_identity(*std::move(identity));
+  return absl::OkStatus();
+}
+
+grpc::ServerUnaryReactor* ImagingService::ServeAtOnce(
+    absl::string_view rpc, grpc::CallbackServerContext* ctx, unsigned rights,
+    absl::FunctionRef<absl::Status(const std::string& identity)> body) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  CallScope call(rpc, ctx, metrics_);
+  absl::Status status = AuthorizeCall(call, rights);
+  if (status.ok()) {
+    status = body(call.identity());
+    if (!status.ok()) RecordRefusal(ctx, status, false);
+  }
+  reactor->Finish(call.Complete(status));
+  return reactor;
 }
 
 void ImagingService::RecordRefusal(grpc::CallbackServerContext* ctx, const absl::Status& status,
@@ -145,12 +164,7 @@ void ImagingService::RecordRefusal(grpc::CallbackServerContext* ctx, const absl:
       metrics_->RecordRejection("invalid_argument");
       return;
   }
-  if (transient) ctx->AddTrailingMetadata("cuimg-retry-after-ms", "100");
-  // The same hint in gRPC's own form (gRFC A6): a client whose retry policy lists
-  // RESOURCE_EXHAUSTED retries after it, and never retries a refusal that cannot succeed (-1).
-  if (status.code() == absl::StatusCode::kResourceExhausted) {
-    ctx->AddTrailingMetadata("grpc-retry-pushback-ms", transient ? "100" : "-1");
-  }
+  AddRetryHints(ctx, static_cast<grpc::StatusCode>(status.code()), transient);
 }
 
 template <typename Messages, typename Validate, typename Job>
@@ -170,9 +184,11 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
     return reactor;
   };
   // Who first: an unauthenticated caller learns nothing about its request.
-  absl::StatusOr<std::string> identity = Authorize(*ctx, kRightProcess, rpc);
-  if (!identity.ok()) return refuse(identity.status(), false);
-  call->set_identity(*identity);
+  if (absl::Status who = AuthorizeCall(*call, kRightProcess); !who.ok()) {
+    reactor->Finish(call->Complete(who));
+    return reactor;
+  }
+  const std::string& identity = call->identity();
   // Full: refuse before parsing, so that shedding twice the capacity costs little of it.
   if (absl::Status room = queue_->CheckRoom(); !room.ok()) {
     return refuse(room, room.code() == absl::StatusCode::kResourceExhausted);
@@ -181,14 +197,15 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
   absl::StatusOr<Job> job = messages->Validate(validate, options_.limits);
   if (!job.ok()) return refuse(job.status(), false);
   if (UsesResident(*job)) {
-    if (absl::StatusOr<std::string> r = Authorize(*ctx, kRightResident, rpc); !r.ok()) {
-      return refuse(r.status(), false);
+    if (absl::Status may = AuthorizeCall(*call, kRightResident); !may.ok()) {
+      reactor->Finish(call->Complete(may));
+      return reactor;
     }
   }
   absl::StatusOr<std::uint64_t> bytes =
-      EstimateInflightBytes(*job, messages->request(), *identity, *store_, options_.limits);
+      EstimateInflightBytes(*job, messages->request(), identity, *store_, options_.limits);
   if (!bytes.ok()) return refuse(bytes.status(), false);
-  absl::StatusOr<double> work = RequestWork(*job, *identity);
+  absl::StatusOr<double> work = RequestWork(*job, identity);
   if (!work.ok()) return refuse(work.status(), false);
   if (absl::Status fits = CheckRequestWork(*work, options_.max_request_work); !fits.ok()) {
     return refuse(fits, false);
@@ -255,16 +272,9 @@ grpc::ServerUnaryReactor* ImagingService::Pyramid(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* ImagingService::DetectPedestrians(grpc::CallbackServerContext* ctx,
                                                             const grpc::ByteBuffer* request,
                                                             grpc::ByteBuffer* response) {
-  // An unknown model is refused before queueing and before the other fields: any name that is
-  // not loaded (one with a path in it too) is NOT_FOUND, and nothing is looked up on disk.
   auto validate = [this](const v1::DetectPedestriansRequest& r, const RequestLimits& limits,
-                         DetachedPixels pixels) -> absl::StatusOr<DetectJob> {
-    const std::string model = r.model().empty() ? kDefaultDetectorModel : r.model();
-    if (models_->Find(model) == nullptr) {
-      return absl::NotFoundError(absl::StrCat("model: ", QuoteClientValue(model),
-                                              " is not loaded (loaded: ", models_->Names(), ")"));
-    }
-    return ValidateDetectRequest(r, limits, pixels);
+                         DetachedPixels pixels) {
+    return ValidateDetectRequest(r, limits, *models_, pixels);
   };
   return Serve("DetectPedestrians", ctx,
                Detached<v1::DetectPedestriansRequest, v1::DetectPedestriansResponse>(
@@ -275,26 +285,18 @@ grpc::ServerUnaryReactor* ImagingService::DetectPedestrians(grpc::CallbackServer
 grpc::ServerUnaryReactor* ImagingService::ListModels(grpc::CallbackServerContext* ctx,
                                                      const v1::ListModelsRequest*,
                                                      v1::ListModelsResponse* response) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  CallScope call("ListModels", ctx, metrics_);
-  absl::StatusOr<std::string> identity = Authorize(*ctx, kRightProcess, "ListModels");
-  if (!identity.ok()) {
-    RecordRefusal(ctx, identity.status(), false);
-    reactor->Finish(call.Complete(identity.status()));
-    return reactor;
-  }
-  call.set_identity(*identity);
-  for (const HogModel* m : models_->List()) {
-    v1::DetectorModel* out = response->add_models();
-    out->set_name(m->name);
-    out->set_window_width(static_cast<std::uint32_t>(m->window_width));
-    out->set_window_height(static_cast<std::uint32_t>(m->window_height));
-    out->set_descriptor_size(static_cast<std::uint32_t>(m->DescriptorSize()));
-    out->set_description(m->description);
-    out->set_gamma_correction(m->gamma_correction);
-  }
-  reactor->Finish(call.Complete(absl::OkStatus()));
-  return reactor;
+  return ServeAtOnce("ListModels", ctx, kRightProcess, [&](const std::string&) {
+    for (const HogModel* m : models_->List()) {
+      v1::DetectorModel* out = response->add_models();
+      out->set_name(m->name);
+      out->set_window_width(static_cast<std::uint32_t>(m->window_width));
+      out->set_window_height(static_cast<std::uint32_t>(m->window_height));
+      out->set_descriptor_size(static_cast<std::uint32_t>(m->DescriptorSize()));
+      out->set_description(m->description);
+      out->set_gamma_correction(m->gamma_correction);
+    }
+    return absl::OkStatus();
+  });
 }
 
 grpc::ServerUnaryReactor* ImagingService::Deform(grpc::CallbackServerContext* ctx,
@@ -331,11 +333,9 @@ absl::StatusOr<double> ImagingService::RequestWork(const PyramidJob& job,
 absl::StatusOr<double> ImagingService::RequestWork(const DetectJob& job,
                                                    absl::string_view identity) {
   CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, *store_, options_.limits));
-  const HogModel* model = models_->Find(job.model);
-  if (model == nullptr) return 0.0;
   absl::StatusOr<DetectGeometry> geometry =
-      PlanDetection(in.extent, model->window_width, model->window_height, job.spec);
-  return geometry.ok() ? DetectWork(*geometry, model->DescriptorSize()) : 0.0;
+      PlanDetection(in.extent, job.model->window_width, job.model->window_height, job.spec);
+  return geometry.ok() ? DetectWork(*geometry, job.model->DescriptorSize()) : 0.0;
 }
 
 absl::StatusOr<double> ImagingService::RequestWork(const DeformJob& job,
@@ -498,20 +498,15 @@ absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, const v1::Pyra
 absl::Status ImagingService::RunDetect(const DetectJob& job,
                                        const v1::DetectPedestriansRequest& request,
                                        CallScope& call, v1::DetectPedestriansResponse* response) {
-  const HogModel* model = models_->Find(job.model);
-  if (model == nullptr) {
-    return absl::NotFoundError(
-        absl::StrCat("model: ", QuoteClientValue(job.model), " is not loaded"));
-  }
-  DetectSpec spec = job.spec;
-  if (job.gamma_from_model) spec.gamma_correction = model->gamma_correction;
+  const HogModel& model = *job.model;
+  const DetectSpec& spec = job.spec;
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
                          ResolveImage(job.input, request.input(), call, *store_,
                                       shared_memory_.get(), options_.limits, decode_threads_.get()));
   CUIMG_RETURN_IF_ERROR(CheckDetectInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   CUIMG_ASSIGN_OR_RETURN(DetectResult result,
-                         backend_->DetectPedestrians(in.view, *model, spec, &call.times(),
+                         backend_->DetectPedestrians(in.view, model, spec, &call.times(),
                                                      call.cancel()));
   CUIMG_RETURN_IF_ERROR(CheckGroupedHits(result.hits.size(), spec, options_.max_grouped_hits));
   for (const Detection& d : FinishDetections(result.geometry, std::move(result.hits), spec)) {
@@ -525,7 +520,7 @@ absl::Status ImagingService::RunDetect(const DetectJob& job,
   }
   response->set_levels(static_cast<std::uint32_t>(result.geometry.levels.size()));
   response->set_windows(static_cast<std::uint64_t>(result.geometry.windows));
-  response->set_model(model->name);
+  response->set_model(model.name);
   metrics_->AddPixels("DetectPedestrians", in.view.extent.Pixels());
   return absl::OkStatus();
 }

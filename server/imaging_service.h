@@ -9,6 +9,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/functional/function_ref.h"
+
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 #include "cuimg/codec/decode_threads.h"
 #include "server/authorization.h"
@@ -89,9 +91,10 @@ class ImagingService final
   InflightBudget& budget() { return *budget_; }
   // What each identity's open uploads may claim (ServerOptions' upload fields).
   UploadQuota& uploads() { return *uploads_; }
-  // Authorize (authorization.h) under this server's policy.
-  absl::StatusOr<std::string> Authorize(const grpc::ServerContextBase& ctx, unsigned rights,
-                                        absl::string_view what) const;
+  // Every handler's first step: Authorize (authorization.h) the call for `rights` under this
+  // server's policy. OK: the call's identity is set. A refusal is recorded (RecordRefusal) and
+  // returned, for the handler to finish the call with.
+  absl::Status AuthorizeCall(CallScope& call, unsigned rights);
   // Answers an admission refusal: counted by reason; the retry hint when retrying can help.
   void RecordRefusal(grpc::CallbackServerContext* ctx, const absl::Status& status, bool transient);
   // Makes every request's work stop at its next check (UNAVAILABLE), and any request queued or
@@ -111,6 +114,12 @@ class ImagingService final
       Validate validate,
       absl::Status (ImagingService::*run)(const Job&, const typename Messages::Request&,
                                           CallScope&, typename Messages::Response*));
+
+  // A unary call that is answered at once (no queue, no admission): AuthorizeCall, then
+  // `body(identity)`; a refusal by either is recorded and the call answered with it.
+  grpc::ServerUnaryReactor* ServeAtOnce(
+      absl::string_view rpc, grpc::CallbackServerContext* ctx, unsigned rights,
+      absl::FunctionRef<absl::Status(const std::string& identity)> body);
 
   // The estimated work of a validated request (work_estimate.h) on this server's backend; the
   // errors of InputShape. A plan that fails here counts 0: the request fails when it runs.

@@ -1,6 +1,6 @@
 #include "server/metrics.h"
 
-#include "server/status_conversion.h"
+#include "absl/status/status.h"
 
 namespace cuimg {
 namespace {
@@ -75,7 +75,8 @@ const ServerMetrics::RpcSeries& ServerMetrics::Series(absl::string_view rpc) {
   }
   const std::string r(rpc);
   auto series = std::make_unique<RpcSeries>();
-  series->ok = &requests_.Add({{"rpc", r}, {"code", StatusCodeName(absl::StatusCode::kOk)}});
+  series->ok =
+      &requests_.Add({{"rpc", r}, {"code", absl::StatusCodeToString(absl::StatusCode::kOk)}});
   series->duration = &duration_.Add({{"rpc", r}}, LatencyBuckets());
   const char* const stages[] = {"queue", "decode", "h2d", "kernel", "d2h"};
   for (std::size_t i = 0; i < series->stages.size(); ++i) {
@@ -92,7 +93,8 @@ void ServerMetrics::RecordRequest(absl::string_view rpc, absl::StatusCode code,
   const RpcSeries& series = Series(rpc);
   series.duration->Observe(total_seconds);
   if (code != absl::StatusCode::kOk) {
-    requests_.Add({{"rpc", std::string(rpc)}, {"code", StatusCodeName(code)}}).Increment();
+    requests_.Add({{"rpc", std::string(rpc)}, {"code", absl::StatusCodeToString(code)}})
+        .Increment();
     return;
   }
   series.ok->Increment();

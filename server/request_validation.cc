@@ -2,11 +2,13 @@
 
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/status_macros.h"
 #include "server/model_registry.h"
 #include "server/proto_conversion.h"
+#include "server/untrusted_text.h"
 
 namespace cuimg {
 namespace {
@@ -21,6 +23,22 @@ absl::Status CheckRange(absl::string_view field, std::int64_t value, std::int64_
                         std::int64_t hi, absl::string_view why = "") {
   if (value < lo || value > hi) return OutOfRange(field, value, lo, hi, why);
   return absl::OkStatus();
+}
+
+// A uint32 field as the int a kernel spec holds; INVALID_ARGUMENT naming `field` when it does
+// not fit (the kernel's validator judges the range of what does).
+absl::StatusOr<int> AsInt(absl::string_view field, std::uint32_t value) {
+  if (value > static_cast<std::uint32_t>(std::numeric_limits<int>::max())) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", value, " is too large"));
+  }
+  return static_cast<int>(value);
+}
+
+// A kernel validator's error ("kernel_length: ...") with the request's path to the spec before
+// its field ("header.gradient.kernel_length: ...").
+absl::Status WithFieldPrefix(const absl::Status& status, absl::string_view prefix) {
+  if (status.ok() || prefix.empty()) return status;
+  return absl::Status(status.code(), absl::StrCat(prefix, status.message()));
 }
 
 // `data` is the image's pixels: image.data(), or what stands for it (DetachedPixels).
@@ -364,22 +382,16 @@ absl::Status CheckMeshCounts(const v1::Mesh& mesh, absl::string_view field,
 // The filter fields of a Gradient request; `prefix` goes before every field name.
 absl::StatusOr<GradientSpec> ValidateGradientFields(const v1::GradientRequest& request,
                                                     absl::string_view prefix) {
-  const std::uint32_t length = request.kernel_length() == 0 ? kDefaultGradientKernelLength
-                                                            : request.kernel_length();
-  if (length < 3 || length > kMaxGradientKernelLength || length % 2 == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        prefix, "kernel_length: ", request.kernel_length(), " is not an odd number in [3, 31]"));
-  }
-  if (request.sigma() != 0) {
-    CUIMG_RETURN_IF_ERROR(CheckDoubleRange(absl::StrCat(prefix, "sigma"), request.sigma(), 0,
-                                           kMaxGradientSigma));
-  }
+  // Defaults here; the ranges are the kernel's (ValidateGradientSpec).
   GradientSpec spec;
-  spec.kernel_length = static_cast<int>(length);
+  if (request.kernel_length() != 0) {
+    CUIMG_ASSIGN_OR_RETURN(spec.kernel_length,
+                           AsInt(absl::StrCat(prefix, "kernel_length"), request.kernel_length()));
+  }
   spec.sigma = request.sigma();
   spec.magnitude = request.magnitude();
   spec.angle = request.angle();
-  CUIMG_RETURN_IF_ERROR(ValidateGradientSpec(spec));
+  CUIMG_RETURN_IF_ERROR(WithFieldPrefix(ValidateGradientSpec(spec), prefix));
   return spec;
 }
 
@@ -506,13 +518,11 @@ absl::StatusOr<DeformJob> ValidateDeformRequest(const v1::DeformRequest& request
   job.lattice.s = FromVec3(l.s());
   job.lattice.t = FromVec3(l.t());
   job.lattice.u = FromVec3(l.u());
-  CUIMG_RETURN_IF_ERROR(CheckRange("lattice.count_s", l.count_s(), kMinLatticeCount, kMaxLatticeCount));
-  CUIMG_RETURN_IF_ERROR(CheckRange("lattice.count_t", l.count_t(), kMinLatticeCount, kMaxLatticeCount));
-  CUIMG_RETURN_IF_ERROR(CheckRange("lattice.count_u", l.count_u(), kMinLatticeCount, kMaxLatticeCount));
-  job.lattice.count_s = static_cast<int>(l.count_s());
-  job.lattice.count_t = static_cast<int>(l.count_t());
-  job.lattice.count_u = static_cast<int>(l.count_u());
+  CUIMG_ASSIGN_OR_RETURN(job.lattice.count_s, AsInt("lattice.count_s", l.count_s()));
+  CUIMG_ASSIGN_OR_RETURN(job.lattice.count_t, AsInt("lattice.count_t", l.count_t()));
+  CUIMG_ASSIGN_OR_RETURN(job.lattice.count_u, AsInt("lattice.count_u", l.count_u()));
   job.lattice.displacements.assign(l.displacements().begin(), l.displacements().end());
+  // The lattice's rules (finite axes spanning a volume, counts, displacements) are the kernel's.
   CUIMG_RETURN_IF_ERROR(ValidateLattice(job.lattice, "lattice"));
   switch (request.outputs()) {
     case v1::DEFORM_OUTPUTS_UNSPECIFIED:
@@ -550,41 +560,32 @@ absl::Status ValidateUploadMeshHeader(const v1::Mesh& mesh, const RequestLimits&
 
 absl::StatusOr<DetectJob> ValidateDetectRequest(const v1::DetectPedestriansRequest& request,
                                                 const RequestLimits& limits,
+                                                const ModelRegistry& models,
                                                 DetachedPixels pixels) {
   DetectJob job;
+  const std::string name = request.model().empty() ? kDefaultDetectorModel : request.model();
+  job.model = models.Find(name);
+  if (job.model == nullptr) {
+    return absl::NotFoundError(absl::StrCat("model: ", QuoteClientValue(name),
+                                            " is not loaded (loaded: ", models.Names(), ")"));
+  }
   CUIMG_ASSIGN_OR_RETURN(job.input,
                          ValidateImageSource(request.input(), "input", limits, pixels));
-  job.model = request.model().empty() ? kDefaultDetectorModel : request.model();
-  if (job.model.size() > 128 ||
-      job.model.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                  "0123456789_.-") != std::string::npos) {
-    return absl::InvalidArgumentError(
-        "model: must be at most 128 letters, digits, '_', '.' or '-' (see ListModels)");
-  }
+  // Defaults here; the ranges are the kernel's (ValidateDetectSpec), checked once below.
   DetectSpec& spec = job.spec;
-  if (!std::isfinite(request.hit_threshold())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("hit_threshold: ", request.hit_threshold(), " is not finite"));
-  }
   spec.hit_threshold = request.hit_threshold();
-  if (request.win_stride() != 0 &&
-      (request.win_stride() % 8 != 0 || request.win_stride() > 64)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "win_stride: ", request.win_stride(), " is not a multiple of 8 in [8, 64] (0 means 8)"));
+  if (request.win_stride() != 0) {
+    CUIMG_ASSIGN_OR_RETURN(spec.win_stride, AsInt("win_stride", request.win_stride()));
   }
-  spec.win_stride = request.win_stride() == 0 ? 8 : static_cast<int>(request.win_stride());
-  CUIMG_RETURN_IF_ERROR(CheckRange("padding", request.padding(), 0, 256));
-  spec.padding = static_cast<int>(request.padding());
-  if (request.scale() != 0) CUIMG_RETURN_IF_ERROR(CheckDoubleRange("scale", request.scale(), 1, 4));
-  spec.scale = request.scale() == 0 ? 1.05 : request.scale();
+  CUIMG_ASSIGN_OR_RETURN(spec.padding, AsInt("padding", request.padding()));
+  if (request.scale() != 0) spec.scale = request.scale();
+  // The server's cap on levels is this server's rule, not the kernel's.
   CUIMG_RETURN_IF_ERROR(CheckRange("max_levels", request.max_levels(), 0, limits.max_pyramid_levels,
                                    " (max_pyramid_levels)"));
   spec.max_levels = request.max_levels() != 0 ? static_cast<int>(request.max_levels())
                                               : std::min(64, limits.max_pyramid_levels);
-  if (request.has_gamma_correction()) {
-    spec.gamma_correction = request.gamma_correction();
-    job.gamma_from_model = false;
-  }
+  spec.gamma_correction = request.has_gamma_correction() ? request.gamma_correction()
+                                                         : job.model->gamma_correction;
   switch (request.grouping()) {
     case v1::GROUPING_UNSPECIFIED:
     case v1::GROUPING_GROUP_RECTANGLES:
@@ -598,13 +599,10 @@ absl::StatusOr<DetectJob> ValidateDetectRequest(const v1::DetectPedestriansReque
           absl::StrCat("grouping: unknown value ", request.grouping()));
   }
   if (request.has_group_threshold()) {
-    CUIMG_RETURN_IF_ERROR(CheckRange("group_threshold", request.group_threshold(), 0, 1000));
-    spec.group_threshold = static_cast<int>(request.group_threshold());
+    CUIMG_ASSIGN_OR_RETURN(spec.group_threshold,
+                           AsInt("group_threshold", request.group_threshold()));
   }
-  if (request.group_eps() != 0) {
-    CUIMG_RETURN_IF_ERROR(CheckDoubleRange("group_eps", request.group_eps(), 0, 4));
-  }
-  spec.group_eps = request.group_eps() == 0 ? 0.2 : request.group_eps();
+  if (request.group_eps() != 0) spec.group_eps = request.group_eps();
   CUIMG_RETURN_IF_ERROR(ValidateDetectSpec(spec));
   if (job.input.kind == ImageInput::Kind::kInline) {
     CUIMG_RETURN_IF_ERROR(CheckDetectInput(

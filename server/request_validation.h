@@ -23,6 +23,7 @@
 #include "cuimg/v1/pyramid.pb.h"
 #include "cuimg/v1/streaming.pb.h"
 #include "cuimg/v1/types.pb.h"
+#include "server/model_registry.h"
 #include "server/server_options.h"
 
 namespace cuimg {
@@ -120,15 +121,18 @@ absl::Status CheckPyramidInput(const ImageView& image, PyramidJob* job);
 
 struct DetectJob {
   ImageInput input;
-  // The model's name (the default when the request names none); the service looks it up.
-  std::string model;
+  // The loaded model the request names (the default when it names none); owned by the
+  // registry, which outlives every request.
+  const HogModel* model = nullptr;
+  // Defaults applied; gamma_correction is the model's when the request leaves it unset.
   DetectSpec spec;
-  // The request left gamma_correction unset: the model's default applies.
-  bool gamma_from_model = true;
 };
 
+// Finds the model first: any name that is not loaded in `models` (one with a path in it too) is
+// NOT_FOUND naming "model", before the other fields are read, and nothing is looked up on disk.
 absl::StatusOr<DetectJob> ValidateDetectRequest(const v1::DetectPedestriansRequest& request,
                                                 const RequestLimits& limits,
+                                                const ModelRegistry& models,
                                                 DetachedPixels pixels = absl::nullopt);
 // A resolved input for DetectPedestrians: a 2D U8 image with 1, 3 or 4 channels.
 absl::Status CheckDetectInput(const ImageView& image, const DetectJob& job);

@@ -10,6 +10,8 @@ encoding of the same message.
 """
 from __future__ import annotations
 
+from typing import Iterator
+
 # Wire types (https://protobuf.dev/programming-guides/encoding/).
 _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
 
@@ -50,24 +52,23 @@ def _read_varint(buf: memoryview, pos: int) -> tuple[int, int]:
             raise ValueError("varint longer than 10 bytes")
 
 
-def decode_fields(data: bytes | memoryview) -> dict[int, int | memoryview]:
-    """The fields of one serialized message: field number -> the varint's value or a memoryview
-    of the length-delimited field's bytes (no copy). Fixed-width fields are skipped; a field
-    given twice keeps its last value, as protobuf does for scalars. ValueError on malformed input.
-    """
+def iter_fields(data: bytes | memoryview) -> Iterator[tuple[int, int | memoryview]]:
+    """The fields of one serialized message in order, repeated ones each time: (field number,
+    the varint's value or a memoryview of the length-delimited field's bytes, no copy).
+    Fixed-width fields are skipped. ValueError on malformed input."""
     buf = memoryview(data).cast("B")
-    fields: dict[int, int | memoryview] = {}
     pos = 0
     while pos < len(buf):
         key, pos = _read_varint(buf, pos)
         field, wire_type = key >> 3, key & 7
         if wire_type == _VARINT:
-            fields[field], pos = _read_varint(buf, pos)
+            value, pos = _read_varint(buf, pos)
+            yield field, value
         elif wire_type == _LEN:
             size, pos = _read_varint(buf, pos)
             if pos + size > len(buf):
                 raise ValueError("truncated length-delimited field")
-            fields[field] = buf[pos:pos + size]
+            yield field, buf[pos:pos + size]
             pos += size
         elif wire_type == _I64:
             pos += 8
@@ -77,7 +78,12 @@ def decode_fields(data: bytes | memoryview) -> dict[int, int | memoryview]:
             raise ValueError(f"unsupported wire type {wire_type}")
         if pos > len(buf):
             raise ValueError("truncated fixed-width field")
-    return fields
+
+
+def decode_fields(data: bytes | memoryview) -> dict[int, int | memoryview]:
+    """The fields of one serialized message (iter_fields); a field given twice keeps its last
+    value, as protobuf does for scalars. ValueError on malformed input."""
+    return dict(iter_fields(data))
 
 
 def encode_slab(slab: memoryview) -> bytes:

@@ -22,7 +22,7 @@ from typing import Any, Iterable, NamedTuple, Sequence, Union
 import grpc
 import numpy as np
 
-from cuimg import _wire
+from cuimg import _wire, wire_contract
 from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, imaging_service_pb2_grpc,
                       morphology_pb2, pyramid_pb2, resident_pb2, shared_memory_pb2, streaming_pb2,
                       types_pb2)
@@ -83,12 +83,20 @@ def _read(path: str | None) -> bytes | None:
 
 
 class CuimgError(Exception):
-    """An RPC failed: `code` is the grpc.StatusCode, `details` the server's message."""
+    """An RPC failed: `code` is the grpc.StatusCode, `details` the server's message, `field` the
+    request field at fault that the error's details name ("" when none; wire_contract.py)."""
 
-    def __init__(self, code: grpc.StatusCode, details: str):
+    def __init__(self, code: grpc.StatusCode, details: str, field: str = ""):
         super().__init__(f"{code.name}: {details}")
         self.code = code
         self.details = details
+        self.field = field
+
+    @classmethod
+    def of(cls, error: grpc.RpcError) -> "CuimgError":
+        """The CuimgError of a failed call."""
+        info = wire_contract.error_info(error.trailing_metadata())
+        return cls(error.code(), error.details(), info.field if info else "")
 
 
 class Resident(NamedTuple):
@@ -384,8 +392,8 @@ class Client:
         try:
             response, call = getattr(self._stub, method).with_call(request, timeout=self.timeout)
         except grpc.RpcError as e:
-            raise CuimgError(e.code(), e.details()) from None
-        self.last_timing = dict(call.trailing_metadata() or ()).get("cuimg-timing", "")
+            raise CuimgError.of(e) from None
+        self.last_timing = wire_contract.timing_text(call.trailing_metadata())
         return response
 
     def _streams(self, image: ImageLike, stream: bool | None) -> np.ndarray | None:
@@ -542,7 +550,7 @@ class Client:
         try:
             return check(service, timeout=self.timeout)
         except grpc.RpcError as e:
-            raise CuimgError(e.code(), e.details()) from None
+            raise CuimgError.of(e) from None
 
     def deform(self, mesh: str | tuple[Any, Any], lattice: deform_pb2.Lattice, *,
                keep_resident: bool = False, return_data: bool = True,
@@ -590,7 +598,7 @@ class Client:
         try:
             response = self._stub.Upload(messages(), timeout=self.timeout)
         except grpc.RpcError as e:
-            raise CuimgError(e.code(), e.details()) from None
+            raise CuimgError.of(e) from None
         return response.object.handle
 
     def download(self, handle: str) -> Any:
@@ -621,7 +629,7 @@ class Client:
                 flat[filled:filled + len(chunk)] = np.frombuffer(chunk, np.uint8)
                 filled += len(chunk)
         except grpc.RpcError as e:
-            raise CuimgError(e.code(), e.details()) from None
+            raise CuimgError.of(e) from None
         if filled != flat.size:
             raise CuimgError(grpc.StatusCode.INTERNAL,
                              f"Download: {filled} of {flat.size} bytes")
