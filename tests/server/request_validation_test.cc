@@ -406,7 +406,8 @@ TEST(GradientValidation, KeepsTheKernelsMaximumAndDefault) {
   v1::GradientRequest r = ValidGradientRequest();
   r.set_kernel_length(kMaxGradientKernelLength);
   EXPECT_THAT(ValidateGradientRequest(r, RequestLimits{}), IsOk());
-  absl::StatusOr<GradientJob> job = ValidateGradientRequest(ValidGradientRequest(), RequestLimits{});
+  absl::StatusOr<GradientJob> job =
+      ValidateGradientRequest(ValidGradientRequest(), RequestLimits{});
   ASSERT_THAT(job, IsOk());
   EXPECT_EQ(job->spec.kernel_length, kDefaultGradientKernelLength);
 }
@@ -485,7 +486,8 @@ TEST(DeformValidation, Table) {
        "lattice.count_u: 4000000000 is too large"},
       {"flat", [](auto& r) { r.mutable_lattice()->mutable_u()->set_z(0); },
        "lattice: s, t and u must span a volume"},
-      {"short displacements", [](auto& r) { r.mutable_lattice()->mutable_displacements()->RemoveLast(); },
+      {"short displacements",
+       [](auto& r) { r.mutable_lattice()->mutable_displacements()->RemoveLast(); },
        "lattice.displacements: must hold"},
       {"NaN displacement", [](auto& r) { r.mutable_lattice()->set_displacements(5, NAN); },
        "lattice.displacements[5]: must be finite"},
@@ -534,7 +536,8 @@ TEST(VolumeStreamValidation, Table) {
       // The kernel's rule, with the stream's path before the field.
       {"even kernel", [](auto& h) { h.mutable_gradient()->set_kernel_length(4); },
        "header.gradient.kernel_length: 4"},
-      {"gradient input", [](auto& h) { GrayImage(h.mutable_gradient()->mutable_input()->mutable_image()); },
+      {"gradient input",
+       [](auto& h) { GrayImage(h.mutable_gradient()->mutable_input()->mutable_image()); },
        "header.gradient.input: must be unset"},
       {"morphology without steps", [](auto& h) { h.mutable_morphology(); },
        "header.morphology.steps: at least one step"},
