@@ -1,5 +1,9 @@
-// Validation at the edge: pure functions from request protos to domain jobs. Every
-// INVALID_ARGUMENT the server returns originates here and names the offending field.
+// Validation at the edge: pure functions from request protos to validated jobs (defaults
+// applied, the field path kept for messages). Each rule is checked in one place: ranges a kernel
+// owns are its validator's (*_types.h Validate*), called here with the request's field path;
+// this layer adds only the server's limits (RequestLimits) and the wire's shapes. One file per
+// RPC: morphology_, gradient_, pyramid_, detect_, deform_ and volume_stream_validation.cc; the
+// shared parts in request_validation.cc and validation_rules.h.
 #ifndef CUIMG_SERVER_REQUEST_VALIDATION_H_
 #define CUIMG_SERVER_REQUEST_VALIDATION_H_
 
@@ -44,6 +48,8 @@ struct ImageInput {
   std::uint64_t offset = 0;
   // The field path, for messages about the resolved image ("input.image", "input.encoded").
   std::string field;
+  // kInline, kSharedMemory: the image's spacing (the results carry it on).
+  v1::Spacing spacing;
 };
 
 struct OutputSpec {
