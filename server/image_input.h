@@ -38,8 +38,7 @@ absl::Status CheckEncodedShape(const ImageView& shape, absl::string_view field,
 // For `call`'s identity; fills its decode_us for encoded inputs.
 // `decode_threads` (may be null) lends idle threads to JPEG decoding. `shared_memory` is null when
 // the server offers none (a shared-memory input is then FAILED_PRECONDITION).
-absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, const v1::ImageSource& source,
-                                           CallScope& call, ResidentStore& store,
+absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, CallScope& call, ResidentStore& store,
                                            const SharedMemoryRegistry* shared_memory,
                                            const RequestLimits& limits,
                                            DecodeThreads* decode_threads);

@@ -171,8 +171,7 @@ template <typename Messages, typename Validate, typename Job>
 grpc::ServerUnaryReactor* ImagingService::Serve(
     absl::string_view rpc, grpc::CallbackServerContext* ctx, std::shared_ptr<Messages> messages,
     Validate validate,
-    absl::Status (ImagingService::*run)(const Job&, const typename Messages::Request&, CallScope&,
-                                        typename Messages::Response*)) {
+    absl::Status (ImagingService::*run)(const Job&, CallScope&, typename Messages::Response*)) {
   auto cancel = std::make_shared<CancelToken>(CancelToken::SteadyDeadline(ctx->deadline()),
                                                &hard_stop_);
   grpc::ServerUnaryReactor* reactor = new CancellingReactor(ctx, cancel);
@@ -226,7 +225,7 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
         call->times().queue_us -= messages->pixel_copy_us();
         absl::Status status = call->CheckAlive();
         if (status.ok()) {
-          status = (this->*run)(*shared_job, messages->request(), *call, messages->response());
+          status = (this->*run)(*shared_job, *call, messages->response());
           if (status.ok()) status = call->CheckSharedMemory();
           // That copy is this server's share of moving the pixels to the device (StageTimes).
           call->times().h2d_us += messages->pixel_copy_us();
@@ -354,12 +353,11 @@ absl::StatusOr<double> ImagingService::RequestWork(const DeformJob& job,
   return DeformWork(vertices, triangles, job.lattice.ControlPointCount());
 }
 
-absl::Status ImagingService::RunMorphology(const MorphologyJob& job,
-                                           const v1::MorphologyRequest& request, CallScope& call,
+absl::Status ImagingService::RunMorphology(const MorphologyJob& job, CallScope& call,
                                            v1::MorphologyResponse* response) {
   const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
-                         ResolveImage(job.input, request.input(), call, *store_,
+                         ResolveImage(job.input, call, *store_,
                                       shared_memory_.get(), options_.limits, decode_threads_.get()));
   CUIMG_RETURN_IF_ERROR(CheckMorphologyInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
@@ -402,11 +400,11 @@ absl::Status ImagingService::MorphologyIntoSharedMemory(const MorphologyJob& job
   return absl::OkStatus();
 }
 
-absl::Status ImagingService::RunGradient(const GradientJob& job, const v1::GradientRequest& request,
-                                         CallScope& call, v1::GradientResponse* response) {
+absl::Status ImagingService::RunGradient(const GradientJob& job, CallScope& call,
+                                         v1::GradientResponse* response) {
   const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
-                         ResolveImage(job.input, request.input(), call, *store_,
+                         ResolveImage(job.input, call, *store_,
                                       shared_memory_.get(), options_.limits, decode_threads_.get()));
   CUIMG_RETURN_IF_ERROR(CheckGradientInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
@@ -441,12 +439,12 @@ absl::Status ImagingService::RunGradient(const GradientJob& job, const v1::Gradi
   return absl::OkStatus();
 }
 
-absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, const v1::PyramidRequest& request,
-                                        CallScope& call, v1::PyramidResponse* response) {
+absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, CallScope& call,
+                                        v1::PyramidResponse* response) {
   PyramidJob job = job_in;
   const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
-                         ResolveImage(job.input, request.input(), call, *store_,
+                         ResolveImage(job.input, call, *store_,
                                       shared_memory_.get(), options_.limits, decode_threads_.get()));
   CUIMG_RETURN_IF_ERROR(CheckPyramidInput(in.view, &job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
@@ -495,13 +493,12 @@ absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, const v1::Pyra
   return absl::OkStatus();
 }
 
-absl::Status ImagingService::RunDetect(const DetectJob& job,
-                                       const v1::DetectPedestriansRequest& request,
-                                       CallScope& call, v1::DetectPedestriansResponse* response) {
+absl::Status ImagingService::RunDetect(const DetectJob& job, CallScope& call,
+                                       v1::DetectPedestriansResponse* response) {
   const HogModel& model = *job.model;
   const DetectSpec& spec = job.spec;
   CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
-                         ResolveImage(job.input, request.input(), call, *store_,
+                         ResolveImage(job.input, call, *store_,
                                       shared_memory_.get(), options_.limits, decode_threads_.get()));
   CUIMG_RETURN_IF_ERROR(CheckDetectInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
@@ -525,8 +522,8 @@ absl::Status ImagingService::RunDetect(const DetectJob& job,
   return absl::OkStatus();
 }
 
-absl::Status ImagingService::RunDeform(const DeformJob& job, const v1::DeformRequest& request,
-                                       CallScope& call, v1::DeformResponse* response) {
+absl::Status ImagingService::RunDeform(const DeformJob& job, CallScope& call,
+                                       v1::DeformResponse* response) {
   const std::string& identity = call.identity();
   std::shared_ptr<const BackendMesh> mesh;
   if (job.mesh.kind == MeshInput::Kind::kHandle) {

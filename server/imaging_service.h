@@ -112,8 +112,8 @@ class ImagingService final
   grpc::ServerUnaryReactor* Serve(
       absl::string_view rpc, grpc::CallbackServerContext* ctx, std::shared_ptr<Messages> messages,
       Validate validate,
-      absl::Status (ImagingService::*run)(const Job&, const typename Messages::Request&,
-                                          CallScope&, typename Messages::Response*));
+      absl::Status (ImagingService::*run)(const Job&, CallScope&,
+                                          typename Messages::Response*));
 
   // A unary call that is answered at once (no queue, no admission): AuthorizeCall, then
   // `body(identity)`; a refusal by either is recorded and the call answered with it.
@@ -129,19 +129,19 @@ class ImagingService final
   absl::StatusOr<double> RequestWork(const DetectJob& job, absl::string_view identity);
   absl::StatusOr<double> RequestWork(const DeformJob& job, absl::string_view identity);
 
-  absl::Status RunMorphology(const MorphologyJob& job, const v1::MorphologyRequest& request,
-                             CallScope& call, v1::MorphologyResponse* response);
+  // Each runs a validated job (the job carries what the run needs; the request message is not
+  // read again) and fills the response.
+  absl::Status RunMorphology(const MorphologyJob& job, CallScope& call,
+                             v1::MorphologyResponse* response);
   // Morphology whose result goes to the shared-memory region job.output names.
   absl::Status MorphologyIntoSharedMemory(const MorphologyJob& job, const ResolvedImage& in,
                                           CallScope& call, v1::MorphologyResponse* response);
-  absl::Status RunGradient(const GradientJob& job, const v1::GradientRequest& request,
-                           CallScope& call, v1::GradientResponse* response);
-  absl::Status RunPyramid(const PyramidJob& job, const v1::PyramidRequest& request,
-                          CallScope& call, v1::PyramidResponse* response);
-  absl::Status RunDetect(const DetectJob& job, const v1::DetectPedestriansRequest& request,
-                         CallScope& call, v1::DetectPedestriansResponse* response);
-  absl::Status RunDeform(const DeformJob& job, const v1::DeformRequest& request, CallScope& call,
-                         v1::DeformResponse* response);
+  absl::Status RunGradient(const GradientJob& job, CallScope& call,
+                           v1::GradientResponse* response);
+  absl::Status RunPyramid(const PyramidJob& job, CallScope& call, v1::PyramidResponse* response);
+  absl::Status RunDetect(const DetectJob& job, CallScope& call,
+                         v1::DetectPedestriansResponse* response);
+  absl::Status RunDeform(const DeformJob& job, CallScope& call, v1::DeformResponse* response);
   // OK when a Deform result may be kept resident: ValidateMesh on its positions (`positions`:
   // the host copy when the call returned them, else null and the mesh is read back);
   // INVALID_ARGUMENT naming output.keep_resident otherwise.
