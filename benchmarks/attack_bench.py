@@ -35,6 +35,8 @@ from cuimg.v1 import (detection_pb2, imaging_service_pb2_grpc, morphology_pb2, r
                       shared_memory_pb2, types_pb2)
 from server_process import ServerProcess
 
+ATTACKS = ("stalled_uploads", "expired_deadlines", "shrinking_regions", "log_injection",
+           "quadratic_grouping")
 FORGED = '\nts=0 level=error rpc=Release identity=admin code=OK msg="forged" "quote'
 
 
@@ -235,13 +237,17 @@ def main():
     parser.add_argument("--good_size", type=int, default=256)
     parser.add_argument("--heavy_size", type=int, default=1024)
     parser.add_argument("--stalled_uploads", type=int, default=8)
+    parser.add_argument("--attacks", default=",".join(ATTACKS),
+                        help="comma-separated subset of " + ",".join(ATTACKS)
+                        + " (to find which one costs the good client its latency)")
     parser.add_argument("--server_flag", action="append", default=[],
                         help="a further cuimg-server flag (repeatable)")
     args = parser.parse_args()
     rng = np.random.default_rng(38)
     server = ServerProcess(args.server, f"--backend={args.backend}", "--shared_memory",
                            *args.server_flag)
-    result = {"impl": "attack", "backend": args.backend, "good_size": args.good_size,
+    result = {"impl": "attack", "backend": args.backend, "attacks": args.attacks,
+              "good_size": args.good_size,
               "heavy_size": args.heavy_size, "attack_seconds": args.attack_seconds}
     rss = []
     sampling = threading.Event()
@@ -272,11 +278,19 @@ def main():
 
         stop = threading.Event()
         codes = Codes()
-        attackers = (stalled_uploads(server.target, stop, codes, args.stalled_uploads)
-                     + expired_deadlines(stub, stop, codes, args.heavy_size, rng)
-                     + shrinking_regions(stub, stop, codes, args.heavy_size, rng)
-                     + log_injection(stub, stop, codes, rng)
-                     + quadratic_grouping(stub, stop, codes, rng))
+        start_attack = {
+            "stalled_uploads": lambda: stalled_uploads(server.target, stop, codes,
+                                                       args.stalled_uploads),
+            "expired_deadlines": lambda: expired_deadlines(stub, stop, codes, args.heavy_size,
+                                                           rng),
+            "shrinking_regions": lambda: shrinking_regions(stub, stop, codes, args.heavy_size,
+                                                           rng),
+            "log_injection": lambda: log_injection(stub, stop, codes, rng),
+            "quadratic_grouping": lambda: quadratic_grouping(stub, stop, codes, rng),
+        }
+        attackers = []
+        for name in args.attacks.split(","):
+            attackers += start_attack[name]()
         for t in attackers:
             t.start()
         time.sleep(args.attack_seconds)

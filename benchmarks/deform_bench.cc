@@ -20,7 +20,7 @@
 #include "cuimg/kernels/deform.h"
 #include "cuimg/reference/deform_reference.h"
 #include "cuimg/reference/mesh_generators.h"
-#include "kernels/src/deform_math.h"
+#include "kernels/src/deform/deform_math.h"
 
 namespace cuimg::bench {
 namespace {

@@ -9,9 +9,9 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "client/commands.h"
+#include "client/commands/commands.h"
 #include "server/command_line.h"
-#include "server/lock_order_checks.h"
+#include "cuimg/common/lock_order_checks.h"
 
 // Connection (every subcommand).
 ABSL_FLAG(std::string, target, "localhost:50051",

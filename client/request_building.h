@@ -6,7 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "client/commands.h"
+#include "client/commands/commands.h"
 #include "cuimg/common/image.h"
 #include "cuimg/kernels/mesh.h"
 #include "cuimg/v1/detection.pb.h"

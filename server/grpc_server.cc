@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "server/call_scope.h"
-#include "server/log.h"
-#include "server/transport_security.h"
+#include "server/rpc/call_scope.h"
+#include "server/observability/log.h"
+#include "server/security/transport_security.h"
 #include "server/transport_settings.h"
 
 namespace cuimg {

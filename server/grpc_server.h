@@ -14,15 +14,15 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "server/backend.h"
-#include "server/device_metrics.h"
-#include "server/imaging_service.h"
-#include "server/inflight_budget.h"
-#include "server/metrics.h"
-#include "server/model_registry.h"
-#include "server/resident_store.h"
+#include "server/backend/backend.h"
+#include "server/observability/device_metrics.h"
+#include "server/rpc/imaging_service.h"
+#include "server/scheduling/inflight_budget.h"
+#include "server/observability/metrics.h"
+#include "server/state/model_registry.h"
+#include "server/state/resident_store.h"
 #include "server/server_options.h"
-#include "server/work_queue.h"
+#include "server/scheduling/work_queue.h"
 
 namespace cuimg {
 

@@ -23,12 +23,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
-#include "server/backend.h"
+#include "server/backend/backend.h"
 #include "server/command_line.h"
-#include "server/grpc_log_sink.h"
+#include "server/observability/grpc_log_sink.h"
 #include "server/grpc_server.h"
-#include "server/lock_order_checks.h"
-#include "server/log.h"
+#include "cuimg/common/lock_order_checks.h"
+#include "server/observability/log.h"
 #include "server/malloc_policy.h"
 #include "server/server_options.h"
 
@@ -101,7 +101,7 @@ ABSL_FLAG(int, malloc_trim_interval_ms, 1000,
           "How often freed heap pages are handed back to the system (malloc_trim); 0 never.");
 ABSL_FLAG(bool, lock_order_checks, false,
           "Keep Abseil's lock-order checks on (Debian's default): every lock, gRPC's included, "
-          "then passes one process-wide spinlock (server/lock_order_checks.h). For debugging.");
+          "then passes one process-wide spinlock (cuimg/common/lock_order_checks.h). For debugging.");
 ABSL_FLAG(int, health_poll_ms, 250, "How often device health is re-evaluated, milliseconds.");
 ABSL_FLAG(std::string, inject_device_failure, "",
           "Testing only: DEVICE:AFTER_REQUESTS[:DURATION_MS] makes that device fail the request "
@@ -159,7 +159,7 @@ ABSL_FLAG(int, shutdown_grace_seconds, 30,
           "stops at its next check, and a process still running 5 s later exits with status 3.");
 ABSL_FLAG(double, max_request_work, 2e11,
           "Estimated work one request may take, in operations per pixel of the backend's "
-          "algorithm (1 to 4 ns each on a CPU core; server/work_estimate.h); more is refused "
+          "algorithm (1 to 4 ns each on a CPU core; server/scheduling/work_estimate.h); more is refused "
           "with RESOURCE_EXHAUSTED. 0: no cap.");
 ABSL_FLAG(uint64_t, max_grouped_hits, 10000,
           "Most DetectPedestrians hits handed to grouping (which compares every pair); more is "

@@ -41,11 +41,11 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "client/volume_stream.h"
+#include "client/commands/volume_stream.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 #include "echo/echo.grpc.pb.h"
 #include "proto/wire_contract.h"
-#include "server/lock_order_checks.h"
+#include "cuimg/common/lock_order_checks.h"
 #include "server/transport_settings.h"
 #include "tests/testing/shm_object.h"
 
@@ -65,7 +65,7 @@ ABSL_FLAG(bool, load_preserialized, true,
           "driver's own copies leave the host's CPUs to the servers; false serializes and parses "
           "protobuf messages per call, as this driver did before run 158.");
 ABSL_FLAG(bool, lock_order_checks, false,
-          "Keep Abseil's lock-order checks on in this driver (server/lock_order_checks.h).");
+          "Keep Abseil's lock-order checks on in this driver (cuimg/common/lock_order_checks.h).");
 ABSL_FLAG(double, load_seconds, 5, "Seconds per load measurement (after 1 s warm-up).");
 ABSL_FLAG(std::string, slab_slices, "2,16", "Streamed volume slab sizes, slices.");
 ABSL_FLAG(int, volume_runs, 5,

@@ -9,7 +9,7 @@
 #include "cuimg/common/status_macros.h"
 #include "cuimg/kernels/pyramid_types.h"
 #include "cuimg/reference/parallel_for.h"
-#include "hog_math.h"
+#include "detect/hog_math.h"
 
 namespace cuimg {
 namespace {

@@ -1,9 +1,9 @@
-// The client's streamed volumes (client/volume_stream.h) against an in-process server on the CPU
+// The client's streamed volumes (client/commands/volume_stream.h) against an in-process server on the CPU
 // backend: split over several streams, each on its own connection, the volume equals the unary
 // result bit for bit (3D elements and chains, whose halo each stream must carry, and Gradient); the
 // client's z reach equals the server's for every kind of step; a stream whose connection fails at
 // first is sent again once it connects, and one that never connects fails the volume.
-#include "client/volume_stream.h"
+#include "client/commands/volume_stream.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -16,9 +16,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "server/proto_conversion.h"
-#include "server/request_validation.h"
-#include "server/volume_stream_plan.h"
+#include "server/validation/proto_conversion.h"
+#include "server/validation/request_validation.h"
+#include "server/scheduling/volume_stream_plan.h"
 #include "tests/server/test_server.h"
 #include "tests/testing/random_image.h"
 

@@ -14,10 +14,10 @@
 
 #include "cuimg/v1/resident.pb.h"
 #include "cuimg/v1/streaming.pb.h"
-#include "server/admission.h"
-#include "server/request_validation.h"
-#include "server/resident_store.h"
-#include "server/volume_stream_plan.h"
+#include "server/scheduling/admission.h"
+#include "server/validation/request_validation.h"
+#include "server/state/resident_store.h"
+#include "server/scheduling/volume_stream_plan.h"
 
 namespace {
 

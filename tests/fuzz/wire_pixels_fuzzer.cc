@@ -1,5 +1,5 @@
 // libFuzzer target: the server's own parse of Morphology, Gradient and Pyramid requests
-// (server/wire_pixels.h), which reads every client's bytes before protobuf sees them, and its
+// (server/rpc/wire_pixels.h), which reads every client's bytes before protobuf sees them, and its
 // serialization of responses whose pixels are sent from their own buffers. The first byte picks
 // the message (bits 0 and 4) and how many gRPC slices the bytes arrive in (bits 1-3); the rest is
 // the message. Whatever the bytes, the outcome must be protobuf's own: the parse fails exactly
@@ -24,8 +24,8 @@
 #include "cuimg/v1/pyramid.pb.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "server/host_buffer.h"
-#include "server/wire_pixels.h"
+#include "server/backend/host_buffer.h"
+#include "server/rpc/wire_pixels.h"
 
 namespace {
 

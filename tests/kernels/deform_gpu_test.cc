@@ -15,7 +15,7 @@
 #include "cuimg/kernels/deform.h"
 #include "cuimg/reference/deform_reference.h"
 #include "cuimg/reference/mesh_generators.h"
-#include "kernels/src/deform_math.h"
+#include "kernels/src/deform/deform_math.h"
 #include "tests/testing/gpu_test_env.h"
 #include "tests/testing/mesh_testing.h"
 #include "tests/testing/status_matchers.h"

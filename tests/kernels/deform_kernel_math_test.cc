@@ -1,4 +1,4 @@
-// The Deform kernels' arithmetic (kernels/src/deform_math.h), run on the host, against the float64
+// The Deform kernels' arithmetic (kernels/src/deform/deform_math.h), run on the host, against the float64
 // reference: the accuracy the GPU must reach is checked here, without a GPU, because the kernels
 // execute exactly this code (deform_gpu_test checks the GPU equals this emulation bit for bit).
 // Also the kernels' incidence layout and the host-side checks of the GPU entry points. CPU only.
@@ -13,7 +13,7 @@
 #include "cuimg/kernels/mesh.h"
 #include "cuimg/reference/deform_reference.h"
 #include "cuimg/reference/mesh_generators.h"
-#include "kernels/src/deform_math.h"
+#include "kernels/src/deform/deform_math.h"
 #include "tests/testing/mesh_testing.h"
 #include "tests/testing/status_matchers.h"
 

@@ -6,7 +6,7 @@
 
 #include "cuimg/kernels/gradient.h"
 #include "cuimg/kernels/pyramid.h"
-#include "kernels/src/pyramid_rect_rows.h"
+#include "kernels/src/pyramid/pyramid_rect_rows.h"
 #include "tests/testing/status_matchers.h"
 
 namespace cuimg {

@@ -1,6 +1,6 @@
 // Admission's estimates (admission.h): an input's shape from the request, the store or an
 // encoded header, without decoding; the bytes a job will hold; who needs the `resident` right.
-#include "server/admission.h"
+#include "server/scheduling/admission.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "cuimg/codec/image_codec.h"
-#include "server/request_validation.h"
-#include "server/resident_store.h"
+#include "server/validation/request_validation.h"
+#include "server/state/resident_store.h"
 #include "tests/testing/status_matchers.h"
 
 namespace cuimg {

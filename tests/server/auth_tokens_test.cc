@@ -1,4 +1,4 @@
-#include "server/auth_tokens.h"
+#include "server/security/auth_tokens.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Who a call is and what it may do: Authorize (the handlers' check) and TokenAuthProcessor (the
 // TLS port's check before any handler), each over a table of headers.
-#include "server/authorization.h"
+#include "server/security/authorization.h"
 
 #include <grpcpp/test/server_context_test_spouse.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "server/auth_processor.h"
+#include "server/security/auth_processor.h"
 #include "tests/testing/status_matchers.h"
 
 namespace cuimg {

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "cuimg/reference/morphology_reference.h"
-#include "server/backend.h"
-#include "server/inflight_budget.h"
-#include "server/resident_store.h"
-#include "server/work_queue.h"
+#include "server/backend/backend.h"
+#include "server/scheduling/inflight_budget.h"
+#include "server/state/resident_store.h"
+#include "server/scheduling/work_queue.h"
 #include "tests/testing/random_image.h"
 
 namespace cuimg {

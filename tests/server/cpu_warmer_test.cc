@@ -1,4 +1,4 @@
-#include "server/cpu_warmer.h"
+#include "server/scheduling/cpu_warmer.h"
 
 #include <gtest/gtest.h>
 #include <pthread.h>
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "server/work_queue.h"
+#include "server/scheduling/work_queue.h"
 
 namespace cuimg {
 namespace {

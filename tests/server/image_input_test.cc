@@ -1,6 +1,6 @@
 // Resolving a validated input to pixels (image_input.h): inline bytes without a copy, resident
 // objects of the caller only, PNG decoded under the limits, shared memory only where offered.
-#include "server/image_input.h"
+#include "server/rpc/image_input.h"
 
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "cuimg/codec/image_codec.h"
-#include "server/metrics.h"
+#include "server/observability/metrics.h"
 #include "tests/testing/status_matchers.h"
 
 namespace cuimg {

@@ -17,7 +17,7 @@
 #include "cuimg/reference/morphology_reference.h"
 #include "cuimg/reference/pyramid_reference.h"
 #include "grpc_protocols/health.grpc.pb.h"
-#include "server/proto_conversion.h"
+#include "server/validation/proto_conversion.h"
 #include "tests/server/test_server.h"
 #include "tests/testing/random_image.h"
 

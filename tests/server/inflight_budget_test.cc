@@ -1,4 +1,4 @@
-#include "server/inflight_budget.h"
+#include "server/scheduling/inflight_budget.h"
 
 #include <gtest/gtest.h>
 

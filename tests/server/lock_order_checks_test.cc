@@ -1,6 +1,6 @@
 // The lock-order switch: off, locks may be taken in any order; on (Debian's default), an order
 // that contradicts an earlier one stops the process.
-#include "server/lock_order_checks.h"
+#include "cuimg/common/lock_order_checks.h"
 
 #include <gtest/gtest.h>
 

@@ -16,13 +16,13 @@
 #include <grpcpp/test/server_context_test_spouse.h>
 
 #include "gtest/gtest.h"
-#include "server/auth_tokens.h"
-#include "server/authorization.h"
-#include "server/log.h"
-#include "server/log_throttle.h"
+#include "server/security/auth_tokens.h"
+#include "server/security/authorization.h"
+#include "server/observability/log.h"
+#include "server/observability/log_throttle.h"
 #include "proto/wire_contract.h"
-#include "server/status_conversion.h"
-#include "server/untrusted_text.h"
+#include "server/rpc/status_conversion.h"
+#include "server/security/untrusted_text.h"
 
 namespace cuimg {
 namespace {

@@ -1,6 +1,6 @@
 // packed_pieces: a pyramid's packed levels grouped into pieces that fit one pinned buffer each,
 // and every level found inside exactly the piece that holds it.
-#include "server/packed_pieces.h"
+#include "server/backend/packed_pieces.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // PinnedMessagePool's classes and shared budget, over heap memory so that it runs without a GPU
 // (the pinned buffers themselves serve every CUDA-backend e2e call on the GPU machine).
-#include "server/pinned_message_pool.h"
+#include "server/backend/pinned_message_pool.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Validation is a pure function: each malformed request gets INVALID_ARGUMENT naming its field.
-#include "server/request_validation.h"
+#include "server/validation/request_validation.h"
 
 #include <gtest/gtest.h>
 

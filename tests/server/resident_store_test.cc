@@ -1,4 +1,4 @@
-#include "server/resident_store.h"
+#include "server/state/resident_store.h"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <future>
 
-#include "server/proto_conversion.h"
+#include "server/validation/proto_conversion.h"
 #include "tests/server/test_server.h"
 #include "tests/testing/gpu_test_env.h"
 #include "tests/testing/random_image.h"

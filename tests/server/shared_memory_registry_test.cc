@@ -2,7 +2,7 @@
 // backend (no page-locking): names, sizes, caps, identities and their key prefixes, one
 // registration per object, bounds, objects shrunk under the server (before and during access),
 // and unregistering a region a request still holds.
-#include "server/shared_memory_registry.h"
+#include "server/state/shared_memory_registry.h"
 
 #include <gtest/gtest.h>
 

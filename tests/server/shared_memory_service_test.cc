@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "server/proto_conversion.h"
+#include "server/validation/proto_conversion.h"
 #include "tests/server/test_server.h"
 #include "tests/testing/random_image.h"
 #include "tests/testing/shm_object.h"

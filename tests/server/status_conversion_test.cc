@@ -1,6 +1,6 @@
 // ToGrpcStatus: the code, the cut message, and the ErrorInfo naming the field (the convention
 // ErrorField reads).
-#include "server/status_conversion.h"
+#include "server/rpc/status_conversion.h"
 
 #include <gtest/gtest.h>
 

@@ -12,7 +12,7 @@
 #include "cuimg/common/image.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 #include "server/grpc_server.h"
-#include "server/proto_conversion.h"
+#include "server/validation/proto_conversion.h"
 
 namespace cuimg::testing {
 

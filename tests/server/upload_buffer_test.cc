@@ -1,4 +1,4 @@
-#include "server/upload_buffer.h"
+#include "server/state/upload_buffer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "server/upload_quota.h"
+#include "server/state/upload_quota.h"
 
 #include <gtest/gtest.h>
 

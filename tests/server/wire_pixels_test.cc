@@ -1,7 +1,7 @@
 // wire_pixels: requests parsed with their pixels apart must mean what protobuf makes of the same
 // bytes, however gRPC sliced them; responses serialized with detached pixels must parse back to
 // the message protobuf would have sent, with the pixels sent from their own buffers.
-#include "server/wire_pixels.h"
+#include "server/rpc/wire_pixels.h"
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>

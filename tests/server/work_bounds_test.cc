@@ -9,9 +9,9 @@
 
 #include "cuimg/common/cancel_token.h"
 #include "cuimg/kernels/structuring_element.h"
-#include "server/backend.h"
+#include "server/backend/backend.h"
 #include "server/server_options.h"
-#include "server/work_estimate.h"
+#include "server/scheduling/work_estimate.h"
 #include "tests/testing/random_image.h"
 
 namespace cuimg {

@@ -1,5 +1,5 @@
 """Volumes through ProcessVolumeStream, split over several connections, as the cuimg CLI does
-(client/volume_stream.cc): the output's z range is split into K parts, each streamed on its own
+(client/commands/volume_stream.cc): the output's z range is split into K parts, each streamed on its own
 channel as a volume of its own with the z halo the server uses between slabs, and each part keeps
 only its own slices. The result equals the unary RPC's bit for bit.
 
@@ -23,7 +23,7 @@ from cuimg.v1 import morphology_pb2, streaming_pb2
 METHOD = "/cuimg.v1.Imaging/ProcessVolumeStream"
 # How long a part that failed UNAVAILABLE waits for its channel to connect before it is streamed
 # once more. Debian's gRPC 1.51 now and then fails a local connect() that was only in progress
-# (grpc/grpc#35064); the CLI waits as long (client/volume_stream.cc, kReconnectWait).
+# (grpc/grpc#35064); the CLI waits as long (client/commands/volume_stream.cc, kReconnectWait).
 RECONNECT_WAIT_S = 3.0
 
 

@@ -1,0 +1,235 @@
+// `cuimg detect`: pedestrian detection on an image, a directory of frames or a video (frames
+// decoded by the ffmpeg program). One JSON line per image on stdout with the boxes; with
+// --output, the image with the boxes drawn (a PNG, or one PNG per frame in a directory).
+// `cuimg models`: the detector models the server loaded.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
+#include "client/commands/commands.h"
+#include "client/image_convert.h"
+#include "client/io/image_file.h"
+#include "client/io/video_frames.h"
+#include "client/request_building.h"
+#include "cuimg/common/status_macros.h"
+#include "cuimg/v1/imaging_service.grpc.pb.h"
+#include "proto/wire_contract.h"
+
+namespace cuimg {
+namespace {
+
+constexpr char kDetectUsage[] =
+    "usage: cuimg detect (--input IMAGE|DIR | --video FILE) [--output OUT.png|DIR] [--model NAME] "
+    "[--hit_threshold 0] [--win_stride 8] [--padding 0] [--scale 1.05] [--max_levels 64] "
+    "[--gamma model|on|off] [--grouping rectangles|none] [--group_threshold 2] [--group_eps 0.2] "
+    "[--every 1] [--max_frames 0]\n";
+
+int Usage(const std::string& why) {
+  if (!why.empty()) std::fprintf(stderr, "error: %s\n", why.c_str());
+  std::fprintf(stderr, "%s", kDetectUsage);
+  return kExitUsage;
+}
+
+bool IsImagePath(const std::string& path) {
+  const std::string lower = absl::AsciiStrToLower(path);
+  return absl::EndsWith(lower, ".png") || absl::EndsWith(lower, ".jpg") ||
+         absl::EndsWith(lower, ".jpeg");
+}
+
+// One image to detect in: its pixels (for drawing) and how it travels.
+struct Frame {
+  std::string source;  // file path, or "video:N"
+  Image pixels;
+  std::string encoded;  // the file's PNG/JPEG bytes when it is one (the server decodes them)
+  std::string output;   // where the boxed image goes, or empty
+};
+
+class Detector {
+ public:
+  Detector(const ConnectionOptions& connection, v1::DetectPedestriansRequest base)
+      : connection_(connection),
+        base_(std::move(base)),
+        stub_(v1::Imaging::NewStub(MakeChannel(connection))) {}
+
+  // Detects in `frame`, prints its JSON line, writes the boxed image. Exit code.
+  int Run(const Frame& frame, int index) {
+    v1::DetectPedestriansRequest request = base_;
+    if (!frame.encoded.empty()) {
+      request.mutable_input()->set_encoded(frame.encoded);
+    } else {
+      ToProtoImage(frame.pixels, request.mutable_input()->mutable_image());
+    }
+    grpc::ClientContext context;
+    PrepareContext(connection_, &context);
+    v1::DetectPedestriansResponse response;
+    const auto start = std::chrono::steady_clock::now();
+    const grpc::Status status = stub_->DetectPedestrians(&context, request, &response);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (!status.ok()) {
+      std::fprintf(stderr, "%s: ", frame.source.c_str());
+      return ReportRpcError(status);
+    }
+    nlohmann::json boxes = nlohmann::json::array();
+    std::vector<BoxOutline> outlines;
+    for (const v1::Detection& d : response.detections()) {
+      boxes.push_back({{"x", d.x()}, {"y", d.y()}, {"width", d.width()},
+                       {"height", d.height()}, {"score", d.score()}, {"scale", d.scale()}});
+      outlines.push_back(BoxOutline{d.x(), d.y(), d.width(), d.height()});
+    }
+    const nlohmann::json line = {
+        {"source", frame.source},
+        {"frame", index},
+        {"width", frame.pixels.extent().width},
+        {"height", frame.pixels.extent().height},
+        {"model", response.model()},
+        {"levels", response.levels()},
+        {"windows", response.windows()},
+        {"detections", boxes},
+        {"round_trip_ms", std::round(ms * 1000) / 1000},
+        {"server", TimingTrailerText(context)},
+    };
+    std::printf("%s\n", line.dump().c_str());
+    std::fflush(stdout);
+    ++frames_;
+    detections_ += response.detections_size();
+    total_ms_ += ms;
+    if (!frame.output.empty()) {
+      const Image boxed = DrawBoxes(frame.pixels, outlines);
+      if (absl::Status s = WriteImageFile(frame.output, boxed.view()); !s.ok()) {
+        std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
+        return kExitUsage;
+      }
+    }
+    return kExitOk;
+  }
+
+  void Summarize() const {
+    std::fprintf(stderr, "%d images, %lld detections, %.2f ms per image round trip (%.1f/s)\n",
+                 frames_, detections_, frames_ > 0 ? total_ms_ / frames_ : 0.0,
+                 total_ms_ > 0 ? 1e3 * frames_ / total_ms_ : 0.0);
+  }
+
+ private:
+  ConnectionOptions connection_;
+  v1::DetectPedestriansRequest base_;
+  std::unique_ptr<v1::Imaging::Stub> stub_;
+  int frames_ = 0;
+  long long detections_ = 0;
+  double total_ms_ = 0;
+};
+
+absl::StatusOr<Frame> ReadFrame(const std::string& path, const std::string& output) {
+  Frame frame;
+  frame.source = path;
+  frame.output = output;
+  CUIMG_ASSIGN_OR_RETURN(frame.pixels, ReadImageFile(path));
+  if (IsImagePath(path)) {
+    CUIMG_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, ReadFileBytes(path));
+    frame.encoded.assign(bytes.begin(), bytes.end());
+  }
+  return frame;
+}
+
+bool Selected(const DetectCommand& c, int index, int done) {
+  return index % c.every == 0 && (c.max_frames == 0 || done < c.max_frames);
+}
+
+}  // namespace
+
+int RunDetect(const ConnectionOptions& connection, const DetectCommand& c) {
+  if (c.input.empty() == c.video.empty()) return Usage("give one of --input and --video");
+  absl::StatusOr<v1::DetectPedestriansRequest> base = DetectParameters(c);
+  if (!base.ok()) return Usage(std::string(base.status().message()));
+  if (c.every < 1 || c.max_frames < 0) return Usage("--every must be >= 1, --max_frames >= 0");
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const bool sequence = !c.video.empty() || fs::is_directory(c.input, error);
+  if (sequence && !c.output.empty()) {
+    fs::create_directories(c.output, error);
+    if (error) return Usage(c.output + ": cannot create the directory: " + error.message());
+  }
+  Detector detector(connection, *std::move(base));
+  int code = kExitOk;
+  if (!c.video.empty()) {
+    absl::StatusOr<VideoFrames> video = VideoFrames::Open(c.video);
+    if (!video.ok()) return Usage(std::string(video.status().message()));
+    int done = 0;
+    for (int index = 0; code == kExitOk && (c.max_frames == 0 || done < c.max_frames); ++index) {
+      Frame frame;
+      absl::StatusOr<bool> more = video->Next(&frame.pixels);
+      if (!more.ok()) return Usage(std::string(more.status().message()));
+      if (!*more) break;
+      if (!Selected(c, index, done)) continue;
+      frame.source = absl::StrFormat("%s:%d", c.video, index);
+      if (!c.output.empty()) frame.output = absl::StrFormat("%s/frame_%05d.png", c.output, index);
+      code = detector.Run(frame, index);
+      ++done;
+    }
+  } else if (sequence) {
+    std::vector<std::string> paths;
+    for (const fs::directory_entry& e : fs::directory_iterator(c.input, error)) {
+      if (e.is_regular_file() && IsImagePath(e.path().string())) paths.push_back(e.path().string());
+    }
+    if (error) return Usage(c.input + ": " + error.message());
+    std::sort(paths.begin(), paths.end());
+    if (paths.empty()) return Usage(c.input + ": no .png or .jpg files");
+    int done = 0;
+    for (int index = 0; code == kExitOk && index < static_cast<int>(paths.size()); ++index) {
+      if (!Selected(c, index, done)) continue;
+      const std::string out =
+          c.output.empty() ? ""
+                           : c.output + "/" + fs::path(paths[index]).stem().string() + "_boxes.png";
+      absl::StatusOr<Frame> frame = ReadFrame(paths[index], out);
+      if (!frame.ok()) return Usage(std::string(frame.status().message()));
+      code = detector.Run(*frame, index);
+      ++done;
+    }
+  } else {
+    absl::StatusOr<Frame> frame = ReadFrame(c.input, c.output);
+    if (!frame.ok()) return Usage(std::string(frame.status().message()));
+    code = detector.Run(*frame, 0);
+  }
+  detector.Summarize();
+  return code;
+}
+
+int RunModels(const ConnectionOptions& connection, const ModelsCommand& c) {
+  auto stub = v1::Imaging::NewStub(MakeChannel(connection));
+  grpc::ClientContext context;
+  PrepareContext(connection, &context);
+  v1::ListModelsResponse response;
+  const grpc::Status status = stub->ListModels(&context, v1::ListModelsRequest{}, &response);
+  if (!status.ok()) return ReportRpcError(status);
+  if (c.json) {
+    nlohmann::json models = nlohmann::json::array();
+    for (const v1::DetectorModel& m : response.models()) {
+      models.push_back({{"name", m.name()},
+                        {"window_width", m.window_width()},
+                        {"window_height", m.window_height()},
+                        {"descriptor_size", m.descriptor_size()},
+                        {"gamma_correction", m.gamma_correction()},
+                        {"description", m.description()}});
+    }
+    std::printf("%s\n", nlohmann::json{{"models", models}}.dump().c_str());
+    return kExitOk;
+  }
+  for (const v1::DetectorModel& m : response.models()) {
+    std::printf("%-28s %4ux%-4u %5u weights  gamma %-3s  %s\n", m.name().c_str(),
+                m.window_width(), m.window_height(), m.descriptor_size(),
+                m.gamma_correction() ? "on" : "off", m.description().c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace cuimg

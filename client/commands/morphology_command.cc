@@ -1,0 +1,228 @@
+// `cuimg morphology`: reads an image or volume (PNG, JPEG, TIFF, .npy, NRRD, a DICOM series
+// directory or DICOMweb series), sends it (each channel of a colour image separately: Morphology
+// works on one channel, as OpenCV applies it per channel), writes the result in the format
+// --output names (a DICOMweb service URL: through a folder, dicomweb_staging.h).
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "client/commands/commands.h"
+#include "client/commands/dicomweb_staging.h"
+#include "client/io/image_file.h"
+#include "client/io/volume_file.h"
+#include "client/request_building.h"
+#include "client/morphology_spec.h"
+#include "client/commands/volume_stream.h"
+#include "cuimg/v1/imaging_service.grpc.pb.h"
+#include "proto/wire_contract.h"
+
+namespace cuimg {
+namespace {
+
+int Usage(const std::string& message) {
+  std::fprintf(stderr, "usage: %s\n", message.c_str());
+  return kExitUsage;
+}
+
+// Builds the chain from --steps, or one step from --op/--shape/--size/...
+absl::StatusOr<std::vector<v1::MorphologyStep>> BuildSteps(const MorphologyCommand& c) {
+  std::vector<v1::MorphologyStep> steps;
+  if (!c.steps.empty()) {
+    auto parsed = ParseSteps(c.steps);
+    if (!parsed.ok()) return parsed.status();
+    steps = *std::move(parsed);
+  } else {
+    auto step = ParseStep(c.op + ":" + c.shape + ":" + c.size + ":" + std::to_string(c.iterations));
+    if (!step.ok()) return step.status();
+    steps.push_back(*std::move(step));
+  }
+  for (v1::MorphologyStep& step : steps) {
+    if (c.border == "constant") {
+      step.set_border_mode(v1::BORDER_MODE_CONSTANT);
+      step.set_border_value(c.border_value);
+    } else if (c.border != "neutral") {
+      return absl::InvalidArgumentError("--border: expected neutral or constant");
+    }
+    if (!c.anchor.empty()) {
+      std::vector<int> a;
+      for (absl::string_view part : absl::StrSplit(c.anchor, ',')) {
+        int v = 0;
+        if (!absl::SimpleAtoi(part, &v) || v < 0) {
+          return absl::InvalidArgumentError("--anchor: expected x,y or x,y,z (non-negative)");
+        }
+        a.push_back(v);
+      }
+      if (a.size() < 2 || a.size() > 3) {
+        return absl::InvalidArgumentError("--anchor: expected x,y or x,y,z");
+      }
+      step.mutable_element()->set_anchor_x(a[0]);
+      step.mutable_element()->set_anchor_y(a[1]);
+      if (a.size() == 3) step.mutable_element()->set_anchor_z(a[2]);
+    }
+    if (step.element().shape() == v1::ELEMENT_SHAPE_CUSTOM) {
+      if (c.mask.empty()) return absl::InvalidArgumentError("shape custom needs --mask FILE.png");
+      auto mask = ReadImageFile(c.mask);
+      if (!mask.ok()) return mask.status();
+      if (mask->type() != PixelType::kU8 || mask->channels() != 1) {
+        return absl::InvalidArgumentError("--mask: expected an 8-bit gray PNG");
+      }
+      step.mutable_element()->set_width(static_cast<std::uint32_t>(mask->extent().width));
+      step.mutable_element()->set_height(static_cast<std::uint32_t>(mask->extent().height));
+      step.mutable_element()->set_depth(0);
+      step.mutable_element()->set_mask(reinterpret_cast<const char*>(mask->bytes()),
+                                       mask->size_bytes());
+    }
+  }
+  return steps;
+}
+
+// Writes the result in the output path's format (a DICOM series derives from the input's).
+int WriteOutput(const MorphologyCommand& command, const ImageView& output,
+                const VolumeFile& input) {
+  VolumeWriteOptions options;
+  options.nrrd_encoding = command.nrrd_gzip ? NrrdEncoding::kGzip : NrrdEncoding::kRaw;
+  options.uid_root = command.uid_root;
+  options.derivation = "cuimg morphology " + (command.steps.empty()
+                                                  ? command.op + ":" + command.shape + ":" +
+                                                        command.size
+                                                  : command.steps);
+  if (absl::Status s = WriteVolumeFile(command.output, output, input.spacing, input, options);
+      !s.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
+// Prints what was written, as text or JSON: `timing` is the server's trailer (every stream's for
+// a streamed volume), `streamed` the streamed volume's readable summary (empty when unary).
+void Report(const MorphologyCommand& command, const Image& in, double ms,
+            const std::string& timing, const std::string& streamed = "") {
+  const std::string& output =
+      command.output_label.empty() ? command.output : command.output_label;
+  const Extent& e = in.extent();
+  const int channels = in.channels();
+  if (command.json) {
+    std::printf("{\"output\": \"%s\", \"width\": %lld, \"height\": %lld, \"depth\": %lld, "
+                "\"channels\": %d, \"pixel_type\": \"%s\", \"slab_slices\": %d, "
+                "\"round_trip_ms\": %.3f, \"server_timing\": \"%s\"}\n",
+                output.c_str(), static_cast<long long>(e.width),
+                static_cast<long long>(e.height), static_cast<long long>(e.depth), channels,
+                std::string(PixelTypeName(in.type())).c_str(), command.slab_slices, ms,
+                timing.c_str());
+  } else {
+    const std::string size = e.depth > 1 ? absl::StrFormat("%dx%dx%d", e.width, e.height, e.depth)
+                                         : absl::StrFormat("%dx%d", e.width, e.height);
+    const std::string how = streamed.empty() ? "server: " + timing : "streamed " + streamed;
+    std::printf("wrote %s (%s, %d channel%s, %s) in %.2f ms; %s\n", output.c_str(),
+                size.c_str(), channels, channels == 1 ? "" : "s",
+                std::string(PixelTypeName(in.type())).c_str(), ms, how.c_str());
+  }
+}
+
+// --slab_slices: the volume through ProcessVolumeStream.
+int RunStreamed(const ConnectionOptions& connection,
+                const MorphologyCommand& command, const std::vector<v1::MorphologyStep>& steps,
+                const VolumeFile& input) {
+  if (input.image.channels() != 1) return Usage("--slab_slices: needs a one-channel volume");
+  v1::VolumeStreamHeader header;
+  for (const v1::MorphologyStep& step : steps) *header.mutable_morphology()->add_steps() = step;
+  const auto streams = ConnectStreams(connection, command.volume_streams);
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<StreamedVolume> result =
+      StreamVolume(streams, connection, std::move(header), input.image, command.slab_slices);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!result.ok()) {
+    return ReportRpcError(grpc::Status(static_cast<grpc::StatusCode>(result.status().code()),
+                                       std::string(result.status().message())));
+  }
+  if (int code = WriteOutput(command, result->planes[0].view(), input); code != kExitOk) {
+    return code;
+  }
+  Report(command, input.image, ms, result->server_timing(),
+         result->summary(ms, input.image.size_bytes()));
+  return kExitOk;
+}
+
+int RunMorphologyOnFiles(const ConnectionOptions& connection, const MorphologyCommand& command) {
+  if (command.input.empty() || command.output.empty()) {
+    return Usage("cuimg morphology --input IN.png --output OUT.png [--op ... --shape ... --size WxH]");
+  }
+  absl::StatusOr<std::vector<v1::MorphologyStep>> steps = BuildSteps(command);
+  if (!steps.ok()) return Usage(std::string(steps.status().message()));
+  absl::StatusOr<VolumeFile> input = ReadVolumeFile(command.input, {command.series_uid});
+  if (!input.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(input.status().message()).c_str());
+    return ExitCodeForReadError(input.status());
+  }
+  const Image& in = input->image;
+  if (input->dicom != nullptr && input->dicom->gap_deviation_mm > 0.01 * input->spacing.z_mm) {
+    std::fprintf(stderr, "note: slice gaps vary by up to %.3f mm around %.3f mm; the volume is "
+                 "processed in voxel units as if evenly spaced\n",
+                 input->dicom->gap_deviation_mm, input->spacing.z_mm);
+  }
+
+  if (command.slab_slices > 0) {
+    if (command.volume_streams < 1) return Usage("--volume_streams: must be >= 1");
+    return RunStreamed(connection, command, *steps, *input);
+  }
+  auto stub = v1::Imaging::NewStub(MakeChannel(connection));
+  const int channels = in.channels();
+  const std::size_t pixel = PixelSize(in.type());
+  const std::int64_t pixels = in.extent().Pixels();
+  Image output(in.type(), in.extent(), channels);
+  Image plane(in.type(), in.extent(), 1);
+  std::string timing;
+  const auto start = std::chrono::steady_clock::now();
+  for (int c = 0; c < channels; ++c) {
+    for (std::int64_t i = 0; i < pixels; ++i) {  // de-interleave one channel
+      std::memcpy(plane.bytes() + i * pixel, in.bytes() + (i * channels + c) * pixel, pixel);
+    }
+    v1::MorphologyRequest request;
+    v1::Image* image = request.mutable_input()->mutable_image();
+    ToProtoImage(plane, image);
+    image->mutable_spacing()->set_x_mm(input->spacing.x_mm);
+    image->mutable_spacing()->set_y_mm(input->spacing.y_mm);
+    image->mutable_spacing()->set_z_mm(input->spacing.z_mm);
+    for (const v1::MorphologyStep& step : *steps) *request.add_steps() = step;
+    grpc::ClientContext context;
+    PrepareContext(connection, &context);
+    v1::MorphologyResponse response;
+    const grpc::Status status = stub->Morphology(&context, request, &response);
+    if (!status.ok()) return ReportRpcError(status);
+    const std::string& out = response.result().image().data();
+    if (out.size() != static_cast<std::size_t>(pixels * pixel)) {
+      std::fprintf(stderr, "error: the server returned %zu bytes, expected %zu\n", out.size(),
+                   static_cast<std::size_t>(pixels * pixel));
+      return kExitRpcError;
+    }
+    for (std::int64_t i = 0; i < pixels; ++i) {
+      std::memcpy(output.bytes() + (i * channels + c) * pixel, &out[i * pixel], pixel);
+    }
+    timing = TimingTrailerText(context);
+  }
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (int code = WriteOutput(command, output.view(), *input); code != kExitOk) return code;
+  Report(command, in, ms, timing);
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& command) {
+  return RunThroughDicomweb(command.dicomweb, command.input, command.output,
+                            [&](const std::string& input, const std::string& output) {
+                              MorphologyCommand local = command;
+                              local.input = input;
+                              local.output = output;
+                              if (output != command.output) local.output_label = command.output;
+                              return RunMorphologyOnFiles(connection, local);
+                            });
+}
+
+}  // namespace cuimg

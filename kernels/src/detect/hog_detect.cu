@@ -1,0 +1,376 @@
+// DetectPlan: HOG block histograms of every pyramid level in one launch, SVM scores of every
+// window in a second one (hog_detect.h has the contract). The per-pixel arithmetic is
+// hog_math.h's, shared with the CPU reference; this file is built with -fmad=false, so every
+// product and sum rounds as the reference's do (fmaf is written where fusion is wanted).
+#include "cuimg/kernels/hog_detect.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/kernel_attributes.h"
+#include "cuimg/common/cuda_status.h"
+#include "cuimg/common/status_macros.h"
+#include "cuimg/kernels/pyramid_types.h"
+#include "common/div_small.cuh"
+#include "hog_tile.h"
+
+namespace cuimg {
+namespace {
+
+using hog::BlockJob;
+using hog::BlocksParams;
+using hog::BlocksSmem;
+using hog::kBlockThreads;
+using hog::kCellPixels;
+using hog::kCellSupport;
+using hog::kHitsHeader;
+using hog::kMaxJobs;
+using hog::kScoreThreads;
+using hog::kScoreX;
+using hog::kScoreY;
+using hog::kTile;
+using hog::ScoreJob;
+using hog::ScoresParams;
+using hog::TilePos;
+
+std::size_t AlignUp(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
+
+// The job a CUDA block belongs to: how many first_block entries are <= block, minus one.
+__device__ __forceinline__ int FindJob(const int* first_block, int num_jobs, int block) {
+  const int lane = threadIdx.x & 31;
+  const unsigned low =
+      __ballot_sync(0xffffffffu, lane < num_jobs && first_block[lane] <= block);
+  const unsigned high =
+      __ballot_sync(0xffffffffu, lane + 32 < num_jobs && first_block[lane + 32] <= block);
+  return __popc(low) + __popc(high) - 1;
+}
+
+// The same on the host (EmulateOnHost).
+int FindJobOnHost(const int* first_block, int num_jobs, int block) {
+  return static_cast<int>(std::upper_bound(first_block, first_block + num_jobs, block) -
+                          first_block) - 1;
+}
+
+// DivSmall's quotient (div_small.cuh) on the host: the kernels' tile of a block index.
+TilePos TileOf(int tile, int tiles_x, float inv_tiles_x) {
+  const int y = static_cast<int>((static_cast<float>(tile) + 0.5f) * inv_tiles_x);
+  return TilePos{tile - y * tiles_x, y};
+}
+
+__global__ void __launch_bounds__(kBlockThreads)
+    HogBlocksKernel(const __grid_constant__ BlocksParams p) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  BlocksSmem& s = *reinterpret_cast<BlocksSmem*>(smem_raw);
+  const int t = threadIdx.x;
+  const int block = static_cast<int>(blockIdx.x);
+  if (p.reset_count && block == 0 && t == 0) *p.hit_count = 0;
+  const int j = FindJob(p.first_block, p.num_jobs, block);
+  const BlockJob& job = p.jobs[j];
+  // Exact: a level has < 2^21 tiles (DivSmall's rule).
+  const int tile_y = DivSmall(block - p.first_block[j], job.inv_tiles_x);
+  const TilePos tile{block - p.first_block[j] - tile_y * job.tiles_x, tile_y};
+  hog::LoadTaps(p, job, tile, t, s);
+  __syncthreads();
+  hog::LoadSamples(p, job, t, s);
+  __syncthreads();
+  hog::ComputeVotes(p, job, tile, t, s);
+  __syncthreads();
+  float h[kHogBins];
+  float ss = hog::AccumulateCell(t, s, h);
+  // The block's 4 threads are lanes 4k..4k+3: every lane ends with (a + b) + (c + d).
+  ss += __shfl_xor_sync(0xffffffffu, ss, 1);
+  ss += __shfl_xor_sync(0xffffffffu, ss, 2);
+  float ss2 = hog::ClipCell(h, ss);
+  ss2 += __shfl_xor_sync(0xffffffffu, ss2, 1);
+  ss2 += __shfl_xor_sync(0xffffffffu, ss2, 2);
+  hog::StoreCell(p, job, tile, t, h, hog::RenormScale(ss2));
+}
+
+__global__ void __launch_bounds__(kScoreThreads)
+    HogScoresKernel(const __grid_constant__ ScoresParams p) {
+  const int block = static_cast<int>(blockIdx.x);
+  const int j = FindJob(p.first_block, p.num_jobs, block);
+  const ScoreJob& job = p.jobs[j];
+  const int tile = block - p.first_block[j];
+  const int tile_y = DivSmall(tile, job.inv_tiles_x);
+  const int tile_x = tile - tile_y * job.tiles_x;
+  const int wx = tile_x * kScoreX + static_cast<int>(threadIdx.x & 31);
+  const int wy = tile_y * kScoreY + static_cast<int>(threadIdx.x >> 5);
+  const float score = hog::ScoreWindow(p, job, wx, wy);
+  if (wx >= job.windows_x || wy >= job.windows_y || static_cast<double>(score) < p.threshold) {
+    return;
+  }
+  const unsigned int slot = atomicAdd(p.hit_count, 1u);
+  if (slot < p.capacity) p.hits[slot] = DeviceHit{job.level, wx, wy, score};
+}
+
+// The cell weight table of BlocksParams, from OpenCV's per-pixel votes (hog_types.h).
+const float (&CellWeights())[4][kCellPixels] {
+  static const auto table = [] {
+    struct Table {
+      float w[4][kCellPixels] = {};
+    } t;
+    for (const HogPixelVote& v : HogBlockVotes()) {
+      for (int k = 0; k < v.cells; ++k) {
+        const int c = v.cell[k];
+        const int ii = v.row - 4 * (c & 1);
+        const int jj = v.col - 4 * (c >> 1);
+        t.w[c][ii * kCellSupport + jj] = v.weight[k];
+      }
+    }
+    return t;
+  }();
+  return table.w;
+}
+
+}  // namespace
+
+// One launch pair: up to 64 levels.
+struct DetectChunk {
+  BlocksParams blocks{};
+  ScoresParams scores{};
+  int block_grid = 0;
+  int score_grid = 0;
+};
+
+struct DetectPlan::Impl {
+  DetectGeometry geometry;
+  int channels = 1;
+  std::size_t workspace_bytes = 0;
+  std::vector<DetectChunk> chunks;
+};
+
+absl::StatusOr<DetectPlan> DetectPlan::Create(const Extent& extent, int channels,
+                                              const HogModel& model, const DetectSpec& spec) {
+  if (channels != 1 && channels != 3 && channels != 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("channels: ", channels, " is not 1 (gray), 3 (BGR) or 4 (BGRA)"));
+  }
+  CUIMG_RETURN_IF_ERROR(ValidateHogModel(model));
+  auto impl = std::make_shared<Impl>();
+  CUIMG_ASSIGN_OR_RETURN(impl->geometry, PlanDetection(extent, model.window_width,
+                                                       model.window_height, spec));
+  impl->channels = channels;
+  const DetectGeometry& g = impl->geometry;
+  const auto& weights = CellWeights();
+  std::size_t offset = 0;  // floats
+  for (std::size_t begin = 0; begin < g.levels.size(); begin += kMaxJobs) {
+    DetectChunk chunk;
+    BlocksParams& bp = chunk.blocks;
+    ScoresParams& sp = chunk.scores;
+    bp.src_w = static_cast<int>(extent.width);
+    bp.src_h = static_cast<int>(extent.height);
+    bp.channels = channels;
+    bp.padding = g.padding;
+    bp.gamma = spec.gamma_correction ? 1 : 0;
+    bp.reset_count = begin == 0 ? 1 : 0;
+    std::memcpy(bp.cell_weights, weights, sizeof(bp.cell_weights));
+    sp.capacity = static_cast<unsigned int>(g.windows);
+    sp.threshold = spec.hit_threshold;
+    sp.bias = model.bias;
+    sp.step = g.win_stride / kHogBlockStride;
+    sp.model_blocks_x = model.BlocksX();
+    sp.model_blocks_y = model.BlocksY();
+    const std::size_t end = std::min(g.levels.size(), begin + kMaxJobs);
+    for (std::size_t i = begin; i < end; ++i) {
+      const DetectLevel& level = g.levels[i];
+      const int j = static_cast<int>(i - begin);
+      BlockJob& bj = bp.jobs[j];
+      bj.scale_x = ResizeScale(extent.width, level.width);
+      bj.scale_y = ResizeScale(extent.height, level.height);
+      bj.width = level.width;
+      bj.height = level.height;
+      bj.blocks_x = level.blocks_x;
+      bj.blocks_y = level.blocks_y;
+      bj.tiles_x = (level.blocks_x + kTile - 1) / kTile;
+      bj.inv_tiles_x = 1.0f / static_cast<float>(bj.tiles_x);
+      bj.pitch = static_cast<int>(AlignUp(level.blocks_x, 32));
+      bj.direct = level.width == extent.width && level.height == extent.height;
+      bj.feature_offset = static_cast<long long>(offset);
+      offset = AlignUp(offset + static_cast<std::size_t>(level.blocks_y) * kHogBlockFeatures *
+                                    bj.pitch,
+                       64);
+      const int tiles = bj.tiles_x * ((level.blocks_y + kTile - 1) / kTile);
+      bp.first_block[j] = chunk.block_grid;
+      chunk.block_grid += tiles;
+
+      ScoreJob& sj = sp.jobs[j];
+      sj.feature_offset = bj.feature_offset;
+      sj.pitch = bj.pitch;
+      sj.windows_x = level.windows_x;
+      sj.windows_y = level.windows_y;
+      sj.tiles_x = (level.windows_x + kScoreX - 1) / kScoreX;
+      sj.inv_tiles_x = 1.0f / static_cast<float>(sj.tiles_x);
+      sj.level = static_cast<int>(i);
+      sp.first_block[j] = chunk.score_grid;
+      chunk.score_grid += sj.tiles_x * ((level.windows_y + kScoreY - 1) / kScoreY);
+    }
+    bp.num_jobs = sp.num_jobs = static_cast<int>(end - begin);
+    bp.first_block[bp.num_jobs] = chunk.block_grid;
+    sp.first_block[sp.num_jobs] = chunk.score_grid;
+    impl->chunks.push_back(chunk);
+  }
+  impl->workspace_bytes = offset * sizeof(float);
+  DetectPlan plan;
+  plan.impl_ = std::move(impl);
+  return plan;
+}
+
+const DetectGeometry& DetectPlan::geometry() const { return impl_->geometry; }
+std::size_t DetectPlan::WorkspaceBytes() const { return impl_->workspace_bytes; }
+std::size_t DetectPlan::HitsBytes() const {
+  return HitsPrefixBytes(static_cast<std::size_t>(impl_->geometry.windows));
+}
+std::size_t DetectPlan::HitsPrefixBytes(std::size_t hits) {
+  return kHitsHeader + hits * sizeof(DeviceHit);
+}
+int DetectPlan::LaunchCount() const { return 2 * static_cast<int>(impl_->chunks.size()); }
+
+std::uint32_t DetectPlan::HitCount(const void* host_hits) {
+  std::uint32_t count = 0;
+  std::memcpy(&count, host_hits, sizeof(count));
+  return count;
+}
+
+std::vector<WindowHit> DetectPlan::DecodeHits(const void* host_hits, std::uint32_t count) {
+  std::vector<WindowHit> out(count);
+  const auto* bytes = static_cast<const std::uint8_t*>(host_hits) + kHitsHeader;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    DeviceHit h;
+    std::memcpy(&h, bytes + i * sizeof(DeviceHit), sizeof(h));
+    out[i] = WindowHit{h.level, h.window_x, h.window_y, h.score};
+  }
+  std::sort(out.begin(), out.end(), HitOrder);
+  return out;
+}
+
+std::string DetectPlan::Describe() const {
+  const Impl& plan = *impl_;
+  int block_grid = 0;
+  int score_grid = 0;
+  for (const DetectChunk& c : plan.chunks) {
+    block_grid += c.block_grid;
+    score_grid += c.score_grid;
+  }
+  return absl::StrCat(plan.geometry.levels.size(), " levels, ", plan.geometry.windows,
+                      " windows, ", plan.geometry.blocks, " blocks; launches ", LaunchCount(),
+                      " (", block_grid, " tiles of 8x8 blocks, ", score_grid,
+                      " tiles of 32x4 windows)");
+}
+
+absl::Status DetectPlan::RunBlocks(const void* in, void* workspace, void* hits,
+                                   cudaStream_t stream) const {
+  const Impl& plan = *impl_;
+  if (in == nullptr || hits == nullptr || (plan.workspace_bytes > 0 && workspace == nullptr)) {
+    return absl::InvalidArgumentError("in, workspace, hits: must not be null");
+  }
+  auto* count = static_cast<unsigned int*>(hits);
+  if (plan.chunks.empty()) {
+    CUIMG_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(count, 0, sizeof(*count), stream),
+                               "zero the hit count");
+    return absl::OkStatus();
+  }
+  constexpr std::size_t kSmem = sizeof(BlocksSmem);
+  CUIMG_RETURN_IF_ERROR(
+      EnsureKernelSharedMemory(reinterpret_cast<const void*>(&HogBlocksKernel), kSmem,
+                               "HogBlocksKernel", true));
+  for (const DetectChunk& chunk : plan.chunks) {
+    BlocksParams p = chunk.blocks;
+    p.src = static_cast<const std::uint8_t*>(in);
+    p.features = static_cast<float*>(workspace);
+    p.hit_count = count;
+    HogBlocksKernel<<<static_cast<unsigned>(chunk.block_grid), kBlockThreads, kSmem, stream>>>(p);
+    CUIMG_CUDA_CHECK_LAUNCH(stream, "HogBlocksKernel");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DetectPlan::RunScores(const float* weights, const void* workspace, void* hits,
+                                   cudaStream_t stream) const {
+  const Impl& plan = *impl_;
+  if (plan.chunks.empty()) return absl::OkStatus();
+  if (weights == nullptr || hits == nullptr || workspace == nullptr) {
+    return absl::InvalidArgumentError("weights, workspace, hits: must not be null");
+  }
+  for (const DetectChunk& chunk : plan.chunks) {
+    ScoresParams p = chunk.scores;
+    p.features = static_cast<const float*>(workspace);
+    p.weights = weights;
+    p.hit_count = static_cast<unsigned int*>(hits);
+    p.hits = reinterpret_cast<DeviceHit*>(static_cast<std::uint8_t*>(hits) + kHitsHeader);
+    HogScoresKernel<<<static_cast<unsigned>(chunk.score_grid), kScoreThreads, 0, stream>>>(p);
+    CUIMG_CUDA_CHECK_LAUNCH(stream, "HogScoresKernel");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DetectPlan::EmulateOnHost(const void* in, const float* weights, void* workspace,
+                                       void* hits) const {
+  const Impl& plan = *impl_;
+  if (in == nullptr || hits == nullptr || (plan.workspace_bytes > 0 && workspace == nullptr) ||
+      (!plan.chunks.empty() && weights == nullptr)) {
+    return absl::InvalidArgumentError("in, weights, workspace, hits: must not be null");
+  }
+  auto* count = static_cast<unsigned int*>(hits);
+  *count = 0;
+  auto smem = std::make_unique<BlocksSmem>();
+  BlocksSmem& s = *smem;
+  float h[kBlockThreads][kHogBins];
+  float ss[kBlockThreads];
+  for (const DetectChunk& chunk : plan.chunks) {
+    BlocksParams p = chunk.blocks;
+    p.src = static_cast<const std::uint8_t*>(in);
+    p.features = static_cast<float*>(workspace);
+    p.hit_count = count;
+    for (int block = 0; block < chunk.block_grid; ++block) {
+      const int j = FindJobOnHost(p.first_block, p.num_jobs, block);
+      const BlockJob& job = p.jobs[j];
+      const TilePos tile = TileOf(block - p.first_block[j], job.tiles_x, job.inv_tiles_x);
+      // Each phase for every thread, in the kernel's barrier order.
+      for (int t = 0; t < kBlockThreads; ++t) hog::LoadTaps(p, job, tile, t, s);
+      for (int t = 0; t < kBlockThreads; ++t) hog::LoadSamples(p, job, t, s);
+      for (int t = 0; t < kBlockThreads; ++t) hog::ComputeVotes(p, job, tile, t, s);
+      for (int t = 0; t < kBlockThreads; ++t) ss[t] = hog::AccumulateCell(t, s, h[t]);
+      for (int g = 0; g < kBlockThreads; g += 4) {
+        const float total = (ss[g] + ss[g + 1]) + (ss[g + 2] + ss[g + 3]);
+        for (int t = g; t < g + 4; ++t) ss[t] = hog::ClipCell(h[t], total);
+        const float scale = hog::RenormScale((ss[g] + ss[g + 1]) + (ss[g + 2] + ss[g + 3]));
+        for (int t = g; t < g + 4; ++t) hog::StoreCell(p, job, tile, t, h[t], scale);
+      }
+    }
+  }
+  auto* out = reinterpret_cast<DeviceHit*>(static_cast<std::uint8_t*>(hits) + kHitsHeader);
+  for (const DetectChunk& chunk : plan.chunks) {
+    ScoresParams p = chunk.scores;
+    p.features = static_cast<const float*>(workspace);
+    p.weights = weights;
+    for (int block = 0; block < chunk.score_grid; ++block) {
+      const int j = FindJobOnHost(p.first_block, p.num_jobs, block);
+      const ScoreJob& job = p.jobs[j];
+      const TilePos tile = TileOf(block - p.first_block[j], job.tiles_x, job.inv_tiles_x);
+      for (int t = 0; t < kScoreThreads; ++t) {
+        const int wx = tile.x * kScoreX + (t & 31);
+        const int wy = tile.y * kScoreY + (t >> 5);
+        const float score = hog::ScoreWindow(p, job, wx, wy);
+        if (wx >= job.windows_x || wy >= job.windows_y ||
+            static_cast<double>(score) < p.threshold) {
+          continue;
+        }
+        const unsigned int slot = (*count)++;
+        if (slot < p.capacity) out[slot] = DeviceHit{job.level, wx, wy, score};
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DetectPlan::Run(const void* in, const float* weights, void* workspace, void* hits,
+                             cudaStream_t stream) const {
+  CUIMG_RETURN_IF_ERROR(RunBlocks(in, workspace, hits, stream));
+  return RunScores(weights, workspace, hits, stream);
+}
+
+}  // namespace cuimg

@@ -1,0 +1,93 @@
+// CallScope: one RPC's lifecycle bookkeeping: in-flight gauge, stage times, the `cuimg-timing`
+// trailer, and the request counter/latency metrics, all recorded exactly once at completion.
+#ifndef CUIMG_SERVER_CALL_SCOPE_H_
+#define CUIMG_SERVER_CALL_SCOPE_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/status.h"
+#include "cuimg/common/cancel_token.h"
+#include "server/backend/backend.h"
+#include "server/observability/metrics.h"
+#include "server/state/shared_memory_region.h"
+
+namespace cuimg {
+
+class DetachedResults;
+
+class CallScope {
+ public:
+  CallScope(absl::string_view rpc, grpc::CallbackServerContext* ctx, ServerMetrics* metrics);
+  ~CallScope();
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+
+  StageTimes& times() { return times_; }
+  const std::string& rpc() const { return rpc_; }
+  // The authorized caller (authorization.h); set once before the call does any work.
+  void set_identity(std::string identity) { identity_ = std::move(identity); }
+  const std::string& identity() const { return identity_; }
+  grpc::CallbackServerContext* context() const { return ctx_; }
+  // Where the results' inline pixels go (wire_pixels.h): set by ImagingService::Serve for every
+  // image RPC, null for the others.
+  void set_detached_results(DetachedResults* results) { detached_results_ = results; }
+  DetachedResults* detached_results() const { return detached_results_; }
+  // A shared-memory region the call reads or writes (named by request field `field`), held until
+  // the call ends. Added where requests find their regions (image_input.h's FindRegion).
+  // Inline so that code using it (image_input.cc) links without the rest of the scope (the
+  // fuzzers build those files alone).
+  void UseRegion(std::shared_ptr<const SharedMemoryRegion> region, std::string field) {
+    regions_.emplace_back(std::move(region), std::move(field));
+  }
+  // FAILED_PRECONDITION naming the field and key when a region the call used was shrunk by its
+  // client (SharedMemoryRegion::CheckIntact); checked once the call's work is done (by
+  // ImagingService::Serve), since its reads and writes may then have missed the client's pages.
+  absl::Status CheckSharedMemory() const;
+  // The token that the call's backend work checks (backend.h); set before the work starts, it
+  // must outlive the scope's use. NeverCancelled() until set.
+  void set_cancel(const CancelToken* cancel) { cancel_ = cancel; }
+  const CancelToken& cancel() const { return cancel_ == nullptr ? NeverCancelled() : *cancel_; }
+  // Marks the end of queueing (the request starts executing).
+  void MarkStarted();
+  // CANCELLED or DEADLINE_EXCEEDED when the client is gone or out of time, UNAVAILABLE when the
+  // token says the server is stopping; checked before and between stages so no device work is
+  // done for a dead request.
+  absl::Status CheckAlive() const;
+  // Records metrics and the timing trailer and logs the request line (every refusal counts in
+  // the metrics; their lines are rate-limited per RPC and code, see
+  // ReportSuppressedRequestLines); returns the status to finish the RPC with.
+  grpc::Status Complete(const absl::Status& status);
+
+ private:
+  std::string rpc_;
+  grpc::CallbackServerContext* ctx_;
+  ServerMetrics* metrics_;
+  std::chrono::steady_clock::time_point start_;
+  StageTimes times_;
+  std::string identity_;
+  DetachedResults* detached_results_ = nullptr;
+  std::vector<std::pair<std::shared_ptr<const SharedMemoryRegion>, std::string>> regions_;
+  const CancelToken* cancel_ = nullptr;
+  bool completed_ = false;
+};
+
+// Request lines of failed calls are at most kRequestLineBurst at once, then
+// kRequestLinesPerSecond, per (RPC, code): any client can cause them at will.
+inline constexpr double kRequestLinesPerSecond = 5;
+inline constexpr double kRequestLineBurst = 10;
+
+// One line per (RPC, code) whose request lines were left out since the last call:
+// "event=request_lines_suppressed rpc=... code=... lines=N". The server calls it every second and
+// once more when it stops.
+void ReportSuppressedRequestLines();
+
+}  // namespace cuimg
+
+#endif  // CUIMG_SERVER_CALL_SCOPE_H_

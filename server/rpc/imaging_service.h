@@ -1,0 +1,171 @@
+// ImagingService: the gRPC face of cuimg. Each handler validates (request_validation), admits the
+// job to the work queue, runs it on the backend and answers; no CUDA here. The resident-object RPCs
+// live in resident_rpcs.cc, ProcessVolumeStream in volume_stream_rpc.cc, the shared-memory RPCs in
+// shared_memory_rpcs.cc.
+#ifndef CUIMG_SERVER_IMAGING_SERVICE_H_
+#define CUIMG_SERVER_IMAGING_SERVICE_H_
+
+#include <atomic>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/functional/function_ref.h"
+
+#include "cuimg/v1/imaging_service.grpc.pb.h"
+#include "cuimg/codec/decode_threads.h"
+#include "server/security/authorization.h"
+#include "server/backend/backend.h"
+#include "server/rpc/call_scope.h"
+#include "server/rpc/image_input.h"
+#include "server/scheduling/inflight_budget.h"
+#include "server/observability/metrics.h"
+#include "server/state/model_registry.h"
+#include "server/validation/request_validation.h"
+#include "server/state/resident_store.h"
+#include "server/server_options.h"
+#include "server/state/shared_memory_registry.h"
+#include "server/state/upload_quota.h"
+#include "server/scheduling/work_queue.h"
+
+namespace cuimg {
+
+// The image RPCs and Deform take their messages as bytes, to keep the pixels out of protobuf's
+// copies (wire_pixels.h); the wire format is the generated one's.
+class ImagingService final
+    : public v1::Imaging::WithRawCallbackMethod_Morphology<
+          v1::Imaging::WithRawCallbackMethod_Gradient<v1::Imaging::WithRawCallbackMethod_Pyramid<
+              v1::Imaging::WithRawCallbackMethod_DetectPedestrians<
+                  v1::Imaging::WithRawCallbackMethod_Deform<v1::Imaging::CallbackService>>>>> {
+ public:
+  // All pointers must outlive the service.
+  ImagingService(const ServerOptions& options, const AuthPolicy& auth, Backend* backend,
+                 WorkQueue* queue, InflightBudget* budget, ResidentStore* store,
+                 ServerMetrics* metrics, const ModelRegistry* models);
+
+  grpc::ServerUnaryReactor* Morphology(grpc::CallbackServerContext* ctx,
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Gradient(grpc::CallbackServerContext* ctx,
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Pyramid(grpc::CallbackServerContext* ctx,
+                                    const grpc::ByteBuffer* request,
+                                    grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* DetectPedestrians(grpc::CallbackServerContext* ctx,
+                                              const grpc::ByteBuffer* request,
+                                              grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* ctx,
+                                       const v1::ListModelsRequest* request,
+                                       v1::ListModelsResponse* response) override;
+  grpc::ServerUnaryReactor* Deform(grpc::CallbackServerContext* ctx,
+                                   const grpc::ByteBuffer* request,
+                                   grpc::ByteBuffer* response) override;
+  grpc::ServerReadReactor<v1::UploadRequest>* Upload(grpc::CallbackServerContext* ctx,
+                                                     v1::UploadResponse* response) override;
+  grpc::ServerWriteReactor<v1::DownloadResponse>* Download(
+      grpc::CallbackServerContext* ctx, const v1::DownloadRequest* request) override;
+  grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* ctx,
+                                    const v1::ReleaseRequest* request,
+                                    v1::ReleaseResponse* response) override;
+  grpc::ServerUnaryReactor* ListResident(grpc::CallbackServerContext* ctx,
+                                         const v1::ListResidentRequest* request,
+                                         v1::ListResidentResponse* response) override;
+  grpc::ServerBidiReactor<v1::VolumeStreamRequest, v1::VolumeStreamResponse>* ProcessVolumeStream(
+      grpc::CallbackServerContext* ctx) override;
+  grpc::ServerUnaryReactor* RegisterSharedMemory(grpc::CallbackServerContext* ctx,
+                                                 const v1::RegisterSharedMemoryRequest* request,
+                                                 v1::RegisterSharedMemoryResponse* response) override;
+  grpc::ServerUnaryReactor* UnregisterSharedMemory(
+      grpc::CallbackServerContext* ctx, const v1::UnregisterSharedMemoryRequest* request,
+      v1::UnregisterSharedMemoryResponse* response) override;
+  grpc::ServerUnaryReactor* ListSharedMemory(grpc::CallbackServerContext* ctx,
+                                             const v1::ListSharedMemoryRequest* request,
+                                             v1::ListSharedMemoryResponse* response) override;
+
+  const ServerOptions& options() const { return options_; }
+  // Null unless options.shared_memory.enabled.
+  SharedMemoryRegistry* shared_memory() { return shared_memory_.get(); }
+  ResidentStore& store() { return *store_; }
+  ServerMetrics& metrics() { return *metrics_; }
+  Backend& backend() { return *backend_; }
+  InflightBudget& budget() { return *budget_; }
+  // What each identity's open uploads may claim (ServerOptions' upload fields).
+  UploadQuota& uploads() { return *uploads_; }
+  // Every handler's first step: Authorize (authorization.h) the call for `rights` under this
+  // server's policy. OK: the call's identity is set. A refusal is recorded (RecordRefusal) and
+  // returned, for the handler to finish the call with.
+  absl::Status AuthorizeCall(CallScope& call, unsigned rights);
+  // Answers an admission refusal: counted by reason; the retry hint when retrying can help.
+  void RecordRefusal(grpc::CallbackServerContext* ctx, const absl::Status& status, bool transient);
+  // Makes every request's work stop at its next check (UNAVAILABLE), and any request queued or
+  // admitted later fail before it runs: for shutdown once the grace period is over. Thread-safe.
+  void HardStop() { hard_stop_.store(true, std::memory_order_relaxed); }
+  // The flag HardStop sets, for the calls' cancel tokens (cancel_token.h).
+  const std::atomic<bool>* hard_stop() const { return &hard_stop_; }
+
+ private:
+  // The life of a unary call: authenticate, parse, validate, authorize, admit (bytes, then the
+  // work queue), run, answer (with metrics and the timing trailer). `Messages` is how the call's
+  // messages are parsed and serialized (call_messages.h: pixels detached or not); `validate`
+  // is called as Messages::Validate calls it.
+  template <typename Messages, typename Validate, typename Job>
+  grpc::ServerUnaryReactor* Serve(
+      absl::string_view rpc, grpc::CallbackServerContext* ctx, std::shared_ptr<Messages> messages,
+      Validate validate,
+      absl::Status (ImagingService::*run)(const Job&, CallScope&,
+                                          typename Messages::Response*));
+
+  // A unary call that is answered at once (no queue, no admission): AuthorizeCall, then
+  // `body(identity)`; a refusal by either is recorded and the call answered with it.
+  grpc::ServerUnaryReactor* ServeAtOnce(
+      absl::string_view rpc, grpc::CallbackServerContext* ctx, unsigned rights,
+      absl::FunctionRef<absl::Status(const std::string& identity)> body);
+
+  // The estimated work of a validated request (work_estimate.h) on this server's backend; the
+  // errors of InputShape. A plan that fails here counts 0: the request fails when it runs.
+  absl::StatusOr<double> RequestWork(const MorphologyJob& job, absl::string_view identity);
+  absl::StatusOr<double> RequestWork(const GradientJob& job, absl::string_view identity);
+  absl::StatusOr<double> RequestWork(const PyramidJob& job, absl::string_view identity);
+  absl::StatusOr<double> RequestWork(const DetectJob& job, absl::string_view identity);
+  absl::StatusOr<double> RequestWork(const DeformJob& job, absl::string_view identity);
+
+  // Each runs a validated job (the job carries what the run needs; the request message is not
+  // read again) and fills the response.
+  absl::Status RunMorphology(const MorphologyJob& job, CallScope& call,
+                             v1::MorphologyResponse* response);
+  // Morphology whose result goes to the shared-memory region job.output names.
+  absl::Status MorphologyIntoSharedMemory(const MorphologyJob& job, const ResolvedImage& in,
+                                          CallScope& call, v1::MorphologyResponse* response);
+  absl::Status RunGradient(const GradientJob& job, CallScope& call,
+                           v1::GradientResponse* response);
+  absl::Status RunPyramid(const PyramidJob& job, CallScope& call, v1::PyramidResponse* response);
+  absl::Status RunDetect(const DetectJob& job, CallScope& call,
+                         v1::DetectPedestriansResponse* response);
+  absl::Status RunDeform(const DeformJob& job, CallScope& call, v1::DeformResponse* response);
+  // OK when a Deform result may be kept resident: ValidateMesh on its positions (`positions`:
+  // the host copy when the call returned them, else null and the mesh is read back);
+  // INVALID_ARGUMENT naming output.keep_resident otherwise.
+  absl::Status CheckKeptMesh(const BackendMesh& kept, const float* positions);
+
+  const ServerOptions options_;
+  const AuthPolicy auth_;
+  Backend* backend_;
+  WorkQueue* queue_;
+  InflightBudget* budget_;
+  ResidentStore* store_;
+  // JPEG inputs decode in strips on these while they are idle.
+  std::unique_ptr<DecodeThreads> decode_threads_;
+  ServerMetrics* metrics_;
+  const ModelRegistry* models_;
+  // Regions are unmapped when the service goes (after its requests).
+  std::unique_ptr<SharedMemoryRegistry> shared_memory_;
+  std::unique_ptr<UploadQuota> uploads_;
+  std::atomic<bool> hard_stop_{false};
+};
+
+// Fills a ResidentObject message from the store's description.
+void ToProto(const ResidentInfo& info, v1::ResidentObject* out);
+
+}  // namespace cuimg
+
+#endif  // CUIMG_SERVER_IMAGING_SERVICE_H_

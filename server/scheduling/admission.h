@@ -1,0 +1,60 @@
+// Admission estimates: the host bytes a validated request will hold while it runs (its message,
+// a decoded input, the results and the backend's copies), computed from sizes alone before
+// anything is allocated, for InflightBudget. Estimates err on the high side.
+#ifndef CUIMG_SERVER_ADMISSION_H_
+#define CUIMG_SERVER_ADMISSION_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "cuimg/common/image.h"
+#include "server/validation/request_validation.h"
+#include "server/state/resident_store.h"
+#include "server/server_options.h"
+
+namespace cuimg {
+
+// The shape (data null) of a validated image input: inline from the request, resident from the
+// store (NOT_FOUND naming the field), encoded from its header (INVALID_ARGUMENT when corrupt or
+// over max_decoded_pixels).
+absl::StatusOr<ImageView> InputShape(const ImageInput& input, absl::string_view identity,
+                                     ResidentStore& store, const RequestLimits& limits);
+
+absl::StatusOr<std::uint64_t> EstimateInflightBytes(const MorphologyJob& job,
+                                                    const v1::MorphologyRequest& request,
+                                                    absl::string_view identity,
+                                                    ResidentStore& store,
+                                                    const RequestLimits& limits);
+absl::StatusOr<std::uint64_t> EstimateInflightBytes(const GradientJob& job,
+                                                    const v1::GradientRequest& request,
+                                                    absl::string_view identity,
+                                                    ResidentStore& store,
+                                                    const RequestLimits& limits);
+absl::StatusOr<std::uint64_t> EstimateInflightBytes(const PyramidJob& job,
+                                                    const v1::PyramidRequest& request,
+                                                    absl::string_view identity,
+                                                    ResidentStore& store,
+                                                    const RequestLimits& limits);
+absl::StatusOr<std::uint64_t> EstimateInflightBytes(const DetectJob& job,
+                                                    const v1::DetectPedestriansRequest& request,
+                                                    absl::string_view identity,
+                                                    ResidentStore& store,
+                                                    const RequestLimits& limits);
+absl::StatusOr<std::uint64_t> EstimateInflightBytes(const DeformJob& job,
+                                                    const v1::DeformRequest& request,
+                                                    absl::string_view identity,
+                                                    ResidentStore& store,
+                                                    const RequestLimits& limits);
+
+// Whether a request keeps or reads objects on the server (the `resident` right).
+bool UsesResident(const ImageInput& input, const OutputSpec& output);
+bool UsesResident(const MorphologyJob& job);
+bool UsesResident(const GradientJob& job);
+bool UsesResident(const PyramidJob& job);
+bool UsesResident(const DetectJob& job);
+bool UsesResident(const DeformJob& job);
+
+}  // namespace cuimg
+
+#endif  // CUIMG_SERVER_ADMISSION_H_

@@ -1,0 +1,193 @@
+// The rules every validator shares (validation_rules.h), and the request parts that several RPCs
+// take: handles, image sources, output options, the Upload headers.
+#include "server/validation/request_validation.h"
+
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "cuimg/common/status_macros.h"
+#include "server/validation/proto_conversion.h"
+#include "server/validation/validation_rules.h"
+
+namespace cuimg {
+namespace {
+
+absl::Status OutOfRange(absl::string_view field, std::int64_t value, std::int64_t lo,
+                        std::int64_t hi, absl::string_view why = "") {
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": ", value, " is not in [", lo, ", ", hi, "]", why));
+}
+
+}  // namespace
+
+absl::Status CheckRange(absl::string_view field, std::int64_t value, std::int64_t lo,
+                        std::int64_t hi, absl::string_view why) {
+  if (value < lo || value > hi) return OutOfRange(field, value, lo, hi, why);
+  return absl::OkStatus();
+}
+
+absl::Status CheckDoubleRange(absl::string_view field, double value, double lo_excl, double hi,
+                              absl::string_view why) {
+  if (!std::isfinite(value) || value <= lo_excl || value > hi) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": ", value, " is not in (", lo_excl, ", ", hi, "]", why));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> AsInt(absl::string_view field, std::uint32_t value) {
+  if (value > static_cast<std::uint32_t>(std::numeric_limits<int>::max())) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", value, " is too large"));
+  }
+  return static_cast<int>(value);
+}
+
+absl::Status WithFieldPrefix(const absl::Status& status, absl::string_view prefix) {
+  if (status.ok() || prefix.empty()) return status;
+  return absl::Status(status.code(), absl::StrCat(prefix, status.message()));
+}
+
+absl::StatusOr<ImageInput> ValidateImage(const v1::Image& image, absl::string_view data,
+                                         std::string field, const RequestLimits& limits,
+                                         bool partial_data) {
+  ImageInput in;
+  in.kind = ImageInput::Kind::kInline;
+  CUIMG_ASSIGN_OR_RETURN(in.type,
+                         PixelTypeFromProto(image.pixel_type(), absl::StrCat(field, ".pixel_type")));
+  CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".width"), image.width(), 1, limits.max_side));
+  CUIMG_RETURN_IF_ERROR(
+      CheckRange(absl::StrCat(field, ".height"), image.height(), 1, limits.max_side));
+  CUIMG_RETURN_IF_ERROR(
+      CheckRange(absl::StrCat(field, ".depth"), image.depth(), 0, limits.max_side));
+  CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".channels"), image.channels(), 0, 4));
+  in.extent = Extent{image.width(), image.height(), image.depth() == 0 ? 1 : image.depth()};
+  in.channels = image.channels() == 0 ? 1 : static_cast<int>(image.channels());
+  const std::int64_t pixels = in.extent.Pixels();
+  if (pixels > limits.max_pixels) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": ", in.extent.width, "x", in.extent.height, "x", in.extent.depth,
+                     " = ", pixels, " pixels exceeds the server limit max_pixels=",
+                     limits.max_pixels));
+  }
+  const std::int64_t expected =
+      pixels * in.channels * static_cast<std::int64_t>(PixelSize(in.type));
+  const auto got = static_cast<std::int64_t>(data.size());
+  if (partial_data ? got > expected : got != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".data: ", data.size(), " bytes, expected width*height*depth*channels*",
+        PixelSize(in.type), " = ", expected));
+  }
+  const v1::Spacing& sp = image.spacing();
+  for (const auto& [name, value] : {std::pair<const char*, double>{"x_mm", sp.x_mm()},
+                                    {"y_mm", sp.y_mm()},
+                                    {"z_mm", sp.z_mm()}}) {
+    if (!std::isfinite(value) || value < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".spacing.", name, ": ", value, " is not finite and >= 0"));
+    }
+  }
+  in.bytes = data;
+  in.field = std::move(field);
+  in.spacing = sp;
+  return in;
+}
+
+absl::Status ValidateHandle(absl::string_view handle, absl::string_view field) {
+  if (handle.empty() || handle.size() > 128) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": must be 1 to 128 characters"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ImageInput> ValidateImageSource(const v1::ImageSource& source,
+                                               absl::string_view field,
+                                               const RequestLimits& limits,
+                                               DetachedPixels pixels) {
+  switch (source.source_case()) {
+    case v1::ImageSource::kImage:
+      return ValidateImage(source.image(), pixels.value_or(source.image().data()),
+                           absl::StrCat(field, ".image"), limits, false);
+    case v1::ImageSource::kHandle: {
+      CUIMG_RETURN_IF_ERROR(ValidateHandle(source.handle(), absl::StrCat(field, ".handle")));
+      ImageInput in;
+      in.kind = ImageInput::Kind::kHandle;
+      in.handle = source.handle();
+      in.field = absl::StrCat(field, ".handle");
+      return in;
+    }
+    case v1::ImageSource::kEncoded: {
+      if (source.encoded().empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(field, ".encoded: is empty"));
+      }
+      ImageInput in;
+      in.kind = ImageInput::Kind::kEncoded;
+      in.bytes = source.encoded();
+      in.field = absl::StrCat(field, ".encoded");
+      return in;
+    }
+    case v1::ImageSource::kSharedMemory: {
+      const v1::SharedMemoryImage& shm = source.shared_memory();
+      const std::string prefix = absl::StrCat(field, ".shared_memory");
+      CUIMG_RETURN_IF_ERROR(ValidateHandle(shm.region(), absl::StrCat(prefix, ".region")));
+      if (!shm.has_image()) {
+        return absl::InvalidArgumentError(absl::StrCat(prefix, ".image: is required"));
+      }
+      if (!shm.image().data().empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            prefix, ".image.data: must be empty (the pixels are in the region)"));
+      }
+      // The shape's rules are an inline image's; only the bytes live elsewhere.
+      CUIMG_ASSIGN_OR_RETURN(ImageInput in,
+                             ValidateImage(shm.image(), "", absl::StrCat(prefix, ".image"), limits,
+                                           /*partial_data=*/true));
+      in.kind = ImageInput::Kind::kSharedMemory;
+      in.handle = shm.region();
+      in.offset = shm.offset();
+      in.field = prefix;
+      return in;
+    }
+    case v1::ImageSource::SOURCE_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": one of image, handle, encoded or shared_memory is required"));
+}
+
+absl::StatusOr<OutputSpec> ValidateOutputOptions(const v1::OutputOptions& output,
+                                                 absl::string_view field) {
+  if (output.omit_data() && !output.keep_resident()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".omit_data: requires keep_resident (the result would be discarded)"));
+  }
+  if (output.ttl_seconds() != 0 && !output.keep_resident()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".ttl_seconds: only meaningful with keep_resident"));
+  }
+  OutputSpec spec{output.keep_resident(), output.omit_data(), output.ttl_seconds(), "", 0};
+  if (output.has_shared_memory()) {
+    if (output.keep_resident()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".shared_memory: not with keep_resident (the result goes to one place)"));
+    }
+    CUIMG_RETURN_IF_ERROR(ValidateHandle(output.shared_memory().region(),
+                                               absl::StrCat(field, ".shared_memory.region")));
+    spec.shared_memory_region = output.shared_memory().region();
+    spec.shared_memory_offset = output.shared_memory().offset();
+  }
+  return spec;
+}
+
+absl::Status RefuseSharedMemoryOutput(const OutputSpec& output, absl::string_view rpc) {
+  if (output.shared_memory_region.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "output.shared_memory: ", rpc, " returns its results inline or resident; only Morphology "
+      "writes to shared memory"));
+}
+
+absl::StatusOr<ImageInput> ValidateUploadHeader(const v1::Image& image,
+                                                const RequestLimits& limits) {
+  return ValidateImage(image, image.data(), "image", limits, true);
+}
+
+}  // namespace cuimg
