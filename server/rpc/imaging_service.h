@@ -1,7 +1,8 @@
-// ImagingService: the gRPC face of cuimg. Each handler validates (request_validation), admits the
-// job to the work queue, runs it on the backend and answers; no CUDA here. The resident-object RPCs
-// live in resident_rpcs.cc, ProcessVolumeStream in volume_stream_rpc.cc, the shared-memory RPCs in
-// shared_memory_rpcs.cc.
+// ImagingService: the gRPC face of cuimg. Each handler authorizes (AuthorizeCall), validates
+// (server/validation), admits the job to the work queue, runs it on the backend and answers; no
+// CUDA here. The handlers and admission are in imaging_service.cc, the admitted image and Deform
+// work (Run*) in image_runs.cc, the resident-object RPCs in resident_rpcs.cc,
+// ProcessVolumeStream in volume_stream_rpc.cc, the shared-memory RPCs in shared_memory_rpcs.cc.
 #ifndef CUIMG_SERVER_IMAGING_SERVICE_H_
 #define CUIMG_SERVER_IMAGING_SERVICE_H_
 
