@@ -21,6 +21,7 @@ import time
 import grpc
 import numpy as np
 
+from cuimg import wire_contract
 from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, imaging_service_pb2_grpc,
                       morphology_pb2, pyramid_pb2, resident_pb2, types_pb2)
 from server_process import ServerProcess
@@ -38,19 +39,6 @@ WORKLOADS = {
 
 # Transport settings of this run, reported with every workload.
 TRANSPORT = {}
-
-
-def timing_fields(trailers):
-    for key, value in trailers:
-        if key == "cuimg-timing":
-            fields = {}
-            for k, _, v in (kv.partition("=") for kv in value.split()):
-                try:
-                    fields[k] = float(v)
-                except ValueError:
-                    pass  # a field that is not a number (none today): not a stage
-            return fields
-    return {}
 
 
 def torus(n, m, major=1.0, minor=0.35):
@@ -78,7 +66,7 @@ def timed_unary(method, requests, runs, timeout=60):
         wall = time.perf_counter() - start
         if i >= 2:
             walls.append(wall)
-            stages.append(timing_fields(call.trailing_metadata()))
+            stages.append(wire_contract.timing(call.trailing_metadata()))
     median = {k: statistics.median(s[k] for s in stages) for k in stages[0]}
     return statistics.median(walls), median, reply
 
@@ -221,7 +209,7 @@ def detect_stream_workload(stub, args):
             detections += len(reply.result.detections)
             window.release()
         elapsed = time.perf_counter() - began
-        return elapsed, sorted(latencies), detections, timing_fields(call.trailing_metadata())
+        return elapsed, sorted(latencies), detections, wire_contract.timing(call.trailing_metadata())
 
     run(min(30, args.stream_frames))  # warm-up: workers, CUDA streams, pinned pools
     elapsed, latencies, detections, timing = run(args.stream_frames)

@@ -22,6 +22,7 @@ import time
 import grpc
 import numpy as np
 
+from cuimg import wire_contract
 from cuimg.v1 import imaging_service_pb2_grpc, morphology_pb2, types_pb2
 from server_process import ServerProcess
 
@@ -33,11 +34,6 @@ def status_kb(pid, field):
             if line.startswith(field + ":"):
                 return int(line.split()[1])
     raise KeyError(field)
-
-
-def timing_fields(text):
-    """The cuimg-timing trailer's `key=value` pairs as numbers."""
-    return {k: float(v) for k, v in (kv.split("=") for kv in text.split())}
 
 
 def python_call(stub, volume):
@@ -56,8 +52,7 @@ def python_call(stub, volume):
     wall = time.perf_counter() - start
     if len(reply.result.image.data) != volume.nbytes:
         raise RuntimeError(f"the server returned {len(reply.result.image.data)} bytes")
-    trailer = dict(call.trailing_metadata()).get("cuimg-timing", "")
-    return wall, timing_fields(trailer)
+    return wall, wire_contract.timing(call.trailing_metadata())
 
 
 def cli_call(client, target, path, out):
@@ -68,7 +63,7 @@ def cli_call(client, target, path, out):
     if run.returncode != 0:
         raise RuntimeError(f"cuimg exited {run.returncode}: {run.stdout}{run.stderr}")
     report = json.loads(run.stdout.strip().splitlines()[-1])
-    return report["round_trip_ms"] / 1e3, timing_fields(report["server_timing"])
+    return report["round_trip_ms"] / 1e3, wire_contract.parse_timing(report["server_timing"])
 
 
 def measure(args, name, call):

@@ -1,4 +1,5 @@
 #include "client/connection.h"
+#include "proto/wire_contract.h"
 
 #include <chrono>
 #include <cstdio>
@@ -9,29 +10,6 @@
 #include "absl/strings/str_cat.h"
 
 namespace cuimg {
-const char* StatusCodeName(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::OK: return "OK";
-    case grpc::StatusCode::CANCELLED: return "CANCELLED";
-    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
-    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case grpc::StatusCode::ABORTED: return "ABORTED";
-    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
-    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL: return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
-    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
-    default: break;
-  }
-  return "UNKNOWN";
-}
 
 absl::StatusOr<ChannelSpec> MakeChannelSpec(const ConnectionOptions& options) {
   if (options.lb_policy != "round_robin" && options.lb_policy != "pick_first") {
@@ -146,7 +124,7 @@ void PrepareContext(const ConnectionOptions& options, grpc::ClientContext* conte
 }
 
 int ReportRpcError(const grpc::Status& status) {
-  std::fprintf(stderr, "error: %s: %s\n", StatusCodeName(status.error_code()),
+  std::fprintf(stderr, "error: %s: %s\n", StatusCodeName(status.error_code()).c_str(),
                status.error_message().c_str());
   // A plaintext client at a TLS port (or the reverse) sees only "Socket closed" or a failed
   // handshake; the likely cause is worth a line.
@@ -159,11 +137,5 @@ int ReportRpcError(const grpc::Status& status) {
   return kExitRpcError;
 }
 
-std::string ServerTiming(const grpc::ClientContext& context) {
-  const auto& trailers = context.GetServerTrailingMetadata();
-  auto it = trailers.find("cuimg-timing");
-  if (it == trailers.end()) return "";
-  return std::string(it->second.data(), it->second.size());
-}
 
 }  // namespace cuimg

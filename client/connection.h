@@ -77,10 +77,6 @@ std::shared_ptr<grpc::Channel> MakeChannel(const ConnectionOptions& options, int
 void PrepareContext(const ConnectionOptions& options, grpc::ClientContext* context);
 // Prints "error: CODE: message" to stderr and returns kExitRpcError.
 int ReportRpcError(const grpc::Status& status);
-// "OK", "UNAVAILABLE", ...
-const char* StatusCodeName(grpc::StatusCode code);
-// The server's `cuimg-timing` trailer, or "" when absent.
-std::string ServerTiming(const grpc::ClientContext& context);
 
 }  // namespace cuimg
 

@@ -22,6 +22,7 @@ MallocTrimmer::MallocTrimmer(std::chrono::milliseconds interval) {
     while (!cv_.wait_for(lock, interval, [this] { return stopping_; })) {
       lock.unlock();
       malloc_trim(0);
+      trims_.fetch_add(1, std::memory_order_relaxed);
       lock.lock();
     }
   });

@@ -7,6 +7,7 @@
 #ifndef CUIMG_SERVER_MALLOC_POLICY_H_
 #define CUIMG_SERVER_MALLOC_POLICY_H_
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -27,10 +28,14 @@ class MallocTrimmer {
   MallocTrimmer(const MallocTrimmer&) = delete;
   MallocTrimmer& operator=(const MallocTrimmer&) = delete;
 
+  // How many times malloc_trim has run so far.
+  int trims() const { return trims_.load(std::memory_order_relaxed); }
+
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
+  std::atomic<int> trims_{0};
   std::thread thread_;
 };
 

@@ -44,6 +44,7 @@
 #include "client/commands/volume_stream.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 #include "echo/echo.grpc.pb.h"
+#include "proto/wire_contract.h"
 #include "cuimg/common/lock_order_checks.h"
 #include "server/transport_settings.h"
 #include "tests/testing/shm_object.h"
@@ -121,30 +122,18 @@ std::string RandomBytes(std::size_t n, std::uint64_t seed) {
   return s;
 }
 
-// The server's stage times from the `cuimg-timing` trailer.
+// The server's stage times from the `cuimg-timing` trailer (absent: 0).
 struct ServerTimes {
   double queue = 0, total = 0, h2d = 0, kernel = 0, d2h = 0;
 };
-// From the trailer's text ("queue_us=... total_us=... ...").
-ServerTimes ParseTiming(absl::string_view trailer) {
-  ServerTimes t;
-  for (absl::string_view kv : absl::StrSplit(trailer, ' ')) {
-    std::pair<absl::string_view, absl::string_view> p = absl::StrSplit(kv, '=');
-    double v = 0;
-    if (!absl::SimpleAtod(p.second, &v)) continue;
-    if (p.first == "queue_us") t.queue = v;
-    if (p.first == "total_us") t.total = v;
-    if (p.first == "h2d_us") t.h2d = v;
-    if (p.first == "kernel_us") t.kernel = v;
-    if (p.first == "d2h_us") t.d2h = v;
-  }
-  return t;
+ServerTimes TimesOf(absl::string_view trailer) {
+  const cuimg::TimingTrailer t = cuimg::ParseTimingTrailer(trailer);
+  auto us = [](double v) { return std::max(0.0, v); };
+  return ServerTimes{us(t.queue_us), us(t.total_us), us(t.h2d_us), us(t.kernel_us),
+                     us(t.d2h_us)};
 }
-ServerTimes ParseTiming(const grpc::ClientContext& ctx) {
-  const auto& trailers = ctx.GetServerTrailingMetadata();
-  auto it = trailers.find("cuimg-timing");
-  if (it == trailers.end()) return ServerTimes{};
-  return ParseTiming(absl::string_view(it->second.data(), it->second.size()));
+ServerTimes TimesOf(const grpc::ClientContext& ctx) {
+  return TimesOf(cuimg::TimingTrailerText(ctx));
 }
 
 cuimg::v1::MorphologyRequest Dilate(const std::string& pixels, int w, int h, int depth,
@@ -290,7 +279,7 @@ Load RunLoadCallback(const AsyncCall& issue, int concurrency, double seconds) {
     slot.start = Clock::now();
     issue(k, slot.ctx.get(), [&, k](bool ok) {
       if (measuring.load()) {
-        logs[k].Add(Us(Clock::now() - slots[k].start), ParseTiming(*slots[k].ctx));
+        logs[k].Add(Us(Clock::now() - slots[k].start), TimesOf(*slots[k].ctx));
         if (!ok) ++errors;
       }
       if (!stop.load()) return start(k);
@@ -378,7 +367,7 @@ int main(int argc, char** argv) {
     cuimg::v1::MorphologyResponse reply;
     const grpc::Status s =
         imaging[worker % channels]->Morphology(&ctx, images[rotation++ % images.size()], &reply);
-    if (times != nullptr) *times = ParseTiming(ctx);
+    if (times != nullptr) *times = TimesOf(ctx);
     if (!s.ok()) std::fprintf(stderr, "Morphology: %s\n", s.error_message().c_str());
     return s.ok() && reply.result().image().data().size() == kW * kH;
   };
@@ -443,7 +432,7 @@ int main(int argc, char** argv) {
         cuimg::v1::MorphologyResponse reply;
         const grpc::Status s = imaging[worker % channels]->Morphology(
             &ctx, shm_requests[shm_rotation++ % shm_requests.size()], &reply);
-        if (times != nullptr) *times = ParseTiming(ctx);
+        if (times != nullptr) *times = TimesOf(ctx);
         if (!s.ok()) std::fprintf(stderr, "Morphology (shm): %s\n", s.error_message().c_str());
         return s.ok() && reply.result().image().data().empty() &&
                reply.result().image().width() == kW;
@@ -649,7 +638,7 @@ int main(int argc, char** argv) {
                                                                     : "MISMATCH streamed != unary";
       } else {
         ms.push_back(elapsed);
-        server = ParseTiming(ctx);
+        server = TimesOf(ctx);
       }
       (void)got;
     }
@@ -709,7 +698,7 @@ int main(int argc, char** argv) {
       ms.push_back(elapsed);
       double slowest = 0;  // the streams run at once: the slowest one's server time
       for (const std::string& t : out->stream_timings) {
-        slowest = std::max(slowest, ParseTiming(t).total * 1e-3);
+        slowest = std::max(slowest, TimesOf(t).total * 1e-3);
       }
       server_ms.push_back(slowest);
     }

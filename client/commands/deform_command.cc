@@ -14,6 +14,7 @@
 #include "client/request_building.h"
 #include "cuimg/reference/mesh_generators.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
+#include "proto/wire_contract.h"
 
 namespace cuimg {
 namespace {
@@ -97,9 +98,7 @@ int RunDeform(const ConnectionOptions& connection, const DeformCommand& c) {
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent)
               .count());
       if (!status.ok()) return ReportRpcError(status);
-      const std::string timing = ServerTiming(context);
-      const auto pos = timing.find("kernel_us=");
-      if (pos != std::string::npos) kernel_us += std::atof(timing.c_str() + pos + 10);
+      kernel_us += std::max(0.0, ParseTimingTrailer(TimingTrailerText(context)).kernel_us);
     }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -136,7 +135,7 @@ int RunDeform(const ConnectionOptions& connection, const DeformCommand& c) {
   }
   std::printf("wrote %s (%zu vertices, %zu triangles, with normals) in %.2f ms; server: %s\n",
               c.output.c_str(), deformed.vertex_count(), deformed.triangle_count(), ms,
-              ServerTiming(context).c_str());
+              TimingTrailerText(context).c_str());
   return kExitOk;
 }
 

@@ -30,6 +30,7 @@
 #include "client/request_building.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
+#include "proto/wire_contract.h"
 
 namespace cuimg {
 namespace {
@@ -101,7 +102,7 @@ class Detector {
       return ReportRpcError(status);
     }
     wall_ms_ += ms;
-    return Answered(frame, response, ms, ServerTiming(context));
+    return Answered(frame, response, ms, TimingTrailerText(context));
   }
 
   // Detects in every frame of `next` over one DetectStream: a thread reads and sends frames while

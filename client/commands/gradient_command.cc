@@ -12,6 +12,7 @@
 #include "client/request_building.h"
 #include "client/commands/volume_stream.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
+#include "proto/wire_contract.h"
 
 namespace cuimg {
 namespace {
@@ -89,7 +90,7 @@ int RunGradient(const ConnectionOptions& connection, const GradientCommand& c) {
       if (!out.ok()) return BadResponse(out.status());
       planes.push_back(*std::move(out));
     }
-    timing = "server: " + ServerTiming(context);
+    timing = "server: " + TimingTrailerText(context);
   }
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

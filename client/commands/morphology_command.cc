@@ -18,6 +18,7 @@
 #include "client/morphology_spec.h"
 #include "client/commands/volume_stream.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
+#include "proto/wire_contract.h"
 
 namespace cuimg {
 namespace {
@@ -235,7 +236,7 @@ int RunMorphologyOnFiles(const ConnectionOptions& connection, const MorphologyCo
         std::memcpy(output.bytes() + (i * channels + c) * pixel, &out[i * pixel], pixel);
       }
     }
-    timing = ServerTiming(context);
+    timing = TimingTrailerText(context);
     elements.assign(response.resolved_elements().begin(), response.resolved_elements().end());
   }
   const double ms =

@@ -10,6 +10,7 @@
 #include "client/io/image_file.h"
 #include "client/request_building.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
+#include "proto/wire_contract.h"
 
 namespace cuimg {
 
@@ -62,7 +63,7 @@ int RunPyramid(const ConnectionOptions& connection, const PyramidCommand& c) {
   }
   std::printf("wrote %d levels (%s_levelNN.%s) and %s_contact_sheet.png in %.2f ms; server: %s\n",
               response.levels_size(), c.output_prefix.c_str(), c.format.c_str(),
-              c.output_prefix.c_str(), ms, ServerTiming(context).c_str());
+              c.output_prefix.c_str(), ms, TimingTrailerText(context).c_str());
   return kExitOk;
 }
 

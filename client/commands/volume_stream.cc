@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/request_building.h"
+#include "proto/wire_contract.h"
 
 namespace cuimg {
 namespace {
@@ -130,7 +131,7 @@ absl::Status StreamPart(v1::Imaging::Stub& stub, grpc::ClientContext& context,
   }
   writer.join();
   const grpc::Status finished = stream->Finish();
-  *timing = ServerTiming(context);
+  *timing = TimingTrailerText(context);
   if (!finished.ok()) {
     return absl::Status(static_cast<absl::StatusCode>(finished.error_code()),
                         finished.error_message());
@@ -251,30 +252,14 @@ absl::StatusOr<StreamedVolume> StreamVolume(
   return out;
 }
 
-namespace {
-
-// A `cuimg-timing` trailer's "key=value" fields (absent keys read as 0).
-std::map<std::string, double> TimingFields(absl::string_view trailer) {
-  std::map<std::string, double> fields;
-  for (absl::string_view field : absl::StrSplit(trailer, ' ', absl::SkipEmpty())) {
-    const std::size_t eq = field.find('=');
-    double value = 0;
-    if (eq != absl::string_view::npos && absl::SimpleAtod(field.substr(eq + 1), &value)) {
-      fields[std::string(field.substr(0, eq))] = value;
-    }
-  }
-  return fields;
-}
-
-}  // namespace
-
 std::string StreamedVolume::summary(double wall_ms, std::size_t volume_bytes) const {
   double longest_us = 0, kernel_us = 0, copies_us = 0;
   for (const std::string& trailer : stream_timings) {
-    std::map<std::string, double> f = TimingFields(trailer);
-    longest_us = std::max(longest_us, f["total_us"]);
-    kernel_us += f["kernel_us"];
-    copies_us += f["h2d_us"] + f["d2h_us"];
+    // Absent fields (-1) count as 0.
+    const TimingTrailer t = ParseTimingTrailer(trailer);
+    longest_us = std::max(longest_us, t.total_us);
+    kernel_us += std::max(0.0, t.kernel_us);
+    copies_us += std::max(0.0, t.h2d_us) + std::max(0.0, t.d2h_us);
   }
   int slabs = 0;
   for (int s : stream_slabs) slabs += s;

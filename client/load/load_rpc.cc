@@ -15,6 +15,7 @@
 #include "client/io/video_frames.h"
 #include "client/io/volume_file.h"
 #include "client/load/load_stream.h"
+#include "proto/wire_contract.h"
 #include "client/morphology_spec.h"
 #include "client/request_building.h"
 #include "cuimg/common/status_macros.h"
@@ -23,7 +24,7 @@ namespace cuimg {
 
 std::string LoadRpc::ServerTimingOf(const grpc::ClientContext& context,
                                     const google::protobuf::Message&) const {
-  return ServerTiming(context);
+  return TimingTrailerText(context);
 }
 
 namespace {

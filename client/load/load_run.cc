@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_format.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
+#include "proto/wire_contract.h"
 
 namespace cuimg {
 namespace {
@@ -178,7 +179,7 @@ class LoadRun {
     r.payload = call.payload;
     r.code = StatusCodeName(status.error_code());
     if (status.ok()) {
-      ParseTiming(rpc_.ServerTimingOf(call.context, *call.response), &r);
+      r.server = ParseTimingTrailer(rpc_.ServerTimingOf(call.context, *call.response));
     } else {
       r.message = PrintableMessage(status.error_message());
     }

@@ -38,21 +38,6 @@ std::string CsvQuoted(const std::string& text) {
 
 }  // namespace
 
-void ParseTiming(const std::string& trailer, CallRecord* r) {
-  for (absl::string_view kv : absl::StrSplit(trailer, ' ', absl::SkipEmpty())) {
-    const std::pair<absl::string_view, absl::string_view> p = absl::StrSplit(kv, '=');
-    double v = 0;
-    if (!absl::SimpleAtod(p.second, &v)) continue;
-    if (p.first == "queue_us") r->queue_us = v;
-    if (p.first == "decode_us") r->decode_us = v;
-    if (p.first == "h2d_us") r->h2d_us = v;
-    if (p.first == "kernel_us") r->kernel_us = v;
-    if (p.first == "d2h_us") r->d2h_us = v;
-    if (p.first == "total_us") r->total_us = v;
-    if (p.first == "device") r->device = static_cast<int>(v);
-  }
-}
-
 LoadSummary Summarize(const std::vector<CallRecord>& records, double warmup_s, double seconds) {
   LoadSummary s;
   s.seconds = seconds;
@@ -93,14 +78,15 @@ LoadSummary Summarize(const std::vector<CallRecord>& records, double warmup_s, d
     ++s.ok;
     lat.push_back(r.latency_ms);
     window_latencies[second].push_back(r.latency_ms);
-    if (r.device >= 0) ++s.devices[r.device];
-    if (r.total_us >= 0) {
-      queue.push_back(r.queue_us);
-      decode.push_back(std::max(0.0, r.decode_us));  // a server without the field: no decode
-      h2d.push_back(r.h2d_us);
-      kernel.push_back(r.kernel_us);
-      d2h.push_back(r.d2h_us);
-      total.push_back(r.total_us);
+    const TimingTrailer& t = r.server;
+    if (t.device >= 0) ++s.devices[t.device];
+    if (t.total_us >= 0) {
+      queue.push_back(t.queue_us);
+      decode.push_back(std::max(0.0, t.decode_us));  // a server without the field: no decode
+      h2d.push_back(t.h2d_us);
+      kernel.push_back(t.kernel_us);
+      d2h.push_back(t.d2h_us);
+      total.push_back(t.total_us);
     }
   }
   std::sort(lat.begin(), lat.end());
@@ -214,8 +200,9 @@ std::string RecordsCsv(const std::vector<CallRecord>& records) {
   for (const CallRecord& r : records) {
     if (r.warmup) continue;
     absl::StrAppend(&out, absl::StrFormat("%.6f,%.4f,%s,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%d,%d,",
-                                          r.start_s, r.latency_ms, r.code, r.queue_us, r.decode_us,
-                                          r.h2d_us, r.kernel_us, r.d2h_us, r.total_us, r.device,
+                                          r.start_s, r.latency_ms, r.code, r.server.queue_us,
+                                          r.server.decode_us, r.server.h2d_us, r.server.kernel_us,
+                                          r.server.d2h_us, r.server.total_us, r.server.device,
                                           r.payload),
                     r.message.empty() ? "" : CsvQuoted(r.message), "\n");
   }

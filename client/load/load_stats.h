@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "proto/wire_contract.h"
+
 namespace cuimg {
 
 struct CallRecord {
@@ -20,8 +22,7 @@ struct CallRecord {
   std::string code;       // gRPC status code name
   std::string message;    // the server's (or gRPC's) message when not OK
   // Server-side stages from the cuimg-timing trailer (µs); negative when absent.
-  double queue_us = -1, decode_us = -1, h2d_us = -1, kernel_us = -1, d2h_us = -1, total_us = -1;
-  int device = -1;  // the trailer's device; -1 when absent
+  TimingTrailer server;
 };
 
 struct LoadSummary {
@@ -63,8 +64,6 @@ struct LoadSummary {
 inline constexpr std::size_t kMessagesPerCode = 5;
 inline constexpr std::size_t kMessageChars = 200;
 
-// Parses "queue_us=1 decode_us=2 h2d_us=3 ... device=0" into `record`; unknown keys are skipped.
-void ParseTiming(const std::string& trailer, CallRecord* record);
 // Summarizes the records not marked warmup; `seconds` is the measured window's length,
 // `warmup_s` the warm-up's (windows count from its end).
 LoadSummary Summarize(const std::vector<CallRecord>& records, double warmup_s, double seconds);

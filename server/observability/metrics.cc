@@ -1,6 +1,6 @@
 #include "server/observability/metrics.h"
 
-#include "server/rpc/status_conversion.h"
+#include "absl/status/status.h"
 
 namespace cuimg {
 namespace {
@@ -91,7 +91,8 @@ const ServerMetrics::RpcSeries& ServerMetrics::Series(absl::string_view rpc) {
   }
   const std::string r(rpc);
   auto series = std::make_unique<RpcSeries>();
-  series->ok = &requests_.Add({{"rpc", r}, {"code", StatusCodeName(absl::StatusCode::kOk)}});
+  series->ok =
+      &requests_.Add({{"rpc", r}, {"code", absl::StatusCodeToString(absl::StatusCode::kOk)}});
   series->duration = &duration_.Add({{"rpc", r}}, LatencyBuckets());
   const char* const stages[] = {"queue", "decode", "h2d", "kernel", "d2h"};
   for (std::size_t i = 0; i < series->stages.size(); ++i) {
@@ -118,7 +119,8 @@ void ServerMetrics::RecordRequest(absl::string_view rpc, absl::StatusCode code,
     (times.decode_device >= 0 ? decode_gpu_ : decode_cpu_)->Observe(times.decode_us * 1e-6);
   }
   if (code != absl::StatusCode::kOk) {
-    requests_.Add({{"rpc", std::string(rpc)}, {"code", StatusCodeName(code)}}).Increment();
+    requests_.Add({{"rpc", std::string(rpc)}, {"code", absl::StatusCodeToString(code)}})
+        .Increment();
     return;
   }
   series.ok->Increment();

@@ -1,10 +1,10 @@
 #include "server/rpc/call_scope.h"
 
-#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "server/security/authorization.h"
 #include "server/observability/log.h"
 #include "server/observability/log_throttle.h"
+#include "proto/wire_contract.h"
 #include "server/rpc/status_conversion.h"
 
 namespace cuimg {
@@ -52,7 +52,7 @@ absl::Status CallScope::CheckAlive() const {
 
 grpc::Status CallScope::Complete(const absl::Status& status) {
   times_.total_us = MicrosSince(start_);
-  ctx_->AddTrailingMetadata("cuimg-timing", FormatTiming(times_));
+  ctx_->AddTrailingMetadata(kTimingTrailer, FormatTiming(times_));
   metrics_->RecordRequest(rpc_, status.code(), times_, times_.total_us * 1e-6);
   metrics_->AddInflight(rpc_, -1);
   completed_ = true;
@@ -62,7 +62,7 @@ grpc::Status CallScope::Complete(const absl::Status& status) {
                              ? LogLevel::kError
                              : LogLevel::kInfo;
   if (!LogEnabled(level)) return ToGrpcStatus(status);
-  const std::string code = StatusCodeName(status.code());
+  const std::string code = absl::StatusCodeToString(status.code());
   // A call refused before it had an identity still names who it was (or that nobody was).
   const std::string identity = identity_.empty() ? RefusedIdentity(status) : identity_;
   const auto total_us = static_cast<std::int64_t>(times_.total_us);
@@ -82,12 +82,8 @@ grpc::Status CallScope::Complete(const absl::Status& status) {
 }
 
 std::string FormatTiming(const StageTimes& t) {
-  // decode_device: the GPU a JPEG input was decoded on, -1 for the CPU (or no decode).
-  return absl::StrFormat(
-      "queue_us=%.1f decode_us=%.1f h2d_us=%.1f kernel_us=%.1f d2h_us=%.1f total_us=%.1f "
-      "device=%d decode_device=%d",
-      t.queue_us, t.decode_us, t.h2d_us, t.kernel_us, t.d2h_us, t.total_us, t.device,
-      t.decode_device);
+  return FormatTimingTrailer(TimingTrailer{t.queue_us, t.decode_us, t.h2d_us, t.kernel_us,
+                                           t.d2h_us, t.total_us, t.device, t.decode_device});
 }
 
 void ReportSuppressedRequestLines() {

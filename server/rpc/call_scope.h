@@ -30,6 +30,7 @@ class CallScope {
   CallScope& operator=(const CallScope&) = delete;
 
   StageTimes& times() { return times_; }
+  const std::string& rpc() const { return rpc_; }
   // The authorized caller (authorization.h); set once before the call does any work.
   void set_identity(std::string identity) { identity_ = std::move(identity); }
   const std::string& identity() const { return identity_; }
@@ -77,8 +78,8 @@ class CallScope {
   bool completed_ = false;
 };
 
-// `times` as the `cuimg-timing` trailer carries them: "queue_us=... decode_us=... h2d_us=...
-// kernel_us=... d2h_us=... total_us=... device=N".
+// `times` as the `cuimg-timing` trailer carries them, written by the wire contract
+// (FormatTimingTrailer); also each DetectStream frame's timing.
 std::string FormatTiming(const StageTimes& times);
 
 // Request lines of failed calls are at most kRequestLineBurst at once, then

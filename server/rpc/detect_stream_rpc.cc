@@ -59,15 +59,12 @@ class DetectStreamReactor final
         cancel_(CancelToken::SteadyDeadline(ctx->deadline()), service->hard_stop()),
         call_("DetectStream", ctx, &service->metrics()) {
     call_.set_cancel(&cancel_);
-    absl::StatusOr<std::string> identity =
-        service_->Authorize(*ctx, kRightProcess, "DetectStream");
-    if (!identity.ok()) {
-      service_->RecordRefusal(ctx, identity.status(), false);
+    // AuthorizeCall records a refusal and sets the stream's identity.
+    if (absl::Status who = service_->AuthorizeCall(call_, kRightProcess); !who.ok()) {
       finished_ = true;
-      Finish(call_.Complete(identity.status()));
+      Finish(call_.Complete(who));
       return;
     }
-    call_.set_identity(*identity);
     reading_ = true;
     StartRead(&request_);
   }
@@ -182,8 +179,7 @@ class DetectStreamReactor final
     // Skipped (not answered) when the stream ended or an earlier frame failed: its token says so.
     absl::Status status = frame.call.CheckAlive();
     if (status.ok()) {
-      status = service_->RunDetect(frame.job, frame.message.request(), frame.call,
-                                   frame.result.mutable_result());
+      status = service_->RunDetect(frame.job, frame.call, frame.result.mutable_result());
       if (status.ok()) status = frame.call.CheckSharedMemory();
       if (!status.ok()) status = InRequest(status);
     }

@@ -90,8 +90,8 @@ std::unique_ptr<const DeviceImage> DecodeOnDevice(absl::Span<const std::uint8_t>
   return *std::move(image);
 }
 
-absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, const v1::ImageSource& source,
-                                           CallScope& call, ResidentStore& store,
+absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, CallScope& call,
+                                           ResidentStore& store,
                                            const SharedMemoryRegistry* shared_memory,
                                            const RequestLimits& limits,
                                            const ImageDecoders& decoders) {
@@ -101,7 +101,7 @@ absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, const v1::Im
     case ImageInput::Kind::kInline:
       out.view = ImageView{input.type, input.extent, input.channels,
                            const_cast<char*>(input.bytes.data())};
-      out.spacing = source.image().spacing();
+      out.spacing = input.spacing;
       return out;
     case ImageInput::Kind::kHandle: {
       absl::StatusOr<std::shared_ptr<const StoredImage>> stored = store.Get(identity, input.handle);
@@ -122,7 +122,7 @@ absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, const v1::Im
                              out.region->Span(input.offset, out.view.Bytes(),
                                               absl::StrCat(input.field, ".offset")));
       out.view.data = data;
-      out.spacing = source.shared_memory().image().spacing();
+      out.spacing = input.spacing;
       return out;
     }
     case ImageInput::Kind::kEncoded:

@@ -57,8 +57,8 @@ absl::Status CheckEncodedShape(const ImageView& shape, absl::string_view field,
 // which refuses corrupt files with INVALID_ARGUMENT naming the field. `shared_memory` is null
 // when the server offers none (a shared-memory input is then FAILED_PRECONDITION). Pass
 // ResolvedImage::input() to the backend: a device-decoded image has no host pixels.
-absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, const v1::ImageSource& source,
-                                           CallScope& call, ResidentStore& store,
+absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, CallScope& call,
+                                           ResidentStore& store,
                                            const SharedMemoryRegistry* shared_memory,
                                            const RequestLimits& limits,
                                            const ImageDecoders& decoders);

@@ -1,13 +1,17 @@
-// ImagingService: the gRPC face of cuimg. Each handler validates (request_validation), admits the
-// job to the work queue, runs it on the backend and answers; no CUDA here. The resident-object RPCs
-// live in resident_rpcs.cc, ProcessVolumeStream in volume_stream_rpc.cc, DetectStream in
-// detect_stream_rpc.cc, the shared-memory RPCs in shared_memory_rpcs.cc.
+// ImagingService: the gRPC face of cuimg. Each handler authorizes (AuthorizeCall), validates
+// (server/validation), admits the job to the work queue, runs it on the backend and answers; no
+// CUDA here. The handlers and admission are in imaging_service.cc, the admitted image and Deform
+// work (Run*) in image_runs.cc, the resident-object RPCs in resident_rpcs.cc,
+// ProcessVolumeStream in volume_stream_rpc.cc, DetectStream in detect_stream_rpc.cc, the
+// shared-memory RPCs in shared_memory_rpcs.cc.
 #ifndef CUIMG_SERVER_IMAGING_SERVICE_H_
 #define CUIMG_SERVER_IMAGING_SERVICE_H_
 
 #include <atomic>
 
 #include <grpcpp/grpcpp.h>
+
+#include "absl/functional/function_ref.h"
 
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 #include "cuimg/codec/decode_threads.h"
@@ -84,8 +88,8 @@ class ImagingService final
       grpc::CallbackServerContext* ctx) override;
 
   // DetectPedestrians' steps, which DetectStream's frames (detect_stream_rpc.cc) go through as a
-  // unary call does. ValidateDetect: an unknown model is NOT_FOUND naming `model`, then
-  // ValidateDetectRequest. AdmitDetect: the steps between validation and the work queue (Admit).
+  // unary call does. ValidateDetect: ValidateDetectRequest with this server's models (an unknown
+  // model is NOT_FOUND naming `model`). AdmitDetect: the steps between validation and the work queue (Admit).
   // RunDetect: resolves the input and detects, filling `response`; times go to `call`.
   absl::StatusOr<DetectJob> ValidateDetect(const v1::DetectPedestriansRequest& request,
                                            const RequestLimits& limits,
@@ -94,8 +98,8 @@ class ImagingService final
       const grpc::ServerContextBase& ctx, DetectJob* job,
       const v1::DetectPedestriansRequest& request, const std::string& identity,
       std::uint64_t extra_bytes, bool* transient);
-  absl::Status RunDetect(const DetectJob& job, const v1::DetectPedestriansRequest& request,
-                         CallScope& call, v1::DetectPedestriansResponse* response);
+  absl::Status RunDetect(const DetectJob& job, CallScope& call,
+                         v1::DetectPedestriansResponse* response);
 
   const ServerOptions& options() const { return options_; }
   // Null unless options.shared_memory.enabled.
@@ -106,9 +110,10 @@ class ImagingService final
   InflightBudget& budget() { return *budget_; }
   // What each identity's open uploads may claim (ServerOptions' upload fields).
   UploadQuota& uploads() { return *uploads_; }
-  // Authorize (authorization.h) under this server's policy.
-  absl::StatusOr<std::string> Authorize(const grpc::ServerContextBase& ctx, unsigned rights,
-                                        absl::string_view what) const;
+  // Every handler's first step: Authorize (authorization.h) the call for `rights` under this
+  // server's policy. OK: the call's identity is set. A refusal is recorded (RecordRefusal) and
+  // returned, for the handler to finish the call with.
+  absl::Status AuthorizeCall(CallScope& call, unsigned rights);
   // Answers an admission refusal: counted by reason; the retry hint when retrying can help.
   void RecordRefusal(grpc::CallbackServerContext* ctx, const absl::Status& status, bool transient);
   // Makes every request's work stop at its next check (UNAVAILABLE), and any request queued or
@@ -126,8 +131,14 @@ class ImagingService final
   grpc::ServerUnaryReactor* Serve(
       absl::string_view rpc, grpc::CallbackServerContext* ctx, std::shared_ptr<Messages> messages,
       Validate validate,
-      absl::Status (ImagingService::*run)(const Job&, const typename Messages::Request&,
-                                          CallScope&, typename Messages::Response*));
+      absl::Status (ImagingService::*run)(const Job&, CallScope&,
+                                          typename Messages::Response*));
+
+  // A unary call that is answered at once (no queue, no admission): AuthorizeCall, then
+  // `body(identity)`; a refusal by either is recorded and the call answered with it.
+  grpc::ServerUnaryReactor* ServeAtOnce(
+      absl::string_view rpc, grpc::CallbackServerContext* ctx, unsigned rights,
+      absl::FunctionRef<absl::Status(const std::string& identity)> body);
 
   // Completes a validated job with what only the resident store knows: a Morphology on a resident
   // handle with elements in millimetres takes the object's spacing (ResolveMorphologyOnResident).
@@ -157,17 +168,17 @@ class ImagingService final
   absl::StatusOr<double> RequestWork(const DetectJob& job, absl::string_view identity);
   absl::StatusOr<double> RequestWork(const DeformJob& job, absl::string_view identity);
 
-  absl::Status RunMorphology(const MorphologyJob& job, const v1::MorphologyRequest& request,
-                             CallScope& call, v1::MorphologyResponse* response);
+  // Each runs a validated job (the job carries what the run needs; the request message is not
+  // read again) and fills the response.
+  absl::Status RunMorphology(const MorphologyJob& job, CallScope& call,
+                             v1::MorphologyResponse* response);
   // Morphology whose result goes to the shared-memory region job.output names.
   absl::Status MorphologyIntoSharedMemory(const MorphologyJob& job, const ResolvedImage& in,
                                           CallScope& call, v1::MorphologyResponse* response);
-  absl::Status RunGradient(const GradientJob& job, const v1::GradientRequest& request,
-                           CallScope& call, v1::GradientResponse* response);
-  absl::Status RunPyramid(const PyramidJob& job, const v1::PyramidRequest& request,
-                          CallScope& call, v1::PyramidResponse* response);
-  absl::Status RunDeform(const DeformJob& job, const v1::DeformRequest& request, CallScope& call,
-                         v1::DeformResponse* response);
+  absl::Status RunGradient(const GradientJob& job, CallScope& call,
+                           v1::GradientResponse* response);
+  absl::Status RunPyramid(const PyramidJob& job, CallScope& call, v1::PyramidResponse* response);
+  absl::Status RunDeform(const DeformJob& job, CallScope& call, v1::DeformResponse* response);
   // OK when a Deform result may be kept resident: ValidateMesh on its positions (`positions`:
   // the host copy when the call returned them, else null and the mesh is read back);
   // INVALID_ARGUMENT naming output.keep_resident otherwise.

@@ -38,15 +38,12 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
         call_("Upload", ctx, &service->metrics()),
         idle_timeout_(absl::Milliseconds(service->options().upload_idle_timeout_ms)) {
     call_.MarkStarted();
-    absl::StatusOr<std::string> identity =
-        service_->Authorize(*ctx, kRightProcess | kRightResident, "Upload");
-    if (!identity.ok()) {
-      service_->RecordRefusal(ctx, identity.status(), false);
-      Finish(call_.Complete(identity.status()));
+    if (absl::Status who = service_->AuthorizeCall(call_, kRightProcess | kRightResident);
+        !who.ok()) {
+      Finish(call_.Complete(who));
       return;
     }
-    call_.set_identity(*identity);
-    absl::StatusOr<UploadQuota::Slot> slot = service_->uploads().Open(*identity);
+    absl::StatusOr<UploadQuota::Slot> slot = service_->uploads().Open(call_.identity());
     if (!slot.ok()) {
       service_->RecordRefusal(ctx, slot.status(), true);
       Finish(call_.Complete(slot.status()));
@@ -279,11 +276,8 @@ class DownloadReactor final : public grpc::ServerWriteReactor<v1::DownloadRespon
                   const v1::DownloadRequest* request)
       : service_(service), call_("Download", ctx, &service->metrics()) {
     call_.MarkStarted();
-    absl::StatusOr<std::string> identity =
-        service_->Authorize(*ctx, kRightProcess | kRightResident, "Download");
-    if (!identity.ok()) service_->RecordRefusal(ctx, identity.status(), false);
-    call_.set_identity(identity.ok() ? *identity : "");
-    const absl::Status status = identity.ok() ? Start(*request, *identity) : identity.status();
+    absl::Status status = service_->AuthorizeCall(call_, kRightProcess | kRightResident);
+    if (status.ok()) status = Start(*request, call_.identity());
     if (!status.ok()) Finish(call_.Complete(status));
   }
 
@@ -391,41 +385,25 @@ grpc::ServerWriteReactor<v1::DownloadResponse>* ImagingService::Download(
 grpc::ServerUnaryReactor* ImagingService::Release(grpc::CallbackServerContext* ctx,
                                                   const v1::ReleaseRequest* request,
                                                   v1::ReleaseResponse*) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  CallScope call("Release", ctx, metrics_);
-  absl::StatusOr<std::string> identity = Authorize(*ctx, kRightResident, "Release");
-  if (!identity.ok()) {
-    RecordRefusal(ctx, identity.status(), false);
-    reactor->Finish(call.Complete(identity.status()));
-    return reactor;
-  }
-  call.set_identity(*identity);
-  absl::Status status = ValidateHandle(request->handle(), "handle");
-  if (status.ok()) status = store_->Release(*identity, request->handle());
-  if (status.code() == absl::StatusCode::kNotFound) {
-    status = absl::Status(status.code(), absl::StrCat("handle: ", status.message()));
-  }
-  reactor->Finish(call.Complete(status));
-  return reactor;
+  return ServeAtOnce("Release", ctx, kRightResident, [&](const std::string& identity) {
+    absl::Status status = ValidateHandle(request->handle(), "handle");
+    if (status.ok()) status = store_->Release(identity, request->handle());
+    if (status.code() == absl::StatusCode::kNotFound) {
+      status = absl::Status(status.code(), absl::StrCat("handle: ", status.message()));
+    }
+    return status;
+  });
 }
 
 grpc::ServerUnaryReactor* ImagingService::ListResident(grpc::CallbackServerContext* ctx,
                                                        const v1::ListResidentRequest*,
                                                        v1::ListResidentResponse* response) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  CallScope call("ListResident", ctx, metrics_);
-  absl::StatusOr<std::string> identity = Authorize(*ctx, kRightResident, "ListResident");
-  if (!identity.ok()) {
-    RecordRefusal(ctx, identity.status(), false);
-    reactor->Finish(call.Complete(identity.status()));
-    return reactor;
-  }
-  call.set_identity(*identity);
-  for (const ResidentInfo& info : store_->List(*identity)) ToProto(info, response->add_objects());
-  response->set_used_bytes(store_->UsedBytes(*identity));
-  response->set_budget_bytes(store_->budget_bytes());
-  reactor->Finish(call.Complete(absl::OkStatus()));
-  return reactor;
+  return ServeAtOnce("ListResident", ctx, kRightResident, [&](const std::string& identity) {
+    for (const ResidentInfo& info : store_->List(identity)) ToProto(info, response->add_objects());
+    response->set_used_bytes(store_->UsedBytes(identity));
+    response->set_budget_bytes(store_->budget_bytes());
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace cuimg

@@ -1,8 +1,65 @@
 #include "server/rpc/status_conversion.h"
 
+#include <string>
+#include <utility>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "proto/wire_contract.h"
 
 namespace cuimg {
+namespace {
+
+bool NamesField(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kAlreadyExists:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A field path: names of lower-case letters, digits and '_' (not starting with a digit), each
+// with an optional "[index]", joined by '.'.
+bool IsFieldPath(absl::string_view path) {
+  bool name_start = true;
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    const char c = path[i];
+    if (name_start) {
+      if (!(absl::ascii_islower(c) || c == '_')) return false;
+      name_start = false;
+    } else if (c == '.') {
+      name_start = true;
+    } else if (c == '[') {
+      const std::size_t close = path.find(']', i);
+      if (close == absl::string_view::npos || close == i + 1) return false;
+      for (std::size_t k = i + 1; k < close; ++k) {
+        if (!absl::ascii_isdigit(path[k])) return false;
+      }
+      i = close;
+      if (i + 1 < path.size() && path[i + 1] != '.') return false;
+    } else if (!(absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '_')) {
+      return false;
+    }
+  }
+  return !path.empty() && !name_start;
+}
+
+}  // namespace
+
+absl::string_view ErrorField(const absl::Status& status) {
+  if (!NamesField(status.code())) return "";
+  const absl::string_view message = status.message();
+  const std::size_t colon = message.find(": ");
+  if (colon == absl::string_view::npos) return "";
+  const absl::string_view path = message.substr(0, colon);
+  return IsFieldPath(path) ? path : "";
+}
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
@@ -10,49 +67,8 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   std::string sent(message.substr(0, kMaxStatusMessageBytes));
   if (sent.size() < message.size()) absl::StrAppend(&sent, "...[", message.size(), " bytes]");
   // absl's canonical codes are defined to equal gRPC's (google/rpc/code.proto).
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::move(sent));
-}
-
-std::string StatusCodeName(absl::StatusCode code) {
-  switch (code) {
-    case absl::StatusCode::kOk:
-      return "OK";
-    case absl::StatusCode::kCancelled:
-      return "CANCELLED";
-    case absl::StatusCode::kUnknown:
-      return "UNKNOWN";
-    case absl::StatusCode::kInvalidArgument:
-      return "INVALID_ARGUMENT";
-    case absl::StatusCode::kDeadlineExceeded:
-      return "DEADLINE_EXCEEDED";
-    case absl::StatusCode::kNotFound:
-      return "NOT_FOUND";
-    case absl::StatusCode::kAlreadyExists:
-      return "ALREADY_EXISTS";
-    case absl::StatusCode::kPermissionDenied:
-      return "PERMISSION_DENIED";
-    case absl::StatusCode::kResourceExhausted:
-      return "RESOURCE_EXHAUSTED";
-    case absl::StatusCode::kFailedPrecondition:
-      return "FAILED_PRECONDITION";
-    case absl::StatusCode::kAborted:
-      return "ABORTED";
-    case absl::StatusCode::kOutOfRange:
-      return "OUT_OF_RANGE";
-    case absl::StatusCode::kUnimplemented:
-      return "UNIMPLEMENTED";
-    case absl::StatusCode::kInternal:
-      return "INTERNAL";
-    case absl::StatusCode::kUnavailable:
-      return "UNAVAILABLE";
-    case absl::StatusCode::kDataLoss:
-      return "DATA_LOSS";
-    case absl::StatusCode::kUnauthenticated:
-      return "UNAUTHENTICATED";
-    default:
-      break;
-  }
-  return "UNKNOWN";
+  return StatusWithErrorInfo(static_cast<grpc::StatusCode>(status.code()), std::move(sent),
+                             absl::StatusCodeToString(status.code()), ErrorField(status));
 }
 
 }  // namespace cuimg

@@ -55,15 +55,11 @@ class VolumeStreamReactor final
         cancel_(CancelToken::SteadyDeadline(ctx->deadline()), service->hard_stop()),
         call_("ProcessVolumeStream", ctx, &service->metrics()) {
     call_.set_cancel(&cancel_);
-    absl::StatusOr<std::string> identity =
-        service_->Authorize(*ctx, kRightProcess, "ProcessVolumeStream");
-    if (!identity.ok()) {
-      service_->RecordRefusal(ctx, identity.status(), false);
+    if (absl::Status who = service_->AuthorizeCall(call_, kRightProcess); !who.ok()) {
       finished_ = true;
-      Finish(call_.Complete(identity.status()));
+      Finish(call_.Complete(who));
       return;
     }
-    call_.set_identity(*identity);
     reading_ = true;
     StartRead(&request_);
   }

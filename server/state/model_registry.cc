@@ -31,10 +31,20 @@ absl::StatusOr<ModelRegistry> ModelRegistry::LoadDirectory(const std::string& di
   for (const std::string& path : paths) {
     absl::StatusOr<HogModel> model = ReadHogModelFile(path);
     if (!model.ok()) return model.status();
-    std::string name = model->name;
-    registry.models_.emplace(std::move(name), *std::move(model));
+    if (absl::Status added = registry.Add(*std::move(model)); !added.ok()) {
+      return absl::Status(added.code(), absl::StrCat(path, ": ", added.message()));
+    }
   }
   return registry;
+}
+
+absl::Status ModelRegistry::Add(HogModel model) {
+  if (absl::Status valid = ValidateHogModel(model); !valid.ok()) return valid;
+  std::string name = model.name;
+  if (!models_.emplace(name, std::move(model)).second) {
+    return absl::AlreadyExistsError(absl::StrCat("model '", name, "' is loaded already"));
+  }
+  return absl::OkStatus();
 }
 
 const HogModel* ModelRegistry::Find(absl::string_view name) const {

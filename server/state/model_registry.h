@@ -25,6 +25,10 @@ class ModelRegistry {
   // ("dir/x.hogsvm: line 3: ..."), so a bad model is noticed at start-up, not by a request.
   static absl::StatusOr<ModelRegistry> LoadDirectory(const std::string& dir);
 
+  // Adds a model (ReadHogModelFile's, or one built in memory) under its name; INVALID_ARGUMENT
+  // when ValidateHogModel refuses it, ALREADY_EXISTS when the name is taken.
+  absl::Status Add(HogModel model);
+
   // Null when no model has that name.
   const HogModel* Find(absl::string_view name) const;
   // Every model, by name.

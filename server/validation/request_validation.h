@@ -1,5 +1,9 @@
-// Validation at the edge: pure functions from request protos to domain jobs. Every
-// INVALID_ARGUMENT the server returns originates here and names the offending field.
+// Validation at the edge: pure functions from request protos to validated jobs (defaults
+// applied, the field path kept for messages). Each rule is checked in one place: ranges a kernel
+// owns are its validator's (*_types.h Validate*), called here with the request's field path;
+// this layer adds only the server's limits (RequestLimits) and the wire's shapes. One file per
+// RPC: morphology_, gradient_, pyramid_, detect_, deform_ and volume_stream_validation.cc; the
+// shared parts in request_validation.cc and validation_rules.h.
 #ifndef CUIMG_SERVER_REQUEST_VALIDATION_H_
 #define CUIMG_SERVER_REQUEST_VALIDATION_H_
 
@@ -23,7 +27,7 @@
 #include "cuimg/v1/pyramid.pb.h"
 #include "cuimg/v1/streaming.pb.h"
 #include "cuimg/v1/types.pb.h"
-#include "server/validation/element_radius.h"
+#include "server/state/model_registry.h"
 #include "server/server_options.h"
 
 namespace cuimg {
@@ -44,6 +48,8 @@ struct ImageInput {
   std::uint64_t offset = 0;
   // The field path, for messages about the resolved image ("input.image", "input.encoded").
   std::string field;
+  // kInline, kSharedMemory: the image's spacing (the results carry it on).
+  v1::Spacing spacing;
 };
 
 struct OutputSpec {
@@ -134,15 +140,18 @@ absl::Status CheckPyramidInput(const ImageView& image, PyramidJob* job);
 
 struct DetectJob {
   ImageInput input;
-  // The model's name (the default when the request names none); the service looks it up.
-  std::string model;
+  // The loaded model the request names (the default when it names none); owned by the
+  // registry, which outlives every request.
+  const HogModel* model = nullptr;
+  // Defaults applied; gamma_correction is the model's when the request leaves it unset.
   DetectSpec spec;
-  // The request left gamma_correction unset: the model's default applies.
-  bool gamma_from_model = true;
 };
 
+// Finds the model first: any name that is not loaded in `models` (one with a path in it too) is
+// NOT_FOUND naming "model", before the other fields are read, and nothing is looked up on disk.
 absl::StatusOr<DetectJob> ValidateDetectRequest(const v1::DetectPedestriansRequest& request,
                                                 const RequestLimits& limits,
+                                                const ModelRegistry& models,
                                                 DetachedPixels pixels = absl::nullopt);
 // A resolved input for DetectPedestrians: a 2D U8 image with 1, 3 or 4 channels.
 absl::Status CheckDetectInput(const ImageView& image, const DetectJob& job);

@@ -12,15 +12,18 @@ is not unary, teach `invoke` its call shape."""
 import collections
 import math
 import os
+import re
 import unittest
 
 import grpc
 import numpy as np
 
 from bad_inputs import gray_png, png, png_header_only, torus
+from cuimg import wire_contract
 from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, imaging_service_pb2_grpc,
                       morphology_pb2, pyramid_pb2, resident_pb2, shared_memory_pb2,
                       streaming_pb2, types_pb2)
+from google.rpc import error_details_pb2, status_pb2
 from grpc_protocols import health_pb2, health_pb2_grpc
 from server_process import ServerProcess
 from shm_objects import ShmObject
@@ -36,6 +39,11 @@ INFLIGHT_PER_DEVICE = 256 << 20
 SHM_BUDGET = 1 << 20
 SHM_BYTES = 4096
 
+# A request field's path ("steps[2].element.width"), and the codes whose errors name one.
+FIELD_PATH = re.compile(r"[a-z_][a-z0-9_]*(\[[0-9]+\])?(\.[a-z_][a-z0-9_]*(\[[0-9]+\])?)*")
+CONTENT_CODES = {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND,
+                 grpc.StatusCode.OUT_OF_RANGE, grpc.StatusCode.FAILED_PRECONDITION,
+                 grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.ALREADY_EXISTS}
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
 NOT_FOUND = grpc.StatusCode.NOT_FOUND
 EXHAUSTED = grpc.StatusCode.RESOURCE_EXHAUSTED
@@ -353,7 +361,8 @@ DEFORM_CASES = [
          lambda fx: deform(lat=lattice(origin=types_pb2.Vec3(x=math.inf))), INVALID,
          "lattice.origin.x"),
     Case("deform/flat lattice", "Deform",
-         lambda fx: deform(lat=lattice(u=types_pb2.Vec3())), INVALID, "lattice.u"),
+         lambda fx: deform(lat=lattice(u=types_pb2.Vec3())), INVALID,
+         "lattice: s, t and u must span"),
     Case("deform/unknown outputs", "Deform", lambda fx: deform(outputs=9), INVALID, "outputs"),
     Case("deform/unknown mesh handle", "Deform", lambda fx: deform(handle="mesh-00"), NOT_FOUND,
          "mesh.handle"),
@@ -578,6 +587,9 @@ SHM_CASES = [
     Case("shm/unregister another identity's region", "UnregisterSharedMemory",
          lambda fx: shared_memory_pb2.UnregisterSharedMemoryRequest(handle=fx["bob_region"]),
          NOT_FOUND, "handle"),
+    Case("shm/unregister 200-character handle", "UnregisterSharedMemory",
+         lambda fx: shared_memory_pb2.UnregisterSharedMemoryRequest(handle="h" * 200), INVALID,
+         "handle: must be 1 to 128"),
     Case("shm/list with an unknown token", "ListSharedMemory",
          lambda fx: shared_memory_pb2.ListSharedMemoryRequest(), UNAUTHENTICATED, "authorization",
          "an-unknown-token-of-some-length"),
@@ -685,6 +697,40 @@ class BadRequests(unittest.TestCase):
                           "ProcessVolumeStream", "RegisterSharedMemory",
                           "UnregisterSharedMemory", "ListSharedMemory"})
         self.assertEqual(len({c.name for c in CASES}), len(CASES), "case names must be unique")
+
+    def test_every_error_carries_error_info_naming_its_field(self):
+        """AIP-193: each refusal's status details hold a google.rpc.ErrorInfo (decoded here with
+        protobuf's generated modules, and with the client's own wire_contract, which must agree)
+        whose reason is the code's name and whose metadata "field" is the field the message
+        names."""
+        named = 0
+        for case in CASES:
+            with self.subTest(case.name):
+                with self.assertRaises(grpc.RpcError) as caught:
+                    invoke(self.stub, case.rpc, case.build(self.fx), case.token)
+                error = caught.exception
+                details = dict(error.trailing_metadata() or ()).get("grpc-status-details-bin")
+                if error.code() == grpc.StatusCode.UNAUTHENTICATED and details is None:
+                    continue  # refused by gRPC's auth processor, before any handler
+                self.assertIsNotNone(details, error.details())
+                status = status_pb2.Status.FromString(details)
+                self.assertEqual(status.code, error.code().value[0])
+                infos = [d for d in status.details if d.Is(error_details_pb2.ErrorInfo.DESCRIPTOR)]
+                self.assertEqual(len(infos), 1)
+                info = error_details_pb2.ErrorInfo()
+                infos[0].Unpack(info)
+                self.assertEqual(info.reason, error.code().name)
+                self.assertEqual(info.domain, "cuimg.io")
+                field = info.metadata.get("field", "")
+                prefix = error.details().split(": ", 1)[0] if ": " in error.details() else ""
+                if error.code() in CONTENT_CODES and FIELD_PATH.fullmatch(prefix):
+                    self.assertEqual(field, prefix)
+                    named += 1
+                else:
+                    self.assertEqual(field, "", error.details())
+                self.assertEqual(wire_contract.error_info(error.trailing_metadata()),
+                                 wire_contract.ErrorInfo(info.reason, info.domain, field))
+        self.assertGreaterEqual(named, len(CASES) // 2)
 
     def test_shared_memory_key_prefix_is_the_callers(self):
         for who, token in (("alice", ALICE), ("bob", BOB)):

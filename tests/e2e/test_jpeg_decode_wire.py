@@ -7,7 +7,6 @@ detections on the vtest frames and other JPEGs agree with the CPU decoder's (lib
 decodes as OpenCV 4.6 does; our detector is OpenCV's) at precision and recall >= 0.97."""
 import glob
 import os
-import re
 import subprocess
 import unittest
 import urllib.request
@@ -15,6 +14,7 @@ import urllib.request
 import grpc
 import numpy as np
 
+from cuimg import wire_contract
 from cuimg.v1 import detection_pb2, imaging_service_pb2_grpc, pyramid_pb2, types_pb2
 from server_process import ServerProcess
 
@@ -44,8 +44,7 @@ def jpeg_files(gray=False):
 
 
 def timing(call):
-    text = dict(call.trailing_metadata())["cuimg-timing"]
-    return {k: float(v) for k, v in re.findall(r"(\w+)=(-?[0-9.]+)", text)}
+    return wire_contract.timing(call.trailing_metadata())
 
 
 def metrics(server):

@@ -132,6 +132,7 @@ class PythonClient(unittest.TestCase):
         with self.assertRaises(cuimg.CuimgError) as e:
             self.client.morphology(handle, "erode:rect:3x3")
         self.assertEqual(e.exception.code, grpc.StatusCode.NOT_FOUND)
+        self.assertEqual(e.exception.field, "input.handle")  # from the error's ErrorInfo
         with self.assertRaises(cuimg.CuimgError) as e:
             self.client.morphology(volume, "erode:rect:3000x3")
         self.assertEqual(e.exception.code, grpc.StatusCode.INVALID_ARGUMENT)

@@ -76,6 +76,22 @@ void CheckDetached(const std::uint8_t* data, std::size_t size,
   if (detached_job.status() != inline_job.status()) __builtin_trap();
 }
 
+// DetectPedestrians against a registry holding the default model (an in-memory one: the
+// fuzzer reads no files).
+absl::StatusOr<cuimg::DetectJob> ValidateDetect(const cuimg::v1::DetectPedestriansRequest& request,
+                                                const cuimg::RequestLimits& limits,
+                                                cuimg::DetachedPixels pixels) {
+  static const cuimg::ModelRegistry* const models = [] {
+    auto* registry = new cuimg::ModelRegistry();
+    cuimg::HogModel model;
+    model.name = cuimg::kDefaultDetectorModel;
+    model.weights.assign(model.DescriptorSize(), 0.5f);
+    if (!registry->Add(std::move(model)).ok()) __builtin_trap();
+    return registry;
+  }();
+  return cuimg::ValidateDetectRequest(request, limits, *models, pixels);
+}
+
 // The slab plan of an accepted header, as slices arrive `step` at a time.
 void CheckStreamPlan(const cuimg::VolumeStreamJob& job, std::int64_t step) {
   const std::int64_t depth = job.extent.depth;
@@ -123,7 +139,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       Check(data, size, &cuimg::ValidateDeformRequest, limits, store);
       break;
     case 6:
-      CheckDetached(data, size, &cuimg::ValidateDetectRequest, limits, store);
+      CheckDetached(data, size, &ValidateDetect, limits, store);
       break;
     case 4: {
       cuimg::v1::UploadRequest upload;

@@ -61,7 +61,7 @@ TEST(DeformMeshValidation, NamesNonFiniteCoordinate) {
   Mesh mesh = Torus(5, 5);
   mesh.positions[7] = std::nanf("");
   EXPECT_THAT(ValidateMesh(mesh), StatusIs(absl::StatusCode::kInvalidArgument,
-                                           HasSubstr("mesh.positions[7] must be finite")));
+                                           HasSubstr("mesh.positions[7]: must be finite")));
   mesh.positions[7] = INFINITY;
   EXPECT_THAT(ValidateMesh(mesh, "mesh.mesh"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("mesh.mesh.positions[7]")));
@@ -72,7 +72,7 @@ TEST(DeformMeshValidation, NamesOutOfRangeIndex) {
   mesh.triangles[4] = 25;
   EXPECT_THAT(ValidateMesh(mesh),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("mesh.triangles[4] = 25 is out of range: vertex_count is 25")));
+                       HasSubstr("mesh.triangles[4]: 25 is out of range: vertex_count is 25")));
 }
 
 TEST(DeformMeshValidation, RejectsPartialVerticesAndTriangles) {
@@ -95,7 +95,7 @@ TEST(DeformLatticeValidation, AcceptsValidLatticesOfAllCounts) {
 TEST(DeformLatticeValidation, NamesCountsOutOfRange) {
   EXPECT_THAT(ValidateLattice(EnclosingLattice(1, 3, 3)),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("lattice.count_s must be in [2, 9], got 1")));
+                       HasSubstr("lattice.count_s: must be in [2, 9], got 1")));
   EXPECT_THAT(ValidateLattice(EnclosingLattice(3, 0, 3)),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("lattice.count_t")));
   EXPECT_THAT(ValidateLattice(EnclosingLattice(3, 3, 10)),
@@ -107,19 +107,19 @@ TEST(DeformLatticeValidation, NamesDisplacementSizeAndValues) {
   l.displacements.pop_back();
   EXPECT_THAT(ValidateLattice(l),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("lattice.displacements must hold 3 * count_s * count_t * "
+                       HasSubstr("lattice.displacements: must hold 3 * count_s * count_t * "
                                  "count_u = 81 values, got 80")));
   l = EnclosingLattice(3, 3, 3);
   l.displacements[5] = NAN;
   EXPECT_THAT(ValidateLattice(l), StatusIs(absl::StatusCode::kInvalidArgument,
-                                           HasSubstr("lattice.displacements[5] must be finite")));
+                                           HasSubstr("lattice.displacements[5]: must be finite")));
 }
 
 TEST(DeformLatticeValidation, NamesNonFiniteOriginAndAxes) {
   Lattice l = EnclosingLattice(2, 2, 2);
   l.origin[1] = INFINITY;
   EXPECT_THAT(ValidateLattice(l), StatusIs(absl::StatusCode::kInvalidArgument,
-                                           HasSubstr("lattice.origin.y must be finite")));
+                                           HasSubstr("lattice.origin.y: must be finite")));
   l = EnclosingLattice(2, 2, 2);
   l.u[2] = NAN;
   EXPECT_THAT(ValidateLattice(l, "request.lattice"),
@@ -133,7 +133,7 @@ TEST(DeformLatticeValidation, RejectsFlatAndZeroAxes) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must span a volume")));
   l.u = {0, 0, 0};
   EXPECT_THAT(ValidateLattice(l), StatusIs(absl::StatusCode::kInvalidArgument,
-                                           HasSubstr("lattice.s, lattice.t, lattice.u")));
+                                           HasSubstr("lattice: s, t and u must span")));
   // Thin but above the 1e-9 sine-volume threshold: allowed (non-orthogonal axes need not be nice).
   l = Lattice::Identity({0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {1, 1, 1e-7}, 2, 2, 2);
   CUIMG_EXPECT_OK(ValidateLattice(l));

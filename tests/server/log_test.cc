@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "server/security/authorization.h"
 #include "server/observability/log.h"
 #include "server/observability/log_throttle.h"
+#include "proto/wire_contract.h"
 #include "server/rpc/status_conversion.h"
 #include "server/security/untrusted_text.h"
 
@@ -205,10 +207,15 @@ TEST(RefusedIdentity, NamesTheTokensIdentityOrUnauthenticated) {
       Authorize(with_token, policy, kRightResident, "Release");
   EXPECT_EQ(denied.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(RefusedIdentity(denied.status()), "batch");
-  // The payload is the server's: the client gets the code and message only.
+  // The payload is the server's: the client gets the code, the message and the ErrorInfo
+  // (wire_contract.h), never the payload.
   const grpc::Status sent = ToGrpcStatus(denied.status());
   EXPECT_EQ(sent.error_message(), "Release: identity 'batch' lacks the 'resident' right");
-  EXPECT_TRUE(sent.error_details().empty());
+  EXPECT_EQ(sent.error_details().find("RefusedIdentity"), std::string::npos);
+  const std::optional<ErrorDetails> details = ParseErrorDetails(sent);
+  ASSERT_TRUE(details.has_value());
+  EXPECT_EQ(details->reason, "PERMISSION_DENIED");
+  EXPECT_EQ(details->field, "");
 }
 
 }  // namespace

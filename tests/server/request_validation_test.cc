@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <tuple>
 
 #include "tests/testing/status_matchers.h"
 
@@ -193,6 +194,26 @@ TEST(MorphologyValidationOk, HonoursTheElementExtentLimit) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_element_extent")));
 }
 
+// Two in-memory models: the default (gamma on) and one with gamma off.
+const ModelRegistry& Models() {
+  static const ModelRegistry* const models = [] {
+    auto* registry = new ModelRegistry();
+    for (const auto& [name, width, height, gamma] :
+         {std::tuple<const char*, int, int, bool>{kDefaultDetectorModel, 64, 128, true},
+          {"small_48x96", 48, 96, false}}) {
+      HogModel model;
+      model.name = name;
+      model.window_width = width;
+      model.window_height = height;
+      model.gamma_correction = gamma;
+      model.weights.assign(model.DescriptorSize(), 0.5f);
+      EXPECT_THAT(registry->Add(std::move(model)), IsOk());
+    }
+    return registry;
+  }();
+  return *models;
+}
+
 v1::DetectPedestriansRequest ValidDetectRequest() {
   v1::DetectPedestriansRequest r;
   v1::Image* image = r.mutable_input()->mutable_image();
@@ -208,6 +229,7 @@ struct BadDetectCase {
   const char* name;
   std::function<void(v1::DetectPedestriansRequest&)> mutate;
   const char* field;
+  absl::StatusCode code = absl::StatusCode::kInvalidArgument;
 };
 
 class DetectValidation : public ::testing::TestWithParam<BadDetectCase> {};
@@ -215,8 +237,8 @@ class DetectValidation : public ::testing::TestWithParam<BadDetectCase> {};
 TEST_P(DetectValidation, RejectsNamingTheField) {
   v1::DetectPedestriansRequest request = ValidDetectRequest();
   GetParam().mutate(request);
-  EXPECT_THAT(ValidateDetectRequest(request, RequestLimits{}),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(GetParam().field)));
+  EXPECT_THAT(ValidateDetectRequest(request, RequestLimits{}, Models()),
+              StatusIs(GetParam().code, HasSubstr(GetParam().field)));
 }
 
 const BadDetectCase kBadDetectCases[] = {
@@ -241,7 +263,19 @@ const BadDetectCase kBadDetectCases[] = {
        r.mutable_input()->mutable_image()->set_data(std::string(70 * 130 * 3 * 2, '\0'));
      },
      "input.image: is a volume"},
-    {"BadModelName", [](auto& r) { r.set_model("../etc/passwd"); }, "model"},
+    // Any name not loaded, a path too, is NOT_FOUND, before the other fields are read.
+    {"PathAsModel", [](auto& r) { r.set_model("../etc/passwd"); }, "model: '../etc/passwd'",
+     absl::StatusCode::kNotFound},
+    {"UnknownModelBeforeBadFields",
+     [](auto& r) {
+       r.set_model("nope");
+       r.set_win_stride(12);
+       r.clear_input();
+     },
+     "model: 'nope' is not loaded (loaded: ", absl::StatusCode::kNotFound},
+    {"StrideOverInt", [](auto& r) { r.set_win_stride(4000000000u); },
+     "win_stride: 4000000000 is too large"},
+    {"PaddingOverInt", [](auto& r) { r.set_padding(4000000000u); }, "padding: 4000000000"},
     {"NanThreshold", [](auto& r) { r.set_hit_threshold(NAN); }, "hit_threshold"},
     {"StrideNotMultipleOf8", [](auto& r) { r.set_win_stride(12); }, "win_stride"},
     {"StrideTooLarge", [](auto& r) { r.set_win_stride(72); }, "win_stride"},
@@ -261,9 +295,10 @@ INSTANTIATE_TEST_SUITE_P(All, DetectValidation, ::testing::ValuesIn(kBadDetectCa
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(DetectValidationOk, AppliesOpenCvDefaults) {
-  absl::StatusOr<DetectJob> job = ValidateDetectRequest(ValidDetectRequest(), RequestLimits{});
+  absl::StatusOr<DetectJob> job =
+      ValidateDetectRequest(ValidDetectRequest(), RequestLimits{}, Models());
   ASSERT_THAT(job, IsOk());
-  EXPECT_EQ(job->model, "opencv_people_64x128");
+  EXPECT_EQ(job->model, Models().Find("opencv_people_64x128"));
   EXPECT_EQ(job->spec.win_stride, 8);
   EXPECT_EQ(job->spec.padding, 0);
   EXPECT_EQ(job->spec.scale, 1.05);
@@ -272,23 +307,22 @@ TEST(DetectValidationOk, AppliesOpenCvDefaults) {
   EXPECT_EQ(job->spec.group_threshold, 2);
   EXPECT_EQ(job->spec.group_eps, 0.2);
   EXPECT_EQ(job->spec.grouping, DetectGrouping::kGroupRectangles);
-  EXPECT_TRUE(job->gamma_from_model);
+  EXPECT_TRUE(job->spec.gamma_correction);  // the model's
 }
 
 TEST(DetectValidationOk, TakesExplicitValues) {
   v1::DetectPedestriansRequest r = ValidDetectRequest();
-  r.set_model("opencv_daimler_48x96");
-  r.set_gamma_correction(false);
+  r.set_model("small_48x96");
+  r.set_gamma_correction(true);
   r.set_group_threshold(0);
   r.set_grouping(v1::GROUPING_NONE);
   r.set_win_stride(16);
   r.set_padding(13);
   r.set_max_levels(3);
-  absl::StatusOr<DetectJob> job = ValidateDetectRequest(r, RequestLimits{});
+  absl::StatusOr<DetectJob> job = ValidateDetectRequest(r, RequestLimits{}, Models());
   ASSERT_THAT(job, IsOk());
-  EXPECT_EQ(job->model, "opencv_daimler_48x96");
-  EXPECT_FALSE(job->gamma_from_model);
-  EXPECT_FALSE(job->spec.gamma_correction);
+  EXPECT_EQ(job->model, Models().Find("small_48x96"));
+  EXPECT_TRUE(job->spec.gamma_correction);  // the request's over the model's
   EXPECT_EQ(job->spec.group_threshold, 0);
   EXPECT_EQ(job->spec.grouping, DetectGrouping::kNone);
   EXPECT_EQ(job->spec.win_stride, 16);
@@ -296,12 +330,234 @@ TEST(DetectValidationOk, TakesExplicitValues) {
   EXPECT_EQ(job->spec.max_levels, 3);
 }
 
+TEST(DetectValidationOk, UnsetGammaIsTheModels) {
+  v1::DetectPedestriansRequest r = ValidDetectRequest();
+  r.set_model("small_48x96");
+  absl::StatusOr<DetectJob> job = ValidateDetectRequest(r, RequestLimits{}, Models());
+  ASSERT_THAT(job, IsOk());
+  EXPECT_FALSE(job->spec.gamma_correction);
+}
+
 TEST(DetectValidationOk, DefaultLevelsRespectTheServerLimit) {
   RequestLimits limits;
   limits.max_pyramid_levels = 20;
-  absl::StatusOr<DetectJob> job = ValidateDetectRequest(ValidDetectRequest(), limits);
+  absl::StatusOr<DetectJob> job = ValidateDetectRequest(ValidDetectRequest(), limits, Models());
   ASSERT_THAT(job, IsOk());
   EXPECT_EQ(job->spec.max_levels, 20);
+}
+
+// A table for each remaining validator: a valid request, then one mutation per row, each refused
+// naming its field.
+template <typename Request>
+struct Row {
+  const char* name;
+  std::function<void(Request&)> mutate;
+  const char* message;
+};
+
+v1::Image* GrayImage(v1::Image* image, int width = 16, int height = 12) {
+  image->set_pixel_type(v1::PIXEL_TYPE_U8);
+  image->set_width(width);
+  image->set_height(height);
+  image->set_data(std::string(width * height, '\x07'));
+  return image;
+}
+
+v1::GradientRequest ValidGradientRequest() {
+  v1::GradientRequest r;
+  GrayImage(r.mutable_input()->mutable_image());
+  return r;
+}
+
+TEST(GradientValidation, Table) {
+  ASSERT_THAT(ValidateGradientRequest(ValidGradientRequest(), RequestLimits{}), IsOk());
+  const Row<v1::GradientRequest> rows[] = {
+      {"no input", [](auto& r) { r.clear_input(); }, "input: one of"},
+      {"even kernel", [](auto& r) { r.set_kernel_length(4); }, "kernel_length: 4"},
+      {"kernel 1", [](auto& r) { r.set_kernel_length(1); }, "kernel_length: 1"},
+      // The kernel's maximum, whatever it is: the edge does not repeat it.
+      {"kernel over the max",
+       [](auto& r) { r.set_kernel_length(kMaxGradientKernelLength + 2); }, "kernel_length: "},
+      {"kernel over int", [](auto& r) { r.set_kernel_length(4000000001u); },
+       "kernel_length: 4000000001 is too large"},
+      {"negative sigma", [](auto& r) { r.set_sigma(-1); }, "sigma: -1"},
+      {"NaN sigma", [](auto& r) { r.set_sigma(NAN); }, "sigma: nan"},
+      {"huge sigma", [](auto& r) { r.set_sigma(kMaxGradientSigma * 2); }, "sigma: "},
+      {"two channels",
+       [](auto& r) {
+         r.mutable_input()->mutable_image()->set_channels(2);
+         r.mutable_input()->mutable_image()->set_data(std::string(16 * 12 * 2, '\0'));
+       },
+       "input.image: has 2 channels"},
+      {"shared-memory output",
+       [](auto& r) { r.mutable_output()->mutable_shared_memory()->set_region("r"); },
+       "output.shared_memory: Gradient returns"},
+  };
+  for (const auto& row : rows) {
+    v1::GradientRequest r = ValidGradientRequest();
+    row.mutate(r);
+    EXPECT_THAT(ValidateGradientRequest(r, RequestLimits{}),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(row.message)))
+        << row.name;
+  }
+}
+
+TEST(GradientValidation, KeepsTheKernelsMaximumAndDefault) {
+  v1::GradientRequest r = ValidGradientRequest();
+  r.set_kernel_length(kMaxGradientKernelLength);
+  EXPECT_THAT(ValidateGradientRequest(r, RequestLimits{}), IsOk());
+  absl::StatusOr<GradientJob> job =
+      ValidateGradientRequest(ValidGradientRequest(), RequestLimits{});
+  ASSERT_THAT(job, IsOk());
+  EXPECT_EQ(job->spec.kernel_length, kDefaultGradientKernelLength);
+}
+
+v1::PyramidRequest ValidPyramidRequest() {
+  v1::PyramidRequest r;
+  GrayImage(r.mutable_input()->mutable_image(), 64, 48);
+  return r;
+}
+
+TEST(PyramidValidation, Table) {
+  ASSERT_THAT(ValidatePyramidRequest(ValidPyramidRequest(), RequestLimits{}), IsOk());
+  RequestLimits limits;
+  const Row<v1::PyramidRequest> rows[] = {
+      {"no input", [](auto& r) { r.clear_input(); }, "input: one of"},
+      {"too many levels",
+       [&](auto& r) { r.set_levels(static_cast<std::uint32_t>(limits.max_pyramid_levels) + 1); },
+       "levels: "},
+      {"ratio 1", [](auto& r) { r.set_ratio(1.0); }, "ratio: 1"},
+      {"ratio NaN", [](auto& r) { r.set_ratio(NAN); }, "ratio: nan"},
+      {"min_width over max_side",
+       [&](auto& r) { r.set_min_width(static_cast<std::uint32_t>(limits.max_side) + 1); },
+       "min_width: "},
+      {"unknown mode", [](auto& r) { r.set_mode(static_cast<v1::PyramidMode>(7)); },
+       "mode: unknown value 7"},
+      {"unknown output type", [](auto& r) { r.set_output_type(static_cast<v1::PixelType>(99)); },
+       "output_type"},
+      {"other integer output type", [](auto& r) { r.set_output_type(v1::PIXEL_TYPE_U16); },
+       "output_type: u16 is neither F32 nor the input's u8"},
+      {"volume",
+       [](auto& r) {
+         r.mutable_input()->mutable_image()->set_depth(2);
+         r.mutable_input()->mutable_image()->set_data(std::string(64 * 48 * 2, '\0'));
+       },
+       "input.image: is a volume"},
+      {"shared-memory output",
+       [](auto& r) { r.mutable_output()->mutable_shared_memory()->set_region("r"); },
+       "output.shared_memory: Pyramid returns"},
+  };
+  for (const auto& row : rows) {
+    v1::PyramidRequest r = ValidPyramidRequest();
+    row.mutate(r);
+    EXPECT_THAT(ValidatePyramidRequest(r, limits),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(row.message)))
+        << row.name;
+  }
+}
+
+v1::DeformRequest ValidDeformRequest() {
+  v1::DeformRequest r;
+  r.mutable_mesh()->set_handle("mesh-1");
+  v1::Lattice* l = r.mutable_lattice();
+  l->mutable_s()->set_x(1);
+  l->mutable_t()->set_y(1);
+  l->mutable_u()->set_z(1);
+  l->set_count_s(2);
+  l->set_count_t(2);
+  l->set_count_u(2);
+  for (int i = 0; i < 3 * 8; ++i) l->add_displacements(0);
+  return r;
+}
+
+TEST(DeformValidation, Table) {
+  ASSERT_THAT(ValidateDeformRequest(ValidDeformRequest(), RequestLimits{}), IsOk());
+  const Row<v1::DeformRequest> rows[] = {
+      {"no mesh", [](auto& r) { r.clear_mesh(); }, "mesh: one of mesh or handle"},
+      {"empty handle", [](auto& r) { r.mutable_mesh()->set_handle(""); },
+       "mesh.handle: must be 1 to 128 characters"},
+      {"long handle", [](auto& r) { r.mutable_mesh()->set_handle(std::string(129, 'h')); },
+       "mesh.handle: must be 1 to 128 characters"},
+      {"no lattice", [](auto& r) { r.clear_lattice(); }, "lattice: is required"},
+      // The lattice's ranges are the kernel's (ValidateLattice).
+      {"count 1", [](auto& r) { r.mutable_lattice()->set_count_s(1); },
+       "lattice.count_s: must be in ["},
+      {"count over int", [](auto& r) { r.mutable_lattice()->set_count_u(4000000000u); },
+       "lattice.count_u: 4000000000 is too large"},
+      {"flat", [](auto& r) { r.mutable_lattice()->mutable_u()->set_z(0); },
+       "lattice: s, t and u must span a volume"},
+      {"short displacements",
+       [](auto& r) { r.mutable_lattice()->mutable_displacements()->RemoveLast(); },
+       "lattice.displacements: must hold"},
+      {"NaN displacement", [](auto& r) { r.mutable_lattice()->set_displacements(5, NAN); },
+       "lattice.displacements[5]: must be finite"},
+      {"unknown outputs", [](auto& r) { r.set_outputs(static_cast<v1::DeformOutputs>(9)); },
+       "outputs: unknown value 9"},
+      {"omit_data alone", [](auto& r) { r.mutable_output()->set_omit_data(true); },
+       "output.omit_data: requires keep_resident"},
+      {"inline positions short",
+       [](auto& r) {
+         v1::Mesh* m = r.mutable_mesh()->mutable_mesh();
+         m->set_vertex_count(3);
+         m->set_positions(std::string(35, '\0'));
+       },
+       "mesh.mesh.positions: 35 bytes"},
+  };
+  for (const auto& row : rows) {
+    v1::DeformRequest r = ValidDeformRequest();
+    row.mutate(r);
+    EXPECT_THAT(ValidateDeformRequest(r, RequestLimits{}),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(row.message)))
+        << row.name;
+  }
+}
+
+v1::VolumeStreamHeader ValidVolumeHeader() {
+  v1::VolumeStreamHeader h;
+  v1::Image* volume = h.mutable_volume();
+  volume->set_pixel_type(v1::PIXEL_TYPE_U8);
+  volume->set_width(8);
+  volume->set_height(8);
+  volume->set_depth(4);
+  h.mutable_gradient()->set_kernel_length(3);
+  return h;
+}
+
+TEST(VolumeStreamValidation, Table) {
+  ASSERT_THAT(ValidateVolumeStreamHeader(ValidVolumeHeader(), RequestLimits{}), IsOk());
+  const Row<v1::VolumeStreamHeader> rows[] = {
+      {"no volume", [](auto& h) { h.clear_volume(); }, "header.volume: is required"},
+      {"data in the header", [](auto& h) { h.mutable_volume()->set_data("x"); },
+       "header.volume.data: must be empty"},
+      {"two channels", [](auto& h) { h.mutable_volume()->set_channels(2); },
+       "header.volume.channels: 2"},
+      {"no operation", [](auto& h) { h.clear_gradient(); },
+       "header.operation: one of morphology or gradient"},
+      // The kernel's rule, with the stream's path before the field.
+      {"even kernel", [](auto& h) { h.mutable_gradient()->set_kernel_length(4); },
+       "header.gradient.kernel_length: 4"},
+      {"gradient input",
+       [](auto& h) { GrayImage(h.mutable_gradient()->mutable_input()->mutable_image()); },
+       "header.gradient.input: must be unset"},
+      {"morphology without steps", [](auto& h) { h.mutable_morphology(); },
+       "header.morphology.steps: at least one step"},
+  };
+  for (const auto& row : rows) {
+    v1::VolumeStreamHeader h = ValidVolumeHeader();
+    row.mutate(h);
+    EXPECT_THAT(ValidateVolumeStreamHeader(h, RequestLimits{}),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(row.message)))
+        << row.name;
+  }
+}
+
+TEST(HandleValidation, OneToOneHundredTwentyEightCharacters) {
+  EXPECT_THAT(ValidateHandle("h", "handle"), IsOk());
+  EXPECT_THAT(ValidateHandle(std::string(128, 'h'), "handle"), IsOk());
+  EXPECT_THAT(ValidateHandle("", "input.handle"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("input.handle: must be")));
+  EXPECT_THAT(ValidateHandle(std::string(129, 'h'), "x"),
+              StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 }  // namespace

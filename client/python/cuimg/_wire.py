@@ -10,7 +10,7 @@ encoding of the same message.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 # Wire types (https://protobuf.dev/programming-guides/encoding/).
 _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
@@ -52,26 +52,23 @@ def _read_varint(buf: memoryview, pos: int) -> tuple[int, int]:
             raise ValueError("varint longer than 10 bytes")
 
 
-def decode_fields(data: bytes | memoryview, repeated: frozenset[int] = frozenset()
-                  ) -> dict[int, Any]:
-    """The fields of one serialized message: field number -> the varint's value or a memoryview
-    of the length-delimited field's bytes (no copy). Fixed-width fields are skipped; a field
-    given twice keeps its last value, as protobuf does for scalars, except the numbers in
-    `repeated`, whose values are collected in a list. ValueError on malformed input.
-    """
+def iter_fields(data: bytes | memoryview) -> Iterator[tuple[int, int | memoryview]]:
+    """The fields of one serialized message in order, repeated ones each time: (field number,
+    the varint's value or a memoryview of the length-delimited field's bytes, no copy).
+    Fixed-width fields are skipped. ValueError on malformed input."""
     buf = memoryview(data).cast("B")
-    fields: dict[int, Any] = {number: [] for number in repeated}
     pos = 0
     while pos < len(buf):
         key, pos = _read_varint(buf, pos)
         field, wire_type = key >> 3, key & 7
         if wire_type == _VARINT:
             value, pos = _read_varint(buf, pos)
+            yield field, value
         elif wire_type == _LEN:
             size, pos = _read_varint(buf, pos)
             if pos + size > len(buf):
                 raise ValueError("truncated length-delimited field")
-            value = buf[pos:pos + size]
+            yield field, buf[pos:pos + size]
             pos += size
         elif wire_type == _I64:
             pos += 8
@@ -81,11 +78,20 @@ def decode_fields(data: bytes | memoryview, repeated: frozenset[int] = frozenset
             raise ValueError(f"unsupported wire type {wire_type}")
         if pos > len(buf):
             raise ValueError("truncated fixed-width field")
-        if wire_type in (_VARINT, _LEN):
-            if field in repeated:
-                fields[field].append(value)
-            else:
-                fields[field] = value
+
+
+def decode_fields(data: bytes | memoryview, repeated: frozenset[int] = frozenset()
+                  ) -> dict[int, Any]:
+    """The fields of one serialized message (iter_fields): field number -> the varint's value or
+    a memoryview of the length-delimited field's bytes (no copy). A field given twice keeps its
+    last value, as protobuf does for scalars, except the numbers in `repeated`, whose values are
+    collected in a list. ValueError on malformed input."""
+    fields: dict[int, Any] = {number: [] for number in repeated}
+    for field, value in iter_fields(data):
+        if field in repeated:
+            fields[field].append(value)
+        else:
+            fields[field] = value
     return fields
 
 

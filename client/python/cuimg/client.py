@@ -20,7 +20,7 @@ from typing import Any, Iterable, Iterator, NamedTuple, Union
 import grpc
 import numpy as np
 
-from cuimg import _wire
+from cuimg import _wire, wire_contract
 # The conversions, as cuimg.client offered them before they had a module of their own.
 from cuimg.messages import (DTYPES, PIXEL_TYPES, Spacing, _floats, _image_header, _image_shape,
                             _mesh, _set_spacing, element_mm, from_image, little_endian,
@@ -76,12 +76,20 @@ def _read(path: str | None) -> bytes | None:
 
 
 class CuimgError(Exception):
-    """An RPC failed: `code` is the grpc.StatusCode, `details` the server's message."""
+    """An RPC failed: `code` is the grpc.StatusCode, `details` the server's message, `field` the
+    request field at fault that the error's details name ("" when none; wire_contract.py)."""
 
-    def __init__(self, code: grpc.StatusCode, details: str):
+    def __init__(self, code: grpc.StatusCode, details: str, field: str = ""):
         super().__init__(f"{code.name}: {details}")
         self.code = code
         self.details = details
+        self.field = field
+
+    @classmethod
+    def of(cls, error: grpc.RpcError) -> "CuimgError":
+        """The CuimgError of a failed call."""
+        info = wire_contract.error_info(error.trailing_metadata())
+        return cls(error.code(), error.details(), info.field if info else "")
 
 
 class Resident(NamedTuple):
@@ -211,8 +219,8 @@ class Client:
         try:
             response, call = getattr(self._stub, method).with_call(request, timeout=self.timeout)
         except grpc.RpcError as e:
-            raise CuimgError(e.code(), e.details()) from None
-        self.last_timing = dict(call.trailing_metadata() or ()).get("cuimg-timing", "")
+            raise CuimgError.of(e) from None
+        self.last_timing = wire_contract.timing_text(call.trailing_metadata())
         return response
 
     def _streams(self, image: ImageLike, stream: bool | None) -> np.ndarray | None:
@@ -411,9 +419,9 @@ class Client:
                 yield {"index": reply.index, "id": reply.id,
                        "detections": _detections(reply.result), "levels": reply.result.levels,
                        "windows": reply.result.windows, "model": reply.result.model}
-            self.last_timing = dict(call.trailing_metadata() or ()).get("cuimg-timing", "")
+            self.last_timing = wire_contract.timing_text(call.trailing_metadata())
         except grpc.RpcError as e:
-            raise CuimgError(e.code(), e.details()) from None
+            raise CuimgError.of(e) from None
         finally:
             call.cancel()  # no-op once the stream has ended; stops it when the caller left early
 
@@ -436,7 +444,7 @@ class Client:
         try:
             return check(service, timeout=self.timeout)
         except grpc.RpcError as e:
-            raise CuimgError(e.code(), e.details()) from None
+            raise CuimgError.of(e) from None
 
     def deform(self, mesh: str | tuple[Any, Any], lattice: deform_pb2.Lattice, *,
                keep_resident: bool = False, return_data: bool = True,
@@ -484,7 +492,7 @@ class Client:
         try:
             response = self._stub.Upload(messages(), timeout=self.timeout)
         except grpc.RpcError as e:
-            raise CuimgError(e.code(), e.details()) from None
+            raise CuimgError.of(e) from None
         return response.object.handle
 
     def download(self, handle: str) -> Any:
@@ -515,7 +523,7 @@ class Client:
                 flat[filled:filled + len(chunk)] = np.frombuffer(chunk, np.uint8)
                 filled += len(chunk)
         except grpc.RpcError as e:
-            raise CuimgError(e.code(), e.details()) from None
+            raise CuimgError.of(e) from None
         if filled != flat.size:
             raise CuimgError(grpc.StatusCode.INTERNAL,
                              f"Download: {filled} of {flat.size} bytes")

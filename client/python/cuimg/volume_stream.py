@@ -17,7 +17,7 @@ from typing import Callable, NamedTuple, Sequence
 import grpc
 import numpy as np
 
-from cuimg import _wire
+from cuimg import _wire, wire_contract
 from cuimg.v1 import morphology_pb2, streaming_pb2
 
 METHOD = "/cuimg.v1.Imaging/ProcessVolumeStream"
@@ -128,10 +128,7 @@ class _Group:
 
 
 def _timing(call: grpc.Call) -> str:
-    for key, value in call.trailing_metadata() or ():
-        if key == "cuimg-timing":
-            return value
-    return ""
+    return wire_contract.timing_text(call.trailing_metadata())
 
 
 def stream_volume(channels: Sequence[grpc.Channel], header: streaming_pb2.VolumeStreamHeader,

@@ -1,0 +1,318 @@
+// The image RPCs' and Deform's work, once admitted (ImagingService::Serve): resolve the input,
+// run the backend, deliver the results (returned beside the response's bytes, kept resident, or
+// written to shared memory).
+#include <cstring>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "cuimg/common/status_macros.h"
+#include "cuimg/kernels/group_rectangles.h"
+#include "server/rpc/image_input.h"
+#include "server/rpc/imaging_service.h"
+#include "server/rpc/wire_pixels.h"
+#include "server/scheduling/work_estimate.h"
+#include "server/validation/proto_conversion.h"
+
+namespace cuimg {
+namespace {
+
+// A returned result's header: everything but the pixels.
+v1::Image* DescribeResult(PixelType type, const Extent& extent, const v1::Spacing& spacing,
+                          v1::ImageResult* result) {
+  v1::Image* image = result->mutable_image();
+  SetImageHeader(ImageView{type, extent, 1, nullptr}, image);
+  *image->mutable_spacing() = spacing;
+  return image;
+}
+
+// Where one result image goes: when it is only returned, into a buffer sent beside the
+// response's bytes (`detached`); into an owned image when it also stays resident (then copied
+// into the response unless omitted).
+class ResultSlot {
+ public:
+  ResultSlot(const OutputSpec& output, PixelType type, const Extent& extent,
+             const v1::Spacing& spacing, v1::ImageResult* result, DetachedResults& detached)
+      : output_(output), result_(result) {
+    if (!output.keep_resident) {
+      DescribeResult(type, extent, spacing, result);
+      data_ = detached.Add(result, ImageView{type, extent, 1, nullptr}.Bytes());
+      return;
+    }
+    stored_ = std::make_unique<StoredImage>();
+    stored_->image = Image(type, extent, 1);
+    stored_->spacing = spacing;
+    data_ = stored_->image.bytes();
+  }
+
+  void* data() const { return data_; }
+
+  // Stores the result when asked (counting against the caller's budget) and fills the response.
+  absl::Status Deliver(ResidentStore& store, absl::string_view identity, absl::string_view field) {
+    if (stored_ == nullptr) return absl::OkStatus();
+    if (!output_.omit_data) {
+      v1::Image* image = result_->mutable_image();
+      SetImageHeader(stored_->image.view(), image);
+      *image->mutable_spacing() = stored_->spacing;
+      image->mutable_data()->assign(reinterpret_cast<const char*>(stored_->image.bytes()),
+                                    stored_->image.size_bytes());
+    }
+    absl::StatusOr<ResidentInfo> info =
+        store.Put(identity, std::shared_ptr<const StoredImage>(std::move(stored_)),
+                  output_.ttl_seconds);
+    if (!info.ok()) {
+      return absl::Status(info.status().code(), absl::StrCat(field, ": ", info.status().message()));
+    }
+    result_->set_handle(info->handle);
+    return absl::OkStatus();
+  }
+
+ private:
+  OutputSpec output_;
+  v1::ImageResult* result_;
+  std::unique_ptr<StoredImage> stored_;
+  void* data_ = nullptr;
+};
+
+}  // namespace
+
+absl::Status ImagingService::RunMorphology(const MorphologyJob& job, CallScope& call,
+                                           v1::MorphologyResponse* response) {
+  const std::string& identity = call.identity();
+  CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
+                         ResolveImage(job.input, call, *store_,
+                                      shared_memory_.get(), options_.limits, decoders_));
+  CUIMG_RETURN_IF_ERROR(CheckMorphologyInput(in.view, job));
+  CUIMG_RETURN_IF_ERROR(call.CheckAlive());
+  for (const v1::StructuringElement& e : job.resolved_elements) {
+    *response->add_resolved_elements() = e;
+  }
+  if (!job.output.shared_memory_region.empty()) {
+    return MorphologyIntoSharedMemory(job, in, call, response);
+  }
+  ResultSlot result(job.output, in.view.type, in.view.extent, in.spacing,
+                    response->mutable_result(), *call.detached_results());
+  const ImageView out{in.view.type, in.view.extent, 1, result.data()};
+  CUIMG_RETURN_IF_ERROR(
+      backend_->Morphology(in.input(), out, job.steps, &call.times(), call.cancel()));
+  metrics_->AddPixels("Morphology", in.view.extent.Pixels());
+  return result.Deliver(*store_, identity, "output.keep_resident");
+}
+
+absl::Status ImagingService::MorphologyIntoSharedMemory(const MorphologyJob& job,
+                                                        const ResolvedImage& in, CallScope& call,
+                                                        v1::MorphologyResponse* response) {
+  CUIMG_ASSIGN_OR_RETURN(std::shared_ptr<const SharedMemoryRegion> region,
+                         FindRegion(shared_memory_.get(), call, job.output.shared_memory_region,
+                                    "output.shared_memory.region"));
+  const std::size_t bytes = in.view.Bytes();
+  CUIMG_ASSIGN_OR_RETURN(std::uint8_t* data,
+                         region->Span(job.output.shared_memory_offset, bytes,
+                                      "output.shared_memory.offset"));
+  // The kernels read the input while writing the output: the two must not share bytes of the
+  // object (wherever it is mapped).
+  if (in.region != nullptr && SharedBytesOverlap(*in.region, job.input.offset, bytes, *region,
+                                                 job.output.shared_memory_offset, bytes)) {
+    return absl::InvalidArgumentError(
+        "output.shared_memory.offset: the result's bytes overlap the input's");
+  }
+  const ImageView out{in.view.type, in.view.extent, 1, data};
+  CUIMG_RETURN_IF_ERROR(
+      backend_->Morphology(in.input(), out, job.steps, &call.times(), call.cancel()));
+  metrics_->AddPixels("Morphology", in.view.extent.Pixels());
+  v1::Image* image = response->mutable_result()->mutable_image();
+  SetImageHeader(out, image);
+  *image->mutable_spacing() = in.spacing;
+  return absl::OkStatus();
+}
+
+absl::Status ImagingService::RunGradient(const GradientJob& job, CallScope& call,
+                                         v1::GradientResponse* response) {
+  const std::string& identity = call.identity();
+  CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
+                         ResolveImage(job.input, call, *store_,
+                                      shared_memory_.get(), options_.limits, decoders_));
+  CUIMG_RETURN_IF_ERROR(CheckGradientInput(in.view, job));
+  CUIMG_RETURN_IF_ERROR(call.CheckAlive());
+  const Extent& e = in.view.extent;
+  DetachedResults& detached = *call.detached_results();
+  ResultSlot gx(job.output, PixelType::kF32, e, in.spacing, response->mutable_gx(), detached);
+  ResultSlot gy(job.output, PixelType::kF32, e, in.spacing, response->mutable_gy(), detached);
+  std::unique_ptr<ResultSlot> magnitude;
+  std::unique_ptr<ResultSlot> angle;
+  if (job.spec.magnitude) {
+    magnitude = std::make_unique<ResultSlot>(job.output, PixelType::kF32, e, in.spacing,
+                                             response->mutable_magnitude(), detached);
+  }
+  if (job.spec.angle) {
+    angle = std::make_unique<ResultSlot>(job.output, PixelType::kF32, e, in.spacing,
+                                         response->mutable_angle(), detached);
+  }
+  GradientOutputs out;
+  out.gx = static_cast<float*>(gx.data());
+  out.gy = static_cast<float*>(gy.data());
+  out.magnitude = magnitude ? static_cast<float*>(magnitude->data()) : nullptr;
+  out.angle = angle ? static_cast<float*>(angle->data()) : nullptr;
+  CUIMG_RETURN_IF_ERROR(backend_->Gradient(in.input(), job.spec, out, &call.times(), call.cancel()));
+  CUIMG_ASSIGN_OR_RETURN(GradientTaps taps, ComputeGradientTaps(job.spec));
+  for (double t : taps.smoothing) response->add_smoothing_taps(static_cast<float>(t));
+  for (double t : taps.derivative) response->add_derivative_taps(static_cast<float>(t));
+  metrics_->AddPixels("Gradient", e.Pixels());
+  CUIMG_RETURN_IF_ERROR(gx.Deliver(*store_, identity, "output.keep_resident"));
+  CUIMG_RETURN_IF_ERROR(gy.Deliver(*store_, identity, "output.keep_resident"));
+  if (magnitude) CUIMG_RETURN_IF_ERROR(magnitude->Deliver(*store_, identity, "output.keep_resident"));
+  if (angle) CUIMG_RETURN_IF_ERROR(angle->Deliver(*store_, identity, "output.keep_resident"));
+  return absl::OkStatus();
+}
+
+absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, CallScope& call,
+                                        v1::PyramidResponse* response) {
+  PyramidJob job = job_in;
+  const std::string& identity = call.identity();
+  CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
+                         ResolveImage(job.input, call, *store_,
+                                      shared_memory_.get(), options_.limits, decoders_));
+  CUIMG_RETURN_IF_ERROR(CheckPyramidInput(in.view, &job));
+  CUIMG_RETURN_IF_ERROR(call.CheckAlive());
+  CUIMG_ASSIGN_OR_RETURN(std::vector<PyramidLevel> levels,
+                         PlanPyramidLevels(in.view.type, in.view.extent, job.spec));
+  // The backend writes the packed levels once: into pieces that gRPC sends level by level when
+  // they are only returned (each piece one pinned buffer where the pool has one), else into one
+  // buffer that the resident copies are taken from.
+  DetachedResults& detached = *call.detached_results();
+  const bool only_returned = !job.output.keep_resident;
+  std::vector<PackedPiece> pieces;
+  std::vector<std::shared_ptr<HostBuffer>> buffers;
+  std::vector<std::uint8_t> packed;
+  if (only_returned) {
+    pieces = GroupPyramidLevels(levels, options_.pinned_message_max_bytes);
+    for (PackedPiece& piece : pieces) {
+      buffers.push_back(detached.Allocate(piece.bytes));
+      piece.data = buffers.back()->data();
+    }
+  } else {
+    packed.resize(PyramidOutputBytes(levels));
+    pieces.push_back(PackedPiece{0, packed.size(), packed.data()});
+  }
+  CUIMG_RETURN_IF_ERROR(backend_->Pyramid(in.input(), job.spec, pieces, &call.times(), call.cancel()));
+  std::size_t piece = 0;
+  for (const PyramidLevel& level : levels) {
+    v1::PyramidLevel* out = response->add_levels();
+    out->set_index(static_cast<std::uint32_t>(level.index));
+    out->set_scale(level.scale);
+    out->set_width(static_cast<std::uint32_t>(level.width));
+    out->set_height(static_cast<std::uint32_t>(level.height));
+    const Extent extent{level.width, level.height, 1};
+    if (only_returned) {
+      while (level.offset_bytes >= pieces[piece].offset + pieces[piece].bytes) ++piece;
+      DescribeResult(job.spec.output_type, extent, in.spacing, out->mutable_result());
+      detached.Attach(out->mutable_result(), buffers[piece],
+                       level.offset_bytes - pieces[piece].offset, level.bytes);
+      continue;
+    }
+    ResultSlot slot(job.output, job.spec.output_type, extent, in.spacing, out->mutable_result(),
+                    detached);
+    std::memcpy(slot.data(), packed.data() + level.offset_bytes, level.bytes);
+    CUIMG_RETURN_IF_ERROR(slot.Deliver(*store_, identity, "output.keep_resident"));
+  }
+  metrics_->AddPixels("Pyramid", in.view.extent.Pixels());
+  return absl::OkStatus();
+}
+
+absl::Status ImagingService::RunDetect(const DetectJob& job, CallScope& call,
+                                       v1::DetectPedestriansResponse* response) {
+  const HogModel& model = *job.model;
+  const DetectSpec& spec = job.spec;
+  CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
+                         ResolveImage(job.input, call, *store_,
+                                      shared_memory_.get(), options_.limits, decoders_));
+  CUIMG_RETURN_IF_ERROR(CheckDetectInput(in.view, job));
+  CUIMG_RETURN_IF_ERROR(call.CheckAlive());
+  CUIMG_ASSIGN_OR_RETURN(DetectResult result,
+                         backend_->DetectPedestrians(in.input(), model, spec, &call.times(),
+                                                     call.cancel()));
+  CUIMG_RETURN_IF_ERROR(CheckGroupedHits(result.hits.size(), spec, options_.max_grouped_hits));
+  for (const Detection& d : FinishDetections(result.geometry, std::move(result.hits), spec)) {
+    v1::Detection* out = response->add_detections();
+    out->set_x(d.x);
+    out->set_y(d.y);
+    out->set_width(d.width);
+    out->set_height(d.height);
+    out->set_score(d.score);
+    out->set_scale(d.scale);
+  }
+  response->set_levels(static_cast<std::uint32_t>(result.geometry.levels.size()));
+  response->set_windows(static_cast<std::uint64_t>(result.geometry.windows));
+  response->set_model(model.name);
+  metrics_->AddPixels("DetectPedestrians", in.view.extent.Pixels());
+  return absl::OkStatus();
+}
+
+absl::Status ImagingService::RunDeform(const DeformJob& job, CallScope& call,
+                                       v1::DeformResponse* response) {
+  const std::string& identity = call.identity();
+  std::shared_ptr<const BackendMesh> mesh;
+  if (job.mesh.kind == MeshInput::Kind::kHandle) {
+    absl::StatusOr<std::shared_ptr<const BackendMesh>> found =
+        store_->GetMesh(identity, job.mesh.handle);
+    if (!found.ok()) {
+      return absl::Status(found.status().code(),
+                          absl::StrCat("mesh.handle: ", found.status().message()));
+    }
+    mesh = *std::move(found);
+  } else {
+    CUIMG_ASSIGN_OR_RETURN(mesh, backend_->UploadMesh(job.mesh.view, &call.times()));
+  }
+  CUIMG_RETURN_IF_ERROR(call.CheckAlive());
+  const std::size_t floats = mesh->vertex_count() * 3;
+  // Positions and normals go beside the response's bytes (wire_pixels.h).
+  auto output = [&](int field) {
+    return static_cast<float*>(
+        call.detached_results()->AddBytes(response, field, floats * sizeof(float)));
+  };
+  float* positions = nullptr;
+  float* normals = nullptr;
+  if (!job.output.omit_data) {
+    if (WantsPositions(job.outputs)) {
+      positions = output(v1::DeformResponse::kPositionsFieldNumber);
+    }
+    if (WantsNormals(job.outputs)) {
+      normals = output(v1::DeformResponse::kNormalsFieldNumber);
+    }
+  }
+  std::shared_ptr<const BackendMesh> kept;
+  CUIMG_RETURN_IF_ERROR(backend_->Deform(*mesh, job.lattice, job.outputs, positions, normals,
+                                         job.output.keep_resident ? &kept : nullptr,
+                                         &call.times(), call.cancel()));
+  response->set_vertex_count(static_cast<std::uint32_t>(mesh->vertex_count()));
+  metrics_->AddPixels("Deform", static_cast<std::int64_t>(mesh->vertex_count()));
+  if (kept != nullptr) {
+    CUIMG_RETURN_IF_ERROR(CheckKeptMesh(*kept, positions));
+    absl::StatusOr<ResidentInfo> info = store_->PutMesh(identity, kept, job.output.ttl_seconds);
+    if (!info.ok()) {
+      return absl::Status(info.status().code(),
+                          absl::StrCat("output.keep_resident: ", info.status().message()));
+    }
+    response->set_handle(info->handle);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ImagingService::CheckKeptMesh(const BackendMesh& kept, const float* positions) {
+  // A resident mesh must pass what an uploaded one passes (ValidateMesh): huge but finite
+  // displacements can carry positions past the float range. The returned positions are the kept
+  // ones when the call asked for them (the triangles are the source mesh's, valid already);
+  // otherwise the kept mesh is read back.
+  absl::Status valid;
+  if (positions != nullptr) {
+    valid = ValidateMesh(MeshView{positions, kept.vertex_count(), nullptr, 0}, "deformed mesh");
+  } else {
+    CUIMG_ASSIGN_OR_RETURN(Mesh host, backend_->DownloadMesh(kept));
+    valid = ValidateMesh(host, "deformed mesh");
+  }
+  if (valid.ok()) return valid;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "output.keep_resident: the lattice moves the mesh out of the float range, so it cannot be "
+      "kept resident: ", valid.message()));
+}
+
+}  // namespace cuimg

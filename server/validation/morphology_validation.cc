@@ -1,0 +1,236 @@
+// Morphology requests (and the step chain the streamed volumes share).
+#include "server/validation/request_validation.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "cuimg/common/status_macros.h"
+#include "server/validation/element_radius.h"
+#include "server/validation/proto_conversion.h"
+#include "server/validation/validation_rules.h"
+
+namespace cuimg {
+namespace {
+
+absl::StatusOr<ElementShape> ShapeFromProto(int value, absl::string_view field) {
+  switch (value) {
+    case v1::ELEMENT_SHAPE_RECT:
+      return ElementShape::kRect;
+    case v1::ELEMENT_SHAPE_ELLIPSE:
+      return ElementShape::kEllipse;
+    case v1::ELEMENT_SHAPE_CROSS:
+      return ElementShape::kCross;
+    case v1::ELEMENT_SHAPE_CUSTOM:
+      return ElementShape::kCustom;
+    case v1::ELEMENT_SHAPE_UNSPECIFIED:
+      return absl::InvalidArgumentError(absl::StrCat(field, ": is required (ELEMENT_SHAPE_UNSPECIFIED)"));
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(field, ": unknown value ", value));
+}
+
+absl::StatusOr<MorphOp> OpFromProto(int value, absl::string_view field) {
+  switch (value) {
+    case v1::MORPHOLOGY_OP_ERODE:
+      return MorphOp::kErode;
+    case v1::MORPHOLOGY_OP_DILATE:
+      return MorphOp::kDilate;
+    case v1::MORPHOLOGY_OP_OPEN:
+      return MorphOp::kOpen;
+    case v1::MORPHOLOGY_OP_CLOSE:
+      return MorphOp::kClose;
+    case v1::MORPHOLOGY_OP_GRADIENT:
+      return MorphOp::kGradient;
+    case v1::MORPHOLOGY_OP_TOP_HAT:
+      return MorphOp::kTopHat;
+    case v1::MORPHOLOGY_OP_BLACK_HAT:
+      return MorphOp::kBlackHat;
+    case v1::MORPHOLOGY_OP_UNSPECIFIED:
+      return absl::InvalidArgumentError(absl::StrCat(field, ": is required (MORPHOLOGY_OP_UNSPECIFIED)"));
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(field, ": unknown value ", value));
+}
+
+absl::StatusOr<BorderMode> BorderFromProto(int value, absl::string_view field) {
+  switch (value) {
+    case v1::BORDER_MODE_UNSPECIFIED:
+    case v1::BORDER_MODE_NEUTRAL:
+      return BorderMode::kNeutral;
+    case v1::BORDER_MODE_CONSTANT:
+      return BorderMode::kConstant;
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(field, ": unknown value ", value));
+}
+
+absl::StatusOr<StructuringElement> ValidateElement(const v1::StructuringElement& e,
+                                                   const std::string& field,
+                                                   const RequestLimits& limits) {
+  ElementSpec spec;
+  CUIMG_ASSIGN_OR_RETURN(spec.shape, ShapeFromProto(e.shape(), absl::StrCat(field, ".shape")));
+  const int max = limits.max_element_extent;
+  const char* why = " (max_element_extent)";
+  CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".width"), e.width(), 1, max, why));
+  CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".height"), e.height(), 1, max, why));
+  CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".depth"), e.depth(), 0, max, why));
+  spec.width = static_cast<int>(e.width());
+  spec.height = static_cast<int>(e.height());
+  spec.depth = static_cast<int>(e.depth());
+  const int depth = spec.depth == 0 ? 1 : spec.depth;
+  if (e.has_anchor_x()) {
+    CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".anchor_x"), e.anchor_x(), 0, spec.width - 1));
+    spec.anchor_x = static_cast<int>(e.anchor_x());
+  }
+  if (e.has_anchor_y()) {
+    CUIMG_RETURN_IF_ERROR(
+        CheckRange(absl::StrCat(field, ".anchor_y"), e.anchor_y(), 0, spec.height - 1));
+    spec.anchor_y = static_cast<int>(e.anchor_y());
+  }
+  if (e.has_anchor_z()) {
+    CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".anchor_z"), e.anchor_z(), 0, depth - 1));
+    spec.anchor_z = static_cast<int>(e.anchor_z());
+  }
+  const std::int64_t cells = std::int64_t{spec.width} * spec.height * depth;
+  if (spec.shape == ElementShape::kCustom) {
+    if (static_cast<std::int64_t>(e.mask().size()) != cells) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ".mask: ", e.mask().size(),
+                                                     " bytes, expected width*height*depth = ", cells));
+    }
+    spec.mask.assign(e.mask().begin(), e.mask().end());
+  } else if (!e.mask().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".mask: only allowed with ELEMENT_SHAPE_CUSTOM"));
+  }
+  absl::StatusOr<StructuringElement> se = StructuringElement::Create(spec);
+  if (!se.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ".", se.status().message()));
+  }
+  return se;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<MorphologyStep>> ValidateMorphologySteps(
+    const v1::MorphologyRequest& request, absl::string_view prefix, const RequestLimits& limits,
+    const ElementFrame& frame, std::vector<v1::StructuringElement>* resolved) {
+  if (request.steps().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(prefix, "steps: at least one step is required"));
+  }
+  CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(prefix, "steps: count"), request.steps_size(), 1,
+                                   limits.max_steps, " (max_steps)"));
+  std::vector<MorphologyStep> steps;
+  bool any_radius = false;
+  resolved->clear();
+  for (int i = 0; i < request.steps_size(); ++i) {
+    const v1::MorphologyStep& s = request.steps(i);
+    const std::string field = absl::StrCat(prefix, "steps[", i, "]");
+    MorphologyStep step;
+    CUIMG_ASSIGN_OR_RETURN(step.op, OpFromProto(s.op(), absl::StrCat(field, ".op")));
+    const std::string element_field = absl::StrCat(field, ".element");
+    v1::StructuringElement voxels;
+    if (HasRadius(s.element())) {
+      any_radius = true;
+      CUIMG_ASSIGN_OR_RETURN(voxels, ResolveElementRadius(s.element(), element_field, frame,
+                                                          limits.max_element_extent));
+    } else {
+      voxels = s.element();
+    }
+    CUIMG_ASSIGN_OR_RETURN(step.element, ValidateElement(voxels, element_field, limits));
+    voxels.clear_mask();
+    resolved->push_back(std::move(voxels));
+    CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".iterations"), s.iterations(), 0,
+                                     limits.max_iterations, " (max_iterations)"));
+    step.iterations = s.iterations() == 0 ? 1 : static_cast<int>(s.iterations());
+    CUIMG_ASSIGN_OR_RETURN(step.border,
+                           BorderFromProto(s.border_mode(), absl::StrCat(field, ".border_mode")));
+    step.border_value = s.border_value();
+    steps.push_back(std::move(step));
+  }
+  if (!any_radius) resolved->clear();
+  return steps;
+}
+
+namespace {
+
+bool AnyRadius(const v1::MorphologyRequest& request) {
+  for (const v1::MorphologyStep& s : request.steps()) {
+    if (HasRadius(s.element())) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::StatusOr<MorphologyJob> ValidateMorphologyRequest(const v1::MorphologyRequest& request,
+                                                        const RequestLimits& limits,
+                                                        DetachedPixels pixels) {
+  MorphologyJob job;
+  CUIMG_ASSIGN_OR_RETURN(job.input,
+                         ValidateImageSource(request.input(), "input", limits, pixels));
+  ElementFrame frame;
+  frame.volume = job.input.extent.depth > 1;
+  switch (job.input.kind) {
+    case ImageInput::Kind::kInline:
+      frame.spacing = request.input().image().spacing();
+      frame.spacing_field = "input.image.spacing";
+      break;
+    case ImageInput::Kind::kSharedMemory:
+      frame.spacing = request.input().shared_memory().image().spacing();
+      frame.spacing_field = "input.shared_memory.image.spacing";
+      break;
+    case ImageInput::Kind::kEncoded:
+      frame.why_no_spacing = "input.encoded (PNG/JPEG) carries none";
+      break;
+    case ImageInput::Kind::kHandle:
+      // The resident object's spacing: ResolveMorphologyOnResident, once it is looked up.
+      job.steps_await_spacing = AnyRadius(request);
+      break;
+  }
+  if (!job.steps_await_spacing) {
+    CUIMG_ASSIGN_OR_RETURN(job.steps, ValidateMorphologySteps(request, "", limits, frame,
+                                                              &job.resolved_elements));
+  }
+  CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
+  if (job.input.kind == ImageInput::Kind::kInline) {
+    CUIMG_RETURN_IF_ERROR(CheckMorphologyInput(
+        ImageView{job.input.type, job.input.extent, job.input.channels, nullptr}, job));
+  }
+  return job;
+}
+
+absl::Status ResolveMorphologyOnResident(const v1::MorphologyRequest& request,
+                                         const v1::Spacing& spacing, const Extent& extent,
+                                         const RequestLimits& limits, MorphologyJob* job) {
+  if (!job->steps_await_spacing) return absl::OkStatus();
+  ElementFrame frame;
+  frame.spacing = spacing;
+  frame.volume = extent.depth > 1;
+  frame.spacing_field = absl::StrCat(job->input.field, " (the resident object's spacing)");
+  CUIMG_ASSIGN_OR_RETURN(job->steps, ValidateMorphologySteps(request, "", limits, frame,
+                                                             &job->resolved_elements));
+  job->steps_await_spacing = false;
+  return absl::OkStatus();
+}
+
+absl::Status CheckMorphologyInput(const ImageView& image, const MorphologyJob& job) {
+  if (image.channels != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(job.input.field, ": has ", image.channels,
+                                                   " channels; Morphology needs 1 (split "
+                                                   "channels first)"));
+  }
+  if (image.type == PixelType::kF32) return absl::OkStatus();
+  for (std::size_t i = 0; i < job.steps.size(); ++i) {
+    if (!std::isfinite(job.steps[i].border_value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("steps[", i, "].border_value: ", job.steps[i].border_value,
+                       " is not finite (allowed only for F32 images)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cuimg

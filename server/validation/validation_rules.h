@@ -1,0 +1,50 @@
+// The rules every request validator shares (request_validation.h is the public face): ranges,
+// field paths, the uint32 -> int conversion, and the element and step rules that the unary and
+// streamed Morphology requests and the Gradient filter fields share. Internal to the validators.
+#ifndef CUIMG_SERVER_VALIDATION_RULES_H_
+#define CUIMG_SERVER_VALIDATION_RULES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "server/validation/element_radius.h"
+#include "server/validation/request_validation.h"
+
+namespace cuimg {
+
+// INVALID_ARGUMENT "field: value is not in [lo, hi]why" unless lo <= value <= hi.
+absl::Status CheckRange(absl::string_view field, std::int64_t value, std::int64_t lo,
+                        std::int64_t hi, absl::string_view why = "");
+// INVALID_ARGUMENT unless `value` is finite and in (lo_excl, hi].
+absl::Status CheckDoubleRange(absl::string_view field, double value, double lo_excl, double hi,
+                              absl::string_view why = "");
+// A uint32 field as the int a kernel spec holds; INVALID_ARGUMENT naming `field` when it does
+// not fit (the kernel's validator judges the range of what does).
+absl::StatusOr<int> AsInt(absl::string_view field, std::uint32_t value);
+// A kernel validator's error ("kernel_length: ...") with the request's path to the spec before
+// its field ("header.gradient.kernel_length: ..."); OK and an empty prefix pass unchanged.
+absl::Status WithFieldPrefix(const absl::Status& status, absl::string_view prefix);
+// An image's header and pixels (`data`: image.data(), or what stands for it, DetachedPixels);
+// `partial_data`: fewer bytes than the shape implies are allowed (uploads, shared memory).
+absl::StatusOr<ImageInput> ValidateImage(const v1::Image& image, absl::string_view data,
+                                         std::string field, const RequestLimits& limits,
+                                         bool partial_data);
+// Only Morphology writes its result into shared memory: INVALID_ARGUMENT for `rpc` otherwise.
+absl::Status RefuseSharedMemoryOutput(const OutputSpec& output, absl::string_view rpc);
+// The chain of a Morphology request; `prefix` goes before every field name ("" or
+// "header.morphology."). Elements in millimetres resolve against `frame` (ElementFrame) and the
+// elements as run go to `resolved` when there are any.
+absl::StatusOr<std::vector<MorphologyStep>> ValidateMorphologySteps(
+    const v1::MorphologyRequest& request, absl::string_view prefix, const RequestLimits& limits,
+    const ElementFrame& frame, std::vector<v1::StructuringElement>* resolved);
+// The filter fields of a Gradient request (defaults applied; ranges the kernel's); `prefix` goes
+// before every field name.
+absl::StatusOr<GradientSpec> ValidateGradientFields(const v1::GradientRequest& request,
+                                                    absl::string_view prefix);
+
+}  // namespace cuimg
+
+#endif  // CUIMG_SERVER_VALIDATION_RULES_H_
