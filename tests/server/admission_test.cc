@@ -106,14 +106,15 @@ TEST(EstimateInflightBytes, CountsEveryCopyAJobHolds) {
   const v1::MorphologyRequest morphology_request;  // empty: 0 bytes of message
   MorphologyJob morphology;
   morphology.input = Inline(PixelType::kU8, Extent{100, 50, 1}, 1);
-  // Input copy, result, response: three times the image.
+  // The result, written in place into the response's bytes (no input copy since the unary
+  // change; inline pixels are counted by the caller, and no steps need no reference scratch).
   EXPECT_EQ(*EstimateInflightBytes(morphology, morphology_request, "a", store, limits),
-            3u * 100 * 50);
+            1u * 100 * 50);
   // A decoded input adds its pixels once more.
   const std::vector<std::uint8_t> png = Png(40, 30);
   morphology.input = Encoded(png);
   EXPECT_EQ(*EstimateInflightBytes(morphology, morphology_request, "a", store, limits),
-            4u * 40 * 30 * 3);
+            2u * 40 * 30 * 3);
 
   GradientJob gradient;
   gradient.input = Inline(PixelType::kU8, Extent{10, 10, 1}, 1);
