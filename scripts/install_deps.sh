@@ -106,9 +106,17 @@ if [ "$mode" != image ]; then
     echo "nvidia-nvjpeg==$nvjpeg_version --hash=sha256:$nvjpeg_sha256" > "$nvjpeg_dir/requirements.txt"
     # --target installs into no environment (so no PEP 668 refusal); Debian's python3 has the
     # pip installed above.
-    /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --no-compile \
-      --require-hashes --target "$nvjpeg_dir" -r "$nvjpeg_dir/requirements.txt"
-    echo "$nvjpeg_version" > "$nvjpeg_dir/VERSION"
-    echo "install_deps: nvjpeg $nvjpeg_version in $nvjpeg_dir"
+    # Optional: without it the server decodes JPEGs on the CPU. A container build that cannot
+    # reach PyPI (a proxy's certificate the image does not trust) takes the host's .deps/nvjpeg
+    # from the build context instead (.dockerignore lets it in).
+    if /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+         --no-deps --no-compile --require-hashes --target "$nvjpeg_dir" \
+         -r "$nvjpeg_dir/requirements.txt"; then
+      echo "$nvjpeg_version" > "$nvjpeg_dir/VERSION"
+      echo "install_deps: nvjpeg $nvjpeg_version in $nvjpeg_dir"
+    else
+      rm -rf "$nvjpeg_dir"
+      echo "install_deps: nvjpeg not installed (pip failed): JPEGs will decode on the CPU" >&2
+    fi
   fi
 fi

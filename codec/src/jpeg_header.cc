@@ -157,6 +157,13 @@ absl::StatusOr<JpegHeader> ReadJpegHeader(absl::Span<const std::uint8_t> b) {
       return Fault(at, absl::StrFormat("marker 0x%02X outside a scan", marker));
     }
     if (marker == 0x01) continue;  // TEM: no length
+    // libjpeg refuses any marker it does not know (JPG, JPGn, DHP, EXP, 0x02-0xBF): so do we, or
+    // a file TurboJPEG cannot even probe would be routed to nvJPEG (found by the fuzzer).
+    const bool known = IsSof(marker) || marker == kDht || marker == 0xCC /* DAC */ ||
+                       marker == kSos || marker == 0xDB /* DQT */ || marker == 0xDC /* DNL */ ||
+                       marker == kDri || (marker >= 0xE0 && marker <= 0xEF) /* APPn */ ||
+                       marker == 0xFE /* COM */;
+    if (!known) return Fault(at, absl::StrFormat("unknown marker 0x%02X", marker));
     if (b.size() - i < 2) return Fault(at, "segment length past the end");
     const int length = Read16(b.data() + i);
     if (length < 2 || b.size() - i < static_cast<std::size_t>(length)) {

@@ -165,6 +165,10 @@ TEST(JpegHeader, TruncatedAndMangledFilesAreStructuralFaults) {
   // Random bytes after SOI.
   std::vector<std::uint8_t> junk = {0xFF, 0xD8, 0x12, 0x34, 0x56, 0xFF, 0xD9};
   EXPECT_FALSE(ReadJpegHeader(junk).ok());
+  // A marker libjpeg does not know (the fuzzer's find: TurboJPEG refused it, the walk did not).
+  std::vector<std::uint8_t> unknown = jpeg;
+  unknown[FindMarker(unknown, 0xDB) + 1] = 0xA0;
+  EXPECT_THAT(ReadJpegHeader(unknown).status().message(), HasSubstr("unknown marker 0xA0"));
 }
 
 TEST(JpegHeader, RestartIntervalWithoutItsMarkersGoesToTheCpu) {

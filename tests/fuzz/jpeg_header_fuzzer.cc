@@ -1,7 +1,9 @@
 // libFuzzer target: the JPEG marker walk that routes a file to the GPU decoder (jpeg_header.h).
-// Whatever the bytes, the walk returns a status; a file it would give to the GPU decoder must
-// have the size and channels that ProbeImage (TurboJPEG's header read, from which admission and
-// the GPU decoder's output buffer are sized) announces, or nvJPEG could write past the buffer.
+// Whatever the bytes, the walk returns a status (ASan/UBSan watch it); where both the walk and
+// ProbeImage (TurboJPEG's header read, from which admission and the GPU decoder's output buffer
+// are sized) accept a file the walk routes to the GPU, they must read the same size and channels.
+// Where TurboJPEG refuses a file the walk accepts (libjpeg is stricter about some segments), the
+// server sends it to the CPU decoder, which refuses it (image_input.cc: DecodeOnDevice).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -17,11 +19,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (bool hardware : {false, true}) {
     if (!cuimg::JpegGpuRefusal(*header, hardware).empty()) continue;
     absl::StatusOr<cuimg::ImageView> probe = cuimg::ProbeImage(bytes);
-    if (!probe.ok() || probe->extent.width != header->width ||
-        probe->extent.height != header->height || probe->channels != header->components) {
-      std::fprintf(stderr, "GPU-routed header %dx%dx%d disagrees with the probe (%s)\n",
+    if (!probe.ok()) continue;
+    if (probe->extent.width != header->width || probe->extent.height != header->height ||
+        probe->channels != header->components) {
+      std::fprintf(stderr, "GPU-routed header %dx%dx%d disagrees with the probe's %dx%dx%d\n",
                    header->width, header->height, header->components,
-                   probe.ok() ? "ok" : std::string(probe.status().message()).c_str());
+                   static_cast<int>(probe->extent.width), static_cast<int>(probe->extent.height),
+                   probe->channels);
       std::abort();
     }
   }
