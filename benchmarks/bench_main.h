@@ -58,11 +58,12 @@ inline absl::StatusOr<BenchDevice> StartBench() {
   CUIMG_ASSIGN_OR_RETURN(Timing empty, TimeOnStream(d.stream.get(), 3, 25, [&](int) {
                            return LaunchEmptyKernel(d.stream.get());
                          }));
-  PrintJson(absl::StrFormat("\"impl\":\"device\",\"name\":\"%s\",\"sms\":%d,"
-                            "\"copy_bandwidth_gbps\":%.1f,\"empty_kernel_us\":%.2f,"
-                            "\"runtime\":\"%s\"",
-                            devices[0].name, devices[0].multiprocessors, d.bandwidth / 1e9,
-                            empty.median_us, CudaVersionString()));
+  PrintJson(
+      absl::StrFormat("\"impl\":\"device\",\"name\":\"%s\",\"sms\":%d,"
+                      "\"copy_bandwidth_gbps\":%.1f,\"empty_kernel_us\":%.2f,"
+                      "\"runtime\":\"%s\"",
+                      devices[0].name, devices[0].multiprocessors, d.bandwidth / 1e9,
+                      empty.median_us, CudaVersionString()));
   return d;
 }
 

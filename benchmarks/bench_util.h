@@ -61,13 +61,13 @@ inline absl::StatusOr<double> MeasureCopyBandwidth(cudaStream_t stream) {
   CUIMG_ASSIGN_OR_RETURN(DeviceBuffer a, DeviceBuffer::Allocate(bytes));
   CUIMG_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::Allocate(bytes));
   CUIMG_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(a.data(), 1, bytes, stream), "memset");
-  CUIMG_ASSIGN_OR_RETURN(Timing t, TimeOnStream(stream, 3, 10, [&](int) -> absl::Status {
-                           CUIMG_CUDA_RETURN_IF_ERROR(
-                               cudaMemcpyAsync(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice,
-                                               stream),
-                               "d2d copy");
-                           return absl::OkStatus();
-                         }));
+  CUIMG_ASSIGN_OR_RETURN(
+      Timing t, TimeOnStream(stream, 3, 10, [&](int) -> absl::Status {
+        CUIMG_CUDA_RETURN_IF_ERROR(
+            cudaMemcpyAsync(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice, stream),
+            "d2d copy");
+        return absl::OkStatus();
+      }));
   return 2.0 * bytes / (t.median_us * 1e-6);
 }
 

@@ -116,15 +116,14 @@ absl::Status Run(const Workload& w, const HogModel& model, double bandwidth, int
   std::string source;
   const std::vector<Image> inputs = Inputs(w, &source);
   const DetectSpec spec;  // OpenCV's defaults: stride 8, scale 1.05, all levels, group 2
-  CUIMG_ASSIGN_OR_RETURN(DetectPlan plan,
-                         DetectPlan::Create(inputs[0].extent(), 3, model, spec));
+  CUIMG_ASSIGN_OR_RETURN(DetectPlan plan, DetectPlan::Create(inputs[0].extent(), 3, model, spec));
   std::vector<DeviceBuffer> d_in;
   std::vector<DeviceBuffer> d_ws;
   for (const Image& image : inputs) {
     CUIMG_ASSIGN_OR_RETURN(DeviceBuffer in, DeviceBuffer::Allocate(image.size_bytes()));
-    CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpy(in.data(), image.bytes(), image.size_bytes(),
-                                          cudaMemcpyHostToDevice),
-                               "fill input");
+    CUIMG_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(in.data(), image.bytes(), image.size_bytes(), cudaMemcpyHostToDevice),
+        "fill input");
     d_in.push_back(std::move(in));
     CUIMG_ASSIGN_OR_RETURN(DeviceBuffer ws, DeviceBuffer::Allocate(plan.WorkspaceBytes()));
     d_ws.push_back(std::move(ws));
@@ -161,8 +160,8 @@ absl::Status Run(const Workload& w, const HogModel& model, double bandwidth, int
   // Issue 5's scores kernel on the same workspaces, and blocks + it: the "before" of issue 33.
   CUIMG_ASSIGN_OR_RETURN(Timing scores_per_window, time_scores(true));
   const auto before = [&](int i) -> absl::Status {
-    CUIMG_RETURN_IF_ERROR(plan.RunBlocks(d_in[i % 3].data(), d_ws[i % 3].data(), d_hits.data(),
-                                         stream));
+    CUIMG_RETURN_IF_ERROR(
+        plan.RunBlocks(d_in[i % 3].data(), d_ws[i % 3].data(), d_hits.data(), stream));
     return plan.RunScoresPerWindow(weights, d_ws[i % 3].data(), d_hits.data(), stream);
   };
   CUIMG_ASSIGN_OR_RETURN(Timing total_per_window, TimeOnStream(stream, 3, runs, before));
@@ -193,10 +192,9 @@ absl::Status Run(const Workload& w, const HogModel& model, double bandwidth, int
       "\"check\":\"%s\"",
       w.name, total.median_us, total.p10_us, total.p90_us, total.runs, plan.LaunchCount(),
       blocks.median_us, scores.median_us, scores_per_window.median_us, total_per_window.median_us,
-      plan.geometry().levels.size(),
-      static_cast<long long>(plan.geometry().windows), count, want.hits.size(), got.size(),
-      ref.size(), precision, recall, bytes_moved, floor_us, total.median_us / floor_us, source,
-      plan.Describe(), ok ? "ok" : "FAIL"));
+      plan.geometry().levels.size(), static_cast<long long>(plan.geometry().windows), count,
+      want.hits.size(), got.size(), ref.size(), precision, recall, bytes_moved, floor_us,
+      total.median_us / floor_us, source, plan.Describe(), ok ? "ok" : "FAIL"));
   return ok ? absl::OkStatus() : absl::InternalError("result check failed");
 }
 

@@ -109,8 +109,8 @@ absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t str
     const std::vector<std::uint8_t> host = RandomBytes(in_bytes, 1234 + i);
     if (i == 0) std::memcpy(input0.bytes(), host.data(), in_bytes);
     CUIMG_ASSIGN_OR_RETURN(DeviceBuffer in, DeviceBuffer::Allocate(in_bytes));
-    CUIMG_CUDA_RETURN_IF_ERROR(
-        cudaMemcpy(in.data(), host.data(), in_bytes, cudaMemcpyHostToDevice), "fill input");
+    CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpy(in.data(), host.data(), in_bytes, cudaMemcpyHostToDevice),
+                               "fill input");
     inputs.push_back(std::move(in));
   }
   std::size_t bytes_moved = 0;
@@ -154,8 +154,7 @@ absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t str
     CUIMG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "check run");
     std::vector<std::uint8_t> packed(plan.OutputBytes());
     CUIMG_CUDA_RETURN_IF_ERROR(
-        cudaMemcpy(packed.data(), out.data(), packed.size(), cudaMemcpyDeviceToHost),
-        "copy back");
+        cudaMemcpy(packed.data(), out.data(), packed.size(), cudaMemcpyDeviceToHost), "copy back");
     CUIMG_ASSIGN_OR_RETURN(check, CheckPyramid(w, input0, plan, packed));
     // Floor: the u8 input read once plus every level written once.
     bytes_moved = in_bytes;

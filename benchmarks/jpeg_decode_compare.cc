@@ -85,9 +85,8 @@ int main(int argc, char** argv) {
     const std::vector<std::uint8_t> jpeg((std::istreambuf_iterator<char>(in)),
                                          std::istreambuf_iterator<char>());
     absl::StatusOr<cuimg::JpegHeader> header = cuimg::ReadJpegHeader(jpeg);
-    const std::string refusal =
-        header.ok() ? cuimg::JpegGpuRefusal(*header, (*device)->hardware())
-                    : std::string(header.status().message());
+    const std::string refusal = header.ok() ? cuimg::JpegGpuRefusal(*header, (*device)->hardware())
+                                            : std::string(header.status().message());
     absl::StatusOr<cuimg::Image> cpu = cuimg::DecodeImage(jpeg);
     if (!cpu.ok()) {
       std::printf("%s: CPU decode fails: %s\n", path.c_str(), cpu.status().ToString().c_str());

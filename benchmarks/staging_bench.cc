@@ -47,28 +47,42 @@ absl::Status Run() {
     CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d, DeviceBuffer::Allocate(size.bytes));
     absl::Status status;
     auto sync = [&] { return stream.Synchronize(); };
-    const double h2d_pageable = MedianUs(3, size.runs, [&]() -> absl::Status {
-      CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d.data(), host.data(), size.bytes,
-                                                 cudaMemcpyHostToDevice, stream.get()), "H2D");
-      return sync();
-    }, &status);
-    const double h2d_staged = MedianUs(3, size.runs, [&]() -> absl::Status {
-      std::vector<PinnedStagingPool::Lease> keep;
-      CUIMG_RETURN_IF_ERROR(
-          CopyToDeviceStaged(pool, d.data(), host.data(), size.bytes, stream.get(), &keep));
-      return sync();
-    }, &status);
-    const double d2h_pageable = MedianUs(3, size.runs, [&]() -> absl::Status {
-      CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(back.data(), d.data(), size.bytes,
-                                                 cudaMemcpyDeviceToHost, stream.get()), "D2H");
-      return sync();
-    }, &status);
-    const double d2h_staged = MedianUs(3, size.runs, [&]() -> absl::Status {
-      std::vector<PinnedStagingPool::Lease> keep;
-      CUIMG_RETURN_IF_ERROR(
-          CopyToHostStaged(pool, back.data(), d.data(), size.bytes, stream.get(), &keep));
-      return sync();
-    }, &status);
+    const double h2d_pageable = MedianUs(
+        3, size.runs,
+        [&]() -> absl::Status {
+          CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d.data(), host.data(), size.bytes,
+                                                     cudaMemcpyHostToDevice, stream.get()),
+                                     "H2D");
+          return sync();
+        },
+        &status);
+    const double h2d_staged = MedianUs(
+        3, size.runs,
+        [&]() -> absl::Status {
+          std::vector<PinnedStagingPool::Lease> keep;
+          CUIMG_RETURN_IF_ERROR(
+              CopyToDeviceStaged(pool, d.data(), host.data(), size.bytes, stream.get(), &keep));
+          return sync();
+        },
+        &status);
+    const double d2h_pageable = MedianUs(
+        3, size.runs,
+        [&]() -> absl::Status {
+          CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(back.data(), d.data(), size.bytes,
+                                                     cudaMemcpyDeviceToHost, stream.get()),
+                                     "D2H");
+          return sync();
+        },
+        &status);
+    const double d2h_staged = MedianUs(
+        3, size.runs,
+        [&]() -> absl::Status {
+          std::vector<PinnedStagingPool::Lease> keep;
+          CUIMG_RETURN_IF_ERROR(
+              CopyToHostStaged(pool, back.data(), d.data(), size.bytes, stream.get(), &keep));
+          return sync();
+        },
+        &status);
     CUIMG_RETURN_IF_ERROR(status);
     const bool same = std::memcmp(host.data(), back.data(), size.bytes) == 0;
     const PinnedStagingPool::Stats stats = pool.stats();
@@ -77,15 +91,16 @@ absl::Status Run() {
       const bool h2d = dir[0] == 'h';
       const double pageable = h2d ? h2d_pageable : d2h_pageable;
       const double staged = h2d ? h2d_staged : d2h_staged;
-      std::printf("{\"impl\": \"staging\", \"workload\": \"%s\", \"direction\": \"%s\", "
-                  "\"bytes\": %zu, \"chunk_bytes\": %zu, \"pageable_us\": %.1f, "
-                  "\"staged_us\": %.1f, \"pageable_gbps\": %.2f, \"staged_gbps\": %.2f, "
-                  "\"speedup\": %.2f, \"round_trip_equal\": %s, \"pool_misses\": %llu, "
-                  "\"pool_hits\": %llu}\n",
-                  size.name, dir, size.bytes, chunk, pageable, staged, gb / (pageable * 1e-6),
-                  gb / (staged * 1e-6), pageable / staged, same ? "true" : "false",
-                  static_cast<unsigned long long>(stats.misses),
-                  static_cast<unsigned long long>(stats.hits));
+      std::printf(
+          "{\"impl\": \"staging\", \"workload\": \"%s\", \"direction\": \"%s\", "
+          "\"bytes\": %zu, \"chunk_bytes\": %zu, \"pageable_us\": %.1f, "
+          "\"staged_us\": %.1f, \"pageable_gbps\": %.2f, \"staged_gbps\": %.2f, "
+          "\"speedup\": %.2f, \"round_trip_equal\": %s, \"pool_misses\": %llu, "
+          "\"pool_hits\": %llu}\n",
+          size.name, dir, size.bytes, chunk, pageable, staged, gb / (pageable * 1e-6),
+          gb / (staged * 1e-6), pageable / staged, same ? "true" : "false",
+          static_cast<unsigned long long>(stats.misses),
+          static_cast<unsigned long long>(stats.hits));
     }
     std::fflush(stdout);
   }

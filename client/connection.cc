@@ -20,7 +20,8 @@ absl::StatusOr<ChannelSpec> MakeChannelSpec(const ConnectionOptions& options) {
   }
   ChannelSpec spec;
   // Several comma-separated host:port become one ipv4/ipv6 target that the balancer spreads over.
-  if (options.target.find(',') != std::string::npos && options.target.find("://") == std::string::npos) {
+  if (options.target.find(',') != std::string::npos &&
+      options.target.find("://") == std::string::npos) {
     const bool v6 = options.target.find('[') != std::string::npos;
     spec.target = absl::StrCat(v6 ? "ipv6:" : "ipv4:", options.target);
   } else {
@@ -49,7 +50,8 @@ absl::StatusOr<std::string> ReadNonEmpty(const std::string& path, absl::string_v
   if (!in) return absl::InvalidArgumentError(absl::StrCat(flag, ": cannot read ", path));
   std::stringstream text;
   text << in.rdbuf();
-  if (text.str().empty()) return absl::InvalidArgumentError(absl::StrCat(flag, ": ", path, " is empty"));
+  if (text.str().empty())
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": ", path, " is empty"));
   return text.str();
 }
 
@@ -74,8 +76,10 @@ absl::StatusOr<SecurityMaterial> LoadSecurity(const ConnectionOptions& options) 
     return absl::InvalidArgumentError("--tls_cert_file, --tls_key_file: give both or neither");
   }
   const std::pair<const std::string*, std::string*> files[] = {
-      {&options.tls_ca_file, &m.ca_pem}, {&options.tls_cert_file, &m.cert_pem},
-      {&options.tls_key_file, &m.key_pem}, {&options.token_file, &m.token}};
+      {&options.tls_ca_file, &m.ca_pem},
+      {&options.tls_cert_file, &m.cert_pem},
+      {&options.tls_key_file, &m.key_pem},
+      {&options.token_file, &m.token}};
   const char* flags[] = {"--tls_ca_file", "--tls_cert_file", "--tls_key_file", "--token_file"};
   for (int i = 0; i < 4; ++i) {
     if (files[i].first->empty()) continue;
@@ -117,9 +121,9 @@ std::shared_ptr<grpc::Channel> MakeChannel(const ConnectionOptions& options, int
 
 void PrepareContext(const ConnectionOptions& options, grpc::ClientContext* context) {
   if (options.timeout_seconds > 0) {
-    context->set_deadline(std::chrono::system_clock::now() +
-                          std::chrono::microseconds(
-                              static_cast<std::int64_t>(options.timeout_seconds * 1e6)));
+    context->set_deadline(
+        std::chrono::system_clock::now() +
+        std::chrono::microseconds(static_cast<std::int64_t>(options.timeout_seconds * 1e6)));
   }
 }
 
@@ -136,6 +140,5 @@ int ReportRpcError(const grpc::Status& status) {
   }
   return kExitRpcError;
 }
-
 
 }  // namespace cuimg

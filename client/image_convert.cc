@@ -125,8 +125,8 @@ Image DrawBoxes(const Image& image, const std::vector<BoxOutline>& boxes, int th
   const std::uint8_t black[3] = {0, 0, 0};
   for (const BoxOutline& b : boxes) {
     if (b.label.empty()) continue;
-    const std::int64_t tag_w = 2 * kTagMargin + static_cast<std::int64_t>(b.label.size()) * 6 *
-                                                    kGlyphScale - kGlyphScale;
+    const std::int64_t tag_w =
+        2 * kTagMargin + static_cast<std::int64_t>(b.label.size()) * 6 * kGlyphScale - kGlyphScale;
     const std::int64_t tag_h = 2 * kTagMargin + 7 * kGlyphScale;
     const std::int64_t tx = b.x;
     const std::int64_t ty = b.y >= tag_h ? b.y - tag_h : b.y;

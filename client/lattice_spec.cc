@@ -33,8 +33,8 @@ absl::StatusOr<Lattice> LatticeAroundMesh(const Mesh& mesh, const LatticeControl
     lo[a] -= pad;
     size[a] = hi[a] - lo[a] + pad;
   }
-  Lattice l = Lattice::Identity(lo, {size[0], 0, 0}, {0, size[1], 0}, {0, 0, size[2]},
-                                (*counts)[0], (*counts)[1], (*counts)[2]);
+  Lattice l = Lattice::Identity(lo, {size[0], 0, 0}, {0, size[1], 0}, {0, 0, size[2]}, (*counts)[0],
+                                (*counts)[1], (*counts)[2]);
   if (absl::Status s = ValidateLattice(l, "lattice"); !s.ok()) return s;
   const double cx = lo[0] + size[0] / 2;
   const double cy = lo[1] + size[1] / 2;
@@ -85,21 +85,24 @@ absl::StatusOr<Lattice> LatticeFromJson(absl::string_view text, const std::strin
     return absl::OkStatus();
   };
   Lattice l;
-  for (const auto& [key, out] : {std::pair<const char*, std::array<double, 3>*>{"origin", &l.origin},
-                                 {"s", &l.s}, {"t", &l.t}, {"u", &l.u}}) {
+  for (const auto& [key, out] :
+       {std::pair<const char*, std::array<double, 3>*>{"origin", &l.origin},
+        {"s", &l.s},
+        {"t", &l.t},
+        {"u", &l.u}}) {
     if (absl::Status s = vec3(key, out); !s.ok()) return s;
   }
   const auto counts = j.find("counts");
   if (counts == j.end() || !counts->is_array() || counts->size() != 3 ||
-      !std::all_of(counts->begin(), counts->end(), [](const auto& v) { return v.is_number_integer(); })) {
+      !std::all_of(counts->begin(), counts->end(),
+                   [](const auto& v) { return v.is_number_integer(); })) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": \"counts\" must be [cs, ct, cu]"));
   }
   // Checked before anything is sized by them (displacements default to count_s*count_t*count_u).
   for (const auto& v : *counts) {
     if (v.get<std::int64_t>() < kMinLatticeCount || v.get<std::int64_t>() > kMaxLatticeCount) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": \"counts\" must each be in [",
-                                                     kMinLatticeCount, ", ", kMaxLatticeCount,
-                                                     "]"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": \"counts\" must each be in [", kMinLatticeCount, ", ", kMaxLatticeCount, "]"));
     }
   }
   l.count_s = (*counts)[0].get<int>();
@@ -111,7 +114,8 @@ absl::StatusOr<Lattice> LatticeFromJson(absl::string_view text, const std::strin
       return absl::InvalidArgumentError(absl::StrCat(path, ": \"displacements\" must be an array"));
     }
     for (const auto& v : *disp) {
-      if (!v.is_number()) return absl::InvalidArgumentError(absl::StrCat(path, ": displacements must be numbers"));
+      if (!v.is_number())
+        return absl::InvalidArgumentError(absl::StrCat(path, ": displacements must be numbers"));
       l.displacements.push_back(v.get<double>());
     }
   } else {

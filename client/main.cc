@@ -56,15 +56,17 @@ ABSL_FLAG(std::string, output, "",
           "there with STOW-RS; detect: the image with boxes drawn (.png), "
           "or for frames and --video a directory of them; deform, mesh: output mesh (.obj, .ply, "
           ".stl).");
-ABSL_FLAG(std::string, steps, "",
-          "morphology, load: a chain op:shape:WxH[xD][:iterations],... (overrides --op/--shape/--size/"
-          "--iterations). ops: erode dilate open close gradient tophat blackhat; shapes: rect "
-          "ellipse cross custom. A radius in millimetres may replace WxH[xD]: Rmm, RXxRYmm or "
-          "RXxRYxRZmm (e.g. open:ball:5mm), turned into voxels by the server from the input's "
-          "spacing and printed.");
+ABSL_FLAG(
+    std::string, steps, "",
+    "morphology, load: a chain op:shape:WxH[xD][:iterations],... (overrides --op/--shape/--size/"
+    "--iterations). ops: erode dilate open close gradient tophat blackhat; shapes: rect "
+    "ellipse cross custom. A radius in millimetres may replace WxH[xD]: Rmm, RXxRYmm or "
+    "RXxRYxRZmm (e.g. open:ball:5mm), turned into voxels by the server from the input's "
+    "spacing and printed.");
 ABSL_FLAG(std::string, op, "dilate", "morphology: the operation (see --steps).");
 ABSL_FLAG(std::string, shape, "rect", "morphology: structuring element shape (see --steps).");
-ABSL_FLAG(std::string, size, "3x3", "morphology: element size WxH (2D) or WxHxD (3D), or a radius in mm (see --steps).");
+ABSL_FLAG(std::string, size, "3x3",
+          "morphology: element size WxH (2D) or WxHxD (3D), or a radius in mm (see --steps).");
 ABSL_FLAG(std::string, anchor, "", "morphology: element anchor x,y[,z] (default: centre).");
 ABSL_FLAG(int, iterations, 1, "morphology: repetitions of the operation.");
 ABSL_FLAG(std::string, border, "neutral",
@@ -88,8 +90,9 @@ ABSL_FLAG(std::string, uid_root, "",
 ABSL_FLAG(std::string, output_prefix, "",
           "gradient, pyramid: output path prefix (e.g. out/frame -> out/frame_gx.tiff).");
 ABSL_FLAG(int, kernel_length, 7, "gradient, load --rpc gradient: taps per 1D kernel (odd, 3..31).");
-ABSL_FLAG(double, sigma, 0,
-          "gradient, load --rpc gradient: Gaussian sigma in pixels (0 = OpenCV's rule: 1.4 for 7).");
+ABSL_FLAG(
+    double, sigma, 0,
+    "gradient, load --rpc gradient: Gaussian sigma in pixels (0 = OpenCV's rule: 1.4 for 7).");
 ABSL_FLAG(int, levels, 31,
           "pyramid, load --rpc pyramid: levels (each 1/ratio the size of the previous).");
 ABSL_FLAG(double, ratio, 1.05, "pyramid, load --rpc pyramid: scale between levels.");
@@ -204,13 +207,13 @@ constexpr char kUsage[] =
 // The flags each subcommand reads (what main() below passes on), for `cuimg <subcommand> --help`.
 // Every flag above is in at least one list (tests/e2e/test_command_line.py checks).
 const std::vector<std::string> kConnectionFlags = {
-    "target", "timeout", "lb_policy", "max_attempts", "tls", "tls_ca_file", "tls_cert_file",
-    "tls_key_file", "tls_server_name", "token_file"};
+    "target",      "timeout",       "lb_policy",    "max_attempts",    "tls",
+    "tls_ca_file", "tls_cert_file", "tls_key_file", "tls_server_name", "token_file"};
 const std::vector<std::string> kGradientFlags = {"kernel_length", "sigma"};
 const std::vector<std::string> kPyramidFlags = {"levels", "ratio", "mode"};
 const std::vector<std::string> kDetectFlags = {
-    "model", "hit_threshold", "win_stride", "padding", "scale", "max_levels", "gamma", "grouping",
-    "group_threshold", "group_eps"};
+    "model",      "hit_threshold", "win_stride", "padding",         "scale",
+    "max_levels", "gamma",         "grouping",   "group_threshold", "group_eps"};
 const std::vector<std::string> kDeformFlags = {"lattice_file", "lattice_counts", "twist", "bulge"};
 
 std::vector<std::string> Join(std::initializer_list<std::vector<std::string>> lists) {
@@ -226,25 +229,47 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& SubcommandF
   static const auto* table = new std::vector<std::pair<std::string, std::vector<std::string>>>{
       {"health", {"service"}},
       {"morphology",
-       {"input", "output", "steps", "op", "shape", "size", "anchor", "iterations", "border",
-        "border_value", "mask", "nrrd_gzip", "json", "slab_slices", "volume_streams",
-        "series_uid", "uid_root", "dicomweb_token_file", "dicomweb_user",
-        "dicomweb_password_file", "dicomweb_ca_file",
-        "dicomweb_max_instances", "dicomweb_max_bytes"}},
-      {"gradient",
-       Join({kGradientFlags,
-             {"input", "output_prefix", "format", "nrrd_gzip", "series_uid", "slab_slices",
-              "volume_streams"}})},
+       {"input",
+        "output",
+        "steps",
+        "op",
+        "shape",
+        "size",
+        "anchor",
+        "iterations",
+        "border",
+        "border_value",
+        "mask",
+        "nrrd_gzip",
+        "json",
+        "slab_slices",
+        "volume_streams",
+        "series_uid",
+        "uid_root",
+        "dicomweb_token_file",
+        "dicomweb_user",
+        "dicomweb_password_file",
+        "dicomweb_ca_file",
+        "dicomweb_max_instances",
+        "dicomweb_max_bytes"}},
+      {"gradient", Join({kGradientFlags,
+                         {"input", "output_prefix", "format", "nrrd_gzip", "series_uid",
+                          "slab_slices", "volume_streams"}})},
       {"pyramid", Join({kPyramidFlags, {"input", "output_prefix", "format"}})},
       {"detect", Join({kDetectFlags, {"input", "video", "output", "every", "max_frames"}})},
       {"models", {"json"}},
       {"deform", Join({kDeformFlags, {"input", "output", "animate"}})},
       {"mesh", {"n", "m", "output"}},
       {"load",
-       Join({{"rpc", "steps"}, kGradientFlags, kPyramidFlags, kDetectFlags, kDeformFlags,
-             {"n", "m", "image_size", "pixel_type", "input", "concurrency", "rate", "duration",
-              "requests", "warmup", "channels", "json", "json_out", "csv", "report", "progress",
-              "shm", "detect_stream", "video", "every", "max_frames", "server_metrics"}})},
+       Join({{"rpc", "steps"},
+             kGradientFlags,
+             kPyramidFlags,
+             kDetectFlags,
+             kDeformFlags,
+             {"n",        "m",        "image_size", "pixel_type",    "input",    "concurrency",
+              "rate",     "duration", "requests",   "warmup",        "channels", "json",
+              "json_out", "csv",      "report",     "progress",      "shm",      "detect_stream",
+              "video",    "every",    "max_frames", "server_metrics"}})},
   };
   return *table;
 }

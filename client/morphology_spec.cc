@@ -18,8 +18,8 @@ absl::StatusOr<std::array<int, 3>> ParseSize(absl::string_view text) {
   }
   for (std::size_t i = 0; i < parts.size(); ++i) {
     if (!absl::SimpleAtoi(parts[i], &size[i]) || size[i] < 1) {
-      return absl::InvalidArgumentError(absl::StrCat("size '", text, "': '", parts[i],
-                                                     "' is not a positive integer"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("size '", text, "': '", parts[i], "' is not a positive integer"));
     }
   }
   return size;
@@ -37,8 +37,8 @@ absl::StatusOr<v1::ElementRadius> ParseRadius(absl::string_view text) {
   double r[3] = {0, 0, 0};
   for (std::size_t i = 0; i < parts.size(); ++i) {
     if (!absl::SimpleAtod(parts[i], &r[i]) || !(r[i] >= 0) || !std::isfinite(r[i])) {
-      return absl::InvalidArgumentError(absl::StrCat("radius '", text, "mm': '", parts[i],
-                                                     "' is not a non-negative number"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("radius '", text, "mm': '", parts[i], "' is not a non-negative number"));
     }
   }
   if (parts.size() == 1) r[1] = r[2] = r[0];
@@ -52,10 +52,17 @@ absl::StatusOr<v1::ElementRadius> ParseRadius(absl::string_view text) {
 std::string DescribeElement(const v1::StructuringElement& element) {
   const char* shape = "custom";
   switch (element.shape()) {
-    case v1::ELEMENT_SHAPE_RECT: shape = "rect"; break;
-    case v1::ELEMENT_SHAPE_ELLIPSE: shape = "ellipse"; break;
-    case v1::ELEMENT_SHAPE_CROSS: shape = "cross"; break;
-    default: break;
+    case v1::ELEMENT_SHAPE_RECT:
+      shape = "rect";
+      break;
+    case v1::ELEMENT_SHAPE_ELLIPSE:
+      shape = "ellipse";
+      break;
+    case v1::ELEMENT_SHAPE_CROSS:
+      shape = "cross";
+      break;
+    default:
+      break;
   }
   std::string text = absl::StrCat(shape, " ", element.width(), "x", element.height());
   if (element.depth() > 0) absl::StrAppend(&text, "x", element.depth());
@@ -86,9 +93,9 @@ absl::StatusOr<v1::ElementShape> ParseShape(absl::string_view text) {
 absl::StatusOr<v1::MorphologyStep> ParseStep(absl::string_view text) {
   const std::vector<absl::string_view> parts = absl::StrSplit(text, ':');
   if (parts.size() < 3 || parts.size() > 4) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("step '", text, "': expected op:shape:WxH[xD][:iterations] or "
-                     "op:shape:Rmm[:iterations]"));
+    return absl::InvalidArgumentError(absl::StrCat("step '", text,
+                                                   "': expected op:shape:WxH[xD][:iterations] or "
+                                                   "op:shape:Rmm[:iterations]"));
   }
   v1::MorphologyStep step;
   CUIMG_ASSIGN_OR_RETURN(v1::MorphologyOp op, ParseOp(parts[0]));

@@ -14,10 +14,14 @@ namespace cuimg {
 
 v1::PixelType ToProtoPixelType(PixelType type) {
   switch (type) {
-    case PixelType::kU8: return v1::PIXEL_TYPE_U8;
-    case PixelType::kU16: return v1::PIXEL_TYPE_U16;
-    case PixelType::kI16: return v1::PIXEL_TYPE_I16;
-    case PixelType::kF32: break;
+    case PixelType::kU8:
+      return v1::PIXEL_TYPE_U8;
+    case PixelType::kU16:
+      return v1::PIXEL_TYPE_U16;
+    case PixelType::kI16:
+      return v1::PIXEL_TYPE_I16;
+    case PixelType::kF32:
+      break;
   }
   return v1::PIXEL_TYPE_F32;
 }
@@ -34,17 +38,26 @@ void ToProtoImage(const Image& image, v1::Image* out) {
 absl::StatusOr<Image> FromProtoImage(const v1::Image& image) {
   PixelType type;
   switch (image.pixel_type()) {
-    case v1::PIXEL_TYPE_U8: type = PixelType::kU8; break;
-    case v1::PIXEL_TYPE_U16: type = PixelType::kU16; break;
-    case v1::PIXEL_TYPE_I16: type = PixelType::kI16; break;
-    case v1::PIXEL_TYPE_F32: type = PixelType::kF32; break;
-    default: return absl::InvalidArgumentError("response: unknown pixel type");
+    case v1::PIXEL_TYPE_U8:
+      type = PixelType::kU8;
+      break;
+    case v1::PIXEL_TYPE_U16:
+      type = PixelType::kU16;
+      break;
+    case v1::PIXEL_TYPE_I16:
+      type = PixelType::kI16;
+      break;
+    case v1::PIXEL_TYPE_F32:
+      type = PixelType::kF32;
+      break;
+    default:
+      return absl::InvalidArgumentError("response: unknown pixel type");
   }
   Image out(type, Extent{image.width(), image.height(), image.depth() == 0 ? 1 : image.depth()},
             image.channels() == 0 ? 1 : static_cast<int>(image.channels()));
   if (image.data().size() != out.size_bytes()) {
-    return absl::InvalidArgumentError(absl::StrCat("response: ", image.data().size(),
-                                                   " bytes, expected ", out.size_bytes()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("response: ", image.data().size(), " bytes, expected ", out.size_bytes()));
   }
   std::memcpy(out.bytes(), image.data().data(), out.size_bytes());
   return out;
@@ -66,8 +79,10 @@ absl::StatusOr<Mesh> LoadMeshInput(const std::string& input) {
 void ToProtoMesh(const Mesh& mesh, v1::Mesh* out) {
   out->set_vertex_count(static_cast<std::uint32_t>(mesh.vertex_count()));
   out->set_triangle_count(static_cast<std::uint32_t>(mesh.triangle_count()));
-  out->set_positions(reinterpret_cast<const char*>(mesh.positions.data()), mesh.positions.size() * 4);
-  out->set_triangles(reinterpret_cast<const char*>(mesh.triangles.data()), mesh.triangles.size() * 4);
+  out->set_positions(reinterpret_cast<const char*>(mesh.positions.data()),
+                     mesh.positions.size() * 4);
+  out->set_triangles(reinterpret_cast<const char*>(mesh.triangles.data()),
+                     mesh.triangles.size() * 4);
 }
 
 absl::StatusOr<Lattice> DeformLattice(const DeformCommand& c, const Mesh& mesh) {

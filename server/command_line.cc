@@ -48,8 +48,7 @@ std::string Describe(const absl::CommandLineFlag& flag) {
   return absl::StrCat("  --", flag.Name(), " (default: ", value, ")\n", Wrap(flag.Help()));
 }
 
-std::vector<const absl::CommandLineFlag*> Sorted(
-    std::vector<const absl::CommandLineFlag*> flags) {
+std::vector<const absl::CommandLineFlag*> Sorted(std::vector<const absl::CommandLineFlag*> flags) {
   std::sort(flags.begin(), flags.end(),
             [](const auto* a, const auto* b) { return a->Name() < b->Name(); });
   return flags;

@@ -79,10 +79,9 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
     try {
       server->exposer_ = std::make_unique<prometheus::Exposer>(options.metrics_address, 2);
     } catch (const std::exception& e) {
-      return absl::UnavailableError(
-          absl::StrCat("metrics_address ", options.metrics_address,
-                       ": could not bind (address in use or not local; prometheus-cpp: ", e.what(),
-                       ")"));
+      return absl::UnavailableError(absl::StrCat(
+          "metrics_address ", options.metrics_address,
+          ": could not bind (address in use or not local; prometheus-cpp: ", e.what(), ")"));
     }
     server->exposer_->RegisterCollectable(server->registry_);
     const std::vector<int> ports = server->exposer_->GetListeningPorts();
@@ -95,16 +94,13 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
   server->budget_ = std::make_unique<InflightBudget>(
       options.max_inflight_bytes_per_device * devices, options.max_inflight_bytes_per_device);
   server->store_ = std::make_unique<ResidentStore>(ResidentStoreOptions{
-      options.resident_budget_bytes, options.resident_ttl_seconds,
-      options.resident_max_ttl_seconds, options.resident_max_objects,
-      options.resident_max_total_bytes});
+      options.resident_budget_bytes, options.resident_ttl_seconds, options.resident_max_ttl_seconds,
+      options.resident_max_objects, options.resident_max_total_bytes});
   server->service_ = std::make_unique<ImagingService>(
       options, security->policy, server->backend_.get(), server->queue_.get(),
-      server->budget_.get(), server->store_.get(), server->metrics_.get(),
-      server->models_.get());
-  server->device_metrics_ =
-      std::make_shared<DeviceMetrics>(server->backend_.get(), server->store_.get(),
-                                      server->service_->shared_memory());
+      server->budget_.get(), server->store_.get(), server->metrics_.get(), server->models_.get());
+  server->device_metrics_ = std::make_shared<DeviceMetrics>(
+      server->backend_.get(), server->store_.get(), server->service_->shared_memory());
   if (server->exposer_ != nullptr) server->exposer_->RegisterCollectable(server->device_metrics_);
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -118,9 +114,8 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
   builder.RegisterService(server->service_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->grpc_port_ == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("listen_address ", options.listen_address,
-                     ": could not bind (address in use or not local)"));
+    return absl::UnavailableError(absl::StrCat("listen_address ", options.listen_address,
+                                               ": could not bind (address in use or not local)"));
   }
   if (!options.security.health_listen_address.empty()) {
     // No services of its own: gRPC adds the default health service (and reflection) to it.
@@ -138,7 +133,8 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
   }
   server->SetServing(true);
   CuimgServer* raw = server.get();
-  server->monitor_ = std::thread([raw, poll = options.health_poll_ms] { raw->MonitorHealth(poll); });
+  server->monitor_ =
+      std::thread([raw, poll = options.health_poll_ms] { raw->MonitorHealth(poll); });
   return server;
 }
 
@@ -203,8 +199,9 @@ void CuimgServer::Shutdown(absl::Duration grace) {
     // Only a grace period that ran out is news: a zero grace (a server that failed to start, or
     // the destructor after Shutdown) stops at once by definition.
     if (grace > absl::ZeroDuration()) {
-      Log(LogLevel::kWarning, "event=shutdown_hard_stop message=\"the grace period is over: "
-                              "running requests stop at their next check\"");
+      Log(LogLevel::kWarning,
+          "event=shutdown_hard_stop message=\"the grace period is over: "
+          "running requests stop at their next check\"");
     }
   });
   if (server_ != nullptr) {

@@ -110,9 +110,10 @@ ABSL_FLAG(int, malloc_arena_max, 4,
           "freed memory under many threads (server/malloc_policy.h).");
 ABSL_FLAG(int, malloc_trim_interval_ms, 1000,
           "How often freed heap pages are handed back to the system (malloc_trim); 0 never.");
-ABSL_FLAG(bool, lock_order_checks, false,
-          "Keep Abseil's lock-order checks on (Debian's default): every lock, gRPC's included, "
-          "then passes one process-wide spinlock (cuimg/common/lock_order_checks.h). For debugging.");
+ABSL_FLAG(
+    bool, lock_order_checks, false,
+    "Keep Abseil's lock-order checks on (Debian's default): every lock, gRPC's included, "
+    "then passes one process-wide spinlock (cuimg/common/lock_order_checks.h). For debugging.");
 ABSL_FLAG(int, health_poll_ms, 250, "How often device health is re-evaluated, milliseconds.");
 ABSL_FLAG(std::string, inject_device_failure, "",
           "Testing only: DEVICE:AFTER_REQUESTS[:DURATION_MS] makes that device fail the request "
@@ -168,10 +169,11 @@ ABSL_FLAG(std::string, health_listen_address, "",
 ABSL_FLAG(int, shutdown_grace_seconds, 30,
           "On SIGTERM/SIGINT/SIGHUP, seconds in-flight requests get to finish; then their work "
           "stops at its next check, and a process still running 5 s later exits with status 3.");
-ABSL_FLAG(double, max_request_work, 2e11,
-          "Estimated work one request may take, in operations per pixel of the backend's "
-          "algorithm (1 to 4 ns each on a CPU core; server/scheduling/work_estimate.h); more is refused "
-          "with RESOURCE_EXHAUSTED. 0: no cap.");
+ABSL_FLAG(
+    double, max_request_work, 2e11,
+    "Estimated work one request may take, in operations per pixel of the backend's "
+    "algorithm (1 to 4 ns each on a CPU core; server/scheduling/work_estimate.h); more is refused "
+    "with RESOURCE_EXHAUSTED. 0: no cap.");
 ABSL_FLAG(uint64_t, max_grouped_hits, 10000,
           "Most DetectPedestrians hits handed to grouping (which compares every pair); more is "
           "INVALID_ARGUMENT naming hit_threshold. 0: no cap.");
@@ -209,15 +211,18 @@ bool ParseBackend(const std::string& s, cuimg::BackendKind* out) {
 bool ParseCudaSync(const std::string& s, cuimg::CudaSync* out) {
   using cuimg::CudaSync;
   return ParseChoice(s,
-                     {{"auto", CudaSync::kAuto}, {"spin", CudaSync::kSpin},
-                      {"yield", CudaSync::kYield}, {"block", CudaSync::kBlock}},
+                     {{"auto", CudaSync::kAuto},
+                      {"spin", CudaSync::kSpin},
+                      {"yield", CudaSync::kYield},
+                      {"block", CudaSync::kBlock}},
                      out);
 }
 
 bool ParseJpegDecoder(const std::string& s, cuimg::JpegDecoderChoice* out) {
   using cuimg::JpegDecoderChoice;
   return ParseChoice(s,
-                     {{"auto", JpegDecoderChoice::kAuto}, {"gpu", JpegDecoderChoice::kGpu},
+                     {{"auto", JpegDecoderChoice::kAuto},
+                      {"gpu", JpegDecoderChoice::kGpu},
                       {"cpu", JpegDecoderChoice::kCpu}},
                      out);
 }
@@ -237,8 +242,10 @@ bool ParseFault(const std::string& s, cuimg::FaultInjection* out) {
 bool ParseLogLevel(const std::string& s, cuimg::LogLevel* out) {
   using cuimg::LogLevel;
   return ParseChoice(s,
-                     {{"debug", LogLevel::kDebug}, {"info", LogLevel::kInfo},
-                      {"warning", LogLevel::kWarning}, {"error", LogLevel::kError}},
+                     {{"debug", LogLevel::kDebug},
+                      {"info", LogLevel::kInfo},
+                      {"warning", LogLevel::kWarning},
+                      {"error", LogLevel::kError}},
                      out);
 }
 
@@ -273,9 +280,10 @@ int HandleUsage(int argc, char** argv) {
     case cuimg::UsageRequest::kNone:
       return -1;
     case cuimg::UsageRequest::kHelp:
-      std::printf("%s\nflags:\n%s\n--helpfull adds Abseil's own flags (--flagfile, ...); "
-                  "--version the build.\n",
-                  kUsage, cuimg::DescribeFlagsDefinedIn(__FILE__).c_str());
+      std::printf(
+          "%s\nflags:\n%s\n--helpfull adds Abseil's own flags (--flagfile, ...); "
+          "--version the build.\n",
+          kUsage, cuimg::DescribeFlagsDefinedIn(__FILE__).c_str());
       return 0;
     case cuimg::UsageRequest::kHelpFull:
       std::printf("%s%s", kUsage, cuimg::DescribeAllFlags().c_str());
@@ -347,8 +355,9 @@ int main(int argc, char** argv) {
   options.resident_max_ttl_seconds = absl::GetFlag(FLAGS_resident_max_ttl_seconds);
   options.models_dir = ModelsDir(absl::GetFlag(FLAGS_models_dir));
   if (options.models_dir.empty()) {
-    std::fprintf(stderr, "no models directory found next to the binary or in the source tree; "
-                         "pass --models_dir\n");
+    std::fprintf(stderr,
+                 "no models directory found next to the binary or in the source tree; "
+                 "pass --models_dir\n");
     return 2;
   }
   options.resident_max_objects = absl::GetFlag(FLAGS_resident_max_objects);
@@ -378,10 +387,11 @@ int main(int argc, char** argv) {
       !ParseJpegDecoder(absl::GetFlag(FLAGS_jpeg_decoder), &options.jpeg_decoder) ||
       !ParseLogLevel(absl::GetFlag(FLAGS_log_level), &level) ||
       !ParseFault(absl::GetFlag(FLAGS_inject_device_failure), &options.fault)) {
-    std::fprintf(stderr, "usage: --backend auto|cuda|cpu, --cuda_sync auto|spin|yield|block, "
-                         "--jpeg_decoder auto|gpu|cpu, "
-                         "--log_level debug|info|warning|error, "
-                         "--inject_device_failure DEVICE:AFTER[:DURATION_MS]\n");
+    std::fprintf(stderr,
+                 "usage: --backend auto|cuda|cpu, --cuda_sync auto|spin|yield|block, "
+                 "--jpeg_decoder auto|gpu|cpu, "
+                 "--log_level debug|info|warning|error, "
+                 "--inject_device_failure DEVICE:AFTER[:DURATION_MS]\n");
     return 2;
   }
   if (options.worker_spin_us < 0 || options.worker_spin_us > 1000000) {
@@ -393,18 +403,19 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (options.warm_cpus < -1 || (options.warm_cpus != 0 && options.worker_spin_us == 0)) {
-    std::fprintf(stderr, "usage: --warm_cpus must be -1 (all), 0 (off) or a CPU count, and "
-                         "needs --worker_spin_us > 0 (CPUs stay warm while a worker polls)\n");
+    std::fprintf(stderr,
+                 "usage: --warm_cpus must be -1 (all), 0 (off) or a CPU count, and "
+                 "needs --worker_spin_us > 0 (CPUs stay warm while a worker polls)\n");
     return 2;
   }
   if (options.worker_threads < 1 || options.max_inflight_requests < 1 ||
       options.max_receive_message_bytes < 1 || options.http2_lookahead_bytes < 0 ||
-      options.limits.max_element_extent < 1 ||
-      options.cpu_devices < 1 || options.health_poll_ms < 1 ||
-      options.max_inflight_bytes_per_device < 1 || options.limits.max_decoded_pixels < 1 ||
-      options.resident_max_objects < 1) {
-    std::fprintf(stderr, "usage: thread, device, in-flight, message, extent, decoded-pixel, "
-                         "resident-object and poll limits must be >= 1\n");
+      options.limits.max_element_extent < 1 || options.cpu_devices < 1 ||
+      options.health_poll_ms < 1 || options.max_inflight_bytes_per_device < 1 ||
+      options.limits.max_decoded_pixels < 1 || options.resident_max_objects < 1) {
+    std::fprintf(stderr,
+                 "usage: thread, device, in-flight, message, extent, decoded-pixel, "
+                 "resident-object and poll limits must be >= 1\n");
     return 2;
   }
   if (options.stream_frames_in_flight < 1 || options.stream_frames_in_flight > 64) {
@@ -412,8 +423,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (options.upload_idle_timeout_ms < 1 || options.max_uploads_per_identity < 1) {
-    std::fprintf(stderr, "usage: --upload_idle_timeout_ms and --max_uploads_per_identity must "
-                         "be >= 1\n");
+    std::fprintf(stderr,
+                 "usage: --upload_idle_timeout_ms and --max_uploads_per_identity must "
+                 "be >= 1\n");
     return 2;
   }
   cuimg::SetLogLevel(level);
@@ -450,18 +462,22 @@ int main(int argc, char** argv) {
   if (options.jpeg_decoder == cuimg::JpegDecoderChoice::kGpu &&
       (*backend)->jpeg_decoder() == nullptr) {
     // The CUDA backend already refused to start without nvJPEG; this is the CPU backend.
-    cuimg::Log(cuimg::LogLevel::kError, "event=startup_failed message=\"--jpeg_decoder=gpu needs "
-               "the CUDA backend (", (*backend)->name(), " backend here)\"");
+    cuimg::Log(cuimg::LogLevel::kError,
+               "event=startup_failed message=\"--jpeg_decoder=gpu needs "
+               "the CUDA backend (",
+               (*backend)->name(), " backend here)\"");
     return 1;
   }
   if ((*backend)->name() == "cpu" && options.backend == cuimg::BackendKind::kAuto) {
     if (absl::GetFlag(FLAGS_require_gpu)) {
-      cuimg::Log(cuimg::LogLevel::kError, "event=startup_failed message=\"--require_gpu: no usable "
+      cuimg::Log(cuimg::LogLevel::kError,
+                 "event=startup_failed message=\"--require_gpu: no usable "
                  "CUDA GPU (driver or device missing); refusing to serve on the CPU backend\"");
       return 1;
     }
     // Health still says SERVING (the server works, slowly); the metric lets an alert say why.
-    cuimg::Log(cuimg::LogLevel::kWarning, "event=cpu_fallback message=\"--backend=auto found no "
+    cuimg::Log(cuimg::LogLevel::kWarning,
+               "event=cpu_fallback message=\"--backend=auto found no "
                "usable CUDA GPU; serving on the CPU backend (cuimg_backend_info{backend=cpu}); "
                "--require_gpu refuses instead\"");
   }
@@ -476,8 +492,7 @@ int main(int argc, char** argv) {
   cuimg::Log(cuimg::LogLevel::kInfo, "event=startup version=", cuimg::kVersion, " ", description,
              " grpc_port=", (*server)->grpc_port(), " metrics_port=", (*server)->metrics_port(),
              " workers=", options.worker_threads, " worker_spin_us=", options.worker_spin_us,
-             " warm_cpus=", (*server)->warm_cpus(),
-             " cuda_sync=", absl::GetFlag(FLAGS_cuda_sync),
+             " warm_cpus=", (*server)->warm_cpus(), " cuda_sync=", absl::GetFlag(FLAGS_cuda_sync),
              " decode_threads=", options.decode_threads, " malloc_arena_max=", arenas,
              " malloc_trim_interval_ms=", trim_ms,
              " lock_order_checks=", absl::GetFlag(FLAGS_lock_order_checks) ? "on" : "off",
@@ -488,10 +503,9 @@ int main(int argc, char** argv) {
              " max_decoded_pixels=", options.limits.max_decoded_pixels,
              " max_inflight_bytes_per_device=", options.max_inflight_bytes_per_device,
              " max_request_work=", options.max_request_work,
-             " max_grouped_hits=", options.max_grouped_hits, " ",
-             (*server)->security_description(),
-             " health_port=", (*server)->health_port(),
-             " models_dir=", options.models_dir, " models=\"", (*server)->models().Names(), "\"");
+             " max_grouped_hits=", options.max_grouped_hits, " ", (*server)->security_description(),
+             " health_port=", (*server)->health_port(), " models_dir=", options.models_dir,
+             " models=\"", (*server)->models().Names(), "\"");
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
   if (!port_file.empty()) {
     std::ofstream(port_file) << "{\"grpc\": " << (*server)->grpc_port()
@@ -509,8 +523,9 @@ int main(int argc, char** argv) {
   constexpr std::chrono::seconds kExitBound{5};
   std::thread([grace = std::chrono::seconds(options.shutdown_grace_seconds), kExitBound] {
     std::this_thread::sleep_for(grace + kExitBound);
-    cuimg::Log(cuimg::LogLevel::kError, "event=shutdown_timeout exit_bound_seconds=",
-               kExitBound.count(), " message=\"still running after the grace period and the "
+    cuimg::Log(cuimg::LogLevel::kError,
+               "event=shutdown_timeout exit_bound_seconds=", kExitBound.count(),
+               " message=\"still running after the grace period and the "
                "bound; exiting\"");
     std::_Exit(3);
   }).detach();

@@ -60,18 +60,18 @@ int ExportBuiltIn(const std::string& dir) {
   // HOGDescriptor() enables gamma correction; OpenCV's peopledetect sample builds its 48x96
   // descriptor with the full constructor, whose default is no gamma correction.
   const int a = Write(
-      FromSvm("opencv_people_64x128", 64, 128, true,
-              cv::HOGDescriptor::getDefaultPeopleDetector(),
+      FromSvm("opencv_people_64x128", 64, 128, true, cv::HOGDescriptor::getDefaultPeopleDetector(),
               std::string("OpenCV ") + CV_VERSION +
                   " HOGDescriptor::getDefaultPeopleDetector(): Dalal-Triggs people detector, "
-                  "64x128 window. " + kAttribution),
+                  "64x128 window. " +
+                  kAttribution),
       dir);
   const int b = Write(
-      FromSvm("opencv_daimler_48x96", 48, 96, false,
-              cv::HOGDescriptor::getDaimlerPeopleDetector(),
+      FromSvm("opencv_daimler_48x96", 48, 96, false, cv::HOGDescriptor::getDaimlerPeopleDetector(),
               std::string("OpenCV ") + CV_VERSION +
                   " HOGDescriptor::getDaimlerPeopleDetector(): people detector trained on the "
-                  "Daimler pedestrian data, 48x96 window. " + kAttribution),
+                  "Daimler pedestrian data, 48x96 window. " +
+                  kAttribution),
       dir);
   return a != 0 || b != 0 ? 1 : 0;
 }
@@ -93,8 +93,8 @@ int Convert(const std::string& file, const std::string& name, const std::string&
     return 1;
   }
   if (hog.svmDetector.size() != hog.getDescriptorSize() + 1) {
-    std::fprintf(stderr, "%s: %zu SVM coefficients, expected %zu weights + 1 bias\n",
-                 file.c_str(), hog.svmDetector.size(), hog.getDescriptorSize());
+    std::fprintf(stderr, "%s: %zu SVM coefficients, expected %zu weights + 1 bias\n", file.c_str(),
+                 hog.svmDetector.size(), hog.getDescriptorSize());
     return 1;
   }
   return Write(FromSvm(name, hog.winSize.width, hog.winSize.height, hog.gammaCorrection,

@@ -33,13 +33,13 @@ namespace npp_anchor {
   } while (0)
 
 // Negative NppStatus values are errors, positive ones warnings (reported, not fatal).
-#define NPP_CHECK(expr)                                                                     \
-  do {                                                                                      \
-    const NppStatus s_ = (expr);                                                            \
-    if (s_ < 0) {                                                                           \
-      npp_anchor::Fail("NPP error " + std::to_string(static_cast<int>(s_)), #expr, __FILE__, \
-                       __LINE__);                                                           \
-    }                                                                                       \
+#define NPP_CHECK(expr)                                                                        \
+  do {                                                                                         \
+    const NppStatus s_ = (expr);                                                               \
+    if (s_ < 0) {                                                                              \
+      npp_anchor::Fail("NPP error " + std::to_string(static_cast<int>(s_)), #expr, __FILE__,   \
+                       __LINE__);                                                              \
+    }                                                                                          \
     if (s_ > 0) std::fprintf(stderr, "NPP warning %d from %s\n", static_cast<int>(s_), #expr); \
   } while (0)
 

@@ -134,28 +134,27 @@ Result Gradient(int w, int h, const NppStreamContext& ctx, int warmup, int runs)
   const NppiPoint origin{0, 0};
   const int step = w * 4;
   auto op = [&](int i) {
-    NPP_CHECK(nppiConvert_8u32f_C1R_Ctx(inputs[i % kInputs]->as<Npp8u>(), w, f32.as<Npp32f>(),
-                                        step, size, ctx));
+    NPP_CHECK(nppiConvert_8u32f_C1R_Ctx(inputs[i % kInputs]->as<Npp8u>(), w, f32.as<Npp32f>(), step,
+                                        size, ctx));
     NPP_CHECK(nppiFilterRowBorder_32f_C1R_Ctx(f32.as<Npp32f>(), step, size, origin,
-                                              tmp.as<Npp32f>(), step, size, d_deriv.as<Npp32f>(),
-                                              7, 3, NPP_BORDER_REPLICATE, ctx));
+                                              tmp.as<Npp32f>(), step, size, d_deriv.as<Npp32f>(), 7,
+                                              3, NPP_BORDER_REPLICATE, ctx));
     NPP_CHECK(nppiFilterColumnBorder_32f_C1R_Ctx(tmp.as<Npp32f>(), step, size, origin,
-                                                 gx.as<Npp32f>(), step, size,
-                                                 d_smooth.as<Npp32f>(), 7, 3,
-                                                 NPP_BORDER_REPLICATE, ctx));
+                                                 gx.as<Npp32f>(), step, size, d_smooth.as<Npp32f>(),
+                                                 7, 3, NPP_BORDER_REPLICATE, ctx));
     NPP_CHECK(nppiFilterRowBorder_32f_C1R_Ctx(f32.as<Npp32f>(), step, size, origin,
                                               tmp.as<Npp32f>(), step, size, d_smooth.as<Npp32f>(),
                                               7, 3, NPP_BORDER_REPLICATE, ctx));
     NPP_CHECK(nppiFilterColumnBorder_32f_C1R_Ctx(tmp.as<Npp32f>(), step, size, origin,
-                                                 gy.as<Npp32f>(), step, size,
-                                                 d_deriv.as<Npp32f>(), 7, 3,
-                                                 NPP_BORDER_REPLICATE, ctx));
+                                                 gy.as<Npp32f>(), step, size, d_deriv.as<Npp32f>(),
+                                                 7, 3, NPP_BORDER_REPLICATE, ctx));
   };
   Result r;
   r.median_us = MedianUs(stream, warmup, runs, op);
   r.calls = 5;
-  r.note = "nppiConvert_8u32f + 2x(nppiFilterRowBorder_32f + nppiFilterColumnBorder_32f), "
-           "NPP_BORDER_REPLICATE, 7 taps sigma 1.4";
+  r.note =
+      "nppiConvert_8u32f + 2x(nppiFilterRowBorder_32f + nppiFilterColumnBorder_32f), "
+      "NPP_BORDER_REPLICATE, 7 taps sigma 1.4";
   // Check: interior pixels (replicate and reflect-101 agree there) against a float64 host sum.
   op(0);
   CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -291,8 +290,8 @@ Result Pyramid(int w, int h, bool batched, const NppStreamContext& ctx, int warm
     for (int y = 0; y < l.h; y += 7) {
       for (int x = 0; x < l.w; x += 3) {
         const float want = Bilinear(host0, w, h, l.w, l.h, x, y);
-        r.max_abs_diff = std::max(r.max_abs_diff,
-                                  double(std::abs(host[l.offset + size_t(y) * l.w + x] - want)));
+        r.max_abs_diff =
+            std::max(r.max_abs_diff, double(std::abs(host[l.offset + size_t(y) * l.w + x] - want)));
       }
     }
   }

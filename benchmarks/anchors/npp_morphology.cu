@@ -2,7 +2,8 @@
 // workloads as morphology_bench so cuimg's numbers have a vendor-library reference.
 //
 // Build and run on the GPU machine (CUDA 13 with NPP headers and libraries):
-//   nvcc -O2 -std=c++17 -arch=sm_90 npp_morphology.cu -o npp_morphology -lnppim -lnppidei -lnppif -lnppc
+//   nvcc -O2 -std=c++17 -arch=sm_90 npp_morphology.cu -o npp_morphology -lnppim -lnppidei -lnppif
+//   -lnppc
 //   ./npp_morphology [--quick] [--gradient-pyramid]
 // nppim holds the morphology (nppiDilateBorder / nppiDilate), nppif the rank filters
 // (nppiFilterMaxBorder), nppc the core (nppGetLibVersion); nppidei is not needed by this file but
@@ -62,7 +63,11 @@ __global__ void FillRandomKernel(Npp8u* p, size_t n, uint32_t seed) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x) {
     uint32_t x = static_cast<uint32_t>(i) * 0x9E3779B9u + seed * 0x85EBCA6Bu + 1u;
-    x ^= x >> 16; x *= 0x7FEB352Du; x ^= x >> 15; x *= 0x846CA68Bu; x ^= x >> 16;
+    x ^= x >> 16;
+    x *= 0x7FEB352Du;
+    x ^= x >> 15;
+    x *= 0x846CA68Bu;
+    x ^= x >> 16;
     p[i] = static_cast<Npp8u>(x);
   }
 }
@@ -92,7 +97,7 @@ struct Workload {
 struct Result {
   double median_us = 0;
   std::string note;
-  bool check_ok = false;  // dilation property: out >= in at every pixel
+  bool check_ok = false;   // dilation property: out >= in at every pixel
   int ref_mismatches = 0;  // of kRefSamples sampled pixels vs a brute-force host reference
 };
 
@@ -165,17 +170,17 @@ Result RunWorkload(const Workload& w, const NppStreamContext& ctx, int warmup, i
     op = [&](int i) {
       const Npp8u* src = inputs[i % kInputs]->p;
       for (int z = 0; z < w.slices; ++z)
-        NPP_CHECK(nppiFilterMaxBorder_8u_C1R_Ctx(src + z * plane, w.w, size, zero, out.p + z * plane,
-                                                 w.w, size, msize, anchor, NPP_BORDER_REPLICATE,
-                                                 ctx));
+        NPP_CHECK(nppiFilterMaxBorder_8u_C1R_Ctx(src + z * plane, w.w, size, zero,
+                                                 out.p + z * plane, w.w, size, msize, anchor,
+                                                 NPP_BORDER_REPLICATE, ctx));
     };
   } else {
     // Preferred path: nppiDilateBorder with replicate border over the whole image. Probe it once;
     // if this NPP build rejects it, fall back to nppiDilate on a replicate-padded copy (ROI = the
     // image, offset by the half-size, so the mask never reads outside the padded buffer).
-    const NppStatus probe = nppiDilateBorder_8u_C1R_Ctx(
-        inputs[0]->p, w.w, size, zero, out.p, w.w, size, d_mask.p, msize, anchor,
-        NPP_BORDER_REPLICATE, ctx);
+    const NppStatus probe =
+        nppiDilateBorder_8u_C1R_Ctx(inputs[0]->p, w.w, size, zero, out.p, w.w, size, d_mask.p,
+                                    msize, anchor, NPP_BORDER_REPLICATE, ctx);
     if (probe >= 0) {
       r.note = "nppiDilateBorder_8u_C1R_Ctx, NPP_BORDER_REPLICATE";
       op = [&](int i) {
@@ -231,7 +236,10 @@ int main(int argc, char** argv) {
   int runs = 25;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--gradient-pyramid") == 0) continue;  // reserved for later workloads
-    if (std::strcmp(argv[i], "--quick") == 0) { runs = 5; continue; }
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      runs = 5;
+      continue;
+    }
     std::fprintf(stderr, "usage: npp_morphology [--quick] [--gradient-pyramid]\n");
     return 2;
   }
@@ -247,9 +255,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   const NppLibraryVersion* v = nppGetLibVersion();
-  const std::string ver = v ? std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-                                  std::to_string(v->build)
-                            : "?";
+  const std::string ver =
+      v ? std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->build)
+        : "?";
 
   const std::vector<Workload> workloads = {
       {"npp_dilate_2d_disk63_u8", 1920, 1080, 1, 63, 63, true, Op::kDilate},
@@ -274,8 +282,8 @@ int main(int argc, char** argv) {
       if (!r.check_ok) ++failures;  // a result below its input is not a dilation
     } catch (const std::exception& e) {
       std::fprintf(stderr, "npp_morphology: %s failed: %s\n", w.name.c_str(), e.what());
-      std::printf("{\"anchor\":\"npp\",\"workload\":\"%s\",\"error\":\"%s\"}\n",
-                  w.name.c_str(), JsonEscape(e.what()).c_str());
+      std::printf("{\"anchor\":\"npp\",\"workload\":\"%s\",\"error\":\"%s\"}\n", w.name.c_str(),
+                  JsonEscape(e.what()).c_str());
       ++failures;
     }
     std::fflush(stdout);

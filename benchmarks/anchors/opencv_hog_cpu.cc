@@ -62,9 +62,10 @@ int main(int argc, char** argv) {
   std::vector<cv::Mat> frames(3);
   for (int i = 0; i < 3; ++i) {
     if (!ReadFrame(i, &frames[i])) {
-      std::printf("{\"anchor\":\"opencv_cpu\",\"workload\":\"opencv_cpu_detect\","
-                  "\"error\":\"cannot read vtest_%02d.jpg in %s\"}\n",
-                  i, DataDir().c_str());
+      std::printf(
+          "{\"anchor\":\"opencv_cpu\",\"workload\":\"opencv_cpu_detect\","
+          "\"error\":\"cannot read vtest_%02d.jpg in %s\"}\n",
+          i, DataDir().c_str());
       return 1;
     }
   }
@@ -88,20 +89,20 @@ int main(int argc, char** argv) {
       const auto start = std::chrono::steady_clock::now();
       hog.detectMultiScale(inputs[i % 3], found, weights, 0, cv::Size(8, 8), cv::Size(), 1.05, 2,
                            false);
-      const double t = std::chrono::duration<double, std::micro>(
-                           std::chrono::steady_clock::now() - start)
-                           .count();
+      const double t =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+              .count();
       if (i >= 2) us.push_back(t);
       if (i % 3 == 0) detections = found.size();
     }
     std::sort(us.begin(), us.end());
     auto at = [&](double q) { return us[static_cast<std::size_t>(q * (us.size() - 1) + 0.5)]; };
-    std::printf("{\"anchor\":\"opencv_cpu\",\"workload\":\"%s\",\"median_us\":%.1f,"
-                "\"p10_us\":%.1f,\"p90_us\":%.1f,\"runs\":%d,\"threads\":%d,"
-                "\"detections_input0\":%zu,\"note\":\"OpenCV %s HOGDescriptor::detectMultiScale, "
-                "default people detector, stride 8, scale 1.05, group 2; wall clock, all cores\"}\n",
-                w.name, at(0.5), at(0.1), at(0.9), runs, cv::getNumThreads(), detections,
-                CV_VERSION);
+    std::printf(
+        "{\"anchor\":\"opencv_cpu\",\"workload\":\"%s\",\"median_us\":%.1f,"
+        "\"p10_us\":%.1f,\"p90_us\":%.1f,\"runs\":%d,\"threads\":%d,"
+        "\"detections_input0\":%zu,\"note\":\"OpenCV %s HOGDescriptor::detectMultiScale, "
+        "default people detector, stride 8, scale 1.05, group 2; wall clock, all cores\"}\n",
+        w.name, at(0.5), at(0.1), at(0.9), runs, cv::getNumThreads(), detections, CV_VERSION);
     std::fflush(stdout);
   }
   return 0;

@@ -1,7 +1,8 @@
 // The echo baseline: the same Debian gRPC, callback API and transport settings as cuimg-server
 // (server/transport_settings.h), doing nothing but returning what it receives. Its round trip is
 // the floor the service is measured against (benchmarks/transport_bench.cc).
-// Flags: --listen_address, --port_file (JSON {"grpc": PORT} once listening), --http2_lookahead_bytes,
+// Flags: --listen_address, --port_file (JSON {"grpc": PORT} once listening),
+// --http2_lookahead_bytes,
 // --max_receive_message_bytes, --lock_order_checks (off, as in cuimg-server), --warm_cpus and
 // --warm_us (CPUs kept from idling for that long after a call that arrives alone, and cooled by a
 // second one in flight, with the same hold-off, as cuimg-server's --warm_cpus does, so that both

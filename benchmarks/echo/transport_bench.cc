@@ -14,10 +14,10 @@
 //     `--load_preserialized` (the default) sends requests serialized once and checks replies by
 //     size, since the driver shares the host's CPUs with the servers (runs 158-159);
 //   - a 512x512x300 i16 volume (157 MB): echoed in 1 MiB chunks on one stream vs dilated with a
-//     9x9 disk through ProcessVolumeStream (slabs of each `--slab_slices`), median of `--volume_runs`;
-//     the first streamed result is checked against the unary Morphology result byte for byte;
-//     stage_overlap = (h2d + kernel + d2h summed over slabs) / the stream's server wall time: above
-//     1 only when slabs' copies and kernels ran at the same time.
+//     9x9 disk through ProcessVolumeStream (slabs of each `--slab_slices`), median of
+//     `--volume_runs`; the first streamed result is checked against the unary Morphology result
+//     byte for byte; stage_overlap = (h2d + kernel + d2h summed over slabs) / the stream's server
+//     wall time: above 1 only when slabs' copies and kernels ran at the same time.
 // One JSON line per comparison ({"impl": "transport", ...}; benchmarks/summarize.py tables them).
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
@@ -129,8 +129,7 @@ struct ServerTimes {
 ServerTimes TimesOf(absl::string_view trailer) {
   const cuimg::TimingTrailer t = cuimg::ParseTimingTrailer(trailer);
   auto us = [](double v) { return std::max(0.0, v); };
-  return ServerTimes{us(t.queue_us), us(t.total_us), us(t.h2d_us), us(t.kernel_us),
-                     us(t.d2h_us)};
+  return ServerTimes{us(t.queue_us), us(t.total_us), us(t.h2d_us), us(t.kernel_us), us(t.d2h_us)};
 }
 ServerTimes TimesOf(const grpc::ClientContext& ctx) {
   return TimesOf(cuimg::TimingTrailerText(ctx));
@@ -255,8 +254,8 @@ Load RunLoad(const Call& call, int concurrency, double seconds) {
 // The closed loop of RunLoad on gRPC's callback API: `concurrency` slots, each issuing its next
 // call from the previous one's completion (on gRPC's threads), so no client thread blocks per
 // call. `issue(slot, ctx, done)` starts one call on `ctx` and calls done(ok) when it ends.
-using AsyncCall = std::function<void(int slot, grpc::ClientContext* ctx,
-                                     std::function<void(bool ok)> done)>;
+using AsyncCall =
+    std::function<void(int slot, grpc::ClientContext* ctx, std::function<void(bool ok)> done)>;
 
 Load RunLoadCallback(const AsyncCall& issue, int concurrency, double seconds) {
   struct Slot {
@@ -381,14 +380,16 @@ int main(int argc, char** argv) {
     overhead.push_back(t.total - t.h2d - t.kernel - t.d2h);
   }
   const double echo_p50 = Percentile(e.latency_us, 0.5), cuimg_p50 = Percentile(c.latency_us, 0.5);
-  Report("{\"impl\": \"transport\", \"workload\": \"unary_dilate3x3_640x480_u8\", \"settings\": \"%s\", "
-         "\"requests\": %d, \"echo_p50_us\": %.1f, \"cuimg_p50_us\": %.1f, \"ratio\": %.3f, "
-         "\"target_ratio\": 1.15, \"cuimg_p99_us\": %.1f, \"server_total_p50_us\": %.1f, "
-         "\"server_copies_kernel_p50_us\": %.1f, \"server_overhead_p50_us\": %.1f, "
-         "\"target_overhead_us\": 60, \"errors\": %d}",
-         label.c_str(), requests, echo_p50, cuimg_p50, cuimg_p50 / echo_p50,
-         Percentile(c.latency_us, 0.99), Percentile(total, 0.5), Percentile(copies_kernel, 0.5),
-         Percentile(overhead, 0.5), e.errors + c.errors);
+  Report(
+      "{\"impl\": \"transport\", \"workload\": \"unary_dilate3x3_640x480_u8\", \"settings\": "
+      "\"%s\", "
+      "\"requests\": %d, \"echo_p50_us\": %.1f, \"cuimg_p50_us\": %.1f, \"ratio\": %.3f, "
+      "\"target_ratio\": 1.15, \"cuimg_p99_us\": %.1f, \"server_total_p50_us\": %.1f, "
+      "\"server_copies_kernel_p50_us\": %.1f, \"server_overhead_p50_us\": %.1f, "
+      "\"target_overhead_us\": 60, \"errors\": %d}",
+      label.c_str(), requests, echo_p50, cuimg_p50, cuimg_p50 / echo_p50,
+      Percentile(c.latency_us, 0.99), Percentile(total, 0.5), Percentile(copies_kernel, 0.5),
+      Percentile(overhead, 0.5), e.errors + c.errors);
 
   // The same calls through shared memory: inputs i at i * frame, results at (8 + i) * frame.
   {
@@ -466,27 +467,28 @@ int main(int argc, char** argv) {
         m_copies.push_back(t.h2d + t.kernel + t.d2h);
         m_overhead.push_back(t.total - t.h2d - t.kernel - t.d2h);
       }
-      Report("{\"impl\": \"transport\", \"workload\": \"shm_dilate3x3_640x480_u8\", "
-             "\"settings\": \"%s\", \"requests\": %d, \"cuimg_p50_us\": %.1f, "
-             "\"target_p50_us\": 150, \"cuimg_p99_us\": %.1f, \"inline_p50_us\": %.1f, "
-             "\"echo_p50_us\": %.1f, \"echo_request_size_p50_us\": %.1f, "
-             "\"server_total_p50_us\": %.1f, "
-             "\"server_copies_kernel_p50_us\": %.1f, \"server_overhead_p50_us\": %.1f, "
-             "\"device_mapped\": %s, \"check\": \"%s\", \"errors\": %d}",
-             label.c_str(), requests, Percentile(m.latency_us, 0.5),
-             Percentile(m.latency_us, 0.99), cuimg_p50, echo_p50,
-             Percentile(se.latency_us, 0.5), Percentile(m_total, 0.5),
-             Percentile(m_copies, 0.5), Percentile(m_overhead, 0.5),
-             device_mapped ? "true" : "false", check.c_str(), m.errors + se.errors);
+      Report(
+          "{\"impl\": \"transport\", \"workload\": \"shm_dilate3x3_640x480_u8\", "
+          "\"settings\": \"%s\", \"requests\": %d, \"cuimg_p50_us\": %.1f, "
+          "\"target_p50_us\": 150, \"cuimg_p99_us\": %.1f, \"inline_p50_us\": %.1f, "
+          "\"echo_p50_us\": %.1f, \"echo_request_size_p50_us\": %.1f, "
+          "\"server_total_p50_us\": %.1f, "
+          "\"server_copies_kernel_p50_us\": %.1f, \"server_overhead_p50_us\": %.1f, "
+          "\"device_mapped\": %s, \"check\": \"%s\", \"errors\": %d}",
+          label.c_str(), requests, Percentile(m.latency_us, 0.5), Percentile(m.latency_us, 0.99),
+          cuimg_p50, echo_p50, Percentile(se.latency_us, 0.5), Percentile(m_total, 0.5),
+          Percentile(m_copies, 0.5), Percentile(m_overhead, 0.5), device_mapped ? "true" : "false",
+          check.c_str(), m.errors + se.errors);
       grpc::ClientContext ctx;
       cuimg::v1::UnregisterSharedMemoryRequest unregister;
       unregister.set_handle(region);
       cuimg::v1::UnregisterSharedMemoryResponse done;
       (void)imaging[0]->UnregisterSharedMemory(&ctx, unregister, &done);
     } else {
-      Report("{\"impl\": \"transport\", \"workload\": \"shm_dilate3x3_640x480_u8\", "
-             "\"settings\": \"%s\", \"error\": \"%s\"}",
-             label.c_str(), error.substr(0, 200).c_str());
+      Report(
+          "{\"impl\": \"transport\", \"workload\": \"shm_dilate3x3_640x480_u8\", "
+          "\"settings\": \"%s\", \"error\": \"%s\"}",
+          label.c_str(), error.substr(0, 200).c_str());
     }
   }
 
@@ -505,54 +507,54 @@ int main(int argc, char** argv) {
     // an OK status and at least that many bytes.
     const auto generic = [&](std::vector<std::unique_ptr<grpc::GenericStub>>* stubs,
                              const char* method, const std::vector<grpc::ByteBuffer>* requests) {
-      return [&replies, &channels, stubs, method, requests](
-                 int k, grpc::ClientContext* ctx, std::function<void(bool)> done) {
+      return [&replies, &channels, stubs, method, requests](int k, grpc::ClientContext* ctx,
+                                                            std::function<void(bool)> done) {
         grpc::ByteBuffer* reply = &replies[k];
-        (*stubs)[k % channels]->UnaryCall(ctx, method, grpc::StubOptions(),
-                                          &(*requests)[k % requests->size()], reply,
-                                          [reply, done](grpc::Status s) {
-                                            done(s.ok() && reply->Length() >= kW * kH);
-                                          });
+        (*stubs)[k % channels]->UnaryCall(
+            ctx, method, grpc::StubOptions(), &(*requests)[k % requests->size()], reply,
+            [reply, done](grpc::Status s) { done(s.ok() && reply->Length() >= kW * kH); });
       };
     };
     el = RunLoadCallback(generic(&echo_generic, "/cuimg.bench.Echo/Echo", &echo_requests),
                          concurrency, seconds);
-    cl = RunLoadCallback(
-        generic(&imaging_generic, "/cuimg.v1.Imaging/Morphology", &cuimg_requests),
-        concurrency, seconds);
+    cl = RunLoadCallback(generic(&imaging_generic, "/cuimg.v1.Imaging/Morphology", &cuimg_requests),
+                         concurrency, seconds);
   } else if (load_api == "callback") {
     // Each slot keeps its response until the call's completion has read it; one per slot.
     std::vector<EchoMessage> echo_replies(concurrency);
     std::vector<cuimg::v1::MorphologyResponse> cuimg_replies(concurrency);
-    el = RunLoadCallback([&](int k, grpc::ClientContext* ctx, std::function<void(bool)> done) {
-      EchoMessage* reply = &echo_replies[k];
-      echo[k % channels]->async()->Echo(ctx, &payloads[k % payloads.size()], reply,
-                                        [reply, done](grpc::Status s) {
-                                          done(s.ok() && reply->data().size() == kW * kH);
-                                        });
-    }, concurrency, seconds);
-    cl = RunLoadCallback([&](int k, grpc::ClientContext* ctx, std::function<void(bool)> done) {
-      cuimg::v1::MorphologyResponse* reply = &cuimg_replies[k];
-      imaging[k % channels]->async()->Morphology(
-          ctx, &images[k % images.size()], reply, [reply, done](grpc::Status s) {
-            done(s.ok() && reply->result().image().data().size() == kW * kH);
-          });
-    }, concurrency, seconds);
+    el = RunLoadCallback(
+        [&](int k, grpc::ClientContext* ctx, std::function<void(bool)> done) {
+          EchoMessage* reply = &echo_replies[k];
+          echo[k % channels]->async()->Echo(
+              ctx, &payloads[k % payloads.size()], reply,
+              [reply, done](grpc::Status s) { done(s.ok() && reply->data().size() == kW * kH); });
+        },
+        concurrency, seconds);
+    cl = RunLoadCallback(
+        [&](int k, grpc::ClientContext* ctx, std::function<void(bool)> done) {
+          cuimg::v1::MorphologyResponse* reply = &cuimg_replies[k];
+          imaging[k % channels]->async()->Morphology(
+              ctx, &images[k % images.size()], reply, [reply, done](grpc::Status s) {
+                done(s.ok() && reply->result().image().data().size() == kW * kH);
+              });
+        },
+        concurrency, seconds);
   } else {
     el = RunLoad(echo_call, concurrency, seconds);
     cl = RunLoad(cuimg_call, concurrency, seconds);
   }
-  Report("{\"impl\": \"transport\", \"workload\": \"load_dilate3x3_640x480_u8\", \"settings\": \"%s\", "
-         "\"load_api\": \"%s\", \"preserialized\": %s, \"concurrency\": %d, \"channels\": %d, "
-         "\"echo_rps\": %.0f, \"cuimg_rps\": %.0f, "
-         "\"ratio\": %.3f, \"target_ratio\": 0.9, \"echo_p99_ms\": %.2f, \"cuimg_p50_ms\": %.2f, "
-         "\"cuimg_p99_ms\": %.2f, \"target_p99_ms\": 5, \"cuimg_queue_p50_us\": %.1f, "
-         "\"cuimg_server_p50_us\": %.1f, \"errors\": %ld}",
-         label.c_str(), load_api.c_str(),
-         preserialized ? "true" : "false",
-         concurrency, channels, el.rps, cl.rps, cl.rps / el.rps,
-         el.p99_ms, cl.p50_ms, cl.p99_ms, cl.queue_p50_us, cl.server_p50_us,
-         el.errors + cl.errors);
+  Report(
+      "{\"impl\": \"transport\", \"workload\": \"load_dilate3x3_640x480_u8\", \"settings\": "
+      "\"%s\", "
+      "\"load_api\": \"%s\", \"preserialized\": %s, \"concurrency\": %d, \"channels\": %d, "
+      "\"echo_rps\": %.0f, \"cuimg_rps\": %.0f, "
+      "\"ratio\": %.3f, \"target_ratio\": 0.9, \"echo_p99_ms\": %.2f, \"cuimg_p50_ms\": %.2f, "
+      "\"cuimg_p99_ms\": %.2f, \"target_p99_ms\": 5, \"cuimg_queue_p50_us\": %.1f, "
+      "\"cuimg_server_p50_us\": %.1f, \"errors\": %ld}",
+      label.c_str(), load_api.c_str(), preserialized ? "true" : "false", concurrency, channels,
+      el.rps, cl.rps, cl.rps / el.rps, el.p99_ms, cl.p50_ms, cl.p99_ms, cl.queue_p50_us,
+      cl.server_p50_us, el.errors + cl.errors);
 
   // The 157 MB volume: echo in 1 MiB chunks on one stream vs ProcessVolumeStream.
   const int runs = absl::GetFlag(FLAGS_volume_runs);
@@ -572,9 +574,8 @@ int main(int argc, char** argv) {
     auto stream = echo[0]->EchoStream(&ctx);
     EchoMessage reply;
     const auto start = Clock::now();
-    const std::size_t got = Pump(stream.get(), chunks, &reply, +[](const EchoMessage& m) {
-      return m.data().size();
-    });
+    const std::size_t got = Pump(
+        stream.get(), chunks, &reply, +[](const EchoMessage& m) { return m.data().size(); });
     const bool ok = stream->Finish().ok() && got == volume.size();
     echo_ok = echo_ok && ok;
     if (r > 0) echo_ms.push_back(Us(Clock::now() - start) * 1e-3);
@@ -584,9 +585,11 @@ int main(int argc, char** argv) {
   {
     grpc::ClientContext ctx;
     cuimg::v1::MorphologyResponse reply;
-    const grpc::Status s = imaging[0]->Morphology(
-        &ctx, Dilate(volume, kVW, kVH, kVD, cuimg::v1::PIXEL_TYPE_I16,
-                     cuimg::v1::ELEMENT_SHAPE_ELLIPSE, 9), &reply);
+    const grpc::Status s =
+        imaging[0]->Morphology(&ctx,
+                               Dilate(volume, kVW, kVH, kVD, cuimg::v1::PIXEL_TYPE_I16,
+                                      cuimg::v1::ELEMENT_SHAPE_ELLIPSE, 9),
+                               &reply);
     if (!s.ok()) std::fprintf(stderr, "unary volume: %s\n", s.error_message().c_str());
     unary = reply.result().image().data();
   }
@@ -598,8 +601,8 @@ int main(int argc, char** argv) {
     header->mutable_volume()->set_width(kVW);
     header->mutable_volume()->set_height(kVH);
     header->mutable_volume()->set_depth(kVD);
-    *header->mutable_morphology() = Dilate("", kVW, kVH, kVD, cuimg::v1::PIXEL_TYPE_I16,
-                                           cuimg::v1::ELEMENT_SHAPE_ELLIPSE, 9);
+    *header->mutable_morphology() =
+        Dilate("", kVW, kVH, kVD, cuimg::v1::PIXEL_TYPE_I16, cuimg::v1::ELEMENT_SHAPE_ELLIPSE, 9);
     header->mutable_morphology()->clear_input();
     for (int z = 0; z < kVD; z += slab_slices) {
       messages.emplace_back();
@@ -634,26 +637,27 @@ int main(int argc, char** argv) {
         break;
       }
       if (r == 0) {
-        check = unary.empty() ? "no unary result" : result == unary ? "streamed == unary"
-                                                                    : "MISMATCH streamed != unary";
+        check = unary.empty()     ? "no unary result"
+                : result == unary ? "streamed == unary"
+                                  : "MISMATCH streamed != unary";
       } else {
         ms.push_back(elapsed);
         server = TimesOf(ctx);
       }
       (void)got;
     }
-    Report("{\"impl\": \"transport\", \"workload\": \"stream_dilate_disk9_512x512x300_i16\", "
-           "\"settings\": \"%s\", \"slab_slices\": %d, \"slab_mb\": %.2f, \"echo_chunk_mb\": 1, "
-           "\"echo_ms\": %.1f, \"cuimg_ms\": %.1f, \"ratio\": %.3f, \"target_ms\": 120, "
-           "\"server_total_ms\": %.1f, \"server_kernel_ms\": %.1f, \"server_h2d_ms\": %.1f, "
-           "\"server_d2h_ms\": %.1f, \"stage_overlap\": %.2f, \"check\": \"%s\", "
-           "\"echo_ok\": %s}",
-           label.c_str(), slab_slices, slab_slices * slice / 1048576.0, Percentile(echo_ms, 0.5),
-           Percentile(ms, 0.5), Percentile(ms, 0.5) / Percentile(echo_ms, 0.5),
-           server.total * 1e-3, server.kernel * 1e-3, server.h2d * 1e-3, server.d2h * 1e-3,
-           server.total > 0 ? (server.h2d + server.kernel + server.d2h) / server.total : 0.0,
-           check.c_str(),
-           echo_ok ? "true" : "false");
+    Report(
+        "{\"impl\": \"transport\", \"workload\": \"stream_dilate_disk9_512x512x300_i16\", "
+        "\"settings\": \"%s\", \"slab_slices\": %d, \"slab_mb\": %.2f, \"echo_chunk_mb\": 1, "
+        "\"echo_ms\": %.1f, \"cuimg_ms\": %.1f, \"ratio\": %.3f, \"target_ms\": 120, "
+        "\"server_total_ms\": %.1f, \"server_kernel_ms\": %.1f, \"server_h2d_ms\": %.1f, "
+        "\"server_d2h_ms\": %.1f, \"stage_overlap\": %.2f, \"check\": \"%s\", "
+        "\"echo_ok\": %s}",
+        label.c_str(), slab_slices, slab_slices * slice / 1048576.0, Percentile(echo_ms, 0.5),
+        Percentile(ms, 0.5), Percentile(ms, 0.5) / Percentile(echo_ms, 0.5), server.total * 1e-3,
+        server.kernel * 1e-3, server.h2d * 1e-3, server.d2h * 1e-3,
+        server.total > 0 ? (server.h2d + server.kernel + server.d2h) / server.total : 0.0,
+        check.c_str(), echo_ok ? "true" : "false");
   }
   // The same volume through the client library over several streams at once (each carries a
   // z range; a 2D element needs no halo between them), timed with the client's own slab copies.
@@ -667,8 +671,8 @@ int main(int argc, char** argv) {
       channels.push_back(Channel(absl::GetFlag(FLAGS_cuimg_target), 1000 + k));
     }
     cuimg::v1::VolumeStreamHeader header;
-    *header.mutable_morphology() = Dilate("", kVW, kVH, kVD, cuimg::v1::PIXEL_TYPE_I16,
-                                          cuimg::v1::ELEMENT_SHAPE_ELLIPSE, 9);
+    *header.mutable_morphology() =
+        Dilate("", kVW, kVH, kVD, cuimg::v1::PIXEL_TYPE_I16, cuimg::v1::ELEMENT_SHAPE_ELLIPSE, 9);
     header.mutable_morphology()->clear_input();
     cuimg::ConnectionOptions connection;
     connection.timeout_seconds = 120;
@@ -688,11 +692,11 @@ int main(int argc, char** argv) {
       for (const int attempts : out->stream_attempts) resent += attempts > 1;
       if (r == 0) {
         const auto& plane = out->planes[0];
-        check = unary.empty() ? "no unary result"
-                : std::string(reinterpret_cast<const char*>(plane.bytes()), plane.size_bytes()) ==
-                        unary
-                    ? "streamed == unary"
-                    : "MISMATCH streamed != unary";
+        check =
+            unary.empty() ? "no unary result"
+            : std::string(reinterpret_cast<const char*>(plane.bytes()), plane.size_bytes()) == unary
+                ? "streamed == unary"
+                : "MISMATCH streamed != unary";
         continue;
       }
       ms.push_back(elapsed);
@@ -702,15 +706,16 @@ int main(int argc, char** argv) {
       }
       server_ms.push_back(slowest);
     }
-    Report("{\"impl\": \"transport\", \"workload\": \"stream_dilate_disk9_512x512x300_i16\", "
-           "\"settings\": \"%s\", \"slab_slices\": %d, \"slab_mb\": %.2f, \"streams\": %d, "
-           "\"echo_chunk_mb\": 1, \"echo_ms\": %.1f, \"cuimg_ms\": %.1f, \"ratio\": %.3f, "
-           "\"target_ms\": 120, \"server_total_ms\": %.1f, \"resent_streams\": %d, "
-           "\"check\": \"%s\", \"echo_ok\": %s}",
-           label.c_str(), first_slab, first_slab * slice / 1048576.0, streams,
-           Percentile(echo_ms, 0.5), Percentile(ms, 0.5),
-           Percentile(ms, 0.5) / Percentile(echo_ms, 0.5), Percentile(server_ms, 0.5), resent,
-           check.c_str(), echo_ok ? "true" : "false");
+    Report(
+        "{\"impl\": \"transport\", \"workload\": \"stream_dilate_disk9_512x512x300_i16\", "
+        "\"settings\": \"%s\", \"slab_slices\": %d, \"slab_mb\": %.2f, \"streams\": %d, "
+        "\"echo_chunk_mb\": 1, \"echo_ms\": %.1f, \"cuimg_ms\": %.1f, \"ratio\": %.3f, "
+        "\"target_ms\": 120, \"server_total_ms\": %.1f, \"resent_streams\": %d, "
+        "\"check\": \"%s\", \"echo_ok\": %s}",
+        label.c_str(), first_slab, first_slab * slice / 1048576.0, streams,
+        Percentile(echo_ms, 0.5), Percentile(ms, 0.5),
+        Percentile(ms, 0.5) / Percentile(echo_ms, 0.5), Percentile(server_ms, 0.5), resent,
+        check.c_str(), echo_ok ? "true" : "false");
   }
   return 0;
 }

@@ -88,14 +88,14 @@ struct DetectCommand {
   double hit_threshold = 0;
   int win_stride = 0;  // 0: 8
   int padding = 0;
-  double scale = 0;    // 0: 1.05
-  int max_levels = 0;  // 0: 64
+  double scale = 0;                     // 0: 1.05
+  int max_levels = 0;                   // 0: 64
   std::string gamma = "model";          // model (its default), on, off
   std::string grouping = "rectangles";  // rectangles (groupRectangles) or none (raw hits)
   int group_threshold = -1;             // < 0: the server's default (2)
   double group_eps = 0;                 // 0: 0.2
-  int every = 1;       // frames: every Nth
-  int max_frames = 0;  // frames: at most this many (0: all)
+  int every = 1;                        // frames: every Nth
+  int max_frames = 0;                   // frames: at most this many (0: all)
 };
 // Prints one JSON line per image; exit 1 on the first RPC error.
 int RunDetect(const ConnectionOptions& connection, const DetectCommand& command);
@@ -110,7 +110,7 @@ struct DeformCommand {
   std::string output;  // .obj, .ply or .stl with vertex normals
   std::string lattice_file;
   LatticeControls controls;
-  int animate = 0;     // frames against one uploaded mesh
+  int animate = 0;  // frames against one uploaded mesh
 };
 int RunDeform(const ConnectionOptions& connection, const DeformCommand& command);
 
@@ -144,16 +144,16 @@ struct LoadCommand {
   DetectCommand detect;
   DeformCommand deform;  // lattice_file or controls
 
-  int concurrency = 16;          // calls in flight (closed loop)
-  double rate = 0;               // calls per second (open loop) when > 0
+  int concurrency = 16;  // calls in flight (closed loop)
+  double rate = 0;       // calls per second (open loop) when > 0
   double duration_s = 10;
-  std::int64_t requests = 0;     // when > 0: this many calls instead of a duration
+  std::int64_t requests = 0;  // when > 0: this many calls instead of a duration
   double warmup_s = 1;
   int channels = 1;
   bool json = false;
-  std::string json_out;          // also write the JSON summary here
-  std::string csv;               // per-call rows
-  std::string report;            // .html (self-contained) or .png plots, drawn with matplotlib
+  std::string json_out;  // also write the JSON summary here
+  std::string csv;       // per-call rows
+  std::string report;    // .html (self-contained) or .png plots, drawn with matplotlib
   bool progress = true;
   // --rpc morphology: pass pixels through a POSIX shared-memory object registered with the server
   // (same host): the input once, each call's result into its own slot; the RPCs carry no pixels.

@@ -37,7 +37,8 @@ absl::StatusOr<std::string> UploadMesh(v1::Imaging::Stub& stub, const Connection
   PrepareContext(connection, &context);
   v1::UploadResponse response;
   auto writer = stub.Upload(&context, &response);
-  std::string bytes(reinterpret_cast<const char*>(mesh.positions.data()), mesh.positions.size() * 4);
+  std::string bytes(reinterpret_cast<const char*>(mesh.positions.data()),
+                    mesh.positions.size() * 4);
   bytes.append(reinterpret_cast<const char*>(mesh.triangles.data()), mesh.triangles.size() * 4);
   v1::UploadRequest first;
   first.mutable_mesh()->set_vertex_count(static_cast<std::uint32_t>(mesh.vertex_count()));
@@ -61,9 +62,10 @@ absl::StatusOr<std::string> UploadMesh(v1::Imaging::Stub& stub, const Connection
 
 int RunDeform(const ConnectionOptions& connection, const DeformCommand& c) {
   if (c.input.empty() || (c.output.empty() && c.animate == 0)) {
-    return Usage("cuimg deform --input MESH|torus:N,M --output OUT.obj|.ply|.stl "
-                 "[--lattice_file L.json | --lattice_counts 3x3x3 --twist DEG --bulge F] "
-                 "[--animate FRAMES]");
+    return Usage(
+        "cuimg deform --input MESH|torus:N,M --output OUT.obj|.ply|.stl "
+        "[--lattice_file L.json | --lattice_counts 3x3x3 --twist DEG --bulge F] "
+        "[--animate FRAMES]");
   }
   absl::StatusOr<Mesh> mesh = LoadMeshInput(c.input);
   if (!mesh.ok()) return Usage(std::string(mesh.status().message()));
@@ -111,10 +113,11 @@ int RunDeform(const ConnectionOptions& connection, const DeformCommand& c) {
     auto percentile = [&](double q) {
       return frame_ms[std::min(frame_ms.size() - 1, static_cast<std::size_t>(q * frame_ms.size()))];
     };
-    std::printf("%d frames of %zu vertices / %zu triangles in %.3f s: %.1f frames/s, round trip "
-                "p50 %.3f ms p99 %.3f ms (server kernel %.1f us/frame mean)\n",
-                c.animate, mesh->vertex_count(), mesh->triangle_count(), seconds,
-                c.animate / seconds, percentile(0.5), percentile(0.99), kernel_us / c.animate);
+    std::printf(
+        "%d frames of %zu vertices / %zu triangles in %.3f s: %.1f frames/s, round trip "
+        "p50 %.3f ms p99 %.3f ms (server kernel %.1f us/frame mean)\n",
+        c.animate, mesh->vertex_count(), mesh->triangle_count(), seconds, c.animate / seconds,
+        percentile(0.5), percentile(0.99), kernel_us / c.animate);
     return kExitOk;
   }
 

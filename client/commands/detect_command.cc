@@ -95,8 +95,7 @@ class Detector {
     const auto start = std::chrono::steady_clock::now();
     const grpc::Status status = stub_->DetectPedestrians(&context, request, &response);
     const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count();
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (!status.ok()) {
       std::fprintf(stderr, "%s: ", frame.source.c_str());
       return ReportRpcError(status);
@@ -155,9 +154,9 @@ class Detector {
         sent.pop_front();
       }
       room.notify_one();
-      const double ms = std::chrono::duration<double, std::milli>(
-                            std::chrono::steady_clock::now() - frame.sent)
-                            .count();
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - frame.sent)
+              .count();
       code = Answered(frame, result.result(), ms, result.timing());
     }
     if (code != kExitOk) context.TryCancel();
@@ -168,8 +167,8 @@ class Detector {
     room.notify_one();
     sender.join();
     const grpc::Status status = stream->Finish();
-    wall_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                    .count();
+    wall_ms_ +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (code != kExitOk) return code;
     if (!status.ok()) return ReportRpcError(status);
     if (!read_error.ok()) return Usage(std::string(read_error.message()));
@@ -193,10 +192,14 @@ class Detector {
     nlohmann::json boxes = nlohmann::json::array();
     std::vector<BoxOutline> outlines;
     for (const v1::Detection& d : response.detections()) {
-      boxes.push_back({{"x", d.x()}, {"y", d.y()}, {"width", d.width()},
-                       {"height", d.height()}, {"score", d.score()}, {"scale", d.scale()}});
-      outlines.push_back(BoxOutline{d.x(), d.y(), d.width(), d.height(),
-                                    absl::StrFormat("%.2f", d.score())});
+      boxes.push_back({{"x", d.x()},
+                       {"y", d.y()},
+                       {"width", d.width()},
+                       {"height", d.height()},
+                       {"score", d.score()},
+                       {"scale", d.scale()}});
+      outlines.push_back(
+          BoxOutline{d.x(), d.y(), d.width(), d.height(), absl::StrFormat("%.2f", d.score())});
     }
     nlohmann::json line = {
         {"source", frame.source},
@@ -366,9 +369,9 @@ int RunModels(const ConnectionOptions& connection, const ModelsCommand& c) {
     return kExitOk;
   }
   for (const v1::DetectorModel& m : response.models()) {
-    std::printf("%-28s %4ux%-4u %5u weights  gamma %-3s  %s\n", m.name().c_str(),
-                m.window_width(), m.window_height(), m.descriptor_size(),
-                m.gamma_correction() ? "on" : "off", m.description().c_str());
+    std::printf("%-28s %4ux%-4u %5u weights  gamma %-3s  %s\n", m.name().c_str(), m.window_width(),
+                m.window_height(), m.descriptor_size(), m.gamma_correction() ? "on" : "off",
+                m.description().c_str());
   }
   return kExitOk;
 }

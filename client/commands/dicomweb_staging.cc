@@ -21,8 +21,8 @@ class ScratchFolder {
  public:
   static absl::StatusOr<ScratchFolder> Create() {
     const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
-                          "/cuimg-dicomweb-XXXXXX";
+    std::string pattern =
+        std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/cuimg-dicomweb-XXXXXX";
     if (mkdtemp(pattern.data()) == nullptr) {
       return absl::InternalError(absl::StrFormat("%s: cannot create a temporary folder", pattern));
     }

@@ -1,5 +1,5 @@
-// `cuimg gradient`: gx and gy as 32-bit float files (TIFF, .npy, NRRD or NIfTI by --format), and the
-// gradient magnitude: a PNG to look at for 2D input, f32 in the same format for volumes (which
+// `cuimg gradient`: gx and gy as 32-bit float files (TIFF, .npy, NRRD or NIfTI by --format), and
+// the gradient magnitude: a PNG to look at for 2D input, f32 in the same format for volumes (which
 // the server processes slice by slice). Colour input is converted to gray first (Gradient works
 // on one channel). Input: anything `cuimg morphology` reads, DICOM series included.
 #include <chrono>
@@ -30,9 +30,10 @@ int BadResponse(const absl::Status& s) {
 
 int RunGradient(const ConnectionOptions& connection, const GradientCommand& c) {
   if (c.input.empty() || c.output_prefix.empty()) {
-    std::fprintf(stderr, "usage: cuimg gradient --input IMAGE --output_prefix PREFIX "
-                         "[--format tiff|npy|nrrd|nii|nii.gz] [--kernel_length 7] [--sigma 0] "
-                         "[--slab_slices N [--volume_streams 4]]\n");
+    std::fprintf(stderr,
+                 "usage: cuimg gradient --input IMAGE --output_prefix PREFIX "
+                 "[--format tiff|npy|nrrd|nii|nii.gz] [--kernel_length 7] [--sigma 0] "
+                 "[--slab_slices N [--volume_streams 4]]\n");
     return kExitUsage;
   }
   if (c.slab_slices > 0 && c.volume_streams < 1) {
@@ -68,11 +69,10 @@ int RunGradient(const ConnectionOptions& connection, const GradientCommand& c) {
     }
     planes = std::move(streamed->planes);
     // One readable line: the per-stream trailers sum overlapping slabs (summary() says how).
-    timing = "streamed " +
-             streamed->summary(std::chrono::duration<double, std::milli>(
-                                   std::chrono::steady_clock::now() - start)
-                                   .count(),
-                               gray.size_bytes());
+    timing = "streamed " + streamed->summary(std::chrono::duration<double, std::milli>(
+                                                 std::chrono::steady_clock::now() - start)
+                                                 .count(),
+                                             gray.size_bytes());
   } else {
     v1::Image* image = request.mutable_input()->mutable_image();
     ToProtoImage(gray, image);

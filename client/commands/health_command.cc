@@ -15,10 +15,11 @@ int RunHealth(const ConnectionOptions& connection, const HealthCommand& command)
   grpc::health::v1::HealthCheckResponse response;
   const grpc::Status status = stub->Check(&context, request, &response);
   if (!status.ok()) return ReportRpcError(status);
-  const std::string name = grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status());
+  const std::string name =
+      grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status());
   std::printf("%s\n", name.c_str());
   return response.status() == grpc::health::v1::HealthCheckResponse::SERVING ? kExitOk
-                                                                              : kExitRpcError;
+                                                                             : kExitRpcError;
 }
 
 }  // namespace cuimg

@@ -88,10 +88,10 @@ int WriteOutput(const MorphologyCommand& command, const ImageView& output,
   VolumeWriteOptions options;
   options.nrrd_encoding = command.nrrd_gzip ? NrrdEncoding::kGzip : NrrdEncoding::kRaw;
   options.uid_root = command.uid_root;
-  options.derivation = "cuimg morphology " + (command.steps.empty()
-                                                  ? command.op + ":" + command.shape + ":" +
-                                                        command.size
-                                                  : command.steps);
+  options.derivation =
+      "cuimg morphology " + (command.steps.empty()
+                                 ? command.op + ":" + command.shape + ":" + command.size
+                                 : command.steps);
   if (absl::Status s = WriteVolumeFile(command.output, output, input.spacing, input, options);
       !s.ok()) {
     std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
@@ -103,34 +103,30 @@ int WriteOutput(const MorphologyCommand& command, const ImageView& output,
 // Prints what was written, as text or JSON: `timing` is the server's trailer (every stream's for
 // a streamed volume), `streamed` the streamed volume's readable summary (empty when unary),
 // `elements` the elements the server ran when some were given in millimetres.
-void Report(const MorphologyCommand& command, const Image& in, double ms,
-            const std::string& timing, const ElementList& elements,
-            const std::string& streamed = "") {
+void Report(const MorphologyCommand& command, const Image& in, double ms, const std::string& timing,
+            const ElementList& elements, const std::string& streamed = "") {
   std::vector<std::string> described;
   for (const v1::StructuringElement& e : elements) described.push_back(DescribeElement(e));
-  const std::string& output =
-      command.output_label.empty() ? command.output : command.output_label;
+  const std::string& output = command.output_label.empty() ? command.output : command.output_label;
   const Extent& e = in.extent();
   const int channels = in.channels();
   if (command.json) {
-    std::printf("{\"output\": \"%s\", \"width\": %lld, \"height\": %lld, \"depth\": %lld, "
-                "\"channels\": %d, \"pixel_type\": \"%s\", \"slab_slices\": %d, "
-                "\"round_trip_ms\": %.3f, \"server_timing\": \"%s\", "
-                "\"resolved_elements\": [%s]}\n",
-                output.c_str(), static_cast<long long>(e.width),
-                static_cast<long long>(e.height), static_cast<long long>(e.depth), channels,
-                std::string(PixelTypeName(in.type())).c_str(), command.slab_slices, ms,
-                timing.c_str(),
-                described.empty()
-                    ? ""
-                    : ("\"" + absl::StrJoin(described, "\", \"") + "\"").c_str());
+    std::printf(
+        "{\"output\": \"%s\", \"width\": %lld, \"height\": %lld, \"depth\": %lld, "
+        "\"channels\": %d, \"pixel_type\": \"%s\", \"slab_slices\": %d, "
+        "\"round_trip_ms\": %.3f, \"server_timing\": \"%s\", "
+        "\"resolved_elements\": [%s]}\n",
+        output.c_str(), static_cast<long long>(e.width), static_cast<long long>(e.height),
+        static_cast<long long>(e.depth), channels, std::string(PixelTypeName(in.type())).c_str(),
+        command.slab_slices, ms, timing.c_str(),
+        described.empty() ? "" : ("\"" + absl::StrJoin(described, "\", \"") + "\"").c_str());
   } else {
     const std::string size = e.depth > 1 ? absl::StrFormat("%dx%dx%d", e.width, e.height, e.depth)
                                          : absl::StrFormat("%dx%d", e.width, e.height);
     const std::string how = streamed.empty() ? "server: " + timing : "streamed " + streamed;
-    std::printf("wrote %s (%s, %d channel%s, %s) in %.2f ms; %s\n", output.c_str(),
-                size.c_str(), channels, channels == 1 ? "" : "s",
-                std::string(PixelTypeName(in.type())).c_str(), ms, how.c_str());
+    std::printf("wrote %s (%s, %d channel%s, %s) in %.2f ms; %s\n", output.c_str(), size.c_str(),
+                channels, channels == 1 ? "" : "s", std::string(PixelTypeName(in.type())).c_str(),
+                ms, how.c_str());
     // The elements given in millimetres, as the server turned them into voxels.
     if (!described.empty()) {
       std::printf("elements in voxels: %s\n", absl::StrJoin(described, ", ").c_str());
@@ -139,9 +135,8 @@ void Report(const MorphologyCommand& command, const Image& in, double ms,
 }
 
 // --slab_slices: the volume through ProcessVolumeStream.
-int RunStreamed(const ConnectionOptions& connection,
-                const MorphologyCommand& command, const std::vector<v1::MorphologyStep>& steps,
-                const VolumeFile& input) {
+int RunStreamed(const ConnectionOptions& connection, const MorphologyCommand& command,
+                const std::vector<v1::MorphologyStep>& steps, const VolumeFile& input) {
   if (input.image.channels() != 1) return Usage("--slab_slices: needs a one-channel volume");
   v1::VolumeStreamHeader header;
   for (const v1::MorphologyStep& step : steps) *header.mutable_morphology()->add_steps() = step;
@@ -170,7 +165,8 @@ int RunStreamed(const ConnectionOptions& connection,
 
 int RunMorphologyOnFiles(const ConnectionOptions& connection, const MorphologyCommand& command) {
   if (command.input.empty() || command.output.empty()) {
-    return Usage("cuimg morphology --input IN.png --output OUT.png [--op ... --shape ... --size WxH]");
+    return Usage(
+        "cuimg morphology --input IN.png --output OUT.png [--op ... --shape ... --size WxH]");
   }
   absl::StatusOr<std::vector<v1::MorphologyStep>> steps = BuildSteps(command);
   if (!steps.ok()) return Usage(std::string(steps.status().message()));
@@ -181,7 +177,8 @@ int RunMorphologyOnFiles(const ConnectionOptions& connection, const MorphologyCo
   }
   const Image& in = input->image;
   if (input->dicom != nullptr && input->dicom->gap_deviation_mm > 0.01 * input->spacing.z_mm) {
-    std::fprintf(stderr, "note: slice gaps vary by up to %.3f mm around %.3f mm; the volume is "
+    std::fprintf(stderr,
+                 "note: slice gaps vary by up to %.3f mm around %.3f mm; the volume is "
                  "processed in voxel units as if evenly spaced\n",
                  input->dicom->gap_deviation_mm, input->spacing.z_mm);
   }

@@ -18,8 +18,9 @@ int RunPyramid(const ConnectionOptions& connection, const PyramidCommand& c) {
   absl::StatusOr<v1::PyramidRequest> parameters = PyramidParameters(c);
   if (c.input.empty() || c.output_prefix.empty() || (c.format != "png" && c.format != "tiff") ||
       !parameters.ok()) {
-    std::fprintf(stderr, "usage: cuimg pyramid --input IMAGE --output_prefix PREFIX [--levels 31] "
-                         "[--ratio 1.05] [--mode from_base|cascaded] [--format png|tiff]\n");
+    std::fprintf(stderr,
+                 "usage: cuimg pyramid --input IMAGE --output_prefix PREFIX [--levels 31] "
+                 "[--ratio 1.05] [--mode from_base|cascaded] [--format png|tiff]\n");
     return kExitUsage;
   }
   absl::StatusOr<Image> input = ReadImageFile(c.input);
@@ -46,10 +47,12 @@ int RunPyramid(const ConnectionOptions& connection, const PyramidCommand& c) {
   for (const v1::PyramidLevel& level : response.levels()) {
     absl::StatusOr<Image> image = FromProtoImage(level.result().image());
     if (!image.ok()) {
-      return ReportRpcError(grpc::Status(grpc::StatusCode::INTERNAL, std::string(image.status().message())));
+      return ReportRpcError(
+          grpc::Status(grpc::StatusCode::INTERNAL, std::string(image.status().message())));
     }
     previews.push_back(ToPreviewU8(*image, lo, hi));
-    const std::string path = absl::StrFormat("%s_level%02d.%s", c.output_prefix, level.index(), c.format);
+    const std::string path =
+        absl::StrFormat("%s_level%02d.%s", c.output_prefix, level.index(), c.format);
     const ImageView view = c.format == "tiff" ? image->view() : previews.back().view();
     if (absl::Status s = WriteImageFile(path, view); !s.ok()) {
       std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
@@ -57,7 +60,8 @@ int RunPyramid(const ConnectionOptions& connection, const PyramidCommand& c) {
     }
   }
   const Image sheet = ContactSheet(previews, std::max<std::int64_t>(gray.extent().width * 2, 800));
-  if (absl::Status s = WriteImageFile(c.output_prefix + "_contact_sheet.png", sheet.view()); !s.ok()) {
+  if (absl::Status s = WriteImageFile(c.output_prefix + "_contact_sheet.png", sheet.view());
+      !s.ok()) {
     std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
     return kExitUsage;
   }

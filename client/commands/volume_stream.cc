@@ -80,10 +80,10 @@ class StreamGroup {
 // `context` and copies the results of slices [part.keep_begin, part.keep_end) into `planes` (each
 // `out_slice` bytes per slice, `plane_count` of them). `header`'s volume shape is the part's.
 absl::Status StreamPart(v1::Imaging::Stub& stub, grpc::ClientContext& context,
-                        const v1::VolumeStreamHeader& header, const Image& volume,
-                        int slab_slices, const Part& part, int plane_count,
-                        std::size_t out_slice, std::vector<Image>& planes, std::string* timing,
-                        int* result_slabs, std::vector<v1::StructuringElement>* resolved) {
+                        const v1::VolumeStreamHeader& header, const Image& volume, int slab_slices,
+                        const Part& part, int plane_count, std::size_t out_slice,
+                        std::vector<Image>& planes, std::string* timing, int* result_slabs,
+                        std::vector<v1::StructuringElement>* resolved) {
   const Extent& e = volume.extent();
   const std::size_t in_slice = static_cast<std::size_t>(e.SlicePixels()) * PixelSize(volume.type());
   const std::int64_t depth = part.in_end - part.in_begin;
@@ -210,9 +210,8 @@ absl::StatusOr<StreamedVolume> StreamVolume(
   const std::size_t out_slice = static_cast<std::size_t>(e.SlicePixels()) * PixelSize(out_type);
 
   const int streams = HeaderHasRadius(header) ? 1 : static_cast<int>(channels.size());
-  const std::vector<Part> parts =
-      e.depth > 1 ? SplitDepth(e.depth, streams, HeaderZReach(header))
-                  : std::vector<Part>{Part{0, 1, 0, 1}};
+  const std::vector<Part> parts = e.depth > 1 ? SplitDepth(e.depth, streams, HeaderZReach(header))
+                                              : std::vector<Part>{Part{0, 1, 0, 1}};
   StreamGroup group;
   out.stream_timings.resize(parts.size());
   out.stream_attempts.assign(parts.size(), 0);
@@ -232,8 +231,7 @@ absl::StatusOr<StreamedVolume> StreamVolume(
       if (!group.Join(&context)) return;  // another stream failed: nothing to add
       out.stream_attempts[k] = attempt;
       status = StreamPart(*stub, context, part_header, volume, slab_slices, parts[k], planes,
-                          out_slice, out.planes, &out.stream_timings[k],
-                          &out.stream_slabs[k],
+                          out_slice, out.planes, &out.stream_timings[k], &out.stream_slabs[k],
                           k == 0 ? &out.resolved_elements : nullptr);
       group.Leave(&context);
       if (attempt == 2 || status.code() != absl::StatusCode::kUnavailable ||
@@ -269,10 +267,9 @@ std::string StreamedVolume::summary(double wall_ms, std::size_t volume_bytes) co
   }
   const double mb = static_cast<double>(volume_bytes) / 1e6;
   const std::size_t streams = stream_timings.size();
-  std::string line = absl::StrFormat(
-      "%.1f MB at %.1f MB/s over %d stream%s, %d slab%s", mb,
-      wall_ms > 0 ? mb / (wall_ms / 1e3) : 0.0, streams, streams == 1 ? "" : "s", slabs,
-      slabs == 1 ? "" : "s");
+  std::string line = absl::StrFormat("%.1f MB at %.1f MB/s over %d stream%s, %d slab%s", mb,
+                                     wall_ms > 0 ? mb / (wall_ms / 1e3) : 0.0, streams,
+                                     streams == 1 ? "" : "s", slabs, slabs == 1 ? "" : "s");
   if (!twice.empty()) {
     absl::StrAppend(&line, " (stream", twice.size() == 1 ? " " : "s ", absl::StrJoin(twice, ", "),
                     " sent twice)");
@@ -292,11 +289,10 @@ std::string StreamedVolume::server_timing() const {
   std::vector<std::string> labelled;
   for (std::size_t k = 0; k < stream_timings.size(); ++k) {
     const bool twice = k < stream_attempts.size() && stream_attempts[k] > 1;
-    const std::string label =
-        stream_timings.size() == 1
-            ? std::string(twice ? "(sent twice) " : "")
-            : absl::StrCat("stream ", k + 1, "/", stream_timings.size(),
-                           twice ? " (sent twice)" : "", ": ");
+    const std::string label = stream_timings.size() == 1
+                                  ? std::string(twice ? "(sent twice) " : "")
+                                  : absl::StrCat("stream ", k + 1, "/", stream_timings.size(),
+                                                 twice ? " (sent twice)" : "", ": ");
     labelled.push_back(label + stream_timings[k]);
   }
   return absl::StrJoin(labelled, " | ");

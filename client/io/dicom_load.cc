@@ -41,8 +41,8 @@ std::uintmax_t DeflatedDatasetOffset(const std::vector<unsigned char>& head) {
                              std::memcmp(head.data() + pos + 4, "UN", 2) == 0 ||
                              std::memcmp(head.data() + pos + 4, "UT", 2) == 0;
     if (long_length && pos + 12 > end) return 0;
-    const std::uint32_t length = long_length ? Le32(head.data() + pos + 8)
-                                             : (head[pos + 6] | head[pos + 7] << 8);
+    const std::uint32_t length =
+        long_length ? Le32(head.data() + pos + 8) : (head[pos + 6] | head[pos + 7] << 8);
     const std::size_t value = pos + (long_length ? 12 : 8);
     if (value + length > end) return 0;
     if (tag == 0x00100002u) {  // (0002,0010) TransferSyntaxUID, little-endian group first
@@ -127,14 +127,15 @@ absl::Status LoadDicomFile(const std::string& file, bool until_pixel_data,
   const std::uintmax_t file_bytes = fs::file_size(file, ec);
   if (const std::uintmax_t offset = DeflatedDatasetOffset(head); offset > 0) {
     TempPath inflated;
-    if (absl::Status s = Inflate(file, in, offset, inflated.path(), max_inflated_bytes,
-                                 &load->dataset_bytes);
+    if (absl::Status s =
+            Inflate(file, in, offset, inflated.path(), max_inflated_bytes, &load->dataset_bytes);
         !s.ok()) {
       return s;
     }
     load->deflated = true;
-    if (OFCondition c = format->loadFileUntilTag(inflated.path().c_str(), EXS_LittleEndianExplicit,
-                                                 EGL_noChange, DCM_MaxReadLength, ERM_dataset, stop);
+    if (OFCondition c =
+            format->loadFileUntilTag(inflated.path().c_str(), EXS_LittleEndianExplicit,
+                                     EGL_noChange, DCM_MaxReadLength, ERM_dataset, stop);
         c.bad()) {
       return absl::InvalidArgumentError(absl::StrCat(file, ": ", c.text()));
     }

@@ -75,10 +75,18 @@ absl::StatusOr<bool> ReadNativeOrCopy(const std::string& file, const std::string
     }
     return true;
   }
-  const DcmTagKey keep[] = {DCM_SOPClassUID,       DCM_SamplesPerPixel, DCM_PhotometricInterpretation,
-                            DCM_NumberOfFrames,    DCM_Rows,            DCM_Columns,
-                            DCM_BitsAllocated,     DCM_BitsStored,      DCM_HighBit,
-                            DCM_PixelRepresentation, DCM_PlanarConfiguration, DCM_PixelData};
+  const DcmTagKey keep[] = {DCM_SOPClassUID,
+                            DCM_SamplesPerPixel,
+                            DCM_PhotometricInterpretation,
+                            DCM_NumberOfFrames,
+                            DCM_Rows,
+                            DCM_Columns,
+                            DCM_BitsAllocated,
+                            DCM_BitsStored,
+                            DCM_HighBit,
+                            DCM_PixelRepresentation,
+                            DCM_PlanarConfiguration,
+                            DCM_PixelData};
   for (unsigned long i = ds->card(); i-- > 0;) {
     const DcmTagKey tag = ds->getElement(i)->getTag().getXTag();
     if (std::find(std::begin(keep), std::end(keep), tag) == std::end(keep)) {
@@ -94,8 +102,8 @@ absl::StatusOr<bool> ReadNativeOrCopy(const std::string& file, const std::string
 }
 
 // GDCM's decode of `copy` into `out` (count values, widened to 16 bits).
-absl::Status DecodeWithGdcm(const std::string& file, const std::string& copy, int columns,
-                            int rows, int frames, std::uint16_t* out) {
+absl::Status DecodeWithGdcm(const std::string& file, const std::string& copy, int columns, int rows,
+                            int frames, std::uint16_t* out) {
   gdcm::Trace::SetDebug(false);
   gdcm::Trace::SetWarning(false);
   gdcm::Trace::SetError(false);
@@ -119,9 +127,9 @@ absl::Status DecodeWithGdcm(const std::string& file, const std::string& copy, in
   const unsigned got_frames = image.GetNumberOfDimensions() > 2 ? image.GetDimension(2) : 1;
   if (static_cast<int>(image.GetDimension(0)) != columns ||
       static_cast<int>(image.GetDimension(1)) != rows || static_cast<int>(got_frames) != frames) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        file, ": GDCM sees ", image.GetDimension(0), "x", image.GetDimension(1), "x", got_frames,
-        " pixels, the header ", columns, "x", rows, "x", frames));
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": GDCM sees ", image.GetDimension(0), "x", image.GetDimension(1), "x",
+                     got_frames, " pixels, the header ", columns, "x", rows, "x", frames));
   }
   const std::size_t count = std::size_t(columns) * rows * frames;
   if (image.GetBufferLength() != count * bytes) {
@@ -130,8 +138,7 @@ absl::Status DecodeWithGdcm(const std::string& file, const std::string& copy, in
   }
   std::vector<char> buffer(count * bytes);
   if (!image.GetBuffer(buffer.data())) {
-    return absl::DataLossError(
-        absl::StrCat(file, ": pixel data does not decode (", syntax, ")"));
+    return absl::DataLossError(absl::StrCat(file, ": pixel data does not decode (", syntax, ")"));
   }
   if (bytes == 2) {
     std::memcpy(out, buffer.data(), count * 2);  // GDCM decodes to host order

@@ -59,9 +59,11 @@ bool FrameValue(DcmItem* ds, long frame, const DcmTagKey& macro, const DcmTagKey
                 unsigned long pos, Float64* value) {
   for (const bool per_frame : {true, false}) {
     DcmItem* group = nullptr;
-    if (ds->findAndGetSequenceItem(per_frame ? DCM_PerFrameFunctionalGroupsSequence
-                                             : DCM_SharedFunctionalGroupsSequence,
-                                   group, per_frame ? frame : 0).bad() || group == nullptr) {
+    if (ds->findAndGetSequenceItem(
+              per_frame ? DCM_PerFrameFunctionalGroupsSequence : DCM_SharedFunctionalGroupsSequence,
+              group, per_frame ? frame : 0)
+            .bad() ||
+        group == nullptr) {
       continue;
     }
     DcmItem* item = nullptr;
@@ -228,9 +230,9 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& directory,
       const std::uintmax_t pixel_bytes =
           std::uintmax_t{rows} * columns * module->frames * (module->bits_allocated / 8);
       if (load.dataset_bytes < pixel_bytes) {
-        return absl::DataLossError(absl::StrCat(
-            file, ": ", columns, "x", rows, "x", module->frames, " pixels need ", pixel_bytes,
-            " bytes, the file has ", load.dataset_bytes));
+        return absl::DataLossError(absl::StrCat(file, ": ", columns, "x", rows, "x", module->frames,
+                                                " pixels need ", pixel_bytes,
+                                                " bytes, the file has ", load.dataset_bytes));
       }
     }
     if (module->frames > 1 && !ds->tagExists(DCM_PerFrameFunctionalGroupsSequence) &&
@@ -247,10 +249,10 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& directory,
         first = h;
       } else if (h.series_uid != first.series_uid) {
         // The directory is fine; the command must say which series: a usage error.
-        return absl::FailedPreconditionError(absl::StrCat(
-            directory, ": more than one series (", h.series_uid, " in ", file, ", ",
-            first.series_uid, " in ", slices[0].file,
-            "); pick one with --series_uid or give a directory holding one series"));
+        return absl::FailedPreconditionError(
+            absl::StrCat(directory, ": more than one series (", h.series_uid, " in ", file, ", ",
+                         first.series_uid, " in ", slices[0].file,
+                         "); pick one with --series_uid or give a directory holding one series"));
       } else if (h.rows != first.rows || h.columns != first.columns ||
                  std::fabs(h.pixel_spacing[0] - first.pixel_spacing[0]) > 1e-4 ||
                  std::fabs(h.pixel_spacing[1] - first.pixel_spacing[1]) > 1e-4) {
@@ -271,9 +273,9 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& directory,
   }
   if (slices.empty()) {
     if (!other_series.empty()) {
-      return absl::NotFoundError(absl::StrCat(directory, ": no slice of series ", options.series_uid,
-                                              " (it holds ", absl::StrJoin(other_series, ", "),
-                                              ")"));
+      return absl::NotFoundError(absl::StrCat(directory, ": no slice of series ",
+                                              options.series_uid, " (it holds ",
+                                              absl::StrJoin(other_series, ", "), ")"));
     }
     return absl::NotFoundError(absl::StrCat(directory, ": no DICOM image files"));
   }
@@ -285,7 +287,8 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& directory,
   const Vec3 row_direction{first.iop[0], first.iop[1], first.iop[2]};
   const Vec3 column_direction{first.iop[3], first.iop[4], first.iop[5]};
   const Vec3 normal = Cross(row_direction, column_direction);
-  for (Slice& s : slices) s.position = s.ipp[0] * normal[0] + s.ipp[1] * normal[1] + s.ipp[2] * normal[2];
+  for (Slice& s : slices)
+    s.position = s.ipp[0] * normal[0] + s.ipp[1] * normal[1] + s.ipp[2] * normal[2];
   std::sort(slices.begin(), slices.end(),
             [](const Slice& a, const Slice& b) { return a.position < b.position; });
 
@@ -294,9 +297,9 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& directory,
   for (std::size_t i = 1; i < slices.size(); ++i) {
     const double gap = slices[i].position - slices[i - 1].position;
     if (gap < 1e-4) {
-      return Invalid(slices[i].file, absl::StrCat("frame ", slices[i].frame + 1,
-                                                  " at the same position as ", slices[i - 1].file,
-                                                  " along the slice normal"));
+      return Invalid(slices[i].file,
+                     absl::StrCat("frame ", slices[i].frame + 1, " at the same position as ",
+                                  slices[i - 1].file, " along the slice normal"));
     }
     gaps.push_back(gap);
   }
@@ -305,7 +308,8 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& directory,
     std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
     const double median = sorted[sorted.size() / 2];
     series.spacing.z_mm = median;
-    for (double g : gaps) series.gap_deviation_mm = std::max(series.gap_deviation_mm, std::fabs(g - median));
+    for (double g : gaps)
+      series.gap_deviation_mm = std::max(series.gap_deviation_mm, std::fabs(g - median));
   }
   series.spacing.x_mm = first.pixel_spacing[1];
   series.spacing.y_mm = first.pixel_spacing[0];

@@ -53,11 +53,12 @@ struct DicomReadOptions {
 // transfer syntax GDCM decodes; a multi-frame (enhanced CT/MR) file gives one slice per frame,
 // with geometry and rescale from its per-frame or shared functional groups. All slices must share
 // one SeriesInstanceUID (or be narrowed to `options.series_uid`; FAILED_PRECONDITION naming two
-// of the UIDs otherwise; NOT_FOUND listing those present when none is options.series_uid), Rows, Columns, PixelSpacing and ImageOrientationPatient, and have distinct
-// ImagePositionPatient, and hold at most options.max_voxels voxels (INVALID_ARGUMENT otherwise).
-// An uncompressed file too small for its pixels is DATA_LOSS, found before anything is allocated;
-// a compressed stream that does not decode is DATA_LOSS naming the file. Slices are sorted by
-// position projected on the normal (row direction x column direction), ascending.
+// of the UIDs otherwise; NOT_FOUND listing those present when none is options.series_uid), Rows,
+// Columns, PixelSpacing and ImageOrientationPatient, and have distinct ImagePositionPatient, and
+// hold at most options.max_voxels voxels (INVALID_ARGUMENT otherwise). An uncompressed file too
+// small for its pixels is DATA_LOSS, found before anything is allocated; a compressed stream that
+// does not decode is DATA_LOSS naming the file. Slices are sorted by position projected on the
+// normal (row direction x column direction), ascending.
 //
 // Each stored value s (BitsStored bits, signed or not per PixelRepresentation, bits above masked)
 // becomes s * RescaleSlope + RescaleIntercept (1 and 0 when absent). When every slice's slope and

@@ -103,22 +103,23 @@ absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const Im
                                              const DicomWriteOptions& options) {
   QuietDcmtkLog();
   const std::size_t depth = static_cast<std::size_t>(source.extent.depth);
-  if ((result.type != PixelType::kI16 && result.type != PixelType::kF32) ||
-      result.channels != 1 || result.extent != source.extent || source.files.size() != depth ||
+  if ((result.type != PixelType::kI16 && result.type != PixelType::kF32) || result.channels != 1 ||
+      result.extent != source.extent || source.files.size() != depth ||
       source.slopes.size() != depth || source.intercepts.size() != depth ||
       source.frames.size() != depth) {
     return absl::InvalidArgumentError(
         "DICOM output needs a one-channel i16 or f32 result of the source series' extent");
   }
   if (source.multi_frame) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        directory, ": the source is a multi-frame object; cuimg writes derived series of "
-                   "single-frame sources only (write .nii, .nrrd or .npy instead)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(directory,
+                     ": the source is a multi-frame object; cuimg writes derived series of "
+                     "single-frame sources only (write .nii, .nrrd or .npy instead)"));
   }
   if (options.uid_root.size() > 40 ||
       options.uid_root.find_first_not_of("0123456789.") != std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--uid_root: '", options.uid_root, "' is not at most 40 digits and dots"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--uid_root: '", options.uid_root, "' is not at most 40 digits and dots"));
   }
   std::error_code ec;
   if (fs::exists(directory, ec) && !fs::is_empty(directory, ec)) {
@@ -150,8 +151,7 @@ absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const Im
     ds->findAndGetOFStringArray(DCM_ImageType, image_type);
     std::string new_image_type = "DERIVED\\SECONDARY";
     // Keep the values after the first two (e.g. AXIAL).
-    if (std::size_t at = std::string(image_type.c_str()).find('\\');
-        at != std::string::npos) {
+    if (std::size_t at = std::string(image_type.c_str()).find('\\'); at != std::string::npos) {
       const std::string rest = std::string(image_type.c_str()).substr(at + 1);
       if (std::size_t at2 = rest.find('\\'); at2 != std::string::npos) {
         new_image_type += rest.substr(at2);
@@ -164,9 +164,9 @@ absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const Im
       std::memcpy(stored.data(), static_cast<const std::int16_t*>(result.data) + z * slice_pixels,
                   slice_pixels * 2);
     } else {
-      CUIMG_ASSIGN_OR_RETURN(
-          Quantised q, Quantise(static_cast<const float*>(result.data) + z * slice_pixels,
-                                slice_pixels, source.slopes[z], source.intercepts[z], file));
+      CUIMG_ASSIGN_OR_RETURN(Quantised q,
+                             Quantise(static_cast<const float*>(result.data) + z * slice_pixels,
+                                      slice_pixels, source.slopes[z], source.intercepts[z], file));
       stored = std::move(q.stored);
       slope = q.slope.empty() ? DecimalString(source.slopes[z]) : q.slope;
       intercept = q.intercept.empty() ? DecimalString(source.intercepts[z]) : q.intercept;
@@ -188,7 +188,8 @@ absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const Im
       if (absl::Status s = Put(ds, tag, value, file); !s.ok()) return s;
     }
     if (ds->findAndGetSint32(DCM_SeriesNumber, number).good()) {
-      if (absl::Status s = Put(ds, DCM_SeriesNumber, std::to_string(number + 1000), file); !s.ok()) {
+      if (absl::Status s = Put(ds, DCM_SeriesNumber, std::to_string(number + 1000), file);
+          !s.ok()) {
         return s;
       }
     }
@@ -206,14 +207,14 @@ absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const Im
         ds->putAndInsertUint16(DCM_HighBit, 15).bad() ||
         ds->putAndInsertUint16(DCM_PixelRepresentation, 1).bad() ||
         ds->putAndInsertUint16Array(DCM_PixelData, reinterpret_cast<const Uint16*>(stored.data()),
-                                    static_cast<unsigned long>(slice_pixels)).bad()) {
+                                    static_cast<unsigned long>(slice_pixels))
+            .bad()) {
       return absl::InternalError(absl::StrCat(file, ": cannot set the pixel module"));
     }
     const std::string out = (fs::path(directory) / absl::StrFormat("slice_%04d.dcm", z)).string();
     // A new meta header: MediaStorageSOPInstanceUID follows the new SOPInstanceUID; a compressed
     // source's pixels are now native, so the file is written uncompressed.
-    if (OFCondition c = format.saveFile(out.c_str(), EXS_LittleEndianExplicit);
-        c.bad()) {
+    if (OFCondition c = format.saveFile(out.c_str(), EXS_LittleEndianExplicit); c.bad()) {
       return absl::DataLossError(absl::StrCat(out, ": ", c.text()));
     }
   }

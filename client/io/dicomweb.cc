@@ -31,8 +31,8 @@ bool IsUid(absl::string_view uid) {
 // The URL after the prefix, checked for scheme, query and fragment; trailing '/' dropped.
 absl::StatusOr<std::string> StripPrefix(const std::string& url) {
   if (!IsDicomwebUrl(url)) {
-    return absl::InvalidArgumentError(absl::StrFormat("%s: expected %shttp(s)://...", url,
-                                                      kDicomwebPrefix));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: expected %shttp(s)://...", url, kDicomwebPrefix));
   }
   std::string rest = url.substr(sizeof(kDicomwebPrefix) - 1);
   if (!absl::StartsWith(rest, "http://") && !absl::StartsWith(rest, "https://")) {
@@ -91,13 +91,13 @@ absl::StatusOr<DicomwebSeriesUrl> ParseDicomwebSeriesUrl(const std::string& url)
   const std::size_t studies = rest->rfind("/studies/");
   const std::size_t host_end = rest->find('/', rest->find("//") + 2);
   if (studies == std::string::npos || studies < host_end) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: a series URL ends in /studies/STUDY_UID/series/SERIES_UID", url));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: a series URL ends in /studies/STUDY_UID/series/SERIES_UID", url));
   }
   std::vector<std::string> tail = absl::StrSplit(rest->substr(studies + 1), '/');
   if (tail.size() != 4 || tail[2] != "series") {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: a series URL ends in /studies/STUDY_UID/series/SERIES_UID", url));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: a series URL ends in /studies/STUDY_UID/series/SERIES_UID", url));
   }
   if (!IsUid(tail[1])) {
     return absl::InvalidArgumentError(
@@ -147,9 +147,9 @@ absl::StatusOr<std::size_t> RetrieveDicomwebSeries(const DicomwebSeriesUrl& seri
     return absl::NotFoundError(absl::StrFormat("QIDO-RS %s: no instances in this series", qido));
   }
   if (j.size() > options.max_instances) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "QIDO-RS %s: %d instances, more than the limit of %d", qido, j.size(),
-        options.max_instances));
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("QIDO-RS %s: %d instances, more than the limit of %d", qido, j.size(),
+                        options.max_instances));
   }
   std::vector<std::string> sops;
   for (const nlohmann::json& instance : j) {
@@ -167,9 +167,9 @@ absl::StatusOr<std::size_t> RetrieveDicomwebSeries(const DicomwebSeriesUrl& seri
     absl::StatusOr<HttpResponse> r = HttpRequest("GET", wado, kOneDicomPart, http);
     if (!r.ok()) {
       if (absl::IsResourceExhausted(r.status())) {
-        return absl::ResourceExhaustedError(absl::StrFormat(
-            "WADO-RS %s: the series is larger than the limit of %d bytes", wado,
-            options.max_bytes));
+        return absl::ResourceExhaustedError(
+            absl::StrFormat("WADO-RS %s: the series is larger than the limit of %d bytes", wado,
+                            options.max_bytes));
       }
       return r.status();
     }
@@ -239,9 +239,8 @@ absl::StatusOr<StowResult> StoreDicomwebSeries(const std::string& base,
   const std::string url = base + "/studies";
   HttpOptions http = options.http;
   http.max_response_bytes = 64u << 20;
-  absl::StatusOr<HttpResponse> r =
-      HttpRequest("POST", url, kDicomJson, http, body,
-                  absl::StrCat(kOneDicomPart, "; boundary=", boundary));
+  absl::StatusOr<HttpResponse> r = HttpRequest(
+      "POST", url, kDicomJson, http, body, absl::StrCat(kOneDicomPart, "; boundary=", boundary));
   if (!r.ok()) return r.status();
   if (r->status != 200 && r->status != 202 && r->status != 409) {
     return HttpError("STOW-RS", url, *r);
@@ -267,9 +266,9 @@ absl::StatusOr<StowResult> StoreDicomwebSeries(const std::string& base,
         failed.size(), paths.size(), reason.empty() ? "" : " (FailureReason " + reason + ")"));
   }
   if (stored.size() != paths.size()) {
-    return absl::UnavailableError(absl::StrFormat(
-        "STOW-RS %s: the server acknowledged %d of %d instances", url, stored.size(),
-        paths.size()));
+    return absl::UnavailableError(
+        absl::StrFormat("STOW-RS %s: the server acknowledged %d of %d instances", url,
+                        stored.size(), paths.size()));
   }
   StowResult result;
   result.stored = stored.size();

@@ -24,7 +24,8 @@ absl::StatusOr<std::vector<std::uint8_t>> ReadFileBytes(const std::string& path)
 absl::Status WriteFileBytes(const std::string& path, const std::vector<std::uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return absl::PermissionDeniedError(absl::StrCat(path, ": cannot create"));
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
   if (!out) return absl::DataLossError(absl::StrCat(path, ": write failed"));
   return absl::OkStatus();
 }

@@ -61,8 +61,8 @@ absl::StatusOr<Mesh> ReadMeshBytes(absl::Span<const std::uint8_t> bytes, absl::s
   if (bytes.empty()) return absl::InvalidArgumentError(absl::StrCat(format, " data: empty"));
   Assimp::Importer importer;
   const std::string hint(format);
-  const aiScene* scene = importer.ReadFileFromMemory(bytes.data(), bytes.size(), kImportSteps,
-                                                     hint.c_str());
+  const aiScene* scene =
+      importer.ReadFileFromMemory(bytes.data(), bytes.size(), kImportSteps, hint.c_str());
   if (scene == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(format, " data: ", importer.GetErrorString()));
   }
@@ -73,27 +73,31 @@ absl::Status WriteMeshFile(const std::string& path, const Mesh& mesh,
                            const std::vector<float>& normals) {
   const std::string lower = absl::AsciiStrToLower(path);
   std::string format;
-  if (absl::EndsWith(lower, ".obj")) format = "obj";
-  else if (absl::EndsWith(lower, ".ply")) format = "plyb";
-  else if (absl::EndsWith(lower, ".stl")) format = "stlb";
-  else return absl::InvalidArgumentError(absl::StrCat(path, ": unknown extension (.obj, .ply, .stl)"));
+  if (absl::EndsWith(lower, ".obj"))
+    format = "obj";
+  else if (absl::EndsWith(lower, ".ply"))
+    format = "plyb";
+  else if (absl::EndsWith(lower, ".stl"))
+    format = "stlb";
+  else
+    return absl::InvalidArgumentError(absl::StrCat(path, ": unknown extension (.obj, .ply, .stl)"));
   // A one-mesh scene; assimp's destructors free what is allocated here.
   aiScene scene;
   scene.mRootNode = new aiNode();
   scene.mRootNode->mNumMeshes = 1;
   scene.mRootNode->mMeshes = new unsigned[1]{0};
   scene.mNumMaterials = 1;
-  scene.mMaterials = new aiMaterial*[1]{new aiMaterial()};
+  scene.mMaterials = new aiMaterial* [1] { new aiMaterial() };
   scene.mNumMeshes = 1;
-  scene.mMeshes = new aiMesh*[1]{new aiMesh()};
+  scene.mMeshes = new aiMesh* [1] { new aiMesh() };
   aiMesh* out = scene.mMeshes[0];
   out->mMaterialIndex = 0;
   out->mPrimitiveTypes = aiPrimitiveType_TRIANGLE;
   out->mNumVertices = static_cast<unsigned>(mesh.vertex_count());
   out->mVertices = new aiVector3D[out->mNumVertices];
   for (unsigned v = 0; v < out->mNumVertices; ++v) {
-    out->mVertices[v] = aiVector3D(mesh.positions[3 * v], mesh.positions[3 * v + 1],
-                                   mesh.positions[3 * v + 2]);
+    out->mVertices[v] =
+        aiVector3D(mesh.positions[3 * v], mesh.positions[3 * v + 1], mesh.positions[3 * v + 2]);
   }
   if (!normals.empty()) {
     out->mNormals = new aiVector3D[out->mNumVertices];

@@ -40,8 +40,9 @@ absl::StatusOr<std::string> MultipartBoundary(absl::string_view content_type) {
       value = value.substr(1, value.size() - 2);
     }
     if (value.empty() || value.size() > 70 || value.back() == ' ') {
-      return absl::InvalidArgumentError("Content-Type: the boundary parameter must have 1 to 70 "
-                                        "characters, not ending in a space");
+      return absl::InvalidArgumentError(
+          "Content-Type: the boundary parameter must have 1 to 70 "
+          "characters, not ending in a space");
     }
     for (char c : value) {
       if (!IsBoundaryChar(c)) {
@@ -66,8 +67,8 @@ std::string MultipartHeader(const MultipartPart& part, absl::string_view name) {
 }
 
 absl::StatusOr<std::vector<MultipartPart>> SplitMultipart(absl::string_view body,
-                                                         absl::string_view boundary,
-                                                         std::size_t max_parts) {
+                                                          absl::string_view boundary,
+                                                          std::size_t max_parts) {
   if (boundary.empty()) return absl::InvalidArgumentError("multipart: empty boundary");
   const std::string dash = absl::StrCat("--", boundary);
   const std::string delimiter = absl::StrCat("\r\n", dash);

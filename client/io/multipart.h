@@ -35,8 +35,8 @@ std::string MultipartHeader(const MultipartPart& part, absl::string_view name);
 // INVALID_ARGUMENT when the first boundary, a header block's end or the closing boundary is
 // missing, and RESOURCE_EXHAUSTED when there are more than `max_parts` parts.
 absl::StatusOr<std::vector<MultipartPart>> SplitMultipart(absl::string_view body,
-                                                         absl::string_view boundary,
-                                                         std::size_t max_parts);
+                                                          absl::string_view boundary,
+                                                          std::size_t max_parts);
 
 // A body SplitMultipart reads back: each of `parts` as "--boundary CRLF Content-Type:
 // `part_type` CRLF CRLF data CRLF", then "--boundary--". `boundary` must not occur in any part

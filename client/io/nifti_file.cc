@@ -18,9 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct FreeNifti {
-  void operator()(nifti_image* nim) const {
-    nifti_image_free(nim);
-  }
+  void operator()(nifti_image* nim) const { nifti_image_free(nim); }
 };
 using NiftiPtr = std::unique_ptr<nifti_image, FreeNifti>;
 
@@ -37,11 +35,16 @@ double ValueAt(const void* data, std::size_t i) {
 
 double Value(int datatype, const void* data, std::size_t i) {
   switch (datatype) {
-    case DT_UINT8: return ValueAt<std::uint8_t>(data, i);
-    case DT_INT8: return ValueAt<std::int8_t>(data, i);
-    case DT_INT16: return ValueAt<std::int16_t>(data, i);
-    case DT_UINT16: return ValueAt<std::uint16_t>(data, i);
-    default: return ValueAt<float>(data, i);
+    case DT_UINT8:
+      return ValueAt<std::uint8_t>(data, i);
+    case DT_INT8:
+      return ValueAt<std::int8_t>(data, i);
+    case DT_INT16:
+      return ValueAt<std::int16_t>(data, i);
+    case DT_UINT16:
+      return ValueAt<std::uint16_t>(data, i);
+    default:
+      return ValueAt<float>(data, i);
   }
 }
 
@@ -107,7 +110,8 @@ int HeaderVersion(const std::string& path) {
 absl::StatusOr<NiftiVolume> ReadNifti(const std::string& path, std::int64_t max_voxels) {
   QuietNifti();
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+  if (!fs::is_regular_file(path, ec))
+    return absl::NotFoundError(absl::StrCat(path, ": no such file"));
   if (absl::Status s = CheckHeader(path); !s.ok()) return s;
   NiftiPtr nim(nifti_image_read(path.c_str(), 0));
   if (nim == nullptr) {
@@ -120,17 +124,17 @@ absl::StatusOr<NiftiVolume> ReadNifti(const std::string& path, std::int64_t max_
   }
   for (int d = 1; d <= ndim; ++d) {
     if (nim->dim[d] < 1 || (d > 3 && nim->dim[d] != 1)) {
-      return absl::UnimplementedError(absl::StrCat(
-          path, ": dim[", d, "] = ", nim->dim[d],
-          " (cuimg reads 2D and 3D volumes; dimensions past the third must be 1)"));
+      return absl::UnimplementedError(
+          absl::StrCat(path, ": dim[", d, "] = ", nim->dim[d],
+                       " (cuimg reads 2D and 3D volumes; dimensions past the third must be 1)"));
     }
   }
   const std::int64_t width = nim->dim[1], height = nim->dim[2], depth = ndim >= 3 ? nim->dim[3] : 1;
   if (width > max_voxels || height > max_voxels || depth > max_voxels ||
       width * height > max_voxels || width * height * depth > max_voxels) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": ", width, "x", height, "x", depth, " is more than ", max_voxels,
-                     " voxels (the bound of every volume reader)"));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", width, "x", height, "x", depth,
+                                                   " is more than ", max_voxels,
+                                                   " voxels (the bound of every volume reader)"));
   }
   // NIfTI's xform codes are 0 (unknown) to 5; another value has no meaning a writer could keep.
   for (const int code : {nim->qform_code, nim->sform_code}) {
@@ -142,13 +146,14 @@ absl::StatusOr<NiftiVolume> ReadNifti(const std::string& path, std::int64_t max_
   const int datatype = nim->datatype;
   if (datatype != DT_UINT8 && datatype != DT_INT8 && datatype != DT_INT16 &&
       datatype != DT_UINT16 && datatype != DT_FLOAT32) {
-    return absl::UnimplementedError(absl::StrCat(
-        path, ": data type ", nifti_datatype_string(datatype),
-        " (cuimg reads uint8, int8, int16, uint16 and float32)"));
+    return absl::UnimplementedError(
+        absl::StrCat(path, ": data type ", nifti_datatype_string(datatype),
+                     " (cuimg reads uint8, int8, int16, uint16 and float32)"));
   }
   const std::uint64_t voxels = static_cast<std::uint64_t>(width * height * depth);
   if (!absl::EndsWith(absl::AsciiStrToLower(path), ".gz")) {
-    const std::uintmax_t need = static_cast<std::uintmax_t>(nim->iname_offset) + voxels * nim->nbyper;
+    const std::uintmax_t need =
+        static_cast<std::uintmax_t>(nim->iname_offset) + voxels * nim->nbyper;
     const std::uintmax_t have = fs::file_size(path, ec);
     if (ec || nim->iname_offset < 0 || have < need) {
       return absl::DataLossError(absl::StrCat(path, ": ", width, "x", height, "x", depth,
@@ -165,14 +170,15 @@ absl::StatusOr<NiftiVolume> ReadNifti(const std::string& path, std::int64_t max_
   const double slope = nim->scl_slope, inter = nim->scl_inter;
   const bool has_slope = std::isfinite(slope) && slope != 0;
   if (has_slope && !std::isfinite(inter)) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": scl_slope ", slope, " with scl_inter not finite"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": scl_slope ", slope, " with scl_inter not finite"));
   }
   const bool scaled = has_slope && !(slope == 1 && inter == 0);
   const bool integer_data = datatype != DT_FLOAT32;
   PixelType type;
   if (!scaled) {
-    type = datatype == DT_UINT8    ? PixelType::kU8
-           : datatype == DT_UINT16 ? PixelType::kU16
+    type = datatype == DT_UINT8     ? PixelType::kU8
+           : datatype == DT_UINT16  ? PixelType::kU16
            : datatype == DT_FLOAT32 ? PixelType::kF32
                                     : PixelType::kI16;
   } else {
@@ -192,14 +198,15 @@ absl::StatusOr<NiftiVolume> ReadNifti(const std::string& path, std::int64_t max_
       if (type == PixelType::kF32) {
         const float f = static_cast<float>(v);
         if (!std::isfinite(f)) {
-          return absl::OutOfRangeError(absl::StrCat(
-              path, ": voxel ", i, " is beyond float32 after scl_slope/scl_inter"));
+          return absl::OutOfRangeError(
+              absl::StrCat(path, ": voxel ", i, " is beyond float32 after scl_slope/scl_inter"));
         }
         out.image.As<float>()[i] = f;
       } else if (v < -32768 || v > 32767) {
-        return absl::OutOfRangeError(absl::StrCat(
-            path, ": voxel ", i, " is ", v, " after scl_slope/scl_inter, outside i16 [-32768, "
-            "32767]; cuimg reads integer-scaled NIfTI as i16 and does not clamp"));
+        return absl::OutOfRangeError(
+            absl::StrCat(path, ": voxel ", i, " is ", v,
+                         " after scl_slope/scl_inter, outside i16 [-32768, "
+                         "32767]; cuimg reads integer-scaled NIfTI as i16 and does not clamp"));
       } else {
         out.image.As<std::int16_t>()[i] = static_cast<std::int16_t>(v);
       }
@@ -247,11 +254,20 @@ absl::Status WriteNifti(const std::string& path, const ImageView& image,
   QuietNifti();
   int datatype = 0;
   switch (image.type) {
-    case PixelType::kU8: datatype = DT_UINT8; break;
-    case PixelType::kI16: datatype = DT_INT16; break;
-    case PixelType::kU16: datatype = DT_UINT16; break;
-    case PixelType::kF32: datatype = DT_FLOAT32; break;
-    default: break;
+    case PixelType::kU8:
+      datatype = DT_UINT8;
+      break;
+    case PixelType::kI16:
+      datatype = DT_INT16;
+      break;
+    case PixelType::kU16:
+      datatype = DT_UINT16;
+      break;
+    case PixelType::kF32:
+      datatype = DT_FLOAT32;
+      break;
+    default:
+      break;
   }
   if (datatype == 0 || image.channels != 1) {
     return absl::InvalidArgumentError(
@@ -260,7 +276,8 @@ absl::Status WriteNifti(const std::string& path, const ImageView& image,
   const Extent& e = image.extent;
   const int64_t dims[8] = {e.depth > 1 ? 3 : 2, e.width, e.height, e.depth, 1, 1, 1, 1};
   NiftiPtr nim(nifti_make_new_nim(dims, datatype, 0));
-  if (nim == nullptr) return absl::InternalError(absl::StrCat(path, ": nifticlib cannot make a header"));
+  if (nim == nullptr)
+    return absl::InternalError(absl::StrCat(path, ": nifticlib cannot make a header"));
   const bool nifti2 = (keep != nullptr && keep->version == 2) || e.width > 32767 ||
                       e.height > 32767 || e.depth > 32767;
   const double step[3] = {spacing.x_mm > 0 ? spacing.x_mm : 1, spacing.y_mm > 0 ? spacing.y_mm : 1,
@@ -315,10 +332,10 @@ absl::Status WriteNifti(const std::string& path, const ImageView& image,
   if (znz_isnull(fp)) return absl::PermissionDeniedError(absl::StrCat(path, ": cannot create"));
   const char extension[4] = {0, 0, 0, 0};
   const std::size_t data_bytes = static_cast<std::size_t>(nim->nvox) * nim->nbyper;
-  const bool written =
-      (nifti2 ? znzwrite(&header2, sizeof header2, 1, fp) : znzwrite(&header1, sizeof header1, 1, fp)) == 1 &&
-      znzwrite(extension, 1, 4, fp) == 4 &&
-      znzwrite(image.data, 1, data_bytes, fp) == data_bytes;
+  const bool written = (nifti2 ? znzwrite(&header2, sizeof header2, 1, fp)
+                               : znzwrite(&header1, sizeof header1, 1, fp)) == 1 &&
+                       znzwrite(extension, 1, 4, fp) == 4 &&
+                       znzwrite(image.data, 1, data_bytes, fp) == data_bytes;
   if (znzclose(fp) != 0 || !written) {
     return absl::DataLossError(absl::StrCat(path, ": write failed"));
   }

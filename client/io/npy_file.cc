@@ -56,10 +56,14 @@ void SwapBytes(std::uint8_t* data, std::size_t count, std::size_t size) {
 
 const char* Descr(PixelType type) {
   switch (type) {
-    case PixelType::kU8: return "|u1";
-    case PixelType::kU16: return "<u2";
-    case PixelType::kI16: return "<i2";
-    case PixelType::kF32: break;
+    case PixelType::kU8:
+      return "|u1";
+    case PixelType::kU16:
+      return "<u2";
+    case PixelType::kI16:
+      return "<i2";
+    case PixelType::kF32:
+      break;
   }
   return "<f4";
 }
@@ -127,16 +131,16 @@ absl::StatusOr<Image> ParseNpy(absl::Span<const std::uint8_t> bytes, const std::
   if (shape.size() != 2 && shape.size() != 3) {
     return Bad(name, absl::StrCat("shape ", shape_text, " (expected (H, W) or (D, H, W))"));
   }
-  const Extent extent = shape.size() == 2 ? Extent{shape[1], shape[0], 1}
-                                          : Extent{shape[2], shape[1], shape[0]};
+  const Extent extent =
+      shape.size() == 2 ? Extent{shape[1], shape[0], 1} : Extent{shape[2], shape[1], shape[0]};
   if (extent.Pixels() > kMaxPixels) return Bad(name, "more than 2^30 pixels");
 
   // The data's size is checked before anything is allocated: a header may claim any shape.
   const std::size_t data_start = header_start + header_length;
   const std::size_t need = static_cast<std::size_t>(extent.Pixels()) * PixelSize(type);
   if (bytes.size() - data_start != need) {
-    return Bad(name, absl::StrCat(bytes.size() - data_start, " data bytes, shape and dtype need ",
-                                  need));
+    return Bad(name,
+               absl::StrCat(bytes.size() - data_start, " data bytes, shape and dtype need ", need));
   }
   Image image(type, extent);
   std::memcpy(image.bytes(), bytes.data() + data_start, image.size_bytes());
@@ -150,8 +154,9 @@ absl::StatusOr<std::vector<std::uint8_t>> EncodeNpy(const ImageView& image) {
         ".npy output holds one-channel images and volumes (write colour as .png or .tif)");
   }
   const Extent& e = image.extent;
-  const std::string shape = e.depth > 1 ? absl::StrCat("(", e.depth, ", ", e.height, ", ", e.width, ")")
-                                        : absl::StrCat("(", e.height, ", ", e.width, ")");
+  const std::string shape = e.depth > 1
+                                ? absl::StrCat("(", e.depth, ", ", e.height, ", ", e.width, ")")
+                                : absl::StrCat("(", e.height, ", ", e.width, ")");
   std::string header = absl::StrCat("{'descr': '", Descr(image.type),
                                     "', 'fortran_order': False, 'shape': ", shape, ", }");
   // Pad with spaces and end with '\n' so magic + version + length + header is a multiple of 64.

@@ -37,22 +37,31 @@ std::string TeemError() {
 
 absl::StatusOr<PixelType> FromTeemType(int type, const std::string& path) {
   switch (type) {
-    case nrrdTypeUChar: return PixelType::kU8;
-    case nrrdTypeUShort: return PixelType::kU16;
-    case nrrdTypeShort: return PixelType::kI16;
-    case nrrdTypeFloat: return PixelType::kF32;
-    default: break;
+    case nrrdTypeUChar:
+      return PixelType::kU8;
+    case nrrdTypeUShort:
+      return PixelType::kU16;
+    case nrrdTypeShort:
+      return PixelType::kI16;
+    case nrrdTypeFloat:
+      return PixelType::kF32;
+    default:
+      break;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      path, ": NRRD type ", airEnumStr(nrrdType, type), " (expected uchar, ushort, short, float)"));
+  return absl::InvalidArgumentError(absl::StrCat(path, ": NRRD type ", airEnumStr(nrrdType, type),
+                                                 " (expected uchar, ushort, short, float)"));
 }
 
 int ToTeemType(PixelType type) {
   switch (type) {
-    case PixelType::kU8: return nrrdTypeUChar;
-    case PixelType::kU16: return nrrdTypeUShort;
-    case PixelType::kI16: return nrrdTypeShort;
-    case PixelType::kF32: break;
+    case PixelType::kU8:
+      return nrrdTypeUChar;
+    case PixelType::kU16:
+      return nrrdTypeUShort;
+    case PixelType::kI16:
+      return nrrdTypeShort;
+    case PixelType::kF32:
+      break;
   }
   return nrrdTypeFloat;
 }
@@ -66,9 +75,9 @@ absl::StatusOr<Extent> CheckHeader(const Nrrd* n, const std::string& path) {
            n->dim == 3 ? static_cast<std::int64_t>(n->axis[2].size) : 1};
   if (e.width < 1 || e.height < 1 || e.depth < 1 || e.width > 65536 || e.height > 65536 ||
       e.depth > 65536 || e.Pixels() > kMaxPixels) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": NRRD sizes ", e.width, "x", e.height, "x", e.depth,
-                     " (each in [1, 65536], at most 2^30 voxels)"));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": NRRD sizes ", e.width, "x", e.height,
+                                                   "x", e.depth,
+                                                   " (each in [1, 65536], at most 2^30 voxels)"));
   }
   return e;
 }
@@ -113,7 +122,8 @@ PatientGeometry Geometry(const Nrrd* n) {
   if (n->dim < 2 || n->dim > 3 || n->spaceDim != 3) return g;
   for (unsigned axis = 0; axis < n->dim; ++axis) {
     double norm = 0;
-    for (int k = 0; k < 3; ++k) norm += n->axis[axis].spaceDirection[k] * n->axis[axis].spaceDirection[k];
+    for (int k = 0; k < 3; ++k)
+      norm += n->axis[axis].spaceDirection[k] * n->axis[axis].spaceDirection[k];
     norm = std::sqrt(norm);
     if (!(norm > 0) || !std::isfinite(norm)) return g;
     for (int k = 0; k < 3; ++k) g.axes[axis][k] = flip[k] * n->axis[axis].spaceDirection[k] / norm;
@@ -185,7 +195,8 @@ absl::Status WriteNrrd(const std::string& path, const ImageView& image, const Vo
                             spacing.y_mm > 0 ? spacing.y_mm : 1,
                             spacing.z_mm > 0 ? spacing.z_mm : 1};
     for (unsigned axis = 0; axis < n->dim; ++axis) {
-      for (int k = 0; k < 3; ++k) n->axis[axis].spaceDirection[k] = geometry.axes[axis][k] * step[axis];
+      for (int k = 0; k < 3; ++k)
+        n->axis[axis].spaceDirection[k] = geometry.axes[axis][k] * step[axis];
     }
     for (int k = 0; k < 3; ++k) n->spaceOrigin[k] = geometry.origin[k];
   } else if (spacing.Known()) {

@@ -22,7 +22,8 @@ using TiffPtr = std::unique_ptr<TIFF, TiffCloser>;
 }  // namespace
 
 absl::Status WriteTiff(const std::string& path, const ImageView& image) {
-  if (image.channels != 1) return absl::InvalidArgumentError(absl::StrCat(path, ": TIFF output needs 1 channel"));
+  if (image.channels != 1)
+    return absl::InvalidArgumentError(absl::StrCat(path, ": TIFF output needs 1 channel"));
   TiffPtr owner(TIFFOpen(path.c_str(), "w"));
   if (!owner) return absl::PermissionDeniedError(absl::StrCat(path, ": cannot create"));
   TIFF* tif = owner.get();
@@ -71,7 +72,8 @@ struct MemoryFile {
 tsize_t MemoryRead(thandle_t h, tdata_t out, tsize_t n) {
   auto* f = static_cast<MemoryFile*>(h);
   if (n < 0 || f->pos >= f->bytes.size()) return 0;
-  const std::size_t count = std::min<std::size_t>(static_cast<std::size_t>(n), f->bytes.size() - f->pos);
+  const std::size_t count =
+      std::min<std::size_t>(static_cast<std::size_t>(n), f->bytes.size() - f->pos);
   std::memcpy(out, f->bytes.data() + f->pos, count);
   f->pos += count;
   return static_cast<tsize_t>(count);
@@ -104,18 +106,24 @@ absl::StatusOr<Image> ReadPages(TIFF* tif, const std::string& path, std::int64_t
   TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &format);
   PixelType type;
   if (samples != 1) return absl::InvalidArgumentError(absl::StrCat(path, ": only 1-channel TIFF"));
-  if (bits == 8 && format == SAMPLEFORMAT_UINT) type = PixelType::kU8;
-  else if (bits == 16 && format == SAMPLEFORMAT_UINT) type = PixelType::kU16;
-  else if (bits == 16 && format == SAMPLEFORMAT_INT) type = PixelType::kI16;
-  else if (bits == 32 && format == SAMPLEFORMAT_IEEEFP) type = PixelType::kF32;
-  else return absl::InvalidArgumentError(absl::StrCat(path, ": unsupported TIFF sample format"));
+  if (bits == 8 && format == SAMPLEFORMAT_UINT)
+    type = PixelType::kU8;
+  else if (bits == 16 && format == SAMPLEFORMAT_UINT)
+    type = PixelType::kU16;
+  else if (bits == 16 && format == SAMPLEFORMAT_INT)
+    type = PixelType::kI16;
+  else if (bits == 32 && format == SAMPLEFORMAT_IEEEFP)
+    type = PixelType::kF32;
+  else
+    return absl::InvalidArgumentError(absl::StrCat(path, ": unsupported TIFF sample format"));
   const std::int64_t depth = TIFFNumberOfDirectories(tif);
   if (width == 0 || height == 0 || depth == 0) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": empty TIFF"));
   }
   // w * h fits in 64 bits unsigned; w * h * d > max  <=>  w * h > floor(max / d) (no overflow).
-  if (std::uint64_t{width} * height > static_cast<std::uint64_t>(std::max<std::int64_t>(max_pixels, 0)) /
-                                          static_cast<std::uint64_t>(depth)) {
+  if (std::uint64_t{width} * height >
+      static_cast<std::uint64_t>(std::max<std::int64_t>(max_pixels, 0)) /
+          static_cast<std::uint64_t>(depth)) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", width, "x", height, "x", depth,
                                                    " pixels exceed the limit of ", max_pixels));
   }

@@ -79,9 +79,9 @@ absl::StatusOr<VideoFrames> VideoFrames::Open(const std::string& path) {
       !absl::SimpleAtoi(size[1], &height) || width < 1 || height < 1) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": no video stream ffprobe can read"));
   }
-  absl::StatusOr<std::pair<pid_t, std::FILE*>> decoder = Spawn(
-      {"ffmpeg", "-v", "error", "-nostdin", "-i", path, "-f", "rawvideo", "-pix_fmt", "bgr24",
-       "-"});
+  absl::StatusOr<std::pair<pid_t, std::FILE*>> decoder =
+      Spawn({"ffmpeg", "-v", "error", "-nostdin", "-i", path, "-f", "rawvideo", "-pix_fmt", "bgr24",
+             "-"});
   if (!decoder.ok()) return decoder.status();
   return VideoFrames(width, height, decoder->first, decoder->second);
 }
@@ -106,8 +106,8 @@ absl::StatusOr<bool> VideoFrames::Next(Image* frame) {
   const std::size_t got = std::fread(image.bytes(), 1, image.size_bytes(), pipe_);
   if (got == 0 && std::feof(pipe_)) return false;
   if (got != image.size_bytes()) {
-    return absl::DataLossError(absl::StrCat("video: a frame ended after ", got, " of ",
-                                            image.size_bytes(), " bytes"));
+    return absl::DataLossError(
+        absl::StrCat("video: a frame ended after ", got, " of ", image.size_bytes(), " bytes"));
   }
   *frame = std::move(image);
   return true;

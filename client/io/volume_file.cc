@@ -65,8 +65,9 @@ absl::StatusOr<VolumeFile> ReadVolumeFile(const std::string& path,
   if (!HasExtension(path, {".png", ".jpg", ".jpeg", ".tif", ".tiff"})) {
     // The path names no format cuimg reads: a usage error (ExitCodeForReadError), not bad data.
     return absl::FailedPreconditionError(absl::StrCat(
-        path, ": unknown input extension (cuimg reads .png, .jpg, .tif, .npy, .nrrd, .nhdr, .nii, "
-              ".nii.gz, or a directory of DICOM files)"));
+        path,
+        ": unknown input extension (cuimg reads .png, .jpg, .tif, .npy, .nrrd, .nhdr, .nii, "
+        ".nii.gz, or a directory of DICOM files)"));
   }
   CUIMG_ASSIGN_OR_RETURN(out.image, ReadImageFile(path));
   return out;
@@ -78,7 +79,8 @@ absl::Status WriteVolumeFile(const std::string& path, const ImageView& image,
   if (IsDicomSeriesPath(path)) {
     if (source.dicom == nullptr) {
       return absl::FailedPreconditionError(absl::StrCat(
-          path, ": a DICOM series is written only from a DICOM series input (its tags are copied)"));
+          path,
+          ": a DICOM series is written only from a DICOM series input (its tags are copied)"));
     }
     DicomWriteOptions dicom_options;
     dicom_options.derivation = options.derivation;
@@ -87,7 +89,9 @@ absl::Status WriteVolumeFile(const std::string& path, const ImageView& image,
   }
   if (HasExtension(path, {".npy"})) {
     absl::StatusOr<std::vector<std::uint8_t>> bytes = EncodeNpy(image);
-    if (!bytes.ok()) return absl::Status(bytes.status().code(), absl::StrCat(path, ": ", bytes.status().message()));
+    if (!bytes.ok())
+      return absl::Status(bytes.status().code(),
+                          absl::StrCat(path, ": ", bytes.status().message()));
     return WriteFileBytes(path, *bytes);
   }
   if (HasExtension(path, {".nrrd"})) {
@@ -98,8 +102,9 @@ absl::Status WriteVolumeFile(const std::string& path, const ImageView& image,
   }
   if (!HasExtension(path, {".png", ".jpg", ".jpeg", ".tif", ".tiff"})) {
     return absl::InvalidArgumentError(absl::StrCat(
-        path, ": unknown output extension (use .png, .jpg, .tif, .npy, .nrrd, .nii, .nii.gz, or a "
-              "directory for a DICOM series)"));
+        path,
+        ": unknown output extension (use .png, .jpg, .tif, .npy, .nrrd, .nii, .nii.gz, or a "
+        "directory for a DICOM series)"));
   }
   return WriteImageFile(path, image);
 }

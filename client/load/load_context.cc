@@ -171,8 +171,8 @@ nlohmann::ordered_json LoadContext(std::time_t started, const std::string& clien
   context["date_utc"] = date;
   char host[256] = {};
   context["client_host"] = gethostname(host, sizeof(host) - 1) == 0 ? host : "unknown";
-  context["client"] = absl::StrJoin(
-      absl::StrSplit(client_build, '\n', absl::SkipWhitespace()), ", ");
+  context["client"] =
+      absl::StrJoin(absl::StrSplit(client_build, '\n', absl::SkipWhitespace()), ", ");
   nlohmann::ordered_json server = {
       {"metrics", metrics_endpoint.empty() ? "none" : metrics_endpoint},
       {"version", "unknown"},

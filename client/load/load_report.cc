@@ -44,7 +44,7 @@ absl::Status WriteText(const std::string& path, const std::string& text) {
   return absl::OkStatus();
 }
 
-constexpr int kNoPython = 127;     // exec failed
+constexpr int kNoPython = 127;    // exec failed
 constexpr int kNoMatplotlib = 3;  // load_report.py's own code
 
 // Runs the command; its exit status (kNoPython when it could not start, 128 + N for signal N).
@@ -83,7 +83,8 @@ absl::Status WriteLoadReport(const std::string& output, const std::string& summa
   const std::string json = scratch.path() + "/summary.json";
   const std::string csv = scratch.path() + "/records.csv";
   for (const auto& [path, text] : {std::pair<std::string, std::string>{script, kLoadReportScript},
-                                   {json, summary_json}, {csv, records_csv}}) {
+                                   {json, summary_json},
+                                   {csv, records_csv}}) {
     if (absl::Status s = WriteText(path, text); !s.ok()) return s;
   }
   // Debian's python3-matplotlib lives under /usr/bin/python3; a python3 earlier on PATH (a

@@ -38,7 +38,9 @@ class UnaryLoadRpc final : public LoadRpc {
   // `by_slot`: the request follows the slot (--shm: each slot its own result region), else the
   // call number (calls cycle through the inputs).
   UnaryLoadRpc(Payload payload, std::vector<Request> requests, Method method, bool by_slot = false)
-      : LoadRpc(std::move(payload)), requests_(std::move(requests)), method_(method),
+      : LoadRpc(std::move(payload)),
+        requests_(std::move(requests)),
+        method_(method),
         by_slot_(by_slot) {}
 
   std::unique_ptr<google::protobuf::Message> NewResponse() const override {
@@ -52,8 +54,7 @@ class UnaryLoadRpc final : public LoadRpc {
              google::protobuf::Message* response,
              std::function<void(grpc::Status)> done) const override {
     const Request& request = requests_[static_cast<std::size_t>(payload)];
-    (stub.async()->*method_)(context, &request, static_cast<Response*>(response),
-                             std::move(done));
+    (stub.async()->*method_)(context, &request, static_cast<Response*>(response), std::move(done));
   }
   std::size_t request_bytes() const override {
     std::size_t total = 0;
@@ -68,11 +69,10 @@ class UnaryLoadRpc final : public LoadRpc {
 };
 
 template <typename Request, typename Response>
-std::unique_ptr<LoadRpc> MakeUnary(
-    LoadRpc::Payload payload, std::vector<Request> requests,
-    typename UnaryLoadRpc<Request, Response>::Method method) {
-  return std::make_unique<UnaryLoadRpc<Request, Response>>(std::move(payload),
-                                                           std::move(requests), method);
+std::unique_ptr<LoadRpc> MakeUnary(LoadRpc::Payload payload, std::vector<Request> requests,
+                                   typename UnaryLoadRpc<Request, Response>::Method method) {
+  return std::make_unique<UnaryLoadRpc<Request, Response>>(std::move(payload), std::move(requests),
+                                                           method);
 }
 
 absl::StatusOr<PixelType> ParsePixelType(const std::string& name) {
@@ -175,9 +175,11 @@ absl::StatusOr<std::vector<Source>> ImageSources(const LoadCommand& c, bool enco
   if (paths.empty() && std::filesystem::is_directory(c.input, error)) {
     absl::StatusOr<VolumeFile> series = ReadVolumeFile(c.input);
     if (!series.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--input: ", c.input, " holds no image file (.png, .jpg, .tif, .npy, .nrrd) and no "
-          "DICOM series (", series.status().message(), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--input: ", c.input,
+                       " holds no image file (.png, .jpg, .tif, .npy, .nrrd) and no "
+                       "DICOM series (",
+                       series.status().message(), ")"));
     }
     out.push_back(Source{*std::move(series), ""});
     return out;
@@ -234,8 +236,8 @@ void DescribeImages(const LoadCommand& c, const std::vector<Source>& sources,
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   payload->push_back({"size", sizes.size() == 1 ? sizes[0] : absl::StrJoin(sizes, " ")});
-  payload->push_back({"pixel_type", c.input.empty() && c.video.empty() ? c.pixel_type
-                                                                       : "from input"});
+  payload->push_back(
+      {"pixel_type", c.input.empty() && c.video.empty() ? c.pixel_type : "from input"});
 }
 
 absl::Status Need2D(const Image& image, absl::string_view rpc) {
@@ -352,11 +354,11 @@ absl::StatusOr<std::unique_ptr<LoadRpc>> Deform(const LoadCommand& c) {
   v1::DeformRequest request;
   ToProtoMesh(mesh, request.mutable_mesh()->mutable_mesh());
   ToProtoLattice(lattice, request.mutable_lattice());
-  LoadRpc::Payload payload = {
-      {"mesh", input},
-      {"vertices", absl::StrCat(mesh.vertex_count())},
-      {"triangles", absl::StrCat(mesh.triangle_count())},
-      {"lattice", c.deform.lattice_file.empty() ? c.deform.controls.counts : c.deform.lattice_file}};
+  LoadRpc::Payload payload = {{"mesh", input},
+                              {"vertices", absl::StrCat(mesh.vertex_count())},
+                              {"triangles", absl::StrCat(mesh.triangle_count())},
+                              {"lattice", c.deform.lattice_file.empty() ? c.deform.controls.counts
+                                                                        : c.deform.lattice_file}};
   std::vector<v1::DeformRequest> requests;
   requests.push_back(std::move(request));
   return MakeUnary<v1::DeformRequest, v1::DeformResponse>(

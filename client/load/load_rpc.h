@@ -62,8 +62,8 @@ class LoadRpc {
 // With --shm (morphology only), `shared_memory` turns the request into one request per slot
 // whose pixels travel through a registered region; slot i sends requests[i % count].
 inline constexpr int kMaxVideoFrames = 100;
-using SharedMemoryRewrite = std::function<absl::StatusOr<std::vector<v1::MorphologyRequest>>(
-    const v1::MorphologyRequest&)>;
+using SharedMemoryRewrite =
+    std::function<absl::StatusOr<std::vector<v1::MorphologyRequest>>(const v1::MorphologyRequest&)>;
 absl::StatusOr<std::unique_ptr<LoadRpc>> MakeLoadRpc(const LoadCommand& command,
                                                      const SharedMemoryRewrite& shared_memory);
 

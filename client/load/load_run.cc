@@ -66,7 +66,8 @@ class LoadRun {
       // Open loop: calls start on schedule whatever the latency (no coordinated omission).
       const auto interval = std::chrono::duration<double>(1.0 / c_.rate);
       for (std::int64_t i = 0; !Done(); ++i) {
-        std::this_thread::sleep_until(t0_ + std::chrono::duration_cast<Clock::duration>(interval * i));
+        std::this_thread::sleep_until(t0_ +
+                                      std::chrono::duration_cast<Clock::duration>(interval * i));
         if (Elapsed() >= StopAt() && c_.requests == 0) break;
         Issue(static_cast<int>(i));
         DestroyFinished();
@@ -213,7 +214,7 @@ class LoadRun {
   Clock::time_point t0_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::list<Call> calls_;                           // issued, not yet destroyed
+  std::list<Call> calls_;                            // issued, not yet destroyed
   std::vector<std::list<Call>::iterator> finished_;  // handed back by their callbacks
   std::vector<CallRecord> records_;
   std::int64_t issued_ = 0;

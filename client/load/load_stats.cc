@@ -141,9 +141,9 @@ nlohmann::ordered_json SummaryJson(const LoadSummary& s, const nlohmann::ordered
     j["errors"][code] = {
         {"count", e.count}, {"messages", messages}, {"other_messages", e.other_messages}};
   }
-  j["server_us_median"] = {{"queue", Round4(s.server_queue)},   {"decode", Round4(s.server_decode)},
-                           {"h2d", Round4(s.server_h2d)},       {"kernel", Round4(s.server_kernel)},
-                           {"d2h", Round4(s.server_d2h)},       {"total", Round4(s.server_total)}};
+  j["server_us_median"] = {{"queue", Round4(s.server_queue)}, {"decode", Round4(s.server_decode)},
+                           {"h2d", Round4(s.server_h2d)},     {"kernel", Round4(s.server_kernel)},
+                           {"d2h", Round4(s.server_d2h)},     {"total", Round4(s.server_total)}};
   j["devices"] = nlohmann::ordered_json::object();
   for (const auto& [device, n] : s.devices) j["devices"][absl::StrCat(device)] = n;
   j["windows"] = nlohmann::ordered_json::array();
@@ -157,16 +157,16 @@ nlohmann::ordered_json SummaryJson(const LoadSummary& s, const nlohmann::ordered
 }
 
 std::string SummaryText(const LoadSummary& s) {
-  std::string out = absl::StrFormat("requests %d in %.1f s, %.1f ok/s", s.requests, s.seconds,
-                                    s.throughput);
+  std::string out =
+      absl::StrFormat("requests %d in %.1f s, %.1f ok/s", s.requests, s.seconds, s.throughput);
   if (s.warmup_s > 0 || s.warmup_calls > 0) {
     absl::StrAppend(&out, absl::StrFormat(" (after a %.1f s warm-up of %d calls, not counted)",
                                           s.warmup_s, s.warmup_calls));
   }
   absl::StrAppend(&out, "\n");
   if (s.ok > 0) {
-    absl::StrAppend(&out, absl::StrFormat(
-                              "latency ms: p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f  "
+    absl::StrAppend(
+        &out, absl::StrFormat("latency ms: p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f  "
                               "mean %.3f\n",
                               s.p50, s.p90, s.p99, s.p999, s.max, s.mean));
   } else {
@@ -199,11 +199,11 @@ std::string RecordsCsv(const std::vector<CallRecord>& records) {
       "message\n";
   for (const CallRecord& r : records) {
     if (r.warmup) continue;
-    absl::StrAppend(&out, absl::StrFormat("%.6f,%.4f,%s,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%d,%d,",
-                                          r.start_s, r.latency_ms, r.code, r.server.queue_us,
-                                          r.server.decode_us, r.server.h2d_us, r.server.kernel_us,
-                                          r.server.d2h_us, r.server.total_us, r.server.device,
-                                          r.payload),
+    absl::StrAppend(&out,
+                    absl::StrFormat("%.6f,%.4f,%s,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%d,%d,", r.start_s,
+                                    r.latency_ms, r.code, r.server.queue_us, r.server.decode_us,
+                                    r.server.h2d_us, r.server.kernel_us, r.server.d2h_us,
+                                    r.server.total_us, r.server.device, r.payload),
                     r.message.empty() ? "" : CsvQuoted(r.message), "\n");
   }
   return out;

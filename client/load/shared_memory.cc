@@ -44,8 +44,8 @@ absl::StatusOr<std::unique_ptr<SharedMemoryObject>> SharedMemoryObject::Create(
     shm_unlink(key.c_str());
     return absl::ResourceExhaustedError(absl::StrCat("mmap(", key, "): ", std::strerror(error)));
   }
-  return std::unique_ptr<SharedMemoryObject>(new SharedMemoryObject(
-      std::move(key), fd, static_cast<std::uint8_t*>(data), bytes));
+  return std::unique_ptr<SharedMemoryObject>(
+      new SharedMemoryObject(std::move(key), fd, static_cast<std::uint8_t*>(data), bytes));
 }
 
 SharedMemoryObject::~SharedMemoryObject() {
@@ -54,7 +54,8 @@ SharedMemoryObject::~SharedMemoryObject() {
   shm_unlink(key_.c_str());
 }
 
-absl::StatusOr<std::string> KeyPrefix(v1::Imaging::Stub& stub, const ConnectionOptions& connection) {
+absl::StatusOr<std::string> KeyPrefix(v1::Imaging::Stub& stub,
+                                      const ConnectionOptions& connection) {
   grpc::ClientContext ctx;
   PrepareContext(connection, &ctx);
   v1::ListSharedMemoryResponse response;
@@ -74,8 +75,8 @@ absl::StatusOr<std::string> RegisterRegion(v1::Imaging::Stub& stub,
   request.set_key(object.key());
   request.set_byte_size(object.size());
   v1::RegisterSharedMemoryResponse response;
-  if (absl::Status s = FromGrpc(stub.RegisterSharedMemory(&ctx, request, &response),
-                                "RegisterSharedMemory");
+  if (absl::Status s =
+          FromGrpc(stub.RegisterSharedMemory(&ctx, request, &response), "RegisterSharedMemory");
       !s.ok()) {
     return s;
   }

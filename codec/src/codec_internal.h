@@ -13,8 +13,7 @@ absl::StatusOr<Image> DecodeJpeg(absl::Span<const std::uint8_t> bytes, const Dec
 // Decodes into `image` (allocated to the file's size and channels) in strips on `threads`; false
 // when the file does not qualify or any strip meets an error or warning (the caller then decodes
 // serially, which refuses it).
-bool DecodeJpegInStrips(absl::Span<const std::uint8_t> bytes, DecodeThreads& threads,
-                        Image& image);
+bool DecodeJpegInStrips(absl::Span<const std::uint8_t> bytes, DecodeThreads& threads, Image& image);
 absl::StatusOr<ImageView> ProbePng(absl::Span<const std::uint8_t> bytes);
 absl::StatusOr<ImageView> ProbeJpeg(absl::Span<const std::uint8_t> bytes);
 

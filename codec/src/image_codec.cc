@@ -25,8 +25,8 @@ absl::StatusOr<ImageView> ProbeImage(absl::Span<const std::uint8_t> bytes) {
   return absl::InvalidArgumentError("not a PNG or JPEG file (unknown signature)");
 }
 
-absl::StatusOr<Image> DecodeImage(absl::Span<const std::uint8_t> bytes,
-                                  const DecodeLimits& limits, DecodeThreads* threads) {
+absl::StatusOr<Image> DecodeImage(absl::Span<const std::uint8_t> bytes, const DecodeLimits& limits,
+                                  DecodeThreads* threads) {
   switch (SniffImageFormat(bytes)) {
     case ImageFormat::kPng:
       return DecodePng(bytes, limits);

@@ -31,8 +31,8 @@ absl::StatusOr<ImageView> ProbeJpeg(absl::Span<const std::uint8_t> bytes) {
                    nullptr};
 }
 
-absl::StatusOr<Image> DecodeJpeg(absl::Span<const std::uint8_t> bytes,
-                                 const DecodeLimits& limits, DecodeThreads* threads) {
+absl::StatusOr<Image> DecodeJpeg(absl::Span<const std::uint8_t> bytes, const DecodeLimits& limits,
+                                 DecodeThreads* threads) {
   TjHandle tj(tjInitDecompress());
   if (!tj) return absl::ResourceExhaustedError("tjInitDecompress failed");
   int width = 0;
@@ -45,9 +45,9 @@ absl::StatusOr<Image> DecodeJpeg(absl::Span<const std::uint8_t> bytes,
   }
   if (width < 1 || height < 1 || width > limits.max_side || height > limits.max_side ||
       static_cast<std::int64_t>(width) * height > limits.max_pixels) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("JPEG image ", width, "x", height, " exceeds the limits (", limits.max_pixels,
-                     " pixels, ", limits.max_side, " per side)"));
+    return absl::ResourceExhaustedError(absl::StrCat("JPEG image ", width, "x", height,
+                                                     " exceeds the limits (", limits.max_pixels,
+                                                     " pixels, ", limits.max_side, " per side)"));
   }
   const bool gray = colorspace == TJCS_GRAY;
   const int channels = gray ? 1 : 3;
@@ -55,9 +55,8 @@ absl::StatusOr<Image> DecodeJpeg(absl::Span<const std::uint8_t> bytes,
   if (threads != nullptr && DecodeJpegInStrips(bytes, *threads, image)) return image;
   // A warning is refused like an error: libjpeg goes on past corrupt or missing data (a
   // truncated file's missing rows come out grey), and such pixels must never pass for the image.
-  if (tjDecompress2(tj.get(), bytes.data(), static_cast<unsigned long>(bytes.size()),
-                    image.bytes(), width, width * channels, height,
-                    gray ? TJPF_GRAY : TJPF_BGR,
+  if (tjDecompress2(tj.get(), bytes.data(), static_cast<unsigned long>(bytes.size()), image.bytes(),
+                    width, width * channels, height, gray ? TJPF_GRAY : TJPF_BGR,
                     // A progressive file can repeat scans without end: a CPU bomb.
                     TJFLAG_ACCURATEDCT | TJFLAG_LIMITSCANS | TJFLAG_STOPONWARNING) != 0) {
     return absl::InvalidArgumentError(absl::StrCat("corrupt JPEG: ", tjGetErrorStr2(tj.get())));
@@ -70,7 +69,8 @@ absl::StatusOr<std::vector<std::uint8_t>> EncodeJpeg(const ImageView& image, int
       (image.channels != 1 && image.channels != 3)) {
     return absl::InvalidArgumentError("JPEG needs a 2D U8 image with 1 or 3 channels");
   }
-  if (quality < 1 || quality > 100) return absl::InvalidArgumentError("JPEG quality: not in [1, 100]");
+  if (quality < 1 || quality > 100)
+    return absl::InvalidArgumentError("JPEG quality: not in [1, 100]");
   TjHandle tj(tjInitCompress());
   if (!tj) return absl::ResourceExhaustedError("tjInitCompress failed");
   unsigned char* buffer = nullptr;

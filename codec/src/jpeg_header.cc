@@ -63,7 +63,8 @@ absl::Status ReadHuffmanTables(const std::uint8_t* p, int length, std::size_t at
     if (cls > 1 || slot > 3) return Fault(at, "Huffman table class or slot out of range");
     int symbols = 0;
     for (int k = 1; k <= 16; ++k) symbols += p[i + k];
-    if (symbols > 256 || length - i - 17 < symbols) return Fault(at, "Huffman table past its segment");
+    if (symbols > 256 || length - i - 17 < symbols)
+      return Fault(at, "Huffman table past its segment");
     (cls == 0 ? w.dc_defined : w.ac_defined)[slot] = true;
     i += 17 + symbols;
   }
@@ -91,7 +92,8 @@ absl::Status ReadScan(const std::uint8_t* p, int length, std::size_t at, Walk& w
     const int dc = p[2 + 2 * i] >> 4;
     const int ac = p[2 + 2 * i] & 15;
     // Huffman coding only (arithmetic-coded files are routed by their frame marker).
-    if ((needs_dc && (dc > 3 || !w.dc_defined[dc])) || (needs_ac && (ac > 3 || !w.ac_defined[ac]))) {
+    if ((needs_dc && (dc > 3 || !w.dc_defined[dc])) ||
+        (needs_ac && (ac > 3 || !w.ac_defined[ac]))) {
       h.tables_defined = false;
     }
   }

@@ -86,8 +86,8 @@ bool DecodeJpegInStrips(absl::Span<const std::uint8_t> bytes, DecodeThreads& thr
     auto boundary = [&](int i) {
       return i == n ? height : std::min(height, height * i / n / kRowAlign * kRowAlign);
     };
-    if (!DecodeRows(bytes.data(), bytes.size(), boundary(index), boundary(index + 1), gray,
-                    pixels, stride)) {
+    if (!DecodeRows(bytes.data(), bytes.size(), boundary(index), boundary(index + 1), gray, pixels,
+                    stride)) {
       ok = false;
     }
   });

@@ -86,8 +86,8 @@ absl::Status DecodeInto(ReadState* state, const DecodeLimits& limits, Image* ima
       if ((channels != 1 && channels != 3) || (depth != 8 && depth != 16)) {
         failure = 3;
       } else {
-        *image = Image(depth == 16 ? PixelType::kU16 : PixelType::kU8,
-                       Extent{width, height, 1}, channels);
+        *image = Image(depth == 16 ? PixelType::kU16 : PixelType::kU8, Extent{width, height, 1},
+                       channels);
         const std::size_t stride = static_cast<std::size_t>(width) * channels * (depth / 8);
         rows.resize(height);
         for (png_uint_32 y = 0; y < height; ++y) rows[y] = image->bytes() + y * stride;
@@ -101,9 +101,9 @@ absl::Status DecodeInto(ReadState* state, const DecodeLimits& limits, Image* ima
     case 0:
       return absl::OkStatus();
     case 2:
-      return absl::ResourceExhaustedError(
-          absl::StrCat("PNG image exceeds the limits (", limits.max_pixels, " pixels, ",
-                       limits.max_side, " per side)"));
+      return absl::ResourceExhaustedError(absl::StrCat("PNG image exceeds the limits (",
+                                                       limits.max_pixels, " pixels, ",
+                                                       limits.max_side, " per side)"));
     case 3:
       return absl::InvalidArgumentError("PNG layout not supported");
     default:
@@ -119,7 +119,8 @@ std::uint32_t BigEndian32(const std::uint8_t* p) {
 }  // namespace
 
 absl::StatusOr<ImageView> ProbePng(absl::Span<const std::uint8_t> bytes) {
-  // Signature (8), then the IHDR chunk: length (4) "IHDR" width (4) height (4) depth (1) colour (1).
+  // Signature (8), then the IHDR chunk: length (4) "IHDR" width (4) height (4) depth (1) colour
+  // (1).
   if (bytes.size() < 26 || std::memcmp(bytes.data() + 12, "IHDR", 4) != 0) {
     return absl::InvalidArgumentError("corrupt PNG: no IHDR chunk");
   }
@@ -132,8 +133,8 @@ absl::StatusOr<ImageView> ProbePng(absl::Span<const std::uint8_t> bytes) {
   }
   // DecodePng keeps gray as one channel and turns palette/colour into BGR, alpha dropped.
   const bool gray = color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA;
-  return ImageView{depth == 16 ? PixelType::kU16 : PixelType::kU8,
-                   Extent{width, height, 1}, gray ? 1 : 3, nullptr};
+  return ImageView{depth == 16 ? PixelType::kU16 : PixelType::kU8, Extent{width, height, 1},
+                   gray ? 1 : 3, nullptr};
 }
 
 absl::StatusOr<Image> DecodePng(absl::Span<const std::uint8_t> bytes, const DecodeLimits& limits) {

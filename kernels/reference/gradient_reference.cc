@@ -88,8 +88,7 @@ absl::StatusOr<GradientImages> GradientReference(const Image& input, const Gradi
       GradientSlice<T>(input.As<T>() + z * slice, e, *taps, out.gx.As<float>() + z * slice,
                        out.gy.As<float>() + z * slice,
                        spec.magnitude ? out.magnitude.As<float>() + z * slice : nullptr,
-                       spec.angle ? out.angle.As<float>() + z * slice : nullptr, threads,
-                       cancel);
+                       spec.angle ? out.angle.As<float>() + z * slice : nullptr, threads, cancel);
     }
     return 0;
   });

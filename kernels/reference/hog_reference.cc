@@ -20,10 +20,10 @@ absl::Status CheckDetectInput(const ImageView& image) {
   if (image.type != PixelType::kU8 || image.extent.depth != 1 ||
       (image.channels != 1 && image.channels != 3 && image.channels != 4) ||
       image.extent.width < 1 || image.extent.height < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "image: ", PixelTypeName(image.type), " ", image.extent.width, "x", image.extent.height,
-        "x", image.extent.depth, " with ", image.channels,
-        " channels; detection needs a 2D U8 image with 1, 3 or 4 channels"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("image: ", PixelTypeName(image.type), " ", image.extent.width, "x",
+                     image.extent.height, "x", image.extent.depth, " with ", image.channels,
+                     " channels; detection needs a 2D U8 image with 1, 3 or 4 channels"));
   }
   return absl::OkStatus();
 }
@@ -47,7 +47,8 @@ void NormalizeBlock(float* hist) {
     return t0 + t1;
   };
   float scale = 1.f / (std::sqrt(sum_squares(hist)) + kHogBlockFeatures * 0.1f);
-  for (int i = 0; i < kHogBlockFeatures; ++i) hist[i] = std::min(hist[i] * scale, kHogL2HysThreshold);
+  for (int i = 0; i < kHogBlockFeatures; ++i)
+    hist[i] = std::min(hist[i] * scale, kHogL2HysThreshold);
   scale = 1.f / (std::sqrt(sum_squares(hist)) + 1e-3f);
   for (int i = 0; i < kHogBlockFeatures; ++i) hist[i] *= scale;
 }
@@ -55,10 +56,10 @@ void NormalizeBlock(float* hist) {
 }  // namespace
 
 absl::StatusOr<Image> ResizeLinearExactU8(const ImageView& src, int width, int height) {
-  if (src.type != PixelType::kU8 || src.extent.depth != 1 || src.channels < 1 ||
-      src.channels > 4 || src.extent.width < 1 || src.extent.height < 1 || width < 1 ||
-      height < 1) {
-    return absl::InvalidArgumentError("resize: needs a 2D U8 image of 1..4 channels and sizes >= 1");
+  if (src.type != PixelType::kU8 || src.extent.depth != 1 || src.channels < 1 || src.channels > 4 ||
+      src.extent.width < 1 || src.extent.height < 1 || width < 1 || height < 1) {
+    return absl::InvalidArgumentError(
+        "resize: needs a 2D U8 image of 1..4 channels and sizes >= 1");
   }
   const int sw = static_cast<int>(src.extent.width);
   const int sh = static_cast<int>(src.extent.height);
@@ -86,10 +87,18 @@ absl::StatusOr<Image> ResizeLinearExactU8(const ImageView& src, int width, int h
     }
   };
   switch (cn) {
-    case 1: resize(std::integral_constant<int, 1>{}); break;
-    case 2: resize(std::integral_constant<int, 2>{}); break;
-    case 3: resize(std::integral_constant<int, 3>{}); break;
-    default: resize(std::integral_constant<int, 4>{}); break;
+    case 1:
+      resize(std::integral_constant<int, 1>{});
+      break;
+    case 2:
+      resize(std::integral_constant<int, 2>{});
+      break;
+    case 3:
+      resize(std::integral_constant<int, 3>{});
+      break;
+    default:
+      resize(std::integral_constant<int, 4>{});
+      break;
   }
   return out;
 }
@@ -164,8 +173,8 @@ absl::StatusOr<HogBlocks> ComputeHogBlocks(const HogVotes& votes, int blocks_x, 
       (blocks_x > 0 && (blocks_x - 1) * kHogBlockStride + kHogBlockSize > votes.width) ||
       (blocks_y > 0 && (blocks_y - 1) * kHogBlockStride + kHogBlockSize > votes.height)) {
     return absl::InvalidArgumentError(absl::StrCat("blocks: ", blocks_x, "x", blocks_y,
-                                                   " do not fit ", votes.width, "x",
-                                                   votes.height, " pixels"));
+                                                   " do not fit ", votes.width, "x", votes.height,
+                                                   " pixels"));
   }
   HogBlocks b;
   b.blocks_x = blocks_x;
@@ -180,8 +189,8 @@ absl::StatusOr<HogBlocks> ComputeHogBlocks(const HogVotes& votes, int blocks_x, 
   }
   ParallelFor(blocks_y, threads, [&](std::int64_t by) {
     for (int bx = 0; bx < blocks_x; ++bx) {
-      float* hist = b.values.data() +
-                    (static_cast<std::size_t>(by) * blocks_x + bx) * kHogBlockFeatures;
+      float* hist =
+          b.values.data() + (static_cast<std::size_t>(by) * blocks_x + bx) * kHogBlockFeatures;
       const std::size_t origin =
           static_cast<std::size_t>(by) * kHogBlockStride * votes.width + bx * kHogBlockStride;
       // The table lists pixels voting into 1, then 2, then 4 cells: a loop per group with the
@@ -235,8 +244,8 @@ double ScoreWindow(const HogBlocks& blocks, int bx, int by, const HogModel& mode
   // (hog_scores.h), which differs from OpenCV's only in the rounding of the double sum.
   for (int j = 0; j < ny; ++j) {
     for (int i = 0; i < nx; ++i) {
-      const float* w = model.weights.data() + (static_cast<std::size_t>(i) * ny + j) *
-                                                  kHogBlockFeatures;
+      const float* w =
+          model.weights.data() + (static_cast<std::size_t>(i) * ny + j) * kHogBlockFeatures;
       const float* v = blocks.At(bx + i, by + j);
       float part[4] = {w[0] * v[0], w[1] * v[1], w[2] * v[2], w[3] * v[3]};
       for (int k = 4; k < kHogBlockFeatures; k += 4) {
@@ -256,8 +265,8 @@ absl::StatusOr<DetectResult> DetectReference(const ImageView& image, const HogMo
   CUIMG_RETURN_IF_ERROR(CheckDetectInput(image));
   CUIMG_RETURN_IF_ERROR(ValidateHogModel(model));
   DetectResult result;
-  CUIMG_ASSIGN_OR_RETURN(result.geometry, PlanDetection(image.extent, model.window_width,
-                                                        model.window_height, spec));
+  CUIMG_ASSIGN_OR_RETURN(
+      result.geometry, PlanDetection(image.extent, model.window_width, model.window_height, spec));
   const DetectGeometry& g = result.geometry;
   const int step = g.win_stride / kHogBlockStride;
   for (std::size_t li = 0; li < g.levels.size(); ++li) {
@@ -278,8 +287,7 @@ absl::StatusOr<DetectResult> DetectReference(const ImageView& image, const HogMo
     ParallelFor(level.windows_y, threads, [&](std::int64_t wy) {
       if (cancel.Stopped()) return;  // the result is discarded below
       for (int wx = 0; wx < level.windows_x; ++wx) {
-        const double score =
-            ScoreWindow(blocks, wx * step, static_cast<int>(wy) * step, model);
+        const double score = ScoreWindow(blocks, wx * step, static_cast<int>(wy) * step, model);
         if (score >= spec.hit_threshold) {
           rows[wy].push_back(WindowHit{static_cast<int>(li), wx, static_cast<int>(wy), score});
         }

@@ -63,8 +63,8 @@ void ResizeRowPortable(const float* row0, const float* row1, const LinearTap* xs
 // time rather than by ifunc: ifunc resolvers run before ThreadSanitizer's runtime is up.
 #if defined(__x86_64__)
 __attribute__((target("fma"))) void ResizeRowFma(const float* row0, const float* row1,
-                                                 const LinearTap* xs, float wy,
-                                                 std::int64_t dst_w, float* out) {
+                                                 const LinearTap* xs, float wy, std::int64_t dst_w,
+                                                 float* out) {
   ResizeRow(row0, row1, xs, wy, dst_w, out);
 }
 RowFunction FastestRow() {

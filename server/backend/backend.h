@@ -143,8 +143,7 @@ class Backend {
   // HitOrder (grouping is the caller's, the same for every backend). Thread-safe.
   virtual absl::StatusOr<DetectResult> DetectPedestrians(const InputImage& in,
                                                          const HogModel& model,
-                                                         const DetectSpec& spec,
-                                                         StageTimes* times,
+                                                         const DetectSpec& spec, StageTimes* times,
                                                          const CancelToken& cancel) = 0;
 
   // Copies a validated mesh into the backend (on the CUDA backend: to the least-loaded healthy
@@ -166,7 +165,7 @@ class Backend {
   // unmapped). Null where the backend copies nothing (CPU). An error leaves the memory pageable;
   // it stays usable. Thread-safe.
   virtual absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(void* data,
-                                                                        std::size_t bytes) = 0;
+                                                                       std::size_t bytes) = 0;
 
   // `bytes` of host memory for a message's pixels: page-locked on the CUDA backend while its
   // message pool has room (copies to and from it are then single DMAs), else from the heap. The

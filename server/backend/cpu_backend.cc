@@ -19,7 +19,8 @@ namespace cuimg {
 namespace {
 
 double MicrosSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+      .count();
 }
 
 Image CopyOf(const ImageView& view) {
@@ -37,7 +38,8 @@ class CpuMesh final : public BackendMesh {
   std::size_t triangle_count() const override { return mesh_.triangle_count(); }
   std::size_t bytes() const override {
     return (mesh_.positions.size() + mesh_.triangles.size() + adjacency_.offsets.size() +
-            adjacency_.faces.size()) * 4;
+            adjacency_.faces.size()) *
+           4;
   }
   int device() const override { return -1; }
   const Mesh& mesh() const { return mesh_; }
@@ -60,10 +62,10 @@ class CpuBackend final : public Backend {
   absl::string_view name() const override { return "cpu"; }
 
   std::string Describe() const override {
-    return absl::StrCat("backend=cpu cores=", std::thread::hardware_concurrency(),
-                        " devices=", slots_.size(), " threads_per_request=",
-                        threads_ == 0 ? std::string("all") : absl::StrCat(threads_),
-                        " jpeg_decoder=cpu");
+    return absl::StrCat(
+        "backend=cpu cores=", std::thread::hardware_concurrency(), " devices=", slots_.size(),
+        " threads_per_request=", threads_ == 0 ? std::string("all") : absl::StrCat(threads_),
+        " jpeg_decoder=cpu");
   }
 
   std::vector<DeviceStatus> Devices() const override {

@@ -70,8 +70,8 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
 
   std::string Summary() const override {
     if (nvjpeg_ == nullptr) return jpeg_note_;
-    return absl::StrCat("jpeg_decoder=gpu nvjpeg=", nvjpeg_->version(), " nvjpeg_library=",
-                        nvjpeg_->path(), " nvjpeg_backend=\"",
+    return absl::StrCat("jpeg_decoder=gpu nvjpeg=", nvjpeg_->version(),
+                        " nvjpeg_library=", nvjpeg_->path(), " nvjpeg_backend=\"",
                         devices_.front()->jpeg()->backend_name(), "\"");
   }
 
@@ -142,9 +142,8 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
       CUIMG_RETURN_IF_ERROR(cancel.Check());
       const std::size_t bytes = in.Bytes();
       // The kernel's output: the caller's mapped memory itself, else device memory copied out.
-      void* d_out = plan.WritesOutputOnce()
-                        ? c.WritableInPlace(out.data, bytes, PixelSize(in.type))
-                        : nullptr;
+      void* d_out = plan.WritesOutputOnce() ? c.WritableInPlace(out.data, bytes, PixelSize(in.type))
+                                            : nullptr;
       const bool in_place = d_out != nullptr;
       if (!in_place) {
         CUIMG_ASSIGN_OR_RETURN(d_out, c.Acquire(bytes));
@@ -173,10 +172,9 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
       CUIMG_ASSIGN_OR_RETURN(const void* d_in, c.Input(in));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
-      CUIMG_RETURN_IF_ERROR(plan.Run(d_in, static_cast<float*>(d_gx),
-                                     static_cast<float*>(d_gy),
-                                     static_cast<float*>(d_mag),
-                                     static_cast<float*>(d_angle), c.stream));
+      CUIMG_RETURN_IF_ERROR(plan.Run(d_in, static_cast<float*>(d_gx), static_cast<float*>(d_gy),
+                                     static_cast<float*>(d_mag), static_cast<float*>(d_angle),
+                                     c.stream));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
       CUIMG_RETURN_IF_ERROR(c.CopyOut(out.gx, d_gx, plane));
       CUIMG_RETURN_IF_ERROR(c.CopyOut(out.gy, d_gy, plane));
@@ -202,9 +200,8 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
       CUIMG_RETURN_IF_ERROR(plan.Run(d_in, d_out, d_ws, c.stream));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
       for (const PackedPiece& piece : out) {
-        CUIMG_RETURN_IF_ERROR(
-            c.CopyOut(piece.data, static_cast<const std::uint8_t*>(d_out) + piece.offset,
-                      piece.bytes));
+        CUIMG_RETURN_IF_ERROR(c.CopyOut(
+            piece.data, static_cast<const std::uint8_t*>(d_out) + piece.offset, piece.bytes));
       }
       return c.timer.Mark(3, c.stream);
     });
@@ -229,8 +226,8 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
                                                  cudaMemcpyHostToDevice, c.stream),
                                  "H2D weights");
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
-      CUIMG_RETURN_IF_ERROR(plan.Run(d_in, static_cast<const float*>(d_weights), d_ws, d_hits,
-                                     c.stream));
+      CUIMG_RETURN_IF_ERROR(
+          plan.Run(d_in, static_cast<const float*>(d_weights), d_ws, d_hits, c.stream));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
       // The count and the first hits come back in one copy (a frame rarely has more); the rest,
       // if any, in a second one once the count is known.
@@ -241,8 +238,8 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
       CUIMG_RETURN_IF_ERROR(CopyToHost(hits.data(), d_hits, hits.size(), c.stream));
       CUIMG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(c.stream), "hit count");
       // Run() zeroes the count first, so it never exceeds the windows; clamp all the same.
-      const std::uint32_t count = static_cast<std::uint32_t>(std::min<std::int64_t>(
-          DetectPlan::HitCount(hits.data()), plan.geometry().windows));
+      const std::uint32_t count = static_cast<std::uint32_t>(
+          std::min<std::int64_t>(DetectPlan::HitCount(hits.data()), plan.geometry().windows));
       if (count > first) {
         const std::size_t head = hits.size();
         hits.resize(DetectPlan::HitsPrefixBytes(count));
@@ -265,8 +262,8 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
       CUIMG_ASSIGN_OR_RETURN(DeviceMesh uploaded, DeviceMesh::Upload(view, c.stream));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
-      mesh = std::make_shared<CudaMesh>(std::move(uploaded), c.dev.slot().id(),
-                                        c.dev.info().ordinal);
+      mesh =
+          std::make_shared<CudaMesh>(std::move(uploaded), c.dev.slot().id(), c.dev.info().ordinal);
       return c.timer.Mark(3, c.stream);
     }));
     return mesh;
@@ -278,9 +275,11 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
     const auto& cuda_mesh = static_cast<const CudaMesh&>(mesh);
     DeviceContext& home = *devices_[cuda_mesh.device()];
     // The kernel computes what is returned, plus positions when the result stays resident.
-    const bool want_positions = (positions != nullptr && WantsPositions(outputs)) || keep != nullptr;
+    const bool want_positions =
+        (positions != nullptr && WantsPositions(outputs)) || keep != nullptr;
     const bool want_normals = normals != nullptr && WantsNormals(outputs);
-    const DeformOutputs computed = want_positions && want_normals ? DeformOutputs::kPositionsAndNormals
+    const DeformOutputs computed = want_positions && want_normals
+                                       ? DeformOutputs::kPositionsAndNormals
                                    : want_normals ? DeformOutputs::kNormals
                                                   : DeformOutputs::kPositions;
     return OnDevice(DeviceUse::AcquireOn(&home.slot()), times, [&](DeviceCall& c) -> absl::Status {
@@ -293,8 +292,7 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));  // the lattice travels in the launch
       CUIMG_RETURN_IF_ERROR(cuimg::Deform(m, lattice, static_cast<float*>(d_pos),
-                                          static_cast<float*>(d_norm), d_ws,
-                                          c.stream));
+                                          static_cast<float*>(d_norm), d_ws, c.stream));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
       if (positions != nullptr && WantsPositions(outputs)) {
         CUIMG_RETURN_IF_ERROR(c.CopyOut(positions, d_pos, bytes));
@@ -317,22 +315,22 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
     out.triangles.resize(cuda_mesh.triangle_count() * 3);
     StageTimes times;
     DeviceContext& home = *devices_[cuda_mesh.device()];
-    CUIMG_RETURN_IF_ERROR(OnDevice(DeviceUse::AcquireOn(&home.slot()), &times,
-                                   [&](DeviceCall& c) -> absl::Status {
-      CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
-      CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
-      CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
-      CUIMG_RETURN_IF_ERROR(c.CopyOut(out.positions.data(), cuda_mesh.mesh().positions(),
-                                      out.positions.size() * 4));
-      CUIMG_RETURN_IF_ERROR(c.CopyOut(out.triangles.data(), cuda_mesh.mesh().triangles(),
-                                      out.triangles.size() * 4));
-      return c.timer.Mark(3, c.stream);
-    }));
+    CUIMG_RETURN_IF_ERROR(
+        OnDevice(DeviceUse::AcquireOn(&home.slot()), &times, [&](DeviceCall& c) -> absl::Status {
+          CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
+          CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
+          CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
+          CUIMG_RETURN_IF_ERROR(c.CopyOut(out.positions.data(), cuda_mesh.mesh().positions(),
+                                          out.positions.size() * 4));
+          CUIMG_RETURN_IF_ERROR(c.CopyOut(out.triangles.data(), cuda_mesh.mesh().triangles(),
+                                          out.triangles.size() * 4));
+          return c.timer.Mark(3, c.stream);
+        }));
     return out;
   }
 
   absl::StatusOr<std::unique_ptr<HostMemoryPin>> PinHostMemory(void* data,
-                                                                std::size_t bytes) override {
+                                                               std::size_t bytes) override {
     // Portable registration covers every device from whichever is current.
     CUIMG_CUDA_RETURN_IF_ERROR(cudaSetDevice(devices_.front()->info().ordinal), "cudaSetDevice");
     CUIMG_ASSIGN_OR_RETURN(HostRegistration registration, HostRegistration::Register(data, bytes));
@@ -439,12 +437,11 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const ServerOptions& 
     devices = create_devices(nullptr);
   }
   if (!devices.ok()) return devices.status();
-  std::shared_ptr<PinnedMessagePool> messages = PinnedMessagePool::Create(
-      options.pinned_message_bytes, options.pinned_message_min_bytes,
-      options.pinned_message_max_bytes);
-  return std::unique_ptr<Backend>(
-      std::make_unique<CudaBackend>(*std::move(devices), std::move(messages), std::move(nvjpeg),
-                                    std::move(jpeg_note)));
+  std::shared_ptr<PinnedMessagePool> messages =
+      PinnedMessagePool::Create(options.pinned_message_bytes, options.pinned_message_min_bytes,
+                                options.pinned_message_max_bytes);
+  return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(
+      *std::move(devices), std::move(messages), std::move(nvjpeg), std::move(jpeg_note)));
 }
 
 }  // namespace cuimg

@@ -273,8 +273,8 @@ struct DeviceCall {
   absl::Status CopyOut(void* dst, const void* d_src, std::size_t bytes) {
     if (dst == nullptr || bytes == 0) return absl::OkStatus();
     if (bytes > kStageOutUpTo) {
-      CUIMG_CUDA_RETURN_IF_ERROR(
-          cudaMemcpyAsync(dst, d_src, bytes, cudaMemcpyDeviceToHost, stream), "D2H copy");
+      CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, d_src, bytes, cudaMemcpyDeviceToHost, stream),
+                                 "D2H copy");
       return absl::OkStatus();
     }
     return CopyToHostStaged(dev.staging(), dst, d_src, bytes, stream, &staging);
@@ -283,8 +283,7 @@ struct DeviceCall {
 
 // One asynchronous copy of a result to host memory (nothing for a null `dst`), filled once
 // `stream` is synchronized.
-inline absl::Status CopyToHost(void* dst, const void* src, std::size_t bytes,
-                               cudaStream_t stream) {
+inline absl::Status CopyToHost(void* dst, const void* src, std::size_t bytes, cudaStream_t stream) {
   if (bytes == 0 || dst == nullptr) return absl::OkStatus();
   CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream),
                              "D2H copy");

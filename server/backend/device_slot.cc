@@ -54,9 +54,8 @@ absl::StatusOr<DeviceUse> DeviceUse::Acquire(const std::vector<DeviceSlot*>& slo
 
 absl::StatusOr<DeviceUse> DeviceUse::AcquireOn(DeviceSlot* slot) {
   if (!slot->Healthy()) {
-    return absl::UnavailableError(absl::StrCat("device ", slot->label(),
-                                               " holding the data is unhealthy: ",
-                                               slot->UnhealthyReason()));
+    return absl::UnavailableError(absl::StrCat(
+        "device ", slot->label(), " holding the data is unhealthy: ", slot->UnhealthyReason()));
   }
   DeviceUse use(slot);
   if (absl::Status s = slot->Begin(); !s.ok()) return s;

@@ -21,8 +21,9 @@ namespace cuimg {
 class DeviceSlot {
  public:
   using Clock = std::function<absl::Time()>;
-  DeviceSlot(int id, std::string label, const FaultInjection& fault,
-             Clock clock = [] { return absl::Now(); });
+  DeviceSlot(
+      int id, std::string label, const FaultInjection& fault,
+      Clock clock = [] { return absl::Now(); });
 
   int id() const { return id_; }
   const std::string& label() const { return label_; }

@@ -34,17 +34,28 @@ nvjpegJpegStream_t J(void* p) { return static_cast<nvjpegJpegStream_t>(p); }
 
 const char* StatusName(nvjpegStatus_t s) {
   switch (s) {
-    case NVJPEG_STATUS_SUCCESS: return "SUCCESS";
-    case NVJPEG_STATUS_NOT_INITIALIZED: return "NOT_INITIALIZED";
-    case NVJPEG_STATUS_INVALID_PARAMETER: return "INVALID_PARAMETER";
-    case NVJPEG_STATUS_BAD_JPEG: return "BAD_JPEG";
-    case NVJPEG_STATUS_JPEG_NOT_SUPPORTED: return "JPEG_NOT_SUPPORTED";
-    case NVJPEG_STATUS_ALLOCATOR_FAILURE: return "ALLOCATOR_FAILURE";
-    case NVJPEG_STATUS_EXECUTION_FAILED: return "EXECUTION_FAILED";
-    case NVJPEG_STATUS_ARCH_MISMATCH: return "ARCH_MISMATCH";
-    case NVJPEG_STATUS_INTERNAL_ERROR: return "INTERNAL_ERROR";
-    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED: return "IMPLEMENTATION_NOT_SUPPORTED";
-    case NVJPEG_STATUS_INCOMPLETE_BITSTREAM: return "INCOMPLETE_BITSTREAM";
+    case NVJPEG_STATUS_SUCCESS:
+      return "SUCCESS";
+    case NVJPEG_STATUS_NOT_INITIALIZED:
+      return "NOT_INITIALIZED";
+    case NVJPEG_STATUS_INVALID_PARAMETER:
+      return "INVALID_PARAMETER";
+    case NVJPEG_STATUS_BAD_JPEG:
+      return "BAD_JPEG";
+    case NVJPEG_STATUS_JPEG_NOT_SUPPORTED:
+      return "JPEG_NOT_SUPPORTED";
+    case NVJPEG_STATUS_ALLOCATOR_FAILURE:
+      return "ALLOCATOR_FAILURE";
+    case NVJPEG_STATUS_EXECUTION_FAILED:
+      return "EXECUTION_FAILED";
+    case NVJPEG_STATUS_ARCH_MISMATCH:
+      return "ARCH_MISMATCH";
+    case NVJPEG_STATUS_INTERNAL_ERROR:
+      return "INTERNAL_ERROR";
+    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED:
+      return "IMPLEMENTATION_NOT_SUPPORTED";
+    case NVJPEG_STATUS_INCOMPLETE_BITSTREAM:
+      return "INCOMPLETE_BITSTREAM";
   }
   return "unknown";
 }
@@ -66,11 +77,11 @@ absl::Status NvjpegError(nvjpegStatus_t s, const char* what) {
   }
 }
 
-#define CUIMG_NVJPEG_RETURN_IF_ERROR(expr, what)                       \
-  do {                                                                 \
-    const nvjpegStatus_t cuimg_nvjpeg_status_ = (expr);                \
-    if (cuimg_nvjpeg_status_ != NVJPEG_STATUS_SUCCESS)                 \
-      return NvjpegError(cuimg_nvjpeg_status_, (what));                \
+#define CUIMG_NVJPEG_RETURN_IF_ERROR(expr, what)        \
+  do {                                                  \
+    const nvjpegStatus_t cuimg_nvjpeg_status_ = (expr); \
+    if (cuimg_nvjpeg_status_ != NVJPEG_STATUS_SUCCESS)  \
+      return NvjpegError(cuimg_nvjpeg_status_, (what)); \
   } while (0)
 
 }  // namespace
@@ -124,7 +135,8 @@ absl::StatusOr<std::unique_ptr<NvjpegDevice>> NvjpegDevice::Create(
       absl::StrAppend(&refusals, refusals.empty() ? "" : ", ", name, ": ", StatusName(s));
     }
   }
-  return absl::UnavailableError(absl::StrCat("nvjpegCreateEx refused every backend (", refusals, ")"));
+  return absl::UnavailableError(
+      absl::StrCat("nvjpegCreateEx refused every backend (", refusals, ")"));
 }
 
 absl::StatusOr<std::unique_ptr<NvjpegDevice::State>> NvjpegDevice::CreateState() const {
@@ -153,8 +165,8 @@ absl::Status NvjpegDevice::Decode(State& state, absl::Span<const std::uint8_t> j
                                "components");
   const bool gray = shape.channels == 1;
   if (static_cast<std::int64_t>(width) != shape.extent.width ||
-      static_cast<std::int64_t>(height) != shape.extent.height ||
-      components != (gray ? 1u : 3u) || shape.type != PixelType::kU8) {
+      static_cast<std::int64_t>(height) != shape.extent.height || components != (gray ? 1u : 3u) ||
+      shape.type != PixelType::kU8) {
     return absl::FailedPreconditionError(
         absl::StrCat("nvJPEG reads ", width, "x", height, "x", components, ", the probe ",
                      shape.extent.width, "x", shape.extent.height, "x", shape.channels));

@@ -30,8 +30,8 @@ class NvjpegDevice {
     friend class NvjpegDevice;
     State() = default;
     std::shared_ptr<const NvjpegLibrary> lib_;
-    void* state_ = nullptr;   // nvjpegJpegState_t
-    void* stream_ = nullptr;  // nvjpegJpegStream_t
+    void* state_ = nullptr;    // nvjpegJpegState_t
+    void* stream_ = nullptr;   // nvjpegJpegStream_t
     int batched_format_ = -1;  // the output format the batched decoder was initialized for
   };
 

@@ -68,8 +68,8 @@ absl::StatusOr<std::shared_ptr<const NvjpegLibrary>> NvjpegLibrary::Load() {
   lib->GetProperty(MINOR_VERSION, &minor);
   lib->GetProperty(PATCH_LEVEL, &patch);
   Dl_info info{};
-  const bool found = dladdr(reinterpret_cast<void*>(lib->CreateEx), &info) != 0 &&
-                     info.dli_fname != nullptr;
+  const bool found =
+      dladdr(reinterpret_cast<void*>(lib->CreateEx), &info) != 0 && info.dli_fname != nullptr;
   lib->version_ = absl::StrCat(major, ".", minor, ".", patch);
   lib->path_ = found ? info.dli_fname : "?";
   return std::shared_ptr<const NvjpegLibrary>(std::move(lib));

@@ -24,14 +24,15 @@ absl::Status CheckPackedPieces(const std::vector<PackedPiece>& pieces, std::size
   for (const PackedPiece& p : pieces) {
     if (p.data == nullptr || p.offset > total || p.bytes > total - p.offset) {
       return absl::InternalError(absl::StrCat("a packed output piece [", p.offset, ", +", p.bytes,
-                                              ") lies outside the ", total, " bytes or has no memory"));
+                                              ") lies outside the ", total,
+                                              " bytes or has no memory"));
     }
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<void*> PackedDestination(const std::vector<PackedPiece>& pieces,
-                                        std::size_t offset, std::size_t bytes) {
+absl::StatusOr<void*> PackedDestination(const std::vector<PackedPiece>& pieces, std::size_t offset,
+                                        std::size_t bytes) {
   for (const PackedPiece& p : pieces) {
     if (p.data != nullptr && offset >= p.offset && bytes <= p.bytes &&
         offset - p.offset <= p.bytes - bytes) {

@@ -30,8 +30,8 @@ std::vector<PackedPiece> GroupPyramidLevels(const std::vector<PyramidLevel>& lev
 absl::Status CheckPackedPieces(const std::vector<PackedPiece>& pieces, std::size_t total);
 
 // Where bytes [offset, offset + bytes) of the packed output go: inside one piece, or INTERNAL.
-absl::StatusOr<void*> PackedDestination(const std::vector<PackedPiece>& pieces,
-                                        std::size_t offset, std::size_t bytes);
+absl::StatusOr<void*> PackedDestination(const std::vector<PackedPiece>& pieces, std::size_t offset,
+                                        std::size_t bytes);
 
 }  // namespace cuimg
 

@@ -1,10 +1,11 @@
 // Page-locked host memory for message pixels (the CUDA backend's AllocateHostBuffer): copies
 // between it and a device are single DMAs, and a kernel can write a result into it directly.
 // Buffers come in size classes (min_bytes doubled up to kQuarterStepsFrom, then in quarter
-// octaves, up to the first class holding max_bytes) under one byte budget for all classes, and are kept once allocated, so a warm server calls cudaHostAlloc
-// no more. When a class has no idle buffer and the budget is spent, idle buffers of other classes
-// are freed to make room (cudaFreeHost may wait for the device: only a change of the workload's
-// sizes does that); when that is not enough, the caller uses the heap.
+// octaves, up to the first class holding max_bytes) under one byte budget for all classes, and are
+// kept once allocated, so a warm server calls cudaHostAlloc no more. When a class has no idle
+// buffer and the budget is spent, idle buffers of other classes are freed to make room
+// (cudaFreeHost may wait for the device: only a change of the workload's sizes does that); when
+// that is not enough, the caller uses the heap.
 #ifndef CUIMG_SERVER_PINNED_MESSAGE_POOL_H_
 #define CUIMG_SERVER_PINNED_MESSAGE_POOL_H_
 

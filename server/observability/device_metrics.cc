@@ -31,8 +31,8 @@ void Add(MetricFamily& f, std::vector<ClientMetric::Label> labels, double value)
 }  // namespace
 
 std::vector<MetricFamily> DeviceMetrics::Collect() const {
-  auto healthy = Family("cuimg_device_healthy", "1 when the device is in rotation.",
-                        MetricType::Gauge);
+  auto healthy =
+      Family("cuimg_device_healthy", "1 when the device is in rotation.", MetricType::Gauge);
   auto requests = Family("cuimg_device_requests_total", "Requests scheduled on the device.",
                          MetricType::Counter);
   auto inflight = Family("cuimg_device_inflight_requests", "Requests running on the device.",
@@ -45,15 +45,15 @@ std::vector<MetricFamily> DeviceMetrics::Collect() const {
                      MetricType::Counter);
   auto misses = Family("cuimg_buffer_cache_misses_total", "Device buffers newly allocated.",
                        MetricType::Counter);
-  auto evictions = Family("cuimg_buffer_cache_evictions_total",
-                          "Idle device buffers freed to stay within the cache budget.",
-                          MetricType::Counter);
+  auto evictions =
+      Family("cuimg_buffer_cache_evictions_total",
+             "Idle device buffers freed to stay within the cache budget.", MetricType::Counter);
   auto busy = Family("cuimg_stream_pool_busy", "Streams leased to requests.", MetricType::Gauge);
-  auto streams = Family("cuimg_stream_pool_size", "Streams in the device's pool.",
-                        MetricType::Gauge);
+  auto streams =
+      Family("cuimg_stream_pool_size", "Streams in the device's pool.", MetricType::Gauge);
   auto staging = Family("cuimg_pinned_staging_bytes",
-                         "Page-locked host staging memory: used (leased to copies), cached (idle).",
-                         MetricType::Gauge);
+                        "Page-locked host staging memory: used (leased to copies), cached (idle).",
+                        MetricType::Gauge);
   auto staging_leases = Family("cuimg_pinned_staging_leases_total",
                                "Staging chunk leases by outcome: hit (an idle chunk), miss (newly "
                                "allocated), refused (budget spent: copied from pageable memory).",
@@ -84,9 +84,9 @@ std::vector<MetricFamily> DeviceMetrics::Collect() const {
     }
   }
   auto messages = Family("cuimg_pinned_message_bytes",
-                          "Page-locked host memory holding request and response pixels (all "
-                          "devices): used (leased to calls), cached (idle).",
-                          MetricType::Gauge);
+                         "Page-locked host memory holding request and response pixels (all "
+                         "devices): used (leased to calls), cached (idle).",
+                         MetricType::Gauge);
   auto message_leases = Family("cuimg_pinned_message_leases_total",
                                "Pinned message buffer leases by outcome: hit, miss (newly "
                                "allocated), refused (budget spent: the heap served).",
@@ -98,10 +98,10 @@ std::vector<MetricFamily> DeviceMetrics::Collect() const {
     Add(message_leases, {{"outcome", "miss"}}, static_cast<double>(pool.misses));
     Add(message_leases, {{"outcome", "refused"}}, static_cast<double>(pool.refusals));
   }
-  auto resident = Family("cuimg_resident_objects", "Resident objects held, by kind.",
-                         MetricType::Gauge);
-  auto resident_bytes = Family("cuimg_resident_bytes", "Bytes held by resident objects.",
-                               MetricType::Gauge);
+  auto resident =
+      Family("cuimg_resident_objects", "Resident objects held, by kind.", MetricType::Gauge);
+  auto resident_bytes =
+      Family("cuimg_resident_bytes", "Bytes held by resident objects.", MetricType::Gauge);
   auto resident_evictions = Family("cuimg_resident_evictions_total",
                                    "Resident objects dropped without their owner releasing them, "
                                    "by reason: ttl, budget (the identity's bytes), count (its "
@@ -117,12 +117,12 @@ std::vector<MetricFamily> DeviceMetrics::Collect() const {
         static_cast<double>(store_->evictions(reason)));
   }
 
-  auto shm_regions = Family("cuimg_shared_memory_regions",
-                            "Shared-memory regions registered (all identities).",
-                            MetricType::Gauge);
-  auto shm_bytes = Family("cuimg_shared_memory_bytes",
-                          "Bytes of shared memory mapped for registered regions.",
-                          MetricType::Gauge);
+  auto shm_regions =
+      Family("cuimg_shared_memory_regions", "Shared-memory regions registered (all identities).",
+             MetricType::Gauge);
+  auto shm_bytes =
+      Family("cuimg_shared_memory_bytes", "Bytes of shared memory mapped for registered regions.",
+             MetricType::Gauge);
   if (shared_memory_ != nullptr) {
     const SharedMemoryRegistry::Totals shm = shared_memory_->totals();
     Add(shm_regions, {}, static_cast<double>(shm.regions));
@@ -130,10 +130,10 @@ std::vector<MetricFamily> DeviceMetrics::Collect() const {
   }
 
   std::vector<MetricFamily> out;
-  for (MetricFamily* f : {&healthy, &requests, &inflight, &memory, &hits, &misses, &evictions,
-                          &staging, &staging_leases, &messages, &message_leases, &busy, &streams,
-                          &resident, &resident_bytes, &resident_evictions, &shm_regions,
-                          &shm_bytes}) {
+  for (MetricFamily* f :
+       {&healthy, &requests, &inflight, &memory, &hits, &misses, &evictions, &staging,
+        &staging_leases, &messages, &message_leases, &busy, &streams, &resident, &resident_bytes,
+        &resident_evictions, &shm_regions, &shm_bytes}) {
     out.push_back(std::move(*f));  // empty families still announce what the server can export
   }
   return out;

@@ -29,9 +29,7 @@ const char* LevelName(LogLevel level) {
   return "error";
 }
 
-bool IsBareValueByte(char c) {
-  return c > ' ' && c <= '~' && c != '"' && c != '=' && c != '\\';
-}
+bool IsBareValueByte(char c) { return c > ' ' && c <= '~' && c != '"' && c != '=' && c != '\\'; }
 
 }  // namespace
 

@@ -35,8 +35,7 @@ void LogLine(LogLevel level, absl::string_view message);
 // key=value for LogEvent. The key is the server's own (letters, digits, '_'); the value may be
 // anything, a client's bytes included.
 struct LogField {
-  LogField(absl::string_view key, const absl::AlphaNum& value)
-      : key(key), value(value.Piece()) {}
+  LogField(absl::string_view key, const absl::AlphaNum& value) : key(key), value(value.Piece()) {}
   absl::string_view key;
   std::string value;
 };

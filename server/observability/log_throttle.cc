@@ -14,8 +14,8 @@ bool LogThrottle::Admit(absl::string_view key, absl::Time now) {
   if (inserted) {
     b.tokens = burst_;
   } else if (now > b.refilled) {
-    b.tokens = std::min(burst_, b.tokens + absl::ToDoubleSeconds(now - b.refilled) *
-                                               lines_per_second_);
+    b.tokens =
+        std::min(burst_, b.tokens + absl::ToDoubleSeconds(now - b.refilled) * lines_per_second_);
   }
   b.refilled = std::max(b.refilled, now);
   if (b.tokens >= 1) {

@@ -59,8 +59,9 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry, absl::string_view v
                           .Register(registry)) {
   auto& decode = prometheus::BuildHistogram()
                      .Name("cuimg_decode_duration_seconds")
-                     .Help("Decode of encoded (PNG/JPEG) inputs, by where it ran: decoder=\"gpu\" "
-                           "(nvJPEG into device memory) or \"cpu\" (libpng, libjpeg-turbo).")
+                     .Help(
+                         "Decode of encoded (PNG/JPEG) inputs, by where it ran: decoder=\"gpu\" "
+                         "(nvJPEG into device memory) or \"cpu\" (libpng, libjpeg-turbo).")
                      .Register(registry);
   decode_gpu_ = &decode.Add({{"decoder", "gpu"}}, LatencyBuckets());
   decode_cpu_ = &decode.Add({{"decoder", "cpu"}}, LatencyBuckets());

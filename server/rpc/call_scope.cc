@@ -69,21 +69,29 @@ grpc::Status CallScope::Complete(const absl::Status& status) {
   const auto kernel_us = static_cast<std::int64_t>(times_.kernel_us);
   if (status.ok()) {
     LogEvent(level, "request",
-             {{"rpc", rpc_}, {"identity", identity}, {"code", code}, {"total_us", total_us},
-              {"kernel_us", kernel_us}, {"device", times_.device}});
+             {{"rpc", rpc_},
+              {"identity", identity},
+              {"code", code},
+              {"total_us", total_us},
+              {"kernel_us", kernel_us},
+              {"device", times_.device}});
   } else if (FailedRequestLines().Admit(FormatLogFields({{"rpc", rpc_}, {"code", code}}),
                                         absl::Now())) {
     LogEvent(level, "request",
-             {{"rpc", rpc_}, {"identity", identity}, {"code", code}, {"total_us", total_us},
-              {"kernel_us", kernel_us}, {"device", times_.device},
+             {{"rpc", rpc_},
+              {"identity", identity},
+              {"code", code},
+              {"total_us", total_us},
+              {"kernel_us", kernel_us},
+              {"device", times_.device},
               {"message", status.message()}});
   }
   return ToGrpcStatus(status);
 }
 
 std::string FormatTiming(const StageTimes& t) {
-  return FormatTimingTrailer(TimingTrailer{t.queue_us, t.decode_us, t.h2d_us, t.kernel_us,
-                                           t.d2h_us, t.total_us, t.device, t.decode_device});
+  return FormatTimingTrailer(TimingTrailer{t.queue_us, t.decode_us, t.h2d_us, t.kernel_us, t.d2h_us,
+                                           t.total_us, t.device, t.decode_device});
 }
 
 void ReportSuppressedRequestLines() {

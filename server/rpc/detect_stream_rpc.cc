@@ -119,8 +119,8 @@ class DetectStreamReactor final
   // The message just read is the next frame: validated and admitted as a unary call would be,
   // then queued. A refusal ends the stream after the frames before it.
   void Accept() {
-    auto frame = std::make_unique<FrameTask>(ctx_, &service_->metrics(), received_,
-                                             service_->hard_stop());
+    auto frame =
+        std::make_unique<FrameTask>(ctx_, &service_->metrics(), received_, service_->hard_stop());
     ++received_;
     frame->message.Swap(&request_);
     frame->id = frame->message.id();
@@ -151,15 +151,14 @@ class DetectStreamReactor final
         service_->ValidateDetect(m.request(), service_->options().limits, absl::nullopt);
     if (!job.ok()) return InRequest(job.status());
     frame.job = *std::move(job);
-    absl::StatusOr<InflightBudget::Reservation> held =
-        service_->AdmitDetect(*ctx_, &frame.job, m.request(), call_.identity(),
-                              m.ByteSizeLong(), transient);
+    absl::StatusOr<InflightBudget::Reservation> held = service_->AdmitDetect(
+        *ctx_, &frame.job, m.request(), call_.identity(), m.ByteSizeLong(), transient);
     if (!held.ok()) return InRequest(held.status());
     frame.held = *std::move(held);
     FrameTask* task = &frame;  // owned by frames_ until sent; the stream ends after it ran
-    if (absl::Status admitted = queue_->Submit([this, task](WorkQueue::Admission& admission) {
-          Run(*task, admission);
-        }); !admitted.ok()) {
+    if (absl::Status admitted = queue_->Submit(
+            [this, task](WorkQueue::Admission& admission) { Run(*task, admission); });
+        !admitted.ok()) {
       *transient = admitted.code() == absl::StatusCode::kResourceExhausted;
       return admitted;
     }
@@ -227,12 +226,11 @@ class DetectStreamReactor final
   void FrameFailed(const FrameTask& frame, const absl::Status& status) {
     if (frame.index >= error_index_) return;
     error_index_ = frame.index;
-    error_ = absl::Status(status.code(),
-                          absl::StrCat(status.message(), " (frame ", frame.index,
-                                       frame.id.empty()
-                                           ? ""
-                                           : absl::StrCat(", id ", QuoteClientValue(frame.id)),
-                                       ")"));
+    error_ = absl::Status(
+        status.code(),
+        absl::StrCat(status.message(), " (frame ", frame.index,
+                     frame.id.empty() ? "" : absl::StrCat(", id ", QuoteClientValue(frame.id)),
+                     ")"));
     for (const std::unique_ptr<FrameTask>& f : frames_) {
       if (f->index > frame.index) f->cancel.Cancel();
     }

@@ -23,17 +23,16 @@ absl::Status CheckEncodedShape(const ImageView& shape, absl::string_view field,
   const DecodeLimits decode = DecodeLimitsFor(limits);
   const Extent& e = shape.extent;
   if (e.width > decode.max_side || e.height > decode.max_side) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": ", e.width, "x", e.height,
-                                                   " exceeds the server limit max_side=",
-                                                   decode.max_side));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": ", e.width, "x", e.height,
+                     " exceeds the server limit max_side=", decode.max_side));
   }
   if (e.Pixels() > decode.max_pixels) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": ", e.width, "x", e.height, " = ", e.Pixels(),
-                     " decoded pixels exceeds the server limit ",
-                     limits.max_decoded_pixels <= limits.max_pixels ? "max_decoded_pixels="
-                                                                     : "max_pixels=",
-                     decode.max_pixels));
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": ", e.width, "x", e.height, " = ", e.Pixels(),
+        " decoded pixels exceeds the server limit ",
+        limits.max_decoded_pixels <= limits.max_pixels ? "max_decoded_pixels=" : "max_pixels=",
+        decode.max_pixels));
   }
   return absl::OkStatus();
 }
@@ -118,9 +117,9 @@ absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, CallScope& c
       CUIMG_ASSIGN_OR_RETURN(out.region, FindRegion(shared_memory, call, input.handle,
                                                     absl::StrCat(input.field, ".region")));
       out.view = ImageView{input.type, input.extent, input.channels, nullptr};
-      CUIMG_ASSIGN_OR_RETURN(std::uint8_t* data,
-                             out.region->Span(input.offset, out.view.Bytes(),
-                                              absl::StrCat(input.field, ".offset")));
+      CUIMG_ASSIGN_OR_RETURN(
+          std::uint8_t * data,
+          out.region->Span(input.offset, out.view.Bytes(), absl::StrCat(input.field, ".offset")));
       out.view.data = data;
       out.spacing = input.spacing;
       return out;
@@ -137,7 +136,8 @@ absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, CallScope& c
         .count();
   };
   if (decoders.device != nullptr) {
-    out.on_device = DecodeOnDevice(bytes, decode_limits, *decoders.device, &call.times(), &out.view);
+    out.on_device =
+        DecodeOnDevice(bytes, decode_limits, *decoders.device, &call.times(), &out.view);
     if (out.on_device != nullptr) {
       out.view.data = nullptr;
       call.times().decode_us = elapsed_us();

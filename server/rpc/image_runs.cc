@@ -56,9 +56,8 @@ class ResultSlot {
       image->mutable_data()->assign(reinterpret_cast<const char*>(stored_->image.bytes()),
                                     stored_->image.size_bytes());
     }
-    absl::StatusOr<ResidentInfo> info =
-        store.Put(identity, std::shared_ptr<const StoredImage>(std::move(stored_)),
-                  output_.ttl_seconds);
+    absl::StatusOr<ResidentInfo> info = store.Put(
+        identity, std::shared_ptr<const StoredImage>(std::move(stored_)), output_.ttl_seconds);
     if (!info.ok()) {
       return absl::Status(info.status().code(), absl::StrCat(field, ": ", info.status().message()));
     }
@@ -78,9 +77,9 @@ class ResultSlot {
 absl::Status ImagingService::RunMorphology(const MorphologyJob& job, CallScope& call,
                                            v1::MorphologyResponse* response) {
   const std::string& identity = call.identity();
-  CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
-                         ResolveImage(job.input, call, *store_,
-                                      shared_memory_.get(), options_.limits, decoders_));
+  CUIMG_ASSIGN_OR_RETURN(
+      ResolvedImage in,
+      ResolveImage(job.input, call, *store_, shared_memory_.get(), options_.limits, decoders_));
   CUIMG_RETURN_IF_ERROR(CheckMorphologyInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   for (const v1::StructuringElement& e : job.resolved_elements) {
@@ -105,9 +104,8 @@ absl::Status ImagingService::MorphologyIntoSharedMemory(const MorphologyJob& job
                          FindRegion(shared_memory_.get(), call, job.output.shared_memory_region,
                                     "output.shared_memory.region"));
   const std::size_t bytes = in.view.Bytes();
-  CUIMG_ASSIGN_OR_RETURN(std::uint8_t* data,
-                         region->Span(job.output.shared_memory_offset, bytes,
-                                      "output.shared_memory.offset"));
+  CUIMG_ASSIGN_OR_RETURN(std::uint8_t * data, region->Span(job.output.shared_memory_offset, bytes,
+                                                           "output.shared_memory.offset"));
   // The kernels read the input while writing the output: the two must not share bytes of the
   // object (wherever it is mapped).
   if (in.region != nullptr && SharedBytesOverlap(*in.region, job.input.offset, bytes, *region,
@@ -128,9 +126,9 @@ absl::Status ImagingService::MorphologyIntoSharedMemory(const MorphologyJob& job
 absl::Status ImagingService::RunGradient(const GradientJob& job, CallScope& call,
                                          v1::GradientResponse* response) {
   const std::string& identity = call.identity();
-  CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
-                         ResolveImage(job.input, call, *store_,
-                                      shared_memory_.get(), options_.limits, decoders_));
+  CUIMG_ASSIGN_OR_RETURN(
+      ResolvedImage in,
+      ResolveImage(job.input, call, *store_, shared_memory_.get(), options_.limits, decoders_));
   CUIMG_RETURN_IF_ERROR(CheckGradientInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   const Extent& e = in.view.extent;
@@ -152,14 +150,16 @@ absl::Status ImagingService::RunGradient(const GradientJob& job, CallScope& call
   out.gy = static_cast<float*>(gy.data());
   out.magnitude = magnitude ? static_cast<float*>(magnitude->data()) : nullptr;
   out.angle = angle ? static_cast<float*>(angle->data()) : nullptr;
-  CUIMG_RETURN_IF_ERROR(backend_->Gradient(in.input(), job.spec, out, &call.times(), call.cancel()));
+  CUIMG_RETURN_IF_ERROR(
+      backend_->Gradient(in.input(), job.spec, out, &call.times(), call.cancel()));
   CUIMG_ASSIGN_OR_RETURN(GradientTaps taps, ComputeGradientTaps(job.spec));
   for (double t : taps.smoothing) response->add_smoothing_taps(static_cast<float>(t));
   for (double t : taps.derivative) response->add_derivative_taps(static_cast<float>(t));
   metrics_->AddPixels("Gradient", e.Pixels());
   CUIMG_RETURN_IF_ERROR(gx.Deliver(*store_, identity, "output.keep_resident"));
   CUIMG_RETURN_IF_ERROR(gy.Deliver(*store_, identity, "output.keep_resident"));
-  if (magnitude) CUIMG_RETURN_IF_ERROR(magnitude->Deliver(*store_, identity, "output.keep_resident"));
+  if (magnitude)
+    CUIMG_RETURN_IF_ERROR(magnitude->Deliver(*store_, identity, "output.keep_resident"));
   if (angle) CUIMG_RETURN_IF_ERROR(angle->Deliver(*store_, identity, "output.keep_resident"));
   return absl::OkStatus();
 }
@@ -168,9 +168,9 @@ absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, CallScope& cal
                                         v1::PyramidResponse* response) {
   PyramidJob job = job_in;
   const std::string& identity = call.identity();
-  CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
-                         ResolveImage(job.input, call, *store_,
-                                      shared_memory_.get(), options_.limits, decoders_));
+  CUIMG_ASSIGN_OR_RETURN(
+      ResolvedImage in,
+      ResolveImage(job.input, call, *store_, shared_memory_.get(), options_.limits, decoders_));
   CUIMG_RETURN_IF_ERROR(CheckPyramidInput(in.view, &job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   CUIMG_ASSIGN_OR_RETURN(std::vector<PyramidLevel> levels,
@@ -193,7 +193,8 @@ absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, CallScope& cal
     packed.resize(PyramidOutputBytes(levels));
     pieces.push_back(PackedPiece{0, packed.size(), packed.data()});
   }
-  CUIMG_RETURN_IF_ERROR(backend_->Pyramid(in.input(), job.spec, pieces, &call.times(), call.cancel()));
+  CUIMG_RETURN_IF_ERROR(
+      backend_->Pyramid(in.input(), job.spec, pieces, &call.times(), call.cancel()));
   std::size_t piece = 0;
   for (const PyramidLevel& level : levels) {
     v1::PyramidLevel* out = response->add_levels();
@@ -206,7 +207,7 @@ absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, CallScope& cal
       while (level.offset_bytes >= pieces[piece].offset + pieces[piece].bytes) ++piece;
       DescribeResult(job.spec.output_type, extent, in.spacing, out->mutable_result());
       detached.Attach(out->mutable_result(), buffers[piece],
-                       level.offset_bytes - pieces[piece].offset, level.bytes);
+                      level.offset_bytes - pieces[piece].offset, level.bytes);
       continue;
     }
     ResultSlot slot(job.output, job.spec.output_type, extent, in.spacing, out->mutable_result(),
@@ -222,14 +223,14 @@ absl::Status ImagingService::RunDetect(const DetectJob& job, CallScope& call,
                                        v1::DetectPedestriansResponse* response) {
   const HogModel& model = *job.model;
   const DetectSpec& spec = job.spec;
-  CUIMG_ASSIGN_OR_RETURN(ResolvedImage in,
-                         ResolveImage(job.input, call, *store_,
-                                      shared_memory_.get(), options_.limits, decoders_));
+  CUIMG_ASSIGN_OR_RETURN(
+      ResolvedImage in,
+      ResolveImage(job.input, call, *store_, shared_memory_.get(), options_.limits, decoders_));
   CUIMG_RETURN_IF_ERROR(CheckDetectInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
-  CUIMG_ASSIGN_OR_RETURN(DetectResult result,
-                         backend_->DetectPedestrians(in.input(), model, spec, &call.times(),
-                                                     call.cancel()));
+  CUIMG_ASSIGN_OR_RETURN(
+      DetectResult result,
+      backend_->DetectPedestrians(in.input(), model, spec, &call.times(), call.cancel()));
   CUIMG_RETURN_IF_ERROR(CheckGroupedHits(result.hits.size(), spec, options_.max_grouped_hits));
   for (const Detection& d : FinishDetections(result.geometry, std::move(result.hits), spec)) {
     v1::Detection* out = response->add_detections();
@@ -281,8 +282,8 @@ absl::Status ImagingService::RunDeform(const DeformJob& job, CallScope& call,
   }
   std::shared_ptr<const BackendMesh> kept;
   CUIMG_RETURN_IF_ERROR(backend_->Deform(*mesh, job.lattice, job.outputs, positions, normals,
-                                         job.output.keep_resident ? &kept : nullptr,
-                                         &call.times(), call.cancel()));
+                                         job.output.keep_resident ? &kept : nullptr, &call.times(),
+                                         call.cancel()));
   response->set_vertex_count(static_cast<std::uint32_t>(mesh->vertex_count()));
   metrics_->AddPixels("Deform", static_cast<std::int64_t>(mesh->vertex_count()));
   if (kept != nullptr) {
@@ -312,7 +313,8 @@ absl::Status ImagingService::CheckKeptMesh(const BackendMesh& kept, const float*
   if (valid.ok()) return valid;
   return absl::InvalidArgumentError(absl::StrCat(
       "output.keep_resident: the lattice moves the mesh out of the float range, so it cannot be "
-      "kept resident: ", valid.message()));
+      "kept resident: ",
+      valid.message()));
 }
 
 }  // namespace cuimg

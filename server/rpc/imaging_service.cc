@@ -52,11 +52,11 @@ ImagingService::ImagingService(const ServerOptions& options, const AuthPolicy& a
       decoders_{decode_threads_.get(), backend->jpeg_decoder()},
       metrics_(metrics),
       models_(models),
-      shared_memory_(options.shared_memory.enabled
-                         ? std::make_unique<SharedMemoryRegistry>(
-                               options.shared_memory, SharedMemoryKeysFor(options.security),
-                               backend)
-                         : nullptr),
+      shared_memory_(
+          options.shared_memory.enabled
+              ? std::make_unique<SharedMemoryRegistry>(
+                    options.shared_memory, SharedMemoryKeysFor(options.security), backend)
+              : nullptr),
       uploads_(std::make_unique<UploadQuota>(UploadQuotaOptions{
           options.max_uploads_per_identity, options.max_upload_bytes_per_identity != 0
                                                 ? options.max_upload_bytes_per_identity
@@ -119,8 +119,8 @@ absl::StatusOr<InflightBudget::Reservation> ImagingService::Admit(
     CUIMG_RETURN_IF_ERROR(cuimg::Authorize(ctx, auth_, kRightResident, rpc).status());
   }
   CUIMG_RETURN_IF_ERROR(CompleteFromResident(job, request, identity));
-  CUIMG_ASSIGN_OR_RETURN(std::uint64_t bytes, EstimateInflightBytes(*job, request, identity,
-                                                                    *store_, options_.limits));
+  CUIMG_ASSIGN_OR_RETURN(std::uint64_t bytes,
+                         EstimateInflightBytes(*job, request, identity, *store_, options_.limits));
   CUIMG_ASSIGN_OR_RETURN(double work, RequestWork(*job, identity));
   CUIMG_RETURN_IF_ERROR(CheckRequestWork(work, options_.max_request_work));
   bytes += extra_bytes;
@@ -130,9 +130,8 @@ absl::StatusOr<InflightBudget::Reservation> ImagingService::Admit(
 }
 
 absl::StatusOr<InflightBudget::Reservation> ImagingService::AdmitDetect(
-    const grpc::ServerContextBase& ctx, DetectJob* job,
-    const v1::DetectPedestriansRequest& request, const std::string& identity,
-    std::uint64_t extra_bytes, bool* transient) {
+    const grpc::ServerContextBase& ctx, DetectJob* job, const v1::DetectPedestriansRequest& request,
+    const std::string& identity, std::uint64_t extra_bytes, bool* transient) {
   return Admit(ctx, "DetectStream", job, request, identity, extra_bytes, transient);
 }
 
@@ -141,8 +140,8 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
     absl::string_view rpc, grpc::CallbackServerContext* ctx, std::shared_ptr<Messages> messages,
     Validate validate,
     absl::Status (ImagingService::*run)(const Job&, CallScope&, typename Messages::Response*)) {
-  auto cancel = std::make_shared<CancelToken>(CancelToken::SteadyDeadline(ctx->deadline()),
-                                               &hard_stop_);
+  auto cancel =
+      std::make_shared<CancelToken>(CancelToken::SteadyDeadline(ctx->deadline()), &hard_stop_);
   grpc::ServerUnaryReactor* reactor = new CancellingReactor(ctx, cancel);
   auto call = std::make_shared<CallScope>(rpc, ctx, metrics_);
   call->set_cancel(cancel.get());
@@ -172,30 +171,30 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
   auto held = std::make_shared<InflightBudget::Reservation>(*std::move(reservation));
   auto shared_job = std::make_shared<Job>(*std::move(job));
   call->set_detached_results(messages->detached_results());
-  const absl::Status admitted =
-      queue_->Submit([this, call, cancel, shared_job, held, messages, reactor,
-                      run](WorkQueue::Admission& admission) {
-        call->MarkStarted();
-        // The copy out of the received bytes ran before queueing: h2d counts it, not the queue.
-        call->times().queue_us -= messages->pixel_copy_us();
-        absl::Status status = call->CheckAlive();
-        if (status.ok()) {
-          status = (this->*run)(*shared_job, *call, messages->response());
-          if (status.ok()) status = call->CheckSharedMemory();
-          // That copy is this server's share of moving the pixels to the device (StageTimes).
-          call->times().h2d_us += messages->pixel_copy_us();
-          // Work that finished after its client left is logged with the client's outcome,
-          // not OK: gRPC has answered it already.
-          if (status.ok()) status = call->CheckAlive();
-        }
-        if (status.ok()) status = messages->Serialize();
-        metrics_->AddBytes(messages->request_bytes(), status.ok() ? messages->response_bytes() : 0);
-        // Free the slot and bytes before answering: the client may call again on the answer.
-        held->Release();
-        admission.Release();
-        reactor->Finish(call->Complete(status));
-      });
-  if (!admitted.ok()) return refuse(admitted, admitted.code() == absl::StatusCode::kResourceExhausted);
+  const absl::Status admitted = queue_->Submit([this, call, cancel, shared_job, held, messages,
+                                                reactor, run](WorkQueue::Admission& admission) {
+    call->MarkStarted();
+    // The copy out of the received bytes ran before queueing: h2d counts it, not the queue.
+    call->times().queue_us -= messages->pixel_copy_us();
+    absl::Status status = call->CheckAlive();
+    if (status.ok()) {
+      status = (this->*run)(*shared_job, *call, messages->response());
+      if (status.ok()) status = call->CheckSharedMemory();
+      // That copy is this server's share of moving the pixels to the device (StageTimes).
+      call->times().h2d_us += messages->pixel_copy_us();
+      // Work that finished after its client left is logged with the client's outcome,
+      // not OK: gRPC has answered it already.
+      if (status.ok()) status = call->CheckAlive();
+    }
+    if (status.ok()) status = messages->Serialize();
+    metrics_->AddBytes(messages->request_bytes(), status.ok() ? messages->response_bytes() : 0);
+    // Free the slot and bytes before answering: the client may call again on the answer.
+    held->Release();
+    admission.Release();
+    reactor->Finish(call->Complete(status));
+  });
+  if (!admitted.ok())
+    return refuse(admitted, admitted.code() == absl::StatusCode::kResourceExhausted);
   return reactor;
 }
 
@@ -260,10 +259,10 @@ grpc::ServerUnaryReactor* ImagingService::ListModels(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* ImagingService::Deform(grpc::CallbackServerContext* ctx,
                                                  const grpc::ByteBuffer* request,
                                                  grpc::ByteBuffer* response) {
-  return Serve("Deform", ctx,
-               DetachedResultsOnly<v1::DeformRequest, v1::DeformResponse>(request, response,
-                                                                          backend_),
-               &ValidateDeformRequest, &ImagingService::RunDeform);
+  return Serve(
+      "Deform", ctx,
+      DetachedResultsOnly<v1::DeformRequest, v1::DeformResponse>(request, response, backend_),
+      &ValidateDeformRequest, &ImagingService::RunDeform);
 }
 
 absl::Status ImagingService::CompleteFromResident(MorphologyJob* job,

@@ -74,9 +74,9 @@ class ImagingService final
                                          v1::ListResidentResponse* response) override;
   grpc::ServerBidiReactor<v1::VolumeStreamRequest, v1::VolumeStreamResponse>* ProcessVolumeStream(
       grpc::CallbackServerContext* ctx) override;
-  grpc::ServerUnaryReactor* RegisterSharedMemory(grpc::CallbackServerContext* ctx,
-                                                 const v1::RegisterSharedMemoryRequest* request,
-                                                 v1::RegisterSharedMemoryResponse* response) override;
+  grpc::ServerUnaryReactor* RegisterSharedMemory(
+      grpc::CallbackServerContext* ctx, const v1::RegisterSharedMemoryRequest* request,
+      v1::RegisterSharedMemoryResponse* response) override;
   grpc::ServerUnaryReactor* UnregisterSharedMemory(
       grpc::CallbackServerContext* ctx, const v1::UnregisterSharedMemoryRequest* request,
       v1::UnregisterSharedMemoryResponse* response) override;
@@ -89,8 +89,9 @@ class ImagingService final
 
   // DetectPedestrians' steps, which DetectStream's frames (detect_stream_rpc.cc) go through as a
   // unary call does. ValidateDetect: ValidateDetectRequest with this server's models (an unknown
-  // model is NOT_FOUND naming `model`). AdmitDetect: the steps between validation and the work queue (Admit).
-  // RunDetect: resolves the input and detects, filling `response`; times go to `call`.
+  // model is NOT_FOUND naming `model`). AdmitDetect: the steps between validation and the work
+  // queue (Admit). RunDetect: resolves the input and detects, filling `response`; times go to
+  // `call`.
   absl::StatusOr<DetectJob> ValidateDetect(const v1::DetectPedestriansRequest& request,
                                            const RequestLimits& limits,
                                            DetachedPixels pixels) const;
@@ -131,8 +132,7 @@ class ImagingService final
   grpc::ServerUnaryReactor* Serve(
       absl::string_view rpc, grpc::CallbackServerContext* ctx, std::shared_ptr<Messages> messages,
       Validate validate,
-      absl::Status (ImagingService::*run)(const Job&, CallScope&,
-                                          typename Messages::Response*));
+      absl::Status (ImagingService::*run)(const Job&, CallScope&, typename Messages::Response*));
 
   // A unary call that is answered at once (no queue, no admission): AuthorizeCall, then
   // `body(identity)`; a refusal by either is recorded and the call answered with it.
@@ -175,8 +175,7 @@ class ImagingService final
   // Morphology whose result goes to the shared-memory region job.output names.
   absl::Status MorphologyIntoSharedMemory(const MorphologyJob& job, const ResolvedImage& in,
                                           CallScope& call, v1::MorphologyResponse* response);
-  absl::Status RunGradient(const GradientJob& job, CallScope& call,
-                           v1::GradientResponse* response);
+  absl::Status RunGradient(const GradientJob& job, CallScope& call, v1::GradientResponse* response);
   absl::Status RunPyramid(const PyramidJob& job, CallScope& call, v1::PyramidResponse* response);
   absl::Status RunDeform(const DeformJob& job, CallScope& call, v1::DeformResponse* response);
   // OK when a Deform result may be kept resident: ValidateMesh on its positions (`positions`:

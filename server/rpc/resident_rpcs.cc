@@ -123,9 +123,9 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
     }
     if (expired) {
       // Finishing with a read pending ends it too (OnReadDone sees finished_).
-      FinishWith(absl::DeadlineExceededError(absl::StrCat(
-          "upload: nothing received for ", absl::ToInt64Milliseconds(idle_timeout_),
-          " ms (upload_idle_timeout_ms); the upload was ended and its bytes freed")));
+      FinishWith(absl::DeadlineExceededError(
+          absl::StrCat("upload: nothing received for ", absl::ToInt64Milliseconds(idle_timeout_),
+                       " ms (upload_idle_timeout_ms); the upload was ended and its bytes freed")));
     }
     Unref();
   }
@@ -222,25 +222,24 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
     auto stored = std::make_shared<StoredImage>();
     stored->image = Image(image_.type, image_.extent, image_.channels, buffer_->Take());
     stored->spacing = spacing_;
-    CUIMG_ASSIGN_OR_RETURN(ResidentInfo info,
-                           service_->store().Put(call_.identity(), std::move(stored),
-                                                 ttl_seconds_));
+    CUIMG_ASSIGN_OR_RETURN(
+        ResidentInfo info,
+        service_->store().Put(call_.identity(), std::move(stored), ttl_seconds_));
     ToProto(info, response_->mutable_object());
     return absl::OkStatus();
   }
 
   absl::Status CompleteMesh() {
     // Positions (12 bytes a vertex) then triangles: the triangles start 4-byte aligned.
-    const MeshView view{reinterpret_cast<const float*>(buffer_->data()), vertex_count_,
-                        reinterpret_cast<const std::uint32_t*>(buffer_->data() +
-                                                               std::size_t{vertex_count_} * 12),
-                        triangle_count_};
+    const MeshView view{
+        reinterpret_cast<const float*>(buffer_->data()), vertex_count_,
+        reinterpret_cast<const std::uint32_t*>(buffer_->data() + std::size_t{vertex_count_} * 12),
+        triangle_count_};
     CUIMG_RETURN_IF_ERROR(ValidateMesh(view, "mesh"));
     CUIMG_ASSIGN_OR_RETURN(std::shared_ptr<const BackendMesh> mesh,
                            service_->backend().UploadMesh(view, &call_.times()));
-    CUIMG_ASSIGN_OR_RETURN(ResidentInfo info,
-                           service_->store().PutMesh(call_.identity(), std::move(mesh),
-                                                     ttl_seconds_));
+    CUIMG_ASSIGN_OR_RETURN(ResidentInfo info, service_->store().PutMesh(
+                                                  call_.identity(), std::move(mesh), ttl_seconds_));
     ToProto(info, response_->mutable_object());
     return absl::OkStatus();
   }
@@ -302,8 +301,8 @@ class DownloadReactor final : public grpc::ServerWriteReactor<v1::DownloadRespon
   absl::Status Start(const v1::DownloadRequest& request, const std::string& identity) {
     if (request.chunk_bytes() != 0 &&
         (request.chunk_bytes() < (1u << 16) || request.chunk_bytes() > (1u << 24))) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "chunk_bytes: ", request.chunk_bytes(), " is not in [65536, 16777216]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("chunk_bytes: ", request.chunk_bytes(), " is not in [65536, 16777216]"));
     }
     chunk_ = request.chunk_bytes() == 0 ? kDefaultChunkBytes : request.chunk_bytes();
     CUIMG_RETURN_IF_ERROR(ValidateHandle(request.handle(), "handle"));
@@ -372,8 +371,8 @@ class DownloadReactor final : public grpc::ServerWriteReactor<v1::DownloadRespon
 
 }  // namespace
 
-grpc::ServerReadReactor<v1::UploadRequest>* ImagingService::Upload(
-    grpc::CallbackServerContext* ctx, v1::UploadResponse* response) {
+grpc::ServerReadReactor<v1::UploadRequest>* ImagingService::Upload(grpc::CallbackServerContext* ctx,
+                                                                   v1::UploadResponse* response) {
   return new UploadReactor(this, ctx, response);
 }
 

@@ -28,23 +28,22 @@ void ToProto(const SharedMemoryInfo& info, v1::SharedMemoryRegion* out) {
 grpc::ServerUnaryReactor* ImagingService::RegisterSharedMemory(
     grpc::CallbackServerContext* ctx, const v1::RegisterSharedMemoryRequest* request,
     v1::RegisterSharedMemoryResponse* response) {
-  return ServeAtOnce(
-      "RegisterSharedMemory", ctx, kRightResident, [&](const std::string& identity) {
-        if (shared_memory_ == nullptr) {
-          return absl::FailedPreconditionError(
-              "this server does not offer shared memory (start it with --shared_memory)");
-        }
-        if (!IsLocalPeer(ctx->peer())) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("shared memory is for clients on the server's host; this call came "
-                           "from ",
-                           ctx->peer()));
-        }
-        absl::StatusOr<SharedMemoryInfo> info =
-            shared_memory_->Register(identity, request->key(), request->byte_size());
-        if (info.ok()) ToProto(*info, response->mutable_region());
-        return info.status();
-      });
+  return ServeAtOnce("RegisterSharedMemory", ctx, kRightResident, [&](const std::string& identity) {
+    if (shared_memory_ == nullptr) {
+      return absl::FailedPreconditionError(
+          "this server does not offer shared memory (start it with --shared_memory)");
+    }
+    if (!IsLocalPeer(ctx->peer())) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("shared memory is for clients on the server's host; this call came "
+                       "from ",
+                       ctx->peer()));
+    }
+    absl::StatusOr<SharedMemoryInfo> info =
+        shared_memory_->Register(identity, request->key(), request->byte_size());
+    if (info.ok()) ToProto(*info, response->mutable_region());
+    return info.status();
+  });
 }
 
 grpc::ServerUnaryReactor* ImagingService::UnregisterSharedMemory(

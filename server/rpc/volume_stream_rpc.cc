@@ -75,8 +75,8 @@ class VolumeStreamReactor final
       } else if (!header_seen_) {
         Refuse(absl::InvalidArgumentError("header: the stream ended before the header"));
       } else if (received_ != job_.extent.depth) {
-        Refuse(absl::InvalidArgumentError(absl::StrCat(
-            "slab: the stream ended after ", received_, " of ", job_.extent.depth, " slices")));
+        Refuse(absl::InvalidArgumentError(absl::StrCat("slab: the stream ended after ", received_,
+                                                       " of ", job_.extent.depth, " slices")));
       }
     } else if (status_.ok()) {
       const absl::Status status = header_seen_ ? AcceptSlab() : AcceptHeader();
@@ -120,15 +120,14 @@ class VolumeStreamReactor final
       return absl::InvalidArgumentError(
           "header: the first message must carry the header (volume and operation)");
     }
-    CUIMG_ASSIGN_OR_RETURN(job_,
-                           ValidateVolumeStreamHeader(request_.header(), service_->options().limits));
+    CUIMG_ASSIGN_OR_RETURN(
+        job_, ValidateVolumeStreamHeader(request_.header(), service_->options().limits));
     header_seen_ = true;
     reach_ = VolumeStreamZReach(job_);
     in_slice_bytes_ = job_.extent.SlicePixels() * static_cast<std::int64_t>(PixelSize(job_.type));
-    const std::int64_t planes =
-        job_.op == VolumeStreamJob::Op::kGradient
-            ? 2 + job_.gradient.magnitude + job_.gradient.angle
-            : 1;
+    const std::int64_t planes = job_.op == VolumeStreamJob::Op::kGradient
+                                    ? 2 + job_.gradient.magnitude + job_.gradient.angle
+                                    : 1;
     out_slice_bytes_ = job_.op == VolumeStreamJob::Op::kGradient
                            ? planes * job_.extent.SlicePixels() * 4
                            : in_slice_bytes_;
@@ -153,15 +152,17 @@ class VolumeStreamReactor final
     }
     const std::int64_t bytes = static_cast<std::int64_t>(request_.slab().size());
     if (bytes == 0 || bytes % in_slice_bytes_ != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "slab: ", bytes, " bytes is not a positive whole number of slices (one slice is "
-          "width*height*", PixelSize(job_.type), " = ", in_slice_bytes_, " bytes)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("slab: ", bytes,
+                       " bytes is not a positive whole number of slices (one slice is "
+                       "width*height*",
+                       PixelSize(job_.type), " = ", in_slice_bytes_, " bytes)"));
     }
     const std::int64_t slices = bytes / in_slice_bytes_;
     if (slices > job_.extent.depth - received_) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "slab: the stream carries more than the volume's ", job_.extent.depth, " slices (",
-          received_, " received, this slab has ", slices, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("slab: the stream carries more than the volume's ", job_.extent.depth,
+                       " slices (", received_, " received, this slab has ", slices, ")"));
     }
     auto chunk = std::make_shared<Chunk>();
     CUIMG_ASSIGN_OR_RETURN(chunk->held, Reserve(static_cast<std::uint64_t>(bytes), "slab"));
@@ -174,7 +175,8 @@ class VolumeStreamReactor final
     return absl::OkStatus();
   }
 
-  absl::StatusOr<InflightBudget::Reservation> Reserve(std::uint64_t bytes, absl::string_view field) {
+  absl::StatusOr<InflightBudget::Reservation> Reserve(std::uint64_t bytes,
+                                                      absl::string_view field) {
     absl::StatusOr<InflightBudget::Reservation> r = service_->budget().Reserve(bytes, field);
     if (!r.ok()) transient_ = bytes <= service_->budget().per_request_bytes();
     return r;
@@ -210,9 +212,9 @@ class VolumeStreamReactor final
       }
       task->input = task->assembled.data();
     }
-    if (absl::Status admitted = queue_->Submit([this, task](WorkQueue::Admission& admission) {
-          Run(*task, admission);
-        }); !admitted.ok()) {
+    if (absl::Status admitted = queue_->Submit(
+            [this, task](WorkQueue::Admission& admission) { Run(*task, admission); });
+        !admitted.ok()) {
       transient_ = admitted.code() == absl::StatusCode::kResourceExhausted;
       return admitted;
     }
@@ -284,8 +286,8 @@ class VolumeStreamReactor final
       CUIMG_RETURN_IF_ERROR(service_->backend().Morphology(in, result, job_.steps, times, cancel_));
     } else {
       Image result(job_.type, window, 1);
-      CUIMG_RETURN_IF_ERROR(service_->backend().Morphology(in, result.view(), job_.steps, times,
-                                                          cancel_));
+      CUIMG_RETURN_IF_ERROR(
+          service_->backend().Morphology(in, result.view(), job_.steps, times, cancel_));
       std::memcpy(data->data(), result.bytes() + (w.out_begin - w.in_begin) * in_slice_bytes_,
                   data->size());
     }
@@ -343,8 +345,8 @@ class VolumeStreamReactor final
       reading_ = true;
       StartRead(&request_);
     }
-    const bool done = status_.ok() && input_done_ && header_seen_ &&
-                      next_write_ == job_.extent.depth;
+    const bool done =
+        status_.ok() && input_done_ && header_seen_ && next_write_ == job_.extent.depth;
     if (running_ > 0 || writing_ || !(done || !status_.ok())) return;
     finished_ = true;
     ready_.clear();

@@ -504,8 +504,8 @@ absl::Status DetachedResults::Serialize(const google::protobuf::Message& respons
     const grpc::Status status = grpc::SerializationTraits<google::protobuf::Message>::Serialize(
         response, wire, &own_buffer);
     if (!status.ok()) {
-      return absl::InternalError(absl::StrCat("serializing the ", response.GetTypeName(), ": ",
-                                              status.error_message()));
+      return absl::InternalError(
+          absl::StrCat("serializing the ", response.GetTypeName(), ": ", status.error_message()));
     }
     return absl::OkStatus();
   }

@@ -61,8 +61,8 @@ class DetachedResults {
   // One buffer for several results' pixels (a pyramid's packed levels), given out by Attach.
   std::shared_ptr<HostBuffer> Allocate(std::size_t bytes) { return allocate_(bytes); }
   // `result`'s image data is buffer[offset, offset + bytes), which must lie inside the buffer.
-  void Attach(const v1::ImageResult* result, std::shared_ptr<HostBuffer> buffer,
-              std::size_t offset, std::size_t bytes);
+  void Attach(const v1::ImageResult* result, std::shared_ptr<HostBuffer> buffer, std::size_t offset,
+              std::size_t bytes);
   // `bytes` of uninitialized memory for bytes field `field` of `message`; valid until Serialize.
   void* AddBytes(const google::protobuf::Message* message, int field, std::size_t bytes);
   bool empty() const { return results_.empty() && fields_.empty(); }

@@ -60,7 +60,7 @@ class CpuWarmer {
   static bool Prepare(int cpu);
   void Run();
 
-  std::atomic<std::int64_t> until_{0};  // Clock ticks: poll while now is before this
+  std::atomic<std::int64_t> until_{0};        // Clock ticks: poll while now is before this
   std::atomic<std::int64_t> quiet_until_{0};  // Clock ticks: WarmUntil ignored before this
   std::atomic<int> polling_{0};
   std::atomic<bool> stop_{false};

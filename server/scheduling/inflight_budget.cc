@@ -37,15 +37,15 @@ absl::Status InflightBudget::Reservation::Resize(std::uint64_t bytes, absl::stri
 absl::Status InflightBudget::CheckLocked(std::uint64_t held, std::uint64_t bytes,
                                          absl::string_view field) const {
   if (bytes > per_request_) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(field, ": needs about ", bytes, " bytes in flight, over the server limit "
-                     "max_inflight_bytes_per_device=", per_request_));
+    return absl::ResourceExhaustedError(absl::StrCat(field, ": needs about ", bytes,
+                                                     " bytes in flight, over the server limit "
+                                                     "max_inflight_bytes_per_device=",
+                                                     per_request_));
   }
   if (used_ - held + bytes > capacity_) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("server busy: ", used_, " of ", capacity_, " in-flight bytes held, ", field, " needs ",
-                     bytes - held, held == 0 ? "" : " more",
-                     " (max_inflight_bytes_per_device); retry later"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "server busy: ", used_, " of ", capacity_, " in-flight bytes held, ", field, " needs ",
+        bytes - held, held == 0 ? "" : " more", " (max_inflight_bytes_per_device); retry later"));
   }
   return absl::OkStatus();
 }

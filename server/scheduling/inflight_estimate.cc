@@ -31,7 +31,8 @@ absl::StatusOr<ImageView> InputShape(const ImageInput& input, absl::string_view 
                             absl::StrCat(input.field, ": ", info.status().message()));
       }
       if (info->kind != ResidentKind::kImage) {
-        return absl::InvalidArgumentError(absl::StrCat(input.field, ": names a mesh, not an image"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(input.field, ": names a mesh, not an image"));
       }
       return ImageView{info->type, info->extent, info->channels, nullptr};
     }
@@ -58,7 +59,7 @@ absl::StatusOr<std::uint64_t> EstimateInflightBytes(const MorphologyJob& job,
                                                     const RequestLimits& limits) {
   CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, store, limits));
   const OutputSpec& out = job.output;
-  const std::uint64_t results = !out.shared_memory_region.empty() ? 0
+  const std::uint64_t results = !out.shared_memory_region.empty()     ? 0
                                 : out.keep_resident && !out.omit_data ? 2
                                                                       : 1;
   const std::uint64_t scratch = MorphologyReferenceScratchImages(job.steps);
@@ -134,9 +135,7 @@ bool UsesResident(const ImageInput& input, const OutputSpec& output) {
 bool UsesResident(const MorphologyJob& job) { return UsesResident(job.input, job.output); }
 bool UsesResident(const GradientJob& job) { return UsesResident(job.input, job.output); }
 bool UsesResident(const PyramidJob& job) { return UsesResident(job.input, job.output); }
-bool UsesResident(const DetectJob& job) {
-  return job.input.kind == ImageInput::Kind::kHandle;
-}
+bool UsesResident(const DetectJob& job) { return job.input.kind == ImageInput::Kind::kHandle; }
 bool UsesResident(const DeformJob& job) {
   return job.mesh.kind == MeshInput::Kind::kHandle || job.output.keep_resident;
 }

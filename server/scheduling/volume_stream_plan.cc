@@ -21,8 +21,10 @@ int VolumeStreamZReach(const VolumeStreamJob& job) {
 
 std::optional<SlabWindow> NextSlabWindow(std::int64_t depth, int reach, std::int64_t received,
                                          std::int64_t next_out, std::int64_t max_out_slices) {
-  const std::int64_t computable = received >= depth ? depth : std::max<std::int64_t>(0, received - reach);
-  const std::int64_t out_end = std::min(computable, next_out + std::max<std::int64_t>(1, max_out_slices));
+  const std::int64_t computable =
+      received >= depth ? depth : std::max<std::int64_t>(0, received - reach);
+  const std::int64_t out_end =
+      std::min(computable, next_out + std::max<std::int64_t>(1, max_out_slices));
   if (out_end <= next_out) return std::nullopt;
   SlabWindow w;
   w.out_begin = next_out;

@@ -82,10 +82,10 @@ absl::Status CheckGroupedHits(std::size_t hits, const DetectSpec& spec, std::siz
       spec.group_threshold <= 0) {
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "hit_threshold: ", hits, " windows scored at or above ", spec.hit_threshold,
-      "; grouping compares every pair of hits and takes at most ", max_hits,
-      " (--max_grouped_hits): raise hit_threshold or turn grouping off"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("hit_threshold: ", hits, " windows scored at or above ", spec.hit_threshold,
+                   "; grouping compares every pair of hits and takes at most ", max_hits,
+                   " (--max_grouped_hits): raise hit_threshold or turn grouping off"));
 }
 
 }  // namespace cuimg

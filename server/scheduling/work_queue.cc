@@ -6,8 +6,7 @@
 
 namespace cuimg {
 
-WorkQueue::WorkQueue(int threads, int max_admitted, std::chrono::microseconds spin,
-                     int warm_cpus)
+WorkQueue::WorkQueue(int threads, int max_admitted, std::chrono::microseconds spin, int warm_cpus)
     : max_admitted_(max_admitted), spin_(spin) {
   if (warm_cpus != 0 && spin.count() > 0) warmer_ = std::make_unique<CpuWarmer>(warm_cpus);
   workers_.reserve(threads);

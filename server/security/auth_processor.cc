@@ -16,8 +16,8 @@ grpc::Status TokenAuthProcessor::Process(const InputMetadata& auth_metadata, grp
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                         "authorization: missing (send \"authorization: Bearer TOKEN\")");
   }
-  absl::StatusOr<const TokenEntry*> entry = AuthenticateBearer(
-      *tokens_, absl::string_view(header->second.data(), header->second.size()));
+  absl::StatusOr<const TokenEntry*> entry =
+      AuthenticateBearer(*tokens_, absl::string_view(header->second.data(), header->second.size()));
   if (!entry.ok()) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(entry.status().message()));
   }

@@ -70,8 +70,7 @@ absl::StatusOr<TokenTable> TokenTable::Parse(absl::string_view text, absl::strin
     // Errors name the line, never the token.
     const std::string where = absl::StrCat(source, ":", line_number, ": ");
     if (fields.size() < 2 || fields.size() > 3) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, "expected IDENTITY TOKEN [RIGHTS]"));
+      return absl::InvalidArgumentError(absl::StrCat(where, "expected IDENTITY TOKEN [RIGHTS]"));
     }
     TokenEntry entry;
     entry.identity = std::string(fields[0]);
@@ -86,7 +85,8 @@ absl::StatusOr<TokenTable> TokenTable::Parse(absl::string_view text, absl::strin
     }
     if (fields.size() == 3) {
       absl::StatusOr<unsigned> rights = ParseRights(fields[2]);
-      if (!rights.ok()) return absl::InvalidArgumentError(absl::StrCat(where, rights.status().message()));
+      if (!rights.ok())
+        return absl::InvalidArgumentError(absl::StrCat(where, rights.status().message()));
       entry.rights = *rights;
     }
     if (table.Find(entry.token) != nullptr) {

@@ -34,9 +34,9 @@ absl::Status CheckKeyMatchesCertificate(const std::string& cert_pem, const std::
   const auto reason = [] {
     const unsigned long error = ERR_get_error();
     ERR_clear_error();
-    return error == 0 ? std::string("unknown") : std::string(ERR_reason_error_string(error)
-                                                             ? ERR_reason_error_string(error)
-                                                             : "unknown");
+    return error == 0 ? std::string("unknown")
+                      : std::string(ERR_reason_error_string(error) ? ERR_reason_error_string(error)
+                                                                   : "unknown");
   };
   BIO* cert_bio = BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size()));
   X509* cert = PEM_read_bio_X509(cert_bio, nullptr, nullptr, nullptr);
@@ -50,8 +50,8 @@ absl::Status CheckKeyMatchesCertificate(const std::string& cert_pem, const std::
   BIO_free(key_bio);
   if (key == nullptr) {
     X509_free(cert);
-    return absl::InvalidArgumentError(absl::StrCat(
-        "tls_key_file: no unencrypted private key could be read (", reason(), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("tls_key_file: no unencrypted private key could be read (", reason(), ")"));
   }
   const bool matches = X509_check_private_key(cert, key) == 1;
   ERR_clear_error();
@@ -108,9 +108,8 @@ absl::StatusOr<TransportSecurity> MakeTransportSecurity(const SecurityOptions& o
     if (!ca.ok()) return ca.status();
     ssl.pem_root_certs = *std::move(ca);
     ssl.client_certificate_request =
-        options.require_client_cert
-            ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
-            : GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY;
+        options.require_client_cert ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                                    : GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY;
     transport = options.require_client_cert ? "mtls" : "tls+optional_client_cert";
   }
   out.credentials = grpc::SslServerCredentials(ssl);

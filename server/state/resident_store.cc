@@ -56,9 +56,8 @@ absl::StatusOr<ResidentInfo> ResidentStore::PutMesh(absl::string_view identity,
 absl::StatusOr<ResidentInfo> ResidentStore::Insert(absl::string_view identity, Entry entry,
                                                    std::uint32_t ttl_seconds) {
   if (ttl_seconds > options_.max_ttl_seconds) {
-    return absl::InvalidArgumentError(absl::StrCat("ttl_seconds: ", ttl_seconds,
-                                                   " exceeds the server maximum ",
-                                                   options_.max_ttl_seconds));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ttl_seconds: ", ttl_seconds, " exceeds the server maximum ", options_.max_ttl_seconds));
   }
   const std::uint64_t size = entry.info.size_bytes;
   std::lock_guard<std::mutex> lock(mu_);
@@ -99,12 +98,11 @@ std::uint64_t ResidentStore::max_object_bytes() const {
              : std::min(options_.budget_bytes_per_identity, options_.max_total_bytes);
 }
 
-absl::Status ResidentStore::CheckRoomLocked(absl::string_view identity,
-                                            std::uint64_t size) const {
+absl::Status ResidentStore::CheckRoomLocked(absl::string_view identity, std::uint64_t size) const {
   if (size > options_.budget_bytes_per_identity) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "resident object of ", size, " bytes exceeds the per-client budget of ",
-        options_.budget_bytes_per_identity, " bytes (resident_budget_bytes)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("resident object of ", size, " bytes exceeds the per-client budget of ",
+                     options_.budget_bytes_per_identity, " bytes (resident_budget_bytes)"));
   }
   if (options_.max_total_bytes == 0) return absl::OkStatus();
   if (size > options_.max_total_bytes) {
@@ -116,8 +114,8 @@ absl::Status ResidentStore::CheckRoomLocked(absl::string_view identity,
   if (others + size > options_.max_total_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "server resident memory full: other clients' objects hold ", others, " of ",
-        options_.max_total_bytes, " bytes (resident_max_total_bytes), a resident object of ",
-        size, " bytes does not fit; retry later"));
+        options_.max_total_bytes, " bytes (resident_max_total_bytes), a resident object of ", size,
+        " bytes does not fit; retry later"));
   }
   return absl::OkStatus();
 }
@@ -142,8 +140,7 @@ absl::Status ResidentStore::NotFoundLocked(absl::string_view identity, absl::str
     for (const Tombstone& t : list->second) {
       if (t.handle != handle) continue;
       return absl::NotFoundError(absl::StrCat("resident object ", QuoteClientValue(handle),
-                                              " was evicted ",
-                                              absl::ToInt64Seconds(now - t.when),
+                                              " was evicted ", absl::ToInt64Seconds(now - t.when),
                                               " s ago: ", t.why));
     }
   }
@@ -278,8 +275,7 @@ bool ResidentStore::EvictOldestLocked(absl::string_view identity, EvictionReason
 }
 
 std::map<std::string, ResidentStore::Entry, std::less<>>::iterator ResidentStore::EvictLocked(
-    std::map<std::string, Entry, std::less<>>::iterator it, EvictionReason reason,
-    absl::Time now) {
+    std::map<std::string, Entry, std::less<>>::iterator it, EvictionReason reason, absl::Time now) {
   const Entry& e = it->second;
   std::string why;
   switch (reason) {

@@ -74,7 +74,8 @@ absl::string_view EvictionReasonName(EvictionReason reason);
 class ResidentStore {
  public:
   using Clock = std::function<absl::Time()>;
-  explicit ResidentStore(ResidentStoreOptions options, Clock clock = [] { return absl::Now(); });
+  explicit ResidentStore(
+      ResidentStoreOptions options, Clock clock = [] { return absl::Now(); });
 
   // Stores `image` for `identity`; ttl 0 means the default. INVALID_ARGUMENT for a TTL over the
   // maximum; RESOURCE_EXHAUSTED as CheckRoom says. Older objects of the identity are evicted
@@ -99,7 +100,7 @@ class ResidentStore {
                                                          absl::string_view handle);
   // Likewise for meshes (INVALID_ARGUMENT when the handle names an image).
   absl::StatusOr<std::shared_ptr<const BackendMesh>> GetMesh(absl::string_view identity,
-                                                            absl::string_view handle);
+                                                             absl::string_view handle);
   absl::StatusOr<ResidentInfo> Describe(absl::string_view identity, absl::string_view handle);
   absl::Status Release(absl::string_view identity, absl::string_view handle);
   std::vector<ResidentInfo> List(absl::string_view identity);

@@ -98,7 +98,7 @@ absl::Status InstallHandlerOnce() {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<MappingFaultGuard>> MappingFaultGuard::Guard(void* data,
-                                                                             std::size_t bytes) {
+                                                                            std::size_t bytes) {
   if (absl::Status s = InstallHandlerOnce(); !s.ok()) return s;
   const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
   const auto begin = reinterpret_cast<std::uintptr_t>(data);
@@ -107,8 +107,7 @@ absl::StatusOr<std::unique_ptr<MappingFaultGuard>> MappingFaultGuard::Guard(void
     Slot& slot = g_slots[i];
     std::uint64_t sequence = slot.sequence.load(std::memory_order_relaxed);
     if (sequence % 4 != 0 ||
-        !slot.sequence.compare_exchange_strong(sequence, sequence + 1,
-                                               std::memory_order_acquire)) {
+        !slot.sequence.compare_exchange_strong(sequence, sequence + 1, std::memory_order_acquire)) {
       continue;
     }
     slot.begin.store(begin, std::memory_order_relaxed);

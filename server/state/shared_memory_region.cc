@@ -17,9 +17,8 @@ namespace cuimg {
 
 absl::Status ValidateSharedMemoryKey(absl::string_view key, absl::string_view field) {
   if (key.size() < 2 || key.size() > 255 || key[0] != '/') {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": must be \"/\" followed by 1 to 254 characters, got ", key.size(),
-                     " characters"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": must be \"/\" followed by 1 to 254 characters, got ", key.size(), " characters"));
   }
   for (char c : key.substr(1)) {
     if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
@@ -33,8 +32,9 @@ absl::Status ValidateSharedMemoryKey(absl::string_view key, absl::string_view fi
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> SharedMemoryRegion::Map(
-    const std::string& key, std::uint64_t bytes, Backend* backend) {
+absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> SharedMemoryRegion::Map(const std::string& key,
+                                                                            std::uint64_t bytes,
+                                                                            Backend* backend) {
   // O_NOFOLLOW: the name resolves in /dev/shm and must not lead out of it.
   const int fd = shm_open(key.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
   if (fd < 0) {
@@ -47,18 +47,20 @@ absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> SharedMemoryRegion::Map(
   struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     close(fd);
-    return absl::InvalidArgumentError(absl::StrCat("key: \"", key, "\" is not a shared-memory object"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("key: \"", key, "\" is not a shared-memory object"));
   }
   if (static_cast<std::uint64_t>(st.st_size) < bytes) {
     close(fd);
-    return absl::InvalidArgumentError(absl::StrCat("byte_size: ", bytes, " bytes, but \"", key,
-                                                   "\" holds only ", st.st_size));
+    return absl::InvalidArgumentError(
+        absl::StrCat("byte_size: ", bytes, " bytes, but \"", key, "\" holds only ", st.st_size));
   }
   void* data = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (data == MAP_FAILED) {
     const int error = errno;
     close(fd);
-    const std::string what = absl::StrCat("mmap(\"", key, "\", ", bytes, "): ", std::strerror(error));
+    const std::string what =
+        absl::StrCat("mmap(\"", key, "\", ", bytes, "): ", std::strerror(error));
     return error == ENOMEM ? absl::ResourceExhaustedError(what) : absl::InternalError(what);
   }
   // Guarded before anything can touch the pages, so that no access to them can fault fatally.
@@ -76,8 +78,8 @@ absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> SharedMemoryRegion::Map(
   if (pin.ok()) {
     region->pin_ = *std::move(pin);
   } else {
-    Log(LogLevel::kWarning, "shared memory \"", key, "\" stays pageable (copies are staged): ",
-        pin.status().ToString());
+    Log(LogLevel::kWarning, "shared memory \"", key,
+        "\" stays pageable (copies are staged): ", pin.status().ToString());
   }
   return region;
 }
@@ -94,7 +96,7 @@ SharedMemoryRegion::~SharedMemoryRegion() {
 }
 
 absl::StatusOr<std::uint8_t*> SharedMemoryRegion::Span(std::uint64_t offset, std::uint64_t bytes,
-                                                      absl::string_view field) const {
+                                                       absl::string_view field) const {
   if (offset > size_ || bytes > size_ - offset) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": bytes [", offset, ", ", offset, " + ",
                                                    bytes, ") pass the region's end at ", size_));
@@ -107,18 +109,19 @@ absl::Status SharedMemoryRegion::CheckIntact(absl::string_view field) const {
   if (!shrunk_.load(std::memory_order_acquire)) {
     struct stat st {};
     const bool faulted = guard_->faulted();
-    const bool shrunk = faulted || fstat(fd_, &st) != 0 ||
-                        static_cast<std::uint64_t>(st.st_size) < size_;
+    const bool shrunk =
+        faulted || fstat(fd_, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < size_;
     if (!shrunk) return absl::OkStatus();
     // faulted: the server touched the missing pages and the guard swapped in zero pages.
     if (!shrunk_.exchange(true)) {
-      Log(LogLevel::kWarning, "event=shared_memory_shrunk key=\"", key_, "\" registered_bytes=",
-          size_, " faulted=", faulted ? "true" : "false", " (refused until unregistered)");
+      Log(LogLevel::kWarning, "event=shared_memory_shrunk key=\"", key_,
+          "\" registered_bytes=", size_, " faulted=", faulted ? "true" : "false",
+          " (refused until unregistered)");
     }
   }
-  return absl::FailedPreconditionError(
-      absl::StrCat(field, ": the shared-memory object \"", key_, "\" was shrunk below its registered ",
-                   size_, " bytes while registered; unregister it"));
+  return absl::FailedPreconditionError(absl::StrCat(field, ": the shared-memory object \"", key_,
+                                                    "\" was shrunk below its registered ", size_,
+                                                    " bytes while registered; unregister it"));
 }
 
 bool SharedBytesOverlap(const SharedMemoryRegion& a, std::uint64_t a_offset, std::uint64_t a_bytes,

@@ -67,7 +67,8 @@ absl::StatusOr<SharedMemoryInfo> SharedMemoryRegistry::Register(absl::string_vie
           absl::StrCat("key: the caller already has ", count, " regions registered, the limit is ",
                        options_.max_regions_per_identity, " (shared_memory_max_regions)"));
     }
-    if (byte_size > options_.max_bytes_per_identity - std::min(used, options_.max_bytes_per_identity)) {
+    if (byte_size >
+        options_.max_bytes_per_identity - std::min(used, options_.max_bytes_per_identity)) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "byte_size: ", byte_size, " bytes + ", used, " registered exceeds the limit of ",
           options_.max_bytes_per_identity, " (shared_memory_max_bytes_per_identity)"));
@@ -86,9 +87,10 @@ absl::StatusOr<SharedMemoryInfo> SharedMemoryRegistry::Register(absl::string_vie
   // whatever other name (a hard link) it is given.
   for (const auto& [handle, e] : entries_) {
     if (e.region->object() == region->object()) {
-      return absl::AlreadyExistsError(absl::StrCat(
-          "key: the object \"", key, "\" is registered already (under this or another name); "
-          "register an object once"));
+      return absl::AlreadyExistsError(
+          absl::StrCat("key: the object \"", key,
+                       "\" is registered already (under this or another name); "
+                       "register an object once"));
     }
   }
   Entry entry;

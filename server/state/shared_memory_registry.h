@@ -53,8 +53,7 @@ struct SharedMemoryInfo {
 class SharedMemoryRegistry {
  public:
   // `backend` page-locks new regions and must outlive the registry.
-  SharedMemoryRegistry(const SharedMemoryOptions& options, SharedMemoryKeys keys,
-                       Backend* backend);
+  SharedMemoryRegistry(const SharedMemoryOptions& options, SharedMemoryKeys keys, Backend* backend);
 
   // Maps `key` for `identity`. INVALID_ARGUMENT naming "key" or "byte_size" for a bad name or
   // size; PERMISSION_DENIED naming "key" and the prefix when the name is outside the identity's

@@ -16,8 +16,8 @@ constexpr std::uint64_t kMinCapacity = std::uint64_t{1} << 20;
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<UploadBuffer>> UploadBuffer::Create(InflightBudget* budget,
-                                                                    std::uint64_t declared,
-                                                                    absl::string_view field) {
+                                                                   std::uint64_t declared,
+                                                                   absl::string_view field) {
   if (declared > MaxDeclared(*budget)) {
     return absl::ResourceExhaustedError(absl::StrCat(
         field, ": ", declared, " bytes exceeds the largest upload, ", MaxDeclared(*budget),
@@ -37,8 +37,8 @@ UploadBuffer::UploadBuffer(InflightBudget* budget, std::uint64_t declared)
 absl::Status UploadBuffer::Append(absl::string_view bytes, absl::string_view field) {
   const std::uint64_t received = bytes_.size();
   if (bytes.size() > declared_ - received) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": the stream carries more than the object's ", declared_, " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": the stream carries more than the object's ", declared_, " bytes"));
   }
   if (bytes.empty()) return absl::OkStatus();
   const std::uint64_t needed = received + bytes.size();

@@ -27,9 +27,9 @@ absl::Status UploadQuota::Slot::Declare(std::uint64_t bytes, absl::string_view f
   std::lock_guard<std::mutex> lock(quota_->mu_);
   Usage& usage = quota_->usage_[identity_];
   if (usage.bytes + bytes > cap) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        field, ": this client's open uploads already declare ", usage.bytes, " of ", cap,
-        " bytes (max_upload_bytes_per_identity); retry when they finish"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(field, ": this client's open uploads already declare ", usage.bytes, " of ",
+                     cap, " bytes (max_upload_bytes_per_identity); retry when they finish"));
   }
   usage.bytes += bytes;
   bytes_ = bytes;
@@ -51,9 +51,9 @@ absl::StatusOr<UploadQuota::Slot> UploadQuota::Open(absl::string_view identity) 
   auto it = usage_.find(identity);
   const int open = it == usage_.end() ? 0 : it->second.open;
   if (open >= options_.max_open_per_identity) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "upload: this client already has ", open,
-        " uploads open (max_uploads_per_identity); retry when one finishes"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("upload: this client already has ", open,
+                     " uploads open (max_uploads_per_identity); retry when one finishes"));
   }
   ++usage_[std::string(identity)].open;
   return Slot(this, std::string(identity));

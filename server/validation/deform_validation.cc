@@ -16,8 +16,8 @@ absl::Status CheckMeshCounts(const v1::Mesh& mesh, absl::string_view field,
                              const RequestLimits& limits) {
   CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".vertex_count"), mesh.vertex_count(), 1,
                                    limits.max_mesh_vertices, " (max_mesh_vertices)"));
-  CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".triangle_count"), mesh.triangle_count(),
-                                   0, 2 * limits.max_mesh_vertices, " (2 * max_mesh_vertices)"));
+  CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".triangle_count"), mesh.triangle_count(), 0,
+                                   2 * limits.max_mesh_vertices, " (2 * max_mesh_vertices)"));
   return absl::OkStatus();
 }
 
@@ -33,17 +33,19 @@ absl::StatusOr<DeformJob> ValidateDeformRequest(const v1::DeformRequest& request
       const std::uint64_t pos_bytes = std::uint64_t{m.vertex_count()} * 12;
       const std::uint64_t tri_bytes = std::uint64_t{m.triangle_count()} * 12;
       if (m.positions().size() != pos_bytes) {
-        return absl::InvalidArgumentError(absl::StrCat("mesh.mesh.positions: ", m.positions().size(),
-                                                       " bytes, expected vertex_count * 12 = ", pos_bytes));
+        return absl::InvalidArgumentError(
+            absl::StrCat("mesh.mesh.positions: ", m.positions().size(),
+                         " bytes, expected vertex_count * 12 = ", pos_bytes));
       }
       if (m.triangles().size() != tri_bytes) {
-        return absl::InvalidArgumentError(absl::StrCat("mesh.mesh.triangles: ", m.triangles().size(),
-                                                       " bytes, expected triangle_count * 12 = ", tri_bytes));
+        return absl::InvalidArgumentError(
+            absl::StrCat("mesh.mesh.triangles: ", m.triangles().size(),
+                         " bytes, expected triangle_count * 12 = ", tri_bytes));
       }
       job.mesh.kind = MeshInput::Kind::kInline;
-      job.mesh.view = MeshView{reinterpret_cast<const float*>(m.positions().data()), m.vertex_count(),
-                               reinterpret_cast<const std::uint32_t*>(m.triangles().data()),
-                               m.triangle_count()};
+      job.mesh.view = MeshView{
+          reinterpret_cast<const float*>(m.positions().data()), m.vertex_count(),
+          reinterpret_cast<const std::uint32_t*>(m.triangles().data()), m.triangle_count()};
       CUIMG_RETURN_IF_ERROR(ValidateMesh(job.mesh.view, "mesh.mesh"));
       break;
     }
@@ -91,7 +93,8 @@ absl::Status ValidateUploadMeshHeader(const v1::Mesh& mesh, const RequestLimits&
   if (mesh.positions().size() > std::uint64_t{mesh.vertex_count()} * 12) {
     return absl::InvalidArgumentError("mesh.positions: more bytes than vertex_count * 12");
   }
-  if (!mesh.triangles().empty() && mesh.positions().size() != std::uint64_t{mesh.vertex_count()} * 12) {
+  if (!mesh.triangles().empty() &&
+      mesh.positions().size() != std::uint64_t{mesh.vertex_count()} * 12) {
     return absl::InvalidArgumentError(
         "mesh.triangles: sent before all positions (positions come first)");
   }

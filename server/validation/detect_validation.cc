@@ -24,8 +24,7 @@ absl::StatusOr<DetectJob> ValidateDetectRequest(const v1::DetectPedestriansReque
     return absl::NotFoundError(absl::StrCat("model: ", QuoteClientValue(name),
                                             " is not loaded (loaded: ", models.Names(), ")"));
   }
-  CUIMG_ASSIGN_OR_RETURN(job.input,
-                         ValidateImageSource(request.input(), "input", limits, pixels));
+  CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.input(), "input", limits, pixels));
   // Defaults here; the ranges are the kernel's (ValidateDetectSpec), checked once below.
   DetectSpec& spec = job.spec;
   spec.hit_threshold = request.hit_threshold();
@@ -39,8 +38,8 @@ absl::StatusOr<DetectJob> ValidateDetectRequest(const v1::DetectPedestriansReque
                                    " (max_pyramid_levels)"));
   spec.max_levels = request.max_levels() != 0 ? static_cast<int>(request.max_levels())
                                               : std::min(64, limits.max_pyramid_levels);
-  spec.gamma_correction = request.has_gamma_correction() ? request.gamma_correction()
-                                                         : job.model->gamma_correction;
+  spec.gamma_correction =
+      request.has_gamma_correction() ? request.gamma_correction() : job.model->gamma_correction;
   switch (request.grouping()) {
     case v1::GROUPING_UNSPECIFIED:
     case v1::GROUPING_GROUP_RECTANGLES:
@@ -68,9 +67,8 @@ absl::StatusOr<DetectJob> ValidateDetectRequest(const v1::DetectPedestriansReque
 
 absl::Status CheckDetectInput(const ImageView& image, const DetectJob& job) {
   if (image.type != PixelType::kU8) {
-    return absl::InvalidArgumentError(absl::StrCat(job.input.field, ": is ",
-                                                   PixelTypeName(image.type),
-                                                   "; DetectPedestrians needs U8"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        job.input.field, ": is ", PixelTypeName(image.type), "; DetectPedestrians needs U8"));
   }
   if (image.channels != 1 && image.channels != 3 && image.channels != 4) {
     return absl::InvalidArgumentError(

@@ -12,26 +12,26 @@ namespace {
 constexpr double kHalfTolerance = 1e-9;
 
 struct Axis {
-  const char* radius_name;   // "x_mm"
-  const char* extent_name;   // "width"
+  const char* radius_name;  // "x_mm"
+  const char* extent_name;  // "width"
   double radius;
   double spacing;
 };
 
 // The extent 2k + 1 of one axis, or the error naming its field.
-absl::StatusOr<int> AxisExtent(const Axis& axis, absl::string_view field,
-                               const ElementFrame& frame, int max_extent) {
+absl::StatusOr<int> AxisExtent(const Axis& axis, absl::string_view field, const ElementFrame& frame,
+                               int max_extent) {
   const std::string radius_field = absl::StrCat(field, ".radius.", axis.radius_name);
   if (axis.radius == 0) return 1;
   if (frame.spacing_field.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        radius_field, ": an element in millimetres needs the input's spacing; ",
-        frame.why_no_spacing));
+    return absl::InvalidArgumentError(
+        absl::StrCat(radius_field, ": an element in millimetres needs the input's spacing; ",
+                     frame.why_no_spacing));
   }
   if (axis.spacing <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        frame.spacing_field, ".", axis.radius_name, ": is 0 (unknown), but ", radius_field, " = ",
-        axis.radius, " mm needs it to become voxels"));
+    return absl::InvalidArgumentError(absl::StrCat(frame.spacing_field, ".", axis.radius_name,
+                                                   ": is 0 (unknown), but ", radius_field, " = ",
+                                                   axis.radius, " mm needs it to become voxels"));
   }
   const double ratio = axis.radius / axis.spacing;
   // Compared as doubles first: a huge ratio must not reach the integer conversion.
@@ -61,8 +61,8 @@ absl::StatusOr<v1::StructuringElement> ResolveElementRadius(const v1::Structurin
     }
   }
   if (element.shape() == v1::ELEMENT_SHAPE_CUSTOM) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".radius: not with ELEMENT_SHAPE_CUSTOM (its mask is in voxels)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".radius: not with ELEMENT_SHAPE_CUSTOM (its mask is in voxels)"));
   }
   const std::uint32_t sizes[3] = {element.width(), element.height(), element.depth()};
   for (int i = 0; i < 3; ++i) {
@@ -72,7 +72,7 @@ absl::StatusOr<v1::StructuringElement> ResolveElementRadius(const v1::Structurin
     }
   }
   if (element.has_anchor_x() || element.has_anchor_y() || element.has_anchor_z()) {
-    const char* name = element.has_anchor_x() ? "anchor_x"
+    const char* name = element.has_anchor_x()   ? "anchor_x"
                        : element.has_anchor_y() ? "anchor_y"
                                                 : "anchor_z";
     return absl::InvalidArgumentError(

@@ -29,8 +29,7 @@ absl::StatusOr<GradientJob> ValidateGradientRequest(const v1::GradientRequest& r
                                                     const RequestLimits& limits,
                                                     DetachedPixels pixels) {
   GradientJob job;
-  CUIMG_ASSIGN_OR_RETURN(job.input,
-                         ValidateImageSource(request.input(), "input", limits, pixels));
+  CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.input(), "input", limits, pixels));
   CUIMG_ASSIGN_OR_RETURN(job.spec, ValidateGradientFields(request, ""));
   CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
   CUIMG_RETURN_IF_ERROR(RefuseSharedMemoryOutput(job.output, "Gradient"));
@@ -43,8 +42,8 @@ absl::StatusOr<GradientJob> ValidateGradientRequest(const v1::GradientRequest& r
 
 absl::Status CheckGradientInput(const ImageView& image, const GradientJob& job) {
   if (image.channels != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(job.input.field, ": has ", image.channels,
-                                                   " channels; Gradient needs 1"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(job.input.field, ": has ", image.channels, " channels; Gradient needs 1"));
   }
   return absl::OkStatus();
 }

@@ -23,7 +23,8 @@ absl::StatusOr<ElementShape> ShapeFromProto(int value, absl::string_view field) 
     case v1::ELEMENT_SHAPE_CUSTOM:
       return ElementShape::kCustom;
     case v1::ELEMENT_SHAPE_UNSPECIFIED:
-      return absl::InvalidArgumentError(absl::StrCat(field, ": is required (ELEMENT_SHAPE_UNSPECIFIED)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": is required (ELEMENT_SHAPE_UNSPECIFIED)"));
     default:
       break;
   }
@@ -47,7 +48,8 @@ absl::StatusOr<MorphOp> OpFromProto(int value, absl::string_view field) {
     case v1::MORPHOLOGY_OP_BLACK_HAT:
       return MorphOp::kBlackHat;
     case v1::MORPHOLOGY_OP_UNSPECIFIED:
-      return absl::InvalidArgumentError(absl::StrCat(field, ": is required (MORPHOLOGY_OP_UNSPECIFIED)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": is required (MORPHOLOGY_OP_UNSPECIFIED)"));
     default:
       break;
   }
@@ -82,7 +84,8 @@ absl::StatusOr<StructuringElement> ValidateElement(const v1::StructuringElement&
   spec.depth = static_cast<int>(e.depth());
   const int depth = spec.depth == 0 ? 1 : spec.depth;
   if (e.has_anchor_x()) {
-    CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".anchor_x"), e.anchor_x(), 0, spec.width - 1));
+    CUIMG_RETURN_IF_ERROR(
+        CheckRange(absl::StrCat(field, ".anchor_x"), e.anchor_x(), 0, spec.width - 1));
     spec.anchor_x = static_cast<int>(e.anchor_x());
   }
   if (e.has_anchor_y()) {
@@ -97,8 +100,8 @@ absl::StatusOr<StructuringElement> ValidateElement(const v1::StructuringElement&
   const std::int64_t cells = std::int64_t{spec.width} * spec.height * depth;
   if (spec.shape == ElementShape::kCustom) {
     if (static_cast<std::int64_t>(e.mask().size()) != cells) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ".mask: ", e.mask().size(),
-                                                     " bytes, expected width*height*depth = ", cells));
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".mask: ", e.mask().size(), " bytes, expected width*height*depth = ", cells));
     }
     spec.mask.assign(e.mask().begin(), e.mask().end());
   } else if (!e.mask().empty()) {
@@ -169,8 +172,7 @@ absl::StatusOr<MorphologyJob> ValidateMorphologyRequest(const v1::MorphologyRequ
                                                         const RequestLimits& limits,
                                                         DetachedPixels pixels) {
   MorphologyJob job;
-  CUIMG_ASSIGN_OR_RETURN(job.input,
-                         ValidateImageSource(request.input(), "input", limits, pixels));
+  CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.input(), "input", limits, pixels));
   ElementFrame frame;
   frame.volume = job.input.extent.depth > 1;
   switch (job.input.kind) {
@@ -191,8 +193,8 @@ absl::StatusOr<MorphologyJob> ValidateMorphologyRequest(const v1::MorphologyRequ
       break;
   }
   if (!job.steps_await_spacing) {
-    CUIMG_ASSIGN_OR_RETURN(job.steps, ValidateMorphologySteps(request, "", limits, frame,
-                                                              &job.resolved_elements));
+    CUIMG_ASSIGN_OR_RETURN(
+        job.steps, ValidateMorphologySteps(request, "", limits, frame, &job.resolved_elements));
   }
   CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
   if (job.input.kind == ImageInput::Kind::kInline) {
@@ -210,8 +212,8 @@ absl::Status ResolveMorphologyOnResident(const v1::MorphologyRequest& request,
   frame.spacing = spacing;
   frame.volume = extent.depth > 1;
   frame.spacing_field = absl::StrCat(job->input.field, " (the resident object's spacing)");
-  CUIMG_ASSIGN_OR_RETURN(job->steps, ValidateMorphologySteps(request, "", limits, frame,
-                                                             &job->resolved_elements));
+  CUIMG_ASSIGN_OR_RETURN(
+      job->steps, ValidateMorphologySteps(request, "", limits, frame, &job->resolved_elements));
   job->steps_await_spacing = false;
   return absl::OkStatus();
 }

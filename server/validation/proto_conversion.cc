@@ -15,7 +15,8 @@ absl::StatusOr<PixelType> PixelTypeFromProto(int value, absl::string_view field)
     case v1::PIXEL_TYPE_F32:
       return PixelType::kF32;
     case v1::PIXEL_TYPE_UNSPECIFIED:
-      return absl::InvalidArgumentError(absl::StrCat(field, ": is required (PIXEL_TYPE_UNSPECIFIED)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": is required (PIXEL_TYPE_UNSPECIFIED)"));
     default:
       break;
   }

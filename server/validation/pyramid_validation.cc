@@ -14,17 +14,20 @@ absl::StatusOr<PyramidJob> ValidatePyramidRequest(const v1::PyramidRequest& requ
                                                   const RequestLimits& limits,
                                                   DetachedPixels pixels) {
   PyramidJob job;
-  CUIMG_ASSIGN_OR_RETURN(job.input,
-                         ValidateImageSource(request.input(), "input", limits, pixels));
+  CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.input(), "input", limits, pixels));
   CUIMG_RETURN_IF_ERROR(CheckRange("levels", request.levels(), 0, limits.max_pyramid_levels,
                                    " (max_pyramid_levels)"));
-  job.spec.levels = request.levels() == 0 ? kDefaultPyramidLevels : static_cast<int>(request.levels());
-  if (request.ratio() != 0) CUIMG_RETURN_IF_ERROR(CheckDoubleRange("ratio", request.ratio(), 1, 16));
+  job.spec.levels =
+      request.levels() == 0 ? kDefaultPyramidLevels : static_cast<int>(request.levels());
+  if (request.ratio() != 0)
+    CUIMG_RETURN_IF_ERROR(CheckDoubleRange("ratio", request.ratio(), 1, 16));
   job.spec.ratio = request.ratio() == 0 ? kDefaultPyramidRatio : request.ratio();
   CUIMG_RETURN_IF_ERROR(CheckRange("min_width", request.min_width(), 0, limits.max_side));
   CUIMG_RETURN_IF_ERROR(CheckRange("min_height", request.min_height(), 0, limits.max_side));
-  job.spec.min_width = request.min_width() == 0 ? kDefaultPyramidMinSide : static_cast<int>(request.min_width());
-  job.spec.min_height = request.min_height() == 0 ? kDefaultPyramidMinSide : static_cast<int>(request.min_height());
+  job.spec.min_width =
+      request.min_width() == 0 ? kDefaultPyramidMinSide : static_cast<int>(request.min_width());
+  job.spec.min_height =
+      request.min_height() == 0 ? kDefaultPyramidMinSide : static_cast<int>(request.min_height());
   switch (request.mode()) {
     case v1::PYRAMID_MODE_UNSPECIFIED:
     case v1::PYRAMID_MODE_FROM_BASE:
@@ -54,17 +57,17 @@ absl::StatusOr<PyramidJob> ValidatePyramidRequest(const v1::PyramidRequest& requ
 
 absl::Status CheckPyramidInput(const ImageView& image, PyramidJob* job) {
   if (image.channels != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(job->input.field, ": has ", image.channels,
-                                                   " channels; Pyramid needs 1"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(job->input.field, ": has ", image.channels, " channels; Pyramid needs 1"));
   }
   if (image.extent.depth != 1) {
     return absl::InvalidArgumentError(
         absl::StrCat(job->input.field, ": is a volume; Pyramid needs a 2D image"));
   }
   if (job->output_input_type && job->spec.output_type != image.type) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "output_type: ", PixelTypeName(job->spec.output_type), " is neither F32 nor the input's ",
-        PixelTypeName(image.type)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("output_type: ", PixelTypeName(job->spec.output_type),
+                     " is neither F32 nor the input's ", PixelTypeName(image.type)));
   }
   return ValidatePyramidSpec(image.type, image.extent, job->spec);
 }

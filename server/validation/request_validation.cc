@@ -53,9 +53,10 @@ absl::StatusOr<ImageInput> ValidateImage(const v1::Image& image, absl::string_vi
                                          bool partial_data) {
   ImageInput in;
   in.kind = ImageInput::Kind::kInline;
-  CUIMG_ASSIGN_OR_RETURN(in.type,
-                         PixelTypeFromProto(image.pixel_type(), absl::StrCat(field, ".pixel_type")));
-  CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".width"), image.width(), 1, limits.max_side));
+  CUIMG_ASSIGN_OR_RETURN(
+      in.type, PixelTypeFromProto(image.pixel_type(), absl::StrCat(field, ".pixel_type")));
+  CUIMG_RETURN_IF_ERROR(
+      CheckRange(absl::StrCat(field, ".width"), image.width(), 1, limits.max_side));
   CUIMG_RETURN_IF_ERROR(
       CheckRange(absl::StrCat(field, ".height"), image.height(), 1, limits.max_side));
   CUIMG_RETURN_IF_ERROR(
@@ -65,18 +66,17 @@ absl::StatusOr<ImageInput> ValidateImage(const v1::Image& image, absl::string_vi
   in.channels = image.channels() == 0 ? 1 : static_cast<int>(image.channels());
   const std::int64_t pixels = in.extent.Pixels();
   if (pixels > limits.max_pixels) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": ", in.extent.width, "x", in.extent.height, "x", in.extent.depth,
-                     " = ", pixels, " pixels exceeds the server limit max_pixels=",
-                     limits.max_pixels));
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": ", in.extent.width, "x", in.extent.height, "x", in.extent.depth, " = ", pixels,
+        " pixels exceeds the server limit max_pixels=", limits.max_pixels));
   }
   const std::int64_t expected =
       pixels * in.channels * static_cast<std::int64_t>(PixelSize(in.type));
   const auto got = static_cast<std::int64_t>(data.size());
   if (partial_data ? got > expected : got != expected) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".data: ", data.size(), " bytes, expected width*height*depth*channels*",
-        PixelSize(in.type), " = ", expected));
+    return absl::InvalidArgumentError(absl::StrCat(field, ".data: ", data.size(),
+                                                   " bytes, expected width*height*depth*channels*",
+                                                   PixelSize(in.type), " = ", expected));
   }
   const v1::Spacing& sp = image.spacing();
   for (const auto& [name, value] : {std::pair<const char*, double>{"x_mm", sp.x_mm()},
@@ -101,8 +101,7 @@ absl::Status ValidateHandle(absl::string_view handle, absl::string_view field) {
 }
 
 absl::StatusOr<ImageInput> ValidateImageSource(const v1::ImageSource& source,
-                                               absl::string_view field,
-                                               const RequestLimits& limits,
+                                               absl::string_view field, const RequestLimits& limits,
                                                DetachedPixels pixels) {
   switch (source.source_case()) {
     case v1::ImageSource::kImage:
@@ -134,8 +133,8 @@ absl::StatusOr<ImageInput> ValidateImageSource(const v1::ImageSource& source,
         return absl::InvalidArgumentError(absl::StrCat(prefix, ".image: is required"));
       }
       if (!shm.image().data().empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            prefix, ".image.data: must be empty (the pixels are in the region)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(prefix, ".image.data: must be empty (the pixels are in the region)"));
       }
       // The shape's rules are an inline image's; only the bytes live elsewhere.
       CUIMG_ASSIGN_OR_RETURN(ImageInput in,
@@ -157,8 +156,8 @@ absl::StatusOr<ImageInput> ValidateImageSource(const v1::ImageSource& source,
 absl::StatusOr<OutputSpec> ValidateOutputOptions(const v1::OutputOptions& output,
                                                  absl::string_view field) {
   if (output.omit_data() && !output.keep_resident()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".omit_data: requires keep_resident (the result would be discarded)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".omit_data: requires keep_resident (the result would be discarded)"));
   }
   if (output.ttl_seconds() != 0 && !output.keep_resident()) {
     return absl::InvalidArgumentError(
@@ -171,7 +170,7 @@ absl::StatusOr<OutputSpec> ValidateOutputOptions(const v1::OutputOptions& output
           field, ".shared_memory: not with keep_resident (the result goes to one place)"));
     }
     CUIMG_RETURN_IF_ERROR(ValidateHandle(output.shared_memory().region(),
-                                               absl::StrCat(field, ".shared_memory.region")));
+                                         absl::StrCat(field, ".shared_memory.region")));
     spec.shared_memory_region = output.shared_memory().region();
     spec.shared_memory_offset = output.shared_memory().offset();
   }
@@ -180,9 +179,10 @@ absl::StatusOr<OutputSpec> ValidateOutputOptions(const v1::OutputOptions& output
 
 absl::Status RefuseSharedMemoryOutput(const OutputSpec& output, absl::string_view rpc) {
   if (output.shared_memory_region.empty()) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "output.shared_memory: ", rpc, " returns its results inline or resident; only Morphology "
-      "writes to shared memory"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("output.shared_memory: ", rpc,
+                   " returns its results inline or resident; only Morphology "
+                   "writes to shared memory"));
 }
 
 absl::StatusOr<ImageInput> ValidateUploadHeader(const v1::Image& image,

@@ -85,8 +85,7 @@ absl::Status ValidateHandle(absl::string_view handle, absl::string_view field);
 
 // `field` names the ImageSource in messages, e.g. "input".
 absl::StatusOr<ImageInput> ValidateImageSource(const v1::ImageSource& source,
-                                               absl::string_view field,
-                                               const RequestLimits& limits,
+                                               absl::string_view field, const RequestLimits& limits,
                                                DetachedPixels pixels = absl::nullopt);
 
 absl::StatusOr<OutputSpec> ValidateOutputOptions(const v1::OutputOptions& output,
@@ -188,7 +187,7 @@ struct VolumeStreamJob {
   std::vector<MorphologyStep> steps;  // kMorphology
   // kMorphology with elements in millimetres: as MorphologyJob's.
   std::vector<v1::StructuringElement> resolved_elements;
-  GradientSpec gradient;              // kGradient
+  GradientSpec gradient;  // kGradient
 };
 
 // The header of a ProcessVolumeStream call: the volume (one channel, data empty) and exactly one

@@ -15,17 +15,16 @@ absl::StatusOr<VolumeStreamJob> ValidateVolumeStreamHeader(const v1::VolumeStrea
   if (!header.has_volume()) {
     return absl::InvalidArgumentError("header.volume: is required (the volume's type and size)");
   }
-  CUIMG_ASSIGN_OR_RETURN(ImageInput volume,
-                         ValidateImage(header.volume(), header.volume().data(), "header.volume",
-                                       limits, true));
+  CUIMG_ASSIGN_OR_RETURN(ImageInput volume, ValidateImage(header.volume(), header.volume().data(),
+                                                          "header.volume", limits, true));
   if (!header.volume().data().empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("header.volume.data: must be empty (pixels arrive in slab messages), got ",
                      header.volume().data().size(), " bytes"));
   }
   if (volume.channels != 1) {
-    return absl::InvalidArgumentError(absl::StrCat("header.volume.channels: ", volume.channels,
-                                                   "; streamed volumes need 1"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("header.volume.channels: ", volume.channels, "; streamed volumes need 1"));
   }
   VolumeStreamJob job;
   job.type = volume.type;

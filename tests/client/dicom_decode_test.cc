@@ -73,13 +73,15 @@ void WriteSlice(const std::string& file, const SliceSpec& spec, int z,
   DcmDataset* ds = format.getDataset();
   char uid[100];
   ds->putAndInsertString(DCM_SOPClassUID, UID_CTImageStorage);
-  ds->putAndInsertString(DCM_SOPInstanceUID, dcmGenerateUniqueIdentifier(uid, SITE_INSTANCE_UID_ROOT));
+  ds->putAndInsertString(DCM_SOPInstanceUID,
+                         dcmGenerateUniqueIdentifier(uid, SITE_INSTANCE_UID_ROOT));
   ds->putAndInsertString(DCM_StudyInstanceUID, "1.2.826.0.1.3680043.2.1125.7.9");
   ds->putAndInsertString(DCM_SeriesInstanceUID, spec.series_uid.c_str());
   ds->putAndInsertString(DCM_PatientName, "Doe^Jane");
   ds->putAndInsertString(DCM_Modality, "CT");
   ds->putAndInsertString(DCM_SeriesNumber, "5");
-  ds->putAndInsertString(DCM_ImagePositionPatient, absl::StrFormat("-10\\-20\\%g", 30 - 2.5 * z).c_str());
+  ds->putAndInsertString(DCM_ImagePositionPatient,
+                         absl::StrFormat("-10\\-20\\%g", 30 - 2.5 * z).c_str());
   ds->putAndInsertString(DCM_ImageOrientationPatient, "1\\0\\0\\0\\1\\0");
   ds->putAndInsertString(DCM_PixelSpacing, "0.8\\0.8");
   ds->putAndInsertUint16(DCM_Rows, kRows);
@@ -172,17 +174,20 @@ std::vector<std::uint16_t> OpenJpegDecode(const std::string& file, const std::st
   DcmElement* element = nullptr;
   EXPECT_TRUE(format.getDataset()->findAndGetElement(DCM_PixelData, element).good());
   DcmPixelSequence* sequence = nullptr;
-  EXPECT_TRUE(static_cast<DcmPixelData*>(element)
-                  ->getEncapsulatedRepresentation(format.getDataset()->getOriginalXfer(), nullptr,
-                                                  sequence)
-                  .good());
+  EXPECT_TRUE(
+      static_cast<DcmPixelData*>(element)
+          ->getEncapsulatedRepresentation(format.getDataset()->getOriginalXfer(), nullptr, sequence)
+          .good());
   DcmPixelItem* item = nullptr;
   EXPECT_TRUE(sequence != nullptr && sequence->getItem(item, 1).good());  // 0: offset table
   Uint8* bytes = nullptr;
   EXPECT_TRUE(item->getUint8Array(bytes).good());
   const std::string j2k = work + ".j2k", raw = work + ".rawl";
-  std::ofstream(j2k, std::ios::binary).write(reinterpret_cast<const char*>(bytes), item->getLength());
-  EXPECT_EQ(std::system(absl::StrCat("opj_decompress -i ", j2k, " -o ", raw, " > /dev/null 2>&1").c_str()), 0);
+  std::ofstream(j2k, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes), item->getLength());
+  EXPECT_EQ(std::system(
+                absl::StrCat("opj_decompress -i ", j2k, " -o ", raw, " > /dev/null 2>&1").c_str()),
+            0);
   std::ifstream in(raw, std::ios::binary);
   std::vector<std::uint16_t> out(kRows * kColumns);
   in.read(reinterpret_cast<char*>(out.data()), out.size() * 2);
@@ -200,18 +205,68 @@ struct Codec {
 };
 
 const Codec kCodecs[] = {
-    {"jpeg_lossless_sv1", "dcmcjpeg +e1 %IN %OUT", "dcmdjpeg %IN %OUT", "1.2.840.10008.1.2.4.70", {}, true},
-    {"jpeg_lossless_p14", "dcmcjpeg +el %IN %OUT", "dcmdjpeg %IN %OUT", "1.2.840.10008.1.2.4.57", {16, 16, true, "1", "0"}, true},
-    {"jpeg_baseline", "dcmcjpeg +eb %IN %OUT", "dcmdjpeg %IN %OUT", "1.2.840.10008.1.2.4.50", {8, 8, false, "1", "0"}, false},
-    {"jpeg_extended", "dcmcjpeg +ee %IN %OUT", "dcmdjpeg %IN %OUT", "1.2.840.10008.1.2.4.51", {}, false},
-    {"jpegls_lossless", "dcmcjpls +el %IN %OUT", "dcmdjpls %IN %OUT", "1.2.840.10008.1.2.4.80", {}, true},
-    {"jpegls_near_lossless", "dcmcjpls +en +md 3 %IN %OUT", "dcmdjpls %IN %OUT", "1.2.840.10008.1.2.4.81", {}, false},
-    {"rle", "dcmcrle %IN %OUT", "dcmdrle %IN %OUT", "1.2.840.10008.1.2.5", {16, 16, true, "1", "0"}, true},
-    {"rle_8bit", "dcmcrle %IN %OUT", "dcmdrle %IN %OUT", "1.2.840.10008.1.2.5", {8, 8, false, "1", "0"}, true},
-    {"deflated", "dcmconv +td %IN %OUT", "dcmconv +te %IN %OUT", "1.2.840.10008.1.2.1.99", {}, true},
+    {"jpeg_lossless_sv1",
+     "dcmcjpeg +e1 %IN %OUT",
+     "dcmdjpeg %IN %OUT",
+     "1.2.840.10008.1.2.4.70",
+     {},
+     true},
+    {"jpeg_lossless_p14",
+     "dcmcjpeg +el %IN %OUT",
+     "dcmdjpeg %IN %OUT",
+     "1.2.840.10008.1.2.4.57",
+     {16, 16, true, "1", "0"},
+     true},
+    {"jpeg_baseline",
+     "dcmcjpeg +eb %IN %OUT",
+     "dcmdjpeg %IN %OUT",
+     "1.2.840.10008.1.2.4.50",
+     {8, 8, false, "1", "0"},
+     false},
+    {"jpeg_extended",
+     "dcmcjpeg +ee %IN %OUT",
+     "dcmdjpeg %IN %OUT",
+     "1.2.840.10008.1.2.4.51",
+     {},
+     false},
+    {"jpegls_lossless",
+     "dcmcjpls +el %IN %OUT",
+     "dcmdjpls %IN %OUT",
+     "1.2.840.10008.1.2.4.80",
+     {},
+     true},
+    {"jpegls_near_lossless",
+     "dcmcjpls +en +md 3 %IN %OUT",
+     "dcmdjpls %IN %OUT",
+     "1.2.840.10008.1.2.4.81",
+     {},
+     false},
+    {"rle",
+     "dcmcrle %IN %OUT",
+     "dcmdrle %IN %OUT",
+     "1.2.840.10008.1.2.5",
+     {16, 16, true, "1", "0"},
+     true},
+    {"rle_8bit",
+     "dcmcrle %IN %OUT",
+     "dcmdrle %IN %OUT",
+     "1.2.840.10008.1.2.5",
+     {8, 8, false, "1", "0"},
+     true},
+    {"deflated",
+     "dcmconv +td %IN %OUT",
+     "dcmconv +te %IN %OUT",
+     "1.2.840.10008.1.2.1.99",
+     {},
+     true},
     {"big_endian", "dcmconv +tb %IN %OUT", "dcmconv +te %IN %OUT", "1.2.840.10008.1.2.2", {}, true},
     {"j2k_lossless", "gdcmconv --j2k %IN %OUT", "opj", "1.2.840.10008.1.2.4.90", {}, true},
-    {"j2k_lossy", "gdcmconv --j2k --lossy -q 30 %IN %OUT", "opj", "1.2.840.10008.1.2.4.91", {}, false},
+    {"j2k_lossy",
+     "gdcmconv --j2k --lossy -q 30 %IN %OUT",
+     "opj",
+     "1.2.840.10008.1.2.4.91",
+     {},
+     false},
 };
 
 class DicomCodecs : public ::testing::TestWithParam<Codec> {};
@@ -283,7 +338,8 @@ TEST(DicomMultiFrame, ReadsEnhancedFramesInPositionOrderWithSharedRescale) {
   DcmDataset* ds = format.getDataset();
   char uid[100];
   ds->putAndInsertString(DCM_SOPClassUID, UID_EnhancedCTImageStorage);
-  ds->putAndInsertString(DCM_SOPInstanceUID, dcmGenerateUniqueIdentifier(uid, SITE_INSTANCE_UID_ROOT));
+  ds->putAndInsertString(DCM_SOPInstanceUID,
+                         dcmGenerateUniqueIdentifier(uid, SITE_INSTANCE_UID_ROOT));
   ds->putAndInsertString(DCM_SeriesInstanceUID, spec.series_uid.c_str());
   ds->putAndInsertString(DCM_NumberOfFrames, absl::StrCat(kSlices).c_str());
   ds->putAndInsertUint16(DCM_Rows, kRows);
@@ -301,15 +357,18 @@ TEST(DicomMultiFrame, ReadsEnhancedFramesInPositionOrderWithSharedRescale) {
   item->putAndInsertString(DCM_PixelSpacing, "0.5\\0.7");
   ASSERT_TRUE(shared->findOrCreateSequenceItem(DCM_PlaneOrientationSequence, item, 0).good());
   item->putAndInsertString(DCM_ImageOrientationPatient, "1\\0\\0\\0\\1\\0");
-  ASSERT_TRUE(shared->findOrCreateSequenceItem(DCM_PixelValueTransformationSequence, item, 0).good());
+  ASSERT_TRUE(
+      shared->findOrCreateSequenceItem(DCM_PixelValueTransformationSequence, item, 0).good());
   item->putAndInsertString(DCM_RescaleSlope, "0.25");
   item->putAndInsertString(DCM_RescaleIntercept, "-100");
   std::vector<std::uint16_t> all;
   for (int f = 0; f < kSlices; ++f) {
     DcmItem* frame = nullptr;
-    ASSERT_TRUE(ds->findOrCreateSequenceItem(DCM_PerFrameFunctionalGroupsSequence, frame, f).good());
+    ASSERT_TRUE(
+        ds->findOrCreateSequenceItem(DCM_PerFrameFunctionalGroupsSequence, frame, f).good());
     ASSERT_TRUE(frame->findOrCreateSequenceItem(DCM_PlanePositionSequence, item, 0).good());
-    item->putAndInsertString(DCM_ImagePositionPatient, absl::StrFormat("0\\0\\%d", 10 - 3 * f).c_str());
+    item->putAndInsertString(DCM_ImagePositionPatient,
+                             absl::StrFormat("0\\0\\%d", 10 - 3 * f).c_str());
     const std::vector<std::uint16_t> v = SliceValues(spec, f);
     all.insert(all.end(), v.begin(), v.end());
   }
@@ -350,7 +409,8 @@ TEST(DicomRescale, FractionalSlopeIsReadAsF32AndWrittenBackWithoutLoss) {
   for (int z = 0; z < kSlices; ++z) {
     spec.slope = absl::StrFormat("0.00%d", z + 1);  // 0.001 .. 0.004
     std::vector<std::uint16_t> v(kRows * kColumns);
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::uint16_t>((i * 7 + z) % 1758);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      v[i] = static_cast<std::uint16_t>((i * 7 + z) % 1758);
     stored.push_back(v);
     WriteSlice(absl::StrFormat("%s/p%d.dcm", dir / "pet", z), spec, z, v);
   }
@@ -443,13 +503,14 @@ TEST(DicomDerived, ReferencesSourcesUsesTheUidRootAndPicksASeries) {
     const std::string out = absl::StrFormat("%s/slice_%04d.dcm", dir / "out", k);
     EXPECT_TRUE(absl::StartsWith(Tag(out, DCM_SOPInstanceUID), options.uid_root + ".")) << out;
     EXPECT_TRUE(absl::StartsWith(Tag(out, DCM_SeriesInstanceUID), options.uid_root + "."));
-    EXPECT_EQ(Tag(out, DCM_ReferencedSOPInstanceUID), Tag(picked->dicom->files[k], DCM_SOPInstanceUID));
+    EXPECT_EQ(Tag(out, DCM_ReferencedSOPInstanceUID),
+              Tag(picked->dicom->files[k], DCM_SOPInstanceUID));
     EXPECT_EQ(Tag(out, DCM_ReferencedSOPClassUID), UID_CTImageStorage);
   }
   options.uid_root = "1.2.abc";
-  EXPECT_THAT(WriteVolumeFile(dir / "bad_root", picked->image.view(), picked->spacing, *picked,
-                              options),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--uid_root")));
+  EXPECT_THAT(
+      WriteVolumeFile(dir / "bad_root", picked->image.view(), picked->spacing, *picked, options),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--uid_root")));
 }
 
 }  // namespace

@@ -88,11 +88,10 @@ TEST(DicomwebUrlTest, NamesTheWrongPart) {
               ::testing::HasSubstr("ends in /studies/"));
   EXPECT_THAT(ParseDicomwebSeriesUrl("dicomweb+http://h/studies/1a/series/2").status().message(),
               ::testing::HasSubstr("study UID"));
-  EXPECT_THAT(
-      ParseDicomwebSeriesUrl("dicomweb+http://h/studies/1/series/" + std::string(65, '1'))
-          .status()
-          .message(),
-      ::testing::HasSubstr("series UID"));
+  EXPECT_THAT(ParseDicomwebSeriesUrl("dicomweb+http://h/studies/1/series/" + std::string(65, '1'))
+                  .status()
+                  .message(),
+              ::testing::HasSubstr("series UID"));
   EXPECT_THAT(ParseDicomwebServiceUrl("dicomweb+http://h/web/studies/1").status().message(),
               ::testing::HasSubstr("without /studies"));
 }

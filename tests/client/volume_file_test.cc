@@ -1,6 +1,6 @@
-// The client's volume formats: .npy, NRRD and NIfTI round trips per pixel type, and DICOM series read
-// (sorted by position, rescaled, checked) and written back as a new series. The DICOM inputs are
-// made here with DCMTK, slice files named in an order unrelated to their positions.
+// The client's volume formats: .npy, NRRD and NIfTI round trips per pixel type, and DICOM series
+// read (sorted by position, rescaled, checked) and written back as a new series. The DICOM inputs
+// are made here with DCMTK, slice files named in an order unrelated to their positions.
 #include <dcmtk/config/osconfig.h>
 #include <dcmtk/dcmdata/dctk.h>
 #include <nifti2_io.h>
@@ -66,8 +66,8 @@ std::vector<std::uint8_t> NpyBytes(const std::string& header_dict, const std::st
   std::string header = header_dict;
   while ((10 + header.size() + 1) % 64 != 0) header += ' ';
   header += '\n';
-  const std::string blob = std::string("\x93NUMPY\x01\x00", 8) +
-                           static_cast<char>(header.size()) + '\0' + header + data;
+  const std::string blob =
+      std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size()) + '\0' + header + data;
   return std::vector<std::uint8_t>(blob.begin(), blob.end());
 }
 
@@ -86,16 +86,27 @@ TEST(NpyFile, ReadsBigEndianAndSwapsToHost) {
 
 TEST(NpyFile, RejectsWhatItCannotRepresent) {
   const std::string four(4, '\0');
-  EXPECT_THAT(ParseNpy(NpyBytes("{'descr': '<u1', 'fortran_order': True, 'shape': (2, 2), }", four), "f.npy").status(),
+  EXPECT_THAT(ParseNpy(NpyBytes("{'descr': '<u1', 'fortran_order': True, 'shape': (2, 2), }", four),
+                       "f.npy")
+                  .status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("Fortran")));
-  EXPECT_THAT(ParseNpy(NpyBytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }", four), "d.npy").status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("<f8")));
-  EXPECT_THAT(ParseNpy(NpyBytes("{'descr': '<u1', 'fortran_order': False, 'shape': (4,), }", four), "r.npy").status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("shape")));
-  EXPECT_THAT(ParseNpy(NpyBytes("{'descr': '<u1', 'fortran_order': False, 'shape': (3, 2), }", four), "s.npy").status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("4 data bytes")));
-  EXPECT_THAT(ParseNpy(std::vector<std::uint8_t>{'P', 'K', 3, 4, 0, 0, 0, 0, 0, 0}, "z.npy").status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("magic")));
+  EXPECT_THAT(
+      ParseNpy(NpyBytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }", four),
+               "d.npy")
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("<f8")));
+  EXPECT_THAT(
+      ParseNpy(NpyBytes("{'descr': '<u1', 'fortran_order': False, 'shape': (4,), }", four), "r.npy")
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("shape")));
+  EXPECT_THAT(
+      ParseNpy(NpyBytes("{'descr': '<u1', 'fortran_order': False, 'shape': (3, 2), }", four),
+               "s.npy")
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("4 data bytes")));
+  EXPECT_THAT(
+      ParseNpy(std::vector<std::uint8_t>{'P', 'K', 3, 4, 0, 0, 0, 0, 0, 0}, "z.npy").status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("magic")));
   EXPECT_THAT(EncodeNpy(Image(PixelType::kU8, Extent{2, 2, 1}, 3).view()).status(),
               StatusIs(absl::StatusCode::kInvalidArgument));
 }
@@ -148,7 +159,8 @@ TEST(NrrdFile, RefusesFilesWithoutANrrdMagic) {
                 StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a NRRD file")))
         << text;
   }
-  const std::string good = "NRRD0005\ntype: uchar\ndimension: 2\nsizes: 1 1\nencoding: ascii\n\n7\n";
+  const std::string good =
+      "NRRD0005\ntype: uchar\ndimension: 2\nsizes: 1 1\nencoding: ascii\n\n7\n";
   ASSERT_THAT(WriteFileBytes(dir / "g.nrrd", std::vector<std::uint8_t>(good.begin(), good.end())),
               IsOk());
   absl::StatusOr<NrrdVolume> read = ReadNrrd(dir / "g.nrrd");
@@ -176,7 +188,8 @@ void WriteSlice(const SliceSpec& s) {
   DcmDataset* ds = format.getDataset();
   char uid[100];
   ds->putAndInsertString(DCM_SOPClassUID, UID_CTImageStorage);
-  ds->putAndInsertString(DCM_SOPInstanceUID, dcmGenerateUniqueIdentifier(uid, SITE_INSTANCE_UID_ROOT));
+  ds->putAndInsertString(DCM_SOPInstanceUID,
+                         dcmGenerateUniqueIdentifier(uid, SITE_INSTANCE_UID_ROOT));
   ds->putAndInsertString(DCM_StudyInstanceUID, "1.2.826.0.1.3680043.2.1125.1.1");
   ds->putAndInsertString(DCM_SeriesInstanceUID, s.series_uid.c_str());
   ds->putAndInsertString(DCM_FrameOfReferenceUID, "1.2.826.0.1.3680043.2.1125.1.2");
@@ -186,7 +199,8 @@ void WriteSlice(const SliceSpec& s) {
   ds->putAndInsertString(DCM_SeriesNumber, "3");
   ds->putAndInsertString(DCM_SeriesDescription, "Chest 1mm");
   ds->putAndInsertString(DCM_ImageType, "ORIGINAL\\PRIMARY\\AXIAL");
-  ds->putAndInsertString(DCM_ImagePositionPatient, absl::StrFormat("-120.5\\-99.25\\%g", s.z).c_str());
+  ds->putAndInsertString(DCM_ImagePositionPatient,
+                         absl::StrFormat("-120.5\\-99.25\\%g", s.z).c_str());
   ds->putAndInsertString(DCM_ImageOrientationPatient, "1\\0\\0\\0\\1\\0");
   ds->putAndInsertString(DCM_PixelSpacing, "0.7\\0.6");
   ds->putAndInsertUint16(DCM_Rows, kRows);
@@ -225,8 +239,8 @@ std::string Tag(const std::string& file, const DcmTagKey& tag) {
   DcmFileFormat format;
   EXPECT_TRUE(format.loadFile(file.c_str()).good());
   OFString value;
-  DcmItem* item = tag.getGroup() == 0x0002 ? static_cast<DcmItem*>(format.getMetaInfo())
-                                           : format.getDataset();
+  DcmItem* item =
+      tag.getGroup() == 0x0002 ? static_cast<DcmItem*>(format.getMetaInfo()) : format.getDataset();
   item->findAndGetOFStringArray(tag, value);
   return value.c_str();
 }
@@ -260,8 +274,8 @@ TEST(DicomSeries, SignExtendsSignedStoredValues) {
   TempDir dir;
   fs::create_directories(dir / "in");
   std::vector<std::uint16_t> stored(kRows * kColumns, 0xfff);  // 12-bit -1, top bits clear
-  stored[0] = 0x7ff;                                             // 12-bit +2047
-  stored[1] = 0xf000;                                            // junk only: 0
+  stored[0] = 0x7ff;                                           // 12-bit +2047
+  stored[1] = 0xf000;                                          // junk only: 0
   WriteSlice({dir / "in/a.dcm", "1.2.3.4", 0, stored, 2, 10, 1, 12});
   absl::StatusOr<DicomSeries> series = ReadDicomSeries(dir / "in");
   ASSERT_THAT(series.status(), IsOk());
@@ -273,8 +287,8 @@ TEST(DicomSeries, SignExtendsSignedStoredValues) {
 TEST(DicomSeries, RefusesValuesOutsideI16MixedSeriesAndMissingFiles) {
   TempDir dir;
   fs::create_directories(dir / "big");
-  WriteSlice({dir / "big/a.dcm", "1.2.3.4", 0, std::vector<std::uint16_t>(kRows * kColumns, 4000),
-              10, 0});
+  WriteSlice(
+      {dir / "big/a.dcm", "1.2.3.4", 0, std::vector<std::uint16_t>(kRows * kColumns, 4000), 10, 0});
   EXPECT_THAT(ReadDicomSeries(dir / "big").status(),
               StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("does not fit i16")));
 
@@ -515,7 +529,10 @@ TEST(NiftiFile, DicomGeometryBecomesNiftiTransformsAndNrrdSpace) {
   std::string header((std::istreambuf_iterator<char>(in)), {});
   header = header.substr(0, header.find("\n\n"));
   EXPECT_THAT(header, HasSubstr("space: left-posterior-superior"));
-  EXPECT_THAT(header, HasSubstr("space directions: (0.59999999999999998,0,0) (0,0.69999999999999996,0) (0,0,1.25)"));
+  EXPECT_THAT(
+      header,
+      HasSubstr(
+          "space directions: (0.59999999999999998,0,0) (0,0.69999999999999996,0) (0,0,1.25)"));
   EXPECT_THAT(header, HasSubstr("space origin: (-120.5,-99.25,7.5)"));
   absl::StatusOr<VolumeFile> nrrd = ReadVolumeFile(dir / "ct.nrrd");
   ASSERT_THAT(nrrd.status(), IsOk());

@@ -1,8 +1,9 @@
-// The client's streamed volumes (client/commands/volume_stream.h) against an in-process server on the CPU
-// backend: split over several streams, each on its own connection, the volume equals the unary
-// result bit for bit (3D elements and chains, whose halo each stream must carry, and Gradient); the
-// client's z reach equals the server's for every kind of step; a stream whose connection fails at
-// first is sent again once it connects, and one that never connects fails the volume.
+// The client's streamed volumes (client/commands/volume_stream.h) against an in-process server on
+// the CPU backend: split over several streams, each on its own connection, the volume equals the
+// unary result bit for bit (3D elements and chains, whose halo each stream must carry, and
+// Gradient); the client's z reach equals the server's for every kind of step; a stream whose
+// connection fails at first is sent again once it connects, and one that never connects fails the
+// volume.
 #include "client/commands/volume_stream.h"
 
 #include <arpa/inet.h>
@@ -137,18 +138,16 @@ TEST(VolumeStreamClient, GradientOverSeveralStreamsEqualsUnaryPlaneByPlane) {
   EXPECT_TRUE(Bytes(out->planes[0]) == expected.gx().image().data());
   EXPECT_TRUE(Bytes(out->planes[1]) == expected.gy().image().data());
   EXPECT_TRUE(Bytes(out->planes[2]) == expected.magnitude().image().data());
-  EXPECT_NE(out->server_timing().find("stream 3/3: "), std::string::npos)
-      << out->server_timing();
+  EXPECT_NE(out->server_timing().find("stream 3/3: "), std::string::npos) << out->server_timing();
 }
 
 TEST(VolumeStreamClient, ABadHeaderFailsWithTheServersMessage) {
   testing::TestServer server;
   const Image volume = testing::RandomImage(PixelType::kU8, Extent{9, 9, 8}, 33);
   const ConnectionOptions connection = Local(server);
-  absl::StatusOr<StreamedVolume> out =
-      StreamVolume(ConnectStreams(connection, 2), connection,
-                   OneStep(Step(v1::MORPHOLOGY_OP_DILATE, v1::ELEMENT_SHAPE_RECT, 0, 3, 0)),
-                   volume, 2);
+  absl::StatusOr<StreamedVolume> out = StreamVolume(
+      ConnectStreams(connection, 2), connection,
+      OneStep(Step(v1::MORPHOLOGY_OP_DILATE, v1::ELEMENT_SHAPE_RECT, 0, 3, 0)), volume, 2);
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(out.status().message().find("steps[0].element.width"), std::string::npos)

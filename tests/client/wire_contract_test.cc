@@ -41,8 +41,8 @@ TEST(TimingTrailerTest, AbsentAndMalformedFieldsReadMinusOne) {
 }
 
 TEST(ErrorDetailsTest, ReadsBackReasonDomainAndField) {
-  const grpc::Status status = StatusWithErrorInfo(grpc::StatusCode::NOT_FOUND, "handle: gone",
-                                                  "NOT_FOUND", "handle");
+  const grpc::Status status =
+      StatusWithErrorInfo(grpc::StatusCode::NOT_FOUND, "handle: gone", "NOT_FOUND", "handle");
   EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(status.error_message(), "handle: gone");
   const std::optional<ErrorDetails> details = ParseErrorDetails(status);
@@ -51,8 +51,8 @@ TEST(ErrorDetailsTest, ReadsBackReasonDomainAndField) {
   EXPECT_EQ(details->domain, kErrorDomain);
   EXPECT_EQ(details->field, "handle");
 
-  const std::optional<ErrorDetails> fieldless = ParseErrorDetails(
-      StatusWithErrorInfo(grpc::StatusCode::INTERNAL, "broken", "INTERNAL", ""));
+  const std::optional<ErrorDetails> fieldless =
+      ParseErrorDetails(StatusWithErrorInfo(grpc::StatusCode::INTERNAL, "broken", "INTERNAL", ""));
   ASSERT_TRUE(fieldless.has_value());
   EXPECT_EQ(fieldless->field, "");
 }

@@ -20,12 +20,13 @@ using ::testing::HasSubstr;
 
 std::vector<std::uint8_t> Encode(int width, int height, int subsampling, int flags,
                                  int pixel_format = -1) {
-  const int format = pixel_format >= 0 ? pixel_format
+  const int format = pixel_format >= 0            ? pixel_format
                      : subsampling == TJSAMP_GRAY ? TJPF_GRAY
                                                   : TJPF_BGR;
   const int channels = tjPixelSize[format];
   std::vector<std::uint8_t> pixels(static_cast<std::size_t>(width) * height * channels);
-  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>(i * 7 % 251);
+  for (std::size_t i = 0; i < pixels.size(); ++i)
+    pixels[i] = static_cast<std::uint8_t>(i * 7 % 251);
   tjhandle tj = tjInitCompress();
   unsigned char* buffer = nullptr;
   unsigned long size = 0;

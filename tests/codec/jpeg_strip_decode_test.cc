@@ -69,8 +69,8 @@ void ExpectSamePixels(const Image& a, const Image& b) {
       break;
     }
   }
-  EXPECT_EQ(first, a.size_bytes()) << "first differing byte (row "
-                                   << first / (a.extent().width * a.channels()) << ")";
+  EXPECT_EQ(first, a.size_bytes())
+      << "first differing byte (row " << first / (a.extent().width * a.channels()) << ")";
 }
 
 using StripCase = std::tuple<int, int, int>;  // width, height, subsampling
@@ -94,12 +94,12 @@ TEST_P(JpegStripDecode, EqualsTheSerialDecode) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    SubsamplingsAndSizes, JpegStripDecode,
-    ::testing::Combine(::testing::Values(1920, 641, 333),
-                       ::testing::Values(1080, 517, 259),
-                       ::testing::Values(TJSAMP_444, TJSAMP_422, TJSAMP_420, TJSAMP_440,
-                                         TJSAMP_411, TJSAMP_GRAY)));
+INSTANTIATE_TEST_SUITE_P(SubsamplingsAndSizes, JpegStripDecode,
+                         ::testing::Combine(::testing::Values(1920, 641, 333),
+                                            ::testing::Values(1080, 517, 259),
+                                            ::testing::Values(TJSAMP_444, TJSAMP_422, TJSAMP_420,
+                                                              TJSAMP_440, TJSAMP_411,
+                                                              TJSAMP_GRAY)));
 
 TEST(JpegStripDecodeFallback, ProgressiveFilesDecodeSeriallyWithTheSamePixels) {
   const std::vector<std::uint8_t> jpeg =
@@ -164,10 +164,12 @@ TEST(DecodeThreads, UsesOnlyIdleWorkers) {
   });
   started.WaitForNotification();
   std::atomic<int> ran{0};
-  EXPECT_EQ(threads.Run(5, [&](int, int n) {
-    EXPECT_EQ(n, 2);
-    ++ran;
-  }), 2);
+  EXPECT_EQ(threads.Run(5,
+                        [&](int, int n) {
+                          EXPECT_EQ(n, 2);
+                          ++ran;
+                        }),
+            2);
   EXPECT_EQ(ran.load(), 2);
   release.Notify();
   occupant.join();
@@ -177,11 +179,13 @@ TEST(DecodeThreads, UsesOnlyIdleWorkers) {
 TEST(DecodeThreads, WithoutWorkersRunsOnTheCaller) {
   DecodeThreads threads(0);
   int calls = 0;
-  EXPECT_EQ(threads.Run(4, [&](int index, int n) {
-    EXPECT_EQ(index, 0);
-    EXPECT_EQ(n, 1);
-    ++calls;
-  }), 1);
+  EXPECT_EQ(threads.Run(4,
+                        [&](int index, int n) {
+                          EXPECT_EQ(index, 0);
+                          EXPECT_EQ(n, 1);
+                          ++calls;
+                        }),
+            1);
   EXPECT_EQ(calls, 1);
 }
 

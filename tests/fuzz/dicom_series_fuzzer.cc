@@ -1,10 +1,11 @@
 // libFuzzer target: the client's DICOM series reader (DCMTK's dcmdata parser, our header checks
 // and functional groups, GDCM's pixel decoders for every transfer syntax: JPEG, JPEG-LS, RLE,
-// JPEG 2000, deflate; slice sorting, rescale to i16 or f32). The bytes are 1 to 3 slice files: byte 0 picks the count
-// (1 + byte % 3), then every slice but the last is a 4-byte little-endian length and that many
-// bytes, and the last slice is the rest. Whatever they hold: a status; a series it returns has
-// one file per slice and a volume of exactly the extent it states. The volume bound is 2^22 voxels
-// here, so that a header claiming a large compressed image stays inside libFuzzer's malloc limit.
+// JPEG 2000, deflate; slice sorting, rescale to i16 or f32). The bytes are 1 to 3 slice files: byte
+// 0 picks the count (1 + byte % 3), then every slice but the last is a 4-byte little-endian length
+// and that many bytes, and the last slice is the rest. Whatever they hold: a status; a series it
+// returns has one file per slice and a volume of exactly the extent it states. The volume bound is
+// 2^22 voxels here, so that a header claiming a large compressed image stays inside libFuzzer's
+// malloc limit.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -34,8 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   cuimg::DicomReadOptions options;
   options.max_voxels = std::int64_t{1} << 22;
-  absl::StatusOr<cuimg::DicomSeries> series =
-      cuimg::ReadDicomSeries(dir.path().string(), options);
+  absl::StatusOr<cuimg::DicomSeries> series = cuimg::ReadDicomSeries(dir.path().string(), options);
   if (!series.ok()) return 0;
   const cuimg::Extent& e = series->volume.extent();
   const cuimg::PixelType type = series->volume.type();
@@ -44,7 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       !(series->extent == e) || e.depth < 1 || e.Pixels() > options.max_voxels ||
       (!series->multi_frame && e.depth > slices) || series->files.size() != depth ||
       series->frames.size() != depth || series->slopes.size() != depth ||
-      series->volume.size_bytes() != static_cast<std::size_t>(e.Pixels()) * cuimg::PixelSize(type)) {
+      series->volume.size_bytes() !=
+          static_cast<std::size_t>(e.Pixels()) * cuimg::PixelSize(type)) {
     std::abort();
   }
   return 0;

@@ -38,7 +38,8 @@ class FuzzTempDir {
   std::string Write(const std::string& name, absl::Span<const std::uint8_t> bytes) const {
     const std::string file = (path_ / name).string();
     std::ofstream out(file, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
     if (!out) std::abort();
     return file;
   }

@@ -11,8 +11,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size < 1) return 0;
   static const char* kFormats[] = {"obj", "ply", "stl"};
   const char* format = kFormats[data[0] % 3];
-  absl::StatusOr<cuimg::Mesh> mesh = cuimg::ReadMeshBytes(absl::MakeConstSpan(data + 1, size - 1),
-                                                          format);
+  absl::StatusOr<cuimg::Mesh> mesh =
+      cuimg::ReadMeshBytes(absl::MakeConstSpan(data + 1, size - 1), format);
   if (!mesh.ok()) return 0;
   for (std::uint32_t index : mesh->triangles) {
     if (index >= mesh->vertex_count()) std::abort();

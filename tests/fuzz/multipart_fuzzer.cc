@@ -25,8 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<absl::string_view> bodies;
   for (const cuimg::MultipartPart& part : *parts) {
     for (absl::string_view view : {part.headers, part.body}) {
-      if (!view.empty() && (view.data() < body.data() ||
-                            view.data() + view.size() > body.data() + body.size())) {
+      if (!view.empty() &&
+          (view.data() < body.data() || view.data() + view.size() > body.data() + body.size())) {
         std::abort();
       }
     }

@@ -16,8 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static const cuimg::FuzzTempDir dir;
   if (size < 1) return 0;
   dir.Clear();
-  const std::string path = dir.Write(data[0] % 2 ? "in.nii.gz" : "in.nii",
-                                     absl::MakeConstSpan(data + 1, size - 1));
+  const std::string path =
+      dir.Write(data[0] % 2 ? "in.nii.gz" : "in.nii", absl::MakeConstSpan(data + 1, size - 1));
   constexpr std::int64_t kMaxVoxels = std::int64_t{1} << 22;
   absl::StatusOr<cuimg::NiftiVolume> volume = cuimg::ReadNifti(path, kMaxVoxels);
   if (!volume.ok()) return 0;
@@ -28,8 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::abort();
   }
   const std::string out = (dir.path() / "out.nii").string();
-  if (!cuimg::WriteNifti(out, image.view(), volume->spacing, volume->geometry,
-                         &volume->transforms).ok()) {
+  if (!cuimg::WriteNifti(out, image.view(), volume->spacing, volume->geometry, &volume->transforms)
+           .ok()) {
     return 0;  // e.g. a spacing nifticlib will not write; never a crash
   }
   absl::StatusOr<cuimg::NiftiVolume> again = cuimg::ReadNifti(out, kMaxVoxels);

@@ -12,8 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   absl::StatusOr<cuimg::Image> image = cuimg::ParseNpy(absl::MakeConstSpan(data, size), "fuzz.npy");
   if (!image.ok()) return 0;
   const cuimg::Extent& e = image->extent();
-  if (image->channels() != 1 ||
-      image->size_bytes() != static_cast<std::size_t>(e.Pixels()) * cuimg::PixelSize(image->type())) {
+  if (image->channels() != 1 || image->size_bytes() != static_cast<std::size_t>(e.Pixels()) *
+                                                           cuimg::PixelSize(image->type())) {
     std::abort();
   }
   absl::StatusOr<std::vector<std::uint8_t>> encoded = cuimg::EncodeNpy(image->view());

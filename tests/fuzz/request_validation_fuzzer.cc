@@ -5,8 +5,8 @@
 // estimate must be computable for whatever it accepts. For an accepted stream header, the slab
 // plan must tile the volume: output windows contiguous, inputs inside the volume and covering
 // each output slab's halo. Elements in millimetres resolve to one element per step (a resident
-// input's against a fixed spacing). Morphology and Gradient are also validated with their inline pixels
-// detached (as the server receives them) and must get the same status.
+// input's against a fixed spacing). Morphology and Gradient are also validated with their inline
+// pixels detached (as the server receives them) and must get the same status.
 #include <cstddef>
 #include <cstdint>
 
@@ -55,8 +55,9 @@ void CompleteFromResident(const cuimg::v1::MorphologyRequest& request,
 template <typename Request, typename Job>
 void CompleteFromResident(const Request&, const cuimg::RequestLimits&, Job*) {}
 
-// Morphology, Gradient, Pyramid and DetectPedestrians also take their inline pixels beside the message (wire_pixels.h):
-// validating with the pixels moved out must give the same verdict as with them in place.
+// Morphology, Gradient, Pyramid and DetectPedestrians also take their inline pixels beside the
+// message (wire_pixels.h): validating with the pixels moved out must give the same verdict as with
+// them in place.
 template <typename Request, typename Job>
 void CheckDetached(const std::uint8_t* data, std::size_t size,
                    absl::StatusOr<Job> (*validate)(const Request&, const cuimg::RequestLimits&,
@@ -97,7 +98,8 @@ void CheckStreamPlan(const cuimg::VolumeStreamJob& job, std::int64_t step) {
   const std::int64_t depth = job.extent.depth;
   const int reach = cuimg::VolumeStreamZReach(job);
   std::int64_t next = 0;
-  for (std::int64_t received = std::min(step, depth);; received = std::min(received + step, depth)) {
+  for (std::int64_t received = std::min(step, depth);;
+       received = std::min(received + step, depth)) {
     while (std::optional<cuimg::SlabWindow> w =
                cuimg::NextSlabWindow(depth, reach, received, next, 3)) {
       if (w->out_begin != next || w->out_end <= w->out_begin || w->in_begin < 0 ||
@@ -151,7 +153,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 7: {
       cuimg::v1::VolumeStreamHeader header;
       if (!header.ParseFromArray(data, static_cast<int>(size))) break;
-      absl::StatusOr<cuimg::VolumeStreamJob> job = cuimg::ValidateVolumeStreamHeader(header, limits);
+      absl::StatusOr<cuimg::VolumeStreamJob> job =
+          cuimg::ValidateVolumeStreamHeader(header, limits);
       if (job.ok() && job->extent.depth <= 4096) {
         CheckStreamPlan(*job, 1 + static_cast<std::int64_t>(size % 5));
       }

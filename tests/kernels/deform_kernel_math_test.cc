@@ -1,7 +1,8 @@
-// The Deform kernels' arithmetic (kernels/src/deform/deform_math.h), run on the host, against the float64
-// reference: the accuracy the GPU must reach is checked here, without a GPU, because the kernels
-// execute exactly this code (deform_gpu_test checks the GPU equals this emulation bit for bit).
-// Also the kernels' incidence layout and the host-side checks of the GPU entry points. CPU only.
+// The Deform kernels' arithmetic (kernels/src/deform/deform_math.h), run on the host, against the
+// float64 reference: the accuracy the GPU must reach is checked here, without a GPU, because the
+// kernels execute exactly this code (deform_gpu_test checks the GPU equals this emulation bit for
+// bit). Also the kernels' incidence layout and the host-side checks of the GPU entry points. CPU
+// only.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -66,16 +66,15 @@ HogModel LoadModel(const std::string& name) {
   return m.ok() ? *m : HogModel{};
 }
 
-
 Image WithChannels(const Image& gray_or_bgr, int channels) {
   const Extent e = gray_or_bgr.extent();
   Image out(PixelType::kU8, e, channels);
   const int in_cn = gray_or_bgr.channels();
   for (std::int64_t i = 0; i < e.Pixels(); ++i) {
     for (int c = 0; c < channels; ++c) {
-      out.bytes()[i * channels + c] =
-          c < 3 ? gray_or_bgr.bytes()[i * in_cn + std::min(c, in_cn - 1)]
-                : static_cast<std::uint8_t>(i * 13);
+      out.bytes()[i * channels + c] = c < 3
+                                          ? gray_or_bgr.bytes()[i * in_cn + std::min(c, in_cn - 1)]
+                                          : static_cast<std::uint8_t>(i * 13);
     }
   }
   return out;
@@ -109,18 +108,17 @@ absl::StatusOr<GpuResult> RunOnGpu(const Image& image, const HogModel& model,
       cudaMemset(d_hits.data(), 0x7F, plan.HitsBytes()) != cudaSuccess) {
     return absl::InternalError("copy in");
   }
-  CUIMG_RETURN_IF_ERROR(plan.Run(d_in.data(), d_w.As<float>(), d_ws.data(), d_hits.data(),
-                                 stream.get()));
+  CUIMG_RETURN_IF_ERROR(
+      plan.Run(d_in.data(), d_w.As<float>(), d_ws.data(), d_hits.data(), stream.get()));
   CUIMG_RETURN_IF_ERROR(stream.Synchronize());
   std::vector<std::uint8_t> host(plan.HitsBytes());
-  if (cudaMemcpy(host.data(), d_hits.data(), host.size(), cudaMemcpyDeviceToHost) !=
-      cudaSuccess) {
+  if (cudaMemcpy(host.data(), d_hits.data(), host.size(), cudaMemcpyDeviceToHost) != cudaSuccess) {
     return absl::InternalError("copy back");
   }
   const std::uint32_t count = DetectPlan::HitCount(host.data());
   if (count > plan.geometry().windows) {
-    return absl::InternalError(absl::StrCat("hit count ", count, " exceeds the ",
-                                            plan.geometry().windows, " windows"));
+    return absl::InternalError(
+        absl::StrCat("hit count ", count, " exceeds the ", plan.geometry().windows, " windows"));
   }
   GpuResult r;
   if (read_workspace) {
@@ -153,16 +151,16 @@ void ExpectEveryScoreMatches(const Image& image, const HogModel& model, DetectSp
     const WindowHit& w = want->hits[i];
     ASSERT_TRUE(g.level == w.level && g.window_x == w.window_x && g.window_y == w.window_y)
         << what << " hit " << i;
-    ASSERT_TRUE(std::isfinite(g.score)) << what << " level " << g.level << " window "
-                                        << g.window_x << "," << g.window_y;
+    ASSERT_TRUE(std::isfinite(g.score))
+        << what << " level " << g.level << " window " << g.window_x << "," << g.window_y;
     worst = std::max(worst, std::abs(g.score - w.score));
   }
   EXPECT_LE(worst, 1e-4) << what;
 }
 
 std::string Name(const Image& image, const HogModel& model, const DetectSpec& spec) {
-  return absl::StrCat(image.extent().width, "x", image.extent().height, "x", image.channels(),
-                      " ", model.name, " gamma ", spec.gamma_correction, " pad ", spec.padding,
+  return absl::StrCat(image.extent().width, "x", image.extent().height, "x", image.channels(), " ",
+                      model.name, " gamma ", spec.gamma_correction, " pad ", spec.padding,
                       " stride ", spec.win_stride, " scale ", spec.scale);
 }
 
@@ -197,8 +195,8 @@ TEST(DetectGpu, ScoresEveryWindowAsTheReferenceDoes) {
   for (const Extent e : {Extent{64, 128, 1}, Extent{65, 129, 1}, Extent{97, 201, 1},
                          Extent{333, 257, 1}, Extent{641, 479, 1}}) {
     for (int channels : {1, 3, 4}) {
-      const Image image = Synthetic(static_cast<int>(e.width), static_cast<int>(e.height),
-                                    channels, ++seed);
+      const Image image =
+          Synthetic(static_cast<int>(e.width), static_cast<int>(e.height), channels, ++seed);
       for (const DetectSpec& spec : {DetectSpec{}, padded, no_gamma, coarse}) {
         ExpectEveryScoreMatches(image, people, spec, Name(image, people, spec));
       }
@@ -300,16 +298,16 @@ TEST(DetectGpu, DetectionsMatchTheReferenceOnRealImages) {
   testing::MatchCounts total;
   int raw_hits = 0;
   int raw_hit_difference = 0;
-  for (const Run& run : {Run{&people, DetectSpec{}}, Run{&people, padded},
-                         Run{&daimler, daimler_spec}}) {
+  for (const Run& run :
+       {Run{&people, DetectSpec{}}, Run{&people, padded}, Run{&daimler, daimler_spec}}) {
     for (const Image& image : images) {
       absl::StatusOr<DetectResult> want = DetectReference(image.view(), *run.model, run.spec);
       ASSERT_TRUE(want.ok()) << want.status();
       absl::StatusOr<GpuResult> got = RunOnGpu(image, *run.model, run.spec);
       ASSERT_TRUE(got.ok()) << got.status();
       raw_hits += static_cast<int>(want->hits.size());
-      raw_hit_difference += std::abs(static_cast<int>(got->hits.size()) -
-                                     static_cast<int>(want->hits.size()));
+      raw_hit_difference +=
+          std::abs(static_cast<int>(got->hits.size()) - static_cast<int>(want->hits.size()));
       std::vector<testing::Box> a, b;
       for (const Detection& d : FinishDetections(got->geometry, got->hits, run.spec)) {
         a.push_back({d.x, d.y, d.width, d.height});

@@ -65,8 +65,7 @@ absl::StatusOr<GradientImages> RunOnGpu(const Image& input, const GradientSpec& 
 // Relative error over the image <= 1e-5 and every pixel within 1e-4 max|want| + 1e-6 (NaN fails),
 // each with a floor of 1e-7 `input_scale` (max |input|) per pixel: float32 sums of terms of size
 // max|input| carry that much rounding, and heavy smoothing can leave gradients far smaller.
-void ExpectClose(const Image& got, const Image& want, const std::string& what,
-                 double input_scale) {
+void ExpectClose(const Image& got, const Image& want, const std::string& what, double input_scale) {
   const float* a = got.As<float>();
   const float* b = want.As<float>();
   const std::int64_t n = want.extent().Pixels();

@@ -53,8 +53,8 @@ TEST(GradientPlan, RejectsBadSpecsAndExtents) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("extent")));
   EXPECT_THAT(GradientPlan::Create(PixelType::kF32, Extent{8, 8, 0}, GradientSpec{}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("extent")));
-  EXPECT_TRUE(GradientPlan::Create(PixelType::kI16, Extent{512, 512, 300}, GradientSpec{31, 64.0})
-                  .ok());
+  EXPECT_TRUE(
+      GradientPlan::Create(PixelType::kI16, Extent{512, 512, 300}, GradientSpec{31, 64.0}).ok());
 }
 
 TEST(GradientPlan, RunRejectsOutputsThatDisagreeWithTheSpec) {

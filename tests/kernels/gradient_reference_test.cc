@@ -27,10 +27,14 @@ using ::testing::HasSubstr;
 
 int CvDepth(PixelType t) {
   switch (t) {
-    case PixelType::kU8: return CV_8U;
-    case PixelType::kU16: return CV_16U;
-    case PixelType::kI16: return CV_16S;
-    case PixelType::kF32: break;
+    case PixelType::kU8:
+      return CV_8U;
+    case PixelType::kU16:
+      return CV_16U;
+    case PixelType::kI16:
+      return CV_16S;
+    case PixelType::kF32:
+      break;
   }
   return CV_32F;
 }
@@ -149,8 +153,8 @@ TEST(GradientReference, MatchesOpenCVSepFilter2DOnRandomImages) {
     for (const auto& [w, h] : sizes) {
       for (const auto& [length, sigma] : kernels) {
         // Arrange
-        const std::string what = std::string(PixelTypeName(type)) + " " + std::to_string(w) +
-                                 "x" + std::to_string(h) + " length " + std::to_string(length) +
+        const std::string what = std::string(PixelTypeName(type)) + " " + std::to_string(w) + "x" +
+                                 std::to_string(h) + " length " + std::to_string(length) +
                                  " sigma " + std::to_string(sigma);
         const Image input = testing::RandomImage(type, Extent{w, h, 1}, ++seed, 0, true);
         const GradientSpec spec{length, sigma, true, true};
@@ -252,9 +256,9 @@ TEST(GradientReference, ProcessesVolumesSliceBySlice) {
     ASSERT_TRUE(part.ok());
     EXPECT_EQ(std::memcmp(part->gx.bytes(), whole->gx.bytes() + z * slice * 4, slice * 4), 0);
     EXPECT_EQ(std::memcmp(part->gy.bytes(), whole->gy.bytes() + z * slice * 4, slice * 4), 0);
-    EXPECT_EQ(std::memcmp(part->magnitude.bytes(), whole->magnitude.bytes() + z * slice * 4,
-                          slice * 4),
-              0);
+    EXPECT_EQ(
+        std::memcmp(part->magnitude.bytes(), whole->magnitude.bytes() + z * slice * 4, slice * 4),
+        0);
   }
 }
 

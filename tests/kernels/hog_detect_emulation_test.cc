@@ -24,7 +24,6 @@ namespace {
 using testing::RandomModel;
 using testing::Synthetic;
 
-
 // Every window's score (threshold far below) from the emulated kernels and from the reference.
 void ExpectEmulationMatchesReference(const Image& image, const HogModel& model, DetectSpec spec,
                                      const std::string& what) {
@@ -37,17 +36,15 @@ void ExpectEmulationMatchesReference(const Image& image, const HogModel& model, 
   std::vector<float> workspace(plan->WorkspaceBytes() / sizeof(float),
                                std::numeric_limits<float>::quiet_NaN());
   std::vector<std::uint8_t> hits(plan->HitsBytes(), 0x7F);
-  ASSERT_TRUE(plan->EmulateOnHost(image.bytes(), model.weights.data(), workspace.data(),
-                                  hits.data())
-                  .ok());
+  ASSERT_TRUE(
+      plan->EmulateOnHost(image.bytes(), model.weights.data(), workspace.data(), hits.data()).ok());
   const std::uint32_t count = DetectPlan::HitCount(hits.data());
   ASSERT_EQ(count, want->geometry.windows) << what;
   const std::vector<WindowHit> got = DetectPlan::DecodeHits(hits.data(), count);
   ASSERT_EQ(got.size(), want->hits.size()) << what;
   double worst = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
-    ASSERT_TRUE(got[i].level == want->hits[i].level &&
-                got[i].window_x == want->hits[i].window_x &&
+    ASSERT_TRUE(got[i].level == want->hits[i].level && got[i].window_x == want->hits[i].window_x &&
                 got[i].window_y == want->hits[i].window_y)
         << what << " hit " << i;
     ASSERT_TRUE(std::isfinite(got[i].score))
@@ -67,9 +64,8 @@ void ExpectScoresFollowTheReference(const Image& image, const HogModel& model,
   ASSERT_TRUE(plan.ok()) << plan.status() << " " << what;
   std::vector<float> workspace(plan->WorkspaceBytes() / sizeof(float));
   std::vector<std::uint8_t> hits(plan->HitsBytes(), 0x7F);
-  ASSERT_TRUE(plan->EmulateOnHost(image.bytes(), model.weights.data(), workspace.data(),
-                                  hits.data())
-                  .ok());
+  ASSERT_TRUE(
+      plan->EmulateOnHost(image.bytes(), model.weights.data(), workspace.data(), hits.data()).ok());
   const std::vector<WindowHit> want =
       testing::ReferenceHitsOnWorkspace(*plan, workspace.data(), model, spec);
   const std::vector<WindowHit> got =
@@ -109,11 +105,11 @@ TEST(HogDetectEmulation, KernelsScoreEveryWindowAsTheReference) {
   coarse.win_stride = 24;
   std::uint64_t seed = 10;
   // Sizes: exactly a window, one more, odd ones, and one spanning several tiles both ways.
-  for (const Extent e : {Extent{64, 128, 1}, Extent{65, 129, 1}, Extent{97, 201, 1},
-                         Extent{171, 263, 1}}) {
+  for (const Extent e :
+       {Extent{64, 128, 1}, Extent{65, 129, 1}, Extent{97, 201, 1}, Extent{171, 263, 1}}) {
     for (int channels : {1, 3, 4}) {
-      const Image image = Synthetic(static_cast<int>(e.width), static_cast<int>(e.height),
-                                    channels, ++seed);
+      const Image image =
+          Synthetic(static_cast<int>(e.width), static_cast<int>(e.height), channels, ++seed);
       for (const DetectSpec& spec : {padded, no_gamma, coarse}) {
         ExpectEmulationMatchesReference(image, people, spec, Name(image, people, spec));
       }
@@ -188,9 +184,9 @@ TEST(HogDetectEmulation, ManyLevelsSplitOverLaunchesStillMatch) {
 }
 
 TEST(HogDetectEmulation, RejectsTwoChannels) {
-  EXPECT_THAT(DetectPlan::Create(Extent{100, 200, 1}, 2, RandomModel(64, 128, 9), DetectSpec{})
-                  .status(),
-              testing::StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(
+      DetectPlan::Create(Extent{100, 200, 1}, 2, RandomModel(64, 128, 9), DetectSpec{}).status(),
+      testing::StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 }  // namespace

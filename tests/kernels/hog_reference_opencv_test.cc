@@ -85,9 +85,9 @@ TEST(HogReferenceOpenCv, ResizeLinearExactIsBitExact) {
                                 cv::Size(640, 480), cv::Size(333, 201)}) {
       cv::Mat src(size, CV_8UC(channels));
       cv::randu(src, 0, 256);
-      std::vector<cv::Size> targets = {cv::Size(1, 1), cv::Size(size.width * 2, size.height * 3),
-                                       cv::Size(std::max(1, size.width / 2),
-                                                std::max(1, size.height / 2))};
+      std::vector<cv::Size> targets = {
+          cv::Size(1, 1), cv::Size(size.width * 2, size.height * 3),
+          cv::Size(std::max(1, size.width / 2), std::max(1, size.height / 2))};
       double s = 1.0;
       for (int k = 0; k < 12; ++k, s *= 1.05) {
         targets.emplace_back(std::max(1, cvRound(size.width / s)),
@@ -170,8 +170,8 @@ TEST(HogReferenceOpenCv, DescriptorsMatchComputeOnRealImages) {
       for (bool gamma : {true, false}) {
         for (int padding : {0, 16}) {
           const DescriptorError e = CompareDescriptors(c.image, daimler, gamma, padding);
-          EXPECT_LE(e.max_abs, 1e-2) << c.what << (daimler ? " daimler" : " people")
-                                     << " gamma " << gamma << " padding " << padding;
+          EXPECT_LE(e.max_abs, 1e-2) << c.what << (daimler ? " daimler" : " people") << " gamma "
+                                     << gamma << " padding " << padding;
           EXPECT_LE(e.mean_abs, 1e-3) << c.what;
           worst_max = std::max(worst_max, e.max_abs);
           worst_mean = std::max(worst_mean, e.mean_abs);
@@ -179,8 +179,8 @@ TEST(HogReferenceOpenCv, DescriptorsMatchComputeOnRealImages) {
       }
     }
   }
-  std::printf("descriptor vs OpenCV compute: max |diff| %.3g, worst mean |diff| %.3g\n",
-              worst_max, worst_mean);
+  std::printf("descriptor vs OpenCV compute: max |diff| %.3g, worst mean |diff| %.3g\n", worst_max,
+              worst_mean);
 }
 
 TEST(HogReferenceOpenCv, WindowScoresMatchDetect) {
@@ -207,8 +207,8 @@ TEST(HogReferenceOpenCv, WindowScoresMatchDetect) {
     }
     EXPECT_LE(worst, 1e-3) << (daimler ? "daimler" : "people");
     EXPECT_EQ(flips, 0);
-    std::printf("%s: %zu window scores, max |ours - OpenCV| %.3g\n",
-                daimler ? "daimler" : "people", locations.size(), worst);
+    std::printf("%s: %zu window scores, max |ours - OpenCV| %.3g\n", daimler ? "daimler" : "people",
+                locations.size(), worst);
   }
 }
 
@@ -259,10 +259,9 @@ testing::MatchCounts CompareDetections(const std::vector<cv::Mat>& images, bool 
     const cv::Mat& image = images[i];
     std::vector<cv::Rect> found;
     std::vector<double> weights;
-    hog.detectMultiScale(image, found, weights, spec.hit_threshold,
-                         cv::Size(spec.win_stride, spec.win_stride),
-                         cv::Size(spec.padding, spec.padding), spec.scale,
-                         spec.group_threshold, false);
+    hog.detectMultiScale(
+        image, found, weights, spec.hit_threshold, cv::Size(spec.win_stride, spec.win_stride),
+        cv::Size(spec.padding, spec.padding), spec.scale, spec.group_threshold, false);
     absl::StatusOr<DetectResult> ours = DetectReference(View(image), model, spec, 2);
     EXPECT_TRUE(ours.ok()) << ours.status();
     if (!ours.ok()) continue;
@@ -280,8 +279,8 @@ testing::MatchCounts CompareDetections(const std::vector<cv::Mat>& images, bool 
       hog.detectMultiScale(image, raw, raw_weights, spec.hit_threshold,
                            cv::Size(spec.win_stride, spec.win_stride),
                            cv::Size(spec.padding, spec.padding), spec.scale, 0, false);
-      *raw_hit_mismatch += std::abs(static_cast<int>(raw.size()) -
-                                    static_cast<int>(ours->hits.size()));
+      *raw_hit_mismatch +=
+          std::abs(static_cast<int>(raw.size()) - static_cast<int>(ours->hits.size()));
     }
   }
   return total;
@@ -296,9 +295,10 @@ TEST(HogReferenceOpenCv, DetectionsMatchDetectMultiScaleOnVtestAndBasketball) {
   DetectSpec spec;  // OpenCV's defaults
   int raw_mismatch = 0;
   const testing::MatchCounts m = CompareDetections(images, false, spec, &raw_mismatch);
-  std::printf("detections vs detectMultiScale on %zu vtest frames + basketball1/2: %s; raw hit "
-              "count difference %d\n",
-              frames, m.Describe().c_str(), raw_mismatch);
+  std::printf(
+      "detections vs detectMultiScale on %zu vtest frames + basketball1/2: %s; raw hit "
+      "count difference %d\n",
+      frames, m.Describe().c_str(), raw_mismatch);
   EXPECT_GT(m.reference, 50);
   EXPECT_GE(m.Precision(), 0.95);
   EXPECT_GE(m.Recall(), 0.95);

@@ -37,8 +37,7 @@ Image Replicate(const Image& gray, int channels) {
   Image out(PixelType::kU8, e, channels);
   for (std::int64_t i = 0; i < e.Pixels(); ++i) {
     for (int c = 0; c < channels; ++c) {
-      out.bytes()[i * channels + c] =
-          c == 3 ? static_cast<std::uint8_t>(i * 37) : gray.bytes()[i];
+      out.bytes()[i * channels + c] = c == 3 ? static_cast<std::uint8_t>(i * 37) : gray.bytes()[i];
     }
   }
   return out;
@@ -128,8 +127,8 @@ TEST(HogReference, BlockWeightsAreGaussianTimesBilinear) {
   const auto& votes = HogBlockVotes();
   float centre = 0, corner = 0;
   for (const HogPixelVote& v : votes) {
-    const float gauss = std::exp(-((v.row - 8.f) * (v.row - 8.f) + (v.col - 8.f) * (v.col - 8.f)) /
-                                 32.f);
+    const float gauss =
+        std::exp(-((v.row - 8.f) * (v.row - 8.f) + (v.col - 8.f) * (v.col - 8.f)) / 32.f);
     const float sum = std::accumulate(v.weight.begin(), v.weight.begin() + v.cells, 0.f);
     // Pixels inside the cells' centres (4..11 on both axes) share all of their vote.
     if (v.row >= 4 && v.row < 12 && v.col >= 4 && v.col < 12) {
@@ -162,7 +161,8 @@ TEST(HogReference, BlocksAreL2HysNormalized) {
   // OpenCV's +3.6 epsilon decides what gets clipped: a strong edge's largest votes reach 0.2 and
   // are flattened, a faint edge's stay below it and keep their proportions.
   auto block_of = [](int contrast) {
-    const Image edge = Gray(16, 16, [contrast](int x, int) { return x < 5 ? 100 : 100 + contrast; });
+    const Image edge =
+        Gray(16, 16, [contrast](int x, int) { return x < 5 ? 100 : 100 + contrast; });
     absl::StatusOr<HogBlocks> b =
         ComputeHogBlocks(Votes(ComputeHogVotes(edge.view(), 0, false)), 1, 1);
     EXPECT_TRUE(b.ok());
@@ -214,30 +214,30 @@ TEST(HogReference, LevelListFollowsDetectMultiScale) {
 TEST(HogReference, RejectsBadSpecsNamingTheField) {
   DetectSpec s;
   s.win_stride = 12;
-  EXPECT_THAT(ValidateDetectSpec(s), StatusIs(absl::StatusCode::kInvalidArgument,
-                                              HasSubstr("win_stride")));
+  EXPECT_THAT(ValidateDetectSpec(s),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("win_stride")));
   s = DetectSpec{};
   s.scale = 1.0;
-  EXPECT_THAT(ValidateDetectSpec(s), StatusIs(absl::StatusCode::kInvalidArgument,
-                                              HasSubstr("scale")));
+  EXPECT_THAT(ValidateDetectSpec(s),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("scale")));
   s = DetectSpec{};
   s.group_eps = 0;
-  EXPECT_THAT(ValidateDetectSpec(s), StatusIs(absl::StatusCode::kInvalidArgument,
-                                              HasSubstr("group_eps")));
+  EXPECT_THAT(ValidateDetectSpec(s),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("group_eps")));
   HogModel m = RandomModel(64, 128, 2);
   m.weights.pop_back();
-  EXPECT_THAT(ValidateHogModel(m), StatusIs(absl::StatusCode::kInvalidArgument,
-                                            HasSubstr("weights")));
+  EXPECT_THAT(ValidateHogModel(m),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("weights")));
   m = RandomModel(64, 128, 2);
   m.window_width = 60;
-  EXPECT_THAT(ValidateHogModel(m), StatusIs(absl::StatusCode::kInvalidArgument,
-                                            HasSubstr("window_width")));
+  EXPECT_THAT(ValidateHogModel(m),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("window_width")));
 }
 
 TEST(HogReference, ImagesSmallerThanAWindowHaveNoWindowsAndNoError) {
   const HogModel model = RandomModel(64, 128, 3);
-  for (const Extent e : {Extent{1, 1, 1}, Extent{63, 200, 1}, Extent{200, 127, 1},
-                         Extent{50, 100, 1}}) {
+  for (const Extent e :
+       {Extent{1, 1, 1}, Extent{63, 200, 1}, Extent{200, 127, 1}, Extent{50, 100, 1}}) {
     const Image image = Gray(static_cast<int>(e.width), static_cast<int>(e.height),
                              [](int x, int y) { return (x * 7 + y * 3) % 256; });
     absl::StatusOr<DetectResult> r = DetectReference(image.view(), model, DetectSpec{});

@@ -62,7 +62,7 @@ void ExpectGpuMatchesReference(const Image& input, const std::vector<MorphologyS
 }
 
 MorphologyStep RandomStep(std::mt19937& rng, bool volume, int max_extent, std::string* what) {
-  const MorphOp ops[] = {MorphOp::kErode, MorphOp::kDilate, MorphOp::kOpen, MorphOp::kClose,
+  const MorphOp ops[] = {MorphOp::kErode,    MorphOp::kDilate, MorphOp::kOpen,    MorphOp::kClose,
                          MorphOp::kGradient, MorphOp::kTopHat, MorphOp::kBlackHat};
   ElementSpec spec;
   spec.shape = static_cast<ElementShape>(rng() % 4);
@@ -86,10 +86,10 @@ MorphologyStep RandomStep(std::mt19937& rng, bool volume, int max_extent, std::s
   step.iterations = rng() % 4 == 0 ? 2 : 1;
   step.border = rng() % 3 == 0 ? BorderMode::kConstant : BorderMode::kNeutral;
   step.border_value = static_cast<double>(static_cast<int>(rng() % 600) - 100);
-  *what += " op=" + std::to_string(static_cast<int>(step.op)) + " se=" +
-           std::to_string(static_cast<int>(spec.shape)) + ":" + std::to_string(spec.width) + "x" +
-           std::to_string(spec.height) + "x" + std::to_string(spec.depth) + " it=" +
-           std::to_string(step.iterations) +
+  *what += " op=" + std::to_string(static_cast<int>(step.op)) +
+           " se=" + std::to_string(static_cast<int>(spec.shape)) + ":" +
+           std::to_string(spec.width) + "x" + std::to_string(spec.height) + "x" +
+           std::to_string(spec.depth) + " it=" + std::to_string(step.iterations) +
            (step.border == BorderMode::kConstant ? " const" : " neutral");
   return step;
 }
@@ -129,9 +129,11 @@ TEST(MorphologyGpu, MatchesReferenceWithLargeElements) {
   CUIMG_SKIP_IF_NO_GPU();
   for (PixelType type : {PixelType::kU8, PixelType::kI16, PixelType::kF32}) {
     for (int size : {63, 64, 127, 255}) {
-      for (ElementShape shape : {ElementShape::kRect, ElementShape::kEllipse, ElementShape::kCross}) {
+      for (ElementShape shape :
+           {ElementShape::kRect, ElementShape::kEllipse, ElementShape::kCross}) {
         const Extent e{300, 70, 1};
-        auto se = StructuringElement::Create(ElementSpec{shape, size, size / 4 + 1, 0, -1, -1, -1, {}});
+        auto se =
+            StructuringElement::Create(ElementSpec{shape, size, size / 4 + 1, 0, -1, -1, -1, {}});
         ASSERT_TRUE(se.ok());
         for (MorphOp op : {MorphOp::kErode, MorphOp::kDilate}) {
           ExpectGpuMatchesReference(testing::RandomImage(type, e, size),
@@ -150,11 +152,11 @@ TEST(MorphologyGpu, BoxesOfEverySizeClassMatchReference) {
   struct Box {
     int w, h, d;
   };
-  const Box boxes[] = {{2, 1, 0},  {1, 2, 0},   {3, 3, 0},   {2, 5, 0},     {63, 63, 0},
-                       {64, 1, 0}, {1, 64, 0},  {127, 3, 0}, {3, 127, 0},   {5, 300, 0},
-                       {600, 2, 0}, {1023, 1023, 0}, {5, 5, 5}, {1, 1, 4}, {9, 1, 3},
-                       {7, 7, 0},   {8, 7, 0},  {9, 9, 0},   {15, 15, 0},   {16, 15, 0},
-                       {17, 33, 0}, {31, 1, 0}, {3, 3, 40}};
+  const Box boxes[] = {{2, 1, 0},   {1, 2, 0},       {3, 3, 0},   {2, 5, 0},   {63, 63, 0},
+                       {64, 1, 0},  {1, 64, 0},      {127, 3, 0}, {3, 127, 0}, {5, 300, 0},
+                       {600, 2, 0}, {1023, 1023, 0}, {5, 5, 5},   {1, 1, 4},   {9, 1, 3},
+                       {7, 7, 0},   {8, 7, 0},       {9, 9, 0},   {15, 15, 0}, {16, 15, 0},
+                       {17, 33, 0}, {31, 1, 0},      {3, 3, 40}};
   const PixelType types[] = {PixelType::kU8, PixelType::kU16, PixelType::kI16, PixelType::kF32};
   std::mt19937 rng(11);
   int n = 0;
@@ -204,10 +206,9 @@ TEST(MorphologyGpu, MatchesReferenceWithHugeElementsSplitIntoBands) {
     auto se = StructuringElement::Create(c.spec);
     ASSERT_TRUE(se.ok()) << se.status();
     for (MorphOp op : {MorphOp::kErode, MorphOp::kDilate}) {
-      ExpectGpuMatchesReference(testing::RandomImage(c.type, c.extent, 5),
-                                {{op, *se, 1, BorderMode::kNeutral, 0}},
-                                "huge " + std::to_string(c.spec.width) + "x" +
-                                    std::to_string(c.spec.height));
+      ExpectGpuMatchesReference(
+          testing::RandomImage(c.type, c.extent, 5), {{op, *se, 1, BorderMode::kNeutral, 0}},
+          "huge " + std::to_string(c.spec.width) + "x" + std::to_string(c.spec.height));
     }
   }
 }
@@ -261,14 +262,11 @@ TEST(MorphologyGpu, NestedRowElementsMatchReference) {
             {op, *se, 1, n % 3 == 0 ? BorderMode::kConstant : BorderMode::kNeutral, 40}};
         auto plan = MorphologyPlan::Create(type, c.extent, steps);
         ASSERT_TRUE(plan.ok()) << plan.status();
-        const std::string what = "nested " + std::to_string(c.spec.width) + "x" +
-                                 std::to_string(c.spec.height) + "x" +
-                                 std::to_string(c.spec.depth) + " on " +
-                                 std::to_string(c.extent.width) + "x" +
-                                 std::to_string(c.extent.height) + "x" +
-                                 std::to_string(c.extent.depth) + " " +
-                                 std::string(PixelTypeName(type)) + " op " +
-                                 std::to_string(static_cast<int>(op));
+        const std::string what =
+            "nested " + std::to_string(c.spec.width) + "x" + std::to_string(c.spec.height) + "x" +
+            std::to_string(c.spec.depth) + " on " + std::to_string(c.extent.width) + "x" +
+            std::to_string(c.extent.height) + "x" + std::to_string(c.extent.depth) + " " +
+            std::string(PixelTypeName(type)) + " op " + std::to_string(static_cast<int>(op));
         ASSERT_EQ(plan->Describe().rfind("nested(", 0), 0u) << what << ": " << plan->Describe();
         ExpectGpuMatchesReference(testing::RandomImage(type, c.extent, 700 + n, n % 2 ? 0 : 9),
                                   steps, what);
@@ -290,9 +288,8 @@ TEST(MorphologyGpu, WritesMappedHostMemoryInPlace) {
       for (ElementSpec spec : {ElementSpec{ElementShape::kRect, 3, 3, 0, -1, -1, -1, {}},
                                ElementSpec{ElementShape::kRect, 5, 1, 0, -1, -1, -1, {}},
                                ElementSpec{ElementShape::kRect, 1, 7, 0, -1, -1, -1, {}}}) {
-        const std::string what = absl::StrCat(PixelTypeName(type), " ", e.width, "x", e.height,
-                                              "x", e.depth, " rect ", spec.width, "x",
-                                              spec.height);
+        const std::string what = absl::StrCat(PixelTypeName(type), " ", e.width, "x", e.height, "x",
+                                              e.depth, " rect ", spec.width, "x", spec.height);
         const Image input = testing::RandomImage(type, e, e.width + spec.width);
         MorphologyStep dilate;
         dilate.op = MorphOp::kDilate;
@@ -308,9 +305,9 @@ TEST(MorphologyGpu, WritesMappedHostMemoryInPlace) {
         ASSERT_TRUE(pin.ok() && d_in.ok() && ws.ok()) << what;
         void* mapped = MappedDevicePointer(host.data());
         ASSERT_NE(mapped, nullptr) << what;
-        ASSERT_EQ(cudaMemcpy(d_in->data(), input.bytes(), input.size_bytes(),
-                             cudaMemcpyHostToDevice),
-                  cudaSuccess);
+        ASSERT_EQ(
+            cudaMemcpy(d_in->data(), input.bytes(), input.size_bytes(), cudaMemcpyHostToDevice),
+            cudaSuccess);
         std::fill(host.begin(), host.end(), 0xAB);
         ASSERT_TRUE(plan->Run(d_in->data(), mapped, ws->data(), stream->get()).ok()) << what;
         ASSERT_TRUE(stream->Synchronize().ok()) << what;
@@ -330,7 +327,8 @@ TEST(MorphologyGpu, WritesMappedHostMemoryInPlace) {
 TEST(MorphologyGpu, IsDeterministic) {
   CUIMG_SKIP_IF_NO_GPU();
   const Image input = testing::RandomImage(PixelType::kF32, Extent{257, 131, 3}, 99);
-  auto se = StructuringElement::Create(ElementSpec{ElementShape::kEllipse, 9, 7, 3, -1, -1, -1, {}});
+  auto se =
+      StructuringElement::Create(ElementSpec{ElementShape::kEllipse, 9, 7, 3, -1, -1, -1, {}});
   ASSERT_TRUE(se.ok());
   const std::vector<MorphologyStep> steps = {{MorphOp::kGradient, *se, 2, BorderMode::kNeutral, 0}};
   auto a = RunOnGpu(input, steps);

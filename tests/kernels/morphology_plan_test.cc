@@ -14,16 +14,17 @@ namespace {
 TEST(MorphologyPlan, PlansElementsUpToTheLimitForEveryType) {
   const PixelType types[] = {PixelType::kU8, PixelType::kU16, PixelType::kI16, PixelType::kF32};
   const ElementShape shapes[] = {ElementShape::kRect, ElementShape::kEllipse, ElementShape::kCross};
-  const std::pair<int, int> sizes[] = {{1, 1}, {3, 3}, {9, 9}, {63, 63}, {64, 2}, {255, 255},
-                                       {1023, 1}, {1, 1023}, {1023, 3}, {1023, 1023}};
+  const std::pair<int, int> sizes[] = {{1, 1},     {3, 3},    {9, 9},    {63, 63},  {64, 2},
+                                       {255, 255}, {1023, 1}, {1, 1023}, {1023, 3}, {1023, 1023}};
   for (PixelType type : types) {
     for (ElementShape shape : shapes) {
       for (const auto& [w, h] : sizes) {
-        for (const Extent& extent : {Extent{1920, 1080, 1}, Extent{512, 512, 300}, Extent{7, 5, 3}}) {
+        for (const Extent& extent :
+             {Extent{1920, 1080, 1}, Extent{512, 512, 300}, Extent{7, 5, 3}}) {
           auto se = StructuringElement::Create(ElementSpec{shape, w, h, 0, -1, -1, -1, {}});
           ASSERT_TRUE(se.ok());
-          auto plan = MorphologyPlan::Create(type, extent, {{MorphOp::kOpen, *se, 1,
-                                                             BorderMode::kNeutral, 0}});
+          auto plan = MorphologyPlan::Create(type, extent,
+                                             {{MorphOp::kOpen, *se, 1, BorderMode::kNeutral, 0}});
           ASSERT_TRUE(plan.ok()) << plan.status() << " " << w << "x" << h;
           EXPECT_FALSE(plan->Describe().empty());
           EXPECT_GT(plan->LaunchCount(), 0);
@@ -47,8 +48,10 @@ TEST(MorphologyPlan, Plans3DElements) {
 }
 
 TEST(MorphologyPlan, UsesSeparablePassesForBoxesAndChordsOtherwise) {
-  auto rect = StructuringElement::Create(ElementSpec{ElementShape::kRect, 63, 63, 0, -1, -1, -1, {}});
-  auto disk = StructuringElement::Create(ElementSpec{ElementShape::kEllipse, 63, 63, 0, -1, -1, -1, {}});
+  auto rect =
+      StructuringElement::Create(ElementSpec{ElementShape::kRect, 63, 63, 0, -1, -1, -1, {}});
+  auto disk =
+      StructuringElement::Create(ElementSpec{ElementShape::kEllipse, 63, 63, 0, -1, -1, -1, {}});
   auto box_plan = MorphologyPlan::Create(PixelType::kU8, Extent{1920, 1080, 1},
                                          {{MorphOp::kDilate, *rect, 1, BorderMode::kNeutral, 0}});
   auto disk_plan = MorphologyPlan::Create(PixelType::kU8, Extent{1920, 1080, 1},
@@ -58,25 +61,30 @@ TEST(MorphologyPlan, UsesSeparablePassesForBoxesAndChordsOtherwise) {
   EXPECT_EQ(box_plan->Describe(), "box(vhgw axis 0 length 63, vhgw axis 1 length 63)");
   EXPECT_EQ(box_plan->LaunchCount(), 2);
   EXPECT_EQ(disk_plan->LaunchCount(), 1);
-  auto small = StructuringElement::Create(ElementSpec{ElementShape::kRect, 3, 3, 0, -1, -1, -1, {}});
-  auto small_plan = MorphologyPlan::Create(PixelType::kU8, Extent{640, 480, 1},
-                                           {{MorphOp::kDilate, *small, 1, BorderMode::kNeutral, 0}});
+  auto small =
+      StructuringElement::Create(ElementSpec{ElementShape::kRect, 3, 3, 0, -1, -1, -1, {}});
+  auto small_plan =
+      MorphologyPlan::Create(PixelType::kU8, Extent{640, 480, 1},
+                             {{MorphOp::kDilate, *small, 1, BorderMode::kNeutral, 0}});
   ASSERT_TRUE(small_plan.ok());
   EXPECT_EQ(small_plan->Describe().rfind("box(xy 3x3 tile ", 0), 0u) << small_plan->Describe();
   EXPECT_EQ(small_plan->LaunchCount(), 1);
   // The line passes take any window up to the element limit, and skip axes of length 1.
-  for (auto [w, h, want] : {std::tuple{1023, 1023, "box(vhgw axis 0 length 1023, vhgw axis 1 length 1023)"},
-                            std::tuple{1, 255, "box(vhgw axis 1 length 255)"}}) {
-    auto big = StructuringElement::Create(ElementSpec{ElementShape::kRect, w, h, 0, -1, -1, -1, {}});
+  for (auto [w, h, want] :
+       {std::tuple{1023, 1023, "box(vhgw axis 0 length 1023, vhgw axis 1 length 1023)"},
+        std::tuple{1, 255, "box(vhgw axis 1 length 255)"}}) {
+    auto big =
+        StructuringElement::Create(ElementSpec{ElementShape::kRect, w, h, 0, -1, -1, -1, {}});
     ASSERT_TRUE(big.ok());
     for (PixelType type : {PixelType::kU8, PixelType::kF32}) {
-      auto big_plan = MorphologyPlan::Create(type, Extent{1920, 1080, 1},
-                                             {{MorphOp::kDilate, *big, 1, BorderMode::kNeutral, 0}});
+      auto big_plan = MorphologyPlan::Create(
+          type, Extent{1920, 1080, 1}, {{MorphOp::kDilate, *big, 1, BorderMode::kNeutral, 0}});
       ASSERT_TRUE(big_plan.ok()) << big_plan.status();
       EXPECT_EQ(big_plan->Describe(), want);
     }
   }
-  EXPECT_NE(disk_plan->Describe().find("chords(1 bands"), std::string::npos) << disk_plan->Describe();
+  EXPECT_NE(disk_plan->Describe().find("chords(1 bands"), std::string::npos)
+      << disk_plan->Describe();
 }
 
 // Only one box pass that writes each output once may write mapped host memory in place.

@@ -13,23 +13,34 @@ namespace {
 
 int CvDepth(PixelType t) {
   switch (t) {
-    case PixelType::kU8: return CV_8U;
-    case PixelType::kU16: return CV_16U;
-    case PixelType::kI16: return CV_16S;
-    case PixelType::kF32: break;
+    case PixelType::kU8:
+      return CV_8U;
+    case PixelType::kU16:
+      return CV_16U;
+    case PixelType::kI16:
+      return CV_16S;
+    case PixelType::kF32:
+      break;
   }
   return CV_32F;
 }
 
 int CvOp(MorphOp op) {
   switch (op) {
-    case MorphOp::kErode: return cv::MORPH_ERODE;
-    case MorphOp::kDilate: return cv::MORPH_DILATE;
-    case MorphOp::kOpen: return cv::MORPH_OPEN;
-    case MorphOp::kClose: return cv::MORPH_CLOSE;
-    case MorphOp::kGradient: return cv::MORPH_GRADIENT;
-    case MorphOp::kTopHat: return cv::MORPH_TOPHAT;
-    case MorphOp::kBlackHat: break;
+    case MorphOp::kErode:
+      return cv::MORPH_ERODE;
+    case MorphOp::kDilate:
+      return cv::MORPH_DILATE;
+    case MorphOp::kOpen:
+      return cv::MORPH_OPEN;
+    case MorphOp::kClose:
+      return cv::MORPH_CLOSE;
+    case MorphOp::kGradient:
+      return cv::MORPH_GRADIENT;
+    case MorphOp::kTopHat:
+      return cv::MORPH_TOPHAT;
+    case MorphOp::kBlackHat:
+      break;
   }
   return cv::MORPH_BLACKHAT;
 }
@@ -47,10 +58,10 @@ struct Case {
 std::string Describe(const Case& c) {
   return "type=" + std::string(PixelTypeName(c.type)) + " image=" + std::to_string(c.width) + "x" +
          std::to_string(c.height) + " se=" + std::to_string(static_cast<int>(c.spec.shape)) + ":" +
-         std::to_string(c.spec.width) + "x" + std::to_string(c.spec.height) + " anchor=" +
-         std::to_string(c.spec.anchor_x) + "," + std::to_string(c.spec.anchor_y) +
-         " op=" + std::to_string(CvOp(c.op)) + " it=" + std::to_string(c.iterations) +
-         " border=" + (c.border == BorderMode::kNeutral ? "neutral" : std::to_string(c.border_value));
+         std::to_string(c.spec.width) + "x" + std::to_string(c.spec.height) +
+         " anchor=" + std::to_string(c.spec.anchor_x) + "," + std::to_string(c.spec.anchor_y) +
+         " op=" + std::to_string(CvOp(c.op)) + " it=" + std::to_string(c.iterations) + " border=" +
+         (c.border == BorderMode::kNeutral ? "neutral" : std::to_string(c.border_value));
 }
 
 void ExpectMatchesOpenCV(const Case& c, std::uint64_t seed) {
@@ -102,7 +113,7 @@ void ExpectMatchesOpenCV(const Case& c, std::uint64_t seed) {
 TEST(MorphologyReference, MatchesOpenCVOnRandomCases) {
   std::mt19937 rng(20261121);
   const PixelType types[] = {PixelType::kU8, PixelType::kU16, PixelType::kI16, PixelType::kF32};
-  const MorphOp ops[] = {MorphOp::kErode, MorphOp::kDilate, MorphOp::kOpen, MorphOp::kClose,
+  const MorphOp ops[] = {MorphOp::kErode,    MorphOp::kDilate, MorphOp::kOpen,    MorphOp::kClose,
                          MorphOp::kGradient, MorphOp::kTopHat, MorphOp::kBlackHat};
   for (int n = 0; n < 600; ++n) {
     Case c;
@@ -123,8 +134,9 @@ TEST(MorphologyReference, MatchesOpenCVOnRandomCases) {
     }
     c.iterations = 1 + static_cast<int>(rng() % 3);
     c.border = rng() % 3 == 0 ? BorderMode::kConstant : BorderMode::kNeutral;
-    c.border_value = c.type == PixelType::kF32 ? std::uniform_real_distribution<double>(-500, 500)(rng)
-                                                : static_cast<double>(rng() % 70000) - 20000;
+    c.border_value = c.type == PixelType::kF32
+                         ? std::uniform_real_distribution<double>(-500, 500)(rng)
+                         : static_cast<double>(rng() % 70000) - 20000;
     if (c.type == PixelType::kF32) c.border_value = std::round(c.border_value);
     ExpectMatchesOpenCV(c, n);
   }
@@ -134,8 +146,14 @@ TEST(MorphologyReference, MatchesOpenCVWithLargeElements) {
   for (PixelType type : {PixelType::kU8, PixelType::kI16}) {
     for (int size : {31, 32, 63}) {
       for (ElementShape shape : {ElementShape::kRect, ElementShape::kEllipse}) {
-        Case c{type, 97, 71, ElementSpec{shape, size, size - 8, 0, -1, -1, -1, {}},
-               MorphOp::kDilate, 1, BorderMode::kNeutral, 0};
+        Case c{type,
+               97,
+               71,
+               ElementSpec{shape, size, size - 8, 0, -1, -1, -1, {}},
+               MorphOp::kDilate,
+               1,
+               BorderMode::kNeutral,
+               0};
         ExpectMatchesOpenCV(c, static_cast<std::uint64_t>(size));
         c.op = MorphOp::kErode;
         ExpectMatchesOpenCV(c, static_cast<std::uint64_t>(size) + 1);
@@ -146,7 +164,8 @@ TEST(MorphologyReference, MatchesOpenCVWithLargeElements) {
 
 TEST(MorphologyReference, ChainsApplyStepsInOrder) {
   const Image input = testing::RandomImage(PixelType::kU8, Extent{40, 30, 1}, 7);
-  auto se = StructuringElement::Create(ElementSpec{ElementShape::kEllipse, 5, 5, 0, -1, -1, -1, {}});
+  auto se =
+      StructuringElement::Create(ElementSpec{ElementShape::kEllipse, 5, 5, 0, -1, -1, -1, {}});
   ASSERT_TRUE(se.ok());
   MorphologyStep erode{MorphOp::kErode, *se, 1, BorderMode::kNeutral, 0};
   MorphologyStep dilate{MorphOp::kDilate, *se, 1, BorderMode::kNeutral, 0};
@@ -163,7 +182,7 @@ TEST(MorphologyReference, ChainsApplyStepsInOrder) {
 // OpenCV above) applied in turn, and the input is left as it was.
 TEST(MorphologyReference, IntoEqualsTheStepsOneByOneAndKeepsTheInput) {
   std::mt19937 rng(34);
-  const MorphOp ops[] = {MorphOp::kErode, MorphOp::kDilate, MorphOp::kOpen, MorphOp::kClose,
+  const MorphOp ops[] = {MorphOp::kErode,    MorphOp::kDilate, MorphOp::kOpen,    MorphOp::kClose,
                          MorphOp::kGradient, MorphOp::kTopHat, MorphOp::kBlackHat};
   for (int n = 0; n < 200; ++n) {
     const PixelType type = n % 2 == 0 ? PixelType::kU8 : PixelType::kF32;
@@ -171,12 +190,17 @@ TEST(MorphologyReference, IntoEqualsTheStepsOneByOneAndKeepsTheInput) {
     const Image kept = input;
     std::vector<MorphologyStep> steps;
     for (int k = 0, count = 1 + n % 4; k < count; ++k) {
-      auto se = StructuringElement::Create(ElementSpec{
-          static_cast<ElementShape>(rng() % 3), 1 + static_cast<int>(rng() % 5),
-          1 + static_cast<int>(rng() % 5), static_cast<int>(rng() % 3), -1, -1, -1, {}});
+      auto se = StructuringElement::Create(ElementSpec{static_cast<ElementShape>(rng() % 3),
+                                                       1 + static_cast<int>(rng() % 5),
+                                                       1 + static_cast<int>(rng() % 5),
+                                                       static_cast<int>(rng() % 3),
+                                                       -1,
+                                                       -1,
+                                                       -1,
+                                                       {}});
       ASSERT_TRUE(se.ok()) << se.status();
-      steps.push_back({ops[rng() % 7], *se, 1 + static_cast<int>(rng() % 3),
-                       BorderMode::kNeutral, 0});
+      steps.push_back(
+          {ops[rng() % 7], *se, 1 + static_cast<int>(rng() % 3), BorderMode::kNeutral, 0});
     }
     Image want = input;
     for (const MorphologyStep& step : steps) {

@@ -82,9 +82,7 @@ TEST(PinnedStagingPool, MovedLeasesReturnOnceAndThePoolFreesIdleChunks) {
     moved = *std::move(b);  // the chunk `moved` held goes back
     EXPECT_EQ(pool.stats().in_use_bytes, 1024u);
     EXPECT_EQ(pool.stats().idle_bytes, 1024u);
-    {
-      PinnedStagingPool::Lease gone = std::move(moved);
-    }
+    { PinnedStagingPool::Lease gone = std::move(moved); }
     EXPECT_EQ(pool.stats().in_use_bytes, 0u);
     EXPECT_EQ(pool.stats().idle_bytes, 2048u);
     EXPECT_EQ(heap.live, 2);  // cached, not freed

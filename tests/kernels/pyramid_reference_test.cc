@@ -24,10 +24,14 @@ using ::testing::HasSubstr;
 
 int CvDepth(PixelType t) {
   switch (t) {
-    case PixelType::kU8: return CV_8U;
-    case PixelType::kU16: return CV_16U;
-    case PixelType::kI16: return CV_16S;
-    case PixelType::kF32: break;
+    case PixelType::kU8:
+      return CV_8U;
+    case PixelType::kU16:
+      return CV_16U;
+    case PixelType::kI16:
+      return CV_16S;
+    case PixelType::kF32:
+      break;
   }
   return CV_32F;
 }
@@ -127,8 +131,7 @@ TEST(PyramidLevels, RejectsBadSpecsNamingTheField) {
       {Spec(3, 1.0, 8, PyramidMode::kFromBase, PixelType::kF32), "ratio"},
       {Spec(3, 0.5, 8, PyramidMode::kFromBase, PixelType::kF32), "ratio"},
       {Spec(3, std::nan(""), 8, PyramidMode::kFromBase, PixelType::kF32), "ratio"},
-      {Spec(3, std::numeric_limits<double>::infinity(), 8, PyramidMode::kFromBase,
-            PixelType::kF32),
+      {Spec(3, std::numeric_limits<double>::infinity(), 8, PyramidMode::kFromBase, PixelType::kF32),
        "ratio"},
       {Spec(3, 1.05, 0, PyramidMode::kFromBase, PixelType::kF32), "min_width"},
       {Spec(3, 1.05, 8, PyramidMode::kFromBase, PixelType::kU16), "output_type"},
@@ -200,9 +203,9 @@ void ExpectMatchesOpenCV(const Image& input, const PyramidSpec& spec, const std:
 
 TEST(PyramidReference, MatchesOpenCVResizeFromBaseForF32) {
   std::uint64_t seed = 10;
-  for (const Extent& e : {Extent{1920, 1080, 1}, Extent{97, 61, 1}, Extent{33, 8, 1},
-                          Extent{1, 1, 1}, Extent{2, 3, 1}, Extent{3, 2, 1}, Extent{1, 17, 1},
-                          Extent{19, 1, 1}}) {
+  for (const Extent& e :
+       {Extent{1920, 1080, 1}, Extent{97, 61, 1}, Extent{33, 8, 1}, Extent{1, 1, 1},
+        Extent{2, 3, 1}, Extent{3, 2, 1}, Extent{1, 17, 1}, Extent{19, 1, 1}}) {
     const Image input = testing::RandomImage(PixelType::kF32, e, ++seed, 0, /*finite=*/true);
     const int min_side = e.width * e.height < 100 ? 1 : 8;
     for (double ratio : {1.05, 1.3, 2.0, 3.7}) {

@@ -73,7 +73,8 @@ TEST(StagedCopy, AWarmPoolAllocatesNoMore) {
   ASSERT_TRUE(d.ok() && stream.ok());
   for (int i = 0; i < 5; ++i) {
     std::vector<PinnedStagingPool::Lease> keep;
-    ASSERT_TRUE(CopyToDeviceStaged(pool, d->data(), in.data(), in.size(), stream->get(), &keep).ok());
+    ASSERT_TRUE(
+        CopyToDeviceStaged(pool, d->data(), in.data(), in.size(), stream->get(), &keep).ok());
     ASSERT_TRUE(stream->Synchronize().ok());
   }
   EXPECT_EQ(pool.stats().misses, static_cast<std::uint64_t>(kStagingDepth));

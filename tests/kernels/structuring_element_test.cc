@@ -40,7 +40,8 @@ TEST(StructuringElement, Matches2DShapesOfOpenCV) {
 
 TEST(StructuringElement, LargeEllipseMatchesOpenCV) {
   for (int size : {63, 64, 101, 255, 1023}) {
-    const cv::Mat expected = cv::getStructuringElement(cv::MORPH_ELLIPSE, cv::Size(size, size / 2 + 1));
+    const cv::Mat expected =
+        cv::getStructuringElement(cv::MORPH_ELLIPSE, cv::Size(size, size / 2 + 1));
     auto se = StructuringElement::Create(
         ElementSpec{ElementShape::kEllipse, size, size / 2 + 1, 0, -1, -1, -1, {}});
     ASSERT_TRUE(se.ok());
@@ -65,7 +66,8 @@ TEST(StructuringElement, CrossFollowsOffCentreAnchorAsOpenCV) {
 TEST(StructuringElement, BallIsTheIntegerBall) {
   for (int r = 0; r <= 6; ++r) {
     const int n = 2 * r + 1;
-    auto se = StructuringElement::Create(ElementSpec{ElementShape::kEllipse, n, n, n, -1, -1, -1, {}});
+    auto se =
+        StructuringElement::Create(ElementSpec{ElementShape::kEllipse, n, n, n, -1, -1, -1, {}});
     ASSERT_TRUE(se.ok());
     for (int z = 0; z < n; ++z) {
       for (int y = 0; y < n; ++y) {

@@ -124,8 +124,7 @@ TEST(EstimateInflightBytes, CountsEveryCopyAJobHolds) {
   EXPECT_EQ(two_planes, 2u * 2 * 100 * sizeof(float));
   gradient.spec.magnitude = true;
   gradient.spec.angle = true;
-  EXPECT_EQ(*EstimateInflightBytes(gradient, gradient_request, "a", store, limits),
-            2 * two_planes);
+  EXPECT_EQ(*EstimateInflightBytes(gradient, gradient_request, "a", store, limits), 2 * two_planes);
 
   // An unknown handle is NOT_FOUND naming the field, not an estimate of 0.
   morphology.input = Handle("gone");

@@ -30,7 +30,7 @@ TEST(TokenTable, ParsesIdentitiesTokensAndRights) {
   ASSERT_NE(batch, nullptr);
   EXPECT_EQ(batch->rights, unsigned{kRightProcess});
   EXPECT_EQ(table->Find("cccccccccccccccc3")->rights, kAllRights);
-  EXPECT_EQ(table->Find("aaaaaaaaaaaaaaaa"), nullptr);   // a prefix is not the token
+  EXPECT_EQ(table->Find("aaaaaaaaaaaaaaaa"), nullptr);    // a prefix is not the token
   EXPECT_EQ(table->Find("aaaaaaaaaaaaaaaa12"), nullptr);  // nor an extension
   EXPECT_EQ(table->Find(""), nullptr);
 }

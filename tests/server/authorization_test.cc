@@ -24,10 +24,10 @@ constexpr char kAliceToken[] = "alice-token-0123456789abcdef";
 constexpr char kBatchToken[] = "batch-token-0123456789abcdef";
 
 std::shared_ptr<const TokenTable> Tokens() {
-  absl::StatusOr<TokenTable> table = TokenTable::Parse(
-      absl::StrCat("alice ", kAliceToken, " process,resident\n", "batch ", kBatchToken,
-                   " process\n"),
-      "tokens");
+  absl::StatusOr<TokenTable> table =
+      TokenTable::Parse(absl::StrCat("alice ", kAliceToken, " process,resident\n", "batch ",
+                                     kBatchToken, " process\n"),
+                        "tokens");
   EXPECT_TRUE(table.ok()) << table.status();
   return std::make_shared<const TokenTable>(*std::move(table));
 }
@@ -109,13 +109,11 @@ TEST(TokenAuthProcessor, RefusesBadTokensAndMissingOnesWhenAsked) {
   const ProcessorCase cases[] = {
       {"no header, open health", false, std::nullopt, grpc::StatusCode::OK},
       {"no header, all need a token", true, std::nullopt, grpc::StatusCode::UNAUTHENTICATED},
-      {"unknown token", false, "Bearer nobody-0123456789abcdef",
-       grpc::StatusCode::UNAUTHENTICATED},
+      {"unknown token", false, "Bearer nobody-0123456789abcdef", grpc::StatusCode::UNAUTHENTICATED},
       {"not bearer", true, "Basic abc", grpc::StatusCode::UNAUTHENTICATED},
       {"valid", true, std::string("Bearer ") + kAliceToken, grpc::StatusCode::OK},
       // Rights are the handler's to judge: the processor only authenticates.
-      {"valid without resident", false, std::string("Bearer ") + kBatchToken,
-       grpc::StatusCode::OK},
+      {"valid without resident", false, std::string("Bearer ") + kBatchToken, grpc::StatusCode::OK},
   };
   for (const ProcessorCase& c : cases) {
     TokenAuthProcessor processor(Tokens(), c.require_token_for_all);

@@ -59,7 +59,8 @@ TEST(Concurrency, CpuBackendServesParallelRequestsWhileMetricsAreScraped) {
   options.cpu_threads_per_request = 2;
   std::unique_ptr<Backend> backend = CreateCpuBackend(options);
   const Image input = testing::RandomImage(PixelType::kU8, Extent{48, 40, 1}, 5);
-  auto se = StructuringElement::Create(ElementSpec{ElementShape::kEllipse, 7, 5, 0, -1, -1, -1, {}});
+  auto se =
+      StructuringElement::Create(ElementSpec{ElementShape::kEllipse, 7, 5, 0, -1, -1, -1, {}});
   ASSERT_TRUE(se.ok());
   const std::vector<MorphologyStep> steps = {{MorphOp::kDilate, *se, 1, BorderMode::kNeutral, 0}};
   const Image expected = *MorphologyReference(input, steps);

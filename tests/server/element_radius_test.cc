@@ -81,9 +81,9 @@ TEST(ElementRadius, ZeroSpacingIsRefusedNamingTheSpacingField) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("input.image.spacing.z_mm: is 0"),
                              HasSubstr("steps[0].element.radius.z_mm"))));
-  EXPECT_THAT(ResolveElementRadius(Ellipse(5, 5, 0), "steps[0].element", Frame(0, 0, 0), 1023),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("input.image.spacing.x_mm: is 0")));
+  EXPECT_THAT(
+      ResolveElementRadius(Ellipse(5, 5, 0), "steps[0].element", Frame(0, 0, 0), 1023),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("input.image.spacing.x_mm: is 0")));
 }
 
 TEST(ElementRadius, NoSpacingAtAllSaysWhy) {
@@ -97,11 +97,11 @@ TEST(ElementRadius, NoSpacingAtAllSaysWhy) {
 
 TEST(ElementRadius, ExtentOverTheCapIsRefusedNamingTheRadius) {
   // 2.5 * 204.5 mm -> k = 82 (204.5 / 2.5 = 81.8): extent 165 > 101.
-  EXPECT_THAT(ResolveElementRadius(Ellipse(1, 1, 204.5), "steps[2].element",
-                                   Frame(0.7, 0.7, 2.5), 101),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("steps[2].element.radius.z_mm"), HasSubstr("165"),
-                             HasSubstr("max_element_extent 101"))));
+  EXPECT_THAT(
+      ResolveElementRadius(Ellipse(1, 1, 204.5), "steps[2].element", Frame(0.7, 0.7, 2.5), 101),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("steps[2].element.radius.z_mm"), HasSubstr("165"),
+                     HasSubstr("max_element_extent 101"))));
   // The largest allowed extent passes; a ratio past any integer does not overflow.
   EXPECT_EQ(Extents(Ellipse(50, 1, 1), Frame(1, 1, 1), 101), (E{101, 3, 3}));
   EXPECT_THAT(ResolveElementRadius(Ellipse(1e300, 1, 1), "el", Frame(1e-300, 1, 1), 1023),
@@ -154,7 +154,8 @@ v1::MorphologyRequest VolumeRequest(double z_spacing) {
 }
 
 TEST(ElementRadiusValidation, ResolvesAgainstTheRequestsSpacingAndReportsEveryStep) {
-  absl::StatusOr<MorphologyJob> job = ValidateMorphologyRequest(VolumeRequest(2.5), RequestLimits{});
+  absl::StatusOr<MorphologyJob> job =
+      ValidateMorphologyRequest(VolumeRequest(2.5), RequestLimits{});
   ASSERT_THAT(job.status(), IsOk());
   ASSERT_EQ(job->resolved_elements.size(), 2u);
   EXPECT_EQ(job->resolved_elements[0].width(), 3u);
@@ -180,15 +181,15 @@ TEST(ElementRadiusValidation, NamesTheFieldsOfTheRequest) {
                              HasSubstr("steps[1].element.radius.z_mm"))));
   RequestLimits small;
   small.max_element_extent = 9;
-  EXPECT_THAT(ValidateMorphologyRequest(VolumeRequest(2.5), small),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("steps[1].element.radius.x_mm")));
+  EXPECT_THAT(
+      ValidateMorphologyRequest(VolumeRequest(2.5), small),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("steps[1].element.radius.x_mm")));
   v1::MorphologyRequest encoded = VolumeRequest(2.5);
   encoded.mutable_input()->set_encoded("\x89PNG");
-  EXPECT_THAT(ValidateMorphologyRequest(encoded, RequestLimits{}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("steps[1].element.radius.x_mm"),
-                             HasSubstr("input.encoded"))));
+  EXPECT_THAT(
+      ValidateMorphologyRequest(encoded, RequestLimits{}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("steps[1].element.radius.x_mm"), HasSubstr("input.encoded"))));
 }
 
 TEST(ElementRadiusValidation, AResidentInputWaitsForItsObjectsSpacing) {

@@ -64,8 +64,7 @@ class ResolveImageTest : public ::testing::Test {
     absl::StatusOr<ImageInput> input = ValidateImageSource(source, "input", limits);
     if (!input.ok()) return input.status();
     input_ = *std::move(input);
-    return ResolveImage(input_, call_, store_, /*shared_memory=*/nullptr, limits,
-                        ImageDecoders{});
+    return ResolveImage(input_, call_, store_, /*shared_memory=*/nullptr, limits, ImageDecoders{});
   }
 
   prometheus::Registry registry_;

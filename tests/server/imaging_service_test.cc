@@ -398,7 +398,8 @@ TEST(ImagingService, UploadThatEndsEarlyIsRejected) {
   writer->WritesDone();
   const grpc::Status status = writer->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_NE(status.error_message().find("500 of 10000"), std::string::npos) << status.error_message();
+  EXPECT_NE(status.error_message().find("500 of 10000"), std::string::npos)
+      << status.error_message();
 }
 
 // One worker and one admission slot: a second call while one runs is overload.

@@ -94,7 +94,8 @@ struct Gpu {
     if (cudaMalloc(&d_out, shape.Bytes()) != cudaSuccess) return absl::InternalError("cudaMalloc");
     absl::Status s = device->Decode(*state, jpeg, shape, d_out, stream);
     std::vector<std::uint8_t> host(shape.Bytes());
-    if (s.ok() && cudaMemcpy(host.data(), d_out, host.size(), cudaMemcpyDeviceToHost) != cudaSuccess) {
+    if (s.ok() &&
+        cudaMemcpy(host.data(), d_out, host.size(), cudaMemcpyDeviceToHost) != cudaSuccess) {
       s = absl::InternalError("cudaMemcpy");
     }
     cudaFree(d_out);
@@ -103,10 +104,10 @@ struct Gpu {
   }
 };
 
-#define CUIMG_SKIP_WITHOUT_NVJPEG(gpu)                      \
-  do {                                                      \
-    if (!(gpu).skip.empty()) GTEST_SKIP() << (gpu).skip;    \
-    ASSERT_NE((gpu).device, nullptr);                       \
+#define CUIMG_SKIP_WITHOUT_NVJPEG(gpu)                   \
+  do {                                                   \
+    if (!(gpu).skip.empty()) GTEST_SKIP() << (gpu).skip; \
+    ASSERT_NE((gpu).device, nullptr);                    \
   } while (0)
 
 TEST(JpegGpuDecode, PixelsStayCloseToLibjpegTurbo) {

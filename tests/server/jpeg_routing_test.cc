@@ -42,12 +42,13 @@ class RecordingDecoder final : public DeviceJpegDecoder {
 std::vector<std::uint8_t> Encode(int width, int height, int sampling, int flags, int format) {
   const int channels = tjPixelSize[format];
   std::vector<std::uint8_t> pixels(static_cast<std::size_t>(width) * height * channels);
-  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>(i * 13 % 241);
+  for (std::size_t i = 0; i < pixels.size(); ++i)
+    pixels[i] = static_cast<std::uint8_t>(i * 13 % 241);
   tjhandle tj = tjInitCompress();
   unsigned char* buffer = nullptr;
   unsigned long size = 0;
-  EXPECT_EQ(tjCompress2(tj, pixels.data(), width, width * channels, height, format, &buffer,
-                        &size, sampling, 85, flags),
+  EXPECT_EQ(tjCompress2(tj, pixels.data(), width, width * channels, height, format, &buffer, &size,
+                        sampling, 85, flags),
             0);
   std::vector<std::uint8_t> out(buffer, buffer + size);
   tjFree(buffer);

@@ -95,13 +95,17 @@ TEST(UntrustedText, QuotedClientValuesAreShortAndOneLine) {
   EXPECT_EQ(QuoteClientValue("img-1"), "'img-1'");
   EXPECT_EQ(QuoteClientValue("a'b\nc"), R"('a\'b\nc')");
   const std::string quoted = QuoteClientValue(std::string(1 << 20, 'h'));
-  EXPECT_EQ(quoted, absl::StrCat("'", std::string(kMaxEchoedValueBytes, 'h'),
-                                 "...[1048576 bytes]'"));
+  EXPECT_EQ(quoted,
+            absl::StrCat("'", std::string(kMaxEchoedValueBytes, 'h'), "...[1048576 bytes]'"));
 }
 
 TEST(FormatLogFields, QuotesOnlyWhatNeedsIt) {
-  EXPECT_EQ(FormatLogFields({{"rpc", "Morphology"}, {"device", -1}, {"serving", true},
-                             {"empty", ""}, {"spaced", "a b"}, {"eq", "a=b"}}),
+  EXPECT_EQ(FormatLogFields({{"rpc", "Morphology"},
+                             {"device", -1},
+                             {"serving", true},
+                             {"empty", ""},
+                             {"spaced", "a b"},
+                             {"eq", "a=b"}}),
             R"(rpc=Morphology device=-1 serving=1 empty="" spaced="a b" eq="a=b")");
 }
 
@@ -166,9 +170,8 @@ TEST(LogThrottle, KeysHaveTheirOwnBuckets) {
   EXPECT_TRUE(throttle.Admit("rpc=A code=Y", t0));
   EXPECT_FALSE(throttle.Admit("rpc=A code=Y", t0));
   EXPECT_FALSE(throttle.Admit("rpc=A code=Y", t0));
-  EXPECT_EQ(throttle.TakeSuppressed(),
-            (std::vector<std::pair<std::string, std::int64_t>>{{"rpc=A code=X", 1},
-                                                               {"rpc=A code=Y", 2}}));
+  EXPECT_EQ(throttle.TakeSuppressed(), (std::vector<std::pair<std::string, std::int64_t>>{
+                                           {"rpc=A code=X", 1}, {"rpc=A code=Y", 2}}));
 }
 
 TEST(LogThrottle, TimeGoingBackRefillsNothing) {
@@ -184,9 +187,9 @@ TEST(StatusConversion, AMegabyteMessageStillReachesTheClient) {
   const grpc::Status status =
       ToGrpcStatus(absl::NotFoundError(absl::StrCat("handle: ", std::string(1 << 20, 'h'))));
   EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
-  EXPECT_EQ(status.error_message(), absl::StrCat("handle: ",
-                                                 std::string(kMaxStatusMessageBytes - 8, 'h'),
-                                                 "...[1048584 bytes]"));
+  EXPECT_EQ(
+      status.error_message(),
+      absl::StrCat("handle: ", std::string(kMaxStatusMessageBytes - 8, 'h'), "...[1048584 bytes]"));
   EXPECT_EQ(ToGrpcStatus(absl::NotFoundError("short")).error_message(), "short");
 }
 

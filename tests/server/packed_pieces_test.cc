@@ -16,8 +16,8 @@ namespace {
 using ::cuimg::testing::StatusIs;
 
 TEST(PackedPieces, GroupsConsecutiveLevelsUpToTheLimitAndCoversEveryLevel) {
-  for (const std::size_t limit : {std::size_t{1}, std::size_t{4} << 20, std::size_t{16} << 20,
-                                  std::size_t{1} << 40}) {
+  for (const std::size_t limit :
+       {std::size_t{1}, std::size_t{4} << 20, std::size_t{16} << 20, std::size_t{1} << 40}) {
     // The default: 31 levels at 1.05, F32 out.
     absl::StatusOr<std::vector<PyramidLevel>> levels =
         PlanPyramidLevels(PixelType::kU8, Extent{1920, 1080, 1}, PyramidSpec{});
@@ -48,9 +48,10 @@ TEST(PackedPieces, GroupsConsecutiveLevelsUpToTheLimitAndCoversEveryLevel) {
       absl::StatusOr<void*> at = PackedDestination(pieces, l.offset_bytes, l.bytes);
       ASSERT_TRUE(at.ok()) << at.status();
       const auto* p = static_cast<std::uint8_t*>(*at);
-      EXPECT_TRUE(std::any_of(memory.begin(), memory.end(), [&](const std::vector<std::uint8_t>& m) {
-        return p >= m.data() && p + l.bytes <= m.data() + m.size();
-      }));
+      EXPECT_TRUE(
+          std::any_of(memory.begin(), memory.end(), [&](const std::vector<std::uint8_t>& m) {
+            return p >= m.data() && p + l.bytes <= m.data() + m.size();
+          }));
     }
     if (limit == std::size_t{1} << 40) {
       EXPECT_EQ(pieces.size(), 1u);

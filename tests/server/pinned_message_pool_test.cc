@@ -29,11 +29,10 @@ TEST(PinnedMessagePool, ClassesFromSixteenMiBGrowByQuarterOctaves) {
   CountingHeap heap;
   constexpr std::size_t kMiB = 1024 * kKiB;
   auto pool = PinnedMessagePool::Create(512 * kMiB, 4 * kMiB, 150 * kMiB, heap.Source());
-  EXPECT_EQ(pool->class_bytes(),
-            (std::vector<std::size_t>{4 * kMiB, 8 * kMiB, 16 * kMiB, 20 * kMiB, 24 * kMiB,
-                                      28 * kMiB, 32 * kMiB, 40 * kMiB, 48 * kMiB, 56 * kMiB,
-                                      64 * kMiB, 80 * kMiB, 96 * kMiB, 112 * kMiB, 128 * kMiB,
-                                      160 * kMiB}));
+  EXPECT_EQ(pool->class_bytes(), (std::vector<std::size_t>{
+                                     4 * kMiB, 8 * kMiB, 16 * kMiB, 20 * kMiB, 24 * kMiB, 28 * kMiB,
+                                     32 * kMiB, 40 * kMiB, 48 * kMiB, 56 * kMiB, 64 * kMiB,
+                                     80 * kMiB, 96 * kMiB, 112 * kMiB, 128 * kMiB, 160 * kMiB}));
   // A 512x512x300 i16 volume (150 MiB) holds 160 MiB of the budget, not 256.
   std::unique_ptr<HostBuffer> volume = pool->Allocate(512 * 512 * 300 * 2);
   ASSERT_NE(volume, nullptr);

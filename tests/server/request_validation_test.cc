@@ -65,13 +65,18 @@ const BadCase kBadCases[] = {
      "max_pixels"},
     {"ShortData", [](auto& r) { r.mutable_input()->mutable_image()->set_data("abc"); },
      "input.image.data"},
-    {"LongData", [](auto& r) { r.mutable_input()->mutable_image()->set_data(std::string(13, 'x')); },
+    {"LongData",
+     [](auto& r) { r.mutable_input()->mutable_image()->set_data(std::string(13, 'x')); },
      "input.image.data"},
     {"UnspecifiedPixelType",
-     [](auto& r) { r.mutable_input()->mutable_image()->set_pixel_type(v1::PIXEL_TYPE_UNSPECIFIED); },
+     [](auto& r) {
+       r.mutable_input()->mutable_image()->set_pixel_type(v1::PIXEL_TYPE_UNSPECIFIED);
+     },
      "input.image.pixel_type"},
     {"UnknownPixelType",
-     [](auto& r) { r.mutable_input()->mutable_image()->set_pixel_type(static_cast<v1::PixelType>(42)); },
+     [](auto& r) {
+       r.mutable_input()->mutable_image()->set_pixel_type(static_cast<v1::PixelType>(42));
+     },
      "input.image.pixel_type"},
     {"ThreeChannels",
      [](auto& r) {
@@ -95,7 +100,9 @@ const BadCase kBadCases[] = {
     {"UnknownOp", [](auto& r) { r.mutable_steps(0)->set_op(static_cast<v1::MorphologyOp>(99)); },
      "steps[0].op"},
     {"UnspecifiedShape",
-     [](auto& r) { r.mutable_steps(0)->mutable_element()->set_shape(v1::ELEMENT_SHAPE_UNSPECIFIED); },
+     [](auto& r) {
+       r.mutable_steps(0)->mutable_element()->set_shape(v1::ELEMENT_SHAPE_UNSPECIFIED);
+     },
      "steps[0].element.shape"},
     {"ElementTooWide", [](auto& r) { r.mutable_steps(0)->mutable_element()->set_width(1024); },
      "steps[0].element.width"},
@@ -167,8 +174,9 @@ TEST(MorphologyValidationOk, DetachedPixelsStandForTheImageData) {
   EXPECT_EQ(job->input.bytes.data(), pixels.data());
   EXPECT_EQ(job->input.bytes.size(), 12u);
   const std::string short_pixels(11, '\x05');
-  EXPECT_THAT(ValidateMorphologyRequest(request, RequestLimits{}, absl::string_view(short_pixels)),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("input.image.data: 11 bytes")));
+  EXPECT_THAT(
+      ValidateMorphologyRequest(request, RequestLimits{}, absl::string_view(short_pixels)),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("input.image.data: 11 bytes")));
   // A source that is not an inline image ignores them.
   request.mutable_input()->set_handle("h");
   job = ValidateMorphologyRequest(request, RequestLimits{}, absl::string_view(pixels));
@@ -284,8 +292,7 @@ const BadDetectCase kBadDetectCases[] = {
     {"ScaleTooLarge", [](auto& r) { r.set_scale(5.0); }, "scale"},
     {"ScaleInfinite", [](auto& r) { r.set_scale(INFINITY); }, "scale"},
     {"TooManyLevels", [](auto& r) { r.set_max_levels(65); }, "max_levels"},
-    {"UnknownGrouping", [](auto& r) { r.set_grouping(static_cast<v1::Grouping>(9)); },
-     "grouping"},
+    {"UnknownGrouping", [](auto& r) { r.set_grouping(static_cast<v1::Grouping>(9)); }, "grouping"},
     {"GroupThresholdTooLarge", [](auto& r) { r.set_group_threshold(1001); }, "group_threshold"},
     {"NegativeEps", [](auto& r) { r.set_group_eps(-0.1); }, "group_eps"},
     {"EpsTooLarge", [](auto& r) { r.set_group_eps(5); }, "group_eps"},
@@ -376,8 +383,8 @@ TEST(GradientValidation, Table) {
       {"even kernel", [](auto& r) { r.set_kernel_length(4); }, "kernel_length: 4"},
       {"kernel 1", [](auto& r) { r.set_kernel_length(1); }, "kernel_length: 1"},
       // The kernel's maximum, whatever it is: the edge does not repeat it.
-      {"kernel over the max",
-       [](auto& r) { r.set_kernel_length(kMaxGradientKernelLength + 2); }, "kernel_length: "},
+      {"kernel over the max", [](auto& r) { r.set_kernel_length(kMaxGradientKernelLength + 2); },
+       "kernel_length: "},
       {"kernel over int", [](auto& r) { r.set_kernel_length(4000000001u); },
        "kernel_length: 4000000001 is too large"},
       {"negative sigma", [](auto& r) { r.set_sigma(-1); }, "sigma: -1"},

@@ -165,8 +165,9 @@ TEST(ResidentStore, ServerWideCapEvictsOnlyTheCallersOwnObjects) {
   // alice keeps what she has.
   EXPECT_THAT(store.CheckRoom("alice", 61),
               StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("retry later")));
-  EXPECT_THAT(store.Put("alice", MakeImage(61), 0),
-              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("resident_max_total_bytes")));
+  EXPECT_THAT(
+      store.Put("alice", MakeImage(61), 0),
+      StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("resident_max_total_bytes")));
   EXPECT_THAT(store.Get("alice", b->handle), IsOk());
   EXPECT_THAT(store.CheckRoom("alice", 60), IsOk());
   EXPECT_EQ(store.totals().bytes, 121u);

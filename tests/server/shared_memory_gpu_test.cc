@@ -78,7 +78,8 @@ TEST(SharedMemoryGpu, TruncatingAPageLockedRegionMidRequestFailsTheRequestNotThe
     AddDilations(iterations, &timed);
     const auto t0 = std::chrono::steady_clock::now();
     ASSERT_TRUE(Call(server, timed).ok());
-    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (took >= 0.25 || iterations >= 64000) {
       AddDilations(static_cast<std::uint32_t>(std::min(64000.0, iterations * 2.0 / took) + 1),
                    &request);
@@ -90,8 +91,7 @@ TEST(SharedMemoryGpu, TruncatingAPageLockedRegionMidRequestFailsTheRequestNotThe
   // Act: truncate the object while the request runs.
   std::future<grpc::Status> call =
       std::async(std::launch::async, [&] { return Call(server, request); });
-  const bool running =
-      call.wait_for(std::chrono::milliseconds(300)) == std::future_status::timeout;
+  const bool running = call.wait_for(std::chrono::milliseconds(300)) == std::future_status::timeout;
   ASSERT_TRUE(shm.Truncate(0));
   const grpc::Status status = call.get();
 

@@ -53,8 +53,8 @@ int Mappings(const std::string& key) {
 
 TEST_F(SharedMemoryRegistryTest, RefusesBadNamesNamingTheKey) {
   SharedMemoryRegistry registry = Registry();
-  for (const char* key : {"", "/", "noslash", "/a/b", "/../etc", "/a b", "/.", "/..",
-                          "/\xc3\xa9"}) {
+  for (const char* key :
+       {"", "/", "noslash", "/a/b", "/../etc", "/a b", "/.", "/..", "/\xc3\xa9"}) {
     EXPECT_THAT(registry.Register("alice", key, 64),
                 StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("key:")))
         << key;
@@ -106,9 +106,9 @@ TEST_F(SharedMemoryRegistryTest, CapsCountAndBytesPerIdentity) {
   EXPECT_THAT(registry.Register("bob", b.key(), 1 << 20), IsOk());  // bob's own budget
   ASSERT_THAT(registry.Register("alice", c.key(), 1), IsOk());
   ASSERT_THAT(registry.Register("alice", d.key(), 1), IsOk());
-  EXPECT_THAT(registry.Register("alice", e.key(), 1),
-              StatusIs(absl::StatusCode::kResourceExhausted,
-                       HasSubstr("shared_memory_max_regions")));
+  EXPECT_THAT(
+      registry.Register("alice", e.key(), 1),
+      StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("shared_memory_max_regions")));
   EXPECT_EQ(registry.totals().regions, 4u);
   EXPECT_EQ(registry.totals().bytes, (600u << 10) + (1u << 20) + 2);
 }
@@ -233,8 +233,8 @@ TEST_F(SharedMemoryRegistryTest, AnObjectIsRegisteredOnceWhateverItsNameOrCaller
 
   // Assert
   for (const auto* refused : {&again, &by_bob, &by_alias}) {
-    EXPECT_THAT(*refused, StatusIs(absl::StatusCode::kAlreadyExists,
-                                   HasSubstr("key: the object \"")));
+    EXPECT_THAT(*refused,
+                StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("key: the object \"")));
   }
   EXPECT_THAT(after, IsOk());
   EXPECT_EQ(registry.totals().regions, 1u);
@@ -273,8 +273,15 @@ TEST(SharedMemoryKeyPrefix, PlainIdentitiesAsTheyAreOthersInHexNeverOneInsideAno
   EXPECT_EQ(SharedMemoryKeyPrefix(std::string(64, 'a')), "/" + std::string(64, 'a') + ".");
   EXPECT_EQ(SharedMemoryKeyPrefix(std::string(65, 'a')), "/." + hex65 + ".");
   // No prefix starts another identity's, so no name is under two identities' prefixes.
-  const std::vector<std::string> identities = {"a", "ab", "a.b", "a_b", "612e62", ".", "anonymous",
-                                               std::string(64, 'x'), std::string(65, 'x')};
+  const std::vector<std::string> identities = {"a",
+                                               "ab",
+                                               "a.b",
+                                               "a_b",
+                                               "612e62",
+                                               ".",
+                                               "anonymous",
+                                               std::string(64, 'x'),
+                                               std::string(65, 'x')};
   for (const std::string& x : identities) {
     for (const std::string& y : identities) {
       if (x == y) continue;

@@ -89,8 +89,7 @@ TEST(SharedMemoryService, MorphologyThroughSharedMemoryEqualsInline) {
   v1::MorphologyResponse in_only;
   const grpc::Status s1 = Call(server, ThroughShm(inline_request, region, 101), &in_only);
   v1::MorphologyResponse both;
-  const grpc::Status s2 =
-      Call(server, ThroughShm(inline_request, region, 101, 101 + bytes), &both);
+  const grpc::Status s2 = Call(server, ThroughShm(inline_request, region, 101, 101 + bytes), &both);
 
   // Assert
   ASSERT_TRUE(s1.ok()) << s1.error_message();
@@ -116,8 +115,8 @@ TEST(SharedMemoryService, BadReferencesAreRefusedNamingTheField) {
     std::string field;
   };
   std::vector<Row> rows;
-  rows.push_back({ThroughShm(base, region, 1000 - 255), grpc::INVALID_ARGUMENT,
-                  "input.shared_memory.offset"});
+  rows.push_back(
+      {ThroughShm(base, region, 1000 - 255), grpc::INVALID_ARGUMENT, "input.shared_memory.offset"});
   rows.push_back({ThroughShm(base, region, ~std::uint64_t{0}), grpc::INVALID_ARGUMENT,
                   "input.shared_memory.offset"});
   rows.push_back({ThroughShm(base, "shm-nope", 0), grpc::NOT_FOUND, "input.shared_memory.region"});
@@ -126,9 +125,11 @@ TEST(SharedMemoryService, BadReferencesAreRefusedNamingTheField) {
                   "output.shared_memory.offset"});
   rows.push_back({ThroughShm(base, region, 0, 100), grpc::INVALID_ARGUMENT,
                   "output.shared_memory.offset: the result's bytes overlap"});
-  rows.push_back({ThroughShm(base, region, 0), grpc::INVALID_ARGUMENT, "input.shared_memory.image.data"});
+  rows.push_back(
+      {ThroughShm(base, region, 0), grpc::INVALID_ARGUMENT, "input.shared_memory.image.data"});
   rows.back().request.mutable_input()->mutable_shared_memory()->mutable_image()->set_data("x");
-  rows.push_back({ThroughShm(base, region, 0), grpc::INVALID_ARGUMENT, "input.shared_memory.image.width"});
+  rows.push_back(
+      {ThroughShm(base, region, 0), grpc::INVALID_ARGUMENT, "input.shared_memory.image.width"});
   rows.back().request.mutable_input()->mutable_shared_memory()->mutable_image()->set_width(0);
   rows.push_back({ThroughShm(base, region, 0, 300), grpc::INVALID_ARGUMENT,
                   "output.shared_memory: not with keep_resident"});

@@ -48,8 +48,7 @@ TEST(ErrorFieldTest, ReadsTheLeadingPathOfTheCodesThatJudgeContent) {
 }
 
 TEST(ToGrpcStatusTest, CarriesCodeMessageAndErrorInfo) {
-  const grpc::Status sent =
-      ToGrpcStatus(absl::InvalidArgumentError("kernel_length: must be odd"));
+  const grpc::Status sent = ToGrpcStatus(absl::InvalidArgumentError("kernel_length: must be odd"));
   EXPECT_EQ(sent.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(sent.error_message(), "kernel_length: must be odd");
   const std::optional<ErrorDetails> details = ParseErrorDetails(sent);

@@ -23,7 +23,8 @@ struct StreamOutcome {
 
 // Sends `messages` on one stream while reading results on this thread (as a real client must:
 // the server stops reading while its results go unread).
-StreamOutcome RunStream(v1::Imaging::Stub& stub, const std::vector<v1::VolumeStreamRequest>& messages) {
+StreamOutcome RunStream(v1::Imaging::Stub& stub,
+                        const std::vector<v1::VolumeStreamRequest>& messages) {
   grpc::ClientContext ctx;
   std::unique_ptr<grpc::ClientReaderWriter<v1::VolumeStreamRequest, v1::VolumeStreamResponse>>
       stream = stub.ProcessVolumeStream(&ctx);
@@ -68,8 +69,8 @@ std::vector<v1::VolumeStreamRequest> Messages(const v1::VolumeStreamRequest& hea
   std::vector<v1::VolumeStreamRequest> out{header};
   std::int64_t z = 0;
   for (std::size_t i = 0; z < volume.extent().depth; ++i) {
-    const std::int64_t n = std::min<std::int64_t>(sizes[std::min(i, sizes.size() - 1)],
-                                                  volume.extent().depth - z);
+    const std::int64_t n =
+        std::min<std::int64_t>(sizes[std::min(i, sizes.size() - 1)], volume.extent().depth - z);
     out.push_back(Slab(volume, z, n));
     z += n;
   }
@@ -168,8 +169,8 @@ TEST(VolumeStream, GradientEqualsUnaryPlaneByPlanePerSlab) {
   const Image volume = testing::RandomImage(PixelType::kI16, Extent{29, 21, 5}, 24);
   v1::GradientRequest unary;
   SetImageHeader(volume.view(), unary.mutable_input()->mutable_image());
-  unary.mutable_input()->mutable_image()->set_data(
-      reinterpret_cast<const char*>(volume.bytes()), volume.size_bytes());
+  unary.mutable_input()->mutable_image()->set_data(reinterpret_cast<const char*>(volume.bytes()),
+                                                   volume.size_bytes());
   unary.set_kernel_length(5);
   unary.set_magnitude(true);
   unary.set_angle(true);
@@ -229,7 +230,8 @@ TEST(VolumeStream, MalformedStreamsGetInvalidArgumentNamingTheField) {
   empty.set_slab("");
   v1::VolumeStreamRequest no_op = Header(volume);
   v1::VolumeStreamRequest bad_step = header;
-  bad_step.mutable_header()->mutable_morphology()->mutable_steps(0)->mutable_element()->set_width(0);
+  bad_step.mutable_header()->mutable_morphology()->mutable_steps(0)->mutable_element()->set_width(
+      0);
   struct Case {
     const char* name;
     std::vector<v1::VolumeStreamRequest> messages;

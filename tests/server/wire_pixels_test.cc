@@ -294,8 +294,10 @@ TEST(WirePixels, NestedResultsShareOneBufferAndParseBackAsTheMessage) {
     level->mutable_result()->mutable_image()->set_width(static_cast<std::uint32_t>(i));
     level->mutable_result()->mutable_image()->mutable_spacing()->set_x_mm(0.5);
     *expected.add_levels() = *level;
-    *expected.mutable_levels(static_cast<int>(i))->mutable_result()->mutable_image()->mutable_data() =
-        bytes.substr(offset, sizes[i]);
+    *expected.mutable_levels(static_cast<int>(i))
+         ->mutable_result()
+         ->mutable_image()
+         ->mutable_data() = bytes.substr(offset, sizes[i]);
     results.Attach(&level->result(), packed, offset, sizes[i]);
     offset += sizes[i] + 24;
   }
@@ -316,10 +318,9 @@ TEST(WirePixels, NestedResultsShareOneBufferAndParseBackAsTheMessage) {
   std::vector<grpc::Slice> slices;
   ASSERT_TRUE(wire.Dump(&slices).ok());
   const auto* base = static_cast<const std::uint8_t*>(packed->data());
-  const std::size_t in_packed =
-      std::count_if(slices.begin(), slices.end(), [&](const grpc::Slice& s) {
-        return s.begin() >= base && s.begin() < base + total;
-      });
+  const std::size_t in_packed = std::count_if(
+      slices.begin(), slices.end(),
+      [&](const grpc::Slice& s) { return s.begin() >= base && s.begin() < base + total; });
   EXPECT_EQ(in_packed, 3u);
   std::weak_ptr<HostBuffer> alive = packed;
   packed.reset();

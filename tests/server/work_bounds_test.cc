@@ -76,7 +76,8 @@ TEST(WorkEstimate, MorphologyFollowsEachBackendsAlgorithm) {
       {{Step(MorphOp::kDilate, rect3)}, WorkModel::kCpuReference, 1e4 * 9},
       {{Step(MorphOp::kOpen, rect3, 2)}, WorkModel::kCpuReference, 1e4 * (4 * 9 + 1)},
       {{Step(MorphOp::kErode, disk5), Step(MorphOp::kDilate, line5)},
-       WorkModel::kCpuReference, 1e4 * (static_cast<double>(disk5.MemberCount()) + 5)},
+       WorkModel::kCpuReference,
+       1e4 * (static_cast<double>(disk5.MemberCount()) + 5)},
       // The CUDA kernels: three operations per box axis, two lookups per chord plus the tables.
       {{Step(MorphOp::kDilate, rect3)}, WorkModel::kCudaKernels, 1e4 * 6},
       {{Step(MorphOp::kDilate, line5, 3)}, WorkModel::kCudaKernels, 1e4 * 3 * 3},
@@ -112,13 +113,17 @@ TEST(WorkEstimate, TheDefaultCapAdmitsDocumentedRequestsAndRefusesTheAttack) {
     // README and demo sizes, and the benchmarks' largest: a 1080p frame through a 63x63 disk, a
     // 512x512x300 volume closed by a 9x9x9 ball.
     EXPECT_TRUE(CheckRequestWork(
-        MorphologyWork(Extent{1920, 1080, 1},
-                       {Step(MorphOp::kDilate, Element(ElementShape::kEllipse, 63, 63))}, model),
-        cap).ok());
+                    MorphologyWork(
+                        Extent{1920, 1080, 1},
+                        {Step(MorphOp::kDilate, Element(ElementShape::kEllipse, 63, 63))}, model),
+                    cap)
+                    .ok());
     EXPECT_TRUE(CheckRequestWork(
-        MorphologyWork(Extent{512, 512, 300},
-                       {Step(MorphOp::kClose, Element(ElementShape::kEllipse, 9, 9, 9))}, model),
-        cap).ok());
+                    MorphologyWork(
+                        Extent{512, 512, 300},
+                        {Step(MorphOp::kClose, Element(ElementShape::kEllipse, 9, 9, 9))}, model),
+                    cap)
+                    .ok());
     // Issue #38: 64 steps of 1023x1023 disks on 4096x4096.
     const std::vector<MorphologyStep> attack(
         64, Step(MorphOp::kDilate, Element(ElementShape::kEllipse, 1023, 1023)));

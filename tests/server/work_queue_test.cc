@@ -51,7 +51,8 @@ TEST(WorkQueue, ATaskThatReleasesItsAdmissionMakesRoomBeforeItReturns) {
     admission.Release();  // idempotent: frees one slot only
     inside.set_value(queue.Submit([] {}));
     gate.wait();
-  }), IsOk());
+  }),
+              IsOk());
   EXPECT_THAT(inside.get_future().get(), IsOk());
   release.set_value();
   queue.Shutdown();
@@ -81,7 +82,8 @@ TEST(WorkQueue, WorkersAreNamedForProfilers) {
     char buffer[16] = {};
     pthread_getname_np(pthread_self(), buffer, sizeof(buffer));
     name.set_value(buffer);
-  }), IsOk());
+  }),
+              IsOk());
   EXPECT_EQ(name.get_future().get(), "cuimg-worker");
 }
 

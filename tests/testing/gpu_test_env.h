@@ -15,9 +15,9 @@ inline bool HasCudaDevice() {
 
 }  // namespace cuimg::testing
 
-#define CUIMG_SKIP_IF_NO_GPU()                                         \
-  do {                                                                 \
-    if (!::cuimg::testing::HasCudaDevice()) GTEST_SKIP() << "no GPU";  \
+#define CUIMG_SKIP_IF_NO_GPU()                                        \
+  do {                                                                \
+    if (!::cuimg::testing::HasCudaDevice()) GTEST_SKIP() << "no GPU"; \
   } while (0)
 
 #endif  // CUIMG_TESTS_TESTING_GPU_TEST_ENV_H_

@@ -27,16 +27,17 @@ inline Image RandomImage(PixelType type, Extent extent, std::uint64_t seed, int 
       if constexpr (std::is_floating_point_v<T>) {
         std::uniform_real_distribution<float> d(-1e3f, 1e3f);
         p[i] = d(rng);
-        if (!finite && rng() % 997 == 0) p[i] = (rng() & 1) ? std::numeric_limits<float>::infinity()
-                                                 : -std::numeric_limits<float>::infinity();
+        if (!finite && rng() % 997 == 0)
+          p[i] = (rng() & 1) ? std::numeric_limits<float>::infinity()
+                             : -std::numeric_limits<float>::infinity();
       } else {
         std::uniform_int_distribution<int> d(std::numeric_limits<T>::lowest(),
                                              std::numeric_limits<T>::max());
         int v = d(rng);
         if (levels > 0) {
           const int span = std::numeric_limits<T>::max() - std::numeric_limits<T>::lowest();
-          v = std::numeric_limits<T>::lowest() + (v - std::numeric_limits<T>::lowest()) /
-                                                     (span / levels + 1) * (span / levels);
+          v = std::numeric_limits<T>::lowest() +
+              (v - std::numeric_limits<T>::lowest()) / (span / levels + 1) * (span / levels);
         }
         p[i] = static_cast<T>(v);
       }
@@ -68,9 +69,10 @@ inline std::string DescribeMismatch(const Image& a, const Image& b, std::int64_t
   const Extent& e = a.extent();
   return VisitPixelType(a.type(), [&](auto tag) {
     using T = decltype(tag);
-    return "at (x=" + std::to_string(i % e.width) + ", y=" + std::to_string(i / e.width % e.height) +
-           ", z=" + std::to_string(i / e.SlicePixels()) + "): " +
-           std::to_string(static_cast<double>(a.As<T>()[i])) + " vs " +
+    return "at (x=" + std::to_string(i % e.width) +
+           ", y=" + std::to_string(i / e.width % e.height) +
+           ", z=" + std::to_string(i / e.SlicePixels()) +
+           "): " + std::to_string(static_cast<double>(a.As<T>()[i])) + " vs " +
            std::to_string(static_cast<double>(b.As<T>()[i]));
   });
 }

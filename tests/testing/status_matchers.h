@@ -35,8 +35,7 @@ MATCHER_P2(StatusIs, code, message_matcher,
            "has status code " + ::testing::PrintToString(code) + " and a matching message") {
   const absl::Status& s = GetStatus(arg);
   *result_listener << "status is " << s;
-  return s.code() == code &&
-         ::testing::Matches(message_matcher)(std::string(s.message()));
+  return s.code() == code && ::testing::Matches(message_matcher)(std::string(s.message()));
 }
 
 }  // namespace cuimg::testing

@@ -15,8 +15,7 @@ absl::Status CancelToken::Check() const {
     return absl::UnavailableError("the server is shutting down");
   }
   const int reason = reason_.load(std::memory_order_relaxed);
-  if (reason == kDeadline ||
-      (deadline_ != Clock::time_point::max() && Clock::now() >= deadline_)) {
+  if (reason == kDeadline || (deadline_ != Clock::time_point::max() && Clock::now() >= deadline_)) {
     return absl::DeadlineExceededError("the request's deadline passed");
   }
   if (reason == kCancelled) return absl::CancelledError("the client cancelled the request");

@@ -31,8 +31,7 @@ DeviceBufferCache::Lease::~Lease() {
   if (cache_ != nullptr && buffer_.data() != nullptr) cache_->Return(std::move(buffer_));
 }
 
-DeviceBufferCache::DeviceBufferCache(int device, std::size_t budget_bytes,
-                                     std::size_t limit_bytes)
+DeviceBufferCache::DeviceBufferCache(int device, std::size_t budget_bytes, std::size_t limit_bytes)
     : device_(device), budget_bytes_(budget_bytes), limit_bytes_(limit_bytes) {}
 
 DeviceBufferCache::~DeviceBufferCache() { Trim(); }

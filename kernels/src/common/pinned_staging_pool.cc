@@ -66,9 +66,9 @@ absl::StatusOr<PinnedStagingPool::Lease> PinnedStagingPool::Acquire() {
     }
     if (stats_.in_use_bytes + chunk_bytes_ > budget_bytes_) {
       ++stats_.refusals;
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "pinned staging: ", stats_.in_use_bytes, " bytes leased, the budget is ", budget_bytes_,
-          " (pinned_staging_bytes)"));
+      return absl::ResourceExhaustedError(absl::StrCat("pinned staging: ", stats_.in_use_bytes,
+                                                       " bytes leased, the budget is ",
+                                                       budget_bytes_, " (pinned_staging_bytes)"));
     }
     ++stats_.misses;
     // Counted as leased from here, so that concurrent misses respect the budget.

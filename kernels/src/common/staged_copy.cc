@@ -16,7 +16,7 @@ namespace {
 // Leases up to `wanted` chunks into `keep` and returns their memory; fewer (possibly none) when
 // the pool's budget is spent. Other failures (cudaHostAlloc's) are returned.
 absl::StatusOr<std::vector<void*>> LeaseChunks(PinnedStagingPool& pool, std::size_t wanted,
-                                              std::vector<PinnedStagingPool::Lease>* keep) {
+                                               std::vector<PinnedStagingPool::Lease>* keep) {
   std::vector<void*> chunks;
   while (chunks.size() < wanted) {
     absl::StatusOr<PinnedStagingPool::Lease> lease = pool.Acquire();

@@ -124,10 +124,9 @@ absl::Status ValidateLattice(const Lattice& lattice, absl::string_view field) {
   const double det = LatticeDeterminant(lattice);
   // Written so that a zero axis (scale 0) and overflow (inf / inf) fail too.
   if (!(std::isfinite(scale) && std::fabs(det) > kMinLatticeSineVolume * scale)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": s, t and u must span a volume: |det[S T U]| = ", std::fabs(det),
-                     " must exceed ", kMinLatticeSineVolume, " * |S||T||U| = ",
-                     kMinLatticeSineVolume * scale));
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": s, t and u must span a volume: |det[S T U]| = ", std::fabs(det), " must exceed ",
+        kMinLatticeSineVolume, " * |S||T||U| = ", kMinLatticeSineVolume * scale));
   }
   if (absl::Status s = CheckCount(lattice.count_s, field, "count_s"); !s.ok()) return s;
   if (absl::Status s = CheckCount(lattice.count_t, field, "count_t"); !s.ok()) return s;

@@ -48,10 +48,10 @@ absl::StatusOr<DetectGeometry> PlanDetection(const Extent& image, int window_wid
     if (padded_w < window_width || padded_h < window_height) continue;
     level.windows_x = (padded_w - window_width) / stride + 1;
     level.windows_y = (padded_h - window_height) / stride + 1;
-    level.blocks_x = ((level.windows_x - 1) * stride + window_width - kHogBlockSize) /
-                         kHogBlockStride + 1;
-    level.blocks_y = ((level.windows_y - 1) * stride + window_height - kHogBlockSize) /
-                         kHogBlockStride + 1;
+    level.blocks_x =
+        ((level.windows_x - 1) * stride + window_width - kHogBlockSize) / kHogBlockStride + 1;
+    level.blocks_y =
+        ((level.windows_y - 1) * stride + window_height - kHogBlockSize) / kHogBlockStride + 1;
     g.windows += std::int64_t{level.windows_x} * level.windows_y;
     g.blocks += std::int64_t{level.blocks_x} * level.blocks_y;
     g.levels.push_back(level);

@@ -65,8 +65,7 @@ std::vector<Detection> GroupRectangles(const std::vector<Detection>& rects, int 
                                        double eps) {
   if (group_threshold <= 0 || rects.empty()) return rects;
   const auto similar = [eps](const Detection& a, const Detection& b) {
-    const double delta =
-        eps * (std::min(a.width, b.width) + std::min(a.height, b.height)) * 0.5;
+    const double delta = eps * (std::min(a.width, b.width) + std::min(a.height, b.height)) * 0.5;
     return std::abs(a.x - b.x) <= delta && std::abs(a.y - b.y) <= delta &&
            std::abs(a.x + a.width - b.x - b.width) <= delta &&
            std::abs(a.y + a.height - b.y - b.height) <= delta;
@@ -119,8 +118,8 @@ std::vector<Detection> GroupRectangles(const std::vector<Detection>& rects, int 
   return out;
 }
 
-std::vector<Detection> FinishDetections(const DetectGeometry& geometry,
-                                        std::vector<WindowHit> hits, const DetectSpec& spec) {
+std::vector<Detection> FinishDetections(const DetectGeometry& geometry, std::vector<WindowHit> hits,
+                                        const DetectSpec& spec) {
   // A fixed order first: grouping's labels (and the mean scale's sum) depend on it.
   std::sort(hits.begin(), hits.end(), HitOrder);
   std::vector<Detection> rects;

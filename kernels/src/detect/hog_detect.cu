@@ -47,8 +47,7 @@ std::size_t AlignUp(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; 
 // The job a CUDA block belongs to: how many first_block entries are <= block, minus one.
 __device__ __forceinline__ int FindJob(const int* first_block, int num_jobs, int block) {
   const int lane = threadIdx.x & 31;
-  const unsigned low =
-      __ballot_sync(0xffffffffu, lane < num_jobs && first_block[lane] <= block);
+  const unsigned low = __ballot_sync(0xffffffffu, lane < num_jobs && first_block[lane] <= block);
   const unsigned high =
       __ballot_sync(0xffffffffu, lane + 32 < num_jobs && first_block[lane + 32] <= block);
   return __popc(low) + __popc(high) - 1;
@@ -57,7 +56,8 @@ __device__ __forceinline__ int FindJob(const int* first_block, int num_jobs, int
 // The same on the host (EmulateOnHost).
 int FindJobOnHost(const int* first_block, int num_jobs, int block) {
   return static_cast<int>(std::upper_bound(first_block, first_block + num_jobs, block) -
-                          first_block) - 1;
+                          first_block) -
+         1;
 }
 
 // DivSmall's quotient (div_small.cuh) on the host: the kernels' tile of a block index.
@@ -186,8 +186,8 @@ absl::StatusOr<DetectPlan> DetectPlan::Create(const Extent& extent, int channels
   }
   CUIMG_RETURN_IF_ERROR(ValidateHogModel(model));
   auto impl = std::make_shared<Impl>();
-  CUIMG_ASSIGN_OR_RETURN(impl->geometry, PlanDetection(extent, model.window_width,
-                                                       model.window_height, spec));
+  CUIMG_ASSIGN_OR_RETURN(impl->geometry,
+                         PlanDetection(extent, model.window_width, model.window_height, spec));
   impl->channels = channels;
   const DetectGeometry& g = impl->geometry;
   const auto& weights = CellWeights();
@@ -225,9 +225,8 @@ absl::StatusOr<DetectPlan> DetectPlan::Create(const Extent& extent, int channels
       bj.pitch = static_cast<int>(AlignUp(level.blocks_x, 32));
       bj.direct = level.width == extent.width && level.height == extent.height;
       bj.feature_offset = static_cast<long long>(offset);
-      offset = AlignUp(offset + static_cast<std::size_t>(level.blocks_y) * kHogBlockFeatures *
-                                    bj.pitch,
-                       64);
+      offset = AlignUp(
+          offset + static_cast<std::size_t>(level.blocks_y) * kHogBlockFeatures * bj.pitch, 64);
       const int tiles = bj.tiles_x * ((level.blocks_y + kTile - 1) / kTile);
       bp.first_block[j] = chunk.block_grid;
       chunk.block_grid += tiles;
@@ -247,8 +246,7 @@ absl::StatusOr<DetectPlan> DetectPlan::Create(const Extent& extent, int channels
       wj.tiles_x = (level.windows_x + kWindowScoreX - 1) / kWindowScoreX;
       wj.inv_tiles_x = 1.0f / static_cast<float>(wj.tiles_x);
       chunk.per_window_scores.first_block[j] = chunk.per_window_grid;
-      chunk.per_window_grid +=
-          wj.tiles_x * ((level.windows_y + kWindowScoreY - 1) / kWindowScoreY);
+      chunk.per_window_grid += wj.tiles_x * ((level.windows_y + kWindowScoreY - 1) / kWindowScoreY);
     }
     bp.num_jobs = sp.num_jobs = static_cast<int>(end - begin);
     bp.first_block[bp.num_jobs] = chunk.block_grid;
@@ -309,10 +307,10 @@ std::string DetectPlan::Describe() const {
     block_grid += c.block_grid;
     score_grid += c.score_grid;
   }
-  return absl::StrCat(plan.geometry.levels.size(), " levels, ", plan.geometry.windows,
-                      " windows, ", plan.geometry.blocks, " blocks; launches ", LaunchCount(),
-                      " (", block_grid, " tiles of 8x8 blocks, ", score_grid, " tiles of ",
-                      kScoreLanes, "x", kScoreRows, " windows)");
+  return absl::StrCat(plan.geometry.levels.size(), " levels, ", plan.geometry.windows, " windows, ",
+                      plan.geometry.blocks, " blocks; launches ", LaunchCount(), " (", block_grid,
+                      " tiles of 8x8 blocks, ", score_grid, " tiles of ", kScoreLanes, "x",
+                      kScoreRows, " windows)");
 }
 
 absl::Status DetectPlan::RunBlocks(const void* in, void* workspace, void* hits,
@@ -328,9 +326,8 @@ absl::Status DetectPlan::RunBlocks(const void* in, void* workspace, void* hits,
     return absl::OkStatus();
   }
   constexpr std::size_t kSmem = sizeof(BlocksSmem);
-  CUIMG_RETURN_IF_ERROR(
-      EnsureKernelSharedMemory(reinterpret_cast<const void*>(&HogBlocksKernel), kSmem,
-                               "HogBlocksKernel", true));
+  CUIMG_RETURN_IF_ERROR(EnsureKernelSharedMemory(reinterpret_cast<const void*>(&HogBlocksKernel),
+                                                 kSmem, "HogBlocksKernel", true));
   for (const DetectChunk& chunk : plan.chunks) {
     BlocksParams p = chunk.blocks;
     p.src = static_cast<const std::uint8_t*>(in);
@@ -358,8 +355,8 @@ absl::Status LaunchScores(const DetectPlan::Impl& plan, bool per_window, const f
     p.hit_count = static_cast<unsigned int*>(hits);
     p.hits = reinterpret_cast<DeviceHit*>(static_cast<std::uint8_t*>(hits) + kHitsHeader);
     if (per_window) {
-      HogScoresPerWindowKernel<<<static_cast<unsigned>(chunk.per_window_grid),
-                                 kWindowScoreThreads, 0, stream>>>(p);
+      HogScoresPerWindowKernel<<<static_cast<unsigned>(chunk.per_window_grid), kWindowScoreThreads,
+                                 0, stream>>>(p);
       CUIMG_CUDA_CHECK_LAUNCH(stream, "HogScoresPerWindowKernel");
     } else {
       HogScoresKernel<<<static_cast<unsigned>(chunk.score_grid), kScoreThreads, 0, stream>>>(p);
@@ -376,8 +373,8 @@ absl::Status DetectPlan::RunScores(const float* weights, const void* workspace, 
   return LaunchScores(*impl_, false, weights, workspace, hits, stream);
 }
 
-absl::Status DetectPlan::RunScoresPerWindow(const float* weights, const void* workspace,
-                                            void* hits, cudaStream_t stream) const {
+absl::Status DetectPlan::RunScoresPerWindow(const float* weights, const void* workspace, void* hits,
+                                            cudaStream_t stream) const {
   return LaunchScores(*impl_, true, weights, workspace, hits, stream);
 }
 

@@ -57,8 +57,9 @@ absl::StatusOr<HogModel> ParseHogModel(absl::string_view text, absl::string_view
   }
   constexpr int kHeaderLines = 6;
   if (static_cast<int>(lines.size()) < kHeaderLines) {
-    return LineError(number, "unexpected end of file (needs cuimg-hog-svm, window, "
-                             "gamma_correction, description, bias, weights)");
+    return LineError(number,
+                     "unexpected end of file (needs cuimg-hog-svm, window, "
+                     "gamma_correction, description, bias, weights)");
   }
   HogModel model;
   model.name = std::string(name);
@@ -92,17 +93,18 @@ absl::StatusOr<HogModel> ParseHogModel(absl::string_view text, absl::string_view
     for (absl::string_view token :
          absl::StrSplit(lines[i].text, absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
       if (static_cast<int>(model.weights.size()) == count) {
-        return LineError(lines[i].number, absl::StrCat("more than the ", count, " weights announced"));
+        return LineError(lines[i].number,
+                         absl::StrCat("more than the ", count, " weights announced"));
       }
-      CUIMG_ASSIGN_OR_RETURN(float w,
-                             ParseFloat(token, lines[i].number,
-                                        absl::StrCat("weights[", model.weights.size(), "]")));
+      CUIMG_ASSIGN_OR_RETURN(
+          float w,
+          ParseFloat(token, lines[i].number, absl::StrCat("weights[", model.weights.size(), "]")));
       model.weights.push_back(w);
     }
   }
   if (static_cast<int>(model.weights.size()) != count) {
-    return LineError(number, absl::StrCat("found ", model.weights.size(), " weights, ", count,
-                                          " announced"));
+    return LineError(
+        number, absl::StrCat("found ", model.weights.size(), " weights, ", count, " announced"));
   }
   CUIMG_RETURN_IF_ERROR(ValidateHogModel(model));
   return model;
@@ -120,19 +122,16 @@ absl::StatusOr<HogModel> ReadHogModelFile(const std::string& path) {
   }
   absl::StatusOr<HogModel> model = ParseHogModel(text.str(), name);
   if (!model.ok()) {
-    return absl::Status(model.status().code(),
-                        absl::StrCat(path, ": ", model.status().message()));
+    return absl::Status(model.status().code(), absl::StrCat(path, ": ", model.status().message()));
   }
   return model;
 }
 
 std::string FormatHogModel(const HogModel& model) {
-  std::string out = absl::StrCat(kMagic, " 1\nwindow ", model.window_width, " ",
-                                 model.window_height, "\ngamma_correction ",
-                                 model.gamma_correction ? 1 : 0, "\ndescription ",
-                                 model.description, "\n",
-                                 absl::StrFormat("bias %.9g\n", model.bias), "weights ",
-                                 model.weights.size(), "\n");
+  std::string out = absl::StrCat(
+      kMagic, " 1\nwindow ", model.window_width, " ", model.window_height, "\ngamma_correction ",
+      model.gamma_correction ? 1 : 0, "\ndescription ", model.description, "\n",
+      absl::StrFormat("bias %.9g\n", model.bias), "weights ", model.weights.size(), "\n");
   for (std::size_t i = 0; i < model.weights.size(); ++i) {
     absl::StrAppend(&out, absl::StrFormat("%.9g", model.weights[i]),
                     (i + 1) % 8 == 0 || i + 1 == model.weights.size() ? "\n" : " ");

@@ -36,9 +36,9 @@
 
 namespace cuimg::hog {
 
-inline constexpr int kMaxJobs = 64;     // levels per launch: found by two warp ballots
-inline constexpr int kScoreLanes = 32;  // window columns per warp tile, one per lane
-inline constexpr int kScoreRows = 8;    // windows down each lane's column
+inline constexpr int kMaxJobs = 64;                // levels per launch: found by two warp ballots
+inline constexpr int kScoreLanes = 32;             // window columns per warp tile, one per lane
+inline constexpr int kScoreRows = 8;               // windows down each lane's column
 inline constexpr int kScoreThreads = kScoreLanes;  // one warp tile per CUDA block
 // The per-window kernel of issue 5 (kept for detect_bench's comparison): 32 x 4 windows.
 inline constexpr int kWindowScoreX = 32;

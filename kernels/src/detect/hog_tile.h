@@ -23,7 +23,7 @@
 
 namespace cuimg::hog {
 
-inline constexpr int kTile = 8;      // HOG blocks per tile side
+inline constexpr int kTile = 8;  // HOG blocks per tile side
 inline constexpr int kTilePixels = kTile * kHogBlockStride + kHogBlockStride;  // 72
 inline constexpr int kSamples = kTilePixels + 2;                               // 74
 inline constexpr int kBlockThreads = kTile * kTile * 4;  // one per (block, cell)
@@ -97,14 +97,13 @@ CUIMG_HOG_HD void LoadTaps(const BlocksParams& p, const BlockJob& job, TilePos t
     const int lx = Reflect101(px0 - 1 + t - p.padding, job.width);
     ExactTap tap{lx, lx, 256u, 0u};
     if (!job.direct) tap = LinearExactTap(lx, job.scale_x, p.src_w);
-    s.xtap[t] = make_int4(tap.i0 * cn, tap.i1 * cn, static_cast<int>(tap.c0),
-                          static_cast<int>(tap.c1));
+    s.xtap[t] =
+        make_int4(tap.i0 * cn, tap.i1 * cn, static_cast<int>(tap.c0), static_cast<int>(tap.c1));
   } else if (t >= 128 && t < 128 + kSamples) {
     const int ly = Reflect101(py0 - 1 + (t - 128) - p.padding, job.height);
     ExactTap tap{ly, ly, 256u, 0u};
     if (!job.direct) tap = LinearExactTap(ly, job.scale_y, p.src_h);
-    s.ytap[t - 128] = make_int4(tap.i0, tap.i1, static_cast<int>(tap.c0),
-                                static_cast<int>(tap.c1));
+    s.ytap[t - 128] = make_int4(tap.i0, tap.i1, static_cast<int>(tap.c0), static_cast<int>(tap.c1));
   }
   s.lut[t] = GammaLut(t, p.gamma != 0);
   for (int i = t; i < 4 * kCellPixels; i += kBlockThreads) {
@@ -235,8 +234,7 @@ CUIMG_HOG_HD void StoreCell(const BlocksParams& p, const BlockJob& job, TilePos 
   const int by = tile.y * kTile + b / kTile;
   if (bx >= job.blocks_x || by >= job.blocks_y) return;
   float* out = p.features + job.feature_offset +
-               (static_cast<long long>(by) * kHogBlockFeatures + cell * kHogBins) * job.pitch +
-               bx;
+               (static_cast<long long>(by) * kHogBlockFeatures + cell * kHogBins) * job.pitch + bx;
   for (int k = 0; k < kHogBins; ++k) out[static_cast<long long>(k) * job.pitch] = h[k] * scale;
 }
 

@@ -11,8 +11,8 @@ namespace cuimg {
 int CvRound(double v) { return static_cast<int>(std::nearbyint(v)); }
 
 absl::Status ValidateHogWindow(int width, int height) {
-  for (const auto& [name, side] : {std::pair<const char*, int>{"window_width", width},
-                                   {"window_height", height}}) {
+  for (const auto& [name, side] :
+       {std::pair<const char*, int>{"window_width", width}, {"window_height", height}}) {
     if (side < kHogBlockSize || side > kMaxHogWindowSide || side % kHogCellSize != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           name, ": ", side, " is not a multiple of 8 in [16, ", kMaxHogWindowSide, "]"));
@@ -26,10 +26,9 @@ absl::Status ValidateHogModel(const HogModel& model) {
     return s;
   }
   if (static_cast<int>(model.weights.size()) != model.DescriptorSize()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("weights: ", model.weights.size(), " values, expected ",
-                     model.DescriptorSize(), " for a ", model.window_width, "x",
-                     model.window_height, " window"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "weights: ", model.weights.size(), " values, expected ", model.DescriptorSize(), " for a ",
+        model.window_width, "x", model.window_height, " window"));
   }
   for (std::size_t i = 0; i < model.weights.size(); ++i) {
     if (!std::isfinite(model.weights[i])) {

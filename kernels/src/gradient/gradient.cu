@@ -189,9 +189,8 @@ absl::Status LaunchRadius(const GradientParams<T>& p, bool strip, dim3 grid, cud
   constexpr std::size_t kSmem = gradient::TileGeometry<R>::kSmemBytes;
   // All of the SM's unified L1/shared memory as shared memory: four 55 KiB blocks per SM at
   // radius <= 3 (the default carveout may leave room for fewer).
-  CUIMG_RETURN_IF_ERROR(EnsureKernelSharedMemory(reinterpret_cast<const void*>(
-                                                     &GradientKernel<T, R>),
-                                                 kSmem, "GradientKernel", true));
+  CUIMG_RETURN_IF_ERROR(EnsureKernelSharedMemory(
+      reinterpret_cast<const void*>(&GradientKernel<T, R>), kSmem, "GradientKernel", true));
   GradientKernel<T, R><<<grid, kThreads, kSmem, stream>>>(p);
   CUIMG_CUDA_CHECK_LAUNCH(stream, "GradientKernel");
   return absl::OkStatus();
@@ -276,8 +275,8 @@ std::string GradientPlan::Describe() const {
                       blocks, " blocks)");
 }
 
-absl::Status GradientPlan::Run(const void* in, float* gx, float* gy, float* magnitude,
-                               float* angle, cudaStream_t stream) const {
+absl::Status GradientPlan::Run(const void* in, float* gx, float* gy, float* magnitude, float* angle,
+                               cudaStream_t stream) const {
   const Impl& plan = *impl_;
   if ((magnitude != nullptr) != plan.spec.magnitude || (angle != nullptr) != plan.spec.angle) {
     return absl::InvalidArgumentError(

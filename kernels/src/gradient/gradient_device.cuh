@@ -272,8 +272,7 @@ __device__ __forceinline__ void DifferentiateColumns(const float* plane, const T
     for (int k = 1; k <= R; ++k) {
       const float4 a = row(m + R + k);
       const float4 b = row(m + R - k);
-      acc[m] = Fma4(taps.deriv[k], make_float4(a.x - b.x, a.y - b.y, a.z - b.z, a.w - b.w),
-                    acc[m]);
+      acc[m] = Fma4(taps.deriv[k], make_float4(a.x - b.x, a.y - b.y, a.z - b.z, a.w - b.w), acc[m]);
     }
   }
 }

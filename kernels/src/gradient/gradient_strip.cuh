@@ -17,7 +17,7 @@
 
 namespace cuimg::gradient {
 
-inline constexpr int kStripMaxRadius = 4;      // one neighbouring lane's 4 columns of halo
+inline constexpr int kStripMaxRadius = 4;        // one neighbouring lane's 4 columns of halo
 inline constexpr int kStripCols = 4 * (32 - 2);  // 120 output columns per warp
 inline constexpr int kStripRows = 5;  // short strips: many warps in flight (halo rows are cheap)
 
@@ -65,7 +65,7 @@ __device__ __forceinline__ float Lane(const float4& v, int j) {
 __device__ __forceinline__ float4 ReflectBorderQuad(float4 v, int x, int width) {
   const float right = __shfl_down_sync(0xffffffffu, v.x, 2);
   const float left = __shfl_up_sync(0xffffffffu, v.w, 2);
-  const bool low = x < 0;       // wants 4, 3, 2, 1: (right, w, z, y)
+  const bool low = x < 0;        // wants 4, 3, 2, 1: (right, w, z, y)
   const bool high = x == width;  // wants w-2 .. w-5: (z, y, x, left)
   return make_float4(low ? right : (high ? v.z : v.x), low ? v.w : v.y, high ? v.x : v.z,
                      low ? v.y : (high ? left : v.w));
@@ -123,9 +123,9 @@ __device__ __forceinline__ void StripGradient(const T* __restrict__ slice, int w
   };
 #pragma unroll
   for (int i = 0; i < 2 * R; ++i) advance(i);
-  // Fully unrolled: the window moves by renaming registers instead of ~20 moves per row (1080p
-  // 10.30-10.37 against 10.59-10.72 us unrolled by two, runs 71-72, with the branch-free rows;
-  // run 24's fully unrolled 8-row strips had missed the instruction cache).
+    // Fully unrolled: the window moves by renaming registers instead of ~20 moves per row (1080p
+    // 10.30-10.37 against 10.59-10.72 us unrolled by two, runs 71-72, with the branch-free rows;
+    // run 24's fully unrolled 8-row strips had missed the instruction cache).
 #pragma unroll
   for (int m = 0; m < kStripRows; ++m) {
     // Output row y0 + m is centred on win[R]. Rows below the slice are computed from reflected

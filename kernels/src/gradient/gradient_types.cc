@@ -14,9 +14,9 @@ double DefaultGradientSigma(int kernel_length) {
 absl::Status ValidateGradientSpec(const GradientSpec& spec) {
   if (spec.kernel_length < 3 || spec.kernel_length > kMaxGradientKernelLength ||
       spec.kernel_length % 2 == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("kernel_length: ", spec.kernel_length, " is not odd in [3, ",
-                     kMaxGradientKernelLength, "]"));
+    return absl::InvalidArgumentError(absl::StrCat("kernel_length: ", spec.kernel_length,
+                                                   " is not odd in [3, ", kMaxGradientKernelLength,
+                                                   "]"));
   }
   if (spec.sigma != 0.0 &&
       !(std::isfinite(spec.sigma) && spec.sigma > 0.0 && spec.sigma <= kMaxGradientSigma)) {
@@ -52,8 +52,7 @@ absl::StatusOr<GradientTaps> ComputeGradientTaps(const GradientSpec& spec) {
   taps.derivative.assign(spec.kernel_length, 0.0);
   for (int k = -r; k <= r; ++k) {
     if (k == 0) continue;
-    taps.derivative[k + r] =
-        k * std::exp(-(static_cast<double>(k) * k - 1.0) / two_s2) / moment;
+    taps.derivative[k + r] = k * std::exp(-(static_cast<double>(k) * k - 1.0) / two_s2) / moment;
   }
   return taps;
 }

@@ -45,8 +45,8 @@ struct TileChoice {
 
 int Log2(int v) { return FloorLog2(v); }
 
-TileChoice Evaluate(const Span& s, std::size_t chords_lookups, PackMode mode, int pack,
-                    int tile_w, int words_y, int words_z, int opt) {
+TileChoice Evaluate(const Span& s, std::size_t chords_lookups, PackMode mode, int pack, int tile_w,
+                    int words_y, int words_z, int opt) {
   TileChoice t;
   ChordBand& b = t.band;
   b.mode = mode;
@@ -80,7 +80,9 @@ TileChoice Evaluate(const Span& s, std::size_t chords_lookups, PackMode mode, in
   // lower occupancy (large shared memory) hides latency worse.
   const double blocks_per_sm = std::min(8.0, std::floor(228.0 * 1024 / (b.smem_bytes + 1024)));
   t.cost_per_output = (region * (2.0 + b.levels) / outputs + static_cast<double>(chords_lookups)) *
-                      (blocks_per_sm >= 3 ? 1.0 : blocks_per_sm >= 2 ? 1.15 : 1.4);
+                      (blocks_per_sm >= 3   ? 1.0
+                       : blocks_per_sm >= 2 ? 1.15
+                                            : 1.4);
   return t;
 }
 
@@ -101,12 +103,13 @@ ChordBand ChooseTile(const Span& s, std::size_t lookups, PackMode mode, int pack
         if (words_z > 1 && pixels_z > extent.depth + (mode == PackMode::kStackedZ ? pack - 1 : 0)) {
           continue;
         }
-        if (!element_3d && mode == PackMode::kSlidingY && words_z > 1 && extent.depth == 1) continue;
+        if (!element_3d && mode == PackMode::kSlidingY && words_z > 1 && extent.depth == 1)
+          continue;
         TileChoice t = Evaluate(s, lookups, mode, pack, tile_w, words_y, words_z, opt);
         if (t.band.smem_bytes + 8 * s.chords > budget) continue;
         // Penalize tiles much larger than the image (idle threads).
-        const double waste_x = static_cast<double>(std::max<std::int64_t>(tile_w, extent.width)) /
-                               extent.width;
+        const double waste_x =
+            static_cast<double>(std::max<std::int64_t>(tile_w, extent.width)) / extent.width;
         const double waste_y =
             static_cast<double>(std::max<std::int64_t>(t.band.tile_h, extent.height)) /
             extent.height;
@@ -274,14 +277,16 @@ std::vector<NestedPass> PlanNested(const StructuringElement& se) {
     for (int dy = 0; dy <= ry; ++dy) {
       if (section[ry + dy] != section[ry - dy]) return {};
       if (section[ry + dy] == kAbsent) break;
-      if (dy > 0 && section[ry + dy] > section[ry + dy - 1]) return {};  // wider away from the centre
+      if (dy > 0 && section[ry + dy] > section[ry + dy - 1])
+        return {};  // wider away from the centre
       radius = dy;
     }
     if (radius == kAbsent) {
       if (dz == 0) return {};  // the first pass writes the output: it needs the centre section
       // An empty section is skipped (each section is its own pass); a section with rows but no
       // centre row is not nested.
-      if (std::any_of(section.begin(), section.end(), [](int h) { return h != kAbsent; })) return {};
+      if (std::any_of(section.begin(), section.end(), [](int h) { return h != kAbsent; }))
+        return {};
       continue;
     }
     for (int dy = radius + 1; dy <= ry; ++dy) {
@@ -312,11 +317,10 @@ absl::StatusOr<ElementPlan> PlanElement(const StructuringElement& se, PixelType 
     const int anchors[3] = {se.anchor_x(), se.anchor_y(), se.anchor_z()};
     // Small windows: x and y in one fused launch (staging both halos costs little); larger
     // ones: a line pass per axis, whose cost does not grow with the window.
-    const bool fused = (lengths[0] > 1 || lengths[1] > 1) &&
-                       std::max(lengths[0], lengths[1]) <= kBoxXYMaxWindow;
+    const bool fused =
+        (lengths[0] > 1 || lengths[1] > 1) && std::max(lengths[0], lengths[1]) <= kBoxXYMaxWindow;
     if (fused) {
-      plan.box.push_back(
-          PlanBoxXY(lengths[0], lengths[1], -anchors[0], -anchors[1], type, extent));
+      plan.box.push_back(PlanBoxXY(lengths[0], lengths[1], -anchors[0], -anchors[1], type, extent));
     } else {
       for (int axis = 0; axis < 2; ++axis) {
         if (lengths[axis] > 1) {
@@ -334,8 +338,8 @@ absl::StatusOr<ElementPlan> PlanElement(const StructuringElement& se, PixelType 
   if (!plan.nested.empty()) return plan;
   const int pack = Pack(type);
   const bool element_3d = se.depth() > 1;
-  const PackMode mode = (!element_3d && extent.depth > 1 && pack > 1) ? PackMode::kStackedZ
-                                                                       : PackMode::kSlidingY;
+  const PackMode mode =
+      (!element_3d && extent.depth > 1 && pack > 1) ? PackMode::kStackedZ : PackMode::kSlidingY;
   std::vector<Chord> chords = se.Chords();
   // Bands: consecutive (dz, dy) rows of chords, as many as fit one region in shared memory
   // (the two-blocks-per-SM budget first, a whole SM's shared memory for huge elements).

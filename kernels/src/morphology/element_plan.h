@@ -13,9 +13,9 @@
 
 namespace cuimg::internal {
 
-inline constexpr int kMaxLevels = 11;    // chord lengths < 2^11 (elements are <= 1023 wide)
-inline constexpr int kThreads = 256;     // threads per chord-tile block
-inline constexpr int kMaxOpt = 8;        // output words per thread (4 or 8)
+inline constexpr int kMaxLevels = 11;  // chord lengths < 2^11 (elements are <= 1023 wide)
+inline constexpr int kThreads = 256;   // threads per chord-tile block
+inline constexpr int kMaxOpt = 8;      // output words per thread (4 or 8)
 inline constexpr std::size_t kSmemBudget = 100 * 1024;  // two blocks per SM on Hopper
 inline constexpr std::size_t kSmemMax = 220 * 1024;     // one block per SM (huge elements)
 
@@ -37,24 +37,24 @@ struct ChordBand {
   // [level_split[k], level_start[k + 1]) two. Relative to chord_begin.
   int level_start[kMaxLevels + 1] = {};
   int level_split[kMaxLevels] = {};
-  std::size_t chord_begin = 0;             // into the plan's chord table (int2 entries)
+  std::size_t chord_begin = 0;  // into the plan's chord table (int2 entries)
   int chord_count = 0;
-  std::size_t table_offset = 0;            // where the block stages the chords in shared memory
-  int opt = 1;                             // output words per thread
-  int log2_tile_w = 0;                     // tile_w = 1 << log2_tile_w
-  int log2_words_y = 0;                    // output word rows per tile, a power of two
-  std::size_t smem_bytes = 0;              // region words + the chord table
+  std::size_t table_offset = 0;  // where the block stages the chords in shared memory
+  int opt = 1;                   // output words per thread
+  int log2_tile_w = 0;           // tile_w = 1 << log2_tile_w
+  int log2_words_y = 0;          // output word rows per tile, a power of two
+  std::size_t smem_bytes = 0;    // region words + the chord table
 };
 
-inline constexpr int kBoxXYThreads = 256;       // threads per fused box block
+inline constexpr int kBoxXYThreads = 256;        // threads per fused box block
 inline constexpr int kBoxLinesMaxThreads = 128;  // lines (one thread each) per line-pass block
 // Boxes up to this window per axis take the fused kernel, larger ones a line pass per axis
 // (measured on 1080p u8, H200: fused 20.2 / 25.0 µs at 5x5 / 9x9, line passes 27.6 / 21.9).
 inline constexpr int kBoxXYMaxWindow = 7;
 
 // One pass of a box element. `xy`: the fused x-and-y kernel (morphology_box_xy.cu), window
-// `length` x `length_y` at offset (`start`, `start_y`) (= -anchor) from each output, output tiles of
-// `tile_w` x `tile_h` staged as `region_rows` x `region_words` packed words (small windows).
+// `length` x `length_y` at offset (`start`, `start_y`) (= -anchor) from each output, output tiles
+// of `tile_w` x `tile_h` staged as `region_rows` x `region_words` packed words (small windows).
 // Otherwise a line pass (morphology_box.cu): van Herk/Gil-Werman along `axis` (0 = x, 1 = y,
 // 2 = z), window `length` from `start`, a block of `lines` threads handling `outputs` positions
 // of as many lines (along x its staged rows `pitch` words apart), its H slots `h_offset` bytes
@@ -82,10 +82,10 @@ struct BoxPass {
 // pixel alone (a ball's poles) needs no pass of its own: the dz = 0 pass folds slices
 // z +- point_dz into what it writes.
 struct NestedPass {
-  int radius = 0;                                // rows -radius .. radius
-  int half_width[kNestedMaxRadius + 1] = {};     // of rows +-k, non-increasing in k
+  int radius = 0;                             // rows -radius .. radius
+  int half_width[kNestedMaxRadius + 1] = {};  // of rows +-k, non-increasing in k
   int dz = 0;
-  int point_dz = 0;                              // dz = 0 pass only; 0: none
+  int point_dz = 0;   // dz = 0 pass only; 0: none
   int compiled = -1;  // index of its steps in kCompiledNestedSteps; -1: steps read at run time
 };
 
@@ -99,8 +99,8 @@ inline void NestedColumnSteps(const NestedPass& pass, int (&steps)[kNestedMaxRad
 
 // How one erosion/dilation by one element runs.
 struct ElementPlan {
-  bool separable = false;          // box element: `box` passes; else `nested` if not empty,
-  std::vector<BoxPass> box;        // else `bands`. Empty and separable: the 1x1 element (a copy)
+  bool separable = false;    // box element: `box` passes; else `nested` if not empty,
+  std::vector<BoxPass> box;  // else `bands`. Empty and separable: the 1x1 element (a copy)
   std::vector<NestedPass> nested;
   std::vector<ChordBand> bands;
 };

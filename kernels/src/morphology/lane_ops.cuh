@@ -23,7 +23,9 @@ struct LaneOps<std::uint8_t> {
   __device__ static Lane Max3(Lane a, Lane b, Lane c) { return __vimax3_u16x2(a, b, c); }
   __device__ static Lane Min3(Lane a, Lane b, Lane c) { return __vimin3_u16x2(a, b, c); }
   __device__ static Lane Broadcast(std::uint8_t v) { return 0x00010001u * v; }
-  __device__ static std::uint8_t Get(Lane w, int i) { return static_cast<std::uint8_t>(w >> (16 * i)); }
+  __device__ static std::uint8_t Get(Lane w, int i) {
+    return static_cast<std::uint8_t>(w >> (16 * i));
+  }
   __device__ static std::uint32_t Bits(std::uint8_t v) { return v; }
 };
 

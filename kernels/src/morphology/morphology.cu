@@ -88,10 +88,9 @@ class Executor {
     const T border = OutsideValue<T>(plan_.steps[step_index], dilate);
     if (e.separable) {
       if (e.box.empty()) {  // the 1x1 element
-        CUIMG_CUDA_RETURN_IF_ERROR(
-            cudaMemcpyAsync(dst, src, plan_.extent.Pixels() * sizeof(T), cudaMemcpyDeviceToDevice,
-                            stream_),
-            "identity copy");
+        CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, plan_.extent.Pixels() * sizeof(T),
+                                                   cudaMemcpyDeviceToDevice, stream_),
+                                   "identity copy");
         return absl::OkStatus();
       }
       const T* cur = src;
@@ -109,8 +108,8 @@ class Executor {
           internal::LaunchNestedPass(src, dst, plan_.extent, n, dilate, border, stream_));
     }
     for (std::size_t b = 0; b < e.bands.size(); ++b) {
-      CUIMG_RETURN_IF_ERROR(internal::LaunchChordBand(src, dst, plan_.extent, e.bands[b],
-                                                      d_chords_, dilate, border, b > 0, stream_));
+      CUIMG_RETURN_IF_ERROR(internal::LaunchChordBand(src, dst, plan_.extent, e.bands[b], d_chords_,
+                                                      dilate, border, b > 0, stream_));
     }
     return absl::OkStatus();
   }
@@ -153,8 +152,7 @@ absl::StatusOr<MorphologyPlan> MorphologyPlan::Create(PixelType type, const Exte
   impl->table_bytes = AlignUp(std::max<std::size_t>(impl->chord_table.size(), 1) * sizeof(int));
   impl->image_bytes = AlignUp(static_cast<std::size_t>(extent.Pixels()) * PixelSize(type));
   // An intermediate and a ping-pong image per step, two to chain steps, one for box passes.
-  impl->scratch_images =
-      2 + (impl->steps.size() > 1 ? 2 : 0) + (needs_box_scratch ? 1 : 0);
+  impl->scratch_images = 2 + (impl->steps.size() > 1 ? 2 : 0) + (needs_box_scratch ? 1 : 0);
   impl->workspace_bytes = impl->table_bytes + impl->scratch_images * impl->image_bytes;
   MorphologyPlan plan;
   plan.impl_ = std::move(impl);
@@ -193,9 +191,9 @@ std::string MorphologyPlan::Describe() const {
     if (e.separable) {
       std::vector<std::string> passes;
       for (const internal::BoxPass& b : e.box) {
-        passes.push_back(b.xy ? absl::StrCat("xy ", b.length, "x", b.length_y, " tile ", b.tile_w,
-                                             "x", b.tile_h)
-                              : absl::StrCat("vhgw axis ", b.axis, " length ", b.length));
+        passes.push_back(
+            b.xy ? absl::StrCat("xy ", b.length, "x", b.length_y, " tile ", b.tile_w, "x", b.tile_h)
+                 : absl::StrCat("vhgw axis ", b.axis, " length ", b.length));
       }
       parts.push_back(absl::StrCat("box(", absl::StrJoin(passes, ", "), ")"));
     } else if (!e.nested.empty()) {
@@ -214,8 +212,8 @@ std::string MorphologyPlan::Describe() const {
       const internal::ChordBand& b = e.bands.front();
       parts.push_back(absl::StrCat(
           "chords(", e.bands.size(), " bands, tile ", b.tile_w, "x", b.tile_h, "x", b.tile_d,
-          b.mode == internal::PackMode::kStackedZ ? " stacked-z" : " sliding-y", ", ",
-          b.levels, " levels, ", b.smem_bytes / 1024, " KiB)"));
+          b.mode == internal::PackMode::kStackedZ ? " stacked-z" : " sliding-y", ", ", b.levels,
+          " levels, ", b.smem_bytes / 1024, " KiB)"));
     }
   }
   return absl::StrJoin(parts, " + ");

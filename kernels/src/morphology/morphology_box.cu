@@ -75,7 +75,8 @@ __device__ __forceinline__ void StreamWindows(W* h, int L, int outputs, Read rea
       }
     };
     int i = 0;
-    for (; i + kChunk <= count; i += kChunk) chunk(i, std::integral_constant<int, kChunk>{}, kChunk);
+    for (; i + kChunk <= count; i += kChunk)
+      chunk(i, std::integral_constant<int, kChunk>{}, kChunk);
     for (; i + 4 <= count; i += 4) chunk(i, std::integral_constant<int, 4>{}, 4);
     if (i < count) chunk(i, std::integral_constant<int, 4>{}, count - i);
     if (base + L >= outputs) break;
@@ -87,16 +88,16 @@ template <typename T>
 struct BoxParams {
   const T* in;
   T* out;
-  int n;                     // positions along the axis
-  std::int64_t pos_stride;   // elements between positions (y, z)
-  std::int64_t line_count;   // x: rows in the image; y: columns per slice; z: pixels per slice
+  int n;                      // positions along the axis
+  std::int64_t pos_stride;    // elements between positions (y, z)
+  std::int64_t line_count;    // x: rows in the image; y: columns per slice; z: pixels per slice
   std::int64_t slice_stride;  // y: elements between slices (blockIdx.z)
   int length;
   int start;
-  int outputs;               // per line per block, a multiple of 4
-  int pitch_words;           // x: staged words per row (odd)
-  std::size_t h_offset;      // bytes from the start of dynamic shared memory to H
-  bool word_aligned;         // rows (x) or positions (y, z) start on 4-byte boundaries
+  int outputs;           // per line per block, a multiple of 4
+  int pitch_words;       // x: staged words per row (odd)
+  std::size_t h_offset;  // bytes from the start of dynamic shared memory to H
+  bool word_aligned;     // rows (x) or positions (y, z) start on 4-byte boundaries
   T border;
 };
 
@@ -158,8 +159,8 @@ __global__ void __launch_bounds__(kBoxLinesMaxThreads)
     for (int b = 0; b < kBatch; ++b) {
       const int pos = q0 + q + b * kP;
       const bool in = q + b * kP < span && pos >= 0 && pos < p.n;
-      w[b] = LoadWord(p.in + offset + pos * p.pos_stride, j * kP, in ? valid : 0,
-                      p.word_aligned, p.border);
+      w[b] = LoadWord(p.in + offset + pos * p.pos_stride, j * kP, in ? valid : 0, p.word_aligned,
+                      p.border);
     }
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
@@ -316,7 +317,7 @@ template absl::Status LaunchBoxPass<std::uint16_t>(const std::uint16_t*, std::ui
                                                    std::uint16_t, cudaStream_t);
 template absl::Status LaunchBoxPass<std::int16_t>(const std::int16_t*, std::int16_t*, const Extent&,
                                                   const BoxPass&, bool, std::int16_t, cudaStream_t);
-template absl::Status LaunchBoxPass<float>(const float*, float*, const Extent&, const BoxPass&, bool,
-                                           float, cudaStream_t);
+template absl::Status LaunchBoxPass<float>(const float*, float*, const Extent&, const BoxPass&,
+                                           bool, float, cudaStream_t);
 
 }  // namespace cuimg::internal

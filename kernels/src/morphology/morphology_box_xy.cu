@@ -248,8 +248,8 @@ absl::Status LaunchBoxXY(const T* in, T* out, const Extent& e, const BoxPass& pa
 template absl::Status LaunchBoxXY<std::uint8_t>(const std::uint8_t*, std::uint8_t*, const Extent&,
                                                 const BoxPass&, bool, std::uint8_t, cudaStream_t);
 template absl::Status LaunchBoxXY<std::uint16_t>(const std::uint16_t*, std::uint16_t*,
-                                                 const Extent&, const BoxPass&, bool,
-                                                 std::uint16_t, cudaStream_t);
+                                                 const Extent&, const BoxPass&, bool, std::uint16_t,
+                                                 cudaStream_t);
 template absl::Status LaunchBoxXY<std::int16_t>(const std::int16_t*, std::int16_t*, const Extent&,
                                                 const BoxPass&, bool, std::int16_t, cudaStream_t);
 template absl::Status LaunchBoxXY<float>(const float*, float*, const Extent&, const BoxPass&, bool,

@@ -183,7 +183,8 @@ __device__ void BuildLevelsInPlace(typename LaneOps<T>::Lane* region, int rows, 
 }
 
 template <typename T, bool kDilate, PackMode kMode, int kOpt>
-__global__ void __launch_bounds__(kThreads) ChordTileKernel(const __grid_constant__ ChordParams<T> p) {
+__global__ void __launch_bounds__(kThreads)
+    ChordTileKernel(const __grid_constant__ ChordParams<T> p) {
   using Ops = LaneOps<T>;
   using Lane = typename Ops::Lane;
   constexpr int P = Ops::kPack;
@@ -211,8 +212,7 @@ __global__ void __launch_bounds__(kThreads) ChordTileKernel(const __grid_constan
     const int t = first_row + j * row_step;
     const int oyw = t & words_y_mask;
     const int ozw = t >> p.log2_words_y;
-    lookup[j] =
-        region + (ozw * p.rh + (kMode == PackMode::kSlidingY ? oyw * P : oyw)) * p.rw + ox;
+    lookup[j] = region + (ozw * p.rh + (kMode == PackMode::kSlidingY ? oyw * P : oyw)) * p.rw + ox;
     acc[j] = identity;
   }
   __syncthreads();
@@ -278,8 +278,8 @@ __global__ void __launch_bounds__(kThreads) ChordTileKernel(const __grid_constan
 template <typename T, bool kDilate, PackMode kMode>
 absl::Status Launch(const ChordParams<T>& params, const ChordBand& band, const Extent& e,
                     cudaStream_t stream) {
-  auto kernel = band.opt == 8 ? ChordTileKernel<T, kDilate, kMode, 8>
-                              : ChordTileKernel<T, kDilate, kMode, 4>;
+  auto kernel =
+      band.opt == 8 ? ChordTileKernel<T, kDilate, kMode, 8> : ChordTileKernel<T, kDilate, kMode, 4>;
   CUIMG_RETURN_IF_ERROR(EnsureKernelSharedMemory(reinterpret_cast<const void*>(kernel),
                                                  band.smem_bytes, "ChordTileKernel"));
   const dim3 grid(static_cast<unsigned>((e.width + band.tile_w - 1) / band.tile_w),

@@ -11,8 +11,8 @@
 
 namespace cuimg::internal {
 
-// out = erosion/dilation of `in` by one band of chords; with `accumulate`, out = min/max(out, that).
-// `chords` is the device copy of the plan's chord table. `in` and `out` must not overlap.
+// out = erosion/dilation of `in` by one band of chords; with `accumulate`, out = min/max(out,
+// that). `chords` is the device copy of the plan's chord table. `in` and `out` must not overlap.
 template <typename T>
 absl::Status LaunchChordBand(const T* in, T* out, const Extent& extent, const ChordBand& band,
                              const int* chords, bool dilate, T border, bool accumulate,

@@ -11,12 +11,12 @@
 namespace cuimg::internal {
 namespace {
 
+using nested::kColumnsPerLane;
+using nested::kStripColumns;
 using nested::LaunchCompiled;
 using nested::LaunchKernel;
 using nested::NestedParams;
 using nested::RuntimeSteps;
-using nested::kColumnsPerLane;
-using nested::kStripColumns;
 
 // The run-time-steps kernel (column steps read from the parameters) at radius kR, a dilation or
 // erosion per kDilate.
@@ -31,15 +31,24 @@ absl::Status LaunchRadius(const NestedParams<T>& p, cudaStream_t stream) {
 template <typename T, bool kDilate>
 absl::Status LaunchForRadius(const NestedParams<T>& p, int radius, cudaStream_t stream) {
   switch (radius) {
-    case 0: return LaunchRadius<T, kDilate, 0>(p, stream);
-    case 1: return LaunchRadius<T, kDilate, 1>(p, stream);
-    case 2: return LaunchRadius<T, kDilate, 2>(p, stream);
-    case 3: return LaunchRadius<T, kDilate, 3>(p, stream);
-    case 4: return LaunchRadius<T, kDilate, 4>(p, stream);
-    case 5: return LaunchRadius<T, kDilate, 5>(p, stream);
-    case 6: return LaunchRadius<T, kDilate, 6>(p, stream);
-    case 7: return LaunchRadius<T, kDilate, 7>(p, stream);
-    default: return absl::InternalError("nested-rows radius out of range");
+    case 0:
+      return LaunchRadius<T, kDilate, 0>(p, stream);
+    case 1:
+      return LaunchRadius<T, kDilate, 1>(p, stream);
+    case 2:
+      return LaunchRadius<T, kDilate, 2>(p, stream);
+    case 3:
+      return LaunchRadius<T, kDilate, 3>(p, stream);
+    case 4:
+      return LaunchRadius<T, kDilate, 4>(p, stream);
+    case 5:
+      return LaunchRadius<T, kDilate, 5>(p, stream);
+    case 6:
+      return LaunchRadius<T, kDilate, 6>(p, stream);
+    case 7:
+      return LaunchRadius<T, kDilate, 7>(p, stream);
+    default:
+      return absl::InternalError("nested-rows radius out of range");
   }
 }
 
@@ -84,9 +93,9 @@ absl::Status LaunchNestedPass(const T* in, T* out, const Extent& extent, const N
   // 164 us, 64 rows 157 us, 128 rows 171 us on an H200).
   constexpr long long kTargetWarps = 16384;
   p.band_rows = p.plane_rows;
-  while (p.band_rows >= 128 &&
-         static_cast<long long>(p.strips) * planes * ((p.plane_rows + p.band_rows - 1) / p.band_rows) <
-             kTargetWarps) {
+  while (p.band_rows >= 128 && static_cast<long long>(p.strips) * planes *
+                                       ((p.plane_rows + p.band_rows - 1) / p.band_rows) <
+                                   kTargetWarps) {
     p.band_rows = (p.band_rows + 1) / 2;
   }
   p.bands = (p.plane_rows + p.band_rows - 1) / p.band_rows;
@@ -95,20 +104,22 @@ absl::Status LaunchNestedPass(const T* in, T* out, const Extent& extent, const N
   p.border = border;
   // Vector accesses need every row to start 4-pixel aligned (and the buffers, as cudaMalloc's are).
   p.vector = p.width % 4 == 0 && reinterpret_cast<std::uintptr_t>(in) % (4 * sizeof(T)) == 0 &&
-                      reinterpret_cast<std::uintptr_t>(out) % (4 * sizeof(T)) == 0;
+             reinterpret_cast<std::uintptr_t>(out) % (4 * sizeof(T)) == 0;
   if (pass.compiled >= 0 && p.vector) return LaunchCompiled<T>(p, pass.compiled, dilate, stream);
   return dilate ? LaunchForRadius<T, true>(p, pass.radius, stream)
                 : LaunchForRadius<T, false>(p, pass.radius, stream);
 }
 
-template absl::Status LaunchNestedPass<std::uint8_t>(const std::uint8_t*, std::uint8_t*, const Extent&,
-                                                     const NestedPass&, bool, std::uint8_t, cudaStream_t);
+template absl::Status LaunchNestedPass<std::uint8_t>(const std::uint8_t*, std::uint8_t*,
+                                                     const Extent&, const NestedPass&, bool,
+                                                     std::uint8_t, cudaStream_t);
 template absl::Status LaunchNestedPass<std::uint16_t>(const std::uint16_t*, std::uint16_t*,
                                                       const Extent&, const NestedPass&, bool,
                                                       std::uint16_t, cudaStream_t);
-template absl::Status LaunchNestedPass<std::int16_t>(const std::int16_t*, std::int16_t*, const Extent&,
-                                                     const NestedPass&, bool, std::int16_t, cudaStream_t);
-template absl::Status LaunchNestedPass<float>(const float*, float*, const Extent&, const NestedPass&,
-                                              bool, float, cudaStream_t);
+template absl::Status LaunchNestedPass<std::int16_t>(const std::int16_t*, std::int16_t*,
+                                                     const Extent&, const NestedPass&, bool,
+                                                     std::int16_t, cudaStream_t);
+template absl::Status LaunchNestedPass<float>(const float*, float*, const Extent&,
+                                              const NestedPass&, bool, float, cudaStream_t);
 
 }  // namespace cuimg::internal

@@ -33,8 +33,8 @@ struct NestedParams {
   const T* in;
   T* out;
   int width, height, depth;
-  int plane_rows;   // word rows per plane
-  int slice_step;   // plane p's pack lane j reads slice p * slice_step + j * lane_slice
+  int plane_rows;  // word rows per plane
+  int slice_step;  // plane p's pack lane j reads slice p * slice_step + j * lane_slice
   int lane_slice;
   int lane_rows;    // ... at row y + j * lane_rows
   int dz;           // sources: slices z - dz and z + dz (0: slice z alone)
@@ -44,7 +44,7 @@ struct NestedParams {
   int strips, bands, band_rows;
   long long warps;
   int steps[kNestedMaxRadius + 1];  // column steps before V_k joins (k >= 1); [0]: the last, u_R
-  bool vector;  // rows 4-pixel aligned: quads as one access
+  bool vector;                      // rows 4-pixel aligned: quads as one access
   T border;
 };
 
@@ -57,7 +57,9 @@ template <>
 struct Quad<std::uint8_t> {
   using Raw = std::uint32_t;
   __device__ static Raw Broadcast(std::uint8_t v) { return 0x01010101u * v; }
-  __device__ static std::uint8_t Get(Raw r, int i) { return static_cast<std::uint8_t>(r >> (8 * i)); }
+  __device__ static std::uint8_t Get(Raw r, int i) {
+    return static_cast<std::uint8_t>(r >> (8 * i));
+  }
   __device__ static void Set(Raw& r, int i, std::uint8_t v) {
     r = (r & ~(0xFFu << (8 * i))) | (static_cast<std::uint32_t>(v) << (8 * i));
   }
@@ -91,7 +93,8 @@ struct Quad16 {
   __device__ static void Set(Raw& r, int i, T16 v) {
     std::uint32_t& w = i < 2 ? r.x : r.y;
     const int shift = 16 * (i & 1);
-    w = (w & ~(0xFFFFu << shift)) | (static_cast<std::uint32_t>(static_cast<std::uint16_t>(v)) << shift);
+    w = (w & ~(0xFFFFu << shift)) |
+        (static_cast<std::uint32_t>(static_cast<std::uint16_t>(v)) << shift);
   }
   __device__ static void Pack(Raw a, Raw b, std::uint32_t (&w)[4]) {
     w[0] = __byte_perm(a.x, b.x, 0x5410);
@@ -113,7 +116,9 @@ template <>
 struct Quad<float> {
   using Raw = float4;
   __device__ static Raw Broadcast(float v) { return make_float4(v, v, v, v); }
-  __device__ static float Get(Raw r, int i) { return i == 0 ? r.x : i == 1 ? r.y : i == 2 ? r.z : r.w; }
+  __device__ static float Get(Raw r, int i) {
+    return i == 0 ? r.x : i == 1 ? r.y : i == 2 ? r.z : r.w;
+  }
   __device__ static void Set(Raw& r, int i, float v) {
     (i == 0 ? r.x : i == 1 ? r.y : i == 2 ? r.z : r.w) = v;
   }
@@ -123,13 +128,15 @@ struct Quad<float> {
     w[2] = a.z;
     w[3] = a.w;
   }
-  __device__ static void Unpack(const float (&w)[4], Raw& a) { a = make_float4(w[0], w[1], w[2], w[3]); }
+  __device__ static void Unpack(const float (&w)[4], Raw& a) {
+    a = make_float4(w[0], w[1], w[2], w[3]);
+  }
 };
 
 // Pixels x .. x+3 of `row` (null: a row outside the image), outside pixels = border.
 template <typename T>
 __device__ __forceinline__ typename Quad<T>::Raw LoadQuad(const T* row, int x, int width, T border,
-                                                         bool vector) {
+                                                          bool vector) {
   using Q = Quad<T>;
   if (row == nullptr) return Q::Broadcast(border);
   if (vector) {
@@ -140,7 +147,8 @@ __device__ __forceinline__ typename Quad<T>::Raw LoadQuad(const T* row, int x, i
     typename Q::Raw r = Q::Broadcast(border);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      if (static_cast<unsigned>(x + i) < static_cast<unsigned>(width)) Q::Set(r, i, __ldg(row + x + i));
+      if (static_cast<unsigned>(x + i) < static_cast<unsigned>(width))
+        Q::Set(r, i, __ldg(row + x + i));
     }
     return r;
   }
@@ -241,8 +249,9 @@ __device__ __forceinline__ PendingRow<T, 1> LoadOld(const NestedParams<T>& p,
   for (int j = 0; j < LaneOps<T>::kPack; ++j) {
     const int row = y + v.row_offset[j];
     const bool inside = y < p.plane_rows && row < p.height && v.dst[j] != nullptr;
-    r.raw[j][0] = LoadQuad<T>(inside ? v.dst[j] + static_cast<std::int64_t>(row) * p.width : nullptr,
-                              x, p.width, p.border, kAligned || p.vector);
+    r.raw[j][0] =
+        LoadQuad<T>(inside ? v.dst[j] + static_cast<std::int64_t>(row) * p.width : nullptr, x,
+                    p.width, p.border, kAligned || p.vector);
   }
   return r;
 }
@@ -315,11 +324,14 @@ __device__ __forceinline__ void StoreRow(const NestedParams<T>& p, const LaneVie
 // (126.1 -> 119.4 us). 16-bit and f32 ones would spill (i16 129.9 -> 133.9 us); and any explicit
 // minimum, even 1, changes the compiler's register choice (the ball's passes got slower).
 template <typename T, int kR, int kSources, bool kPoints, typename Steps>
-constexpr int kMinBlocksPerSm =
-    (sizeof(T) == 1 && kR <= 4 && kSources == 1 && !kPoints && Steps::kStatic) ? 5 : 0;
+constexpr int kMinBlocksPerSm = (sizeof(T) == 1 && kR <= 4 && kSources == 1 && !kPoints &&
+                                 Steps::kStatic)
+                                    ? 5
+                                    : 0;
 
 template <typename T, bool kDilate, int kR, int kSources, bool kPoints, typename Steps>
-__global__ void __launch_bounds__(kThreadsPerBlock, kMinBlocksPerSm<T, kR, kSources, kPoints, Steps>)
+__global__ void __launch_bounds__(kThreadsPerBlock,
+                                  kMinBlocksPerSm<T, kR, kSources, kPoints, Steps>)
     NestedRowsKernel(const __grid_constant__ NestedParams<T> p) {
   using Ops = LaneOps<T>;
   using Lane = typename Ops::Lane;
@@ -369,7 +381,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock, kMinBlocksPerSm<T, kR, kSour
   Lane ring[2 * kR + 4][4];
 #pragma unroll
   for (int s = 0; s < 2 * kR; ++s) {
-    PackRow<T, kDilate, kSources>(LoadRow<T, kSources, kAligned>(p, v, y_begin - kR + s, x), ring[s]);
+    PackRow<T, kDilate, kSources>(LoadRow<T, kSources, kAligned>(p, v, y_begin - kR + s, x),
+                                  ring[s]);
   }
   PendingRow<T, kSources> next0 = LoadRow<T, kSources, kAligned>(p, v, y_begin + kR, x);
   PendingRow<T, kSources> next1 = LoadRow<T, kSources, kAligned>(p, v, y_begin + kR + 1, x);
@@ -460,7 +473,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock, kMinBlocksPerSm<T, kR, kSour
 template <typename T, bool kDilate, int kR, int kSources, bool kPoints, typename Steps>
 absl::Status LaunchKernel(const NestedParams<T>& p, cudaStream_t stream) {
   const long long blocks = (p.warps * 32 + kThreadsPerBlock - 1) / kThreadsPerBlock;
-  if (blocks > 0x7FFFFFFFLL) return absl::InvalidArgumentError("image too large for the nested-rows kernel");
+  if (blocks > 0x7FFFFFFFLL)
+    return absl::InvalidArgumentError("image too large for the nested-rows kernel");
   NestedRowsKernel<T, kDilate, kR, kSources, kPoints, Steps>
       <<<static_cast<unsigned>(blocks), kThreadsPerBlock, 0, stream>>>(p);
   CUIMG_CUDA_CHECK_LAUNCH(stream, "NestedRowsKernel");

@@ -11,8 +11,8 @@ namespace {
 template <typename T, bool kDilate, int kIndex>
 absl::Status LaunchEntry(const NestedParams<T>& p, cudaStream_t stream) {
   constexpr CompiledNestedSteps kEntry = kCompiledNestedSteps[kIndex];
-  return LaunchKernel<T, kDilate, kEntry.radius, kEntry.role == NestedRole::kFold ? 2 : 1,
-                      kEntry.role == NestedRole::kWritePoints, CompiledSteps<kIndex>>(p, stream);
+  return LaunchKernel < T, kDilate, kEntry.radius, kEntry.role == NestedRole::kFold ? 2 : 1,
+         kEntry.role == NestedRole::kWritePoints, CompiledSteps < kIndex >> (p, stream);
 }
 
 template <typename T, bool kDilate, std::size_t... kIndex>

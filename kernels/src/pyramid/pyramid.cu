@@ -35,7 +35,7 @@ std::size_t AlignUp(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; 
 struct LevelJob {
   void* out;       // the level's first element in the packed output
   float* f32_out;  // CASCADED with an integer output: the level's f32 values too, or null
-  double scale_x;           // ResizeScale(source width, level width)
+  double scale_x;  // ResizeScale(source width, level width)
   double scale_y;
   int width;
   int height;
@@ -83,7 +83,7 @@ __global__ void __launch_bounds__(kThreads, 4)
 
   if (job.copy) {
     if (!store) return;
-    // Same width as the source.
+      // Same width as the source.
 #pragma unroll
     for (int r = 0; r < kRowsPerThread; ++r) {
       v[r] = pyramid::LoadSample(p.src + (first + static_cast<unsigned>(min(r, rows - 1)) * width));
@@ -93,9 +93,9 @@ __global__ void __launch_bounds__(kThreads, 4)
       const pyramid::AxisTap t =
           pyramid::ResolveAxis(min(y0 + lane, job.height - 1), job.scale_y, p.src_h);
       // Unsigned offsets: added to a 64-bit pointer without a sign extension.
-      row_taps[warp][lane] = make_uint4(static_cast<unsigned>(t.i0 * p.src_w),
-                                        static_cast<unsigned>((t.i0 + t.step) * p.src_w),
-                                        __float_as_uint(t.w1), 0);
+      row_taps[warp][lane] =
+          make_uint4(static_cast<unsigned>(t.i0 * p.src_w),
+                     static_cast<unsigned>((t.i0 + t.step) * p.src_w), __float_as_uint(t.w1), 0);
     }
     __syncwarp();
     // Columns past the level's width sample its last column (valid loads, no stores).
@@ -182,8 +182,8 @@ absl::Status Launch(const PyramidPlan::Impl& plan, const PyramidLaunch& launch, 
     const PyramidLevel& level = plan.levels[job.level];
     LevelJob& k = p.jobs[j];
     k.out = reinterpret_cast<std::uint8_t*>(out) + level.offset_bytes;
-    k.f32_out = job.side < 0 ? nullptr
-                             : reinterpret_cast<float*>(workspace + job.side * plan.side_bytes);
+    k.f32_out =
+        job.side < 0 ? nullptr : reinterpret_cast<float*>(workspace + job.side * plan.side_bytes);
     k.scale_x = ResizeScale(src_w, level.width);
     k.scale_y = ResizeScale(src_h, level.height);
     k.width = static_cast<int>(level.width);
@@ -205,9 +205,8 @@ absl::StatusOr<int> CurrentRectRows(const Extent& extent) {
   int device = 0;
   CUIMG_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "cudaGetDevice");
   int sms = 0;
-  CUIMG_CUDA_RETURN_IF_ERROR(
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-      "cudaDeviceGetAttribute(multiProcessorCount)");
+  CUIMG_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+                             "cudaDeviceGetAttribute(multiProcessorCount)");
   return pyramid::RectRows(extent.width, extent.height, sms);
 }
 
@@ -252,8 +251,8 @@ absl::Status RunLaunches(const PyramidPlan::Impl& plan, const T* in, O* out,
       continue;
     }
     if (launch.source < 0) {
-      CUIMG_RETURN_IF_ERROR((Launch<T, O>(plan, launch, in, plan.extent.width,
-                                          plan.extent.height, out, workspace, stream)));
+      CUIMG_RETURN_IF_ERROR((Launch<T, O>(plan, launch, in, plan.extent.width, plan.extent.height,
+                                          out, workspace, stream)));
       continue;
     }
     // CASCADED: the previous level's f32 values, in the output or in the workspace.
@@ -263,8 +262,8 @@ absl::Status RunLaunches(const PyramidPlan::Impl& plan, const T* in, O* out,
             ? reinterpret_cast<const float*>(reinterpret_cast<const std::uint8_t*>(out) +
                                              source.offset_bytes)
             : reinterpret_cast<const float*>(workspace + (launch.source % 2) * plan.side_bytes);
-    CUIMG_RETURN_IF_ERROR((Launch<float, O>(plan, launch, src, source.width, source.height, out,
-                                            workspace, stream)));
+    CUIMG_RETURN_IF_ERROR(
+        (Launch<float, O>(plan, launch, src, source.width, source.height, out, workspace, stream)));
   }
   return absl::OkStatus();
 }
@@ -319,9 +318,8 @@ absl::StatusOr<PyramidPlan> PyramidPlan::Create(PixelType type, const Extent& ex
       impl->launches.push_back(std::move(launch));
     }
     if (side) {
-      impl->side_bytes =
-          AlignUp(static_cast<std::size_t>(impl->levels[1].width * impl->levels[1].height) *
-                  sizeof(float));
+      impl->side_bytes = AlignUp(
+          static_cast<std::size_t>(impl->levels[1].width * impl->levels[1].height) * sizeof(float));
       impl->workspace_bytes = 2 * impl->side_bytes;
     }
   }

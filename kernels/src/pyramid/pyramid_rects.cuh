@@ -31,7 +31,7 @@ constexpr int kRectLevels = 64;  // levels per launch (kernel parameters stay be
 constexpr int kRowCap = kRectH + 32;
 
 struct RectLevel {
-  void* out;  // the level's first element in the packed output
+  void* out;       // the level's first element in the packed output
   double scale_x;  // ResizeScale(source width, level width)
   double scale_y;
   int width;
@@ -44,8 +44,8 @@ struct RectParams {
   const S* src;
   int src_w;
   int src_h;
-  int rects_x;  // rectangles per source row band
-  int rect_h;   // source rows per rectangle, <= kRectH
+  int rects_x;     // rectangles per source row band
+  int rect_h;      // source rows per rectangle, <= kRectH
   int num_levels;  // levels, largest first
   RectLevel levels[kRectLevels];
 };
@@ -123,10 +123,11 @@ __device__ __forceinline__ Entries Fetch(unsigned address) {
 template <bool kCopy, bool kHalf>
 __device__ __forceinline__ float Sample(const Entries& e, float wx1, float wy1) {
   if constexpr (kCopy) return kHalf ? UnpackHalf2(e.top.x).x : __uint_as_float(e.top.x);
-  const float2 top =
-      kHalf ? UnpackHalf2(e.top.x) : make_float2(__uint_as_float(e.top.x), __uint_as_float(e.top.y));
-  const float2 bottom = kHalf ? UnpackHalf2(e.top.y)
-                              : make_float2(__uint_as_float(e.bottom.x), __uint_as_float(e.bottom.y));
+  const float2 top = kHalf ? UnpackHalf2(e.top.x)
+                           : make_float2(__uint_as_float(e.top.x), __uint_as_float(e.top.y));
+  const float2 bottom = kHalf
+                            ? UnpackHalf2(e.top.y)
+                            : make_float2(__uint_as_float(e.bottom.x), __uint_as_float(e.bottom.y));
   const float upper = Lerp(top.x, top.y, wx1);
   const float lower = Lerp(bottom.x, bottom.y, wx1);
   return Lerp(upper, __fsub_rn(lower, upper), wy1);
@@ -187,11 +188,16 @@ __device__ __forceinline__ void WriteRowsOfChunks(int chunks, const RectLevel& l
                                                    ys, rows);
   };
   switch (chunks) {
-    case 1: return write(std::integral_constant<int, 1>{});
-    case 2: return write(std::integral_constant<int, 2>{});
-    case 3: return write(std::integral_constant<int, 3>{});
-    case 4: return write(std::integral_constant<int, 4>{});
-    default: return write(std::integral_constant<int, 5>{});
+    case 1:
+      return write(std::integral_constant<int, 1>{});
+    case 2:
+      return write(std::integral_constant<int, 2>{});
+    case 3:
+      return write(std::integral_constant<int, 3>{});
+    case 4:
+      return write(std::integral_constant<int, 4>{});
+    default:
+      return write(std::integral_constant<int, 5>{});
   }
 }
 
@@ -249,7 +255,7 @@ __global__ void __launch_bounds__(kRectThreads)
   __shared__ __align__(16) uint2 staged[(kRectH + 1) * kRectW];
   __shared__ uint2 row_taps[kRectWarps][kRowCap];  // per warp, for the level it is writing
   __shared__ int4 owned[kRectLevels];  // per level: the outputs [x, y) x [z, w) of the rectangle
-  __shared__ int next_level;  // the next level a warp takes
+  __shared__ int next_level;           // the next level a warp takes
 
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid & 31;
@@ -322,21 +328,21 @@ __global__ void __launch_bounds__(kRectThreads)
       const int rows = min(kRowCap, yb - ys);
       __syncwarp();  // the previous pass has read its row taps
       for (int i = lane; i < rows; i += 32) {
-        const AxisTap t = level.copy ? AxisTap{ys + i, 1, 0.0f}
-                                     : ResolveAxis(ys + i, level.scale_y, p.src_h);
-        row_taps[warp][i] = make_uint2(
-            static_cast<unsigned>((t.i0 - y0) * kRectW) * sizeof(uint2), __float_as_uint(t.w1));
+        const AxisTap t =
+            level.copy ? AxisTap{ys + i, 1, 0.0f} : ResolveAxis(ys + i, level.scale_y, p.src_h);
+        row_taps[warp][i] = make_uint2(static_cast<unsigned>((t.i0 - y0) * kRectW) * sizeof(uint2),
+                                       __float_as_uint(t.w1));
       }
       __syncwarp();
       for (int xs = xa; xs < xb; xs += kMaxChunks * 32) {
         const int xe = min(xb, xs + kMaxChunks * 32);
         const int chunks = (xe - xs + 31) / 32;
         if (level.copy) {
-          WriteRowsOfChunks<true, kHalf, O>(chunks, level, p.src_w, x0, staged_at, taps_at, xs,
-                                            xe, ys, rows);
+          WriteRowsOfChunks<true, kHalf, O>(chunks, level, p.src_w, x0, staged_at, taps_at, xs, xe,
+                                            ys, rows);
         } else {
-          WriteRowsOfChunks<false, kHalf, O>(chunks, level, p.src_w, x0, staged_at, taps_at, xs,
-                                             xe, ys, rows);
+          WriteRowsOfChunks<false, kHalf, O>(chunks, level, p.src_w, x0, staged_at, taps_at, xs, xe,
+                                             ys, rows);
         }
       }
     }

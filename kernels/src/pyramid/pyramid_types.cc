@@ -40,9 +40,9 @@ absl::Status ValidatePyramidSpec(PixelType input_type, const Extent& extent,
         absl::StrCat("min_height: ", spec.min_height, " is not >= 1"));
   }
   if (spec.output_type != PixelType::kF32 && spec.output_type != input_type) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "output_type: ", PixelTypeName(spec.output_type), " is neither f32 nor the input type ",
-        PixelTypeName(input_type)));
+    return absl::InvalidArgumentError(absl::StrCat("output_type: ", PixelTypeName(spec.output_type),
+                                                   " is neither f32 nor the input type ",
+                                                   PixelTypeName(input_type)));
   }
   if (extent.width < spec.min_width || extent.height < spec.min_height) {
     return absl::InvalidArgumentError(absl::StrCat(

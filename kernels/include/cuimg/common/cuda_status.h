@@ -19,19 +19,19 @@ absl::Status CudaStatus(cudaError_t error, const char* what, const char* file, i
 
 }  // namespace cuimg
 
-#define CUIMG_CUDA_RETURN_IF_ERROR(expr, what)                                    \
-  do {                                                                            \
-    const cudaError_t cuimg_cuda_error_ = (expr);                                 \
-    if (cuimg_cuda_error_ != cudaSuccess)                                         \
-      return ::cuimg::CudaStatus(cuimg_cuda_error_, (what), __FILE__, __LINE__);  \
+#define CUIMG_CUDA_RETURN_IF_ERROR(expr, what)                                   \
+  do {                                                                           \
+    const cudaError_t cuimg_cuda_error_ = (expr);                                \
+    if (cuimg_cuda_error_ != cudaSuccess)                                        \
+      return ::cuimg::CudaStatus(cuimg_cuda_error_, (what), __FILE__, __LINE__); \
   } while (0)
 
 // After a <<<>>> launch: checks the launch, and with CUIMG_CUDA_DEBUG_SYNC also its execution.
 #ifdef CUIMG_CUDA_DEBUG_SYNC
-#define CUIMG_CUDA_CHECK_LAUNCH(stream, what)                              \
-  do {                                                                     \
-    CUIMG_CUDA_RETURN_IF_ERROR(cudaPeekAtLastError(), what);               \
-    CUIMG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), what);       \
+#define CUIMG_CUDA_CHECK_LAUNCH(stream, what)                        \
+  do {                                                               \
+    CUIMG_CUDA_RETURN_IF_ERROR(cudaPeekAtLastError(), what);         \
+    CUIMG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), what); \
   } while (0)
 #else
 #define CUIMG_CUDA_CHECK_LAUNCH(stream, what) \

@@ -40,14 +40,15 @@ class DeviceBufferCache {
 
    private:
     friend class DeviceBufferCache;
-    Lease(DeviceBufferCache* cache, DeviceBuffer buffer) : cache_(cache), buffer_(std::move(buffer)) {}
+    Lease(DeviceBufferCache* cache, DeviceBuffer buffer)
+        : cache_(cache), buffer_(std::move(buffer)) {}
     DeviceBufferCache* cache_ = nullptr;
     DeviceBuffer buffer_;
   };
 
   // `device` is the CUDA ordinal allocations are made on; the caller sets it current.
-  // budget_bytes bounds idle + in-use bytes; 0 means no caching (every lease is a fresh cudaMalloc).
-  // limit_bytes caps the bytes leased at once (0: no cap but the device's memory).
+  // budget_bytes bounds idle + in-use bytes; 0 means no caching (every lease is a fresh
+  // cudaMalloc). limit_bytes caps the bytes leased at once (0: no cap but the device's memory).
   DeviceBufferCache(int device, std::size_t budget_bytes, std::size_t limit_bytes = 0);
   ~DeviceBufferCache();
   DeviceBufferCache(const DeviceBufferCache&) = delete;

@@ -29,11 +29,11 @@ HostMemorySource PinnedHostMemory();
 class PinnedStagingPool {
  public:
   struct Stats {
-    std::uint64_t hits = 0;         // leases served by an idle chunk
-    std::uint64_t misses = 0;       // leases that allocated a chunk
-    std::uint64_t refusals = 0;     // leases refused because the budget was spent
-    std::size_t idle_bytes = 0;     // allocated chunks free for reuse
-    std::size_t in_use_bytes = 0;   // chunks leased out
+    std::uint64_t hits = 0;        // leases served by an idle chunk
+    std::uint64_t misses = 0;      // leases that allocated a chunk
+    std::uint64_t refusals = 0;    // leases refused because the budget was spent
+    std::size_t idle_bytes = 0;    // allocated chunks free for reuse
+    std::size_t in_use_bytes = 0;  // chunks leased out
   };
 
   // One leased chunk; goes back to the pool when destroyed. Move-only. The holder must only drop

@@ -10,10 +10,10 @@
 #define CUIMG_STATUS_CONCAT_(a, b) CUIMG_STATUS_CONCAT_INNER_(a, b)
 
 // Returns from the current function if `expr` (an absl::Status) is not OK.
-#define CUIMG_RETURN_IF_ERROR(expr)                        \
-  do {                                                     \
-    ::absl::Status cuimg_status_ = (expr);                 \
-    if (!cuimg_status_.ok()) return cuimg_status_;         \
+#define CUIMG_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::absl::Status cuimg_status_ = (expr);         \
+    if (!cuimg_status_.ok()) return cuimg_status_; \
   } while (0)
 
 // `CUIMG_ASSIGN_OR_RETURN(auto x, MakeX());` assigns the value of an absl::StatusOr or returns

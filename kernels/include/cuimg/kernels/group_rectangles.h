@@ -21,8 +21,8 @@ std::vector<Detection> GroupRectangles(const std::vector<Detection>& rects, int 
 // The response of a detection: hits as rectangles (cvRound(x * scale), cvRound(y * scale),
 // cvRound(window * scale)), grouped per spec.grouping, clipped to the image (empty ones dropped),
 // in descending score order (ties by position). Hits may come in any order.
-std::vector<Detection> FinishDetections(const DetectGeometry& geometry,
-                                        std::vector<WindowHit> hits, const DetectSpec& spec);
+std::vector<Detection> FinishDetections(const DetectGeometry& geometry, std::vector<WindowHit> hits,
+                                        const DetectSpec& spec);
 
 }  // namespace cuimg
 

@@ -1,5 +1,5 @@
-// The vocabulary of pedestrian detection (HOG features + a linear SVM), shared by the CPU reference,
-// the CUDA kernels and the server: OpenCV's HOG geometry, a detector model, a request's
+// The vocabulary of pedestrian detection (HOG features + a linear SVM), shared by the CPU
+// reference, the CUDA kernels and the server: OpenCV's HOG geometry, a detector model, a request's
 // parameters and their validators, the pyramid levels and windows of a detection, raw window
 // hits, and the detections made of them. Planning is in detect_geometry.h, grouping in
 // group_rectangles.h, a block's vote weights in hog_block_votes.h.

@@ -45,7 +45,7 @@ struct PyramidLevel {
   int index = 0;
   std::int64_t width = 0;
   std::int64_t height = 0;
-  double scale = 1.0;          // ratio^index: input size / level size, before rounding
+  double scale = 1.0;            // ratio^index: input size / level size, before rounding
   std::size_t offset_bytes = 0;  // from the start of the packed output; a multiple of 256
   std::size_t bytes = 0;         // width * height * element size
 };

@@ -31,8 +31,7 @@ absl::Status MorphologyReferenceInto(const ImageView& input, const ImageView& ou
 int MorphologyReferenceScratchImages(const std::vector<MorphologyStep>& steps);
 
 absl::StatusOr<Image> MorphologyReference(const Image& input,
-                                          const std::vector<MorphologyStep>& steps,
-                                          int threads = 0,
+                                          const std::vector<MorphologyStep>& steps, int threads = 0,
                                           const CancelToken& cancel = NeverCancelled());
 
 }  // namespace cuimg
