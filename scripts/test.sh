@@ -8,6 +8,8 @@ bash scripts/install_deps.sh
 bash scripts/install_deploy_tools.sh
 bash scripts/build.sh
 bash scripts/check_stock_cmake.sh
+# The format check (.clang-format): a mis-formatted source fails fast, before the tests.
+bash scripts/check_format.sh
 ctest --test-dir "${CUIMG_BUILD_DIR:-build}" --output-on-failure -j "$(nproc)" "$@"
 # The Docker image, built offline with podman and run read-only as non-root (CI; like the
 # hardening runs, CUIMG_SKIP_IMAGE=1 or ctest arguments skip it).
