@@ -34,6 +34,8 @@ binaries=(
   "$build_dir/benchmarks/transport_bench"
 )
 for b in "${binaries[@]}"; do cp "$b" "$out/bin/"; done
+# Built only where nvjpeg.h and the library were found (linked to it, unlike the server).
+[ -x "$build_dir/benchmarks/nvjpeg_modes_bench" ] && cp "$build_dir/benchmarks/nvjpeg_modes_bench" "$out/bin/"
 
 bash scripts/collect_libs.sh "$out/lib" "$out"/bin/*
 # The server dlopens libnvjpeg (GPU JPEG decoding), so ldd does not list it.
