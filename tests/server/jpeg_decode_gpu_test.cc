@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include "cuimg/codec/image_codec.h"
@@ -170,6 +172,78 @@ TEST(JpegGpuDecode, CorruptStreamsFailOrDecodeButNeverPoisonTheDevice) {
   absl::StatusOr<std::vector<std::uint8_t>> again = gpu.Decode(jpeg, *shape);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(*again, *reference);
+}
+
+// Threads decoding at once share the hardware engine's batches (colour and gray, several sizes,
+// a truncated stream among them): each gets its own file's pixels, as decoded alone, whatever
+// becomes of the truncated one.
+TEST(JpegGpuDecode, ConcurrentDecodesEachGetTheirOwnPixels) {
+  Gpu gpu;
+  CUIMG_SKIP_WITHOUT_NVJPEG(gpu);
+  struct File {
+    std::vector<std::uint8_t> jpeg;
+    ImageView shape;
+    std::vector<std::uint8_t> alone;
+  };
+  std::vector<File> files;
+  for (auto [w, h, sampling] :
+       {std::tuple{1920, 1080, TJSAMP_420}, std::tuple{641, 517, TJSAMP_444},
+        std::tuple{800, 600, TJSAMP_GRAY}, std::tuple{333, 259, TJSAMP_422}}) {
+    File f;
+    f.jpeg = Encode(w, h, sampling);
+    absl::StatusOr<ImageView> shape = ProbeImage(f.jpeg);
+    ASSERT_TRUE(shape.ok());
+    f.shape = *shape;
+    absl::StatusOr<std::vector<std::uint8_t>> alone = gpu.Decode(f.jpeg, f.shape);
+    ASSERT_TRUE(alone.ok()) << alone.status();
+    f.alone = *std::move(alone);
+    files.push_back(std::move(f));
+  }
+  std::vector<std::uint8_t> corrupt = files[0].jpeg;
+  corrupt.resize(corrupt.size() / 2);  // truncated mid-scan
+  constexpr int kThreads = 8;
+  constexpr int kRounds = 25;
+  std::vector<int> wrong(kThreads, 0), failed(kThreads, 0), corrupt_ok(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+      absl::StatusOr<std::unique_ptr<NvjpegDevice::State>> state = gpu.device->CreateState();
+      ASSERT_TRUE(state.ok());
+      cudaStream_t stream = nullptr;
+      ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+      void* d_out = nullptr;
+      ASSERT_EQ(cudaMalloc(&d_out, files[0].shape.Bytes()), cudaSuccess);
+      for (int r = 0; r < kRounds; ++r) {
+        const bool bad = t == 0 && r % 5 == 0;
+        const File& f = files[(t + r) % files.size()];
+        const absl::Status s = gpu.device->Decode(**state, bad ? corrupt : f.jpeg,
+                                                  bad ? files[0].shape : f.shape, d_out, stream);
+        if (bad) {
+          corrupt_ok[t] += s.ok();
+          continue;
+        }
+        if (!s.ok()) {
+          ++failed[t];
+          continue;
+        }
+        std::vector<std::uint8_t> host(f.shape.Bytes());
+        ASSERT_EQ(cudaMemcpy(host.data(), d_out, host.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+        wrong[t] += host != f.alone;
+      }
+      cudaFree(d_out);
+      cudaStreamDestroy(stream);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(failed[t], 0) << "thread " << t;
+    EXPECT_EQ(wrong[t], 0) << "thread " << t;
+  }
+  // Whether nvJPEG refuses the truncated stream or decodes what it has, the others are unharmed.
+  std::printf("truncated stream among concurrent decodes: decoded %d of %d times\n", corrupt_ok[0],
+              (kRounds + 4) / 5);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 TEST(JpegGpuDecode, AShapeThatNvjpegReadsDifferentlyIsRefusedBeforeWriting) {
