@@ -12,22 +12,8 @@
 
 namespace cuimg {
 
-v1::PixelType ToProtoPixelType(PixelType type) {
-  switch (type) {
-    case PixelType::kU8:
-      return v1::PIXEL_TYPE_U8;
-    case PixelType::kU16:
-      return v1::PIXEL_TYPE_U16;
-    case PixelType::kI16:
-      return v1::PIXEL_TYPE_I16;
-    case PixelType::kF32:
-      break;
-  }
-  return v1::PIXEL_TYPE_F32;
-}
-
 void ToProtoImage(const Image& image, v1::Image* out) {
-  out->set_pixel_type(ToProtoPixelType(image.type()));
+  out->set_pixel_type(PixelTypeToProto(image.type()));
   out->set_width(static_cast<std::uint32_t>(image.extent().width));
   out->set_height(static_cast<std::uint32_t>(image.extent().height));
   out->set_depth(image.extent().depth > 1 ? static_cast<std::uint32_t>(image.extent().depth) : 0);

@@ -13,10 +13,10 @@
 #include "cuimg/v1/gradient.pb.h"
 #include "cuimg/v1/pyramid.pb.h"
 #include "cuimg/v1/types.pb.h"
+#include "proto/pixel_type_proto.h"
 
 namespace cuimg {
 
-v1::PixelType ToProtoPixelType(PixelType type);
 // The image's header and pixels into `out`.
 void ToProtoImage(const Image& image, v1::Image* out);
 // A response image back to an Image; INVALID_ARGUMENT when its byte count does not match.

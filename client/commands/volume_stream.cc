@@ -193,7 +193,7 @@ absl::StatusOr<StreamedVolume> StreamVolume(
   }
   const Extent& e = volume.extent();
   v1::Image* shape = header.mutable_volume();
-  shape->set_pixel_type(ToProtoPixelType(volume.type()));
+  shape->set_pixel_type(PixelTypeToProto(volume.type()));
   shape->set_width(static_cast<std::uint32_t>(e.width));
   shape->set_height(static_cast<std::uint32_t>(e.height));
   StreamedVolume out;

@@ -1,4 +1,5 @@
-// Conversions between API enums/messages and domain types that need no validation context.
+// Conversions between API enums/messages and domain types that need no validation context (the
+// pixel types' are proto/pixel_type_proto.h's, shared with the client).
 #ifndef CUIMG_SERVER_PROTO_CONVERSION_H_
 #define CUIMG_SERVER_PROTO_CONVERSION_H_
 
@@ -7,12 +8,9 @@
 #include "absl/status/statusor.h"
 #include "cuimg/common/image.h"
 #include "cuimg/v1/types.pb.h"
+#include "proto/pixel_type_proto.h"
 
 namespace cuimg {
-
-// INVALID_ARGUMENT naming `field` for UNSPECIFIED or unknown values.
-absl::StatusOr<PixelType> PixelTypeFromProto(int value, absl::string_view field);
-v1::PixelType PixelTypeToProto(PixelType type);
 
 // Fills `image`'s header (type, size, channels) from a view; data is left to the caller.
 void SetImageHeader(const ImageView& view, v1::Image* image);
