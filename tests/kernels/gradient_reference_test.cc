@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cuimg/reference/gradient_reference.h"
+#include "tests/testing/opencv_types.h"
 #include "tests/testing/random_image.h"
 #include "tests/testing/status_matchers.h"
 
@@ -25,19 +26,7 @@ constexpr double kPi = 3.14159265358979323846;
 using ::cuimg::testing::StatusIs;
 using ::testing::HasSubstr;
 
-int CvDepth(PixelType t) {
-  switch (t) {
-    case PixelType::kU8:
-      return CV_8U;
-    case PixelType::kU16:
-      return CV_16U;
-    case PixelType::kI16:
-      return CV_16S;
-    case PixelType::kF32:
-      break;
-  }
-  return CV_32F;
-}
+using ::cuimg::testing::CvDepth;
 
 cv::Mat Row(const std::vector<double>& taps) {
   return cv::Mat(1, static_cast<int>(taps.size()), CV_64F, const_cast<double*>(taps.data()))

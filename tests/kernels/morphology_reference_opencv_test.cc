@@ -6,24 +6,13 @@
 #include <random>
 
 #include "cuimg/reference/morphology_reference.h"
+#include "tests/testing/opencv_types.h"
 #include "tests/testing/random_image.h"
 
 namespace cuimg {
 namespace {
 
-int CvDepth(PixelType t) {
-  switch (t) {
-    case PixelType::kU8:
-      return CV_8U;
-    case PixelType::kU16:
-      return CV_16U;
-    case PixelType::kI16:
-      return CV_16S;
-    case PixelType::kF32:
-      break;
-  }
-  return CV_32F;
-}
+using ::cuimg::testing::CvDepth;
 
 int CvOp(MorphOp op) {
   switch (op) {

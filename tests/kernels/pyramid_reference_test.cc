@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cuimg/reference/pyramid_reference.h"
+#include "tests/testing/opencv_types.h"
 #include "tests/testing/random_image.h"
 #include "tests/testing/status_matchers.h"
 
@@ -22,19 +23,7 @@ namespace {
 using ::cuimg::testing::StatusIs;
 using ::testing::HasSubstr;
 
-int CvDepth(PixelType t) {
-  switch (t) {
-    case PixelType::kU8:
-      return CV_8U;
-    case PixelType::kU16:
-      return CV_16U;
-    case PixelType::kI16:
-      return CV_16S;
-    case PixelType::kF32:
-      break;
-  }
-  return CV_32F;
-}
+using ::cuimg::testing::CvDepth;
 
 cv::Mat AsMat(const Image& image) {
   return cv::Mat(static_cast<int>(image.extent().height), static_cast<int>(image.extent().width),
