@@ -8,12 +8,13 @@
 #define CUIMG_SERVER_SCHEDULING_LEADER_BATCH_H_
 
 #include <algorithm>
+#include <condition_variable>
 #include <deque>
 #include <functional>
+#include <mutex>
 #include <utility>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 
 namespace cuimg {
@@ -32,11 +33,11 @@ class LeaderBatch {
   // Returns once a batch holding `item` has run. Thread-safe; `item` must live until then.
   void Submit(Item* item) {
     Waiter self{item, false};
-    absl::MutexLock lock(&mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     queue_.push_back(&self);
     while (!self.done) {
       if (busy_) {
-        idle_.Wait(&mu_);
+        idle_.wait(lock);
         continue;
       }
       busy_ = true;
@@ -46,25 +47,25 @@ class LeaderBatch {
       std::vector<Item*> items;
       items.reserve(n);
       for (Waiter* w : batch) items.push_back(w->item);
-      mu_.Unlock();
+      lock.unlock();
       run_(absl::MakeConstSpan(items));
-      mu_.Lock();
+      lock.lock();
       for (Waiter* w : batch) w->done = true;
       ++batches_;
       busy_ = false;
-      idle_.SignalAll();
+      idle_.notify_all();
     }
   }
 
   // Calls queued and not yet taken by a batch (tests).
   std::size_t waiting() const {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     return queue_.size();
   }
 
   // Batches run so far (tests).
   long long batches() const {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     return batches_;
   }
 
@@ -75,11 +76,13 @@ class LeaderBatch {
   };
   const int max_batch_;
   const std::function<void(absl::Span<Item* const>)> run_;
-  mutable absl::Mutex mu_;
-  absl::CondVar idle_;
-  std::deque<Waiter*> queue_ ABSL_GUARDED_BY(mu_);
-  bool busy_ ABSL_GUARDED_BY(mu_) = false;
-  long long batches_ ABSL_GUARDED_BY(mu_) = 0;
+  // std::mutex, not absl::Mutex: TSan sees the standard library's locks (Debian's Abseil is not
+  // built for it).
+  mutable std::mutex mu_;
+  std::condition_variable idle_;
+  std::deque<Waiter*> queue_;  // guarded by mu_, as are busy_ and batches_
+  bool busy_ = false;
+  long long batches_ = 0;
 };
 
 }  // namespace cuimg
