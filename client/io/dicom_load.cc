@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -26,33 +27,42 @@ std::uint32_t Le32(const unsigned char* p) {
 }
 
 // The offset where a Part 10 file's dataset starts when its meta header says deflated; 0 for
-// anything else (DCMTK reads those itself). The meta header is explicit VR little endian and
-// starts with its group length (0002,0000) UL.
+// anything else (DCMTK reads those itself). The meta header is the explicit VR little endian
+// elements of group 0002 after "DICM"; its group length (0002,0000) is not trusted, as DCMTK
+// reads on without it.
 std::uintmax_t DeflatedDatasetOffset(const std::vector<unsigned char>& head) {
-  if (head.size() < 144 || std::memcmp(head.data() + 128, "DICM", 4) != 0 ||
-      Le32(head.data() + 132) != 0x00000002u || std::memcmp(head.data() + 136, "UL", 2) != 0) {
-    return 0;
-  }
-  const std::uintmax_t end = 144 + std::uintmax_t{Le32(head.data() + 140)};
-  if (end > head.size()) return 0;
-  for (std::size_t pos = 144; pos + 8 <= end;) {
+  if (head.size() < 140 || std::memcmp(head.data() + 128, "DICM", 4) != 0) return 0;
+  std::string uid;
+  std::size_t pos = 132;
+  while (pos + 8 <= head.size() && (head[pos] | head[pos + 1] << 8) == 0x0002) {
     const std::uint32_t tag = Le32(head.data() + pos);
-    const bool long_length = std::memcmp(head.data() + pos + 4, "OB", 2) == 0 ||
-                             std::memcmp(head.data() + pos + 4, "UN", 2) == 0 ||
-                             std::memcmp(head.data() + pos + 4, "UT", 2) == 0;
-    if (long_length && pos + 12 > end) return 0;
+    const char* vr = reinterpret_cast<const char*>(head.data() + pos + 4);
+    const bool long_length = std::memcmp(vr, "OB", 2) == 0 || std::memcmp(vr, "OW", 2) == 0 ||
+                             std::memcmp(vr, "OF", 2) == 0 || std::memcmp(vr, "SQ", 2) == 0 ||
+                             std::memcmp(vr, "UN", 2) == 0 || std::memcmp(vr, "UT", 2) == 0;
+    if (long_length && pos + 12 > head.size()) return 0;
     const std::uint32_t length =
         long_length ? Le32(head.data() + pos + 8) : (head[pos + 6] | head[pos + 7] << 8);
     const std::size_t value = pos + (long_length ? 12 : 8);
-    if (value + length > end) return 0;
+    if (length > head.size() - value) return 0;  // runs past what was read: not walkable
     if (tag == 0x00100002u) {  // (0002,0010) TransferSyntaxUID, little-endian group first
-      std::string uid(reinterpret_cast<const char*>(head.data() + value), length);
+      uid.assign(reinterpret_cast<const char*>(head.data() + value), length);
       while (!uid.empty() && (uid.back() == '\0' || uid.back() == ' ')) uid.pop_back();
-      return uid == kDeflated ? end : 0;
     }
     pos = value + length;
   }
-  return 0;
+  return uid == kDeflated ? pos : 0;
+}
+
+// True when the deflated transfer syntax's UID appears in the file's first bytes: DCMTK may then
+// inflate the dataset itself, into memory, reading every value at its declared length (no
+// deferred loading from a stream it inflates), which a hostile length turns into gigabytes.
+bool MentionsDeflated(const std::vector<unsigned char>& head) {
+  const std::size_t n = sizeof(kDeflated) - 1;
+  for (std::size_t i = 0; i + n <= head.size(); ++i) {
+    if (std::memcmp(head.data() + i, kDeflated, n) == 0) return true;
+  }
+  return false;
 }
 
 // Removes the file when it goes out of scope.
@@ -144,6 +154,12 @@ absl::Status LoadDicomFile(const std::string& file, bool until_pixel_data,
       return absl::DataLossError(absl::StrCat(file, ": the inflated dataset is short"));
     }
     return absl::OkStatus();
+  }
+  // Deflated, by the look of it, but not as we can walk the meta header: never DCMTK's inflation.
+  if (MentionsDeflated(head)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": names the deflated transfer syntax (", kDeflated,
+                     ") but its meta header (group 0002 after DICM) cannot be read"));
   }
   load->deflated = false;
   load->dataset_bytes = ec ? 0 : file_bytes;
