@@ -13,12 +13,16 @@
 namespace cuimg {
 
 void ToProtoImage(const Image& image, v1::Image* out) {
+  ToProtoImageHeader(image, out);
+  out->set_data(reinterpret_cast<const char*>(image.bytes()), image.size_bytes());
+}
+
+void ToProtoImageHeader(const Image& image, v1::Image* out) {
   out->set_pixel_type(PixelTypeToProto(image.type()));
   out->set_width(static_cast<std::uint32_t>(image.extent().width));
   out->set_height(static_cast<std::uint32_t>(image.extent().height));
   out->set_depth(image.extent().depth > 1 ? static_cast<std::uint32_t>(image.extent().depth) : 0);
   out->set_channels(static_cast<std::uint32_t>(image.channels()));
-  out->set_data(reinterpret_cast<const char*>(image.bytes()), image.size_bytes());
 }
 
 absl::StatusOr<Image> FromProtoImage(const v1::Image& image) {

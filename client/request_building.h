@@ -19,6 +19,8 @@ namespace cuimg {
 
 // The image's header and pixels into `out`.
 void ToProtoImage(const Image& image, v1::Image* out);
+// The image's header alone (its type, size and channels; not its pixels) into `out`.
+void ToProtoImageHeader(const Image& image, v1::Image* out);
 // A response image back to an Image; INVALID_ARGUMENT when its byte count does not match.
 absl::StatusOr<Image> FromProtoImage(const v1::Image& image);
 

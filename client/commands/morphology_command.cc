@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -17,6 +18,7 @@
 #include "client/request_building.h"
 #include "client/morphology_spec.h"
 #include "client/commands/volume_stream.h"
+#include "client/pixel_messages.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 #include "proto/wire_contract.h"
 
@@ -163,6 +165,70 @@ int RunStreamed(const ConnectionOptions& connection, const MorphologyCommand& co
   return kExitOk;
 }
 
+// One Morphology call per channel. A one-channel image (every CT volume) is sent from its own
+// pixels and its result written from the buffer the response's pixels were read into
+// (pixel_messages.h): for a 157 MB volume every copy costs tens of milliseconds. Colour images go
+// a channel at a time.
+int RunUnary(const ConnectionOptions& connection, const MorphologyCommand& command,
+             const std::vector<v1::MorphologyStep>& steps, VolumeFile* input) {
+  // Shared with gRPC, which may hold the sent pixels past the call.
+  const auto in = std::make_shared<const Image>(std::move(input->image));
+  const std::shared_ptr<grpc::Channel> channel = MakeChannel(connection);
+  const std::string method = absl::StrCat("/", v1::Imaging::service_full_name(), "/Morphology");
+  const int channels = in->channels();
+  const std::size_t pixel = PixelSize(in->type());
+  const std::int64_t pixels = in->extent().Pixels();
+  Image output;
+  if (channels > 1) output = Image(in->type(), in->extent(), channels, Image::kUninitialized);
+  Image::Storage result;
+  v1::MorphologyResponse response;
+  std::string timing;
+  ElementList elements;
+  const auto start = std::chrono::steady_clock::now();
+  for (int c = 0; c < channels; ++c) {
+    std::shared_ptr<const Image> sent = in;
+    if (channels > 1) {
+      auto plane = std::make_shared<Image>(in->type(), in->extent(), 1, Image::kUninitialized);
+      for (std::int64_t i = 0; i < pixels; ++i) {  // de-interleave one channel
+        std::memcpy(plane->bytes() + i * pixel, in->bytes() + (i * channels + c) * pixel, pixel);
+      }
+      sent = std::move(plane);
+    }
+    v1::MorphologyRequest request;
+    v1::Image* image = request.mutable_input()->mutable_image();
+    ToProtoImageHeader(*sent, image);
+    image->mutable_spacing()->set_x_mm(input->spacing.x_mm);
+    image->mutable_spacing()->set_y_mm(input->spacing.y_mm);
+    image->mutable_spacing()->set_z_mm(input->spacing.z_mm);
+    for (const v1::MorphologyStep& step : steps) *request.add_steps() = step;
+    grpc::ClientContext context;
+    PrepareContext(connection, &context);
+    const grpc::Status status =
+        UnaryCallWithPixels(channel, &context, method, request, sent->bytes(), sent->size_bytes(),
+                            sent, sent->size_bytes(), &response, &result);
+    if (!status.ok()) return ReportRpcError(status);
+    if (result.size() != static_cast<std::size_t>(pixels * pixel)) {
+      std::fprintf(stderr, "error: the server returned %zu bytes, expected %zu\n", result.size(),
+                   static_cast<std::size_t>(pixels * pixel));
+      return kExitRpcError;
+    }
+    if (channels > 1) {
+      for (std::int64_t i = 0; i < pixels; ++i) {
+        std::memcpy(output.bytes() + (i * channels + c) * pixel, &result[i * pixel], pixel);
+      }
+    }
+    timing = TimingTrailerText(context);
+    elements.assign(response.resolved_elements().begin(), response.resolved_elements().end());
+  }
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const ImageView written =
+      channels > 1 ? output.view() : ImageView{in->type(), in->extent(), 1, result.data()};
+  if (int code = WriteOutput(command, written, *input); code != kExitOk) return code;
+  Report(command, *in, ms, timing, elements);
+  return kExitOk;
+}
+
 int RunMorphologyOnFiles(const ConnectionOptions& connection, const MorphologyCommand& command) {
   if (command.input.empty() || command.output.empty()) {
     return Usage(
@@ -175,7 +241,6 @@ int RunMorphologyOnFiles(const ConnectionOptions& connection, const MorphologyCo
     std::fprintf(stderr, "error: %s\n", std::string(input.status().message()).c_str());
     return ExitCodeForReadError(input.status());
   }
-  const Image& in = input->image;
   if (input->dicom != nullptr && input->dicom->gap_deviation_mm > 0.01 * input->spacing.z_mm) {
     std::fprintf(stderr,
                  "note: slice gaps vary by up to %.3f mm around %.3f mm; the volume is "
@@ -187,64 +252,8 @@ int RunMorphologyOnFiles(const ConnectionOptions& connection, const MorphologyCo
     if (command.volume_streams < 1) return Usage("--volume_streams: must be >= 1");
     return RunStreamed(connection, command, *steps, *input);
   }
-  auto stub = v1::Imaging::NewStub(MakeChannel(connection));
-  const int channels = in.channels();
-  const std::size_t pixel = PixelSize(in.type());
-  const std::int64_t pixels = in.extent().Pixels();
-  // One channel (every CT volume) is sent as it is and written from the response's own bytes:
-  // copying a 157 MB volume pixel by pixel into a plane and back cost more than the server's
-  // whole call. Colour images go a channel at a time.
-  Image output;
-  Image plane;
-  if (channels > 1) {
-    output = Image(in.type(), in.extent(), channels, Image::kUninitialized);
-    plane = Image(in.type(), in.extent(), 1, Image::kUninitialized);
-  }
-  v1::MorphologyResponse response;
-  std::string timing;
-  ElementList elements;
-  const auto start = std::chrono::steady_clock::now();
-  for (int c = 0; c < channels; ++c) {
-    if (channels > 1) {
-      for (std::int64_t i = 0; i < pixels; ++i) {  // de-interleave one channel
-        std::memcpy(plane.bytes() + i * pixel, in.bytes() + (i * channels + c) * pixel, pixel);
-      }
-    }
-    v1::MorphologyRequest request;
-    v1::Image* image = request.mutable_input()->mutable_image();
-    ToProtoImage(channels > 1 ? plane : in, image);
-    image->mutable_spacing()->set_x_mm(input->spacing.x_mm);
-    image->mutable_spacing()->set_y_mm(input->spacing.y_mm);
-    image->mutable_spacing()->set_z_mm(input->spacing.z_mm);
-    for (const v1::MorphologyStep& step : *steps) *request.add_steps() = step;
-    grpc::ClientContext context;
-    PrepareContext(connection, &context);
-    response.Clear();
-    const grpc::Status status = stub->Morphology(&context, request, &response);
-    if (!status.ok()) return ReportRpcError(status);
-    const std::string& out = response.result().image().data();
-    if (out.size() != static_cast<std::size_t>(pixels * pixel)) {
-      std::fprintf(stderr, "error: the server returned %zu bytes, expected %zu\n", out.size(),
-                   static_cast<std::size_t>(pixels * pixel));
-      return kExitRpcError;
-    }
-    if (channels > 1) {
-      for (std::int64_t i = 0; i < pixels; ++i) {
-        std::memcpy(output.bytes() + (i * channels + c) * pixel, &out[i * pixel], pixel);
-      }
-    }
-    timing = TimingTrailerText(context);
-    elements.assign(response.resolved_elements().begin(), response.resolved_elements().end());
-  }
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  const ImageView written =
-      channels > 1 ? output.view()
-                   : ImageView{in.type(), in.extent(), 1,
-                               const_cast<char*>(response.result().image().data().data())};
-  if (int code = WriteOutput(command, written, *input); code != kExitOk) return code;
-  Report(command, in, ms, timing, elements);
-  return kExitOk;
+
+  return RunUnary(connection, command, *steps, &*input);
 }
 
 }  // namespace
