@@ -21,10 +21,10 @@ namespace {
 using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
+using google::protobuf::internal::WireFormatLite;
 using google::protobuf::io::CodedInputStream;
 using google::protobuf::io::CodedOutputStream;
 using google::protobuf::io::StringOutputStream;
-using google::protobuf::internal::WireFormatLite;
 
 // Field 1 of `message`'s type (an image request's input, a response's result, a result's image)
 // when it is a singular field of type `type`.
@@ -87,8 +87,7 @@ bool SplitPixels(CodedInputStream* in, int depth, std::string* out, Image::Stora
 absl::StatusOr<grpc::ByteBuffer> SerializeWithPixels(const Message& request, const void* pixels,
                                                      std::size_t bytes,
                                                      std::shared_ptr<const void> owner) {
-  const FieldDescriptor* input =
-      FirstField(request.GetDescriptor(), v1::ImageSource::descriptor());
+  const FieldDescriptor* input = FirstField(request.GetDescriptor(), v1::ImageSource::descriptor());
   if (input == nullptr || !request.GetReflection()->HasField(request, input)) {
     return absl::InvalidArgumentError(
         absl::StrCat(request.GetTypeName(), ": no input image to send the pixels as"));

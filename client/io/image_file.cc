@@ -15,8 +15,20 @@ namespace cuimg {
 absl::StatusOr<std::vector<std::uint8_t>> ReadFileBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                                  std::istreambuf_iterator<char>());
+  // In one read of the size the file has: a byte at a time, a 157 MB volume took 0.3 s.
+  std::vector<std::uint8_t> bytes;
+  in.seekg(0, std::ios::end);
+  if (const std::streamoff size = in ? std::streamoff(in.tellg()) : -1; size > 0 && in.seekg(0)) {
+    bytes.resize(static_cast<std::size_t>(size));
+    in.read(reinterpret_cast<char*>(bytes.data()), size);
+    bytes.resize(static_cast<std::size_t>(in.gcount()));
+  } else {
+    in.clear();
+    in.seekg(0);  // fails on a pipe, which has not moved
+    in.clear();
+  }
+  // What the size did not tell (a pipe, a file that grew).
+  if (!in.eof()) bytes.insert(bytes.end(), std::istreambuf_iterator<char>(in), {});
   if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read failed"));
   return bytes;
 }
