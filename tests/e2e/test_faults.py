@@ -18,7 +18,6 @@ import tempfile
 import threading
 import time
 import unittest
-import urllib.request
 
 import grpc
 import numpy as np
@@ -49,8 +48,7 @@ QUICK = morph(16, 3)
 
 
 def requests_total(server, code):
-    text = urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics",
-                                  timeout=10).read().decode()
+    text = server.metrics()
     pattern = r'cuimg_requests_total\{code="%s",rpc="Morphology"\} (\S+)' % code
     m = re.search(pattern, text)
     return float(m.group(1)) if m else 0.0
