@@ -8,6 +8,8 @@ import tempfile
 import time
 import urllib.request
 
+import grpc
+
 
 def free_port():
     """A loopback TCP port that is free now, for a process that must be told its port."""
@@ -41,6 +43,12 @@ class ServerProcess:
         self.metrics_port = ports["metrics"]
         self.health_port = ports.get("health", 0)
         self.target = f"127.0.0.1:{self.grpc_port}"
+
+    def channel(self):
+        """An insecure channel to the gRPC port without gRPC's message size limits (the server
+        enforces its own)."""
+        return grpc.insecure_channel(self.target, options=[
+            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
 
     def metrics(self):
         """The metrics endpoint's text (Prometheus exposition format)."""

@@ -56,8 +56,7 @@ class DetectStreamOverTheWire(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.server = ServerProcess(SERVER, f"--backend={BACKEND}")
-        cls.channel = grpc.insecure_channel(cls.server.target, options=[
-            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        cls.channel = cls.server.channel()
         cls.stub = imaging_service_pb2_grpc.ImagingStub(cls.channel)
         # The server's own decoding of basketball2.png (pyramid level 0 is a copy), and a colour
         # frame made from it.

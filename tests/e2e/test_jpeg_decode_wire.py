@@ -92,14 +92,12 @@ class JpegDecodeOverTheWire(unittest.TestCase):
         # On the GPU machine the GPU decoder is required: a bundle without libnvjpeg fails here.
         flags = ["--jpeg_decoder=gpu"] if ON_GPU else []
         cls.server = ServerProcess(SERVER, f"--backend={BACKEND}", *flags)
-        cls.channel = grpc.insecure_channel(cls.server.target, options=[
-            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        cls.channel = cls.server.channel()
         cls.stub = imaging_service_pb2_grpc.ImagingStub(cls.channel)
         cls.hardware = "nvjpeg_backend=\"hardware" in cls.server.log()
         # The same backend decoding every JPEG with libjpeg-turbo: the reference.
         cls.cpu = ServerProcess(SERVER, f"--backend={BACKEND}", "--jpeg_decoder=cpu")
-        cls.cpu_channel = grpc.insecure_channel(cls.cpu.target, options=[
-            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        cls.cpu_channel = cls.cpu.channel()
         cls.cpu_stub = imaging_service_pb2_grpc.ImagingStub(cls.cpu_channel)
 
     @classmethod

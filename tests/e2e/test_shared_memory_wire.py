@@ -74,8 +74,7 @@ class SharedMemoryWire(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.server = ServerProcess(SERVER, f"--backend={BACKEND}", "--shared_memory")
-        cls.channel = grpc.insecure_channel(cls.server.target, options=[
-            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        cls.channel = cls.server.channel()
         cls.stub = imaging_service_pb2_grpc.ImagingStub(cls.channel)
         cls.shm = ShmObject(8 << 20)
         cls.region = cls.stub.RegisterSharedMemory(shared_memory_pb2.RegisterSharedMemoryRequest(
@@ -318,8 +317,7 @@ class SharedMemoryShrunkUnderTheServer(unittest.TestCase):
     def setUpClass(cls):
         cls.server = ServerProcess(SERVER, f"--backend={BACKEND}", "--shared_memory",
                                    "--max_request_work=0")  # slow_steps sizes work by time
-        cls.channel = grpc.insecure_channel(cls.server.target, options=[
-            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        cls.channel = cls.server.channel()
         cls.stub = imaging_service_pb2_grpc.ImagingStub(cls.channel)
 
     @classmethod

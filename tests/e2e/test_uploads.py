@@ -78,8 +78,7 @@ class StalledUpload:
 class Uploads(unittest.TestCase):
     def start(self, *flags):
         server = ServerProcess(SERVER, "--backend=cpu", *flags)
-        channel = grpc.insecure_channel(server.target, options=[
-            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        channel = server.channel()
         stalled = []
 
         def stop():
