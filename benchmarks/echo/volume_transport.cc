@@ -44,9 +44,9 @@ void MeasureVolumeTransport(const VolumeTransportRun& run) {
     cuimg::v1::MorphologyResponse reply;
     const grpc::Status s =
         run.imaging->Morphology(&ctx,
-                               Dilate(volume, kVW, kVH, kVD, cuimg::v1::PIXEL_TYPE_I16,
-                                      cuimg::v1::ELEMENT_SHAPE_ELLIPSE, 9),
-                               &reply);
+                                Dilate(volume, kVW, kVH, kVD, cuimg::v1::PIXEL_TYPE_I16,
+                                       cuimg::v1::ELEMENT_SHAPE_ELLIPSE, 9),
+                                &reply);
     if (!s.ok()) std::fprintf(stderr, "unary volume: %s\n", s.error_message().c_str());
     unary = reply.result().image().data();
   }

@@ -18,12 +18,12 @@
 namespace cuimg::bench {
 
 struct VolumeTransportRun {
-  Echo::Stub* echo = nullptr;                // the echo server
+  Echo::Stub* echo = nullptr;                   // the echo server
   cuimg::v1::Imaging::Stub* imaging = nullptr;  // the cuimg server
-  std::string label;                          // names the transport settings in the rows
-  int runs = 1;                               // timed runs per row, after one warm-up (>= 1)
-  std::vector<int> slab_sizes;                // slices per slab, a row each
-  std::vector<int> stream_counts;             // StreamVolume's streams, a row each
+  std::string label;                            // names the transport settings in the rows
+  int runs = 1;                                 // timed runs per row, after one warm-up (>= 1)
+  std::vector<int> slab_sizes;                  // slices per slab, a row each
+  std::vector<int> stream_counts;               // StreamVolume's streams, a row each
   // A channel to the cuimg server with a connection of its own per `index`.
   std::function<std::shared_ptr<grpc::Channel>(int index)> cuimg_channel;
 };
