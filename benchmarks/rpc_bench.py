@@ -315,9 +315,6 @@ def main():
                         help="frames of the DetectStream row (vtest_NN.jpg cycled)")
     parser.add_argument("--stream_window", type=int, default=4,
                         help="the DetectStream row's frames sent and unanswered at most")
-    parser.add_argument("--server_args", default="",
-                        help="more cuimg-server flags, space-separated (e.g. "
-                             "\"--stream_frames_in_flight=8 --worker_threads=8\")")
     parser.add_argument("--lookahead_bytes", type=int, default=0,
                         help="HTTP/2 lookahead on the server and the client channel (0: gRPC's default)")
     parser.add_argument("--client", default="",
@@ -334,9 +331,7 @@ def main():
     args = parser.parse_args()
     wanted = [w for w in args.only.split(",") if w]
     selected = lambda name: not wanted or any(name.startswith(w) for w in wanted)
-    server_flags = [f"--backend={args.backend}", *args.server_args.split(), *args.server_flag]
-    if args.server_args:
-        TRANSPORT["server_args"] = args.server_args
+    server_flags = [f"--backend={args.backend}", *args.server_flag]
     if args.server_flag:
         TRANSPORT["server_flags"] = " ".join(args.server_flag)
     options = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]

@@ -1,7 +1,6 @@
 // cuimg: the command-line client. `cuimg <subcommand> [flags]`; `cuimg --help` lists every flag,
 // `cuimg <subcommand> --help` that subcommand's.
 #include <cstdio>
-#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +9,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "client/commands/commands.h"
+#include "client/subcommand_flags.h"
 #include "server/command_line.h"
 #include "cuimg/common/lock_order_checks.h"
 
@@ -204,76 +204,6 @@ constexpr char kUsage[] =
     "cannot read: bad header, undecodable pixels, values out of range)\n"
     "`cuimg <subcommand> --help` lists the subcommand's flags; --version the build\n";
 
-// The flags each subcommand reads (what main() below passes on), for `cuimg <subcommand> --help`.
-// Every flag above is in at least one list (tests/e2e/test_command_line.py checks).
-const std::vector<std::string> kConnectionFlags = {
-    "target",      "timeout",       "lb_policy",    "max_attempts",    "tls",
-    "tls_ca_file", "tls_cert_file", "tls_key_file", "tls_server_name", "token_file"};
-const std::vector<std::string> kGradientFlags = {"kernel_length", "sigma"};
-const std::vector<std::string> kPyramidFlags = {"levels", "ratio", "mode"};
-const std::vector<std::string> kDetectFlags = {
-    "model",      "hit_threshold", "win_stride", "padding",         "scale",
-    "max_levels", "gamma",         "grouping",   "group_threshold", "group_eps"};
-const std::vector<std::string> kDeformFlags = {"lattice_file", "lattice_counts", "twist", "bulge"};
-
-std::vector<std::string> Join(std::initializer_list<std::vector<std::string>> lists) {
-  std::vector<std::string> out;
-  for (const std::vector<std::string>& list : lists) {
-    out.insert(out.end(), list.begin(), list.end());
-  }
-  return out;
-}
-
-// (subcommand, its own flags); all but mesh also take kConnectionFlags.
-const std::vector<std::pair<std::string, std::vector<std::string>>>& SubcommandFlags() {
-  static const auto* table = new std::vector<std::pair<std::string, std::vector<std::string>>>{
-      {"health", {"service"}},
-      {"morphology",
-       {"input",
-        "output",
-        "steps",
-        "op",
-        "shape",
-        "size",
-        "anchor",
-        "iterations",
-        "border",
-        "border_value",
-        "mask",
-        "nrrd_gzip",
-        "json",
-        "slab_slices",
-        "volume_streams",
-        "series_uid",
-        "uid_root",
-        "dicomweb_token_file",
-        "dicomweb_user",
-        "dicomweb_password_file",
-        "dicomweb_ca_file",
-        "dicomweb_max_instances",
-        "dicomweb_max_bytes"}},
-      {"gradient", Join({kGradientFlags,
-                         {"input", "output_prefix", "format", "nrrd_gzip", "series_uid",
-                          "slab_slices", "volume_streams"}})},
-      {"pyramid", Join({kPyramidFlags, {"input", "output_prefix", "format"}})},
-      {"detect", Join({kDetectFlags, {"input", "video", "output", "every", "max_frames"}})},
-      {"models", {"json"}},
-      {"deform", Join({kDeformFlags, {"input", "output", "animate"}})},
-      {"mesh", {"n", "m", "output"}},
-      {"load",
-       Join({{"rpc", "steps"},
-             kGradientFlags,
-             kPyramidFlags,
-             kDetectFlags,
-             kDeformFlags,
-             {"n",        "m",        "image_size", "pixel_type",    "input",    "concurrency",
-              "rate",     "duration", "requests",   "warmup",        "channels", "json",
-              "json_out", "csv",      "report",     "progress",      "shm",      "detect_stream",
-              "video",    "every",    "max_frames", "server_metrics"}})},
-  };
-  return *table;
-}
-
 // --help (of the client or of a subcommand), --helpfull, --version: print to stdout and exit 0
 // (the exit code), else -1.
 int HandleUsage(int argc, char** argv) {
@@ -288,19 +218,20 @@ int HandleUsage(int argc, char** argv) {
     return 0;
   }
   std::vector<std::string> names;
-  for (const auto& [name, flags] : SubcommandFlags()) names.push_back(name);
+  for (const auto& [name, flags] : cuimg::SubcommandFlagNames()) names.push_back(name);
   const std::string subcommand = cuimg::FindArgument(argc, argv, names);
   if (subcommand.empty()) {
     std::printf("%s\nflags:\n%s", kUsage, cuimg::DescribeFlagsDefinedIn(__FILE__).c_str());
     return 0;
   }
-  for (const auto& [name, flags] : SubcommandFlags()) {
+  for (const auto& [name, flags] : cuimg::SubcommandFlagNames()) {
     if (name != subcommand) continue;
     std::printf("usage: cuimg %s [flags]\n\n%s flags:\n%s",
                 name == "mesh" ? "mesh torus" : name.c_str(), name.c_str(),
                 cuimg::DescribeFlags(flags).c_str());
     if (name != "mesh") {
-      std::printf("\nconnection flags:\n%s", cuimg::DescribeFlags(kConnectionFlags).c_str());
+      std::printf("\nconnection flags:\n%s",
+                  cuimg::DescribeFlags(cuimg::ConnectionFlagNames()).c_str());
     }
   }
   return 0;

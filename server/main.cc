@@ -8,23 +8,19 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
-#include <initializer_list>
 #include <string>
 #include <thread>
 #include <utility>
-#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "server/backend/backend.h"
 #include "server/command_line.h"
+#include "server/flag_values.h"
 #include "server/observability/grpc_log_sink.h"
 #include "server/grpc_server.h"
 #include "cuimg/common/lock_order_checks.h"
@@ -188,86 +184,6 @@ ABSL_FLAG(std::string, port_file, "",
 
 namespace {
 
-// Sets *out to the value named `s` among `choices`; false (out untouched) for any other name.
-template <typename T>
-bool ParseChoice(const std::string& s, std::initializer_list<std::pair<const char*, T>> choices,
-                 T* out) {
-  for (const auto& [name, value] : choices) {
-    if (s == name) {
-      *out = value;
-      return true;
-    }
-  }
-  return false;
-}
-
-bool ParseBackend(const std::string& s, cuimg::BackendKind* out) {
-  using cuimg::BackendKind;
-  return ParseChoice(
-      s, {{"auto", BackendKind::kAuto}, {"cuda", BackendKind::kCuda}, {"cpu", BackendKind::kCpu}},
-      out);
-}
-
-bool ParseCudaSync(const std::string& s, cuimg::CudaSync* out) {
-  using cuimg::CudaSync;
-  return ParseChoice(s,
-                     {{"auto", CudaSync::kAuto},
-                      {"spin", CudaSync::kSpin},
-                      {"yield", CudaSync::kYield},
-                      {"block", CudaSync::kBlock}},
-                     out);
-}
-
-bool ParseJpegDecoder(const std::string& s, cuimg::JpegDecoderChoice* out) {
-  using cuimg::JpegDecoderChoice;
-  return ParseChoice(s,
-                     {{"auto", JpegDecoderChoice::kAuto},
-                      {"gpu", JpegDecoderChoice::kGpu},
-                      {"cpu", JpegDecoderChoice::kCpu}},
-                     out);
-}
-
-bool ParseFault(const std::string& s, cuimg::FaultInjection* out) {
-  if (s.empty()) return true;
-  std::vector<std::string> parts = absl::StrSplit(s, ':');
-  if (parts.size() < 2 || parts.size() > 3) return false;
-  int values[3] = {0, 0, 0};
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    if (!absl::SimpleAtoi(parts[i], &values[i]) || values[i] < 0) return false;
-  }
-  *out = cuimg::FaultInjection{values[0], values[1], values[2]};
-  return true;
-}
-
-bool ParseLogLevel(const std::string& s, cuimg::LogLevel* out) {
-  using cuimg::LogLevel;
-  return ParseChoice(s,
-                     {{"debug", LogLevel::kDebug},
-                      {"info", LogLevel::kInfo},
-                      {"warning", LogLevel::kWarning},
-                      {"error", LogLevel::kError}},
-                     out);
-}
-
-// --models_dir, or where an installed, bundled or build-tree server finds the repository's models.
-std::string ModelsDir(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  std::error_code error;
-  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
-  std::vector<std::filesystem::path> candidates;
-  if (!error) {
-    candidates.push_back(exe.parent_path() / ".." / "share" / "cuimg" / "models");
-    candidates.push_back(exe.parent_path() / ".." / "models");
-  }
-  candidates.push_back(CUIMG_SOURCE_MODELS_DIR);
-  for (const std::filesystem::path& dir : candidates) {
-    if (std::filesystem::is_directory(dir, error)) {
-      return std::filesystem::weakly_canonical(dir, error).string();
-    }
-  }
-  return "";
-}
-
 constexpr char kUsage[] =
     "cuimg-server: GPU image processing over gRPC.\n"
     "usage: cuimg-server [--flag=value ...] [--flagfile=FILE]\n"
@@ -353,7 +269,7 @@ int main(int argc, char** argv) {
   options.resident_budget_bytes = absl::GetFlag(FLAGS_resident_budget_bytes);
   options.resident_ttl_seconds = absl::GetFlag(FLAGS_resident_ttl_seconds);
   options.resident_max_ttl_seconds = absl::GetFlag(FLAGS_resident_max_ttl_seconds);
-  options.models_dir = ModelsDir(absl::GetFlag(FLAGS_models_dir));
+  options.models_dir = cuimg::ModelsDir(absl::GetFlag(FLAGS_models_dir));
   if (options.models_dir.empty()) {
     std::fprintf(stderr,
                  "no models directory found next to the binary or in the source tree; "
@@ -382,11 +298,11 @@ int main(int argc, char** argv) {
   options.security.health_listen_address = absl::GetFlag(FLAGS_health_listen_address);
 
   cuimg::LogLevel level = cuimg::LogLevel::kInfo;
-  if (!ParseBackend(absl::GetFlag(FLAGS_backend), &options.backend) ||
-      !ParseCudaSync(absl::GetFlag(FLAGS_cuda_sync), &options.cuda_sync) ||
-      !ParseJpegDecoder(absl::GetFlag(FLAGS_jpeg_decoder), &options.jpeg_decoder) ||
-      !ParseLogLevel(absl::GetFlag(FLAGS_log_level), &level) ||
-      !ParseFault(absl::GetFlag(FLAGS_inject_device_failure), &options.fault)) {
+  if (!cuimg::ParseBackend(absl::GetFlag(FLAGS_backend), &options.backend) ||
+      !cuimg::ParseCudaSync(absl::GetFlag(FLAGS_cuda_sync), &options.cuda_sync) ||
+      !cuimg::ParseJpegDecoder(absl::GetFlag(FLAGS_jpeg_decoder), &options.jpeg_decoder) ||
+      !cuimg::ParseLogLevel(absl::GetFlag(FLAGS_log_level), &level) ||
+      !cuimg::ParseFault(absl::GetFlag(FLAGS_inject_device_failure), &options.fault)) {
     std::fprintf(stderr,
                  "usage: --backend auto|cuda|cpu, --cuda_sync auto|spin|yield|block, "
                  "--jpeg_decoder auto|gpu|cpu, "

@@ -24,27 +24,21 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "client/commands/volume_stream.h"
+#include "benchmarks/echo/transport_harness.h"
+#include "benchmarks/echo/volume_transport.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 #include "echo/echo.grpc.pb.h"
-#include "proto/wire_contract.h"
 #include "cuimg/common/lock_order_checks.h"
 #include "server/transport_settings.h"
 #include "tests/testing/shm_object.h"
@@ -76,16 +70,19 @@ ABSL_FLAG(std::string, volume_streams, "4",
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using cuimg::bench::Call;
+using cuimg::bench::Dilate;
 using cuimg::bench::EchoMessage;
-
-double Us(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * (v.size() - 1) + 0.5))];
-}
+using cuimg::bench::Load;
+using cuimg::bench::Percentile;
+using cuimg::bench::RandomBytes;
+using cuimg::bench::Report;
+using cuimg::bench::RunLoad;
+using cuimg::bench::RunLoadCallback;
+using cuimg::bench::RunSequential;
+using cuimg::bench::Sequential;
+using cuimg::bench::ServerTimes;
+using cuimg::bench::TimesOf;
 
 std::shared_ptr<grpc::Channel> Channel(const std::string& target, int index) {
   grpc::ChannelArguments args;
@@ -110,214 +107,6 @@ std::vector<int> PositiveInts(absl::string_view list) {
     if (absl::SimpleAtoi(part, &v) && v >= 1) out.push_back(v);
   }
   return out;
-}
-
-std::string RandomBytes(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::string s(n, '\0');
-  for (std::size_t i = 0; i + 8 <= n; i += 8) {
-    const std::uint64_t r = rng();
-    std::memcpy(&s[i], &r, 8);
-  }
-  return s;
-}
-
-// The server's stage times from the `cuimg-timing` trailer (absent: 0).
-struct ServerTimes {
-  double queue = 0, total = 0, h2d = 0, kernel = 0, d2h = 0;
-};
-ServerTimes TimesOf(absl::string_view trailer) {
-  const cuimg::TimingTrailer t = cuimg::ParseTimingTrailer(trailer);
-  auto us = [](double v) { return std::max(0.0, v); };
-  return ServerTimes{us(t.queue_us), us(t.total_us), us(t.h2d_us), us(t.kernel_us), us(t.d2h_us)};
-}
-ServerTimes TimesOf(const grpc::ClientContext& ctx) {
-  return TimesOf(cuimg::TimingTrailerText(ctx));
-}
-
-cuimg::v1::MorphologyRequest Dilate(const std::string& pixels, int w, int h, int depth,
-                                    cuimg::v1::PixelType type, cuimg::v1::ElementShape shape,
-                                    int size) {
-  cuimg::v1::MorphologyRequest r;
-  cuimg::v1::Image* image = r.mutable_input()->mutable_image();
-  image->set_pixel_type(type);
-  image->set_width(w);
-  image->set_height(h);
-  image->set_depth(depth);
-  image->set_data(pixels);
-  cuimg::v1::MorphologyStep* step = r.add_steps();
-  step->set_op(cuimg::v1::MORPHOLOGY_OP_DILATE);
-  step->mutable_element()->set_shape(shape);
-  step->mutable_element()->set_width(size);
-  step->mutable_element()->set_height(size);
-  return r;
-}
-
-// One call; returns false on error (printed once).
-using Call = std::function<bool(int worker, ServerTimes* times)>;
-
-struct Sequential {
-  std::vector<double> latency_us;
-  std::vector<ServerTimes> server;
-  int errors = 0;
-};
-
-Sequential RunSequential(const Call& call, int requests) {
-  Sequential out;
-  for (int i = 0; i < 200; ++i) call(0, nullptr);
-  for (int i = 0; i < requests; ++i) {
-    ServerTimes t;
-    const auto start = Clock::now();
-    const bool ok = call(0, &t);
-    out.latency_us.push_back(Us(Clock::now() - start));
-    out.server.push_back(t);
-    out.errors += !ok;
-  }
-  return out;
-}
-
-struct Load {
-  double rps = 0;
-  double p50_ms = 0;
-  double p99_ms = 0;
-  // From cuimg's timing trailers (zero for the echo): waiting for a worker, and handler entry to
-  // the reply (before gRPC sends it). Where a loaded call's time goes.
-  double queue_p50_us = 0;
-  double server_p50_us = 0;
-  long errors = 0;
-};
-
-// After 1 s of warm-up, sets `measuring` for `seconds`; returns the seconds it was set.
-double MeasureWindow(std::atomic<bool>& measuring, double seconds) {
-  std::this_thread::sleep_for(std::chrono::seconds(1));
-  measuring = true;
-  const auto start = Clock::now();
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-  measuring = false;
-  return Us(Clock::now() - start) * 1e-6;
-}
-
-// What one caller measured: its calls' latencies (µs) and the server's times for them.
-struct CallerLog {
-  std::vector<double> latency_us;
-  std::vector<ServerTimes> server;
-  void Add(double us, const ServerTimes& t) {
-    latency_us.push_back(us);
-    server.push_back(t);
-  }
-};
-
-// Calls/s and percentiles over every caller's log of `elapsed` seconds.
-Load Summarize(const std::vector<CallerLog>& logs, double elapsed, long errors) {
-  std::vector<double> all, queue, total;
-  for (const CallerLog& log : logs) {
-    all.insert(all.end(), log.latency_us.begin(), log.latency_us.end());
-    for (const ServerTimes& t : log.server) {
-      queue.push_back(t.queue);
-      total.push_back(t.total);
-    }
-  }
-  Load out;
-  out.rps = all.size() / elapsed;
-  out.p50_ms = Percentile(all, 0.5) * 1e-3;
-  out.p99_ms = Percentile(all, 0.99) * 1e-3;
-  out.queue_p50_us = Percentile(queue, 0.5);
-  out.server_p50_us = Percentile(total, 0.5);
-  out.errors = errors;
-  return out;
-}
-
-Load RunLoad(const Call& call, int concurrency, double seconds) {
-  std::atomic<bool> measuring{false}, stop{false};
-  std::vector<CallerLog> logs(concurrency);
-  std::atomic<long> errors{0};
-  std::vector<std::thread> threads;
-  for (int k = 0; k < concurrency; ++k) {
-    threads.emplace_back([&, k] {
-      while (!stop.load()) {
-        ServerTimes t;
-        const auto start = Clock::now();
-        const bool ok = call(k, &t);
-        if (measuring.load()) {
-          logs[k].Add(Us(Clock::now() - start), t);
-          if (!ok) ++errors;
-        }
-      }
-    });
-  }
-  const double elapsed = MeasureWindow(measuring, seconds);
-  stop = true;
-  for (std::thread& t : threads) t.join();
-  return Summarize(logs, elapsed, errors.load());
-}
-
-// The closed loop of RunLoad on gRPC's callback API: `concurrency` slots, each issuing its next
-// call from the previous one's completion (on gRPC's threads), so no client thread blocks per
-// call. `issue(slot, ctx, done)` starts one call on `ctx` and calls done(ok) when it ends.
-using AsyncCall =
-    std::function<void(int slot, grpc::ClientContext* ctx, std::function<void(bool ok)> done)>;
-
-Load RunLoadCallback(const AsyncCall& issue, int concurrency, double seconds) {
-  struct Slot {
-    // The finished call's context is kept until the next one finishes: a context is not
-    // destroyed inside its own completion.
-    std::unique_ptr<grpc::ClientContext> ctx, retired;
-    Clock::time_point start;
-  };
-  std::vector<Slot> slots(concurrency);
-  std::vector<CallerLog> logs(concurrency);
-  std::atomic<bool> measuring{false}, stop{false};
-  std::atomic<long> errors{0};
-  std::mutex mu;
-  std::condition_variable cv;
-  int active = concurrency;
-  std::function<void(int)> start = [&](int k) {
-    Slot& slot = slots[k];
-    slot.retired = std::move(slot.ctx);
-    slot.ctx = std::make_unique<grpc::ClientContext>();
-    slot.start = Clock::now();
-    issue(k, slot.ctx.get(), [&, k](bool ok) {
-      if (measuring.load()) {
-        logs[k].Add(Us(Clock::now() - slots[k].start), TimesOf(*slots[k].ctx));
-        if (!ok) ++errors;
-      }
-      if (!stop.load()) return start(k);
-      std::lock_guard<std::mutex> lock(mu);
-      if (--active == 0) cv.notify_one();
-    });
-  };
-  for (int k = 0; k < concurrency; ++k) start(k);
-  const double elapsed = MeasureWindow(measuring, seconds);
-  stop = true;
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait(lock, [&] { return active == 0; });
-  return Summarize(logs, elapsed, errors.load());
-}
-
-// Streams `chunks` through a bidi call while reading on this thread; the total received bytes.
-template <typename Stream, typename Request, typename Response>
-std::size_t Pump(Stream* stream, const std::vector<Request>& messages, Response* response,
-                 std::size_t (*size)(const Response&)) {
-  std::thread writer([&] {
-    for (const Request& m : messages) {
-      if (!stream->Write(m)) break;
-    }
-    stream->WritesDone();
-  });
-  std::size_t received = 0;
-  while (stream->Read(response)) received += size(*response);
-  writer.join();
-  return received;
-}
-
-void Report(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-void Report(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  std::vprintf(fmt, ap);
-  va_end(ap);
-  std::printf("\n");
-  std::fflush(stdout);
 }
 
 }  // namespace
@@ -557,165 +346,17 @@ int main(int argc, char** argv) {
       cl.server_p50_us, el.errors + cl.errors);
 
   // The 157 MB volume: echo in 1 MiB chunks on one stream vs ProcessVolumeStream.
-  const int runs = absl::GetFlag(FLAGS_volume_runs);
-  if (runs <= 0) return 0;
-  constexpr int kVW = 512, kVH = 512, kVD = 300;
-  const std::size_t slice = std::size_t{kVW} * kVH * 2;
-  const std::string volume = RandomBytes(slice * kVD, 7);
-  std::vector<EchoMessage> chunks;
-  for (std::size_t off = 0; off < volume.size(); off += 1 << 20) {
-    chunks.emplace_back();
-    chunks.back().set_data(volume.substr(off, 1 << 20));
-  }
-  std::vector<double> echo_ms;
-  bool echo_ok = true;
-  for (int r = 0; r <= runs; ++r) {
-    grpc::ClientContext ctx;
-    auto stream = echo[0]->EchoStream(&ctx);
-    EchoMessage reply;
-    const auto start = Clock::now();
-    const std::size_t got = Pump(
-        stream.get(), chunks, &reply, +[](const EchoMessage& m) { return m.data().size(); });
-    const bool ok = stream->Finish().ok() && got == volume.size();
-    echo_ok = echo_ok && ok;
-    if (r > 0) echo_ms.push_back(Us(Clock::now() - start) * 1e-3);
-  }
-  // The unary result once, to check the streamed one against.
-  std::string unary;
-  {
-    grpc::ClientContext ctx;
-    cuimg::v1::MorphologyResponse reply;
-    const grpc::Status s =
-        imaging[0]->Morphology(&ctx,
-                               Dilate(volume, kVW, kVH, kVD, cuimg::v1::PIXEL_TYPE_I16,
-                                      cuimg::v1::ELEMENT_SHAPE_ELLIPSE, 9),
-                               &reply);
-    if (!s.ok()) std::fprintf(stderr, "unary volume: %s\n", s.error_message().c_str());
-    unary = reply.result().image().data();
-  }
-  const std::vector<int> slab_sizes = PositiveInts(absl::GetFlag(FLAGS_slab_slices));
-  for (const int slab_slices : slab_sizes) {
-    std::vector<cuimg::v1::VolumeStreamRequest> messages(1);
-    cuimg::v1::VolumeStreamHeader* header = messages[0].mutable_header();
-    header->mutable_volume()->set_pixel_type(cuimg::v1::PIXEL_TYPE_I16);
-    header->mutable_volume()->set_width(kVW);
-    header->mutable_volume()->set_height(kVH);
-    header->mutable_volume()->set_depth(kVD);
-    *header->mutable_morphology() =
-        Dilate("", kVW, kVH, kVD, cuimg::v1::PIXEL_TYPE_I16, cuimg::v1::ELEMENT_SHAPE_ELLIPSE, 9);
-    header->mutable_morphology()->clear_input();
-    for (int z = 0; z < kVD; z += slab_slices) {
-      messages.emplace_back();
-      messages.back().set_slab(volume.substr(z * slice, std::min(slab_slices, kVD - z) * slice));
-    }
-    std::vector<double> ms;
-    std::string check = "not run";
-    ServerTimes server;
-    for (int r = 0; r <= runs; ++r) {
-      grpc::ClientContext ctx;
-      auto stream = imaging[0]->ProcessVolumeStream(&ctx);
-      std::string result;
-      result.reserve(r == 0 ? volume.size() : 0);
-      cuimg::v1::VolumeStreamResponse reply;
-      const auto start = Clock::now();
-      std::thread writer([&] {
-        for (const auto& m : messages) {
-          if (!stream->Write(m)) break;
-        }
-        stream->WritesDone();
-      });
-      std::size_t got = 0;
-      while (stream->Read(&reply)) {
-        got += reply.data().size();
-        if (r == 0) result += reply.data();
-      }
-      writer.join();
-      const grpc::Status s = stream->Finish();
-      const double elapsed = Us(Clock::now() - start) * 1e-3;
-      if (!s.ok()) {
-        check = "error: " + s.error_message();
-        break;
-      }
-      if (r == 0) {
-        check = unary.empty()     ? "no unary result"
-                : result == unary ? "streamed == unary"
-                                  : "MISMATCH streamed != unary";
-      } else {
-        ms.push_back(elapsed);
-        server = TimesOf(ctx);
-      }
-      (void)got;
-    }
-    Report(
-        "{\"impl\": \"transport\", \"workload\": \"stream_dilate_disk9_512x512x300_i16\", "
-        "\"settings\": \"%s\", \"slab_slices\": %d, \"slab_mb\": %.2f, \"echo_chunk_mb\": 1, "
-        "\"echo_ms\": %.1f, \"cuimg_ms\": %.1f, \"ratio\": %.3f, \"target_ms\": 120, "
-        "\"server_total_ms\": %.1f, \"server_kernel_ms\": %.1f, \"server_h2d_ms\": %.1f, "
-        "\"server_d2h_ms\": %.1f, \"stage_overlap\": %.2f, \"check\": \"%s\", "
-        "\"echo_ok\": %s}",
-        label.c_str(), slab_slices, slab_slices * slice / 1048576.0, Percentile(echo_ms, 0.5),
-        Percentile(ms, 0.5), Percentile(ms, 0.5) / Percentile(echo_ms, 0.5), server.total * 1e-3,
-        server.kernel * 1e-3, server.h2d * 1e-3, server.d2h * 1e-3,
-        server.total > 0 ? (server.h2d + server.kernel + server.d2h) / server.total : 0.0,
-        check.c_str(), echo_ok ? "true" : "false");
-  }
-  // The same volume through the client library over several streams at once (each carries a
-  // z range; a 2D element needs no halo between them), timed with the client's own slab copies.
-  const int first_slab = slab_sizes.empty() ? 2 : slab_sizes[0];
-  cuimg::Image image(cuimg::PixelType::kI16, cuimg::Extent{kVW, kVH, kVD}, 1,
-                     cuimg::Image::kUninitialized);
-  std::memcpy(image.bytes(), volume.data(), volume.size());
-  for (const int streams : PositiveInts(absl::GetFlag(FLAGS_volume_streams))) {
-    std::vector<std::shared_ptr<grpc::Channel>> channels;
-    for (int k = 0; k < streams; ++k) {  // connections of their own
-      channels.push_back(Channel(absl::GetFlag(FLAGS_cuimg_target), 1000 + k));
-    }
-    cuimg::v1::VolumeStreamHeader header;
-    *header.mutable_morphology() =
-        Dilate("", kVW, kVH, kVD, cuimg::v1::PIXEL_TYPE_I16, cuimg::v1::ELEMENT_SHAPE_ELLIPSE, 9);
-    header.mutable_morphology()->clear_input();
-    cuimg::ConnectionOptions connection;
-    connection.timeout_seconds = 120;
-    std::vector<double> ms;
-    std::vector<double> server_ms;
-    std::string check = "not run";
-    int resent = 0;  // streams sent again after a connection failure, over every run
-    for (int r = 0; r <= runs; ++r) {
-      const auto start = Clock::now();
-      absl::StatusOr<cuimg::StreamedVolume> out =
-          cuimg::StreamVolume(channels, connection, header, image, first_slab);
-      const double elapsed = Us(Clock::now() - start) * 1e-3;
-      if (!out.ok()) {
-        check = "error: " + std::string(out.status().message());
-        break;
-      }
-      for (const int attempts : out->stream_attempts) resent += attempts > 1;
-      if (r == 0) {
-        const auto& plane = out->planes[0];
-        check =
-            unary.empty() ? "no unary result"
-            : std::string(reinterpret_cast<const char*>(plane.bytes()), plane.size_bytes()) == unary
-                ? "streamed == unary"
-                : "MISMATCH streamed != unary";
-        continue;
-      }
-      ms.push_back(elapsed);
-      double slowest = 0;  // the streams run at once: the slowest one's server time
-      for (const std::string& t : out->stream_timings) {
-        slowest = std::max(slowest, TimesOf(t).total * 1e-3);
-      }
-      server_ms.push_back(slowest);
-    }
-    Report(
-        "{\"impl\": \"transport\", \"workload\": \"stream_dilate_disk9_512x512x300_i16\", "
-        "\"settings\": \"%s\", \"slab_slices\": %d, \"slab_mb\": %.2f, \"streams\": %d, "
-        "\"echo_chunk_mb\": 1, \"echo_ms\": %.1f, \"cuimg_ms\": %.1f, \"ratio\": %.3f, "
-        "\"target_ms\": 120, \"server_total_ms\": %.1f, \"resent_streams\": %d, "
-        "\"check\": \"%s\", \"echo_ok\": %s}",
-        label.c_str(), first_slab, first_slab * slice / 1048576.0, streams,
-        Percentile(echo_ms, 0.5), Percentile(ms, 0.5),
-        Percentile(ms, 0.5) / Percentile(echo_ms, 0.5), Percentile(server_ms, 0.5), resent,
-        check.c_str(), echo_ok ? "true" : "false");
-  }
+  cuimg::bench::VolumeTransportRun volume;
+  volume.runs = absl::GetFlag(FLAGS_volume_runs);
+  if (volume.runs <= 0) return 0;
+  volume.echo = echo[0].get();
+  volume.imaging = imaging[0].get();
+  volume.label = label;
+  volume.slab_sizes = PositiveInts(absl::GetFlag(FLAGS_slab_slices));
+  volume.stream_counts = PositiveInts(absl::GetFlag(FLAGS_volume_streams));
+  volume.cuimg_channel = [](int index) {
+    return Channel(absl::GetFlag(FLAGS_cuimg_target), index);
+  };
+  cuimg::bench::MeasureVolumeTransport(volume);
   return 0;
 }

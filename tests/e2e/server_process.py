@@ -2,10 +2,20 @@
 import json
 import os
 import signal
+import socket
 import subprocess
 import tempfile
 import time
 import urllib.request
+
+import grpc
+
+
+def free_port():
+    """A loopback TCP port that is free now, for a process that must be told its port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 class ServerProcess:
@@ -34,10 +44,20 @@ class ServerProcess:
         self.health_port = ports.get("health", 0)
         self.target = f"127.0.0.1:{self.grpc_port}"
 
+    def channel(self):
+        """An insecure channel to the gRPC port without gRPC's message size limits (the server
+        enforces its own)."""
+        return grpc.insecure_channel(self.target, options=[
+            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+
+    def metrics(self):
+        """The metrics endpoint's text (Prometheus exposition format)."""
+        return urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics",
+                                      timeout=10).read().decode()
+
     def request_counts(self):
         """cuimg_requests_total by (rpc, code), scraped from the metrics endpoint."""
-        text = urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics",
-                                      timeout=10).read().decode()
+        text = self.metrics()
         counts = {}
         for line in text.splitlines():
             if line.startswith("cuimg_requests_total{"):

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import time
 import unittest
-import urllib.request
 
 import grpc
 import numpy as np
@@ -49,11 +48,6 @@ def project_version():
     with open(os.path.join(REPO, "CMakeLists.txt")) as f:
         text = f.read()
     return re.search(r"project\(cuimg VERSION (\S+)", text).group(1)
-
-
-def scrape(server):
-    url = f"http://127.0.0.1:{server.metrics_port}/metrics"
-    return urllib.request.urlopen(url, timeout=10).read().decode()
 
 
 def morph(size, disk):
@@ -156,7 +150,7 @@ class Signals(unittest.TestCase):
             stub = imaging_service_pb2_grpc.ImagingStub(channel)
             call = stub.Morphology.future(morph(640, 61), timeout=120)  # about a second
             deadline = time.monotonic() + 30
-            while not re.search(r"(?m)^cuimg_inflight_requests\{[^}]*\} [1-9]", scrape(server)):
+            while not re.search(r"(?m)^cuimg_inflight_requests\{[^}]*\} [1-9]", server.metrics()):
                 self.assertLess(time.monotonic(), deadline, "the call never arrived")
                 time.sleep(0.02)
             server.process.send_signal(signal.SIGHUP)
@@ -173,7 +167,7 @@ class CpuFallback(unittest.TestCase):
     def test_auto_without_a_gpu_warns_exports_the_backend_and_serves(self):
         server = ServerProcess(SERVER, "--backend=auto", "--cpu_threads_per_request=1")
         try:
-            text = scrape(server)
+            text = server.metrics()
             if 'cuimg_backend_info{backend="cuda"} 1' in text:
                 self.skipTest("this machine has a GPU: --backend=auto chose CUDA")
             self.assertIsNone(re.search(r'(?m)^cuimg_\w+\{[^}]*backend="cuda"', text))

@@ -11,16 +11,14 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 import unittest
-import urllib.request
 
 import yaml
 
-from server_process import ServerProcess
+from server_process import ServerProcess, free_port
 from tls_material import TlsMaterial
 
 SERVER = os.environ["CUIMG_SERVER"]
@@ -34,12 +32,6 @@ OVERLAYS = ("dev", "prod")
 def read(path):
     with open(os.path.join(REPO, path)) as f:
         return f.read()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def dockerfile_instruction(text, name):
@@ -292,7 +284,7 @@ class Manifests(unittest.TestCase):
 
 
 def requests_on(server):
-    text = urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=5).read().decode()
+    text = server.metrics()
     return sum(float(v) for v in re.findall(r'cuimg_requests_total\{[^}]*rpc="Morphology"[^}]*\} (\S+)', text))
 
 

@@ -12,32 +12,19 @@ import re
 import threading
 import time
 import unittest
-import urllib.request
 
 import grpc
 import numpy as np
 
 import cuimg
-from cuimg.v1 import detection_pb2, imaging_service_pb2_grpc, pyramid_pb2, types_pb2
+from cuimg.v1 import detection_pb2, imaging_service_pb2_grpc, types_pb2
+from detect_inputs import image_proto, read, server_decoded_gray
 from server_process import ServerProcess
 
 SERVER = os.environ["CUIMG_SERVER"]
 BACKEND = os.environ.get("CUIMG_BACKEND", "cpu")
-DATA = os.environ.get("CUIMG_DATA", "/usr/share/doc/opencv-doc/examples/data")
 # What the server holds of one stream at most (detect_stream_rpc.cc, detection.proto).
 FRAMES_IN_FLIGHT = 4
-
-
-def read(name):
-    with open(os.path.join(DATA, name), "rb") as f:
-        return f.read()
-
-
-def image_proto(array):
-    h, w = array.shape[:2]
-    channels = 1 if array.ndim == 2 else array.shape[2]
-    return types_pb2.Image(pixel_type=types_pb2.PIXEL_TYPE_U8, width=w, height=h,
-                           channels=channels, data=np.ascontiguousarray(array).tobytes())
 
 
 def boxes(response):
@@ -46,8 +33,7 @@ def boxes(response):
 
 def frame_stats(server):
     """The DetectStreamFrame in-flight gauge (frames the server holds, every stream together)."""
-    text = urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics",
-                                  timeout=10).read().decode()
+    text = server.metrics()
     match = re.search(r'(?m)^cuimg_inflight_requests\{rpc="DetectStreamFrame"\} (\S+)$', text)
     return float(match.group(1)) if match else 0.0
 
@@ -70,15 +56,11 @@ class DetectStreamOverTheWire(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.server = ServerProcess(SERVER, f"--backend={BACKEND}")
-        cls.channel = grpc.insecure_channel(cls.server.target, options=[
-            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        cls.channel = cls.server.channel()
         cls.stub = imaging_service_pb2_grpc.ImagingStub(cls.channel)
         # The server's own decoding of basketball2.png (pyramid level 0 is a copy), and a colour
         # frame made from it.
-        level0 = cls.stub.Pyramid(pyramid_pb2.PyramidRequest(
-            input=types_pb2.ImageSource(encoded=read("basketball2.png")), levels=1,
-            output_type=types_pb2.PIXEL_TYPE_U8), timeout=60).levels[0].result.image
-        cls.gray = np.frombuffer(level0.data, np.uint8).reshape(level0.height, level0.width)
+        cls.gray = server_decoded_gray(cls.stub, "basketball2.png")
         cls.bgr = np.ascontiguousarray(np.stack([cls.gray, cls.gray // 2, 255 - cls.gray], -1))
 
     @classmethod

@@ -15,27 +15,13 @@ import unittest
 import grpc
 import numpy as np
 
-from cuimg.v1 import (detection_pb2, imaging_service_pb2_grpc, pyramid_pb2, resident_pb2,
-                      types_pb2)
+from cuimg.v1 import detection_pb2, imaging_service_pb2_grpc, resident_pb2, types_pb2
+from detect_inputs import DATA, image_proto, read, server_decoded_gray
 from server_process import ServerProcess
 
 SERVER = os.environ["CUIMG_SERVER"]
 CLIENT = os.environ["CUIMG_CLIENT"]
 BACKEND = os.environ.get("CUIMG_BACKEND", "cpu")
-DATA = os.environ.get("CUIMG_DATA", "/usr/share/doc/opencv-doc/examples/data")
-
-
-def read(name):
-    with open(os.path.join(DATA, name), "rb") as f:
-        return f.read()
-
-
-def image_proto(array):
-    """U8 pixels (H, W) or (H, W, C) as an inline Image."""
-    h, w = array.shape[:2]
-    channels = 1 if array.ndim == 2 else array.shape[2]
-    return types_pb2.Image(pixel_type=types_pb2.PIXEL_TYPE_U8, width=w, height=h, channels=channels,
-                           data=np.ascontiguousarray(array, np.uint8).tobytes())
 
 
 def expected_levels(width, height, win_w=64, win_h=128, scale=1.05, stride=8, padding=0,
@@ -67,15 +53,9 @@ class DetectOverTheWire(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.server = ServerProcess(SERVER, f"--backend={BACKEND}")
-        cls.channel = grpc.insecure_channel(cls.server.target, options=[
-            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        cls.channel = cls.server.channel()
         cls.stub = imaging_service_pb2_grpc.ImagingStub(cls.channel)
-        # The server's own decoding of basketball2.png (pyramid level 0 is a copy), so raw-pixel
-        # requests carry exactly what the PNG request decodes to.
-        level0 = cls.stub.Pyramid(pyramid_pb2.PyramidRequest(
-            input=types_pb2.ImageSource(encoded=read("basketball2.png")), levels=1,
-            output_type=types_pb2.PIXEL_TYPE_U8), timeout=60).levels[0].result.image
-        cls.gray = np.frombuffer(level0.data, np.uint8).reshape(level0.height, level0.width)
+        cls.gray = server_decoded_gray(cls.stub, "basketball2.png")
 
     @classmethod
     def tearDownClass(cls):

@@ -15,7 +15,6 @@ import http.server
 import json
 import os
 import shutil
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -32,7 +31,7 @@ from pydicom.uid import ExplicitVRLittleEndian, generate_uid
 from scipy import ndimage
 
 from cuimg import dicomweb
-from server_process import ServerProcess
+from server_process import ServerProcess, free_port
 from tls_material import TlsMaterial
 
 SERVER = os.environ["CUIMG_SERVER"]
@@ -41,12 +40,6 @@ PLUGIN = "/usr/share/orthanc/plugins/libOrthancDicomWeb.so"  # from orthanc-dico
 USER, PASSWORD = "cuimg", "s3cret-pw"
 TOKEN = "t0ken-for-the-proxy"
 STEPS = "dilate:rect:3x3x3"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def write_ct_series(directory, hu):

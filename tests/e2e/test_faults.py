@@ -18,7 +18,6 @@ import tempfile
 import threading
 import time
 import unittest
-import urllib.request
 
 import grpc
 import numpy as np
@@ -49,8 +48,7 @@ QUICK = morph(16, 3)
 
 
 def requests_total(server, code):
-    text = urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics",
-                                  timeout=10).read().decode()
+    text = server.metrics()
     pattern = r'cuimg_requests_total\{code="%s",rpc="Morphology"\} (\S+)' % code
     m = re.search(pattern, text)
     return float(m.group(1)) if m else 0.0
@@ -65,15 +63,10 @@ def start(*flags):
     return ServerProcess(SERVER, f"--backend={BACKEND}", "--cpu_threads_per_request=1", *flags)
 
 
-def channel_to(server):
-    return grpc.insecure_channel(server.target, options=[
-        ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
-
-
 class CancelAndDeadline(unittest.TestCase):
     def setUp(self):
         self.server = start("--worker_threads=1")
-        self.channel = channel_to(self.server)
+        self.channel = self.server.channel()
         self.stub = imaging_service_pb2_grpc.ImagingStub(self.channel)
 
     def tearDown(self):
@@ -123,7 +116,7 @@ class GracefulTermination(unittest.TestCase):
     def test_sigterm_finishes_in_flight_calls_refuses_new_ones_and_exits_zero(self):
         server = start("--worker_threads=1", "--shutdown_grace_seconds=60")
         try:
-            channel = channel_to(server)
+            channel = server.channel()
             stub = imaging_service_pb2_grpc.ImagingStub(channel)
             in_flight = [stub.Morphology.future(morph(400, 45, seed=i), timeout=120)
                          for i in range(3)]
@@ -150,7 +143,7 @@ class KillAndRestart(unittest.TestCase):
     def test_kill_9_under_load_then_restart_clients_retry_until_served(self):
         server = start("--worker_threads=2")
         port = server.grpc_port
-        channel = channel_to(server)
+        channel = server.channel()
         stub = imaging_service_pb2_grpc.ImagingStub(channel)
         handle = stub.Upload(iter([resident_pb2.UploadRequest(image=QUICK.input.image)]),
                              timeout=10).object.handle
@@ -292,7 +285,7 @@ class Overload(unittest.TestCase):
             self.assertLess(peak, baseline_rss + 256 * 1024, (baseline_rss, peak))
             self.assertLess(late, early + 64 * 1024, (early, late))
             # Healthy afterwards.
-            channel = channel_to(server)
+            channel = server.channel()
             health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(),
                                                                timeout=10)
             self.assertEqual(health.status, health_pb2.HealthCheckResponse.SERVING)
@@ -302,7 +295,7 @@ class Overload(unittest.TestCase):
             self.assertEqual(server.terminate(), 0, server.log())
 
     def probe_retry_hint(self, server):
-        channel = channel_to(server)
+        channel = server.channel()
         stub = imaging_service_pb2_grpc.ImagingStub(channel)
         try:
             for _ in range(200):
@@ -325,7 +318,7 @@ class OverloadRetries(unittest.TestCase):
     def test_the_client_retries_an_overload_after_the_pushback_and_load_does_not(self):
         server = start("--worker_threads=1", "--max_inflight_requests=1",
                        "--max_inflight_bytes_per_device=8388608")
-        channel = channel_to(server)
+        channel = server.channel()
         stub = imaging_service_pb2_grpc.ImagingStub(channel)
         try:
             with tempfile.TemporaryDirectory() as tmp:
@@ -392,7 +385,7 @@ class DeviceMemoryCap(unittest.TestCase):
     def test_a_capped_device_refuses_then_recovers(self):
         server = start("--device_memory_limit_bytes=67108864")
         try:
-            channel = channel_to(server)
+            channel = server.channel()
             stub = imaging_service_pb2_grpc.ImagingStub(channel)
             with self.assertRaises(grpc.RpcError) as caught:
                 stub.Morphology(morph(8192, 3), timeout=120)

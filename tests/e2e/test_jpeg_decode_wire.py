@@ -9,25 +9,18 @@ import glob
 import os
 import subprocess
 import unittest
-import urllib.request
 
 import grpc
 import numpy as np
 
 from cuimg import wire_contract
 from cuimg.v1 import detection_pb2, imaging_service_pb2_grpc, pyramid_pb2, types_pb2
+from detect_inputs import DATA, read
 from server_process import ServerProcess
 
 SERVER = os.environ["CUIMG_SERVER"]
 BACKEND = os.environ.get("CUIMG_BACKEND", "cpu")
-DATA = os.environ.get("CUIMG_DATA", "/usr/share/doc/opencv-doc/examples/data")
 ON_GPU = BACKEND == "cuda"
-
-
-def read(name):
-    """A file of the data folder (`name` may be a path)."""
-    with open(os.path.join(DATA, name), "rb") as f:
-        return f.read()
 
 
 def jpeg_files(gray=False):
@@ -45,11 +38,6 @@ def jpeg_files(gray=False):
 
 def timing(call):
     return wire_contract.timing(call.trailing_metadata())
-
-
-def metrics(server):
-    return urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics",
-                                  timeout=10).read().decode()
 
 
 def metric_value(text, name, labels):
@@ -104,14 +92,12 @@ class JpegDecodeOverTheWire(unittest.TestCase):
         # On the GPU machine the GPU decoder is required: a bundle without libnvjpeg fails here.
         flags = ["--jpeg_decoder=gpu"] if ON_GPU else []
         cls.server = ServerProcess(SERVER, f"--backend={BACKEND}", *flags)
-        cls.channel = grpc.insecure_channel(cls.server.target, options=[
-            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        cls.channel = cls.server.channel()
         cls.stub = imaging_service_pb2_grpc.ImagingStub(cls.channel)
         cls.hardware = "nvjpeg_backend=\"hardware" in cls.server.log()
         # The same backend decoding every JPEG with libjpeg-turbo: the reference.
         cls.cpu = ServerProcess(SERVER, f"--backend={BACKEND}", "--jpeg_decoder=cpu")
-        cls.cpu_channel = grpc.insecure_channel(cls.cpu.target, options=[
-            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        cls.cpu_channel = cls.cpu.channel()
         cls.cpu_stub = imaging_service_pb2_grpc.ImagingStub(cls.cpu_channel)
 
     @classmethod
@@ -139,7 +125,7 @@ class JpegDecodeOverTheWire(unittest.TestCase):
         self.assertIn("jpeg_decoder=gpu" if ON_GPU else "jpeg_decoder=cpu", line)
 
     def test_the_trailer_and_the_metrics_say_where_a_jpeg_decoded(self):
-        before = metrics(self.server)
+        before = self.server.metrics()
         decoder = "gpu" if ON_GPU else "cpu"
         count = metric_value(before, "cuimg_decode_duration_seconds_count", {"decoder": decoder})
         reply, call = self.stub.DetectPedestrians.with_call(detection_pb2.DetectPedestriansRequest(
@@ -151,7 +137,7 @@ class JpegDecodeOverTheWire(unittest.TestCase):
             self.assertEqual(t["decode_device"], t["device"])
         else:
             self.assertEqual(t["decode_device"], -1)
-        after = metrics(self.server)
+        after = self.server.metrics()
         self.assertEqual(
             metric_value(after, "cuimg_decode_duration_seconds_count", {"decoder": decoder}),
             count + 1)
@@ -235,7 +221,7 @@ class JpegDecodeOverTheWire(unittest.TestCase):
     def test_files_nvjpeg_cannot_take_decode_on_the_cpu_and_are_counted(self):
         # The fuzz corpus's samples, which the bundle carries in its data folder.
         names = ["cmyk.jpg"] + (["progressive.jpg"] if self.hardware else [])
-        before = metrics(self.server)
+        before = self.server.metrics()
         for name in names:
             try:
                 _, call = self.detect(read(name))
@@ -248,7 +234,7 @@ class JpegDecodeOverTheWire(unittest.TestCase):
                 continue
             self.assertGreater(timing(call)["decode_us"], 0, name)
             self.assertEqual(timing(call)["decode_device"], -1, name)
-        after = metrics(self.server)
+        after = self.server.metrics()
         self.assertEqual(
             metric_value(after, "cuimg_jpeg_cpu_fallbacks_total", {"reason": "unsupported"}) -
             metric_value(before, "cuimg_jpeg_cpu_fallbacks_total", {"reason": "unsupported"}),

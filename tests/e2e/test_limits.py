@@ -42,8 +42,7 @@ def upload(stub, width, height, ttl=0):
 class Limits(unittest.TestCase):
     def start(self, *flags):
         server = ServerProcess(SERVER, "--backend=cpu", *flags)
-        channel = grpc.insecure_channel(server.target, options=[
-            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        channel = server.channel()
 
         def stop():
             channel.close()

@@ -17,7 +17,6 @@ import socket
 import subprocess
 import tempfile
 import unittest
-import urllib.request
 
 import numpy as np
 
@@ -59,8 +58,7 @@ class LoadReport(unittest.TestCase):
 
     def build_info(self):
         """The labels of the server's cuimg_build_info metric."""
-        text = urllib.request.urlopen(f"http://127.0.0.1:{self.server.metrics_port}/metrics",
-                                      timeout=10).read().decode()
+        text = self.server.metrics()
         line = next(l for l in text.splitlines() if l.startswith("cuimg_build_info{"))
         return dict(re.findall(r'(\w+)="([^"]*)"', line))
 

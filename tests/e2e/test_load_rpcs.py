@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import tempfile
 import unittest
-import urllib.request
 
 import numpy as np
 
@@ -42,8 +41,7 @@ class LoadRpcs(unittest.TestCase):
 
     def server_pixels(self, rpc):
         """cuimg_pixels_processed_total of one RPC from the metrics endpoint."""
-        text = urllib.request.urlopen(f"http://127.0.0.1:{self.server.metrics_port}/metrics",
-                                      timeout=10).read().decode()
+        text = self.server.metrics()
         prefix = f'cuimg_pixels_processed_total{{rpc="{rpc}"}} '
         return next((float(l[len(prefix):]) for l in text.splitlines() if l.startswith(prefix)), 0.0)
 

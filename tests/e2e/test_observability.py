@@ -6,7 +6,6 @@ prometheus from Debian's `prometheus` package."""
 import json
 import os
 import re
-import socket
 import subprocess
 import tempfile
 import time
@@ -19,7 +18,7 @@ import numpy as np
 
 from cuimg.v1 import imaging_service_pb2_grpc, morphology_pb2, types_pb2
 from grpc_protocols import health_pb2, health_pb2_grpc
-from server_process import ServerProcess
+from server_process import ServerProcess, free_port
 
 SERVER = os.environ["CUIMG_SERVER"]
 REPO = os.environ["CUIMG_REPO"]
@@ -49,11 +48,6 @@ def call(stub, request):
         return e.code().name, None
 
 
-def scrape(server):
-    return urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics",
-                                  timeout=10).read().decode()
-
-
 def metric_value(text, name, labels):
     pattern = re.escape(name) + r"\{([^}]*)\} ([0-9.eE+-]+)"
     for m in re.finditer(pattern, text):
@@ -66,12 +60,6 @@ def metric_value(text, name, labels):
 def health(channel, service="cuimg.v1.Imaging"):
     stub = health_pb2_grpc.HealthStub(channel)
     return stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5).status
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def exported_names(text):
@@ -97,7 +85,7 @@ class MetricsAndPrometheus(unittest.TestCase):
         assert cls.server.terminate() == 0, cls.server.log()
 
     def test_promtool_accepts_the_live_scrape(self):
-        text = scrape(self.server)
+        text = self.server.metrics()
         run = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
                              text=True, timeout=60)
         self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
@@ -118,7 +106,7 @@ class MetricsAndPrometheus(unittest.TestCase):
             self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
 
     def test_dashboard_and_rules_name_only_exported_metrics(self):
-        exported = exported_names(scrape(self.server))
+        exported = exported_names(self.server.metrics())
         dashboard = json.load(open(os.path.join(DEPLOY, "grafana/cuimg-dashboard.json")))
         exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
         exprs += re.findall(r"expr: \|?\s*([^\n]+(?:\n\s{12,}[^\n]+)*)",
@@ -179,7 +167,7 @@ class DeviceFaults(unittest.TestCase):
             codes = [call(stub, morph_request()) for _ in range(8)]
             self.assertIn(("UNAVAILABLE", None), codes)  # the request the fault hit
             time.sleep(0.3)
-            text = scrape(server)
+            text = server.metrics()
             self.assertEqual(metric_value(text, "cuimg_device_healthy", {"device": "cpu1"}), 0.0)
             self.assertEqual(health(channel), health_pb2.HealthCheckResponse.SERVING)
             # While cpu1 is out, every request runs on cpu0.
@@ -187,11 +175,11 @@ class DeviceFaults(unittest.TestCase):
             self.assertEqual(after, [("OK", 0)] * 6)
             # It comes back after the fault's duration and takes traffic again.
             time.sleep(3.2)
-            self.assertEqual(metric_value(scrape(server), "cuimg_device_healthy", {"device": "cpu1"}), 1.0)
+            self.assertEqual(metric_value(server.metrics(), "cuimg_device_healthy", {"device": "cpu1"}), 1.0)
             later = [call(stub, morph_request()) for _ in range(6)]
             self.assertTrue(all(code == "OK" for code, _ in later))
             before = metric_value(text, "cuimg_device_requests_total", {"device": "cpu1"})
-            self.assertGreater(metric_value(scrape(server), "cuimg_device_requests_total",
+            self.assertGreater(metric_value(server.metrics(), "cuimg_device_requests_total",
                                             {"device": "cpu1"}), before)
             channel.close()
         finally:

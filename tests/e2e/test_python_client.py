@@ -59,8 +59,7 @@ class PythonClient(unittest.TestCase):
     def setUpClass(cls):
         cls.server = ServerProcess(SERVER, "--backend=cpu")
         cls.client = cuimg.Client(cls.server.target, timeout=120)
-        cls.raw_channel = grpc.insecure_channel(cls.server.target, options=[
-            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        cls.raw_channel = cls.server.channel()
         cls.raw = imaging_service_pb2_grpc.ImagingStub(cls.raw_channel)
 
     @classmethod

@@ -103,8 +103,7 @@ class RpcsOverTheWire(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.server = ServerProcess(SERVER, f"--backend={BACKEND}")
-        cls.channel = grpc.insecure_channel(cls.server.target, options=[
-            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        cls.channel = cls.server.channel()
         cls.stub = imaging_service_pb2_grpc.ImagingStub(cls.channel)
 
     @classmethod

@@ -6,7 +6,6 @@ import subprocess
 import tempfile
 import threading
 import unittest
-import urllib.request
 
 import grpc
 import numpy as np
@@ -174,8 +173,7 @@ class ServerOverTheWire(unittest.TestCase):
         image = np.zeros((4, 4), np.uint8)
         self.morph(image, types_pb2.PIXEL_TYPE_U8,
                    step(morphology_pb2.MORPHOLOGY_OP_ERODE, morphology_pb2.ELEMENT_SHAPE_RECT, 3, 3))
-        text = urllib.request.urlopen(
-            f"http://127.0.0.1:{self.server.metrics_port}/metrics", timeout=10).read().decode()
+        text = self.server.metrics()
         self.assertIn('cuimg_requests_total{code="OK",rpc="Morphology"}', text)
         self.assertIn("cuimg_request_duration_seconds_bucket", text)
         self.assertIn(f'cuimg_build_info{{backend="{BACKEND}"', text)

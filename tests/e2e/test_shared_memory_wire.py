@@ -13,7 +13,6 @@ import subprocess
 import threading
 import time
 import unittest
-import urllib.request
 
 import grpc
 import numpy as np
@@ -59,11 +58,6 @@ def steps():
                     shape=morphology_pb2.ELEMENT_SHAPE_RECT, width=3, height=3))]
 
 
-def scrape(server):
-    return urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics",
-                                  timeout=10).read().decode()
-
-
 def metric(text, name, **labels):
     """The value of the series `name` whose labels include `labels`, or None."""
     for line in text.splitlines():
@@ -80,8 +74,7 @@ class SharedMemoryWire(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.server = ServerProcess(SERVER, f"--backend={BACKEND}", "--shared_memory")
-        cls.channel = grpc.insecure_channel(cls.server.target, options=[
-            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        cls.channel = cls.server.channel()
         cls.stub = imaging_service_pb2_grpc.ImagingStub(cls.channel)
         cls.shm = ShmObject(8 << 20)
         cls.region = cls.stub.RegisterSharedMemory(shared_memory_pb2.RegisterSharedMemoryRequest(
@@ -107,7 +100,7 @@ class SharedMemoryWire(unittest.TestCase):
         self.assertIn(self.region.handle, [r.handle for r in listed.regions])
         self.assertEqual(self.region.byte_size, 8 << 20)
         self.assertEqual(self.region.device_mapped, BACKEND == "cuda")
-        text = scrape(self.server)
+        text = self.server.metrics()
         self.assertEqual(metric(text, "cuimg_shared_memory_regions"), 1.0)
         self.assertEqual(metric(text, "cuimg_shared_memory_bytes"), float(8 << 20))
 
@@ -120,7 +113,7 @@ class SharedMemoryWire(unittest.TestCase):
             steps=steps())
         for _ in range(5):
             self.stub.Morphology(request, timeout=60)
-        text = scrape(self.server)
+        text = self.server.metrics()
         if BACKEND != "cuda":  # the CPU backend pins nothing
             self.assertIsNone(metric(text, "cuimg_pinned_message_leases_total", outcome="hit"))
             return
@@ -130,7 +123,7 @@ class SharedMemoryWire(unittest.TestCase):
         deadline = time.monotonic() + 5
         while metric(text, "cuimg_pinned_message_bytes", kind="used") != 0.0 and time.monotonic() < deadline:
             time.sleep(0.05)
-            text = scrape(self.server)
+            text = self.server.metrics()
         self.assertEqual(metric(text, "cuimg_pinned_message_bytes", kind="used"), 0.0,
                          "buffers leased after every request finished")
 
@@ -324,8 +317,7 @@ class SharedMemoryShrunkUnderTheServer(unittest.TestCase):
     def setUpClass(cls):
         cls.server = ServerProcess(SERVER, f"--backend={BACKEND}", "--shared_memory",
                                    "--max_request_work=0")  # slow_steps sizes work by time
-        cls.channel = grpc.insecure_channel(cls.server.target, options=[
-            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        cls.channel = cls.server.channel()
         cls.stub = imaging_service_pb2_grpc.ImagingStub(cls.channel)
 
     @classmethod

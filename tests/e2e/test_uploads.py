@@ -8,7 +8,6 @@ import re
 import threading
 import time
 import unittest
-import urllib.request
 
 import grpc
 import numpy as np
@@ -79,8 +78,7 @@ class StalledUpload:
 class Uploads(unittest.TestCase):
     def start(self, *flags):
         server = ServerProcess(SERVER, "--backend=cpu", *flags)
-        channel = grpc.insecure_channel(server.target, options=[
-            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        channel = server.channel()
         stalled = []
 
         def stop():
@@ -99,8 +97,7 @@ class Uploads(unittest.TestCase):
         return s
 
     def metrics(self):
-        return urllib.request.urlopen(f"http://127.0.0.1:{self.server.metrics_port}/metrics",
-                                      timeout=10).read().decode()
+        return self.server.metrics()
 
     def wait_open_uploads(self, n):
         """Until the server has `n` Upload calls open: a client yields its messages before the

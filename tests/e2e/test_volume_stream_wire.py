@@ -11,7 +11,6 @@ import subprocess
 import tempfile
 import unittest
 
-import grpc
 import numpy as np
 
 from cuimg.v1 import (gradient_pb2, imaging_service_pb2_grpc, morphology_pb2, streaming_pb2,
@@ -62,8 +61,7 @@ class VolumeStreamWire(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.server = ServerProcess(SERVER, f"--backend={BACKEND}", "--worker_threads=4")
-        cls.channel = grpc.insecure_channel(cls.server.target, options=[
-            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        cls.channel = cls.server.channel()
         cls.stub = imaging_service_pb2_grpc.ImagingStub(cls.channel)
 
     @classmethod

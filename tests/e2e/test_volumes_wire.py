@@ -11,7 +11,6 @@ import subprocess
 import tempfile
 import unittest
 
-import grpc
 import numpy as np
 import pydicom
 from pydicom.data import get_testdata_file
@@ -125,8 +124,7 @@ class VolumesOverTheWire(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.server = ServerProcess(SERVER, f"--backend={BACKEND}")
-        cls.channel = grpc.insecure_channel(cls.server.target, options=[
-            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        cls.channel = cls.server.channel()
         cls.stub = imaging_service_pb2_grpc.ImagingStub(cls.channel)
         cls.tmp = tempfile.TemporaryDirectory()
 

@@ -20,7 +20,8 @@ from typing import Any, Iterable, Iterator, NamedTuple, Union
 import grpc
 import numpy as np
 
-from cuimg import _wire, wire_contract
+from cuimg import _wire, detection, wire_contract
+from cuimg.errors import CuimgError
 # The conversions, as cuimg.client offered them before they had a module of their own.
 from cuimg.messages import (DTYPES, PIXEL_TYPES, Spacing, _floats, _image_header, _image_shape,
                             _mesh, _set_spacing, element_mm, from_image, little_endian,
@@ -75,23 +76,6 @@ def _read(path: str | None) -> bytes | None:
         return f.read()
 
 
-class CuimgError(Exception):
-    """An RPC failed: `code` is the grpc.StatusCode, `details` the server's message, `field` the
-    request field at fault that the error's details name ("" when none; wire_contract.py)."""
-
-    def __init__(self, code: grpc.StatusCode, details: str, field: str = ""):
-        super().__init__(f"{code.name}: {details}")
-        self.code = code
-        self.details = details
-        self.field = field
-
-    @classmethod
-    def of(cls, error: grpc.RpcError) -> "CuimgError":
-        """The CuimgError of a failed call."""
-        info = wire_contract.error_info(error.trailing_metadata())
-        return cls(error.code(), error.details(), info.field if info else "")
-
-
 class Resident(NamedTuple):
     """A result kept on the server (keep_resident=True): its `handle`, usable in place of an
     array by any RPC and by download(), and `data`, what the call returns without keep_resident
@@ -109,6 +93,11 @@ def _source(array_or_handle: ImageLike, spacing: Spacing | None = None,
     return types_pb2.ImageSource(image=to_image(array_or_handle, spacing, colour))
 
 
+def _frame_source(image: ImageLike) -> types_pb2.ImageSource:
+    """A detection input: an (H, W, C) array is a colour image."""
+    return _source(image, colour=not isinstance(image, str) and np.ndim(image) == 3)
+
+
 def _output_options(keep_resident: bool, return_data: bool,
                     ttl_seconds: int) -> types_pb2.OutputOptions | None:
     if not return_data and not keep_resident:
@@ -122,11 +111,6 @@ def _output_options(keep_resident: bool, return_data: bool,
 def _result(result: types_pb2.ImageResult, keep_resident: bool, return_data: bool) -> Any:
     data = from_image(result.image) if return_data else None
     return Resident(result.handle, data) if keep_resident else data
-
-
-def _detections(response: detection_pb2.DetectPedestriansResponse) -> list[dict[str, float]]:
-    return [{"x": d.x, "y": d.y, "width": d.width, "height": d.height, "score": d.score,
-             "scale": d.scale} for d in response.detections]
 
 
 class Client:
@@ -351,35 +335,12 @@ class Client:
         defaults)."""
         if (image is None) == (encoded is None):
             raise ValueError("detect: pass an image or encoded= bytes, not both")
-        request = self._detect_request(image, encoded, model=model, hit_threshold=hit_threshold,
-                                       win_stride=win_stride, scale=scale, padding=padding,
-                                       max_levels=max_levels, gamma_correction=gamma_correction,
-                                       grouping=grouping, group_threshold=group_threshold,
-                                       group_eps=group_eps)
-        return _detections(self._call("DetectPedestrians", request))
-
-    @staticmethod
-    def _detect_request(image: ImageLike | None, encoded: bytes | None, *, model: str = "",
-                        hit_threshold: float = 0.0, win_stride: int = 0, scale: float = 0.0,
-                        padding: int = 0, max_levels: int = 0,
-                        gamma_correction: bool | None = None, grouping: bool = True,
-                        group_threshold: int | None = None,
-                        group_eps: float = 0.0) -> detection_pb2.DetectPedestriansRequest:
-        """detect()'s request; without an image or encoded bytes, its parameters only."""
-        request = detection_pb2.DetectPedestriansRequest(
-            model=model, hit_threshold=hit_threshold, win_stride=win_stride,
-            scale=scale, padding=padding, max_levels=max_levels, group_eps=group_eps,
-            grouping=detection_pb2.GROUPING_GROUP_RECTANGLES if grouping else detection_pb2.GROUPING_NONE)
-        if encoded is not None:
-            request.input.encoded = encoded
-        elif image is not None:
-            request.input.CopyFrom(
-                _source(image, colour=not isinstance(image, str) and np.ndim(image) == 3))
-        if gamma_correction is not None:
-            request.gamma_correction = gamma_correction
-        if group_threshold is not None:
-            request.group_threshold = group_threshold
-        return request
+        request = detection.detect_request(
+            image, encoded, _frame_source, model=model, hit_threshold=hit_threshold,
+            win_stride=win_stride, scale=scale, padding=padding, max_levels=max_levels,
+            gamma_correction=gamma_correction, grouping=grouping,
+            group_threshold=group_threshold, group_eps=group_eps)
+        return detection.detections(self._call("DetectPedestrians", request))
 
     def detect_stream(self, frames: Iterable[Any], *, timeout: float | None = None,
                       **parameters: Any) -> Iterator[dict[str, Any]]:
@@ -399,31 +360,9 @@ class Client:
         A frame the server refuses ends the stream: the results before it are yielded, then
         CuimgError is raised naming the field and the frame ("request.input.encoded: ... (frame
         7, id '...')"). Closing the iterator early cancels the stream."""
-        base = self._detect_request(None, None, **parameters)
-
-        def messages() -> Iterator[detection_pb2.DetectFrame]:
-            for item in frames:
-                frame_id, frame = item if isinstance(item, tuple) else ("", item)
-                request = detection_pb2.DetectPedestriansRequest()
-                request.CopyFrom(base)
-                if isinstance(frame, (bytes, bytearray, memoryview)):
-                    request.input.encoded = bytes(frame)
-                else:
-                    request.input.CopyFrom(
-                        _source(frame, colour=not isinstance(frame, str) and np.ndim(frame) == 3))
-                yield detection_pb2.DetectFrame(request=request, id=frame_id)
-
-        call = self._stub.DetectStream(messages(), timeout=timeout)
-        try:
-            for reply in call:
-                yield {"index": reply.index, "id": reply.id,
-                       "detections": _detections(reply.result), "levels": reply.result.levels,
-                       "windows": reply.result.windows, "model": reply.result.model}
-            self.last_timing = wire_contract.timing_text(call.trailing_metadata())
-        except grpc.RpcError as e:
-            raise CuimgError.of(e) from None
-        finally:
-            call.cancel()  # no-op once the stream has ended; stops it when the caller left early
+        base = detection.detect_request(None, None, _frame_source, **parameters)
+        self.last_timing = yield from detection.stream(self._stub, frames, base, _frame_source,
+                                                       timeout)
 
     def models(self) -> list[dict[str, Any]]:
         """The detector models the server has loaded: dicts name, window_width, window_height,

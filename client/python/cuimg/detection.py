@@ -1,0 +1,73 @@
+"""Pedestrian detection's messages: Client.detect()'s keyword arguments as a
+DetectPedestriansRequest, responses as dicts, and the frames and results of one DetectStream call
+(Client.detect_stream)."""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Iterator
+
+import grpc
+
+from cuimg import wire_contract
+from cuimg.errors import CuimgError
+from cuimg.v1 import detection_pb2, types_pb2
+
+# An image (array, resident handle, array in shared memory) as the request's input.
+ToSource = Callable[[Any], types_pb2.ImageSource]
+
+
+def detections(response: detection_pb2.DetectPedestriansResponse) -> list[dict[str, float]]:
+    """The response's detections as dicts x, y, width, height, score, scale."""
+    return [{"x": d.x, "y": d.y, "width": d.width, "height": d.height, "score": d.score,
+             "scale": d.scale} for d in response.detections]
+
+
+def detect_request(image: Any, encoded: bytes | None, to_source: ToSource, *, model: str = "",
+                   hit_threshold: float = 0.0, win_stride: int = 0, scale: float = 0.0,
+                   padding: int = 0, max_levels: int = 0,
+                   gamma_correction: bool | None = None, grouping: bool = True,
+                   group_threshold: int | None = None,
+                   group_eps: float = 0.0) -> detection_pb2.DetectPedestriansRequest:
+    """detect()'s request; without an image or encoded bytes, its parameters only."""
+    request = detection_pb2.DetectPedestriansRequest(
+        model=model, hit_threshold=hit_threshold, win_stride=win_stride,
+        scale=scale, padding=padding, max_levels=max_levels, group_eps=group_eps,
+        grouping=detection_pb2.GROUPING_GROUP_RECTANGLES if grouping else detection_pb2.GROUPING_NONE)
+    if encoded is not None:
+        request.input.encoded = encoded
+    elif image is not None:
+        request.input.CopyFrom(to_source(image))
+    if gamma_correction is not None:
+        request.gamma_correction = gamma_correction
+    if group_threshold is not None:
+        request.group_threshold = group_threshold
+    return request
+
+
+def stream(stub: Any, frames: Iterable[Any], base: detection_pb2.DetectPedestriansRequest,
+           to_source: ToSource, timeout: float | None) -> Iterator[dict[str, Any]]:
+    """Client.detect_stream's results, one dict per frame, each frame sent as `base` with the
+    frame as its input; returns (as the generator's value) the call's timing trailer. A failed
+    call raises CuimgError; closing the generator early cancels the call."""
+
+    def messages() -> Iterator[detection_pb2.DetectFrame]:
+        for item in frames:
+            frame_id, frame = item if isinstance(item, tuple) else ("", item)
+            request = detection_pb2.DetectPedestriansRequest()
+            request.CopyFrom(base)
+            if isinstance(frame, (bytes, bytearray, memoryview)):
+                request.input.encoded = bytes(frame)
+            else:
+                request.input.CopyFrom(to_source(frame))
+            yield detection_pb2.DetectFrame(request=request, id=frame_id)
+
+    call = stub.DetectStream(messages(), timeout=timeout)
+    try:
+        for reply in call:
+            yield {"index": reply.index, "id": reply.id,
+                   "detections": detections(reply.result), "levels": reply.result.levels,
+                   "windows": reply.result.windows, "model": reply.result.model}
+        return wire_contract.timing_text(call.trailing_metadata())
+    except grpc.RpcError as e:
+        raise CuimgError.of(e) from None
+    finally:
+        call.cancel()  # no-op once the stream has ended; stops it when the caller left early

@@ -1,0 +1,82 @@
+#include "client/subcommand_flags.h"
+
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cuimg {
+namespace {
+
+const std::vector<std::string> kConnectionFlags = {
+    "target",      "timeout",       "lb_policy",    "max_attempts",    "tls",
+    "tls_ca_file", "tls_cert_file", "tls_key_file", "tls_server_name", "token_file"};
+const std::vector<std::string> kGradientFlags = {"kernel_length", "sigma"};
+const std::vector<std::string> kPyramidFlags = {"levels", "ratio", "mode"};
+const std::vector<std::string> kDetectFlags = {
+    "model",      "hit_threshold", "win_stride", "padding",         "scale",
+    "max_levels", "gamma",         "grouping",   "group_threshold", "group_eps"};
+const std::vector<std::string> kDeformFlags = {"lattice_file", "lattice_counts", "twist", "bulge"};
+
+std::vector<std::string> Join(std::initializer_list<std::vector<std::string>> lists) {
+  std::vector<std::string> out;
+  for (const std::vector<std::string>& list : lists) {
+    out.insert(out.end(), list.begin(), list.end());
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<std::string>& ConnectionFlagNames() { return kConnectionFlags; }
+
+const std::vector<std::pair<std::string, std::vector<std::string>>>& SubcommandFlagNames() {
+  static const auto* table = new std::vector<std::pair<std::string, std::vector<std::string>>>{
+      {"health", {"service"}},
+      {"morphology",
+       {"input",
+        "output",
+        "steps",
+        "op",
+        "shape",
+        "size",
+        "anchor",
+        "iterations",
+        "border",
+        "border_value",
+        "mask",
+        "nrrd_gzip",
+        "json",
+        "slab_slices",
+        "volume_streams",
+        "series_uid",
+        "uid_root",
+        "dicomweb_token_file",
+        "dicomweb_user",
+        "dicomweb_password_file",
+        "dicomweb_ca_file",
+        "dicomweb_max_instances",
+        "dicomweb_max_bytes"}},
+      {"gradient", Join({kGradientFlags,
+                         {"input", "output_prefix", "format", "nrrd_gzip", "series_uid",
+                          "slab_slices", "volume_streams"}})},
+      {"pyramid", Join({kPyramidFlags, {"input", "output_prefix", "format"}})},
+      {"detect", Join({kDetectFlags, {"input", "video", "output", "every", "max_frames"}})},
+      {"models", {"json"}},
+      {"deform", Join({kDeformFlags, {"input", "output", "animate"}})},
+      {"mesh", {"n", "m", "output"}},
+      {"load",
+       Join({{"rpc", "steps"},
+             kGradientFlags,
+             kPyramidFlags,
+             kDetectFlags,
+             kDeformFlags,
+             {"n",        "m",        "image_size", "pixel_type",    "input",    "concurrency",
+              "rate",     "duration", "requests",   "warmup",        "channels", "json",
+              "json_out", "csv",      "report",     "progress",      "shm",      "detect_stream",
+              "video",    "every",    "max_frames", "server_metrics"}})},
+  };
+  return *table;
+}
+
+}  // namespace cuimg
