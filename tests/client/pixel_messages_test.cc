@@ -124,8 +124,8 @@ TEST(PixelMessages, RequestPixelsAreSentByReferenceAndReleasedWithTheBuffer) {
     ASSERT_TRUE(wire->Dump(&slices).ok());
     bool by_reference = false;
     for (const grpc::Slice& s : slices) {
-      by_reference = by_reference || s.begin() == reinterpret_cast<const std::uint8_t*>(
-                                                      watch.lock()->data());
+      by_reference =
+          by_reference || s.begin() == reinterpret_cast<const std::uint8_t*>(watch.lock()->data());
     }
     EXPECT_TRUE(by_reference);
   }
@@ -241,9 +241,9 @@ TEST(PixelMessages, UnaryCallReturnsWhatTheGeneratedStubReturns) {
     grpc::ClientContext context;
     v1::MorphologyResponse response;
     Image::Storage result;
-    const grpc::Status status = UnaryCallWithPixels(
-        server.channel(), &context, "/cuimg.v1.Imaging/Morphology", request, owner->bytes(),
-        owner->size_bytes(), owner, hint, &response, &result);
+    const grpc::Status status =
+        UnaryCallWithPixels(server.channel(), &context, "/cuimg.v1.Imaging/Morphology", request,
+                            owner->bytes(), owner->size_bytes(), owner, hint, &response, &result);
     ASSERT_TRUE(status.ok()) << status.error_message();
     EXPECT_EQ(Text(result), expected) << hint;
     EXPECT_TRUE(response.result().image().data().empty());
