@@ -252,7 +252,8 @@ TEST_F(DeformGpuTest, RejectsMissingWorkspaceAndBadLattice) {
   Lattice flat = l;
   flat.u = {1, 1, 0};
   EXPECT_THAT(Deform(d_mesh, flat, out->As<float>(), nullptr, nullptr, stream_.get()),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("lattice: s, t and u must span a volume")));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("lattice: s, t and u must span a volume")));
 }
 
 }  // namespace
