@@ -63,9 +63,9 @@ for v in "${variants[@]}"; do
     asan)
       configure build-asan "-fsanitize=address,undefined -fno-sanitize-recover=undefined"
       # cuimg_python_client: the stubs and the Python client's modules (the suites import its
-      # wire_contract).
+      # wire_contract); cuimg_rpc_status_python: google.rpc's, which bad_requests decodes.
       cmake --build build-asan --parallel --target "${unit_tests[@]}" cuimg-server \
-        cuimg_python_client
+        cuimg_python_client cuimg_rpc_status_python
       # protect_shadow_gap=0: CUDA maps memory where ASan's shadow gap would be (GPU machines).
       export ASAN_OPTIONS=detect_leaks=1:protect_shadow_gap=0
       export UBSAN_OPTIONS=print_stacktrace=1
