@@ -18,6 +18,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "server/rpc/wire_pixels.h"
 #include "tests/server/test_server.h"
+#include "tests/testing/byte_buffers.h"
 #include "tests/testing/random_image.h"
 
 namespace cuimg {
@@ -31,29 +32,8 @@ std::string RandomBytes(std::size_t n, std::mt19937& rng) {
   return s;
 }
 
-// `bytes` in slices of random sizes, some of one byte, so that tags, lengths and pixels straddle
-// slice boundaries (as gRPC may hand a received message over).
-grpc::ByteBuffer Sliced(const std::string& bytes, std::mt19937& rng) {
-  std::vector<grpc::Slice> slices;
-  for (std::size_t at = 0; at < bytes.size();) {
-    const std::size_t most = rng() % 2 ? 3 : 9000;
-    const std::size_t n = std::min<std::size_t>(bytes.size() - at, 1 + rng() % most);
-    slices.emplace_back(bytes.data() + at, n);
-    at += n;
-  }
-  if (slices.empty()) return grpc::ByteBuffer();
-  return grpc::ByteBuffer(slices.data(), slices.size());
-}
-
-std::string Joined(const grpc::ByteBuffer& wire) {
-  std::vector<grpc::Slice> slices;
-  EXPECT_TRUE(wire.Dump(&slices).ok());
-  std::string out;
-  for (const grpc::Slice& s : slices) {
-    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  }
-  return out;
-}
+using ::cuimg::testing::Joined;
+using ::cuimg::testing::Sliced;
 
 std::string Text(const Image::Storage& pixels) { return std::string(pixels.begin(), pixels.end()); }
 

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/testing/byte_buffers.h"
+
 #include "cuimg/v1/deform.pb.h"
 #include "cuimg/v1/gradient.pb.h"
 #include "cuimg/v1/morphology.pb.h"
@@ -28,30 +30,8 @@ std::string RandomBytes(std::size_t n, std::mt19937& rng) {
   return s;
 }
 
-// `bytes` as gRPC might hand them over: in slices of random sizes, some of one byte, so that
-// tags, lengths and pixels straddle slice boundaries.
-grpc::ByteBuffer Sliced(const std::string& bytes, std::mt19937& rng) {
-  std::vector<grpc::Slice> slices;
-  std::size_t at = 0;
-  while (at < bytes.size()) {
-    const std::size_t most = rng() % 2 ? 3 : 9000;
-    const std::size_t n = std::min<std::size_t>(bytes.size() - at, 1 + rng() % most);
-    slices.emplace_back(bytes.data() + at, n);
-    at += n;
-  }
-  if (slices.empty()) return grpc::ByteBuffer();
-  return grpc::ByteBuffer(slices.data(), slices.size());
-}
-
-std::string Joined(const grpc::ByteBuffer& wire) {
-  std::vector<grpc::Slice> slices;
-  EXPECT_TRUE(wire.Dump(&slices).ok());
-  std::string out;
-  for (const grpc::Slice& s : slices) {
-    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  }
-  return out;
-}
+using ::cuimg::testing::Joined;
+using ::cuimg::testing::Sliced;
 
 // Field `field` (≤ 15) of a message holding `bytes` (a nested message or bytes), as protobuf
 // writes it.
