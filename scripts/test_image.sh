@@ -13,9 +13,12 @@ cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh image
 
 state=$(realpath -m "${CUIMG_IMAGE_DIR:-build-image}")
-# The toolkit nvcc belongs to (NVIDIA's installers put it in /usr/local/cuda).
+# The toolkit nvcc belongs to, as nvcc itself reports it (TOP): the nvcc found on PATH may be a
+# wrapper script elsewhere (CI's machines have /usr/local/bin/nvcc exec'ing the toolkit's), whose
+# own directory is no toolkit.
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-cuda=${CUIMG_CUDA_DIR:-$(dirname "$(dirname "$(realpath "$nvcc")")")}
+top=$("$nvcc" -v __cuimg_toolkit_root 2>&1 | sed -n 's/^#\$ TOP=//p' | head -n 1 || true)
+cuda=${CUIMG_CUDA_DIR:-$(realpath -m "${top:-$(dirname "$(dirname "$nvcc")")}")}
 if [ ! -x "$cuda/bin/nvcc" ]; then
   echo "test_image: no CUDA toolkit at '$cuda' (nvcc not found); set CUIMG_CUDA_DIR" >&2
   exit 1
