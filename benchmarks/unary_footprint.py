@@ -96,6 +96,8 @@ def measure(args, name, call):
     if stages:
         row["runs"] = len(stages)
         row["round_trip_ms"] = round(statistics.median(walls) * 1e3, 1)
+        row["round_trip_max_ms"] = round(max(walls) * 1e3, 1)
+        row["round_trips_ms"] = [round(w * 1e3, 1) for w in walls]
         row["server_us"] = {k: statistics.median(s[k] for s in stages) for k in stages[0]}
         row["h2d_plus_d2h_ms"] = round(
             (row["server_us"].get("h2d_us", 0) + row["server_us"].get("d2h_us", 0)) / 1e3, 2)

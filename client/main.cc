@@ -11,6 +11,7 @@
 #include "client/commands/commands.h"
 #include "client/subcommand_flags.h"
 #include "server/command_line.h"
+#include "server/malloc_policy.h"
 #include "cuimg/common/lock_order_checks.h"
 
 // Connection (every subcommand).
@@ -280,6 +281,8 @@ cuimg::DeformCommand DeformFlags() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A volume's response arrives in buffers gRPC allocates: huge pages fault them in faster.
+  cuimg::ExecWithHugePageMalloc(argv);
   if (const int code = HandleUsage(argc, argv); code >= 0) return code;
   absl::SetProgramUsageMessage(kUsage);
   // `cuimg load`'s threads would otherwise queue on one global spinlock in every gRPC lock.

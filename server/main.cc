@@ -104,6 +104,11 @@ ABSL_FLAG(uint32_t, shared_memory_max_regions, 16,
 ABSL_FLAG(int, malloc_arena_max, 4,
           "Most glibc malloc arenas (0: glibc's default of 8 per core); fewer arenas retain less "
           "freed memory under many threads (server/malloc_policy.h).");
+ABSL_FLAG(bool, malloc_huge_pages, false,
+          "Start again with glibc's malloc asking for transparent huge pages (GLIBC_TUNABLES "
+          "glibc.malloc.hugetlb=1): fewer page faults receiving big messages, but stalls of "
+          "~0.3 s were seen on a small machine (server/malloc_policy.h). A "
+          "glibc.malloc.hugetlb already in GLIBC_TUNABLES wins.");
 ABSL_FLAG(int, malloc_trim_interval_ms, 1000,
           "How often freed heap pages are handed back to the system (malloc_trim); 0 never.");
 ABSL_FLAG(
@@ -217,6 +222,8 @@ int main(int argc, char** argv) {
   if (const int code = HandleUsage(argc, argv); code >= 0) return code;
   absl::SetProgramUsageMessage(kUsage);
   absl::ParseCommandLine(argc, argv);
+  // Before any thread starts (parsing the flags starts none).
+  if (absl::GetFlag(FLAGS_malloc_huge_pages)) cuimg::ExecWithHugePageMalloc(argv);
 
   cuimg::ServerOptions options;
   options.listen_address = absl::GetFlag(FLAGS_listen_address);
@@ -411,6 +418,7 @@ int main(int argc, char** argv) {
              " warm_cpus=", (*server)->warm_cpus(), " cuda_sync=", absl::GetFlag(FLAGS_cuda_sync),
              " decode_threads=", options.decode_threads, " malloc_arena_max=", arenas,
              " malloc_trim_interval_ms=", trim_ms,
+             " malloc_huge_pages=", cuimg::MallocHugePagesRequested() ? "on" : "off",
              " lock_order_checks=", absl::GetFlag(FLAGS_lock_order_checks) ? "on" : "off",
              " max_inflight_requests=", options.max_inflight_requests,
              " max_receive_message_bytes=", options.max_receive_message_bytes,

@@ -1,10 +1,94 @@
 #include "server/malloc_policy.h"
 
+#include <limits.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
 #if defined(__GLIBC__)
+#include <gnu/libc-version.h>
 #include <malloc.h>
 #endif
 
+// Sanitizers replace malloc: glibc's tunables would change nothing there.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CUIMG_OWN_MALLOC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define CUIMG_OWN_MALLOC 1
+#endif
+#endif
+
 namespace cuimg {
+namespace {
+
+constexpr char kHugetlbTunable[] = "glibc.malloc.hugetlb";
+
+// glibc.malloc.hugetlb came with glibc 2.35; older versions ignore it.
+bool GlibcHasHugetlbTunable() {
+#if defined(__GLIBC__) && !defined(CUIMG_OWN_MALLOC)
+  int major = 0;
+  int minor = 0;
+  if (std::sscanf(gnu_get_libc_version(), "%d.%d", &major, &minor) != 2) return false;
+  return major > 2 || (major == 2 && minor >= 35);
+#else
+  return false;
+#endif
+}
+
+// The kernel's mode is "[always] madvise never", the active one bracketed.
+bool TransparentHugePagesOn() {
+  std::ifstream file("/sys/kernel/mm/transparent_hugepage/enabled");
+  const std::string modes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  return !modes.empty() && modes.find("[never]") == std::string::npos;
+}
+
+}  // namespace
+
+std::optional<std::string> HugePageTunables(const char* current) {
+  const std::string tunables = current == nullptr ? "" : current;
+  // Entries are name=value, separated by ':'.
+  std::size_t start = 0;
+  while (start <= tunables.size()) {
+    std::size_t end = tunables.find(':', start);
+    if (end == std::string::npos) end = tunables.size();
+    const std::string entry = tunables.substr(start, end - start);
+    if (entry.rfind(std::string(kHugetlbTunable) + "=", 0) == 0) return std::nullopt;
+    start = end + 1;
+  }
+  const std::string added = std::string(kHugetlbTunable) + "=1";
+  return tunables.empty() ? added : tunables + ":" + added;
+}
+
+bool MallocHugePagesRequested() {
+  const char* current = std::getenv("GLIBC_TUNABLES");
+  if (current == nullptr || !GlibcHasHugetlbTunable()) return false;
+  const std::string tunables = std::string(":") + current + ":";
+  return tunables.find(std::string(":") + kHugetlbTunable + "=1:") != std::string::npos;
+}
+
+void ExecWithHugePageMalloc(char** argv) {
+  const char* current = std::getenv("GLIBC_TUNABLES");
+  const std::optional<std::string> tunables = HugePageTunables(current);
+  if (!tunables.has_value() || !GlibcHasHugetlbTunable() || !TransparentHugePagesOn()) return;
+  char exe[PATH_MAX];
+  const ssize_t length = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (length <= 0) return;
+  exe[length] = '\0';
+  const std::string previous = current == nullptr ? "" : current;
+  setenv("GLIBC_TUNABLES", tunables->c_str(), 1);
+  execv(exe, argv);
+  // Still here: the exec failed (the binary replaced or gone); run on as we are.
+  if (current == nullptr) {
+    unsetenv("GLIBC_TUNABLES");
+  } else {
+    setenv("GLIBC_TUNABLES", previous.c_str(), 1);
+  }
+}
 
 bool LimitMallocArenas(int arenas) {
 #if defined(__GLIBC__) && defined(M_ARENA_MAX)

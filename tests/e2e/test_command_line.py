@@ -4,6 +4,7 @@ without a GPU serves on the CPU backend with a warning and cuimg_backend_info{ba
 --require_gpu refuses to start instead. Needs CUIMG_SERVER, CUIMG_CLIENT, CUIMG_REPO and
 CUIMG_BUILD_TYPE, and the generated stubs on PYTHONPATH."""
 import os
+import platform
 import re
 import signal
 import subprocess
@@ -161,6 +162,98 @@ class Signals(unittest.TestCase):
             channel.close()
         finally:
             server.kill()
+
+
+def huge_pages_available():
+    """Whether glibc can be told to use transparent huge pages here (glibc >= 2.35, THP not off)."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            modes = f.read()
+    except OSError:
+        return False
+    name, version = platform.libc_ver()
+    major, minor = (int(v) for v in (version or "0.0").split(".")[:2])
+    return name == "glibc" and (major, minor) >= (2, 35) and "[never]" not in modes
+
+
+class HugePageMalloc(unittest.TestCase):
+    """The client, and the server when told (--malloc_huge_pages), start themselves again with
+    GLIBC_TUNABLES glibc.malloc.hugetlb=1 (server/malloc_policy.h); an operator's own setting of
+    it wins."""
+
+    def start(self, tunables, *flags):
+        env = dict(os.environ)
+        env.pop("GLIBC_TUNABLES", None)
+        if tunables is not None:
+            env["GLIBC_TUNABLES"] = tunables
+        saved = os.environ.copy()
+        os.environ.clear()
+        os.environ.update(env)
+        try:
+            server = ServerProcess(SERVER, "--backend=cpu", *flags)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        self.addCleanup(server.kill)
+        # The exec kept the process: the pid Popen knows serves the calls.
+        self.assertEqual(self.health(server.target), health_pb2.HealthCheckResponse.SERVING)
+        return server
+
+    def health(self, target):
+        with grpc.insecure_channel(target) as channel:
+            return health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(),
+                                                            timeout=10).status
+
+    def startup_line(self, server):
+        lines = [l for l in server.log().splitlines() if "event=startup " in l]
+        self.assertEqual(len(lines), 1, server.log())
+        return lines[0]
+
+    def test_the_server_asks_for_huge_pages_when_told_and_keeps_other_tunables(self):
+        if not huge_pages_available():
+            self.skipTest("no transparent huge pages or glibc < 2.35 here")
+        server = self.start("glibc.malloc.arena_max=8", "--malloc_huge_pages=true")
+        self.assertIn("malloc_huge_pages=on", self.startup_line(server))
+        with open(f"/proc/{server.process.pid}/environ", "rb") as f:
+            environ = f.read()
+        # glibc parses the variable in place: its entries may be NUL-separated by then.
+        self.assertIn(b"glibc.malloc.arena_max=8", environ)
+        self.assertIn(b"glibc.malloc.hugetlb=1", environ)
+
+    def test_the_server_leaves_malloc_alone_by_default(self):
+        server = self.start(None)
+        self.assertIn("malloc_huge_pages=off", self.startup_line(server))
+        with open(f"/proc/{server.process.pid}/environ", "rb") as f:
+            self.assertNotIn(b"glibc.malloc.hugetlb", f.read())
+
+    def test_the_operators_setting_wins(self):
+        server = self.start("glibc.malloc.hugetlb=0", "--malloc_huge_pages=true")
+        self.assertIn("malloc_huge_pages=off", self.startup_line(server))
+
+    def test_the_client_asks_for_huge_pages_too(self):
+        if not huge_pages_available():
+            self.skipTest("no transparent huge pages or glibc < 2.35 here")
+        server = self.start(None)
+        env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
+        # Calls of about a second each on the CPU backend: time to look at the client.
+        client = subprocess.Popen(
+            [CLIENT, f"--target={server.target}", "load", "--requests=2", "--concurrency=1",
+             "--warmup=0", "--image_size=400x400", "--steps=dilate:ellipse:91x91"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            with open(f"/proc/{client.pid}/environ", "rb") as f:
+                environ = f.read()
+            deadline = time.monotonic() + 10
+            while b"glibc.malloc.hugetlb=1" not in environ and time.monotonic() < deadline:
+                time.sleep(0.01)
+                with open(f"/proc/{client.pid}/environ", "rb") as f:
+                    environ = f.read()
+            self.assertIn(b"glibc.malloc.hugetlb=1", environ)
+            _, err = client.communicate(timeout=120)
+            self.assertEqual(client.returncode, 0, err)
+        finally:
+            client.kill()
+            client.wait()
 
 
 class CpuFallback(unittest.TestCase):

@@ -1,5 +1,6 @@
-// The allocator policy: the arena limit is accepted where glibc provides it, and the trimmer's
-// thread stops at once when destroyed, however long its interval.
+// The allocator policy: the huge-page tunable is added to GLIBC_TUNABLES once and never overrides
+// an operator's own setting; the arena limit is accepted where glibc provides it, and the
+// trimmer's thread stops at once when destroyed, however long its interval.
 #include "server/malloc_policy.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,22 @@
 
 namespace cuimg {
 namespace {
+
+TEST(MallocPolicy, HugePageTunableIsAddedToWhatIsSet) {
+  EXPECT_EQ(HugePageTunables(nullptr), "glibc.malloc.hugetlb=1");
+  EXPECT_EQ(HugePageTunables(""), "glibc.malloc.hugetlb=1");
+  EXPECT_EQ(HugePageTunables("glibc.malloc.arena_max=4"),
+            "glibc.malloc.arena_max=4:glibc.malloc.hugetlb=1");
+  // A name that only starts like it is another tunable.
+  EXPECT_EQ(HugePageTunables("glibc.malloc.hugetlbx=1"),
+            "glibc.malloc.hugetlbx=1:glibc.malloc.hugetlb=1");
+}
+
+TEST(MallocPolicy, HugePageTunableNeverOverridesTheOperators) {
+  EXPECT_EQ(HugePageTunables("glibc.malloc.hugetlb=0"), std::nullopt);
+  EXPECT_EQ(HugePageTunables("glibc.malloc.hugetlb=1"), std::nullopt);
+  EXPECT_EQ(HugePageTunables("glibc.malloc.arena_max=4:glibc.malloc.hugetlb=2"), std::nullopt);
+}
 
 #if defined(__GLIBC__)
 TEST(MallocPolicy, ArenaLimitIsAcceptedOnGlibc) { EXPECT_TRUE(LimitMallocArenas(4)); }
