@@ -127,6 +127,24 @@ step benchmarks
       timeout 120 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" \
         --server_flag=--jpeg_decoder=$decoder --only=rpc_detect_1080p_jpeg || status=1
     done
+    # The 1080p JPEG detection from the C++ load client (no Python in the way): one call at a
+    # time, then 16 in flight unary and over DetectStream (issue 33; runs 194-195).
+    "$B/bin/cuimg-server" --backend=cuda --jpeg_decoder=gpu --listen_address=127.0.0.1:50551 \
+      --metrics_address= > "$OUT/detect_load_server.log" 2>&1 &
+    detect_server=$!
+    for _ in $(seq 100); do
+      "$B/bin/cuimg" --target=127.0.0.1:50551 --timeout=1 health > /dev/null 2>&1 && break
+      sleep 0.2
+    done
+    for mode in "--concurrency=1" "--concurrency=16" "--concurrency=16 --detect_stream"; do
+      echo "cuimg load --rpc=detect 1080p JPEG $mode"
+      # shellcheck disable=SC2086  # $mode is two flags at most
+      timeout 60 "$B/bin/cuimg" --target=127.0.0.1:50551 load --rpc=detect \
+        --input="$B/data/vtest_1080p_00.jpg" --channels=4 --warmup=2 --duration=6 $mode \
+        2> /dev/null | sed -n '1,4p' || status=1
+    done
+    kill "$detect_server"
+    wait "$detect_server"
     # The small-payload RPCs again with a 16 MiB HTTP/2 lookahead on both ends (transport tuning).
     timeout 120 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" \
       --lookahead_bytes=16777216 --load_seconds=5 \
