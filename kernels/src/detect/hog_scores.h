@@ -2,12 +2,17 @@
 // host (DetectPlan::EmulateOnHost), like hog_tile.h's phases.
 //
 // A warp scores a tile of 32 x kScoreRows windows of one level: lane i takes the column of windows
-// wx = 32 tx + i, rows wy0 .. wy0 + 7. Windows one row apart share all but `step` of their block
-// rows, so the thread walks the column's block rows once, loads each block's 36 features into
-// registers once and dots them with the weights of every window of the column that holds the
-// block (a window takes its block (sx, sy) at block row wy * step + sy): each feature load serves
-// up to 8 windows instead of 1, and the weights are warp-uniform loads (one L1 wavefront). Lanes
-// read neighbouring block columns: coalesced, feature-planar.
+// wx = 32 tx + i, rows wy0 .. wy0 + kScoreRows - 1. Windows one row apart share all but `step` of
+// their block rows, so the thread walks the column's block rows once, loads each block's 36
+// features into registers once and dots them with the weights of every window of the column that
+// holds the block (a window takes its block (sx, sy) at block row wy * step + sy): each feature
+// load serves up to kScoreRows windows instead of 1, and the weights are warp-uniform loads (one L1
+// wavefront). Lanes read neighbouring block columns: coalesced, feature-planar.
+//
+// Why 4 rows (run 196, H100): a 1080p frame has ~1200 tiles of 32 x 8 windows, 9 warps an SM, too
+// few to hide the loads; 32 x 4 doubles the warps and the kernel took 264-268 us against 310-325
+// (768x576: 116 against 189-191). 3 rows ran like 4, 2 rows (368-370 us) and 5-6 rows (322-334)
+// slower.
 //
 // The arithmetic is the CPU reference's (hog_reference.cc ScoreWindow; OpenCV's
 // HOGDescriptor::detect per block): per block four float partial sums of rounded products, the
@@ -38,7 +43,7 @@ namespace cuimg::hog {
 
 inline constexpr int kMaxJobs = 64;                // levels per launch: found by two warp ballots
 inline constexpr int kScoreLanes = 32;             // window columns per warp tile, one per lane
-inline constexpr int kScoreRows = 8;               // windows down each lane's column
+inline constexpr int kScoreRows = 4;               // windows down each lane's column
 inline constexpr int kScoreThreads = kScoreLanes;  // one warp tile per CUDA block
 // The per-window kernel of issue 5 (kept for detect_bench's comparison): 32 x 4 windows.
 inline constexpr int kWindowScoreX = 32;
