@@ -47,28 +47,34 @@ bool TransparentHugePagesOn() {
   return !modes.empty() && modes.find("[never]") == std::string::npos;
 }
 
-}  // namespace
-
-std::optional<std::string> HugePageTunables(const char* current) {
-  const std::string tunables = current == nullptr ? "" : current;
-  // Entries are name=value, separated by ':'.
+// The value GLIBC_TUNABLES `tunables` (name=value entries separated by ':') gives
+// glibc.malloc.hugetlb; nullopt when it names no such entry.
+std::optional<std::string> HugetlbValue(const std::string& tunables) {
+  const std::string prefix = std::string(kHugetlbTunable) + "=";
   std::size_t start = 0;
   while (start <= tunables.size()) {
     std::size_t end = tunables.find(':', start);
     if (end == std::string::npos) end = tunables.size();
-    const std::string entry = tunables.substr(start, end - start);
-    if (entry.rfind(std::string(kHugetlbTunable) + "=", 0) == 0) return std::nullopt;
+    if (tunables.compare(start, prefix.size(), prefix) == 0) {
+      return tunables.substr(start + prefix.size(), end - start - prefix.size());
+    }
     start = end + 1;
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> HugePageTunables(const char* current) {
+  const std::string tunables = current == nullptr ? "" : current;
+  if (HugetlbValue(tunables).has_value()) return std::nullopt;
   const std::string added = std::string(kHugetlbTunable) + "=1";
   return tunables.empty() ? added : tunables + ":" + added;
 }
 
 bool MallocHugePagesRequested() {
   const char* current = std::getenv("GLIBC_TUNABLES");
-  if (current == nullptr || !GlibcHasHugetlbTunable()) return false;
-  const std::string tunables = std::string(":") + current + ":";
-  return tunables.find(std::string(":") + kHugetlbTunable + "=1:") != std::string::npos;
+  return current != nullptr && GlibcHasHugetlbTunable() && HugetlbValue(current) == "1";
 }
 
 void ExecWithHugePageMalloc(char** argv) {

@@ -20,9 +20,10 @@ def free_port():
 
 class ServerProcess:
     """`extra_args` after CUIMG_SERVER_FLAGS (space-separated, e.g. --jpeg_decoder=gpu to run a
-    suite with the GPU JPEG decoder), so a test's own flags win."""
+    suite with the GPU JPEG decoder), so a test's own flags win. `env`: the server's environment
+    (default: this process's)."""
 
-    def __init__(self, binary, *extra_args, listen="127.0.0.1:0"):
+    def __init__(self, binary, *extra_args, listen="127.0.0.1:0", env=None):
         self._dir = tempfile.TemporaryDirectory()
         port_file = os.path.join(self._dir.name, "ports.json")
         self.log_path = os.path.join(self._dir.name, "server.log")
@@ -31,7 +32,7 @@ class ServerProcess:
             [binary, f"--listen_address={listen}", "--metrics_address=127.0.0.1:0",
              f"--port_file={port_file}", *os.environ.get("CUIMG_SERVER_FLAGS", "").split(),
              *extra_args],
-            stdout=self._log, stderr=subprocess.STDOUT)
+            stdout=self._log, stderr=subprocess.STDOUT, env=env)
         deadline = time.time() + 30
         while not os.path.exists(port_file) or os.path.getsize(port_file) == 0:
             if self.process.poll() is not None or time.time() > deadline:

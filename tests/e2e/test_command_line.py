@@ -182,18 +182,10 @@ class HugePageMalloc(unittest.TestCase):
     it wins."""
 
     def start(self, tunables, *flags):
-        env = dict(os.environ)
-        env.pop("GLIBC_TUNABLES", None)
+        env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
         if tunables is not None:
             env["GLIBC_TUNABLES"] = tunables
-        saved = os.environ.copy()
-        os.environ.clear()
-        os.environ.update(env)
-        try:
-            server = ServerProcess(SERVER, "--backend=cpu", *flags)
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
+        server = ServerProcess(SERVER, "--backend=cpu", *flags, env=env)
         self.addCleanup(server.kill)
         # The exec kept the process: the pid Popen knows serves the calls.
         self.assertEqual(self.health(server.target), health_pb2.HealthCheckResponse.SERVING)
