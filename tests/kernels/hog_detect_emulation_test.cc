@@ -1,4 +1,4 @@
-// The detection kernels' own code (hog_tile.h, through DetectPlan::EmulateOnHost) against the CPU
+// The detection kernels' own code (hog_strip.h, through DetectPlan::EmulateOnHost) against the CPU
 // reference, without a GPU: every window's score within 1e-4 on odd sizes, 1, 3 and 4 channels,
 // gamma on and off, padding, strides, scales and windows, with the workspace poisoned (NaN) so
 // any feature the blocks kernel does not write shows; the hit buffer and its count; plan

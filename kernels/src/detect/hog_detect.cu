@@ -11,35 +11,34 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/kernel_attributes.h"
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/kernels/detect_geometry.h"
-#include "cuimg/kernels/hog_block_votes.h"
 #include "cuimg/kernels/pyramid_types.h"
 #include "common/div_small.cuh"
-#include "hog_tile.h"
+#include "hog_strip.h"
 
 namespace cuimg {
 namespace {
 
 using hog::BlockJob;
 using hog::BlocksParams;
-using hog::BlocksSmem;
-using hog::kBlockThreads;
-using hog::kCellPixels;
-using hog::kCellSupport;
 using hog::kHitsHeader;
 using hog::kMaxJobs;
 using hog::kScoreLanes;
 using hog::kScoreRows;
 using hog::kScoreThreads;
-using hog::kTile;
+using hog::kStripBlocksX;
+using hog::kStripBlocksY;
+using hog::kStripPeriods;
+using hog::kStripThreads;
 using hog::kWindowScoreThreads;
 using hog::kWindowScoreX;
 using hog::kWindowScoreY;
 using hog::ScoreJob;
 using hog::ScoresParams;
+using hog::StripSmem;
+using hog::StripThread;
 using hog::TilePos;
 
 std::size_t AlignUp(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
@@ -66,33 +65,43 @@ TilePos TileOf(int tile, int tiles_x, float inv_tiles_x) {
   return TilePos{tile - y * tiles_x, y};
 }
 
-__global__ void __launch_bounds__(kBlockThreads)
+// The sum over a HOG block's 8 threads (lanes 8k..8k+7: 4 cells x 2 halves), the same in every
+// lane: ((h0 + h1) + (h2 + h3)) + ((h4 + h5) + (h6 + h7)) by cell and half (EmulateBlocks' order).
+__device__ __forceinline__ float BlockSum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  v += __shfl_xor_sync(0xffffffffu, v, 2);
+  return v + __shfl_xor_sync(0xffffffffu, v, 4);
+}
+
+// One CUDA block: a strip of 14 x 16 HOG blocks of one level (hog_strip.h).
+template <int kChannels>
+__global__ void __launch_bounds__(kStripThreads)
     HogBlocksKernel(const __grid_constant__ BlocksParams p) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  BlocksSmem& s = *reinterpret_cast<BlocksSmem*>(smem_raw);
+  constexpr int kPlanes = kChannels == 1 ? 1 : 3;
+  __shared__ StripSmem s;
   const int t = threadIdx.x;
   const int block = static_cast<int>(blockIdx.x);
   if (p.reset_count && block == 0 && t == 0) *p.hit_count = 0;
   const int j = FindJob(p.first_block, p.num_jobs, block);
   const BlockJob& job = p.jobs[j];
-  // Exact: a level has < 2^21 tiles (DivSmall's rule).
-  const int tile_y = DivSmall(block - p.first_block[j], job.inv_tiles_x);
-  const TilePos tile{block - p.first_block[j] - tile_y * job.tiles_x, tile_y};
-  hog::LoadTaps(p, job, tile, t, s);
+  // Exact: a level has < 2^21 strips (DivSmall's rule).
+  const int strip_y = DivSmall(block - p.first_block[j], job.inv_tiles_x);
+  const TilePos strip{block - p.first_block[j] - strip_y * job.tiles_x, strip_y};
+  StripThread<kPlanes> th;
+  hog::StartStrip<kChannels>(p, job, strip, t, s, th);
   __syncthreads();
-  hog::LoadSamples(p, job, t, s);
-  __syncthreads();
-  hog::ComputeVotes(p, job, tile, t, s);
-  __syncthreads();
-  float h[kHogBins];
-  float ss = hog::AccumulateCell(t, s, h);
-  // The block's 4 threads are lanes 4k..4k+3: every lane ends with (a + b) + (c + d).
-  ss += __shfl_xor_sync(0xffffffffu, ss, 1);
-  ss += __shfl_xor_sync(0xffffffffu, ss, 2);
-  float ss2 = hog::ClipCell(h, ss);
-  ss2 += __shfl_xor_sync(0xffffffffu, ss2, 1);
-  ss2 += __shfl_xor_sync(0xffffffffu, ss2, 2);
-  hog::StoreCell(p, job, tile, t, h, hog::RenormScale(ss2));
+  for (int period = 0; period < kStripPeriods; ++period) {
+    hog::SamplePeriod<kChannels>(p, job, period, t, s, th);
+    __syncthreads();
+    hog::VotePeriod(p, period, t, s, th);
+    __syncthreads();
+    if (period > 0) {
+      float h[kHogBins];
+      const float ss = BlockSum(hog::HorizontalCell(p, t, s, h));
+      const float ss2 = BlockSum(hog::ClipCell(h, ss));
+      hog::StoreCell(p, job, strip, period, t, h, hog::RenormScale(ss2));
+    }
+  }
 }
 
 // Appends hit (level, wx, wy) unless its score is below the threshold (the reference's test, in
@@ -140,25 +149,6 @@ __global__ void __launch_bounds__(kWindowScoreThreads)
   AppendHit(p, job, wx, wy, score);
 }
 
-// The cell weight table of BlocksParams, from OpenCV's per-pixel votes (hog_block_votes.h).
-const float (&CellWeights())[4][kCellPixels] {
-  static const auto table = [] {
-    struct Table {
-      float w[4][kCellPixels] = {};
-    } t;
-    for (const HogPixelVote& v : HogBlockVotes()) {
-      for (int k = 0; k < v.cells; ++k) {
-        const int c = v.cell[k];
-        const int ii = v.row - 4 * (c & 1);
-        const int jj = v.col - 4 * (c >> 1);
-        t.w[c][ii * kCellSupport + jj] = v.weight[k];
-      }
-    }
-    return t;
-  }();
-  return table.w;
-}
-
 }  // namespace
 
 // One launch pair: up to 64 levels.
@@ -185,12 +175,16 @@ absl::StatusOr<DetectPlan> DetectPlan::Create(const Extent& extent, int channels
         absl::StrCat("channels: ", channels, " is not 1 (gray), 3 (BGR) or 4 (BGRA)"));
   }
   CUIMG_RETURN_IF_ERROR(ValidateHogModel(model));
+  // The blocks kernel addresses input rows by 32-bit byte offsets.
+  if (extent.Pixels() * channels >= (std::int64_t{1} << 31)) {
+    return absl::InvalidArgumentError(absl::StrCat("extent: ", extent.width, "x", extent.height,
+                                                   "x", channels, " is 2 GiB or more"));
+  }
   auto impl = std::make_shared<Impl>();
   CUIMG_ASSIGN_OR_RETURN(impl->geometry,
                          PlanDetection(extent, model.window_width, model.window_height, spec));
   impl->channels = channels;
   const DetectGeometry& g = impl->geometry;
-  const auto& weights = CellWeights();
   std::size_t offset = 0;  // floats
   for (std::size_t begin = 0; begin < g.levels.size(); begin += kMaxJobs) {
     DetectChunk chunk;
@@ -202,7 +196,8 @@ absl::StatusOr<DetectPlan> DetectPlan::Create(const Extent& extent, int channels
     bp.padding = g.padding;
     bp.gamma = spec.gamma_correction ? 1 : 0;
     bp.reset_count = begin == 0 ? 1 : 0;
-    std::memcpy(bp.cell_weights, weights, sizeof(bp.cell_weights));
+    hog::FillAxisWeights(bp.row_weight);
+    hog::FillAxisWeights(bp.column_weight);
     sp.capacity = static_cast<unsigned int>(g.windows);
     sp.threshold = spec.hit_threshold;
     sp.bias = model.bias;
@@ -220,14 +215,14 @@ absl::StatusOr<DetectPlan> DetectPlan::Create(const Extent& extent, int channels
       bj.height = level.height;
       bj.blocks_x = level.blocks_x;
       bj.blocks_y = level.blocks_y;
-      bj.tiles_x = (level.blocks_x + kTile - 1) / kTile;
+      bj.tiles_x = (level.blocks_x + kStripBlocksX - 1) / kStripBlocksX;
       bj.inv_tiles_x = 1.0f / static_cast<float>(bj.tiles_x);
       bj.pitch = static_cast<int>(AlignUp(level.blocks_x, 32));
       bj.direct = level.width == extent.width && level.height == extent.height;
       bj.feature_offset = static_cast<long long>(offset);
       offset = AlignUp(
           offset + static_cast<std::size_t>(level.blocks_y) * kHogBlockFeatures * bj.pitch, 64);
-      const int tiles = bj.tiles_x * ((level.blocks_y + kTile - 1) / kTile);
+      const int tiles = bj.tiles_x * ((level.blocks_y + kStripBlocksY - 1) / kStripBlocksY);
       bp.first_block[j] = chunk.block_grid;
       chunk.block_grid += tiles;
 
@@ -309,8 +304,8 @@ std::string DetectPlan::Describe() const {
   }
   return absl::StrCat(plan.geometry.levels.size(), " levels, ", plan.geometry.windows, " windows, ",
                       plan.geometry.blocks, " blocks; launches ", LaunchCount(), " (", block_grid,
-                      " tiles of 8x8 blocks, ", score_grid, " tiles of ", kScoreLanes, "x",
-                      kScoreRows, " windows)");
+                      " strips of ", kStripBlocksX, "x", kStripBlocksY, " blocks, ", score_grid,
+                      " tiles of ", kScoreLanes, "x", kScoreRows, " windows)");
 }
 
 absl::Status DetectPlan::RunBlocks(const void* in, void* workspace, void* hits,
@@ -325,15 +320,23 @@ absl::Status DetectPlan::RunBlocks(const void* in, void* workspace, void* hits,
                                "zero the hit count");
     return absl::OkStatus();
   }
-  constexpr std::size_t kSmem = sizeof(BlocksSmem);
-  CUIMG_RETURN_IF_ERROR(EnsureKernelSharedMemory(reinterpret_cast<const void*>(&HogBlocksKernel),
-                                                 kSmem, "HogBlocksKernel", true));
   for (const DetectChunk& chunk : plan.chunks) {
     BlocksParams p = chunk.blocks;
     p.src = static_cast<const std::uint8_t*>(in);
     p.features = static_cast<float*>(workspace);
     p.hit_count = count;
-    HogBlocksKernel<<<static_cast<unsigned>(chunk.block_grid), kBlockThreads, kSmem, stream>>>(p);
+    const auto grid = static_cast<unsigned>(chunk.block_grid);
+    switch (plan.channels) {
+      case 1:
+        HogBlocksKernel<1><<<grid, kStripThreads, 0, stream>>>(p);
+        break;
+      case 3:
+        HogBlocksKernel<3><<<grid, kStripThreads, 0, stream>>>(p);
+        break;
+      default:
+        HogBlocksKernel<4><<<grid, kStripThreads, 0, stream>>>(p);
+        break;
+    }
     CUIMG_CUDA_CHECK_LAUNCH(stream, "HogBlocksKernel");
   }
   return absl::OkStatus();
@@ -366,6 +369,45 @@ absl::Status LaunchScores(const DetectPlan::Impl& plan, bool per_window, const f
   return absl::OkStatus();
 }
 
+// BlockSum's order on the host, over v[0..7].
+float BlockSumOnHost(const float* v) {
+  return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+}
+
+// The blocks kernel on the host: each phase for every thread of a CUDA block, in the kernel's
+// barrier order.
+template <int kChannels>
+void EmulateBlocks(const BlocksParams& p, int grid) {
+  constexpr int kPlanes = kChannels == 1 ? 1 : 3;
+  auto smem = std::make_unique<StripSmem>();
+  StripSmem& s = *smem;
+  auto threads = std::make_unique<StripThread<kPlanes>[]>(kStripThreads);
+  float h[kStripThreads][kHogBins];
+  float ss[kStripThreads];
+  for (int block = 0; block < grid; ++block) {
+    const int j = FindJobOnHost(p.first_block, p.num_jobs, block);
+    const BlockJob& job = p.jobs[j];
+    const TilePos strip = TileOf(block - p.first_block[j], job.tiles_x, job.inv_tiles_x);
+    for (int t = 0; t < kStripThreads; ++t) {
+      hog::StartStrip<kChannels>(p, job, strip, t, s, threads[t]);
+    }
+    for (int period = 0; period < kStripPeriods; ++period) {
+      for (int t = 0; t < kStripThreads; ++t) {
+        hog::SamplePeriod<kChannels>(p, job, period, t, s, threads[t]);
+      }
+      for (int t = 0; t < kStripThreads; ++t) hog::VotePeriod(p, period, t, s, threads[t]);
+      if (period == 0) continue;
+      for (int t = 0; t < kStripThreads; ++t) ss[t] = hog::HorizontalCell(p, t, s, h[t]);
+      for (int g = 0; g < kStripThreads; g += 8) {
+        const float total = BlockSumOnHost(ss + g);
+        for (int t = g; t < g + 8; ++t) ss[t] = hog::ClipCell(h[t], total);
+        const float scale = hog::RenormScale(BlockSumOnHost(ss + g));
+        for (int t = g; t < g + 8; ++t) hog::StoreCell(p, job, strip, period, t, h[t], scale);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 absl::Status DetectPlan::RunScores(const float* weights, const void* workspace, void* hits,
@@ -387,30 +429,21 @@ absl::Status DetectPlan::EmulateOnHost(const void* in, const float* weights, voi
   }
   auto* count = static_cast<unsigned int*>(hits);
   *count = 0;
-  auto smem = std::make_unique<BlocksSmem>();
-  BlocksSmem& s = *smem;
-  float h[kBlockThreads][kHogBins];
-  float ss[kBlockThreads];
   for (const DetectChunk& chunk : plan.chunks) {
     BlocksParams p = chunk.blocks;
     p.src = static_cast<const std::uint8_t*>(in);
     p.features = static_cast<float*>(workspace);
     p.hit_count = count;
-    for (int block = 0; block < chunk.block_grid; ++block) {
-      const int j = FindJobOnHost(p.first_block, p.num_jobs, block);
-      const BlockJob& job = p.jobs[j];
-      const TilePos tile = TileOf(block - p.first_block[j], job.tiles_x, job.inv_tiles_x);
-      // Each phase for every thread, in the kernel's barrier order.
-      for (int t = 0; t < kBlockThreads; ++t) hog::LoadTaps(p, job, tile, t, s);
-      for (int t = 0; t < kBlockThreads; ++t) hog::LoadSamples(p, job, t, s);
-      for (int t = 0; t < kBlockThreads; ++t) hog::ComputeVotes(p, job, tile, t, s);
-      for (int t = 0; t < kBlockThreads; ++t) ss[t] = hog::AccumulateCell(t, s, h[t]);
-      for (int g = 0; g < kBlockThreads; g += 4) {
-        const float total = (ss[g] + ss[g + 1]) + (ss[g + 2] + ss[g + 3]);
-        for (int t = g; t < g + 4; ++t) ss[t] = hog::ClipCell(h[t], total);
-        const float scale = hog::RenormScale((ss[g] + ss[g + 1]) + (ss[g + 2] + ss[g + 3]));
-        for (int t = g; t < g + 4; ++t) hog::StoreCell(p, job, tile, t, h[t], scale);
-      }
+    switch (plan.channels) {
+      case 1:
+        EmulateBlocks<1>(p, chunk.block_grid);
+        break;
+      case 3:
+        EmulateBlocks<3>(p, chunk.block_grid);
+        break;
+      default:
+        EmulateBlocks<4>(p, chunk.block_grid);
+        break;
     }
   }
   auto* out = reinterpret_cast<DeviceHit*>(static_cast<std::uint8_t*>(hits) + kHitsHeader);

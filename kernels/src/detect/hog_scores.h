@@ -1,5 +1,5 @@
 // The scores kernel of hog_detect.cu as a per-thread function, compiled for the GPU and for the
-// host (DetectPlan::EmulateOnHost), like hog_tile.h's phases.
+// host (DetectPlan::EmulateOnHost), like hog_strip.h's phases.
 //
 // A warp scores a tile of 32 x kScoreRows windows of one level: lane i takes the column of windows
 // wx = 32 tx + i, rows wy0 .. wy0 + kScoreRows - 1. Windows one row apart share all but `step` of

@@ -27,13 +27,15 @@ struct DeviceHit {
 
 // A detection prepared for one input size and channel count, one model window and one spec
 // (PlanDetection has the level list). Two launches per 64 levels, no host synchronization:
-//  1. blocks: for every level at once (a flattened grid of 8x8-block tiles, the level found from
-//     a table in the kernel parameters), each CUDA block samples its 74x74 pixels of the level
-//     from the input (INTER_LINEAR_EXACT, reflect-101 padding), takes their gradients and votes
-//     (hog_math.h, the CPU reference's own arithmetic: -fmad=false), accumulates the 64 blocks'
-//     cell histograms in shared memory (one thread per block and cell, no atomics) and writes
-//     them L2-Hys normalized, feature-planar, to the workspace;
-//  2. scores: all levels at once, a warp per tile of 32 x 8 windows, each lane a column of 8
+//  1. blocks: for every level at once (a flattened grid of strips of 14 x 8 HOG blocks, the level
+//     found from a table in the kernel parameters), each CUDA block walks 128 columns of its
+//     strip down, one thread per column: it samples the level from the input (INTER_LINEAR_EXACT,
+//     reflect-101 padding), takes gradients and votes (hog_math.h, the CPU reference's own
+//     arithmetic: -fmad=false), sums them into its column's cell rows in registers (the block
+//     weight is a row factor times a column factor), then 112 threads take the sums across the
+//     cells' columns from shared memory (no atomics) and write the blocks L2-Hys normalized,
+//     feature-planar, to the workspace (hog_strip.h);
+//  2. scores: all levels at once, a warp per tile of 32 x 4 windows, each lane a column of 4
 //     windows that share its loads of block features; a window's score is the CPU reference's
 //     sum (per block float partial sums, added in double row by row of blocks) and
 //     score >= hit_threshold (in double, as the reference decides) goes to the hit list (one
@@ -87,9 +89,9 @@ class DetectPlan {
   absl::Status RunScoresPerWindow(const float* weights, const void* workspace, void* hits,
                                   cudaStream_t stream) const;
 
-  // Runs the kernels' own code (hog_tile.h's phases) on the host, thread by thread and block by
-  // block, with host buffers laid out as Run()'s: the same results bit for bit, hits in another
-  // order. For tests on machines without a GPU; slow.
+  // Runs the kernels' own code (hog_strip.h's and hog_scores.h's phases) on the host, thread by
+  // thread and block by block, with host buffers laid out as Run()'s: the same results bit for bit,
+  // hits in another order. For tests on machines without a GPU; slow.
   absl::Status EmulateOnHost(const void* in, const float* weights, void* workspace,
                              void* hits) const;
 

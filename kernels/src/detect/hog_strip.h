@@ -1,0 +1,372 @@
+// The blocks kernel of hog_detect.cu as per-thread phase functions over a per-thread state,
+// compiled for the GPU and for the host: the kernel calls them between barriers with the state in
+// registers, and DetectPlan::EmulateOnHost calls them for every thread of every CUDA block in
+// turn, so CPU tests exercise the kernel's own indexing, shared-memory layout and arithmetic.
+//
+// A CUDA block of 128 threads takes a strip of its level: kStripBlocksX = 14 HOG blocks across
+// (112 columns), kStripBlocksY = 8 down. Thread t owns one column of the padded level, X0 - 1 + t,
+// and walks down it:
+//   - it samples its column (INTER_LINEAR_EXACT from the input) once per row and keeps the last
+//     rows in registers for the vertical gradient; the horizontal neighbours come from a row
+//     buffer in shared memory, written for 8 rows at a time (one barrier);
+//   - its votes go, weighted, straight into registers: a block's Gaussian x bilinear weight is
+//     the product of a row factor and a column factor (both exp(-d^2 / 2 sigma^2) times a linear
+//     ramp), so the vertical sums of a column over a cell's 12 rows (2 cells x 2 block rows open
+//     at a time) need no shared memory at all;
+//   - each time a block row is complete, its columns' sums go to shared memory once and 112
+//     threads (one per block, cell and half of the bins) take the horizontal sums over the cell's
+//     12 columns, the L2-Hys normalization and the store.
+// Shared-memory traffic per pixel is a handful of accesses, where the tiled kernel it replaced
+// scattered 8 per (pixel, cell) pair. The weights differ from OpenCV's per-pixel float products in
+// the last bit and the sums run in another order; hog_detect_emulation_test and detect_gpu_test
+// hold the scores within 1e-4 of the CPU reference's (OpenCV's order).
+#ifndef CUIMG_KERNELS_SRC_HOG_STRIP_H_
+#define CUIMG_KERNELS_SRC_HOG_STRIP_H_
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "cuimg/kernels/hog_detect.h"
+#include "cuimg/kernels/hog_types.h"
+#include "hog_math.h"
+#include "hog_scores.h"
+
+namespace cuimg::hog {
+
+inline constexpr int kStripThreads = 128;  // one sampled column each
+inline constexpr int kStripBlocksX = 14;   // blocks whose 16 columns lie in threads 1..112
+// 8 block rows (72 vote rows for 64): run 202 on the H100 took 394 us at 1080p with 8, 409 with
+// 4, 418 with 6 and 421 with 16 (fewer strips fill the 132 SMs less evenly).
+inline constexpr int kStripBlocksY = 8;
+inline constexpr int kPeriodRows = kHogBlockStride;      // rows per barrier
+inline constexpr int kStripPeriods = kStripBlocksY + 1;  // 72 vote rows
+inline constexpr int kStripRows = kStripPeriods * kPeriodRows + 2;  // sampled: 1 above, 1 below
+inline constexpr int kCellSupport = 12;                             // a cell's rows (columns)
+inline constexpr int kHalfBins = 5;  // a cell thread's bins: 0..4 or 5..8
+// Column sums: [cy][bin][column]; the bin stride is 1 mod 32 and the plane stride 2 mod 32, so the
+// 32 (block, cell, half) lanes of a warp read 32 banks (see HorizontalCell).
+inline constexpr int kSumBinStride = kStripThreads + 1;                // 129
+inline constexpr int kSumPlaneStride = kHogBins * kSumBinStride + 25;  // 1186
+static_assert(kSumBinStride % 32 == 1 && kSumPlaneStride % 32 == 2, "bank layout");
+static_assert(kStripBlocksX * kHogBlockStride + kHogBlockStride + 2 <= kStripThreads,
+              "a strip's blocks and their gradient halo fit the threads");
+static_assert(kStripBlocksX * 8 <= kStripThreads, "a thread per (block, cell, half)");
+
+// One level of the blocks launch.
+struct BlockJob {
+  double scale_x;  // ResizeScale(input, level): the INTER_LINEAR_EXACT taps' scale
+  double scale_y;
+  long long feature_offset;  // floats, from the workspace's start
+  int width;                 // the level image
+  int height;
+  int blocks_x;
+  int blocks_y;
+  int tiles_x;  // strips across
+  float inv_tiles_x;
+  int pitch;   // floats between feature rows: blocks_x rounded up to 32
+  int direct;  // the level has the input's size: its pixels are the input's
+};
+
+struct BlocksParams {
+  const std::uint8_t* src;
+  float* features;
+  unsigned int* hit_count;
+  int src_w;
+  int src_h;
+  int channels;
+  int padding;
+  int gamma;
+  int reset_count;  // the first launch zeroes the hit count
+  int num_jobs;
+  int first_block[kMaxJobs + 1];
+  BlockJob jobs[kMaxJobs];
+  // The block's vote weight of pixel (i, j) for cell (cx, cy) is row[cy][i] * column[cx][j]:
+  // exp(-(d - 8)^2 / 32) times the bilinear ramp of the cell along that axis (0 off its support).
+  float row_weight[2][kHogBlockSize];
+  float column_weight[2][kHogBlockSize];
+};
+
+struct StripSmem {
+  float rows[3][kPeriodRows][kStripThreads];  // gamma-corrected samples, B, G, R (gray: plane 0)
+  float sums[2 * kSumPlaneStride];            // a finished block row's column sums
+  float lut[256];
+  int4 ytap[kStripRows];  // (byte offset of row i0, of row i1, c0, c1)
+};
+
+// A thread's registers across the strip.
+template <int kPlanes>
+struct StripThread {
+  int4 xtap;     // its column's (byte offset of i0 in a row, of i1, c0, c1)
+  int column;    // in the padded level
+  bool simd;     // OpenCV's colour tie rule for the column (MaxChannel)
+  float window[kPeriodRows + 2][kPlanes];  // samples of rows 8p - 1 .. 8p + 8
+  float prev[2][kHogBins];  // block row p - 1, cells cy = 0, 1: its sums so far
+  float cur[2][kHogBins];   // block row p
+};
+
+// Where a strip sits: its coordinates in the level's strip grid.
+struct TilePos {
+  int x;
+  int y;
+};
+
+CUIMG_HOG_HD float Fma(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rn(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
+
+// The input pixel at byte offset `at` of a row: B, G, R (or gray), one word for BGRA.
+template <int kChannels>
+CUIMG_HOG_HD void LoadPixel(const std::uint8_t* at, std::uint32_t (&v)[kChannels == 1 ? 1 : 3]) {
+  if constexpr (kChannels == 4) {
+    std::uint32_t w;
+#if defined(__CUDA_ARCH__)
+    w = __ldg(reinterpret_cast<const unsigned int*>(at));
+#else
+    std::memcpy(&w, at, sizeof(w));  // little endian, as the device
+#endif
+    v[0] = w & 0xffu;
+    v[1] = (w >> 8) & 0xffu;
+    v[2] = (w >> 16) & 0xffu;
+  } else {
+    for (int c = 0; c < (kChannels == 1 ? 1 : 3); ++c) v[c] = CUIMG_HOG_LDG(at + c);
+  }
+}
+
+// Phase 0, thread t: the gamma table, the strip's row taps, and the thread's column tap.
+template <int kChannels>
+CUIMG_HOG_HD void StartStrip(const BlocksParams& p, const BlockJob& job, TilePos strip, int t,
+                             StripSmem& s, StripThread<kChannels == 1 ? 1 : 3>& th) {
+  const int x0 = strip.x * kStripBlocksX * kHogBlockStride;  // padded column of thread 1
+  const int y0 = strip.y * kStripBlocksY * kHogBlockStride;
+  th.column = x0 - 1 + t;
+  th.simd = th.column < ((job.width + 2 * p.padding) & ~3);
+  const int lx = Reflect101(th.column - p.padding, job.width);
+  ExactTap tap{lx, lx, 256u, 0u};
+  if (!job.direct) tap = LinearExactTap(lx, job.scale_x, p.src_w);
+  th.xtap = make_int4(tap.i0 * kChannels, tap.i1 * kChannels, static_cast<int>(tap.c0),
+                      static_cast<int>(tap.c1));
+  const int row_bytes = p.src_w * kChannels;  // the plan keeps the input under 2 GiB
+  for (int r = t; r < kStripRows; r += kStripThreads) {
+    const int ly = Reflect101(y0 - 1 + r - p.padding, job.height);
+    ExactTap ty{ly, ly, 256u, 0u};
+    if (!job.direct) ty = LinearExactTap(ly, job.scale_y, p.src_h);
+    s.ytap[r] = make_int4(ty.i0 * row_bytes, ty.i1 * row_bytes, static_cast<int>(ty.c0),
+                          static_cast<int>(ty.c1));
+  }
+  for (int i = t; i < 256; i += kStripThreads) s.lut[i] = GammaLut(i, p.gamma != 0);
+  for (int c = 0; c < 2; ++c) {
+    for (int k = 0; k < kHogBins; ++k) th.prev[c][k] = th.cur[c][k] = 0.f;
+  }
+}
+
+// The gamma-corrected sample of strip row r (0 = the row above the first vote row) in the
+// thread's column, INTER_LINEAR_EXACT from the input (or the input's own pixel at its size).
+template <int kChannels, int kPlanes>
+CUIMG_HOG_HD void SampleRow(const BlocksParams& p, const BlockJob& job, const StripSmem& s,
+                            const StripThread<kPlanes>& th, int r, float (&out)[kPlanes]) {
+  const int4 ty = s.ytap[r];
+  const std::uint8_t* row0 = p.src + static_cast<unsigned>(ty.x);
+  std::uint32_t a[kPlanes];
+  LoadPixel<kChannels>(row0 + th.xtap.x, a);
+  if (job.direct) {
+    for (int c = 0; c < kPlanes; ++c) out[c] = s.lut[a[c]];
+    return;
+  }
+  const std::uint8_t* row1 = p.src + static_cast<unsigned>(ty.y);
+  std::uint32_t b[kPlanes];
+  std::uint32_t d[kPlanes];
+  std::uint32_t e[kPlanes];
+  LoadPixel<kChannels>(row0 + th.xtap.y, b);
+  LoadPixel<kChannels>(row1 + th.xtap.x, d);
+  LoadPixel<kChannels>(row1 + th.xtap.y, e);
+  const ExactTap hx{0, 0, static_cast<std::uint32_t>(th.xtap.z),
+                    static_cast<std::uint32_t>(th.xtap.w)};
+  const ExactTap hy{0, 0, static_cast<std::uint32_t>(ty.z), static_cast<std::uint32_t>(ty.w)};
+  for (int c = 0; c < kPlanes; ++c) {
+    out[c] = s.lut[ExactColumn(ExactRow(a[c], b[c], hx), ExactRow(d[c], e[c], hx), hy)];
+  }
+}
+
+// Phase 1 of period p, thread t: samples rows 8p + 1 .. 8p + 8 of its column (at p = 0 also the
+// two rows above) into its window, and rows 8p .. 8p + 7 into the shared row buffer.
+template <int kChannels, int kPlanes>
+CUIMG_HOG_HD void SamplePeriod(const BlocksParams& p, const BlockJob& job, int period, int t,
+                               StripSmem& s, StripThread<kPlanes>& th) {
+  if (period == 0) {
+    SampleRow<kChannels>(p, job, s, th, 0, th.window[0]);
+    SampleRow<kChannels>(p, job, s, th, 1, th.window[1]);
+  } else {
+    for (int c = 0; c < kPlanes; ++c) {
+      th.window[0][c] = th.window[kPeriodRows][c];
+      th.window[1][c] = th.window[kPeriodRows + 1][c];
+    }
+  }
+  CUIMG_HOG_UNROLL
+  for (int q = 0; q < kPeriodRows; ++q) {
+    SampleRow<kChannels>(p, job, s, th, period * kPeriodRows + q + 2, th.window[q + 2]);
+  }
+  CUIMG_HOG_UNROLL
+  for (int q = 0; q < kPeriodRows; ++q) {
+    for (int c = 0; c < kPlanes; ++c) s.rows[c][q][t] = th.window[q + 1][c];
+  }
+}
+
+// A vote as 9 bins: w0 at bin0, w1 at bin0 + 1 mod 9, zero elsewhere.
+CUIMG_HOG_HD void VoteBins(const Vote& v, float (&bins)[kHogBins]) {
+  bool hit[kHogBins];
+  CUIMG_HOG_UNROLL
+  for (int k = 0; k < kHogBins; ++k) hit[k] = v.bin0 == k;
+  CUIMG_HOG_UNROLL
+  for (int k = 0; k < kHogBins; ++k) {
+    bins[k] = hit[k] ? v.w0 : (hit[k == 0 ? kHogBins - 1 : k - 1] ? v.w1 : 0.f);
+  }
+}
+
+// acc += bins * weight, one fused step per bin (a bin the vote misses adds 0 * weight: exact).
+CUIMG_HOG_HD void AddVote(float (&acc)[kHogBins], const float (&bins)[kHogBins], float weight) {
+  CUIMG_HOG_UNROLL
+  for (int k = 0; k < kHogBins; ++k) acc[k] = Fma(bins[k], weight, acc[k]);
+}
+
+// Phase 2 of period p, thread t: the votes of rows 8p .. 8p + 7 of its column, summed into block
+// rows p - 1 (its rows 8..15) and p (rows 0..7) with the row weights; then the finished block row
+// p - 1 goes to the shared column sums (p >= 1) and block row p takes its place.
+template <int kPlanes>
+CUIMG_HOG_HD void VotePeriod(const BlocksParams& p, int period, int t, StripSmem& s,
+                             StripThread<kPlanes>& th) {
+  const int left = t > 0 ? t - 1 : 0;  // threads 0 and 127 vote for no block: any neighbour
+  const int right = t + 1 < kStripThreads ? t + 1 : t;
+  const bool has_prev = period > 0;
+  const bool has_cur = period < kStripBlocksY;
+  CUIMG_HOG_UNROLL
+  for (int q = 0; q < kPeriodRows; ++q) {
+    float dx;
+    float dy;
+    if constexpr (kPlanes == 1) {
+      dx = s.rows[0][q][right] - s.rows[0][q][left];
+      dy = th.window[q + 2][0] - th.window[q][0];
+    } else {
+      float cdx[3];
+      float cdy[3];
+      for (int c = 0; c < 3; ++c) {
+        cdx[c] = s.rows[c][q][right] - s.rows[c][q][left];
+        cdy[c] = th.window[q + 2][c] - th.window[q][c];
+      }
+      MaxChannel(cdx, cdy, th.simd, &dx, &dy);
+    }
+    float bins[kHogBins];
+    VoteBins(VoteOf(dx, dy), bins);
+    // Row q is row q + 8 of block row p - 1 (cell 0 covers rows 0..11, cell 1 rows 4..15) and
+    // row q of block row p.
+    if (has_prev) {
+      if (q + kPeriodRows < kCellSupport) AddVote(th.prev[0], bins, p.row_weight[0][q + kPeriodRows]);
+      AddVote(th.prev[1], bins, p.row_weight[1][q + kPeriodRows]);
+    }
+    if (has_cur) {
+      AddVote(th.cur[0], bins, p.row_weight[0][q]);
+      if (q >= kHogBlockSize - kCellSupport) AddVote(th.cur[1], bins, p.row_weight[1][q]);
+    }
+  }
+  for (int c = 0; c < 2; ++c) {
+    for (int k = 0; k < kHogBins; ++k) {
+      if (has_prev) s.sums[c * kSumPlaneStride + k * kSumBinStride + t] = th.prev[c][k];
+      th.prev[c][k] = th.cur[c][k];
+      th.cur[c][k] = 0.f;
+    }
+  }
+}
+
+// Phase 3 of period p >= 1, thread t: half (t & 1) of the bins (0..4, 5..8) of cell (t >> 1) & 3
+// of strip block t >> 3 in block row p - 1, summed over the cell's 12 columns with the column
+// weights, returned in h (the other half zero) with their sum of squares (threads past the
+// strip's blocks give zeros). Lanes (block b, cell cx cy, half) read bin 5 half + i at column
+// 8b + 4cx + j + 1 of plane cy: banks 8b + 4cx + 2cy + 5 half + i + j + 1, 32 different ones.
+CUIMG_HOG_HD float HorizontalCell(const BlocksParams& p, int t, const StripSmem& s,
+                                  float (&h)[kHogBins]) {
+  const int b = t >> 3;
+  const int cx = (t >> 2) & 1;
+  const int cy = (t >> 1) & 1;
+  const int first_bin = (t & 1) * kHalfBins;
+  for (int k = 0; k < kHogBins; ++k) h[k] = 0.f;
+  if (b >= kStripBlocksX) return 0.f;
+  const int first = b * kHogBlockStride + (kHogBlockSize - kCellSupport) * cx;  // j of column 0
+  const float* plane = s.sums + cy * kSumPlaneStride + first_bin * kSumBinStride;
+  float part[kHalfBins] = {};
+  CUIMG_HOG_UNROLL
+  for (int j = 0; j < kCellSupport; ++j) {
+    const int u = first + j + 1;  // the thread of block column first + j
+    const float w = p.column_weight[cx][(kHogBlockSize - kCellSupport) * cx + j];
+    CUIMG_HOG_UNROLL
+    for (int i = 0; i < kHalfBins; ++i) part[i] = Fma(plane[i * kSumBinStride + u], w, part[i]);
+  }
+  float ss = 0.f;
+  CUIMG_HOG_UNROLL
+  for (int i = 0; i < kHalfBins; ++i) {
+    if (first_bin + i < kHogBins) {
+      h[first_bin + i] = part[i];
+      ss += part[i] * part[i];
+    }
+  }
+  return ss;
+}
+
+// L2-Hys, given the block's sums of squares (its 4 cells' sums added pairwise: (a + b) + (c + d)).
+// First: v = min(v / (|v| + 3.6), 0.2), returning the new sum of squares; then v / (|v| + 1e-3).
+CUIMG_HOG_HD float ClipCell(float (&h)[kHogBins], float block_sum_squares) {
+  const float scale = 1.f / (sqrtf(block_sum_squares) + kHogBlockFeatures * 0.1f);
+  float ss = 0.f;
+  for (int k = 0; k < kHogBins; ++k) {
+    h[k] = fminf(h[k] * scale, kHogL2HysThreshold);
+    ss += h[k] * h[k];
+  }
+  return ss;
+}
+CUIMG_HOG_HD float RenormScale(float block_sum_squares) {
+  return 1.f / (sqrtf(block_sum_squares) + 1e-3f);
+}
+
+// Phase 4, thread t: its half of its cell's 9 features (feature-planar: row by * 36 + f, column
+// bx) for block row p - 1, unless the block lies past the strip's or the level's.
+CUIMG_HOG_HD void StoreCell(const BlocksParams& p, const BlockJob& job, TilePos strip, int period,
+                            int t, const float (&h)[kHogBins], float scale) {
+  const int b = t >> 3;
+  const int cell = (t >> 1) & 3;
+  const int first_bin = (t & 1) * kHalfBins;
+  const int bx = strip.x * kStripBlocksX + b;
+  const int by = strip.y * kStripBlocksY + period - 1;
+  if (b >= kStripBlocksX || bx >= job.blocks_x || by >= job.blocks_y) return;
+  float* out = p.features + job.feature_offset +
+               (static_cast<long long>(by) * kHogBlockFeatures + cell * kHogBins) * job.pitch + bx;
+  for (int k = first_bin; k < kHogBins && k < first_bin + kHalfBins; ++k) {
+    out[static_cast<long long>(k) * job.pitch] = h[k] * scale;
+  }
+}
+
+// The weight tables of BlocksParams (host): OpenCV's block Gaussian (sigma 4) and its bilinear
+// cell ramps (HOGCache::init), one axis at a time.
+inline void FillAxisWeights(float (&w)[2][kHogBlockSize]) {
+  const float scale = 1.f / (4.f * 4.f * 2);
+  for (int i = 0; i < kHogBlockSize; ++i) {
+    float d = static_cast<float>(i) - kHogBlockSize * 0.5f;
+    d *= d;
+    const float gauss = std::exp(-d * scale);
+    const float cell = (i + 0.5f) / kHogCellSize - 0.5f;
+    const int c0 = static_cast<int>(std::floor(cell));
+    const float frac = cell - static_cast<float>(c0);
+    for (int c = 0; c < 2; ++c) {
+      const float ramp = c == c0 ? 1.f - frac : (c == c0 + 1 ? frac : 0.f);
+      w[c][i] = gauss * ramp;
+    }
+  }
+}
+
+}  // namespace cuimg::hog
+
+#endif  // CUIMG_KERNELS_SRC_HOG_STRIP_H_
