@@ -73,7 +73,7 @@ __device__ __forceinline__ float BlockSum(float v) {
   return v + __shfl_xor_sync(0xffffffffu, v, 4);
 }
 
-// One CUDA block: a strip of 14 x 16 HOG blocks of one level (hog_strip.h).
+// One CUDA block: a strip of 14 x 8 HOG blocks of one level (hog_strip.h).
 template <int kChannels>
 __global__ void __launch_bounds__(kStripThreads)
     HogBlocksKernel(const __grid_constant__ BlocksParams p) {
