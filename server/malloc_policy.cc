@@ -104,9 +104,25 @@ bool LimitMallocArenas(int arenas) {
 #endif
 }
 
+std::atomic<int> MallocTrimmer::running_{0};
+
+bool MallocTrimmer::TrimAfterFree(std::size_t freed_bytes) {
+#if defined(__GLIBC__) && !defined(CUIMG_OWN_MALLOC)
+  if (freed_bytes < kPromptTrimBytes || running_.load(std::memory_order_relaxed) == 0) {
+    return false;
+  }
+  malloc_trim(0);
+  return true;
+#else
+  (void)freed_bytes;
+  return false;
+#endif
+}
+
 MallocTrimmer::MallocTrimmer(std::chrono::milliseconds interval) {
 #if defined(__GLIBC__)
   if (interval.count() <= 0) return;
+  running_.fetch_add(1, std::memory_order_relaxed);
   thread_ = std::thread([this, interval] {
     std::unique_lock<std::mutex> lock(mu_);
     while (!cv_.wait_for(lock, interval, [this] { return stopping_; })) {
@@ -127,7 +143,10 @@ MallocTrimmer::~MallocTrimmer() {
     stopping_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    thread_.join();
+    running_.fetch_sub(1, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace cuimg

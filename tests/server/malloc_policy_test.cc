@@ -7,6 +7,9 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -66,6 +69,57 @@ TEST(MallocPolicy, TrimmerRunsRepeatedlyAndStops) {
   EXPECT_EQ(trims_at_stop, 0);  // no malloc_trim: no thread
 #endif
 }
+
+TEST(MallocPolicy, PromptTrimsOnlyForBigFreesWhileATrimmerRuns) {
+  constexpr std::size_t kBig = MallocTrimmer::kPromptTrimBytes;
+  EXPECT_FALSE(MallocTrimmer::TrimAfterFree(kBig));  // no trimmer
+  {
+    const MallocTrimmer off(std::chrono::milliseconds(0));
+    EXPECT_FALSE(MallocTrimmer::TrimAfterFree(kBig));  // trimming turned off
+  }
+  const MallocTrimmer trimmer(std::chrono::hours(1));
+  EXPECT_FALSE(MallocTrimmer::TrimAfterFree(kBig - 1));
+#if defined(__GLIBC__)
+  // (false under a sanitizer's malloc, which glibc's trim does not reach)
+  (void)MallocTrimmer::TrimAfterFree(kBig);
+#else
+  EXPECT_FALSE(MallocTrimmer::TrimAfterFree(kBig));
+#endif
+}
+
+#if defined(__linux__)
+// Resident memory in kB (VmRSS).
+long ResidentKb() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+// What the server relies on after freeing a big message's received bytes: blocks below the mmap
+// threshold, freed under a block still in use, stay resident until a trim gives them back.
+TEST(MallocPolicy, APromptTrimGivesFreedHeapBlocksBack) {
+  const MallocTrimmer trimmer(std::chrono::hours(1));
+  constexpr std::size_t kBlock = 64 << 10;
+  constexpr std::size_t kBlocks = (MallocTrimmer::kPromptTrimBytes * 2) / kBlock;
+  std::vector<char*> blocks;
+  for (std::size_t i = 0; i < kBlocks; ++i) {
+    blocks.push_back(static_cast<char*>(std::malloc(kBlock)));
+    std::memset(blocks.back(), 1, kBlock);
+  }
+  void* above = std::malloc(64);  // keeps the heap's top where it is
+  for (char* b : blocks) std::free(b);
+  const long freed_kb = ResidentKb();
+  const bool trimmed = MallocTrimmer::TrimAfterFree(kBlocks * kBlock);
+  const long trimmed_kb = ResidentKb();
+  std::free(above);
+  if (!trimmed) GTEST_SKIP() << "not glibc's malloc: nothing to trim";
+  EXPECT_GE(freed_kb - trimmed_kb, static_cast<long>(MallocTrimmer::kPromptTrimBytes >> 10))
+      << "resident " << freed_kb << " kB after the frees, " << trimmed_kb << " after the trim";
+}
+#endif
 
 TEST(MallocPolicy, ZeroIntervalNeverTrims) {
   MallocTrimmer trimmer(std::chrono::milliseconds(0));
