@@ -118,12 +118,17 @@ class Backend {
   virtual std::vector<DeviceStatus> Devices() const = 0;
 
   // Runs a morphology chain. `in` and `out` are host buffers of the same type and extent, one
-  // channel; `out` is preallocated and must not overlap `in`. Thread-safe. Fills the h2d, kernel,
+  // channel; `out` is preallocated and must not overlap `in`, unless it is `in` itself (the
+  // same data) where MorphologyWritesOverInput() says so. Thread-safe. Fills the h2d, kernel,
   // d2h and device fields of `times`. In every work call, an `in` held on a device
   // (InputImage::device, only ever this backend's own) is used there without a copy (h2d 0).
   virtual absl::Status Morphology(const InputImage& in, const ImageView& out,
                                   const std::vector<MorphologyStep>& steps, StageTimes* times,
                                   const CancelToken& cancel) = 0;
+  // Whether Morphology takes `out` == `in`: true where every input byte is read (copied to the
+  // device) before any result byte is written, so that a unary result can be written into its
+  // request's buffer rather than a second one as large (DetachedResults::TakeRequestPixels).
+  virtual bool MorphologyWritesOverInput() const { return false; }
 
   // Gradients of a one-channel image or volume (slice by slice) into host buffers. Thread-safe.
   virtual absl::Status Gradient(const InputImage& in, const GradientSpec& spec,

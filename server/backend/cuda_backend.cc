@@ -159,6 +159,12 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
     });
   }
 
+  // Host inputs are copied to the device (c.Input) on the request's stream before the plan runs,
+  // and results reach host memory only from the plan's kernels or the copy after them, on that
+  // stream: whether a kernel writes `out` in place (mapped host memory) or a copy fills it, the
+  // input's bytes there have all been read.
+  bool MorphologyWritesOverInput() const override { return true; }
+
   absl::Status Gradient(const InputImage& in, const GradientSpec& spec, const GradientOutputs& out,
                         StageTimes* times, const CancelToken& cancel) override {
     CUIMG_ASSIGN_OR_RETURN(GradientPlan plan, GradientPlan::Create(in.type, in.extent, spec));

@@ -55,6 +55,8 @@ class DetachedMessages {
         pixel_copy_us_ =
             std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
                 .count();
+        // A result may take over the request's own buffer (Backend::MorphologyWritesOverInput).
+        results_.set_request_pixels(pixels_);
       }
       return absl::OkStatus();
     }
@@ -93,7 +95,7 @@ class DetachedMessages {
   HostBufferAllocator allocate_;
   Request request_;
   Response response_;
-  std::unique_ptr<HostBuffer> pixels_;
+  std::shared_ptr<HostBuffer> pixels_;
   double pixel_copy_us_ = 0;
   std::int64_t request_bytes_ = -1;  // once the received bytes are freed
   DetachedResults results_;

@@ -26,16 +26,20 @@ v1::Image* DescribeResult(PixelType type, const Extent& extent, const v1::Spacin
 }
 
 // Where one result image goes: when it is only returned, into a buffer sent beside the
-// response's bytes (`detached`); into an owned image when it also stays resident (then copied
-// into the response unless omitted).
+// response's bytes (`detached`), which is the request's own when `overwrite` (not null) is
+// its inline input of the same bytes (DetachedResults::TakeRequestPixels); into an owned image
+// when it also stays resident (then copied into the response unless omitted).
 class ResultSlot {
  public:
   ResultSlot(const OutputSpec& output, PixelType type, const Extent& extent,
-             const v1::Spacing& spacing, v1::ImageResult* result, DetachedResults& detached)
+             const v1::Spacing& spacing, v1::ImageResult* result, DetachedResults& detached,
+             const void* overwrite = nullptr)
       : output_(output), result_(result) {
     if (!output.keep_resident) {
       DescribeResult(type, extent, spacing, result);
-      data_ = detached.Add(result, ImageView{type, extent, 1, nullptr}.Bytes());
+      const std::size_t bytes = ImageView{type, extent, 1, nullptr}.Bytes();
+      data_ = detached.TakeRequestPixels(result, overwrite, bytes);
+      if (data_ == nullptr) data_ = detached.Add(result, bytes);
       return;
     }
     stored_ = std::make_unique<StoredImage>();
@@ -88,8 +92,10 @@ absl::Status ImagingService::RunMorphology(const MorphologyJob& job, CallScope& 
   if (!job.output.shared_memory_region.empty()) {
     return MorphologyIntoSharedMemory(job, in, call, response);
   }
+  // A unary volume's result then needs no second buffer (issue #34's peak memory).
+  const void* overwrite = backend_->MorphologyWritesOverInput() ? in.view.data : nullptr;
   ResultSlot result(job.output, in.view.type, in.view.extent, in.spacing,
-                    response->mutable_result(), *call.detached_results());
+                    response->mutable_result(), *call.detached_results(), overwrite);
   const ImageView out{in.view.type, in.view.extent, 1, result.data()};
   CUIMG_RETURN_IF_ERROR(
       backend_->Morphology(in.input(), out, job.steps, &call.times(), call.cancel()));

@@ -63,6 +63,17 @@ class DetachedResults {
   // `result`'s image data is buffer[offset, offset + bytes), which must lie inside the buffer.
   void Attach(const v1::ImageResult* result, std::shared_ptr<HostBuffer> buffer, std::size_t offset,
               std::size_t bytes);
+  // The request's own pixels (ParseWithDetachedPixels' buffer), which TakeRequestPixels may
+  // give to a result.
+  void set_request_pixels(std::shared_ptr<HostBuffer> pixels) {
+    request_pixels_ = std::move(pixels);
+  }
+  // Makes the request's pixels `result`'s image data and returns them, when they are the
+  // `bytes` at `input` (a request whose input is its inline image) and no result has them
+  // yet; else null, and the caller Adds a buffer of its own. Whoever writes the result there
+  // overwrites the input: only for a backend that has read all of it first
+  // (Backend::MorphologyWritesOverInput). For a volume it saves a buffer as large as the input.
+  void* TakeRequestPixels(const v1::ImageResult* result, const void* input, std::size_t bytes);
   // `bytes` of uninitialized memory for bytes field `field` of `message`; valid until Serialize.
   void* AddBytes(const google::protobuf::Message* message, int field, std::size_t bytes);
   bool empty() const { return results_.empty() && fields_.empty(); }
@@ -79,6 +90,7 @@ class DetachedResults {
   // A bytes field's number and its pixels.
   using Field = std::pair<int, Pixels>;
   HostBufferAllocator allocate_;
+  std::shared_ptr<HostBuffer> request_pixels_;  // null once a result took them
   std::unordered_map<const google::protobuf::Message*, Pixels> results_;
   std::unordered_map<const google::protobuf::Message*, std::vector<Field>> fields_;
 };

@@ -227,6 +227,18 @@ void DetachedResults::Attach(const v1::ImageResult* result, std::shared_ptr<Host
   results_[result] = Pixels{std::move(buffer), offset, bytes};
 }
 
+void* DetachedResults::TakeRequestPixels(const v1::ImageResult* result, const void* input,
+                                         std::size_t bytes) {
+  if (request_pixels_ == nullptr || input == nullptr || input != request_pixels_->data() ||
+      bytes != request_pixels_->size()) {
+    return nullptr;
+  }
+  void* data = request_pixels_->data();
+  Attach(result, std::move(request_pixels_), 0, bytes);
+  request_pixels_ = nullptr;
+  return data;
+}
+
 void* DetachedResults::AddBytes(const google::protobuf::Message* message, int field,
                                 std::size_t bytes) {
   std::shared_ptr<HostBuffer> buffer = allocate_(bytes);

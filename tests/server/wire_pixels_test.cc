@@ -253,6 +253,45 @@ TEST(WirePixels, DetachedResultsParseBackAsTheMessageAndAreSentFromTheirBuffers)
   }
 }
 
+// A result takes the request's buffer only when handed those very pixels, and only once; it is
+// then sent from that buffer.
+TEST(WirePixels, AResultTakesTheRequestsPixelsOnlyWhenItsInputIsThem) {
+  std::mt19937 rng(34);
+  const std::string pixels = RandomBytes(64 * 32 * 2, rng);
+  std::shared_ptr<HostBuffer> request = HeapHostBuffer(pixels.size());
+  std::memcpy(request->data(), pixels.data(), pixels.size());
+  DetachedResults results(Heap());
+  v1::GradientResponse response;
+  const char* input = static_cast<const char*>(request->data());
+  // Nothing to take before the request's pixels are known.
+  EXPECT_EQ(results.TakeRequestPixels(response.mutable_gx(), input, pixels.size()), nullptr);
+  results.set_request_pixels(request);
+  // Other bytes, part of them, or another size: not the input.
+  const std::string elsewhere = pixels;
+  EXPECT_EQ(results.TakeRequestPixels(response.mutable_gx(), elsewhere.data(), pixels.size()),
+            nullptr);
+  EXPECT_EQ(results.TakeRequestPixels(response.mutable_gx(), input + 2, pixels.size() - 2),
+            nullptr);
+  EXPECT_EQ(results.TakeRequestPixels(response.mutable_gx(), input, pixels.size() / 2), nullptr);
+  EXPECT_EQ(results.TakeRequestPixels(response.mutable_gx(), nullptr, pixels.size()), nullptr);
+  EXPECT_EQ(results.TakeRequestPixels(response.mutable_gx(), input, pixels.size()), input);
+  // Taken once: a second result gets its own buffer.
+  EXPECT_EQ(results.TakeRequestPixels(response.mutable_gy(), input, pixels.size()), nullptr);
+  v1::Image* image = response.mutable_gx()->mutable_image();
+  image->set_pixel_type(v1::PIXEL_TYPE_U16);
+  image->set_width(64);
+  image->set_height(32);
+  grpc::ByteBuffer wire;
+  ASSERT_TRUE(results.Serialize(response, &wire).ok());
+  v1::GradientResponse got;
+  ASSERT_TRUE(got.ParseFromString(Joined(wire)));
+  EXPECT_EQ(got.gx().image().data(), pixels);
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(wire.Dump(&slices).ok());
+  EXPECT_TRUE(std::any_of(slices.begin(), slices.end(),
+                          [&](const grpc::Slice& s) { return s.begin() == request->data(); }));
+}
+
 TEST(WirePixels, NestedResultsShareOneBufferAndParseBackAsTheMessage) {
   std::mt19937 rng(31);
   // A pyramid's levels packed in one buffer, with a gap between levels as the backend pads them.
