@@ -61,8 +61,8 @@ class MallocTrimmer {
   // them into blocks that glibc serves from its arenas, which keep them resident once freed until
   // the next trim. For a 157 MB volume that was a third copy of the pixels beside the request's
   // and the result's buffers: the server's peak for one unary call on the CPU backend was
-  // 2.6-2.9x the pixel bytes when no periodic pass came between (2.0x with this trim). Trimming
-  // after that message takes 2-4 ms on a 2-core machine.
+  // 2.6-2.9x the pixel bytes when no periodic pass came between (2.0x with this trim). Handing
+  // that message's bytes back takes a few milliseconds in all on a 2-core machine.
   static bool TrimAfterFree(std::size_t freed_bytes);
 
   explicit MallocTrimmer(std::chrono::milliseconds interval);

@@ -14,7 +14,6 @@
 #include "absl/strings/string_view.h"
 #include "cuimg/common/status_macros.h"
 #include "server/backend/backend.h"
-#include "server/malloc_policy.h"
 #include "server/validation/request_validation.h"
 #include "server/server_options.h"
 #include "server/rpc/wire_pixels.h"
@@ -40,18 +39,17 @@ class DetachedMessages {
       return ParseMessage(*wire_request_, &request_);
     } else {
       const auto start = std::chrono::steady_clock::now();
-      CUIMG_ASSIGN_OR_RETURN(pixels_,
-                             ParseWithDetachedPixels(*wire_request_, allocate_, &request_));
+      const auto received = static_cast<std::int64_t>(wire_request_->Length());
+      // The received bytes are not read again once the pixels are detached: freed as they are
+      // copied, and handed back to the system (malloc_policy.h), rather than when the call ends,
+      // so that the pixels are held once, not twice, while the backend runs, and not three
+      // times beside a result (gRPC owns the object and only destroys it, at the end of the
+      // call). Counted with the copy, not as time spent queueing.
+      CUIMG_ASSIGN_OR_RETURN(
+          pixels_, ParseWithDetachedPixels(const_cast<grpc::ByteBuffer*>(wire_request_), allocate_,
+                                           &request_));
       if (pixels_ != nullptr) {
-        // The received bytes are not read again: freed now rather than when the call ends, the
-        // pixels are held once, not twice, while the backend runs (gRPC owns the object and
-        // only destroys it, at the end of the call).
-        request_bytes_ = static_cast<std::int64_t>(wire_request_->Length());
-        const_cast<grpc::ByteBuffer*>(wire_request_)->Clear();
-        // Freed is not yet given back: a volume's received bytes would stay resident beside its
-        // pixels and its result until the trimmer's next pass (malloc_policy.h). Counted with
-        // the copy (2-4 ms for 157 MB on a 2-core machine), not as time spent queueing.
-        MallocTrimmer::TrimAfterFree(static_cast<std::size_t>(request_bytes_));
+        request_bytes_ = received;
         pixel_copy_us_ =
             std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
                 .count();

@@ -37,6 +37,14 @@ absl::StatusOr<std::unique_ptr<HostBuffer>> ParseWithDetachedPixels(
     const grpc::ByteBuffer& wire, const HostBufferAllocator& allocate,
     google::protobuf::Message* request);
 
+// As above, and when the pixels are detached, `wire` is cleared and its bytes are freed as the
+// pixels are copied out of them, in rounds, each round's bytes handed back to the system
+// (MallocTrimmer::TrimAfterFree): glibc would keep them resident until the next trim, a second
+// copy of a volume beside its pixels and then its result. Otherwise `wire` is left as it is.
+absl::StatusOr<std::unique_ptr<HostBuffer>> ParseWithDetachedPixels(
+    grpc::ByteBuffer* wire, const HostBufferAllocator& allocate,
+    google::protobuf::Message* request);
+
 // Parses `wire` whole into `request`, as gRPC's generated code would. INVALID_ARGUMENT, naming
 // the message type, when the bytes are not a valid message of `request`'s type.
 absl::Status ParseMessage(const grpc::ByteBuffer& wire, google::protobuf::Message* request);

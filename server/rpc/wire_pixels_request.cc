@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/status_macros.h"
+#include "server/malloc_policy.h"
 #include "server/rpc/wire_format.h"
 
 namespace cuimg {
@@ -34,11 +35,18 @@ constexpr int kSourceDepth = 1;
 constexpr std::size_t kBytesPerCopyThread = std::size_t{16} << 20;
 constexpr unsigned kMaxCopyThreads = 4;
 
+// A volume whose received bytes are freed as they are copied goes in at most this many rounds,
+// each freeing at least the bytes that make a trim worth it (MallocTrimmer::kPromptTrimBytes).
+constexpr std::size_t kMaxReleaseRounds = 4;
+
 // Reads gRPC's received slices in order without joining them.
 class SliceReader {
  public:
   explicit SliceReader(std::vector<grpc::Slice> slices) : slices_(std::move(slices)) {
-    for (const grpc::Slice& s : slices_) size_ += s.size();
+    for (const grpc::Slice& s : slices_) {
+      starts_.push_back(size_);
+      size_ += s.size();
+    }
     Advance(0);
   }
   std::size_t position() const { return position_; }
@@ -97,13 +105,13 @@ class SliceReader {
       std::size_t to;  // offset in dst
     };
     std::vector<Piece> pieces;
-    std::size_t begin = 0;
-    for (const grpc::Slice& s : slices_) {
+    for (std::size_t i = 0; i < slices_.size(); ++i) {
+      const grpc::Slice& s = slices_[i];
+      const std::size_t begin = starts_[i];  // a released slice is empty: no piece
       const std::size_t end = begin + s.size();
       const std::size_t lo = std::max(begin, at);
       const std::size_t hi = std::min(end, at + n);
       if (lo < hi) pieces.push_back({s.begin() + (lo - begin), hi - lo, lo - at});
-      begin = end;
     }
     auto* out = static_cast<std::uint8_t*>(dst);
     // Part p copies dst[p * n / parts, (p + 1) * n / parts).
@@ -125,6 +133,31 @@ class SliceReader {
     for (std::thread& t : helpers) t.join();
   }
 
+  // CopyRange in rounds, each followed by releasing the slices it has finished with (they must be
+  // these slices' last references) and handing their bytes back to the system: the received
+  // bytes and the copy are then never both held whole (for a volume copied into pinned memory,
+  // about 1.25x its size rather than 2x). Reads nothing after.
+  void CopyRangeReleasing(std::size_t at, std::size_t n, void* dst) {
+    auto* out = static_cast<std::uint8_t*>(dst);
+    const std::size_t rounds =
+        std::clamp<std::size_t>(n / MallocTrimmer::kPromptTrimBytes, 1, kMaxReleaseRounds);
+    std::size_t next = 0;  // the first slice not yet released
+    for (std::size_t r = 0; r < rounds; ++r) {
+      const std::size_t lo = r * n / rounds;
+      const std::size_t hi = (r + 1) * n / rounds;
+      CopyRange(at + lo, hi - lo, out + lo);
+      // Slices wholly before the next round's bytes (all of them after the last round).
+      std::size_t released = 0;
+      for (; next < slices_.size(); ++next) {
+        const bool last = r + 1 == rounds;
+        if (!last && starts_[next] + slices_[next].size() > at + hi) break;
+        released += slices_[next].size();
+        slices_[next] = grpc::Slice();
+      }
+      MallocTrimmer::TrimAfterFree(released);
+    }
+  }
+
   bool AppendTo(std::string* out, std::size_t n) {
     if (n > left()) return false;
     const std::size_t at = out->size();
@@ -144,6 +177,7 @@ class SliceReader {
   }
 
   std::vector<grpc::Slice> slices_;
+  std::vector<std::size_t> starts_;  // each slice's offset in the received bytes
   std::size_t size_ = 0;
   std::size_t slice_ = 0;
   std::size_t offset_ = 0;
@@ -193,11 +227,18 @@ class PixelSplitter {
     return in_.position() == end;
   }
 
-  // The pixels found, copied into a buffer from `allocate`; null when there were none.
-  std::unique_ptr<HostBuffer> TakePixels() {
+  bool has_pixels() const { return pixels_bytes_ != 0; }
+
+  // The pixels found, copied into a buffer from `allocate`; null when there were none. With
+  // `release`, the received bytes are freed as they are copied (SliceReader::CopyRangeReleasing).
+  std::unique_ptr<HostBuffer> TakePixels(bool release) {
     if (pixels_bytes_ == 0) return nullptr;
     std::unique_ptr<HostBuffer> pixels = allocate_(pixels_bytes_);
-    in_.CopyRange(pixels_at_, pixels_bytes_, pixels->data());
+    if (release) {
+      in_.CopyRangeReleasing(pixels_at_, pixels_bytes_, pixels->data());
+    } else {
+      in_.CopyRange(pixels_at_, pixels_bytes_, pixels->data());
+    }
     return pixels;
   }
 
@@ -248,9 +289,13 @@ absl::Status NotAMessage(const google::protobuf::Message& request) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<HostBuffer>> ParseWithDetachedPixels(
-    const grpc::ByteBuffer& wire, const HostBufferAllocator& allocate,
-    google::protobuf::Message* request) {
+namespace {
+
+// Both ParseWithDetachedPixels: `consume` is `wire` itself when its bytes may be freed.
+absl::StatusOr<std::unique_ptr<HostBuffer>> Parse(const grpc::ByteBuffer& wire,
+                                                  grpc::ByteBuffer* consume,
+                                                  const HostBufferAllocator& allocate,
+                                                  google::protobuf::Message* request) {
   std::vector<grpc::Slice> slices;
   if (wire.Dump(&slices).ok()) {
     SliceReader in(std::move(slices));
@@ -258,12 +303,29 @@ absl::StatusOr<std::unique_ptr<HostBuffer>> ParseWithDetachedPixels(
     std::string rest;
     if (splitter.Split(0, in.size(), &rest)) {
       if (!request->ParseFromString(rest)) return NotAMessage(*request);
+      // The reader's slices are the last references to the received bytes from here.
+      const bool release = consume != nullptr && splitter.has_pixels();
+      if (release) consume->Clear();
       // The split gave up on any sibling of the image, so pixels found are the image's.
-      return splitter.TakePixels();
+      return splitter.TakePixels(release);
     }
   }
   CUIMG_RETURN_IF_ERROR(ParseMessage(wire, request));
   return std::unique_ptr<HostBuffer>();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HostBuffer>> ParseWithDetachedPixels(
+    const grpc::ByteBuffer& wire, const HostBufferAllocator& allocate,
+    google::protobuf::Message* request) {
+  return Parse(wire, nullptr, allocate, request);
+}
+
+absl::StatusOr<std::unique_ptr<HostBuffer>> ParseWithDetachedPixels(
+    grpc::ByteBuffer* wire, const HostBufferAllocator& allocate,
+    google::protobuf::Message* request) {
+  return Parse(*wire, wire, allocate, request);
 }
 
 absl::Status ParseMessage(const grpc::ByteBuffer& wire, google::protobuf::Message* request) {

@@ -2,12 +2,12 @@
 pixel bytes): the issue's 300x512x512 int16 volume (157 MB) dilated in one Morphology call from
 grpcio (a 3x3 box: the memory does not depend on the element), the server's peak resident memory
 (VmHWM) read after it, less its resident memory before. The server's periodic trim is set to an
-hour, so the figure does not depend on when that runs: the received bytes must be handed back
-once the pixels are copied out of them (malloc_policy.h's TrimAfterFree), else they stay resident
-beside the input's and the result's buffers (2.96x on the CPU backend). On the CUDA backend the
-result is also written into the input's pinned buffer (Backend::MorphologyWritesOverInput); the
-result is checked against SciPy. Needs CUIMG_SERVER and the generated stubs on PYTHONPATH;
-CUIMG_BACKEND picks the backend (default cpu)."""
+hour, so the figure does not depend on when that runs: the received bytes must be handed back as
+the pixels are copied out of them (wire_pixels.h, malloc_policy.h's TrimAfterFree), else they
+stay resident beside the input's and the result's buffers (2.96x on the CPU backend). On the CUDA
+backend the result is also written into the input's pinned buffer
+(Backend::MorphologyWritesOverInput); the result is checked against SciPy. Needs CUIMG_SERVER
+and the generated stubs on PYTHONPATH; CUIMG_BACKEND picks the backend (default cpu)."""
 import os
 import time
 import unittest

@@ -70,15 +70,20 @@ v1::MorphologyRequest RequestWithPixels(std::size_t width, std::size_t height, s
 }
 
 // What ParseWithDetachedPixels makes of `bytes`, with any detached pixels put back into the
-// message, must be exactly what protobuf parses from them.
-void ExpectSameAsProtobuf(const std::string& bytes, std::mt19937& rng, bool expect_detached) {
+// message, must be exactly what protobuf parses from them; the same when it may free the received
+// bytes (`consume`), which it then does exactly when the pixels are detached.
+void ExpectSameAsProtobuf(const std::string& bytes, std::mt19937& rng, bool expect_detached,
+                          bool consume) {
   v1::MorphologyRequest expected;
   ASSERT_TRUE(expected.ParseFromString(bytes));
   v1::MorphologyRequest got;
+  grpc::ByteBuffer wire = Sliced(bytes, rng);
   absl::StatusOr<std::unique_ptr<HostBuffer>> pixels =
-      ParseWithDetachedPixels(Sliced(bytes, rng), Heap(), &got);
+      consume ? ParseWithDetachedPixels(&wire, Heap(), &got)
+              : ParseWithDetachedPixels(wire, Heap(), &got);
   ASSERT_TRUE(pixels.ok()) << pixels.status();
   EXPECT_EQ(*pixels != nullptr, expect_detached);
+  EXPECT_EQ(wire.Length(), consume && expect_detached ? 0 : bytes.size());
   // Detached pixels always stand for the image's data (never for a replaced oneof member).
   if (*pixels != nullptr) {
     ASSERT_TRUE(got.input().has_image());
@@ -103,11 +108,26 @@ void ExpectSameAsProtobuf(const std::string& bytes, std::mt19937& rng, bool expe
       << (differ.first - a.begin());
 }
 
+void ExpectSameAsProtobuf(const std::string& bytes, std::mt19937& rng, bool expect_detached) {
+  for (const bool consume : {false, true}) {
+    SCOPED_TRACE(consume ? "freeing the received bytes" : "leaving the received bytes");
+    ExpectSameAsProtobuf(bytes, rng, expect_detached, consume);
+  }
+}
+
 // 42 MB of pixels are copied out by three threads, each taking a third of the buffer from
 // whichever slices hold it.
 TEST(WirePixels, AVolumesPixelsCopiedOnSeveralThreadsAreTheSame) {
   std::mt19937 rng(34);
   ExpectSameAsProtobuf(RequestWithPixels(7001, 6007, rng).SerializeAsString(), rng, true);
+}
+
+// 67 MB of pixels copied in two rounds, the received bytes of the first freed before the second
+// (slices that straddle the rounds' boundary kept for the second).
+TEST(WirePixels, AVolumesReceivedBytesFreedInRoundsGiveTheSamePixels) {
+  std::mt19937 rng(35);
+  const std::string bytes = RequestWithPixels(8200, 8200, rng).SerializeAsString();
+  ExpectSameAsProtobuf(bytes, rng, true, true);
 }
 
 TEST(WirePixels, AnEncodedRequestsPixelsAreDetachedWhateverTheSlicing) {
