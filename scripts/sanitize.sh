@@ -18,7 +18,8 @@ variants=("$@")
 
 unit_tests=(request_validation_test resident_store_test work_queue_test inflight_budget_test
             auth_tokens_test concurrency_test imaging_service_test volume_stream_client_test
-            wire_pixels_test pinned_message_pool_test packed_pieces_test cpu_warmer_test)
+            wire_pixels_test pinned_message_pool_test packed_pieces_test cpu_warmer_test
+            result_over_input_test)
 
 configure() {  # DIR FLAGS
   mkdir -p "$1"
