@@ -41,8 +41,8 @@ inline constexpr int kStripBlocksX = 14;   // blocks whose 16 columns lie in thr
 // 8 block rows (72 vote rows for 64): run 202 on the H100 took 394 us at 1080p with 8, 409 with
 // 4, 418 with 6 and 421 with 16 (fewer strips fill the 132 SMs less evenly).
 inline constexpr int kStripBlocksY = 8;
-inline constexpr int kPeriodRows = kHogBlockStride;      // rows per barrier
-inline constexpr int kStripPeriods = kStripBlocksY + 1;  // 72 vote rows
+inline constexpr int kPeriodRows = kHogBlockStride;                 // rows per barrier
+inline constexpr int kStripPeriods = kStripBlocksY + 1;             // 72 vote rows
 inline constexpr int kStripRows = kStripPeriods * kPeriodRows + 2;  // sampled: 1 above, 1 below
 inline constexpr int kCellSupport = 12;                             // a cell's rows (columns)
 inline constexpr int kHalfBins = 5;  // a cell thread's bins: 0..4 or 5..8
@@ -99,12 +99,12 @@ struct StripSmem {
 // A thread's registers across the strip.
 template <int kPlanes>
 struct StripThread {
-  int4 xtap;     // its column's (byte offset of i0 in a row, of i1, c0, c1)
-  int column;    // in the padded level
-  bool simd;     // OpenCV's colour tie rule for the column (MaxChannel)
+  int4 xtap;   // its column's (byte offset of i0 in a row, of i1, c0, c1)
+  int column;  // in the padded level
+  bool simd;   // OpenCV's colour tie rule for the column (MaxChannel)
   float window[kPeriodRows + 2][kPlanes];  // samples of rows 8p - 1 .. 8p + 8
-  float prev[2][kHogBins];  // block row p - 1, cells cy = 0, 1: its sums so far
-  float cur[2][kHogBins];   // block row p
+  float prev[2][kHogBins];                 // block row p - 1, cells cy = 0, 1: its sums so far
+  float cur[2][kHogBins];                  // block row p
 };
 
 // Where a strip sits: its coordinates in the level's strip grid.
@@ -266,7 +266,8 @@ CUIMG_HOG_HD void VotePeriod(const BlocksParams& p, int period, int t, StripSmem
     // Row q is row q + 8 of block row p - 1 (cell 0 covers rows 0..11, cell 1 rows 4..15) and
     // row q of block row p.
     if (has_prev) {
-      if (q + kPeriodRows < kCellSupport) AddVote(th.prev[0], bins, p.row_weight[0][q + kPeriodRows]);
+      if (q + kPeriodRows < kCellSupport)
+        AddVote(th.prev[0], bins, p.row_weight[0][q + kPeriodRows]);
       AddVote(th.prev[1], bins, p.row_weight[1][q + kPeriodRows]);
     }
     if (has_cur) {
