@@ -104,14 +104,15 @@ bool LimitMallocArenas(int arenas) {
 #endif
 }
 
-std::atomic<int> MallocTrimmer::running_{0};
+std::mutex MallocTrimmer::active_mu_;
+MallocTrimmer* MallocTrimmer::active_ = nullptr;
 
 bool MallocTrimmer::TrimAfterFree(std::size_t freed_bytes) {
 #if defined(__GLIBC__) && !defined(CUIMG_OWN_MALLOC)
-  if (freed_bytes < kPromptTrimBytes || running_.load(std::memory_order_relaxed) == 0) {
-    return false;
-  }
-  malloc_trim(0);
+  if (freed_bytes < kPromptTrimBytes) return false;
+  std::lock_guard<std::mutex> lock(active_mu_);
+  if (active_ == nullptr) return false;
+  active_->RequestTrim();
   return true;
 #else
   (void)freed_bytes;
@@ -119,19 +120,31 @@ bool MallocTrimmer::TrimAfterFree(std::size_t freed_bytes) {
 #endif
 }
 
+void MallocTrimmer::RequestTrim() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    prompt_ = true;
+  }
+  cv_.notify_all();
+}
+
 MallocTrimmer::MallocTrimmer(std::chrono::milliseconds interval) {
 #if defined(__GLIBC__)
   if (interval.count() <= 0) return;
-  running_.fetch_add(1, std::memory_order_relaxed);
   thread_ = std::thread([this, interval] {
     std::unique_lock<std::mutex> lock(mu_);
-    while (!cv_.wait_for(lock, interval, [this] { return stopping_; })) {
+    while (true) {
+      cv_.wait_for(lock, interval, [this] { return stopping_ || prompt_; });
+      if (stopping_) break;
+      prompt_ = false;
       lock.unlock();
       malloc_trim(0);
       trims_.fetch_add(1, std::memory_order_relaxed);
       lock.lock();
     }
   });
+  std::lock_guard<std::mutex> lock(active_mu_);
+  active_ = this;
 #else
   (void)interval;
 #endif
@@ -139,14 +152,15 @@ MallocTrimmer::MallocTrimmer(std::chrono::milliseconds interval) {
 
 MallocTrimmer::~MallocTrimmer() {
   {
+    std::lock_guard<std::mutex> lock(active_mu_);
+    if (active_ == this) active_ = nullptr;
+  }
+  {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) {
-    thread_.join();
-    running_.fetch_sub(1, std::memory_order_relaxed);
-  }
+  if (thread_.joinable()) thread_.join();
 }
 
 }  // namespace cuimg
