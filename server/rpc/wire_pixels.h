@@ -38,9 +38,10 @@ absl::StatusOr<std::unique_ptr<HostBuffer>> ParseWithDetachedPixels(
     google::protobuf::Message* request);
 
 // As above, and when the pixels are detached, `wire` is cleared and its bytes are freed as the
-// pixels are copied out of them, in rounds, each round's bytes handed back to the system
-// (MallocTrimmer::TrimAfterFree): glibc would keep them resident until the next trim, a second
-// copy of a volume beside its pixels and then its result. Otherwise `wire` is left as it is.
+// pixels are copied out of them, in rounds, each round's bytes handed back to the system by the
+// trimmer's thread (MallocTrimmer::TrimAfterFree): glibc would keep them resident until the next
+// trim, a second copy of a volume beside its pixels and then its result. Otherwise `wire` is left
+// as it is.
 absl::StatusOr<std::unique_ptr<HostBuffer>> ParseWithDetachedPixels(
     grpc::ByteBuffer* wire, const HostBufferAllocator& allocate,
     google::protobuf::Message* request);
