@@ -26,16 +26,7 @@ import numpy as np
 
 from cuimg import wire_contract
 from cuimg.v1 import imaging_service_pb2_grpc, morphology_pb2, types_pb2
-from server_process import ServerProcess
-
-
-def status_kb(pid, field):
-    """A /proc/PID/status field (VmHWM, VmRSS), in kB."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise KeyError(field)
+from server_process import ServerProcess, status_kb
 
 
 def python_call(stub, volume):

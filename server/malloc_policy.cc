@@ -107,6 +107,14 @@ bool LimitMallocArenas(int arenas) {
 std::mutex MallocTrimmer::active_mu_;
 MallocTrimmer* MallocTrimmer::active_ = nullptr;
 
+bool MallocTrimmer::TrimsThisMalloc() {
+#if defined(__GLIBC__) && !defined(CUIMG_OWN_MALLOC)
+  return true;
+#else
+  return false;
+#endif
+}
+
 bool MallocTrimmer::TrimAfterFree(std::size_t freed_bytes) {
 #if defined(__GLIBC__) && !defined(CUIMG_OWN_MALLOC)
   if (freed_bytes < kPromptTrimBytes) return false;

@@ -67,6 +67,10 @@ class MallocTrimmer {
   // machine (run 206: returning 157 MB of pages interrupts every core the server runs on).
   static bool TrimAfterFree(std::size_t freed_bytes);
 
+  // Whether malloc_trim reaches this process's malloc: glibc's, not a sanitizer's (which
+  // TrimAfterFree then never asks to trim).
+  static bool TrimsThisMalloc();
+
   explicit MallocTrimmer(std::chrono::milliseconds interval);
   ~MallocTrimmer();
   MallocTrimmer(const MallocTrimmer&) = delete;

@@ -18,6 +18,15 @@ def free_port():
         return s.getsockname()[1]
 
 
+def status_kb(pid, field):
+    """A /proc/PID/status field (VmHWM, VmRSS), in kB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise KeyError(field)
+
+
 class ServerProcess:
     """`extra_args` after CUIMG_SERVER_FLAGS (space-separated, e.g. --jpeg_decoder=gpu to run a
     suite with the GPU JPEG decoder), so a test's own flags win. `env`: the server's environment

@@ -16,20 +16,11 @@ import numpy as np
 from scipy import ndimage
 
 from cuimg.v1 import imaging_service_pb2_grpc, morphology_pb2, types_pb2
-from server_process import ServerProcess
+from server_process import ServerProcess, status_kb
 
 SERVER = os.environ["CUIMG_SERVER"]
 BACKEND = os.environ.get("CUIMG_BACKEND", "cpu")
 TARGET_X_PIXELS = 2.2
-
-
-def status_kb(pid, field):
-    """A /proc/PID/status field (VmHWM, VmRSS), in kB."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise KeyError(field)
 
 
 def dilate(stub, volume):
