@@ -240,10 +240,12 @@ double ScoreWindow(const HogBlocks& blocks, int bx, int by, const HogModel& mode
   double s = model.bias;
   const int nx = model.BlocksX();
   const int ny = model.BlocksY();
-  // Blocks row by row (OpenCV: column by column, the weights' order): the GPU's order
-  // (hog_scores.h), which differs from OpenCV's only in the rounding of the double sum.
-  for (int j = 0; j < ny; ++j) {
-    for (int i = 0; i < nx; ++i) {
+  // Column by column, as OpenCV and the weights run; each column's blocks summed on their own
+  // first, the GPU's order (hog_scores.h), which differs from OpenCV's one running sum only in
+  // the rounding of the double sums.
+  for (int i = 0; i < nx; ++i) {
+    double column = 0.0;
+    for (int j = 0; j < ny; ++j) {
       const float* w =
           model.weights.data() + (static_cast<std::size_t>(i) * ny + j) * kHogBlockFeatures;
       const float* v = blocks.At(bx + i, by + j);
@@ -253,8 +255,9 @@ double ScoreWindow(const HogBlocks& blocks, int bx, int by, const HogModel& mode
       }
       const double t0 = part[0] + part[1];
       const double t1 = part[2] + part[3];
-      s += t0 + t1;
+      column += t0 + t1;
     }
+    s += column;
   }
   return s;
 }

@@ -68,9 +68,7 @@ inline std::vector<WindowHit> ReferenceHitsOnWorkspace(const DetectPlan& plan,
     for (int by = 0; by < l.blocks_y; ++by) {
       for (int bx = 0; bx < l.blocks_x; ++bx) {
         for (int f = 0; f < kHogBlockFeatures; ++f) {
-          *out++ =
-              workspace[plane.offset +
-                        (static_cast<std::int64_t>(by) * kHogBlockFeatures + f) * plane.pitch + bx];
+          *out++ = workspace[plane.At(bx, by, f)];
         }
       }
     }

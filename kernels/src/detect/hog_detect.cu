@@ -26,8 +26,8 @@ using hog::BlocksParams;
 using hog::kHitsHeader;
 using hog::kMaxJobs;
 using hog::kScoreLanes;
+using hog::kScoreMaxWarps;
 using hog::kScoreRows;
-using hog::kScoreThreads;
 using hog::kStripBlocksX;
 using hog::kStripBlocksY;
 using hog::kStripPeriods;
@@ -113,20 +113,42 @@ __device__ __forceinline__ void AppendHit(const ScoresParams& p, const ScoreJob&
   if (slot < p.capacity) p.hits[slot] = DeviceHit{job.level, wx, wy, static_cast<float>(score)};
 }
 
-// One warp: a tile of 32 x kScoreRows windows (hog_scores.h).
-__global__ void __launch_bounds__(kScoreThreads)
+// One CUDA block: a tile of 32 x kScoreRows windows, a warp per model block column
+// (hog_scores.h); warp 0 adds the columns' sums in sx order and reports the hits.
+__global__ void __launch_bounds__(kScoreMaxWarps* kScoreLanes)
     HogScoresKernel(const __grid_constant__ ScoresParams p) {
+  __shared__ double parts[kScoreMaxWarps][kScoreRows][kScoreLanes];
   const int block = static_cast<int>(blockIdx.x);
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
   const int j = FindJob(p.first_block, p.num_jobs, block);
   const ScoreJob& job = p.jobs[j];
   const int tile = block - p.first_block[j];
   const int tile_y = DivSmall(tile, job.inv_tiles_x);
   const int tile_x = tile - tile_y * job.tiles_x;
-  const int wx = tile_x * kScoreLanes + static_cast<int>(threadIdx.x);
+  const int wx = tile_x * kScoreLanes + lane;
   const int wy0 = tile_y * kScoreRows;
   double score[kScoreRows];
-  hog::ScoreColumn(p, job, wx, wy0, score);
-  if (wx >= job.windows_x) return;
+#pragma unroll
+  for (int r = 0; r < kScoreRows; ++r) score[r] = static_cast<double>(p.bias);
+  for (int sx0 = 0; sx0 < p.model_blocks_x; sx0 += p.warps) {
+    const int columns = min(p.warps, p.model_blocks_x - sx0);
+    if (warp < columns) {
+      double part[kScoreRows];
+      hog::ScoreColumnPart(p, job, wx, wy0, sx0 + warp, part);
+#pragma unroll
+      for (int r = 0; r < kScoreRows; ++r) parts[warp][r][lane] = part[r];
+    }
+    __syncthreads();
+    if (warp == 0) {
+      for (int k = 0; k < columns; ++k) {
+#pragma unroll
+        for (int r = 0; r < kScoreRows; ++r) score[r] += parts[k][r][lane];
+      }
+    }
+    __syncthreads();
+  }
+  if (warp != 0 || wx >= job.windows_x) return;
 #pragma unroll
   for (int r = 0; r < kScoreRows; ++r) {
     if (wy0 + r < job.windows_y) AppendHit(p, job, wx, wy0 + r, score[r]);
@@ -204,6 +226,7 @@ absl::StatusOr<DetectPlan> DetectPlan::Create(const Extent& extent, int channels
     sp.step = g.win_stride / kHogBlockStride;
     sp.model_blocks_x = model.BlocksX();
     sp.model_blocks_y = model.BlocksY();
+    sp.warps = std::min(sp.model_blocks_x, kScoreMaxWarps);
     const std::size_t end = std::min(g.levels.size(), begin + kMaxJobs);
     for (std::size_t i = begin; i < end; ++i) {
       const DetectLevel& level = g.levels[i];
@@ -222,6 +245,7 @@ absl::StatusOr<DetectPlan> DetectPlan::Create(const Extent& extent, int channels
       bj.feature_offset = static_cast<long long>(offset);
       offset = AlignUp(
           offset + static_cast<std::size_t>(level.blocks_y) * kHogBlockFeatures * bj.pitch, 64);
+      static_assert(kHogBlockFeatures == 4 * hog::kFeatureQuads, "a block's features in quads");
       const int tiles = bj.tiles_x * ((level.blocks_y + kStripBlocksY - 1) / kStripBlocksY);
       bp.first_block[j] = chunk.block_grid;
       chunk.block_grid += tiles;
@@ -362,7 +386,8 @@ absl::Status LaunchScores(const DetectPlan::Impl& plan, bool per_window, const f
                                  0, stream>>>(p);
       CUIMG_CUDA_CHECK_LAUNCH(stream, "HogScoresPerWindowKernel");
     } else {
-      HogScoresKernel<<<static_cast<unsigned>(chunk.score_grid), kScoreThreads, 0, stream>>>(p);
+      HogScoresKernel<<<static_cast<unsigned>(chunk.score_grid),
+                        static_cast<unsigned>(p.warps * kScoreLanes), 0, stream>>>(p);
       CUIMG_CUDA_CHECK_LAUNCH(stream, "HogScoresKernel");
     }
   }
@@ -455,11 +480,17 @@ absl::Status DetectPlan::EmulateOnHost(const void* in, const float* weights, voi
       const int j = FindJobOnHost(p.first_block, p.num_jobs, block);
       const ScoreJob& job = p.jobs[j];
       const TilePos tile = TileOf(block - p.first_block[j], job.tiles_x, job.inv_tiles_x);
-      for (int t = 0; t < kScoreThreads; ++t) {
+      for (int t = 0; t < kScoreLanes; ++t) {
         const int wx = tile.x * kScoreLanes + t;
         const int wy0 = tile.y * kScoreRows;
+        // The kernel's order: the bias, then the columns' sums with sx rising.
         double score[kScoreRows];
-        hog::ScoreColumn(p, job, wx, wy0, score);
+        std::fill(std::begin(score), std::end(score), static_cast<double>(p.bias));
+        for (int sx = 0; sx < p.model_blocks_x; ++sx) {
+          double part[kScoreRows];
+          hog::ScoreColumnPart(p, job, wx, wy0, sx, part);
+          for (int r = 0; r < kScoreRows; ++r) score[r] += part[r];
+        }
         for (int r = 0; r < kScoreRows; ++r) {
           if (wx >= job.windows_x || wy0 + r >= job.windows_y || !(score[r] >= p.threshold)) {
             continue;

@@ -1,25 +1,30 @@
-// The scores kernel of hog_detect.cu as a per-thread function, compiled for the GPU and for the
+// The scores kernel of hog_detect.cu as per-thread functions, compiled for the GPU and for the
 // host (DetectPlan::EmulateOnHost), like hog_strip.h's phases.
 //
-// A warp scores a tile of 32 x kScoreRows windows of one level: lane i takes the column of windows
-// wx = 32 tx + i, rows wy0 .. wy0 + kScoreRows - 1. Windows one row apart share all but `step` of
-// their block rows, so the thread walks the column's block rows once, loads each block's 36
-// features into registers once and dots them with the weights of every window of the column that
-// holds the block (a window takes its block (sx, sy) at block row wy * step + sy): each feature
-// load serves up to kScoreRows windows instead of 1, and the weights are warp-uniform loads (one L1
-// wavefront). Lanes read neighbouring block columns: coalesced, feature-planar.
+// A CUDA block scores a tile of 32 x kScoreRows windows of one level with one warp per model
+// block column sx (up to kScoreMaxWarps at a time, in rounds): lane i of warp sx sums, for the
+// windows wx = 32 tx + i, rows wy0 .. wy0 + kScoreRows - 1, the contributions of their blocks in
+// column sx. Windows one row apart share all but `step` of their block rows, so the thread walks
+// the column's block rows once, loads each block's 36 features into registers once and dots them
+// with the weights of every window that holds the block (window r takes block row r * step + sy
+// as its sy): each feature load serves up to kScoreRows windows, and the weights are warp-uniform
+// loads. Lanes read neighbouring blocks' quads (FeatureIndex): coalesced 16-byte loads. Warp 0
+// then adds the columns' sums to the bias in sx order.
 //
-// Why 4 rows (run 196, H100): a 1080p frame has ~1200 tiles of 32 x 8 windows, 9 warps an SM, too
-// few to hide the loads; 32 x 4 doubles the warps and the kernel took 264-268 us against 310-325
-// (768x576: 116 against 189-191). 3 rows ran like 4, 2 rows (368-370 us) and 5-6 rows (322-334)
-// slower.
+// Measured on the H100 (1080p, all levels; BENCHMARKS run 208): one warp per tile of 32 x 4
+// windows took 263-265 us. A warp per column (7 times the warps) took 231; loading quads instead
+// of single features, 222-223. ncu then puts the kernel at 80% of the L1's data-stage wavefronts:
+// a warp-uniform 16-byte weight load still writes 512 bytes of registers. Not kept: 8 rows a tile
+// (264), each lane two to four window columns sharing the weight loads (267-345: the registers
+// it takes halve the warps), fused multiply-adds (-9 us, but the reference's arithmetic would
+// change), the weights in the kernel parameters (374).
 //
-// The arithmetic is the CPU reference's (hog_reference.cc ScoreWindow; OpenCV's
-// HOGDescriptor::detect per block): per block four float partial sums of rounded products, the
-// two pair sums in float, then added in double to the window's sum, which starts at the bias,
-// blocks row by row (sy outer, sx inner; OpenCV runs sx outer, which differs in double rounding
-// only); each window visits its blocks in that order because b rises. Given the same features, a
-// window's score is the reference's double, bit for bit.
+// The arithmetic is the CPU reference's (hog_reference.cc ScoreWindow): per block four float
+// partial sums of rounded products, the two pair sums in float, added in double; per column the
+// blocks' doubles summed from 0 with sy rising; the window's score the bias plus the columns' sums
+// with sx rising (OpenCV adds every block to one double in that order: this differs from it in
+// double rounding only). Given the same features, a window's score is the reference's double, bit
+// for bit.
 #ifndef CUIMG_KERNELS_SRC_HOG_SCORES_H_
 #define CUIMG_KERNELS_SRC_HOG_SCORES_H_
 
@@ -41,20 +46,29 @@
 
 namespace cuimg::hog {
 
-inline constexpr int kMaxJobs = 64;                // levels per launch: found by two warp ballots
-inline constexpr int kScoreLanes = 32;             // window columns per warp tile, one per lane
-inline constexpr int kScoreRows = 4;               // windows down each lane's column
-inline constexpr int kScoreThreads = kScoreLanes;  // one warp tile per CUDA block
+inline constexpr int kMaxJobs = 64;       // levels per launch: found by two warp ballots
+inline constexpr int kScoreLanes = 32;    // window columns per tile, one per lane
+inline constexpr int kScoreRows = 4;      // windows down each lane's column
+inline constexpr int kScoreMaxWarps = 8;  // model block columns at a time
 // The per-window kernel of issue 5 (kept for detect_bench's comparison): 32 x 4 windows.
 inline constexpr int kWindowScoreX = 32;
 inline constexpr int kWindowScoreY = 4;
 inline constexpr int kWindowScoreThreads = kWindowScoreX * kWindowScoreY;
 inline constexpr std::size_t kHitsHeader = 16;
+inline constexpr int kFeatureQuads = kHogBlockFeatures / 4;  // float4s of a block's features
+
+// Where feature f of block (bx, by) lies in its level's features: in quads, features 4k .. 4k + 3
+// of a block side by side (one 16-byte load), quad k of the blocks of a row in a row of `pitch`
+// float4s (DetectPlan::FeaturePlane). A warp reading one quad of 32 neighbouring blocks loads 512
+// contiguous bytes: 4 or 5 L1 wavefronts where 4 planar rows took 8.
+CUIMG_HOG_HD long long FeatureIndex(long long pitch, int bx, int by, int f) {
+  return ((static_cast<long long>(by) * kFeatureQuads + f / 4) * pitch + bx) * 4 + f % 4;
+}
 
 // One level of the scores launch: its tiles are tiles_x wide (of either kernel's tile shape).
 struct ScoreJob {
   long long feature_offset;
-  int pitch;
+  int pitch;  // float4s between feature rows
   int windows_x;
   int windows_y;
   int tiles_x;
@@ -73,6 +87,7 @@ struct ScoresParams {
   int step;  // win_stride / 8: blocks between neighbouring windows
   int model_blocks_x;
   int model_blocks_y;
+  int warps;  // per CUDA block of the scores kernel: min(model_blocks_x, kScoreMaxWarps)
   int num_jobs;
   int first_block[kMaxJobs + 1];
   ScoreJob jobs[kMaxJobs];
@@ -88,7 +103,7 @@ CUIMG_HOG_HD double BlockDot(const float (&v)[kHogBlockFeatures], const float* w
   float p2 = wq.z * v[2];
   float p3 = wq.w * v[3];
   CUIMG_HOG_UNROLL
-  for (int q = 1; q < kHogBlockFeatures / 4; ++q) {
+  for (int q = 1; q < kFeatureQuads; ++q) {
     wq = CUIMG_HOG_LDG(w + q);
     p0 = p0 + v[4 * q] * wq.x;
     p1 = p1 + v[4 * q + 1] * wq.y;
@@ -100,38 +115,41 @@ CUIMG_HOG_HD double BlockDot(const float (&v)[kHogBlockFeatures], const float* w
   return static_cast<double>(t0) + static_cast<double>(t1);
 }
 
-// Lane work of the scores kernel: the scores of windows (wx, wy0 + r), r < kScoreRows, of `job`.
-// Rows past the level's windows are not computed (their entries keep the bias); a column past
-// them computes the level's last column (the caller reports nothing for it).
-CUIMG_HOG_HD void ScoreColumn(const ScoresParams& p, const ScoreJob& job, int wx, int wy0,
-                              double (&score)[kScoreRows]) {
+// Lane work of the scores kernel: part[r] = the sum, from 0 with sy rising, of the contributions
+// of blocks (sx, sy) of windows (wx, wy0 + r), r < kScoreRows, of `job`. Rows past the level's
+// windows are not computed (their sums stay 0); a column past them computes the level's last
+// column (the caller reports nothing for it).
+CUIMG_HOG_HD void ScoreColumnPart(const ScoresParams& p, const ScoreJob& job, int wx, int wy0,
+                                  int sx, double (&part)[kScoreRows]) {
   const int rows = std::min(int{kScoreRows}, job.windows_y - wy0);  // >= 1, the same for the warp
   const int step = p.step;
   const int nby = p.model_blocks_y;
   const long long pitch = job.pitch;
-  const float* column = p.features + job.feature_offset +
-                        static_cast<long long>(wy0) * step * kHogBlockFeatures * pitch +
-                        static_cast<long long>(std::min(wx, job.windows_x - 1)) * step;
+  const float4* column = reinterpret_cast<const float4*>(
+      p.features + job.feature_offset +
+      FeatureIndex(pitch, std::min(wx, job.windows_x - 1) * step + sx, wy0 * step, 0));
+  const float* weights = p.weights + static_cast<long long>(sx) * nby * kHogBlockFeatures;
   CUIMG_HOG_UNROLL
-  for (int r = 0; r < kScoreRows; ++r) score[r] = static_cast<double>(p.bias);
+  for (int r = 0; r < kScoreRows; ++r) part[r] = 0.0;
   // The block rows the column's windows cover: window r takes rows r * step .. r * step + nby - 1.
-  // Row by row, the model's columns inner: the 7 blocks of a row share the L1 lines of its
-  // feature rows (lane i reads column wx + sx), which a walk over all rows per column would evict.
   const int block_rows = (rows - 1) * step + nby;
   for (int b = 0; b < block_rows; ++b) {
-    const float* row = column + static_cast<long long>(b) * kHogBlockFeatures * pitch;
-    for (int sx = 0; sx < p.model_blocks_x; ++sx) {
-      // Block (column + sx, wy0 * step + b): its 36 features are rows of the plane, `pitch` apart.
-      float v[kHogBlockFeatures];
-      CUIMG_HOG_UNROLL
-      for (int q = 0; q < kHogBlockFeatures; ++q) v[q] = CUIMG_HOG_LDG(row + sx + q * pitch);
-      const float* weights = p.weights + static_cast<long long>(sx) * nby * kHogBlockFeatures;
-      CUIMG_HOG_UNROLL
-      for (int r = 0; r < kScoreRows; ++r) {
-        const int sy = b - r * step;  // this block's place in window r
-        if (r < rows && sy >= 0 && sy < nby) {
-          score[r] += BlockDot(v, weights + static_cast<long long>(sy) * kHogBlockFeatures);
-        }
+    // Block (column, wy0 * step + b): its 9 quads are rows of quads, `pitch` apart.
+    const float4* row = column + static_cast<long long>(b) * kFeatureQuads * pitch;
+    float v[kHogBlockFeatures];
+    CUIMG_HOG_UNROLL
+    for (int q = 0; q < kFeatureQuads; ++q) {
+      const float4 f = CUIMG_HOG_LDG(row + q * pitch);
+      v[4 * q] = f.x;
+      v[4 * q + 1] = f.y;
+      v[4 * q + 2] = f.z;
+      v[4 * q + 3] = f.w;
+    }
+    CUIMG_HOG_UNROLL
+    for (int r = 0; r < kScoreRows; ++r) {
+      const int sy = b - r * step;  // this block's place in window r
+      if (r < rows && sy >= 0 && sy < nby) {
+        part[r] += BlockDot(v, weights + static_cast<long long>(sy) * kHogBlockFeatures);
       }
     }
   }
@@ -142,23 +160,24 @@ CUIMG_HOG_HD void ScoreColumn(const ScoresParams& p, const ScoreJob& job, int wx
 // detect_bench measures the old scores kernel beside the new one in the same run.
 CUIMG_HOG_HD float ScoreWindowPerThread(const ScoresParams& p, const ScoreJob& job, int wx,
                                         int wy) {
-  const long long bx = static_cast<long long>(std::min(wx, job.windows_x - 1)) * p.step;
-  const long long by = static_cast<long long>(std::min(wy, job.windows_y - 1)) * p.step;
-  const long long pitch = job.pitch;
-  const float* window = p.features + job.feature_offset + by * kHogBlockFeatures * pitch + bx;
+  const int bx = std::min(wx, job.windows_x - 1) * p.step;
+  const int by = std::min(wy, job.windows_y - 1) * p.step;
+  const float* level = p.features + job.feature_offset;
   const float4* w = reinterpret_cast<const float4*>(p.weights);
   float acc = 0.f;
   for (int sx = 0; sx < p.model_blocks_x; ++sx) {
     for (int sy = 0; sy < p.model_blocks_y; ++sy) {
-      const float* f = window + static_cast<long long>(sy) * kHogBlockFeatures * pitch + sx;
+      const float4* f =
+          reinterpret_cast<const float4*>(level + FeatureIndex(job.pitch, bx + sx, by + sy, 0));
       float part = 0.f;
       CUIMG_HOG_UNROLL
-      for (int q = 0; q < kHogBlockFeatures / 4; ++q) {
+      for (int q = 0; q < kFeatureQuads; ++q) {
         const float4 wq = CUIMG_HOG_LDG(w + q);
-        part = fmaf(wq.x, CUIMG_HOG_LDG(f + (4 * q) * pitch), part);
-        part = fmaf(wq.y, CUIMG_HOG_LDG(f + (4 * q + 1) * pitch), part);
-        part = fmaf(wq.z, CUIMG_HOG_LDG(f + (4 * q + 2) * pitch), part);
-        part = fmaf(wq.w, CUIMG_HOG_LDG(f + (4 * q + 3) * pitch), part);
+        const float4 v = CUIMG_HOG_LDG(f + q * job.pitch);
+        part = fmaf(wq.x, v.x, part);
+        part = fmaf(wq.y, v.y, part);
+        part = fmaf(wq.z, v.z, part);
+        part = fmaf(wq.w, v.w, part);
       }
       acc += part;
       w += kHogBlockFeatures / 4;

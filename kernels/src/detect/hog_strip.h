@@ -66,7 +66,7 @@ struct BlockJob {
   int blocks_y;
   int tiles_x;  // strips across
   float inv_tiles_x;
-  int pitch;   // floats between feature rows: blocks_x rounded up to 32
+  int pitch;   // float4s between feature rows: blocks_x rounded up to 32 (FeatureIndex)
   int direct;  // the level has the input's size: its pixels are the input's
 };
 
@@ -333,8 +333,8 @@ CUIMG_HOG_HD float RenormScale(float block_sum_squares) {
   return 1.f / (sqrtf(block_sum_squares) + 1e-3f);
 }
 
-// Phase 4, thread t: its half of its cell's 9 features (feature-planar: row by * 36 + f, column
-// bx) for block row p - 1, unless the block lies past the strip's or the level's.
+// Phase 4, thread t: its half of its cell's 9 features (FeatureIndex) for block row p - 1, unless
+// the block lies past the strip's or the level's.
 CUIMG_HOG_HD void StoreCell(const BlocksParams& p, const BlockJob& job, TilePos strip, int period,
                             int t, const float (&h)[kHogBins], float scale) {
   const int b = t >> 3;
@@ -343,10 +343,9 @@ CUIMG_HOG_HD void StoreCell(const BlocksParams& p, const BlockJob& job, TilePos 
   const int bx = strip.x * kStripBlocksX + b;
   const int by = strip.y * kStripBlocksY + period - 1;
   if (b >= kStripBlocksX || bx >= job.blocks_x || by >= job.blocks_y) return;
-  float* out = p.features + job.feature_offset +
-               (static_cast<long long>(by) * kHogBlockFeatures + cell * kHogBins) * job.pitch + bx;
+  float* out = p.features + job.feature_offset;
   for (int k = first_bin; k < kHogBins && k < first_bin + kHalfBins; ++k) {
-    out[static_cast<long long>(k) * job.pitch] = h[k] * scale;
+    out[FeatureIndex(job.pitch, bx, by, cell * kHogBins + k)] = h[k] * scale;
   }
 }
 

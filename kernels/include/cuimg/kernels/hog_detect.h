@@ -35,9 +35,10 @@ struct DeviceHit {
 //     weight is a row factor times a column factor), then 112 threads take the sums across the
 //     cells' columns from shared memory (no atomics) and write the blocks L2-Hys normalized,
 //     feature-planar, to the workspace (hog_strip.h);
-//  2. scores: all levels at once, a warp per tile of 32 x 4 windows, each lane a column of 4
-//     windows that share its loads of block features; a window's score is the CPU reference's
-//     sum (per block float partial sums, added in double row by row of blocks) and
+//  2. scores: all levels at once, a CUDA block per tile of 32 x 4 windows with a warp per model
+//     block column, each lane a column of 4 windows that share its loads of block features; a
+//     window's score is the CPU reference's sum (per block float partial sums, added in double
+//     per block column, the columns' sums then added to the bias in order) and
 //     score >= hit_threshold (in double, as the reference decides) goes to the hit list (one
 //     atomic counter; the set of hits is deterministic, their order is not: DecodeHits sorts them).
 // Copyable and immutable.
@@ -97,10 +98,14 @@ class DetectPlan {
 
   // Where the blocks kernel leaves level `level`'s features (0 <= level < geometry().levels.size())
   // in the workspace: feature f (0..35, HogBlocks' order) of block (bx, by) is the float at
-  // offset + (by * 36 + f) * pitch + bx. For tests and tools that read the workspace back.
+  // At(bx, by, f), offset + ((by * 9 + f / 4) * pitch + bx) * 4 + f % 4 (in quads of 4 features
+  // of one block). For tests and tools that read the workspace back.
   struct FeaturePlane {
     std::int64_t offset = 0;  // floats from the workspace's start
-    int pitch = 0;            // floats between feature rows
+    int pitch = 0;            // quads (4 floats) between rows of quads
+    std::int64_t At(int bx, int by, int f) const {
+      return offset + ((static_cast<std::int64_t>(by) * 9 + f / 4) * pitch + bx) * 4 + f % 4;
+    }
   };
   FeaturePlane Features(int level) const;
 

@@ -52,9 +52,10 @@ std::vector<float> WindowDescriptor(const HogBlocks& blocks, int bx, int by, int
                                     int window_height);
 
 // bias + <weights, descriptor> of that window, each block's dot product as HOGDescriptor::detect
-// computes it (four float partial sums, their pairs added in float), the blocks added in double
-// row by row (OpenCV: column by column; the order of the GPU's scores kernel, which differs only
-// in the rounding of the double sum).
+// computes it (four float partial sums, their pairs added in float), in double each block column's
+// blocks summed from 0, then the columns added to the bias in order (OpenCV: one running sum of
+// every block, column by column; the order of the GPU's scores kernel, which differs only in the
+// rounding of the double sums).
 double ScoreWindow(const HogBlocks& blocks, int bx, int by, const HogModel& model);
 
 // Every level of `geometry` (PlanDetection of the image, the model's window and `spec`): its image
