@@ -203,6 +203,12 @@ TEST(DetectGpu, ScoresEveryWindowAsTheReferenceDoes) {
       ExpectEveryScoreMatches(image, daimler, no_gamma, Name(image, daimler, no_gamma));
       const HogModel odd = RandomModel(40, 72, seed);
       ExpectEveryScoreMatches(image, odd, padded, Name(image, odd, padded));
+      // 11 block columns: more than a scores block's 8 warps, so its columns go in two rounds;
+      // and a one-block window (one warp).
+      const HogModel wide = RandomModel(96, 48, seed);
+      ExpectEveryScoreMatches(image, wide, DetectSpec{}, Name(image, wide, DetectSpec{}));
+      const HogModel one = RandomModel(16, 16, seed);
+      ExpectEveryScoreMatches(image, one, coarse, Name(image, one, coarse));
     }
   }
   for (int channels : {1, 3, 4}) {

@@ -131,9 +131,11 @@ TEST(HogDetectEmulation, ScoresAreTheReferenceArithmeticOnTheKernelsFeatures) {
   stride.scale = 1.2;
   const HogModel people = RandomModel(64, 128, 22);
   const HogModel odd = RandomModel(40, 72, 23);
+  const HogModel wide = RandomModel(96, 48, 24);  // 11 block columns: two rounds of warps
   for (const DetectSpec& spec : {all, some, stride}) {
     ExpectScoresFollowTheReference(image, people, spec, Name(image, people, spec));
     ExpectScoresFollowTheReference(image, odd, spec, Name(image, odd, spec));
+    ExpectScoresFollowTheReference(image, wide, spec, Name(image, wide, spec));
   }
 }
 

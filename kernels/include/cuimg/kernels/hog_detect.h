@@ -33,8 +33,8 @@ struct DeviceHit {
 //     reflect-101 padding), takes gradients and votes (hog_math.h, the CPU reference's own
 //     arithmetic: -fmad=false), sums them into its column's cell rows in registers (the block
 //     weight is a row factor times a column factor), then 112 threads take the sums across the
-//     cells' columns from shared memory (no atomics) and write the blocks L2-Hys normalized,
-//     feature-planar, to the workspace (hog_strip.h);
+//     cells' columns from shared memory (no atomics) and write the blocks L2-Hys normalized, in
+//     quads of four features (Features()), to the workspace (hog_strip.h);
 //  2. scores: all levels at once, a CUDA block per tile of 32 x 4 windows with a warp per model
 //     block column, each lane a column of 4 windows that share its loads of block features; a
 //     window's score is the CPU reference's sum (per block float partial sums, added in double
