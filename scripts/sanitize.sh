@@ -6,7 +6,8 @@
 #                suites (a leak at exit fails the server's exit code, which the suites check).
 #                Needs the regular build's cuimg (scripts/build.sh).
 #   build-tsan/  ThreadSanitizer (gcc): the server library's concurrent pieces (work queue, CPU
-#                warmer, in-flight budget, resident store, CPU backend device slots) driven from
+#                warmer, in-flight budget, resident store, CPU backend device slots, the nvJPEG
+#                batcher's LeaderBatch) driven from
 #                many threads. Not the in-process gRPC service: Debian's gRPC and Abseil are not
 #                built with -fsanitize=thread, so TSan cannot see their synchronization and
 #                reports hundreds of races inside them.
@@ -83,10 +84,10 @@ for v in "${variants[@]}"; do
     tsan)
       configure build-tsan "-fsanitize=thread"
       cmake --build build-tsan --parallel --target work_queue_test inflight_budget_test \
-        resident_store_test concurrency_test cpu_warmer_test
+        resident_store_test concurrency_test cpu_warmer_test leader_batch_test
       export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp"
       run_unit_tests build-tsan work_queue_test inflight_budget_test resident_store_test \
-        concurrency_test cpu_warmer_test
+        concurrency_test cpu_warmer_test leader_batch_test
       unset TSAN_OPTIONS
       ;;
     *)

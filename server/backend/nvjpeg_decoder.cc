@@ -1,5 +1,8 @@
 #include "server/backend/nvjpeg_decoder.h"
 
+#include <memory>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/cuda_status.h"
 
@@ -92,6 +95,11 @@ NvjpegDevice::State::~State() {
 }
 
 NvjpegDevice::~NvjpegDevice() {
+  for (auto& by_format : batch_states_) {
+    for (BatchState& b : by_format) {
+      if (b.state != nullptr) lib_->JpegStateDestroy(S(b.state));
+    }
+  }
   if (handle_ != nullptr) lib_->Destroy(H(handle_));
 }
 
@@ -130,6 +138,11 @@ absl::StatusOr<std::unique_ptr<NvjpegDevice>> NvjpegDevice::Create(
         device->handle_ = handle;
         device->hardware_ = c.backend == NVJPEG_BACKEND_HARDWARE;
         device->backend_name_ = name;
+        if (device->hardware_) {
+          const NvjpegDevice* d = device.get();
+          device->batcher_ = std::make_unique<LeaderBatch<BatchItem>>(
+              kMaxHardwareBatch, [d](absl::Span<BatchItem* const> items) { d->RunBatch(items); });
+        }
         return device;
       }
       absl::StrAppend(&refusals, refusals.empty() ? "" : ", ", name, ": ", StatusName(s));
@@ -171,11 +184,7 @@ absl::Status NvjpegDevice::Decode(State& state, absl::Span<const std::uint8_t> j
         absl::StrCat("nvJPEG reads ", width, "x", height, "x", components, ", the probe ",
                      shape.extent.width, "x", shape.extent.height, "x", shape.channels));
   }
-  const nvjpegOutputFormat_t format = gray ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_BGRI;
-  nvjpegImage_t out{};
-  out.channel[0] = static_cast<unsigned char*>(d_out);
-  out.pitch[0] = static_cast<std::size_t>(width) * shape.channels;
-  nvjpegStatus_t s = NVJPEG_STATUS_SUCCESS;
+  const std::size_t pitch = static_cast<std::size_t>(width) * shape.channels;
   if (hardware_) {
     int unsupported = 0;
     CUIMG_NVJPEG_RETURN_IF_ERROR(
@@ -183,24 +192,77 @@ absl::Status NvjpegDevice::Decode(State& state, absl::Span<const std::uint8_t> j
     if (unsupported != 0) {
       return absl::FailedPreconditionError("nvJPEG's hardware decoder does not take the file");
     }
-    if (state.batched_format_ != format) {
-      CUIMG_NVJPEG_RETURN_IF_ERROR(
-          lib_->DecodeBatchedInitialize(H(handle_), S(state.state_), 1, 1, format), "initialize");
-      state.batched_format_ = format;
-    }
-    const unsigned char* data = jpeg.data();
-    const std::size_t length = jpeg.size();
-    s = lib_->DecodeBatched(H(handle_), S(state.state_), &data, &length, &out, stream);
-    // A failed batch leaves the state to be initialized again.
-    if (s != NVJPEG_STATUS_SUCCESS) state.batched_format_ = -1;
-  } else {
-    s = lib_->Decode(H(handle_), S(state.state_), jpeg.data(), jpeg.size(), format, &out, stream);
+    // The batch may run on another caller's stream: what this stream queued before (the output
+    // buffer's last use) must be complete first.
+    CUIMG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "before the nvJPEG batch");
+    BatchItem item{jpeg.data(), jpeg.size(), d_out, pitch, gray, stream, absl::OkStatus()};
+    batcher_->Submit(&item);
+    return item.status;
   }
+  nvjpegImage_t out{};
+  out.channel[0] = static_cast<unsigned char*>(d_out);
+  out.pitch[0] = pitch;
+  const nvjpegStatus_t s = lib_->Decode(H(handle_), S(state.state_), jpeg.data(), jpeg.size(),
+                                        gray ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_BGRI, &out, stream);
   // Whatever nvJPEG queued must finish before the caller reuses or returns the buffer.
   const cudaError_t sync = cudaStreamSynchronize(stream);
   CUIMG_NVJPEG_RETURN_IF_ERROR(s, "decode");
   CUIMG_CUDA_RETURN_IF_ERROR(sync, "nvJPEG decode");
   return absl::OkStatus();
+}
+
+void NvjpegDevice::RunBatch(absl::Span<BatchItem* const> items) const {
+  // One call per output format, in arrival order within each.
+  for (const bool gray : {false, true}) {
+    std::vector<BatchItem*> group;
+    for (BatchItem* item : items) {
+      if (item->gray == gray) group.push_back(item);
+    }
+    if (!group.empty()) DecodeGroup(group, gray);
+  }
+}
+
+void NvjpegDevice::DecodeGroup(absl::Span<BatchItem* const> items, bool gray) const {
+  const int count = static_cast<int>(items.size());
+  BatchState& b = batch_states_[gray ? 1 : 0][count - 1];
+  auto fail_all = [&](const absl::Status& status) {
+    for (BatchItem* item : items) item->status = status;
+  };
+  if (b.state == nullptr) {
+    nvjpegJpegState_t state = nullptr;
+    const nvjpegStatus_t s = lib_->JpegStateCreate(H(handle_), &state);
+    if (s != NVJPEG_STATUS_SUCCESS) return fail_all(NvjpegError(s, "state"));
+    b.state = state;
+  }
+  if (!b.initialized) {
+    const nvjpegStatus_t s = lib_->DecodeBatchedInitialize(
+        H(handle_), S(b.state), count, 1, gray ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_BGRI);
+    if (s != NVJPEG_STATUS_SUCCESS) return fail_all(NvjpegError(s, "initialize"));
+    b.initialized = true;
+  }
+  std::vector<const unsigned char*> data(count);
+  std::vector<std::size_t> lengths(count);
+  std::vector<nvjpegImage_t> out(count);
+  for (int i = 0; i < count; ++i) {
+    data[i] = items[i]->data;
+    lengths[i] = items[i]->length;
+    out[i] = nvjpegImage_t{};
+    out[i].channel[0] = static_cast<unsigned char*>(items[i]->d_out);
+    out[i].pitch[0] = items[i]->pitch;
+  }
+  // Every caller of the batch waits with its stream idle: any of them may carry it.
+  cudaStream_t stream = items[0]->stream;
+  const nvjpegStatus_t s =
+      lib_->DecodeBatched(H(handle_), S(b.state), data.data(), lengths.data(), out.data(), stream);
+  const cudaError_t sync = cudaStreamSynchronize(stream);
+  if (sync != cudaSuccess) {
+    return fail_all(CudaStatus(sync, "nvJPEG decode", __FILE__, __LINE__));
+  }
+  if (s == NVJPEG_STATUS_SUCCESS) return fail_all(absl::OkStatus());
+  // A failed batch leaves its state to be initialized again, and does not say which frame failed.
+  b.initialized = false;
+  if (count == 1) return fail_all(NvjpegError(s, "decode"));
+  for (BatchItem* item : items) DecodeGroup(absl::MakeConstSpan(&item, 1), gray);
 }
 
 #endif  // CUIMG_HAVE_NVJPEG

@@ -14,6 +14,7 @@
 #include "absl/types/span.h"
 #include "cuimg/common/image.h"
 #include "server/backend/nvjpeg_library.h"
+#include "server/scheduling/leader_batch.h"
 
 namespace cuimg {
 
@@ -30,9 +31,8 @@ class NvjpegDevice {
     friend class NvjpegDevice;
     State() = default;
     std::shared_ptr<const NvjpegLibrary> lib_;
-    void* state_ = nullptr;    // nvjpegJpegState_t
-    void* stream_ = nullptr;   // nvjpegJpegStream_t
-    int batched_format_ = -1;  // the output format the batched decoder was initialized for
+    void* state_ = nullptr;   // nvjpegJpegState_t
+    void* stream_ = nullptr;  // nvjpegJpegStream_t
   };
 
   // For the current device. UNAVAILABLE when nvjpegCreateEx refuses every backend.
@@ -50,8 +50,10 @@ class NvjpegDevice {
   // A state for one stream, with the device current.
   absl::StatusOr<std::unique_ptr<State>> CreateState() const;
 
-  // Decodes `jpeg` into `d_out` on `stream`: `shape` (ProbeImage's) is the output, U8, 1 channel
-  // (gray: luma) or 3 (BGR interleaved), rows tightly packed; returns once `stream` is idle.
+  // Decodes `jpeg` into `d_out`: `shape` (ProbeImage's) is the output, U8, 1 channel (gray: luma)
+  // or 3 (BGR interleaved), rows tightly packed; returns once the decode is complete and `stream`
+  // idle. With the hardware backend, decodes that wait for the engine share one batched call
+  // (LeaderBatch), which may run on another caller's stream.
   // FAILED_PRECONDITION when nvJPEG reads another size or component count than `shape` (nothing
   // is written then) or its hardware backend does not take the file; INVALID_ARGUMENT when nvJPEG
   // finds the stream corrupt; a CUDA error's status for the stream. `state` is reset after a
@@ -60,11 +62,39 @@ class NvjpegDevice {
                       void* d_out, cudaStream_t stream) const;
 
  private:
+  // Up to this many frames per hardware call: a batch of 4 1080p frames decodes in 1.17 ms
+  // against 1.07 ms for one, 8 take 2.1 ms (BENCHMARKS.md, run 190).
+  static constexpr int kMaxHardwareBatch = 4;
+  // One hardware decode waiting for its batch; `status` is its outcome.
+  struct BatchItem {
+    const std::uint8_t* data;
+    std::size_t length;
+    void* d_out;
+    std::size_t pitch;
+    bool gray;
+    cudaStream_t stream;
+    absl::Status status;
+  };
+  // The batched decoder's state for `count` frames of one output format, initialized on first use
+  // and again after a failed batch.
+  struct BatchState {
+    void* state = nullptr;  // nvjpegJpegState_t
+    bool initialized = false;
+  };
+
   NvjpegDevice() = default;
+  void RunBatch(absl::Span<BatchItem* const> items) const;
+  // Decodes `items` (one format, 1..kMaxHardwareBatch) in one call; on failure, one at a time, so
+  // that each item gets its own outcome.
+  void DecodeGroup(absl::Span<BatchItem* const> items, bool gray) const;
+
   std::shared_ptr<const NvjpegLibrary> lib_;
   void* handle_ = nullptr;  // nvjpegHandle_t
   bool hardware_ = false;
   std::string backend_name_;
+  // [gray][count - 1]; used by one batch at a time (LeaderBatch runs them in turn).
+  mutable BatchState batch_states_[2][kMaxHardwareBatch];
+  std::unique_ptr<LeaderBatch<BatchItem>> batcher_;  // with the hardware backend
 };
 
 }  // namespace cuimg

@@ -174,9 +174,9 @@ TEST(JpegGpuDecode, CorruptStreamsFailOrDecodeButNeverPoisonTheDevice) {
   EXPECT_EQ(*again, *reference);
 }
 
-// Threads decoding at once, each with its own state and stream (as the server's workers do;
-// colour and gray, several sizes, a truncated stream among them): each gets its own file's pixels,
-// as decoded alone, whatever becomes of the truncated one.
+// Threads decoding at once share the hardware engine's batches (colour and gray, several sizes,
+// a truncated stream among them): each gets its own file's pixels, as decoded alone, whatever
+// becomes of the truncated one.
 TEST(JpegGpuDecode, ConcurrentDecodesEachGetTheirOwnPixels) {
   Gpu gpu;
   CUIMG_SKIP_WITHOUT_NVJPEG(gpu);
