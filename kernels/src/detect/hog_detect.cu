@@ -16,7 +16,7 @@
 #include "cuimg/kernels/detect_geometry.h"
 #include "cuimg/kernels/pyramid_types.h"
 #include "common/div_small.cuh"
-#include "hog_strip.h"
+#include "hog_plan.h"
 
 namespace cuimg {
 namespace {
@@ -50,19 +50,6 @@ __device__ __forceinline__ int FindJob(const int* first_block, int num_jobs, int
   const unsigned high =
       __ballot_sync(0xffffffffu, lane + 32 < num_jobs && first_block[lane + 32] <= block);
   return __popc(low) + __popc(high) - 1;
-}
-
-// The same on the host (EmulateOnHost).
-int FindJobOnHost(const int* first_block, int num_jobs, int block) {
-  return static_cast<int>(std::upper_bound(first_block, first_block + num_jobs, block) -
-                          first_block) -
-         1;
-}
-
-// DivSmall's quotient (div_small.cuh) on the host: the kernels' tile of a block index.
-TilePos TileOf(int tile, int tiles_x, float inv_tiles_x) {
-  const int y = static_cast<int>((static_cast<float>(tile) + 0.5f) * inv_tiles_x);
-  return TilePos{tile - y * tiles_x, y};
 }
 
 // The sum over a HOG block's 8 threads (lanes 8k..8k+7: 4 cells x 2 halves), the same in every
@@ -133,8 +120,9 @@ __global__ void __launch_bounds__(kScoreMaxWarps* kScoreLanes, 1)
   double score[kScoreRows];
 #pragma unroll
   for (int r = 0; r < kScoreRows; ++r) score[r] = static_cast<double>(p.bias);
-  for (int sx0 = 0; sx0 < p.model_blocks_x; sx0 += p.warps) {
-    const int columns = min(p.warps, p.model_blocks_x - sx0);
+  const int warps = static_cast<int>(blockDim.x) >> 5;  // hog::ScoreThreads
+  for (int sx0 = 0; sx0 < p.model_blocks_x; sx0 += warps) {
+    const int columns = min(warps, p.model_blocks_x - sx0);
     if (warp < columns) {
       double part[kScoreRows];
       hog::ScoreColumnPart(p, job, wx, wy0, sx0 + warp, part);
@@ -175,23 +163,6 @@ __global__ void __launch_bounds__(kWindowScoreThreads)
 
 }  // namespace
 
-// One launch pair: up to 64 levels.
-struct DetectChunk {
-  BlocksParams blocks{};
-  ScoresParams scores{};
-  ScoresParams per_window_scores{};  // issue 5's tiling, for RunScoresPerWindow
-  int block_grid = 0;
-  int score_grid = 0;
-  int per_window_grid = 0;
-};
-
-struct DetectPlan::Impl {
-  DetectGeometry geometry;
-  int channels = 1;
-  std::size_t workspace_bytes = 0;
-  std::vector<DetectChunk> chunks;
-};
-
 absl::StatusOr<DetectPlan> DetectPlan::Create(const Extent& extent, int channels,
                                               const HogModel& model, const DetectSpec& spec) {
   if (channels != 1 && channels != 3 && channels != 4) {
@@ -228,7 +199,6 @@ absl::StatusOr<DetectPlan> DetectPlan::Create(const Extent& extent, int channels
     sp.step = g.win_stride / kHogBlockStride;
     sp.model_blocks_x = model.BlocksX();
     sp.model_blocks_y = model.BlocksY();
-    sp.warps = std::min(sp.model_blocks_x, kScoreMaxWarps);
     const std::size_t end = std::min(g.levels.size(), begin + kMaxJobs);
     for (std::size_t i = begin; i < end; ++i) {
       const DetectLevel& level = g.levels[i];
@@ -389,50 +359,11 @@ absl::Status LaunchScores(const DetectPlan::Impl& plan, bool per_window, const f
       CUIMG_CUDA_CHECK_LAUNCH(stream, "HogScoresPerWindowKernel");
     } else {
       HogScoresKernel<<<static_cast<unsigned>(chunk.score_grid),
-                        static_cast<unsigned>(p.warps * kScoreLanes), 0, stream>>>(p);
+                        static_cast<unsigned>(hog::ScoreThreads(p)), 0, stream>>>(p);
       CUIMG_CUDA_CHECK_LAUNCH(stream, "HogScoresKernel");
     }
   }
   return absl::OkStatus();
-}
-
-// BlockSum's order on the host, over v[0..7].
-float BlockSumOnHost(const float* v) {
-  return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
-}
-
-// The blocks kernel on the host: each phase for every thread of a CUDA block, in the kernel's
-// barrier order.
-template <int kChannels>
-void EmulateBlocks(const BlocksParams& p, int grid) {
-  constexpr int kPlanes = kChannels == 1 ? 1 : 3;
-  auto smem = std::make_unique<StripSmem>();
-  StripSmem& s = *smem;
-  auto threads = std::make_unique<StripThread<kPlanes>[]>(kStripThreads);
-  float h[kStripThreads][kHogBins];
-  float ss[kStripThreads];
-  for (int block = 0; block < grid; ++block) {
-    const int j = FindJobOnHost(p.first_block, p.num_jobs, block);
-    const BlockJob& job = p.jobs[j];
-    const TilePos strip = TileOf(block - p.first_block[j], job.tiles_x, job.inv_tiles_x);
-    for (int t = 0; t < kStripThreads; ++t) {
-      hog::StartStrip<kChannels>(p, job, strip, t, s, threads[t]);
-    }
-    for (int period = 0; period < kStripPeriods; ++period) {
-      for (int t = 0; t < kStripThreads; ++t) {
-        hog::SamplePeriod<kChannels>(p, job, period, t, s, threads[t]);
-      }
-      for (int t = 0; t < kStripThreads; ++t) hog::VotePeriod(p, period, t, s, threads[t]);
-      if (period == 0) continue;
-      for (int t = 0; t < kStripThreads; ++t) ss[t] = hog::HorizontalCell(p, t, s, h[t]);
-      for (int g = 0; g < kStripThreads; g += 8) {
-        const float total = BlockSumOnHost(ss + g);
-        for (int t = g; t < g + 8; ++t) ss[t] = hog::ClipCell(h[t], total);
-        const float scale = hog::RenormScale(BlockSumOnHost(ss + g));
-        for (int t = g; t < g + 8; ++t) hog::StoreCell(p, job, strip, period, t, h[t], scale);
-      }
-    }
-  }
 }
 
 }  // namespace
@@ -445,67 +376,6 @@ absl::Status DetectPlan::RunScores(const float* weights, const void* workspace, 
 absl::Status DetectPlan::RunScoresPerWindow(const float* weights, const void* workspace, void* hits,
                                             cudaStream_t stream) const {
   return LaunchScores(*impl_, true, weights, workspace, hits, stream);
-}
-
-absl::Status DetectPlan::EmulateOnHost(const void* in, const float* weights, void* workspace,
-                                       void* hits) const {
-  const Impl& plan = *impl_;
-  if (in == nullptr || hits == nullptr || (plan.workspace_bytes > 0 && workspace == nullptr) ||
-      (!plan.chunks.empty() && weights == nullptr)) {
-    return absl::InvalidArgumentError("in, weights, workspace, hits: must not be null");
-  }
-  auto* count = static_cast<unsigned int*>(hits);
-  *count = 0;
-  for (const DetectChunk& chunk : plan.chunks) {
-    BlocksParams p = chunk.blocks;
-    p.src = static_cast<const std::uint8_t*>(in);
-    p.features = static_cast<float*>(workspace);
-    p.hit_count = count;
-    switch (plan.channels) {
-      case 1:
-        EmulateBlocks<1>(p, chunk.block_grid);
-        break;
-      case 3:
-        EmulateBlocks<3>(p, chunk.block_grid);
-        break;
-      default:
-        EmulateBlocks<4>(p, chunk.block_grid);
-        break;
-    }
-  }
-  auto* out = reinterpret_cast<DeviceHit*>(static_cast<std::uint8_t*>(hits) + kHitsHeader);
-  for (const DetectChunk& chunk : plan.chunks) {
-    ScoresParams p = chunk.scores;
-    p.features = static_cast<const float*>(workspace);
-    p.weights = weights;
-    for (int block = 0; block < chunk.score_grid; ++block) {
-      const int j = FindJobOnHost(p.first_block, p.num_jobs, block);
-      const ScoreJob& job = p.jobs[j];
-      const TilePos tile = TileOf(block - p.first_block[j], job.tiles_x, job.inv_tiles_x);
-      for (int t = 0; t < kScoreLanes; ++t) {
-        const int wx = tile.x * kScoreLanes + t;
-        const int wy0 = tile.y * kScoreRows;
-        // The kernel's order: the bias, then the columns' sums with sx rising.
-        double score[kScoreRows];
-        std::fill(std::begin(score), std::end(score), static_cast<double>(p.bias));
-        for (int sx = 0; sx < p.model_blocks_x; ++sx) {
-          double part[kScoreRows];
-          hog::ScoreColumnPart(p, job, wx, wy0, sx, part);
-          for (int r = 0; r < kScoreRows; ++r) score[r] += part[r];
-        }
-        for (int r = 0; r < kScoreRows; ++r) {
-          if (wx >= job.windows_x || wy0 + r >= job.windows_y || !(score[r] >= p.threshold)) {
-            continue;
-          }
-          const unsigned int slot = (*count)++;
-          if (slot < p.capacity) {
-            out[slot] = DeviceHit{job.level, wx, wy0 + r, static_cast<float>(score[r])};
-          }
-        }
-      }
-    }
-  }
-  return absl::OkStatus();
 }
 
 absl::Status DetectPlan::Run(const void* in, const float* weights, void* workspace, void* hits,

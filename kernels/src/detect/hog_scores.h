@@ -87,7 +87,6 @@ struct ScoresParams {
   int step;  // win_stride / 8: blocks between neighbouring windows
   int model_blocks_x;
   int model_blocks_y;
-  int warps;  // per CUDA block of the scores kernel: min(model_blocks_x, kScoreMaxWarps)
   int num_jobs;
   int first_block[kMaxJobs + 1];
   ScoreJob jobs[kMaxJobs];

@@ -1,0 +1,43 @@
+// DetectPlan's internals, shared by its launches (hog_detect.cu) and their host emulation
+// (hog_emulation.cu).
+#ifndef CUIMG_KERNELS_SRC_HOG_PLAN_H_
+#define CUIMG_KERNELS_SRC_HOG_PLAN_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include "cuimg/kernels/detect_geometry.h"
+#include "cuimg/kernels/hog_detect.h"
+#include "hog_strip.h"
+
+namespace cuimg {
+
+// One launch pair: up to 64 levels.
+struct DetectChunk {
+  hog::BlocksParams blocks{};
+  hog::ScoresParams scores{};
+  hog::ScoresParams per_window_scores{};  // issue 5's tiling, for RunScoresPerWindow
+  int block_grid = 0;
+  int score_grid = 0;
+  int per_window_grid = 0;
+};
+
+struct DetectPlan::Impl {
+  DetectGeometry geometry;
+  int channels = 1;
+  std::size_t workspace_bytes = 0;
+  std::vector<DetectChunk> chunks;
+};
+
+namespace hog {
+
+// CUDA threads of a scores block: a warp per model block column, at most kScoreMaxWarps.
+inline int ScoreThreads(const ScoresParams& p) {
+  return std::min(p.model_blocks_x, kScoreMaxWarps) * kScoreLanes;
+}
+
+}  // namespace hog
+}  // namespace cuimg
+
+#endif  // CUIMG_KERNELS_SRC_HOG_PLAN_H_
