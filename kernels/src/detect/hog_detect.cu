@@ -84,7 +84,10 @@ __global__ void __launch_bounds__(kStripThreads)
     __syncthreads();
     if (period > 0) {
       float h[kHogBins];
-      const float ss = BlockSum(hog::HorizontalCell(p, t, s, h));
+      hog::HorizontalHalf(p, period, t, s, h);
+#pragma unroll
+      for (int k = 0; k < kHogBins; ++k) h[k] += __shfl_xor_sync(0xffffffffu, h[k], 1);
+      const float ss = BlockSum(hog::CellHalf(t, h));
       const float ss2 = BlockSum(hog::ClipCell(h, ss));
       hog::StoreCell(p, job, strip, period, t, h, hog::RenormScale(ss2));
     }

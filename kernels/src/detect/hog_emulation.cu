@@ -52,6 +52,7 @@ void EmulateBlocks(const BlocksParams& p, int grid) {
   auto smem = std::make_unique<StripSmem>();
   StripSmem& s = *smem;
   auto threads = std::make_unique<StripThread<kPlanes>[]>(kStripThreads);
+  float part[kStripThreads][kHogBins];
   float h[kStripThreads][kHogBins];
   float ss[kStripThreads];
   for (int block = 0; block < grid; ++block) {
@@ -67,7 +68,11 @@ void EmulateBlocks(const BlocksParams& p, int grid) {
       }
       for (int t = 0; t < kStripThreads; ++t) hog::VotePeriod(p, period, t, s, threads[t]);
       if (period == 0) continue;
-      for (int t = 0; t < kStripThreads; ++t) ss[t] = hog::HorizontalCell(p, t, s, h[t]);
+      for (int t = 0; t < kStripThreads; ++t) hog::HorizontalHalf(p, period, t, s, part[t]);
+      for (int t = 0; t < kStripThreads; ++t) {  // the kernel's shuffle: own half + the other
+        for (int k = 0; k < kHogBins; ++k) h[t][k] = part[t][k] + part[t ^ 1][k];
+        ss[t] = hog::CellHalf(t, h[t]);
+      }
       for (int g = 0; g < kStripThreads; g += 8) {
         const float total = BlockSumOnHost(ss + g);
         for (int t = g; t < g + 8; ++t) ss[t] = hog::ClipCell(h[t], total);

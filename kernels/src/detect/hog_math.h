@@ -99,7 +99,14 @@ CUIMG_HOG_HD float FastAtan2Radians(float y, float x) {
   // form, and a loop of these vectorizes on the host.
   const float ax = fabsf(x);
   const float ay = fabsf(y);
-  const float c = (ax >= ay ? ay : ax) / ((ax >= ay ? ax : ay) + kEps);
+  // A zero dividend fails the GPU's division range check (FCHK) and takes its slow path; some
+  // lane of nearly every warp has one (run 210). Those lanes divide 1e-20 instead and drop the
+  // result. (The compiler sees through a select of another dividend; not through fmaxf.) A
+  // nonzero num is >= sqrt(255) - sqrt(254): num is a difference of two GammaLut values.
+  const float num = ax >= ay ? ay : ax;
+  const float den = (ax >= ay ? ax : ay) + kEps;
+  const float quotient = fmaxf(num, 1e-20f) / den;
+  const float c = num == 0.f ? 0.f : quotient;
   const float c2 = c * c;
   float a = (((p7 * c2 + p5) * c2 + p3) * c2 + p1) * c;
   a = ax >= ay ? a : 90.f - a;
@@ -121,7 +128,9 @@ struct Vote {
 CUIMG_HOG_HD Vote VoteOf(float dx, float dy) {
   constexpr int kBins = 9;
   constexpr float kAngleScale = static_cast<float>(kBins / 3.1415926535897932384626433832795);
-  const float mag = sqrtf(dx * dx + dy * dy);
+  // sqrtf(0) takes the GPU's slow path too, for a quarter of the warps (run 210).
+  const float mag2 = dx * dx + dy * dy;
+  const float mag = mag2 == 0.f ? 0.f : sqrtf(mag2 == 0.f ? 1.f : mag2);
   float angle = FastAtan2Radians(dy, dx) * kAngleScale - 0.5f;
   // floor(angle) for angle in [-0.5, 17.5], without a library call.
   int h = static_cast<int>(angle);

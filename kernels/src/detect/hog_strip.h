@@ -9,15 +9,17 @@
 //   - it samples its column (INTER_LINEAR_EXACT from the input) once per row and keeps the last
 //     rows in registers for the vertical gradient; the horizontal neighbours come from a row
 //     buffer in shared memory, written for 8 rows at a time (one barrier);
-//   - its votes go, weighted, straight into registers: a block's Gaussian x bilinear weight is
-//     the product of a row factor and a column factor (both exp(-d^2 / 2 sigma^2) times a linear
-//     ramp), so the vertical sums of a column over a cell's 12 rows (2 cells x 2 block rows open
-//     at a time) need no shared memory at all;
-//   - each time a block row is complete, its columns' sums go to shared memory once and 112
-//     threads (one per block, cell and half of the bins) take the horizontal sums over the cell's
-//     12 columns, the L2-Hys normalization and the store.
-// Shared-memory traffic per pixel is a handful of accesses, where the tiled kernel it replaced
-// scattered 8 per (pixel, cell) pair. The weights differ from OpenCV's per-pixel float products in
+//   - its votes go, weighted, into its own column of shared-memory sums: a block's Gaussian x
+//     bilinear weight is the product of a row factor and a column factor (both
+//     exp(-d^2 / 2 sigma^2) times a linear ramp), so a column's vertical sums over a cell's 12
+//     rows (2 cells x 2 block rows open at a time) are private to its thread. A vote touches its
+//     two bins only (a read and a write each), where register sums cost a select and a
+//     multiply-add for each of the 9 bins of every open sum (run 210: 399 -> ... us);
+//   - each time a block row is complete, 112 threads (one per block, cell and half of the bins)
+//     take the horizontal sums of its columns' sums over the cell's 12 columns, the L2-Hys
+//     normalization and the store.
+// Shared-memory traffic per pixel is a dozen conflict-free accesses, where the tiled kernel it
+// replaced scattered 8 per (pixel, cell) pair. The weights differ from OpenCV's per-pixel float products in
 // the last bit and the sums run in another order; hog_detect_emulation_test and detect_gpu_test
 // hold the scores within 1e-4 of the CPU reference's (OpenCV's order).
 #ifndef CUIMG_KERNELS_SRC_HOG_STRIP_H_
@@ -46,11 +48,14 @@ inline constexpr int kStripPeriods = kStripBlocksY + 1;             // 72 vote r
 inline constexpr int kStripRows = kStripPeriods * kPeriodRows + 2;  // sampled: 1 above, 1 below
 inline constexpr int kCellSupport = 12;                             // a cell's rows (columns)
 inline constexpr int kHalfBins = 5;  // a cell thread's bins: 0..4 or 5..8
-// Column sums: [cy][bin][column]; the bin stride is 1 mod 32 and the plane stride 2 mod 32, so the
-// 32 (block, cell, half) lanes of a warp read 32 banks (see HorizontalCell).
-inline constexpr int kSumBinStride = kStripThreads + 1;                // 129
-inline constexpr int kSumPlaneStride = kHogBins * kSumBinStride + 25;  // 1186
-static_assert(kSumBinStride % 32 == 1 && kSumPlaneStride % 32 == 2, "bank layout");
+// Column sums: [block row & 1][cy][bin][column] (SumIndex). The bin stride is 0 mod 32, so a
+// vote's lanes write one bank each whatever their bins; the plane stride is 1 mod 32, so the 32
+// (block, cell, half) lanes of a warp in HorizontalHalf read 32 banks (see there).
+inline constexpr int kSumBinStride = kStripThreads;                   // 0 mod 32
+inline constexpr int kSumPlaneStride = kHogBins * kSumBinStride + 1;  // 1153
+inline constexpr int kSumRowStride = 2 * kSumPlaneStride;
+inline constexpr int kHalfColumns = kCellSupport / 2;  // a cell thread's columns
+static_assert(kSumBinStride % 32 == 0 && kSumPlaneStride % 32 == 1, "bank layout");
 static_assert(kStripBlocksX * kHogBlockStride + kHogBlockStride + 2 <= kStripThreads,
               "a strip's blocks and their gradient halo fit the threads");
 static_assert(kStripBlocksX * 8 <= kStripThreads, "a thread per (block, cell, half)");
@@ -91,7 +96,7 @@ struct BlocksParams {
 
 struct StripSmem {
   float rows[3][kPeriodRows][kStripThreads];  // gamma-corrected samples, B, G, R (gray: plane 0)
-  float sums[2 * kSumPlaneStride];            // a finished block row's column sums
+  float sums[2 * kSumRowStride];              // the open block rows' column sums (SumIndex)
   float lut[256];
   int4 ytap[kStripRows];  // (byte offset of row i0, of row i1, c0, c1)
 };
@@ -103,9 +108,12 @@ struct StripThread {
   int column;  // in the padded level
   bool simd;   // OpenCV's colour tie rule for the column (MaxChannel)
   float window[kPeriodRows + 2][kPlanes];  // samples of rows 8p - 1 .. 8p + 8
-  float prev[2][kHogBins];                 // block row p - 1, cells cy = 0, 1: its sums so far
-  float cur[2][kHogBins];                  // block row p
 };
+
+// Where StripSmem::sums keeps bin `bin` of cell row cy of block row `row`, column `column`.
+CUIMG_HOG_HD int SumIndex(int row, int cy, int bin, int column) {
+  return (row & 1) * kSumRowStride + cy * kSumPlaneStride + bin * kSumBinStride + column;
+}
 
 // Where a strip sits: its coordinates in the level's strip grid.
 struct TilePos {
@@ -161,9 +169,6 @@ CUIMG_HOG_HD void StartStrip(const BlocksParams& p, const BlockJob& job, TilePos
                           static_cast<int>(ty.c1));
   }
   for (int i = t; i < 256; i += kStripThreads) s.lut[i] = GammaLut(i, p.gamma != 0);
-  for (int c = 0; c < 2; ++c) {
-    for (int k = 0; k < kHogBins; ++k) th.prev[c][k] = th.cur[c][k] = 0.f;
-  }
 }
 
 // The gamma-corrected sample of strip row r (0 = the row above the first vote row) in the
@@ -218,33 +223,35 @@ CUIMG_HOG_HD void SamplePeriod(const BlocksParams& p, const BlockJob& job, int p
   }
 }
 
-// A vote as 9 bins: w0 at bin0, w1 at bin0 + 1 mod 9, zero elsewhere.
-CUIMG_HOG_HD void VoteBins(const Vote& v, float (&bins)[kHogBins]) {
-  bool hit[kHogBins];
-  CUIMG_HOG_UNROLL
-  for (int k = 0; k < kHogBins; ++k) hit[k] = v.bin0 == k;
-  CUIMG_HOG_UNROLL
-  for (int k = 0; k < kHogBins; ++k) {
-    bins[k] = hit[k] ? v.w0 : (hit[k == 0 ? kHogBins - 1 : k - 1] ? v.w1 : 0.f);
-  }
+// Cell sums += vote * weight, one fused step for each of the vote's two bins. `plane` is the
+// sums of one block row and cell row, `at0` and `at1` the bins' offsets in it (SumIndex).
+CUIMG_HOG_HD void AddVote(float* plane, int at0, int at1, const Vote& v, float weight) {
+  plane[at0] = Fma(v.w0, weight, plane[at0]);
+  plane[at1] = Fma(v.w1, weight, plane[at1]);
 }
 
-// acc += bins * weight, one fused step per bin (a bin the vote misses adds 0 * weight: exact).
-CUIMG_HOG_HD void AddVote(float (&acc)[kHogBins], const float (&bins)[kHogBins], float weight) {
-  CUIMG_HOG_UNROLL
-  for (int k = 0; k < kHogBins; ++k) acc[k] = Fma(bins[k], weight, acc[k]);
-}
-
-// Phase 2 of period p, thread t: the votes of rows 8p .. 8p + 7 of its column, summed into block
-// rows p - 1 (its rows 8..15) and p (rows 0..7) with the row weights; then the finished block row
-// p - 1 goes to the shared column sums (p >= 1) and block row p takes its place.
+// Phase 2 of period p, thread t: the votes of rows 8p .. 8p + 7 of its column, summed into its
+// column of block rows p - 1 (its rows 8..15) and p (rows 0..7, whose sums it zeroes first: block
+// row p - 2 was there, read by phase 3 of period p - 1) with the row weights.
 template <int kPlanes>
 CUIMG_HOG_HD void VotePeriod(const BlocksParams& p, int period, int t, StripSmem& s,
-                             StripThread<kPlanes>& th) {
+                             const StripThread<kPlanes>& th) {
   const int left = t > 0 ? t - 1 : 0;  // threads 0 and 127 vote for no block: any neighbour
   const int right = t + 1 < kStripThreads ? t + 1 : t;
   const bool has_prev = period > 0;
   const bool has_cur = period < kStripBlocksY;
+  float* prev0 = s.sums + SumIndex(period - 1, 0, 0, t);
+  float* prev1 = s.sums + SumIndex(period - 1, 1, 0, t);
+  float* cur0 = s.sums + SumIndex(period, 0, 0, t);
+  float* cur1 = s.sums + SumIndex(period, 1, 0, t);
+  if (has_cur) {
+    CUIMG_HOG_UNROLL
+    for (int k = 0; k < kHogBins; ++k) {
+      const int at = SumIndex(0, 0, k, 0);
+      cur0[at] = 0.f;
+      cur1[at] = 0.f;
+    }
+  }
   CUIMG_HOG_UNROLL
   for (int q = 0; q < kPeriodRows; ++q) {
     float dx;
@@ -261,59 +268,56 @@ CUIMG_HOG_HD void VotePeriod(const BlocksParams& p, int period, int t, StripSmem
       }
       MaxChannel(cdx, cdy, th.simd, &dx, &dy);
     }
-    float bins[kHogBins];
-    VoteBins(VoteOf(dx, dy), bins);
+    const Vote v = VoteOf(dx, dy);
+    const int at0 = SumIndex(0, 0, v.bin0, 0);
+    const int at1 = SumIndex(0, 0, v.bin1, 0);
     // Row q is row q + 8 of block row p - 1 (cell 0 covers rows 0..11, cell 1 rows 4..15) and
     // row q of block row p.
     if (has_prev) {
-      if (q + kPeriodRows < kCellSupport)
-        AddVote(th.prev[0], bins, p.row_weight[0][q + kPeriodRows]);
-      AddVote(th.prev[1], bins, p.row_weight[1][q + kPeriodRows]);
+      if (q + kPeriodRows < kCellSupport) {
+        AddVote(prev0, at0, at1, v, p.row_weight[0][q + kPeriodRows]);
+      }
+      AddVote(prev1, at0, at1, v, p.row_weight[1][q + kPeriodRows]);
     }
     if (has_cur) {
-      AddVote(th.cur[0], bins, p.row_weight[0][q]);
-      if (q >= kHogBlockSize - kCellSupport) AddVote(th.cur[1], bins, p.row_weight[1][q]);
-    }
-  }
-  for (int c = 0; c < 2; ++c) {
-    for (int k = 0; k < kHogBins; ++k) {
-      if (has_prev) s.sums[c * kSumPlaneStride + k * kSumBinStride + t] = th.prev[c][k];
-      th.prev[c][k] = th.cur[c][k];
-      th.cur[c][k] = 0.f;
+      AddVote(cur0, at0, at1, v, p.row_weight[0][q]);
+      if (q >= kHogBlockSize - kCellSupport) AddVote(cur1, at0, at1, v, p.row_weight[1][q]);
     }
   }
 }
 
-// Phase 3 of period p >= 1, thread t: half (t & 1) of the bins (0..4, 5..8) of cell (t >> 1) & 3
-// of strip block t >> 3 in block row p - 1, summed over the cell's 12 columns with the column
-// weights, returned in h (the other half zero) with their sum of squares (threads past the
-// strip's blocks give zeros). Lanes (block b, cell cx cy, half) read bin 5 half + i at column
-// 8b + 4cx + j + 1 of plane cy: banks 8b + 4cx + 2cy + 5 half + i + j + 1, 32 different ones.
-CUIMG_HOG_HD float HorizontalCell(const BlocksParams& p, int t, const StripSmem& s,
-                                  float (&h)[kHogBins]) {
+// Phase 3a of period p >= 1, thread t: the 9 bins of cell (t >> 1) & 3 of strip block t >> 3 in
+// block row p - 1, summed with the column weights over half (t & 1) of the cell's 12 columns
+// (threads past the strip's blocks give zeros). Lanes (block b, cell cx cy, half) read column
+// 8b + 4cx + 6 half + j + 1 of plane cy: banks 8b + 4cx + 6 half + cy + j + 1, 32 different ones.
+CUIMG_HOG_HD void HorizontalHalf(const BlocksParams& p, int period, int t, const StripSmem& s,
+                                 float (&part)[kHogBins]) {
   const int b = t >> 3;
   const int cx = (t >> 2) & 1;
   const int cy = (t >> 1) & 1;
-  const int first_bin = (t & 1) * kHalfBins;
-  for (int k = 0; k < kHogBins; ++k) h[k] = 0.f;
-  if (b >= kStripBlocksX) return 0.f;
-  const int first = b * kHogBlockStride + (kHogBlockSize - kCellSupport) * cx;  // j of column 0
-  const float* plane = s.sums + cy * kSumPlaneStride + first_bin * kSumBinStride;
-  float part[kHalfBins] = {};
+  const int half = t & 1;
+  for (int k = 0; k < kHogBins; ++k) part[k] = 0.f;
+  if (b >= kStripBlocksX) return;
+  // The cell's first column in the block, then this half's.
+  const int first = (kHogBlockSize - kCellSupport) * cx + kHalfColumns * half;
+  const float* plane = s.sums + SumIndex(period - 1, cy, 0, b * kHogBlockStride + first + 1);
   CUIMG_HOG_UNROLL
-  for (int j = 0; j < kCellSupport; ++j) {
-    const int u = first + j + 1;  // the thread of block column first + j
-    const float w = p.column_weight[cx][(kHogBlockSize - kCellSupport) * cx + j];
+  for (int j = 0; j < kHalfColumns; ++j) {
+    const float w = p.column_weight[cx][first + j];
     CUIMG_HOG_UNROLL
-    for (int i = 0; i < kHalfBins; ++i) part[i] = Fma(plane[i * kSumBinStride + u], w, part[i]);
+    for (int k = 0; k < kHogBins; ++k) part[k] = Fma(plane[k * kSumBinStride + j], w, part[k]);
   }
+}
+
+// Phase 3b, thread t: its cell's sums h = part + the other half's part, kept for the half
+// (t & 1) of the bins it stores (0..4 or 5..8; the others zeroed), with their sum of squares.
+CUIMG_HOG_HD float CellHalf(int t, float (&h)[kHogBins]) {
+  const bool upper = (t & 1) != 0;
   float ss = 0.f;
   CUIMG_HOG_UNROLL
-  for (int i = 0; i < kHalfBins; ++i) {
-    if (first_bin + i < kHogBins) {
-      h[first_bin + i] = part[i];
-      ss += part[i] * part[i];
-    }
+  for (int k = 0; k < kHogBins; ++k) {
+    if ((k >= kHalfBins) != upper) h[k] = 0.f;
+    ss += h[k] * h[k];  // a zeroed bin adds 0 exactly
   }
   return ss;
 }
@@ -344,8 +348,13 @@ CUIMG_HOG_HD void StoreCell(const BlocksParams& p, const BlockJob& job, TilePos 
   const int by = strip.y * kStripBlocksY + period - 1;
   if (b >= kStripBlocksX || bx >= job.blocks_x || by >= job.blocks_y) return;
   float* out = p.features + job.feature_offset;
-  for (int k = first_bin; k < kHogBins && k < first_bin + kHalfBins; ++k) {
-    out[FeatureIndex(job.pitch, bx, by, cell * kHogBins + k)] = h[k] * scale;
+  const bool upper = first_bin != 0;
+  CUIMG_HOG_UNROLL
+  for (int i = 0; i < kHalfBins; ++i) {  // static indices into h: it stays in registers
+    const float v = upper ? (i + kHalfBins < kHogBins ? h[i + kHalfBins] : 0.f) : h[i];
+    if (first_bin + i < kHogBins) {
+      out[FeatureIndex(job.pitch, bx, by, cell * kHogBins + first_bin + i)] = v * scale;
+    }
   }
 }
 
