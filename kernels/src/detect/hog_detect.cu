@@ -6,9 +6,11 @@
 #include "cuimg/kernels/hog_detect.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/cuda_status.h"
@@ -29,8 +31,7 @@ using hog::kScoreLanes;
 using hog::kScoreMaxWarps;
 using hog::kScoreRows;
 using hog::kStripBlocksX;
-using hog::kStripBlocksY;
-using hog::kStripPeriods;
+using hog::kStripMaxBlocksY;
 using hog::kStripThreads;
 using hog::kWindowScoreThreads;
 using hog::kWindowScoreX;
@@ -42,6 +43,41 @@ using hog::StripThread;
 using hog::TilePos;
 
 std::size_t AlignUp(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
+
+// CUDA blocks of the blocks kernel resident at once on the current device (6 a multiprocessor:
+// registers and shared memory); an H100's when there is no device (plans for the emulation).
+int ResidentStrips() {
+  constexpr int kStripsPerSm = 6;
+  int device = 0;
+  int sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      sms <= 0) {
+    (void)cudaGetLastError();  // a machine without a GPU: not an error of any later call
+    sms = 132;
+  }
+  return sms * kStripsPerSm;
+}
+
+// The block rows a strip of each level. The CUDA blocks start in level order; a strip gets as
+// many block rows as each resident CUDA block still has strip rows of work left (this level's and
+// the later ones'), within [3, 16]: the big levels take tall strips (fewer halo rows) and the
+// launch ends in short ones, so the multiprocessors run out of work together. Run 210 on the H100:
+// 1080p 318 us against 330 with 8 rows for every level (and 320-326 with other bounds), 768x576 84
+// against 87.
+std::vector<int> StripRowsOf(const DetectGeometry& g) {
+  constexpr int kFewestRows = 3;
+  const double resident = ResidentStrips();
+  std::vector<int> rows(g.levels.size());
+  double left = 0;  // strip rows of levels i.. (14 blocks across, one down)
+  for (std::size_t i = g.levels.size(); i-- > 0;) {
+    const DetectLevel& level = g.levels[i];
+    left +=
+        static_cast<double>((level.blocks_x + kStripBlocksX - 1) / kStripBlocksX) * level.blocks_y;
+    rows[i] = std::clamp(static_cast<int>(left / resident), kFewestRows, hog::kStripMaxBlocksY);
+  }
+  return rows;
+}
 
 // The job a CUDA block belongs to: how many first_block entries are <= block, minus one.
 __device__ __forceinline__ int FindJob(const int* first_block, int num_jobs, int block) {
@@ -77,10 +113,10 @@ __global__ void __launch_bounds__(kStripThreads)
   StripThread<kPlanes> th;
   hog::StartStrip<kChannels>(p, job, strip, t, s, th);
   __syncthreads();
-  for (int period = 0; period < kStripPeriods; ++period) {
+  for (int period = 0; period <= job.strip_rows; ++period) {
     hog::SamplePeriod<kChannels>(p, job, period, t, s, th);
     __syncthreads();
-    hog::VotePeriod(p, period, t, s, th);
+    hog::VotePeriod(p, job, period, t, s, th);
     __syncthreads();
     if (period > 0) {
       float h[kHogBins];
@@ -183,6 +219,7 @@ absl::StatusOr<DetectPlan> DetectPlan::Create(const Extent& extent, int channels
                          PlanDetection(extent, model.window_width, model.window_height, spec));
   impl->channels = channels;
   const DetectGeometry& g = impl->geometry;
+  const std::vector<int> strip_rows = StripRowsOf(g);
   std::size_t offset = 0;  // floats
   for (std::size_t begin = 0; begin < g.levels.size(); begin += kMaxJobs) {
     DetectChunk chunk;
@@ -221,7 +258,8 @@ absl::StatusOr<DetectPlan> DetectPlan::Create(const Extent& extent, int channels
       offset = AlignUp(
           offset + static_cast<std::size_t>(level.blocks_y) * kHogBlockFeatures * bj.pitch, 64);
       static_assert(kHogBlockFeatures == 4 * hog::kFeatureQuads, "a block's features in quads");
-      const int tiles = bj.tiles_x * ((level.blocks_y + kStripBlocksY - 1) / kStripBlocksY);
+      bj.strip_rows = strip_rows[i];
+      const int tiles = bj.tiles_x * ((level.blocks_y + bj.strip_rows - 1) / bj.strip_rows);
       bp.first_block[j] = chunk.block_grid;
       chunk.block_grid += tiles;
 
@@ -293,6 +331,19 @@ std::vector<WindowHit> DetectPlan::DecodeHits(const void* host_hits, std::uint32
   return out;
 }
 
+namespace {
+
+// "16" or "16..2": the strips' block rows, first level to last.
+std::string StripRowsText(const DetectPlan::Impl& plan) {
+  if (plan.chunks.empty()) return "0";
+  const int first = plan.chunks.front().blocks.jobs[0].strip_rows;
+  const BlocksParams& last = plan.chunks.back().blocks;
+  const int final_rows = last.jobs[last.num_jobs - 1].strip_rows;
+  return first == final_rows ? absl::StrCat(first) : absl::StrCat(first, "..", final_rows);
+}
+
+}  // namespace
+
 std::string DetectPlan::Describe() const {
   const Impl& plan = *impl_;
   int block_grid = 0;
@@ -303,8 +354,8 @@ std::string DetectPlan::Describe() const {
   }
   return absl::StrCat(plan.geometry.levels.size(), " levels, ", plan.geometry.windows, " windows, ",
                       plan.geometry.blocks, " blocks; launches ", LaunchCount(), " (", block_grid,
-                      " strips of ", kStripBlocksX, "x", kStripBlocksY, " blocks, ", score_grid,
-                      " tiles of ", kScoreLanes, "x", kScoreRows, " windows)");
+                      " strips of ", kStripBlocksX, "x", StripRowsText(plan), " blocks, ",
+                      score_grid, " tiles of ", kScoreLanes, "x", kScoreRows, " windows)");
 }
 
 absl::Status DetectPlan::RunBlocks(const void* in, void* workspace, void* hits,

@@ -18,7 +18,6 @@ using hog::BlocksParams;
 using hog::kHitsHeader;
 using hog::kScoreLanes;
 using hog::kScoreRows;
-using hog::kStripPeriods;
 using hog::kStripThreads;
 using hog::ScoreJob;
 using hog::ScoresParams;
@@ -62,11 +61,11 @@ void EmulateBlocks(const BlocksParams& p, int grid) {
     for (int t = 0; t < kStripThreads; ++t) {
       hog::StartStrip<kChannels>(p, job, strip, t, s, threads[t]);
     }
-    for (int period = 0; period < kStripPeriods; ++period) {
+    for (int period = 0; period <= job.strip_rows; ++period) {
       for (int t = 0; t < kStripThreads; ++t) {
         hog::SamplePeriod<kChannels>(p, job, period, t, s, threads[t]);
       }
-      for (int t = 0; t < kStripThreads; ++t) hog::VotePeriod(p, period, t, s, threads[t]);
+      for (int t = 0; t < kStripThreads; ++t) hog::VotePeriod(p, job, period, t, s, threads[t]);
       if (period == 0) continue;
       for (int t = 0; t < kStripThreads; ++t) hog::HorizontalHalf(p, period, t, s, part[t]);
       for (int t = 0; t < kStripThreads; ++t) {  // the kernel's shuffle: own half + the other

@@ -4,8 +4,8 @@
 // turn, so CPU tests exercise the kernel's own indexing, shared-memory layout and arithmetic.
 //
 // A CUDA block of 128 threads takes a strip of its level: kStripBlocksX = 14 HOG blocks across
-// (112 columns), kStripBlocksY = 8 down. Thread t owns one column of the padded level, X0 - 1 + t,
-// and walks down it:
+// (112 columns), BlockJob::strip_rows (up to kStripMaxBlocksY = 16) down. Thread t owns one column
+// of the padded level, X0 - 1 + t, and walks down it:
 //   - it samples its column (INTER_LINEAR_EXACT from the input) once per row and keeps the last
 //     rows in registers for the vertical gradient; the horizontal neighbours come from a row
 //     buffer in shared memory, written for 8 rows at a time (one barrier);
@@ -41,14 +41,13 @@ namespace cuimg::hog {
 
 inline constexpr int kStripThreads = 128;  // one sampled column each
 inline constexpr int kStripBlocksX = 14;   // blocks whose 16 columns lie in threads 1..112
-// 8 block rows (72 vote rows for 64): run 202 on the H100 took 394 us at 1080p with 8, 409 with
-// 4, 418 with 6 and 421 with 16 (fewer strips fill the 132 SMs less evenly).
-inline constexpr int kStripBlocksY = 8;
-inline constexpr int kPeriodRows = kHogBlockStride;                 // rows per barrier
-inline constexpr int kStripPeriods = kStripBlocksY + 1;             // 72 vote rows
-inline constexpr int kStripRows = kStripPeriods * kPeriodRows + 2;  // sampled: 1 above, 1 below
-inline constexpr int kCellSupport = 12;                             // a cell's rows (columns)
-inline constexpr int kHalfBins = 5;  // a cell thread's bins: 0..4 or 5..8
+// Block rows a strip: at most 16 (17 periods of vote rows for 16 block rows); the plan gives the
+// last levels fewer so that the launch ends in short strips (StripRowsOf in hog_detect.cu).
+inline constexpr int kStripMaxBlocksY = 16;
+inline constexpr int kPeriodRows = kHogBlockStride;                             // rows per barrier
+inline constexpr int kStripMaxRows = (kStripMaxBlocksY + 1) * kPeriodRows + 2;  // sampled rows
+inline constexpr int kCellSupport = 12;  // a cell's rows (columns)
+inline constexpr int kHalfBins = 5;      // a cell thread's bins: 0..4 or 5..8
 // Column sums: [block row & 1][cy][bin][column] (SumIndex). The bin stride is 0 mod 32, so a
 // vote's lanes write one bank each whatever their bins; the plane stride is 1 mod 32, so the 32
 // (block, cell, half) lanes of a warp in HorizontalHalf read 32 banks (see there).
@@ -72,8 +71,9 @@ struct BlockJob {
   int blocks_y;
   int tiles_x;  // strips across
   float inv_tiles_x;
-  int pitch;   // float4s between feature rows: blocks_x rounded up to 32 (FeatureIndex)
-  int direct;  // the level has the input's size: its pixels are the input's
+  int strip_rows;  // block rows a strip, 1..kStripMaxBlocksY; strip_rows + 1 periods
+  int pitch;       // float4s between feature rows: blocks_x rounded up to 32 (FeatureIndex)
+  int direct;      // the level has the input's size: its pixels are the input's
 };
 
 struct BlocksParams {
@@ -99,7 +99,7 @@ struct StripSmem {
   float rows[3][kPeriodRows][kStripThreads];  // gamma-corrected samples, B, G, R (gray: plane 0)
   float sums[2 * kSumRowStride];              // the open block rows' column sums (SumIndex)
   float lut[256];
-  int4 ytap[kStripRows];  // (byte offset of row i0, of row i1, c0, c1)
+  int4 ytap[kStripMaxRows];  // (byte offset of row i0, of row i1, c0, c1)
 };
 
 // A thread's registers across the strip.
@@ -153,7 +153,7 @@ template <int kChannels>
 CUIMG_HOG_HD void StartStrip(const BlocksParams& p, const BlockJob& job, TilePos strip, int t,
                              StripSmem& s, StripThread<kChannels == 1 ? 1 : 3>& th) {
   const int x0 = strip.x * kStripBlocksX * kHogBlockStride;  // padded column of thread 1
-  const int y0 = strip.y * kStripBlocksY * kHogBlockStride;
+  const int y0 = strip.y * job.strip_rows * kHogBlockStride;
   th.column = x0 - 1 + t;
   th.simd = th.column < ((job.width + 2 * p.padding) & ~3);
   const int lx = Reflect101(th.column - p.padding, job.width);
@@ -161,8 +161,9 @@ CUIMG_HOG_HD void StartStrip(const BlocksParams& p, const BlockJob& job, TilePos
   if (!job.direct) tap = LinearExactTap(lx, job.scale_x, p.src_w);
   th.xtap = make_int4(tap.i0 * kChannels, tap.i1 * kChannels, static_cast<int>(tap.c0),
                       static_cast<int>(tap.c1));
-  const int row_bytes = p.src_w * kChannels;  // the plan keeps the input under 2 GiB
-  for (int r = t; r < kStripRows; r += kStripThreads) {
+  const int row_bytes = p.src_w * kChannels;                // the plan keeps the input under 2 GiB
+  const int rows = (job.strip_rows + 1) * kPeriodRows + 2;  // 1 above, 1 below
+  for (int r = t; r < rows; r += kStripThreads) {
     const int ly = Reflect101(y0 - 1 + r - p.padding, job.height);
     ExactTap ty{ly, ly, 256u, 0u};
     if (!job.direct) ty = LinearExactTap(ly, job.scale_y, p.src_h);
@@ -235,12 +236,12 @@ CUIMG_HOG_HD void AddVote(float* plane, int at0, int at1, const Vote& v, float w
 // column of block rows p - 1 (its rows 8..15) and p (rows 0..7, whose sums it zeroes first: block
 // row p - 2 was there, read by phase 3 of period p - 1) with the row weights.
 template <int kPlanes>
-CUIMG_HOG_HD void VotePeriod(const BlocksParams& p, int period, int t, StripSmem& s,
-                             const StripThread<kPlanes>& th) {
+CUIMG_HOG_HD void VotePeriod(const BlocksParams& p, const BlockJob& job, int period, int t,
+                             StripSmem& s, const StripThread<kPlanes>& th) {
   const int left = t > 0 ? t - 1 : 0;  // threads 0 and 127 vote for no block: any neighbour
   const int right = t + 1 < kStripThreads ? t + 1 : t;
   const bool has_prev = period > 0;
-  const bool has_cur = period < kStripBlocksY;
+  const bool has_cur = period < job.strip_rows;
   float* prev0 = s.sums + SumIndex(period - 1, 0, 0, t);
   float* prev1 = s.sums + SumIndex(period - 1, 1, 0, t);
   float* cur0 = s.sums + SumIndex(period, 0, 0, t);
@@ -346,7 +347,7 @@ CUIMG_HOG_HD void StoreCell(const BlocksParams& p, const BlockJob& job, TilePos 
   const int cell = (t >> 1) & 3;
   const int first_bin = (t & 1) * kHalfBins;
   const int bx = strip.x * kStripBlocksX + b;
-  const int by = strip.y * kStripBlocksY + period - 1;
+  const int by = strip.y * job.strip_rows + period - 1;
   if (b >= kStripBlocksX || bx >= job.blocks_x || by >= job.blocks_y) return;
   float* out = p.features + job.feature_offset;
   const bool upper = first_bin != 0;

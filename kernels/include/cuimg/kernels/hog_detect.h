@@ -27,14 +27,16 @@ struct DeviceHit {
 
 // A detection prepared for one input size and channel count, one model window and one spec
 // (PlanDetection has the level list). Two launches per 64 levels, no host synchronization:
-//  1. blocks: for every level at once (a flattened grid of strips of 14 x 8 HOG blocks, the level
+//  1. blocks: for every level at once (a flattened grid of strips 14 HOG blocks wide and 3 to 16
+//     high, taller for the first levels, sized to the current device's multiprocessors; the level
 //     found from a table in the kernel parameters), each CUDA block walks 128 columns of its
 //     strip down, one thread per column: it samples the level from the input (INTER_LINEAR_EXACT,
 //     reflect-101 padding), takes gradients and votes (hog_math.h, the CPU reference's own
-//     arithmetic: -fmad=false), sums them into its column's cell rows in registers (the block
+//     arithmetic: -fmad=false), sums them into its column's cell rows in shared memory (the block
 //     weight is a row factor times a column factor), then 112 threads take the sums across the
-//     cells' columns from shared memory (no atomics) and write the blocks L2-Hys normalized, in
-//     quads of four features (Features()), to the workspace (hog_strip.h);
+//     cells' columns (no atomics) and write the blocks L2-Hys normalized, in quads of four
+//     features (Features()), to the workspace (hog_strip.h). The features do not depend on the
+//     strips' heights;
 //  2. scores: all levels at once, a CUDA block per tile of 32 x 4 windows with a warp per model
 //     block column, each lane a column of 4 windows that share its loads of block features; a
 //     window's score is the CPU reference's sum (per block float partial sums, added in double
@@ -65,7 +67,8 @@ struct DeviceHit {
 class DetectPlan {
  public:
   // INVALID_ARGUMENT for channels other than 1, 3, 4 and the errors of ValidateHogModel and
-  // PlanDetection.
+  // PlanDetection. Reads the current CUDA device's multiprocessor count for the strips' heights
+  // (an H100's 132 where there is no device); the plan runs on any device.
   static absl::StatusOr<DetectPlan> Create(const Extent& extent, int channels,
                                            const HogModel& model, const DetectSpec& spec);
 
