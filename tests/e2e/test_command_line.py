@@ -258,6 +258,8 @@ class CpuFallback(unittest.TestCase):
             self.assertIsNone(re.search(r'(?m)^cuimg_\w+\{[^}]*backend="cuda"', text))
             self.assertIn('cuimg_backend_info{backend="cpu"} 1', text)
             self.assertRegex(server.log(), r"level=warning event=cpu_fallback ")
+            # --worker_threads=0 (the default) gives the CPU backend 4 workers, not one a core.
+            self.assertRegex(server.log(), r"event=startup .* workers=4 ")
             version = run(SERVER, "--version").stdout.split()[1]
             build_info = re.search(r"cuimg_build_info\{[^}]*\}", text).group(0)
             self.assertIn(f'version="{version}"', build_info)
