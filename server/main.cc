@@ -341,9 +341,8 @@ int main(int argc, char** argv) {
   const bool auto_workers = options.worker_threads == 0;
   if (auto_workers) {
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
-    options.worker_threads = options.backend == cuimg::BackendKind::kCpu
-                                 ? kCpuWorkers
-                                 : std::clamp(cores, 1, 16);
+    options.worker_threads =
+        options.backend == cuimg::BackendKind::kCpu ? kCpuWorkers : std::clamp(cores, 1, 16);
   }
   if (options.worker_threads < 1 || options.max_inflight_requests < 1 ||
       options.max_receive_message_bytes < 1 || options.http2_lookahead_bytes < 0 ||
