@@ -144,6 +144,17 @@ TEST(HogDetectEmulation, DefaultSpecOnAWiderImage) {
   ExpectEmulationMatchesReference(image, RandomModel(64, 128, 3), DetectSpec{}, "300x260x3");
 }
 
+// All 44 levels of a 1080p frame: the first levels' strips are 16 block rows high, the last ones'
+// 3 (StripRowsOf), and every block still equals the reference's.
+TEST(HogDetectEmulation, TallAndShortStripsOfA1080pFrame) {
+  const Image image = Synthetic(1920, 1080, 1, 12);
+  const HogModel model = RandomModel(64, 128, 13);
+  absl::StatusOr<DetectPlan> plan = DetectPlan::Create(image.extent(), 1, model, DetectSpec{});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_THAT(plan->Describe(), ::testing::HasSubstr("x16..3 blocks"));
+  ExpectEmulationMatchesReference(image, model, DetectSpec{}, "1920x1080x1");
+}
+
 TEST(HogDetectEmulation, NoWindowsMeansNoLaunchesAndAZeroCount) {
   const HogModel people = RandomModel(64, 128, 4);
   const Image image = Synthetic(63, 300, 1, 5);
