@@ -44,41 +44,6 @@ using hog::TilePos;
 
 std::size_t AlignUp(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
 
-// CUDA blocks of the blocks kernel resident at once on the current device (6 a multiprocessor:
-// registers and shared memory); an H100's when there is no device (plans for the emulation).
-int ResidentStrips() {
-  constexpr int kStripsPerSm = 6;
-  int device = 0;
-  int sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-      sms <= 0) {
-    (void)cudaGetLastError();  // a machine without a GPU: not an error of any later call
-    sms = 132;
-  }
-  return sms * kStripsPerSm;
-}
-
-// The block rows a strip of each level. The CUDA blocks start in level order; a strip gets as
-// many block rows as each resident CUDA block still has strip rows of work left (this level's and
-// the later ones'), within [3, 16]: the big levels take tall strips (fewer halo rows) and the
-// launch ends in short ones, so the multiprocessors run out of work together. Run 210 on the H100:
-// 1080p 318 us against 330 with 8 rows for every level (and 320-326 with other bounds), 768x576 84
-// against 87.
-std::vector<int> StripRowsOf(const DetectGeometry& g) {
-  constexpr int kFewestRows = 3;
-  const double resident = ResidentStrips();
-  std::vector<int> rows(g.levels.size());
-  double left = 0;  // strip rows of levels i.. (14 blocks across, one down)
-  for (std::size_t i = g.levels.size(); i-- > 0;) {
-    const DetectLevel& level = g.levels[i];
-    left +=
-        static_cast<double>((level.blocks_x + kStripBlocksX - 1) / kStripBlocksX) * level.blocks_y;
-    rows[i] = std::clamp(static_cast<int>(left / resident), kFewestRows, hog::kStripMaxBlocksY);
-  }
-  return rows;
-}
-
 // The job a CUDA block belongs to: how many first_block entries are <= block, minus one.
 __device__ __forceinline__ int FindJob(const int* first_block, int num_jobs, int block) {
   const int lane = threadIdx.x & 31;
@@ -128,6 +93,47 @@ __global__ void __launch_bounds__(kStripThreads)
       hog::StoreCell(p, job, strip, period, t, h, hog::RenormScale(ss2));
     }
   }
+}
+
+// CUDA blocks of the blocks kernel resident at once on the device current at the first call
+// (multiprocessors x the occupancy its registers and shared memory allow: 6 on the H100), found
+// once per process; an H100's 132 x 6 where there is no device (plans for the emulation).
+int ResidentStrips() {
+  static const int resident = [] {
+    int device = 0;
+    int sms = 0;
+    int per_sm = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, HogBlocksKernel<3>, kStripThreads,
+                                                      0) != cudaSuccess ||
+        sms <= 0 || per_sm <= 0) {
+      (void)cudaGetLastError();  // a machine without a GPU: not an error of any later call
+      return 132 * 6;
+    }
+    return sms * per_sm;
+  }();
+  return resident;
+}
+
+// The block rows a strip of each level. The CUDA blocks start in level order; a strip gets as
+// many block rows as each resident CUDA block still has strip rows of work left (this level's and
+// the later ones'), within [3, 16]: the big levels take tall strips (fewer halo rows) and the
+// launch ends in short ones, so the multiprocessors run out of work together. Run 210 on the H100:
+// 1080p 318 us against 330 with 8 rows for every level (and 320-326 with other bounds), 768x576 84
+// against 87.
+std::vector<int> StripRowsOf(const DetectGeometry& g) {
+  constexpr int kFewestRows = 3;
+  const double resident = ResidentStrips();
+  std::vector<int> rows(g.levels.size());
+  double left = 0;  // strip rows of levels i.. (14 blocks across, one down)
+  for (std::size_t i = g.levels.size(); i-- > 0;) {
+    const DetectLevel& level = g.levels[i];
+    left +=
+        static_cast<double>((level.blocks_x + kStripBlocksX - 1) / kStripBlocksX) * level.blocks_y;
+    rows[i] = std::clamp(static_cast<int>(left / resident), kFewestRows, kStripMaxBlocksY);
+  }
+  return rows;
 }
 
 // Appends hit (level, wx, wy) unless its score is below the threshold (the reference's test, in
@@ -333,7 +339,7 @@ std::vector<WindowHit> DetectPlan::DecodeHits(const void* host_hits, std::uint32
 
 namespace {
 
-// "16" or "16..2": the strips' block rows, first level to last.
+// "16" or "16..3": the strips' block rows, first level to last.
 std::string StripRowsText(const DetectPlan::Impl& plan) {
   if (plan.chunks.empty()) return "0";
   const int first = plan.chunks.front().blocks.jobs[0].strip_rows;

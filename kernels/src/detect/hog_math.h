@@ -152,9 +152,9 @@ struct Vote {
 CUIMG_HOG_HD Vote VoteOf(float dx, float dy) {
   constexpr int kBins = 9;
   constexpr float kAngleScale = static_cast<float>(kBins / 3.1415926535897932384626433832795);
-  // sqrt(0) is outside SqrtInRange's operands (its reciprocal square root is infinite).
+  // sqrt(0) is outside SqrtInRange's operands (on the GPU it gives NaN, dropped here).
   const float mag2 = dx * dx + dy * dy;
-  const float mag = mag2 == 0.f ? 0.f : SqrtInRange(mag2 == 0.f ? 1.f : mag2);
+  const float mag = mag2 == 0.f ? 0.f : SqrtInRange(mag2);
   float angle = FastAtan2Radians(dy, dx) * kAngleScale - 0.5f;
   // floor(angle) for angle in [-0.5, 17.5], without a library call.
   int h = static_cast<int>(angle);

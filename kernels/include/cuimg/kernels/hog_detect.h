@@ -67,8 +67,9 @@ struct DeviceHit {
 class DetectPlan {
  public:
   // INVALID_ARGUMENT for channels other than 1, 3, 4 and the errors of ValidateHogModel and
-  // PlanDetection. Reads the current CUDA device's multiprocessor count for the strips' heights
-  // (an H100's 132 where there is no device); the plan runs on any device.
+  // PlanDetection. The strips' heights follow how many blocks-kernel CUDA blocks the device
+  // current at the process's first call holds at once (found once; an H100's where there is no
+  // device); the plan runs on any device.
   static absl::StatusOr<DetectPlan> Create(const Extent& extent, int channels,
                                            const HogModel& model, const DetectSpec& spec);
 
