@@ -203,10 +203,15 @@ TEST(DetectGpu, ScoresEveryWindowAsTheReferenceDoes) {
       ExpectEveryScoreMatches(image, daimler, no_gamma, Name(image, daimler, no_gamma));
       const HogModel odd = RandomModel(40, 72, seed);
       ExpectEveryScoreMatches(image, odd, padded, Name(image, odd, padded));
-      // 11 block columns: more than a scores block's 8 warps, so its columns go in two rounds;
-      // and a one-block window (one warp).
+      // 11 block columns: more than a scores block's 7 warps, so its columns go in two rounds;
+      // a one-block window (one warp); and 465 blocks, more than the kernel's parameters take
+      // (every weight from global memory).
       const HogModel wide = RandomModel(96, 48, seed);
       ExpectEveryScoreMatches(image, wide, DetectSpec{}, Name(image, wide, DetectSpec{}));
+      if (e.width >= 128 && e.height >= 256) {
+        const HogModel tall = RandomModel(128, 256, seed);
+        ExpectEveryScoreMatches(image, tall, DetectSpec{}, Name(image, tall, DetectSpec{}));
+      }
       const HogModel one = RandomModel(16, 16, seed);
       ExpectEveryScoreMatches(image, one, coarse, Name(image, one, coarse));
     }
@@ -277,6 +282,9 @@ TEST(DetectGpu, ScoresAreTheReferenceArithmeticOnTheGpusFeatures) {
   const Image odd = Synthetic(333, 257, 4, 31);
   const HogModel random = RandomModel(40, 72, 32);
   ExpectScoresFollowTheReference(odd, random, all, Name(odd, random, all));
+  const HogModel tall = RandomModel(128, 256, 33);  // every weight from global memory
+  ExpectScoresFollowTheReference(odd, tall, all, Name(odd, tall, all));
+  ExpectScoresFollowTheReference(*hd, tall, all, Name(*hd, tall, all));
 }
 
 TEST(DetectGpu, DetectionsMatchTheReferenceOnRealImages) {

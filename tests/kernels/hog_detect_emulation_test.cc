@@ -132,11 +132,14 @@ TEST(HogDetectEmulation, ScoresAreTheReferenceArithmeticOnTheKernelsFeatures) {
   const HogModel people = RandomModel(64, 128, 22);
   const HogModel odd = RandomModel(40, 72, 23);
   const HogModel wide = RandomModel(96, 48, 24);  // 11 block columns: two rounds of warps
+  // 465 blocks, more than the kernel's parameters take: every weight from global memory.
+  const HogModel tall = RandomModel(128, 256, 25);
   for (const DetectSpec& spec : {all, some, stride}) {
     ExpectScoresFollowTheReference(image, people, spec, Name(image, people, spec));
     ExpectScoresFollowTheReference(image, odd, spec, Name(image, odd, spec));
     ExpectScoresFollowTheReference(image, wide, spec, Name(image, wide, spec));
   }
+  ExpectScoresFollowTheReference(image, tall, all, Name(image, tall, all));
 }
 
 TEST(HogDetectEmulation, DefaultSpecOnAWiderImage) {

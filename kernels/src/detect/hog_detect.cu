@@ -25,8 +25,12 @@ namespace {
 
 using hog::BlockJob;
 using hog::BlocksParams;
+using hog::kFeatureQuads;
 using hog::kHitsHeader;
 using hog::kMaxJobs;
+using hog::kParamBlocks;
+using hog::kParamFloats;
+using hog::kParamFrom;
 using hog::kScoreLanes;
 using hog::kScoreMaxWarps;
 using hog::kScoreRows;
@@ -37,6 +41,7 @@ using hog::kWindowScoreThreads;
 using hog::kWindowScoreX;
 using hog::kWindowScoreY;
 using hog::ScoreJob;
+using hog::ScoresKernelParams;
 using hog::ScoresParams;
 using hog::StripSmem;
 using hog::StripThread;
@@ -146,11 +151,13 @@ __device__ __forceinline__ void AppendHit(const ScoresParams& p, const ScoreJob&
 }
 
 // One CUDA block: a tile of 32 x kScoreRows windows, a warp per model block column
-// (hog_scores.h); warp 0 adds the columns' sums in sx order and reports the hits.
-// The explicit 1: with the thread bound alone ptxas held the kernel to 80 registers and spilled,
-// 231-232 us against 222-223 at its 120 (run 208).
-__global__ void __launch_bounds__(kScoreMaxWarps* kScoreLanes, 1)
-    HogScoresKernel(const __grid_constant__ ScoresParams p) {
+// (hog_scores.h); warp 0 adds the columns' sums in sx order and reports the hits. kFirst: the
+// first weight quad read from the parameters (kFeatureQuads: none). 3 CUDA blocks an SM: ptxas
+// holds it to 80 registers without spilling, 191 us at 1080p against 213 at its own 117 (run 211).
+template <int kFirst>
+__global__ void __launch_bounds__(kScoreMaxWarps* kScoreLanes, 3)
+    HogScoresKernel(const __grid_constant__ ScoresKernelParams k) {
+  const ScoresParams& p = k.s;
   __shared__ double parts[kScoreMaxWarps][kScoreRows][kScoreLanes];
   const int block = static_cast<int>(blockIdx.x);
   const int lane = static_cast<int>(threadIdx.x) & 31;
@@ -170,7 +177,7 @@ __global__ void __launch_bounds__(kScoreMaxWarps* kScoreLanes, 1)
     const int columns = min(warps, p.model_blocks_x - sx0);
     if (warp < columns) {
       double part[kScoreRows];
-      hog::ScoreColumnPart(p, job, wx, wy0, sx0 + warp, part);
+      hog::ScoreColumnPart<kFirst>(p, k.weight_quads, job, wx, wy0, sx0 + warp, part);
 #pragma unroll
       for (int r = 0; r < kScoreRows; ++r) parts[warp][r][lane] = part[r];
     }
@@ -299,6 +306,14 @@ absl::StatusOr<DetectPlan> DetectPlan::Create(const Extent& extent, int channels
     impl->chunks.push_back(chunk);
   }
   impl->workspace_bytes = offset * sizeof(float);
+  const int model_blocks = model.BlocksX() * model.BlocksY();
+  if (model_blocks <= kParamBlocks) {
+    impl->weight_quads.reserve(static_cast<std::size_t>(model_blocks) * kParamFloats);
+    for (int b = 0; b < model_blocks; ++b) {
+      const auto first = model.weights.begin() + b * kHogBlockFeatures + kParamFrom * 4;
+      impl->weight_quads.insert(impl->weight_quads.end(), first, first + kParamFloats);
+    }
+  }
   DetectPlan plan;
   plan.impl_ = std::move(impl);
   return plan;
@@ -418,8 +433,16 @@ absl::Status LaunchScores(const DetectPlan::Impl& plan, bool per_window, const f
                                  0, stream>>>(p);
       CUIMG_CUDA_CHECK_LAUNCH(stream, "HogScoresPerWindowKernel");
     } else {
-      HogScoresKernel<<<static_cast<unsigned>(chunk.score_grid),
-                        static_cast<unsigned>(hog::ScoreThreads(p)), 0, stream>>>(p);
+      ScoresKernelParams k{};
+      k.s = p;
+      std::copy(plan.weight_quads.begin(), plan.weight_quads.end(), k.weight_quads);
+      const auto grid = static_cast<unsigned>(chunk.score_grid);
+      const auto threads = static_cast<unsigned>(hog::ScoreThreads(p));
+      if (plan.weight_quads.empty()) {
+        HogScoresKernel<kFeatureQuads><<<grid, threads, 0, stream>>>(k);
+      } else {
+        HogScoresKernel<kParamFrom><<<grid, threads, 0, stream>>>(k);
+      }
       CUIMG_CUDA_CHECK_LAUNCH(stream, "HogScoresKernel");
     }
   }

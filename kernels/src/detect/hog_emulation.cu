@@ -127,7 +127,12 @@ absl::Status DetectPlan::EmulateOnHost(const void* in, const float* weights, voi
         std::fill(std::begin(score), std::end(score), static_cast<double>(p.bias));
         for (int sx = 0; sx < p.model_blocks_x; ++sx) {
           double part[kScoreRows];
-          hog::ScoreColumnPart(p, job, wx, wy0, sx, part);
+          if (plan.weight_quads.empty()) {
+            hog::ScoreColumnPart<hog::kFeatureQuads>(p, nullptr, job, wx, wy0, sx, part);
+          } else {
+            hog::ScoreColumnPart<hog::kParamFrom>(p, plan.weight_quads.data(), job, wx, wy0, sx,
+                                                  part);
+          }
           for (int r = 0; r < kScoreRows; ++r) score[r] += part[r];
         }
         for (int r = 0; r < kScoreRows; ++r) {

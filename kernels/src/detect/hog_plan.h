@@ -28,6 +28,9 @@ struct DetectPlan::Impl {
   int channels = 1;
   std::size_t workspace_bytes = 0;
   std::vector<DetectChunk> chunks;
+  // Quads kParamFrom.. of the model's blocks for the scores kernel's parameters
+  // (ScoresKernelParams::weight_quads); empty when it has more than kParamBlocks blocks.
+  std::vector<float> weight_quads;
 };
 
 namespace hog {

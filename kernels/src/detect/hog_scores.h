@@ -18,6 +18,11 @@
 // (264), each lane two to four window columns sharing the weight loads (267-345: the registers
 // it takes halve the warps), fused multiply-adds (-9 us, but the reference's arithmetic would
 // change), the weights in the kernel parameters (374).
+// Run 211: the last kParamQuads quads of each block's weights come from a copy in the kernel's
+// parameters (constant-cache loads, which do not pass the L1's data stage) and the kernel holds
+// 80 registers so that 3 CUDA blocks share a multiprocessor: 191-192 us (either alone: 213, 228).
+// All weights from the parameters through uniform registers, a warp per tile walking the columns
+// (warp-uniform addresses), took 279: constant-cache misses stalled its few warps.
 //
 // The arithmetic is the CPU reference's (hog_reference.cc ScoreWindow): per block four float
 // partial sums of rounded products, the two pair sums in float, added in double; per column the
@@ -49,7 +54,7 @@ namespace cuimg::hog {
 inline constexpr int kMaxJobs = 64;       // levels per launch: found by two warp ballots
 inline constexpr int kScoreLanes = 32;    // window columns per tile, one per lane
 inline constexpr int kScoreRows = 4;      // windows down each lane's column
-inline constexpr int kScoreMaxWarps = 8;  // model block columns at a time
+inline constexpr int kScoreMaxWarps = 7;  // model block columns at a time (3 CUDA blocks an SM)
 // The per-window kernel of issue 5 (kept for detect_bench's comparison): 32 x 4 windows.
 inline constexpr int kWindowScoreX = 32;
 inline constexpr int kWindowScoreY = 4;
@@ -92,22 +97,60 @@ struct ScoresParams {
   ScoreJob jobs[kMaxJobs];
 };
 
+// Weight quads kParamFrom.. of every model block travel in the kernel's parameters, for models
+// of at most kParamBlocks blocks (the 64 x 128 people model has 105, the 48 x 96 one 55; 16 KB
+// of the 32 KB a launch may carry); larger models read every quad from global memory.
+inline constexpr int kParamQuads = 3;
+inline constexpr int kParamFrom = kFeatureQuads - kParamQuads;
+inline constexpr int kParamFloats = kParamQuads * 4;  // of one block
+inline constexpr int kParamBlocks = 336;
+
+// The scores kernel's parameters: the launch's, and quads kParamFrom.. of the model's blocks
+// (block sx * model_blocks_y + sy at [block * kParamFloats]) when it has at most kParamBlocks.
+struct ScoresKernelParams {
+  ScoresParams s;
+  alignas(16) float weight_quads[kParamBlocks * kParamFloats];
+};
+
+// One quad of a model's weights, the same for the whole warp: a broadcast global load, or from
+// the kernel's parameters (a constant-cache load).
+template <bool kFromParams>
+CUIMG_HOG_HD float4 WeightQuad(const float* w) {
+  const float4* q = reinterpret_cast<const float4*>(w);
+  if constexpr (kFromParams) {
+    return *q;
+  } else {
+    return CUIMG_HOG_LDG(q);
+  }
+}
+
 // bias-free: the reference's contribution of one block, (double)(p0 + p1) + (double)(p2 + p3)
 // with p_l = sum over k of v[4k + l] * w[4k + l] in float, k rising, every product rounded.
-CUIMG_HOG_HD double BlockDot(const float (&v)[kHogBlockFeatures], const float* weights) {
-  const float4* w = reinterpret_cast<const float4*>(weights);
-  float4 wq = CUIMG_HOG_LDG(w);  // one address for the whole warp: a broadcast
-  float p0 = wq.x * v[0];
-  float p1 = wq.y * v[1];
-  float p2 = wq.z * v[2];
-  float p3 = wq.w * v[3];
+// The block's weights: quads below kFirst at `global` (its 36), the others at `params` (its
+// kParamFloats in ScoresKernelParams::weight_quads): kFirst is kParamFrom, or kFeatureQuads for
+// none.
+template <int kFirst>
+CUIMG_HOG_HD double BlockDot(const float (&v)[kHogBlockFeatures], const float* global,
+                             const float* params) {
+  float p0 = 0.f;
+  float p1 = 0.f;
+  float p2 = 0.f;
+  float p3 = 0.f;
   CUIMG_HOG_UNROLL
-  for (int q = 1; q < kFeatureQuads; ++q) {
-    wq = CUIMG_HOG_LDG(w + q);
-    p0 = p0 + v[4 * q] * wq.x;
-    p1 = p1 + v[4 * q + 1] * wq.y;
-    p2 = p2 + v[4 * q + 2] * wq.z;
-    p3 = p3 + v[4 * q + 3] * wq.w;
+  for (int q = 0; q < kFeatureQuads; ++q) {
+    const float4 wq = q < kFirst ? WeightQuad<false>(global + 4 * q)
+                                 : WeightQuad<true>(params + 4 * (q - kFirst));
+    if (q == 0) {  // the reference starts from the first products
+      p0 = wq.x * v[0];
+      p1 = wq.y * v[1];
+      p2 = wq.z * v[2];
+      p3 = wq.w * v[3];
+    } else {
+      p0 = p0 + v[4 * q] * wq.x;
+      p1 = p1 + v[4 * q + 1] * wq.y;
+      p2 = p2 + v[4 * q + 2] * wq.z;
+      p3 = p3 + v[4 * q + 3] * wq.w;
+    }
   }
   const float t0 = p0 + p1;
   const float t1 = p2 + p3;
@@ -115,11 +158,14 @@ CUIMG_HOG_HD double BlockDot(const float (&v)[kHogBlockFeatures], const float* w
 }
 
 // Lane work of the scores kernel: part[r] = the sum, from 0 with sy rising, of the contributions
-// of blocks (sx, sy) of windows (wx, wy0 + r), r < kScoreRows, of `job`. Rows past the level's
-// windows are not computed (their sums stay 0); a column past them computes the level's last
-// column (the caller reports nothing for it).
-CUIMG_HOG_HD void ScoreColumnPart(const ScoresParams& p, const ScoreJob& job, int wx, int wy0,
-                                  int sx, double (&part)[kScoreRows]) {
+// of blocks (sx, sy) of windows (wx, wy0 + r), r < kScoreRows, of `job`, with the weights of
+// p.weights and, from quad kFirst on (BlockDot), of `weight_quads` (ScoresKernelParams'). Rows
+// past the level's windows are not computed (their sums stay 0); a column past them computes the
+// level's last column (the caller reports nothing for it).
+template <int kFirst>
+CUIMG_HOG_HD void ScoreColumnPart(const ScoresParams& p, const float* weight_quads,
+                                  const ScoreJob& job, int wx, int wy0, int sx,
+                                  double (&part)[kScoreRows]) {
   const int rows = std::min(int{kScoreRows}, job.windows_y - wy0);  // >= 1, the same for the warp
   const int step = p.step;
   const int nby = p.model_blocks_y;
@@ -127,7 +173,7 @@ CUIMG_HOG_HD void ScoreColumnPart(const ScoresParams& p, const ScoreJob& job, in
   const float4* column = reinterpret_cast<const float4*>(
       p.features + job.feature_offset +
       FeatureIndex(pitch, std::min(wx, job.windows_x - 1) * step + sx, wy0 * step, 0));
-  const float* weights = p.weights + static_cast<long long>(sx) * nby * kHogBlockFeatures;
+  const int column_block = sx * nby;  // the model block (sx, 0)
   CUIMG_HOG_UNROLL
   for (int r = 0; r < kScoreRows; ++r) part[r] = 0.0;
   // The block rows the column's windows cover: window r takes rows r * step .. r * step + nby - 1.
@@ -148,7 +194,11 @@ CUIMG_HOG_HD void ScoreColumnPart(const ScoresParams& p, const ScoreJob& job, in
     for (int r = 0; r < kScoreRows; ++r) {
       const int sy = b - r * step;  // this block's place in window r
       if (r < rows && sy >= 0 && sy < nby) {
-        part[r] += BlockDot(v, weights + static_cast<long long>(sy) * kHogBlockFeatures);
+        const int block = column_block + sy;
+        const float* quads =  // none (maybe null) when every quad is global
+            kFirst < kFeatureQuads ? weight_quads + block * kParamFloats : weight_quads;
+        part[r] += BlockDot<kFirst>(
+            v, p.weights + static_cast<long long>(block) * kHogBlockFeatures, quads);
       }
     }
   }
