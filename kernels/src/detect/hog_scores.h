@@ -20,7 +20,7 @@
 // change), the weights in the kernel parameters (374).
 // Run 211: the last kParamQuads quads of each block's weights come from a copy in the kernel's
 // parameters (constant-cache loads, which do not pass the L1's data stage) and the kernel holds
-// 80 registers so that 3 CUDA blocks share a multiprocessor: 191-192 us (either alone: 213, 228).
+// 80 registers so that 3 CUDA blocks share a multiprocessor: 186 us (either alone: 213, 228).
 // All weights from the parameters through uniform registers, a warp per tile walking the columns
 // (warp-uniform addresses), took 279: constant-cache misses stalled its few warps.
 //

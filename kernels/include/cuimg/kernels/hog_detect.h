@@ -38,7 +38,9 @@ struct DeviceHit {
 //     features (Features()), to the workspace (hog_strip.h). The features do not depend on the
 //     strips' heights;
 //  2. scores: all levels at once, a CUDA block per tile of 32 x 4 windows with a warp per model
-//     block column, each lane a column of 4 windows that share its loads of block features; a
+//     block column, each lane a column of 4 windows that share its loads of block features (the
+//     weights: warp-uniform global loads, and for models of up to 336 blocks the last 3 of each
+//     block's 9 quads from a copy in the kernel's parameters, through the constant cache); a
 //     window's score is the CPU reference's sum (per block float partial sums, added in double
 //     per block column, the columns' sums then added to the bias in order) and
 //     score >= hit_threshold (in double, as the reference decides) goes to the hit list (one
@@ -50,8 +52,9 @@ struct DeviceHit {
 // needs the count zeroed: records past the buffer's capacity are dropped, never written):
 // - `in`: device pointer to the input, U8, extent.Pixels() x channels bytes, channels
 //   interleaved, densely packed (1 = gray, 3 = BGR, 4 = BGRA whose alpha is ignored); only read.
-// - `weights`: device pointer to the model's DescriptorSize() floats in its order (HogModel),
-//   16-byte aligned; only read. The bias travels in the plan.
+// - `weights`: device pointer to the DescriptorSize() floats, in its order (HogModel), of the
+//   model given to Create(), 16-byte aligned; only read. The bias and a copy of part of the
+//   weights (above) travel in the plan.
 // - `workspace`: WorkspaceBytes() bytes, 256-byte aligned, used exclusively by this call until
 //   the stream reaches its end (may be null when 0).
 // - `hits`: HitsBytes() bytes, 16-byte aligned: a uint32 count at byte 0, then from byte 16 that
