@@ -153,7 +153,7 @@ __device__ __forceinline__ void AppendHit(const ScoresParams& p, const ScoreJob&
 // One CUDA block: a tile of 32 x kScoreRows windows, a warp per model block column
 // (hog_scores.h); warp 0 adds the columns' sums in sx order and reports the hits. kFirst: the
 // first weight quad read from the parameters (kFeatureQuads: none). 3 CUDA blocks an SM: ptxas
-// holds it to 80 registers without spilling, 191 us at 1080p against 213 at its own 117 (run 211).
+// holds it to 80 registers without spilling, 186 us at 1080p against 213 at its own 117 (run 211).
 template <int kFirst>
 __global__ void __launch_bounds__(kScoreMaxWarps* kScoreLanes, 3)
     HogScoresKernel(const __grid_constant__ ScoresKernelParams k) {
