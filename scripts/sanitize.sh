@@ -2,8 +2,9 @@
 # Sanitizer builds for CI (no GPU needed), each in its own directory with only the targets it runs:
 #   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer (gcc): the server's unit and
 #                in-process service tests and the client's threaded volume streaming, then
-#                cuimg-server itself under the over-the-wire bad-request, limit and security
-#                suites (a leak at exit fails the server's exit code, which the suites check).
+#                cuimg-server itself under the over-the-wire bad-request, limit, security and
+#                frame-stream suites (a leak at exit fails the server's exit code, which the
+#                suites check).
 #                Needs the regular build's cuimg (scripts/build.sh).
 #   build-tsan/  ThreadSanitizer (gcc): the server library's concurrent pieces (work queue, CPU
 #                warmer, in-flight budget, resident store, CPU backend device slots, the nvJPEG
@@ -74,9 +75,7 @@ for v in "${variants[@]}"; do
       run_unit_tests build-asan "${unit_tests[@]}"
       # The sanitized server under the over-the-wire suites; the client side (Python, and the
       # regular build's cuimg CLI) is not under test here.
-      # (detect_stream_wire is not here yet: its Python-client case needs client/python on the
-      # path, and its held-back count differed under ASan once; both open in issue 33's notes.)
-      for suite in bad_requests limits security; do
+      for suite in bad_requests limits security detect_stream_wire; do
         run_suite build-asan "$suite"
       done
       unset ASAN_OPTIONS UBSAN_OPTIONS
