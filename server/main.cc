@@ -220,6 +220,13 @@ int HandleUsage(int argc, char** argv) {
   return -1;
 }
 
+// --worker_threads=0's value for a backend: on the CUDA backend one per core, at most 16 (the
+// requests' kernels and decodes overlap); on the CPU backend 4 (each request uses every core).
+int AutoWorkers(bool cpu_backend) {
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return cpu_backend ? 4 : std::clamp(cores, 1, 16);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -337,12 +344,9 @@ int main(int argc, char** argv) {
   }
   // 0 resolves for the CUDA backend here (it makes a stream per worker) and again for the CPU
   // backend once --backend=auto has chosen.
-  constexpr int kCpuWorkers = 4;
   const bool auto_workers = options.worker_threads == 0;
   if (auto_workers) {
-    const int cores = static_cast<int>(std::thread::hardware_concurrency());
-    options.worker_threads =
-        options.backend == cuimg::BackendKind::kCpu ? kCpuWorkers : std::clamp(cores, 1, 16);
+    options.worker_threads = AutoWorkers(options.backend == cuimg::BackendKind::kCpu);
   }
   if (options.worker_threads < 1 || options.max_inflight_requests < 1 ||
       options.max_receive_message_bytes < 1 || options.http2_lookahead_bytes < 0 ||
@@ -404,7 +408,7 @@ int main(int argc, char** argv) {
                (*backend)->name(), " backend here)\"");
     return 1;
   }
-  if (auto_workers && (*backend)->name() == "cpu") options.worker_threads = kCpuWorkers;
+  if (auto_workers) options.worker_threads = AutoWorkers((*backend)->name() == "cpu");
   if ((*backend)->name() == "cpu" && options.backend == cuimg::BackendKind::kAuto) {
     if (absl::GetFlag(FLAGS_require_gpu)) {
       cuimg::Log(cuimg::LogLevel::kError,
