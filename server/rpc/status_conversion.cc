@@ -5,6 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 #include "proto/wire_contract.h"
 
 namespace cuimg {
@@ -67,8 +68,15 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   std::string sent(message.substr(0, kMaxStatusMessageBytes));
   if (sent.size() < message.size()) absl::StrAppend(&sent, "...[", message.size(), " bytes]");
   // absl's canonical codes are defined to equal gRPC's (google/rpc/code.proto).
-  return StatusWithErrorInfo(static_cast<grpc::StatusCode>(status.code()), std::move(sent),
-                             absl::StatusCodeToString(status.code()), ErrorField(status));
+  // Reason and field are the payloads set where the error was raised (cuimg/common/error.h).
+  // Until every raise site sets them, a status without them falls back to the code's name and
+  // the message's leading path.
+  std::string reason = ErrorReasonOf(status);
+  if (reason.empty()) reason = absl::StatusCodeToString(status.code());
+  std::string field = ErrorFieldOf(status);
+  if (field.empty()) field = std::string(ErrorField(status));
+  return StatusWithErrorInfo(static_cast<grpc::StatusCode>(status.code()), std::move(sent), reason,
+                             field);
 }
 
 }  // namespace cuimg

@@ -43,11 +43,6 @@ absl::StatusOr<int> AsInt(absl::string_view field, std::uint32_t value) {
   return static_cast<int>(value);
 }
 
-absl::Status WithFieldPrefix(const absl::Status& status, absl::string_view prefix) {
-  if (status.ok() || prefix.empty()) return status;
-  return absl::Status(status.code(), absl::StrCat(prefix, status.message()));
-}
-
 absl::StatusOr<ImageInput> ValidateImage(const v1::Image& image, absl::string_view data,
                                          std::string field, const RequestLimits& limits,
                                          bool partial_data) {

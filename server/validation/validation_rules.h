@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "cuimg/common/error.h"
 #include "server/validation/element_radius.h"
 #include "server/validation/request_validation.h"
 
@@ -24,9 +25,6 @@ absl::Status CheckDoubleRange(absl::string_view field, double value, double lo_e
 // A uint32 field as the int a kernel spec holds; INVALID_ARGUMENT naming `field` when it does
 // not fit (the kernel's validator judges the range of what does).
 absl::StatusOr<int> AsInt(absl::string_view field, std::uint32_t value);
-// A kernel validator's error ("kernel_length: ...") with the request's path to the spec before
-// its field ("header.gradient.kernel_length: ..."); OK and an empty prefix pass unchanged.
-absl::Status WithFieldPrefix(const absl::Status& status, absl::string_view prefix);
 // An image's header and pixels (`data`: image.data(), or what stands for it, DetachedPixels);
 // `partial_data`: fewer bytes than the shape implies are allowed (uploads, shared memory).
 absl::StatusOr<ImageInput> ValidateImage(const v1::Image& image, absl::string_view data,
