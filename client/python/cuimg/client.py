@@ -16,7 +16,7 @@ by reference (region, offset, shape) instead of bytes, and morphology can write 
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Iterator, NamedTuple, Union
+from typing import Any, Iterable, Iterator, Union
 
 import grpc
 import numpy as np
@@ -24,9 +24,10 @@ import numpy as np
 from cuimg import _wire, detection, wire_contract
 from cuimg.errors import CuimgError
 # The conversions, as cuimg.client offered them before they had a module of their own.
-from cuimg.messages import (DTYPES, PIXEL_TYPES, Spacing, _floats, _image_header, _image_shape,
-                            _mesh, _set_spacing, element_mm, from_image, little_endian,
-                            parse_steps, pixel_type, to_image)
+from cuimg.messages import (DTYPES, PIXEL_TYPES, Resident, Spacing, _floats, _image_header,
+                            _image_shape, _mesh, _output_options, _result, _set_spacing,
+                            element_mm, from_image, little_endian, parse_steps, pixel_type,
+                            to_image)
 from cuimg.shared_region import SharedRegion, ShmArray
 from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, imaging_service_pb2_grpc,
                       morphology_pb2, pyramid_pb2, resident_pb2, streaming_pb2,
@@ -77,14 +78,6 @@ def _read(path: str | None) -> bytes | None:
         return f.read()
 
 
-class Resident(NamedTuple):
-    """A result kept on the server (keep_resident=True): its `handle`, usable in place of an
-    array by any RPC and by download(), and `data`, what the call returns without keep_resident
-    (None when return_data=False)."""
-    handle: str
-    data: Any
-
-
 def _source(array_or_handle: ImageLike, spacing: Spacing | None = None,
             colour: bool = False) -> types_pb2.ImageSource:
     if isinstance(array_or_handle, str):
@@ -97,24 +90,6 @@ def _source(array_or_handle: ImageLike, spacing: Spacing | None = None,
 def _frame_source(image: ImageLike) -> types_pb2.ImageSource:
     """A detection input: an (H, W, C) array is a colour image."""
     return _source(image, colour=not isinstance(image, str) and np.ndim(image) == 3)
-
-
-def _output_options(keep_resident: bool, return_data: bool,
-                    ttl_seconds: int) -> types_pb2.OutputOptions | None:
-    if not return_data and not keep_resident:
-        raise ValueError("return_data=False needs keep_resident=True")
-    if not keep_resident:
-        return None
-    return types_pb2.OutputOptions(keep_resident=True, omit_data=not return_data,
-                                   ttl_seconds=ttl_seconds)
-
-
-def _result(result: types_pb2.ImageResult, keep_resident: bool, return_data: bool,
-            one_slice: bool = False) -> Any:
-    data = from_image(result.image) if return_data else None
-    if one_slice and data is not None and data.ndim == 2:
-        data = data[np.newaxis]
-    return Resident(result.handle, data) if keep_resident else data
 
 
 class Client:
