@@ -133,6 +133,14 @@ ABSL_FLAG(int, max_element_extent, 1023, "Largest structuring element extent per
 ABSL_FLAG(int, max_steps, 64, "Longest morphology chain.");
 ABSL_FLAG(int, max_iterations, 1000, "Most iterations per morphology step.");
 ABSL_FLAG(int, max_pyramid_levels, 64, "Most pyramid levels.");
+ABSL_FLAG(int, max_batch_inputs, 4096, "Most entries of a batch (a request's `inputs`).");
+ABSL_FLAG(uint64_t, max_batch_bytes, uint64_t{256} << 20,
+          "Most input bytes of a batch, each entry's pixels as decoded.");
+ABSL_FLAG(int, batch_max_size, 4,
+          "Most items of a batch the server forms itself (hardware JPEG decodes), in [1, 64].");
+ABSL_FLAG(int, batch_max_delay_us, 200,
+          "How long such a batch waits for items already on their way to it (0: never); a "
+          "lone call never waits.");
 ABSL_FLAG(int64_t, max_mesh_vertices, int64_t{1} << 24, "Most vertices per mesh.");
 ABSL_FLAG(int64_t, max_decoded_pixels, int64_t{1} << 26,
           "Largest PNG/JPEG input, width*height, checked on the header before decoding.");
@@ -280,6 +288,12 @@ int main(int argc, char** argv) {
   options.shutdown_grace_seconds = absl::GetFlag(FLAGS_shutdown_grace_seconds);
   options.max_request_work = absl::GetFlag(FLAGS_max_request_work);
   options.max_grouped_hits = absl::GetFlag(FLAGS_max_grouped_hits);
+  options.batch_max_size = absl::GetFlag(FLAGS_batch_max_size);
+  options.batch_max_delay_us = absl::GetFlag(FLAGS_batch_max_delay_us);
+  if (options.batch_max_size < 1 || options.batch_max_size > 64 || options.batch_max_delay_us < 0) {
+    std::fprintf(stderr, "usage: --batch_max_size must be in [1, 64], --batch_max_delay_us >= 0\n");
+    return 2;
+  }
   if (!(options.max_request_work >= 0)) {
     std::fprintf(stderr, "usage: --max_request_work must be >= 0 (0: no cap)\n");
     return 2;
@@ -307,6 +321,8 @@ int main(int argc, char** argv) {
   options.limits.max_pyramid_levels = absl::GetFlag(FLAGS_max_pyramid_levels);
   options.limits.max_mesh_vertices = absl::GetFlag(FLAGS_max_mesh_vertices);
   options.limits.max_decoded_pixels = absl::GetFlag(FLAGS_max_decoded_pixels);
+  options.limits.max_batch_inputs = absl::GetFlag(FLAGS_max_batch_inputs);
+  options.limits.max_batch_bytes = absl::GetFlag(FLAGS_max_batch_bytes);
   options.security.tls_cert_file = absl::GetFlag(FLAGS_tls_cert_file);
   options.security.tls_key_file = absl::GetFlag(FLAGS_tls_key_file);
   options.security.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
@@ -352,10 +368,11 @@ int main(int argc, char** argv) {
       options.max_receive_message_bytes < 1 || options.http2_lookahead_bytes < 0 ||
       options.limits.max_element_extent < 1 || options.cpu_devices < 1 ||
       options.health_poll_ms < 1 || options.max_inflight_bytes_per_device < 1 ||
-      options.limits.max_decoded_pixels < 1 || options.resident_max_objects < 1) {
+      options.limits.max_decoded_pixels < 1 || options.resident_max_objects < 1 ||
+      options.limits.max_batch_inputs < 1) {
     std::fprintf(stderr,
                  "usage: thread, device, in-flight, message, extent, decoded-pixel, "
-                 "resident-object and poll limits must be >= 1\n");
+                 "resident-object, batch-input and poll limits must be >= 1\n");
     return 2;
   }
   if (options.stream_frames_in_flight < 1 || options.stream_frames_in_flight > 64) {
@@ -443,6 +460,10 @@ int main(int argc, char** argv) {
              " max_pixels=", options.limits.max_pixels,
              " max_element_extent=", options.limits.max_element_extent,
              " max_decoded_pixels=", options.limits.max_decoded_pixels,
+             " max_batch_inputs=", options.limits.max_batch_inputs,
+             " max_batch_bytes=", options.limits.max_batch_bytes,
+             " batch_max_size=", options.batch_max_size,
+             " batch_max_delay_us=", options.batch_max_delay_us,
              " max_inflight_bytes_per_device=", options.max_inflight_bytes_per_device,
              " max_request_work=", options.max_request_work,
              " max_grouped_hits=", options.max_grouped_hits, " ", (*server)->security_description(),

@@ -32,6 +32,11 @@ struct RequestLimits {
   // PNG/JPEG inputs, checked against the file's header before the pixels are allocated: a few
   // kilobytes of compressed zeros can otherwise claim gigabytes (a decompression bomb).
   std::int64_t max_decoded_pixels = std::int64_t{1} << 26;
+  // Batches (types.proto): entries one call may carry, and their inputs' bytes together (each
+  // entry's pixels as decoded); more is INVALID_ARGUMENT naming `inputs` and the flag. 256
+  // entries of 256x256 f32 are 64 MiB.
+  int max_batch_inputs = 4096;
+  std::uint64_t max_batch_bytes = std::uint64_t{256} << 20;
 };
 
 // Who may call, over what transport. Empty paths disable the feature.
@@ -162,6 +167,12 @@ struct ServerOptions {
   // frames at default parameters have 7-8 hits (of 25132 windows); grouping 25132 hits took
   // 2.4 s and 65584 took 49 s, so 10000 is about 0.4 s.
   std::uint64_t max_grouped_hits = 10000;
+  // Batches the server forms itself of work that is cheaper together (hardware JPEG decodes,
+  // dynamic_batch.h): at most batch_max_size items; a batch whose engine is idle waits up to
+  // batch_max_delay_us for items already on their way to it (never when none is, so a lone call
+  // keeps its latency). 0: never waits.
+  int batch_max_size = 4;
+  int batch_max_delay_us = 200;
   RequestLimits limits;
   SecurityOptions security;
   SharedMemoryOptions shared_memory;

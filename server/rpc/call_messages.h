@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -45,9 +47,12 @@ class DetachedMessages {
       // so that the pixels are held once, not twice, while the backend runs, and not three
       // times beside a result (gRPC owns the object and only destroys it, at the end of the
       // call). Counted with the copy, not as time spent queueing.
-      CUIMG_ASSIGN_OR_RETURN(
-          pixels_, ParseWithDetachedPixels(const_cast<grpc::ByteBuffer*>(wire_request_), allocate_,
-                                           &request_));
+      CUIMG_ASSIGN_OR_RETURN(DetachedInputs parsed,
+                             ParseWithDetachedInputs(const_cast<grpc::ByteBuffer*>(wire_request_),
+                                                     allocate_, &request_));
+      pixels_ = std::move(parsed.buffer);
+      input_pixels_ = parsed.input;
+      entry_pixels_ = std::move(parsed.inputs);
       if (pixels_ != nullptr) {
         request_bytes_ = received;
         pixel_copy_us_ =
@@ -67,12 +72,16 @@ class DetachedMessages {
     if constexpr (!kInputPixels) {
       return validate(request_, limits);
     } else {
-      DetachedPixels pixels;
-      if (pixels_ != nullptr) {
-        pixels = absl::string_view(static_cast<const char*>(pixels_->data()), pixels_->size());
-      }
-      return validate(request_, limits, pixels);
+      return validate(request_, limits, View(input_pixels_));
     }
+  }
+  // A batch's entries' pixels (types.proto), where they arrived beside the message: one per
+  // entry of `inputs` up to the last detached one.
+  std::vector<DetachedPixels> entry_pixels() const {
+    std::vector<DetachedPixels> out;
+    out.reserve(entry_pixels_.size());
+    for (const auto& pixels : entry_pixels_) out.push_back(View(pixels));
+    return out;
   }
   const Request& request() const { return request_; }
   Response* response() { return &response_; }
@@ -93,7 +102,15 @@ class DetachedMessages {
   HostBufferAllocator allocate_;
   Request request_;
   Response response_;
+  DetachedPixels View(const absl::optional<DetachedInputs::Pixels>& pixels) const {
+    if (!pixels.has_value()) return absl::nullopt;
+    return absl::string_view(static_cast<const char*>(pixels_->data()) + pixels->offset,
+                             pixels->bytes);
+  }
+
   std::shared_ptr<HostBuffer> pixels_;
+  absl::optional<DetachedInputs::Pixels> input_pixels_;
+  std::vector<absl::optional<DetachedInputs::Pixels>> entry_pixels_;
   double pixel_copy_us_ = 0;
   std::int64_t request_bytes_ = -1;  // once the received bytes are freed
   DetachedResults results_;

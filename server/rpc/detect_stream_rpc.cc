@@ -39,6 +39,8 @@ struct FrameTask {
   const std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now();
   v1::DetectFrame message;  // the job's views point into it; emptied once the frame has run
   DetectJob job;
+  // A frame that carries a batch (`inputs`) runs it instead of `job`.
+  absl::optional<BatchJob<DetectJob>> batch;
   // Its own token, so a failed frame stops the frames after it and not those before.
   CancelToken cancel;
   // The frame's identity, stage times and regions; its in-flight gauge counts the frames that
@@ -147,12 +149,21 @@ class DetectStreamReactor final
     if (!m.has_request()) {
       return absl::InvalidArgumentError("request: is required (the frame and the parameters)");
     }
-    absl::StatusOr<DetectJob> job =
-        service_->ValidateDetect(m.request(), service_->options().limits, absl::nullopt);
-    if (!job.ok()) return InRequest(job.status());
-    frame.job = *std::move(job);
-    absl::StatusOr<InflightBudget::Reservation> held = service_->AdmitDetect(
-        *ctx_, &frame.job, m.request(), call_.identity(), m.ByteSizeLong(), transient);
+    absl::StatusOr<InflightBudget::Reservation> held;
+    if (m.request().inputs_size() > 0) {
+      absl::StatusOr<BatchJob<DetectJob>> batch = service_->ValidateBatch(m.request(), {});
+      if (!batch.ok()) return InRequest(batch.status());
+      frame.batch = *std::move(batch);
+      held = service_->AdmitDetectBatch(*ctx_, &*frame.batch, m.request(), call_.identity(),
+                                        m.ByteSizeLong(), transient);
+    } else {
+      absl::StatusOr<DetectJob> job =
+          service_->ValidateDetect(m.request(), service_->options().limits, absl::nullopt);
+      if (!job.ok()) return InRequest(job.status());
+      frame.job = *std::move(job);
+      held = service_->AdmitDetect(*ctx_, &frame.job, m.request(), call_.identity(),
+                                   m.ByteSizeLong(), transient);
+    }
     if (!held.ok()) return InRequest(held.status());
     frame.held = *std::move(held);
     FrameTask* task = &frame;  // owned by frames_ until sent; the stream ends after it ran
@@ -178,7 +189,9 @@ class DetectStreamReactor final
     // Skipped (not answered) when the stream ended or an earlier frame failed: its token says so.
     absl::Status status = frame.call.CheckAlive();
     if (status.ok()) {
-      status = service_->RunDetect(frame.job, frame.call, frame.result.mutable_result());
+      status = frame.batch.has_value()
+                   ? service_->RunBatch(*frame.batch, frame.call, frame.result.mutable_result())
+                   : service_->RunDetect(frame.job, frame.call, frame.result.mutable_result());
       if (status.ok()) status = frame.call.CheckSharedMemory();
       if (!status.ok()) status = InRequest(status);
     }

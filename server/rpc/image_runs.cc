@@ -14,9 +14,7 @@
 #include "server/validation/proto_conversion.h"
 
 namespace cuimg {
-namespace {
 
-// A returned result's header: everything but the pixels.
 v1::Image* DescribeResult(PixelType type, const Extent& extent, const v1::Spacing& spacing,
                           v1::ImageResult* result) {
   v1::Image* image = result->mutable_image();
@@ -24,6 +22,8 @@ v1::Image* DescribeResult(PixelType type, const Extent& extent, const v1::Spacin
   *image->mutable_spacing() = spacing;
   return image;
 }
+
+namespace {
 
 // Where one result image goes: when it is only returned, into a buffer sent beside the
 // response's bytes (`detached`), which is the request's own when `overwrite` (not null) is
@@ -80,10 +80,15 @@ class ResultSlot {
 
 absl::Status ImagingService::RunMorphology(const MorphologyJob& job, CallScope& call,
                                            v1::MorphologyResponse* response) {
-  const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(
       ResolvedImage in,
       ResolveImage(job.input, call, *store_, shared_memory_.get(), options_.limits, decoders_));
+  return MorphologyOf(job, in, call, response);
+}
+
+absl::Status ImagingService::MorphologyOf(const MorphologyJob& job, const ResolvedImage& in,
+                                          CallScope& call, v1::MorphologyResponse* response) {
+  const std::string& identity = call.identity();
   CUIMG_RETURN_IF_ERROR(CheckMorphologyInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   for (const v1::StructuringElement& e : job.resolved_elements) {
@@ -131,10 +136,15 @@ absl::Status ImagingService::MorphologyIntoSharedMemory(const MorphologyJob& job
 
 absl::Status ImagingService::RunGradient(const GradientJob& job, CallScope& call,
                                          v1::GradientResponse* response) {
-  const std::string& identity = call.identity();
   CUIMG_ASSIGN_OR_RETURN(
       ResolvedImage in,
       ResolveImage(job.input, call, *store_, shared_memory_.get(), options_.limits, decoders_));
+  return GradientOf(job, in, call, response);
+}
+
+absl::Status ImagingService::GradientOf(const GradientJob& job, const ResolvedImage& in,
+                                        CallScope& call, v1::GradientResponse* response) {
+  const std::string& identity = call.identity();
   CUIMG_RETURN_IF_ERROR(CheckGradientInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   const Extent& e = in.view.extent;

@@ -1,6 +1,8 @@
 #include "server/rpc/imaging_service.h"
 
 #include <memory>
+#include <type_traits>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/status_macros.h"
@@ -14,6 +16,13 @@
 
 namespace cuimg {
 namespace {
+
+// Requests with a batch's `inputs` (types.proto): the image RPCs but Deform.
+template <typename Request, typename = void>
+struct TakesBatches : std::false_type {};
+template <typename Request>
+struct TakesBatches<Request, std::void_t<decltype(std::declval<const Request&>().inputs())>>
+    : std::true_type {};
 
 // The image RPCs' unary reactor: gRPC's default one, plus OnCancel, which hands a client's
 // cancellation (or its passed deadline) to the running work through the call's token.
@@ -135,6 +144,70 @@ absl::StatusOr<InflightBudget::Reservation> ImagingService::AdmitDetect(
   return Admit(ctx, "DetectStream", job, request, identity, extra_bytes, transient);
 }
 
+template <typename Job, typename Request>
+absl::StatusOr<InflightBudget::Reservation> ImagingService::AdmitBatch(
+    const grpc::ServerContextBase& ctx, absl::string_view rpc, BatchJob<Job>* batch,
+    const Request& request, const std::string& identity, std::uint64_t extra_bytes,
+    bool* transient) {
+  *transient = false;
+  bool resident = false;
+  for (const absl::StatusOr<Job>& entry : batch->entries) {
+    resident = resident || (entry.ok() && UsesResident(*entry));
+  }
+  if (resident) CUIMG_RETURN_IF_ERROR(cuimg::Authorize(ctx, auth_, kRightResident, rpc).status());
+  std::uint64_t bytes = request.ByteSizeLong() + extra_bytes;
+  std::uint64_t input_bytes = 0;
+  double work = 0;
+  for (absl::StatusOr<Job>& entry : batch->entries) {
+    if (!entry.ok()) continue;
+    absl::Status priced = [&]() -> absl::Status {
+      CUIMG_RETURN_IF_ERROR(CompleteFromResident(&*entry, request, identity));
+      CUIMG_ASSIGN_OR_RETURN(ImageView in,
+                             InputShape(entry->input, identity, *store_, options_.limits));
+      CUIMG_ASSIGN_OR_RETURN(std::uint64_t entry_bytes,
+                             EstimateJobBytes(*entry, identity, *store_, options_.limits));
+      CUIMG_ASSIGN_OR_RETURN(double entry_work, RequestWork(*entry, identity));
+      input_bytes += in.Bytes();
+      bytes += entry_bytes;
+      work += entry_work;
+      return absl::OkStatus();
+    }();
+    if (!priced.ok()) entry = std::move(priced);
+  }
+  CUIMG_RETURN_IF_ERROR(CheckBatchBytes(input_bytes, options_.limits));
+  CUIMG_RETURN_IF_ERROR(CheckRequestWork(work, options_.max_request_work));
+  absl::StatusOr<InflightBudget::Reservation> reservation = budget_->Reserve(bytes, "request");
+  if (!reservation.ok()) *transient = bytes <= budget_->per_request_bytes();
+  return reservation;
+}
+
+absl::StatusOr<InflightBudget::Reservation> ImagingService::AdmitDetectBatch(
+    const grpc::ServerContextBase& ctx, BatchJob<DetectJob>* batch,
+    const v1::DetectPedestriansRequest& request, const std::string& identity,
+    std::uint64_t extra_bytes, bool* transient) {
+  return AdmitBatch(ctx, "DetectStream", batch, request, identity, extra_bytes, transient);
+}
+
+absl::StatusOr<BatchJob<MorphologyJob>> ImagingService::ValidateBatch(
+    const v1::MorphologyRequest& request, absl::Span<const DetachedPixels> pixels) const {
+  return ValidateMorphologyBatch(request, options_.limits, pixels);
+}
+
+absl::StatusOr<BatchJob<GradientJob>> ImagingService::ValidateBatch(
+    const v1::GradientRequest& request, absl::Span<const DetachedPixels> pixels) const {
+  return ValidateGradientBatch(request, options_.limits, pixels);
+}
+
+absl::StatusOr<BatchJob<PyramidJob>> ImagingService::ValidateBatch(
+    const v1::PyramidRequest& request, absl::Span<const DetachedPixels> pixels) const {
+  return ValidatePyramidBatch(request, options_.limits, pixels);
+}
+
+absl::StatusOr<BatchJob<DetectJob>> ImagingService::ValidateBatch(
+    const v1::DetectPedestriansRequest& request, absl::Span<const DetachedPixels> pixels) const {
+  return ValidateDetectBatch(request, options_.limits, *models_, pixels);
+}
+
 template <typename Messages, typename Validate, typename Job>
 grpc::ServerUnaryReactor* ImagingService::Serve(
     absl::string_view rpc, grpc::CallbackServerContext* ctx, std::shared_ptr<Messages> messages,
@@ -161,15 +234,43 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
     return refuse(room, room.code() == absl::StatusCode::kResourceExhausted);
   }
   if (absl::Status parsed = messages->Parse(); !parsed.ok()) return refuse(parsed, false);
+  bool transient = false;
+  if constexpr (TakesBatches<typename Messages::Request>::value) {
+    if (messages->request().inputs_size() > 0) {
+      absl::StatusOr<BatchJob<Job>> batch =
+          ValidateBatch(messages->request(), messages->entry_pixels());
+      if (!batch.ok()) return refuse(batch.status(), false);
+      absl::StatusOr<InflightBudget::Reservation> reservation =
+          AdmitBatch(*ctx, rpc, &*batch, messages->request(), identity,
+                     messages->detached_request_bytes(), &transient);
+      if (!reservation.ok()) return refuse(reservation.status(), transient);
+      return Start(reactor, call, cancel, messages, *std::move(reservation), *std::move(batch),
+                   [this](const BatchJob<Job>& b, CallScope& c, typename Messages::Response* r) {
+                     return RunBatch(b, c, r);
+                   });
+    }
+  }
   absl::StatusOr<Job> job = messages->Validate(validate, options_.limits);
   if (!job.ok()) return refuse(job.status(), false);
-  bool transient = false;
   absl::StatusOr<InflightBudget::Reservation> reservation =
       Admit(*ctx, rpc, &*job, messages->request(), identity, messages->detached_request_bytes(),
             &transient);
   if (!reservation.ok()) return refuse(reservation.status(), transient);
-  auto held = std::make_shared<InflightBudget::Reservation>(*std::move(reservation));
-  auto shared_job = std::make_shared<Job>(*std::move(job));
+  return Start(reactor, call, cancel, messages, *std::move(reservation), *std::move(job),
+               [this, run](const Job& j, CallScope& c, typename Messages::Response* r) {
+                 return (this->*run)(j, c, r);
+               });
+}
+
+template <typename Messages, typename Job, typename Run>
+grpc::ServerUnaryReactor* ImagingService::Start(grpc::ServerUnaryReactor* reactor,
+                                                std::shared_ptr<CallScope> call,
+                                                std::shared_ptr<CancelToken> cancel,
+                                                std::shared_ptr<Messages> messages,
+                                                InflightBudget::Reservation reservation, Job job,
+                                                Run run) {
+  auto held = std::make_shared<InflightBudget::Reservation>(std::move(reservation));
+  auto shared_job = std::make_shared<Job>(std::move(job));
   call->set_detached_results(messages->detached_results());
   const absl::Status admitted = queue_->Submit([this, call, cancel, shared_job, held, messages,
                                                 reactor, run](WorkQueue::Admission& admission) {
@@ -178,7 +279,7 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
     call->times().queue_us -= messages->pixel_copy_us();
     absl::Status status = call->CheckAlive();
     if (status.ok()) {
-      status = (this->*run)(*shared_job, *call, messages->response());
+      status = run(*shared_job, *call, messages->response());
       if (status.ok()) status = call->CheckSharedMemory();
       // That copy is this server's share of moving the pixels to the device (StageTimes).
       call->times().h2d_us += messages->pixel_copy_us();
@@ -193,8 +294,11 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
     admission.Release();
     reactor->Finish(call->Complete(status));
   });
-  if (!admitted.ok())
-    return refuse(admitted, admitted.code() == absl::StatusCode::kResourceExhausted);
+  if (!admitted.ok()) {
+    RecordRefusal(call->context(), admitted,
+                  admitted.code() == absl::StatusCode::kResourceExhausted);
+    reactor->Finish(call->Complete(admitted));
+  }
   return reactor;
 }
 

@@ -22,6 +22,7 @@
 #include "server/scheduling/inflight_budget.h"
 #include "server/observability/metrics.h"
 #include "server/state/model_registry.h"
+#include "server/validation/batch_validation.h"
 #include "server/validation/request_validation.h"
 #include "server/state/resident_store.h"
 #include "server/server_options.h"
@@ -101,6 +102,33 @@ class ImagingService final
       std::uint64_t extra_bytes, bool* transient);
   absl::Status RunDetect(const DetectJob& job, CallScope& call,
                          v1::DetectPedestriansResponse* response);
+  // The same for a frame that carries a batch (`inputs`, types.proto): ValidateBatch and
+  // RunBatch below, and AdmitDetectBatch, AdmitBatch's steps for it.
+  absl::StatusOr<InflightBudget::Reservation> AdmitDetectBatch(
+      const grpc::ServerContextBase& ctx, BatchJob<DetectJob>* batch,
+      const v1::DetectPedestriansRequest& request, const std::string& identity,
+      std::uint64_t extra_bytes, bool* transient);
+
+  // Batches (types.proto). ValidateBatch: the request's entries (batch_validation.h). RunBatch
+  // (batch_runs.cc): each admitted entry's work, entries of one shape and type together where
+  // the operation allows, each entry's outcome in its result; the call fails only when it is
+  // cancelled or out of time.
+  absl::StatusOr<BatchJob<MorphologyJob>> ValidateBatch(
+      const v1::MorphologyRequest& request, absl::Span<const DetachedPixels> pixels) const;
+  absl::StatusOr<BatchJob<GradientJob>> ValidateBatch(
+      const v1::GradientRequest& request, absl::Span<const DetachedPixels> pixels) const;
+  absl::StatusOr<BatchJob<PyramidJob>> ValidateBatch(const v1::PyramidRequest& request,
+                                                     absl::Span<const DetachedPixels> pixels) const;
+  absl::StatusOr<BatchJob<DetectJob>> ValidateBatch(const v1::DetectPedestriansRequest& request,
+                                                    absl::Span<const DetachedPixels> pixels) const;
+  absl::Status RunBatch(const BatchJob<MorphologyJob>& batch, CallScope& call,
+                        v1::MorphologyResponse* response);
+  absl::Status RunBatch(const BatchJob<GradientJob>& batch, CallScope& call,
+                        v1::GradientResponse* response);
+  absl::Status RunBatch(const BatchJob<PyramidJob>& batch, CallScope& call,
+                        v1::PyramidResponse* response);
+  absl::Status RunBatch(const BatchJob<DetectJob>& batch, CallScope& call,
+                        v1::DetectPedestriansResponse* response);
 
   const ServerOptions& options() const { return options_; }
   // Null unless options.shared_memory.enabled.
@@ -133,6 +161,37 @@ class ImagingService final
       absl::string_view rpc, grpc::CallbackServerContext* ctx, std::shared_ptr<Messages> messages,
       Validate validate,
       absl::Status (ImagingService::*run)(const Job&, CallScope&, typename Messages::Response*));
+
+  // Once a call is admitted: its work queued, run by `run` (job, call, response) on a worker,
+  // the response serialized and the call finished; refused when the queue will not take it.
+  template <typename Messages, typename Job, typename Run>
+  grpc::ServerUnaryReactor* Start(grpc::ServerUnaryReactor* reactor,
+                                  std::shared_ptr<CallScope> call,
+                                  std::shared_ptr<CancelToken> cancel,
+                                  std::shared_ptr<Messages> messages,
+                                  InflightBudget::Reservation reservation, Job job, Run run);
+
+  // A batch's admission (types.proto), as Admit for every entry together: the resident right
+  // once, then each entry completed and priced (an entry whose input cannot be, such as an
+  // unknown handle or a corrupt header, fails alone), the inputs' bytes held to
+  // --max_batch_bytes, the work of all against --max_request_work, and their bytes and
+  // `extra_bytes` in one reservation.
+  template <typename Job, typename Request>
+  absl::StatusOr<InflightBudget::Reservation> AdmitBatch(
+      const grpc::ServerContextBase& ctx, absl::string_view rpc, BatchJob<Job>* batch,
+      const Request& request, const std::string& identity, std::uint64_t extra_bytes,
+      bool* transient);
+  // Entries `members` of a Morphology or Gradient batch (same type and 2D shape, one channel,
+  // host pixels; `inputs`: every entry's resolved image) run as the slices of one volume, each
+  // member's result in its entry of `response` (batch_runs.cc). An error is the members' (their
+  // responses untouched).
+  absl::Status MorphologySlices(const BatchJob<MorphologyJob>& batch,
+                                const std::vector<int>& members,
+                                const std::vector<ResolvedImage>& inputs, CallScope& call,
+                                v1::MorphologyResponse* response);
+  absl::Status GradientSlices(const BatchJob<GradientJob>& batch, const std::vector<int>& members,
+                              const std::vector<ResolvedImage>& inputs, CallScope& call,
+                              v1::GradientResponse* response);
 
   // A unary call that is answered at once (no queue, no admission): AuthorizeCall, then
   // `body(identity)`; a refusal by either is recorded and the call answered with it.
@@ -172,6 +231,11 @@ class ImagingService final
   // read again) and fills the response.
   absl::Status RunMorphology(const MorphologyJob& job, CallScope& call,
                              v1::MorphologyResponse* response);
+  // RunMorphology and RunGradient once the input is resolved (`in`: the job's input).
+  absl::Status MorphologyOf(const MorphologyJob& job, const ResolvedImage& in, CallScope& call,
+                            v1::MorphologyResponse* response);
+  absl::Status GradientOf(const GradientJob& job, const ResolvedImage& in, CallScope& call,
+                          v1::GradientResponse* response);
   // Morphology whose result goes to the shared-memory region job.output names.
   absl::Status MorphologyIntoSharedMemory(const MorphologyJob& job, const ResolvedImage& in,
                                           CallScope& call, v1::MorphologyResponse* response);
@@ -200,6 +264,11 @@ class ImagingService final
   std::unique_ptr<UploadQuota> uploads_;
   std::atomic<bool> hard_stop_{false};
 };
+
+// A returned result's header (one channel of `type`, `extent`, `spacing`): everything but the
+// pixels, which go beside the response (DetachedResults). Returns the image.
+v1::Image* DescribeResult(PixelType type, const Extent& extent, const v1::Spacing& spacing,
+                          v1::ImageResult* result);
 
 // Fills a ResidentObject message from the store's description.
 void ToProto(const ResidentInfo& info, v1::ResidentObject* out);

@@ -79,4 +79,16 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
                              field);
 }
 
+void ToEntryStatus(const absl::Status& status, v1::EntryStatus* out) {
+  out->Clear();
+  if (status.ok()) return;
+  // The details ToGrpcStatus writes are a serialized google.rpc.Status, whose fields EntryStatus
+  // has under the same numbers.
+  const grpc::Status sent = ToGrpcStatus(status);
+  if (!out->ParseFromString(sent.error_details())) {
+    out->set_code(static_cast<int>(status.code()));
+    out->set_message(sent.error_message());
+  }
+}
+
 }  // namespace cuimg

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "cuimg/v1/types.pb.h"
 
 namespace cuimg {
 
@@ -20,6 +21,11 @@ inline constexpr std::size_t kMaxStatusMessageBytes = 1024;
 // "...[N bytes]" then); an error carries a google.rpc.ErrorInfo in its details (reason: the
 // code's name, e.g. "INVALID_ARGUMENT"; metadata "field": ErrorField's).
 grpc::Status ToGrpcStatus(const absl::Status& status);
+
+// `status` as a batch entry's outcome (EntryStatus, types.proto: google.rpc.Status's fields): OK
+// is code 0 alone; an error is what ToGrpcStatus sends as a failed call's status details (the
+// code, the message cut as there, one ErrorInfo naming reason and field).
+void ToEntryStatus(const absl::Status& status, v1::EntryStatus* out);
 
 // The request field an error is about, "" when none. By the convention every validator follows,
 // such an error's message starts with the field's path and ": " ("steps[2].radius: ...",

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/optional.h"
 #include "cuimg/v1/types.pb.h"
 #include "google/protobuf/message.h"
 #include "server/backend/backend.h"
@@ -31,8 +32,9 @@ using HostBufferAllocator = std::function<std::unique_ptr<HostBuffer>(std::size_
 // allocate(size) instead of into input.image.data, which stays empty, and that buffer is
 // returned; never when a later oneof member replaced the image (protobuf drops its pixels
 // then). Otherwise (an encoded file, a handle, a region) the message is parsed whole and null
-// is returned. INVALID_ARGUMENT, naming the message type, when the bytes are not a valid message
-// of `request`'s type.
+// is returned. A batch's `inputs` stay in the message (ParseWithDetachedInputs takes them too).
+// INVALID_ARGUMENT, naming the message type, when the bytes are not a valid message of `request`'s
+// type.
 absl::StatusOr<std::unique_ptr<HostBuffer>> ParseWithDetachedPixels(
     const grpc::ByteBuffer& wire, const HostBufferAllocator& allocate,
     google::protobuf::Message* request);
@@ -45,6 +47,35 @@ absl::StatusOr<std::unique_ptr<HostBuffer>> ParseWithDetachedPixels(
 absl::StatusOr<std::unique_ptr<HostBuffer>> ParseWithDetachedPixels(
     grpc::ByteBuffer* wire, const HostBufferAllocator& allocate,
     google::protobuf::Message* request);
+
+// A request's inline pixels, copied out of the received bytes into one buffer: every detached
+// image's pixels one after another, in the order the message holds them. Images are the
+// ImageSource `input` (field 1) and, in a batch (types.proto), each ImageSource of `inputs`
+// (field 16): same-shape entries then lie as the slices of one volume.
+struct DetachedInputs {
+  struct Pixels {
+    std::size_t offset = 0;
+    std::size_t bytes = 0;
+  };
+  std::unique_ptr<HostBuffer> buffer;  // null when nothing was detached
+  // Where `input`'s pixels are; nullopt when they were not detached (none, or the message's own).
+  absl::optional<Pixels> input;
+  // inputs[k]'s, for k below the size (entries past it: not detached).
+  std::vector<absl::optional<Pixels>> inputs;
+};
+
+// ParseWithDetachedPixels' rules for `input`, and for each entry of `inputs` alike: the pixels of
+// every inline image go to one buffer from `allocate`, unless anything on the way to any of them
+// is not the plain layout (a replaced oneof member, a repeated singular field, bytes that do not
+// parse), when protobuf parses the whole message and nothing is detached. `wire` is consumed as
+// ParseWithDetachedPixels' second form does (the received bytes freed as they are copied).
+absl::StatusOr<DetachedInputs> ParseWithDetachedInputs(grpc::ByteBuffer* wire,
+                                                       const HostBufferAllocator& allocate,
+                                                       google::protobuf::Message* request);
+// As above, leaving `wire` as it is.
+absl::StatusOr<DetachedInputs> ParseWithDetachedInputs(const grpc::ByteBuffer& wire,
+                                                       const HostBufferAllocator& allocate,
+                                                       google::protobuf::Message* request);
 
 // Parses `wire` whole into `request`, as gRPC's generated code would. INVALID_ARGUMENT, naming
 // the message type, when the bytes are not a valid message of `request`'s type.
@@ -83,9 +114,16 @@ class DetachedResults {
   // overwrites the input: only for a backend that has read all of it first
   // (Backend::MorphologyWritesOverInput). For a volume it saves a buffer as large as the input.
   void* TakeRequestPixels(const v1::ImageResult* result, const void* input, std::size_t bytes);
+  // The request's own pixels, null when there are none or a result took them whole: a batch's
+  // results may be Attached over the entries' inputs in them, by a backend that has read all of
+  // an input before it writes that input's result (Backend::MorphologyWritesOverInput).
+  const std::shared_ptr<HostBuffer>& request_pixels() const { return request_pixels_; }
   // `bytes` of uninitialized memory for bytes field `field` of `message`; valid until Serialize.
   void* AddBytes(const google::protobuf::Message* message, int field, std::size_t bytes);
   bool empty() const { return results_.empty() && fields_.empty(); }
+  // Forgets what was added for `message` and for every message below it (a batch entry that
+  // failed after its results were added: its response is then cleared).
+  void Discard(const google::protobuf::Message& message);
 
   // Serializes `response` into `wire`: what protobuf would write (fields that hold results
   // first), with each added result's pixels as its image's data, and each added bytes field's

@@ -24,8 +24,12 @@ namespace {
 using wire_format::AppendVarint;
 using wire_format::kLengthDelimited;
 
-// Where a request's pixels are: Request.input (1), ImageSource.image (1), Image.data (6).
+// Where a request's pixels are: Request.input (1), ImageSource.image (1), Image.data (6); a batch
+// entry's are on the same path from Request.inputs (16, repeated).
 constexpr std::uint64_t kPixelPath[] = {1, 1, 6};
+constexpr std::uint64_t kBatchInputsField = 16;
+// The entry number of `input`'s pixels (a batch's are 0, 1, ...).
+constexpr int kSingleInput = -1;
 constexpr int kPixelDepth = 2;
 // ImageSource's depth on that path: its other fields are the image's oneof siblings.
 constexpr int kSourceDepth = 1;
@@ -158,6 +162,18 @@ class SliceReader {
     }
   }
 
+  // Releases the slices wholly before `position` that are not released yet (they must be these
+  // slices' last references); returns their bytes.
+  std::size_t ReleaseBefore(std::size_t position) {
+    std::size_t released = 0;
+    for (; released_ < slices_.size(); ++released_) {
+      if (starts_[released_] + slices_[released_].size() > position) break;
+      released += slices_[released_].size();
+      slices_[released_] = grpc::Slice();
+    }
+    return released;
+  }
+
   bool AppendTo(std::string* out, std::size_t n) {
     if (n > left()) return false;
     const std::size_t at = out->size();
@@ -182,25 +198,30 @@ class SliceReader {
   std::size_t slice_ = 0;
   std::size_t offset_ = 0;
   std::size_t position_ = 0;
+  std::size_t released_ = 0;  // slices before it released (ReleaseBefore)
 };
 
 // Copies a request into `rest` field by field, but for its pixels, which go to their own
 // buffer. Anything but the plain layout (a field on the pixels' path repeated, or with another
 // wire type; groups; bytes that do not parse) makes it give up, and protobuf parses the whole
-// request: protobuf's merge rules and its errors stay the authority.
+// request: protobuf's merge rules and its errors stay the authority. With `batch`, the entries of
+// `inputs` are taken apart as `input` is; without, they are copied as any other field.
 class PixelSplitter {
  public:
-  PixelSplitter(SliceReader* in, const HostBufferAllocator& allocate)
-      : in_(*in), allocate_(allocate) {}
+  PixelSplitter(SliceReader* in, const HostBufferAllocator& allocate, bool batch)
+      : in_(*in), allocate_(allocate), batch_(batch) {}
 
-  // The fields up to `end` of the message at `depth` on the pixels' path, appended to `out`.
-  bool Split(int depth, std::size_t end, std::string* out) {
+  // The fields up to `end` of the message at `depth` on the pixels' path (of `entry`'s image),
+  // appended to `out`.
+  bool Split(int depth, std::size_t end, std::string* out, int entry = kSingleInput) {
     bool seen = false;
     while (in_.position() < end) {
       std::uint64_t tag = 0;
       // Field numbers are 1 to 2^29 - 1: protobuf reads tags as 32 bits.
       if (!in_.ReadVarint(&tag) || (tag >> 3) == 0 || tag > 0xffffffffu) return false;
-      if ((tag >> 3) != kPixelPath[depth]) {
+      // Each occurrence of the repeated field is an entry of its own: never merged.
+      const bool batch_entry = batch_ && depth == 0 && (tag >> 3) == kBatchInputsField;
+      if ((tag >> 3) != kPixelPath[depth] && !batch_entry) {
         // A handle, region or encoded file (or one replacing the image): no pixels to take
         // apart, and copying an encoded file into `out` would cost two passes over it.
         if (depth == kSourceDepth) return false;
@@ -209,17 +230,20 @@ class PixelSplitter {
         continue;
       }
       std::uint64_t n = 0;
-      if ((tag & 7) != kLengthDelimited || seen || !ReadLength(end, &n)) return false;
-      seen = true;
+      if ((tag & 7) != kLengthDelimited || (seen && !batch_entry) || !ReadLength(end, &n)) {
+        return false;
+      }
+      seen = seen || !batch_entry;
       if (depth == kPixelDepth) {
         // Copied once the whole message is known to be plain (TakePixels).
-        pixels_at_ = in_.position();
-        pixels_bytes_ = n;
+        if (n != 0) ranges_.push_back(Range{entry, in_.position(), n});
         if (!in_.Skip(n)) return false;
         continue;
       }
       std::string inner;
-      if (!Split(depth + 1, in_.position() + n, &inner)) return false;
+      if (!Split(depth + 1, in_.position() + n, &inner, batch_entry ? entries_++ : entry)) {
+        return false;
+      }
       AppendVarint(tag, out);
       AppendVarint(inner.size(), out);
       out->append(inner);
@@ -227,22 +251,56 @@ class PixelSplitter {
     return in_.position() == end;
   }
 
-  bool has_pixels() const { return pixels_bytes_ != 0; }
+  bool has_pixels() const { return !ranges_.empty(); }
 
-  // The pixels found, copied into a buffer from `allocate`; null when there were none. With
-  // `release`, the received bytes are freed as they are copied (SliceReader::CopyRangeReleasing).
-  std::unique_ptr<HostBuffer> TakePixels(bool release) {
-    if (pixels_bytes_ == 0) return nullptr;
-    std::unique_ptr<HostBuffer> pixels = allocate_(pixels_bytes_);
-    if (release) {
-      in_.CopyRangeReleasing(pixels_at_, pixels_bytes_, pixels->data());
+  // The pixels found, copied into one buffer from `allocate`, in the order of the message. With
+  // `release`, the received bytes are freed as they are copied (SliceReader::CopyRangeReleasing,
+  // or for several images, the bytes before each next image once the one before it is copied).
+  DetachedInputs TakePixels(bool release) {
+    DetachedInputs out;
+    if (ranges_.empty()) return out;
+    std::size_t total = 0;
+    for (const Range& r : ranges_) total += r.bytes;
+    out.buffer = allocate_(total);
+    auto* data = static_cast<std::uint8_t*>(out.buffer->data());
+    if (ranges_.size() == 1 && release) {
+      in_.CopyRangeReleasing(ranges_[0].at, ranges_[0].bytes, data);
     } else {
-      in_.CopyRange(pixels_at_, pixels_bytes_, pixels->data());
+      std::size_t released = 0;
+      for (std::size_t i = 0; i < ranges_.size(); ++i) {
+        in_.CopyRange(ranges_[i].at, ranges_[i].bytes, data);
+        data += ranges_[i].bytes;
+        if (!release) continue;
+        const bool last = i + 1 == ranges_.size();
+        released += in_.ReleaseBefore(last ? in_.size() : ranges_[i + 1].at);
+        if (last || released >= MallocTrimmer::kPromptTrimBytes) {
+          MallocTrimmer::TrimAfterFree(released);
+          released = 0;
+        }
+      }
     }
-    return pixels;
+    out.inputs.resize(static_cast<std::size_t>(entries_));
+    std::size_t offset = 0;
+    for (const Range& r : ranges_) {
+      const DetachedInputs::Pixels pixels{offset, r.bytes};
+      offset += r.bytes;
+      if (r.entry == kSingleInput) {
+        out.input = pixels;
+      } else {
+        out.inputs[static_cast<std::size_t>(r.entry)] = pixels;
+      }
+    }
+    return out;
   }
 
  private:
+  // One image's pixels in the received bytes.
+  struct Range {
+    int entry;  // kSingleInput or the batch entry
+    std::size_t at;
+    std::size_t bytes;
+  };
+
   // A length-delimited field's length, which must fit before `end`.
   bool ReadLength(std::size_t end, std::uint64_t* n) {
     return in_.ReadVarint(n) && *n <= end - std::min(end, in_.position());
@@ -278,8 +336,9 @@ class PixelSplitter {
 
   SliceReader& in_;
   const HostBufferAllocator& allocate_;
-  std::size_t pixels_at_ = 0;
-  std::size_t pixels_bytes_ = 0;
+  const bool batch_;
+  std::vector<Range> ranges_;
+  int entries_ = 0;  // batch entries seen
 };
 
 absl::Status NotAMessage(const google::protobuf::Message& request) {
@@ -291,27 +350,26 @@ absl::Status NotAMessage(const google::protobuf::Message& request) {
 
 namespace {
 
-// Both ParseWithDetachedPixels: `consume` is `wire` itself when its bytes may be freed.
-absl::StatusOr<std::unique_ptr<HostBuffer>> Parse(const grpc::ByteBuffer& wire,
-                                                  grpc::ByteBuffer* consume,
-                                                  const HostBufferAllocator& allocate,
-                                                  google::protobuf::Message* request) {
+// Every parse with detached pixels: `consume` is `wire` itself when its bytes may be freed.
+absl::StatusOr<DetachedInputs> Parse(const grpc::ByteBuffer& wire, grpc::ByteBuffer* consume,
+                                     const HostBufferAllocator& allocate, bool batch,
+                                     google::protobuf::Message* request) {
   std::vector<grpc::Slice> slices;
   if (wire.Dump(&slices).ok()) {
     SliceReader in(std::move(slices));
-    PixelSplitter splitter(&in, allocate);
+    PixelSplitter splitter(&in, allocate, batch);
     std::string rest;
     if (splitter.Split(0, in.size(), &rest)) {
       if (!request->ParseFromString(rest)) return NotAMessage(*request);
       // The reader's slices are the last references to the received bytes from here.
       const bool release = consume != nullptr && splitter.has_pixels();
       if (release) consume->Clear();
-      // The split gave up on any sibling of the image, so pixels found are the image's.
+      // The split gave up on any sibling of an image, so pixels found are the images'.
       return splitter.TakePixels(release);
     }
   }
   CUIMG_RETURN_IF_ERROR(ParseMessage(wire, request));
-  return std::unique_ptr<HostBuffer>();
+  return DetachedInputs();
 }
 
 }  // namespace
@@ -319,13 +377,27 @@ absl::StatusOr<std::unique_ptr<HostBuffer>> Parse(const grpc::ByteBuffer& wire,
 absl::StatusOr<std::unique_ptr<HostBuffer>> ParseWithDetachedPixels(
     const grpc::ByteBuffer& wire, const HostBufferAllocator& allocate,
     google::protobuf::Message* request) {
-  return Parse(wire, nullptr, allocate, request);
+  CUIMG_ASSIGN_OR_RETURN(DetachedInputs inputs, Parse(wire, nullptr, allocate, false, request));
+  return std::move(inputs.buffer);
 }
 
 absl::StatusOr<std::unique_ptr<HostBuffer>> ParseWithDetachedPixels(
     grpc::ByteBuffer* wire, const HostBufferAllocator& allocate,
     google::protobuf::Message* request) {
-  return Parse(*wire, wire, allocate, request);
+  CUIMG_ASSIGN_OR_RETURN(DetachedInputs inputs, Parse(*wire, wire, allocate, false, request));
+  return std::move(inputs.buffer);
+}
+
+absl::StatusOr<DetachedInputs> ParseWithDetachedInputs(grpc::ByteBuffer* wire,
+                                                       const HostBufferAllocator& allocate,
+                                                       google::protobuf::Message* request) {
+  return Parse(*wire, wire, allocate, true, request);
+}
+
+absl::StatusOr<DetachedInputs> ParseWithDetachedInputs(const grpc::ByteBuffer& wire,
+                                                       const HostBufferAllocator& allocate,
+                                                       google::protobuf::Message* request) {
+  return Parse(wire, nullptr, allocate, true, request);
 }
 
 absl::Status ParseMessage(const grpc::ByteBuffer& wire, google::protobuf::Message* request) {

@@ -247,6 +247,30 @@ void* DetachedResults::AddBytes(const google::protobuf::Message* message, int fi
   return data;
 }
 
+void DetachedResults::Discard(const google::protobuf::Message& message) {
+  std::vector<const google::protobuf::Message*> pending{&message};
+  std::vector<const FieldDescriptor*> fields;
+  while (!pending.empty()) {
+    const google::protobuf::Message* m = pending.back();
+    pending.pop_back();
+    results_.erase(m);
+    fields_.erase(m);
+    const google::protobuf::Reflection* reflection = m->GetReflection();
+    fields.clear();
+    reflection->ListFields(*m, &fields);
+    for (const FieldDescriptor* f : fields) {
+      if (f->type() != FieldDescriptor::TYPE_MESSAGE) continue;
+      if (!f->is_repeated()) {
+        pending.push_back(&reflection->GetMessage(*m, f));
+        continue;
+      }
+      for (int i = 0; i < reflection->FieldSize(*m, f); ++i) {
+        pending.push_back(&reflection->GetRepeatedMessage(*m, f, i));
+      }
+    }
+  }
+}
+
 absl::Status DetachedResults::Serialize(const google::protobuf::Message& response,
                                         grpc::ByteBuffer* wire) {
   const ResultSplicer::Results results = std::move(results_);

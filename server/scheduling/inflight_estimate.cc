@@ -52,37 +52,28 @@ absl::StatusOr<ImageView> InputShape(const ImageInput& input, absl::string_view 
 // copied into the response unless omitted) + the CPU reference's buffers between passes. The
 // backends read the input where it lies and write the result in place; inline pixels are
 // counted by the caller (detached from the message, whose bytes are freed once parsed).
-absl::StatusOr<std::uint64_t> EstimateInflightBytes(const MorphologyJob& job,
-                                                    const v1::MorphologyRequest& request,
-                                                    absl::string_view identity,
-                                                    ResidentStore& store,
-                                                    const RequestLimits& limits) {
+absl::StatusOr<std::uint64_t> EstimateJobBytes(const MorphologyJob& job, absl::string_view identity,
+                                               ResidentStore& store, const RequestLimits& limits) {
   CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, store, limits));
   const OutputSpec& out = job.output;
   const std::uint64_t results = !out.shared_memory_region.empty()     ? 0
                                 : out.keep_resident && !out.omit_data ? 2
                                                                       : 1;
   const std::uint64_t scratch = MorphologyReferenceScratchImages(job.steps);
-  return request.ByteSizeLong() + DecodedBytes(job.input, in) + (results + scratch) * Bytes(in);
+  return DecodedBytes(job.input, in) + (results + scratch) * Bytes(in);
 }
 
-absl::StatusOr<std::uint64_t> EstimateInflightBytes(const GradientJob& job,
-                                                    const v1::GradientRequest& request,
-                                                    absl::string_view identity,
-                                                    ResidentStore& store,
-                                                    const RequestLimits& limits) {
+absl::StatusOr<std::uint64_t> EstimateJobBytes(const GradientJob& job, absl::string_view identity,
+                                               ResidentStore& store, const RequestLimits& limits) {
   CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, store, limits));
   const std::uint64_t planes = 2 + job.spec.magnitude + job.spec.angle;
   const std::uint64_t plane = static_cast<std::uint64_t>(in.extent.Pixels()) * sizeof(float);
   // Each plane exists in the backend and in the response.
-  return request.ByteSizeLong() + 2 * DecodedBytes(job.input, in) + 2 * planes * plane;
+  return 2 * DecodedBytes(job.input, in) + 2 * planes * plane;
 }
 
-absl::StatusOr<std::uint64_t> EstimateInflightBytes(const PyramidJob& job,
-                                                    const v1::PyramidRequest& request,
-                                                    absl::string_view identity,
-                                                    ResidentStore& store,
-                                                    const RequestLimits& limits) {
+absl::StatusOr<std::uint64_t> EstimateJobBytes(const PyramidJob& job, absl::string_view identity,
+                                               ResidentStore& store, const RequestLimits& limits) {
   CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, store, limits));
   std::uint64_t levels = 0;
   // A plan that fails here fails the request when it runs, before any level is allocated.
@@ -92,7 +83,43 @@ absl::StatusOr<std::uint64_t> EstimateInflightBytes(const PyramidJob& job,
     levels = PyramidOutputBytes(*plan);
   }
   // Levels: the backend's, the packed buffer, the response's.
-  return request.ByteSizeLong() + 2 * DecodedBytes(job.input, in) + 3 * levels;
+  return 2 * DecodedBytes(job.input, in) + 3 * levels;
+}
+
+absl::StatusOr<std::uint64_t> EstimateJobBytes(const DetectJob& job, absl::string_view identity,
+                                               ResidentStore& store, const RequestLimits& limits) {
+  CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, store, limits));
+  // Levels are worked one at a time: the resized level plus per-pixel gradient votes (bins and
+  // magnitudes, 32 bytes a pixel at most) and block histograms, largest at level 0.
+  const std::uint64_t pixels = static_cast<std::uint64_t>(in.extent.Pixels());
+  return DecodedBytes(job.input, in) + pixels * (in.channels + 32);
+}
+
+absl::StatusOr<std::uint64_t> EstimateInflightBytes(const MorphologyJob& job,
+                                                    const v1::MorphologyRequest& request,
+                                                    absl::string_view identity,
+                                                    ResidentStore& store,
+                                                    const RequestLimits& limits) {
+  CUIMG_ASSIGN_OR_RETURN(std::uint64_t bytes, EstimateJobBytes(job, identity, store, limits));
+  return request.ByteSizeLong() + bytes;
+}
+
+absl::StatusOr<std::uint64_t> EstimateInflightBytes(const GradientJob& job,
+                                                    const v1::GradientRequest& request,
+                                                    absl::string_view identity,
+                                                    ResidentStore& store,
+                                                    const RequestLimits& limits) {
+  CUIMG_ASSIGN_OR_RETURN(std::uint64_t bytes, EstimateJobBytes(job, identity, store, limits));
+  return request.ByteSizeLong() + bytes;
+}
+
+absl::StatusOr<std::uint64_t> EstimateInflightBytes(const PyramidJob& job,
+                                                    const v1::PyramidRequest& request,
+                                                    absl::string_view identity,
+                                                    ResidentStore& store,
+                                                    const RequestLimits& limits) {
+  CUIMG_ASSIGN_OR_RETURN(std::uint64_t bytes, EstimateJobBytes(job, identity, store, limits));
+  return request.ByteSizeLong() + bytes;
 }
 
 absl::StatusOr<std::uint64_t> EstimateInflightBytes(const DetectJob& job,
@@ -100,11 +127,8 @@ absl::StatusOr<std::uint64_t> EstimateInflightBytes(const DetectJob& job,
                                                     absl::string_view identity,
                                                     ResidentStore& store,
                                                     const RequestLimits& limits) {
-  CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, store, limits));
-  // Levels are worked one at a time: the resized level plus per-pixel gradient votes (bins and
-  // magnitudes, 32 bytes a pixel at most) and block histograms, largest at level 0.
-  const std::uint64_t pixels = static_cast<std::uint64_t>(in.extent.Pixels());
-  return request.ByteSizeLong() + DecodedBytes(job.input, in) + pixels * (in.channels + 32);
+  CUIMG_ASSIGN_OR_RETURN(std::uint64_t bytes, EstimateJobBytes(job, identity, store, limits));
+  return request.ByteSizeLong() + bytes;
 }
 
 absl::StatusOr<std::uint64_t> EstimateInflightBytes(const DeformJob& job,

@@ -47,6 +47,17 @@ absl::StatusOr<std::uint64_t> EstimateInflightBytes(const DeformJob& job,
                                                     ResidentStore& store,
                                                     const RequestLimits& limits);
 
+// The bytes of one job without its request message's: what each entry of a batch adds to the
+// batch's message (EstimateInflightBytes is this plus the message).
+absl::StatusOr<std::uint64_t> EstimateJobBytes(const MorphologyJob& job, absl::string_view identity,
+                                               ResidentStore& store, const RequestLimits& limits);
+absl::StatusOr<std::uint64_t> EstimateJobBytes(const GradientJob& job, absl::string_view identity,
+                                               ResidentStore& store, const RequestLimits& limits);
+absl::StatusOr<std::uint64_t> EstimateJobBytes(const PyramidJob& job, absl::string_view identity,
+                                               ResidentStore& store, const RequestLimits& limits);
+absl::StatusOr<std::uint64_t> EstimateJobBytes(const DetectJob& job, absl::string_view identity,
+                                               ResidentStore& store, const RequestLimits& limits);
+
 // Whether a request keeps or reads objects on the server (the `resident` right).
 bool UsesResident(const ImageInput& input, const OutputSpec& output);
 bool UsesResident(const MorphologyJob& job);

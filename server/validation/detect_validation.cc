@@ -18,13 +18,30 @@ absl::StatusOr<DetectJob> ValidateDetectRequest(const v1::DetectPedestriansReque
                                                 const ModelRegistry& models,
                                                 DetachedPixels pixels) {
   DetectJob job;
+  CUIMG_ASSIGN_OR_RETURN(job.model, FindDetectModel(request, models));
+  CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.input(), "input", limits, pixels));
+  CUIMG_RETURN_IF_ERROR(ValidateDetectFields(request, limits, &job));
+  if (job.input.kind == ImageInput::Kind::kInline) {
+    CUIMG_RETURN_IF_ERROR(CheckDetectInput(
+        ImageView{job.input.type, job.input.extent, job.input.channels, nullptr}, job));
+  }
+  return job;
+}
+
+absl::StatusOr<const HogModel*> FindDetectModel(const v1::DetectPedestriansRequest& request,
+                                                const ModelRegistry& models) {
   const std::string name = request.model().empty() ? kDefaultDetectorModel : request.model();
-  job.model = models.Find(name);
-  if (job.model == nullptr) {
+  const HogModel* model = models.Find(name);
+  if (model == nullptr) {
     return absl::NotFoundError(absl::StrCat("model: ", QuoteClientValue(name),
                                             " is not loaded (loaded: ", models.Names(), ")"));
   }
-  CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.input(), "input", limits, pixels));
+  return model;
+}
+
+absl::Status ValidateDetectFields(const v1::DetectPedestriansRequest& request,
+                                  const RequestLimits& limits, DetectJob* out) {
+  DetectJob& job = *out;
   // Defaults here; the ranges are the kernel's (ValidateDetectSpec), checked once below.
   DetectSpec& spec = job.spec;
   spec.hit_threshold = request.hit_threshold();
@@ -57,12 +74,7 @@ absl::StatusOr<DetectJob> ValidateDetectRequest(const v1::DetectPedestriansReque
                            AsInt("group_threshold", request.group_threshold()));
   }
   if (request.group_eps() != 0) spec.group_eps = request.group_eps();
-  CUIMG_RETURN_IF_ERROR(ValidateDetectSpec(spec));
-  if (job.input.kind == ImageInput::Kind::kInline) {
-    CUIMG_RETURN_IF_ERROR(CheckDetectInput(
-        ImageView{job.input.type, job.input.extent, job.input.channels, nullptr}, job));
-  }
-  return job;
+  return ValidateDetectSpec(spec);
 }
 
 absl::Status CheckDetectInput(const ImageView& image, const DetectJob& job) {

@@ -157,51 +157,57 @@ absl::StatusOr<std::vector<MorphologyStep>> ValidateMorphologySteps(
   return steps;
 }
 
-namespace {
-
-bool AnyRadius(const v1::MorphologyRequest& request) {
+bool AnyElementRadius(const v1::MorphologyRequest& request) {
   for (const v1::MorphologyStep& s : request.steps()) {
     if (HasRadius(s.element())) return true;
   }
   return false;
 }
 
-}  // namespace
-
-absl::StatusOr<MorphologyJob> ValidateMorphologyRequest(const v1::MorphologyRequest& request,
-                                                        const RequestLimits& limits,
-                                                        DetachedPixels pixels) {
+absl::StatusOr<MorphologyJob> ValidateMorphologyInput(
+    const v1::MorphologyRequest& request, const v1::ImageSource& source, absl::string_view field,
+    const RequestLimits& limits, DetachedPixels pixels, const MorphologyJob* shared) {
   MorphologyJob job;
-  CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.input(), "input", limits, pixels));
+  if (shared != nullptr) job = *shared;
+  CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(source, field, limits, pixels));
   ElementFrame frame;
   frame.volume = job.input.extent.depth > 1;
   switch (job.input.kind) {
     case ImageInput::Kind::kInline:
-      frame.spacing = request.input().image().spacing();
-      frame.spacing_field = "input.image.spacing";
+      frame.spacing = source.image().spacing();
+      frame.spacing_field = absl::StrCat(field, ".image.spacing");
       break;
     case ImageInput::Kind::kSharedMemory:
-      frame.spacing = request.input().shared_memory().image().spacing();
-      frame.spacing_field = "input.shared_memory.image.spacing";
+      frame.spacing = source.shared_memory().image().spacing();
+      frame.spacing_field = absl::StrCat(field, ".shared_memory.image.spacing");
       break;
     case ImageInput::Kind::kEncoded:
-      frame.why_no_spacing = "input.encoded (PNG/JPEG) carries none";
+      frame.why_no_spacing = absl::StrCat(field, ".encoded (PNG/JPEG) carries none");
       break;
     case ImageInput::Kind::kHandle:
       // The resident object's spacing: ResolveMorphologyOnResident, once it is looked up.
-      job.steps_await_spacing = AnyRadius(request);
+      job.steps_await_spacing = AnyElementRadius(request);
       break;
   }
-  if (!job.steps_await_spacing) {
+  // Steps in voxels mean the same for every input: a batch's were validated once.
+  if (!job.steps_await_spacing && (shared == nullptr || AnyElementRadius(request))) {
     CUIMG_ASSIGN_OR_RETURN(
         job.steps, ValidateMorphologySteps(request, "", limits, frame, &job.resolved_elements));
   }
-  CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
+  if (shared == nullptr) {
+    CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
+  }
   if (job.input.kind == ImageInput::Kind::kInline) {
     CUIMG_RETURN_IF_ERROR(CheckMorphologyInput(
         ImageView{job.input.type, job.input.extent, job.input.channels, nullptr}, job));
   }
   return job;
+}
+
+absl::StatusOr<MorphologyJob> ValidateMorphologyRequest(const v1::MorphologyRequest& request,
+                                                        const RequestLimits& limits,
+                                                        DetachedPixels pixels) {
+  return ValidateMorphologyInput(request, request.input(), "input", limits, pixels, nullptr);
 }
 
 absl::Status ResolveMorphologyOnResident(const v1::MorphologyRequest& request,

@@ -15,6 +15,17 @@ absl::StatusOr<PyramidJob> ValidatePyramidRequest(const v1::PyramidRequest& requ
                                                   DetachedPixels pixels) {
   PyramidJob job;
   CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.input(), "input", limits, pixels));
+  CUIMG_RETURN_IF_ERROR(ValidatePyramidFields(request, limits, &job));
+  if (job.input.kind == ImageInput::Kind::kInline) {
+    CUIMG_RETURN_IF_ERROR(CheckPyramidInput(
+        ImageView{job.input.type, job.input.extent, job.input.channels, nullptr}, &job));
+  }
+  return job;
+}
+
+absl::Status ValidatePyramidFields(const v1::PyramidRequest& request, const RequestLimits& limits,
+                                   PyramidJob* out) {
+  PyramidJob& job = *out;
   CUIMG_RETURN_IF_ERROR(CheckRange("levels", request.levels(), 0, limits.max_pyramid_levels,
                                    " (max_pyramid_levels)"));
   job.spec.levels =
@@ -47,12 +58,7 @@ absl::StatusOr<PyramidJob> ValidatePyramidRequest(const v1::PyramidRequest& requ
     job.output_input_type = job.spec.output_type != PixelType::kF32;
   }
   CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
-  CUIMG_RETURN_IF_ERROR(RefuseSharedMemoryOutput(job.output, "Pyramid"));
-  if (job.input.kind == ImageInput::Kind::kInline) {
-    CUIMG_RETURN_IF_ERROR(CheckPyramidInput(
-        ImageView{job.input.type, job.input.extent, job.input.channels, nullptr}, &job));
-  }
-  return job;
+  return RefuseSharedMemoryOutput(job.output, "Pyramid");
 }
 
 absl::Status CheckPyramidInput(const ImageView& image, PyramidJob* job) {

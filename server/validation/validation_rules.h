@@ -38,6 +38,27 @@ absl::Status RefuseSharedMemoryOutput(const OutputSpec& output, absl::string_vie
 absl::StatusOr<std::vector<MorphologyStep>> ValidateMorphologySteps(
     const v1::MorphologyRequest& request, absl::string_view prefix, const RequestLimits& limits,
     const ElementFrame& frame, std::vector<v1::StructuringElement>* resolved);
+// True when some step's element is given in millimetres (its steps then depend on the input).
+bool AnyElementRadius(const v1::MorphologyRequest& request);
+// The part of a Morphology request that depends on its input: `source` (the request's `input`,
+// or an entry of a batch's `inputs`, named `field` in messages) validated, the steps resolved
+// against its spacing when some element is in millimetres, and the checks an inline image allows
+// before it is resolved. `shared`: a batch's steps (when in voxels) and output, validated once;
+// null: the request's own are validated here, after the input.
+absl::StatusOr<MorphologyJob> ValidateMorphologyInput(
+    const v1::MorphologyRequest& request, const v1::ImageSource& source, absl::string_view field,
+    const RequestLimits& limits, DetachedPixels pixels, const MorphologyJob* shared);
+// A Pyramid request's fields but its input (levels, ratio, sizes, mode, output type and options)
+// into `job`.
+absl::Status ValidatePyramidFields(const v1::PyramidRequest& request, const RequestLimits& limits,
+                                   PyramidJob* job);
+// The model a DetectPedestrians request names (the default when none): NOT_FOUND naming `model`
+// when `models` has not loaded it.
+absl::StatusOr<const HogModel*> FindDetectModel(const v1::DetectPedestriansRequest& request,
+                                                const ModelRegistry& models);
+// A DetectPedestrians request's detection fields (job->spec, defaults applied; job->model set).
+absl::Status ValidateDetectFields(const v1::DetectPedestriansRequest& request,
+                                  const RequestLimits& limits, DetectJob* job);
 // The filter fields of a Gradient request (defaults applied; ranges the kernel's); `prefix` goes
 // before every field name.
 absl::StatusOr<GradientSpec> ValidateGradientFields(const v1::GradientRequest& request,
