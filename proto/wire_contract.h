@@ -32,8 +32,9 @@ inline constexpr char kErrorFieldKey[] = "field";
 std::string StatusCodeName(grpc::StatusCode code);
 
 // One call's stage times on the server (µs), the device that ran it (-1: the CPU backend's or
-// none) and the GPU that decoded its JPEG input (-1: the CPU, or no decode). Parsed, a field the
-// trailer did not carry reads -1.
+// none), the GPU that decoded its JPEG input (-1: the CPU, or no decode) and the size of the
+// batch of GPU decodes that decoded it (0: none; a batch call's: its last entry's). Parsed, a
+// field the trailer did not carry reads -1.
 struct TimingTrailer {
   double queue_us = -1;
   double decode_us = -1;
@@ -43,10 +44,11 @@ struct TimingTrailer {
   double total_us = -1;
   int device = -1;
   int decode_device = -1;
+  int decode_batch = -1;
 };
 
 // "queue_us=1.0 decode_us=0.0 h2d_us=2.5 kernel_us=30.1 d2h_us=2.0 total_us=40.2 device=0
-// decode_device=-1": every field, µs to 0.1.
+// decode_device=-1 decode_batch=0": every field, µs to 0.1.
 std::string FormatTimingTrailer(const TimingTrailer& timing);
 // The fields of a trailer's text; unknown keys and malformed fields are skipped (a newer or
 // older server's trailer still reads).

@@ -45,6 +45,12 @@ struct StageTimes {
   // found a fault, or TurboJPEG's header read disagrees with it or is over the limits),
   // "unsupported" (JpegGpuRefusal), "nvjpeg" (the GPU decode failed); null otherwise. Static.
   const char* decode_fallback = nullptr;
+  // The batch of GPU decodes that decoded the input (leader_batch.h): its size (0: none, as on
+  // the CPU); `decode_batch_first` on one call of each batch, so that batches are counted once,
+  // with how long that batch waited for decodes on their way (`decode_batch_wait_us`).
+  int decode_batch = 0;
+  bool decode_batch_first = false;
+  double decode_batch_wait_us = 0;
 };
 
 // What one device reports for health and metrics.

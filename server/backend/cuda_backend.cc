@@ -39,11 +39,14 @@ using cuda_backend::SyncOnExit;
 
 class CudaBackend final : public Backend, public DeviceJpegDecoder {
  public:
-  // `nvjpeg` null: no GPU JPEG decoder, for the reason `jpeg_note` gives.
-  CudaBackend(std::vector<std::unique_ptr<DeviceContext>> devices,
+  // `nvjpeg` null: no GPU JPEG decoder, for the reason `jpeg_note` gives. `arrivals`: where
+  // decodes announce themselves to the devices' batches (DeviceContext::Create).
+  CudaBackend(std::unique_ptr<BatchArrivals> arrivals,
+              std::vector<std::unique_ptr<DeviceContext>> devices,
               std::shared_ptr<PinnedMessagePool> messages,
               std::shared_ptr<const NvjpegLibrary> nvjpeg, std::string jpeg_note)
-      : devices_(std::move(devices)),
+      : arrivals_(std::move(arrivals)),
+        devices_(std::move(devices)),
         messages_(std::move(messages)),
         nvjpeg_(std::move(nvjpeg)),
         jpeg_note_(std::move(jpeg_note)) {
@@ -77,9 +80,19 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
 
   absl::StatusOr<std::unique_ptr<const DeviceImage>> Decode(absl::Span<const std::uint8_t> jpeg,
                                                             const ImageView& shape) override {
+    BatchOutcome batch;
+    return DecodeBatched(jpeg, shape, nullptr, &batch);
+  }
+
+  BatchArrivals::Ticket Expect() override { return arrivals_->Expect(); }
+
+  absl::StatusOr<std::unique_ptr<const DeviceImage>> DecodeBatched(
+      absl::Span<const std::uint8_t> jpeg, const ImageView& shape, BatchArrivals::Ticket* ticket,
+      BatchOutcome* batch) override {
     std::unique_ptr<const DeviceImage> image;
+    *batch = BatchOutcome();
     StageTimes decode_times;  // the decode's own events; the caller times the stage
-    CUIMG_RETURN_IF_ERROR(OnDevice(Pick(), &decode_times, [&](DeviceCall& c) -> absl::Status {
+    const absl::Status status = OnDevice(Pick(), &decode_times, [&](DeviceCall& c) -> absl::Status {
       const NvjpegDevice& decoder = *c.dev.jpeg();
       if (c.jpeg_state == nullptr) {
         CUIMG_ASSIGN_OR_RETURN(c.jpeg_state, decoder.CreateState());
@@ -87,11 +100,15 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
       // The image outlives this call (the work call uses it), so its buffer is not a call lease.
       CUIMG_ASSIGN_OR_RETURN(DeviceBufferCache::Lease out, c.dev.cache().Acquire(shape.Bytes()));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
-      CUIMG_RETURN_IF_ERROR(decoder.Decode(*c.jpeg_state, jpeg, shape, out.data(), c.stream));
+      CUIMG_RETURN_IF_ERROR(
+          decoder.Decode(*c.jpeg_state, jpeg, shape, out.data(), c.stream, ticket, batch));
       for (int mark = 1; mark < 4; ++mark) CUIMG_RETURN_IF_ERROR(c.timer.Mark(mark, c.stream));
       image = std::make_unique<CudaImage>(std::move(out), c.dev.slot().id());
       return absl::OkStatus();
-    }));
+    });
+    // No longer on its way, whether the decode was queued or failed before.
+    if (ticket != nullptr) ticket->Arrive();
+    CUIMG_RETURN_IF_ERROR(status);
     return image;
   }
 
@@ -391,6 +408,8 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
     }
   }
 
+  // Declared before the devices, whose batches read it, so that it outlives them.
+  std::unique_ptr<BatchArrivals> arrivals_;
   std::vector<std::unique_ptr<DeviceContext>> devices_;
   // Page-locked memory for message pixels (AllocateHostBuffer), portable across devices.
   std::shared_ptr<PinnedMessagePool> messages_;
@@ -426,12 +445,13 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const ServerOptions& 
       jpeg_note = cpu_note(loaded.status().message());
     }
   }
+  auto arrivals = std::make_unique<BatchArrivals>();
   auto create_devices = [&](const std::shared_ptr<const NvjpegLibrary>& lib)
       -> absl::StatusOr<std::vector<std::unique_ptr<DeviceContext>>> {
     std::vector<std::unique_ptr<DeviceContext>> devices;
     for (std::size_t i = 0; i < infos.size(); ++i) {
-      CUIMG_ASSIGN_OR_RETURN(auto ctx,
-                             DeviceContext::Create(infos[i], static_cast<int>(i), options, lib));
+      CUIMG_ASSIGN_OR_RETURN(auto ctx, DeviceContext::Create(infos[i], static_cast<int>(i), options,
+                                                             lib, arrivals.get()));
       devices.push_back(std::move(ctx));
     }
     return devices;
@@ -447,8 +467,9 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const ServerOptions& 
   std::shared_ptr<PinnedMessagePool> messages =
       PinnedMessagePool::Create(options.pinned_message_bytes, options.pinned_message_min_bytes,
                                 options.pinned_message_max_bytes);
-  return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(
-      *std::move(devices), std::move(messages), std::move(nvjpeg), std::move(jpeg_note)));
+  return std::unique_ptr<Backend>(
+      std::make_unique<CudaBackend>(std::move(arrivals), *std::move(devices), std::move(messages),
+                                    std::move(nvjpeg), std::move(jpeg_note)));
 }
 
 }  // namespace cuimg

@@ -76,16 +76,23 @@ inline unsigned SchedulingFlag(CudaSync sync) {
 // One GPU: its slot, streams (leased one per request), buffer cache and pinned staging pool.
 class DeviceContext {
  public:
-  // With `nvjpeg` (may be null) the device gets its nvJPEG handle.
+  // With `nvjpeg` (may be null) the device gets its nvJPEG handle, its hardware decodes batched
+  // as options.batch_max_size and batch_max_delay_us say, waiting for decodes announced to
+  // `arrivals` (may be null; must outlive the device).
   static absl::StatusOr<std::unique_ptr<DeviceContext>> Create(
       const DeviceInfo& info, int id, const ServerOptions& options,
-      std::shared_ptr<const NvjpegLibrary> nvjpeg) {
+      std::shared_ptr<const NvjpegLibrary> nvjpeg, const BatchArrivals* arrivals = nullptr) {
     auto ctx = std::unique_ptr<DeviceContext>(new DeviceContext(info, id, options));
     CUIMG_CUDA_RETURN_IF_ERROR(cudaSetDevice(info.ordinal), "cudaSetDevice");
     CUIMG_CUDA_RETURN_IF_ERROR(cudaSetDeviceFlags(SchedulingFlag(options.cuda_sync)),
                                "cudaSetDeviceFlags");
     if (nvjpeg != nullptr) {
-      CUIMG_ASSIGN_OR_RETURN(ctx->jpeg_, NvjpegDevice::Create(std::move(nvjpeg)));
+      CUIMG_ASSIGN_OR_RETURN(
+          ctx->jpeg_, NvjpegDevice::Create(
+                          std::move(nvjpeg),
+                          NvjpegDevice::Batching{
+                              options.batch_max_size,
+                              std::chrono::microseconds(options.batch_max_delay_us), arrivals}));
     }
     for (int i = 0; i < options.worker_threads; ++i) {
       StreamSlot slot;

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "cuimg/common/image.h"
+#include "server/scheduling/leader_batch.h"
 
 namespace cuimg {
 
@@ -50,6 +51,22 @@ class DeviceJpegDecoder {
   // error takes the device out of rotation as any work call's would.
   virtual absl::StatusOr<std::unique_ptr<const DeviceImage>> Decode(
       absl::Span<const std::uint8_t> jpeg, const ImageView& shape) = 0;
+
+  // Where the decoder batches decodes (the hardware engines: leader_batch.h), a caller announces
+  // its decode as soon as it knows one is coming (before reading the file's header), so that a
+  // batch forming meanwhile may wait for it; the ticket goes to DecodeBatched. Decoders that do
+  // not batch count nothing.
+  virtual BatchArrivals::Ticket Expect() { return {}; }
+  // Decode for a caller holding `ticket` (from Expect: it arrives once the decode is queued, or
+  // when this returns), filling `batch` (not null) with the batch that decoded it (size 0 when
+  // none did).
+  virtual absl::StatusOr<std::unique_ptr<const DeviceImage>> DecodeBatched(
+      absl::Span<const std::uint8_t> jpeg, const ImageView& shape, BatchArrivals::Ticket* ticket,
+      BatchOutcome* batch) {
+    ticket->Arrive();
+    *batch = BatchOutcome();
+    return Decode(jpeg, shape);
+  }
 };
 
 }  // namespace cuimg

@@ -1,5 +1,6 @@
 #include "server/backend/nvjpeg_decoder.h"
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -14,7 +15,7 @@ NvjpegDevice::State::~State() = default;
 NvjpegDevice::~NvjpegDevice() = default;
 
 absl::StatusOr<std::unique_ptr<NvjpegDevice>> NvjpegDevice::Create(
-    std::shared_ptr<const NvjpegLibrary>) {
+    std::shared_ptr<const NvjpegLibrary>, Batching) {
   return absl::UnavailableError("built without nvjpeg.h");
 }
 
@@ -23,7 +24,7 @@ absl::StatusOr<std::unique_ptr<NvjpegDevice::State>> NvjpegDevice::CreateState()
 }
 
 absl::Status NvjpegDevice::Decode(State&, absl::Span<const std::uint8_t>, const ImageView&, void*,
-                                  cudaStream_t) const {
+                                  cudaStream_t, BatchArrivals::Ticket*, BatchOutcome*) const {
   return absl::UnavailableError("built without nvjpeg.h");
 }
 
@@ -104,7 +105,7 @@ NvjpegDevice::~NvjpegDevice() {
 }
 
 absl::StatusOr<std::unique_ptr<NvjpegDevice>> NvjpegDevice::Create(
-    std::shared_ptr<const NvjpegLibrary> lib) {
+    std::shared_ptr<const NvjpegLibrary> lib, Batching batching) {
   std::unique_ptr<NvjpegDevice> device(new NvjpegDevice());
   device->lib_ = std::move(lib);
   struct Choice {
@@ -140,8 +141,12 @@ absl::StatusOr<std::unique_ptr<NvjpegDevice>> NvjpegDevice::Create(
         device->backend_name_ = name;
         if (device->hardware_) {
           const NvjpegDevice* d = device.get();
+          batching.max_batch = std::max(1, batching.max_batch);
+          for (auto& by_format : device->batch_states_) {
+            by_format.resize(static_cast<std::size_t>(batching.max_batch));
+          }
           device->batcher_ = std::make_unique<LeaderBatch<BatchItem>>(
-              kMaxHardwareBatch, [d](absl::Span<BatchItem* const> items) { d->RunBatch(items); });
+              batching, [d](absl::Span<BatchItem* const> items) { d->RunBatch(items); });
         }
         return device;
       }
@@ -165,7 +170,9 @@ absl::StatusOr<std::unique_ptr<NvjpegDevice::State>> NvjpegDevice::CreateState()
 }
 
 absl::Status NvjpegDevice::Decode(State& state, absl::Span<const std::uint8_t> jpeg,
-                                  const ImageView& shape, void* d_out, cudaStream_t stream) const {
+                                  const ImageView& shape, void* d_out, cudaStream_t stream,
+                                  BatchArrivals::Ticket* ticket, BatchOutcome* outcome) const {
+  if (outcome != nullptr) *outcome = BatchOutcome();
   // The output buffer is sized from ProbeImage: nvJPEG must read the same frame, or it would
   // write past it.
   CUIMG_NVJPEG_RETURN_IF_ERROR(
@@ -196,7 +203,8 @@ absl::Status NvjpegDevice::Decode(State& state, absl::Span<const std::uint8_t> j
     // buffer's last use) must be complete first.
     CUIMG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "before the nvJPEG batch");
     BatchItem item{jpeg.data(), jpeg.size(), d_out, pitch, gray, stream, absl::OkStatus()};
-    batcher_->Submit(&item);
+    const BatchOutcome batched = batcher_->Submit(&item, ticket);
+    if (outcome != nullptr) *outcome = batched;
     return item.status;
   }
   nvjpegImage_t out{};
@@ -224,7 +232,7 @@ void NvjpegDevice::RunBatch(absl::Span<BatchItem* const> items) const {
 
 void NvjpegDevice::DecodeGroup(absl::Span<BatchItem* const> items, bool gray) const {
   const int count = static_cast<int>(items.size());
-  BatchState& b = batch_states_[gray ? 1 : 0][count - 1];
+  BatchState& b = batch_states_[gray ? 1 : 0][static_cast<std::size_t>(count - 1)];
   auto fail_all = [&](const absl::Status& status) {
     for (BatchItem* item : items) item->status = status;
   };

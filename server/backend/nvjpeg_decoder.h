@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -17,6 +18,17 @@
 #include "server/scheduling/leader_batch.h"
 
 namespace cuimg {
+
+// One hardware decode waiting for its batch (NvjpegDevice); `status` is its outcome.
+struct NvjpegBatchItem {
+  const std::uint8_t* data;
+  std::size_t length;
+  void* d_out;
+  std::size_t pitch;
+  bool gray;
+  cudaStream_t stream;
+  absl::Status status;
+};
 
 class NvjpegDevice {
  public:
@@ -35,9 +47,13 @@ class NvjpegDevice {
     void* stream_ = nullptr;  // nvjpegJpegStream_t
   };
 
+  // How the hardware engines' decodes are batched (LeaderBatch's options): at most max_batch
+  // frames per call, a batch waiting up to max_delay for decodes announced to `arrivals`.
+  using Batching = LeaderBatch<NvjpegBatchItem>::Options;
+
   // For the current device. UNAVAILABLE when nvjpegCreateEx refuses every backend.
   static absl::StatusOr<std::unique_ptr<NvjpegDevice>> Create(
-      std::shared_ptr<const NvjpegLibrary> lib);
+      std::shared_ptr<const NvjpegLibrary> lib, Batching batching = Batching());
   ~NvjpegDevice();
   NvjpegDevice(const NvjpegDevice&) = delete;
   NvjpegDevice& operator=(const NvjpegDevice&) = delete;
@@ -53,28 +69,19 @@ class NvjpegDevice {
   // Decodes `jpeg` into `d_out`: `shape` (ProbeImage's) is the output, U8, 1 channel (gray: luma)
   // or 3 (BGR interleaved), rows tightly packed; returns once the decode is complete and `stream`
   // idle. With the hardware backend, decodes that wait for the engine share one batched call
-  // (LeaderBatch), which may run on another caller's stream.
+  // (LeaderBatch), which may run on another caller's stream; `ticket` (may be null) is the
+  // caller's announcement to the batches (it arrives once the decode is queued), and `outcome`
+  // (may be null) receives the batch that decoded the frame (size 0 without the hardware).
   // FAILED_PRECONDITION when nvJPEG reads another size or component count than `shape` (nothing
   // is written then) or its hardware backend does not take the file; INVALID_ARGUMENT when nvJPEG
   // finds the stream corrupt; a CUDA error's status for the stream. `state` is reset after a
   // failure, so it stays usable.
   absl::Status Decode(State& state, absl::Span<const std::uint8_t> jpeg, const ImageView& shape,
-                      void* d_out, cudaStream_t stream) const;
+                      void* d_out, cudaStream_t stream, BatchArrivals::Ticket* ticket = nullptr,
+                      BatchOutcome* outcome = nullptr) const;
 
  private:
-  // Up to this many frames per hardware call: a batch of 4 1080p frames decodes in 1.17 ms
-  // against 1.07 ms for one, 8 take 2.1 ms (BENCHMARKS.md, run 190).
-  static constexpr int kMaxHardwareBatch = 4;
-  // One hardware decode waiting for its batch; `status` is its outcome.
-  struct BatchItem {
-    const std::uint8_t* data;
-    std::size_t length;
-    void* d_out;
-    std::size_t pitch;
-    bool gray;
-    cudaStream_t stream;
-    absl::Status status;
-  };
+  using BatchItem = NvjpegBatchItem;
   // The batched decoder's state for `count` frames of one output format, initialized on first use
   // and again after a failed batch.
   struct BatchState {
@@ -92,8 +99,9 @@ class NvjpegDevice {
   void* handle_ = nullptr;  // nvjpegHandle_t
   bool hardware_ = false;
   std::string backend_name_;
-  // [gray][count - 1]; used by one batch at a time (LeaderBatch runs them in turn).
-  mutable BatchState batch_states_[2][kMaxHardwareBatch];
+  // [gray][count - 1], up to the largest batch; used by one batch at a time (LeaderBatch runs
+  // them in turn).
+  mutable std::vector<BatchState> batch_states_[2];
   std::unique_ptr<LeaderBatch<BatchItem>> batcher_;  // with the hardware backend
 };
 

@@ -68,6 +68,23 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry, absl::string_view v
   fallback_header_ = &jpeg_fallbacks_.Add({{"reason", "header"}});
   fallback_unsupported_ = &jpeg_fallbacks_.Add({{"reason", "unsupported"}});
   fallback_nvjpeg_ = &jpeg_fallbacks_.Add({{"reason", "nvjpeg"}});
+  decode_batch_size_ = &prometheus::BuildHistogram()
+                            .Name("cuimg_decode_batch_size")
+                            .Help(
+                                "Batches of GPU JPEG decodes formed, by how many decodes each "
+                                "held (--batch_max_size).")
+                            .Register(registry)
+                            .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 3, 4, 6, 8, 12,
+                                                                             16, 24, 32, 48, 64});
+  decode_batch_wait_ =
+      &prometheus::BuildHistogram()
+           .Name("cuimg_decode_batch_wait_seconds")
+           .Help(
+               "How long each batch of GPU JPEG decodes waited for decodes on "
+               "their way before it ran (--batch_max_delay_us).")
+           .Register(registry)
+           .Add({}, prometheus::Histogram::BucketBoundaries{0, 10e-6, 25e-6, 50e-6, 100e-6, 200e-6,
+                                                            500e-6, 1e-3, 2e-3, 5e-3});
   prometheus::BuildGauge()
       .Name("cuimg_build_info")
       .Help("Build and runtime facts; always 1.")
@@ -119,6 +136,7 @@ void ServerMetrics::RecordRequest(absl::string_view rpc, absl::StatusCode code,
   if (times.decode_us > 0) {
     (times.decode_device >= 0 ? decode_gpu_ : decode_cpu_)->Observe(times.decode_us * 1e-6);
   }
+  if (times.decode_batch_first) RecordDecodeBatch(times.decode_batch, times.decode_batch_wait_us);
   if (code != absl::StatusCode::kOk) {
     requests_.Add({{"rpc", std::string(rpc)}, {"code", absl::StatusCodeToString(code)}})
         .Increment();
@@ -141,6 +159,11 @@ void ServerMetrics::AddBytes(std::int64_t received, std::int64_t sent) {
 
 void ServerMetrics::AddPixels(absl::string_view rpc, std::int64_t pixels) {
   pixels_.Add({{"rpc", std::string(rpc)}}).Increment(static_cast<double>(pixels));
+}
+
+void ServerMetrics::RecordDecodeBatch(int size, double waited_us) {
+  decode_batch_size_->Observe(size);
+  decode_batch_wait_->Observe(waited_us * 1e-6);
 }
 
 void ServerMetrics::RecordRejection(absl::string_view reason) {

@@ -35,6 +35,9 @@ class ServerMetrics {
   void AddBytes(std::int64_t received, std::int64_t sent);
   void AddPixels(absl::string_view rpc, std::int64_t pixels);
   void RecordRejection(absl::string_view reason);
+  // One batch of GPU JPEG decodes formed (leader_batch.h): its size and how long it waited for
+  // decodes on their way. RecordRequest records those of calls with times.decode_batch_first.
+  void RecordDecodeBatch(int size, double waited_us);
 
  private:
   // One RPC's time series, found once: prometheus-cpp 1.0's Family::Add builds a metric (for a
@@ -66,6 +69,8 @@ class ServerMetrics {
   prometheus::Counter* fallback_header_;
   prometheus::Counter* fallback_unsupported_;
   prometheus::Counter* fallback_nvjpeg_;
+  prometheus::Histogram* decode_batch_size_;
+  prometheus::Histogram* decode_batch_wait_;
 };
 
 }  // namespace cuimg

@@ -25,7 +25,8 @@ namespace {
 // sets the stages it ran (h2d, kernel, ...), so they are collected after each and cleared.
 class BatchTimes {
  public:
-  explicit BatchTimes(StageTimes* times) : times_(times), sum_(*times) {}
+  BatchTimes(StageTimes* times, ServerMetrics* metrics)
+      : times_(times), metrics_(metrics), sum_(*times) {}
   ~BatchTimes() {
     Collect();
     *times_ = sum_;
@@ -41,11 +42,20 @@ class BatchTimes {
     if (times_->device >= 0) sum_.device = times_->device;
     if (times_->decode_device >= 0) sum_.decode_device = times_->decode_device;
     if (times_->decode_fallback != nullptr) sum_.decode_fallback = times_->decode_fallback;
+    // Each decode batch is recorded here: the call's own record holds one at most.
+    if (times_->decode_batch > 0) sum_.decode_batch = times_->decode_batch;
+    if (times_->decode_batch_first) {
+      metrics_->RecordDecodeBatch(times_->decode_batch, times_->decode_batch_wait_us);
+    }
     times_->decode_us = times_->h2d_us = times_->kernel_us = times_->d2h_us = 0;
+    times_->decode_batch = 0;
+    times_->decode_batch_first = false;
+    times_->decode_batch_wait_us = 0;
   }
 
  private:
   StageTimes* times_;
+  ServerMetrics* metrics_;
   StageTimes sum_;
 };
 
@@ -105,16 +115,16 @@ const void* VolumeOf(const std::vector<int>& members, const std::vector<Resolved
 // own outcome), the rest one by one (`single`). The call fails only when it is no longer alive.
 template <typename Job, typename Response, typename Resolve, typename Group, typename Slices,
           typename Single>
-absl::Status RunEntries(const BatchJob<Job>& batch, CallScope& call, Response* response,
-                        const Resolve& resolve, const Group& group, const Slices& slices,
-                        const Single& single) {
+absl::Status RunEntries(const BatchJob<Job>& batch, CallScope& call, ServerMetrics& metrics,
+                        Response* response, const Resolve& resolve, const Group& group,
+                        const Slices& slices, const Single& single) {
   const std::size_t n = batch.entries.size();
   for (std::size_t i = 0; i < n; ++i) response->add_results();
   std::vector<absl::Status> outcome(n);
   std::vector<ResolvedImage> inputs(n);
   std::vector<bool> done(n, false);
   {
-    BatchTimes times(&call.times());
+    BatchTimes times(&call.times(), &metrics);
     for (std::size_t i = 0; i < n; ++i) {
       if (!batch.entries[i].ok()) {
         outcome[i] = batch.entries[i].status();
@@ -188,7 +198,7 @@ absl::Status ImagingService::RunBatch(const BatchJob<MorphologyJob>& batch, Call
   };
   auto single = [&](const MorphologyJob& job, const ResolvedImage& in,
                     v1::MorphologyResponse* out) { return MorphologyOf(job, in, call, out); };
-  return RunEntries(batch, call, response, resolve, group, slices, single);
+  return RunEntries(batch, call, *metrics_, response, resolve, group, slices, single);
 }
 
 absl::Status ImagingService::MorphologySlices(const BatchJob<MorphologyJob>& batch,
@@ -245,7 +255,7 @@ absl::Status ImagingService::RunBatch(const BatchJob<GradientJob>& batch, CallSc
   auto single = [&](const GradientJob& job, const ResolvedImage& in, v1::GradientResponse* out) {
     return GradientOf(job, in, call, out);
   };
-  return RunEntries(batch, call, response, resolve, group, slices, single);
+  return RunEntries(batch, call, *metrics_, response, resolve, group, slices, single);
 }
 
 absl::Status ImagingService::GradientSlices(const BatchJob<GradientJob>& batch,
@@ -305,7 +315,7 @@ absl::Status ImagingService::RunBatch(const BatchJob<PyramidJob>& batch, CallSco
   auto single = [&](const PyramidJob& job, const ResolvedImage&, v1::PyramidResponse* out) {
     return RunPyramid(job, call, out);
   };
-  return RunEntries(batch, call, response, resolve, no_groups, no_slices, single);
+  return RunEntries(batch, call, *metrics_, response, resolve, no_groups, no_slices, single);
 }
 
 absl::Status ImagingService::RunBatch(const BatchJob<DetectJob>& batch, CallScope& call,
@@ -320,7 +330,7 @@ absl::Status ImagingService::RunBatch(const BatchJob<DetectJob>& batch, CallScop
   };
   auto single = [&](const DetectJob& job, const ResolvedImage&,
                     v1::DetectPedestriansResponse* out) { return RunDetect(job, call, out); };
-  return RunEntries(batch, call, response, resolve, no_groups, no_slices, single);
+  return RunEntries(batch, call, *metrics_, response, resolve, no_groups, no_slices, single);
 }
 
 }  // namespace cuimg

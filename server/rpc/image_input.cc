@@ -59,6 +59,9 @@ std::unique_ptr<const DeviceImage> DecodeOnDevice(absl::Span<const std::uint8_t>
                                                   DeviceJpegDecoder& decoder, StageTimes* times,
                                                   ImageView* shape) {
   if (SniffImageFormat(bytes) != ImageFormat::kJpeg) return nullptr;  // PNG: the CPU's
+  // Announced before the header walk, so that a batch forming meanwhile may wait for it; a file
+  // that goes to the CPU withdraws it as this returns.
+  BatchArrivals::Ticket ticket = decoder.Expect();
   absl::StatusOr<JpegHeader> header = ReadJpegHeader(bytes);
   if (!header.ok()) {
     times->decode_fallback = "header";
@@ -78,13 +81,18 @@ std::unique_ptr<const DeviceImage> DecodeOnDevice(absl::Span<const std::uint8_t>
     times->decode_fallback = "header";
     return nullptr;
   }
-  absl::StatusOr<std::unique_ptr<const DeviceImage>> image = decoder.Decode(bytes, *probe);
+  BatchOutcome batch;
+  absl::StatusOr<std::unique_ptr<const DeviceImage>> image =
+      decoder.DecodeBatched(bytes, *probe, &ticket, &batch);
   if (!image.ok()) {
     LogEvent(LogLevel::kDebug, "jpeg_gpu_fallback", {{"message", image.status().ToString()}});
     times->decode_fallback = "nvjpeg";
     return nullptr;
   }
   times->decode_device = (*image)->device();
+  times->decode_batch = batch.size;
+  times->decode_batch_first = batch.first;
+  times->decode_batch_wait_us = batch.waited_us;
   *shape = *probe;
   return *std::move(image);
 }

@@ -4,10 +4,18 @@
 // An idle engine runs a lone call at once, so batching costs latency only under load. (nvJPEG's
 // hardware engines decode one call at a time per process, and a batch of 4 frames takes about as
 // long as one: BENCHMARKS.md, run 190.)
+//
+// A leader may also wait a little for items already on their way (Triton's
+// max_queue_delay_microseconds, bounded the same way): callers announce themselves with a
+// BatchArrivals ticket while they prepare their item (a JPEG's header walk), and a leader whose
+// batch is not full waits, up to its options' max_delay, while any announced caller has not yet
+// arrived. With nobody announced it never waits, so a lone call keeps its latency.
 #ifndef CUIMG_SERVER_SCHEDULING_LEADER_BATCH_H_
 #define CUIMG_SERVER_SCHEDULING_LEADER_BATCH_H_
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -19,29 +27,91 @@
 
 namespace cuimg {
 
+// Callers on their way to a batch: counted from Expect() until their ticket arrives (Submit) or
+// is destroyed (the caller went elsewhere). Thread-safe; must outlive its tickets.
+class BatchArrivals {
+ public:
+  class Ticket {
+   public:
+    Ticket() = default;  // counts nothing
+    Ticket(Ticket&& other) noexcept : arrivals_(std::exchange(other.arrivals_, nullptr)) {}
+    Ticket& operator=(Ticket&& other) noexcept {
+      if (this != &other) {
+        Arrive();
+        arrivals_ = std::exchange(other.arrivals_, nullptr);
+      }
+      return *this;
+    }
+    ~Ticket() { Arrive(); }
+    // The caller is no longer on its way (it has queued its item, or gone elsewhere).
+    void Arrive() {
+      if (arrivals_ != nullptr) std::exchange(arrivals_, nullptr)->coming_.fetch_sub(1);
+    }
+
+   private:
+    friend class BatchArrivals;
+    explicit Ticket(BatchArrivals* arrivals) : arrivals_(arrivals) {
+      arrivals_->coming_.fetch_add(1);
+    }
+    BatchArrivals* arrivals_ = nullptr;
+  };
+
+  Ticket Expect() { return Ticket(this); }
+  // Callers announced and not yet arrived.
+  int coming() const { return coming_.load(); }
+
+ private:
+  std::atomic<int> coming_{0};
+};
+
+// How a submitted item was run: the size of its batch; exactly one item of each batch (its
+// oldest) has `first`, so that batches are counted once, with how long that batch's leader waited
+// for items before it ran (0 for the others).
+struct BatchOutcome {
+  int size = 0;
+  bool first = false;
+  double waited_us = 0;
+};
+
 template <typename Item>
 class LeaderBatch {
  public:
+  struct Options {
+    int max_batch = 4;  // >= 1
+    // Longest a leader waits for announced callers; 0: never.
+    std::chrono::microseconds max_delay{0};
+    // Where callers announce themselves (may be shared by several batchers); null: none.
+    const BatchArrivals* arrivals = nullptr;
+  };
+
   // `run` processes one batch (1..max_batch items, in arrival order) and records each item's
   // outcome in the item itself; it runs on a caller's thread, one batch at a time, without the
-  // lock held. max_batch >= 1.
+  // lock held.
+  LeaderBatch(Options options, std::function<void(absl::Span<Item* const>)> run)
+      : options_(options), run_(std::move(run)) {
+    options_.max_batch = std::max(1, options_.max_batch);
+  }
   LeaderBatch(int max_batch, std::function<void(absl::Span<Item* const>)> run)
-      : max_batch_(std::max(1, max_batch)), run_(std::move(run)) {}
+      : LeaderBatch(Options{max_batch, std::chrono::microseconds(0), nullptr}, std::move(run)) {}
   LeaderBatch(const LeaderBatch&) = delete;
   LeaderBatch& operator=(const LeaderBatch&) = delete;
 
-  // Returns once a batch holding `item` has run. Thread-safe; `item` must live until then.
-  void Submit(Item* item) {
-    Waiter self{item, false};
+  // Returns once a batch holding `item` has run. `ticket` (may be null): this caller's
+  // announcement, which arrives as the item is queued. Thread-safe; `item` must live until then.
+  BatchOutcome Submit(Item* item, BatchArrivals::Ticket* ticket = nullptr) {
+    Waiter self{item, false, BatchOutcome{}};
     std::unique_lock<std::mutex> lock(mu_);
     queue_.push_back(&self);
+    if (ticket != nullptr) ticket->Arrive();
+    arrived_.notify_one();
     while (!self.done) {
       if (busy_) {
         idle_.wait(lock);
         continue;
       }
       busy_ = true;
-      const std::size_t n = std::min(queue_.size(), static_cast<std::size_t>(max_batch_));
+      const double waited_us = WaitForArrivals(lock);
+      const std::size_t n = std::min(queue_.size(), static_cast<std::size_t>(options_.max_batch));
       std::vector<Waiter*> batch(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
       queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
       std::vector<Item*> items;
@@ -50,11 +120,18 @@ class LeaderBatch {
       lock.unlock();
       run_(absl::MakeConstSpan(items));
       lock.lock();
-      for (Waiter* w : batch) w->done = true;
+      for (Waiter* w : batch) {
+        w->done = true;
+        w->outcome.size = static_cast<int>(n);
+      }
+      // The leader's own item may be in a later batch (the queue was longer than one).
+      batch.front()->outcome.first = true;
+      batch.front()->outcome.waited_us = waited_us;
       ++batches_;
       busy_ = false;
       idle_.notify_all();
     }
+    return self.outcome;
   }
 
   // Calls queued and not yet taken by a batch (tests).
@@ -73,14 +150,35 @@ class LeaderBatch {
   struct Waiter {
     Item* item;
     bool done;
+    BatchOutcome outcome;  // set with done
   };
-  const int max_batch_;
+
+  // With the engine taken (busy_) and the lock held: waits while the batch is not full, an
+  // announced caller has not arrived, and max_delay has not passed. Returns the wait in µs.
+  double WaitForArrivals(std::unique_lock<std::mutex>& lock) {
+    auto worth_waiting = [&] {
+      return options_.arrivals != nullptr && options_.max_delay.count() > 0 &&
+             queue_.size() < static_cast<std::size_t>(options_.max_batch) &&
+             options_.arrivals->coming() > 0;
+    };
+    if (!worth_waiting()) return 0;
+    const auto start = std::chrono::steady_clock::now();
+    const auto deadline = start + options_.max_delay;
+    while (worth_waiting() && std::chrono::steady_clock::now() < deadline) {
+      arrived_.wait_until(lock, deadline);
+    }
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+        .count();
+  }
+
+  Options options_;
   const std::function<void(absl::Span<Item* const>)> run_;
   // std::mutex, not absl::Mutex: TSan sees the standard library's locks (Debian's Abseil is not
   // built for it).
   mutable std::mutex mu_;
-  std::condition_variable idle_;
-  std::deque<Waiter*> queue_;  // guarded by mu_, as are busy_ and batches_
+  std::condition_variable idle_;     // the engine is free again
+  std::condition_variable arrived_;  // an item was queued (for a leader waiting for arrivals)
+  std::deque<Waiter*> queue_;        // guarded by mu_, as are busy_ and batches_
   bool busy_ = false;
   long long batches_ = 0;
 };

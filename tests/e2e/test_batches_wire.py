@@ -219,6 +219,38 @@ class BatchesOverTheWire(unittest.TestCase):
         self.assertEqual(error_field(replies[1].result.results[1].status.details),
                          "inputs[1].encoded")
 
+    def test_python_client_takes_a_list_and_returns_a_list(self):
+        import cuimg
+        rng = self.rng
+        tiles = [rng.integers(0, 255, (16, 20), dtype=np.uint8) for _ in range(3)]
+        tiles.append(rng.standard_normal((2, 9, 11)).astype(np.float32))  # a volume
+        with cuimg.Client(self.server.target) as client:
+            batch = client.morphology(tiles + [np.zeros((0, 5), np.uint8)], "dilate:rect:3x3")
+            self.assertEqual(len(batch), 5)
+            for tile, got in zip(tiles, batch):
+                np.testing.assert_array_equal(got, client.morphology(tile, "dilate:rect:3x3"))
+            self.assertIsInstance(batch[4], cuimg.CuimgError)
+            self.assertEqual(batch[4].code, grpc.StatusCode.INVALID_ARGUMENT)
+            self.assertEqual(batch[4].field, "inputs[4].image.height")
+            gradients = client.gradient(tiles[:2], magnitude=True)
+            for tile, got in zip(tiles, gradients):
+                alone = client.gradient(tile, magnitude=True)
+                self.assertEqual(sorted(got), ["gx", "gy", "magnitude"])
+                for name in got:
+                    np.testing.assert_array_equal(got[name], alone[name])
+            pyramids = client.pyramid(tiles[:2], levels=3, ratio=1.5, min_width=2, min_height=2)
+            for tile, got in zip(tiles, pyramids):
+                alone = client.pyramid(tile, levels=3, ratio=1.5, min_width=2, min_height=2)
+                self.assertEqual(len(got), len(alone))
+                for a, b in zip(got, alone):
+                    np.testing.assert_array_equal(a, b)
+            frames = [read("basketball2.png"), rng.integers(0, 255, (140, 80, 3), dtype=np.uint8)]
+            found = client.detect(frames, grouping=False)
+            self.assertEqual(found[0], client.detect(encoded=frames[0], grouping=False))
+            self.assertEqual(found[1], client.detect(frames[1], grouping=False))
+            with self.assertRaises(ValueError):
+                client.morphology([], "dilate:rect:3x3")
+
     def call_error(self, method, request):
         with self.assertRaises(grpc.RpcError) as caught:
             getattr(self.stub, method)(request, timeout=60)

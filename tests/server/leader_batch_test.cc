@@ -1,6 +1,8 @@
 // LeaderBatch: a lone call runs at once and alone; calls arriving while a batch runs are
 // gathered into the next batches (never more than the maximum, oldest first); every call returns
-// after its own item ran, exactly once.
+// after its own item ran, exactly once. With a delay, a leader waits for callers announced on
+// their way (BatchArrivals) and for them only: never when nobody is announced, and no longer than
+// the delay for one that went elsewhere. Each batch is reported by exactly one of its items.
 #include "server/scheduling/leader_batch.h"
 
 #include <atomic>
@@ -102,6 +104,105 @@ TEST(LeaderBatch, ManyThreadsEachRunOnceAndBatchesStayWithinTheMaximum) {
   EXPECT_EQ(over.load(), 0);
   EXPECT_EQ(overlapped.load(), 0);                  // one batch at a time
   EXPECT_LT(batcher.batches(), kThreads * kCalls);  // some calls did share a batch
+}
+
+TEST(LeaderBatch, ALeaderWaitsForACallerAnnouncedOnItsWay) {
+  BatchArrivals arrivals;
+  std::vector<int> sizes;
+  LeaderBatch<Item> batcher({4, std::chrono::seconds(30), &arrivals},
+                            [&](absl::Span<Item* const> items) {
+                              sizes.push_back(static_cast<int>(items.size()));
+                              for (Item* i : items) ++i->runs;
+                            });
+  BatchArrivals::Ticket on_its_way = arrivals.Expect();
+  EXPECT_EQ(arrivals.coming(), 1);
+  Item a{1}, b{2};
+  BatchOutcome first;
+  std::thread leader([&] { first = batcher.Submit(&a); });
+  while (batcher.waiting() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // The leader holds its batch for the announced caller (within the 30 s delay).
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(a.runs, 0);
+  const BatchOutcome second = batcher.Submit(&b, &on_its_way);
+  leader.join();
+  EXPECT_EQ(arrivals.coming(), 0);
+  EXPECT_EQ(sizes, (std::vector<int>{2}));
+  EXPECT_EQ(first.size, 2);
+  EXPECT_EQ(second.size, 2);
+  EXPECT_TRUE(first.first);
+  EXPECT_FALSE(second.first);
+  EXPECT_GT(first.waited_us, 0);
+  EXPECT_EQ(second.waited_us, 0);
+}
+
+TEST(LeaderBatch, ALoneCallWithNobodyAnnouncedNeverWaits) {
+  BatchArrivals arrivals;
+  LeaderBatch<Item> batcher({4, std::chrono::hours(1), &arrivals},
+                            [](absl::Span<Item* const> items) {
+                              for (Item* i : items) ++i->runs;
+                            });
+  Item a{1};
+  BatchArrivals::Ticket mine = arrivals.Expect();
+  const BatchOutcome outcome = batcher.Submit(&a, &mine);
+  EXPECT_EQ(a.runs, 1);
+  EXPECT_EQ(outcome.size, 1);
+  EXPECT_TRUE(outcome.first);
+  EXPECT_EQ(outcome.waited_us, 0);
+  EXPECT_EQ(arrivals.coming(), 0);
+}
+
+TEST(LeaderBatch, ACallerThatGoesElsewhereHoldsABatchNoLongerThanTheDelay) {
+  BatchArrivals arrivals;
+  LeaderBatch<Item> batcher({4, std::chrono::milliseconds(30), &arrivals},
+                            [](absl::Span<Item* const> items) {
+                              for (Item* i : items) ++i->runs;
+                            });
+  Item a{1};
+  BatchOutcome outcome;
+  {
+    BatchArrivals::Ticket gone = arrivals.Expect();
+    outcome = batcher.Submit(&a);  // waits out the delay: `gone` never arrives
+  }
+  EXPECT_EQ(a.runs, 1);
+  EXPECT_EQ(outcome.size, 1);
+  EXPECT_EQ(arrivals.coming(), 0);
+}
+
+TEST(LeaderBatch, EveryBatchIsReportedByExactlyOneOfItsItems) {
+  constexpr int kMax = 3;
+  BatchArrivals arrivals;
+  std::atomic<int> batches{0};
+  LeaderBatch<Item> batcher({kMax, std::chrono::microseconds(500), &arrivals},
+                            [&](absl::Span<Item* const> items) {
+                              batches.fetch_add(1);
+                              for (Item* i : items) ++i->runs;
+                              std::this_thread::sleep_for(std::chrono::microseconds(100));
+                            });
+  constexpr int kThreads = 8;
+  constexpr int kCalls = 30;
+  std::atomic<int> reported{0};
+  std::atomic<int> items_in_reported{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int c = 0; c < kCalls; ++c) {
+        Item item;
+        BatchArrivals::Ticket ticket = arrivals.Expect();
+        const BatchOutcome outcome = batcher.Submit(&item, &ticket);
+        EXPECT_EQ(item.runs, 1);
+        EXPECT_GE(outcome.size, 1);
+        EXPECT_LE(outcome.size, kMax);
+        if (outcome.first) {
+          reported.fetch_add(1);
+          items_in_reported.fetch_add(outcome.size);
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(reported.load(), batches.load());
+  EXPECT_EQ(items_in_reported.load(), kThreads * kCalls);
+  EXPECT_EQ(arrivals.coming(), 0);
 }
 
 }  // namespace

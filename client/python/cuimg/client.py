@@ -15,13 +15,13 @@ by reference (region, offset, shape) instead of bytes, and morphology can write 
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Iterable, Iterator, Union
 
 import grpc
 import numpy as np
 
-from cuimg import _wire, detection, wire_contract
+from cuimg import _wire, batches, detection, wire_contract
+from cuimg.channels import CHANNEL_OPTIONS, _read, _retry_config
 from cuimg.errors import CuimgError
 # The conversions, as cuimg.client offered them before they had a module of their own.
 from cuimg.messages import (DTYPES, PIXEL_TYPES, Resident, Spacing, _floats, _image_header,
@@ -35,47 +35,12 @@ from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, imaging_service_p
 from cuimg.volume_stream import StreamFailed, StreamedVolume, stream_volume
 
 
-# Messages can be large (volumes); the server enforces its own limits.
-CHANNEL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1),
-                   # gRPC retries a call only while what it sent fits this buffer (256 KiB by
-                   # default, less than a VGA frame); the cuimg CLI uses the same.
-                   ("grpc.per_rpc_retry_buffer_size", 64 << 20),
-                   # A failed connection is tried again after 100 ms, not gRPC's 1 s, within the
-                   # retry policy's span (Debian's gRPC 1.51 now and then fails a local connect()
-                   # that was only in progress, grpc/grpc#35064); the CLI does the same.
-                   ("grpc.initial_reconnect_backoff_ms", 100)]
 # Volumes above this many bytes are streamed (Client's stream_threshold): below it one unary
 # message costs less than opening the streams.
 DEFAULT_STREAM_THRESHOLD = 4 << 20
 
 # What the RPCs accept as an image: an array, a resident handle, or an array in shared memory.
 ImageLike = Union[np.ndarray, str, ShmArray]
-
-
-def _retry_config(max_attempts: int) -> str | None:
-    """The service config: UNAVAILABLE (a restarted or replaced server) and an overloaded
-    server's RESOURCE_EXHAUSTED are retried, the latter after the delay the server pushes back
-    (grpc-retry-pushback-ms; -1, never, for a request that cannot fit)."""
-    if max_attempts == 1:
-        return None
-    return json.dumps({"methodConfig": [{
-        "name": [{"service": "cuimg.v1.Imaging"}, {"service": "grpc.health.v1.Health"}],
-        "retryPolicy": {"maxAttempts": max_attempts, "initialBackoff": "0.05s",
-                        "maxBackoff": "1s", "backoffMultiplier": 2,
-                        "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED"]}}, {
-        # Streamed volumes are sent again by the client itself (cuimg.volume_stream): under
-        # gRPC 1.51's retry policy a stream whose server died mid-call waited for its deadline
-        # instead of failing (tests/e2e/test_python_volume_stream.py kills one).
-        # A DetectStream is never replayed: gRPC would keep every frame sent for a retry.
-        "name": [{"service": "cuimg.v1.Imaging", "method": "ProcessVolumeStream"},
-                 {"service": "cuimg.v1.Imaging", "method": "DetectStream"}]}]})
-
-
-def _read(path: str | None) -> bytes | None:
-    if path is None:
-        return None
-    with open(path, "rb") as f:
-        return f.read()
 
 
 def _source(array_or_handle: ImageLike, spacing: Spacing | None = None,
@@ -251,6 +216,8 @@ class Client:
                      (a resident handle's own spacing is used). The returned array carries
                      none. The elements as run land in self.last_elements.
         out:         a ShmArray the server writes the result into (returned as its .array).
+        A list of images (cuimg.batches): one call, a list of results (a CuimgError in place of
+        an image the server refused); spacing then applies to each; not with out= or stream=.
         keep_resident: keep the result on the server; returns Resident(handle, array), the array
                      None when return_data=False. ttl_seconds: its lifetime after last use (0:
                      the server's default).
@@ -264,6 +231,14 @@ class Client:
             for s in steps:
                 s.border_mode, s.border_value = morphology_pb2.BORDER_MODE_CONSTANT, border_value
         output = _output_options(keep_resident, return_data, ttl_seconds)
+        if batches.is_batch(image):
+            if out is not None or stream:
+                raise ValueError("a batch (a list of images) takes neither out= nor stream=")
+            batches.check(image)
+            request = morphology_pb2.MorphologyRequest(
+                steps=steps, output=output, inputs=[_source(i, spacing) for i in image])
+            return batches.results(self._call("Morphology", request), image, lambda i, r: (
+                self._results(i, [r.result], keep_resident, return_data)[0]))
         if out is not None:
             if keep_resident:
                 raise ValueError("out= and keep_resident go to different places: pass one")
@@ -291,9 +266,17 @@ class Client:
         """Gaussian-derivative gradients of an image (a volume: per slice); returns a dict of
         writable float32 arrays of the input's shape: gx, gy (and magnitude, angle when asked).
         With keep_resident each value is a Resident(handle, array). spacing and stream as for
-        morphology."""
+        morphology; a list of images is a batch, as for morphology."""
         names = ["gx", "gy"] + (["magnitude"] if magnitude else []) + (["angle"] if angle else [])
         output = _output_options(keep_resident, return_data, ttl_seconds)
+        if batches.is_batch(image):
+            batches.check(image)
+            request = gradient_pb2.GradientRequest(
+                inputs=[_source(i, spacing) for i in image], kernel_length=kernel_length,
+                sigma=sigma, magnitude=magnitude, angle=angle, output=output)
+            return batches.results(self._call("Gradient", request), image, lambda i, r: dict(zip(
+                names, self._results(i, [getattr(r, n) for n in names], keep_resident,
+                                     return_data))))
         volume = None if output is not None else self._streams(image, stream)
         if volume is not None:
             header = streaming_pb2.VolumeStreamHeader(gradient=gradient_pb2.GradientRequest(
@@ -313,14 +296,24 @@ class Client:
         """Every level (level 0 = the input size) as a list of writable arrays of
         `output_dtype` (float32, or the input's dtype: rounded and saturated); levels stop
         before one narrower than min_width or lower than min_height (0: 8). With keep_resident
-        each level is a Resident(handle, array)."""
+        each level is a Resident(handle, array). A list of images is a batch, as for
+        morphology: a list of level lists."""
         modes = {"from_base": pyramid_pb2.PYRAMID_MODE_FROM_BASE, "cascaded": pyramid_pb2.PYRAMID_MODE_CASCADED}
-        response = self._call("Pyramid", pyramid_pb2.PyramidRequest(
-            input=_source(image), levels=levels, ratio=ratio, mode=modes[mode],
-            min_width=min_width, min_height=min_height, output_type=pixel_type(output_dtype),
-            output=_output_options(keep_resident, return_data, ttl_seconds)))
-        return self._results(image, [level.result for level in response.levels], keep_resident,
-                             return_data)
+        request = pyramid_pb2.PyramidRequest(
+            levels=levels, ratio=ratio, mode=modes[mode], min_width=min_width,
+            min_height=min_height, output_type=pixel_type(output_dtype),
+            output=_output_options(keep_resident, return_data, ttl_seconds))
+
+        def levels_of(i: ImageLike, response: pyramid_pb2.PyramidResponse) -> list[Any]:
+            return self._results(i, [level.result for level in response.levels], keep_resident,
+                                 return_data)
+
+        if batches.is_batch(image):
+            batches.check(image)
+            request.inputs.extend(_source(i) for i in image)
+            return batches.results(self._call("Pyramid", request), image, levels_of)
+        request.input.CopyFrom(_source(image))
+        return levels_of(image, self._call("Pyramid", request))
 
     def detect(self, image: ImageLike | None = None, *, encoded: bytes | None = None,
                model: str = "", hit_threshold: float = 0.0, win_stride: int = 0,
@@ -332,15 +325,22 @@ class Client:
         handle), or in PNG/JPEG file bytes given as `encoded=` (exactly one of the two): a list
         of dicts x, y, width, height, score, scale, best first. `model` is a name from models();
         the other parameters are DetectPedestriansRequest's (0 and None: the server's
-        defaults)."""
+        defaults). A list of images (arrays, handles, or PNG/JPEG bytes) is a batch, as for
+        morphology: a list of detection lists."""
         if (image is None) == (encoded is None):
             raise ValueError("detect: pass an image or encoded= bytes, not both")
+        frames = image if batches.is_batch(image) else None
         request = detection.detect_request(
-            image, encoded, _frame_source, model=model, hit_threshold=hit_threshold,
-            win_stride=win_stride, scale=scale, padding=padding, max_levels=max_levels,
-            gamma_correction=gamma_correction, grouping=grouping,
+            None if frames is not None else image, encoded, _frame_source, model=model,
+            hit_threshold=hit_threshold, win_stride=win_stride, scale=scale, padding=padding,
+            max_levels=max_levels, gamma_correction=gamma_correction, grouping=grouping,
             group_threshold=group_threshold, group_eps=group_eps)
-        return detection.detections(self._call("DetectPedestrians", request))
+        if frames is None:
+            return detection.detections(self._call("DetectPedestrians", request))
+        batches.check(frames)
+        request.inputs.extend(detection.frame_source(f, _frame_source) for f in frames)
+        return batches.results(self._call("DetectPedestrians", request), frames,
+                               lambda _, r: detection.detections(r))
 
     def detect_stream(self, frames: Iterable[Any], *, timeout: float | None = None,
                       **parameters: Any) -> Iterator[dict[str, Any]]:

@@ -43,6 +43,14 @@ def detect_request(image: Any, encoded: bytes | None, to_source: ToSource, *, mo
     return request
 
 
+def frame_source(frame: Any, to_source: ToSource) -> types_pb2.ImageSource:
+    """A frame as an ImageSource: PNG/JPEG file bytes as `encoded`, anything else by
+    `to_source`."""
+    if isinstance(frame, (bytes, bytearray, memoryview)):
+        return types_pb2.ImageSource(encoded=bytes(frame))
+    return to_source(frame)
+
+
 def stream(stub: Any, frames: Iterable[Any], base: detection_pb2.DetectPedestriansRequest,
            to_source: ToSource, timeout: float | None) -> Iterator[dict[str, Any]]:
     """Client.detect_stream's results, one dict per frame, each frame sent as `base` with the
@@ -54,10 +62,7 @@ def stream(stub: Any, frames: Iterable[Any], base: detection_pb2.DetectPedestria
             frame_id, frame = item if isinstance(item, tuple) else ("", item)
             request = detection_pb2.DetectPedestriansRequest()
             request.CopyFrom(base)
-            if isinstance(frame, (bytes, bytearray, memoryview)):
-                request.input.encoded = bytes(frame)
-            else:
-                request.input.CopyFrom(to_source(frame))
+            request.input.CopyFrom(frame_source(frame, to_source))
             yield detection_pb2.DetectFrame(request=request, id=frame_id)
 
     call = stub.DetectStream(messages(), timeout=timeout)

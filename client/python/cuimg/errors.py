@@ -21,3 +21,15 @@ class CuimgError(Exception):
         """The CuimgError of a failed call."""
         info = wire_contract.error_info(error.trailing_metadata())
         return cls(error.code(), error.details(), info.field if info else "")
+
+    @classmethod
+    def of_status(cls, status) -> "CuimgError":
+        """The CuimgError of a batch entry that failed: its EntryStatus (google.rpc.Status's
+        fields, so its bytes decode as one)."""
+        codes = {c.value[0]: c for c in grpc.StatusCode}
+        code = codes.get(status.code, grpc.StatusCode.UNKNOWN)
+        try:
+            info = wire_contract.decode_error_info(status.SerializeToString())
+        except ValueError:
+            info = None
+        return cls(code, status.message, info.field if info else "")
