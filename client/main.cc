@@ -166,6 +166,9 @@ ABSL_FLAG(std::string, server_metrics, "",
 ABSL_FLAG(bool, detect_stream, false,
           "load: with --rpc detect, send the frames over DetectStream calls (one stream per "
           "--channels, --concurrency frames unanswered over them) instead of unary calls.");
+ABSL_FLAG(int, batch, 0,
+          "morphology: with --input=DIR and --output=DIR, send the folder's images this many to a "
+          "call (a batch); load: images per call (--rpc morphology, gradient, pyramid, detect).");
 ABSL_FLAG(bool, shm, false,
           "load: pass pixels through a POSIX shared-memory object registered with the server "
           "(same host; the server needs --shared_memory): the RPCs carry no pixels.");
@@ -341,6 +344,7 @@ int main(int argc, char** argv) {
     command.json = absl::GetFlag(FLAGS_json);
     command.slab_slices = absl::GetFlag(FLAGS_slab_slices);
     command.volume_streams = absl::GetFlag(FLAGS_volume_streams);
+    command.batch = absl::GetFlag(FLAGS_batch);
     command.dicomweb.token_file = absl::GetFlag(FLAGS_dicomweb_token_file);
     command.dicomweb.user = absl::GetFlag(FLAGS_dicomweb_user);
     command.dicomweb.password_file = absl::GetFlag(FLAGS_dicomweb_password_file);
@@ -428,6 +432,7 @@ int main(int argc, char** argv) {
     command.report = absl::GetFlag(FLAGS_report);
     command.progress = absl::GetFlag(FLAGS_progress) && !command.json;
     command.shm = absl::GetFlag(FLAGS_shm);
+    command.batch = absl::GetFlag(FLAGS_batch);
     command.detect_stream = absl::GetFlag(FLAGS_detect_stream);
     return cuimg::RunLoad(connection, command);
   }

@@ -49,6 +49,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& SubcommandF
         "json",
         "slab_slices",
         "volume_streams",
+        "batch",
         "series_uid",
         "uid_root",
         "dicomweb_token_file",
@@ -71,10 +72,10 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& SubcommandF
              kPyramidFlags,
              kDetectFlags,
              kDeformFlags,
-             {"n",        "m",        "image_size", "pixel_type",    "input",    "concurrency",
-              "rate",     "duration", "requests",   "warmup",        "channels", "json",
-              "json_out", "csv",      "report",     "progress",      "shm",      "detect_stream",
-              "video",    "every",    "max_frames", "server_metrics"}})},
+             {"n",        "m",        "image_size", "pixel_type",     "input",    "concurrency",
+              "rate",     "duration", "requests",   "warmup",         "channels", "json",
+              "json_out", "csv",      "report",     "progress",       "shm",      "detect_stream",
+              "video",    "every",    "max_frames", "server_metrics", "batch"}})},
   };
   return *table;
 }

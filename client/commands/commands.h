@@ -49,6 +49,10 @@ struct MorphologyCommand {
   // What the report names as the output when `output` is a stand-in for it (a DICOMweb URL's
   // staging folder); empty: `output`.
   std::string output_label;
+  // > 0: `input` is a folder of images (PNG, JPEG, TIFF, .npy, NRRD; each channel an image), sent
+  // this many to a call (a batch, morphology_batch.cc), each result written to the `output`
+  // folder under its file's name.
+  int batch = 0;
 };
 int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& command);
 
@@ -161,6 +165,8 @@ struct LoadCommand {
   // --rpc detect: the frames go over DetectStream calls, one stream per channel, each frame a
   // call of the run (load_stream.h).
   bool detect_stream = false;
+  // Image RPCs: images per call (a batch, the API's `inputs`) when > 0; else one (`input`).
+  int batch = 0;
   // The server's Prometheus endpoint (host:port), read once for the report's context (version,
   // backend); empty: the --target host at the server's default port; "none": not read.
   std::string server_metrics;

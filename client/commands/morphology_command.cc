@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "client/commands/commands.h"
 #include "client/commands/dicomweb_staging.h"
+#include "client/commands/morphology_batch.h"
 #include "client/io/image_file.h"
 #include "client/io/volume_file.h"
 #include "client/request_building.h"
@@ -236,6 +237,11 @@ int RunMorphologyOnFiles(const ConnectionOptions& connection, const MorphologyCo
   }
   absl::StatusOr<std::vector<v1::MorphologyStep>> steps = BuildSteps(command);
   if (!steps.ok()) return Usage(std::string(steps.status().message()));
+  if (command.batch < 0) return Usage("--batch: images per call, >= 1 (0: one input file)");
+  if (command.batch > 0) {
+    if (command.slab_slices > 0) return Usage("--batch: not with --slab_slices");
+    return RunMorphologyBatch(connection, command, *steps);
+  }
   absl::StatusOr<VolumeFile> input = ReadVolumeFile(command.input, {command.series_uid});
   if (!input.ok()) {
     std::fprintf(stderr, "error: %s\n", std::string(input.status().message()).c_str());

@@ -1,5 +1,7 @@
 #include "client/io/image_file.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -11,6 +13,41 @@
 #include "cuimg/common/status_macros.h"
 
 namespace cuimg {
+namespace {
+
+bool HasImageExtension(const std::string& path, bool encoded_only) {
+  const std::string lower = absl::AsciiStrToLower(path);
+  for (const char* ext : {".png", ".jpg", ".jpeg"}) {
+    if (absl::EndsWith(lower, ext)) return true;
+  }
+  if (encoded_only) return false;
+  for (const char* ext : {".tif", ".tiff", ".npy", ".nrrd", ".nhdr"}) {
+    if (absl::EndsWith(lower, ext)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool IsEncodedImagePath(const std::string& path) { return HasImageExtension(path, true); }
+
+absl::StatusOr<std::vector<std::string>> ImageFilesIn(const std::string& path,
+                                                      const std::string& flag) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (!fs::is_directory(path, error)) return std::vector<std::string>{};
+  std::vector<std::string> paths;
+  for (const fs::directory_entry& e : fs::directory_iterator(path, error)) {
+    if (e.is_regular_file(error) && HasImageExtension(e.path().string(), false)) {
+      paths.push_back(e.path().string());
+    }
+  }
+  if (error) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": ", path, ": ", error.message()));
+  }
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
 
 absl::StatusOr<std::vector<std::uint8_t>> ReadFileBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -19,6 +19,15 @@ absl::StatusOr<Image> ReadImageFile(const std::string& path);
 // Writes by extension: .png (U8/U16), .jpg/.jpeg (U8), .tif/.tiff (any type, one channel).
 absl::Status WriteImageFile(const std::string& path, const ImageView& image);
 
+// Whether `path` names a PNG or JPEG file by its extension (any case).
+bool IsEncodedImagePath(const std::string& path);
+// The image files of a folder, by extension (.png, .jpg/.jpeg, .tif/.tiff, .npy, .nrrd/.nhdr),
+// sorted by name, not recursing; empty when `path` is not a folder (a file) or holds none (a
+// DICOM series is a folder of slices: one volume). INVALID_ARGUMENT naming `flag` when the folder
+// cannot be listed.
+absl::StatusOr<std::vector<std::string>> ImageFilesIn(const std::string& path,
+                                                      const std::string& flag);
+
 }  // namespace cuimg
 
 #endif  // CUIMG_CLIENT_IO_IMAGE_FILE_H_

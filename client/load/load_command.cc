@@ -69,6 +69,7 @@ nlohmann::ordered_json ConfigJson(const ConnectionOptions& connection, const Loa
   config["warmup_s"] = c.warmup_s;
   config["channels"] = c.channels;
   config["shm"] = c.shm;
+  config["batch"] = c.batch;
   return config;
 }
 

@@ -4,8 +4,6 @@
 #include <filesystem>
 #include <random>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -25,6 +23,33 @@ namespace cuimg {
 std::string LoadRpc::ServerTimingOf(const grpc::ClientContext& context,
                                     const google::protobuf::Message&) const {
   return TimingTrailerText(context);
+}
+
+int LoadRpc::FailedImages(const google::protobuf::Message& response) const {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Message* m = &response;
+  // A DetectStream frame's answer holds the response as `result`.
+  if (m->GetDescriptor()->FindFieldByName("results") == nullptr) {
+    const FieldDescriptor* inner = m->GetDescriptor()->FindFieldByName("result");
+    if (inner == nullptr || inner->type() != FieldDescriptor::TYPE_MESSAGE) return 0;
+    m = &m->GetReflection()->GetMessage(*m, inner);
+  }
+  const FieldDescriptor* results = m->GetDescriptor()->FindFieldByName("results");
+  if (results == nullptr || !results->is_repeated() ||
+      results->type() != FieldDescriptor::TYPE_MESSAGE) {
+    return 0;
+  }
+  int failed = 0;
+  const google::protobuf::Reflection* reflection = m->GetReflection();
+  for (int i = 0; i < reflection->FieldSize(*m, results); ++i) {
+    const google::protobuf::Message& entry = reflection->GetRepeatedMessage(*m, results, i);
+    const FieldDescriptor* status = entry.GetDescriptor()->FindFieldByName("status");
+    if (status == nullptr) continue;
+    const v1::EntryStatus& s =
+        static_cast<const v1::EntryStatus&>(entry.GetReflection()->GetMessage(entry, status));
+    failed += s.code() != 0;
+  }
+  return failed;
 }
 
 namespace {
@@ -97,39 +122,6 @@ absl::StatusOr<Image> GeneratedImage(const LoadCommand& c) {
   return image;
 }
 
-bool HasImageExtension(const std::string& path, bool encoded_only) {
-  const std::string lower = absl::AsciiStrToLower(path);
-  for (const char* ext : {".png", ".jpg", ".jpeg"}) {
-    if (absl::EndsWith(lower, ext)) return true;
-  }
-  if (encoded_only) return false;
-  for (const char* ext : {".tif", ".tiff", ".npy", ".nrrd", ".nhdr"}) {
-    if (absl::EndsWith(lower, ext)) return true;
-  }
-  return false;
-}
-
-bool IsEncodedImagePath(const std::string& path) { return HasImageExtension(path, true); }
-
-// The image files of a folder (PNG, JPEG, TIFF, NumPy, NRRD), sorted by name; empty for a file,
-// or for a folder of none (a DICOM series is a folder of slices, one volume).
-absl::StatusOr<std::vector<std::string>> FolderImages(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code error;
-  if (!fs::is_directory(path, error)) return std::vector<std::string>{};
-  std::vector<std::string> paths;
-  for (const fs::directory_entry& e : fs::directory_iterator(path, error)) {
-    if (e.is_regular_file(error) && HasImageExtension(e.path().string(), false)) {
-      paths.push_back(e.path().string());
-    }
-  }
-  if (error) {
-    return absl::InvalidArgumentError(absl::StrCat("--input: ", path, ": ", error.message()));
-  }
-  std::sort(paths.begin(), paths.end());
-  return paths;
-}
-
 // One payload of an image RPC: the pixels (and spacing), or for detect the encoded file.
 struct Source {
   VolumeFile volume;
@@ -170,7 +162,7 @@ absl::StatusOr<std::vector<Source>> ImageSources(const LoadCommand& c, bool enco
     CUIMG_ASSIGN_OR_RETURN(out.emplace_back().volume.image, GeneratedImage(c));
     return out;
   }
-  CUIMG_ASSIGN_OR_RETURN(std::vector<std::string> paths, FolderImages(c.input));
+  CUIMG_ASSIGN_OR_RETURN(std::vector<std::string> paths, ImageFilesIn(c.input, "--input"));
   std::error_code error;
   if (paths.empty() && std::filesystem::is_directory(c.input, error)) {
     absl::StatusOr<VolumeFile> series = ReadVolumeFile(c.input);
@@ -247,6 +239,30 @@ absl::Status Need2D(const Image& image, absl::string_view rpc) {
   return absl::OkStatus();
 }
 
+// The requests as batches of `n` images each (the API's `inputs`): as many requests as there
+// were, request p carrying the inputs of requests p*n .. p*n + n - 1 (cyclically), each with the
+// first request's parameters.
+template <typename Request>
+std::vector<Request> Batches(const std::vector<Request>& singles, int n) {
+  std::vector<Request> out;
+  const std::size_t count = singles.size();
+  for (std::size_t p = 0; p < count; ++p) {
+    Request& r = out.emplace_back(singles[0]);
+    r.clear_input();
+    for (std::size_t j = 0; j < static_cast<std::size_t>(n); ++j) {
+      *r.add_inputs() = singles[(p * static_cast<std::size_t>(n) + j) % count].input();
+    }
+  }
+  return out;
+}
+
+template <typename Request>
+void BatchIf(const LoadCommand& c, std::vector<Request>* requests, LoadRpc::Payload* payload) {
+  if (c.batch <= 0) return;
+  *requests = Batches(*requests, c.batch);
+  payload->emplace_back("batch", absl::StrCat(c.batch));
+}
+
 absl::StatusOr<std::unique_ptr<LoadRpc>> Morphology(const LoadCommand& c,
                                                     const SharedMemoryRewrite& shared_memory) {
   v1::MorphologyRequest base;
@@ -266,6 +282,7 @@ absl::StatusOr<std::unique_ptr<LoadRpc>> Morphology(const LoadCommand& c,
     }
     CUIMG_ASSIGN_OR_RETURN(requests, shared_memory(requests[0]));
   }
+  BatchIf(c, &requests, &payload);
   using Rpc = UnaryLoadRpc<v1::MorphologyRequest, v1::MorphologyResponse>;
   const Rpc::Method method = &v1::Imaging::StubInterface::async_interface::Morphology;
   return std::make_unique<Rpc>(std::move(payload), std::move(requests), method, c.shm);
@@ -285,6 +302,7 @@ absl::StatusOr<std::unique_ptr<LoadRpc>> Gradient(const LoadCommand& c) {
   LoadRpc::Payload payload = {{"kernel_length", absl::StrCat(c.gradient.kernel_length)},
                               {"sigma", absl::StrCat(c.gradient.sigma)}};
   DescribeImages(c, sources, &payload);
+  BatchIf(c, &requests, &payload);
   return MakeUnary<v1::GradientRequest, v1::GradientResponse>(
       std::move(payload), std::move(requests),
       &v1::Imaging::StubInterface::async_interface::Gradient);
@@ -302,6 +320,7 @@ absl::StatusOr<std::unique_ptr<LoadRpc>> Pyramid(const LoadCommand& c) {
                               {"ratio", absl::StrCat(c.pyramid.ratio)},
                               {"mode", c.pyramid.mode}};
   DescribeImages(c, sources, &payload);
+  BatchIf(c, &requests, &payload);
   return MakeUnary<v1::PyramidRequest, v1::PyramidResponse>(
       std::move(payload), std::move(requests),
       &v1::Imaging::StubInterface::async_interface::Pyramid);
@@ -331,6 +350,7 @@ absl::StatusOr<std::unique_ptr<LoadRpc>> Detect(const LoadCommand& c) {
   }
   LoadRpc::Payload payload = {{"model", c.detect.model.empty() ? "default" : c.detect.model}};
   DescribeImages(c, sources, &payload);
+  BatchIf(c, &requests, &payload);
   if (c.detect_stream) {
     payload.emplace_back("detect_stream", absl::StrCat(std::max(1, c.channels), " streams"));
     return MakeDetectStreamLoad(std::move(payload), std::move(requests));
@@ -376,13 +396,28 @@ absl::StatusOr<std::unique_ptr<LoadRpc>> MakeLoadRpc(const LoadCommand& c,
   if (c.shm && c.rpc != "morphology") {
     return absl::InvalidArgumentError("--shm: only with --rpc morphology");
   }
-  if (c.rpc == "morphology") return Morphology(c, shared_memory);
-  if (c.rpc == "gradient") return Gradient(c);
-  if (c.rpc == "pyramid") return Pyramid(c);
-  if (c.rpc == "detect") return Detect(c);
-  if (c.rpc == "deform") return Deform(c);
-  return absl::InvalidArgumentError(
-      "--rpc: expected morphology, gradient, pyramid, detect or deform");
+  if (c.batch < 0 || (c.batch > 0 && (c.shm || c.rpc == "deform"))) {
+    return absl::InvalidArgumentError(
+        "--batch: images per call (>= 0), for morphology, gradient, pyramid and detect, not "
+        "with --shm");
+  }
+  absl::StatusOr<std::unique_ptr<LoadRpc>> rpc;
+  if (c.rpc == "morphology") {
+    rpc = Morphology(c, shared_memory);
+  } else if (c.rpc == "gradient") {
+    rpc = Gradient(c);
+  } else if (c.rpc == "pyramid") {
+    rpc = Pyramid(c);
+  } else if (c.rpc == "detect") {
+    rpc = Detect(c);
+  } else if (c.rpc == "deform") {
+    rpc = Deform(c);
+  } else {
+    return absl::InvalidArgumentError(
+        "--rpc: expected morphology, gradient, pyramid, detect or deform");
+  }
+  if (rpc.ok() && c.batch > 0) (*rpc)->set_images(c.batch);
+  return rpc;
 }
 
 }  // namespace cuimg

@@ -42,6 +42,14 @@ class LoadRpc {
   virtual std::string ServerTimingOf(const grpc::ClientContext& context,
                                      const google::protobuf::Message& response) const;
 
+  // Images each call carries: a batch's entries (--batch), else 1.
+  int images() const { return images_; }
+  void set_images(int images) { images_ = images; }
+  // How many of a successful call's images its response answered with an error of their own
+  // (a batch's entries, types.proto: `results` whose status is not OK, in the response or in a
+  // DetectStream frame's `result`); 0 without a batch.
+  int FailedImages(const google::protobuf::Message& response) const;
+
   const Payload& payload() const { return payload_; }
 
  protected:
@@ -49,6 +57,7 @@ class LoadRpc {
 
  private:
   Payload payload_;
+  int images_ = 1;
 };
 
 // The requests of `command.rpc` (morphology, gradient, pyramid, detect or deform) from its
@@ -61,6 +70,8 @@ class LoadRpc {
 //
 // With --shm (morphology only), `shared_memory` turns the request into one request per slot
 // whose pixels travel through a registered region; slot i sends requests[i % count].
+// With --batch N (image RPCs, not with --shm), each request carries N images as a batch's
+// `inputs`: request p the images p*N .. p*N + N - 1 of the sources, cyclically.
 inline constexpr int kMaxVideoFrames = 100;
 using SharedMemoryRewrite =
     std::function<absl::StatusOr<std::vector<v1::MorphologyRequest>>(const v1::MorphologyRequest&)>;

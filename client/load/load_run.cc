@@ -179,8 +179,10 @@ class LoadRun {
     r.warmup = call.warmup;
     r.payload = call.payload;
     r.code = StatusCodeName(status.error_code());
+    r.images = rpc_.images();
     if (status.ok()) {
       r.server = ParseTimingTrailer(rpc_.ServerTimingOf(call.context, *call.response));
+      r.failed_images = rpc_.FailedImages(*call.response);
     } else {
       r.message = PrintableMessage(status.error_message());
     }

@@ -54,6 +54,7 @@ LoadSummary Summarize(const std::vector<CallRecord>& records, double warmup_s, d
     }
     ++s.requests;
     ++s.codes[r.code];
+    s.images_per_call = std::max(s.images_per_call, r.images);
     const std::size_t second =
         static_cast<std::size_t>(std::max(0.0, std::floor(r.start_s - warmup_s)));
     if (second >= s.windows.size()) {
@@ -76,10 +77,13 @@ LoadSummary Summarize(const std::vector<CallRecord>& records, double warmup_s, d
       continue;
     }
     ++s.ok;
+    s.images += r.images - r.failed_images;
+    s.failed_images += r.failed_images;
     lat.push_back(r.latency_ms);
     window_latencies[second].push_back(r.latency_ms);
     const TimingTrailer& t = r.server;
     if (t.device >= 0) ++s.devices[t.device];
+    if (t.decode_batch > 0) ++s.decode_batches[t.decode_batch];
     if (t.total_us >= 0) {
       queue.push_back(t.queue_us);
       decode.push_back(std::max(0.0, t.decode_us));  // a server without the field: no decode
@@ -91,6 +95,7 @@ LoadSummary Summarize(const std::vector<CallRecord>& records, double warmup_s, d
   }
   std::sort(lat.begin(), lat.end());
   s.throughput = seconds > 0 ? s.ok / seconds : 0;
+  s.image_throughput = seconds > 0 ? s.images / seconds : 0;
   s.p50 = Percentile(lat, 0.5);
   s.p90 = Percentile(lat, 0.9);
   s.p99 = Percentile(lat, 0.99);
@@ -128,6 +133,9 @@ nlohmann::ordered_json SummaryJson(const LoadSummary& s, const nlohmann::ordered
   j["requests"] = s.requests;
   j["ok"] = s.ok;
   j["throughput_rps"] = std::round(s.throughput * 100) / 100;
+  j["images_per_call"] = s.images_per_call;
+  j["images_per_s"] = std::round(s.image_throughput * 100) / 100;
+  j["failed_images"] = s.failed_images;
   j["latency_ms"] = {{"p50", Round4(s.p50)},   {"p90", Round4(s.p90)}, {"p99", Round4(s.p99)},
                      {"p999", Round4(s.p999)}, {"max", Round4(s.max)}, {"mean", Round4(s.mean)}};
   j["codes"] = nlohmann::ordered_json::object();
@@ -146,6 +154,8 @@ nlohmann::ordered_json SummaryJson(const LoadSummary& s, const nlohmann::ordered
                            {"d2h", Round4(s.server_d2h)},     {"total", Round4(s.server_total)}};
   j["devices"] = nlohmann::ordered_json::object();
   for (const auto& [device, n] : s.devices) j["devices"][absl::StrCat(device)] = n;
+  j["decode_batches"] = nlohmann::ordered_json::object();
+  for (const auto& [size, n] : s.decode_batches) j["decode_batches"][absl::StrCat(size)] = n;
   j["windows"] = nlohmann::ordered_json::array();
   for (const LoadSummary::Window& w : s.windows) {
     nlohmann::ordered_json window = {{"t", w.t}, {"ok", w.ok}, {"errors", w.errors}};
@@ -157,8 +167,15 @@ nlohmann::ordered_json SummaryJson(const LoadSummary& s, const nlohmann::ordered
 }
 
 std::string SummaryText(const LoadSummary& s) {
-  std::string out =
-      absl::StrFormat("requests %d in %.1f s, %.1f ok/s", s.requests, s.seconds, s.throughput);
+  std::string out = absl::StrFormat("requests %d in %.1f s, %.1f ok/s, %.1f images/s", s.requests,
+                                    s.seconds, s.throughput, s.image_throughput);
+  if (s.images_per_call > 1) {
+    absl::StrAppend(&out, absl::StrFormat(" (%d images a call", s.images_per_call));
+    if (s.failed_images > 0) {
+      absl::StrAppend(&out, absl::StrFormat(", %d failed alone", s.failed_images));
+    }
+    absl::StrAppend(&out, ")");
+  }
   if (s.warmup_s > 0 || s.warmup_calls > 0) {
     absl::StrAppend(&out, absl::StrFormat(" (after a %.1f s warm-up of %d calls, not counted)",
                                           s.warmup_s, s.warmup_calls));
@@ -189,6 +206,18 @@ std::string SummaryText(const LoadSummary& s) {
                                           "kernel %.1f  d2h %.1f  total %.1f\n",
                                           s.server_queue, s.server_decode, s.server_h2d,
                                           s.server_kernel, s.server_d2h, s.server_total));
+  }
+  if (!s.decode_batches.empty()) {
+    // Each call counts the batch its JPEG decoded in: a batch of n is seen by its n calls.
+    std::int64_t calls = 0;
+    double frames = 0;
+    absl::StrAppend(&out, "server decode batches (size: calls):");
+    for (const auto& [size, n] : s.decode_batches) {
+      absl::StrAppend(&out, " ", size, ":", n);
+      calls += n;
+      frames += static_cast<double>(size) * n;
+    }
+    absl::StrAppend(&out, absl::StrFormat(", mean %.2f as the calls saw them\n", frames / calls));
   }
   return out;
 }

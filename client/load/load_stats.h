@@ -23,6 +23,10 @@ struct CallRecord {
   std::string message;    // the server's (or gRPC's) message when not OK
   // Server-side stages from the cuimg-timing trailer (µs); negative when absent.
   TimingTrailer server;
+  // Images the call carried (a batch's entries; 1 without one), and of an OK call those its
+  // response refused or failed (a batch entry's own status).
+  int images = 1;
+  int failed_images = 0;
 };
 
 struct LoadSummary {
@@ -32,6 +36,15 @@ struct LoadSummary {
   std::int64_t requests = 0;
   std::int64_t ok = 0;
   double throughput = 0;  // OK responses per second
+  // Images of OK calls that the server answered (entries that failed alone not counted), per
+  // second; the entries that failed; the images each call carried (the largest, with --batch).
+  std::int64_t images = 0;
+  double image_throughput = 0;
+  std::int64_t failed_images = 0;
+  int images_per_call = 1;
+  // OK calls by the size of the batch of GPU JPEG decodes their trailer named (decode_batch > 0):
+  // the batches the server formed, as its calls saw them.
+  std::map<int, std::int64_t> decode_batches;
   // Client latency of OK calls, milliseconds (0 when there is none).
   double p50 = 0, p90 = 0, p99 = 0, p999 = 0, max = 0, mean = 0;
   std::map<std::string, std::int64_t> codes;
@@ -68,7 +81,8 @@ inline constexpr std::size_t kMessageChars = 200;
 // `warmup_s` the warm-up's (windows count from its end).
 LoadSummary Summarize(const std::vector<CallRecord>& records, double warmup_s, double seconds);
 // The summary as JSON: {"config", "context", "seconds", "warmup", "requests", "ok",
-// "throughput_rps", "latency_ms", "codes", "errors", "server_us_median", "devices", "windows"};
+// "throughput_rps", "images_per_call", "images_per_s", "failed_images", "latency_ms", "codes",
+// "errors", "server_us_median", "devices", "decode_batches" (size: calls), "windows"};
 // latencies of windows without an OK call are null.
 nlohmann::ordered_json SummaryJson(const LoadSummary& s, const nlohmann::ordered_json& config,
                                    const nlohmann::ordered_json& context);

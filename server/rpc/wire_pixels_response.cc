@@ -4,6 +4,7 @@
 
 #include <grpcpp/impl/codegen/proto_utils.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -36,16 +37,16 @@ class Spliced {
 
   std::size_t size() const { return size_; }
 
-  void Bytes(const std::string& bytes) {
+  void Bytes(absl::string_view bytes) {
     if (bytes.empty()) return;
-    if (pieces_.empty() || pieces_.back().pixels.buffer != nullptr) pieces_.emplace_back();
-    pieces_.back().bytes += bytes;
+    LastBytes().append(bytes.data(), bytes.size());
     size_ += bytes.size();
   }
   void Varint(std::uint64_t value) {
-    std::string bytes;
-    AppendVarint(value, &bytes);
-    Bytes(bytes);
+    std::string& last = LastBytes();
+    const std::size_t before = last.size();
+    AppendVarint(value, &last);
+    size_ += last.size() - before;
   }
   void Splice(const Pixels& pixels) {
     if (pixels.bytes == 0) return;
@@ -58,15 +59,19 @@ class Spliced {
     Varint(pixels.bytes);
     Splice(pixels);
   }
-  // `inner` as the value of length-delimited field `number`.
-  void Field(std::uint64_t number, const Spliced& inner) {
+  // `inner` as the value of length-delimited field `number`; its pieces are moved here (a
+  // message several levels deep would otherwise have its bytes copied once per level).
+  void Field(std::uint64_t number, Spliced&& inner) {
     Varint(LengthTag(number));
     Varint(inner.size());
-    for (const Piece& p : inner.pieces_) {
+    for (Piece& p : inner.pieces_) {
       if (p.pixels.buffer != nullptr) {
         Splice(p.pixels);
+      } else if (pieces_.back().pixels.buffer == nullptr) {
+        Bytes(p.bytes);  // joins the tag and length written above
       } else {
-        Bytes(p.bytes);
+        size_ += p.bytes.size();
+        pieces_.push_back(std::move(p));
       }
     }
   }
@@ -74,6 +79,7 @@ class Spliced {
   // Each slice of pixels keeps its buffer alive until gRPC has sent it.
   std::vector<grpc::Slice> Slices() const {
     std::vector<grpc::Slice> slices;
+    slices.reserve(pieces_.size());
     for (const Piece& p : pieces_) {
       if (p.pixels.buffer == nullptr) {
         slices.emplace_back(p.bytes);
@@ -91,9 +97,81 @@ class Spliced {
     std::string bytes;
     Pixels pixels;
   };
+  // The last piece when it holds bytes, else a new one.
+  std::string& LastBytes() {
+    if (pieces_.empty() || pieces_.back().pixels.buffer != nullptr) pieces_.emplace_back();
+    return pieces_.back().bytes;
+  }
+
   std::vector<Piece> pieces_;
   std::size_t size_ = 0;
 };
+
+// Copies field `f` of `from` into `to` (a message of the same type), whatever its type.
+void CopyField(const google::protobuf::Message& from, const FieldDescriptor* f,
+               google::protobuf::Message* to) {
+  const google::protobuf::Reflection* r = from.GetReflection();
+  const google::protobuf::Reflection* w = to->GetReflection();
+  if (!f->is_repeated()) {
+    switch (f->cpp_type()) {
+      case FieldDescriptor::CPPTYPE_INT32:
+        return w->SetInt32(to, f, r->GetInt32(from, f));
+      case FieldDescriptor::CPPTYPE_INT64:
+        return w->SetInt64(to, f, r->GetInt64(from, f));
+      case FieldDescriptor::CPPTYPE_UINT32:
+        return w->SetUInt32(to, f, r->GetUInt32(from, f));
+      case FieldDescriptor::CPPTYPE_UINT64:
+        return w->SetUInt64(to, f, r->GetUInt64(from, f));
+      case FieldDescriptor::CPPTYPE_DOUBLE:
+        return w->SetDouble(to, f, r->GetDouble(from, f));
+      case FieldDescriptor::CPPTYPE_FLOAT:
+        return w->SetFloat(to, f, r->GetFloat(from, f));
+      case FieldDescriptor::CPPTYPE_BOOL:
+        return w->SetBool(to, f, r->GetBool(from, f));
+      case FieldDescriptor::CPPTYPE_ENUM:
+        return w->SetEnumValue(to, f, r->GetEnumValue(from, f));
+      case FieldDescriptor::CPPTYPE_STRING:
+        return w->SetString(to, f, r->GetString(from, f));
+      case FieldDescriptor::CPPTYPE_MESSAGE:
+        return w->MutableMessage(to, f)->CopyFrom(r->GetMessage(from, f));
+    }
+    return;
+  }
+  for (int i = 0; i < r->FieldSize(from, f); ++i) {
+    switch (f->cpp_type()) {
+      case FieldDescriptor::CPPTYPE_INT32:
+        w->AddInt32(to, f, r->GetRepeatedInt32(from, f, i));
+        break;
+      case FieldDescriptor::CPPTYPE_INT64:
+        w->AddInt64(to, f, r->GetRepeatedInt64(from, f, i));
+        break;
+      case FieldDescriptor::CPPTYPE_UINT32:
+        w->AddUInt32(to, f, r->GetRepeatedUInt32(from, f, i));
+        break;
+      case FieldDescriptor::CPPTYPE_UINT64:
+        w->AddUInt64(to, f, r->GetRepeatedUInt64(from, f, i));
+        break;
+      case FieldDescriptor::CPPTYPE_DOUBLE:
+        w->AddDouble(to, f, r->GetRepeatedDouble(from, f, i));
+        break;
+      case FieldDescriptor::CPPTYPE_FLOAT:
+        w->AddFloat(to, f, r->GetRepeatedFloat(from, f, i));
+        break;
+      case FieldDescriptor::CPPTYPE_BOOL:
+        w->AddBool(to, f, r->GetRepeatedBool(from, f, i));
+        break;
+      case FieldDescriptor::CPPTYPE_ENUM:
+        w->AddEnumValue(to, f, r->GetRepeatedEnumValue(from, f, i));
+        break;
+      case FieldDescriptor::CPPTYPE_STRING:
+        w->AddString(to, f, r->GetRepeatedString(from, f, i));
+        break;
+      case FieldDescriptor::CPPTYPE_MESSAGE:
+        w->AddMessage(to, f)->CopyFrom(r->GetRepeatedMessage(from, f, i));
+        break;
+    }
+  }
+}
 
 // Writes a message whose subtree holds detached results: the fields that lead to a result are
 // written here, one by one; the rest of the message as protobuf serializes it.
@@ -115,8 +193,10 @@ class ResultSplicer {
       return WriteResult(m, it->second, out);
     }
     const google::protobuf::Reflection* reflection = m.GetReflection();
+    // The fields that hold no result, copied one by one and serialized by protobuf: copying the
+    // whole message and clearing the others would copy a batch's every entry.
     std::unique_ptr<google::protobuf::Message> rest(m.New());
-    rest->CopyFrom(m);
+    std::vector<const FieldDescriptor*> detached_bytes;
     if (const auto it = fields_.find(&m); it != fields_.end()) {
       for (const auto& [number, pixels] : it->second) {
         const FieldDescriptor* f = m.GetDescriptor()->FindFieldByNumber(number);
@@ -129,13 +209,21 @@ class ResultSplicer {
         CUIMG_RETURN_IF_ERROR(CheckInside(pixels));
         ++found_;
         out->PixelsField(static_cast<std::uint64_t>(number), pixels);
-        rest->GetReflection()->ClearField(rest.get(), f);
+        detached_bytes.push_back(f);
       }
     }
     std::vector<const FieldDescriptor*> fields;
     reflection->ListFields(m, &fields);
+    bool any_rest = false;
     for (const FieldDescriptor* f : fields) {
-      if (!HoldsResults(m, f)) continue;
+      if (!HoldsResults(m, f)) {
+        if (std::find(detached_bytes.begin(), detached_bytes.end(), f) != detached_bytes.end()) {
+          continue;  // its pixels are written above
+        }
+        CopyField(m, f, rest.get());
+        any_rest = true;
+        continue;
+      }
       const int count = f->is_repeated() ? reflection->FieldSize(m, f) : 1;
       for (int i = 0; i < count; ++i) {
         const google::protobuf::Message& sub = f->is_repeated()
@@ -147,11 +235,10 @@ class ResultSplicer {
         } else {
           inner.Bytes(sub.SerializeAsString());
         }
-        out->Field(static_cast<std::uint64_t>(f->number()), inner);
+        out->Field(static_cast<std::uint64_t>(f->number()), std::move(inner));
       }
-      rest->GetReflection()->ClearField(rest.get(), f);
     }
-    out->Bytes(rest->SerializeAsString());
+    if (any_rest) out->Bytes(rest->SerializeAsString());
     return absl::OkStatus();
   }
 
@@ -170,9 +257,14 @@ class ResultSplicer {
     Spliced image;
     image.Bytes(result.image().SerializeAsString());
     image.PixelsField(kImageDataField, pixels);
-    out->Field(kResultImageField, image);
-    v1::ImageResult others = result;
-    others.clear_image();
+    out->Field(kResultImageField, std::move(image));
+    // Its other fields (the handle), as protobuf writes them.
+    std::vector<const FieldDescriptor*> fields;
+    result.GetReflection()->ListFields(result, &fields);
+    v1::ImageResult others;
+    for (const FieldDescriptor* f : fields) {
+      if (f->number() != static_cast<int>(kResultImageField)) CopyField(result, f, &others);
+    }
     out->Bytes(others.SerializeAsString());
     return absl::OkStatus();
   }

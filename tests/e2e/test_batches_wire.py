@@ -6,7 +6,10 @@ among good ones, whose statuses carry the unary call's code and its field under 
 the entries share fails the call (a parameter, `input` beside `inputs`, the limits on entries and
 bytes, naming the field and the flag); a DetectStream frame may hold a batch. Runs on the CPU
 backend in CI and on the CUDA backend on the GPU machine (CUIMG_BACKEND)."""
+import json
 import os
+import subprocess
+import tempfile
 import unittest
 
 import grpc
@@ -20,6 +23,7 @@ from server_process import ServerProcess
 from shm_objects import ShmObject
 
 SERVER = os.environ["CUIMG_SERVER"]
+CLIENT = os.environ["CUIMG_CLIENT"]
 BACKEND = os.environ.get("CUIMG_BACKEND", "cpu")
 DTYPES = {types_pb2.PIXEL_TYPE_U8: np.uint8, types_pb2.PIXEL_TYPE_U16: np.uint16,
           types_pb2.PIXEL_TYPE_I16: np.int16, types_pb2.PIXEL_TYPE_F32: np.float32}
@@ -250,6 +254,63 @@ class BatchesOverTheWire(unittest.TestCase):
             self.assertEqual(found[1], client.detect(frames[1], grouping=False))
             with self.assertRaises(ValueError):
                 client.morphology([], "dilate:rect:3x3")
+
+    def cli(self, *args):
+        return subprocess.run([CLIENT, *args, f"--target={self.server.target}"],
+                              capture_output=True, text=True, timeout=300)
+
+    def test_cli_morphology_batch_writes_what_single_calls_write(self):
+        rng = self.rng
+        with tempfile.TemporaryDirectory() as tmp:
+            folder, batched, single = (os.path.join(tmp, d) for d in ("in", "batched", "single"))
+            os.mkdir(folder)
+            np.save(os.path.join(folder, "a_u16.npy"), rng.integers(0, 65535, (30, 41), np.uint16))
+            np.save(os.path.join(folder, "b_f32.npy"), rng.standard_normal((30, 41), np.float32))
+            np.save(os.path.join(folder, "c_u16.npy"), rng.integers(0, 65535, (30, 41), np.uint16))
+            np.save(os.path.join(folder, "d_i16.npy"), rng.integers(-900, 900, (12, 7), np.int16))
+            # Colour: each channel an image of the batch (JPEG out: the same pixels, the same
+            # encoder, so the same bytes).
+            with open(os.path.join(folder, "e_colour.jpg"), "wb") as f:
+                f.write(read("HappyFish.jpg"))
+            steps = "--steps=erode:ellipse:5x5"
+            run = self.cli("morphology", f"--input={folder}", f"--output={batched}", "--batch=3",
+                           steps)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            self.assertIn("wrote 5 of 5 files", run.stdout)
+            self.assertIn("images/s", run.stdout)
+            os.mkdir(single)
+            for name in sorted(os.listdir(folder)):
+                run = self.cli("morphology", f"--input={os.path.join(folder, name)}",
+                               f"--output={os.path.join(single, name)}", steps)
+                self.assertEqual(run.returncode, 0, run.stderr)
+                with open(os.path.join(batched, name), "rb") as a, \
+                        open(os.path.join(single, name), "rb") as b:
+                    self.assertEqual(a.read(), b.read(), name)
+            run = self.cli("morphology", f"--input={os.path.join(folder, 'a_u16.npy')}",
+                           f"--output={batched}", "--batch=3", steps)
+            self.assertEqual(run.returncode, 2, run.stderr)  # --batch needs a folder
+
+    def test_load_batch_counts_images(self):
+        run = self.cli("load", "--rpc=morphology", "--batch=4", "--image_size=32x24",
+                       "--requests=12", "--warmup=0", "--concurrency=2", "--json",
+                       "--server_metrics=none")
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        summary = json.loads(run.stdout)
+        self.assertEqual(summary["ok"], 12)
+        self.assertEqual(summary["images_per_call"], 4)
+        self.assertEqual(summary["failed_images"], 0)
+        self.assertAlmostEqual(summary["images_per_s"], 4 * summary["throughput_rps"], delta=0.1)
+        self.assertEqual(summary["config"]["batch"], 4)
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "frame.png"), "wb") as f:
+                f.write(read("basketball2.png"))
+            run = self.cli("load", "--rpc=detect", "--batch=2", f"--input={tmp}",
+                           "--requests=4", "--warmup=0", "--concurrency=2", "--progress=false",
+                           "--server_metrics=none")
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        self.assertRegex(run.stdout, r"ok/s, [0-9.]+ images/s \(2 images a call\)")
+        run = self.cli("load", "--rpc=deform", "--batch=2", "--requests=1")
+        self.assertEqual(run.returncode, 2, run.stdout + run.stderr)
 
     def call_error(self, method, request):
         with self.assertRaises(grpc.RpcError) as caught:
