@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -33,6 +34,19 @@ class BatchTimes {
   }
   BatchTimes(const BatchTimes&) = delete;
   BatchTimes& operator=(const BatchTimes&) = delete;
+
+  // A decode's times, run apart from the call's (DecodeInput on another thread).
+  void AddDecode(const StageTimes& t) {
+    times_->decode_us += t.decode_us;
+    if (t.decode_device >= 0) times_->decode_device = t.decode_device;
+    if (t.decode_fallback != nullptr) times_->decode_fallback = t.decode_fallback;
+    if (t.decode_batch > 0) {
+      times_->decode_batch = t.decode_batch;
+      times_->decode_batch_first = t.decode_batch_first;
+      times_->decode_batch_wait_us = t.decode_batch_wait_us;
+    }
+    Collect();
+  }
 
   void Collect() {
     sum_.decode_us += times_->decode_us;
@@ -110,6 +124,20 @@ const void* VolumeOf(const std::vector<int>& members, const std::vector<Resolved
   return out;
 }
 
+// Each entry's status into its result; a failed entry's response cleared, with what it had
+// attached beside the response.
+template <typename Response>
+void FinishEntries(const std::vector<absl::Status>& outcome, CallScope& call, Response* response) {
+  for (std::size_t i = 0; i < outcome.size(); ++i) {
+    auto* result = response->mutable_results(static_cast<int>(i));
+    ToEntryStatus(outcome[i], result->mutable_status());
+    if (outcome[i].ok()) continue;
+    // Null where nothing goes beside the response (DetectStream's frames).
+    if (DetachedResults* detached = call.detached_results()) detached->Discard(result->response());
+    result->clear_response();
+  }
+}
+
 // Runs `batch`'s entries: `resolve` each admitted one (an error is its outcome), `groups` of
 // them as one (`slices`; a group that fails runs again one by one, so that each entry gets its
 // own outcome), the rest one by one (`single`). The call fails only when it is no longer alive.
@@ -156,14 +184,7 @@ absl::Status RunEntries(const BatchJob<Job>& batch, CallScope& call, ServerMetri
       CUIMG_RETURN_IF_ERROR(call.CheckAlive());
     }
   }
-  for (std::size_t i = 0; i < n; ++i) {
-    auto* result = response->mutable_results(static_cast<int>(i));
-    ToEntryStatus(outcome[i], result->mutable_status());
-    if (outcome[i].ok()) continue;
-    // Null where nothing goes beside the response (DetectStream's frames).
-    if (DetachedResults* detached = call.detached_results()) detached->Discard(result->response());
-    result->clear_response();
-  }
+  FinishEntries(outcome, call, response);
   return absl::OkStatus();
 }
 
@@ -320,17 +341,65 @@ absl::Status ImagingService::RunBatch(const BatchJob<PyramidJob>& batch, CallSco
 
 absl::Status ImagingService::RunBatch(const BatchJob<DetectJob>& batch, CallScope& call,
                                       v1::DetectPedestriansResponse* response) {
-  // One by one through the unary run, which resolves each input itself.
-  auto resolve = [](const DetectJob&) -> absl::StatusOr<ResolvedImage> { return ResolvedImage(); };
-  auto no_groups = [](const std::vector<ResolvedImage>&, const std::vector<bool>&) {
-    return std::vector<std::vector<int>>();
-  };
-  auto no_slices = [](const std::vector<int>&, const std::vector<ResolvedImage>&) {
-    return absl::OkStatus();
-  };
-  auto single = [&](const DetectJob& job, const ResolvedImage&,
-                    v1::DetectPedestriansResponse* out) { return RunDetect(job, call, out); };
-  return RunEntries(batch, call, *metrics_, response, resolve, no_groups, no_slices, single);
+  // In waves of --batch_max_size entries: a wave's PNG/JPEG files decode at once, each on its own
+  // thread, so that their GPU decodes share the hardware's batches (one at a time, each would
+  // run alone); then its entries detect one by one. A wave's decoded images are held until it
+  // has run, so that at most a wave's are held at once.
+  const std::size_t n = batch.entries.size();
+  const std::size_t wave = static_cast<std::size_t>(std::max(1, options_.batch_max_size));
+  for (std::size_t i = 0; i < n; ++i) response->add_results();
+  std::vector<absl::Status> outcome(n);
+  {
+    BatchTimes times(&call.times(), metrics_);
+    for (std::size_t begin = 0; begin < n; begin += wave) {
+      const std::size_t end = std::min(n, begin + wave);
+      std::vector<absl::StatusOr<ResolvedImage>> inputs(end - begin);
+      std::vector<StageTimes> decode_times(end - begin);
+      auto encoded = [&](std::size_t i) {
+        return batch.entries[i].ok() && batch.entries[i]->input.kind == ImageInput::Kind::kEncoded;
+      };
+      std::vector<std::thread> decoding;
+      std::size_t last = end;  // the wave's last file decodes on this thread
+      for (std::size_t i = begin; i < end; ++i) {
+        if (encoded(i)) last = i;
+      }
+      for (std::size_t i = begin; i < end; ++i) {
+        if (!encoded(i)) continue;
+        auto decode = [&, i] {
+          inputs[i - begin] = DecodeInput(batch.entries[i]->input, options_.limits, decoders_,
+                                          &decode_times[i - begin]);
+        };
+        if (i == last) {
+          decode();
+        } else {
+          decoding.emplace_back(decode);
+        }
+      }
+      for (std::thread& t : decoding) t.join();
+      for (std::size_t i = begin; i < end; ++i) {
+        if (!batch.entries[i].ok()) {
+          outcome[i] = batch.entries[i].status();
+          continue;
+        }
+        const DetectJob& job = *batch.entries[i];
+        absl::StatusOr<ResolvedImage>& in = inputs[i - begin];
+        if (encoded(i)) {
+          times.AddDecode(decode_times[i - begin]);
+        } else {
+          in = ResolveImage(job.input, call, *store_, shared_memory_.get(), options_.limits,
+                            decoders_);
+        }
+        outcome[i] =
+            in.ok() ? DetectOf(job, *in, call,
+                               response->mutable_results(static_cast<int>(i))->mutable_response())
+                    : in.status();
+        times.Collect();
+        CUIMG_RETURN_IF_ERROR(call.CheckAlive());
+      }
+    }
+  }
+  FinishEntries(outcome, call, response);
+  return absl::OkStatus();
 }
 
 }  // namespace cuimg

@@ -135,6 +135,12 @@ absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, CallScope& c
     case ImageInput::Kind::kEncoded:
       break;
   }
+  return DecodeInput(input, limits, decoders, &call.times());
+}
+
+absl::StatusOr<ResolvedImage> DecodeInput(const ImageInput& input, const RequestLimits& limits,
+                                          const ImageDecoders& decoders, StageTimes* times) {
+  ResolvedImage out;
   const auto start = std::chrono::steady_clock::now();
   const DecodeLimits decode_limits = DecodeLimitsFor(limits);
   const auto* data = reinterpret_cast<const std::uint8_t*>(input.bytes.data());
@@ -144,11 +150,10 @@ absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, CallScope& c
         .count();
   };
   if (decoders.device != nullptr) {
-    out.on_device =
-        DecodeOnDevice(bytes, decode_limits, *decoders.device, &call.times(), &out.view);
+    out.on_device = DecodeOnDevice(bytes, decode_limits, *decoders.device, times, &out.view);
     if (out.on_device != nullptr) {
       out.view.data = nullptr;
-      call.times().decode_us = elapsed_us();
+      times->decode_us = elapsed_us();
       return out;
     }
   }
@@ -159,7 +164,7 @@ absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, CallScope& c
   }
   out.decoded = std::make_unique<Image>(*std::move(decoded));
   out.view = out.decoded->view();
-  call.times().decode_us = elapsed_us();
+  times->decode_us = elapsed_us();
   return out;
 }
 

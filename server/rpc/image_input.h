@@ -63,6 +63,12 @@ absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, CallScope& c
                                            const RequestLimits& limits,
                                            const ImageDecoders& decoders);
 
+// ResolveImage's decode of an encoded input (`input.kind` kEncoded), its times in `times`: needs
+// no call, so that a batch's files may decode at once on several threads (their GPU decodes then
+// share the hardware's batches).
+absl::StatusOr<ResolvedImage> DecodeInput(const ImageInput& input, const RequestLimits& limits,
+                                          const ImageDecoders& decoders, StageTimes* times);
+
 // The GPU leg of ResolveImage for one encoded file: the device image, or null with
 // times->decode_fallback set when the CPU decoder must take it (not a JPEG for the GPU, over
 // `limits`, or the GPU decode failed).

@@ -237,11 +237,16 @@ absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, CallScope& cal
 
 absl::Status ImagingService::RunDetect(const DetectJob& job, CallScope& call,
                                        v1::DetectPedestriansResponse* response) {
-  const HogModel& model = *job.model;
-  const DetectSpec& spec = job.spec;
   CUIMG_ASSIGN_OR_RETURN(
       ResolvedImage in,
       ResolveImage(job.input, call, *store_, shared_memory_.get(), options_.limits, decoders_));
+  return DetectOf(job, in, call, response);
+}
+
+absl::Status ImagingService::DetectOf(const DetectJob& job, const ResolvedImage& in,
+                                      CallScope& call, v1::DetectPedestriansResponse* response) {
+  const HogModel& model = *job.model;
+  const DetectSpec& spec = job.spec;
   CUIMG_RETURN_IF_ERROR(CheckDetectInput(in.view, job));
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   CUIMG_ASSIGN_OR_RETURN(

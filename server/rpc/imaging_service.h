@@ -236,6 +236,8 @@ class ImagingService final
                             v1::MorphologyResponse* response);
   absl::Status GradientOf(const GradientJob& job, const ResolvedImage& in, CallScope& call,
                           v1::GradientResponse* response);
+  absl::Status DetectOf(const DetectJob& job, const ResolvedImage& in, CallScope& call,
+                        v1::DetectPedestriansResponse* response);
   // Morphology whose result goes to the shared-memory region job.output names.
   absl::Status MorphologyIntoSharedMemory(const MorphologyJob& job, const ResolvedImage& in,
                                           CallScope& call, v1::MorphologyResponse* response);
