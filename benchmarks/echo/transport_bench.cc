@@ -13,6 +13,9 @@
 //     the echo to 10-17k calls/s where the callback client measured 22-27k (BENCHMARKS.md);
 //     `--load_preserialized` (the default) sends requests serialized once and checks replies by
 //     size, since the driver shares the host's CPUs with the servers (runs 158-159);
+//   - Morphology batches (issue 50: `--batch_shapes`, W x H x tiles per call) under
+//     `--batch_concurrency` calls in flight against the echo moving the same bytes
+//     (batch_transport.h): images/s of both;
 //   - a 512x512x300 i16 volume (157 MB): echoed in 1 MiB chunks on one stream vs dilated with a
 //     9x9 disk through ProcessVolumeStream (slabs of each `--slab_slices`), median of
 //     `--volume_runs`; the first streamed result is checked against the unary Morphology result
@@ -35,6 +38,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "benchmarks/echo/batch_transport.h"
 #include "benchmarks/echo/transport_harness.h"
 #include "benchmarks/echo/volume_transport.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
@@ -62,6 +66,9 @@ ABSL_FLAG(bool, lock_order_checks, false,
           "Keep Abseil's lock-order checks on in this driver (cuimg/common/lock_order_checks.h).");
 ABSL_FLAG(double, load_seconds, 5, "Seconds per load measurement (after 1 s warm-up).");
 ABSL_FLAG(std::string, slab_slices, "2,16", "Streamed volume slab sizes, slices.");
+ABSL_FLAG(std::string, batch_shapes, "64x64x256,256x256x64",
+          "Batch rows: W x H x tiles per call (u8, dilate 3x3), comma-separated; empty skips.");
+ABSL_FLAG(int, batch_concurrency, 16, "Batch calls in flight.");
 ABSL_FLAG(int, volume_runs, 5,
           "Timed runs per volume measurement (after one warm-up); 0 skips the volume rows.");
 ABSL_FLAG(std::string, volume_streams, "4",
@@ -344,6 +351,17 @@ int main(int argc, char** argv) {
       label.c_str(), load_api.c_str(), preserialized ? "true" : "false", concurrency, channels,
       el.rps, cl.rps, cl.rps / el.rps, el.p99_ms, cl.p50_ms, cl.p99_ms, cl.queue_p50_us,
       cl.server_p50_us, el.errors + cl.errors);
+
+  cuimg::bench::BatchTransportRun batches;
+  for (int i = 0; i < channels; ++i) {
+    batches.echo.push_back(echo_generic[i].get());
+    batches.imaging.push_back(imaging_generic[i].get());
+  }
+  batches.label = label;
+  batches.shapes = cuimg::bench::ParseBatchShapes(absl::GetFlag(FLAGS_batch_shapes));
+  batches.concurrency = std::max(1, absl::GetFlag(FLAGS_batch_concurrency));
+  batches.seconds = seconds;
+  cuimg::bench::MeasureBatchTransport(batches);
 
   // The 157 MB volume: echo in 1 MiB chunks on one stream vs ProcessVolumeStream.
   cuimg::bench::VolumeTransportRun volume;

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/status_macros.h"
+#include "google/protobuf/unknown_field_set.h"
 #include "server/rpc/wire_format.h"
 
 namespace cuimg {
@@ -238,6 +239,13 @@ class ResultSplicer {
         out->Field(static_cast<std::uint64_t>(f->number()), std::move(inner));
       }
     }
+    // Unknown fields too, as a copy of the whole message would keep them.
+    if (!reflection->GetUnknownFields(m).empty()) {
+      rest->GetReflection()
+          ->MutableUnknownFields(rest.get())
+          ->MergeFrom(reflection->GetUnknownFields(m));
+      any_rest = true;
+    }
     if (any_rest) out->Bytes(rest->SerializeAsString());
     return absl::OkStatus();
   }
@@ -265,6 +273,8 @@ class ResultSplicer {
     for (const FieldDescriptor* f : fields) {
       if (f->number() != static_cast<int>(kResultImageField)) CopyField(result, f, &others);
     }
+    others.GetReflection()->MutableUnknownFields(&others)->MergeFrom(
+        result.GetReflection()->GetUnknownFields(result));
     out->Bytes(others.SerializeAsString());
     return absl::OkStatus();
   }

@@ -175,8 +175,48 @@ mm_header = image_proto(12, 10, 9, types_pb2.PIXEL_TYPE_U16, 0)
 mm_header.spacing.CopyFrom(ct_spacing)
 requests["stream_mm"] = (7, streaming_pb2.VolumeStreamHeader(
     volume=mm_header, morphology=morphology_pb2.MorphologyRequest(steps=[mm_step, custom])))
+# Batches (the requests' `inputs`): sources of every kind, same-shape runs, a bad entry, and
+# elements in millimetres resolved per entry.
+batch_inputs = [types_pb2.ImageSource(image=image_proto(8, 6)),
+                types_pb2.ImageSource(image=image_proto(8, 6)),
+                types_pb2.ImageSource(image=image_proto(5, 9, 0, types_pb2.PIXEL_TYPE_F32, 4)),
+                types_pb2.ImageSource(encoded=png_gray),
+                types_pb2.ImageSource(handle="img-0123"),
+                types_pb2.ImageSource(shared_memory=types_pb2.SharedMemoryImage(
+                    region="shm-1", image=image_proto(8, 6, 0, types_pb2.PIXEL_TYPE_U16, 0))),
+                types_pb2.ImageSource()]
+spaced = image_proto(8, 6)
+spaced.spacing.CopyFrom(ct_spacing)
+requests["morph_batch"] = (0, morphology_pb2.MorphologyRequest(inputs=batch_inputs,
+                                                                steps=[step, custom]))
+requests["morph_batch_mm"] = (0, morphology_pb2.MorphologyRequest(
+    inputs=[types_pb2.ImageSource(image=spaced), types_pb2.ImageSource(image=image_proto(8, 6)),
+            types_pb2.ImageSource(handle="img-0123")], steps=[mm_step]))
+requests["gradient_batch"] = (1, gradient_pb2.GradientRequest(inputs=batch_inputs, magnitude=True))
+requests["pyramid_batch"] = (2, pyramid_pb2.PyramidRequest(inputs=batch_inputs, levels=3,
+                                                          output_type=types_pb2.PIXEL_TYPE_U8))
+requests["detect_batch"] = (6, detection_pb2.DetectPedestriansRequest(
+    inputs=[types_pb2.ImageSource(image=image_proto(64, 128)),
+            types_pb2.ImageSource(encoded=png_gray)], win_stride=16))
 for name, (kind, message) in requests.items():
     write("request_validation", name, bytes([kind]) + message.SerializeToString())
+
+# --- wire_pixels (the hand-made seeds beside these are kept): byte 0 picks the message (bits 0
+# and 4: 0 Morphology, 1 Gradient, 2 Pyramid; 3 a response, bit 2 a Morphology batch response,
+# bit 1 with one entry dropped) and the slices the bytes arrive in (bits 1-3).
+write("wire_pixels", "morphology_batch", bytes([0]) + requests["morph_batch"][1].SerializeToString())
+write("wire_pixels", "gradient_batch_sliced",
+      bytes([1 | (3 << 1)]) + requests["gradient_batch"][1].SerializeToString())
+batch_response = morphology_pb2.MorphologyResponse()
+for pixels in (b"\x01" * 48, b"", b"\x07" * 20):
+    entry = batch_response.results.add()
+    entry.response.result.image.CopyFrom(image_proto(1, 1))
+    entry.response.result.image.data = pixels
+    entry.response.result.handle = "kept" if not pixels else ""
+batch_response.results.add().status.code = 3
+write("wire_pixels", "morphology_batch_response", bytes([0x15]) + batch_response.SerializeToString())
+write("wire_pixels", "morphology_batch_response_dropped",
+      bytes([0x17]) + batch_response.SerializeToString())
 
 
 # --- npy_reader: what np.save writes (both byte orders, every rank and dtype we read), a

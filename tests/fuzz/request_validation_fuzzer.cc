@@ -6,16 +6,21 @@
 // plan must tile the volume: output windows contiguous, inputs inside the volume and covering
 // each output slab's halo. Elements in millimetres resolve to one element per step (a resident
 // input's against a fixed spacing). Morphology and Gradient are also validated with their inline
-// pixels detached (as the server receives them) and must get the same status.
+// pixels detached (as the server receives them) and must get the same status. The image RPCs'
+// requests are also validated as batches (their `inputs`): with every entry's pixels detached the
+// call and each entry get the same status as with them in place, and every accepted entry can be
+// sized for admission.
 #include <cstddef>
 #include <cstdint>
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "cuimg/v1/resident.pb.h"
 #include "cuimg/v1/streaming.pb.h"
 #include "server/scheduling/inflight_estimate.h"
+#include "server/validation/batch_validation.h"
 #include "server/validation/request_validation.h"
 #include "server/state/resident_store.h"
 #include "server/scheduling/volume_stream_plan.h"
@@ -77,11 +82,46 @@ void CheckDetached(const std::uint8_t* data, std::size_t size,
   if (detached_job.status() != inline_job.status()) __builtin_trap();
 }
 
+// A request as a batch (batch_validation.h): the entries validated with their pixels in place and
+// again detached must get the same statuses, call and entries alike.
+template <typename Request, typename Job>
+void CheckBatch(
+    const std::uint8_t* data, std::size_t size,
+    absl::StatusOr<cuimg::BatchJob<Job>> (*validate)(const Request&, const cuimg::RequestLimits&,
+                                                     absl::Span<const cuimg::DetachedPixels>),
+    const cuimg::RequestLimits& limits, cuimg::ResidentStore& store) {
+  Request request;
+  if (!request.ParseFromArray(data, static_cast<int>(size)) || request.inputs_size() == 0) return;
+  absl::StatusOr<cuimg::BatchJob<Job>> in_place = validate(request, limits, {});
+  if (in_place.ok()) {
+    if (in_place->entries.size() != static_cast<std::size_t>(request.inputs_size())) {
+      __builtin_trap();
+    }
+    for (absl::StatusOr<Job>& entry : in_place->entries) {
+      if (!entry.ok()) continue;
+      CompleteFromResident(request, limits, &*entry);
+      (void)cuimg::EstimateJobBytes(*entry, "fuzzer", store, limits);
+    }
+  }
+  std::vector<std::string> pixels(static_cast<std::size_t>(request.inputs_size()));
+  std::vector<cuimg::DetachedPixels> detached(pixels.size());
+  for (int k = 0; k < request.inputs_size(); ++k) {
+    if (!request.inputs(k).has_image()) continue;
+    pixels[k] = request.inputs(k).image().data();
+    request.mutable_inputs(k)->mutable_image()->clear_data();
+    detached[k] = absl::string_view(pixels[k]);
+  }
+  const absl::StatusOr<cuimg::BatchJob<Job>> apart = validate(request, limits, detached);
+  if (apart.status() != in_place.status()) __builtin_trap();
+  if (!apart.ok()) return;
+  for (std::size_t k = 0; k < apart->entries.size(); ++k) {
+    if (apart->entries[k].status() != in_place->entries[k].status()) __builtin_trap();
+  }
+}
+
 // DetectPedestrians against a registry holding the default model (an in-memory one: the
 // fuzzer reads no files).
-absl::StatusOr<cuimg::DetectJob> ValidateDetect(const cuimg::v1::DetectPedestriansRequest& request,
-                                                const cuimg::RequestLimits& limits,
-                                                cuimg::DetachedPixels pixels) {
+const cuimg::ModelRegistry* Models() {
   static const cuimg::ModelRegistry* const models = [] {
     auto* registry = new cuimg::ModelRegistry();
     cuimg::HogModel model;
@@ -90,7 +130,19 @@ absl::StatusOr<cuimg::DetectJob> ValidateDetect(const cuimg::v1::DetectPedestria
     if (!registry->Add(std::move(model)).ok()) __builtin_trap();
     return registry;
   }();
-  return cuimg::ValidateDetectRequest(request, limits, *models, pixels);
+  return models;
+}
+
+absl::StatusOr<cuimg::DetectJob> ValidateDetect(const cuimg::v1::DetectPedestriansRequest& request,
+                                                const cuimg::RequestLimits& limits,
+                                                cuimg::DetachedPixels pixels) {
+  return cuimg::ValidateDetectRequest(request, limits, *Models(), pixels);
+}
+
+absl::StatusOr<cuimg::BatchJob<cuimg::DetectJob>> ValidateDetectBatch(
+    const cuimg::v1::DetectPedestriansRequest& request, const cuimg::RequestLimits& limits,
+    absl::Span<const cuimg::DetachedPixels> pixels) {
+  return cuimg::ValidateDetectBatch(request, limits, *Models(), pixels);
 }
 
 // The slab plan of an accepted header, as slices arrive `step` at a time.
@@ -123,6 +175,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   cuimg::RequestLimits limits;
   // Small enough that accepted inline requests stay cheap to size.
   limits.max_pixels = 1 << 22;
+  limits.max_batch_inputs = 64;
   limits.max_decoded_pixels = 1 << 20;
   const std::uint8_t kind = data[0];
   ++data;
@@ -130,18 +183,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   switch (kind % 8) {
     case 0:
       CheckDetached(data, size, &cuimg::ValidateMorphologyRequest, limits, store);
+      CheckBatch(data, size, &cuimg::ValidateMorphologyBatch, limits, store);
       break;
     case 1:
       CheckDetached(data, size, &cuimg::ValidateGradientRequest, limits, store);
+      CheckBatch(data, size, &cuimg::ValidateGradientBatch, limits, store);
       break;
     case 2:
       CheckDetached(data, size, &cuimg::ValidatePyramidRequest, limits, store);
+      CheckBatch(data, size, &cuimg::ValidatePyramidBatch, limits, store);
       break;
     case 3:
       Check(data, size, &cuimg::ValidateDeformRequest, limits, store);
       break;
     case 6:
       CheckDetached(data, size, &ValidateDetect, limits, store);
+      CheckBatch(data, size, &ValidateDetectBatch, limits, store);
       break;
     case 4: {
       cuimg::v1::UploadRequest upload;

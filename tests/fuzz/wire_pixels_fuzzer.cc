@@ -3,13 +3,16 @@
 // serialization of responses whose pixels are sent from their own buffers. The first byte picks
 // the message (bits 0 and 4) and how many gRPC slices the bytes arrive in (bits 1-3); the rest is
 // the message. Whatever the bytes, the outcome must be protobuf's own: the parse fails exactly
-// when protobuf's fails, and otherwise, with any detached pixels put back as input.image.data,
+// when protobuf's fails, and otherwise, with any detached pixels put back as input.image.data
+// (and, for the parse that takes a batch's entries apart too, as each inputs[k].image.data),
 // the message equals the one protobuf parses; a response serialized with its pixels detached
-// (a pyramid's levels from one shared buffer, a deform's positions and normals from their own)
+// (a pyramid's levels from one shared buffer, a deform's positions and normals from their own,
+// a Morphology batch's results from one buffer, one entry's dropped as a failed entry's are)
 // parses back to the same response.
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -70,6 +73,42 @@ void Check(const std::uint8_t* data, std::size_t size, std::size_t slices) {
         std::string(static_cast<const char*>((*pixels)->data()), (*pixels)->size()));
   }
   if (Canonical(expected) != Canonical(got)) __builtin_trap();
+
+  // The same bytes with a batch's entries taken apart too: one buffer, the images in order.
+  Request batch;
+  absl::StatusOr<cuimg::DetachedInputs> inputs = cuimg::ParseWithDetachedInputs(
+      Sliced(data, size, slices), [](std::size_t n) { return cuimg::HeapHostBuffer(n); }, &batch);
+  if (!inputs.ok()) __builtin_trap();
+  std::vector<std::pair<std::size_t, std::size_t>> placed;  // each image's (offset, bytes)
+  auto put_back = [&](const absl::optional<cuimg::DetachedInputs::Pixels>& pixels,
+                      cuimg::v1::ImageSource* source) {
+    // Only an image's data is ever detached, into the one buffer.
+    if (inputs->buffer == nullptr || !source->has_image() || !source->image().data().empty() ||
+        pixels->offset > inputs->buffer->size() ||
+        pixels->bytes > inputs->buffer->size() - pixels->offset) {
+      __builtin_trap();
+    }
+    placed.emplace_back(pixels->offset, pixels->bytes);
+    source->mutable_image()->set_data(std::string(
+        static_cast<const char*>(inputs->buffer->data()) + pixels->offset, pixels->bytes));
+  };
+  // (mutable_input() would add an empty input where there was none.)
+  if (inputs->input.has_value()) put_back(inputs->input, batch.mutable_input());
+  if (inputs->inputs.size() > static_cast<std::size_t>(batch.inputs_size())) __builtin_trap();
+  for (std::size_t k = 0; k < inputs->inputs.size(); ++k) {
+    if (inputs->inputs[k].has_value()) {
+      put_back(inputs->inputs[k], batch.mutable_inputs(static_cast<int>(k)));
+    }
+  }
+  // The images lie one after another (in the order the message holds them) and fill the buffer.
+  std::sort(placed.begin(), placed.end());
+  std::size_t offset = 0;
+  for (const auto& [at, bytes] : placed) {
+    if (at != offset) __builtin_trap();
+    offset += bytes;
+  }
+  if ((inputs->buffer == nullptr ? 0 : inputs->buffer->size()) != offset) __builtin_trap();
+  if (Canonical(expected) != Canonical(batch)) __builtin_trap();
 }
 
 // The joined bytes of `wire`, parsed back into `got`; traps if they do not parse.
@@ -138,6 +177,44 @@ void CheckPyramidResponse(const std::uint8_t* data, std::size_t size) {
   if (Canonical(expected) != Canonical(got)) __builtin_trap();
 }
 
+// A Morphology batch response: every entry's result pixels moved into one buffer and attached
+// from there; with `drop_one`, one entry is then discarded and its response cleared, as a failed
+// entry's are (DetachedResults::Discard). Serialized, then parsed back.
+void CheckBatchResponse(const std::uint8_t* data, std::size_t size, bool drop_one) {
+  cuimg::v1::MorphologyResponse expected;
+  if (!expected.ParseFromArray(data, static_cast<int>(size))) return;
+  cuimg::v1::MorphologyResponse response = expected;
+  struct Range {
+    const cuimg::v1::ImageResult* result;
+    std::size_t offset;
+    std::size_t bytes;
+  };
+  std::vector<Range> ranges;
+  std::string packed;
+  for (cuimg::v1::MorphologyBatchResult& entry : *response.mutable_results()) {
+    if (!entry.response().result().has_image()) continue;
+    cuimg::v1::ImageResult* result = entry.mutable_response()->mutable_result();
+    ranges.push_back(Range{result, packed.size(), result->image().data().size()});
+    packed += result->image().data();
+    result->mutable_image()->clear_data();
+  }
+  std::shared_ptr<cuimg::HostBuffer> buffer = cuimg::HeapHostBuffer(packed.size());
+  if (!packed.empty()) std::memcpy(buffer->data(), packed.data(), packed.size());
+  cuimg::DetachedResults results([](std::size_t n) { return cuimg::HeapHostBuffer(n); });
+  for (const Range& r : ranges) results.Attach(r.result, buffer, r.offset, r.bytes);
+  if (drop_one && response.results_size() > 0) {
+    const int k = static_cast<int>(size % static_cast<std::size_t>(response.results_size()));
+    results.Discard(response.results(k).response());
+    response.mutable_results(k)->clear_response();
+    expected.mutable_results(k)->clear_response();
+  }
+  grpc::ByteBuffer wire;
+  if (!results.Serialize(response, &wire).ok()) __builtin_trap();
+  cuimg::v1::MorphologyResponse got;
+  ParseBack(wire, &got);
+  if (Canonical(expected) != Canonical(got)) __builtin_trap();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -155,8 +232,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       Check<cuimg::v1::PyramidRequest>(data + 1, size - 1, slices);
       break;
     default:
-      // The slice count means nothing here: bit 1 picks the response.
-      if ((head & 2) == 0) {
+      // The slice count means nothing here: bits 1 and 2 pick the response.
+      if ((head & 4) != 0) {
+        CheckBatchResponse(data + 1, size - 1, (head & 2) != 0);
+      } else if ((head & 2) == 0) {
         CheckPyramidResponse(data + 1, size - 1);
       } else {
         CheckDeformResponse(data + 1, size - 1);

@@ -1,0 +1,121 @@
+#include "benchmarks/echo/batch_transport.h"
+
+#include <atomic>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "benchmarks/echo/transport_harness.h"
+#include "cuimg/v1/imaging_service.pb.h"
+#include "echo/echo.pb.h"
+
+namespace cuimg::bench {
+namespace {
+
+grpc::ByteBuffer Serialized(const google::protobuf::MessageLite& m) {
+  grpc::Slice slice(m.SerializeAsString());
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+// `count` distinct random tiles as one batch request.
+cuimg::v1::MorphologyRequest BatchRequest(const BatchShape& shape, int seed) {
+  cuimg::v1::MorphologyRequest request =
+      Dilate(RandomBytes(static_cast<std::size_t>(shape.width) * shape.height, seed), shape.width,
+             shape.height, 0, cuimg::v1::PIXEL_TYPE_U8, cuimg::v1::ELEMENT_SHAPE_RECT, 3);
+  const cuimg::v1::ImageSource first = request.input();
+  request.clear_input();
+  for (int k = 0; k < shape.count; ++k) {
+    cuimg::v1::ImageSource* entry = request.add_inputs();
+    *entry = first;
+    entry->mutable_image()->set_data(
+        RandomBytes(static_cast<std::size_t>(shape.width) * shape.height, seed * 1000 + k));
+  }
+  return request;
+}
+
+// Every entry answered OK with its tile's bytes.
+bool BatchOk(const grpc::ByteBuffer& wire, const BatchShape& shape) {
+  std::vector<grpc::Slice> slices;
+  if (!wire.Dump(&slices).ok()) return false;
+  std::string bytes;
+  for (const grpc::Slice& s : slices)
+    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  cuimg::v1::MorphologyResponse response;
+  if (!response.ParseFromString(bytes) || response.results_size() != shape.count) return false;
+  const std::size_t tile = static_cast<std::size_t>(shape.width) * shape.height;
+  for (const cuimg::v1::MorphologyBatchResult& r : response.results()) {
+    if (r.status().code() != 0 || r.response().result().image().data().size() != tile) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<BatchShape> ParseBatchShapes(const std::string& list) {
+  std::vector<BatchShape> out;
+  for (absl::string_view part : absl::StrSplit(list, ',', absl::SkipEmpty())) {
+    std::vector<absl::string_view> v = absl::StrSplit(part, 'x');
+    BatchShape s;
+    if (v.size() == 3 && absl::SimpleAtoi(v[0], &s.width) && absl::SimpleAtoi(v[1], &s.height) &&
+        absl::SimpleAtoi(v[2], &s.count) && s.width > 0 && s.height > 0 && s.count > 0) {
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+void MeasureBatchTransport(const BatchTransportRun& run) {
+  const std::size_t channels = run.imaging.size();
+  for (const BatchShape& shape : run.shapes) {
+    std::vector<grpc::ByteBuffer> cuimg_requests, echo_requests;
+    std::size_t request_bytes = 0;
+    for (int i = 0; i < 4; ++i) {
+      const cuimg::v1::MorphologyRequest request = BatchRequest(shape, 500 + i);
+      request_bytes = request.ByteSizeLong();
+      cuimg_requests.push_back(Serialized(request));
+      EchoMessage echo;
+      echo.set_data(RandomBytes(request_bytes, 900 + i));
+      echo_requests.push_back(Serialized(echo));
+    }
+    std::vector<grpc::ByteBuffer> replies(static_cast<std::size_t>(run.concurrency));
+    std::atomic<int> wrong{0};
+    const auto issue = [&](const std::vector<grpc::GenericStub*>& stubs, const char* method,
+                           const std::vector<grpc::ByteBuffer>& requests, bool check) {
+      return [&, method, check](int k, grpc::ClientContext* ctx, std::function<void(bool)> done) {
+        grpc::ByteBuffer* reply = &replies[static_cast<std::size_t>(k)];
+        stubs[static_cast<std::size_t>(k) % channels]->UnaryCall(
+            ctx, method, grpc::StubOptions(), &requests[static_cast<std::size_t>(k) % 4], reply,
+            [&, reply, done, check](grpc::Status s) {
+              // The echo's reply is its request; cuimg's is checked entry by entry (parsed).
+              const bool ok =
+                  s.ok() && (check ? BatchOk(*reply, shape) : reply->Length() >= request_bytes);
+              if (s.ok() && !ok) wrong.fetch_add(1);
+              done(ok);
+            });
+      };
+    };
+    const Load echo =
+        RunLoadCallback(issue(run.echo, "/cuimg.bench.Echo/Echo", echo_requests, false),
+                        run.concurrency, run.seconds);
+    const Load cuimg =
+        RunLoadCallback(issue(run.imaging, "/cuimg.v1.Imaging/Morphology", cuimg_requests, true),
+                        run.concurrency, run.seconds);
+    Report(
+        "{\"impl\": \"transport\", \"workload\": \"load_batch_dilate3x3_%dx%d_u8x%d\", "
+        "\"settings\": \"%s\", \"concurrency\": %d, \"channels\": %zu, \"request_bytes\": %zu, "
+        "\"echo_rps\": %.0f, \"cuimg_rps\": %.0f, \"echo_images_per_s\": %.0f, "
+        "\"cuimg_images_per_s\": %.0f, \"ratio\": %.3f, \"cuimg_p50_ms\": %.2f, "
+        "\"cuimg_p99_ms\": %.2f, \"cuimg_queue_p50_us\": %.1f, \"cuimg_server_p50_us\": %.1f, "
+        "\"wrong_results\": %d, \"errors\": %ld}",
+        shape.width, shape.height, shape.count, run.label.c_str(), run.concurrency, channels,
+        request_bytes, echo.rps, cuimg.rps, echo.rps * shape.count, cuimg.rps * shape.count,
+        cuimg.rps / echo.rps, cuimg.p50_ms, cuimg.p99_ms, cuimg.queue_p50_us, cuimg.server_p50_us,
+        wrong.load(), echo.errors + cuimg.errors);
+  }
+}
+
+}  // namespace cuimg::bench
