@@ -16,6 +16,12 @@
 #else
 #define CUIMG_SEG_HD inline
 #endif
+// Unrolls a loop in device code (the host compiler does not know the pragma).
+#if defined(__CUDA_ARCH__)
+#define CUIMG_SEG_UNROLL _Pragma("unroll")
+#else
+#define CUIMG_SEG_UNROLL
+#endif
 
 namespace cuimg::seg {
 
