@@ -70,8 +70,9 @@ __global__ void __launch_bounds__(kTileThreads)
     if (v == kBackground) continue;
     std::uint32_t r = p;
     if (v < p) {
+      // Entries only decrease (FindCompress), so the root stored here stays.
       r = FindCompress(labels, v);
-      labels[p] = r;
+      if (r != v) labels[p] = r;
     } else {
       ++roots;
     }

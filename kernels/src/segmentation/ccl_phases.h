@@ -53,8 +53,8 @@ struct Geometry {
   std::uint32_t pixels = 0;
 };
 
-// Loads and stores of entries that other threads change within a kernel: coherent in L2 for
-// global memory, volatile for shared memory (kShared) so that nothing is kept in registers.
+// Loads of entries that other threads change within a kernel: coherent in L2 for global memory,
+// volatile for shared memory (kShared) so that nothing is kept in registers.
 template <bool kShared>
 CUIMG_SEG_HD std::uint32_t Load(const std::uint32_t* p) {
 #if defined(__CUDA_ARCH__)
@@ -66,14 +66,6 @@ CUIMG_SEG_HD std::uint32_t Load(const std::uint32_t* p) {
 #else
   return *p;
 #endif
-}
-template <bool kShared>
-CUIMG_SEG_HD void Store(std::uint32_t* p, std::uint32_t v) {
-  if constexpr (kShared) {
-    *static_cast<volatile std::uint32_t*>(p) = v;
-  } else {
-    *p = v;
-  }
 }
 CUIMG_SEG_HD std::uint32_t Ld(const std::uint32_t* p) { return Load<false>(p); }
 
@@ -89,7 +81,9 @@ CUIMG_SEG_HD std::uint32_t AtomicMin(std::uint32_t* p, std::uint32_t v) {
 }
 
 // The root of x, halving the path on the way: an entry is only ever replaced by its parent's
-// parent, never through a root (whose entry may carry a count or a mark).
+// parent, never through a root (whose entry may carry a count or a mark), and by atomicMin, so
+// that every entry only decreases: a thread that stores its pixel's root (the smallest value
+// in the component) is never overwritten by a halving that read the entry before.
 template <bool kShared = false>
 CUIMG_SEG_HD std::uint32_t FindCompress(std::uint32_t* labels, std::uint32_t x) {
   for (;;) {
@@ -97,7 +91,7 @@ CUIMG_SEG_HD std::uint32_t FindCompress(std::uint32_t* labels, std::uint32_t x) 
     if (y >= x) return x;
     const std::uint32_t z = Load<kShared>(labels + y);
     if (z >= y) return y;
-    Store<kShared>(labels + x, z);
+    AtomicMin(labels + x, z);
     x = z;
   }
 }
