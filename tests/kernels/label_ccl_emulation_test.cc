@@ -39,12 +39,14 @@ std::vector<std::uint32_t> EmulateLinks(const Image& mask, std::mt19937& rng) {
   std::iota(order.begin(), order.end(), 0u);
   std::shuffle(order.begin(), order.end(), rng);
   for (std::uint32_t tile : order) {
-    std::vector<std::uint32_t> s(S::kPixels, 0xdeadbeefu);
+    seg::TileMemory<C> m{};
+    for (std::uint32_t& link : m.links) link = 0xdeadbeefu;
     for (int t : threads)
-      seg::LocalLoad<std::uint8_t, C>(mask.As<std::uint8_t>(), fg, s.data(), g, tile, t);
+      seg::LocalLoad<std::uint8_t, C>(mask.As<std::uint8_t>(), fg, m, g, tile, t);
     std::shuffle(threads.begin(), threads.end(), rng);
-    for (int t : threads) seg::LocalUnite<C>(s.data(), g, tile, t);
-    for (int t : threads) seg::LocalWrite<C>(s.data(), labels.data(), g, tile, t);
+    for (int t : threads) seg::LocalUnite<C>(m, g, tile, t);
+    std::shuffle(threads.begin(), threads.end(), rng);
+    for (int t : threads) seg::LocalWrite<C>(m, labels.data(), g, tile, t);
   }
   std::shuffle(order.begin(), order.end(), rng);
   for (std::uint32_t tile : order) {

@@ -16,12 +16,12 @@ template <typename T, Connectivity C>
 __global__ void __launch_bounds__(kTileThreads)
     LocalComponentsKernel(const T* __restrict__ in, Foreground<T> fg,
                           std::uint32_t* __restrict__ labels, Geometry g) {
-  __shared__ std::uint32_t s[TileShape<C>::kPixels];
-  LocalLoad<T, C>(in, fg, s, g, blockIdx.x, threadIdx.x);
+  __shared__ TileMemory<C> m;
+  LocalLoad<T, C>(in, fg, m, g, blockIdx.x, threadIdx.x);
   __syncthreads();
-  LocalUnite<C>(s, g, blockIdx.x, threadIdx.x);
+  LocalUnite<C>(m, g, blockIdx.x, threadIdx.x);
   __syncthreads();
-  LocalWrite<C>(s, labels, g, blockIdx.x, threadIdx.x);
+  LocalWrite<C>(m, labels, g, blockIdx.x, threadIdx.x);
 }
 
 // Joins the tiles (ccl_phases.h: MergePixels); one block a tile.

@@ -53,13 +53,15 @@ struct Geometry {
   std::uint32_t pixels = 0;
 };
 
-// Loads of entries that other threads change within a kernel: coherent in L2 for global memory,
-// volatile for shared memory (kShared) so that nothing is kept in registers.
+// Loads of entries that other threads change within a kernel: coherent in L2 for global memory;
+// for shared memory (kShared) an atomic that changes nothing, so that every access to a tile's
+// links while threads unite is atomic (no data race for racecheck to report, nothing kept in
+// registers).
 template <bool kShared>
 CUIMG_SEG_HD std::uint32_t Load(const std::uint32_t* p) {
 #if defined(__CUDA_ARCH__)
   if constexpr (kShared) {
-    return *static_cast<const volatile std::uint32_t*>(p);
+    return atomicOr(const_cast<std::uint32_t*>(p), 0u);
   } else {
     return __ldcg(p);
   }
@@ -161,39 +163,81 @@ struct TileThread {
   }
 };
 
-// Phase 1: s[i] = i where the tile's pixel i is in the set, else kBackground.
-template <typename T, Connectivity C>
-CUIMG_SEG_HD void LocalLoad(const T* in, const Foreground<T>& fg, std::uint32_t* s,
-                            const Geometry& g, std::uint32_t tile, int t) {
-  const TileThread<C> th(g, tile, t);
-  CUIMG_SEG_UNROLL
-  for (int k = 0; k < TileShape<C>::kPerThread; ++k) {
-    const std::uint32_t i = th.Local(k);
-    s[i] = kBackground;
-    if (th.Inside(g, k) && fg(in[th.Global(g, th.lx, th.Ly(k), th.Lz(k))])) s[i] = i;
-  }
+// A tile in shared memory: the union-find links of its pixels (local indices), and each row's
+// set as a bit mask (bit x: pixel x of the row is in the set; rows numbered ly + kY * lz).
+template <Connectivity C>
+struct TileMemory {
+  std::uint32_t links[TileShape<C>::kPixels];
+  std::uint32_t rows[TileShape<C>::kY * TileShape<C>::kZ];
+};
+
+// Whether the tile's pixel (x, y, z) is in the set; false outside the tile.
+template <Connectivity C>
+CUIMG_SEG_HD bool InSet(const TileMemory<C>& m, int x, int y, int z) {
+  using S = TileShape<C>;
+  if (x < 0 || x >= S::kX || y < 0 || y >= S::kY || z < 0 || z >= S::kZ) return false;
+  return (m.rows[y + S::kY * z] >> x) & 1u;
 }
 
-// Phase 2: unions with the backward neighbours inside the tile (shared-memory atomics).
-template <Connectivity C>
-CUIMG_SEG_HD void LocalUnite(std::uint32_t* s, const Geometry& g, std::uint32_t tile, int t) {
+// Phase 1: the rows' masks, and each pixel of the set linked to the first pixel of its run along
+// x (so a run is one tree from the start, without unions), others kBackground. On the GPU a warp
+// holds a tile row and finds the runs with one ballot; the host (a test's emulation) scans left.
+// `m.rows` must be zero on the host.
+template <typename T, Connectivity C>
+CUIMG_SEG_HD void LocalLoad(const T* in, const Foreground<T>& fg, TileMemory<C>& m,
+                            const Geometry& g, std::uint32_t tile, int t) {
   using S = TileShape<C>;
   const TileThread<C> th(g, tile, t);
   CUIMG_SEG_UNROLL
   for (int k = 0; k < S::kPerThread; ++k) {
     const int ly = th.Ly(k), lz = th.Lz(k);
+    const auto in_set = [&](int x) {
+      return th.x0 + x < g.width && th.y0 + ly < g.height && th.z0 + lz < g.depth &&
+             fg(in[th.Global(g, x, ly, lz)]);
+    };
+    const bool set = in_set(th.lx);
+    const int row = ly + S::kY * lz;
+#if defined(__CUDA_ARCH__)
+    const std::uint32_t mask = __ballot_sync(0xffffffffu, set);
+    if (th.lx == 0) m.rows[row] = mask;
+    const std::uint32_t starts = mask & ~(mask << 1);
+    const std::uint32_t upto = th.lx == 31 ? 0xffffffffu : (2u << th.lx) - 1;
+    const int start = 31 - __clz(starts & upto);
+#else
+    if (set) m.rows[row] |= 1u << th.lx;
+    int start = th.lx;
+    while (start > 0 && in_set(start - 1)) --start;
+#endif
+    m.links[th.Local(k)] = set ? static_cast<std::uint32_t>(row * S::kX + start) : kBackground;
+  }
+}
+
+// Phase 2: unions with the backward neighbours inside the tile (shared-memory atomics), except
+// those other unions imply (by induction along x, then y, then z, each skip rests on edges
+// already joined): the pixel before along x is the same run; with it in the set, a neighbour at
+// dx = -1 is its neighbour at dx = 0, and a neighbour at dx >= 0 is in one run with its
+// neighbour at the same offset; and Implied's diagonals.
+template <Connectivity C>
+CUIMG_SEG_HD void LocalUnite(TileMemory<C>& m, const Geometry& g, std::uint32_t tile, int t) {
+  using S = TileShape<C>;
+  const TileThread<C> th(g, tile, t);
+  const int x = th.lx;
+  CUIMG_SEG_UNROLL
+  for (int k = 0; k < S::kPerThread; ++k) {
+    const int y = th.Ly(k), z = th.Lz(k);
+    if (!InSet(m, x, y, z)) continue;
+    const bool left = InSet(m, x - 1, y, z);
+    const bool up = InSet(m, x, y - 1, z);
+    const bool below = InSet(m, x, y, z - 1);
     const std::uint32_t i = th.Local(k);
-    if (s[i] == kBackground) continue;
-    const bool up = ly > 0 && s[i - S::kX] != kBackground;
-    const bool below = lz > 0 && s[i - S::kX * S::kY] != kBackground;
     CUIMG_SEG_UNROLL
     for (int j = 0; j < BackwardCount(C); ++j) {
       const Offset o = BackwardOffset(C, j);
-      const int nx = th.lx + o.dx, ny = ly + o.dy, nz = lz + o.dz;
-      if (nx < 0 || nx >= S::kX || ny < 0 || ny >= S::kY || nz < 0) continue;
+      if (!InSet(m, x + o.dx, y + o.dy, z + o.dz)) continue;
+      if (left && (o.dx < 0 || InSet(m, x - 1 + o.dx, y + o.dy, z + o.dz))) continue;
       if (Implied(o, up, below)) continue;
-      const auto n = static_cast<std::uint32_t>((nz * S::kY + ny) * S::kX + nx);
-      if (s[n] != kBackground) Union<true>(s, i, n);
+      const auto n = static_cast<std::uint32_t>(((z + o.dz) * S::kY + y + o.dy) * S::kX + x + o.dx);
+      Union<true>(m.links, i, n);
     }
   }
 }
@@ -201,17 +245,16 @@ CUIMG_SEG_HD void LocalUnite(std::uint32_t* s, const Geometry& g, std::uint32_t 
 // Phase 3: each pixel's tile-local root (the smallest index of its component within the tile:
 // the tile's raster order is the image's) as a global index, or kBackground.
 template <Connectivity C>
-CUIMG_SEG_HD void LocalWrite(std::uint32_t* s, std::uint32_t* labels, const Geometry& g,
+CUIMG_SEG_HD void LocalWrite(TileMemory<C>& m, std::uint32_t* labels, const Geometry& g,
                              std::uint32_t tile, int t) {
   using S = TileShape<C>;
   const TileThread<C> th(g, tile, t);
   CUIMG_SEG_UNROLL
   for (int k = 0; k < S::kPerThread; ++k) {
     if (!th.Inside(g, k)) continue;
-    const std::uint32_t i = th.Local(k);
     std::uint32_t value = kBackground;
-    if (s[i] != kBackground) {
-      const std::uint32_t r = FindCompress<true>(s, i);
+    if (InSet(m, th.lx, th.Ly(k), th.Lz(k))) {
+      const std::uint32_t r = FindCompress<true>(m.links, th.Local(k));
       value = th.Global(g, static_cast<int>(r % S::kX), static_cast<int>((r / S::kX) % S::kY),
                         static_cast<int>(r / (S::kX * S::kY)));
     }
