@@ -93,7 +93,7 @@ absl::StatusOr<std::vector<std::uint32_t>> ComponentRoots(const std::vector<std:
           const std::int64_t qx = x + o.dx, qy = y + o.dy, qz = z + o.dz;
           if (qx < 0 || qx >= e.width || qy < 0 || qy >= e.height || qz < 0) continue;
           const std::int64_t q = (qz * e.height + qy) * e.width + qx;
-          if (!mask[q]) continue;
+          if (!mask[q] || parent[q] == parent[p]) continue;  // the same parent: already joined
           const std::uint32_t a = find(static_cast<std::uint32_t>(p));
           const std::uint32_t b = find(static_cast<std::uint32_t>(q));
           if (a < b) parent[b] = a;
