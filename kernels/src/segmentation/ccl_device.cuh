@@ -27,7 +27,7 @@ __global__ void __launch_bounds__(kTileThreads)
 // Joins the tiles (ccl_phases.h: MergePixels); one block a tile.
 template <Connectivity C>
 __global__ void __launch_bounds__(kTileThreads)
-    MergeTilesKernel(std::uint32_t* __restrict__ labels, Geometry g) {
+    MergeTilesKernel(std::uint32_t* labels, Geometry g) {
   MergePixels<C>(labels, g, blockIdx.x, threadIdx.x);
 }
 
@@ -56,7 +56,7 @@ __device__ __forceinline__ bool ReduceRuns(std::uint32_t key, const Shuffle& shu
 // one atomic per warp. `segment_roots` (may be null) gets the number of roots in each segment.
 template <bool kCount>
 __global__ void __launch_bounds__(kTileThreads)
-    FlattenKernel(std::uint32_t* __restrict__ labels, std::uint32_t pixels,
+    FlattenKernel(std::uint32_t* labels, std::uint32_t pixels,
                   std::uint32_t* __restrict__ segment_roots) {
   const std::uint32_t base =
       blockIdx.x * kSegmentPixels + threadIdx.x * static_cast<std::uint32_t>(kPixelsPerThread);

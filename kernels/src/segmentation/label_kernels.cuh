@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(kScanThreads)
 // a warp's runs of one label are folded together, and each run left makes one set of atomics.
 template <typename I, int kAxes>
 __global__ void __launch_bounds__(kTileThreads)
-    ResolveKernel(std::uint32_t* __restrict__ labels, Geometry g, const I* __restrict__ intensity,
+    ResolveKernel(std::uint32_t* labels, Geometry g, const I* __restrict__ intensity,
                   RegionTable table) {
   const std::uint32_t base =
       blockIdx.x * kSegmentPixels + threadIdx.x * static_cast<std::uint32_t>(kPixelsPerThread);

@@ -216,6 +216,9 @@ absl::Status FillUnseededComponentsOnDevice(PixelType type, const Extent& extent
   std::uint32_t* links = Links(workspace);
   CUIMG_RETURN_IF_ERROR(
       seg::LaunchComponents(seg::SetSpec{type, spec.range}, extent, c, d_in, links, stream));
+  // Every pixel one link from its root, so that seeding and the output find it in one step
+  // whatever the shapes (a spiral's tiles may leave long chains of tile roots).
+  CUIMG_RETURN_IF_ERROR(seg::LaunchFlatten(extent, false, links, nullptr, stream));
   if (spec.seed_border) {
     const seg::Geometry g = seg::MakeGeometry(extent, c);
     const unsigned long long items =

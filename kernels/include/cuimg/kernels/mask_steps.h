@@ -9,7 +9,7 @@
 //   otherwise overlap it, nor the workspace.
 // - `workspace`: MaskStepWorkspaceBytes(extent) bytes of device memory, 256-byte aligned, used
 //   exclusively by the call until the stream reaches its end.
-// - Asynchronous on `stream`; nothing is synchronized. Deterministic. Three to five launches,
+// - Asynchronous on `stream`; nothing is synchronized. Deterministic. Four to six launches,
 //   none of whose work grows with the components' shapes.
 // - INVALID_ARGUMENT (the field named as the validators of label_types.h name it) for a spec that
 //   does not suit the extent.
