@@ -32,7 +32,8 @@ struct Slice {
   std::string file;
   int frame = 0;
   Vec3 ipp{};
-  double position = 0;  // along the normal
+  bool has_ipp = false;  // ImagePositionPatient present
+  double position = 0;   // along the normal
   double slope = 1, intercept = 0;
 };
 
@@ -40,8 +41,9 @@ struct Slice {
 struct SeriesHeader {
   std::string series_uid;
   Uint16 rows = 0, columns = 0;
-  std::array<double, 2> pixel_spacing{};  // row spacing (y), column spacing (x)
+  std::array<double, 2> pixel_spacing{};  // row spacing (y), column spacing (x); 0: not given
   std::array<double, 6> iop{};
+  bool has_iop = false;  // ImageOrientationPatient present
 };
 
 Vec3 Cross(const Vec3& a, const Vec3& b) {
@@ -88,24 +90,28 @@ absl::Status ReadFrameHeader(DcmDataset* ds, const std::string& file, int frame,
       ds->findAndGetUint16(DCM_Columns, h->columns).bad() || h->rows == 0 || h->columns == 0) {
     return Invalid(file, "no Rows/Columns");
   }
+  // Spacing and placement may be absent (secondary capture, NM): spacing is then unknown (0),
+  // which only an element in millimetres needs (the server refuses that one, naming the field),
+  // and a series of several slices is refused below, since it cannot be ordered without them.
   for (unsigned i = 0; i < 2; ++i) {
     if (!FrameValue(ds, frame, DCM_PixelMeasuresSequence, DCM_PixelSpacing, i,
                     &h->pixel_spacing[i])) {
-      return Invalid(file, absl::StrCat("no PixelSpacing for frame ", frame + 1));
+      h->pixel_spacing = {0, 0};
+      break;
     }
   }
-  for (unsigned i = 0; i < 6; ++i) {
-    if (!FrameValue(ds, frame, DCM_PlaneOrientationSequence, DCM_ImageOrientationPatient, i,
-                    &h->iop[i])) {
-      return Invalid(file, absl::StrCat("no ImageOrientationPatient for frame ", frame + 1));
-    }
+  h->has_iop = true;
+  for (unsigned i = 0; i < 6 && h->has_iop; ++i) {
+    h->has_iop = FrameValue(ds, frame, DCM_PlaneOrientationSequence, DCM_ImageOrientationPatient, i,
+                            &h->iop[i]);
   }
-  for (unsigned i = 0; i < 3; ++i) {
-    if (!FrameValue(ds, frame, DCM_PlanePositionSequence, DCM_ImagePositionPatient, i,
-                    &slice->ipp[i])) {
-      return Invalid(file, absl::StrCat("no ImagePositionPatient for frame ", frame + 1));
-    }
+  if (!h->has_iop) h->iop = {};
+  slice->has_ipp = true;
+  for (unsigned i = 0; i < 3 && slice->has_ipp; ++i) {
+    slice->has_ipp = FrameValue(ds, frame, DCM_PlanePositionSequence, DCM_ImagePositionPatient, i,
+                                &slice->ipp[i]);
   }
+  if (!slice->has_ipp) slice->ipp = {};
   if (!FrameValue(ds, frame, DCM_PixelValueTransformationSequence, DCM_RescaleSlope, 0,
                   &slice->slope)) {
     slice->slope = 1;
@@ -185,12 +191,18 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& directory,
                                             const DicomReadOptions& options) {
   QuietDcmtkLog();
   std::error_code ec;
-  if (!fs::is_directory(directory, ec)) {
+  // A single file is a one-file series: it must then be a DICOM image, not skipped.
+  const bool one_file = fs::is_regular_file(directory, ec);
+  if (!one_file && !fs::is_directory(directory, ec)) {
     return absl::NotFoundError(absl::StrCat(directory, ": not a directory"));
   }
   std::vector<std::string> candidates;
-  for (const fs::directory_entry& entry : fs::directory_iterator(directory, ec)) {
-    if (entry.is_regular_file()) candidates.push_back(entry.path().string());
+  if (one_file) {
+    candidates.push_back(directory);
+  } else {
+    for (const fs::directory_entry& entry : fs::directory_iterator(directory, ec)) {
+      if (entry.is_regular_file()) candidates.push_back(entry.path().string());
+    }
   }
   std::sort(candidates.begin(), candidates.end());
 
@@ -206,11 +218,14 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& directory,
     const std::uintmax_t max_inflated =
         static_cast<std::uintmax_t>(options.max_voxels) * 2 + (std::uintmax_t{64} << 20);
     if (absl::Status s = LoadDicomFile(file, true, max_inflated, &format, &load); !s.ok()) {
-      if (s.code() == absl::StatusCode::kInvalidArgument) continue;  // not DICOM
+      if (s.code() == absl::StatusCode::kInvalidArgument && !one_file) continue;  // not DICOM
       return s;
     }
     DcmDataset* ds = format.getDataset();
-    if (!ds->tagExists(DCM_Rows)) continue;  // DICOMDIR, reports, presentation states
+    if (!ds->tagExists(DCM_Rows)) {
+      if (one_file) return Invalid(file, "not a DICOM image (no Rows)");
+      continue;  // DICOMDIR, reports, presentation states
+    }
     OFString uid;
     ds->findAndGetOFString(DCM_SeriesInstanceUID, uid);
     if (!options.series_uid.empty() && options.series_uid != uid.c_str()) {
@@ -284,6 +299,15 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& directory,
     return absl::InvalidArgumentError(absl::StrCat(directory, ": more than ", options.max_voxels,
                                                    " voxels (the bound of every volume reader)"));
   }
+  for (const Slice& s : slices) {
+    if (slices.size() > 1 && (!s.has_ipp || !first.has_iop)) {
+      return Invalid(
+          s.file,
+          absl::StrCat("no ", s.has_ipp ? "ImageOrientationPatient" : "ImagePositionPatient",
+                       " for frame ", s.frame + 1,
+                       ": the slices of a series cannot be ordered without it"));
+    }
+  }
   const Vec3 row_direction{first.iop[0], first.iop[1], first.iop[2]};
   const Vec3 column_direction{first.iop[3], first.iop[4], first.iop[5]};
   const Vec3 normal = Cross(row_direction, column_direction);
@@ -313,7 +337,7 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& directory,
   }
   series.spacing.x_mm = first.pixel_spacing[1];
   series.spacing.y_mm = first.pixel_spacing[0];
-  series.geometry.known = true;
+  series.geometry.known = first.has_iop && slices[0].has_ipp;
   series.geometry.origin = slices[0].ipp;
   series.geometry.axes = {row_direction, column_direction, normal};
 

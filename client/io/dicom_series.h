@@ -49,16 +49,21 @@ struct DicomReadOptions {
 };
 
 // Reads the DICOM files directly in `directory` (not recursing; files that are not DICOM images,
-// such as a DICOMDIR, are skipped). Each file is grayscale, 8 or 16 bits allocated, in any
-// transfer syntax GDCM decodes; a multi-frame (enhanced CT/MR) file gives one slice per frame,
-// with geometry and rescale from its per-frame or shared functional groups. All slices must share
-// one SeriesInstanceUID (or be narrowed to `options.series_uid`; FAILED_PRECONDITION naming two
-// of the UIDs otherwise; NOT_FOUND listing those present when none is options.series_uid), Rows,
-// Columns, PixelSpacing and ImageOrientationPatient, and have distinct ImagePositionPatient, and
-// hold at most options.max_voxels voxels (INVALID_ARGUMENT otherwise). An uncompressed file too
-// small for its pixels is DATA_LOSS, found before anything is allocated; a compressed stream that
-// does not decode is DATA_LOSS naming the file. Slices are sorted by position projected on the
-// normal (row direction x column direction), ascending.
+// such as a DICOMDIR, are skipped), or the one file `directory` names (a one-file series, which
+// must be a DICOM image: INVALID_ARGUMENT otherwise). Each file is grayscale, 8 or 16 bits
+// allocated, in any transfer syntax GDCM decodes; a multi-frame (enhanced CT/MR) file gives one
+// slice per frame, with geometry and rescale from its per-frame or shared functional groups. All
+// slices must share one SeriesInstanceUID (or be narrowed to `options.series_uid`;
+// FAILED_PRECONDITION naming two of the UIDs otherwise; NOT_FOUND listing those present when none
+// is options.series_uid), Rows, Columns, PixelSpacing and ImageOrientationPatient, and have
+// distinct ImagePositionPatient, and hold at most options.max_voxels voxels (INVALID_ARGUMENT
+// otherwise). An uncompressed file too small for its pixels is DATA_LOSS, found before anything is
+// allocated; a compressed stream that does not decode is DATA_LOSS naming the file. Slices are
+// sorted by position projected on the normal (row direction x column direction), ascending. A
+// series of one slice may lack PixelSpacing (spacing 0: unknown), ImageOrientationPatient and
+// ImagePositionPatient (geometry unknown), as secondary captures and NM images do: only elements in
+// millimetres need the spacing. A series of several slices without orientation or positions is
+// INVALID_ARGUMENT (they cannot be ordered); without PixelSpacing it reads with spacing 0.
 //
 // Each stored value s (BitsStored bits, signed or not per PixelRepresentation, bits above masked)
 // becomes s * RescaleSlope + RescaleIntercept (1 and 0 when absent). When every slice's slope and
@@ -79,7 +84,9 @@ struct DicomWriteOptions {
 };
 
 // Writes `result` (of source.extent; I16, or F32 from an F32 source) as a new series in
-// `directory` (created; ALREADY_EXISTS if it holds files, so two series never mix): one file per
+// `directory` (created; ALREADY_EXISTS if it holds files, so two series never mix; the slices are
+// written into a sibling folder that is renamed into place at the end, atomic_output.h, so an
+// error leaves no folder): one file per
 // slice, slice_NNNN.dcm, each a copy of the source slice's dataset with a new SeriesInstanceUID
 // (one for the series) and SOPInstanceUID, ImageType DERIVED\SECONDARY, the SeriesNumber + 1000,
 // options.derivation as DerivationDescription and appended to SeriesDescription, a

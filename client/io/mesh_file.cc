@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "client/io/atomic_output.h"
 
 namespace cuimg {
 
@@ -69,8 +70,11 @@ absl::StatusOr<Mesh> ReadMeshBytes(absl::Span<const std::uint8_t> bytes, absl::s
   return MeshFromScene(*scene, absl::StrCat(format, " data"));
 }
 
-absl::Status WriteMeshFile(const std::string& path, const Mesh& mesh,
-                           const std::vector<float>& normals) {
+namespace {
+
+// WriteMeshFile into `path` as it is (the caller picks a temporary name).
+absl::Status WriteMeshFileTo(const std::string& path, const Mesh& mesh,
+                             const std::vector<float>& normals) {
   const std::string lower = absl::AsciiStrToLower(path);
   std::string format;
   if (absl::EndsWith(lower, ".obj"))
@@ -117,6 +121,15 @@ absl::Status WriteMeshFile(const std::string& path, const Mesh& mesh,
     return absl::DataLossError(absl::StrCat(path, ": ", exporter.GetErrorString()));
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteMeshFile(const std::string& path, const Mesh& mesh,
+                           const std::vector<float>& normals) {
+  return WriteAtomically(path, OutputKind::kFile, [&](const std::string& temp) {
+    return WriteMeshFileTo(temp, mesh, normals);
+  });
 }
 
 }  // namespace cuimg

@@ -84,7 +84,7 @@ decltype(auto) VisitPixelType(PixelType type, Fn&& fn) {
 template <typename T>
 T SaturateCast(double v);
 
-// Largest and lowest values of T; infinities for float.
+// Largest and lowest values of T; infinities for float, so that "outside never wins".
 template <typename T>
 constexpr T PixelMax() {
   if constexpr (std::is_floating_point_v<T>) {
