@@ -5,6 +5,8 @@
 #include <assimp/postprocess.h>
 #include <assimp/scene.h>
 
+#include <filesystem>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -50,6 +52,11 @@ absl::StatusOr<Mesh> MeshFromScene(const aiScene& scene_ref, absl::string_view n
 }  // namespace
 
 absl::StatusOr<Mesh> ReadMeshFile(const std::string& path) {
+  // A path that is not there is the command line's fault (exit 2), not the file's (assimp would
+  // say INVALID_ARGUMENT).
+  if (std::error_code ec; !std::filesystem::is_regular_file(path, ec)) {
+    return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+  }
   Assimp::Importer importer;
   const aiScene* scene = importer.ReadFile(path, kImportSteps);
   if (scene == nullptr) {

@@ -15,7 +15,8 @@
 namespace cuimg {
 
 // All meshes of the file merged into one triangle mesh (faces triangulated; duplicate vertices
-// joined so that normals can be shared).
+// joined so that normals can be shared). NOT_FOUND for a path that is not a file, INVALID_ARGUMENT
+// for one assimp cannot read or that holds no triangles.
 absl::StatusOr<Mesh> ReadMeshFile(const std::string& path);
 // The same from a file's bytes; `format` is its extension without the dot ("obj", "ply", "stl").
 absl::StatusOr<Mesh> ReadMeshBytes(absl::Span<const std::uint8_t> bytes, absl::string_view format);
