@@ -75,7 +75,9 @@ inline constexpr int kExitBadData = 3;
 std::shared_ptr<grpc::Channel> MakeChannel(const ConnectionOptions& options, int channel_index = 0);
 // Applies the deadline to a new call's context.
 void PrepareContext(const ConnectionOptions& options, grpc::ClientContext* context);
-// Prints "error: CODE: message" to stderr and returns kExitRpcError.
+// Prints "error: CODE: message" to stderr and returns kExitRpcError; for an UNAVAILABLE that gRPC
+// made (no error details: the server did not answer) a hint follows: nothing listening at the
+// address (connection refused), else the address and TLS.
 int ReportRpcError(const grpc::Status& status);
 
 }  // namespace cuimg

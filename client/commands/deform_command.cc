@@ -10,6 +10,7 @@
 
 #include "client/commands/commands.h"
 #include "client/io/mesh_file.h"
+#include "client/io/volume_file.h"
 #include "client/lattice_spec.h"
 #include "client/request_building.h"
 #include "cuimg/reference/mesh_generators.h"
@@ -68,9 +69,9 @@ int RunDeform(const ConnectionOptions& connection, const DeformCommand& c) {
         "[--animate FRAMES]");
   }
   absl::StatusOr<Mesh> mesh = LoadMeshInput(c.input);
-  if (!mesh.ok()) return Usage(std::string(mesh.status().message()));
+  if (!mesh.ok()) return ReportCommandError(mesh.status());
   absl::StatusOr<Lattice> lattice = DeformLattice(c, *mesh);
-  if (!lattice.ok()) return Usage(std::string(lattice.status().message()));
+  if (!lattice.ok()) return ReportCommandError(lattice.status());
   auto stub = v1::Imaging::NewStub(MakeChannel(connection));
 
   if (c.animate > 0) {

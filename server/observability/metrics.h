@@ -25,7 +25,8 @@ namespace cuimg {
 
 class ServerMetrics {
  public:
-  ServerMetrics(prometheus::Registry& registry, absl::string_view version,
+  // cuimg_build_info carries `version`, `commit` and `backend` as labels.
+  ServerMetrics(prometheus::Registry& registry, absl::string_view version, absl::string_view commit,
                 absl::string_view backend);
 
   // Counts a finished request by RPC and status code, and records its latency by stage.

@@ -102,12 +102,9 @@ class DetectStreamReactor final
 
   void OnCancel() override {
     std::unique_lock<std::mutex> lock(mu_);
-    // gRPC cancels a call whose deadline passed too; CheckAlive tells which it was.
-    if (std::chrono::system_clock::now() >= ctx_->deadline()) {
-      cancel_.MarkDeadlinePassed();
-    } else {
-      cancel_.Cancel();
-    }
+    // gRPC cancels a call whose deadline passed too, and so does the client when its own copy of
+    // the deadline passes: MarkClientGone tells which it was, CheckAlive reports it.
+    cancel_.MarkClientGone(began_, ctx_->deadline());
     const absl::Status alive = call_.CheckAlive();
     Stop(alive.ok() ? absl::CancelledError("the client cancelled the stream") : alive);
     Pump(std::move(lock));
@@ -276,6 +273,8 @@ class DetectStreamReactor final
   WorkQueue* const queue_;
   grpc::CallbackServerContext* const ctx_;
   CancelToken cancel_;  // the stream's own checks (CallScope::CheckAlive)
+  // When the stream began: MarkClientGone measures the deadline's budget from here.
+  const std::chrono::system_clock::time_point began_ = std::chrono::system_clock::now();
   std::mutex mu_;
   CallScope call_;  // times() guarded by mu_
   v1::DetectFrame request_;

@@ -1,5 +1,6 @@
 #include "server/rpc/imaging_service.h"
 
+#include <chrono>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -22,18 +23,16 @@ class CancellingReactor final : public grpc::ServerUnaryReactor {
   CancellingReactor(grpc::CallbackServerContext* ctx, std::shared_ptr<CancelToken> cancel)
       : ctx_(ctx), cancel_(std::move(cancel)) {}
   void OnCancel() override {
-    // gRPC cancels a call whose deadline passed too; its clock says which it was.
-    if (std::chrono::system_clock::now() >= ctx_->deadline()) {
-      cancel_->MarkDeadlinePassed();
-    } else {
-      cancel_->Cancel();
-    }
+    // gRPC cancels a call whose deadline passed too, and so does the client when its own copy of
+    // the deadline passes: MarkClientGone tells which it was.
+    cancel_->MarkClientGone(began_, ctx_->deadline());
   }
   void OnDone() override { delete this; }
 
  private:
   grpc::CallbackServerContext* ctx_;
   std::shared_ptr<CancelToken> cancel_;
+  const std::chrono::system_clock::time_point began_ = std::chrono::system_clock::now();
 };
 
 }  // namespace

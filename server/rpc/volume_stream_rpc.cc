@@ -4,6 +4,7 @@
 // several slabs of one stream run at once on the work queue's threads (on the CUDA backend each on
 // its own leased stream: one slab's copies overlap another's kernels). Results go back in z order.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -101,12 +102,9 @@ class VolumeStreamReactor final
 
   void OnCancel() override {
     std::unique_lock<std::mutex> lock(mu_);
-    // gRPC cancels a call whose deadline passed too; CheckAlive tells which it was.
-    if (std::chrono::system_clock::now() >= ctx_->deadline()) {
-      cancel_.MarkDeadlinePassed();
-    } else {
-      cancel_.Cancel();
-    }
+    // gRPC cancels a call whose deadline passed too, and so does the client when its own copy of
+    // the deadline passes: MarkClientGone tells which it was, CheckAlive reports it.
+    cancel_.MarkClientGone(began_, ctx_->deadline());
     const absl::Status alive = call_.CheckAlive();
     Fail(alive.ok() ? absl::CancelledError("the client cancelled the stream") : alive);
     Pump(std::move(lock));
@@ -361,6 +359,8 @@ class VolumeStreamReactor final
   WorkQueue* const queue_;
   grpc::CallbackServerContext* const ctx_;
   CancelToken cancel_;  // every slab's backend work
+  // When the stream began: MarkClientGone measures the deadline's budget from here.
+  const std::chrono::system_clock::time_point began_ = std::chrono::system_clock::now();
   std::mutex mu_;
   CallScope call_;  // times() guarded by mu_
   v1::VolumeStreamRequest request_;

@@ -1,5 +1,7 @@
 #include "cuimg/common/cancel_token.h"
 
+#include <algorithm>
+
 namespace cuimg {
 
 CancelToken::Clock::time_point CancelToken::SteadyDeadline(
@@ -20,6 +22,26 @@ absl::Status CancelToken::Check() const {
   }
   if (reason == kCancelled) return absl::CancelledError("the client cancelled the request");
   return absl::OkStatus();
+}
+
+bool CancelToken::ClientDeadlineReached(std::chrono::system_clock::time_point started,
+                                        std::chrono::system_clock::time_point deadline,
+                                        std::chrono::system_clock::time_point now) {
+  // gRPC's "no deadline" is the clock's max: no slack arithmetic near it.
+  if (deadline - std::min(started, now) > std::chrono::hours(24 * 365)) return false;
+  const auto budget = std::max(deadline - started, std::chrono::system_clock::duration::zero());
+  const auto slack = std::chrono::milliseconds(100) + budget / 50;
+  return now >= deadline - slack;
+}
+
+void CancelToken::MarkClientGone(std::chrono::system_clock::time_point started,
+                                 std::chrono::system_clock::time_point deadline,
+                                 std::chrono::system_clock::time_point now) {
+  if (ClientDeadlineReached(started, deadline, now)) {
+    MarkDeadlinePassed();
+  } else {
+    Cancel();
+  }
 }
 
 const CancelToken& NeverCancelled() {
