@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 #include "codec_internal.h"
 
 namespace cuimg {
@@ -25,7 +26,8 @@ absl::StatusOr<ImageView> ProbeJpeg(absl::Span<const std::uint8_t> bytes) {
   int colorspace = 0;
   if (tjDecompressHeader3(tj.get(), bytes.data(), static_cast<unsigned long>(bytes.size()), &width,
                           &height, &subsampling, &colorspace) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("corrupt JPEG: ", tjGetErrorStr2(tj.get())));
+    return InvalidFieldError(ErrorReason::kCorruptEncodedData, "",
+                             absl::StrCat("corrupt JPEG: ", tjGetErrorStr2(tj.get())));
   }
   return ImageView{PixelType::kU8, Extent{width, height, 1}, colorspace == TJCS_GRAY ? 1 : 3,
                    nullptr};
@@ -41,13 +43,14 @@ absl::StatusOr<Image> DecodeJpeg(absl::Span<const std::uint8_t> bytes, const Dec
   int colorspace = 0;
   if (tjDecompressHeader3(tj.get(), bytes.data(), static_cast<unsigned long>(bytes.size()), &width,
                           &height, &subsampling, &colorspace) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("corrupt JPEG: ", tjGetErrorStr2(tj.get())));
+    return InvalidFieldError(ErrorReason::kCorruptEncodedData, "",
+                             absl::StrCat("corrupt JPEG: ", tjGetErrorStr2(tj.get())));
   }
   if (width < 1 || height < 1 || width > limits.max_side || height > limits.max_side ||
       static_cast<std::int64_t>(width) * height > limits.max_pixels) {
-    return absl::ResourceExhaustedError(absl::StrCat("JPEG image ", width, "x", height,
-                                                     " exceeds the limits (", limits.max_pixels,
-                                                     " pixels, ", limits.max_side, " per side)"));
+    return MakeError(absl::StatusCode::kResourceExhausted, ErrorReason::kLimitExceeded, "",
+                     absl::StrCat("JPEG image ", width, "x", height, " exceeds the limits (",
+                                  limits.max_pixels, " pixels, ", limits.max_side, " per side)"));
   }
   const bool gray = colorspace == TJCS_GRAY;
   const int channels = gray ? 1 : 3;
@@ -59,7 +62,8 @@ absl::StatusOr<Image> DecodeJpeg(absl::Span<const std::uint8_t> bytes, const Dec
                     width, width * channels, height, gray ? TJPF_GRAY : TJPF_BGR,
                     // A progressive file can repeat scans without end: a CPU bomb.
                     TJFLAG_ACCURATEDCT | TJFLAG_LIMITSCANS | TJFLAG_STOPONWARNING) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("corrupt JPEG: ", tjGetErrorStr2(tj.get())));
+    return InvalidFieldError(ErrorReason::kCorruptEncodedData, "",
+                             absl::StrCat("corrupt JPEG: ", tjGetErrorStr2(tj.get())));
   }
   return image;
 }
