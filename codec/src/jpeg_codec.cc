@@ -29,6 +29,11 @@ absl::StatusOr<ImageView> ProbeJpeg(absl::Span<const std::uint8_t> bytes) {
     return InvalidFieldError(ErrorReason::kCorruptEncodedData, "",
                              absl::StrCat("corrupt JPEG: ", tjGetErrorStr2(tj.get())));
   }
+  // A header cut short can read as 0x0 without an error.
+  if (width < 1 || height < 1) {
+    return InvalidFieldError(ErrorReason::kCorruptEncodedData, "",
+                             absl::StrCat("corrupt JPEG: the header says ", width, "x", height));
+  }
   return ImageView{PixelType::kU8, Extent{width, height, 1}, colorspace == TJCS_GRAY ? 1 : 3,
                    nullptr};
 }
@@ -46,7 +51,11 @@ absl::StatusOr<Image> DecodeJpeg(absl::Span<const std::uint8_t> bytes, const Dec
     return InvalidFieldError(ErrorReason::kCorruptEncodedData, "",
                              absl::StrCat("corrupt JPEG: ", tjGetErrorStr2(tj.get())));
   }
-  if (width < 1 || height < 1 || width > limits.max_side || height > limits.max_side ||
+  if (width < 1 || height < 1) {
+    return InvalidFieldError(ErrorReason::kCorruptEncodedData, "",
+                             absl::StrCat("corrupt JPEG: the header says ", width, "x", height));
+  }
+  if (width > limits.max_side || height > limits.max_side ||
       static_cast<std::int64_t>(width) * height > limits.max_pixels) {
     return MakeError(absl::StatusCode::kResourceExhausted, ErrorReason::kLimitExceeded, "",
                      absl::StrCat("JPEG image ", width, "x", height, " exceeds the limits (",
