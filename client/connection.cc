@@ -127,12 +127,13 @@ void PrepareContext(const ConnectionOptions& options, grpc::ClientContext* conte
   }
 }
 
-int ReportRpcError(const grpc::Status& status) {
-  std::fprintf(stderr, "error: %s: %s\n", StatusCodeName(status.error_code()).c_str(),
-               status.error_message().c_str());
+int ReportRpcError(const grpc::Status& status) { return ReportRpcError(FromGrpcStatus(status)); }
+
+int ReportRpcError(const absl::Status& status) {
+  std::fprintf(stderr, "error: %s\n", DescribeRpcError(status).c_str());
   // A plaintext client at a TLS port (or the reverse) sees only "Socket closed" or a failed
-  // handshake; the likely cause is worth a line.
-  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+  // handshake; the likely cause is worth a line. A server's own UNAVAILABLE says why.
+  if (status.code() == absl::StatusCode::kUnavailable && !ParseErrorDetails(status).has_value()) {
     std::fprintf(stderr,
                  "hint: is the server up at --target, and do both sides agree on TLS? A server "
                  "started with --tls_cert_file needs --tls (or --tls_ca_file) here; a plaintext "
