@@ -64,7 +64,6 @@ class WireContract(unittest.TestCase):
         self.assertIsNone(wire_contract.error_info(()))
         self.assertIsNone(wire_contract.error_info((("grpc-status-details-bin", b"\x1a\x09ab"),)))
 
-
     def test_every_documented_reason_has_an_error_class(self):
         prefix = "ERROR_REASON_"
         documented = {v.name[len(prefix):] for v in error_reason_pb2.ErrorReason.DESCRIPTOR.values
@@ -80,7 +79,8 @@ class WireContract(unittest.TestCase):
         self.assertEqual((e.code, e.reason, e.field), (grpc.StatusCode.INVALID_ARGUMENT,
                                                        "ELEMENT_TOO_LARGE",
                                                        "steps[0].element.width"))
-        self.assertEqual(str(e), "INVALID_ARGUMENT [ELEMENT_TOO_LARGE]: steps[0].element.width: big")
+        self.assertEqual(str(e),
+                         "INVALID_ARGUMENT [ELEMENT_TOO_LARGE]: steps[0].element.width: big")
         busy = errors.make_error(grpc.StatusCode.RESOURCE_EXHAUSTED, "server busy",
                                  wire_contract.ErrorInfo("OVERLOADED", "cuimg.io", ""))
         self.assertIsInstance(busy, errors.RetryableError)
