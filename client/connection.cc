@@ -128,15 +128,16 @@ void PrepareContext(const ConnectionOptions& options, grpc::ClientContext* conte
   }
 }
 
-int ReportRpcError(const grpc::Status& status) {
-  std::fprintf(stderr, "error: %s: %s\n", StatusCodeName(status.error_code()).c_str(),
-               status.error_message().c_str());
+int ReportRpcError(const grpc::Status& status) { return ReportRpcError(FromGrpcStatus(status)); }
+
+int ReportRpcError(const absl::Status& status) {
+  std::fprintf(stderr, "error: %s\n", DescribeRpcError(status).c_str());
   // Not when the server itself answered: its errors carry details (a server shutting down says
   // so), and a hint would only mislead.
-  if (status.error_code() != grpc::StatusCode::UNAVAILABLE || !status.error_details().empty()) {
+  if (status.code() != absl::StatusCode::kUnavailable || ParseErrorDetails(status).has_value()) {
     return kExitRpcError;
   }
-  const std::string& message = status.error_message();
+  const absl::string_view message = status.message();
   if (absl::StrContains(message, "Connection refused") ||
       absl::StrContains(message, "No such file or directory")) {
     // Nothing listens: TLS is not the question. A server that stops during a call answers

@@ -54,7 +54,7 @@ absl::StatusOr<std::string> UploadMesh(v1::Imaging::Stub& stub, const Connection
   writer->WritesDone();
   const grpc::Status status = writer->Finish();
   if (!status.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+    return FromGrpcStatus(status);
   }
   return response.object().handle();
 }
@@ -77,8 +77,7 @@ int RunDeform(const ConnectionOptions& connection, const DeformCommand& c) {
   if (c.animate > 0) {
     absl::StatusOr<std::string> handle = UploadMesh(*stub, connection, *mesh);
     if (!handle.ok()) {
-      return ReportRpcError(grpc::Status(static_cast<grpc::StatusCode>(handle.status().code()),
-                                         std::string(handle.status().message())));
+      return ReportRpcError(handle.status());
     }
     const auto start = std::chrono::steady_clock::now();
     double kernel_us = 0;

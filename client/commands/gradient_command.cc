@@ -65,8 +65,7 @@ int RunGradient(const ConnectionOptions& connection, const GradientCommand& c) {
         StreamVolume(ConnectStreams(connection, c.volume_streams), connection, std::move(header),
                      gray, c.slab_slices);
     if (!streamed.ok()) {
-      return ReportRpcError(grpc::Status(static_cast<grpc::StatusCode>(streamed.status().code()),
-                                         std::string(streamed.status().message())));
+      return ReportRpcError(streamed.status());
     }
     planes = std::move(streamed->planes);
     // One readable line: the per-stream trailers sum overlapping slabs (summary() says how).

@@ -154,8 +154,7 @@ int RunStreamed(const ConnectionOptions& connection, const MorphologyCommand& co
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!result.ok()) {
-    return ReportRpcError(grpc::Status(static_cast<grpc::StatusCode>(result.status().code()),
-                                       std::string(result.status().message())));
+    return ReportRpcError(result.status());
   }
   if (int code = WriteOutput(command, result->planes[0].view(), input); code != kExitOk) {
     return code;

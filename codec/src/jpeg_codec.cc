@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 #include "codec_internal.h"
 
 namespace cuimg {
@@ -32,7 +33,8 @@ absl::Status DecodeCmyk(void* tj, absl::Span<const std::uint8_t> bytes, Image& i
   std::vector<std::uint8_t> cmyk(static_cast<std::size_t>(pixels) * 4);
   if (tjDecompress2(tj, bytes.data(), static_cast<unsigned long>(bytes.size()), cmyk.data(), width,
                     width * 4, height, TJPF_CMYK, kDecodeFlags) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("corrupt JPEG: ", tjGetErrorStr2(tj)));
+    return InvalidFieldError(ErrorReason::kCorruptEncodedData, "",
+                             absl::StrCat("corrupt JPEG: ", tjGetErrorStr2(tj)));
   }
   std::uint8_t* bgr = image.bytes();
   for (std::int64_t i = 0; i < pixels; ++i) {
@@ -56,7 +58,13 @@ absl::StatusOr<ImageView> ProbeJpeg(absl::Span<const std::uint8_t> bytes) {
   int colorspace = 0;
   if (tjDecompressHeader3(tj.get(), bytes.data(), static_cast<unsigned long>(bytes.size()), &width,
                           &height, &subsampling, &colorspace) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("corrupt JPEG: ", tjGetErrorStr2(tj.get())));
+    return InvalidFieldError(ErrorReason::kCorruptEncodedData, "",
+                             absl::StrCat("corrupt JPEG: ", tjGetErrorStr2(tj.get())));
+  }
+  // A header cut short can read as 0x0 without an error.
+  if (width < 1 || height < 1) {
+    return InvalidFieldError(ErrorReason::kCorruptEncodedData, "",
+                             absl::StrCat("corrupt JPEG: the header says ", width, "x", height));
   }
   return ImageView{PixelType::kU8, Extent{width, height, 1}, colorspace == TJCS_GRAY ? 1 : 3,
                    nullptr};
@@ -72,13 +80,18 @@ absl::StatusOr<Image> DecodeJpeg(absl::Span<const std::uint8_t> bytes, const Dec
   int colorspace = 0;
   if (tjDecompressHeader3(tj.get(), bytes.data(), static_cast<unsigned long>(bytes.size()), &width,
                           &height, &subsampling, &colorspace) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("corrupt JPEG: ", tjGetErrorStr2(tj.get())));
+    return InvalidFieldError(ErrorReason::kCorruptEncodedData, "",
+                             absl::StrCat("corrupt JPEG: ", tjGetErrorStr2(tj.get())));
   }
-  if (width < 1 || height < 1 || width > limits.max_side || height > limits.max_side ||
+  if (width < 1 || height < 1) {
+    return InvalidFieldError(ErrorReason::kCorruptEncodedData, "",
+                             absl::StrCat("corrupt JPEG: the header says ", width, "x", height));
+  }
+  if (width > limits.max_side || height > limits.max_side ||
       static_cast<std::int64_t>(width) * height > limits.max_pixels) {
-    return absl::ResourceExhaustedError(absl::StrCat("JPEG image ", width, "x", height,
-                                                     " exceeds the limits (", limits.max_pixels,
-                                                     " pixels, ", limits.max_side, " per side)"));
+    return MakeError(absl::StatusCode::kResourceExhausted, ErrorReason::kLimitExceeded, "",
+                     absl::StrCat("JPEG image ", width, "x", height, " exceeds the limits (",
+                                  limits.max_pixels, " pixels, ", limits.max_side, " per side)"));
   }
   const bool gray = colorspace == TJCS_GRAY;
   const int channels = gray ? 1 : 3;
@@ -92,7 +105,8 @@ absl::StatusOr<Image> DecodeJpeg(absl::Span<const std::uint8_t> bytes, const Dec
   if (tjDecompress2(tj.get(), bytes.data(), static_cast<unsigned long>(bytes.size()), image.bytes(),
                     width, width * channels, height, gray ? TJPF_GRAY : TJPF_BGR,
                     kDecodeFlags) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("corrupt JPEG: ", tjGetErrorStr2(tj.get())));
+    return InvalidFieldError(ErrorReason::kCorruptEncodedData, "",
+                             absl::StrCat("corrupt JPEG: ", tjGetErrorStr2(tj.get())));
   }
   return image;
 }

@@ -49,7 +49,9 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry, absl::string_view v
                   .Register(registry)),
       rejected_(prometheus::BuildCounter()
                     .Name("cuimg_rejected_total")
-                    .Help("Requests refused before execution, by reason.")
+                    .Help("Calls answered with an error, by its reason: the ErrorInfo reason "
+                          "sent (proto/cuimg/v1/error_reason.proto), e.g. OVERLOADED, "
+                          "VALUE_OUT_OF_RANGE.")
                     .Register(registry)),
       jpeg_fallbacks_(prometheus::BuildCounter()
                           .Name("cuimg_jpeg_cpu_fallbacks_total")

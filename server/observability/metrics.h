@@ -35,6 +35,8 @@ class ServerMetrics {
   void AddInflight(absl::string_view rpc, int delta);
   void AddBytes(std::int64_t received, std::int64_t sent);
   void AddPixels(absl::string_view rpc, std::int64_t pixels);
+  // Counts a call answered with an error under its reason (cuimg_rejected_total{reason}: the
+  // ErrorInfo reason, "OVERLOADED", ...). CallScope::Complete is its one caller.
   void RecordRejection(absl::string_view reason);
 
  private:

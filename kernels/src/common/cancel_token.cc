@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "cuimg/common/error.h"
+
 namespace cuimg {
 
 CancelToken::Clock::time_point CancelToken::SteadyDeadline(
@@ -14,13 +16,18 @@ CancelToken::Clock::time_point CancelToken::SteadyDeadline(
 
 absl::Status CancelToken::Check() const {
   if (hard_stop_ != nullptr && hard_stop_->load(std::memory_order_relaxed)) {
-    return absl::UnavailableError("the server is shutting down");
+    return MakeError(absl::StatusCode::kUnavailable, ErrorReason::kShuttingDown, "",
+                     "the server is shutting down");
   }
   const int reason = reason_.load(std::memory_order_relaxed);
   if (reason == kDeadline || (deadline_ != Clock::time_point::max() && Clock::now() >= deadline_)) {
-    return absl::DeadlineExceededError("the request's deadline passed");
+    return MakeError(absl::StatusCode::kDeadlineExceeded, ErrorReason::kDeadlineTooShort, "",
+                     "the request's deadline passed");
   }
-  if (reason == kCancelled) return absl::CancelledError("the client cancelled the request");
+  if (reason == kCancelled) {
+    return MakeError(absl::StatusCode::kCancelled, ErrorReason::kCancelled, "",
+                     "the client cancelled the request");
+  }
   return absl::OkStatus();
 }
 

@@ -48,8 +48,9 @@ class CancelToken {
                                     std::chrono::system_clock::time_point deadline,
                                     std::chrono::system_clock::time_point now);
 
-  // OK while the work should go on; else why not: UNAVAILABLE (the server is stopping), then
-  // DEADLINE_EXCEEDED or CANCELLED. Once not OK, never OK again. Thread-safe; costs an
+  // OK while the work should go on; else why not (with its reason, cuimg/common/error.h):
+  // UNAVAILABLE (SHUTTING_DOWN), then DEADLINE_EXCEEDED (DEADLINE_TOO_SHORT) or CANCELLED
+  // (CANCELLED). Once not OK, never OK again. Thread-safe; costs an
   // atomic load or two and a clock read (tens of nanoseconds), so call it per band of work, not
   // per pixel.
   absl::Status Check() const;
