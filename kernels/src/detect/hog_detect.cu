@@ -255,11 +255,6 @@ absl::Status DetectPlan::RunBlocks(absl::Span<const void* const> in, void* works
   return absl::OkStatus();
 }
 
-absl::Status DetectPlan::RunBlocks(const void* in, void* workspace, void* hits,
-                                   cudaStream_t stream) const {
-  return RunBlocks(absl::MakeConstSpan(&in, 1), workspace, hits, stream);
-}
-
 namespace {
 
 // The scores launches of `plan`, of the new kernel or (per_window) issue 5's.
@@ -312,11 +307,6 @@ absl::Status DetectPlan::Run(absl::Span<const void* const> in, const float* weig
                              void* workspace, void* hits, cudaStream_t stream) const {
   CUIMG_RETURN_IF_ERROR(RunBlocks(in, workspace, hits, stream));
   return RunScores(weights, workspace, hits, stream);
-}
-
-absl::Status DetectPlan::Run(const void* in, const float* weights, void* workspace, void* hits,
-                             cudaStream_t stream) const {
-  return Run(absl::MakeConstSpan(&in, 1), weights, workspace, hits, stream);
 }
 
 }  // namespace cuimg

@@ -173,9 +173,4 @@ absl::Status DetectPlan::EmulateOnHost(absl::Span<const void* const> in, const f
   return absl::OkStatus();
 }
 
-absl::Status DetectPlan::EmulateOnHost(const void* in, const float* weights, void* workspace,
-                                       void* hits) const {
-  return EmulateOnHost(absl::MakeConstSpan(&in, 1), weights, workspace, hits);
-}
-
 }  // namespace cuimg

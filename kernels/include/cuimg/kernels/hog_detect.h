@@ -86,7 +86,7 @@ inline constexpr int kMaxDetectFrames = 64;
 // - Limits: frames() <= kMaxDetectFrames (64) a plan; the 64 levels a launch pair takes do not
 //   depend on the frames. Create refuses frames whose hits could pass 2^32 - 1 records or whose
 //   grids pass 2^31 - 1 CUDA blocks (inputs of hundreds of megapixels). The workspace grows with
-//   the frames: at 1080p 48 MB a frame (WorkspaceBytes()).
+//   the frames: at 1080p 54 MB a frame, at 768x576 12 MB (WorkspaceBytes()).
 class DetectPlan {
  public:
   // INVALID_ARGUMENT for channels other than 1, 3, 4, frames outside [1, kMaxDetectFrames] or
@@ -115,15 +115,11 @@ class DetectPlan {
   std::vector<std::vector<WindowHit>> DecodeFrameHits(const void* host_hits,
                                                       std::uint32_t count) const;
 
-  // INVALID_ARGUMENT unless in.size() == frames() and none is null.
+  // INVALID_ARGUMENT unless in.size() == frames() and none is null (one frame: Run({d_in}, ...)).
   absl::Status Run(absl::Span<const void* const> in, const float* weights, void* workspace,
                    void* hits, cudaStream_t stream) const;
   absl::Status RunBlocks(absl::Span<const void* const> in, void* workspace, void* hits,
                          cudaStream_t stream) const;
-  // Run and RunBlocks with one frame's input (a plan of one frame).
-  absl::Status Run(const void* in, const float* weights, void* workspace, void* hits,
-                   cudaStream_t stream) const;
-  absl::Status RunBlocks(const void* in, void* workspace, void* hits, cudaStream_t stream) const;
   absl::Status RunScores(const float* weights, const void* workspace, void* hits,
                          cudaStream_t stream) const;
   // RunScores with issue 5's kernel (one thread per window, one fused float sum of the whole
@@ -137,8 +133,6 @@ class DetectPlan {
   // hits in another order. For tests on machines without a GPU; slow.
   absl::Status EmulateOnHost(absl::Span<const void* const> in, const float* weights,
                              void* workspace, void* hits) const;
-  absl::Status EmulateOnHost(const void* in, const float* weights, void* workspace,
-                             void* hits) const;
 
   // Where the blocks kernel leaves level `level`'s features (0 <= level < geometry().levels.size())
   // of frame `frame` in the workspace: feature f (0..35, HogBlocks' order) of block (bx, by) is
