@@ -289,9 +289,11 @@ CUIMG_HOG_HD void VotePeriod(const BlocksParams& p, int rows, int period, int t,
   for (int q = 0; q < kPeriodRows; ++q) {
     float dx;
     float dy;
+    float mag2;
     if constexpr (kPlanes == 1) {
       dx = s.rows[0][q][right] - s.rows[0][q][left];
       dy = th.window[q + 2][0] - th.window[q][0];
+      mag2 = dx * dx + dy * dy;
     } else {
       float cdx[3];
       float cdy[3];
@@ -299,9 +301,9 @@ CUIMG_HOG_HD void VotePeriod(const BlocksParams& p, int rows, int period, int t,
         cdx[c] = s.rows[c][q][right] - s.rows[c][q][left];
         cdy[c] = th.window[q + 2][c] - th.window[q][c];
       }
-      MaxChannel(cdx, cdy, th.simd, &dx, &dy);
+      mag2 = PickChannel(cdx, cdy, th.simd, &dx, &dy);
     }
-    const Vote v = VoteOf(dx, dy);
+    const Vote v = VoteOfMagnitude(dx, dy, mag2);
     const int at0 = SumIndex(0, 0, v.bin0, 0);
     const int at1 = SumIndex(0, 0, v.bin1, 0);
     // Row q is row q + 8 of block row p - 1 (cell 0 covers rows 0..11, cell 1 rows 4..15) and
