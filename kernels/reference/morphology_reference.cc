@@ -292,6 +292,7 @@ absl::Status MorphologyReferenceInto(const ImageView& input, const ImageView& ou
     return absl::InvalidArgumentError("morphology needs a single-channel image");
   }
   if (steps.empty()) return absl::InvalidArgumentError("morphology needs at least one step");
+  if (absl::Status s = CheckFilterPixelType(input.type, "input", "morphology"); !s.ok()) return s;
   CUIMG_RETURN_IF_ERROR(CheckMarker(input, steps, marker));
   for (const MorphologyStep& step : steps) {
     if (step.op == MorphOp::kRemoveSmall || step.op == MorphOp::kKeepLargest) {

@@ -39,8 +39,9 @@ namespace cuimg {
 //   step running when the token stopped instead of after the whole chain.
 class MorphologyPlan {
  public:
-  // INVALID_ARGUMENT when the chain is empty, an iteration count is < 1, the extent is empty or a
-  // step's parameters are out of range (ValidateMorphologyStep, field "steps[i]...").
+  // INVALID_ARGUMENT when the type is U32 (CheckFilterPixelType), the chain is empty, an
+  // iteration count is < 1, the extent is empty or a step's parameters are out of range
+  // (ValidateMorphologyStep, field "steps[i]...").
   static absl::StatusOr<MorphologyPlan> Create(PixelType type, const Extent& extent,
                                                std::vector<MorphologyStep> steps);
 
