@@ -96,8 +96,8 @@ T SaturatingSub(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) {
     return a - b;
   } else {
-    const std::int32_t d = std::int32_t{a} - std::int32_t{b};
-    return static_cast<T>(std::clamp<std::int32_t>(d, std::numeric_limits<T>::lowest(),
+    const std::int64_t d = std::int64_t{a} - std::int64_t{b};
+    return static_cast<T>(std::clamp<std::int64_t>(d, std::numeric_limits<T>::lowest(),
                                                    std::numeric_limits<T>::max()));
   }
 }
@@ -292,9 +292,10 @@ absl::Status MorphologyReferenceInto(const ImageView& input, const ImageView& ou
     return absl::InvalidArgumentError("morphology needs a single-channel image");
   }
   if (steps.empty()) return absl::InvalidArgumentError("morphology needs at least one step");
-  if (absl::Status s = CheckFilterPixelType(input.type, "input", "morphology"); !s.ok()) return s;
   CUIMG_RETURN_IF_ERROR(CheckMarker(input, steps, marker));
-  for (const MorphologyStep& step : steps) {
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const MorphologyStep& step = steps[i];
+    CUIMG_RETURN_IF_ERROR(CheckStepPixelType(step, input.type, i));
     if (step.op == MorphOp::kRemoveSmall || step.op == MorphOp::kKeepLargest) {
       return absl::UnimplementedError(absl::StrCat(MorphOpName(step.op), ": not implemented yet"));
     }
@@ -305,7 +306,8 @@ absl::Status MorphologyReferenceInto(const ImageView& input, const ImageView& ou
                                             "pixels"));
     }
   }
-  return VisitPixelType(input.type, [&](auto tag) -> absl::Status {
+  // U32 reaches only the segmentation steps (CheckStepPixelType).
+  return VisitAnyPixelType(input.type, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
     Runner<T> runner(input.extent, threads, cancel, /*count_only=*/false,
                      marker != nullptr ? static_cast<const T*>(marker->data) : nullptr);

@@ -207,7 +207,7 @@ bool Reconstruct(const T* mask, T* r, const Extent& e, Connectivity c, const Can
 
 bool ReconstructInPlace(const ImageView& mask, const ImageView& r, bool dilate,
                         Connectivity connectivity, const CancelToken& cancel) {
-  return VisitPixelType(mask.type, [&](auto tag) {
+  return VisitAnyPixelType(mask.type, [&](auto tag) {
     using T = decltype(tag);
     const T* g = mask.As<const T>();
     return dilate ? Reconstruct<true>(g, r.As<T>(), mask.extent, connectivity, cancel)

@@ -25,7 +25,7 @@ T On() {
 // An image of 0/1 bytes as a 0/On mask of `type`.
 Image MaskOf(PixelType type, const Extent& extent, const std::vector<std::uint8_t>& fg) {
   Image image(type, extent, 1);
-  VisitPixelType(type, [&](auto tag) {
+  VisitAnyPixelType(type, [&](auto tag) {
     using T = decltype(tag);
     T* p = image.As<T>();
     for (std::size_t i = 0; i < fg.size(); ++i) p[i] = fg[i] ? On<T>() : T{0};
@@ -57,7 +57,7 @@ Image SpiralImage(PixelType type, const Extent& extent, bool ramp) {
     }
   }
   Image image(type, extent, 1);
-  VisitPixelType(type, [&](auto tag) {
+  VisitAnyPixelType(type, [&](auto tag) {
     using T = decltype(tag);
     T* p = image.As<T>();
     const double steps = static_cast<double>(path.size());

@@ -33,7 +33,8 @@ namespace {
 
 using ::cuimg::testing::StatusIs;
 
-const PixelType kTypes[] = {PixelType::kU8, PixelType::kU16, PixelType::kI16, PixelType::kF32};
+const PixelType kTypes[] = {PixelType::kU8, PixelType::kU16, PixelType::kI16, PixelType::kF32,
+                            PixelType::kU32};
 
 struct OracleCase {
   std::string name;
@@ -50,6 +51,8 @@ const char* DtypeOf(PixelType type) {
       return "uint16";
     case PixelType::kI16:
       return "int16";
+    case PixelType::kU32:
+      return "uint32";
     case PixelType::kF32:
       break;
   }
@@ -212,6 +215,8 @@ double Levels(PixelType t, double u8_levels) {
       return u8_levels * 257;
     case PixelType::kI16:
       return u8_levels * 256;
+    case PixelType::kU32:
+      return u8_levels * 16843009.0;  // (2^32 - 1) / 255
     case PixelType::kF32:
       break;
   }
@@ -259,15 +264,17 @@ TEST(SegmentationReference, StepsMatchScikitImageOnRandomAndBlobImages) {
         add("fill_holes_grey", grey, {Step(MorphOp::kFillHoles, c)});
         add("hmax", grey, {HeightStep(MorphOp::kHMax, Levels(t, 40), c)});
         add("hmin", grey, {HeightStep(MorphOp::kHMin, Levels(t, 40), c)});
-        add("open_rec", grey,
-            {ElementStep(MorphOp::kOpenRec, ElementShape::kEllipse, 5, 5, volume ? 3 : 0, c)});
-        add("close_rec", grey,
-            {ElementStep(MorphOp::kCloseRec, ElementShape::kRect, 3, 3, 0, c, 2)});
+        if (IsFilterPixelType(t)) {  // the element steps take no U32
+          add("open_rec", grey,
+              {ElementStep(MorphOp::kOpenRec, ElementShape::kEllipse, 5, 5, volume ? 3 : 0, c)});
+          add("close_rec", grey,
+              {ElementStep(MorphOp::kCloseRec, ElementShape::kRect, 3, 3, 0, c, 2)});
+        }
         add("threshold", grey, {ThresholdStep(Levels(t, 50), Levels(t, 180))});
       }
     }
   }
-  EXPECT_EQ(ExpectReferenceMatchesOracle(cases), 4 * 5);  // the blob masks
+  EXPECT_EQ(ExpectReferenceMatchesOracle(cases), 5 * 5);  // the blob masks
 }
 
 TEST(SegmentationReference, MatchesScikitImageOnSpiralsAndMazes) {
@@ -306,7 +313,7 @@ TEST(SegmentationReference, MatchesScikitImageOnSpiralsAndMazes) {
     }
   }
   // Every spiral and maze fill is a 0/max mask: also held to binary_fill_holes.
-  EXPECT_EQ(ExpectReferenceMatchesOracle(cases), 4 * 5 * 3);
+  EXPECT_EQ(ExpectReferenceMatchesOracle(cases), 5 * 5 * 3);
 }
 
 TEST(SegmentationReference, MatchesScikitImageOnANaturalImage) {
@@ -321,12 +328,13 @@ TEST(SegmentationReference, MatchesScikitImageOnANaturalImage) {
         auto add = [&](const char* what, std::vector<MorphologyStep> steps) {
           cases.push_back({NameOf(t, e, c, what), in, std::nullopt, std::move(steps)});
         };
-        add("open_rec", {ElementStep(MorphOp::kOpenRec, ElementShape::kEllipse, 9, 9, 0, c)});
-        add("close_rec",
-            {ElementStep(MorphOp::kCloseRec, ElementShape::kEllipse, 5, 5, volume ? 5 : 0, c)});
         add("hmax", {HeightStep(MorphOp::kHMax, Levels(t, 10), c)});
         add("hmin", {HeightStep(MorphOp::kHMin, Levels(t, 10), c)});
         add("fill_holes", {Step(MorphOp::kFillHoles, c)});
+        if (!IsFilterPixelType(t)) continue;  // the element steps take no U32
+        add("open_rec", {ElementStep(MorphOp::kOpenRec, ElementShape::kEllipse, 9, 9, 0, c)});
+        add("close_rec",
+            {ElementStep(MorphOp::kCloseRec, ElementShape::kEllipse, 5, 5, volume ? 5 : 0, c)});
         add("chain", {ThresholdStep(Levels(t, 100), Levels(t, 255)),
                       ElementStep(MorphOp::kOpenRec, ElementShape::kRect, 3, 3, 0, c),
                       Step(MorphOp::kFillHoles, c)});
@@ -401,6 +409,23 @@ TEST(SegmentationReference, RefusesAMissingOrMismatchedMarker) {
   EXPECT_EQ(ErrorReasonOf(missing), "FIELD_REQUIRED");
   EXPECT_THAT(mismatched, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(ErrorReasonOf(mismatched), "SHAPE_MISMATCH");
+}
+
+TEST(SegmentationReference, U32TakesOnlyTheSegmentationSteps) {
+  // Arrange
+  const Image labels = testing::RandomImage(PixelType::kU32, Extent{9, 7, 1}, 5, 4);
+  // Act
+  const absl::Status open =
+      MorphologyReference(
+          labels, {Step(MorphOp::kFillHoles), ElementStep(MorphOp::kOpenRec, ElementShape::kRect, 3,
+                                                          3, 0, Connectivity::kDefault)})
+          .status();
+  const absl::Status threshold = MorphologyReference(labels, {ThresholdStep(1, 9)}).status();
+  // Assert
+  EXPECT_THAT(open, StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(ErrorReasonOf(open), "UNSUPPORTED_PIXEL_TYPE");
+  EXPECT_THAT(std::string(open.message()), ::testing::HasSubstr("steps[1] (open_rec)"));
+  CUIMG_EXPECT_OK(threshold);
 }
 
 TEST(SegmentationReference, StopsWhenCancelled) {

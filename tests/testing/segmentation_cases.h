@@ -44,7 +44,7 @@ T OnValue() {
 inline Image FromU8(const Image& u8, PixelType type) {
   Image out(type, u8.extent(), 1);
   const std::uint8_t* in = u8.As<std::uint8_t>();
-  VisitPixelType(type, [&](auto tag) {
+  VisitAnyPixelType(type, [&](auto tag) {
     using T = decltype(tag);
     T* p = out.As<T>();
     for (std::int64_t i = 0; i < u8.extent().Pixels(); ++i) {
@@ -105,7 +105,7 @@ inline absl::StatusOr<Image> NaturalImage(const Extent& extent) {
 // `mask` with its values inverted (on <-> 0).
 inline Image Inverted(const Image& mask) {
   Image out = mask;
-  VisitPixelType(mask.type(), [&](auto tag) {
+  VisitAnyPixelType(mask.type(), [&](auto tag) {
     using T = decltype(tag);
     T* p = out.As<T>();
     for (std::int64_t i = 0; i < mask.extent().Pixels(); ++i) {
@@ -121,7 +121,7 @@ inline Image Inverted(const Image& mask) {
 inline Image OpenSpiral(PixelType type, const Extent& extent, bool closed = false) {
   Image image = Inverted(SpiralImage(type, extent));
   if (!closed && extent.width >= 3 && extent.height >= 3) {
-    VisitPixelType(type, [&](auto tag) {
+    VisitAnyPixelType(type, [&](auto tag) {
       using T = decltype(tag);
       for (std::int64_t z = 0; z < extent.depth; ++z) {
         image.As<T>()[z * extent.SlicePixels() + extent.width] = T{0};  // (0, 1)
@@ -135,7 +135,7 @@ inline Image OpenSpiral(PixelType type, const Extent& extent, bool closed = fals
 // by `seed` among those past the first tenth of the image) so that the part beyond it is a hole.
 inline Image OpenMaze(PixelType type, const Extent& extent, std::uint64_t seed) {
   Image image = Inverted(MazeImage(type, extent, seed));
-  VisitPixelType(type, [&](auto tag) {
+  VisitAnyPixelType(type, [&](auto tag) {
     using T = decltype(tag);
     T* p = image.As<T>();
     if (extent.width >= 3 && extent.height >= 3) p[extent.width] = T{0};  // (0, 1, 0)
@@ -156,7 +156,7 @@ inline Image SeedMarker(const Image& mask, bool dilate, int seeds, std::uint64_t
   std::mt19937_64 rng(seed);
   const std::int64_t n = mask.extent().Pixels();
   for (int k = 0; k < seeds; ++k) at.push_back(static_cast<std::int64_t>(rng() % n));
-  VisitPixelType(mask.type(), [&](auto tag) {
+  VisitAnyPixelType(mask.type(), [&](auto tag) {
     using T = decltype(tag);
     const T fill = dilate ? PixelLowest<T>() : PixelMax<T>();
     T* p = out.As<T>();
