@@ -115,6 +115,25 @@ inline Image Inverted(const Image& mask) {
   return out;
 }
 
+// `image` with its order reversed: max + lowest - v for integers, 1 - v for f32 (its masks'
+// range), so a spiral ramp rises along its path.
+inline Image Flipped(const Image& image) {
+  Image out = image;
+  VisitAnyPixelType(image.type(), [&](auto tag) {
+    using T = decltype(tag);
+    T* p = out.As<T>();
+    for (std::int64_t i = 0; i < image.extent().Pixels(); ++i) {
+      if constexpr (std::is_floating_point_v<T>) {
+        p[i] = 1 - p[i];
+      } else {
+        p[i] = static_cast<T>(std::int64_t{std::numeric_limits<T>::max()} +
+                              std::numeric_limits<T>::lowest() - p[i]);
+      }
+    }
+  });
+  return out;
+}
+
 // fill_holes' adversarial case: the spiral's corridor as background (0) between walls (on),
 // opened to the border at its entrance, so the border's 0 must travel the whole corridor.
 // `closed` leaves the entrance shut: the whole corridor is then a hole.

@@ -13,8 +13,6 @@
 
 namespace cuimg {
 
-enum class ReconstructionMethod { kDilation, kErosion };
-
 // Reconstruction of `marker` under `mask` (kDilation) or over it (kErosion), pixels connected by
 // `connectivity` (kDefault: 4 in 2D, 6 in 3D): by dilation, output(p) is the largest v such that
 // p is joined to some q with min(marker(q), mask(q)) >= v by a path whose mask values are all
