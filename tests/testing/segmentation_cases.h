@@ -62,6 +62,23 @@ inline Image FromU8(const Image& u8, PixelType type) {
   return out;
 }
 
+// FromU8's value of grey level `v` (0..255) in `type`, as a double (thresholds, heights).
+inline double LevelOf(PixelType type, double v) {
+  switch (type) {
+    case PixelType::kU8:
+      return v;
+    case PixelType::kU16:
+      return v * 257;
+    case PixelType::kI16:
+      return v * 256 - 32768;
+    case PixelType::kU32:
+      return v * (std::numeric_limits<std::uint32_t>::max() / 255);
+    case PixelType::kF32:
+      break;
+  }
+  return v / 255;
+}
+
 // basketball1.png (opencv-doc) as a grey u8 image of `width` x `height` x `depth`, sampled
 // bilinearly from the whole picture (slices are the picture shifted by 7 pixels a slice, so a
 // volume is not constant along z). NOT_FOUND without the file.
@@ -163,6 +180,26 @@ inline Image OpenMaze(PixelType type, const Extent& extent, std::uint64_t seed) 
       if (p[i] == T{0}) corridor.push_back(i);
     }
     if (!corridor.empty()) p[corridor[std::mt19937_64(seed)() % corridor.size()]] = OnValue<T>();
+  });
+  return image;
+}
+
+// `image` with the square [0, size)^2 of every slice set to the type's "on": on a spiral or maze
+// mask, a block that an erosion by an element smaller than it leaves standing while it wipes out
+// the one-pixel corridors, so open_rec must grow the corridors back from the block along their
+// whole path.
+inline Image WithCornerBlock(Image image, int size) {
+  const Extent& e = image.extent();
+  VisitAnyPixelType(image.type(), [&](auto tag) {
+    using T = decltype(tag);
+    T* p = image.As<T>();
+    for (std::int64_t z = 0; z < e.depth; ++z) {
+      for (std::int64_t y = 0; y < std::min<std::int64_t>(size, e.height); ++y) {
+        for (std::int64_t x = 0; x < std::min<std::int64_t>(size, e.width); ++x) {
+          p[(z * e.height + y) * e.width + x] = OnValue<T>();
+        }
+      }
+    }
   });
   return image;
 }
