@@ -114,10 +114,11 @@ absl::Status RunOnDevice(const ReconstructionPlan::Impl& p, const T* mask, T* r,
       std::min<std::int64_t>((p.bricks + kWarpsPerBlock - 1) / kWarpsPerBlock,
                              std::int64_t{CurrentDeviceLimits().multiprocessors} * kBlocksPerSm));
   const std::int64_t cap = ReconstructionPlan::WorstCaseRounds(p.extent);
-  // Batches of 1, 2, 4, ... 16 rounds between looks: most images are done in a few rounds, and
-  // an empty round costs a launch (a few microseconds).
+  // Batches of 1, 2, 4, ... 64 rounds between looks: most images are done in a few rounds, an
+  // empty round costs a launch (a few microseconds), and a look costs a host round trip (a
+  // one-pixel spiral takes tens of thousands of rounds).
   std::uint32_t round = 0;
-  for (int batch = 1;; batch = std::min(batch * 2, 16)) {
+  for (int batch = 1;; batch = std::min(batch * 2, 64)) {
     for (int b = 0; b < batch; ++b, ++round) {
       if (p.volume) {
         RoundKernel<T, true><<<grid, kRoundThreads, 0, stream>>>(a, w, round);
