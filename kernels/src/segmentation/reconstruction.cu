@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/kernel_attributes.h"
@@ -20,6 +21,8 @@ constexpr int kRoundThreads = 128;  // 4 warps, a brick each at a time
 constexpr int kWarpsPerBlock = kRoundThreads / 32;
 constexpr int kBlocksPerSm = 8;  // the round's blocks loop over the worklist
 constexpr std::size_t kAlign = 256;
+// 32-bit pixel indices in the bricks, with room for a row's 32 lanes past the last pixel.
+constexpr std::int64_t kMaxPixels = std::numeric_limits<std::int32_t>::max() - 64;
 std::size_t AlignUp(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 struct Worklists {
@@ -165,6 +168,11 @@ absl::StatusOr<ReconstructionPlan> ReconstructionPlan::Create(PixelType type, co
     return InvalidFieldError(ErrorReason::kValueOutOfRange, "extent", "a dimension exceeds 2^30");
   }
   CUIMG_RETURN_IF_ERROR(ValidateConnectivity(connectivity, extent, "connectivity"));
+  if (extent.Pixels() > kMaxPixels) {
+    return InvalidFieldError(ErrorReason::kLimitExceeded, "extent",
+                             "reconstruction on the GPU takes images of fewer than 2^31 - 64 "
+                             "pixels");
+  }
   auto impl = std::make_shared<Impl>();
   impl->type = type;
   impl->extent = extent;
@@ -179,10 +187,6 @@ absl::StatusOr<ReconstructionPlan> ReconstructionPlan::Create(PixelType type, co
   impl->bricks_y = (extent.height + rows_y - 1) / rows_y;
   impl->bricks_z = (extent.depth + rows_z - 1) / rows_z;
   impl->bricks = impl->bricks_x * impl->bricks_y * impl->bricks_z;
-  if (impl->bricks > (std::int64_t{1} << 31) - 1) {
-    return InvalidFieldError(ErrorReason::kLimitExceeded, "extent",
-                             "reconstruction takes at most 2^31 - 1 bricks");
-  }
   const std::size_t list_bytes = AlignUp(static_cast<std::size_t>(impl->bricks) * 4);
   impl->stamps_offset = 0;
   for (int i = 0; i < 3; ++i) impl->lists_offset[i] = list_bytes * (1 + i);

@@ -34,7 +34,10 @@
 namespace cuimg::seg {
 
 inline constexpr int kBrickWidth = 32;  // pixels along x: one per lane
-inline constexpr int kBrickRows = 32;   // rows (y, z) a lane holds
+// Pixel and brick indices: 32-bit, so that the 32 rows' addresses a lane keeps cost a register each
+// (ReconstructionPlan takes images of fewer than 2^31 - 64 pixels).
+using BrickIndex = std::int32_t;
+inline constexpr int kBrickRows = 32;  // rows (y, z) a lane holds
 
 template <bool kVolume>
 struct BrickShape {
@@ -97,8 +100,8 @@ template <typename T>
 struct BrickArgs {
   const T* mask = nullptr;
   T* r = nullptr;
-  std::int64_t width = 0, height = 0, depth = 0;
-  std::int64_t bricks_x = 0, bricks_y = 0, bricks_z = 0;
+  BrickIndex width = 0, height = 0, depth = 0;
+  BrickIndex bricks_x = 0, bricks_y = 0, bricks_z = 0;
   int max_nonzero = 1;  // connectivity: offsets with at most this many non-zero coordinates
   bool flip = false;    // reconstruction by erosion
 };
@@ -111,18 +114,18 @@ CUIMG_BRICK_HD std::uint32_t NeighbourBit(int sx, int sy, int sz) {
 // Calls sink(index) for each brick of `mask` that exists (the brick grid does not wrap).
 CUIMG_BRICK_EXEC_CHECK_DISABLE
 template <typename T, typename Sink>
-CUIMG_BRICK_HD void ForEachMarkedBrick(const BrickArgs<T>& a, std::int64_t brick,
-                                       std::uint32_t mask, Sink&& sink) {
-  const std::int64_t bx = brick % a.bricks_x;
-  const std::int64_t by = (brick / a.bricks_x) % a.bricks_y;
-  const std::int64_t bz = brick / (a.bricks_x * a.bricks_y);
+CUIMG_BRICK_HD void ForEachMarkedBrick(const BrickArgs<T>& a, BrickIndex brick, std::uint32_t mask,
+                                       Sink&& sink) {
+  const BrickIndex bx = brick % a.bricks_x;
+  const BrickIndex by = (brick / a.bricks_x) % a.bricks_y;
+  const BrickIndex bz = brick / (a.bricks_x * a.bricks_y);
   while (mask != 0) {
     int bit = 0;
     while (((mask >> bit) & 1u) == 0) ++bit;
     mask &= mask - 1;
-    const std::int64_t nx = bx + bit % 3 - 1;
-    const std::int64_t ny = by + bit / 3 % 3 - 1;
-    const std::int64_t nz = bz + bit / 9 - 1;
+    const BrickIndex nx = bx + bit % 3 - 1;
+    const BrickIndex ny = by + bit / 3 % 3 - 1;
+    const BrickIndex nz = bz + bit / 9 - 1;
     if (nx < 0 || ny < 0 || nz < 0 || nx >= a.bricks_x || ny >= a.bricks_y || nz >= a.bricks_z) {
       continue;
     }
@@ -171,7 +174,7 @@ CUIMG_BRICK_HD typename W::V FromSlice(const typename W::V* r, int zs, int yl, i
 // pixels is connected to, which must run again.
 CUIMG_BRICK_EXEC_CHECK_DISABLE
 template <class W, typename T, bool kVolume>
-CUIMG_BRICK_HD std::uint32_t ProcessBrick(const BrickArgs<T>& a, std::int64_t brick) {
+CUIMG_BRICK_HD std::uint32_t ProcessBrick(const BrickArgs<T>& a, BrickIndex brick) {
   using Keys = KeyTraits<T>;
   using V = typename W::V;
   using U = typename W::U;
@@ -179,24 +182,24 @@ CUIMG_BRICK_HD std::uint32_t ProcessBrick(const BrickArgs<T>& a, std::int64_t br
   constexpr int kRowsY = BrickShape<kVolume>::kRowsY;
   constexpr int kRowsZ = BrickShape<kVolume>::kRowsZ;
   const V lowest = W::Splat(Keys::Lowest());
-  const std::int64_t x0 = brick % a.bricks_x * kBrickWidth;
-  const std::int64_t y0 = (brick / a.bricks_x) % a.bricks_y * kRowsY;
-  const std::int64_t z0 = brick / (a.bricks_x * a.bricks_y) * kRowsZ;
+  const BrickIndex x0 = brick % a.bricks_x * kBrickWidth;
+  const BrickIndex y0 = (brick / a.bricks_x) % a.bricks_y * kRowsY;
+  const BrickIndex z0 = brick / (a.bricks_x * a.bricks_y) * kRowsZ;
   // Lanes inside the image, and the edge lanes that read the columns beside the brick.
   const B x_in = W::LaneBelow(a.width - x0);
   const B left_in = W::And(W::LaneIs(0), x0 > 0);
   const B right_in = W::And(W::LaneIs(kBrickWidth - 1), x0 + kBrickWidth < a.width);
-  auto row_valid = [&](std::int64_t y, std::int64_t z) {
+  auto row_valid = [&](BrickIndex y, BrickIndex z) {
     return y >= 0 && z >= 0 && y < a.height && z < a.depth;
   };
   // Index of the row's pixel at x0 (lane 0).
-  auto row_base = [&](std::int64_t y, std::int64_t z) { return (z * a.height + y) * a.width + x0; };
+  auto row_base = [&](BrickIndex y, BrickIndex z) { return (z * a.height + y) * a.width + x0; };
 
   V r[kBrickRows];
   V g[kBrickRows];
   CUIMG_BRICK_UNROLL
   for (int j = 0; j < kBrickRows; ++j) {
-    const std::int64_t y = y0 + j % kRowsY, z = z0 + j / kRowsY;
+    const BrickIndex y = y0 + j % kRowsY, z = z0 + j / kRowsY;
     const B in = W::And(x_in, row_valid(y, z));
     r[j] = W::template Load<T>(a.r, row_base(y, z), in, a.flip, lowest);
     g[j] = W::template Load<T>(a.mask, row_base(y, z), in, a.flip, lowest);
@@ -218,9 +221,9 @@ CUIMG_BRICK_HD std::uint32_t ProcessBrick(const BrickArgs<T>& a, std::int64_t br
         const int nonzero = (dy != 0) + (dz != 0);
         if (nonzero > a.max_nonzero) continue;
         const bool sides = nonzero + 1 <= a.max_nonzero;  // x +- 1 with this (dy, dz)
-        const std::int64_t ty = y0 + yl + dy, tz = z0 + zl + dz;
+        const BrickIndex ty = y0 + yl + dy, tz = z0 + zl + dz;
         if (!row_valid(ty, tz)) continue;
-        const std::int64_t base = row_base(ty, tz);
+        const BrickIndex base = row_base(ty, tz);
         const bool row_in_brick =
             yl + dy >= 0 && yl + dy < kRowsY && zl + dz >= 0 && zl + dz < kRowsZ;
         if (row_in_brick) {
@@ -316,7 +319,7 @@ CUIMG_BRICK_HD std::uint32_t ProcessBrick(const BrickArgs<T>& a, std::int64_t br
   for (int j = 0; j < kBrickRows; ++j) {
     const int yl = j % kRowsY, zl = j / kRowsY;
     const B ch = W::TestBit(changed, j);
-    const std::int64_t y = y0 + yl, z = z0 + zl;
+    const BrickIndex y = y0 + yl, z = z0 + zl;
     if (row_valid(y, z)) {
       W::template Store<T>(a.r, row_base(y, z), r[j], W::And2(ch, x_in), a.flip);
     }
@@ -351,7 +354,7 @@ struct DeviceWarp {
   static __device__ __forceinline__ U SplatU(std::uint32_t u) { return u; }
   static __device__ __forceinline__ B SplatB(bool b) { return b; }
   static __device__ __forceinline__ B LaneIs(int lane) { return Lane() == lane; }
-  static __device__ __forceinline__ B LaneBelow(std::int64_t n) { return Lane() < n; }
+  static __device__ __forceinline__ B LaneBelow(BrickIndex n) { return Lane() < n; }
   static __device__ __forceinline__ B And(B a, bool b) { return a && b; }
   static __device__ __forceinline__ B And2(B a, B b) { return a && b; }
   static __device__ __forceinline__ B Or(B a, B b) { return a || b; }
@@ -368,12 +371,12 @@ struct DeviceWarp {
   static __device__ __forceinline__ std::uint32_t ReduceOr(U u) { return __reduce_or_sync(~0u, u); }
   // p[base + lane] as a key where `in`, else `fallback`.
   template <typename T>
-  static __device__ __forceinline__ V Load(const T* p, std::int64_t base, B in, bool flip,
+  static __device__ __forceinline__ V Load(const T* p, BrickIndex base, B in, bool flip,
                                            V fallback) {
     return in ? KeyTraits<T>::ToKey(p[base + Lane()], flip) : fallback;
   }
   template <typename T>
-  static __device__ __forceinline__ void Store(T* p, std::int64_t base, V k, B in, bool flip) {
+  static __device__ __forceinline__ void Store(T* p, BrickIndex base, V k, B in, bool flip) {
     if (in) p[base + Lane()] = KeyTraits<T>::FromKey(k, flip);
   }
 };

@@ -45,12 +45,13 @@ BrickArgs<T> ArgsOf(const ReconstructionPlan::Impl& p, const T* mask, T* r) {
   BrickArgs<T> a;
   a.mask = mask;
   a.r = r;
-  a.width = p.extent.width;
-  a.height = p.extent.height;
-  a.depth = p.extent.depth;
-  a.bricks_x = p.bricks_x;
-  a.bricks_y = p.bricks_y;
-  a.bricks_z = p.bricks_z;
+  // Create keeps every index under 2^31 (BrickIndex).
+  a.width = static_cast<BrickIndex>(p.extent.width);
+  a.height = static_cast<BrickIndex>(p.extent.height);
+  a.depth = static_cast<BrickIndex>(p.extent.depth);
+  a.bricks_x = static_cast<BrickIndex>(p.bricks_x);
+  a.bricks_y = static_cast<BrickIndex>(p.bricks_y);
+  a.bricks_z = static_cast<BrickIndex>(p.bricks_z);
   a.max_nonzero = p.max_nonzero;
   a.flip = !p.dilate;
   return a;

@@ -48,8 +48,9 @@ struct ReconstructionStats {
 //   (or the token's status is returned and d_r is unspecified).
 class ReconstructionPlan {
  public:
-  // INVALID_ARGUMENT for an empty extent, a dimension over 2^30 or a connectivity that does not
-  // suit the extent (field "connectivity").
+  // INVALID_ARGUMENT for an empty extent, a dimension over 2^30, 2^31 - 64 pixels or more (the
+  // bricks index pixels in 32 bits; the server takes at most 2^30), or a connectivity that does
+  // not suit the extent (field "connectivity").
   static absl::StatusOr<ReconstructionPlan> Create(PixelType type, const Extent& extent,
                                                    ReconstructionMethod method,
                                                    Connectivity connectivity);
