@@ -2,10 +2,11 @@
 // of a 1080p blob mask and of a 512x512x300 one, open_rec with a 9x9 ellipse on basketball1.png
 // upscaled to 1080p, hmax 10 on a 512x512x300 CT-like i16 volume, and fill_holes / open_rec on
 // 1080p spirals and mazes whose geodesic paths cover the image. For each: the median time of the
-// Morphology step (MorphologyPlan::Run: marker, clamp and rounds, the host's looks between
-// batches of rounds included), of its reconstruction alone with its rounds and brick runs, and
-// the cuCIM-class anchor (clamped_filter_loop.h) on the same marker: its passes and time, and
-// whether it reached cuimg's result.
+// Morphology step (MorphologyPlan::Run: marker, clamp, the route's check and the reconstruction,
+// the host's looks included), of its reconstruction alone by the route the step takes (the
+// union-find for two-valued images, else the bricks) and by the bricks (with their rounds and
+// brick runs), and the cuCIM-class anchor (clamped_filter_loop.h) on the same marker: its passes
+// and time, and whether it reached cuimg's result.
 // Usage: reconstruction_bench [--quick] [--filter SUBSTRING]
 #include <cuda_runtime_api.h>
 
@@ -165,12 +166,6 @@ absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t str
     CUIMG_ASSIGN_OR_RETURN(DeviceBuffer ews, DeviceBuffer::Allocate(erode.WorkspaceBytes()));
     CUIMG_RETURN_IF_ERROR(erode.Run(d_in.data(), d_marker.data(), ews.data(), stream));
   }
-  CUIMG_ASSIGN_OR_RETURN(
-      ReconstructionPlan rec,
-      ReconstructionPlan::Create(
-          type, e, dilate ? ReconstructionMethod::kDilation : ReconstructionMethod::kErosion,
-          w.step.connectivity));
-  CUIMG_ASSIGN_OR_RETURN(DeviceBuffer rws, DeviceBuffer::Allocate(rec.WorkspaceBytes()));
   CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_r, DeviceBuffer::Allocate(bytes));
   auto reset = [&]() -> absl::Status {
     CUIMG_CUDA_RETURN_IF_ERROR(
@@ -178,30 +173,51 @@ absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t str
         "reset marker");
     return absl::OkStatus();
   };
-  ReconstructionStats stats;
-  CUIMG_RETURN_IF_ERROR(reset());
-  CUIMG_RETURN_IF_ERROR(
-      rec.Run(d_in.data(), d_r.data(), rws.data(), stream, NeverCancelled(), &stats));
-  CUIMG_ASSIGN_OR_RETURN(Timing alone, TimeWithReset(stream, runs, reset, [&] {
-                           return rec.Run(d_in.data(), d_r.data(), rws.data(), stream);
-                         }));
-  // The step's result and the reconstruction's must agree (the bench checks itself).
+  // Each route of the reconstruction alone: its median and what one run did. The step's result
+  // and every route's must agree (the bench checks itself).
   std::vector<std::uint8_t> a(bytes), b(bytes);
   CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpy(a.data(), d_out.data(), bytes, cudaMemcpyDeviceToHost),
                              "read step");
-  CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpy(b.data(), d_r.data(), bytes, cudaMemcpyDeviceToHost),
-                             "read reconstruction");
-  const bool agree = a == b;
+  bool agree = true;
+  struct RouteRun {
+    Timing timing;
+    ReconstructionStats stats;
+    std::int64_t bricks = 0;
+  };
+  auto time_route = [&](ReconstructionRoute route) -> absl::StatusOr<RouteRun> {
+    CUIMG_ASSIGN_OR_RETURN(
+        ReconstructionPlan rec,
+        ReconstructionPlan::Create(
+            type, e, dilate ? ReconstructionMethod::kDilation : ReconstructionMethod::kErosion,
+            w.step.connectivity, route));
+    CUIMG_ASSIGN_OR_RETURN(DeviceBuffer rws, DeviceBuffer::Allocate(rec.WorkspaceBytes()));
+    RouteRun run;
+    run.bricks = rec.Bricks();
+    CUIMG_RETURN_IF_ERROR(reset());
+    CUIMG_RETURN_IF_ERROR(
+        rec.Run(d_in.data(), d_r.data(), rws.data(), stream, NeverCancelled(), &run.stats));
+    CUIMG_ASSIGN_OR_RETURN(run.timing, TimeWithReset(stream, runs, reset, [&] {
+                             return rec.Run(d_in.data(), d_r.data(), rws.data(), stream);
+                           }));
+    CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpy(b.data(), d_r.data(), bytes, cudaMemcpyDeviceToHost),
+                               "read reconstruction");
+    agree = agree && a == b;
+    return run;
+  };
+  CUIMG_ASSIGN_OR_RETURN(RouteRun automatic, time_route(ReconstructionRoute::kAuto));
+  CUIMG_ASSIGN_OR_RETURN(RouteRun bricks, time_route(ReconstructionRoute::kBricks));
   // Floor: the mask read and the image read and written once.
   const double floor_us = 3.0 * bytes / bandwidth * 1e6;
   PrintJson(absl::StrFormat(
       "\"impl\":\"cuimg\",\"workload\":\"%s\",\"median_us\":%.2f,\"p10_us\":%.2f,"
-      "\"p90_us\":%.2f,\"runs\":%d,\"reconstruction_us\":%.2f,\"rounds\":%d,"
-      "\"launched_rounds\":%d,\"brick_runs\":%lld,\"bricks\":%lld,\"floor_us\":%.2f,"
-      "\"results_agree\":%s,\"plan\":\"%s\"",
-      w.name, step.median_us, step.p10_us, step.p90_us, step.runs, alone.median_us, stats.rounds,
-      stats.launched_rounds, static_cast<long long>(stats.bricks),
-      static_cast<long long>(rec.Bricks()), floor_us, agree ? "true" : "false", plan.Describe()));
+      "\"p90_us\":%.2f,\"runs\":%d,\"route\":\"%s\",\"reconstruction_us\":%.2f,"
+      "\"bricks_us\":%.2f,\"rounds\":%d,\"launched_rounds\":%d,\"brick_runs\":%lld,"
+      "\"bricks\":%lld,\"floor_us\":%.2f,\"results_agree\":%s,\"plan\":\"%s\"",
+      w.name, step.median_us, step.p10_us, step.p90_us, step.runs,
+      automatic.stats.two_levels ? "union-find" : "bricks", automatic.timing.median_us,
+      bricks.timing.median_us, bricks.stats.rounds, bricks.stats.launched_rounds,
+      static_cast<long long>(bricks.stats.bricks), static_cast<long long>(bricks.bricks), floor_us,
+      agree ? "true" : "false", plan.Describe()));
 
   // The cuCIM-class anchor from the same marker (every marker here is already clamped by the
   // mask: the border and the maximum for fill_holes, f - h for hmax, an erosion by a centred

@@ -12,6 +12,7 @@
 #include "cuimg/common/cancel_token.h"
 #include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
+#include "cuimg/reference/label_reference.h"
 #include "cuimg/reference/parallel_for.h"
 #include "cuimg/reference/reconstruction_reference.h"
 #include "segmentation_steps.h"
@@ -133,6 +134,8 @@ class Runner {
   }
 
   int scratch_images() const { return static_cast<int>(scratch_.size()); }
+  // The first error of a step that can fail (the labelling's, on its own limits).
+  const absl::Status& status() const { return status_; }
 
  private:
   // Buffers that a spare must not be: the ones a chain reads or writes.
@@ -198,16 +201,26 @@ class Runner {
         return;
       case MorphOp::kRemoveSmall:
       case MorphOp::kKeepLargest:
-        break;
+        if (count_only_ || cancel_.Stopped()) return;
+        Keep(step.op == MorphOp::kRemoveSmall
+                 ? RemoveSmallReference(View(src), View(dst), step.connectivity, step.min_voxels,
+                                        cancel_)
+                 : KeepLargestReference(View(src), View(dst), step.connectivity, cancel_));
+        return;
     }
   }
 
   // Reconstruction of the marker in `dst` under (dilate) or over `mask`, in place.
   void Reconstruct(const T* mask, T* dst, bool dilate, const MorphologyStep& step) {
     if (count_only_ || cancel_.Stopped()) return;
-    const PixelType type = PixelTypeOf<T>::value;
-    internal::ReconstructInPlace(ImageView{type, e_, 1, const_cast<T*>(mask)},
-                                 ImageView{type, e_, 1, dst}, dilate, step.connectivity, cancel_);
+    internal::ReconstructInPlace(View(mask), View(dst), dilate, step.connectivity, cancel_);
+  }
+
+  ImageView View(const T* p) const {
+    return ImageView{PixelTypeOf<T>::value, e_, 1, const_cast<T*>(p)};
+  }
+  void Keep(const absl::Status& s) {
+    if (status_.ok()) status_ = s;
   }
 
   // Runs of passes ({dilate, count}) from `src` to `dst`, through a spare buffer when there are
@@ -259,6 +272,7 @@ class Runner {
   const CancelToken& cancel_;
   const bool count_only_;
   const T* marker_;
+  absl::Status status_;
   // Uninitialized: every pixel is written before it is read.
   std::vector<std::vector<T, DefaultInitAllocator<T>>> scratch_;
 };
@@ -296,9 +310,6 @@ absl::Status MorphologyReferenceInto(const ImageView& input, const ImageView& ou
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const MorphologyStep& step = steps[i];
     CUIMG_RETURN_IF_ERROR(CheckStepPixelType(step, input.type, i));
-    if (step.op == MorphOp::kRemoveSmall || step.op == MorphOp::kKeepLargest) {
-      return absl::UnimplementedError(absl::StrCat(MorphOpName(step.op), ": not implemented yet"));
-    }
     if (IsGlobalStep(step) && input.extent.Pixels() > kMaxReconstructionPixels) {
       return InvalidFieldError(ErrorReason::kLimitExceeded, "",
                                absl::StrCat(MorphOpName(step.op),
@@ -313,7 +324,8 @@ absl::Status MorphologyReferenceInto(const ImageView& input, const ImageView& ou
                      marker != nullptr ? static_cast<const T*>(marker->data) : nullptr);
     runner.Steps(static_cast<const T*>(input.data), static_cast<T*>(output.data), steps);
     // A token never un-stops: if any pass skipped work, this reports why.
-    return cancel.Check();
+    CUIMG_RETURN_IF_ERROR(cancel.Check());
+    return runner.status();
   });
 }
 

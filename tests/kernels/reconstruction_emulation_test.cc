@@ -13,30 +13,41 @@
 namespace cuimg {
 namespace {
 
+// Both routes: the bricks on every case, and the automatic choice, which sends the two-valued
+// cases (the mazes' fills) through the labelling's binary reconstruction.
 TEST(ReconstructionEmulation, EqualsTheReferenceOnEveryCaseFamily) {
   ASSERT_TRUE(testing::NaturalImage(Extent{8, 8, 1}).ok()) << "basketball1.png is missing";
   int multi_round = 0;
+  int two_levels = 0;
   for (const testing::ReconstructionCase& c : testing::ReconstructionCases()) {
-    // Arrange
     Image expected(c.mask.type(), c.mask.extent(), 1);
     CUIMG_ASSERT_OK(ReconstructionReferenceInto(c.marker.view(), c.mask.view(), expected.view(),
                                                 c.method, c.connectivity));
-    absl::StatusOr<ReconstructionPlan> plan =
-        ReconstructionPlan::Create(c.mask.type(), c.mask.extent(), c.method, c.connectivity);
-    ASSERT_TRUE(plan.ok()) << plan.status();
-    Image actual = c.marker;
-    ReconstructionStats stats;
-    // Act
-    CUIMG_ASSERT_OK(plan->EmulateOnHost(c.mask.bytes(), actual.bytes(), &stats));
-    // Assert
-    const std::int64_t at = testing::FirstMismatch(actual, expected);
-    EXPECT_EQ(at, -1) << c.name << " "
-                      << (at >= 0 ? testing::DescribeMismatch(actual, expected, at) : "");
-    EXPECT_GE(stats.rounds, 1) << c.name;
-    multi_round += stats.rounds > 2;
+    for (ReconstructionRoute route : {ReconstructionRoute::kBricks, ReconstructionRoute::kAuto}) {
+      // Arrange
+      absl::StatusOr<ReconstructionPlan> plan = ReconstructionPlan::Create(
+          c.mask.type(), c.mask.extent(), c.method, c.connectivity, route);
+      ASSERT_TRUE(plan.ok()) << plan.status();
+      Image actual = c.marker;
+      ReconstructionStats stats;
+      // Act
+      CUIMG_ASSERT_OK(plan->EmulateOnHost(c.mask.bytes(), actual.bytes(), &stats));
+      // Assert
+      const std::int64_t at = testing::FirstMismatch(actual, expected);
+      EXPECT_EQ(at, -1) << c.name << (route == ReconstructionRoute::kAuto ? " auto " : " bricks ")
+                        << (at >= 0 ? testing::DescribeMismatch(actual, expected, at) : "");
+      if (route == ReconstructionRoute::kBricks) {
+        EXPECT_GE(stats.rounds, 1) << c.name;
+        multi_round += stats.rounds > 2;
+      } else {
+        two_levels += stats.two_levels;
+      }
+    }
   }
-  // The spirals and mazes must have made bricks hand work on to their neighbours.
+  // The spirals and mazes must have made bricks hand work on to their neighbours, and the
+  // two-valued cases must have taken the union-find.
   EXPECT_GT(multi_round, 40);
+  EXPECT_GT(two_levels, 20);
 }
 
 TEST(ReconstructionEmulation, SpiralRoundsFollowThePathAcrossBricks) {
@@ -47,8 +58,9 @@ TEST(ReconstructionEmulation, SpiralRoundsFollowThePathAcrossBricks) {
   Image expected(PixelType::kU16, e, 1);
   CUIMG_ASSERT_OK(ReconstructionReferenceInto(r.view(), ramp.view(), expected.view(),
                                               ReconstructionMethod::kDilation, Connectivity::k4));
-  absl::StatusOr<ReconstructionPlan> plan = ReconstructionPlan::Create(
-      PixelType::kU16, e, ReconstructionMethod::kDilation, Connectivity::k4);
+  absl::StatusOr<ReconstructionPlan> plan =
+      ReconstructionPlan::Create(PixelType::kU16, e, ReconstructionMethod::kDilation,
+                                 Connectivity::k4, ReconstructionRoute::kBricks);
   ASSERT_TRUE(plan.ok());
   ReconstructionStats stats;
   // Act

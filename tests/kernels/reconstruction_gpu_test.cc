@@ -50,10 +50,11 @@ absl::Status Download(const DeviceBuffer& d, Image* image) {
 // ReconstructionPlan::Run on the device: `marker` in, the reconstruction out.
 absl::StatusOr<Image> ReconstructOnGpu(const Image& mask, const Image& marker,
                                        ReconstructionMethod method, Connectivity c,
+                                       ReconstructionRoute route,
                                        ReconstructionStats* stats = nullptr,
                                        const CancelToken& cancel = NeverCancelled()) {
   absl::StatusOr<ReconstructionPlan> plan =
-      ReconstructionPlan::Create(mask.type(), mask.extent(), method, c);
+      ReconstructionPlan::Create(mask.type(), mask.extent(), method, c, route);
   if (!plan.ok()) return plan.status();
   absl::StatusOr<CudaStream> stream = CudaStream::Create();
   if (!stream.ok()) return stream.status();
@@ -69,21 +70,27 @@ absl::StatusOr<Image> ReconstructOnGpu(const Image& mask, const Image& marker,
   return out;
 }
 
-// `print`: say how many rounds and brick runs it took (the large cases).
+// Both routes (the bricks, and the automatic choice that sends two-valued images to the
+// union-find). `print`: say which route ran and its rounds (the large cases).
 void ExpectReconstructionMatches(const testing::ReconstructionCase& c, bool print = false) {
   Image expected(c.mask.type(), c.mask.extent(), 1);
   ASSERT_TRUE(ReconstructionReferenceInto(c.marker.view(), c.mask.view(), expected.view(), c.method,
                                           c.connectivity)
                   .ok());
-  ReconstructionStats stats;
-  absl::StatusOr<Image> got = ReconstructOnGpu(c.mask, c.marker, c.method, c.connectivity, &stats);
-  ASSERT_TRUE(got.ok()) << c.name << ": " << got.status();
-  const std::int64_t at = testing::FirstMismatch(*got, expected);
-  EXPECT_EQ(at, -1) << c.name << " "
-                    << (at >= 0 ? testing::DescribeMismatch(*got, expected, at) : "");
-  if (print) {
-    std::printf("%s: %d rounds (%d launched), %lld brick runs\n", c.name.c_str(), stats.rounds,
-                stats.launched_rounds, static_cast<long long>(stats.bricks));
+  for (ReconstructionRoute route : {ReconstructionRoute::kBricks, ReconstructionRoute::kAuto}) {
+    ReconstructionStats stats;
+    absl::StatusOr<Image> got =
+        ReconstructOnGpu(c.mask, c.marker, c.method, c.connectivity, route, &stats);
+    ASSERT_TRUE(got.ok()) << c.name << ": " << got.status();
+    const std::int64_t at = testing::FirstMismatch(*got, expected);
+    EXPECT_EQ(at, -1) << c.name << (route == ReconstructionRoute::kAuto ? " auto " : " bricks ")
+                      << (at >= 0 ? testing::DescribeMismatch(*got, expected, at) : "");
+    if (print) {
+      std::printf("%s %s: %s, %d rounds (%d launched), %lld brick runs\n", c.name.c_str(),
+                  route == ReconstructionRoute::kAuto ? "auto" : "bricks",
+                  stats.two_levels ? "union-find" : "bricks", stats.rounds, stats.launched_rounds,
+                  static_cast<long long>(stats.bricks));
+    }
   }
 }
 
@@ -189,12 +196,17 @@ TEST(MorphologySegmentationGpu, ChainsEqualTheReference) {
       threshold.lo = testing::LevelOf(t, 100);
       threshold.hi = testing::LevelOf(t, 255);
       const Image marker = testing::SeedMarker(in, true, 5, 7);
+      MorphologyStep small = Step(MorphOp::kRemoveSmall, c);
+      small.min_voxels = 50;
       std::vector<std::pair<std::string, std::vector<MorphologyStep>>> chains = {
           {"fill_holes", {Step(MorphOp::kFillHoles, c)}},
           {"hmax", {hmax}},
           {"hmin", {hmin}},
           {"threshold_fill", {threshold, Step(MorphOp::kFillHoles)}},
           {"reconstruct_then_hmin", {Step(MorphOp::kReconstructDilate, c), hmin}},
+          {"threshold_remove_small", {threshold, small}},
+          {"threshold_fill_keep_largest",
+           {threshold, Step(MorphOp::kFillHoles, c), Step(MorphOp::kKeepLargest, c)}},
       };
       if (IsFilterPixelType(t)) {
         chains.push_back({"open_rec", {open}});
@@ -229,7 +241,7 @@ TEST(ReconstructionGpu, StopsWhenCancelled) {
   CancelToken cancel;
   cancel.Cancel();
   EXPECT_THAT(ReconstructOnGpu(spiral, spiral, ReconstructionMethod::kErosion, Connectivity::k4,
-                               nullptr, cancel),
+                               ReconstructionRoute::kAuto, nullptr, cancel),
               StatusIs(absl::StatusCode::kCancelled));
 }
 

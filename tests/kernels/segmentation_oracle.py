@@ -104,6 +104,20 @@ def run_step(a, marker, step):
         inside = (d >= float(step["lo"])) & (d <= float(step["hi"]))
         on = 1 if a.dtype.kind == "f" else np.iinfo(a.dtype).max
         return np.where(inside, on, 0).astype(a.dtype)
+    if op in ("remove_small", "keep_largest"):
+        # The labelling's definitions: components of the non-zero pixels (NaN is background)
+        # under the connectivity; kept pixels keep their values, the others become 0.
+        fg = (a != 0) & ~(np.isnan(a) if a.dtype.kind == "f" else np.zeros(a.shape, bool))
+        labels, count = ndimage.label(fg, footprint(a.ndim, conn))
+        sizes = np.bincount(labels.ravel(), minlength=count + 1)
+        if op == "remove_small":
+            keep = sizes >= int(step["min_voxels"])
+        else:
+            keep = np.zeros(count + 1, bool)
+            if count > 0:
+                keep[1 + int(np.argmax(sizes[1:]))] = True  # ties: the lowest label
+        keep[0] = True
+        return np.where(keep[labels], a, a.dtype.type(0))
     raise ValueError("unknown step " + op)
 
 

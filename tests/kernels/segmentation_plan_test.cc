@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cuimg/common/error.h"
+#include "cuimg/kernels/mask_steps.h"
 #include "cuimg/kernels/morphology.h"
 #include "cuimg/kernels/reconstruction.h"
 #include "tests/testing/status_matchers.h"
@@ -22,14 +23,15 @@ MorphologyStep Step(MorphOp op, Connectivity c = Connectivity::kDefault) {
   return s;
 }
 
-TEST(SegmentationPlan, PlansEveryImplementedStepOnEveryType) {
+TEST(SegmentationPlan, PlansEverySegmentationStepOnEveryType) {
   const PixelType types[] = {PixelType::kU8, PixelType::kU16, PixelType::kI16, PixelType::kF32,
                              PixelType::kU32};
   for (PixelType type : types) {
     for (const Extent& e : {Extent{1920, 1080, 1}, Extent{512, 512, 300}, Extent{1, 1, 1}}) {
-      for (MorphOp op : {MorphOp::kFillHoles, MorphOp::kReconstructDilate,
-                         MorphOp::kReconstructErode, MorphOp::kOpenRec, MorphOp::kCloseRec,
-                         MorphOp::kHMax, MorphOp::kHMin, MorphOp::kThreshold}) {
+      for (MorphOp op :
+           {MorphOp::kFillHoles, MorphOp::kReconstructDilate, MorphOp::kReconstructErode,
+            MorphOp::kOpenRec, MorphOp::kCloseRec, MorphOp::kHMax, MorphOp::kHMin,
+            MorphOp::kThreshold, MorphOp::kRemoveSmall, MorphOp::kKeepLargest}) {
         const MorphologyStep step = Step(op);
         absl::StatusOr<MorphologyPlan> plan = MorphologyPlan::Create(type, e, {step});
         if (type == PixelType::kU32 && !StepTakesU32(step)) {
@@ -55,6 +57,13 @@ TEST(SegmentationPlan, AddsTheReconstructionWorkspace) {
   // Assert
   ASSERT_TRUE(threshold.ok() && fill.ok() && reconstruction.ok());
   EXPECT_GE(fill->WorkspaceBytes(), threshold->WorkspaceBytes() + reconstruction->WorkspaceBytes());
+  // The union-find route's share: the labelling's links, a seed byte a pixel.
+  auto bricks_only =
+      ReconstructionPlan::Create(PixelType::kU8, e, ReconstructionMethod::kErosion,
+                                 Connectivity::kDefault, ReconstructionRoute::kBricks);
+  ASSERT_TRUE(bricks_only.ok());
+  EXPECT_GE(reconstruction->WorkspaceBytes(),
+            bricks_only->WorkspaceBytes() + MaskStepWorkspaceBytes(e) + e.Pixels());
   EXPECT_EQ(reconstruction->Bricks(), 60 * 34);  // 32 x 32 bricks
   EXPECT_EQ(ReconstructionPlan::Create(PixelType::kI16, Extent{512, 512, 300},
                                        ReconstructionMethod::kDilation, Connectivity::k26)
@@ -75,9 +84,6 @@ TEST(SegmentationPlan, RefusesWhatTheStepsDoNotTake) {
           .status();
   EXPECT_THAT(conn, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(ErrorFieldOf(conn), "steps[1].connectivity");
-  // The labelling's steps are still to come.
-  EXPECT_THAT(MorphologyPlan::Create(PixelType::kU8, e, {Step(MorphOp::kKeepLargest)}),
-              StatusIs(absl::StatusCode::kUnimplemented));
   EXPECT_THAT(ReconstructionPlan::Create(PixelType::kU8, Extent{1 << 16, 1 << 15, 2},
                                          ReconstructionMethod::kDilation, Connectivity::k6),
               StatusIs(absl::StatusCode::kInvalidArgument));

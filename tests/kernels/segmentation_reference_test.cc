@@ -80,7 +80,7 @@ std::string StepJson(const MorphologyStep& s, const Extent& e) {
   return absl::StrCat("{\"op\":\"", MorphOpName(s.op),
                       "\",\"conn\":", static_cast<int>(ResolveConnectivity(s.connectivity, e)),
                       ",\"h\":", Number(s.h), ",\"lo\":", Number(s.lo), ",\"hi\":", Number(s.hi),
-                      ",\"iterations\":", s.iterations,
+                      ",\"iterations\":", s.iterations, ",\"min_voxels\":", s.min_voxels,
                       ",\"footprint\":", FootprintJson(s.element, e.depth > 1), "}");
 }
 
@@ -271,6 +271,11 @@ TEST(SegmentationReference, StepsMatchScikitImageOnRandomAndBlobImages) {
               {ElementStep(MorphOp::kCloseRec, ElementShape::kRect, 3, 3, 0, c, 2)});
         }
         add("threshold", grey, {ThresholdStep(Levels(t, 50), Levels(t, 180))});
+        MorphologyStep small = Step(MorphOp::kRemoveSmall, c);
+        small.min_voxels = 30;
+        add("remove_small", blobs, {small});
+        add("keep_largest", grey,
+            {ThresholdStep(Levels(t, 120), Levels(t, 255)), Step(MorphOp::kKeepLargest, c)});
       }
     }
   }
@@ -335,9 +340,10 @@ TEST(SegmentationReference, MatchesScikitImageOnANaturalImage) {
         add("open_rec", {ElementStep(MorphOp::kOpenRec, ElementShape::kEllipse, 9, 9, 0, c)});
         add("close_rec",
             {ElementStep(MorphOp::kCloseRec, ElementShape::kEllipse, 5, 5, volume ? 5 : 0, c)});
+        // The issue's clean-up: threshold, open, fill the holes, keep the largest component.
         add("chain", {ThresholdStep(Levels(t, 100), Levels(t, 255)),
                       ElementStep(MorphOp::kOpenRec, ElementShape::kRect, 3, 3, 0, c),
-                      Step(MorphOp::kFillHoles, c)});
+                      Step(MorphOp::kFillHoles, c), Step(MorphOp::kKeepLargest, c)});
       }
     }
   }

@@ -12,6 +12,7 @@
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
+#include "cuimg/kernels/mask_steps.h"
 #include "device_ops.cuh"
 #include "morphology_kernels.h"
 #include "element_plan.h"
@@ -150,11 +151,11 @@ absl::StatusOr<MorphologyPlan> MorphologyPlan::Create(PixelType type, const Exte
     const MorphologyStep& step = steps[i];
     CUIMG_RETURN_IF_ERROR(CheckStepPixelType(step, type, i));
     CUIMG_RETURN_IF_ERROR(ValidateMorphologyStep(step, extent, absl::StrCat("steps[", i, "]")));
-    if (step.op == MorphOp::kRemoveSmall || step.op == MorphOp::kKeepLargest) {
-      return absl::UnimplementedError(absl::StrCat(MorphOpName(step.op), ": not implemented yet"));
-    }
     impl->reconstructions.emplace_back();
-    if (IsGlobalStep(step)) {
+    if (step.op == MorphOp::kRemoveSmall || step.op == MorphOp::kKeepLargest) {
+      reconstruction_bytes = std::max(reconstruction_bytes, MaskStepWorkspaceBytes(extent));
+    }
+    if (internal::Reconstructs(step.op)) {
       absl::StatusOr<ReconstructionPlan> r =
           ReconstructionPlan::Create(type, extent, internal::MethodOf(step.op), step.connectivity);
       if (!r.ok()) return WithFieldPrefix(r.status(), absl::StrCat("steps[", i, "]."));
@@ -201,10 +202,13 @@ int MorphologyPlan::LaunchCount() const {
         step.op == MorphOp::kBlackHat || step.op == MorphOp::kThreshold) {
       ++launches;
     }
-    // A global step's marker (open_rec's is its element passes), clamp, worklist reset and first
-    // round; the rounds after it depend on the image.
-    if (IsGlobalStep(step)) {
+    // A reconstruction's marker (open_rec's is its element passes), clamp and the two passes
+    // that choose its route; what follows (rounds, or the union-find) depends on the image. The
+    // labelling's mask steps take up to five.
+    if (internal::Reconstructs(step.op)) {
       launches += 3 + (step.op == MorphOp::kOpenRec || step.op == MorphOp::kCloseRec ? 0 : 1);
+    } else if (IsGlobalStep(step)) {
+      launches += 5;
     }
   }
   return launches;

@@ -12,7 +12,9 @@
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
+#include "cuimg/kernels/mask_steps.h"
 #include "segmentation/reconstruction_plan.h"
+#include "segmentation/two_levels.h"
 
 namespace cuimg {
 namespace {
@@ -103,6 +105,13 @@ absl::Status RunOnDevice(const ReconstructionPlan::Impl& p, const T* mask, T* r,
     ClampKernel<false><<<Blocks(n, 256), 256, 0, stream>>>(mask, r, n);
   }
   CUIMG_CUDA_CHECK_LAUNCH(stream, "reconstruction ClampKernel");
+  if (p.two_levels) {
+    CUIMG_ASSIGN_OR_RETURN(const bool done, seg::RunTwoLevels(p, mask, r, workspace, stream));
+    if (done) {
+      if (stats != nullptr) *stats = ReconstructionStats{/*two_levels=*/true};
+      return absl::OkStatus();
+    }
+  }
   Worklists w;
   w.stamp = reinterpret_cast<std::uint32_t*>(workspace + p.stamps_offset);
   for (int i = 0; i < 3; ++i) {
@@ -148,6 +157,7 @@ absl::Status RunOnDevice(const ReconstructionPlan::Impl& p, const T* mask, T* r,
         cudaMemcpyAsync(&counters, w.counters, sizeof(counters), cudaMemcpyDeviceToHost, stream),
         "reconstruction statistics");
     CUIMG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "reconstruction statistics");
+    stats->two_levels = false;
     stats->rounds = counters.busy_rounds;
     stats->launched_rounds = static_cast<int>(round);
     stats->bricks = static_cast<std::int64_t>(counters.bricks_run);
@@ -159,7 +169,8 @@ absl::Status RunOnDevice(const ReconstructionPlan::Impl& p, const T* mask, T* r,
 
 absl::StatusOr<ReconstructionPlan> ReconstructionPlan::Create(PixelType type, const Extent& extent,
                                                               ReconstructionMethod method,
-                                                              Connectivity connectivity) {
+                                                              Connectivity connectivity,
+                                                              ReconstructionRoute route) {
   if (extent.width < 1 || extent.height < 1 || extent.depth < 1) {
     return InvalidFieldError(ErrorReason::kValueOutOfRange, "extent",
                              "every dimension must be >= 1");
@@ -179,6 +190,7 @@ absl::StatusOr<ReconstructionPlan> ReconstructionPlan::Create(PixelType type, co
   impl->dilate = method == ReconstructionMethod::kDilation;
   impl->volume = extent.depth > 1;
   const Connectivity c = ResolveConnectivity(connectivity, extent);
+  impl->connectivity = c;
   impl->max_nonzero =
       (c == Connectivity::k4 || c == Connectivity::k6) ? 1 : (c == Connectivity::k26 ? 3 : 2);
   const int rows_y = impl->volume ? seg::BrickShape<true>::kRowsY : seg::BrickShape<false>::kRowsY;
@@ -192,6 +204,13 @@ absl::StatusOr<ReconstructionPlan> ReconstructionPlan::Create(PixelType type, co
   for (int i = 0; i < 3; ++i) impl->lists_offset[i] = list_bytes * (1 + i);
   impl->counters_offset = list_bytes * 4;
   impl->workspace_bytes = impl->counters_offset + AlignUp(sizeof(seg::WorklistCounters));
+  impl->two_levels = route == ReconstructionRoute::kAuto;
+  if (impl->two_levels) {
+    impl->levels_offset = impl->workspace_bytes;
+    impl->indicator_offset = impl->levels_offset + AlignUp(sizeof(seg::TwoLevels));
+    impl->fill_offset = impl->indicator_offset + AlignUp(static_cast<std::size_t>(extent.Pixels()));
+    impl->workspace_bytes = impl->fill_offset + AlignUp(MaskStepWorkspaceBytes(extent));
+  }
   ReconstructionPlan plan;
   plan.impl_ = std::move(impl);
   return plan;

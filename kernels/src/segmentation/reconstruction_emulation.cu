@@ -3,9 +3,11 @@
 // lanes in arrays, in worklist order, so CPU tests check the kernels' own code.
 #include <cstdint>
 #include <numeric>
+#include <set>
 #include <vector>
 
 #include "cuimg/common/status_macros.h"
+#include "cuimg/reference/label_reference.h"
 #include "segmentation/reconstruction_plan.h"
 
 namespace cuimg {
@@ -142,7 +144,7 @@ absl::Status ReconstructionPlan::EmulateOnHost(const void* mask, void* r,
                                                ReconstructionStats* stats) const {
   const Impl& p = *impl_;
   if (stats != nullptr) *stats = ReconstructionStats{};
-  VisitAnyPixelType(p.type, [&](auto tag) {
+  return VisitAnyPixelType(p.type, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
     const T* g = static_cast<const T*>(mask);
     T* out = static_cast<T*>(r);
@@ -150,14 +152,44 @@ absl::Status ReconstructionPlan::EmulateOnHost(const void* mask, void* r,
       out[i] =
           p.dilate ? seg::StartValue<true>(out[i], g[i]) : seg::StartValue<false>(out[i], g[i]);
     }
+    if (p.two_levels) {
+      // The device's route decision on the host: the values of the mask and the clamped marker.
+      std::set<T> values;
+      bool grey = false;
+      for (std::int64_t i = 0; i < p.extent.Pixels() && !grey; ++i) {
+        for (const T v : {g[i], out[i]}) {
+          if (seg::IsNaN(v)) grey = true;
+          values.insert(v);
+        }
+        grey = grey || values.size() > 2;
+      }
+      if (!grey && values.size() == 1) {
+        if (stats != nullptr) stats->two_levels = true;
+        return absl::OkStatus();
+      }
+      if (!grey) {
+        T seed;
+        const SeededFillSpec spec =
+            seg::TwoLevelFill(p.dilate, *values.begin(), *values.rbegin(), p.connectivity, &seed);
+        Image indicator(PixelType::kU8, p.extent, 1);
+        for (std::int64_t i = 0; i < p.extent.Pixels(); ++i) {
+          indicator.As<std::uint8_t>()[i] = out[i] == seed;
+        }
+        const ImageView mask_view{p.type, p.extent, 1, const_cast<T*>(g)};
+        const ImageView marker_view = indicator.view();
+        if (stats != nullptr) stats->two_levels = true;
+        return FillUnseededComponentsReference(mask_view, &marker_view,
+                                               ImageView{p.type, p.extent, 1, out}, spec);
+      }
+    }
     const seg::BrickArgs<T> a = seg::ArgsOf(p, g, out);
     if (p.volume) {
       EmulateRounds<T, true>(a, p.bricks, stats);
     } else {
       EmulateRounds<T, false>(a, p.bricks, stats);
     }
+    return absl::OkStatus();
   });
-  return absl::OkStatus();
 }
 
 }  // namespace cuimg

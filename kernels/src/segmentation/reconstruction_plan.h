@@ -3,9 +3,11 @@
 #ifndef CUIMG_KERNELS_SRC_SEGMENTATION_RECONSTRUCTION_PLAN_H_
 #define CUIMG_KERNELS_SRC_SEGMENTATION_RECONSTRUCTION_PLAN_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
+#include "cuimg/kernels/label_types.h"
 #include "cuimg/kernels/reconstruction.h"
 #include "segmentation/reconstruction_brick.h"
 #include "segmentation/reconstruction_rules.h"
@@ -17,6 +19,7 @@ struct ReconstructionPlan::Impl {
   Extent extent;
   bool dilate = true;
   bool volume = false;
+  Connectivity connectivity = Connectivity::kDefault;  // resolved
   int max_nonzero = 1;
   std::int64_t bricks_x = 0, bricks_y = 0, bricks_z = 0;
   std::int64_t bricks = 0;
@@ -25,6 +28,12 @@ struct ReconstructionPlan::Impl {
   std::size_t stamps_offset = 0;
   std::size_t lists_offset[3] = {};
   std::size_t counters_offset = 0;
+  // The union-find route (ReconstructionRoute::kAuto): the two values found, the seed indicator
+  // (a byte a pixel) and the labelling's workspace.
+  bool two_levels = false;
+  std::size_t levels_offset = 0;
+  std::size_t indicator_offset = 0;
+  std::size_t fill_offset = 0;
   std::size_t workspace_bytes = 0;
 };
 
@@ -39,6 +48,31 @@ struct WorklistCounters {
   int pad;
   unsigned long long bricks_run;
 };
+
+// What the device's pass over the mask and the clamped marker found: the bit patterns of up to
+// two values (kNoValue: none), and whether there were more (or NaN).
+struct TwoLevels {
+  static constexpr unsigned long long kNoValue = ~0ull;
+  unsigned long long value[2];
+  int more;
+  int pad;
+};
+
+// The binary reconstruction that a two-valued (lo < hi) mask and clamped marker reduce to, as a
+// FillUnseededComponents: by dilation the components of {mask = hi} seeded where the marker is hi
+// keep their value and the rest of them become lo (pixels where the mask is lo stay lo); by
+// erosion, {mask = lo} seeded where the marker is lo, the rest becoming hi. `seed`: the marker's
+// value that seeds (a pixel of the indicator is 1 where the marker holds it).
+template <typename T>
+SeededFillSpec TwoLevelFill(bool dilate, T lo, T hi, Connectivity connectivity, T* seed) {
+  *seed = dilate ? hi : lo;
+  SeededFillSpec spec;
+  spec.connectivity = connectivity;
+  spec.range = std::array<double, 2>{static_cast<double>(*seed), static_cast<double>(*seed)};
+  spec.seed_marker = true;
+  spec.fill = static_cast<double>(dilate ? lo : hi);
+  return spec;
+}
 
 template <typename T>
 BrickArgs<T> ArgsOf(const ReconstructionPlan::Impl& p, const T* mask, T* r) {

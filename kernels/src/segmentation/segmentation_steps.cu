@@ -1,6 +1,7 @@
 // The segmentation steps' per-pixel kernels: the markers of fill_holes and hmax/hmin and the
 // threshold, by the rules the CPU reference uses (reconstruction_rules.h), then the
-// reconstruction (reconstruction.cu).
+// reconstruction (reconstruction.cu); remove_small and keep_largest are the labelling's
+// (mask_steps.h).
 #include "segmentation/segmentation_steps.h"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/status_macros.h"
+#include "cuimg/kernels/mask_steps.h"
 #include "segmentation/reconstruction_rules.h"
 
 namespace cuimg::internal {
@@ -86,9 +88,13 @@ absl::Status RunSegmentationStep(const MorphologyStep& step, const Extent& exten
     case MorphOp::kCloseRec:
       break;  // the element passes wrote the marker
     case MorphOp::kRemoveSmall:
+      return RemoveSmallOnDevice(PixelTypeOf<T>::value, extent, step.connectivity, step.min_voxels,
+                                 src, dst, workspace, stream);
     case MorphOp::kKeepLargest:
+      return KeepLargestOnDevice(PixelTypeOf<T>::value, extent, step.connectivity, src, dst,
+                                 workspace, stream);
     default:
-      return absl::UnimplementedError(absl::StrCat(MorphOpName(step.op), ": not implemented yet"));
+      return absl::InternalError(absl::StrCat(MorphOpName(step.op), ": not a segmentation step"));
   }
   return reconstruction->Run(src, dst, workspace, stream, cancel);
 }

@@ -18,6 +18,13 @@ namespace cuimg::internal {
 // their element passes.
 inline bool IsSegmentationOp(MorphOp op) { return op >= MorphOp::kFillHoles; }
 
+// True for the global steps that reconstruct (all but remove_small and keep_largest, which
+// label: mask_steps.h).
+inline bool Reconstructs(MorphOp op) {
+  return IsSegmentationOp(op) && op != MorphOp::kThreshold && op != MorphOp::kRemoveSmall &&
+         op != MorphOp::kKeepLargest;
+}
+
 // The method a global step reconstructs by (open_rec, hmax, reconstruct_dilate: dilation).
 ReconstructionMethod MethodOf(MorphOp op);
 
@@ -25,8 +32,9 @@ ReconstructionMethod MethodOf(MorphOp op);
 // asynchronously on `stream` except for the reconstruction's batches of rounds (ReconstructionPlan
 // synchronizes between them and looks at `cancel`). For open_rec / close_rec, `dst` holds the
 // element passes' result (the marker) on entry. `d_marker`: the request's marker
-// (reconstruct_*), else unused. `reconstruction`: the step's plan (global steps), with its
-// workspace `workspace`.
+// (reconstruct_*), else unused. `reconstruction`: the step's plan (Reconstructs(op)), with its
+// workspace `workspace`; remove_small and keep_largest use `workspace` for the labelling
+// (MaskStepWorkspaceBytes).
 template <typename T>
 absl::Status RunSegmentationStep(const MorphologyStep& step, const Extent& extent, const T* src,
                                  T* dst, const T* d_marker,

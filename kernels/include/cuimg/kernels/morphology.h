@@ -22,8 +22,9 @@ namespace cuimg {
 // the element's area. Copyable and immutable: copies share the prepared tables.
 //
 // The segmentation steps (MorphOp) run their per-pixel kernels and a ReconstructionPlan
-// (reconstruction.h): their rounds depend on the image, so Run synchronizes `stream` between
-// batches of them and looks at `cancel` there.
+// (reconstruction.h), whose route and rounds depend on the image, so Run synchronizes `stream`
+// there and looks at `cancel`; remove_small and keep_largest run the labelling's mask steps
+// (mask_steps.h).
 //
 // Contract of Run():
 // - Pixel types u8, u16, i16, f32, and u32 for the steps that take it (StepTakesU32); one
@@ -49,7 +50,6 @@ class MorphologyPlan {
   // INVALID_ARGUMENT when the type is U32 and a step does not take it (CheckStepPixelType), the
   // chain is empty, an iteration count is < 1, the extent is empty or a step's parameters are out
   // of range (ValidateMorphologyStep, field "steps[i]...").
-  // UNIMPLEMENTED for remove_small and keep_largest (still to come from the labelling code).
   static absl::StatusOr<MorphologyPlan> Create(PixelType type, const Extent& extent,
                                                std::vector<MorphologyStep> steps);
 

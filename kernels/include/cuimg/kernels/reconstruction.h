@@ -18,10 +18,16 @@ namespace cuimg {
 
 // What a run did, for benchmarks and tests.
 struct ReconstructionStats {
+  bool two_levels = false;  // taken by the union-find route (no rounds)
   int rounds = 0;           // rounds that had bricks to run
   int launched_rounds = 0;  // rounds launched (the last batch may end in empty ones)
   std::int64_t bricks = 0;  // brick runs over all rounds
 };
+
+// kAuto: images whose mask and clamped marker hold two values between them (a 0/max mask and a
+// marker of the same two values: hole filling, open_rec on masks) take the union-find route;
+// the others the bricks. kBricks: always the bricks (tests and benchmarks of that route).
+enum class ReconstructionRoute { kAuto, kBricks };
 
 // Reconstruction of a marker under a mask (kDilation) or over it (kErosion), prepared for one
 // pixel type, extent and connectivity: the hybrid of Vincent's sweeps and Teodoro's irregular
@@ -33,6 +39,13 @@ struct ReconstructionStats {
 // worklist is empty. The number of rounds is the number of times the longest geodesic path
 // crosses from one brick into another (WorstCaseRounds bounds it): a few on natural images,
 // about the path's length / 32 on a one-pixel spiral.
+//
+// Where the mask and the clamped marker hold only two values lo < hi between them, the
+// reconstruction is binary, and cheaper without rounds: by dilation, the components of
+// {mask = hi} that hold a pixel where the marker is hi keep hi, every other pixel is lo (erosion:
+// the dual). With ReconstructionRoute::kAuto, Run checks for that on the device (one pass, a host
+// round trip) and then runs the labelling's union-find (FillUnseededComponentsOnDevice,
+// mask_steps.h), whose work does not depend on the components' shapes.
 //
 // Copyable and immutable. Contract of Run():
 // - Pixel types u8, u16, i16, u32, f32; one channel; 2D (depth 1) or 3D.
@@ -51,16 +64,17 @@ class ReconstructionPlan {
   // INVALID_ARGUMENT for an empty extent, a dimension over 2^30, 2^31 - 64 pixels or more (the
   // bricks index pixels in 32 bits; the server takes at most 2^30), or a connectivity that does
   // not suit the extent (field "connectivity").
-  static absl::StatusOr<ReconstructionPlan> Create(PixelType type, const Extent& extent,
-                                                   ReconstructionMethod method,
-                                                   Connectivity connectivity);
+  static absl::StatusOr<ReconstructionPlan> Create(
+      PixelType type, const Extent& extent, ReconstructionMethod method, Connectivity connectivity,
+      ReconstructionRoute route = ReconstructionRoute::kAuto);
 
   std::size_t WorkspaceBytes() const;
   absl::Status Run(const void* d_mask, void* d_r, void* workspace, cudaStream_t stream,
                    const CancelToken& cancel = NeverCancelled(),
                    ReconstructionStats* stats = nullptr) const;
   // Run's kernels on the host, brick by brick in worklist order, with host buffers `mask` and `r`
-  // (same roles): CPU tests check the kernels' own code without a device.
+  // (same roles): CPU tests check the kernels' own code without a device. The union-find route
+  // runs its CPU reference (FillUnseededComponentsReference) with the spec Run gives the device.
   absl::Status EmulateOnHost(const void* mask, void* r, ReconstructionStats* stats = nullptr) const;
 
   // Bricks of the plan's image.
