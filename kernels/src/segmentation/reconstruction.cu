@@ -79,7 +79,8 @@ __global__ void __launch_bounds__(kRoundThreads)
     i = __shfl_sync(~0u, i, 0);
     if (i >= n) return;
     const std::uint32_t brick = w.list[cur][i];
-    const std::uint32_t marks = seg::ProcessBrick<seg::DeviceWarp<K>, T, kVolume>(a, brick);
+    const std::uint32_t marks =
+        seg::ProcessBrick<seg::DeviceWarp<K>, T, kVolume>(a, brick, round == 0);
     if (lane == 0 && marks != 0) {
       seg::ForEachMarkedBrick(a, brick, marks, [&](std::int64_t nb) {
         if (atomicMax(&w.stamp[nb], round + 1) < round + 1) {

@@ -133,15 +133,16 @@ CUIMG_BRICK_HD void ForEachMarkedBrick(const BrickArgs<T>& a, BrickIndex brick, 
   }
 }
 
-// r = max(r, c), noting the change in bit j of `changed` and in `moved`.
+// r = max(r, c), noting a rise of row j in `changed` (since the brick was loaded) and `fresh`
+// (since the last look).
 CUIMG_BRICK_EXEC_CHECK_DISABLE
 template <class W>
 CUIMG_BRICK_HD void Raise(typename W::V& r, const typename W::V& c, int j, typename W::U& changed,
-                          typename W::B& moved) {
-  const typename W::B up = W::Greater(c, r);
-  r = W::Select(up, c, r);
-  changed = W::OrU(changed, W::SelectU(up, 1u << j, 0u));
-  moved = W::Or(moved, up);
+                          typename W::U& fresh) {
+  const typename W::U bit = W::SelectU(W::Greater(c, r), 1u << j, 0u);
+  r = W::Max(r, c);
+  changed = W::OrU(changed, bit);
+  fresh = W::OrU(fresh, bit);
 }
 
 // The row v with its left and right neighbours folded in (shuffles: a lane at the brick's edge
@@ -171,10 +172,12 @@ CUIMG_BRICK_HD typename W::V FromSlice(const typename W::V* r, int zs, int yl, i
 }
 
 // The brick `brick` once: returns the neighbouring bricks (NeighbourBit) that one of its changed
-// pixels is connected to, which must run again.
+// pixels is connected to, which must run again. `first_run`: the brick has not converged before
+// (round 0); later runs start from the brick's last fixed point, so only the rows that the
+// neighbours' new values raise need their x scans (a row's scan depends on that row alone).
 CUIMG_BRICK_EXEC_CHECK_DISABLE
 template <class W, typename T, bool kVolume>
-CUIMG_BRICK_HD std::uint32_t ProcessBrick(const BrickArgs<T>& a, BrickIndex brick) {
+CUIMG_BRICK_HD std::uint32_t ProcessBrick(const BrickArgs<T>& a, BrickIndex brick, bool first_run) {
   using Keys = KeyTraits<T>;
   using V = typename W::V;
   using U = typename W::U;
@@ -206,7 +209,7 @@ CUIMG_BRICK_HD std::uint32_t ProcessBrick(const BrickArgs<T>& a, BrickIndex bric
   }
 
   U changed = W::SplatU(0);
-  B moved = W::SplatB(false);
+  U fresh = W::SplatU(0);
 
   // Seeds: each pixel takes min(best neighbour outside the brick, mask). Those neighbours do not
   // change while the brick converges (a neighbour that changes them marks this brick again).
@@ -247,16 +250,20 @@ CUIMG_BRICK_HD std::uint32_t ProcessBrick(const BrickArgs<T>& a, BrickIndex bric
         }
       }
     }
-    Raise<W>(r[j], W::Min(n, g[j]), j, changed, moved);
+    Raise<W>(r[j], W::Min(n, g[j]), j, changed, fresh);
   }
 
   const bool diagonal_in_plane = a.max_nonzero >= 2;
-  for (bool again = true; again;) {
-    moved = W::SplatB(false);
+  // Rows whose x scan may change them: every row the first time, else those risen since their
+  // last scan. The loop ends after a pass in which nothing rose.
+  for (std::uint32_t dirty = first_run ? ~0u : W::ReduceOr(fresh); dirty != 0;
+       dirty = W::ReduceOr(fresh)) {
+    fresh = W::SplatU(0);
     // Along x: the recurrence r_x = max(r_x, min(g_x, r_{x-1})) is the composition of the maps
     // v -> max(b, min(c, v)), closed under composition, so a warp scan solves a row each way.
     CUIMG_BRICK_UNROLL
     for (int j = 0; j < kBrickRows; ++j) {
+      if (((dirty >> j) & 1u) == 0) continue;
       V b = r[j], c = g[j];
       CUIMG_BRICK_UNROLL
       for (int d = 1; d < kBrickWidth; d *= 2) {
@@ -271,7 +278,7 @@ CUIMG_BRICK_HD std::uint32_t ProcessBrick(const BrickArgs<T>& a, BrickIndex bric
         b = W::Max(b, W::Min(c, bp));
         c = W::Min(c, cp);
       }
-      Raise<W>(r[j], b, j, changed, moved);
+      Raise<W>(r[j], b, j, changed, fresh);
     }
     // Along y, down then up, each slice: the row before with its diagonal neighbours.
     CUIMG_BRICK_UNROLL
@@ -280,13 +287,13 @@ CUIMG_BRICK_HD std::uint32_t ProcessBrick(const BrickArgs<T>& a, BrickIndex bric
       for (int yl = 1; yl < kRowsY; ++yl) {
         const int j = zl * kRowsY + yl;
         const V n = diagonal_in_plane ? WithSides<W>(r[j - 1]) : r[j - 1];
-        Raise<W>(r[j], W::Min(n, g[j]), j, changed, moved);
+        Raise<W>(r[j], W::Min(n, g[j]), j, changed, fresh);
       }
       CUIMG_BRICK_UNROLL
       for (int yl = kRowsY - 2; yl >= 0; --yl) {
         const int j = zl * kRowsY + yl;
         const V n = diagonal_in_plane ? WithSides<W>(r[j + 1]) : r[j + 1];
-        Raise<W>(r[j], W::Min(n, g[j]), j, changed, moved);
+        Raise<W>(r[j], W::Min(n, g[j]), j, changed, fresh);
       }
     }
     // Along z, forward then back: the slice before's rows y - 1, y, y + 1 as connected.
@@ -297,7 +304,7 @@ CUIMG_BRICK_HD std::uint32_t ProcessBrick(const BrickArgs<T>& a, BrickIndex bric
         for (int yl = 0; yl < kRowsY; ++yl) {
           const int j = zl * kRowsY + yl;
           const V n = FromSlice<W, kRowsY>(r, zl - 1, yl, a.max_nonzero, lowest);
-          Raise<W>(r[j], W::Min(n, g[j]), j, changed, moved);
+          Raise<W>(r[j], W::Min(n, g[j]), j, changed, fresh);
         }
       }
       CUIMG_BRICK_UNROLL
@@ -306,11 +313,10 @@ CUIMG_BRICK_HD std::uint32_t ProcessBrick(const BrickArgs<T>& a, BrickIndex bric
         for (int yl = 0; yl < kRowsY; ++yl) {
           const int j = zl * kRowsY + yl;
           const V n = FromSlice<W, kRowsY>(r, zl + 1, yl, a.max_nonzero, lowest);
-          Raise<W>(r[j], W::Min(n, g[j]), j, changed, moved);
+          Raise<W>(r[j], W::Min(n, g[j]), j, changed, fresh);
         }
       }
     }
-    again = W::Any(moved);
   }
 
   // Write back what changed; collect the neighbouring bricks a changed pixel is connected to.

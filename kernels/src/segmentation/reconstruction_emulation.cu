@@ -124,7 +124,7 @@ void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, Reconstructi
     }
     next.clear();
     for (std::uint32_t brick : list) {
-      const std::uint32_t marks = seg::ProcessBrick<HostWarp<K>, T, kVolume>(a, brick);
+      const std::uint32_t marks = seg::ProcessBrick<HostWarp<K>, T, kVolume>(a, brick, round == 0);
       seg::ForEachMarkedBrick(a, brick, marks, [&](std::int64_t nb) {
         if (stamp[nb] < round + 1) {
           stamp[nb] = round + 1;
