@@ -237,9 +237,9 @@ absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t str
                                "read anchor");
     PrintJson(absl::StrFormat(
         "\"impl\":\"cucim_class_loop\",\"workload\":\"%s\",\"wall_us\":%.0f,\"passes\":%d,"
-        "\"converged\":%s,\"equals_cuimg\":%s",
-        w.name, us, loop.passes, loop.converged ? "true" : "false",
-        loop.converged && a == b ? "true" : "false"));
+        "\"connectivity\":%d,\"converged\":%s,\"equals_cuimg\":%s",
+        w.name, us, loop.passes, static_cast<int>(ResolveConnectivity(w.step.connectivity, e)),
+        loop.converged ? "true" : "false", loop.converged && a == b ? "true" : "false"));
   }
   return absl::OkStatus();
 }
