@@ -1,6 +1,7 @@
 #include "clamped_filter_loop.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 
@@ -46,13 +47,17 @@ __global__ void PassKernel(const T* r, const T* mask, T* out, std::int64_t w, st
 
 template <typename T>
 absl::StatusOr<LoopResult> Loop(const Extent& e, bool dilate, int max_nonzero, const T* mask, T* r,
-                                T* scratch, int max_passes, cudaStream_t stream) {
+                                T* scratch, int max_passes, double max_seconds,
+                                cudaStream_t stream) {
   CUIMG_ASSIGN_OR_RETURN(DeviceBuffer flags, DeviceBuffer::Allocate(kPassesPerCheck * sizeof(int)));
   const std::int64_t n = e.Pixels();
   const int blocks = static_cast<int>(std::min<std::int64_t>((n + 255) / 256, 1 << 16));
   LoopResult result;
   T* bufs[2] = {r, scratch};
-  while (result.passes < max_passes) {
+  const auto start = std::chrono::steady_clock::now();
+  while (result.passes < max_passes &&
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
+             max_seconds) {
     CUIMG_CUDA_RETURN_IF_ERROR(
         cudaMemsetAsync(flags.data(), 0, kPassesPerCheck * sizeof(int), stream), "flags");
     for (int k = 0; k < kPassesPerCheck; ++k) {
@@ -95,19 +100,19 @@ absl::StatusOr<LoopResult> Loop(const Extent& e, bool dilate, int max_nonzero, c
 absl::StatusOr<LoopResult> ClampedFilterLoop(PixelType type, const Extent& extent, bool dilate,
                                              Connectivity connectivity, const void* d_mask,
                                              void* d_r, void* d_scratch, int max_passes,
-                                             cudaStream_t stream) {
+                                             double max_seconds, cudaStream_t stream) {
   const Connectivity c = ResolveConnectivity(connectivity, extent);
   const int max_nonzero =
       (c == Connectivity::k4 || c == Connectivity::k6) ? 1 : (c == Connectivity::k26 ? 3 : 2);
   if (type == PixelType::kU8) {
     return Loop(extent, dilate, max_nonzero, static_cast<const std::uint8_t*>(d_mask),
                 static_cast<std::uint8_t*>(d_r), static_cast<std::uint8_t*>(d_scratch), max_passes,
-                stream);
+                max_seconds, stream);
   }
   if (type == PixelType::kI16) {
     return Loop(extent, dilate, max_nonzero, static_cast<const std::int16_t*>(d_mask),
                 static_cast<std::int16_t*>(d_r), static_cast<std::int16_t*>(d_scratch), max_passes,
-                stream);
+                max_seconds, stream);
   }
   return absl::UnimplementedError("the clamped-filter loop takes u8 and i16");
 }

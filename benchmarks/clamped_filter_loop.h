@@ -21,11 +21,12 @@ struct LoopResult {
 
 // Runs passes on u8 or i16 images from `d_r` (the clamped marker; the result on return) under
 // (`dilate`) or over `d_mask`, neighbours by `connectivity`, ping-ponging through `d_scratch`
-// (the image's size). Looks for a pass without change every 16 passes, synchronizing `stream`.
+// (the image's size). Looks for a pass without change every 16 passes, synchronizing `stream`,
+// and stops unconverged after `max_passes` or once `max_seconds` of wall time have gone by.
 absl::StatusOr<LoopResult> ClampedFilterLoop(PixelType type, const Extent& extent, bool dilate,
                                              Connectivity connectivity, const void* d_mask,
                                              void* d_r, void* d_scratch, int max_passes,
-                                             cudaStream_t stream);
+                                             double max_seconds, cudaStream_t stream);
 
 }  // namespace cuimg::bench
 

@@ -29,8 +29,10 @@
 namespace cuimg::bench {
 namespace {
 
-// The anchor stops after this many passes (a one-pixel spiral would take about a million).
+// The anchor stops after this many passes (a one-pixel spiral would take about a million) or
+// this much wall time, whichever comes first (then it reports converged: false).
 constexpr int kAnchorMaxPasses = 20000;
+constexpr double kAnchorMaxSeconds = 10;
 
 struct Workload {
   std::string name;
@@ -227,9 +229,10 @@ absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t str
     CUIMG_RETURN_IF_ERROR(reset());
     CUIMG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "anchor setup");
     const auto t0 = std::chrono::steady_clock::now();
-    CUIMG_ASSIGN_OR_RETURN(LoopResult loop,
-                           ClampedFilterLoop(type, e, dilate, w.step.connectivity, d_in.data(),
-                                             d_r.data(), scratch.data(), kAnchorMaxPasses, stream));
+    CUIMG_ASSIGN_OR_RETURN(
+        LoopResult loop,
+        ClampedFilterLoop(type, e, dilate, w.step.connectivity, d_in.data(), d_r.data(),
+                          scratch.data(), kAnchorMaxPasses, kAnchorMaxSeconds, stream));
     CUIMG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "anchor");
     const double us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
