@@ -378,18 +378,20 @@ CUIMG_HOG_HD void StoreCell(const BlocksParams& p, const BlockJob& job, const St
                             int period, int t, const float (&h)[kHogBins], float scale) {
   const int b = t >> 3;
   const int cell = (t >> 1) & 3;
-  const int first_bin = (t & 1) * kHalfBins;
+  const bool upper = (t & 1) != 0;
   const int bx = strip.x * kStripBlocksX + b;
   const int by = strip.y * job.strip_rows + period - 1;
   if (b >= kStripBlocksX || bx >= job.blocks_x || by >= job.blocks_y) return;
-  float* out = p.features + strip.frame * p.frame_floats + job.feature_offset;
-  const bool upper = first_bin != 0;
+  // Feature f of the block lies (f / 4) * pitch * 4 + f % 4 floats past its feature 0
+  // (FeatureIndex): 32-bit offsets from one 64-bit address.
+  float* block = p.features + strip.frame * p.frame_floats + job.feature_offset +
+                 FeatureIndex(job.pitch, bx, by, 0);
+  const int first = cell * kHogBins + (upper ? kHalfBins : 0);
   CUIMG_HOG_UNROLL
   for (int i = 0; i < kHalfBins; ++i) {  // static indices into h: it stays in registers
     const float v = upper ? (i + kHalfBins < kHogBins ? h[i + kHalfBins] : 0.f) : h[i];
-    if (first_bin + i < kHogBins) {
-      out[FeatureIndex(job.pitch, bx, by, cell * kHogBins + first_bin + i)] = v * scale;
-    }
+    const int f = first + i;  // the upper half has 4 bins (5..8), the lower 5
+    if (f - cell * kHogBins < kHogBins) block[(f / 4) * job.pitch * 4 + f % 4] = v * scale;
   }
 }
 
