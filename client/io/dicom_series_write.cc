@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/io/atomic_output.h"
 #include "client/io/dicom_load.h"
 #include "client/io/dicom_series.h"
 #include "cuimg/common/status_macros.h"
@@ -148,13 +149,10 @@ absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const Im
     return absl::InvalidArgumentError(
         absl::StrCat("--uid_root: '", options.uid_root, "' is not at most 40 digits and dots"));
   }
-  std::error_code ec;
-  if (fs::exists(directory, ec) && !fs::is_empty(directory, ec)) {
-    return absl::AlreadyExistsError(
-        absl::StrCat(directory, ": not empty (a new series needs a directory of its own)"));
-  }
-  fs::create_directories(directory, ec);
-  if (ec) return absl::PermissionDeniedError(absl::StrCat(directory, ": ", ec.message()));
+  // The slices go into a sibling folder that moves into place once all are written
+  // (atomic_output.h): a failure after the first slice leaves nothing, so a rerun is not refused.
+  StagedOutputs staged;
+  CUIMG_ASSIGN_OR_RETURN(const std::string folder, staged.Stage(directory, OutputKind::kFolder));
 
   const std::string series_uid = NewUid(options.uid_root, SITE_SERIES_UID_ROOT);
   const std::size_t slice_pixels = static_cast<std::size_t>(result.extent.SlicePixels());
@@ -242,7 +240,8 @@ absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const Im
             .bad()) {
       return absl::InternalError(absl::StrCat(file, ": cannot set the pixel module"));
     }
-    const std::string out = (fs::path(directory) / absl::StrFormat("slice_%04d.dcm", z)).string();
+    const std::string name = absl::StrFormat("slice_%04d.dcm", z);
+    const std::string out = (fs::path(folder) / name).string();
     // Checked before a byte is written: DCMTK would otherwise stop mid-file on an element it
     // cannot convert, leaving a slice no reader takes.
     if (!ds->canWriteXfer(EXS_LittleEndianExplicit, ds->getOriginalXfer())) {
@@ -252,9 +251,11 @@ absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const Im
     // A new meta header: MediaStorageSOPInstanceUID follows the new SOPInstanceUID; a compressed
     // source's pixels are now native, so the file is written uncompressed.
     if (OFCondition c = format.saveFile(out.c_str(), EXS_LittleEndianExplicit); c.bad()) {
-      return absl::DataLossError(absl::StrCat(out, ": ", c.text()));
+      return absl::DataLossError(
+          absl::StrCat((fs::path(directory) / name).string(), ": ", c.text()));
     }
   }
+  CUIMG_RETURN_IF_ERROR(staged.Commit());
   return series_uid;
 }
 

@@ -131,10 +131,15 @@ class PythonClient(unittest.TestCase):
         with self.assertRaises(cuimg.CuimgError) as e:
             self.client.morphology(handle, "erode:rect:3x3")
         self.assertEqual(e.exception.code, grpc.StatusCode.NOT_FOUND)
-        self.assertEqual(e.exception.field, "input.handle")  # from the error's ErrorInfo
-        with self.assertRaises(cuimg.CuimgError) as e:
+        # Typed by the ErrorInfo's reason, which it carries with the field.
+        self.assertIsInstance(e.exception, cuimg.NotFoundError)
+        self.assertEqual(e.exception.field, "input.handle")
+        self.assertEqual(e.exception.reason, "HANDLE_NOT_FOUND")
+        with self.assertRaises(cuimg.LimitExceededError) as e:
             self.client.morphology(volume, "erode:rect:3000x3")
         self.assertEqual(e.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertEqual((e.exception.reason, e.exception.field),
+                         ("ELEMENT_TOO_LARGE", "steps[0].element.width"))
         self.assertIn("steps[0].element.width", e.exception.details)
         with self.assertRaises(TypeError):
             self.client.morphology(volume.astype(np.float64), "erode:rect:3x3")
@@ -244,9 +249,10 @@ class PythonClient(unittest.TestCase):
             for attempts, at_least in ((1, 0.0), (5, 0.4)):
                 with cuimg.Client(server.target, max_attempts=attempts) as c:
                     began = time.monotonic()
-                    with self.assertRaises(cuimg.CuimgError) as e:
+                    with self.assertRaises(cuimg.RetryableError) as e:
                         c.morphology(image, "dilate:rect:3x3")
                     self.assertEqual(e.exception.code, grpc.StatusCode.RESOURCE_EXHAUSTED)
+                    self.assertEqual(e.exception.reason, "OVERLOADED")
                     # Four retries, each after the server's 100 ms.
                     self.assertGreaterEqual(time.monotonic() - began, at_least)
             self.assertEqual(len(slow.result().result.image.data), 640 * 640)

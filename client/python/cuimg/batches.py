@@ -2,15 +2,15 @@
 parameters, answered with one result per image in order. Client.morphology, gradient, pyramid
 and detect take a list of images for it and return a list: an image's result as the call with
 that image alone returns it, or, for an image the server refused or failed, a CuimgError in its
-place (not raised: the other images' results are good), whose `field` names the entry
-("inputs[3].image.width")."""
+place (not raised: the other images' results are good), of the class its reason gives, whose
+`field` names the entry ("inputs[3].image.width")."""
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
 import grpc
 
-from cuimg.errors import CuimgError
+from cuimg.errors import CuimgError, entry_error
 
 
 def is_batch(images: Any) -> bool:
@@ -34,7 +34,7 @@ def results(response: Any, images: Sequence[Any],
     out = []
     for image, entry in zip(images, response.results):
         if entry.status.code != 0:
-            out.append(CuimgError.of_status(entry.status))
+            out.append(entry_error(entry.status))
         else:
             out.append(convert(image, entry.response))
     return out

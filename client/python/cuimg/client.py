@@ -22,7 +22,7 @@ import numpy as np
 
 from cuimg import _wire, batches, detection, wire_contract
 from cuimg.channels import CHANNEL_OPTIONS, _read, _retry_config
-from cuimg.errors import CuimgError
+from cuimg.errors import CuimgError, make_error
 # The conversions, as cuimg.client offered them before they had a module of their own.
 from cuimg.messages import (DTYPES, PIXEL_TYPES, Resident, Spacing, _floats, _image_header,
                             _image_shape, _mesh, _output_options, _result, _set_spacing,
@@ -195,7 +195,7 @@ class Client:
                                    out_dtype=out_dtype, plane_count=plane_count,
                                    slab_bytes=self.slab_bytes, timeout=self.timeout)
         except StreamFailed as e:
-            raise CuimgError(e.code, e.details) from None
+            raise make_error(e.code, e.details, e.info) from None
         self.last_stream = result
         self.last_timing = result.server_timing()
         return result.planes

@@ -19,7 +19,8 @@ SeriesNumber + 1000, a SourceImageSequence naming its source, and signed 16-bit 
 Data OW, explicit VR little endian): int16 volumes with slope 1, intercept 0; float32 volumes at
 the source slice's own slope and intercept when every value fits 16 bits at that step, else at
 slope max|v| / 32767, intercept 0. Sequences that hold pixel data (IconImageSequence) are dropped:
-they depict the source. Patient fields are carried, never printed."""
+they depict the source. The slices are written into a folder beside the output, renamed into place
+once all are written: an error leaves no folder. Patient fields are carried, never printed."""
 from __future__ import annotations
 
 import copy
@@ -34,6 +35,8 @@ import pydicom
 from pydicom.dataset import Dataset, FileMetaDataset
 from pydicom.sequence import Sequence as DicomSequence
 from pydicom.uid import ExplicitVRLittleEndian, generate_uid
+
+from cuimg._atomic import staged_folder
 
 try:
     import gdcm
@@ -449,10 +452,14 @@ def write_series(datasets: Sequence, volume: np.ndarray, directory: str, derivat
     if uid_root is not None and (len(uid_root) > 40 or not re.fullmatch(r"[0-9.]+", uid_root)):
         raise ValueError(f"uid_root: '{uid_root}' is not at most 40 digits and dots")
     prefix = None if uid_root is None else uid_root.rstrip(".") + "."
-    os.makedirs(directory, exist_ok=True)
-    if os.listdir(directory):
-        raise FileExistsError(f"{directory}: not empty (a new series needs a directory of its own)")
     series_uid = generate_uid(prefix=prefix) if prefix else generate_uid()
+    # Into a folder beside `directory`, renamed into place once every slice is written.
+    with staged_folder(directory) as folder:
+        _write_slices(datasets, volume, folder, derivation, prefix, series_uid)
+    return series_uid
+
+
+def _write_slices(datasets, volume, directory, derivation, prefix, series_uid):
     for z, (source, plane) in enumerate(zip(datasets, volume)):
         if volume.dtype == np.int16:
             stored, slope, intercept = plane, "1", "0"
@@ -489,4 +496,3 @@ def write_series(datasets: Sequence, volume: np.ndarray, directory: str, derivat
         ds.add_new(0x7FE00010, "OW", np.ascontiguousarray(stored, dtype="<i2").tobytes())
         ds.is_little_endian, ds.is_implicit_VR = True, False
         ds.save_as(os.path.join(directory, f"slice_{z:04d}.dcm"), write_like_original=False)
-    return series_uid
