@@ -115,8 +115,8 @@ class DetectStreamReactor final : public StreamReactor<v1::DetectFrame, v1::Dete
           service_->ValidateDetect(m.request(), service_->options().limits, absl::nullopt);
       if (!job.ok()) return InRequest(job.status());
       frame.job = *std::move(job);
-      held = service_->AdmitDetect(*ctx_, &frame.job, m.request(), call_.identity(),
-                                   m.ByteSizeLong());
+      held =
+          service_->AdmitDetect(*ctx_, &frame.job, m.request(), call_.identity(), m.ByteSizeLong());
     }
     if (!held.ok()) return InRequest(held.status());
     frame.held = *std::move(held);

@@ -196,9 +196,8 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
       absl::StatusOr<BatchJob<Job>> batch =
           ValidateBatch(messages->request(), messages->entry_pixels());
       if (!batch.ok()) return refuse(batch.status());
-      absl::StatusOr<InflightBudget::Reservation> reservation =
-          AdmitBatch(*ctx, rpc, &*batch, messages->request(), identity,
-                     messages->detached_request_bytes());
+      absl::StatusOr<InflightBudget::Reservation> reservation = AdmitBatch(
+          *ctx, rpc, &*batch, messages->request(), identity, messages->detached_request_bytes());
       if (!reservation.ok()) return refuse(reservation.status());
       return Start(reactor, call, cancel, messages, *std::move(reservation), *std::move(batch),
                    [this](const BatchJob<Job>& b, CallScope& c, typename Messages::Response* r) {

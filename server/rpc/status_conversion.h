@@ -36,7 +36,6 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 // code, the message cut as there, one ErrorInfo naming reason and field).
 void ToEntryStatus(const absl::Status& status, v1::EntryStatus* out);
 
-
 }  // namespace cuimg
 
 #endif  // CUIMG_SERVER_STATUS_CONVERSION_H_
