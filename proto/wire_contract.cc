@@ -48,9 +48,9 @@ std::string StatusCodeName(grpc::StatusCode code) {
 std::string FormatTimingTrailer(const TimingTrailer& t) {
   return absl::StrFormat(
       "queue_us=%.1f decode_us=%.1f h2d_us=%.1f kernel_us=%.1f d2h_us=%.1f total_us=%.1f "
-      "device=%d decode_device=%d decode_batch=%d",
+      "device=%d decode_device=%d decode_batch=%d detect_batch=%d",
       t.queue_us, t.decode_us, t.h2d_us, t.kernel_us, t.d2h_us, t.total_us, t.device,
-      t.decode_device, t.decode_batch);
+      t.decode_device, t.decode_batch, t.detect_batch);
 }
 
 TimingTrailer ParseTimingTrailer(absl::string_view text) {
@@ -69,6 +69,7 @@ TimingTrailer ParseTimingTrailer(absl::string_view text) {
     if (kv.first == "device") t.device = static_cast<int>(value);
     if (kv.first == "decode_device") t.decode_device = static_cast<int>(value);
     if (kv.first == "decode_batch") t.decode_batch = static_cast<int>(value);
+    if (kv.first == "detect_batch") t.detect_batch = static_cast<int>(value);
   }
   return t;
 }

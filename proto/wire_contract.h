@@ -46,10 +46,12 @@ struct TimingTrailer {
   int device = -1;
   int decode_device = -1;
   int decode_batch = -1;
+  // The frames of the HOG launches that detected in the input (0: none).
+  int detect_batch = -1;
 };
 
 // "queue_us=1.0 decode_us=0.0 h2d_us=2.5 kernel_us=30.1 d2h_us=2.0 total_us=40.2 device=0
-// decode_device=-1 decode_batch=0": every field, µs to 0.1.
+// decode_device=-1 decode_batch=0 detect_batch=0": every field, µs to 0.1.
 std::string FormatTimingTrailer(const TimingTrailer& timing);
 // The fields of a trailer's text; unknown keys and malformed fields are skipped (a newer or
 // older server's trailer still reads).

@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 
 namespace cuimg {
 namespace {
@@ -34,6 +37,21 @@ std::string CsvQuoted(const std::string& text) {
     out += ch;
   }
   return out + "\"";
+}
+
+// "NAME (size: calls): 1:10 4:40, mean 3.40 as the calls saw them", when there are any.
+void AppendBatches(std::string* out, absl::string_view name,
+                   const std::map<int, std::int64_t>& batches) {
+  if (batches.empty()) return;
+  std::int64_t calls = 0;
+  double frames = 0;
+  absl::StrAppend(out, name, " (size: calls):");
+  for (const auto& [size, n] : batches) {
+    absl::StrAppend(out, " ", size, ":", n);
+    calls += n;
+    frames += static_cast<double>(size) * n;
+  }
+  absl::StrAppend(out, absl::StrFormat(", mean %.2f as the calls saw them\n", frames / calls));
 }
 
 }  // namespace
@@ -84,6 +102,7 @@ LoadSummary Summarize(const std::vector<CallRecord>& records, double warmup_s, d
     const TimingTrailer& t = r.server;
     if (t.device >= 0) ++s.devices[t.device];
     if (t.decode_batch > 0) ++s.decode_batches[t.decode_batch];
+    if (t.detect_batch > 0) ++s.detect_batches[t.detect_batch];
     if (t.total_us >= 0) {
       queue.push_back(t.queue_us);
       decode.push_back(std::max(0.0, t.decode_us));  // a server without the field: no decode
@@ -156,6 +175,8 @@ nlohmann::ordered_json SummaryJson(const LoadSummary& s, const nlohmann::ordered
   for (const auto& [device, n] : s.devices) j["devices"][absl::StrCat(device)] = n;
   j["decode_batches"] = nlohmann::ordered_json::object();
   for (const auto& [size, n] : s.decode_batches) j["decode_batches"][absl::StrCat(size)] = n;
+  j["detect_batches"] = nlohmann::ordered_json::object();
+  for (const auto& [size, n] : s.detect_batches) j["detect_batches"][absl::StrCat(size)] = n;
   j["windows"] = nlohmann::ordered_json::array();
   for (const LoadSummary::Window& w : s.windows) {
     nlohmann::ordered_json window = {{"t", w.t}, {"ok", w.ok}, {"errors", w.errors}};
@@ -207,18 +228,9 @@ std::string SummaryText(const LoadSummary& s) {
                                           s.server_queue, s.server_decode, s.server_h2d,
                                           s.server_kernel, s.server_d2h, s.server_total));
   }
-  if (!s.decode_batches.empty()) {
-    // Each call counts the batch its JPEG decoded in: a batch of n is seen by its n calls.
-    std::int64_t calls = 0;
-    double frames = 0;
-    absl::StrAppend(&out, "server decode batches (size: calls):");
-    for (const auto& [size, n] : s.decode_batches) {
-      absl::StrAppend(&out, " ", size, ":", n);
-      calls += n;
-      frames += static_cast<double>(size) * n;
-    }
-    absl::StrAppend(&out, absl::StrFormat(", mean %.2f as the calls saw them\n", frames / calls));
-  }
+  // Each call counts the batch its frame ran in: a batch of n is seen by its n calls.
+  AppendBatches(&out, "server decode batches", s.decode_batches);
+  AppendBatches(&out, "server HOG launch batches", s.detect_batches);
   return out;
 }
 

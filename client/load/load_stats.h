@@ -45,6 +45,8 @@ struct LoadSummary {
   // OK calls by the size of the batch of GPU JPEG decodes their trailer named (decode_batch > 0):
   // the batches the server formed, as its calls saw them.
   std::map<int, std::int64_t> decode_batches;
+  // Likewise the HOG launch pairs their frames ran in (detect_batch > 0).
+  std::map<int, std::int64_t> detect_batches;
   // Client latency of OK calls, milliseconds (0 when there is none).
   double p50 = 0, p90 = 0, p99 = 0, p999 = 0, max = 0, mean = 0;
   std::map<std::string, std::int64_t> codes;
@@ -82,8 +84,8 @@ inline constexpr std::size_t kMessageChars = 200;
 LoadSummary Summarize(const std::vector<CallRecord>& records, double warmup_s, double seconds);
 // The summary as JSON: {"config", "context", "seconds", "warmup", "requests", "ok",
 // "throughput_rps", "images_per_call", "images_per_s", "failed_images", "latency_ms", "codes",
-// "errors", "server_us_median", "devices", "decode_batches" (size: calls), "windows"};
-// latencies of windows without an OK call are null.
+// "errors", "server_us_median", "devices", "decode_batches" (size: calls), "detect_batches"
+// (likewise), "windows"}; latencies of windows without an OK call are null.
 nlohmann::ordered_json SummaryJson(const LoadSummary& s, const nlohmann::ordered_json& config,
                                    const nlohmann::ordered_json& context);
 // The summary for people, several lines; the errors with their messages when any failed.

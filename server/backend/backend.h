@@ -51,6 +51,12 @@ struct StageTimes {
   int decode_batch = 0;
   bool decode_batch_first = false;
   double decode_batch_wait_us = 0;
+  // The frames of the HOG launches that detected in the input (DetectBatcher on the CUDA
+  // backend; 0 elsewhere), `detect_batch_first` on one call of each, and how long the frame
+  // waited for its launches.
+  int detect_batch = 0;
+  bool detect_batch_first = false;
+  double detect_batch_wait_us = 0;
 };
 
 // What one device reports for health and metrics.

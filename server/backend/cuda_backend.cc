@@ -23,6 +23,8 @@
 #include "cuimg/kernels/pyramid.h"
 #include "server/backend/backend.h"
 #include "server/backend/cuda_device.h"
+#include "server/backend/cuda_detect.h"
+#include "server/backend/detect_batcher.h"
 #include "server/backend/device_slot.h"
 #include "server/backend/pinned_message_pool.h"
 
@@ -237,44 +239,24 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
                            DetectPlan::Create(in.extent, in.channels, model, spec));
     DetectResult result;
     result.geometry = plan.geometry();
+    DetectItem batched;  // the frame's part of a batch, when the device batches frames
     CUIMG_RETURN_IF_ERROR(OnDevice(PickFor(in), times, [&](DeviceCall& c) -> absl::Status {
       CUIMG_RETURN_IF_ERROR(cancel.Check());  // every level runs in one pair of launches
-      const std::size_t weight_bytes = model.weights.size() * sizeof(float);
-      CUIMG_ASSIGN_OR_RETURN(void* d_weights, c.Acquire(weight_bytes));
-      CUIMG_ASSIGN_OR_RETURN(void* d_ws, c.Acquire(plan.WorkspaceBytes()));
-      CUIMG_ASSIGN_OR_RETURN(void* d_hits, c.Acquire(plan.HitsBytes()));
-      CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
-      CUIMG_ASSIGN_OR_RETURN(const void* d_in, c.Input(in));
-      CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d_weights, model.weights.data(), weight_bytes,
-                                                 cudaMemcpyHostToDevice, c.stream),
-                                 "H2D weights");
-      CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
-      CUIMG_RETURN_IF_ERROR(
-          plan.Run({d_in}, static_cast<const float*>(d_weights), d_ws, d_hits, c.stream));
-      CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
-      // The count and the first hits come back in one copy (a frame rarely has more: 61 raw hits
-      // on a 1080p vtest frame); the rest, if any, in a second one once the count is known. 512
-      // (8 KB) and not 4096: the 64 KB copy into pageable memory took 37 us of the call (run 205).
-      constexpr std::size_t kFirstHits = 512;
-      const std::size_t first =
-          std::min<std::size_t>(kFirstHits, static_cast<std::size_t>(plan.geometry().windows));
-      std::vector<std::uint8_t> hits(DetectPlan::HitsPrefixBytes(first));
-      CUIMG_RETURN_IF_ERROR(CopyToHost(hits.data(), d_hits, hits.size(), c.stream));
-      CUIMG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(c.stream), "hit count");
-      // Run() zeroes the count first, so it never exceeds the windows; clamp all the same.
-      const std::uint32_t count = static_cast<std::uint32_t>(
-          std::min<std::int64_t>(DetectPlan::HitCount(hits.data()), plan.geometry().windows));
-      if (count > first) {
-        const std::size_t head = hits.size();
-        hits.resize(DetectPlan::HitsPrefixBytes(count));
-        CUIMG_RETURN_IF_ERROR(CopyToHost(hits.data() + head,
-                                         static_cast<const std::uint8_t*>(d_hits) + head,
-                                         hits.size() - head, c.stream));
-        CUIMG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(c.stream), "hits");
+      if (DetectBatcher* hog = c.dev.hog(); hog != nullptr) {
+        CUIMG_RETURN_IF_ERROR(
+            cuda_backend::DetectBatched(c, *hog, plan, in, model, spec, cancel, &batched));
+        result.hits = *std::move(batched.hits);
+        return absl::OkStatus();
       }
-      result.hits = DetectPlan::DecodeHits(hits.data(), count);
-      return c.timer.Mark(3, c.stream);
+      return cuda_backend::DetectAlone(c, plan, in, model, &result.hits);
     }));
+    // A batched frame's kernel time is its batch's launches and copies (on whichever stream).
+    if (batched.frames > 0) {
+      times->kernel_us = batched.kernel_us;
+      times->detect_batch = batched.frames;
+      times->detect_batch_first = batched.first;
+      times->detect_batch_wait_us = batched.waited_us;
+    }
     return result;
   }
 

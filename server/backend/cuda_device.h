@@ -25,6 +25,7 @@
 #include "cuimg/kernels/deform.h"
 #include "server/backend/backend.h"
 #include "server/backend/device_slot.h"
+#include "server/backend/detect_batcher.h"
 #include "server/backend/nvjpeg_decoder.h"
 #include "server/server_options.h"
 
@@ -94,6 +95,13 @@ class DeviceContext {
                               options.batch_max_size,
                               std::chrono::microseconds(options.batch_max_delay_us), arrivals}));
     }
+    // Frames that reach the device together share HOG launches (--batch_max_size above 1).
+    if (options.batch_max_size > 1) {
+      DetectBatcher::Options batching;
+      batching.max_batch = options.batch_max_size;
+      batching.max_delay = std::chrono::microseconds(options.batch_max_delay_us);
+      ctx->hog_ = std::make_unique<DetectBatcher>(batching, CudaDetectGroupRunner(&ctx->cache_));
+    }
     for (int i = 0; i < options.worker_threads; ++i) {
       StreamSlot slot;
       CUIMG_ASSIGN_OR_RETURN(slot.stream, CudaStream::Create());
@@ -113,6 +121,8 @@ class DeviceContext {
   const PinnedStagingPool& staging() const { return staging_; }
   // Null without nvJPEG.
   const NvjpegDevice* jpeg() const { return jpeg_.get(); }
+  // Null when frames are not batched (--batch_max_size 1).
+  DetectBatcher* hog() { return hog_.get(); }
   int streams_total() const { return streams_total_; }
   int streams_busy() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -171,6 +181,8 @@ class DeviceContext {
   PinnedStagingPool staging_;
   // Before free_: the streams' nvJPEG states are destroyed before the handle.
   std::unique_ptr<NvjpegDevice> jpeg_;
+  // After cache_: its buffers go back to the cache.
+  std::unique_ptr<DetectBatcher> hog_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<StreamSlot> free_;

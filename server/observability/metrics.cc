@@ -78,6 +78,14 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry, absl::string_view v
                             .Register(registry)
                             .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 3, 4, 6, 8, 12,
                                                                              16, 24, 32, 48, 64});
+  detect_batch_size_ = &prometheus::BuildHistogram()
+                            .Name("cuimg_detect_batch_size")
+                            .Help(
+                                "HOG launch pairs run, by how many frames each held "
+                                "(frames reaching a device together: --batch_max_size).")
+                            .Register(registry)
+                            .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 3, 4, 6, 8, 12,
+                                                                             16, 24, 32, 48, 64});
   decode_batch_wait_ =
       &prometheus::BuildHistogram()
            .Name("cuimg_decode_batch_wait_seconds")
@@ -87,6 +95,15 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry, absl::string_view v
            .Register(registry)
            .Add({}, prometheus::Histogram::BucketBoundaries{0, 10e-6, 25e-6, 50e-6, 100e-6, 200e-6,
                                                             500e-6, 1e-3, 2e-3, 5e-3});
+  detect_batch_wait_ =
+      &prometheus::BuildHistogram()
+           .Name("cuimg_detect_batch_wait_seconds")
+           .Help(
+               "How long the oldest frame of each HOG launch pair waited for it: behind the "
+               "pair before, or for frames on their way (--batch_max_delay_us).")
+           .Register(registry)
+           .Add({}, prometheus::Histogram::BucketBoundaries{0, 10e-6, 25e-6, 50e-6, 100e-6, 200e-6,
+                                                            500e-6, 1e-3, 2e-3, 5e-3, 10e-3});
   prometheus::BuildGauge()
       .Name("cuimg_build_info")
       .Help("Build and runtime facts; always 1.")
@@ -141,6 +158,7 @@ void ServerMetrics::RecordRequest(absl::string_view rpc, absl::StatusCode code,
     (times.decode_device >= 0 ? decode_gpu_ : decode_cpu_)->Observe(times.decode_us * 1e-6);
   }
   if (times.decode_batch_first) RecordDecodeBatch(times.decode_batch, times.decode_batch_wait_us);
+  if (times.detect_batch_first) RecordDetectBatch(times.detect_batch, times.detect_batch_wait_us);
   if (code != absl::StatusCode::kOk) {
     requests_.Add({{"rpc", std::string(rpc)}, {"code", absl::StatusCodeToString(code)}})
         .Increment();
@@ -168,6 +186,11 @@ void ServerMetrics::AddPixels(absl::string_view rpc, std::int64_t pixels) {
 void ServerMetrics::RecordDecodeBatch(int size, double waited_us) {
   decode_batch_size_->Observe(size);
   decode_batch_wait_->Observe(waited_us * 1e-6);
+}
+
+void ServerMetrics::RecordDetectBatch(int frames, double waited_us) {
+  detect_batch_size_->Observe(frames);
+  detect_batch_wait_->Observe(waited_us * 1e-6);
 }
 
 void ServerMetrics::RecordRejection(absl::string_view reason) {

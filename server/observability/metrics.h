@@ -41,6 +41,9 @@ class ServerMetrics {
   // One batch of GPU JPEG decodes formed (leader_batch.h): its size and how long it waited for
   // decodes on their way. RecordRequest records those of calls with times.decode_batch_first.
   void RecordDecodeBatch(int size, double waited_us);
+  // One HOG launch pair over `frames` frames (DetectBatcher), its oldest frame having waited
+  // `waited_us` for it. RecordRequest records those of calls with times.detect_batch_first.
+  void RecordDetectBatch(int frames, double waited_us);
 
  private:
   // One RPC's time series, found once: prometheus-cpp 1.0's Family::Add builds a metric (for a
@@ -74,6 +77,8 @@ class ServerMetrics {
   prometheus::Counter* fallback_nvjpeg_;
   prometheus::Histogram* decode_batch_size_;
   prometheus::Histogram* decode_batch_wait_;
+  prometheus::Histogram* detect_batch_size_;
+  prometheus::Histogram* detect_batch_wait_;
 };
 
 }  // namespace cuimg

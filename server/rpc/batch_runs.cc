@@ -61,6 +61,13 @@ class BatchTimes {
     if (times_->decode_batch_first) {
       metrics_->RecordDecodeBatch(times_->decode_batch, times_->decode_batch_wait_us);
     }
+    if (times_->detect_batch > 0) sum_.detect_batch = times_->detect_batch;
+    if (times_->detect_batch_first) {
+      metrics_->RecordDetectBatch(times_->detect_batch, times_->detect_batch_wait_us);
+    }
+    times_->detect_batch = 0;
+    times_->detect_batch_first = false;
+    times_->detect_batch_wait_us = 0;
     times_->decode_us = times_->h2d_us = times_->kernel_us = times_->d2h_us = 0;
     times_->decode_batch = 0;
     times_->decode_batch_first = false;

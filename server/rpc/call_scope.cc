@@ -103,7 +103,8 @@ grpc::Status CallScope::Complete(const absl::Status& status) {
 
 std::string FormatTiming(const StageTimes& t) {
   return FormatTimingTrailer(TimingTrailer{t.queue_us, t.decode_us, t.h2d_us, t.kernel_us, t.d2h_us,
-                                           t.total_us, t.device, t.decode_device, t.decode_batch});
+                                           t.total_us, t.device, t.decode_device, t.decode_batch,
+                                           t.detect_batch});
 }
 
 void ReportSuppressedRequestLines() {

@@ -97,8 +97,13 @@ class LeaderBatch {
   LeaderBatch& operator=(const LeaderBatch&) = delete;
 
   // Returns once a batch holding `item` has run. `ticket` (may be null): this caller's
-  // announcement, which arrives as the item is queued. Thread-safe; `item` must live until then.
-  BatchOutcome Submit(Item* item, BatchArrivals::Ticket* ticket = nullptr) {
+  // announcement, which arrives as the item is queued. `stop` (may be empty): looked at every
+  // kStopPoll while the item waits behind a running batch; once it returns true before a batch
+  // has taken the item, the item leaves the queue unrun and Submit returns an outcome of size 0
+  // (a batch already holding it runs it whatever `stop` says). Thread-safe; `item` must live
+  // until Submit returns.
+  BatchOutcome Submit(Item* item, BatchArrivals::Ticket* ticket = nullptr,
+                      const std::function<bool()>& stop = {}) {
     Waiter self{item, false, BatchOutcome{}};
     std::unique_lock<std::mutex> lock(mu_);
     queue_.push_back(&self);
@@ -106,7 +111,19 @@ class LeaderBatch {
     arrived_.notify_one();
     while (!self.done) {
       if (busy_) {
-        idle_.wait(lock);
+        if (!stop) {
+          idle_.wait(lock);
+          continue;
+        }
+        idle_.wait_for(lock, kStopPoll);
+        if (!self.done && !busy_) continue;  // free now: lead (or be taken by a leader)
+        if (!self.done && stop()) {
+          const auto it = std::find(queue_.begin(), queue_.end(), &self);
+          if (it != queue_.end()) {
+            queue_.erase(it);
+            return BatchOutcome{};
+          }
+        }
         continue;
       }
       busy_ = true;
@@ -133,6 +150,10 @@ class LeaderBatch {
     }
     return self.outcome;
   }
+
+  // How often a waiting caller looks at its `stop`: a cancellation has no signal to wait on
+  // (CancelToken is polled), and 1 ms is small beside a deadline and costs a waiter nothing.
+  static constexpr std::chrono::milliseconds kStopPoll{1};
 
   // Calls queued and not yet taken by a batch (tests).
   std::size_t waiting() const {

@@ -8,11 +8,11 @@ namespace cuimg {
 namespace {
 
 TEST(TimingTrailerTest, ParsesWhatItFormats) {
-  const TimingTrailer sent{1.5, 2.0, 30.25, 400.0, 5.5, 450.0, 3, 3, 4};
+  const TimingTrailer sent{1.5, 2.0, 30.25, 400.0, 5.5, 450.0, 3, 3, 4, 8};
   const std::string text = FormatTimingTrailer(sent);
   EXPECT_EQ(text,
             "queue_us=1.5 decode_us=2.0 h2d_us=30.2 kernel_us=400.0 d2h_us=5.5 total_us=450.0 "
-            "device=3 decode_device=3 decode_batch=4");
+            "device=3 decode_device=3 decode_batch=4 detect_batch=8");
   const TimingTrailer read = ParseTimingTrailer(text);
   EXPECT_DOUBLE_EQ(read.queue_us, 1.5);
   EXPECT_DOUBLE_EQ(read.decode_us, 2.0);
@@ -23,6 +23,7 @@ TEST(TimingTrailerTest, ParsesWhatItFormats) {
   EXPECT_EQ(read.device, 3);
   EXPECT_EQ(read.decode_device, 3);
   EXPECT_EQ(read.decode_batch, 4);
+  EXPECT_EQ(read.detect_batch, 8);
 }
 
 TEST(TimingTrailerTest, AbsentAndMalformedFieldsReadMinusOne) {
@@ -38,6 +39,7 @@ TEST(TimingTrailerTest, AbsentAndMalformedFieldsReadMinusOne) {
   EXPECT_EQ(read.device, -1);
   EXPECT_EQ(read.decode_device, -1);
   EXPECT_EQ(read.decode_batch, -1);
+  EXPECT_EQ(read.detect_batch, -1);
   const TimingTrailer empty = ParseTimingTrailer("");
   EXPECT_DOUBLE_EQ(empty.total_us, -1);
 }
