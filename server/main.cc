@@ -137,7 +137,8 @@ ABSL_FLAG(int, max_batch_inputs, 4096, "Most entries of a batch (a request's `in
 ABSL_FLAG(uint64_t, max_batch_bytes, uint64_t{256} << 20,
           "Most input bytes of a batch, each entry's pixels as decoded.");
 ABSL_FLAG(int, batch_max_size, 4,
-          "Most items of a batch the server forms itself (hardware JPEG decodes), in [1, 64].");
+          "Most items of a batch the server forms itself (hardware JPEG decodes, the HOG "
+          "launches of detection frames), in [1, 64]; 1: none.");
 ABSL_FLAG(int, batch_max_delay_us, 200,
           "How long such a batch waits for items already on their way to it (0: never); a "
           "lone call never waits.");

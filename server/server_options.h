@@ -170,11 +170,12 @@ struct ServerOptions {
   // frames at default parameters have 7-8 hits (of 25132 windows); grouping 25132 hits took
   // 2.4 s and 65584 took 49 s, so 10000 is about 0.4 s.
   std::uint64_t max_grouped_hits = 10000;
-  // Batches the server forms itself of work that is cheaper together (hardware JPEG decodes,
-  // leader_batch.h): at most batch_max_size items (4: a batch of 4 1080p frames decodes in 1.17
-  // ms against 1.07 ms for one, 8 take 2.1 ms; BENCHMARKS.md, run 190); a batch whose engine is
-  // free waits up to batch_max_delay_us for items already on their way to it (never when none
-  // is, so a lone call keeps its latency). 0: never waits.
+  // Batches the server forms itself of work that is cheaper together (hardware JPEG decodes and
+  // HOG launches, leader_batch.h, detect_batcher.h; 1 turns both off): at most batch_max_size items
+  // (4: a batch of 4 1080p frames decodes in 1.17 ms against 1.07 ms for one, 8 take 2.1 ms;
+  // BENCHMARKS.md, run 190); a batch whose engine is free waits up to batch_max_delay_us for items
+  // already on their way to it (never when none is, so a lone call keeps its latency). 0: never
+  // waits.
   int batch_max_size = 4;
   int batch_max_delay_us = 200;
   RequestLimits limits;

@@ -2,8 +2,10 @@
 contract in C++, where the server writes it):
 
 - the `cuimg-timing` trailer: the server's stage times of the call, "queue_us=1.0 ... device=0
-  decode_device=-1 decode_batch=0" (decode_device: the GPU that decoded a JPEG input, -1 for the
-  CPU or none; decode_batch: how many GPU decodes the batch that decoded it held, 0 for none);
+  decode_device=-1 decode_batch=0 detect_batch=0" (decode_device: the GPU that decoded a JPEG
+  input, -1 for the CPU or none; decode_batch: how many GPU decodes the batch that decoded it
+  held, 0 for none; detect_batch: how many frames the HOG launches that detected in it held, 0
+  for none);
   DetectStream's per-frame `timing` has the same format;
 - the retry hints of a refusal: `cuimg-retry-after-ms` (ms to wait; only when retrying soon can
   succeed) and gRPC's own `grpc-retry-pushback-ms` (gRFC A6; -1: never retry);
