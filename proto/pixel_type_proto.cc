@@ -31,6 +31,9 @@ v1::PixelType PixelTypeToProto(PixelType type) {
       return v1::PIXEL_TYPE_U16;
     case PixelType::kI16:
       return v1::PIXEL_TYPE_I16;
+    case PixelType::kU32:
+      // No wire value yet (issue 48 adds PIXEL_TYPE_U32); no U32 image reaches a response.
+      return v1::PIXEL_TYPE_UNSPECIFIED;
     case PixelType::kF32:
       break;
   }

@@ -60,6 +60,8 @@ int ToTeemType(PixelType type) {
       return nrrdTypeUShort;
     case PixelType::kI16:
       return nrrdTypeShort;
+    case PixelType::kU32:
+      return nrrdTypeUInt;
     case PixelType::kF32:
       break;
   }

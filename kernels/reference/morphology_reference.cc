@@ -221,6 +221,7 @@ absl::Status MorphologyReferenceInto(const ImageView& input, const ImageView& ou
     return absl::InvalidArgumentError("morphology needs a single-channel image");
   }
   if (steps.empty()) return absl::InvalidArgumentError("morphology needs at least one step");
+  if (absl::Status s = CheckFilterPixelType(input.type, "input", "morphology"); !s.ok()) return s;
   return VisitPixelType(input.type, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
     Runner<T> runner(input.extent, threads, cancel);

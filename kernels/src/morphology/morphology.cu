@@ -124,6 +124,7 @@ class Executor {
 
 absl::StatusOr<MorphologyPlan> MorphologyPlan::Create(PixelType type, const Extent& extent,
                                                       std::vector<MorphologyStep> steps) {
+  CUIMG_RETURN_IF_ERROR(CheckFilterPixelType(type, "type", "morphology"));
   if (steps.empty()) return absl::InvalidArgumentError("steps: at least one step is required");
   if (extent.width < 1 || extent.height < 1 || extent.depth < 1) {
     return absl::InvalidArgumentError("extent: every dimension must be >= 1");

@@ -17,6 +17,13 @@ std::size_t AlignUp(std::size_t n) {
 
 absl::Status ValidatePyramidSpec(PixelType input_type, const Extent& extent,
                                  const PyramidSpec& spec) {
+  if (absl::Status s = CheckFilterPixelType(input_type, "input_type", "the pyramid"); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckFilterPixelType(spec.output_type, "output_type", "the pyramid");
+      !s.ok()) {
+    return s;
+  }
   if (extent.width < 1 || extent.height < 1 || extent.depth != 1) {
     return absl::InvalidArgumentError(absl::StrCat("extent: ", extent.width, "x", extent.height,
                                                    "x", extent.depth,

@@ -39,7 +39,8 @@ namespace cuimg {
 //   step running when the token stopped instead of after the whole chain.
 class MorphologyPlan {
  public:
-  // INVALID_ARGUMENT when the chain is empty, an iteration count is < 1 or the extent is empty.
+  // INVALID_ARGUMENT when the type is U32 (CheckFilterPixelType), the chain is empty, an
+  // iteration count is < 1 or the extent is empty.
   static absl::StatusOr<MorphologyPlan> Create(PixelType type, const Extent& extent,
                                                std::vector<MorphologyStep> steps);
 

@@ -12,16 +12,16 @@
 
 namespace cuimg {
 
-// Runs `steps` in order on `input` (one channel, any pixel type, 2D or 3D) and returns an image of
-// the same type and extent. Erosion: out(p) = min over members m of in(p + m - anchor), with
-// outside pixels as the step's border says; dilation uses max. For f32 the min/max are IEEE
+// Runs `steps` in order on `input` (one channel, a filter pixel type, 2D or 3D) and returns an
+// image of the same type and extent. Erosion: out(p) = min over members m of in(p + m - anchor),
+// with outside pixels as the step's border says; dilation uses max. For f32 the min/max are IEEE
 // minNum/maxNum (std::fmin/fmax), so NaN never wins against a number.
 // Uses up to `threads` threads (0 = hardware concurrency). INVALID_ARGUMENT if input has more
-// than one channel or steps is empty. Looks at `cancel` between steps and iterations and every
-// few tens of microseconds of work within a pass, and returns its status once it stops.
-// The same into `output`, a view of the input's type and extent that must not overlap `input`:
-// the result is written there, and host memory beyond the two views is only what a chain
-// needs between passes (none for one pass of one step; one image for several passes or steps;
+// than one channel, is U32 (CheckFilterPixelType) or steps is empty. Looks at `cancel` between
+// steps and iterations and every few tens of microseconds of work within a pass, and returns its
+// status once it stops. The same into `output`, a view of the input's type and extent that must not
+// overlap `input`: the result is written there, and host memory beyond the two views is only what a
+// chain needs between passes (none for one pass of one step; one image for several passes or steps;
 // up to three for a gradient of several iterations). On an error `output` holds no result.
 absl::Status MorphologyReferenceInto(const ImageView& input, const ImageView& output,
                                      const std::vector<MorphologyStep>& steps, int threads = 0,
