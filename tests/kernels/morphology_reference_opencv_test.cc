@@ -29,6 +29,7 @@ int CvOp(MorphOp op) {
     case MorphOp::kTopHat:
       return cv::MORPH_TOPHAT;
     case MorphOp::kBlackHat:
+    default:  // the segmentation steps have no morphologyEx counterpart; never asked for here
       break;
   }
   return cv::MORPH_BLACKHAT;

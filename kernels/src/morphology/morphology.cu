@@ -140,6 +140,11 @@ absl::StatusOr<MorphologyPlan> MorphologyPlan::Create(PixelType type, const Exte
     if (steps[i].iterations < 1) {
       return absl::InvalidArgumentError(absl::StrCat("steps[", i, "].iterations: must be >= 1"));
     }
+    CUIMG_RETURN_IF_ERROR(ValidateMorphologyStep(steps[i], extent, absl::StrCat("steps[", i, "]")));
+    if (steps[i].op >= MorphOp::kFillHoles) {
+      return absl::UnimplementedError(
+          absl::StrCat(MorphOpName(steps[i].op), ": not implemented yet"));
+    }
     absl::StatusOr<internal::ElementPlan> element =
         internal::PlanElement(steps[i].element, type, extent, &impl->chord_table);
     if (!element.ok()) {
@@ -221,7 +226,9 @@ std::string MorphologyPlan::Describe() const {
 }
 
 absl::Status MorphologyPlan::Run(const void* in, void* out, void* workspace, cudaStream_t stream,
-                                 const CancelToken& cancel) const {
+                                 const CancelToken& cancel, const void* d_marker) const {
+  // No step reads a marker yet (Create refuses the segmentation steps).
+  (void)d_marker;
   const Impl& plan = *impl_;
   const bool sync_between_steps = &cancel != &NeverCancelled() && plan.steps.size() > 1 &&
                                   plan.extent.Pixels() >= kCancelSyncPixels;
@@ -271,6 +278,18 @@ absl::Status MorphologyPlan::Run(const void* in, void* out, void* workspace, cud
           CUIMG_RETURN_IF_ERROR(ex.Iterate(cur, dst, s_buf, i, false));
           CUIMG_RETURN_IF_ERROR(ex.Difference(x_buf, dst, dst));
           break;
+        case MorphOp::kFillHoles:
+        case MorphOp::kReconstructDilate:
+        case MorphOp::kReconstructErode:
+        case MorphOp::kOpenRec:
+        case MorphOp::kCloseRec:
+        case MorphOp::kHMax:
+        case MorphOp::kHMin:
+        case MorphOp::kThreshold:
+        case MorphOp::kRemoveSmall:
+        case MorphOp::kKeepLargest:
+          return absl::UnimplementedError(
+              absl::StrCat(MorphOpName(step.op), ": not implemented yet"));
       }
       cur = dst;
     }
