@@ -64,6 +64,7 @@ absl::Status CheckPyramidInput(const ImageView& image, PyramidJob* job) {
     return absl::InvalidArgumentError(
         absl::StrCat(job->input.field, ": is a volume; Pyramid needs a 2D image"));
   }
+  CUIMG_RETURN_IF_ERROR(CheckFilterPixelType(image.type, PixelTypeField(job->input), "Pyramid"));
   if (job->output_input_type && job->spec.output_type != image.type) {
     return absl::InvalidArgumentError(
         absl::StrCat("output_type: ", PixelTypeName(job->spec.output_type),
