@@ -26,6 +26,17 @@ absl::StatusOr<std::uint64_t> EstimateInflightBytes(const MorphologyJob& job,
                                                     absl::string_view identity,
                                                     ResidentStore& store,
                                                     const RequestLimits& limits);
+// The label image (4 bytes a voxel: the backend's result, and a resident one's copy in the
+// response) and labelling's own buffers; the region table is counted once its size is known
+// (LabelRegionBytes, CallScope::HoldMore).
+absl::StatusOr<std::uint64_t> EstimateInflightBytes(const LabelJob& job,
+                                                    const v1::LabelRequest& request,
+                                                    absl::string_view identity,
+                                                    ResidentStore& store,
+                                                    const RequestLimits& limits);
+// Host bytes of `regions` regions' statistics: the backend's rows, the response's columns and
+// their serialized copy.
+std::uint64_t LabelRegionBytes(std::size_t regions, bool intensity);
 absl::StatusOr<std::uint64_t> EstimateInflightBytes(const GradientJob& job,
                                                     const v1::GradientRequest& request,
                                                     absl::string_view identity,
@@ -50,6 +61,7 @@ absl::StatusOr<std::uint64_t> EstimateInflightBytes(const DeformJob& job,
 // Whether a request keeps or reads objects on the server (the `resident` right).
 bool UsesResident(const ImageInput& input, const OutputSpec& output);
 bool UsesResident(const MorphologyJob& job);
+bool UsesResident(const LabelJob& job);
 bool UsesResident(const GradientJob& job);
 bool UsesResident(const PyramidJob& job);
 bool UsesResident(const DetectJob& job);
