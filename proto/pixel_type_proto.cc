@@ -1,6 +1,7 @@
 #include "proto/pixel_type_proto.h"
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 
 namespace cuimg {
 
@@ -17,12 +18,13 @@ absl::StatusOr<PixelType> PixelTypeFromProto(int value, absl::string_view field)
     case v1::PIXEL_TYPE_U32:
       return PixelType::kU32;
     case v1::PIXEL_TYPE_UNSPECIFIED:
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ": is required (PIXEL_TYPE_UNSPECIFIED)"));
+      return InvalidFieldError(ErrorReason::kFieldRequired, field,
+                               "is required (PIXEL_TYPE_UNSPECIFIED)");
     default:
       break;
   }
-  return absl::InvalidArgumentError(absl::StrCat(field, ": unknown value ", value));
+  return InvalidFieldError(ErrorReason::kUnknownEnumValue, field,
+                           absl::StrCat("unknown value ", value));
 }
 
 v1::PixelType PixelTypeToProto(PixelType type) {

@@ -45,12 +45,6 @@ T Identity(bool dilate) {
   }
 }
 
-template <typename T>
-T OutsideValue(const MorphologyStep& step, bool dilate) {
-  if (step.border == BorderMode::kConstant) return SaturateCast<T>(step.border_value);
-  return dilate ? PixelLowest<T>() : PixelMax<T>();
-}
-
 // Member reads between two looks at the cancel token: tens of microseconds of work, so a
 // stopped request ends within milliseconds even when one row of a large element takes seconds.
 constexpr std::int64_t kReadsPerCancelCheck = std::int64_t{1} << 16;
@@ -190,8 +184,8 @@ class Runner {
       for (int k = 0; k < count && !cancel_.Stopped(); ++k, ++i) {
         T* to = (total - 1 - i) % 2 == 0 ? dst : spare;
         if (!count_only_) {
-          ErodeDilate(src, to, e_, step.element, dilate, OutsideValue<T>(step, dilate), threads_,
-                      cancel_);
+          ErodeDilate(src, to, e_, step.element, dilate, MorphologyOutsideValue<T>(step, dilate),
+                      threads_, cancel_);
         }
         src = to;
       }

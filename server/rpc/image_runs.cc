@@ -57,7 +57,7 @@ absl::Status ImagingService::RunMorphology(const MorphologyJob& job, CallScope& 
   CUIMG_RETURN_IF_ERROR(
       backend_->Morphology(in.input(), out, job.steps, marker_view, &call.times(), call.cancel()));
   metrics_->AddPixels("Morphology", in.view.extent.Pixels());
-  return result.Deliver(*store_, identity, "output.keep_resident");
+  return result.Deliver(*store_, identity);
 }
 
 absl::Status ImagingService::MorphologyIntoSharedMemory(const MorphologyJob& job,
@@ -75,8 +75,8 @@ absl::Status ImagingService::MorphologyIntoSharedMemory(const MorphologyJob& job
   // object (wherever it is mapped).
   if (in.region != nullptr && SharedBytesOverlap(*in.region, job.input.offset, bytes, *region,
                                                  job.output.shared_memory_offset, bytes)) {
-    return absl::InvalidArgumentError(
-        "output.shared_memory.offset: the result's bytes overlap the input's");
+    return InvalidFieldError(ErrorReason::kInvalidCombination, "output.shared_memory.offset",
+                             "the result's bytes overlap the input's");
   }
   if (marker != nullptr && marker->region != nullptr &&
       SharedBytesOverlap(*marker->region, job.marker->offset, bytes, *region,
@@ -128,11 +128,10 @@ absl::Status ImagingService::RunGradient(const GradientJob& job, CallScope& call
   for (double t : taps.smoothing) response->add_smoothing_taps(static_cast<float>(t));
   for (double t : taps.derivative) response->add_derivative_taps(static_cast<float>(t));
   metrics_->AddPixels("Gradient", e.Pixels());
-  CUIMG_RETURN_IF_ERROR(gx.Deliver(*store_, identity, "output.keep_resident"));
-  CUIMG_RETURN_IF_ERROR(gy.Deliver(*store_, identity, "output.keep_resident"));
-  if (magnitude)
-    CUIMG_RETURN_IF_ERROR(magnitude->Deliver(*store_, identity, "output.keep_resident"));
-  if (angle) CUIMG_RETURN_IF_ERROR(angle->Deliver(*store_, identity, "output.keep_resident"));
+  CUIMG_RETURN_IF_ERROR(gx.Deliver(*store_, identity));
+  CUIMG_RETURN_IF_ERROR(gy.Deliver(*store_, identity));
+  if (magnitude) CUIMG_RETURN_IF_ERROR(magnitude->Deliver(*store_, identity));
+  if (angle) CUIMG_RETURN_IF_ERROR(angle->Deliver(*store_, identity));
   return absl::OkStatus();
 }
 
@@ -185,7 +184,7 @@ absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, CallScope& cal
     ResultSlot slot(job.output, job.spec.output_type, extent, in.spacing, out->mutable_result(),
                     detached);
     std::memcpy(slot.data(), packed.data() + level.offset_bytes, level.bytes);
-    CUIMG_RETURN_IF_ERROR(slot.Deliver(*store_, identity, "output.keep_resident"));
+    CUIMG_RETURN_IF_ERROR(slot.Deliver(*store_, identity));
   }
   metrics_->AddPixels("Pyramid", in.view.extent.Pixels());
   return absl::OkStatus();
@@ -227,10 +226,7 @@ absl::Status ImagingService::RunDeform(const DeformJob& job, CallScope& call,
   if (job.mesh.kind == MeshInput::Kind::kHandle) {
     absl::StatusOr<std::shared_ptr<const BackendMesh>> found =
         store_->GetMesh(identity, job.mesh.handle);
-    if (!found.ok()) {
-      return absl::Status(found.status().code(),
-                          absl::StrCat("mesh.handle: ", found.status().message()));
-    }
+    if (!found.ok()) return AtField(found.status(), "mesh.handle");
     mesh = *std::move(found);
   } else {
     CUIMG_ASSIGN_OR_RETURN(mesh, backend_->UploadMesh(job.mesh.view, &call.times()));
@@ -261,10 +257,7 @@ absl::Status ImagingService::RunDeform(const DeformJob& job, CallScope& call,
   if (kept != nullptr) {
     CUIMG_RETURN_IF_ERROR(CheckKeptMesh(*kept, positions));
     absl::StatusOr<ResidentInfo> info = store_->PutMesh(identity, kept, job.output.ttl_seconds);
-    if (!info.ok()) {
-      return absl::Status(info.status().code(),
-                          absl::StrCat("output.keep_resident: ", info.status().message()));
-    }
+    if (!info.ok()) return KeptResultError(info.status());
     response->set_handle(info->handle);
   }
   return absl::OkStatus();
@@ -283,10 +276,12 @@ absl::Status ImagingService::CheckKeptMesh(const BackendMesh& kept, const float*
     valid = ValidateMesh(host, "deformed mesh");
   }
   if (valid.ok()) return valid;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "output.keep_resident: the lattice moves the mesh out of the float range, so it cannot be "
-      "kept resident: ",
-      valid.message()));
+  // The deformed mesh is no request field: the request asked to keep what cannot be kept.
+  return InvalidFieldError(
+      ErrorReason::kValueOutOfRange, "output.keep_resident",
+      absl::StrCat("the lattice moves the mesh out of the float range, so it cannot be kept "
+                   "resident: ",
+                   valid.message()));
 }
 
 }  // namespace cuimg

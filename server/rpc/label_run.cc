@@ -74,7 +74,7 @@ absl::Status ImagingService::RunLabel(const LabelJob& job, CallScope& call,
   FillRegionTable(regions, in.spacing, extent, intensity.has_value(), response->mutable_regions());
   response->set_region_count(static_cast<std::uint32_t>(regions.size()));
   metrics_->AddPixels("Label", extent.Pixels());
-  CUIMG_RETURN_IF_ERROR(labels.Deliver(*store_, call.identity(), "output.keep_resident"));
+  CUIMG_RETURN_IF_ERROR(labels.Deliver(*store_, call.identity()));
   // The shape travels even when the pixels stay on the server: it says how to read the table.
   if (!response->labels().has_image()) {
     DescribeResult(PixelType::kU32, extent, in.spacing, response->mutable_labels());

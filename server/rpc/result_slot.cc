@@ -2,10 +2,15 @@
 
 #include <utility>
 
-#include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 #include "server/validation/proto_conversion.h"
 
 namespace cuimg {
+
+absl::Status KeptResultError(const absl::Status& status) {
+  return ErrorFieldOf(status).empty() ? AtField(status, "output.keep_resident")
+                                      : WithFieldPrefix(status, "output.");
+}
 
 v1::Image* DescribeResult(PixelType type, const Extent& extent, const v1::Spacing& spacing,
                           v1::ImageResult* result) {
@@ -32,8 +37,7 @@ ResultSlot::ResultSlot(const OutputSpec& output, PixelType type, const Extent& e
   data_ = stored_->image.bytes();
 }
 
-absl::Status ResultSlot::Deliver(ResidentStore& store, absl::string_view identity,
-                                 absl::string_view field) {
+absl::Status ResultSlot::Deliver(ResidentStore& store, absl::string_view identity) {
   if (stored_ == nullptr) return absl::OkStatus();
   if (!output_.omit_data) {
     v1::Image* image = result_->mutable_image();
@@ -44,9 +48,7 @@ absl::Status ResultSlot::Deliver(ResidentStore& store, absl::string_view identit
   }
   absl::StatusOr<ResidentInfo> info = store.Put(
       identity, std::shared_ptr<const StoredImage>(std::move(stored_)), output_.ttl_seconds);
-  if (!info.ok()) {
-    return absl::Status(info.status().code(), absl::StrCat(field, ": ", info.status().message()));
-  }
+  if (!info.ok()) return KeptResultError(info.status());
   result_->set_handle(info->handle);
   return absl::OkStatus();
 }

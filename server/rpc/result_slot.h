@@ -15,6 +15,10 @@
 
 namespace cuimg {
 
+// The resident store's refusal of a result kept resident: about output.ttl_seconds when the
+// store judged the TTL (its error names "ttl_seconds"), else about output.keep_resident.
+absl::Status KeptResultError(const absl::Status& status);
+
 // A returned result's header (type, size, channels 1, spacing): everything but the pixels.
 v1::Image* DescribeResult(PixelType type, const Extent& extent, const v1::Spacing& spacing,
                           v1::ImageResult* result);
@@ -33,9 +37,9 @@ class ResultSlot {
   // Where the backend writes the result's pixels (uninitialized until it does).
   void* data() const { return data_; }
 
-  // Stores the result when asked (counting against `identity`'s budget; an error names
-  // `field`) and fills the response: the handle, and the pixels unless omitted.
-  absl::Status Deliver(ResidentStore& store, absl::string_view identity, absl::string_view field);
+  // Stores the result when asked (counting against `identity`'s budget; a refusal as
+  // KeptResultError words it) and fills the response: the handle, and the pixels unless omitted.
+  absl::Status Deliver(ResidentStore& store, absl::string_view identity);
 
  private:
   OutputSpec output_;

@@ -14,18 +14,19 @@ namespace cuimg {
 absl::StatusOr<VolumeStreamJob> ValidateVolumeStreamHeader(const v1::VolumeStreamHeader& header,
                                                            const RequestLimits& limits) {
   if (!header.has_volume()) {
-    return absl::InvalidArgumentError("header.volume: is required (the volume's type and size)");
+    return InvalidFieldError(ErrorReason::kFieldRequired, "header.volume",
+                             "is required (the volume's type and size)");
   }
   CUIMG_ASSIGN_OR_RETURN(ImageInput volume, ValidateImage(header.volume(), header.volume().data(),
                                                           "header.volume", limits, true));
   if (!header.volume().data().empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("header.volume.data: must be empty (pixels arrive in slab messages), got ",
-                     header.volume().data().size(), " bytes"));
+    return InvalidFieldError(ErrorReason::kInvalidCombination, "header.volume.data",
+                             absl::StrCat("must be empty (pixels arrive in slab messages), got ",
+                                          header.volume().data().size(), " bytes"));
   }
   if (volume.channels != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("header.volume.channels: ", volume.channels, "; streamed volumes need 1"));
+    return InvalidFieldError(ErrorReason::kUnsupportedImageShape, "header.volume.channels",
+                             absl::StrCat(volume.channels, "; streamed volumes need 1"));
   }
   VolumeStreamJob job;
   job.type = volume.type;
@@ -35,12 +36,12 @@ absl::StatusOr<VolumeStreamJob> ValidateVolumeStreamHeader(const v1::VolumeStrea
     case v1::VolumeStreamHeader::kMorphology: {
       const v1::MorphologyRequest& m = header.morphology();
       if (m.has_input()) {
-        return absl::InvalidArgumentError(
-            "header.morphology.input: must be unset (the pixels arrive in slab messages)");
+        return InvalidFieldError(ErrorReason::kInvalidCombination, "header.morphology.input",
+                                 "must be unset (the pixels arrive in slab messages)");
       }
       if (m.has_output()) {
-        return absl::InvalidArgumentError(
-            "header.morphology.output: must be unset (results stream back; nothing is kept)");
+        return InvalidFieldError(ErrorReason::kInvalidCombination, "header.morphology.output",
+                                 "must be unset (results stream back; nothing is kept)");
       }
       job.op = VolumeStreamJob::Op::kMorphology;
       ElementFrame frame;
@@ -71,12 +72,12 @@ absl::StatusOr<VolumeStreamJob> ValidateVolumeStreamHeader(const v1::VolumeStrea
     case v1::VolumeStreamHeader::kGradient: {
       const v1::GradientRequest& g = header.gradient();
       if (g.has_input()) {
-        return absl::InvalidArgumentError(
-            "header.gradient.input: must be unset (the pixels arrive in slab messages)");
+        return InvalidFieldError(ErrorReason::kInvalidCombination, "header.gradient.input",
+                                 "must be unset (the pixels arrive in slab messages)");
       }
       if (g.has_output()) {
-        return absl::InvalidArgumentError(
-            "header.gradient.output: must be unset (results stream back; nothing is kept)");
+        return InvalidFieldError(ErrorReason::kInvalidCombination, "header.gradient.output",
+                                 "must be unset (results stream back; nothing is kept)");
       }
       job.op = VolumeStreamJob::Op::kGradient;
       CUIMG_RETURN_IF_ERROR(CheckFilterPixelType(job.type, "header.volume.pixel_type", "Gradient"));
@@ -86,7 +87,8 @@ absl::StatusOr<VolumeStreamJob> ValidateVolumeStreamHeader(const v1::VolumeStrea
     case v1::VolumeStreamHeader::OPERATION_NOT_SET:
       break;
   }
-  return absl::InvalidArgumentError("header.operation: one of morphology or gradient is required");
+  return InvalidFieldError(ErrorReason::kFieldRequired, "header.operation",
+                           "one of morphology or gradient is required");
 }
 
 }  // namespace cuimg

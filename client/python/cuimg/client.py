@@ -3,7 +3,8 @@
 Arrays: (H, W) images, (D, H, W) volumes, (H, W, C) colour images for detection; dtypes uint8,
 uint16, int16, float32, and uint32 for label images (Client.label's, which morphology's
 segmentation steps take), in either byte order (others are refused, never converted silently).
-Results are writable arrays in native byte order. Errors from the server raise CuimgError with
+Results are writable arrays in native byte order, of the input's dimensionality: a one-slice
+volume (1, H, W), which the wire cannot tell from an (H, W) image, comes back (1, H, W). Errors from the server raise CuimgError with
 the gRPC code and message (field names included, e.g. "steps[0].element.width: ...").
 
 Volumes larger than the client's `stream_threshold` go through ProcessVolumeStream over several
@@ -15,64 +16,27 @@ by reference (region, offset, shape) instead of bytes, and morphology can write 
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Iterable, Iterator
 
 import grpc
 import numpy as np
 
 from cuimg import _wire, detection, segmentation, wire_contract
-from cuimg.errors import CuimgError
+from cuimg.errors import CuimgError, make_error
 # The conversions, as cuimg.client offered them before they had a module of their own.
-from cuimg.messages import (DTYPES, PIXEL_TYPES, Spacing, _floats, _image_header, _image_shape,
-                            _mesh, _set_spacing, element_mm, from_image, little_endian,
-                            parse_steps, pixel_type, to_image)
+from cuimg.messages import (DTYPES, PIXEL_TYPES, Resident, Spacing, _floats, _image_header,
+                            _image_shape, _mesh, _output_options, _result, _set_spacing,
+                            element_mm, from_image, little_endian, parse_steps, pixel_type,
+                            to_image)
 from cuimg.shared_region import SharedRegion, ShmArray
-from cuimg.sources import (ImageLike, Resident, _frame_source, _output_options, _result,
-                           _source)
+from cuimg.sources import ImageLike, _frame_source, _source
 from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, imaging_service_pb2_grpc,
                       label_pb2, morphology_pb2, pyramid_pb2, resident_pb2, streaming_pb2,
                       types_pb2)
 from cuimg.volume_stream import StreamFailed, StreamedVolume, stream_volume
-
-
-# Messages can be large (volumes); the server enforces its own limits.
-CHANNEL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1),
-                   # gRPC retries a call only while what it sent fits this buffer (256 KiB by
-                   # default, less than a VGA frame); the cuimg CLI uses the same.
-                   ("grpc.per_rpc_retry_buffer_size", 64 << 20),
-                   # A failed connection is tried again after 100 ms, not gRPC's 1 s, within the
-                   # retry policy's span (Debian's gRPC 1.51 now and then fails a local connect()
-                   # that was only in progress, grpc/grpc#35064); the CLI does the same.
-                   ("grpc.initial_reconnect_backoff_ms", 100)]
-# Volumes above this many bytes are streamed (Client's stream_threshold): below it one unary
-# message costs less than opening the streams.
-DEFAULT_STREAM_THRESHOLD = 4 << 20
-
-def _retry_config(max_attempts: int) -> str | None:
-    """The service config: UNAVAILABLE (a restarted or replaced server) and an overloaded
-    server's RESOURCE_EXHAUSTED are retried, the latter after the delay the server pushes back
-    (grpc-retry-pushback-ms; -1, never, for a request that cannot fit)."""
-    if max_attempts == 1:
-        return None
-    return json.dumps({"methodConfig": [{
-        "name": [{"service": "cuimg.v1.Imaging"}, {"service": "grpc.health.v1.Health"}],
-        "retryPolicy": {"maxAttempts": max_attempts, "initialBackoff": "0.05s",
-                        "maxBackoff": "1s", "backoffMultiplier": 2,
-                        "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED"]}}, {
-        # Streamed volumes are sent again by the client itself (cuimg.volume_stream): under
-        # gRPC 1.51's retry policy a stream whose server died mid-call waited for its deadline
-        # instead of failing (tests/e2e/test_python_volume_stream.py kills one).
-        # A DetectStream is never replayed: gRPC would keep every frame sent for a retry.
-        "name": [{"service": "cuimg.v1.Imaging", "method": "ProcessVolumeStream"},
-                 {"service": "cuimg.v1.Imaging", "method": "DetectStream"}]}]})
-
-
-def _read(path: str | None) -> bytes | None:
-    if path is None:
-        return None
-    with open(path, "rb") as f:
-        return f.read()
+# The channel's settings, as cuimg.client offered them before they had a module of their own.
+from cuimg.channel_options import (CHANNEL_OPTIONS, DEFAULT_STREAM_THRESHOLD, _read,
+                                   _retry_config)
 
 
 class Client:
@@ -141,6 +105,10 @@ class Client:
         # The last morphology's elements as the server ran them, in voxels, one per step, when
         # some were given in millimetres (element_mm, "5mm" steps); else empty.
         self.last_elements: list[morphology_pb2.StructuringElement] = []
+        # Resident handles this client made from one-slice volumes (1, H, W): the server keeps
+        # them as 2D images (a depth of 1 is 2D on the wire), so their results and downloads get
+        # the leading axis back here. A handle made by another client comes back (H, W).
+        self._one_slice_handles: set[str] = set()
 
     def _new_channel(self, index: int) -> grpc.Channel:
         # A distinct argument per index keeps gRPC from sharing one connection between channels
@@ -160,6 +128,22 @@ class Client:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+    def _one_slice(self, image: ImageLike) -> bool:
+        """Whether `image` is a one-slice volume (1, H, W): an array, a ShmArray, or a handle
+        this client made from one."""
+        if isinstance(image, str):
+            return image in self._one_slice_handles
+        shape = image.array.shape if isinstance(image, ShmArray) else np.shape(image)
+        return len(shape) == 3 and shape[0] == 1
+
+    def _results(self, image: ImageLike, results: list[types_pb2.ImageResult],
+                 keep_resident: bool, return_data: bool) -> list[Any]:
+        """The arrays (or Residents) of `results`, of `image`'s dimensionality."""
+        one_slice = self._one_slice(image)
+        if one_slice and keep_resident:
+            self._one_slice_handles.update(r.handle for r in results)
+        return [_result(r, keep_resident, return_data, one_slice) for r in results]
 
     def _call(self, method: str, request: Any) -> Any:
         try:
@@ -193,7 +177,7 @@ class Client:
                                    out_dtype=out_dtype, plane_count=plane_count,
                                    slab_bytes=self.slab_bytes, timeout=self.timeout)
         except StreamFailed as e:
-            raise CuimgError(e.code, e.details) from None
+            raise make_error(e.code, e.details, e.info) from None
         self.last_stream = result
         self.last_timing = result.server_timing()
         return result.planes
@@ -220,8 +204,8 @@ class Client:
         stream:      None: a (D, H, W) volume above the client's stream_threshold is streamed
                      over its volume_streams connections; True: any volume is; False: unary.
                      Never with out= or keep_resident. The result is the same either way. A chain
-                     with a segmentation step (fill_holes, hmax, ...) runs on one stream: the
-                     server holds the whole volume for it.
+                     with a global segmentation step (fill_holes, hmax, ...) runs on one stream:
+                     the server holds the whole volume for it.
         marker:      the seed of reconstruct_dilate / reconstruct_erode steps: an array of the
                      input's shape and dtype, a ShmArray or a resident handle (a streamed volume
                      takes only the latter two).
@@ -251,7 +235,7 @@ class Client:
         self.last_elements = list(response.resolved_elements)
         if out is not None:
             return out.array
-        return _result(response.result, keep_resident, return_data)
+        return self._results(image, [response.result], keep_resident, return_data)[0]
 
     def gradient(self, image: ImageLike, *, kernel_length: int = 7, sigma: float = 0.0,
                  magnitude: bool = False, angle: bool = False, spacing: Spacing | None = None,
@@ -272,8 +256,8 @@ class Client:
         response = self._call("Gradient", gradient_pb2.GradientRequest(
             input=_source(image, spacing), kernel_length=kernel_length, sigma=sigma,
             magnitude=magnitude, angle=angle, output=output))
-        return {name: _result(getattr(response, name), keep_resident, return_data)
-                for name in names}
+        return dict(zip(names, self._results(image, [getattr(response, n) for n in names],
+                                             keep_resident, return_data)))
 
     def label(self, image: ImageLike, *, connectivity: int | None = None,
               threshold: tuple[float, float] | None = None, min_voxels: int = 0,
@@ -309,8 +293,8 @@ class Client:
         except grpc.RpcError as e:
             raise CuimgError.of(e) from None
         self.last_timing = wire_contract.timing_text(rpc.trailing_metadata())
-        ndim = 3 if labels.image.depth > 1 else 2
-        return (_result(labels, keep_resident, return_data),
+        ndim = 3 if labels.image.depth > 1 or self._one_slice(image) else 2
+        return (self._results(image, [labels], keep_resident, return_data)[0],
                 segmentation.regions(columns, count, ndim))
 
     def pyramid(self, image: ImageLike, *, levels: int = 31, ratio: float = 1.05,
@@ -326,7 +310,8 @@ class Client:
             input=_source(image), levels=levels, ratio=ratio, mode=modes[mode],
             min_width=min_width, min_height=min_height, output_type=pixel_type(output_dtype),
             output=_output_options(keep_resident, return_data, ttl_seconds)))
-        return [_result(level.result, keep_resident, return_data) for level in response.levels]
+        return self._results(image, [level.result for level in response.levels], keep_resident,
+                             return_data)
 
     def detect(self, image: ImageLike | None = None, *, encoded: bytes | None = None,
                model: str = "", hit_threshold: float = 0.0, win_stride: int = 0,
@@ -438,6 +423,8 @@ class Client:
             response = self._stub.Upload(messages(), timeout=self.timeout)
         except grpc.RpcError as e:
             raise CuimgError.of(e) from None
+        if image is not None and self._one_slice(image):
+            self._one_slice_handles.add(response.object.handle)
         return response.object.handle
 
     def download(self, handle: str) -> Any:
@@ -475,6 +462,8 @@ class Client:
         if first.HasField("mesh"):
             return (flat[:sizes[0]].view("<f4").reshape(-1, 3).astype(np.float32, copy=False),
                     flat[sizes[0]:].view("<u4").reshape(-1, 3).astype(np.uint32, copy=False))
+        if handle in self._one_slice_handles and len(shape) == 2:
+            shape = (1,) + shape
         return flat.view(dtype.newbyteorder("<")).reshape(shape).astype(dtype, copy=False)
 
     def shared_memory(self, size: int) -> SharedRegion:
@@ -484,6 +473,7 @@ class Client:
     def release(self, handle: str) -> None:
         """Frees a resident object (NOT_FOUND when it is not, or no longer, there)."""
         self._call("Release", resident_pb2.ReleaseRequest(handle=handle))
+        self._one_slice_handles.discard(handle)
 
     def list_resident(self) -> list[tuple[str, str, int]]:
         """(handle, kind name, size_bytes) of every resident object of this caller."""

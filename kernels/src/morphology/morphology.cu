@@ -40,12 +40,6 @@ __global__ void DifferenceKernel(const T* a, const T* b, T* out, std::int64_t n)
   }
 }
 
-template <typename T>
-T OutsideValue(const MorphologyStep& step, bool dilate) {
-  if (step.border == BorderMode::kConstant) return SaturateCast<T>(step.border_value);
-  return dilate ? PixelLowest<T>() : PixelMax<T>();
-}
-
 int PassLaunches(const internal::ElementPlan& e) {
   if (e.separable) return std::max<int>(1, static_cast<int>(e.box.size()));
   if (!e.nested.empty()) return static_cast<int>(e.nested.size());
@@ -85,7 +79,7 @@ class Executor {
   // One erosion or dilation of src into dst (dst must not be src).
   absl::Status Pass(const T* src, T* dst, std::size_t step_index, bool dilate) {
     const internal::ElementPlan& e = plan_.elements[step_index];
-    const T border = OutsideValue<T>(plan_.steps[step_index], dilate);
+    const T border = MorphologyOutsideValue<T>(plan_.steps[step_index], dilate);
     if (e.separable) {
       if (e.box.empty()) {  // the 1x1 element
         CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, plan_.extent.Pixels() * sizeof(T),

@@ -3,11 +3,14 @@
 #define CUIMG_KERNELS_MORPHOLOGY_TYPES_H_
 
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "cuimg/common/image.h"
+#include "cuimg/common/pixel_type.h"
 #include "cuimg/kernels/segmentation_types.h"
 #include "cuimg/kernels/structuring_element.h"
 
@@ -57,7 +60,9 @@ enum class MorphOp {
 // "hmin", "threshold", "remove_small", "keep_largest".
 absl::string_view MorphOpName(MorphOp op);
 
-// kNeutral: outside pixels never win (+max for erosion, lowest for dilation; +-inf for f32).
+// kNeutral: outside pixels never win (+max for erosion, lowest for dilation; NaN for f32, the
+// identity of fminf/fmaxf, so a window whose pixels inside the image are all NaN, or that has
+// none, gives NaN).
 // kConstant: outside pixels have `border_value` (saturated to the pixel type).
 enum class BorderMode { kNeutral, kConstant };
 
@@ -107,6 +112,20 @@ bool AnyStepUsesMarker(const std::vector<MorphologyStep>& steps);
 // limits).
 absl::Status ValidateMorphologyStep(const MorphologyStep& step, const Extent& extent,
                                     absl::string_view field);
+
+// The value of every pixel outside the image for one erosion (`dilate` false) or dilation pass of
+// `step`, as both implementations use it. For f32 the neutral border is NaN rather than +-inf:
+// under minNum/maxNum NaN loses to every number as +-inf does, but also to +-inf itself, so the
+// border cannot turn a window of NaN pixels into an infinity.
+template <typename T>
+T MorphologyOutsideValue(const MorphologyStep& step, bool dilate) {
+  if (step.border == BorderMode::kConstant) return SaturateCast<T>(step.border_value);
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::numeric_limits<T>::quiet_NaN();
+  } else {
+    return dilate ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+  }
+}
 
 }  // namespace cuimg
 
