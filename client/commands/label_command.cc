@@ -66,19 +66,21 @@ absl::StatusOr<v1::LabelRequest> LabelParameters(const LabelCommand& c) {
 }
 
 // A double for JSON: NaN and infinities (an intensity sum over NaN) have no JSON number.
-nlohmann::json Number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nullptr; }
+nlohmann::ordered_json Number(double v) {
+  return std::isfinite(v) ? nlohmann::ordered_json(v) : nullptr;
+}
 
-nlohmann::json Triple(const google::protobuf::RepeatedField<double>& column, int k) {
+nlohmann::ordered_json Triple(const google::protobuf::RepeatedField<double>& column, int k) {
   return {Number(column[3 * k]), Number(column[3 * k + 1]), Number(column[3 * k + 2])};
 }
 
 // The regions as JSON rows, label order.
-nlohmann::json RegionRows(const v1::RegionTable& t, int count) {
+nlohmann::ordered_json RegionRows(const v1::RegionTable& t, int count) {
   const bool mm = t.centroid_mm_size() == 3 * count;
   const bool intensity = t.min_size() == count;
-  nlohmann::json rows = nlohmann::json::array();
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (int k = 0; k < count; ++k) {
-    nlohmann::json row = {
+    nlohmann::ordered_json row = {
         {"label", k + 1},
         {"voxels", t.voxels(k)},
         {"bbox_begin", {t.bbox_begin(3 * k), t.bbox_begin(3 * k + 1), t.bbox_begin(3 * k + 2)}},
@@ -184,13 +186,14 @@ int RunLabel(const ConnectionOptions& connection, const LabelCommand& c) {
     }
   }
   const Extent& e = image.extent();
-  nlohmann::json summary = {{"input", c.input},    {"output", c.output},
-                            {"width", e.width},    {"height", e.height},
-                            {"depth", e.depth},    {"region_count", count},
-                            {"round_trip_ms", ms}, {"server_timing", TimingTrailerText(context)}};
+  nlohmann::ordered_json summary = {
+      {"input", c.input},    {"output", c.output},
+      {"width", e.width},    {"height", e.height},
+      {"depth", e.depth},    {"region_count", count},
+      {"round_trip_ms", ms}, {"server_timing", TimingTrailerText(context)}};
   if (!response.labels().handle().empty()) summary["handle"] = response.labels().handle();
   if (!c.json_out.empty()) {
-    nlohmann::json table = summary;
+    nlohmann::ordered_json table = summary;
     table["regions"] = RegionRows(response.regions(), count);
     std::ofstream out(c.json_out);
     out << table.dump(1) << "\n";
