@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/commands/commands.h"
+#include "client/io/atomic_output.h"
 #include "client/io/volume_file.h"
 #include "client/morphology_spec.h"
 #include "client/pixel_messages.h"
@@ -195,10 +195,9 @@ int RunLabel(const ConnectionOptions& connection, const LabelCommand& c) {
   if (!c.json_out.empty()) {
     nlohmann::ordered_json table = summary;
     table["regions"] = RegionRows(response.regions(), count);
-    std::ofstream out(c.json_out);
-    out << table.dump(1) << "\n";
-    if (!out) {
-      std::fprintf(stderr, "error: %s: cannot write\n", c.json_out.c_str());
+    // Whole or not at all (atomic_output.h), as every output the CLI writes.
+    if (absl::Status s = WriteTextFile(c.json_out, table.dump(1) + "\n"); !s.ok()) {
+      std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
       return kExitUsage;
     }
   }
