@@ -6,6 +6,7 @@
 #include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/reference/morphology_reference.h"
+#include "server/scheduling/inflight_estimate.h"
 
 namespace cuimg {
 
@@ -34,7 +35,8 @@ WholeVolumeStage::WholeVolumeStage(PixelType type, const Extent& extent,
 std::uint64_t WholeVolumeStage::HeldBytes(PixelType type, const Extent& extent,
                                           const std::vector<MorphologyStep>& steps) {
   const std::uint64_t volume = static_cast<std::uint64_t>(extent.Pixels()) * PixelSize(type);
-  return volume * (2 + static_cast<std::uint64_t>(MorphologyReferenceScratchImages(steps)));
+  return volume * (2 + static_cast<std::uint64_t>(MorphologyReferenceScratchImages(steps))) +
+         SegmentationScratchBytes(steps, extent);
 }
 
 absl::Status WholeVolumeStage::PlaceSlab(Backend& backend, const ImageView& in,

@@ -41,8 +41,8 @@ class WholeVolumeStage {
   // `steps`: the chain from its first global step on; `type` and `extent`: the whole volume's.
   WholeVolumeStage(PixelType type, const Extent& extent, std::vector<MorphologyStep> steps);
 
-  // Host bytes the stage holds at most: the gathered volume, its result, and the CPU
-  // reference's scratch images between passes.
+  // Host bytes the stage holds at most: the gathered volume, its result, the CPU reference's
+  // scratch images between passes and its segmentation steps' own (SegmentationScratchBytes).
   static std::uint64_t HeldBytes(PixelType type, const Extent& extent,
                                  const std::vector<MorphologyStep>& steps);
 

@@ -1,10 +1,13 @@
 #include "server/scheduling/inflight_estimate.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "cuimg/codec/image_codec.h"
 #include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/reference/morphology_reference.h"
+#include "cuimg/reference/reconstruction_reference.h"
 #include "server/rpc/image_input.h"
 
 namespace cuimg {
@@ -71,7 +74,22 @@ absl::StatusOr<std::uint64_t> EstimateInflightBytes(const MorphologyJob& job,
     marker = Bytes(shape);
   }
   return request.ByteSizeLong() + DecodedBytes(job.input, in) + marker +
-         (results + scratch) * Bytes(in);
+         (results + scratch) * Bytes(in) + SegmentationScratchBytes(job.steps, in.extent);
+}
+
+std::uint64_t SegmentationScratchBytes(const std::vector<MorphologyStep>& steps,
+                                       const Extent& extent) {
+  std::uint64_t most = 0;
+  for (const MorphologyStep& step : steps) {
+    if (step.op == MorphOp::kRemoveSmall || step.op == MorphOp::kKeepLargest) {
+      // The labelling reference's mask byte, union-find root and count per pixel (9; 12 counted).
+      most = std::max<std::uint64_t>(most, 12 * static_cast<std::uint64_t>(extent.Pixels()));
+    } else if (IsGlobalStep(step)) {
+      most = std::max<std::uint64_t>(
+          most, static_cast<std::uint64_t>(ReconstructionReferenceQueueBytes(extent)));
+    }
+  }
+  return most;
 }
 
 absl::StatusOr<std::uint64_t> EstimateInflightBytes(const LabelJob& job,

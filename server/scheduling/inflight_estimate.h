@@ -34,6 +34,12 @@ absl::StatusOr<std::uint64_t> EstimateInflightBytes(const LabelJob& job,
                                                     absl::string_view identity,
                                                     ResidentStore& store,
                                                     const RequestLimits& limits);
+// Host bytes the segmentation steps of `steps` need on an image of `extent` beside the chain's
+// images (MorphologyReferenceScratchImages): the reference's reconstruction queue
+// (ReconstructionReferenceQueueBytes) for a reconstruction step, labelling's buffers for a mask
+// step; the steps run one at a time, so the largest need. 0 without such steps.
+std::uint64_t SegmentationScratchBytes(const std::vector<MorphologyStep>& steps,
+                                       const Extent& extent);
 // Host bytes of `regions` regions' statistics: the backend's rows, the response's columns and
 // their serialized copy.
 std::uint64_t LabelRegionBytes(std::size_t regions, bool intensity);

@@ -342,7 +342,7 @@ absl::Status CheckStepsForImage(const std::vector<MorphologyStep>& steps, PixelT
     const MorphologyStep& step = steps[i];
     const std::string field = absl::StrCat(prefix, "steps[", i, "]");
     CUIMG_RETURN_IF_ERROR(ValidateMorphologyStep(step, extent, field));
-    if (type == PixelType::kU32 && TakesElement(step.op)) {
+    if (type == PixelType::kU32 && !StepTakesU32(step)) {  // the kernels' rule
       return InvalidFieldError(
           ErrorReason::kUnsupportedPixelType, absl::StrCat(field, ".op"),
           absl::StrCat(MorphOpName(step.op),
