@@ -37,7 +37,8 @@ def random_input(rng, dtype, volume):
         for axis in range(len(shape)):
             noise = np.cumsum(noise, axis=axis) / np.sqrt(np.arange(1, shape[axis] + 1)).reshape(
                 [-1 if a == axis else 1 for a in range(len(shape))])
-        return np.digitize(noise, [-0.5, 0, 0.5, 1]).astype(dtype) * (3 if dtype != np.uint8 else 50)
+        levels = np.digitize(noise, [-0.5, 0, 0.5, 1]).astype(dtype)
+        return levels * (3 if dtype != np.uint8 else 50)
     if volume:
         planes = [cases.maze(rng, max(1, shape[1] // 2), max(1, shape[2] // 2))
                   for _ in range(shape[0])]
@@ -95,7 +96,8 @@ def random_label_request(rng):
     image = random_input(rng, dtype, volume)
     request = label_pb2.LabelRequest(input=types_pb2.ImageSource(image=cases.image_proto(image)))
     if rng.random() < 0.7:
-        request.connectivity = cases.CONNECTIVITY[int(rng.choice([6, 18, 26] if volume else [4, 8]))]
+        request.connectivity = cases.CONNECTIVITY[
+            int(rng.choice([6, 18, 26] if volume else [4, 8]))]
     if rng.random() < 0.4:
         request.threshold.lo = float(rng.integers(0, 50))
         request.threshold.hi = request.threshold.lo + float(rng.integers(0, 200))

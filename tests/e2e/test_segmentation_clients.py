@@ -150,7 +150,8 @@ class SegmentationClients(unittest.TestCase):
         response.labels.image.pixel_type = types_pb2.PIXEL_TYPE_U32
         data = response.SerializeToString()
         # A second RegionTable field is merged by protobuf: columns concatenate.
-        extra = label_pb2.LabelResponse(regions=label_pb2.RegionTable(voxels=[9])).SerializeToString()
+        extra = label_pb2.LabelResponse(
+            regions=label_pb2.RegionTable(voxels=[9])).SerializeToString()
         for wire in (data, data + extra):
             parsed = label_pb2.LabelResponse.FromString(wire)
             labels, count, columns = segmentation.decode_label_response(wire)

@@ -285,7 +285,8 @@ class SegmentationWire(unittest.TestCase):
 
     def test_a_chain_mixes_filters_and_segmentation_steps(self):
         z, y, x = np.mgrid[0:10, 0:40, 0:44]
-        ball = ((z - 5) ** 2 + (y - 20) ** 2 + (x - 22) ** 2 <= 49) & ((y - 20) ** 2 + (x - 22) ** 2 > 4)
+        ring = (y - 20) ** 2 + (x - 22) ** 2
+        ball = ((z - 5) ** 2 + ring <= 49) & (ring > 4)
         volume = np.where(ball, 300, -900).astype(np.int16)
         volume += np.random.default_rng(13).integers(-30, 30, volume.shape).astype(np.int16)
         chain = [step(OP.MORPHOLOGY_OP_THRESHOLD, lo=-200, hi=3000),
@@ -336,11 +337,13 @@ class SegmentationWire(unittest.TestCase):
         marker_handle = self.upload(marker)
         chains = [
             [step(OP.MORPHOLOGY_OP_FILL_HOLES, 6)],
-            [morphology_pb2.MorphologyStep(op=OP.MORPHOLOGY_OP_DILATE, element=morphology_pb2.StructuringElement(
-                shape=morphology_pb2.ELEMENT_SHAPE_RECT, width=3, height=3, depth=3)),
+            [morphology_pb2.MorphologyStep(
+                op=OP.MORPHOLOGY_OP_DILATE, element=morphology_pb2.StructuringElement(
+                    shape=morphology_pb2.ELEMENT_SHAPE_RECT, width=3, height=3, depth=3)),
              step(OP.MORPHOLOGY_OP_HMAX, 26, h=5),
              morphology_pb2.MorphologyStep(op=OP.MORPHOLOGY_OP_ERODE, element=box(3))],
-            [step(OP.MORPHOLOGY_OP_THRESHOLD, lo=10, hi=30), step(OP.MORPHOLOGY_OP_KEEP_LARGEST, 18)],
+            [step(OP.MORPHOLOGY_OP_THRESHOLD, lo=10, hi=30),
+             step(OP.MORPHOLOGY_OP_KEEP_LARGEST, 18)],
             [step(OP.MORPHOLOGY_OP_RECONSTRUCT_DILATE, 6)],
         ]
         for i, chain in enumerate(chains):
@@ -394,7 +397,8 @@ class SegmentationWire(unittest.TestCase):
              "steps[0].element"),
             (M(input=image, steps=[step(OP.MORPHOLOGY_OP_KEEP_LARGEST, h=2)]), "steps[0].h"),
             (M(input=image, steps=[morphology_pb2.MorphologyStep(
-                op=OP.MORPHOLOGY_OP_DILATE, element=box(3), connectivity=types_pb2.CONNECTIVITY_8)]),
+                op=OP.MORPHOLOGY_OP_DILATE, element=box(3),
+                connectivity=types_pb2.CONNECTIVITY_8)]),
              "steps[0].connectivity"),
             (M(input=image, steps=[step(OP.MORPHOLOGY_OP_RECONSTRUCT_DILATE)]), "marker"),
             (M(input=image, steps=[step(OP.MORPHOLOGY_OP_FILL_HOLES)],

@@ -285,9 +285,9 @@ class Client:
             _source(image, spacing), connectivity_value=connectivity, threshold=threshold,
             min_voxels=min_voxels, intensity=None if intensity is None else _source(intensity),
             output=output)
-        call = self._channel.unary_unary("/cuimg.v1.Imaging/Label",
-                                         request_serializer=label_pb2.LabelRequest.SerializeToString,
-                                         response_deserializer=segmentation.decode_label_response)
+        call = self._channel.unary_unary(
+            "/cuimg.v1.Imaging/Label", request_serializer=label_pb2.LabelRequest.SerializeToString,
+            response_deserializer=segmentation.decode_label_response)
         try:
             (labels, count, columns), rpc = call.with_call(request, timeout=self.timeout)
         except grpc.RpcError as e:
