@@ -101,6 +101,14 @@ step "server over the wire (CUDA backend)"
   # Streamed volumes on the CUDA backend: slabs on several CUDA streams == the unary result.
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
     timeout 240 python3 "$B/tests/e2e/test_volume_stream_wire.py" || status=1
+  # Segmentation (issue 48) on the CUDA backend: against SciPy/scikit-image over the wire, and
+  # CUDA == CPU byte for byte on random and adversarial chains and Label requests.
+  CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
+    timeout 300 python3 "$B/tests/e2e/test_segmentation_wire.py" || status=1
+  CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
+    timeout 300 python3 "$B/tests/e2e/test_segmentation_clients.py" || status=1
+  CUIMG_SERVER_FLAGS= timeout 600 python3 "$B/tests/e2e/compare_segmentation_backends.py" \
+    --server "$B/bin/cuimg-server" || status=1
   unset CUIMG_SERVER_FLAGS
 } > "$OUT/e2e.log" 2>&1
 grep -E "^(Ran|OK|FAILED)|backends" "$OUT/e2e.log"

@@ -31,7 +31,7 @@ test_pkgs=(
   ffmpeg
   # Over-the-wire tests and the Python client.
   python3 python3-grpcio python3-protobuf python3-numpy python3-scipy python3-pydicom
-  # The segmentation steps' oracle (skimage.morphology.reconstruction).
+  # Segmentation oracles: scikit-image's reconstruction and regionprops (SciPy's label).
   python3-skimage
   # cuimg.dicom decodes compressed series with GDCM as the CLI does; cuimg.nifti reads NIfTI.
   python3-gdcm python3-nibabel

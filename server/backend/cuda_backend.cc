@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,7 @@
 #include "cuimg/kernels/deform.h"
 #include "cuimg/kernels/gradient.h"
 #include "cuimg/kernels/hog_detect.h"
+#include "cuimg/kernels/label.h"
 #include "cuimg/kernels/morphology.h"
 #include "cuimg/kernels/pyramid.h"
 #include "server/backend/backend.h"
@@ -134,8 +136,8 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
   }
 
   absl::Status Morphology(const InputImage& in, const ImageView& out,
-                          const std::vector<MorphologyStep>& steps, StageTimes* times,
-                          const CancelToken& cancel) override {
+                          const std::vector<MorphologyStep>& steps, const ImageView* marker,
+                          StageTimes* times, const CancelToken& cancel) override {
     CUIMG_ASSIGN_OR_RETURN(MorphologyPlan plan, MorphologyPlan::Create(in.type, in.extent, steps));
     return OnDevice(PickFor(in), times, [&](DeviceCall& c) -> absl::Status {
       // Waiting for a stream may have taken the rest of the request's time.
@@ -151,8 +153,12 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
       CUIMG_ASSIGN_OR_RETURN(void* d_ws, c.Acquire(plan.WorkspaceBytes()));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
       CUIMG_ASSIGN_OR_RETURN(const void* d_in, c.Input(in));
+      const void* d_marker = nullptr;
+      if (marker != nullptr) {
+        CUIMG_ASSIGN_OR_RETURN(d_marker, c.Input(*marker));
+      }
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
-      CUIMG_RETURN_IF_ERROR(plan.Run(d_in, d_out, d_ws, c.stream, cancel));
+      CUIMG_RETURN_IF_ERROR(plan.Run(d_in, d_out, d_ws, c.stream, cancel, d_marker));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
       if (!in_place) CUIMG_RETURN_IF_ERROR(c.CopyOut(out.data, d_out, bytes));
       return c.timer.Mark(3, c.stream);
@@ -164,6 +170,39 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
   // stream: whether a kernel writes `out` in place (mapped host memory) or a copy fills it, the
   // input's bytes there have all been read.
   bool MorphologyWritesOverInput() const override { return true; }
+
+  absl::StatusOr<std::vector<RegionStats>> Label(const InputImage& in, const LabelSpec& spec,
+                                                 const ImageView* intensity,
+                                                 const ImageView& labels, StageTimes* times,
+                                                 const CancelToken& cancel) override {
+    CUIMG_ASSIGN_OR_RETURN(
+        LabelPlan plan,
+        LabelPlan::Create(
+            in.type, in.extent, spec,
+            intensity != nullptr ? std::optional<PixelType>(intensity->type) : std::nullopt));
+    std::vector<RegionStats> regions;
+    CUIMG_RETURN_IF_ERROR(OnDevice(PickFor(in), times, [&](DeviceCall& c) -> absl::Status {
+      CUIMG_RETURN_IF_ERROR(cancel.Check());  // a few passes over the image: checked before them
+      const std::size_t label_bytes = static_cast<std::size_t>(in.extent.Pixels()) * 4;
+      CUIMG_ASSIGN_OR_RETURN(void* d_labels, c.Acquire(label_bytes));
+      CUIMG_ASSIGN_OR_RETURN(void* d_ws, c.Acquire(plan.WorkspaceBytes()));
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
+      CUIMG_ASSIGN_OR_RETURN(const void* d_in, c.Input(in));
+      const void* d_intensity = nullptr;
+      if (intensity != nullptr) {
+        CUIMG_ASSIGN_OR_RETURN(d_intensity, c.Input(*intensity));
+      }
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
+      CUIMG_RETURN_IF_ERROR(plan.Run(d_in, d_intensity, static_cast<std::uint32_t*>(d_labels), d_ws,
+                                     c.stream, cancel));
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
+      CUIMG_RETURN_IF_ERROR(c.CopyOut(labels.data, d_labels, label_bytes));
+      // Synchronizes the stream: the labels' copy is complete too.
+      CUIMG_ASSIGN_OR_RETURN(regions, plan.ReadRegions(d_ws, c.stream));
+      return c.timer.Mark(3, c.stream);
+    }));
+    return regions;
+  }
 
   absl::Status Gradient(const InputImage& in, const GradientSpec& spec, const GradientOutputs& out,
                         StageTimes* times, const CancelToken& cancel) override {

@@ -128,6 +128,7 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
       Admit(*ctx, rpc, &*job, messages->request(), identity, messages->detached_request_bytes());
   if (!reservation.ok()) return refuse(reservation.status());
   auto held = std::make_shared<InflightBudget::Reservation>(*std::move(reservation));
+  call->set_reservation(held.get());
   auto shared_job = std::make_shared<Job>(*std::move(job));
   call->set_detached_results(messages->detached_results());
   const absl::Status admitted = queue_->Submit([this, call, cancel, shared_job, held, messages,
@@ -162,6 +163,14 @@ grpc::ServerUnaryReactor* ImagingService::Morphology(grpc::CallbackServerContext
   return Serve("Morphology", ctx,
                Detached<v1::MorphologyRequest, v1::MorphologyResponse>(request, response, backend_),
                &ValidateMorphologyRequest, &ImagingService::RunMorphology);
+}
+
+grpc::ServerUnaryReactor* ImagingService::Label(grpc::CallbackServerContext* ctx,
+                                                const grpc::ByteBuffer* request,
+                                                grpc::ByteBuffer* response) {
+  return Serve("Label", ctx,
+               Detached<v1::LabelRequest, v1::LabelResponse>(request, response, backend_),
+               &ValidateLabelRequest, &ImagingService::RunLabel);
 }
 
 grpc::ServerUnaryReactor* ImagingService::Gradient(grpc::CallbackServerContext* ctx,
@@ -226,18 +235,50 @@ grpc::ServerUnaryReactor* ImagingService::Deform(grpc::CallbackServerContext* ct
 absl::Status ImagingService::CompleteFromResident(MorphologyJob* job,
                                                   const v1::MorphologyRequest& request,
                                                   absl::string_view identity) {
-  if (!job->steps_await_spacing) return absl::OkStatus();
-  absl::StatusOr<std::shared_ptr<const StoredImage>> stored =
-      store_->Get(identity, job->input.handle);
-  if (!stored.ok()) return AtField(stored.status(), job->input.field);
-  return ResolveMorphologyOnResident(request, (*stored)->spacing, (*stored)->image.extent(),
-                                     options_.limits, job);
+  if (job->input.kind != ImageInput::Kind::kHandle) return absl::OkStatus();
+  if (job->steps_await_spacing) {
+    absl::StatusOr<std::shared_ptr<const StoredImage>> stored =
+        store_->Get(identity, job->input.handle);
+    if (!stored.ok()) return AtField(stored.status(), job->input.field);
+    CUIMG_RETURN_IF_ERROR(ResolveMorphologyOnResident(
+        request, (*stored)->spacing, (*stored)->image.extent(), options_.limits, job));
+  }
+  // The object's shape is known now: refuse what does not suit it before it is queued.
+  CUIMG_ASSIGN_OR_RETURN(ImageView shape,
+                         InputShape(job->input, identity, *store_, options_.limits));
+  CUIMG_RETURN_IF_ERROR(CheckMorphologyInput(shape, *job));
+  if (job->marker.has_value() && job->marker->kind == ImageInput::Kind::kHandle) {
+    CUIMG_ASSIGN_OR_RETURN(ImageView marker,
+                           InputShape(*job->marker, identity, *store_, options_.limits));
+    CUIMG_RETURN_IF_ERROR(CheckMarkerShape(marker, shape, "marker"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ImagingService::CompleteFromResident(LabelJob* job, const v1::LabelRequest&,
+                                                  absl::string_view identity) {
+  if (job->input.kind != ImageInput::Kind::kHandle) return absl::OkStatus();
+  CUIMG_ASSIGN_OR_RETURN(ImageView shape,
+                         InputShape(job->input, identity, *store_, options_.limits));
+  CUIMG_RETURN_IF_ERROR(CheckLabelInput(shape, *job));
+  if (job->intensity.has_value() && job->intensity->kind == ImageInput::Kind::kHandle) {
+    CUIMG_ASSIGN_OR_RETURN(ImageView intensity,
+                           InputShape(*job->intensity, identity, *store_, options_.limits));
+    CUIMG_RETURN_IF_ERROR(CheckLabelIntensity(intensity, shape));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<double> ImagingService::RequestWork(const MorphologyJob& job,
                                                    absl::string_view identity) {
   CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, *store_, options_.limits));
   return MorphologyWork(in.extent, job.steps, WorkModelOf(backend_->name()));
+}
+
+absl::StatusOr<double> ImagingService::RequestWork(const LabelJob& job,
+                                                   absl::string_view identity) {
+  CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, *store_, options_.limits));
+  return LabelWork(in.extent, job.spec, job.intensity.has_value());
 }
 
 absl::StatusOr<double> ImagingService::RequestWork(const GradientJob& job,

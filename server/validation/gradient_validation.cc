@@ -45,7 +45,7 @@ absl::Status CheckGradientInput(const ImageView& image, const GradientJob& job) 
     return InvalidFieldError(ErrorReason::kUnsupportedImageShape, job.input.field,
                              absl::StrCat("has ", image.channels, " channels; Gradient needs 1"));
   }
-  return absl::OkStatus();
+  return CheckFilterPixelType(image.type, PixelTypeField(job.input), "Gradient");
 }
 
 }  // namespace cuimg

@@ -67,6 +67,7 @@ absl::Status CheckPyramidInput(const ImageView& image, PyramidJob* job) {
     return InvalidFieldError(ErrorReason::kUnsupportedImageShape, job->input.field,
                              "is a volume; Pyramid needs a 2D image");
   }
+  CUIMG_RETURN_IF_ERROR(CheckFilterPixelType(image.type, PixelTypeField(job->input), "Pyramid"));
   if (job->output_input_type && job->spec.output_type != image.type) {
     return InvalidFieldError(
         ErrorReason::kUnsupportedPixelType, "output_type",

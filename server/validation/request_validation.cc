@@ -95,6 +95,19 @@ absl::StatusOr<ImageInput> ValidateImage(const v1::Image& image, absl::string_vi
   return in;
 }
 
+std::string PixelTypeField(const ImageInput& input) {
+  switch (input.kind) {
+    case ImageInput::Kind::kInline:
+      return absl::StrCat(input.field, ".pixel_type");
+    case ImageInput::Kind::kSharedMemory:
+      return absl::StrCat(input.field, ".image.pixel_type");
+    case ImageInput::Kind::kHandle:
+    case ImageInput::Kind::kEncoded:
+      break;
+  }
+  return input.field;
+}
+
 absl::Status ValidateHandle(absl::string_view handle, absl::string_view field) {
   if (handle.empty() || handle.size() > 128) {
     return InvalidFieldError(ErrorReason::kInvalidFormat, field,

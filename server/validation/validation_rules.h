@@ -45,6 +45,17 @@ absl::Status RefuseSharedMemoryOutput(const OutputSpec& output, absl::string_vie
 absl::StatusOr<std::vector<MorphologyStep>> ValidateMorphologySteps(
     const v1::MorphologyRequest& request, absl::string_view prefix, const RequestLimits& limits,
     const ElementFrame& frame, std::vector<v1::StructuringElement>* resolved);
+// The rules of a validated chain that depend on the image it runs on (`type`, `extent`): each
+// step's segmentation parameters (ValidateMorphologyStep: its connectivity suits a 2D image or a
+// volume, ...), U32 only in steps without an element, border values finite unless F32. `prefix`
+// goes before every field name.
+absl::Status CheckStepsForImage(const std::vector<MorphologyStep>& steps, PixelType type,
+                                const Extent& extent, absl::string_view prefix);
+// MorphologyRequest.marker: nullopt when no step reads one and none is given; the validated
+// source when a step reads it; INVALID_ARGUMENT naming "marker" when it is missing (FIELD_REQUIRED)
+// or given to a chain that does not read it (INVALID_COMBINATION).
+absl::StatusOr<absl::optional<ImageInput>> ValidateMarker(const v1::MorphologyRequest& request,
+                                                          const RequestLimits& limits);
 // The filter fields of a Gradient request (defaults applied; ranges the kernel's); `prefix` goes
 // before every field name.
 absl::StatusOr<GradientSpec> ValidateGradientFields(const v1::GradientRequest& request,

@@ -14,8 +14,8 @@ import sys
 import numpy as np
 from PIL import Image
 
-from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, morphology_pb2, pyramid_pb2,
-                      resident_pb2, streaming_pb2, types_pb2)
+from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, label_pb2, morphology_pb2,
+                      pyramid_pb2, resident_pb2, streaming_pb2, types_pb2)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ONLY = set(sys.argv[1:])
@@ -93,7 +93,7 @@ write("lattice_json", "displaced.json",
 
 # --- request_validation: the first byte picks the request (0 Morphology, 1 Gradient, 2 Pyramid,
 # 3 Deform, 4 Upload image header, 5 Upload mesh header, 6 DetectPedestrians, 7 a
-# ProcessVolumeStream header).
+# ProcessVolumeStream header, 8 Label).
 def image_proto(w, h, d=0, pixel=types_pb2.PIXEL_TYPE_U8, size=1):
     return types_pb2.Image(pixel_type=pixel, width=w, height=h, depth=d,
                            data=bytes(w * h * max(d, 1) * size))
@@ -175,6 +175,49 @@ mm_header = image_proto(12, 10, 9, types_pb2.PIXEL_TYPE_U16, 0)
 mm_header.spacing.CopyFrom(ct_spacing)
 requests["stream_mm"] = (7, streaming_pb2.VolumeStreamHeader(
     volume=mm_header, morphology=morphology_pb2.MorphologyRequest(steps=[mm_step, custom])))
+# The segmentation steps (issue 48): every op with its parameters, a marker inline and resident,
+# U32 label images, a stream whose chain has a global step, and Label with every field.
+M = morphology_pb2
+seg_steps = [
+    M.MorphologyStep(op=M.MORPHOLOGY_OP_THRESHOLD, lo=-5, hi=float("inf")),
+    M.MorphologyStep(op=M.MORPHOLOGY_OP_FILL_HOLES, connectivity=types_pb2.CONNECTIVITY_26),
+    M.MorphologyStep(op=M.MORPHOLOGY_OP_HMAX, h=2.5, connectivity=types_pb2.CONNECTIVITY_18),
+    M.MorphologyStep(op=M.MORPHOLOGY_OP_HMIN, h=1),
+    M.MorphologyStep(op=M.MORPHOLOGY_OP_OPEN_REC, element=step.element, iterations=2),
+    M.MorphologyStep(op=M.MORPHOLOGY_OP_CLOSE_REC, element=mm_step.element),
+    M.MorphologyStep(op=M.MORPHOLOGY_OP_REMOVE_SMALL, min_voxels=12),
+    M.MorphologyStep(op=M.MORPHOLOGY_OP_KEEP_LARGEST, connectivity=types_pb2.CONNECTIVITY_6)]
+marker_steps = [M.MorphologyStep(op=M.MORPHOLOGY_OP_RECONSTRUCT_DILATE),
+                M.MorphologyStep(op=M.MORPHOLOGY_OP_RECONSTRUCT_ERODE,
+                                 connectivity=types_pb2.CONNECTIVITY_6)]
+requests["morph_segmentation"] = (0, M.MorphologyRequest(
+    input=types_pb2.ImageSource(image=mm_volume), steps=seg_steps))
+requests["morph_marker"] = (0, M.MorphologyRequest(
+    input=types_pb2.ImageSource(image=image_proto(8, 6, 3, types_pb2.PIXEL_TYPE_U16, 2)),
+    steps=marker_steps,
+    marker=types_pb2.ImageSource(image=image_proto(8, 6, 3, types_pb2.PIXEL_TYPE_U16, 2))))
+requests["morph_marker_handle"] = (0, M.MorphologyRequest(
+    input=types_pb2.ImageSource(handle="img-0123"), steps=marker_steps + seg_steps[:2],
+    marker=types_pb2.ImageSource(handle="img-4567")))
+requests["morph_u32"] = (0, M.MorphologyRequest(
+    input=types_pb2.ImageSource(image=image_proto(7, 5, 0, types_pb2.PIXEL_TYPE_U32, 4)),
+    steps=[seg_steps[6], M.MorphologyStep(op=M.MORPHOLOGY_OP_KEEP_LARGEST,
+                                          connectivity=types_pb2.CONNECTIVITY_8)]))
+requests["stream_global"] = (7, streaming_pb2.VolumeStreamHeader(
+    volume=image_proto(12, 10, 9, types_pb2.PIXEL_TYPE_U16, 0),
+    morphology=M.MorphologyRequest(steps=[step, seg_steps[1], custom, marker_steps[0]],
+                                   marker=types_pb2.ImageSource(handle="img-4567"))))
+requests["label"] = (8, label_pb2.LabelRequest(
+    input=types_pb2.ImageSource(image=image_proto(9, 7, 4, types_pb2.PIXEL_TYPE_I16, 2)),
+    connectivity=types_pb2.CONNECTIVITY_18, threshold=label_pb2.LabelThreshold(lo=-3, hi=40),
+    min_voxels=2,
+    intensity=types_pb2.ImageSource(image=image_proto(9, 7, 4, types_pb2.PIXEL_TYPE_F32, 4)),
+    output=types_pb2.OutputOptions(keep_resident=True, omit_data=True)))
+requests["label_handle"] = (8, label_pb2.LabelRequest(
+    input=types_pb2.ImageSource(handle="img-0123"), connectivity=types_pb2.CONNECTIVITY_8,
+    intensity=types_pb2.ImageSource(encoded=png_gray)))
+requests["upload_u32"] = (4, resident_pb2.UploadRequest(
+    image=image_proto(6, 5, 3, types_pb2.PIXEL_TYPE_U32, 4)))
 for name, (kind, message) in requests.items():
     write("request_validation", name, bytes([kind]) + message.SerializeToString())
 

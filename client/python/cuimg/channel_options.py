@@ -1,0 +1,45 @@
+"""The Client's channel settings: message sizes, the retry policy, reconnection, and when a
+volume is streamed."""
+from __future__ import annotations
+
+import json
+
+
+# Messages can be large (volumes); the server enforces its own limits.
+CHANNEL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1),
+                   # gRPC retries a call only while what it sent fits this buffer (256 KiB by
+                   # default, less than a VGA frame); the cuimg CLI uses the same.
+                   ("grpc.per_rpc_retry_buffer_size", 64 << 20),
+                   # A failed connection is tried again after 100 ms, not gRPC's 1 s, within the
+                   # retry policy's span (Debian's gRPC 1.51 now and then fails a local connect()
+                   # that was only in progress, grpc/grpc#35064); the CLI does the same.
+                   ("grpc.initial_reconnect_backoff_ms", 100)]
+# Volumes above this many bytes are streamed (Client's stream_threshold): below it one unary
+# message costs less than opening the streams.
+DEFAULT_STREAM_THRESHOLD = 4 << 20
+
+
+def _retry_config(max_attempts: int) -> str | None:
+    """The service config: UNAVAILABLE (a restarted or replaced server) and an overloaded
+    server's RESOURCE_EXHAUSTED are retried, the latter after the delay the server pushes back
+    (grpc-retry-pushback-ms; -1, never, for a request that cannot fit)."""
+    if max_attempts == 1:
+        return None
+    return json.dumps({"methodConfig": [{
+        "name": [{"service": "cuimg.v1.Imaging"}, {"service": "grpc.health.v1.Health"}],
+        "retryPolicy": {"maxAttempts": max_attempts, "initialBackoff": "0.05s",
+                        "maxBackoff": "1s", "backoffMultiplier": 2,
+                        "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED"]}}, {
+        # Streamed volumes are sent again by the client itself (cuimg.volume_stream): under
+        # gRPC 1.51's retry policy a stream whose server died mid-call waited for its deadline
+        # instead of failing (tests/e2e/test_python_volume_stream.py kills one).
+        # A DetectStream is never replayed: gRPC would keep every frame sent for a retry.
+        "name": [{"service": "cuimg.v1.Imaging", "method": "ProcessVolumeStream"},
+                 {"service": "cuimg.v1.Imaging", "method": "DetectStream"}]}]})
+
+
+def _read(path: str | None) -> bytes | None:
+    if path is None:
+        return None
+    with open(path, "rb") as f:
+        return f.read()
