@@ -38,6 +38,8 @@ namespace cuimg {
   X(ShapeMismatch, "SHAPE_MISMATCH")                                                     \
   /* Encoded bytes (PNG, JPEG, a DICOM frame, ...) that do not decode. */                \
   X(CorruptEncodedData, "CORRUPT_ENCODED_DATA")                                          \
+  /* A DICOM transfer syntax the server does not decode (the client decodes it). */      \
+  X(UnsupportedTransferSyntax, "UNSUPPORTED_TRANSFER_SYNTAX")                            \
   /* A resident object's handle that the caller does not own or that has expired. */     \
   X(HandleNotFound, "HANDLE_NOT_FOUND")                                                  \
   /* A detector model the server has not loaded. */                                      \
