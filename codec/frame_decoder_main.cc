@@ -1,12 +1,13 @@
 // cuimg-frame-decoder: FrameSandbox's helper process (codec/frame_sandbox.h). Reads requests
 // from its socket (fd 3) and answers each with DecodeFrame's outcome, until the socket closes.
 // A decoder that aborts on a malformed frame ends this process alone. Not meant to be run by
-// hand.
+// hand (--version says what it is).
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,12 @@ bool Answer(int fd, const absl::Status& status, const std::vector<std::uint8_t>&
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   using cuimg::sandbox::kHelperFd;
+  if (argc > 1 && std::string(argv[1]) == "--version") {
+    std::puts("cuimg-frame-decoder: cuimg-server's helper for DICOM frames (not run by hand)");
+    return 0;
+  }
   // Only the socket: whatever else the server had open stays out of reach of a decoder that
   // malformed input may have taken over.
   for (int fd = 0; fd < 1024; ++fd) {

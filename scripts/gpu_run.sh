@@ -55,6 +55,9 @@ if want sanitize && [ "${CUIMG_SANITIZE:-1}" = 1 ] && command -v compute-sanitiz
     # image used by a work call on its device.
     [ "$tool" = memcheck ] && { timeout 240 compute-sanitizer --tool memcheck --error-exitcode 3 \
       "$B/bin/jpeg_decode_gpu_test" --gtest_brief=1 || status=1; }
+    # nvJPEG2000: frames of every type, bit-flipped and cut codestreams decoded into device memory.
+    [ "$tool" = memcheck ] && { timeout 300 compute-sanitizer --tool memcheck --error-exitcode 3 \
+      "$B/bin/nvjpeg2k_frames_gpu_test" --gtest_brief=1 || status=1; }
     # Staged copies: every chunk's DMA stays inside its pinned chunk and device buffer.
     [ "$tool" = memcheck ] && { timeout 120 compute-sanitizer --tool memcheck --error-exitcode 3 \
       "$B/bin/staged_copy_gpu_test" --gtest_brief=1 || status=1; }
@@ -114,6 +117,9 @@ step benchmarks
     timeout 120 "$B/bin/staging_bench" || status=1
     # nvJPEG against libjpeg-turbo: max/mean |d| per file, decode times (1080p: the issue's row).
     timeout 180 "$B/bin/jpeg_decode_compare" "$B"/data/*.jpg || status=1
+    # DICOM frames (issue 49): 300 512x512 i16 HTJ2K and JPEG 2000 frames on nvJPEG2000 against
+    # OpenJPH and OpenJPEG on 1 thread and every core; byte ratios; the targets met or missed.
+    timeout 300 "$B/bin/frame_decode_bench" || status=1
   fi
   if [[ $benches == *" rpc "* ]]; then
     timeout 180 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" \

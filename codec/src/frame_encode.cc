@@ -1,9 +1,17 @@
 #include "cuimg/codec/frame_encode.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "frame_internal.h"
 
 namespace cuimg {
+
+int LosslessDecompositions(int width, int height) {
+  int levels = 5;
+  while (levels > 0 && (1 << levels) > std::min(width, height)) --levels;
+  return levels;
+}
 
 FrameDescription LosslessFrameDescription(const ImageView& image) {
   FrameDescription d;

@@ -62,14 +62,6 @@ void StoreSamples(const StoredBits& b, const In* in, std::size_t count, std::siz
   }
 }
 
-// Decomposition levels of a lossless encode: 5, fewer for an image too small to halve 5 times
-// (decoders differ on levels past the image's size).
-inline int LosslessDecompositions(int width, int height) {
-  int levels = 5;
-  while (levels > 0 && (1 << levels) > std::min(width, height)) --levels;
-  return levels;
-}
-
 // EncodeLosslessFrame's two encoders; `image` is already checked.
 absl::StatusOr<std::vector<std::uint8_t>> EncodeJ2kLossless(const ImageView& image);
 absl::StatusOr<std::vector<std::uint8_t>> EncodeHtj2kLossless(const ImageView& image);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/codec/frame_encode.h"
 #include "frame_internal.h"
 
 namespace cuimg {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/codec/frame_encode.h"
 #include "frame_internal.h"
 
 namespace cuimg {

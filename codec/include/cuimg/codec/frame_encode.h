@@ -23,6 +23,10 @@ namespace cuimg {
 absl::StatusOr<std::vector<std::uint8_t>> EncodeLosslessFrame(FrameSyntax syntax,
                                                               const ImageView& image);
 
+// Decomposition levels of a lossless encode: 5, fewer for an image too small to halve 5 times
+// (decoders differ on levels past the image's size). The GPU encoder uses the same.
+int LosslessDecompositions(int width, int height);
+
 // The description a frame from EncodeLosslessFrame(_, image) decodes with.
 FrameDescription LosslessFrameDescription(const ImageView& image);
 
