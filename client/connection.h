@@ -75,8 +75,14 @@ inline constexpr int kExitBadData = 3;
 std::shared_ptr<grpc::Channel> MakeChannel(const ConnectionOptions& options, int channel_index = 0);
 // Applies the deadline to a new call's context.
 void PrepareContext(const ConnectionOptions& options, grpc::ClientContext* context);
-// Prints "error: CODE: message" to stderr and returns kExitRpcError.
+// Prints "error: CODE [REASON] message" to stderr (DescribeRpcError: the reason and field of the
+// status's ErrorInfo, e.g. "error: INVALID_ARGUMENT [VALUE_OUT_OF_RANGE] steps[0].element.width:
+// ...") and returns kExitRpcError. The absl::Status form takes a status from FromGrpcStatus
+// (other statuses print without a reason). For an UNAVAILABLE that gRPC made (no error details:
+// the server did not answer) a hint follows: nothing listening at the address (connection
+// refused), else the address and TLS.
 int ReportRpcError(const grpc::Status& status);
+int ReportRpcError(const absl::Status& status);
 
 }  // namespace cuimg
 

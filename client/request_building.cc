@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/io/mesh_file.h"
+#include "client/io/volume_file.h"
 #include "client/lattice_spec.h"
 #include "cuimg/reference/mesh_generators.h"
 
@@ -63,7 +64,9 @@ absl::StatusOr<Mesh> LoadMeshInput(const std::string& input) {
     }
     return MakeTorus(n, m, 1.0, 0.35);
   }
-  return ReadMeshFile(input);
+  absl::StatusOr<Mesh> mesh = ReadMeshFile(input);
+  if (!mesh.ok()) return AsReadError(mesh.status());
+  return mesh;
 }
 
 void ToProtoMesh(const Mesh& mesh, v1::Mesh* out) {
@@ -76,8 +79,10 @@ void ToProtoMesh(const Mesh& mesh, v1::Mesh* out) {
 }
 
 absl::StatusOr<Lattice> DeformLattice(const DeformCommand& c, const Mesh& mesh) {
-  return c.lattice_file.empty() ? LatticeAroundMesh(mesh, c.controls)
-                                : LatticeFromJsonFile(c.lattice_file);
+  if (c.lattice_file.empty()) return LatticeAroundMesh(mesh, c.controls);
+  absl::StatusOr<Lattice> lattice = LatticeFromJsonFile(c.lattice_file);
+  if (!lattice.ok()) return AsReadError(lattice.status());
+  return lattice;
 }
 
 v1::GradientRequest GradientParameters(const GradientCommand& c) {

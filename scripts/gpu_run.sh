@@ -51,6 +51,9 @@ if want sanitize && [ "${CUIMG_SANITIZE:-1}" = 1 ] && command -v compute-sanitiz
       --gtest_filter='*Torus*:*BitIdentical*' --gtest_brief=1 || status=1
     timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/bin/detect_gpu_test" \
       --gtest_filter='*IsDeterministic*:*NoHits*' --gtest_brief=1 || status=1
+    # Labelling: tile unions in shared memory, atomic merges and flattening in global memory.
+    timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/bin/label_gpu_test" \
+      --gtest_filter='*IsDeterministic*' --gtest_brief=1 || status=1
     # nvJPEG: sound, corrupt and truncated streams decoded into device memory, and a decoded
     # image used by a work call on its device.
     [ "$tool" = memcheck ] && { timeout 240 compute-sanitizer --tool memcheck --error-exitcode 3 \
@@ -113,6 +116,7 @@ step benchmarks
     timeout 180 "$B/bin/gradient_pyramid_bench" ${CUIMG_BENCH_ARGS:-} || status=1
     timeout 120 "$B/bin/deform_bench" ${CUIMG_BENCH_ARGS:-} || status=1
     timeout 180 "$B/bin/detect_bench" ${CUIMG_BENCH_ARGS:-} || status=1
+    timeout 180 "$B/bin/label_bench" ${CUIMG_BENCH_ARGS:-} || status=1
     # Pageable vs pinned-staged copies at request sizes (the staging pool's reason to exist).
     timeout 120 "$B/bin/staging_bench" || status=1
     # nvJPEG against libjpeg-turbo: max/mean |d| per file, decode times (1080p: the row).

@@ -24,6 +24,8 @@ binaries=(
   "$build_dir/tests/deform_gpu_test"
   "$build_dir/benchmarks/detect_bench"
   "$build_dir/tests/detect_gpu_test"
+  "$build_dir/benchmarks/label_bench"
+  "$build_dir/tests/label_gpu_test"
   "$build_dir/tests/jpeg_decode_gpu_test"
   "$build_dir/benchmarks/jpeg_decode_compare"
   "$build_dir/tests/staged_copy_gpu_test"

@@ -63,7 +63,7 @@ absl::StatusOr<FrameSyntax> FrameSyntaxFromUid(absl::string_view uid, absl::stri
   // The UID is client text: quoted only when it looks like a UID, so a log line stays clean.
   const bool printable = uid.size() <= 64 && uid.find_first_not_of("0123456789.") == uid.npos;
   return InvalidFieldError(
-      ErrorReason::kUnsupportedTransferSyntax, field,
+      ErrorReason::kUnsupportedEncoding, field,
       absl::StrCat("transfer syntax ", printable ? absl::StrCat("'", uid, "'") : "(not a UID)",
                    " is not one this server decodes"));
 }

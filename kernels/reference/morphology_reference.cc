@@ -8,7 +8,9 @@
 #include <type_traits>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "cuimg/common/cancel_token.h"
+#include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/reference/parallel_for.h"
 
@@ -41,12 +43,6 @@ T Identity(bool dilate) {
   } else {
     return dilate ? PixelLowest<T>() : PixelMax<T>();
   }
-}
-
-template <typename T>
-T OutsideValue(const MorphologyStep& step, bool dilate) {
-  if (step.border == BorderMode::kConstant) return SaturateCast<T>(step.border_value);
-  return dilate ? PixelLowest<T>() : PixelMax<T>();
 }
 
 // Member reads between two looks at the cancel token: tens of microseconds of work, so a
@@ -127,6 +123,7 @@ class Runner {
   // Buffers that a spare must not be: the ones a chain reads or writes.
   using Busy = std::initializer_list<const T*>;
 
+  // The segmentation steps are not implemented yet: MorphologyReferenceInto refuses them first.
   void Step(const T* src, T* dst, const MorphologyStep& step, Busy busy) {
     const int n = step.iterations;
     switch (step.op) {
@@ -154,10 +151,21 @@ class Runner {
         Difference(src, dst, dst);
         return;
       case MorphOp::kBlackHat:
+        Passes(src, dst, step, {{true, n}, {false, n}}, busy);
+        Difference(dst, src, dst);
+        return;
+      case MorphOp::kFillHoles:
+      case MorphOp::kReconstructDilate:
+      case MorphOp::kReconstructErode:
+      case MorphOp::kOpenRec:
+      case MorphOp::kCloseRec:
+      case MorphOp::kHMax:
+      case MorphOp::kHMin:
+      case MorphOp::kThreshold:
+      case MorphOp::kRemoveSmall:
+      case MorphOp::kKeepLargest:
         break;
     }
-    Passes(src, dst, step, {{true, n}, {false, n}}, busy);
-    Difference(dst, src, dst);
   }
 
   // Runs of passes ({dilate, count}) from `src` to `dst`, through a spare buffer when there are
@@ -176,8 +184,8 @@ class Runner {
       for (int k = 0; k < count && !cancel_.Stopped(); ++k, ++i) {
         T* to = (total - 1 - i) % 2 == 0 ? dst : spare;
         if (!count_only_) {
-          ErodeDilate(src, to, e_, step.element, dilate, OutsideValue<T>(step, dilate), threads_,
-                      cancel_);
+          ErodeDilate(src, to, e_, step.element, dilate, MorphologyOutsideValue<T>(step, dilate),
+                      threads_, cancel_);
         }
         src = to;
       }
@@ -214,13 +222,40 @@ class Runner {
 
 }  // namespace
 
+absl::Status CheckMarker(const ImageView& input, const std::vector<MorphologyStep>& steps,
+                         const ImageView* marker) {
+  const auto user = std::find_if(steps.begin(), steps.end(), UsesMarker);
+  if (user == steps.end()) return absl::OkStatus();
+  if (marker == nullptr) {
+    return InvalidFieldError(ErrorReason::kFieldRequired, "marker",
+                             absl::StrCat(MorphOpName(user->op), " needs a marker image"));
+  }
+  if (marker->type != input.type || marker->extent != input.extent || marker->channels != 1) {
+    return InvalidFieldError(
+        ErrorReason::kShapeMismatch, "marker",
+        absl::StrCat("the marker must be one channel of the input's type and extent (",
+                     PixelTypeName(input.type), " ", input.extent.width, "x", input.extent.height,
+                     "x", input.extent.depth, "), got ", marker->channels, " channel(s) of ",
+                     PixelTypeName(marker->type), " ", marker->extent.width, "x",
+                     marker->extent.height, "x", marker->extent.depth));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MorphologyReferenceInto(const ImageView& input, const ImageView& output,
                                      const std::vector<MorphologyStep>& steps, int threads,
-                                     const CancelToken& cancel) {
+                                     const CancelToken& cancel, const ImageView* marker) {
   if (input.channels != 1) {
     return absl::InvalidArgumentError("morphology needs a single-channel image");
   }
   if (steps.empty()) return absl::InvalidArgumentError("morphology needs at least one step");
+  if (absl::Status s = CheckFilterPixelType(input.type, "input", "morphology"); !s.ok()) return s;
+  CUIMG_RETURN_IF_ERROR(CheckMarker(input, steps, marker));
+  for (const MorphologyStep& step : steps) {
+    if (step.op >= MorphOp::kFillHoles) {
+      return absl::UnimplementedError(absl::StrCat(MorphOpName(step.op), ": not implemented yet"));
+    }
+  }
   return VisitPixelType(input.type, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
     Runner<T> runner(input.extent, threads, cancel);
@@ -242,9 +277,11 @@ int MorphologyReferenceScratchImages(const std::vector<MorphologyStep>& steps) {
 
 absl::StatusOr<Image> MorphologyReference(const Image& input,
                                           const std::vector<MorphologyStep>& steps, int threads,
-                                          const CancelToken& cancel) {
+                                          const CancelToken& cancel, const Image* marker) {
   Image out(input.type(), input.extent(), 1, Image::kUninitialized);
-  CUIMG_RETURN_IF_ERROR(MorphologyReferenceInto(input.view(), out.view(), steps, threads, cancel));
+  const ImageView marker_view = marker != nullptr ? marker->view() : ImageView{};
+  CUIMG_RETURN_IF_ERROR(MorphologyReferenceInto(input.view(), out.view(), steps, threads, cancel,
+                                                marker != nullptr ? &marker_view : nullptr));
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include "cuimg/codec/image_codec.h"
 #include "cuimg/codec/jpeg_header.h"
 #include "cuimg/common/status_macros.h"
+#include "cuimg/common/error.h"
 #include "server/observability/log.h"
 
 namespace cuimg {
@@ -23,16 +24,17 @@ absl::Status CheckEncodedShape(const ImageView& shape, absl::string_view field,
   const DecodeLimits decode = DecodeLimitsFor(limits);
   const Extent& e = shape.extent;
   if (e.width > decode.max_side || e.height > decode.max_side) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": ", e.width, "x", e.height,
-                     " exceeds the server limit max_side=", decode.max_side));
+    return InvalidFieldError(ErrorReason::kLimitExceeded, field,
+                             absl::StrCat(e.width, "x", e.height,
+                                          " exceeds the server limit max_side=", decode.max_side));
   }
   if (e.Pixels() > decode.max_pixels) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": ", e.width, "x", e.height, " = ", e.Pixels(),
-        " decoded pixels exceeds the server limit ",
-        limits.max_decoded_pixels <= limits.max_pixels ? "max_decoded_pixels=" : "max_pixels=",
-        decode.max_pixels));
+    return InvalidFieldError(
+        ErrorReason::kLimitExceeded, field,
+        absl::StrCat(
+            e.width, "x", e.height, " = ", e.Pixels(), " decoded pixels exceeds the server limit ",
+            limits.max_decoded_pixels <= limits.max_pixels ? "max_decoded_pixels=" : "max_pixels=",
+            decode.max_pixels));
   }
   return absl::OkStatus();
 }
@@ -41,15 +43,12 @@ absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> FindRegion(
     const SharedMemoryRegistry* shared_memory, CallScope& call, absl::string_view handle,
     absl::string_view field) {
   if (shared_memory == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(field, ": this server does not offer shared memory (--shared_memory)"));
+    return MakeError(absl::StatusCode::kFailedPrecondition, ErrorReason::kSharedMemoryUnavailable,
+                     field, "this server does not offer shared memory (--shared_memory)");
   }
   absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> region =
       shared_memory->Get(call.identity(), handle);
-  if (!region.ok()) {
-    return absl::Status(region.status().code(),
-                        absl::StrCat(field, ": ", region.status().message()));
-  }
+  if (!region.ok()) return AtField(region.status(), field);
   call.UseRegion(*region, std::string(field));
   return region;
 }
@@ -104,10 +103,7 @@ absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, CallScope& c
       return out;
     case ImageInput::Kind::kHandle: {
       absl::StatusOr<std::shared_ptr<const StoredImage>> stored = store.Get(identity, input.handle);
-      if (!stored.ok()) {
-        return absl::Status(stored.status().code(),
-                            absl::StrCat(input.field, ": ", stored.status().message()));
-      }
+      if (!stored.ok()) return AtField(stored.status(), input.field);
       out.resident = *std::move(stored);
       out.view = out.resident->image.view();
       out.spacing = out.resident->spacing;
@@ -146,8 +142,11 @@ absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, CallScope& c
   }
   absl::StatusOr<Image> decoded = DecodeImage(bytes, decode_limits, decoders.threads);
   if (!decoded.ok()) {
-    // A file over the limits is the caller's input, like any other bad field.
-    return absl::InvalidArgumentError(absl::StrCat(input.field, ": ", decoded.status().message()));
+    // A file over the limits is the caller's input, like any other bad field; what the decoder
+    // did not classify is taken for a corrupt file.
+    return WithCode(
+        AtField(WithDefaultReason(decoded.status(), ErrorReason::kCorruptEncodedData), input.field),
+        absl::StatusCode::kInvalidArgument);
   }
   out.decoded = std::make_unique<Image>(*std::move(decoded));
   out.view = out.decoded->view();

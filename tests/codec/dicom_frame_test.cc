@@ -77,7 +77,7 @@ TEST(FrameSyntaxTest, RefusesAnUnknownUidWithItsReason) {
       FrameSyntaxFromUid("1.2.840.10008.1.2.4.100", "frames.syntax").status();
   EXPECT_THAT(mpeg2,
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'1.2.840.10008.1.2.4.100'")));
-  EXPECT_EQ(ErrorReasonOf(mpeg2), "UNSUPPORTED_TRANSFER_SYNTAX");
+  EXPECT_EQ(ErrorReasonOf(mpeg2), "UNSUPPORTED_ENCODING");
   EXPECT_EQ(ErrorFieldOf(mpeg2), "frames.syntax");
   // Client text that is not a UID is not repeated.
   const absl::Status text = FrameSyntaxFromUid("\x1b[31mred", "uid").status();

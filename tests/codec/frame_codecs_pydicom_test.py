@@ -221,7 +221,7 @@ def our_encoders(tmp):
 def unknown_syntax(tmp):
     _, error = decode(tmp, "1.2.840.10008.1.2.4.100", b"\0" * 8, 2, 2, 8, 8, False)
     check(error is not None and error[0] == 3 and
-          error[1].startswith("INVALID_ARGUMENT UNSUPPORTED_TRANSFER_SYNTAX syntax:"),
+          error[1].startswith("INVALID_ARGUMENT UNSUPPORTED_ENCODING syntax:"),
           f"MPEG-2 is refused as a syntax the server does not decode ({error})")
 
 

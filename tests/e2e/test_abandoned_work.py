@@ -8,7 +8,10 @@ SIGTERM with heavy work in flight ends the process within the grace period plus 
 CUIMG_BACKEND picks the backend (cpu in CI; the GPU host runs it with cuda). Needs CUIMG_SERVER and
 the generated stubs on PYTHONPATH."""
 import os
+import re
 import signal
+import subprocess
+import tempfile
 import time
 import unittest
 
@@ -19,6 +22,7 @@ from cuimg.v1 import detection_pb2, imaging_service_pb2_grpc, morphology_pb2, ty
 from server_process import ServerProcess
 
 SERVER = os.environ["CUIMG_SERVER"]
+CLIENT = os.environ["CUIMG_CLIENT"]
 BACKEND = os.environ.get("CUIMG_BACKEND", "cpu")
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -92,10 +96,11 @@ class AbandonedWork(unittest.TestCase):
             self.stub.Morphology(HEAVY, timeout=0.05)
         self.assertEqual(caught.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
         self.assert_work_stops(time.monotonic())
-        # The client cancels its call when its own deadline passes, which may reach the server a
-        # moment before the server's copy of the deadline does (design.md).
-        self.wait_for_code("DEADLINE_EXCEEDED", "CANCELLED")
-        self.assertRegex(self.server.log(), r"rpc=Morphology .*code=(DEADLINE_EXCEEDED|CANCELLED)")
+        # The client cancels its call when its own deadline passes, a moment before the server's
+        # copy does; within 100 ms + 2% of the budget that counts as the deadline (design.md), and
+        # a 50 ms budget is all inside it.
+        self.wait_for_code("DEADLINE_EXCEEDED")
+        self.assertRegex(self.server.log(), r"rpc=Morphology .*code=DEADLINE_EXCEEDED")
         self.stub.Morphology(QUICK, timeout=30)
 
     def test_work_stops_soon_after_a_deadline_that_passes_mid_run(self):
@@ -103,6 +108,8 @@ class AbandonedWork(unittest.TestCase):
             self.stub.Morphology(HEAVY, timeout=1.5)
         self.assertEqual(caught.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
         self.assert_work_stops(time.monotonic())
+        # DEADLINE_EXCEEDED, unless the headers reached the server over 130 ms after they left (a
+        # loaded machine): the server's copy of the deadline then ends that much later.
         self.wait_for_code("DEADLINE_EXCEEDED", "CANCELLED")
 
     def test_work_stops_soon_after_a_cancel_mid_run(self):
@@ -182,9 +189,30 @@ class ShutdownWithHeavyWork(unittest.TestCase):
                                NO_CAP)
         channel = grpc.insecure_channel(server.target, options=[
             ("grpc.max_send_message_length", -1)])
+        tmp = tempfile.TemporaryDirectory()
         try:
             stub = imaging_service_pb2_grpc.ImagingStub(channel)
             calls = [stub.Morphology.future(HEAVY, timeout=600) for _ in range(4)]
+            # The CLI with the same work: it must print the server's reason (issue 46: it printed
+            # a hint about TLS) and leave no output behind. One attempt: with retries the last
+            # attempt's status is a refused connection to the stopped server, hinted as such.
+            pixels = np.frombuffer(HEAVY.input.image.data, np.uint8).reshape(
+                HEAVY.input.image.height, HEAVY.input.image.width)
+            np.save(os.path.join(tmp.name, "in.npy"), pixels)
+            steps = ",".join(
+                f"{'dilate' if s.op == morphology_pb2.MORPHOLOGY_OP_DILATE else 'erode'}:ellipse:"
+                f"{s.element.width}x{s.element.height}:{s.iterations}" for s in HEAVY.steps)
+            out = os.path.join(tmp.name, "out.npy")
+            cli = subprocess.Popen(
+                [CLIENT, "morphology", f"--target={server.target}", "--timeout=600",
+                 "--max_attempts=1",
+                 f"--input={os.path.join(tmp.name, 'in.npy')}", f"--output={out}",
+                 f"--steps={steps}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            # Until all five calls are in the server (a loaded machine may start the CLI late).
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not re.search(
+                    r'(?m)^cuimg_inflight_requests\{rpc="Morphology"\} 5', server.metrics()):
+                time.sleep(0.1)
             time.sleep(1.0)
             started = time.monotonic()
             server.process.send_signal(signal.SIGTERM)
@@ -196,9 +224,16 @@ class ShutdownWithHeavyWork(unittest.TestCase):
             for call in calls:
                 with self.assertRaises(grpc.RpcError):
                     call.result(timeout=30)
+            _, stderr = cli.communicate(timeout=60)
+            self.assertEqual(cli.returncode, 1, stderr)
+            self.assertIn("UNAVAILABLE", stderr)
+            self.assertIn("shutting down", stderr)
+            self.assertNotIn("hint:", stderr)
+            self.assertEqual(os.listdir(tmp.name), ["in.npy"])
         finally:
             channel.close()
             server.kill()
+            tmp.cleanup()
 
 
 if __name__ == "__main__":

@@ -4,8 +4,11 @@ and a cuimg-server on the CPU backend. A 64x64x4 CT series made with pydicom and
 DCMTK (RLE and lossless JPEG) is stored with cuimg.dicomweb (STOW-RS); `cuimg morphology` reads it
 from Orthanc (QIDO-RS, WADO-RS) and stores the derived series there (STOW-RS); the derived series
 is found with QIDO-RS and read back with cuimg.dicomweb: its pixels against SciPy, its geometry
-against the source's, its references to the source instances. Then the failures a user meets:
-wrong password, unknown series, the caps, malformed URLs. Bearer tokens and TLS go through a
+against the source's, its references to the source instances. A JPEG 2000 series (gdcmconv --j2k)
+is read in its stored syntax (transfer-syntax=*), which this Orthanc cannot transcode to the
+default; through a proxy that refuses transfer-syntax=* (HTTP 406), the clients fall back to the
+default syntax, and Orthanc's HTTP 500 for the JPEG 2000 series is reported with its reason. Then
+the failures a user meets: wrong password, unknown series, the caps, malformed URLs. Bearer tokens and TLS go through a
 small https proxy with a throwaway CA in front of Orthanc: Orthanc takes basic authentication
 only, and Debian 12's Orthanc 1.10.1 with "SslEnabled" closed every https connection right after
 the handshake here (curl: empty reply, RSA or EC certificate alike), so cuimg's TLS is checked
@@ -30,6 +33,7 @@ from pydicom.dataset import FileDataset, FileMetaDataset
 from pydicom.uid import ExplicitVRLittleEndian, generate_uid
 from scipy import ndimage
 
+from cuimg import dicom as cuimg_dicom
 from cuimg import dicomweb
 from server_process import ServerProcess, free_port
 from tls_material import TlsMaterial
@@ -107,13 +111,13 @@ class Orthanc:
                     raise RuntimeError("Orthanc did not start; see " + self.log.name)
                 time.sleep(0.1)
 
-    def text(self, path):
+    def text(self, path, accept="application/dicom+json"):
         """The body at a path of Orthanc's HTTP server, by an independent client (urllib's own
         basic authentication)."""
         manager = urllib.request.HTTPPasswordMgrWithDefaultRealm()
         manager.add_password(None, self.root + "/", USER, PASSWORD)
         opener = urllib.request.build_opener(urllib.request.HTTPBasicAuthHandler(manager))
-        request = urllib.request.Request(self.root + path, headers={"Accept": "application/dicom+json"})
+        request = urllib.request.Request(self.root + path, headers={"Accept": accept})
         with opener.open(request, timeout=30) as r:
             return r.read().decode()
 
@@ -182,6 +186,54 @@ class BearerProxy:
         self.server.server_close()
 
 
+class NoStoredSyntaxProxy:
+    """Plain http on loopback in front of Orthanc, for a server that does not take
+    transfer-syntax=*: such requests get 406 Not Acceptable, others are forwarded with Orthanc's
+    credentials (answers and errors as Orthanc gave them). Counts both kinds."""
+
+    def __init__(self, orthanc):
+        proxy = self
+        self.refused = self.forwarded = 0
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                if "transfer-syntax" in self.headers.get("Accept", ""):
+                    proxy.refused += 1
+                    self.send_response(406)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                credentials = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+                request = urllib.request.Request(
+                    orthanc.root + self.path,
+                    headers={"Accept": self.headers.get("Accept", ""),
+                             "Authorization": f"Basic {credentials}"})
+                try:
+                    response = urllib.request.urlopen(request, timeout=30)
+                except urllib.error.HTTPError as e:
+                    response = e
+                with response:
+                    data = response.read()
+                    self.send_response(response.status)
+                    self.send_header("Content-Type", response.headers.get("Content-Type", ""))
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                proxy.forwarded += 1
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/dicom-web"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
 def value(item, tag):
     return item[tag]["Value"][0]
 
@@ -214,6 +266,20 @@ class DicomwebEndToEnd(unittest.TestCase):
             f.write(PASSWORD + "\n")
         cls.study = cls.sources[0].StudyInstanceUID
         cls.series = cls.sources[0].SeriesInstanceUID
+        # A JPEG 2000 series of the same study (what a modality or archive may store).
+        cls.hu_j2k = rng.integers(-1000, 2000, size=(3, 64, 64)).astype(np.int16)
+        j2k_plain, j2k = os.path.join(cls.dir, "j2k_plain"), os.path.join(cls.dir, "j2k")
+        os.makedirs(j2k_plain)
+        os.makedirs(j2k)
+        for z, path in enumerate(write_ct_series(j2k_plain, cls.hu_j2k)):
+            ds = pydicom.dcmread(path)
+            ds.StudyInstanceUID = cls.study
+            ds.save_as(path)
+            subprocess.run(["gdcmconv", "--j2k", path, os.path.join(j2k, f"ct{z}.dcm")], check=True)
+        cls.j2k_series = pydicom.dcmread(os.path.join(j2k, "ct0.dcm")).SeriesInstanceUID
+        stored, _ = dicomweb.store_series(cls.orthanc.url, j2k, auth=cls.auth)
+        assert stored == 3, stored
+        cls.no_stored_syntax = NoStoredSyntaxProxy(cls.orthanc)
         # As pydicom datasets (the directory form is test_python_workflow's).
         stored, series_url = dicomweb.store_series(
             cls.orthanc.url, [pydicom.dcmread(p) for p in cls.compressed_paths], auth=cls.auth)
@@ -223,6 +289,7 @@ class DicomwebEndToEnd(unittest.TestCase):
     def tearDownClass(cls):
         cls.server.terminate()
         cls.proxy.stop()
+        cls.no_stored_syntax.stop()
         cls.orthanc.stop()
         cls.tls.close()
         shutil.rmtree(cls.dir)
@@ -315,6 +382,51 @@ class DicomwebEndToEnd(unittest.TestCase):
         help_text = subprocess.run([CLIENT, "--helpfull"], capture_output=True, text=True,
                                    check=True).stdout
         return "--uid_root " in help_text
+
+    def test_jpeg2000_series_is_read_in_its_stored_syntax(self):
+        syntaxes = set()
+        for instance in self.orthanc.get("/instances"):
+            if self.orthanc.get(f"/instances/{instance}/tags?simplify")["SeriesInstanceUID"] == self.j2k_series:
+                syntaxes.add(self.orthanc.text(f"/instances/{instance}/metadata/TransferSyntax"))
+        self.assertEqual(syntaxes, {pydicom.uid.JPEG2000Lossless})
+        # Why: this Orthanc cannot give the series in the default syntax.
+        sop = self.orthanc.get(f"/dicom-web/studies/{self.study}/series/{self.j2k_series}/instances")[0]
+        with self.assertRaises(urllib.error.HTTPError) as caught:
+            self.orthanc.text(f"/dicom-web/studies/{self.study}/series/{self.j2k_series}/instances/"
+                              f"{value(sop, '00080018')}",
+                              accept='multipart/related; type="application/dicom"')  # the default syntax
+        self.assertEqual(caught.exception.code, 500)
+        out = os.path.join(self.dir, "j2k_derived")
+        result = self.cuimg(self.series_url(self.j2k_series), out)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        volume, _, _ = cuimg_dicom.read_series(out)
+        np.testing.assert_array_equal(
+            volume, ndimage.grey_dilation(self.hu_j2k, size=(3, 3, 3), mode="nearest"))
+        volume, _, _ = dicomweb.read_series(self.orthanc.url, self.study, self.j2k_series, auth=self.auth)
+        np.testing.assert_array_equal(volume, self.hu_j2k)
+
+    def test_server_without_stored_syntax_gets_its_default_and_its_errors_are_quoted(self):
+        proxy = self.no_stored_syntax
+        source = f"dicomweb+{proxy.url}/studies/{self.study}/series/{self.series}"
+        refused, forwarded = proxy.refused, proxy.forwarded
+        result = self.cuimg(source, os.path.join(self.dir, "via_default"))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        # One refusal, then the default for that instance and the other three; and QIDO-RS.
+        self.assertEqual((proxy.refused - refused, proxy.forwarded - forwarded), (1, 5))
+        volume, _, _ = dicomweb.read_series(proxy.url, self.study, self.series, auth=self.auth)
+        np.testing.assert_array_equal(volume, self.hu)
+        self.assertEqual(proxy.refused - refused, 2)
+        # The JPEG 2000 series in the default syntax: Orthanc's 500, with what it said.
+        source = f"dicomweb+{proxy.url}/studies/{self.study}/series/{self.j2k_series}"
+        result = self.cuimg(source, os.path.join(self.dir, "never"))
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("HTTP 500 (the server says: Error encountered within the plugin engine)",
+                      result.stderr)
+        with self.assertRaises(dicomweb.DicomwebError) as caught:
+            dicomweb.read_series(proxy.url, self.study, self.j2k_series, auth=self.auth)
+        self.assertEqual(caught.exception.status, 500)
+        self.assertIn("(the server says: Error encountered within the plugin engine)",
+                      str(caught.exception))
 
     def test_python_reads_the_source_exactly(self):
         volume, spacing, slices = dicomweb.read_series(self.orthanc.url, self.study, self.series,
@@ -414,6 +526,19 @@ class DicomwebEndToEnd(unittest.TestCase):
 class PythonMultipart(unittest.TestCase):
     """cuimg.dicomweb's multipart parser on the bodies tests/client/multipart_test.cc gives the
     CLI's: the two read the same answers the same way."""
+
+    def test_archive_reason_as_the_cli_quotes_it(self):  # ArchiveReasonTest in multipart_test.cc
+        orthanc = (b'{\n\t"HttpError" : "Internal Server Error",\n\t"Message" : '
+                   b'"Error encountered within the plugin engine",\n\t"OrthancStatus" : 1\n}')
+        self.assertEqual(dicomweb.archive_reason(orthanc), "Error encountered within the plugin engine")
+        details = (b'{"Details": "Unsupported transfer syntax in WADO-RS: 1.2.3",'
+                   b' "Message": "Bad request"}')
+        self.assertEqual(dicomweb.archive_reason(details), "Unsupported transfer syntax in WADO-RS: 1.2.3")
+        self.assertEqual(dicomweb.archive_reason(b"Service \x1b[31mdown\x7f\tfor now\r\nsecond line"),
+                         "Service [31mdown for now")
+        self.assertEqual(len(dicomweb.archive_reason(b"x" * 5000)), 200)
+        self.assertEqual(dicomweb.archive_reason(b""), "")
+        self.assertEqual(dicomweb.archive_reason(b"[1, 2]"), "")
 
     def test_reads_preamble_headers_padding_and_epilogue(self):
         boundary = dicomweb.multipart_boundary('Multipart/Related;BOUNDARY="a b:c";type=x')

@@ -131,10 +131,15 @@ class PythonClient(unittest.TestCase):
         with self.assertRaises(cuimg.CuimgError) as e:
             self.client.morphology(handle, "erode:rect:3x3")
         self.assertEqual(e.exception.code, grpc.StatusCode.NOT_FOUND)
-        self.assertEqual(e.exception.field, "input.handle")  # from the error's ErrorInfo
-        with self.assertRaises(cuimg.CuimgError) as e:
+        # Typed by the ErrorInfo's reason, which it carries with the field.
+        self.assertIsInstance(e.exception, cuimg.NotFoundError)
+        self.assertEqual(e.exception.field, "input.handle")
+        self.assertEqual(e.exception.reason, "HANDLE_NOT_FOUND")
+        with self.assertRaises(cuimg.LimitExceededError) as e:
             self.client.morphology(volume, "erode:rect:3000x3")
         self.assertEqual(e.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertEqual((e.exception.reason, e.exception.field),
+                         ("ELEMENT_TOO_LARGE", "steps[0].element.width"))
         self.assertIn("steps[0].element.width", e.exception.details)
         with self.assertRaises(TypeError):
             self.client.morphology(volume.astype(np.float64), "erode:rect:3x3")
@@ -244,9 +249,10 @@ class PythonClient(unittest.TestCase):
             for attempts, at_least in ((1, 0.0), (5, 0.4)):
                 with cuimg.Client(server.target, max_attempts=attempts) as c:
                     began = time.monotonic()
-                    with self.assertRaises(cuimg.CuimgError) as e:
+                    with self.assertRaises(cuimg.RetryableError) as e:
                         c.morphology(image, "dilate:rect:3x3")
                     self.assertEqual(e.exception.code, grpc.StatusCode.RESOURCE_EXHAUSTED)
+                    self.assertEqual(e.exception.reason, "OVERLOADED")
                     # Four retries, each after the server's 100 ms.
                     self.assertGreaterEqual(time.monotonic() - began, at_least)
             self.assertEqual(len(slow.result().result.image.data), 640 * 640)
@@ -259,6 +265,29 @@ class PythonClient(unittest.TestCase):
         finally:
             slow_channel.close()
             self.assertEqual(server.terminate(), 0, server.log())
+
+    def test_one_slice_volumes_keep_their_leading_axis(self):
+        # The wire calls a depth of 1 an image, so the server answers (H, W); issue 46's PACS
+        # example then failed writing a one-slice series.
+        c = self.client
+        volume = np.random.default_rng(5).integers(0, 255, (1, 30, 40)).astype(np.uint8)
+        out = c.morphology(volume, "dilate:rect:3x3")
+        self.assertEqual(out.shape, (1, 30, 40))
+        np.testing.assert_array_equal(out[0], ndimage.grey_dilation(volume[0], size=(3, 3), mode="nearest"))
+        self.assertEqual(c.morphology(volume[0], "dilate:rect:3x3").shape, (30, 40))
+        self.assertEqual({k: v.shape for k, v in c.gradient(volume, magnitude=True).items()},
+                         {"gx": (1, 30, 40), "gy": (1, 30, 40), "magnitude": (1, 30, 40)})
+        self.assertEqual([level.shape[0] for level in c.pyramid(volume, levels=3)], [1, 1, 1])
+        kept = c.morphology(volume, "erode:rect:3x3", keep_resident=True)
+        self.assertEqual(kept.data.shape, (1, 30, 40))
+        handle = c.upload(volume)
+        try:
+            self.assertEqual(c.download(handle).shape, (1, 30, 40))
+            self.assertEqual(c.download(kept.handle).shape, (1, 30, 40))
+            self.assertEqual(c.morphology(handle, "dilate:rect:3x3").shape, (1, 30, 40))
+        finally:
+            c.release(handle)
+            c.release(kept.handle)
 
     def test_pacs_example_sends_a_series_and_writes_the_result(self):
         rng = np.random.default_rng(4)
@@ -300,6 +329,18 @@ class PythonClient(unittest.TestCase):
             np.testing.assert_array_equal(volume, ndimage.grey_dilation(hu[::-1], size=(3, 3, 3),
                                                                         mode="nearest"))
             self.assertTrue(all(d.StudyInstanceUID == study and d.SeriesNumber == 1002 for d in out))
+            # A series of one slice (issue 46: the example crashed writing it).
+            one, one_out = os.path.join(tmp, "one"), os.path.join(tmp, "one_out")
+            os.makedirs(one)
+            os.link(os.path.join(src, "007.dcm"), os.path.join(one, "007.dcm"))
+            run = subprocess.run([sys.executable, EXAMPLE, "--target", self.server.target,
+                                  "--steps", "dilate:rect:3x3x3", one, one_out],
+                                 capture_output=True, text=True, timeout=120)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            self.assertIn("wrote 1 slices", run.stdout)
+            (written,) = [pydicom.dcmread(os.path.join(one_out, f)) for f in os.listdir(one_out)]
+            np.testing.assert_array_equal(written.pixel_array.astype(np.int16),
+                                          ndimage.grey_dilation(hu[7], size=(3, 3), mode="nearest"))
 
 
 if __name__ == "__main__":

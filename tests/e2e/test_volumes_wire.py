@@ -268,11 +268,14 @@ class VolumesOverTheWire(unittest.TestCase):
         write_ct_series(src, hu, (0.5, 0.5), 1.5, np.array([1.0, 0, 0]), np.array([0, 1.0, 0]),
                         (0, 0, 0), seed=7)
         self.cli("gradient", f"--input={src}", f"--output_prefix={self.path('g')}", "--format=nrrd")
-        gx, spacings, _ = read_nrrd(self.path("g_gx.nrrd"))
+        gx, _, fields = read_nrrd(self.path("g_gx.nrrd"))
         reply = self.stub.Gradient(gradient_pb2.GradientRequest(
             input=types_pb2.ImageSource(image=to_proto(hu)), magnitude=True), timeout=60)
         np.testing.assert_array_equal(gx, from_proto(reply.gx.image))
-        np.testing.assert_allclose(spacings, [0.5, 0.5, 1.5])
+        # The series' placement is kept: space directions, each axis scaled by its spacing.
+        directions = [[float(v) for v in d.strip("()").split(",")]
+                      for d in fields["space directions"].split()]
+        np.testing.assert_allclose(directions, np.diag([0.5, 0.5, 1.5]), atol=1e-6)
         # DICOM output needs DICOM input; a mixed directory is refused with the reason.
         np.save(self.path("v.npy"), hu)
         run = self.cli("morphology", f"--input={self.path('v.npy')}", f"--output={self.path('d')}/", expect=2)

@@ -2,7 +2,8 @@
 
 Arrays: (H, W) images, (D, H, W) volumes, (H, W, C) colour images for detection; dtypes uint8,
 uint16, int16, float32 in either byte order (others are refused, never converted silently).
-Results are writable arrays in native byte order. Errors from the server raise CuimgError with
+Results are writable arrays in native byte order, of the input's dimensionality: a one-slice
+volume (1, H, W), which the wire cannot tell from an (H, W) image, comes back (1, H, W). Errors from the server raise CuimgError with
 the gRPC code and message (field names included, e.g. "steps[0].element.width: ...").
 
 Volumes larger than the client's `stream_threshold` go through ProcessVolumeStream over several
@@ -15,17 +16,18 @@ by reference (region, offset, shape) instead of bytes, and morphology can write 
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Iterator, NamedTuple, Union
+from typing import Any, Iterable, Iterator, Union
 
 import grpc
 import numpy as np
 
 from cuimg import _wire, detection, wire_contract
-from cuimg.errors import CuimgError
+from cuimg.errors import CuimgError, make_error
 # The conversions, as cuimg.client offered them before they had a module of their own.
-from cuimg.messages import (DTYPES, PIXEL_TYPES, Spacing, _floats, _image_header, _image_shape,
-                            _mesh, _set_spacing, element_mm, from_image, little_endian,
-                            parse_steps, pixel_type, to_image)
+from cuimg.messages import (DTYPES, PIXEL_TYPES, Resident, Spacing, _floats, _image_header,
+                            _image_shape, _mesh, _output_options, _result, _set_spacing,
+                            element_mm, from_image, little_endian, parse_steps, pixel_type,
+                            to_image)
 from cuimg.shared_region import SharedRegion, ShmArray
 from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, imaging_service_pb2_grpc,
                       morphology_pb2, pyramid_pb2, resident_pb2, streaming_pb2,
@@ -76,14 +78,6 @@ def _read(path: str | None) -> bytes | None:
         return f.read()
 
 
-class Resident(NamedTuple):
-    """A result kept on the server (keep_resident=True): its `handle`, usable in place of an
-    array by any RPC and by download(), and `data`, what the call returns without keep_resident
-    (None when return_data=False)."""
-    handle: str
-    data: Any
-
-
 def _source(array_or_handle: ImageLike, spacing: Spacing | None = None,
             colour: bool = False) -> types_pb2.ImageSource:
     if isinstance(array_or_handle, str):
@@ -96,21 +90,6 @@ def _source(array_or_handle: ImageLike, spacing: Spacing | None = None,
 def _frame_source(image: ImageLike) -> types_pb2.ImageSource:
     """A detection input: an (H, W, C) array is a colour image."""
     return _source(image, colour=not isinstance(image, str) and np.ndim(image) == 3)
-
-
-def _output_options(keep_resident: bool, return_data: bool,
-                    ttl_seconds: int) -> types_pb2.OutputOptions | None:
-    if not return_data and not keep_resident:
-        raise ValueError("return_data=False needs keep_resident=True")
-    if not keep_resident:
-        return None
-    return types_pb2.OutputOptions(keep_resident=True, omit_data=not return_data,
-                                   ttl_seconds=ttl_seconds)
-
-
-def _result(result: types_pb2.ImageResult, keep_resident: bool, return_data: bool) -> Any:
-    data = from_image(result.image) if return_data else None
-    return Resident(result.handle, data) if keep_resident else data
 
 
 class Client:
@@ -179,6 +158,10 @@ class Client:
         # The last morphology's elements as the server ran them, in voxels, one per step, when
         # some were given in millimetres (element_mm, "5mm" steps); else empty.
         self.last_elements: list[morphology_pb2.StructuringElement] = []
+        # Resident handles this client made from one-slice volumes (1, H, W): the server keeps
+        # them as 2D images (a depth of 1 is 2D on the wire), so their results and downloads get
+        # the leading axis back here. A handle made by another client comes back (H, W).
+        self._one_slice_handles: set[str] = set()
 
     def _new_channel(self, index: int) -> grpc.Channel:
         # A distinct argument per index keeps gRPC from sharing one connection between channels
@@ -198,6 +181,22 @@ class Client:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+    def _one_slice(self, image: ImageLike) -> bool:
+        """Whether `image` is a one-slice volume (1, H, W): an array, a ShmArray, or a handle
+        this client made from one."""
+        if isinstance(image, str):
+            return image in self._one_slice_handles
+        shape = image.array.shape if isinstance(image, ShmArray) else np.shape(image)
+        return len(shape) == 3 and shape[0] == 1
+
+    def _results(self, image: ImageLike, results: list[types_pb2.ImageResult],
+                 keep_resident: bool, return_data: bool) -> list[Any]:
+        """The arrays (or Residents) of `results`, of `image`'s dimensionality."""
+        one_slice = self._one_slice(image)
+        if one_slice and keep_resident:
+            self._one_slice_handles.update(r.handle for r in results)
+        return [_result(r, keep_resident, return_data, one_slice) for r in results]
 
     def _call(self, method: str, request: Any) -> Any:
         try:
@@ -231,7 +230,7 @@ class Client:
                                    out_dtype=out_dtype, plane_count=plane_count,
                                    slab_bytes=self.slab_bytes, timeout=self.timeout)
         except StreamFailed as e:
-            raise CuimgError(e.code, e.details) from None
+            raise make_error(e.code, e.details, e.info) from None
         self.last_stream = result
         self.last_timing = result.server_timing()
         return result.planes
@@ -283,7 +282,7 @@ class Client:
         self.last_elements = list(response.resolved_elements)
         if out is not None:
             return out.array
-        return _result(response.result, keep_resident, return_data)
+        return self._results(image, [response.result], keep_resident, return_data)[0]
 
     def gradient(self, image: ImageLike, *, kernel_length: int = 7, sigma: float = 0.0,
                  magnitude: bool = False, angle: bool = False, spacing: Spacing | None = None,
@@ -304,8 +303,8 @@ class Client:
         response = self._call("Gradient", gradient_pb2.GradientRequest(
             input=_source(image, spacing), kernel_length=kernel_length, sigma=sigma,
             magnitude=magnitude, angle=angle, output=output))
-        return {name: _result(getattr(response, name), keep_resident, return_data)
-                for name in names}
+        return dict(zip(names, self._results(image, [getattr(response, n) for n in names],
+                                             keep_resident, return_data)))
 
     def pyramid(self, image: ImageLike, *, levels: int = 31, ratio: float = 1.05,
                 mode: str = "from_base", min_width: int = 0, min_height: int = 0,
@@ -320,7 +319,8 @@ class Client:
             input=_source(image), levels=levels, ratio=ratio, mode=modes[mode],
             min_width=min_width, min_height=min_height, output_type=pixel_type(output_dtype),
             output=_output_options(keep_resident, return_data, ttl_seconds)))
-        return [_result(level.result, keep_resident, return_data) for level in response.levels]
+        return self._results(image, [level.result for level in response.levels], keep_resident,
+                             return_data)
 
     def detect(self, image: ImageLike | None = None, *, encoded: bytes | None = None,
                model: str = "", hit_threshold: float = 0.0, win_stride: int = 0,
@@ -432,6 +432,8 @@ class Client:
             response = self._stub.Upload(messages(), timeout=self.timeout)
         except grpc.RpcError as e:
             raise CuimgError.of(e) from None
+        if image is not None and self._one_slice(image):
+            self._one_slice_handles.add(response.object.handle)
         return response.object.handle
 
     def download(self, handle: str) -> Any:
@@ -469,6 +471,8 @@ class Client:
         if first.HasField("mesh"):
             return (flat[:sizes[0]].view("<f4").reshape(-1, 3).astype(np.float32, copy=False),
                     flat[sizes[0]:].view("<u4").reshape(-1, 3).astype(np.uint32, copy=False))
+        if handle in self._one_slice_handles and len(shape) == 2:
+            shape = (1,) + shape
         return flat.view(dtype.newbyteorder("<")).reshape(shape).astype(dtype, copy=False)
 
     def shared_memory(self, size: int) -> SharedRegion:
@@ -478,6 +482,7 @@ class Client:
     def release(self, handle: str) -> None:
         """Frees a resident object (NOT_FOUND when it is not, or no longer, there)."""
         self._call("Release", resident_pb2.ReleaseRequest(handle=handle))
+        self._one_slice_handles.discard(handle)
 
     def list_resident(self) -> list[tuple[str, str, int]]:
         """(handle, kind name, size_bytes) of every resident object of this caller."""

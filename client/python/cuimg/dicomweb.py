@@ -1,6 +1,7 @@
 """DICOMweb (PS3.18) for PACS scripts, with the standard library's urllib: read a series from a
-DICOMweb server (QIDO-RS to list its instances, WADO-RS to retrieve each) and store a derived one
-(STOW-RS), by the same rules as the cuimg CLI's dicomweb+http(s):// URLs (client/io/dicomweb.h).
+DICOMweb server (QIDO-RS to list its instances, WADO-RS to retrieve each as the server stores it,
+transfer-syntax=*, decoded by cuimg.dicom) and store a derived one (STOW-RS), by the same rules as
+the cuimg CLI's dicomweb+http(s):// URLs (client/io/dicomweb.h).
 
     from cuimg import dicom, dicomweb
     volume, spacing, slices = dicomweb.read_series(URL, study_uid, series_uid, auth=("user", "pw"))
@@ -27,6 +28,11 @@ from cuimg import dicom
 
 _DICOM_JSON = "application/dicom+json"
 _ONE_DICOM_PART = 'multipart/related; type="application/dicom"'
+# PS3.18 8.7.3.5: each instance as the server stores it (a server that cannot transcode its
+# stored syntax to the default, Orthanc 1.10 with JPEG 2000, still answers); cuimg.dicom decodes.
+_STORED_SYNTAX = _ONE_DICOM_PART + "; transfer-syntax=*"
+# What a server that does not take transfer-syntax=* answers (406 Not Acceptable; Orthanc 400).
+_REFUSES_STORED_SYNTAX = (400, 406, 415)
 
 
 class DicomwebError(RuntimeError):
@@ -90,9 +96,37 @@ def _request(method, url, accept, auth, ca_file, timeout, limit, body=None, cont
         return response.status, response.headers.get("Content-Type", ""), b"".join(chunks)
 
 
-def _http_error(what, url, status):
+def archive_reason(body):
+    """What an archive's error answer says, safe to print (the CLI's ArchiveReason): a JSON
+    object's "Details" or "Message" string, else the body's first line; printable ASCII only, at
+    most 200 characters; "" when it says nothing readable."""
+    reason = ""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        answer = None
+        reason = body[:1024].split(b"\r")[0].split(b"\n")[0].decode("latin-1")
+    if isinstance(answer, dict):
+        for key in ("Details", "Message", "message", "error", "HttpError"):
+            if isinstance(answer.get(key), str) and answer[key]:
+                reason = answer[key]
+                break
+    out = ""
+    for c in reason:
+        if " " <= c <= "~":
+            out += c
+        elif out and out[-1] != " ":
+            out += " "
+        if len(out) >= 200:
+            break
+    return out.strip()
+
+
+def _http_error(what, url, status, body=b""):
+    reason = archive_reason(body)
+    said = f" (the server says: {reason})" if reason else ""
     hint = " (check the credentials)" if status == 401 else ""
-    return DicomwebError(f"{what} {url}: HTTP {status}{hint}", status)
+    return DicomwebError(f"{what} {url}: HTTP {status}{said}{hint}", status)
 
 
 def multipart_boundary(content_type):
@@ -174,10 +208,10 @@ def _first_string(item, tag):
 def retrieve_series(url, study, series, directory, auth=None, ca_file=None, timeout=300,
                     max_instances=4096, max_bytes=3 << 30):
     """Writes the series' instances into `directory` (instance_NNNNN.dcm); returns their count.
-    `url` is the service base (http(s)://host/dicom-web). Instances come in the server's default
-    transfer syntax for WADO-RS (explicit VR little endian, transcoded by the server).
-    FileNotFoundError for a series without instances, DicomwebError for HTTP failures,
-    ValueError for malformed or oversized answers."""
+    `url` is the service base (http(s)://host/dicom-web). Instances come as the server stores them
+    (transfer-syntax=*), or in its default syntax from a server that refuses that (HTTP 400, 406
+    or 415). FileNotFoundError for a series without instances, DicomwebError for HTTP failures
+    (the status and what the server said), ValueError for malformed or oversized answers."""
     if not _is_uid(study) or not _is_uid(series):
         raise ValueError("study and series must be UIDs: 1 to 64 digits and dots")
     series_url = f"{url.rstrip('/')}/studies/{study}/series/{series}"
@@ -186,7 +220,7 @@ def retrieve_series(url, study, series, directory, auth=None, ca_file=None, time
     if status in (204, 404):
         raise FileNotFoundError(f"QIDO-RS {qido}: no instances in this series")
     if status != 200:
-        raise _http_error("QIDO-RS", qido, status)
+        raise _http_error("QIDO-RS", qido, status, body)
     try:
         listing = json.loads(body)
     except ValueError:
@@ -202,12 +236,17 @@ def retrieve_series(url, study, series, directory, auth=None, ca_file=None, time
         if not _is_uid(sop):
             raise ValueError(f"QIDO-RS {qido}: instance {i + 1} has no valid SOPInstanceUID (00080018)")
     total = 0
+    accept = _STORED_SYNTAX
     for i, sop in enumerate(sops):
         wado = f"{series_url}/instances/{sop}"
-        status, content_type, body = _request("GET", wado, _ONE_DICOM_PART, auth, ca_file, timeout,
+        status, content_type, body = _request("GET", wado, accept, auth, ca_file, timeout,
                                               max_bytes - total)
+        if accept == _STORED_SYNTAX and status in _REFUSES_STORED_SYNTAX:
+            accept = _ONE_DICOM_PART  # for this instance and the rest of the series
+            status, content_type, body = _request("GET", wado, accept, auth, ca_file, timeout,
+                                                  max_bytes - total)
         if status != 200:
-            raise _http_error("WADO-RS", wado, status)
+            raise _http_error("WADO-RS", wado, status, body)
         total += len(body)
         try:
             parts = split_multipart(body, multipart_boundary(content_type), 1)
@@ -268,7 +307,7 @@ def store_series(url, files_or_datasets, auth=None, ca_file=None, timeout=300,
     status, _, answer = _request("POST", stow, _DICOM_JSON, auth, ca_file, timeout, 64 << 20, body,
                                  f"{_ONE_DICOM_PART}; boundary={boundary}")
     if status not in (200, 202, 409):
-        raise _http_error("STOW-RS", stow, status)
+        raise _http_error("STOW-RS", stow, status, answer)
     try:
         result = json.loads(answer)
     except ValueError:

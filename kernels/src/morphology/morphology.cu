@@ -40,12 +40,6 @@ __global__ void DifferenceKernel(const T* a, const T* b, T* out, std::int64_t n)
   }
 }
 
-template <typename T>
-T OutsideValue(const MorphologyStep& step, bool dilate) {
-  if (step.border == BorderMode::kConstant) return SaturateCast<T>(step.border_value);
-  return dilate ? PixelLowest<T>() : PixelMax<T>();
-}
-
 int PassLaunches(const internal::ElementPlan& e) {
   if (e.separable) return std::max<int>(1, static_cast<int>(e.box.size()));
   if (!e.nested.empty()) return static_cast<int>(e.nested.size());
@@ -85,7 +79,7 @@ class Executor {
   // One erosion or dilation of src into dst (dst must not be src).
   absl::Status Pass(const T* src, T* dst, std::size_t step_index, bool dilate) {
     const internal::ElementPlan& e = plan_.elements[step_index];
-    const T border = OutsideValue<T>(plan_.steps[step_index], dilate);
+    const T border = MorphologyOutsideValue<T>(plan_.steps[step_index], dilate);
     if (e.separable) {
       if (e.box.empty()) {  // the 1x1 element
         CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, plan_.extent.Pixels() * sizeof(T),
@@ -124,6 +118,7 @@ class Executor {
 
 absl::StatusOr<MorphologyPlan> MorphologyPlan::Create(PixelType type, const Extent& extent,
                                                       std::vector<MorphologyStep> steps) {
+  CUIMG_RETURN_IF_ERROR(CheckFilterPixelType(type, "type", "morphology"));
   if (steps.empty()) return absl::InvalidArgumentError("steps: at least one step is required");
   if (extent.width < 1 || extent.height < 1 || extent.depth < 1) {
     return absl::InvalidArgumentError("extent: every dimension must be >= 1");
@@ -138,6 +133,11 @@ absl::StatusOr<MorphologyPlan> MorphologyPlan::Create(PixelType type, const Exte
   for (std::size_t i = 0; i < steps.size(); ++i) {
     if (steps[i].iterations < 1) {
       return absl::InvalidArgumentError(absl::StrCat("steps[", i, "].iterations: must be >= 1"));
+    }
+    CUIMG_RETURN_IF_ERROR(ValidateMorphologyStep(steps[i], extent, absl::StrCat("steps[", i, "]")));
+    if (steps[i].op >= MorphOp::kFillHoles) {
+      return absl::UnimplementedError(
+          absl::StrCat(MorphOpName(steps[i].op), ": not implemented yet"));
     }
     absl::StatusOr<internal::ElementPlan> element =
         internal::PlanElement(steps[i].element, type, extent, &impl->chord_table);
@@ -220,7 +220,9 @@ std::string MorphologyPlan::Describe() const {
 }
 
 absl::Status MorphologyPlan::Run(const void* in, void* out, void* workspace, cudaStream_t stream,
-                                 const CancelToken& cancel) const {
+                                 const CancelToken& cancel, const void* d_marker) const {
+  // No step reads a marker yet (Create refuses the segmentation steps).
+  (void)d_marker;
   const Impl& plan = *impl_;
   const bool sync_between_steps = &cancel != &NeverCancelled() && plan.steps.size() > 1 &&
                                   plan.extent.Pixels() >= kCancelSyncPixels;
@@ -270,6 +272,18 @@ absl::Status MorphologyPlan::Run(const void* in, void* out, void* workspace, cud
           CUIMG_RETURN_IF_ERROR(ex.Iterate(cur, dst, s_buf, i, false));
           CUIMG_RETURN_IF_ERROR(ex.Difference(x_buf, dst, dst));
           break;
+        case MorphOp::kFillHoles:
+        case MorphOp::kReconstructDilate:
+        case MorphOp::kReconstructErode:
+        case MorphOp::kOpenRec:
+        case MorphOp::kCloseRec:
+        case MorphOp::kHMax:
+        case MorphOp::kHMin:
+        case MorphOp::kThreshold:
+        case MorphOp::kRemoveSmall:
+        case MorphOp::kKeepLargest:
+          return absl::UnimplementedError(
+              absl::StrCat(MorphOpName(step.op), ": not implemented yet"));
       }
       cur = dst;
     }

@@ -1,8 +1,10 @@
 #include "cuimg/kernels/pyramid_types.h"
 
 #include <cmath>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 
 namespace cuimg {
 namespace {
@@ -17,37 +19,56 @@ std::size_t AlignUp(std::size_t n) {
 
 absl::Status ValidatePyramidSpec(PixelType input_type, const Extent& extent,
                                  const PyramidSpec& spec) {
+  if (absl::Status s = CheckFilterPixelType(input_type, "input_type", "the pyramid"); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckFilterPixelType(spec.output_type, "output_type", "the pyramid");
+      !s.ok()) {
+    return s;
+  }
   if (extent.width < 1 || extent.height < 1 || extent.depth != 1) {
-    return absl::InvalidArgumentError(absl::StrCat("extent: ", extent.width, "x", extent.height,
-                                                   "x", extent.depth,
-                                                   " is not a 2D image with both sides >= 1"));
+    // The image's errors name no field: the caller knows which field holds the image.
+    return InvalidFieldError(ErrorReason::kUnsupportedImageShape, "",
+                             absl::StrCat("extent ", extent.width, "x", extent.height, "x",
+                                          extent.depth, " is not a 2D image with both sides >= 1"));
   }
   if (extent.width > (1 << 30) || extent.height > (1 << 30)) {
-    return absl::InvalidArgumentError("extent: a side exceeds 2^30");
+    return InvalidFieldError(ErrorReason::kUnsupportedImageShape, "",
+                             "extent: a side exceeds 2^30");
   }
   if (spec.levels < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("levels: ", spec.levels, " is not >= 1"));
+    return InvalidFieldError(ErrorReason::kValueOutOfRange, "levels",
+                             absl::StrCat(spec.levels, " is not >= 1"));
   }
   if (!(std::isfinite(spec.ratio) && spec.ratio > 1.0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ratio: ", spec.ratio, " is not finite and > 1"));
+    return InvalidFieldError(ErrorReason::kValueOutOfRange, "ratio",
+                             absl::StrCat(spec.ratio, " is not finite and > 1"));
   }
   if (spec.min_width < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("min_width: ", spec.min_width, " is not >= 1"));
+    return InvalidFieldError(ErrorReason::kValueOutOfRange, "min_width",
+                             absl::StrCat(spec.min_width, " is not >= 1"));
   }
   if (spec.min_height < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("min_height: ", spec.min_height, " is not >= 1"));
+    return InvalidFieldError(ErrorReason::kValueOutOfRange, "min_height",
+                             absl::StrCat(spec.min_height, " is not >= 1"));
   }
   if (spec.output_type != PixelType::kF32 && spec.output_type != input_type) {
-    return absl::InvalidArgumentError(absl::StrCat("output_type: ", PixelTypeName(spec.output_type),
-                                                   " is neither f32 nor the input type ",
-                                                   PixelTypeName(input_type)));
+    return InvalidFieldError(
+        ErrorReason::kUnsupportedPixelType, "output_type",
+        absl::StrCat(PixelTypeName(spec.output_type), " is neither f32 nor the input type ",
+                     PixelTypeName(input_type)));
   }
-  if (extent.width < spec.min_width || extent.height < spec.min_height) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "extent: ", extent.width, "x", extent.height, " is below min_width x min_height (",
-        spec.min_width, "x", spec.min_height, "): the pyramid would have no level"));
+  // The minimum that the image does not reach is at fault: the image is the caller's to keep.
+  for (const auto& [field, side, min] :
+       {std::tuple<const char*, int, int>{"min_width", extent.width, spec.min_width},
+        {"min_height", extent.height, spec.min_height}}) {
+    if (side < min) {
+      return InvalidFieldError(
+          ErrorReason::kValueOutOfRange, field,
+          absl::StrCat(min, " exceeds the image's ", extent.width, "x", extent.height,
+                       " (min_width x min_height ", spec.min_width, "x", spec.min_height,
+                       "): the pyramid would have no level"));
+    }
   }
   return absl::OkStatus();
 }

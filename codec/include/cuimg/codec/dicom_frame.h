@@ -65,7 +65,7 @@ absl::string_view FrameDecoderName(FrameSyntax syntax);
 // Whether every frame in the syntax decodes to exactly what was encoded.
 bool IsLosslessSyntax(FrameSyntax syntax);
 // The syntax of `uid` (DICOM UIDs have no padding; a trailing NUL or space, as a file pads it, is
-// ignored). INVALID_ARGUMENT, reason UNSUPPORTED_TRANSFER_SYNTAX and `field`, for any other UID.
+// ignored). INVALID_ARGUMENT, reason UNSUPPORTED_ENCODING and `field`, for any other UID.
 absl::StatusOr<FrameSyntax> FrameSyntaxFromUid(absl::string_view uid, absl::string_view field);
 
 // The Image Pixel module's description of a frame (PS3.3 C.7.6.3). cuimg decodes grayscale

@@ -39,7 +39,9 @@ namespace cuimg {
 //   step running when the token stopped instead of after the whole chain.
 class MorphologyPlan {
  public:
-  // INVALID_ARGUMENT when the chain is empty, an iteration count is < 1 or the extent is empty.
+  // INVALID_ARGUMENT when the type is U32 (CheckFilterPixelType), the chain is empty, an
+  // iteration count is < 1, the extent is empty or a step's parameters are out of range
+  // (ValidateMorphologyStep, field "steps[i]...").
   static absl::StatusOr<MorphologyPlan> Create(PixelType type, const Extent& extent,
                                                std::vector<MorphologyStep> steps);
 
@@ -49,8 +51,12 @@ class MorphologyPlan {
   // True when Run() is one kernel (a single box pass) that writes each output pixel once and
   // never reads `out`: the output can then go straight to mapped host memory over PCIe.
   bool WritesOutputOnce() const;
+  // `d_marker`: the seed of reconstruct_dilate / reconstruct_erode (device memory of the plan's
+  // type and extent, only read, not overlapping `out` or the workspace); required (not null) when
+  // a step uses it (UsesMarker), else ignored.
   absl::Status Run(const void* in, void* out, void* workspace, cudaStream_t stream,
-                   const CancelToken& cancel = NeverCancelled()) const;
+                   const CancelToken& cancel = NeverCancelled(),
+                   const void* d_marker = nullptr) const;
   static constexpr std::int64_t kCancelSyncPixels = std::int64_t{1} << 20;
 
   PixelType type() const;

@@ -51,8 +51,9 @@ struct PyramidLevel {
 };
 
 // INVALID_ARGUMENT naming the field when levels < 1, ratio is not finite or <= 1, a minimum side
-// is < 1, the input is not one 2D channel with both sides >= 1, or output_type is neither F32 nor
-// the input type; also when not even level 0 reaches the minimum size.
+// is < 1, the input is not one 2D channel with both sides >= 1, either type is U32 (reason
+// UNSUPPORTED_PIXEL_TYPE), or output_type is neither F32 nor the input type; also when not even
+// level 0 reaches the minimum size.
 absl::Status ValidatePyramidSpec(PixelType input_type, const Extent& extent,
                                  const PyramidSpec& spec);
 
