@@ -219,7 +219,8 @@ int main(int argc, char** argv) {
     const auto decode = [&] {
       const auto t0 = Clock::now();
       const absl::Status fault =
-          (*device)->DecodeFrames(spans, d, volume->data(), absl::MakeSpan(outcomes), &threads);
+          (*device)->DecodeFrames(s == 0 ? FrameSyntax::kHtj2kLossless : FrameSyntax::kJ2kLossless,
+                                  spans, d, volume->data(), absl::MakeSpan(outcomes), &threads);
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       if (!fault.ok()) {
         std::fprintf(stderr, "nvJPEG2000 fault: %s\n", fault.ToString().c_str());

@@ -57,8 +57,8 @@ void StoreSamples(const StoredBits& b, const In* in, std::size_t count, std::siz
     case PixelType::kI16:
       StoreAs(b, in, count, reinterpret_cast<std::int16_t*>(out.data()) + first);
       return;
-    case PixelType::kF32:
-      return;  // never a decoded type
+    default:
+      return;  // F32 and U32 are never a decoded type
   }
 }
 

@@ -45,7 +45,8 @@ absl::StatusOr<std::unique_ptr<Nvjpeg2kDevice>> Nvjpeg2kDevice::Create(
   return absl::UnavailableError("built without nvjpeg2k.h");
 }
 
-absl::Status Nvjpeg2kDevice::DecodeFrames(absl::Span<const absl::Span<const std::uint8_t>>,
+absl::Status Nvjpeg2kDevice::DecodeFrames(FrameSyntax,
+                                          absl::Span<const absl::Span<const std::uint8_t>>,
                                           const FrameDescription&, void*, absl::Span<absl::Status>,
                                           DecodeThreads*) const {
   return absl::UnavailableError("built without nvjpeg2k.h");
@@ -275,7 +276,8 @@ absl::Status Nvjpeg2kDevice::DecodeOne(Pipeline& p, absl::Span<const std::uint8_
   return absl::OkStatus();
 }
 
-absl::Status Nvjpeg2kDevice::DecodeFrames(absl::Span<const absl::Span<const std::uint8_t>> frames,
+absl::Status Nvjpeg2kDevice::DecodeFrames(FrameSyntax syntax,
+                                          absl::Span<const absl::Span<const std::uint8_t>> frames,
                                           const FrameDescription& d, void* d_volume,
                                           absl::Span<absl::Status> outcomes,
                                           DecodeThreads* threads) const {
@@ -301,6 +303,10 @@ absl::Status Nvjpeg2kDevice::DecodeFrames(absl::Span<const absl::Span<const std:
       }
       int turn = 0;
       for (std::size_t i = index; held.ok() && i < frames.size(); i += n) {
+        if (std::string why = Refusal(syntax, d, frames[i]); !why.empty()) {
+          outcomes[i] = absl::FailedPreconditionError(why);
+          continue;
+        }
         Pipeline& p = *slots[turn++ % 2];
         if (p.in_flight) {
           held = p.done.Synchronize();

@@ -41,14 +41,16 @@ class Nvjpeg2kDevice {
   static std::string Refusal(FrameSyntax syntax, const FrameDescription& description,
                              absl::Span<const std::uint8_t> frame);
 
-  // Decodes frames[i] (each one Refusal accepted) into d_volume + i * DecodedFrameBytes(
+  // Decodes frames[i] (of `syntax` and `description`) into d_volume + i * DecodedFrameBytes(
   // description) on this device, using the idle threads of `threads` (may be null: the caller's
-  // thread alone). outcomes[i] is OK, or why nvJPEG2000 did not decode the frame (it refused the
-  // codestream or reported it corrupt): nothing useful is written for it then, and the caller
-  // decodes it on the CPU, whose decoders are the authority on what is corrupt. Returns an error
-  // only for a fault of the device (a CUDA error), after which the context may be unusable.
-  // Synchronous: every decode has completed when it returns. Thread-safe.
-  absl::Status DecodeFrames(absl::Span<const absl::Span<const std::uint8_t>> frames,
+  // thread alone). outcomes[i] is OK, or why the frame was not decoded here (Refusal's reason,
+  // or nvJPEG2000 refused the codestream or reported it corrupt): nothing useful is written for
+  // it then, and the caller decodes it on the CPU, whose decoders are the authority on what is
+  // corrupt. Returns an error only for a fault of the device (a CUDA error), after which the
+  // context may be unusable. Synchronous: every decode has completed when it returns.
+  // Thread-safe.
+  absl::Status DecodeFrames(FrameSyntax syntax,
+                            absl::Span<const absl::Span<const std::uint8_t>> frames,
                             const FrameDescription& description, void* d_volume,
                             absl::Span<absl::Status> outcomes, DecodeThreads* threads) const;
 

@@ -195,6 +195,10 @@ absl::StatusOr<MorphologyJob> ValidateMorphologyRequest(const v1::MorphologyRequ
     case ImageInput::Kind::kEncoded:
       frame.why_no_spacing = "input.encoded (PNG/JPEG) carries none";
       break;
+    case ImageInput::Kind::kFrames:
+      frame.spacing = job.input.spacing;
+      frame.spacing_field = "input.dicom_frames.spacing";
+      break;
     case ImageInput::Kind::kHandle:
       // The resident object's spacing: ResolveMorphologyOnResident, once it is looked up.
       job.steps_await_spacing = AnyRadius(request);
@@ -205,7 +209,8 @@ absl::StatusOr<MorphologyJob> ValidateMorphologyRequest(const v1::MorphologyRequ
         job.steps, ValidateMorphologySteps(request, "", limits, frame, &job.resolved_elements));
   }
   CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
-  if (job.input.kind == ImageInput::Kind::kInline) {
+  // Inline and frames inputs have their type and shape now; the others once resolved.
+  if (job.input.kind == ImageInput::Kind::kInline || job.input.kind == ImageInput::Kind::kFrames) {
     CUIMG_RETURN_IF_ERROR(CheckMorphologyInput(
         ImageView{job.input.type, job.input.extent, job.input.channels, nullptr}, job));
   }
@@ -232,6 +237,7 @@ absl::Status CheckMorphologyInput(const ImageView& image, const MorphologyJob& j
                              absl::StrCat("has ", image.channels,
                                           " channels; Morphology needs 1 (split channels first)"));
   }
+  CUIMG_RETURN_IF_ERROR(CheckFrameEncodable(job.output, image.type));
   if (image.type == PixelType::kF32) return absl::OkStatus();
   for (std::size_t i = 0; i < job.steps.size(); ++i) {
     if (!std::isfinite(job.steps[i].border_value)) {

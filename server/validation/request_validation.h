@@ -8,12 +8,16 @@
 #define CUIMG_SERVER_REQUEST_VALIDATION_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/optional.h"
+#include "absl/types/span.h"
+#include "cuimg/codec/dicom_frame.h"
+#include "cuimg/codec/frame_volume.h"
 #include "cuimg/common/image.h"
 #include "cuimg/kernels/gradient_types.h"
 #include "cuimg/kernels/hog_types.h"
@@ -35,7 +39,7 @@ namespace cuimg {
 // An input image as the request names it; byte views point into the request message, which must
 // outlive the job.
 struct ImageInput {
-  enum class Kind { kInline, kHandle, kEncoded, kSharedMemory };
+  enum class Kind { kInline, kHandle, kEncoded, kSharedMemory, kFrames };
   Kind kind = Kind::kInline;
   // kInline: the pixels' description and bytes. kEncoded: `bytes` holds the PNG/JPEG file.
   // kSharedMemory: the description; the pixels are at `offset` in region `handle`.
@@ -48,11 +52,16 @@ struct ImageInput {
   std::uint64_t offset = 0;
   // The field path, for messages about the resolved image ("input.image", "input.encoded").
   std::string field;
-  // kInline, kSharedMemory: the image's spacing (the results carry it on).
+  // kInline, kSharedMemory, kFrames: the image's spacing (the results carry it on).
   v1::Spacing spacing;
+  // kFrames: the frames; `type` and `extent` are the decoded image's (I16 or F32 rescaled, or the
+  // stored values' type), known before anything is decoded.
+  std::shared_ptr<const FrameVolume> frames;
 };
 
 struct OutputSpec {
+  // Results as DICOM frames in this encoding (OutputOptions.frame_encoding); kNative: raw pixels.
+  FrameSyntax frame_encoding = FrameSyntax::kNative;
   bool keep_resident = false;
   bool omit_data = false;
   std::uint32_t ttl_seconds = 0;

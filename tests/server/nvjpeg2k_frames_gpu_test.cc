@@ -78,7 +78,7 @@ Image CtSlice(PixelType type, int width, int height, int bits, int seed) {
 }
 
 // Decodes `frames` on the GPU into one volume and returns it on the host; `outcomes` per frame.
-std::vector<std::uint8_t> GpuDecode(const Nvjpeg2kDevice& device,
+std::vector<std::uint8_t> GpuDecode(const Nvjpeg2kDevice& device, FrameSyntax syntax,
                                     const std::vector<std::vector<std::uint8_t>>& frames,
                                     const FrameDescription& d, std::vector<absl::Status>* outcomes,
                                     DecodeThreads* threads, absl::Status* fault) {
@@ -87,7 +87,8 @@ std::vector<std::uint8_t> GpuDecode(const Nvjpeg2kDevice& device,
   EXPECT_TRUE(volume.ok());
   std::vector<absl::Span<const std::uint8_t>> spans(frames.begin(), frames.end());
   outcomes->assign(frames.size(), absl::UnknownError("not run"));
-  *fault = device.DecodeFrames(spans, d, volume->data(), absl::MakeSpan(*outcomes), threads);
+  *fault =
+      device.DecodeFrames(syntax, spans, d, volume->data(), absl::MakeSpan(*outcomes), threads);
   std::vector<std::uint8_t> host(frame_bytes * frames.size());
   EXPECT_EQ(cudaMemcpy(host.data(), volume->data(), host.size(), cudaMemcpyDeviceToHost),
             cudaSuccess);
@@ -146,7 +147,7 @@ TEST_P(Nvjpeg2kDecodeTest, EqualsTheCpuDecodeBitForBit) {
   std::vector<absl::Status> outcomes;
   absl::Status fault;
   const std::vector<std::uint8_t> gpu_values =
-      GpuDecode(*gpu.device, frames, c.description, &outcomes, &threads, &fault);
+      GpuDecode(*gpu.device, c.syntax, frames, c.description, &outcomes, &threads, &fault);
   ASSERT_TRUE(fault.ok()) << fault;
   for (int z = 0; z < frames_count; ++z) EXPECT_TRUE(outcomes[z].ok()) << z << outcomes[z];
   EXPECT_EQ(gpu_values, cpu);
@@ -196,7 +197,7 @@ TEST(Nvjpeg2kDecodeTest, CorruptFramesFailOrDecodeAndTheDeviceStaysUsable) {
   for (FrameSyntax syntax : {FrameSyntax::kHtj2kLossless, FrameSyntax::kJ2kLossless}) {
     const std::vector<std::uint8_t> good = *EncodeLosslessFrame(syntax, slice.view());
     // Bit flips past the main header (which the CPU's walk checks): the code-block data nvJPEG2000
-    // decodes itself. Cut frames are kept out by the walk, so they are handed over directly.
+    // decodes itself; and cut frames, which the walk keeps from it (refused, for the CPU).
     std::mt19937 rng(5);
     std::vector<std::vector<std::uint8_t>> frames;
     for (int k = 0; k < 48; ++k) {
@@ -210,13 +211,13 @@ TEST(Nvjpeg2kDecodeTest, CorruptFramesFailOrDecodeAndTheDeviceStaysUsable) {
     DecodeThreads threads(2);
     std::vector<absl::Status> outcomes;
     absl::Status fault;
-    GpuDecode(*gpu.device, frames, d, &outcomes, &threads, &fault);
+    GpuDecode(*gpu.device, syntax, frames, d, &outcomes, &threads, &fault);
     EXPECT_TRUE(fault.ok()) << fault;
     EXPECT_EQ(cudaGetLastError(), cudaSuccess);
     // The device still decodes a good frame exactly.
     std::vector<std::vector<std::uint8_t>> one = {good};
     const std::vector<std::uint8_t> values =
-        GpuDecode(*gpu.device, one, d, &outcomes, nullptr, &fault);
+        GpuDecode(*gpu.device, syntax, one, d, &outcomes, nullptr, &fault);
     ASSERT_TRUE(fault.ok()) << fault;
     ASSERT_TRUE(outcomes[0].ok()) << outcomes[0];
     EXPECT_EQ(std::memcmp(values.data(), slice.bytes(), slice.size_bytes()), 0)

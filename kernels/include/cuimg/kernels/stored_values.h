@@ -26,6 +26,21 @@ absl::Status StoreValuesOnDevice(const void* in, PixelType in_type, void* out, P
                                  std::int64_t count, std::uint32_t mask, std::int32_t sign,
                                  cudaStream_t stream);
 
+// The rescale of DICOM frames (codec/frame_volume.h's RescaleFrame, every frame at once): frame f
+// (of `frames`, each `frame_pixels` stored values of in_type U8, U16 or I16 in `in`) becomes
+// out_type I16 or F32 in `out`:
+// - I16: in * slopes[f] + intercepts[f] in 64-bit integers (the caller's slopes and intercepts
+//   hold integers, as FrameVolumeType requires for I16); the lowest frame with a value outside
+//   [-32768, 32767] goes to *bad_frame (atomicMin; the caller sets it to `frames` first, and the
+//   values of such a frame are unspecified).
+// - F32: the float of double(in) * slope + intercept, product and sum each rounded (no fused
+//   multiply-add), as the host computes it: the same bits.
+// `slopes`, `intercepts` and `bad_frame` are device pointers; `in` and `out` do not overlap.
+// INVALID_ARGUMENT for other types. Asynchronous on `stream`; one launch (none for no pixels).
+absl::Status RescaleFramesOnDevice(const void* in, PixelType in_type, void* out, PixelType out_type,
+                                   std::int64_t frame_pixels, int frames, const double* slopes,
+                                   const double* intercepts, int* bad_frame, cudaStream_t stream);
+
 }  // namespace cuimg
 
 #endif  // CUIMG_KERNELS_STORED_VALUES_H_
