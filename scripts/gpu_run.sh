@@ -97,6 +97,11 @@ step "server over the wire (CUDA backend)"
   # inline for every pixel type, unregistering under running requests, cuimg load --shm.
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
     timeout 240 python3 "$B/tests/e2e/test_shared_memory_wire.py" || status=1
+  # DICOM frames on the CUDA backend (issue 49): JPEG 2000 and HTJ2K frames decoded by
+  # nvJPEG2000 (decode_device >= 0) equal pydicom's decode; results encoded by nvJPEG2000.
+  CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
+    CUIMG_FRAME_DECODER="$B/bin/cuimg-frame-decoder" \
+    timeout 300 python3 "$B/tests/e2e/test_dicom_frames_wire.py" || status=1
   # Streamed volumes on the CUDA backend: slabs on several CUDA streams == the unary result.
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
     timeout 240 python3 "$B/tests/e2e/test_volume_stream_wire.py" || status=1

@@ -28,6 +28,8 @@ absl::StatusOr<Photometric> PhotometricFromProto(v1::PhotometricInterpretation p
   }
 }
 
+constexpr double kMaxRescale = 2147483648.0;
+
 }  // namespace
 
 absl::StatusOr<ImageInput> ValidateDicomFrames(const v1::DicomFrames& source, std::string field,
@@ -98,9 +100,10 @@ absl::StatusOr<ImageInput> ValidateDicomFrames(const v1::DicomFrames& source, st
     for (const auto& [name, value] :
          {std::pair<const char*, double>{"rescale_slope", f.rescale_slope()},
           {"rescale_intercept", f.rescale_intercept()}}) {
-      if (!std::isfinite(value)) {
+      // DICOM's DS values hold at most 16 characters; the bound keeps every product exact.
+      if (!std::isfinite(value) || std::abs(value) > kMaxRescale) {
         return InvalidFieldError(ErrorReason::kValueOutOfRange, absl::StrCat(at, ".", name),
-                                 absl::StrCat(value, " is not finite"));
+                                 absl::StrCat(value, " is not finite and within +-2^31"));
       }
     }
     frames->slopes.push_back(f.rescale_slope() == 0 ? 1 : f.rescale_slope());
