@@ -115,6 +115,18 @@ requests = {
         input=types_pb2.ImageSource(encoded=png_gray), steps=[custom])),
     "morph_handle": (0, morphology_pb2.MorphologyRequest(
         input=types_pb2.ImageSource(handle="img-0123"), steps=[step])),
+    # DICOM frames: a 2-frame RLE volume of 8-bit values with a CT rescale, returned as HTJ2K.
+    "morph_dicom_frames": (0, morphology_pb2.MorphologyRequest(
+        input=types_pb2.ImageSource(dicom_frames=types_pb2.DicomFrames(
+            transfer_syntax_uid="1.2.840.10008.1.2.5",
+            pixel_module=types_pb2.DicomPixelModule(
+                rows=4, columns=6, bits_allocated=8, bits_stored=7,
+                photometric_interpretation=types_pb2.PHOTOMETRIC_INTERPRETATION_MONOCHROME2),
+            frames=[types_pb2.DicomFrame(data=struct.pack("<16I", 1, 64, *[0] * 14) +
+                                         bytes([0xE9, 5]), rescale_intercept=-1024)] * 2,
+            spacing=types_pb2.Spacing(x_mm=0.5, y_mm=0.5, z_mm=1.0))),
+        steps=[step], output=types_pb2.OutputOptions(
+            frame_encoding=types_pb2.FRAME_ENCODING_HTJ2K_LOSSLESS))),
     "gradient": (1, gradient_pb2.GradientRequest(
         input=types_pb2.ImageSource(image=image_proto(9, 7, 0, types_pb2.PIXEL_TYPE_F32, 4)),
         kernel_length=5, sigma=1.2, magnitude=True, angle=True)),
