@@ -22,6 +22,8 @@ binaries=(
   "$build_dir/tests/pyramid_gpu_test"
   "$build_dir/benchmarks/deform_bench"
   "$build_dir/tests/deform_gpu_test"
+  "$build_dir/benchmarks/reconstruction_bench"
+  "$build_dir/tests/reconstruction_gpu_test"
   "$build_dir/benchmarks/detect_bench"
   "$build_dir/tests/detect_gpu_test"
   "$build_dir/benchmarks/label_bench"

@@ -252,7 +252,7 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
                                  "H2D weights");
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
       CUIMG_RETURN_IF_ERROR(
-          plan.Run(d_in, static_cast<const float*>(d_weights), d_ws, d_hits, c.stream));
+          plan.Run({d_in}, static_cast<const float*>(d_weights), d_ws, d_hits, c.stream));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
       // The count and the first hits come back in one copy (a frame rarely has more: 61 raw hits
       // on a 1080p vtest frame); the rest, if any, in a second one once the count is known. 512

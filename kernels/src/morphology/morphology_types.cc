@@ -109,6 +109,17 @@ bool AnyStepUsesMarker(const std::vector<MorphologyStep>& steps) {
   return std::any_of(steps.begin(), steps.end(), UsesMarker);
 }
 
+bool StepTakesU32(const MorphologyStep& step) {
+  return IsGlobalStep(step) ? step.op != MorphOp::kOpenRec && step.op != MorphOp::kCloseRec
+                            : step.op == MorphOp::kThreshold;
+}
+
+absl::Status CheckStepPixelType(const MorphologyStep& step, PixelType type, std::size_t index) {
+  if (type != PixelType::kU32 || StepTakesU32(step)) return absl::OkStatus();
+  return CheckFilterPixelType(type, "input",
+                              absl::StrCat("steps[", index, "] (", MorphOpName(step.op), ")"));
+}
+
 absl::Status ValidateMorphologyStep(const MorphologyStep& step, const Extent& extent,
                                     absl::string_view field) {
   if (IsGlobalStep(step)) {

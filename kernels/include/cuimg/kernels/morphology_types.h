@@ -126,6 +126,13 @@ T MorphologyOutsideValue(const MorphologyStep& step, bool dilate) {
     return dilate ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
   }
 }
+// True for the steps that take U32 images (the label type): fill_holes, reconstruct_dilate /
+// reconstruct_erode, hmax / hmin, threshold, remove_small, keep_largest. The element steps
+// (erode ... black_hat, open_rec, close_rec) take the filter types only.
+bool StepTakesU32(const MorphologyStep& step);
+// OK unless `type` is U32 and step `index` does not take it: INVALID_ARGUMENT
+// (UNSUPPORTED_PIXEL_TYPE) naming the field "input".
+absl::Status CheckStepPixelType(const MorphologyStep& step, PixelType type, std::size_t index);
 
 }  // namespace cuimg
 
