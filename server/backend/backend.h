@@ -44,7 +44,8 @@ struct StageTimes {
   int decode_device = -1;
   // Why a JPEG went to the CPU decoder on a backend with a GPU decoder: "header" (the marker walk
   // found a fault, or TurboJPEG's header read disagrees with it or is over the limits),
-  // "unsupported" (JpegGpuRefusal), "nvjpeg" (the GPU decode failed); null otherwise. Static.
+  // "unsupported" (JpegGpuRefusal), "nvjpeg" (the GPU decode failed); DICOM frames that went to
+  // the host because the GPU frame decoder failed: "nvjpeg2000"; null otherwise. Static.
   const char* decode_fallback = nullptr;
 };
 
@@ -199,6 +200,9 @@ class Backend {
   // The GPU JPEG decoder, or null when this backend has none (the CPU backend; the CUDA backend
   // without nvJPEG or with --jpeg_decoder=cpu). Lives as long as the backend.
   virtual DeviceJpegDecoder* jpeg_decoder() { return nullptr; }
+  // The backend's GPU decoder of DICOM frames (nvJPEG2000), or null (the CPU backend, or no
+  // library): frames then decode on the host.
+  virtual DeviceFrameDecoder* frame_decoder() { return nullptr; }
 };
 
 // The CPU backend: the CPU references, options.cpu_threads_per_request threads per request (0 =

@@ -25,6 +25,7 @@
 #include "cuimg/kernels/pyramid.h"
 #include "server/backend/backend.h"
 #include "server/backend/cuda_device.h"
+#include "server/backend/cuda_frames.h"
 #include "server/backend/device_slot.h"
 #include "server/backend/pinned_message_pool.h"
 
@@ -32,6 +33,7 @@ namespace cuimg {
 namespace {
 
 using cuda_backend::CopyToHost;
+using cuda_backend::CudaFrameDecoder;
 using cuda_backend::CudaHostPin;
 using cuda_backend::CudaImage;
 using cuda_backend::CudaMesh;
@@ -49,6 +51,19 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
         messages_(std::move(messages)),
         nvjpeg_(std::move(nvjpeg)),
         jpeg_note_(std::move(jpeg_note)) {
+    // nvJPEG2000 for DICOM frames where it loads; frames decode on the host otherwise.
+    absl::StatusOr<std::shared_ptr<const Nvjpeg2kLibrary>> lib = Nvjpeg2kLibrary::Load();
+    std::vector<DeviceContext*> contexts;
+    for (auto& d : devices_) contexts.push_back(d.get());
+    absl::StatusOr<std::unique_ptr<CudaFrameDecoder>> frames =
+        lib.ok() ? CudaFrameDecoder::Create(*lib, std::move(contexts)) : lib.status();
+    if (frames.ok()) {
+      frames_ = *std::move(frames);
+    } else {
+      frames_note_ = absl::StrCat(
+          " frame_decoder=cpu frame_decoder_reason=\"",
+          absl::StrReplaceAll(frames.status().message(), {{"\"", "'"}, {"\n", " "}}), "\"");
+    }
     for (auto& d : devices_) slots_.push_back(&d->slot());
   }
 
@@ -62,10 +77,14 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
                                    d->info().total_memory >> 20, "MiB"));
     }
     return absl::StrCat("backend=cuda ", CudaVersionString(), " devices=[",
-                        absl::StrJoin(parts, ", "), "] ", Summary());
+                        absl::StrJoin(parts, ", "), "] ", Summary(),
+                        frames_ != nullptr
+                            ? absl::StrCat(" frame_decoder=\"", frames_->Summary(), "\"")
+                            : frames_note_);
   }
 
   DeviceJpegDecoder* jpeg_decoder() override { return nvjpeg_ != nullptr ? this : nullptr; }
+  DeviceFrameDecoder* frame_decoder() override { return frames_.get(); }
 
   // DeviceJpegDecoder: every device's handle uses the same backend (the devices are alike).
   bool hardware() const override { return devices_.front()->jpeg()->hardware(); }
@@ -436,6 +455,9 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
   std::vector<DeviceSlot*> slots_;
   std::shared_ptr<const NvjpegLibrary> nvjpeg_;
   std::string jpeg_note_;
+  // After devices_: destroyed before the devices whose contexts it uses. Null without nvJPEG2000.
+  std::unique_ptr<CudaFrameDecoder> frames_;
+  std::string frames_note_;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/kernels/group_rectangles.h"
+#include "server/rpc/frame_output.h"
 #include "server/rpc/image_input.h"
 #include "server/rpc/imaging_service.h"
 #include "server/rpc/result_slot.h"
@@ -48,6 +49,17 @@ absl::Status ImagingService::RunMorphology(const MorphologyJob& job, CallScope& 
   if (!job.output.shared_memory_region.empty()) {
     return MorphologyIntoSharedMemory(job, in, marker.has_value() ? &*marker : nullptr, call,
                                       response);
+  }
+  if (job.output.frame_encoding != FrameSyntax::kNative) {
+    // Into a host image, then encoded slice by slice into the response's frames.
+    Image result(in.view.type, in.view.extent, 1, Image::kUninitialized);
+    CUIMG_RETURN_IF_ERROR(
+        backend_->Morphology(in.input(), result.view(), job.steps, &call.times(), call.cancel()));
+    metrics_->AddPixels("Morphology", in.view.extent.Pixels());
+    CUIMG_RETURN_IF_ERROR(call.CheckAlive());
+    DescribeResult(result.type(), result.extent(), in.spacing, response->mutable_result());
+    return EncodeResultFrames(result.view(), in.spacing, job.output.frame_encoding, decoders_,
+                              response->mutable_result()->mutable_dicom_frames());
   }
   // A unary volume's result then needs no second buffer (issue #34's peak memory).
   const void* overwrite = backend_->MorphologyWritesOverInput() ? in.view.data : nullptr;

@@ -11,6 +11,8 @@
 #include "server/rpc/call_messages.h"
 #include "server/rpc/image_input.h"
 #include "server/scheduling/work_estimate.h"
+#include "server/grpc_server.h"
+#include "server/observability/log.h"
 #include "server/validation/proto_conversion.h"
 
 namespace cuimg {
@@ -35,6 +37,21 @@ class CancellingReactor final : public grpc::ServerUnaryReactor {
   const std::chrono::system_clock::time_point began_ = std::chrono::system_clock::now();
 };
 
+// The helper processes for frames whose decoders may abort; null (logged) without the helper.
+std::unique_ptr<FrameSandbox> MakeFrameSandbox(const ServerOptions& options) {
+  FrameSandboxOptions sandbox;
+  sandbox.helper_path = options.frame_decoder_path;
+  sandbox.max_helpers = options.decode_threads + 1;
+  sandbox.frame_timeout = absl::Milliseconds(options.frame_decode_timeout_ms);
+  absl::StatusOr<std::unique_ptr<FrameSandbox>> made = FrameSandbox::Create(sandbox);
+  if (!made.ok()) {
+    LogEvent(LogLevel::kWarning, "frame_decoder_missing",
+             {{"message", std::string(made.status().message())}});
+    return nullptr;
+  }
+  return *std::move(made);
+}
+
 }  // namespace
 
 ImagingService::ImagingService(const ServerOptions& options, const AuthPolicy& auth,
@@ -48,7 +65,9 @@ ImagingService::ImagingService(const ServerOptions& options, const AuthPolicy& a
       budget_(budget),
       store_(store),
       decode_threads_(std::make_unique<DecodeThreads>(options.decode_threads)),
-      decoders_{decode_threads_.get(), backend->jpeg_decoder()},
+      frame_sandbox_(MakeFrameSandbox(options)),
+      decoders_{decode_threads_.get(), backend->jpeg_decoder(), backend->frame_decoder(),
+                frame_sandbox_.get()},
       metrics_(metrics),
       models_(models),
       shared_memory_(
@@ -219,6 +238,34 @@ grpc::ServerUnaryReactor* ImagingService::ListModels(grpc::CallbackServerContext
       out->set_description(m->description);
       out->set_gamma_correction(m->gamma_correction);
     }
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* ImagingService::GetServerInfo(grpc::CallbackServerContext* ctx,
+                                                        const v1::GetServerInfoRequest*,
+                                                        v1::ServerInfo* response) {
+  return ServeAtOnce("GetServerInfo", ctx, kRightProcess, [&](const std::string&) {
+    for (FrameSyntax syntax : DecodableFrameSyntaxes()) {
+      // Without the helper, the syntaxes whose decoders may abort are not decoded at all.
+      const bool sandboxed =
+          syntax == FrameSyntax::kJpegLsLossless || syntax == FrameSyntax::kJpegLsNearLossless ||
+          syntax == FrameSyntax::kHtj2kLossless || syntax == FrameSyntax::kHtj2kLosslessRpcl ||
+          syntax == FrameSyntax::kHtj2k;
+      if (sandboxed && frame_sandbox_ == nullptr) continue;
+      response->add_decodable_transfer_syntaxes(std::string(FrameSyntaxUid(syntax)));
+      // Implicit VR little endian frames hold what explicit VR ones do.
+      if (syntax == FrameSyntax::kNative) {
+        response->add_decodable_transfer_syntaxes("1.2.840.10008.1.2");
+      }
+    }
+    response->add_encodable_transfer_syntaxes(
+        std::string(FrameSyntaxUid(FrameSyntax::kHtj2kLossless)));
+    const std::string where =
+        decoders_.frames != nullptr ? decoders_.frames->Summary() : std::string("cpu");
+    response->set_frame_decoder(where);
+    response->set_frame_encoder(where);
+    response->set_version(kVersion);
     return absl::OkStatus();
   });
 }

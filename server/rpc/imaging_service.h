@@ -15,6 +15,7 @@
 
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 #include "cuimg/codec/decode_threads.h"
+#include "cuimg/codec/frame_sandbox.h"
 #include "server/security/authorization.h"
 #include "server/backend/backend.h"
 #include "server/rpc/call_scope.h"
@@ -61,6 +62,9 @@ class ImagingService final
   grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* ctx,
                                        const v1::ListModelsRequest* request,
                                        v1::ListModelsResponse* response) override;
+  grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* ctx,
+                                          const v1::GetServerInfoRequest* request,
+                                          v1::ServerInfo* response) override;
   grpc::ServerUnaryReactor* Deform(grpc::CallbackServerContext* ctx,
                                    const grpc::ByteBuffer* request,
                                    grpc::ByteBuffer* response) override;
@@ -204,6 +208,8 @@ class ImagingService final
   ResidentStore* store_;
   // JPEG inputs decode in strips on these while they are idle.
   std::unique_ptr<DecodeThreads> decode_threads_;
+  // Before decoders_, which points at it. Null without the helper (FrameSandbox::Create).
+  std::unique_ptr<FrameSandbox> frame_sandbox_;
   // Those threads and the backend's GPU JPEG decoder (null without one), for ResolveImage.
   ImageDecoders decoders_;
   ServerMetrics* metrics_;

@@ -8,6 +8,7 @@
 #include "cuimg/common/status_macros.h"
 #include "cuimg/reference/morphology_reference.h"
 #include "cuimg/reference/reconstruction_reference.h"
+#include "server/rpc/frame_input.h"
 #include "server/rpc/image_input.h"
 
 namespace cuimg {
@@ -15,9 +16,21 @@ namespace {
 
 std::uint64_t Bytes(const ImageView& shape) { return shape.Bytes(); }
 
-// Pixels that are not the request's own bytes: a decoded file, or a copy the backend makes.
+// Pixels that are not the request's own bytes: a decoded file, or a copy the backend makes. DICOM
+// frames decode into the image, each through a frame of stored values on the thread decoding it
+// (at most kFrameDecodeThreads at once).
 std::uint64_t DecodedBytes(const ImageInput& input, const ImageView& shape) {
-  return input.kind == ImageInput::Kind::kEncoded ? Bytes(shape) : 0;
+  switch (input.kind) {
+    case ImageInput::Kind::kEncoded:
+      return Bytes(shape);
+    case ImageInput::Kind::kFrames: {
+      const std::uint64_t frames = std::min<std::uint64_t>(
+          static_cast<std::uint64_t>(shape.extent.depth), kFrameDecodeThreads);
+      return Bytes(shape) + frames * DecodedFrameBytes(input.frames->description);
+    }
+    default:
+      return 0;
+  }
 }
 
 }  // namespace
@@ -27,6 +40,7 @@ absl::StatusOr<ImageView> InputShape(const ImageInput& input, absl::string_view 
   switch (input.kind) {
     case ImageInput::Kind::kInline:
     case ImageInput::Kind::kSharedMemory:
+    case ImageInput::Kind::kFrames:  // the decoded image's, from the pixel module
       return ImageView{input.type, input.extent, input.channels, nullptr};
     case ImageInput::Kind::kHandle: {
       absl::StatusOr<ResidentInfo> info = store.Describe(identity, input.handle);
@@ -63,9 +77,11 @@ absl::StatusOr<std::uint64_t> EstimateInflightBytes(const MorphologyJob& job,
                                                     const RequestLimits& limits) {
   CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, store, limits));
   const OutputSpec& out = job.output;
-  const std::uint64_t results = !out.shared_memory_region.empty()     ? 0
-                                : out.keep_resident && !out.omit_data ? 2
-                                                                      : 1;
+  // An encoded result is held twice: its pixels and its frames (at most as large, lossless).
+  const std::uint64_t results = !out.shared_memory_region.empty()            ? 0
+                                : out.keep_resident && !out.omit_data        ? 2
+                                : out.frame_encoding != FrameSyntax::kNative ? 2
+                                                                             : 1;
   const std::uint64_t scratch = MorphologyReferenceScratchImages(job.steps);
   // An encoded marker is decoded (inline ones are in the request's bytes).
   std::uint64_t marker = 0;

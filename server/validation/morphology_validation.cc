@@ -283,6 +283,10 @@ absl::StatusOr<MorphologyJob> ValidateMorphologyRequest(const v1::MorphologyRequ
     case ImageInput::Kind::kEncoded:
       frame.why_no_spacing = "input.encoded (PNG/JPEG) carries none";
       break;
+    case ImageInput::Kind::kFrames:
+      frame.spacing = job.input.spacing;
+      frame.spacing_field = "input.dicom_frames.spacing";
+      break;
     case ImageInput::Kind::kHandle:
       // The resident object's spacing: ResolveMorphologyOnResident, once it is looked up.
       job.steps_await_spacing = AnyRadius(request);
@@ -379,6 +383,7 @@ absl::Status CheckMorphologyInput(const ImageView& image, const MorphologyJob& j
                              absl::StrCat("has ", image.channels,
                                           " channels; Morphology needs 1 (split channels first)"));
   }
+  CUIMG_RETURN_IF_ERROR(CheckFrameEncodable(job.output, image.type));
   if (job.steps_await_spacing) return absl::OkStatus();  // checked once the steps are known
   CUIMG_RETURN_IF_ERROR(CheckStepsForImage(job.steps, image.type, image.extent, ""));
   if (job.marker.has_value() && KnownShape(*job.marker)) {

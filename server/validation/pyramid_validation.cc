@@ -51,7 +51,8 @@ absl::StatusOr<PyramidJob> ValidatePyramidRequest(const v1::PyramidRequest& requ
   }
   CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
   CUIMG_RETURN_IF_ERROR(RefuseSharedMemoryOutput(job.output, "Pyramid"));
-  if (job.input.kind == ImageInput::Kind::kInline) {
+  CUIMG_RETURN_IF_ERROR(RefuseFrameEncoding(job.output, "Pyramid"));
+  if (job.input.kind == ImageInput::Kind::kInline || job.input.kind == ImageInput::Kind::kFrames) {
     CUIMG_RETURN_IF_ERROR(CheckPyramidInput(
         ImageView{job.input.type, job.input.extent, job.input.channels, nullptr}, &job));
   }

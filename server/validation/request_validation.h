@@ -8,12 +8,16 @@
 #define CUIMG_SERVER_REQUEST_VALIDATION_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/optional.h"
+#include "absl/types/span.h"
+#include "cuimg/codec/dicom_frame.h"
+#include "cuimg/codec/frame_volume.h"
 #include "cuimg/common/image.h"
 #include "cuimg/kernels/gradient_types.h"
 #include "cuimg/kernels/hog_types.h"
@@ -37,7 +41,7 @@ namespace cuimg {
 // An input image as the request names it; byte views point into the request message, which must
 // outlive the job.
 struct ImageInput {
-  enum class Kind { kInline, kHandle, kEncoded, kSharedMemory };
+  enum class Kind { kInline, kHandle, kEncoded, kSharedMemory, kFrames };
   Kind kind = Kind::kInline;
   // kInline: the pixels' description and bytes. kEncoded: `bytes` holds the PNG/JPEG file.
   // kSharedMemory: the description; the pixels are at `offset` in region `handle`.
@@ -50,11 +54,16 @@ struct ImageInput {
   std::uint64_t offset = 0;
   // The field path, for messages about the resolved image ("input.image", "input.encoded").
   std::string field;
-  // kInline, kSharedMemory: the image's spacing (the results carry it on).
+  // kInline, kSharedMemory, kFrames: the image's spacing (the results carry it on).
   v1::Spacing spacing;
+  // kFrames: the frames; `type` and `extent` are the decoded image's (I16 or F32 rescaled, or the
+  // stored values' type), known before anything is decoded.
+  std::shared_ptr<const FrameVolume> frames;
 };
 
 struct OutputSpec {
+  // Results as DICOM frames in this encoding (OutputOptions.frame_encoding); kNative: raw pixels.
+  FrameSyntax frame_encoding = FrameSyntax::kNative;
   bool keep_resident = false;
   bool omit_data = false;
   std::uint32_t ttl_seconds = 0;
@@ -64,10 +73,12 @@ struct OutputSpec {
   std::uint64_t shared_memory_offset = 0;
 };
 
-// True when the input's pixel type and size are known from the request alone (inline and
-// shared-memory images); a handle's come from the store, an encoded file's from its header.
+// True when the input's pixel type and size are known from the request alone (inline,
+// shared-memory and DICOM-frame images); a handle's come from the store, an encoded file's from
+// its header.
 inline bool KnownShape(const ImageInput& input) {
-  return input.kind == ImageInput::Kind::kInline || input.kind == ImageInput::Kind::kSharedMemory;
+  return input.kind == ImageInput::Kind::kInline || input.kind == ImageInput::Kind::kSharedMemory ||
+         input.kind == ImageInput::Kind::kFrames;
 }
 // The request field that sets the input's pixel type: "input.image.pixel_type" (inline),
 // "input.shared_memory.image.pixel_type", or the handle's field for a resident object.

@@ -39,6 +39,19 @@ absl::StatusOr<ImageInput> ValidateImage(const v1::Image& image, absl::string_vi
 // Only Morphology writes its result into shared memory: INVALID_ARGUMENT (INVALID_COMBINATION)
 // naming output.shared_memory for `rpc` otherwise.
 absl::Status RefuseSharedMemoryOutput(const OutputSpec& output, absl::string_view rpc);
+// ImageSource.dicom_frames (`field`: "input.dicom_frames"): a kFrames input whose type and
+// extent are the decoded image's (types.proto, DicomFrames).
+absl::StatusOr<ImageInput> ValidateDicomFrames(const v1::DicomFrames& source, std::string field,
+                                               const RequestLimits& limits);
+// OutputOptions.frame_encoding into `spec` (`field` names the OutputOptions).
+absl::Status ValidateFrameEncoding(const v1::OutputOptions& output, absl::string_view field,
+                                   OutputSpec* spec);
+// Only Morphology encodes its results: INVALID_ARGUMENT (INVALID_COMBINATION) naming
+// output.frame_encoding for `rpc` otherwise.
+absl::Status RefuseFrameEncoding(const OutputSpec& output, absl::string_view rpc);
+// An F32 result cannot be encoded: INVALID_ARGUMENT (INVALID_COMBINATION) naming
+// output.frame_encoding when asked for one.
+absl::Status CheckFrameEncodable(const OutputSpec& output, PixelType type);
 // The chain of a Morphology request; `prefix` goes before every field name ("" or
 // "header.morphology."). Elements in millimetres resolve against `frame` (ElementFrame) and the
 // elements as run go to `resolved` when there are any.
