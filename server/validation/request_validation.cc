@@ -101,6 +101,9 @@ std::string PixelTypeField(const ImageInput& input) {
       return absl::StrCat(input.field, ".pixel_type");
     case ImageInput::Kind::kSharedMemory:
       return absl::StrCat(input.field, ".image.pixel_type");
+    case ImageInput::Kind::kFrames:
+      // The decoded type follows the frames' bits and pixel representation.
+      return absl::StrCat(input.field, ".pixel_module.bits_allocated");
     case ImageInput::Kind::kHandle:
     case ImageInput::Kind::kEncoded:
       break;
