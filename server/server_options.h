@@ -98,8 +98,15 @@ struct ServerOptions {
   // How workers wait for their streams (CUDA backend).
   CudaSync cuda_sync = CudaSync::kAuto;
   JpegDecoderChoice jpeg_decoder = JpegDecoderChoice::kAuto;
-  // Threads a JPEG decode may borrow while idle, to decode one image in strips (0: serial).
+  // Threads a JPEG decode may borrow while idle, to decode one image in strips (0: serial); DICOM
+  // frames borrow them to decode several frames at once.
   int decode_threads = 0;
+  // The helper that decodes DICOM frames whose decoders may abort (codec/frame_sandbox.h):
+  // empty, cuimg-frame-decoder beside the server (then the build's). Without it such frames (HT
+  // codestreams, JPEG-LS) are refused and GetServerInfo leaves their syntaxes out.
+  std::string frame_decoder_path;
+  // A helper that spends longer on one frame is killed and the frame refused.
+  int frame_decode_timeout_ms = 20000;
   // Requests admitted at once (executing or queued); beyond this RESOURCE_EXHAUSTED.
   int max_inflight_requests = 64;
   // Frames one DetectStream holds at most (received and not yet answered); at the bound it reads

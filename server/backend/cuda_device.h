@@ -1,7 +1,7 @@
 // The pieces of the CUDA backend (cuda_backend.cc) below the Backend interface: one GPU's context
 // (streams, buffer cache, staging pool), the stage timer of a request, and DeviceCall, what a
-// request's body gets on its device. Internal to the CUDA backend; only cuda_backend.cc includes
-// it.
+// request's body gets on its device. Internal to the CUDA backend (cuda_backend.cc and
+// cuda_frames.cc).
 #ifndef CUIMG_SERVER_BACKEND_CUDA_DEVICE_H_
 #define CUIMG_SERVER_BACKEND_CUDA_DEVICE_H_
 
@@ -124,6 +124,41 @@ class DeviceContext {
   // Null when frames are not batched (--batch_max_size 1).
   DetectBatcher* hog() { return hog_.get(); }
   int streams_total() const { return streams_total_; }
+  // Health, counters and memory, for Backend::Devices(); sets this device current to read its
+  // memory (a failed read leaves has_memory false).
+  DeviceStatus Status() const {
+    DeviceStatus s;
+    s.id = slot().id();
+    s.label = slot().label();
+    s.healthy = slot().Healthy();
+    s.reason = slot().UnhealthyReason();
+    s.requests = slot().requests();
+    s.inflight = slot().inflight();
+    s.streams_busy = streams_busy();
+    s.streams_total = streams_total();
+    const DeviceBufferCache::Stats c = cache().stats();
+    s.memory_cached = c.idle_bytes;
+    s.cache_hits = c.hits;
+    s.cache_misses = c.misses;
+    s.cache_evictions = c.evictions;
+    const PinnedStagingPool::Stats p = staging().stats();
+    s.staging_used = p.in_use_bytes;
+    s.staging_cached = p.idle_bytes;
+    s.staging_hits = p.hits;
+    s.staging_misses = p.misses;
+    s.staging_refusals = p.refusals;
+    std::size_t free_bytes = 0;
+    std::size_t total_bytes = 0;
+    if (cudaSetDevice(info().ordinal) == cudaSuccess &&
+        cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+      s.has_memory = true;
+      s.memory_total = total_bytes;
+      s.memory_used = total_bytes - free_bytes;
+    } else {
+      (void)cudaGetLastError();
+    }
+    return s;
+  }
   int streams_busy() const {
     std::lock_guard<std::mutex> lock(mu_);
     return streams_total_ - static_cast<int>(free_.size());

@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "cuimg/common/status_macros.h"
+#include "cuimg/kernels/morphology_types.h"
 #include "server/rpc/image_input.h"
 #include "server/rpc/imaging_service.h"
+#include "server/rpc/result_slot.h"
 #include "server/rpc/status_conversion.h"
 #include "server/rpc/wire_pixels.h"
 
@@ -213,11 +215,13 @@ absl::Status ImagingService::RunBatch(const BatchJob<MorphologyJob>& batch, Call
           const auto k = static_cast<std::size_t>(i);
           if (done[k] || !batch.same_parameters || !Sliceable(inputs[k])) return false;
           const MorphologyJob& job = *batch.entries[k];
-          // A 2D element (depth 1) works on each slice alone; results kept resident are stored
+          // A 2D element (depth 1) works on each slice alone, a global step (hole filling,
+          // components, reconstruction) on the whole volume; results kept resident are stored
           // image by image.
           return !job.output.keep_resident &&
-                 std::all_of(job.steps.begin(), job.steps.end(),
-                             [](const MorphologyStep& s) { return s.element.depth() == 1; });
+                 std::all_of(job.steps.begin(), job.steps.end(), [](const MorphologyStep& s) {
+                   return s.element.depth() == 1 && !IsGlobalStep(s);
+                 });
         },
         options_.limits.max_pixels, options_.limits.max_side);
   };
@@ -244,9 +248,10 @@ absl::Status ImagingService::MorphologySlices(const BatchJob<MorphologyJob>& bat
   DetachedResults& detached = *call.detached_results();
   std::shared_ptr<HostBuffer> out = detached.Allocate(slice * members.size());
   const Extent extent{first.extent.width, first.extent.height, n};
-  CUIMG_RETURN_IF_ERROR(backend_->Morphology(
-      InputImage(ImageView{first.type, extent, 1, const_cast<void*>(volume)}),
-      ImageView{first.type, extent, 1, out->data()}, job.steps, &call.times(), call.cancel()));
+  CUIMG_RETURN_IF_ERROR(
+      backend_->Morphology(InputImage(ImageView{first.type, extent, 1, const_cast<void*>(volume)}),
+                           ImageView{first.type, extent, 1, out->data()}, job.steps, nullptr,
+                           &call.times(), call.cancel()));
   for (int k = 0; k < n; ++k) {
     const std::size_t m = static_cast<std::size_t>(members[static_cast<std::size_t>(k)]);
     v1::ImageResult* result =

@@ -51,7 +51,10 @@ BatchJob<Job> Entries(const Request& request, const RequestLimits& limits,
     absl::Status status = [&]() -> absl::Status {
       CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.inputs(i), EntryField(i),
                                                             limits, PixelsOf(pixels, i)));
-      if (job.input.kind != ImageInput::Kind::kInline) return absl::OkStatus();
+      if (job.input.kind != ImageInput::Kind::kInline &&
+          job.input.kind != ImageInput::Kind::kFrames) {
+        return absl::OkStatus();
+      }
       return check(ImageView{job.input.type, job.input.extent, job.input.channels, nullptr}, &job);
     }();
     if (status.ok()) {
@@ -72,6 +75,18 @@ absl::StatusOr<BatchJob<MorphologyJob>> ValidateMorphologyBatch(
   MorphologyJob shared;
   CUIMG_ASSIGN_OR_RETURN(shared.output, ValidateOutputOptions(request.output(), "output"));
   CUIMG_RETURN_IF_ERROR(RefuseBatchSharedMemoryOutput(shared.output));
+  if (shared.output.frame_encoding != FrameSyntax::kNative) {
+    return InvalidFieldError(ErrorReason::kInvalidCombination, "output.frame_encoding",
+                             "a batch's results are raw pixels: send DICOM frames whose results "
+                             "are to be encoded one image a call");
+  }
+  // A marker has one image's shape: the reconstruction steps run one image a call.
+  CUIMG_ASSIGN_OR_RETURN(const absl::optional<ImageInput> marker, ValidateMarker(request, limits));
+  if (marker.has_value()) {
+    return InvalidFieldError(ErrorReason::kInvalidCombination, "marker",
+                             "a batch (inputs) takes no marker: send each image with its marker "
+                             "in a call of its own");
+  }
   const bool per_entry_steps = AnyElementRadius(request);
   if (!per_entry_steps) {
     // In voxels: the same chain for every entry, and its faults are the call's.
@@ -97,6 +112,7 @@ absl::StatusOr<BatchJob<GradientJob>> ValidateGradientBatch(
   CUIMG_ASSIGN_OR_RETURN(shared.spec, ValidateGradientFields(request, ""));
   CUIMG_ASSIGN_OR_RETURN(shared.output, ValidateOutputOptions(request.output(), "output"));
   CUIMG_RETURN_IF_ERROR(RefuseSharedMemoryOutput(shared.output, "Gradient"));
+  CUIMG_RETURN_IF_ERROR(RefuseFrameEncoding(shared.output, "Gradient"));
   return Entries(request, limits, pixels, shared, [](const ImageView& view, GradientJob* job) {
     return CheckGradientInput(view, *job);
   });

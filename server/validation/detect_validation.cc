@@ -21,7 +21,7 @@ absl::StatusOr<DetectJob> ValidateDetectRequest(const v1::DetectPedestriansReque
   CUIMG_ASSIGN_OR_RETURN(job.model, FindDetectModel(request, models));
   CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.input(), "input", limits, pixels));
   CUIMG_RETURN_IF_ERROR(ValidateDetectFields(request, limits, &job));
-  if (job.input.kind == ImageInput::Kind::kInline) {
+  if (job.input.kind == ImageInput::Kind::kInline || job.input.kind == ImageInput::Kind::kFrames) {
     CUIMG_RETURN_IF_ERROR(CheckDetectInput(
         ImageView{job.input.type, job.input.extent, job.input.channels, nullptr}, job));
   }

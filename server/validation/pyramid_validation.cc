@@ -16,7 +16,7 @@ absl::StatusOr<PyramidJob> ValidatePyramidRequest(const v1::PyramidRequest& requ
   PyramidJob job;
   CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.input(), "input", limits, pixels));
   CUIMG_RETURN_IF_ERROR(ValidatePyramidFields(request, limits, &job));
-  if (job.input.kind == ImageInput::Kind::kInline) {
+  if (job.input.kind == ImageInput::Kind::kInline || job.input.kind == ImageInput::Kind::kFrames) {
     CUIMG_RETURN_IF_ERROR(CheckPyramidInput(
         ImageView{job.input.type, job.input.extent, job.input.channels, nullptr}, &job));
   }
@@ -61,7 +61,8 @@ absl::Status ValidatePyramidFields(const v1::PyramidRequest& request, const Requ
     job.output_input_type = job.spec.output_type != PixelType::kF32;
   }
   CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
-  return RefuseSharedMemoryOutput(job.output, "Pyramid");
+  CUIMG_RETURN_IF_ERROR(RefuseSharedMemoryOutput(job.output, "Pyramid"));
+  return RefuseFrameEncoding(job.output, "Pyramid");
 }
 
 absl::Status CheckPyramidInput(const ImageView& image, PyramidJob* job) {
@@ -73,6 +74,7 @@ absl::Status CheckPyramidInput(const ImageView& image, PyramidJob* job) {
     return InvalidFieldError(ErrorReason::kUnsupportedImageShape, job->input.field,
                              "is a volume; Pyramid needs a 2D image");
   }
+  CUIMG_RETURN_IF_ERROR(CheckFilterPixelType(image.type, PixelTypeField(job->input), "Pyramid"));
   if (job->output_input_type && job->spec.output_type != image.type) {
     return InvalidFieldError(
         ErrorReason::kUnsupportedPixelType, "output_type",

@@ -164,6 +164,20 @@ class BatchesOverTheWire(unittest.TestCase):
             request = morphology_pb2.MorphologyRequest(steps=steps)
             self.expect_batch_equals_singles("Morphology", request, self.mixed_sources(types))
 
+    def test_global_steps_run_on_each_image_alone(self):
+        # Same-shape entries are not stacked into a volume under a global step: hole filling and
+        # the largest component of a stack would join the images through their slices.
+        t = types_pb2.PIXEL_TYPE_U8
+        rng = self.rng
+        sources = [inline((rng.random((24, 31)) < 0.45).astype(np.uint8) * 200, t)
+                   for _ in range(4)]
+        steps = [morphology_pb2.MorphologyStep(op=morphology_pb2.MORPHOLOGY_OP_THRESHOLD, lo=100,
+                                               hi=255),
+                 morphology_pb2.MorphologyStep(op=morphology_pb2.MORPHOLOGY_OP_FILL_HOLES),
+                 morphology_pb2.MorphologyStep(op=morphology_pb2.MORPHOLOGY_OP_KEEP_LARGEST)]
+        request = morphology_pb2.MorphologyRequest(steps=steps)
+        self.expect_batch_equals_singles("Morphology", request, sources)
+
     def test_morphology_elements_in_millimetres_follow_each_entrys_spacing(self):
         rng = self.rng
         element = morphology_pb2.StructuringElement(
@@ -324,6 +338,8 @@ class BatchesOverTheWire(unittest.TestCase):
         t = types_pb2.PIXEL_TYPE_U8
         one = inline(np.zeros((8, 8), np.uint8), t)
         dilate = step(morphology_pb2.MORPHOLOGY_OP_DILATE, morphology_pb2.ELEMENT_SHAPE_RECT, 3, 3)
+        reconstruct = morphology_pb2.MorphologyStep(
+            op=morphology_pb2.MORPHOLOGY_OP_RECONSTRUCT_DILATE)
         cases = [
             ("Morphology", morphology_pb2.MorphologyRequest(input=one, inputs=[one],
                                                             steps=[dilate]), "inputs", ""),
@@ -343,6 +359,15 @@ class BatchesOverTheWire(unittest.TestCase):
             ("Pyramid", pyramid_pb2.PyramidRequest(inputs=[one], ratio=0.5), "ratio", ""),
             ("DetectPedestrians", detection_pb2.DetectPedestriansRequest(
                 inputs=[one], model="no-such-model"), "model", ""),
+            # A marker has one image's size; reconstruction runs one image a call.
+            ("Morphology", morphology_pb2.MorphologyRequest(inputs=[one], steps=[reconstruct],
+                                                            marker=one), "marker", ""),
+            ("Morphology", morphology_pb2.MorphologyRequest(inputs=[one], steps=[reconstruct]),
+             "marker", ""),
+            ("Morphology", morphology_pb2.MorphologyRequest(
+                inputs=[one], steps=[dilate], output=types_pb2.OutputOptions(
+                    frame_encoding=types_pb2.FRAME_ENCODING_HTJ2K_LOSSLESS)),
+             "output.frame_encoding", ""),
         ]
         for method, request, field, flag in cases:
             with self.subTest(method=method, field=field, flag=flag):

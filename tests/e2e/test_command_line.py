@@ -24,8 +24,8 @@ CLIENT = os.environ["CUIMG_CLIENT"]
 REPO = os.environ["CUIMG_REPO"]
 BUILD_TYPE = os.environ["CUIMG_BUILD_TYPE"]
 
-SUBCOMMANDS = ["health", "morphology", "gradient", "pyramid", "detect", "models", "deform", "mesh",
-               "load"]
+SUBCOMMANDS = ["health", "morphology", "label", "gradient", "pyramid", "detect", "models", "deform",
+               "mesh", "load"]
 CONNECTION = ["target", "timeout", "lb_policy", "max_attempts", "tls", "tls_ca_file",
               "tls_cert_file", "tls_key_file", "tls_server_name", "token_file"]
 

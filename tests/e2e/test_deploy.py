@@ -54,7 +54,8 @@ class Dockerfile(unittest.TestCase):
             root = os.path.commonpath([libdir, *binaries])
             local = lambda path: os.path.join(tmp, os.path.relpath(path, root))
             os.makedirs(os.path.dirname(local(binaries[0])))
-            built = {"cuimg-server": SERVER, "cuimg": CLIENT}
+            built = {"cuimg-server": SERVER, "cuimg": CLIENT,
+                     "cuimg-frame-decoder": os.environ["CUIMG_FRAME_DECODER"]}
             for binary in binaries:
                 shutil.copy(built[os.path.basename(binary)], local(binary))
             run = subprocess.run(["bash", os.path.join(REPO, collect.group(1)), local(libdir),

@@ -63,17 +63,17 @@ TEST(BatchGpu, MorphologyOfStackedImagesEqualsEachImageAlone) {
       SCOPED_TRACE(name + " " + std::string(PixelTypeName(type)));
       Image together(type, stack.volume.extent(), 1);
       StageTimes times;
-      ASSERT_TRUE(
-          (*backend)
-              ->Morphology(stack.volume.view(), together.view(), steps, &times, NeverCancelled())
-              .ok());
+      ASSERT_TRUE((*backend)
+                      ->Morphology(stack.volume.view(), together.view(), steps, nullptr, &times,
+                                   NeverCancelled())
+                      .ok());
       const std::size_t slice = stack.images[0].size_bytes();
       for (int k = 0; k < kSlices; ++k) {
         Image alone(type, extent, 1);
-        ASSERT_TRUE(
-            (*backend)
-                ->Morphology(stack.images[k].view(), alone.view(), steps, &times, NeverCancelled())
-                .ok());
+        ASSERT_TRUE((*backend)
+                        ->Morphology(stack.images[k].view(), alone.view(), steps, nullptr, &times,
+                                     NeverCancelled())
+                        .ok());
         EXPECT_EQ(std::memcmp(alone.bytes(), together.bytes() + k * slice, slice), 0)
             << "slice " << k;
       }

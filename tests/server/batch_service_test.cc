@@ -35,10 +35,16 @@ class RecordingBackend final : public Backend {
   void refuse_volumes() { refuse_volumes_ = true; }
 
   absl::Status Morphology(const InputImage& in, const ImageView& out,
-                          const std::vector<MorphologyStep>& steps, StageTimes* times,
-                          const CancelToken& cancel) override {
+                          const std::vector<MorphologyStep>& steps, const ImageView* marker,
+                          StageTimes* times, const CancelToken& cancel) override {
     CUIMG_RETURN_IF_ERROR(Record(in.extent));
-    return cpu_->Morphology(in, out, steps, times, cancel);
+    return cpu_->Morphology(in, out, steps, marker, times, cancel);
+  }
+  absl::StatusOr<std::vector<RegionStats>> Label(const InputImage& in, const LabelSpec& spec,
+                                                 const ImageView* intensity,
+                                                 const ImageView& labels, StageTimes* times,
+                                                 const CancelToken& cancel) override {
+    return cpu_->Label(in, spec, intensity, labels, times, cancel);
   }
   absl::Status Gradient(const InputImage& in, const GradientSpec& spec, const GradientOutputs& out,
                         StageTimes* times, const CancelToken& cancel) override {

@@ -1,7 +1,8 @@
 """The Client class: one channel, typed helpers per RPC, NumPy in and out.
 
 Arrays: (H, W) images, (D, H, W) volumes, (H, W, C) colour images for detection; dtypes uint8,
-uint16, int16, float32 in either byte order (others are refused, never converted silently).
+uint16, int16, float32, and uint32 for label images (Client.label's, which morphology's
+segmentation steps take), in either byte order (others are refused, never converted silently).
 Results are writable arrays in native byte order, of the input's dimensionality: a one-slice
 volume (1, H, W), which the wire cannot tell from an (H, W) image, comes back (1, H, W). Errors from the server raise CuimgError with
 the gRPC code and message (field names included, e.g. "steps[0].element.width: ...").
@@ -15,13 +16,12 @@ by reference (region, offset, shape) instead of bytes, and morphology can write 
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Union
+from typing import Any, Iterable, Iterator
 
 import grpc
 import numpy as np
 
-from cuimg import _wire, batches, detection, wire_contract
-from cuimg.channels import CHANNEL_OPTIONS, _read, _retry_config
+from cuimg import _wire, batches, detection, segmentation, wire_contract
 from cuimg.errors import CuimgError, make_error
 # The conversions, as cuimg.client offered them before they had a module of their own.
 from cuimg.messages import (DTYPES, PIXEL_TYPES, Resident, Spacing, _floats, _image_header,
@@ -29,32 +29,14 @@ from cuimg.messages import (DTYPES, PIXEL_TYPES, Resident, Spacing, _floats, _im
                             element_mm, from_image, little_endian, parse_steps, pixel_type,
                             to_image)
 from cuimg.shared_region import SharedRegion, ShmArray
+from cuimg.sources import ImageLike, _frame_source, _source
 from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, imaging_service_pb2_grpc,
-                      morphology_pb2, pyramid_pb2, resident_pb2, streaming_pb2,
+                      label_pb2, morphology_pb2, pyramid_pb2, resident_pb2, streaming_pb2,
                       types_pb2)
 from cuimg.volume_stream import StreamFailed, StreamedVolume, stream_volume
-
-
-# Volumes above this many bytes are streamed (Client's stream_threshold): below it one unary
-# message costs less than opening the streams.
-DEFAULT_STREAM_THRESHOLD = 4 << 20
-
-# What the RPCs accept as an image: an array, a resident handle, or an array in shared memory.
-ImageLike = Union[np.ndarray, str, ShmArray]
-
-
-def _source(array_or_handle: ImageLike, spacing: Spacing | None = None,
-            colour: bool = False) -> types_pb2.ImageSource:
-    if isinstance(array_or_handle, str):
-        return types_pb2.ImageSource(handle=array_or_handle)
-    if isinstance(array_or_handle, ShmArray):
-        return types_pb2.ImageSource(shared_memory=array_or_handle.reference(spacing))
-    return types_pb2.ImageSource(image=to_image(array_or_handle, spacing, colour))
-
-
-def _frame_source(image: ImageLike) -> types_pb2.ImageSource:
-    """A detection input: an (H, W, C) array is a colour image."""
-    return _source(image, colour=not isinstance(image, str) and np.ndim(image) == 3)
+# The channel's settings, as cuimg.client offered them before they had a module of their own.
+from cuimg.channel_options import (CHANNEL_OPTIONS, DEFAULT_STREAM_THRESHOLD,  # noqa: F401
+                                   _read, _retry_config, channel_settings)
 
 
 class Client:
@@ -90,26 +72,9 @@ class Client:
             raise ValueError("volume_streams: expected >= 1")
         if slab_bytes < 1:
             raise ValueError("slab_bytes: expected >= 1")
-        if token_file is not None:
-            with open(token_file) as f:
-                token = f.read().strip()
-        tls = tls or ca_file is not None or cert_file is not None
-        if token is not None and not tls:
-            raise ValueError("a token is sent only over TLS: pass tls=True or ca_file")
-        if (cert_file is None) != (key_file is None):
-            raise ValueError("cert_file and key_file go together")
-        options = list(CHANNEL_OPTIONS)
-        retry = _retry_config(max_attempts)
-        if retry is not None:
-            options.append(("grpc.service_config", retry))
-        credentials = None
-        if tls:
-            credentials = grpc.ssl_channel_credentials(_read(ca_file), _read(key_file), _read(cert_file))
-            if token is not None:
-                credentials = grpc.composite_channel_credentials(
-                    credentials, grpc.access_token_call_credentials(token))
-            if server_name:
-                options.append(("grpc.ssl_target_name_override", server_name))
+        options, credentials = channel_settings(
+            max_attempts=max_attempts, tls=tls, ca_file=ca_file, cert_file=cert_file,
+            key_file=key_file, server_name=server_name, token=token, token_file=token_file)
         self._target, self._options, self._credentials = target, options, credentials
         self._channel = self._new_channel(0)
         self._stub = imaging_service_pb2_grpc.ImagingStub(self._channel)
@@ -204,7 +169,7 @@ class Client:
                    border_value: float | None = None, spacing: Spacing | None = None,
                    out: ShmArray | None = None, keep_resident: bool = False,
                    return_data: bool = True, ttl_seconds: int = 0,
-                   stream: bool | None = None) -> Any:
+                   stream: bool | None = None, marker: ImageLike | None = None) -> Any:
         """Runs a chain of steps ("op:shape:WxH[xD][:iterations],..." or MorphologyStep list)
         on an image/volume array, a ShmArray or a resident handle; returns a writable array of
         the input's shape and dtype.
@@ -216,14 +181,19 @@ class Client:
                      (a resident handle's own spacing is used). The returned array carries
                      none. The elements as run land in self.last_elements.
         out:         a ShmArray the server writes the result into (returned as its .array).
-        A list of images (cuimg.batches): one call, a list of results (a CuimgError in place of
-        an image the server refused); spacing then applies to each; not with out= or stream=.
+        A list of images (cuimg.batches): one call, a list of results (a CuimgError for an image
+        the server refused); spacing applies to each; not with out=, stream= or marker=.
         keep_resident: keep the result on the server; returns Resident(handle, array), the array
                      None when return_data=False. ttl_seconds: its lifetime after last use (0:
                      the server's default).
         stream:      None: a (D, H, W) volume above the client's stream_threshold is streamed
                      over its volume_streams connections; True: any volume is; False: unary.
-                     Never with out= or keep_resident. The result is the same either way.
+                     Never with out= or keep_resident. The result is the same either way. A chain
+                     with a global segmentation step (fill_holes, hmax, ...) runs on one stream:
+                     the server holds the whole volume for it.
+        marker:      the seed of reconstruct_dilate / reconstruct_erode steps: an array of the
+                     input's shape and dtype, a ShmArray or a resident handle (a streamed volume
+                     takes only the latter two).
         """
         steps = parse_steps(steps) if isinstance(steps, str) else list(steps)
         self.last_elements = []
@@ -232,8 +202,8 @@ class Client:
                 s.border_mode, s.border_value = morphology_pb2.BORDER_MODE_CONSTANT, border_value
         output = _output_options(keep_resident, return_data, ttl_seconds)
         if batches.is_batch(image):
-            if out is not None or stream:
-                raise ValueError("a batch (a list of images) takes neither out= nor stream=")
+            if out is not None or stream or marker is not None:
+                raise ValueError("a batch (a list of images) takes no out=, stream= or marker=")
             batches.check(image)
             request = morphology_pb2.MorphologyRequest(
                 steps=steps, output=output, inputs=[_source(i, spacing) for i in image])
@@ -244,16 +214,17 @@ class Client:
                 raise ValueError("out= and keep_resident go to different places: pass one")
             output = types_pb2.OutputOptions(shared_memory=types_pb2.SharedMemoryTarget(
                 region=out.region.handle, offset=out.offset))
+        marker_source = None if marker is None else _source(marker)
         volume = None if output is not None else self._streams(image, stream)
         if volume is not None:
             header = streaming_pb2.VolumeStreamHeader(
-                morphology=morphology_pb2.MorphologyRequest(steps=steps))
+                morphology=morphology_pb2.MorphologyRequest(steps=steps, marker=marker_source))
             _set_spacing(header.volume, spacing)
             result = self._stream(header, volume, volume.dtype.newbyteorder("="), 1)[0]
             self.last_elements = list(self.last_stream.resolved_elements)
             return result
         response = self._call("Morphology", morphology_pb2.MorphologyRequest(
-            input=_source(image, spacing), steps=steps, output=output))
+            input=_source(image, spacing), steps=steps, output=output, marker=marker_source))
         self.last_elements = list(response.resolved_elements)
         if out is not None:
             return out.array
@@ -288,6 +259,44 @@ class Client:
             magnitude=magnitude, angle=angle, output=output))
         return dict(zip(names, self._results(image, [getattr(response, n) for n in names],
                                              keep_resident, return_data)))
+
+    def label(self, image: ImageLike, *, connectivity: int | None = None,
+              threshold: tuple[float, float] | None = None, min_voxels: int = 0,
+              intensity: ImageLike | None = None, spacing: Spacing | None = None,
+              keep_resident: bool = False, return_data: bool = True,
+              ttl_seconds: int = 0) -> tuple[Any, dict[str, np.ndarray]]:
+        """Connected components of an image/volume (an array of any cuimg dtype, a ShmArray or
+        a resident handle): returns (labels, regions). labels: a writable uint32 array of the
+        input's shape, 0 the background and regions numbered 1..N as scipy.ndimage.label numbers
+        them (raster order of each region's first pixel); with keep_resident, Resident(handle,
+        labels or None when return_data=False): a label image morphology's segmentation steps
+        and label() take by handle. regions: a dict of NumPy arrays, row k for label k + 1, in
+        NumPy's axis order as scikit-image's regionprops: voxels (N,); bbox (N, 2 * ndim), the
+        half-open box's first index per axis, then one past its last; centroid (N, ndim) in
+        voxels; centroid_mm (N, ndim) when `spacing` (or a resident input's) is > 0 on every
+        axis; with `intensity`, min, max, mean and sum (N,) of its values per region.
+
+        connectivity: 4 or 8 (2D), 6, 18 or 26 (3D); None: face connectivity (4 / 6).
+        threshold:   (lo, hi): the foreground is the pixels in [lo, hi]; None: the non-zero
+                     pixels. NaN is never foreground.
+        min_voxels:  components of fewer voxels are dropped before numbering.
+        intensity:   an image of the input's shape (any dtype, array, ShmArray or handle)."""
+        output = _output_options(keep_resident, return_data, ttl_seconds)
+        request = segmentation.label_request(
+            _source(image, spacing), connectivity_value=connectivity, threshold=threshold,
+            min_voxels=min_voxels, intensity=None if intensity is None else _source(intensity),
+            output=output)
+        call = self._channel.unary_unary(
+            "/cuimg.v1.Imaging/Label", request_serializer=label_pb2.LabelRequest.SerializeToString,
+            response_deserializer=segmentation.decode_label_response)
+        try:
+            (labels, count, columns), rpc = call.with_call(request, timeout=self.timeout)
+        except grpc.RpcError as e:
+            raise CuimgError.of(e) from None
+        self.last_timing = wire_contract.timing_text(rpc.trailing_metadata())
+        ndim = 3 if labels.image.depth > 1 or self._one_slice(image) else 2
+        return (self._results(image, [labels], keep_resident, return_data)[0],
+                segmentation.regions(columns, count, ndim))
 
     def pyramid(self, image: ImageLike, *, levels: int = 31, ratio: float = 1.05,
                 mode: str = "from_base", min_width: int = 0, min_height: int = 0,

@@ -1,8 +1,12 @@
-"""How Client's channels are made: gRPC's options and the retry policy of the service config,
-and the TLS files read for the credentials."""
+"""The Client's channel settings: message sizes, the retry policy, reconnection, and when a
+volume is streamed."""
 from __future__ import annotations
 
 import json
+from typing import Any
+
+import grpc
+
 
 # Messages can be large (volumes); the server enforces its own limits.
 CHANNEL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1),
@@ -13,6 +17,10 @@ CHANNEL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_mess
                    # retry policy's span (Debian's gRPC 1.51 now and then fails a local connect()
                    # that was only in progress, grpc/grpc#35064); the CLI does the same.
                    ("grpc.initial_reconnect_backoff_ms", 100)]
+# Volumes above this many bytes are streamed (Client's stream_threshold): below it one unary
+# message costs less than opening the streams.
+DEFAULT_STREAM_THRESHOLD = 4 << 20
+
 
 def _retry_config(max_attempts: int) -> str | None:
     """The service config: UNAVAILABLE (a restarted or replaced server) and an overloaded
@@ -38,3 +46,35 @@ def _read(path: str | None) -> bytes | None:
         return None
     with open(path, "rb") as f:
         return f.read()
+
+
+def channel_settings(*, max_attempts: int, tls: bool, ca_file: str | None,
+                     cert_file: str | None, key_file: str | None, server_name: str | None,
+                     token: str | None,
+                     token_file: str | None) -> tuple[list[tuple[str, Any]], Any]:
+    """Client's channels' gRPC options (the retry policy of max_attempts among them) and
+    credentials (None without TLS, which ca_file or cert_file imply; the token, or token_file's
+    text, as a bearer token over TLS); ValueError for a token without TLS or a certificate
+    without its key."""
+    if token_file is not None:
+        with open(token_file) as f:
+            token = f.read().strip()
+    tls = tls or ca_file is not None or cert_file is not None
+    if token is not None and not tls:
+        raise ValueError("a token is sent only over TLS: pass tls=True or ca_file")
+    if (cert_file is None) != (key_file is None):
+        raise ValueError("cert_file and key_file go together")
+    options: list[tuple[str, Any]] = list(CHANNEL_OPTIONS)
+    retry = _retry_config(max_attempts)
+    if retry is not None:
+        options.append(("grpc.service_config", retry))
+    credentials = None
+    if tls:
+        credentials = grpc.ssl_channel_credentials(_read(ca_file), _read(key_file),
+                                                   _read(cert_file))
+        if token is not None:
+            credentials = grpc.composite_channel_credentials(
+                credentials, grpc.access_token_call_credentials(token))
+        if server_name:
+            options.append(("grpc.ssl_target_name_override", server_name))
+    return options, credentials
