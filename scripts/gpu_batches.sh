@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# Issue 50's throughput rows on a GPU machine, each beside its baseline measured in the same run:
+#   - 64x64 and 256x256 u8 tiles, 3x3 dilate: batches of 256 / 64 at 16 calls in flight (cuimg
+#     load --batch) against one tile a call at 64 in flight, and transport_bench's batch rows
+#     against the echo server moving the same bytes;
+#   - 1080p JPEG DetectPedestrians at 32 in flight and one at a time, and a DetectStream of 300
+#     768x576 JPEG frames on one stream: the server batching decodes and HOG launches
+#     (--batch_max_size 4, the default, and 8) against the same server with batching off
+#     (--batch_max_size 1);
+# then prints one table. Usage: scripts/gpu_batches.sh [BUILD_DIR (default build)]; the vtest
+# JPEGs from CUIMG_DATA (vtest_1080p_NN.jpg and vtest_NN.jpg, as gpu_run.sh's bundle carries
+# them). Binaries: BUILD_DIR/{server/cuimg-server,client/cuimg,benchmarks/echo_server,
+# benchmarks/transport_bench}, or BUILD_DIR/bin/* (the bundle). Raw JSON lines in $OUT
+# (default /tmp/gpu_batches). About 3 minutes on an H200.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$(cd "${1:-$ROOT/build}" && pwd)
+OUT=${OUT:-/tmp/gpu_batches}
+DATA=${CUIMG_DATA:-$ROOT/data}
+mkdir -p "$OUT"
+rm -f "$OUT"/*.json "$OUT"/transport.jsonl
+bin() {  # the build tree's binary, or the bundle's
+  for p in "$BUILD/$1" "$BUILD/bin/$(basename "$1")"; do [ -x "$p" ] && { echo "$p"; return; }; done
+  echo "missing binary $1 under $BUILD" >&2
+  exit 2
+}
+SERVER=$(bin server/cuimg-server)
+CLIENT=$(bin client/cuimg)
+ECHO=$(bin benchmarks/echo_server)
+DRIVER=$(bin benchmarks/transport_bench)
+# The build tree's Python protos, or the bundle's.
+export PYTHONPATH="$BUILD/proto/python:$BUILD/python:$ROOT/tests/e2e:$ROOT/benchmarks:${PYTHONPATH:-}"
+PYTHON=${PYTHON:-python3}  # one with grpcio (transport_bench.py starts the servers)
+PORT=50561
+TARGET=127.0.0.1:$PORT
+SECONDS_PER_ROW=${CUIMG_BATCH_SECONDS:-5}
+# CUIMG_BACKEND=cpu checks the script itself on a machine without a GPU (no figures of interest).
+BACKEND=${CUIMG_BACKEND:-cuda}
+DECODER=gpu
+[ "$BACKEND" = cuda ] || DECODER=cpu
+
+ls "$DATA"/vtest_1080p_*.jpg > /dev/null 2>&1 || { echo "no vtest_1080p_*.jpg in $DATA" >&2; exit 2; }
+# DetectStream cycles through the folder's files: only the 768x576 frames.
+FRAMES=$(mktemp -d)
+trap 'rm -rf "$FRAMES"; [ -n "${server:-}" ] && kill "$server" 2>/dev/null' EXIT
+ln -s "$DATA"/vtest_[0-9][0-9].jpg "$FRAMES"/
+
+start_server() {  # flags...
+  "$SERVER" --backend="$BACKEND" --jpeg_decoder="$DECODER" --listen_address="$TARGET" --metrics_address= \
+    "$@" > "$OUT/server.log" 2>&1 &
+  server=$!
+  for _ in $(seq 150); do
+    "$CLIENT" --target="$TARGET" --timeout=1 health > /dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  echo "cuimg-server $* did not start (see $OUT/server.log)" >&2
+  exit 1
+}
+stop_server() {
+  kill "$server"
+  wait "$server" 2> /dev/null
+  server=
+}
+load() {  # name, load flags...
+  local name=$1
+  shift
+  echo "== $name" >&2
+  timeout 120 "$CLIENT" --target="$TARGET" load --progress=false --warmup=1 \
+    --json_out="$OUT/$name.json" "$@" > /dev/null 2> "$OUT/$name.err" ||
+    echo "   failed (exit $?): $(tail -c 300 "$OUT/$name.err")" >&2
+}
+
+# Tiles: one server, batching flags at their defaults (the batch is the call's).
+start_server --worker_threads=16
+for shape in 64x64:256 256x256:64; do
+  size=${shape%:*}
+  n=${shape#*:}
+  load "tiles_${size}_one" --rpc=morphology --steps=dilate:rect:3x3 --image_size="$size" \
+    --concurrency=64 --channels=16 --duration="$SECONDS_PER_ROW"
+  load "tiles_${size}_batch$n" --rpc=morphology --steps=dilate:rect:3x3 --image_size="$size" \
+    --batch="$n" --concurrency=16 --channels=16 --duration="$SECONDS_PER_ROW"
+done
+stop_server
+
+# The same batches against the echo server moving the same bytes (transport_bench's batch rows;
+# its other rows kept short).
+echo "== transport_bench batch rows" >&2
+timeout 240 "$PYTHON" "$ROOT/benchmarks/transport_bench.py" --server "$SERVER" --echo_server "$ECHO" \
+  --driver "$DRIVER" --backend="$BACKEND" --settings=default -- --requests=200 --load_seconds="$SECONDS_PER_ROW" \
+  --volume_runs=0 --batch_shapes=64x64x256,256x256x64 --batch_concurrency=16 \
+  > "$OUT/transport.jsonl" 2> "$OUT/transport.err" || echo "   transport_bench failed" >&2
+
+# Detection: batching off (the baseline), the default, and batches of up to 8 frames. 16 streams
+# each, so that up to 16 frames reach the device together.
+for mode in off:1 b4:4 b8:8; do
+  name=${mode%:*}
+  start_server --worker_threads=16 --batch_max_size="${mode#*:}"
+  load "detect1080_${name}_c32" --rpc=detect --input="$DATA/vtest_1080p_00.jpg" \
+    --concurrency=32 --channels=8 --duration="$SECONDS_PER_ROW"
+  load "detect1080_${name}_c1" --rpc=detect --input="$DATA/vtest_1080p_00.jpg" \
+    --concurrency=1 --duration="$SECONDS_PER_ROW"
+  load "stream768_${name}" --rpc=detect --detect_stream --input="$FRAMES" --channels=1 \
+    --concurrency=4 --requests="${CUIMG_STREAM_FRAMES:-300}"
+  stop_server
+done
+
+python3 - "$OUT" << 'EOF'
+import json, os, sys
+out = sys.argv[1]
+
+def read(name):
+    try:
+        with open(os.path.join(out, name + ".json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+def mean_batch(s, key):
+    b = (s or {}).get(key) or {}
+    calls = sum(b.values())
+    return f"{sum(int(k) * v for k, v in b.items()) / calls:.2f}" if calls else "-"
+
+def row(label, s, baseline=None, note=""):
+    if s is None or s.get("ok", 0) == 0:
+        print(f"| {label} | (failed: see its .err in $OUT) | | | | | | {note} |")
+        return
+    if baseline is not None and baseline.get("ok", 0) == 0:
+        baseline = None
+    ips = s["images_per_s"]
+    base = f"{ips / baseline['images_per_s']:.2f}x" if baseline and baseline["images_per_s"] else ""
+    lat = s["latency_ms"]
+    print(f"| {label} | {ips:,.0f} | {s['throughput_rps']:,.0f} | {lat['p50']:.2f} | "
+          f"{lat['p99']:.2f} | {base} | {mean_batch(s, 'decode_batches')} / "
+          f"{mean_batch(s, 'detect_batches')} | {s['ok']} ok of {s['requests']}; {note} |")
+
+print("\n| workload | images/s | calls/s | p50 ms | p99 ms | vs baseline | decode / HOG batch "
+      "(mean, as calls saw it) | notes |")
+print("|---|---|---|---|---|---|---|---|")
+for size, n, target in (("64x64", 256, ">= 300,000 tiles/s"), ("256x256", 64, "")):
+    one = read(f"tiles_{size}_one")
+    row(f"{size} u8 dilate 3x3, one tile a call, 64 in flight (baseline)", one)
+    row(f"{size} u8 dilate 3x3, batches of {n}, 16 in flight", read(f"tiles_{size}_batch{n}"),
+        one, f"target {target}" if target else "")
+for name, label in (("off", "batching off (--batch_max_size 1, baseline)"),
+                    ("b4", "--batch_max_size 4 (default)"), ("b8", "--batch_max_size 8")):
+    base = read("detect1080_off_c32")
+    row(f"1080p JPEG detect, 32 in flight, {label}", read(f"detect1080_{name}_c32"),
+        base if name != "off" else None, "target >= 3,000 frames/s")
+for name, label in (("off", "batching off (baseline)"), ("b4", "--batch_max_size 4"),
+                    ("b8", "--batch_max_size 8")):
+    row(f"1080p JPEG detect, one at a time, {label}", read(f"detect1080_{name}_c1"), None,
+        "target p50 <= 2.5 ms")
+for name, label in (("off", "batching off (baseline)"), ("b4", "--batch_max_size 4"),
+                    ("b8", "--batch_max_size 8")):
+    row(f"768x576 JPEG DetectStream, 300 frames, one stream (4 unanswered), {label}",
+        read(f"stream768_{name}"), read("stream768_off") if name != "off" else None,
+        "target >= 4,000 frames/s, p99 <= 3 ms")
+
+print("\ntransport_bench batch rows (the echo server moving the same bytes, same run):\n")
+print("| workload | echo images/s | cuimg images/s | cuimg / echo | cuimg p50 ms | p99 ms | "
+      "wrong | errors |")
+print("|---|---|---|---|---|---|---|---|")
+try:
+    lines = open(os.path.join(out, "transport.jsonl")).read().splitlines()
+except OSError:
+    lines = []
+for line in lines:
+    try:
+        r = json.loads(line)
+    except ValueError:
+        continue
+    if r.get("error"):
+        print(f"| {r.get('settings')} | error: {r['error'][:120]} |")
+    elif str(r.get("workload", "")).startswith("load_batch_"):
+        print(f"| {r['workload']} | {r['echo_images_per_s']:,.0f} | {r['cuimg_images_per_s']:,.0f} | "
+              f"{r['ratio']:.3f} (target >= 1/1.3 = 0.77 at 256x256) | {r['cuimg_p50_ms']:.2f} | "
+              f"{r['cuimg_p99_ms']:.2f} | {r['wrong_results']} | {r['errors']} |")
+    elif r.get("workload") == "load_dilate3x3_640x480_u8":
+        print(f"| one 640x480 image a call (context) | {r['echo_rps']:,.0f} | {r['cuimg_rps']:,.0f} | "
+              f"{r['ratio']:.3f} | {r['cuimg_p50_ms']:.2f} | {r['cuimg_p99_ms']:.2f} | | "
+              f"{r['errors']} |")
+EOF
