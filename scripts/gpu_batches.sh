@@ -7,14 +7,20 @@
 #     768x576 JPEG frames on one stream: the server batching decodes and HOG launches
 #     (--batch_max_size 4, the default, and 8) against the same server with batching off
 #     (--batch_max_size 1);
-# then prints one table. Usage: scripts/gpu_batches.sh [BUILD_DIR (default build)]; the vtest
-# JPEGs from CUIMG_DATA (vtest_1080p_NN.jpg and vtest_NN.jpg, as gpu_run.sh's bundle carries
-# them). Binaries: BUILD_DIR/{server/cuimg-server,client/cuimg,benchmarks/echo_server,
-# benchmarks/transport_bench}, or BUILD_DIR/bin/* (the bundle). Raw JSON lines in $OUT
-# (default /tmp/gpu_batches). About 3 minutes on an H200.
+# then prints one table. Usage: scripts/gpu_batches.sh [BUILD_DIR (default build)], or from the
+# GPU bundle (make_bundle.sh) bash bundle/gpu_batches.sh; the vtest JPEGs from CUIMG_DATA
+# (vtest_1080p_NN.jpg and vtest_NN.jpg, as the bundle's data/ carries them). Binaries:
+# BUILD_DIR/{server/cuimg-server,client/cuimg,benchmarks/echo_server,benchmarks/transport_bench},
+# or the bundle's bin/. Raw JSON in $OUT (default /tmp/gpu_batches). About 3 minutes on an H200.
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$(cd "${1:-$ROOT/build}" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+if [ -x "$HERE/bin/cuimg-server" ]; then  # the bundle: binaries in bin/, the sources beside
+  ROOT=$HERE
+  BUILD=$(cd "${1:-$HERE}" && pwd)
+else
+  ROOT=$(cd "$HERE/.." && pwd)
+  BUILD=$(cd "${1:-$ROOT/build}" && pwd)
+fi
 OUT=${OUT:-/tmp/gpu_batches}
 DATA=${CUIMG_DATA:-$ROOT/data}
 mkdir -p "$OUT"

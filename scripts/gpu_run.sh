@@ -55,6 +55,9 @@ if want sanitize && [ "${CUIMG_SANITIZE:-1}" = 1 ] && command -v compute-sanitiz
       --gtest_filter='*Torus*:*BitIdentical*' --gtest_brief=1 || status=1
     timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/bin/detect_gpu_test" \
       --gtest_filter='*IsDeterministic*:*NoHits*' --gtest_brief=1 || status=1
+    # Frames of several calls in one HOG launch pair (DetectBatcher), 16 callers at once.
+    [ "$tool" = memcheck ] && { timeout 240 compute-sanitizer --tool memcheck --error-exitcode 3 \
+      "$B/bin/detect_batch_gpu_test" --gtest_brief=1 || status=1; }
     # Labelling: tile unions in shared memory, atomic merges and flattening in global memory.
     timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/bin/label_gpu_test" \
       --gtest_filter='*IsDeterministic*' --gtest_brief=1 || status=1
@@ -125,8 +128,8 @@ fi
 if want bench; then
 step benchmarks
 {
-  # CUIMG_BENCH picks the benchmark families (kernels, rpc, transport, soak, multigpu); default
-  # all but multigpu.
+  # CUIMG_BENCH picks the benchmark families (kernels, rpc, transport, soak, multigpu, batches);
+  # default all but multigpu and batches.
   benches=" ${CUIMG_BENCH:-kernels rpc transport soak} "
   if [[ $benches == *" kernels "* ]]; then
     timeout 180 "$B/bin/morphology_bench" ${CUIMG_BENCH_ARGS:-} || status=1
@@ -183,6 +186,10 @@ step benchmarks
     # 100,000 mixed calls: does host or device memory grow after warm-up?
     timeout 600 python3 "$B/benchmarks/soak_bench.py" --server "$B/bin/cuimg-server" \
       --client "$B/bin/cuimg" || status=1
+  fi
+  if [[ $benches == *" batches "* ]]; then
+    # Issue 50's rows, each beside its baseline (not in the default set: about 3 minutes).
+    OUT="$OUT/batches" timeout 420 bash "$B/gpu_batches.sh" || status=1
   fi
   if [[ $benches == *" multigpu "* ]]; then
     # Throughput with one GPU, then all of the host's (not in the default set: run it on a

@@ -32,6 +32,9 @@ binaries=(
   "$build_dir/benchmarks/jpeg_decode_compare"
   "$build_dir/tests/staged_copy_gpu_test"
   "$build_dir/tests/shared_memory_gpu_test"
+  # Batches (issue 50): stacked images, and frames sharing HOG launches, equal each alone.
+  "$build_dir/tests/batch_gpu_test"
+  "$build_dir/tests/detect_batch_gpu_test"
   "$build_dir/benchmarks/staging_bench"
   # DICOM frames: nvJPEG2000 against the CPU decoders (issue 49).
   "$build_dir/tests/nvjpeg2k_frames_gpu_test"
@@ -55,7 +58,7 @@ cp -r "$build_dir/proto/python/." "$out/python/"
 cp -r tests/e2e "$out/tests/"
 [ -d benchmarks/anchors ] && cp -r benchmarks/anchors "$out/benchmarks/"
 cp benchmarks/summarize.py benchmarks/attack_bench.py benchmarks/rpc_bench.py benchmarks/multi_gpu_bench.py benchmarks/soak_bench.py benchmarks/transport_bench.py benchmarks/unary_footprint.py "$out/benchmarks/"
-cp scripts/gpu_run.sh scripts/gpu_profile.sh "$out/"
+cp scripts/gpu_run.sh scripts/gpu_profile.sh scripts/gpu_batches.sh "$out/"
 cp -r models "$out/models"
 # Sample images (Debian's opencv-doc; the GPU machine has no package registry), and frames of
 # vtest.avi decoded here (the GPU machine has no decoder for it): every 80th at 768x576 (JPEG, to keep the bundle small) for the
