@@ -138,14 +138,11 @@ ABSL_FLAG(int, max_steps, 64, "Longest morphology chain.");
 ABSL_FLAG(int, max_iterations, 1000, "Most iterations per morphology step.");
 ABSL_FLAG(int, max_pyramid_levels, 64, "Most pyramid levels.");
 ABSL_FLAG(int, max_batch_inputs, 4096, "Most entries of a batch (a request's `inputs`).");
-ABSL_FLAG(uint64_t, max_batch_bytes, uint64_t{256} << 20,
-          "Most input bytes of a batch, each entry's pixels as decoded.");
+ABSL_FLAG(uint64_t, max_batch_bytes, uint64_t{256} << 20, "Most decoded input bytes of a batch.");
 ABSL_FLAG(int, batch_max_size, 4,
-          "Most items of a batch the server forms itself (hardware JPEG decodes, the HOG "
-          "launches of detection frames), in [1, 64]; 1: none.");
+          "Most items of a batch the server forms (JPEG decodes, HOG launches), [1, 64]; 1: none.");
 ABSL_FLAG(int, batch_max_delay_us, 200,
-          "How long such a batch waits for items already on their way to it (0: never); a "
-          "lone call never waits.");
+          "Longest wait of such a batch for items on their way (0: none; a lone call: none).");
 ABSL_FLAG(int64_t, max_mesh_vertices, int64_t{1} << 24, "Most vertices per mesh.");
 ABSL_FLAG(int64_t, max_decoded_pixels, int64_t{1} << 26,
           "Largest PNG/JPEG input, width*height, checked on the header before decoding.");
@@ -297,10 +294,6 @@ int main(int argc, char** argv) {
   options.max_grouped_hits = absl::GetFlag(FLAGS_max_grouped_hits);
   options.batch_max_size = absl::GetFlag(FLAGS_batch_max_size);
   options.batch_max_delay_us = absl::GetFlag(FLAGS_batch_max_delay_us);
-  if (options.batch_max_size < 1 || options.batch_max_size > 64 || options.batch_max_delay_us < 0) {
-    std::fprintf(stderr, "usage: --batch_max_size must be in [1, 64], --batch_max_delay_us >= 0\n");
-    return 2;
-  }
   if (!(options.max_request_work >= 0)) {
     std::fprintf(stderr, "usage: --max_request_work must be >= 0 (0: no cap)\n");
     return 2;
@@ -382,8 +375,11 @@ int main(int argc, char** argv) {
                  "resident-object, batch-input and poll limits must be >= 1\n");
     return 2;
   }
-  if (options.stream_frames_in_flight < 1 || options.stream_frames_in_flight > 64) {
-    std::fprintf(stderr, "usage: --stream_frames_in_flight must be in [1, 64]\n");
+  if (options.stream_frames_in_flight < 1 || options.stream_frames_in_flight > 64 ||
+      options.batch_max_size < 1 || options.batch_max_size > 64 || options.batch_max_delay_us < 0) {
+    std::fprintf(stderr,
+                 "usage: --stream_frames_in_flight, --batch_max_size in [1, 64]; "
+                 "--batch_max_delay_us >= 0\n");
     return 2;
   }
   if (options.upload_idle_timeout_ms < 1 || options.max_uploads_per_identity < 1) {
@@ -459,7 +455,7 @@ int main(int argc, char** argv) {
              " workers=", options.worker_threads, " worker_spin_us=", options.worker_spin_us,
              " warm_cpus=", (*server)->warm_cpus(), " cuda_sync=", absl::GetFlag(FLAGS_cuda_sync),
              " decode_threads=", options.decode_threads, " malloc_arena_max=", arenas,
-             " malloc_trim_interval_ms=", trim_ms,
+             " malloc_trim_interval_ms=", trim_ms, " batch_max_size=", options.batch_max_size,
              " malloc_huge_pages=", cuimg::MallocHugePagesRequested() ? "on" : "off",
              " lock_order_checks=", absl::GetFlag(FLAGS_lock_order_checks) ? "on" : "off",
              " max_inflight_requests=", options.max_inflight_requests,
@@ -469,7 +465,6 @@ int main(int argc, char** argv) {
              " max_decoded_pixels=", options.limits.max_decoded_pixels,
              " max_batch_inputs=", options.limits.max_batch_inputs,
              " max_batch_bytes=", options.limits.max_batch_bytes,
-             " batch_max_size=", options.batch_max_size,
              " batch_max_delay_us=", options.batch_max_delay_us,
              " max_inflight_bytes_per_device=", options.max_inflight_bytes_per_device,
              " max_request_work=", options.max_request_work,
