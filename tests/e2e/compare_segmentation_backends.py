@@ -42,10 +42,11 @@ def random_input(rng, dtype, volume):
     if volume:
         planes = [cases.maze(rng, max(1, shape[1] // 2), max(1, shape[2] // 2))
                   for _ in range(shape[0])]
-        return (np.stack(planes) * cases.top(dtype)).astype(dtype)
+        # Cast first: NumPy 2 refuses a Python int the mask's uint8 cannot hold (32767).
+        return np.stack(planes).astype(dtype) * cases.top(dtype)
     h, w = max(shape[0], 3), max(shape[1], 3)
     path = cases.spiral(h, w) if kind == 3 else cases.maze(rng, h // 2, w // 2)
-    return (path * cases.top(dtype)).astype(dtype)
+    return path.astype(dtype) * cases.top(dtype)
 
 
 def random_step(rng, op, volume):

@@ -19,7 +19,7 @@ from server_process import ServerProcess
 
 SERVER = os.environ["CUIMG_SERVER"]
 BACKEND = os.environ.get("CUIMG_BACKEND", "cpu")
-DATA = "/usr/share/doc/opencv-doc/examples/data"
+DATA = os.environ.get("CUIMG_DATA", "/usr/share/doc/opencv-doc/examples/data")
 OP = morphology_pb2
 CONNECTIVITIES_2D = (None, 4, 8)
 CONNECTIVITIES_3D = (None, 6, 18, 26)

@@ -108,7 +108,9 @@ absl::StatusOr<GpuResult> RunOnGpu(const Image& image, const HogModel& model,
                  cudaMemcpyHostToDevice) != cudaSuccess ||
       (plan.WorkspaceBytes() > 0 &&
        cudaMemset(d_ws.data(), 0xFF, plan.WorkspaceBytes()) != cudaSuccess) ||
-      cudaMemset(d_hits.data(), 0x7F, plan.HitsBytes()) != cudaSuccess) {
+      cudaMemset(d_hits.data(), 0x7F, plan.HitsBytes()) != cudaSuccess ||
+      // Legacy-stream copies and memsets may return early; the plan's stream does not wait.
+      cudaDeviceSynchronize() != cudaSuccess) {
     return absl::InternalError("copy in");
   }
   CUIMG_RETURN_IF_ERROR(
@@ -165,7 +167,9 @@ absl::StatusOr<GpuBatch> RunBatchOnGpu(const DetectPlan& plan, const std::vector
                  cudaMemcpyHostToDevice) != cudaSuccess ||
       (plan.WorkspaceBytes() > 0 &&
        cudaMemset(d_ws.data(), 0xFF, plan.WorkspaceBytes()) != cudaSuccess) ||
-      cudaMemset(d_hits.data(), 0x7F, plan.HitsBytes()) != cudaSuccess) {
+      cudaMemset(d_hits.data(), 0x7F, plan.HitsBytes()) != cudaSuccess ||
+      // Legacy-stream copies and memsets may return early; the plan's stream does not wait.
+      cudaDeviceSynchronize() != cudaSuccess) {
     return absl::InternalError("fill");
   }
   CUIMG_RETURN_IF_ERROR(plan.Run(in, d_w.As<float>(), d_ws.data(), d_hits.data(), stream.get()));

@@ -37,6 +37,9 @@ absl::StatusOr<DeviceBuffer> Upload(const Image& image) {
       cudaSuccess) {
     return absl::InternalError("upload");
   }
+  // cudaMemcpy/cudaMemset run on the legacy default stream and may return before they finish;
+  // the plans run on non-blocking streams, which do not wait for it: finish them first.
+  if (cudaDeviceSynchronize() != cudaSuccess) return absl::InternalError("upload");
   return d;
 }
 
@@ -160,7 +163,8 @@ absl::StatusOr<Image> ChainOnGpu(const Image& input, const std::vector<Morpholog
     return absl::ResourceExhaustedError("alloc");
   }
   // Poisoned, so a pixel left unwritten shows.
-  if (cudaMemset(d_out->data(), 0xAB, input.size_bytes()) != cudaSuccess) {
+  if (cudaMemset(d_out->data(), 0xAB, input.size_bytes()) != cudaSuccess ||
+      cudaDeviceSynchronize() != cudaSuccess) {  // synchronized: see Upload
     return absl::InternalError("memset");
   }
   CUIMG_RETURN_IF_ERROR(plan->Run(d_in->data(), d_out->data(), d_ws->data(), stream->get(),
