@@ -127,6 +127,17 @@ void PrepareContext(const ConnectionOptions& options, grpc::ClientContext* conte
   }
 }
 
+int ExitCodeForReadError(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kFailedPrecondition:
+      return kExitUsage;
+    default:
+      return kExitBadData;
+  }
+}
+
 int ReportRpcError(const grpc::Status& status) {
   std::fprintf(stderr, "error: %s: %s\n", StatusCodeName(status.error_code()).c_str(),
                status.error_message().c_str());

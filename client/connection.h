@@ -68,6 +68,12 @@ inline constexpr int kExitUsage = 2;
 // values out of range (a usage error is 2: the command line is wrong, not the data).
 inline constexpr int kExitBadData = 3;
 
+// The CLI's exit code for an input that could not be read: kExitUsage (2) when the path is wrong
+// (NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION), kExitBadData (3) when its contents are
+// (anything else: a header, a codec stream, values out of range, a feature cuimg does not read).
+// Write errors are usage errors (the output path or format chosen).
+int ExitCodeForReadError(const absl::Status& status);
+
 // A channel per MakeChannelSpec (an invalid spec falls back to the plain target, after the
 // command validated it), with TLS and the token when `options` ask for them (files unreadable
 // here give a plaintext channel; main validates them first with LoadSecurity).

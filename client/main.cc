@@ -10,8 +10,8 @@
 #include "absl/flags/usage.h"
 #include "client/commands/commands.h"
 #include "client/subcommand_flags.h"
-#include "server/command_line.h"
-#include "server/malloc_policy.h"
+#include "cuimg/common/command_line.h"
+#include "cuimg/common/malloc_policy.h"
 #include "cuimg/common/lock_order_checks.h"
 
 // Connection (every subcommand).

@@ -23,6 +23,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "client/commands/command_requests.h"
 #include "client/commands/commands.h"
 #include "client/image_convert.h"
 #include "client/io/image_file.h"

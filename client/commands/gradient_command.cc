@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_format.h"
+#include "client/commands/command_requests.h"
 #include "client/commands/commands.h"
 #include "client/image_convert.h"
 #include "client/io/volume_file.h"

@@ -5,7 +5,6 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "client/connection.h"
 #include "client/io/image_file.h"
 #include "client/io/npy_file.h"
 #include "cuimg/common/status_macros.h"
@@ -107,17 +106,6 @@ absl::Status WriteVolumeFile(const std::string& path, const ImageView& image,
         "directory for a DICOM series)"));
   }
   return WriteImageFile(path, image);
-}
-
-int ExitCodeForReadError(const absl::Status& status) {
-  switch (status.code()) {
-    case absl::StatusCode::kNotFound:
-    case absl::StatusCode::kPermissionDenied:
-    case absl::StatusCode::kFailedPrecondition:
-      return kExitUsage;
-    default:
-      return kExitBadData;
-  }
 }
 
 }  // namespace cuimg

@@ -39,7 +39,7 @@ struct VolumeReadOptions {
 };
 // Reads `path` by the rules above. Errors keep the reader's status code: NOT_FOUND for a path that
 // is not there, INVALID_ARGUMENT/DATA_LOSS/OUT_OF_RANGE/UNIMPLEMENTED for contents cuimg cannot
-// read (ExitCodeForReadError tells the CLI's exit codes apart).
+// read (ExitCodeForReadError in client/connection.h tells the exit codes apart).
 absl::StatusOr<VolumeFile> ReadVolumeFile(const std::string& path,
                                           const VolumeReadOptions& options = {});
 
@@ -55,12 +55,6 @@ struct VolumeWriteOptions {
 absl::Status WriteVolumeFile(const std::string& path, const ImageView& image,
                              const VoxelSpacing& spacing, const VolumeFile& source,
                              const VolumeWriteOptions& options);
-
-// The CLI's exit code for an input that could not be read: kExitUsage (2) when the path is wrong
-// (NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION), kExitBadData (3) when its contents are
-// (anything else: a header, a codec stream, values out of range, a feature cuimg does not read).
-// Write errors are usage errors (the output path or format chosen).
-int ExitCodeForReadError(const absl::Status& status);
 
 }  // namespace cuimg
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/commands/command_requests.h"
 #include "client/connection.h"
 #include "client/image_convert.h"
 #include "client/io/image_file.h"

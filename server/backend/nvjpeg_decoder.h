@@ -14,7 +14,7 @@
 #include "absl/types/span.h"
 #include "cuimg/common/image.h"
 #include "server/backend/nvjpeg_library.h"
-#include "server/scheduling/leader_batch.h"
+#include "server/backend/leader_batch.h"
 
 namespace cuimg {
 

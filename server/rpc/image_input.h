@@ -13,6 +13,7 @@
 #include "server/backend/backend.h"
 #include "server/backend/device_jpeg.h"
 #include "server/rpc/call_scope.h"
+#include "server/validation/encoded_input.h"
 #include "server/validation/request_validation.h"
 #include "server/state/resident_store.h"
 #include "server/state/shared_memory_registry.h"
@@ -44,8 +45,6 @@ struct ImageDecoders {
   DeviceJpegDecoder* device = nullptr;
 };
 
-// The decoder's limits under the request limits: max_decoded_pixels (or max_pixels if smaller).
-DecodeLimits DecodeLimitsFor(const RequestLimits& limits);
 // INVALID_ARGUMENT naming `field` and the limit when an encoded image's header (ProbeImage)
 // claims more pixels than the server decodes.
 absl::Status CheckEncodedShape(const ImageView& shape, absl::string_view field,

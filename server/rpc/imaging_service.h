@@ -19,7 +19,7 @@
 #include "server/backend/backend.h"
 #include "server/rpc/call_scope.h"
 #include "server/rpc/image_input.h"
-#include "server/scheduling/inflight_budget.h"
+#include "server/state/inflight_budget.h"
 #include "server/observability/metrics.h"
 #include "server/state/model_registry.h"
 #include "server/validation/request_validation.h"

@@ -15,7 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/status_macros.h"
-#include "server/malloc_policy.h"
+#include "cuimg/common/malloc_policy.h"
 #include "server/rpc/wire_format.h"
 
 namespace cuimg {

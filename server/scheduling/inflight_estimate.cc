@@ -4,7 +4,7 @@
 #include "cuimg/codec/image_codec.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/reference/morphology_reference.h"
-#include "server/rpc/image_input.h"
+#include "server/validation/encoded_input.h"
 
 namespace cuimg {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "cuimg/reference/morphology_reference.h"
 #include "server/backend/backend.h"
-#include "server/scheduling/inflight_budget.h"
+#include "server/state/inflight_budget.h"
 #include "server/state/resident_store.h"
 #include "server/scheduling/work_queue.h"
 #include "tests/testing/random_image.h"
