@@ -66,20 +66,7 @@ absl::StatusOr<DetectJob> ValidateDetectRequest(const v1::DetectPedestriansReque
 }
 
 absl::Status CheckDetectInput(const ImageView& image, const DetectJob& job) {
-  if (image.type != PixelType::kU8) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        job.input.field, ": is ", PixelTypeName(image.type), "; DetectPedestrians needs U8"));
-  }
-  if (image.channels != 1 && image.channels != 3 && image.channels != 4) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(job.input.field, ": has ", image.channels,
-                     " channels; DetectPedestrians needs 1 (gray), 3 (BGR) or 4 (BGRA)"));
-  }
-  if (image.extent.depth != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(job.input.field, ": is a volume; DetectPedestrians needs a 2D image"));
-  }
-  return absl::OkStatus();
+  return ValidateDetectInput(image.type, image.extent, image.channels, job.input.field);
 }
 
 }  // namespace cuimg

@@ -19,8 +19,6 @@ absl::StatusOr<PyramidJob> ValidatePyramidRequest(const v1::PyramidRequest& requ
                                    " (max_pyramid_levels)"));
   job.spec.levels =
       request.levels() == 0 ? kDefaultPyramidLevels : static_cast<int>(request.levels());
-  if (request.ratio() != 0)
-    CUIMG_RETURN_IF_ERROR(CheckDoubleRange("ratio", request.ratio(), 1, 16));
   job.spec.ratio = request.ratio() == 0 ? kDefaultPyramidRatio : request.ratio();
   CUIMG_RETURN_IF_ERROR(CheckRange("min_width", request.min_width(), 0, limits.max_side));
   CUIMG_RETURN_IF_ERROR(CheckRange("min_height", request.min_height(), 0, limits.max_side));
@@ -46,6 +44,8 @@ absl::StatusOr<PyramidJob> ValidatePyramidRequest(const v1::PyramidRequest& requ
                            PixelTypeFromProto(request.output_type(), "output_type"));
     job.output_input_type = job.spec.output_type != PixelType::kF32;
   }
+  // The ranges are the kernel's, checked here for every input and again with the input's shape.
+  CUIMG_RETURN_IF_ERROR(ValidatePyramidParameters(job.spec));
   CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
   CUIMG_RETURN_IF_ERROR(RefuseSharedMemoryOutput(job.output, "Pyramid"));
   if (job.input.kind == ImageInput::Kind::kInline) {
@@ -64,11 +64,7 @@ absl::Status CheckPyramidInput(const ImageView& image, PyramidJob* job) {
     return absl::InvalidArgumentError(
         absl::StrCat(job->input.field, ": is a volume; Pyramid needs a 2D image"));
   }
-  if (job->output_input_type && job->spec.output_type != image.type) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("output_type: ", PixelTypeName(job->spec.output_type),
-                     " is neither F32 nor the input's ", PixelTypeName(image.type)));
-  }
+  // The kernel's rules, output_type's among them (F32 or the input's type).
   return ValidatePyramidSpec(image.type, image.extent, job->spec);
 }
 

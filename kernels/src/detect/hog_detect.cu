@@ -18,6 +18,7 @@
 #include "cuimg/kernels/detect_geometry.h"
 #include "cuimg/kernels/pyramid_types.h"
 #include "common/div_small.cuh"
+#include "common/kernel_attributes.h"
 #include "hog_plan.h"
 
 namespace cuimg {
@@ -100,25 +101,21 @@ __global__ void __launch_bounds__(kStripThreads)
   }
 }
 
-// CUDA blocks of the blocks kernel resident at once on the device current at the first call
-// (multiprocessors x the occupancy its registers and shared memory allow: 6 on the H100), found
-// once per process; an H100's 132 x 6 where there is no device (plans for the emulation).
+// CUDA blocks of the blocks kernel resident at once on the current device: its multiprocessors
+// (CurrentDeviceLimits) x the occupancy the kernel's registers and shared memory allow (6 on the
+// H100, found once per process; 6 where there is no device: plans for the emulation).
 int ResidentStrips() {
-  static const int resident = [] {
-    int device = 0;
-    int sms = 0;
-    int per_sm = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, HogBlocksKernel<3>, kStripThreads,
+  static const int per_sm = [] {
+    int blocks = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, HogBlocksKernel<3>, kStripThreads,
                                                       0) != cudaSuccess ||
-        sms <= 0 || per_sm <= 0) {
+        blocks <= 0) {
       (void)cudaGetLastError();  // a machine without a GPU: not an error of any later call
-      return 132 * 6;
+      return 6;
     }
-    return sms * per_sm;
+    return blocks;
   }();
-  return resident;
+  return CurrentDeviceLimits().multiprocessors * per_sm;
 }
 
 // The block rows a strip of each level. The CUDA blocks start in level order; a strip gets as
@@ -217,10 +214,8 @@ __global__ void __launch_bounds__(kWindowScoreThreads)
 
 absl::StatusOr<DetectPlan> DetectPlan::Create(const Extent& extent, int channels,
                                               const HogModel& model, const DetectSpec& spec) {
-  if (channels != 1 && channels != 3 && channels != 4) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("channels: ", channels, " is not 1 (gray), 3 (BGR) or 4 (BGRA)"));
-  }
+  // The plan reads U8 pixels (its precondition); the rest of the input rule is checked here.
+  CUIMG_RETURN_IF_ERROR(ValidateDetectInput(PixelType::kU8, extent, channels, "image"));
   CUIMG_RETURN_IF_ERROR(ValidateHogModel(model));
   // The blocks kernel addresses input rows by 32-bit byte offsets.
   if (extent.Pixels() * channels >= (std::int64_t{1} << 31)) {

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 
 namespace cuimg {
 
@@ -66,6 +67,29 @@ absl::Status ValidateDetectSpec(const DetectSpec& spec) {
   if (!(std::isfinite(spec.group_eps) && spec.group_eps > 0 && spec.group_eps <= 4)) {
     return absl::InvalidArgumentError(
         absl::StrCat("group_eps: ", spec.group_eps, " is not in (0, 4]"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateDetectInput(PixelType type, const Extent& extent, int channels,
+                                 absl::string_view field) {
+  if (type != PixelType::kU8) {
+    return InvalidFieldError(ErrorReason::kUnsupportedPixelType, field,
+                             absl::StrCat("is ", PixelTypeName(type), "; detection needs U8"));
+  }
+  if (channels != 1 && channels != 3 && channels != 4) {
+    return InvalidFieldError(
+        ErrorReason::kUnsupportedImageShape, field,
+        absl::StrCat("has ", channels, " channels; detection needs 1 (gray), 3 (BGR) or 4 (BGRA)"));
+  }
+  if (extent.depth != 1) {
+    return InvalidFieldError(ErrorReason::kUnsupportedImageShape, field,
+                             "is a volume; detection needs a 2D image");
+  }
+  if (extent.width < 1 || extent.height < 1) {
+    return InvalidFieldError(
+        ErrorReason::kUnsupportedImageShape, field,
+        absl::StrCat("is ", extent.width, "x", extent.height, "; detection needs both sides >= 1"));
   }
   return absl::OkStatus();
 }

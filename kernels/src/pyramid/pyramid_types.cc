@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
+#include "cuimg/common/status_macros.h"
 
 namespace cuimg {
 namespace {
@@ -15,6 +17,26 @@ std::size_t AlignUp(std::size_t n) {
 
 }  // namespace
 
+absl::Status ValidatePyramidParameters(const PyramidSpec& spec) {
+  if (spec.levels < 1) {
+    return InvalidFieldError(ErrorReason::kValueOutOfRange, "levels",
+                             absl::StrCat(spec.levels, " is not >= 1"));
+  }
+  if (!(std::isfinite(spec.ratio) && spec.ratio > 1.0 && spec.ratio <= kMaxPyramidRatio)) {
+    return InvalidFieldError(ErrorReason::kValueOutOfRange, "ratio",
+                             absl::StrCat(spec.ratio, " is not in (1, ", kMaxPyramidRatio, "]"));
+  }
+  if (spec.min_width < 1) {
+    return InvalidFieldError(ErrorReason::kValueOutOfRange, "min_width",
+                             absl::StrCat(spec.min_width, " is not >= 1"));
+  }
+  if (spec.min_height < 1) {
+    return InvalidFieldError(ErrorReason::kValueOutOfRange, "min_height",
+                             absl::StrCat(spec.min_height, " is not >= 1"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidatePyramidSpec(PixelType input_type, const Extent& extent,
                                  const PyramidSpec& spec) {
   if (extent.width < 1 || extent.height < 1 || extent.depth != 1) {
@@ -25,24 +47,12 @@ absl::Status ValidatePyramidSpec(PixelType input_type, const Extent& extent,
   if (extent.width > (1 << 30) || extent.height > (1 << 30)) {
     return absl::InvalidArgumentError("extent: a side exceeds 2^30");
   }
-  if (spec.levels < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("levels: ", spec.levels, " is not >= 1"));
-  }
-  if (!(std::isfinite(spec.ratio) && spec.ratio > 1.0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ratio: ", spec.ratio, " is not finite and > 1"));
-  }
-  if (spec.min_width < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("min_width: ", spec.min_width, " is not >= 1"));
-  }
-  if (spec.min_height < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("min_height: ", spec.min_height, " is not >= 1"));
-  }
+  CUIMG_RETURN_IF_ERROR(ValidatePyramidParameters(spec));
   if (spec.output_type != PixelType::kF32 && spec.output_type != input_type) {
-    return absl::InvalidArgumentError(absl::StrCat("output_type: ", PixelTypeName(spec.output_type),
-                                                   " is neither f32 nor the input type ",
-                                                   PixelTypeName(input_type)));
+    return InvalidFieldError(
+        ErrorReason::kUnsupportedPixelType, "output_type",
+        absl::StrCat(PixelTypeName(spec.output_type), " is neither F32 nor the input's ",
+                     PixelTypeName(input_type)));
   }
   if (extent.width < spec.min_width || extent.height < spec.min_height) {
     return absl::InvalidArgumentError(absl::StrCat(

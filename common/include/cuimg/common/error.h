@@ -17,47 +17,49 @@ namespace cuimg {
 
 // X(Name, "NAME"): every reason an error may carry. Names are UPPER_SNAKE (AIP-193), stable once
 // released, and say what is wrong rather than which code the error has.
-#define CUIMG_ERROR_REASONS(X)                                                           \
-  /* A required field is missing or left at its *_UNSPECIFIED value. */                  \
-  X(FieldRequired, "FIELD_REQUIRED")                                                     \
-  /* An enum field holds a value this server does not know. */                           \
-  X(UnknownEnumValue, "UNKNOWN_ENUM_VALUE")                                              \
-  /* A number is outside the range its field documents. */                               \
-  X(ValueOutOfRange, "VALUE_OUT_OF_RANGE")                                               \
-  /* A bytes field's length does not match the shape or layout it describes. */          \
-  X(DataSizeMismatch, "DATA_SIZE_MISMATCH")                                              \
-  /* Two fields that may not be combined, or one that is not allowed in this context. */ \
-  X(InvalidCombination, "INVALID_COMBINATION")                                           \
-  /* A value is well formed but larger than a server limit (the flag is named). */       \
-  X(LimitExceeded, "LIMIT_EXCEEDED")                                                     \
-  /* A structuring element larger than --max_element_extent or its input allows. */      \
-  X(ElementTooLarge, "ELEMENT_TOO_LARGE")                                                \
-  /* The pixel type is not one this operation or step accepts. */                        \
-  X(UnsupportedPixelType, "UNSUPPORTED_PIXEL_TYPE")                                      \
-  /* Two images that must agree in shape or type do not. */                              \
-  X(ShapeMismatch, "SHAPE_MISMATCH")                                                     \
-  /* Encoded bytes (PNG, JPEG, a DICOM frame, ...) that do not decode. */                \
-  X(CorruptEncodedData, "CORRUPT_ENCODED_DATA")                                          \
-  /* A resident object's handle that the caller does not own or that has expired. */     \
-  X(HandleNotFound, "HANDLE_NOT_FOUND")                                                  \
-  /* A detector model the server has not loaded. */                                      \
-  X(ModelNotFound, "MODEL_NOT_FOUND")                                                    \
-  /* A shared-memory region that is unknown, too small, or shrank after registration. */ \
-  X(SharedMemoryShrunk, "SHARED_MEMORY_SHRUNK")                                          \
-  X(SharedMemoryNotFound, "SHARED_MEMORY_NOT_FOUND")                                     \
-  /* The request's work estimate is over --max_request_work. */                          \
-  X(WorkTooLarge, "WORK_TOO_LARGE")                                                      \
-  /* The server is at capacity for now (in-flight requests, bytes, device memory). */    \
-  X(Overloaded, "OVERLOADED")                                                            \
-  /* The request's deadline passed (or is too short to start the work). */               \
-  X(DeadlineTooShort, "DEADLINE_TOO_SHORT")                                              \
-  /* The client cancelled the call. */                                                   \
-  X(Cancelled, "CANCELLED")                                                              \
-  /* The caller lacks a right (process, resident) or sent no valid credentials. */       \
-  X(PermissionDenied, "PERMISSION_DENIED")                                               \
-  /* The server is shutting down or a device failed; retry elsewhere or later. */        \
-  X(Unavailable, "UNAVAILABLE")                                                          \
-  /* A fault of the server itself. */                                                    \
+#define CUIMG_ERROR_REASONS(X)                                                                 \
+  /* A required field is missing or left at its *_UNSPECIFIED value. */                        \
+  X(FieldRequired, "FIELD_REQUIRED")                                                           \
+  /* An enum field holds a value this server does not know. */                                 \
+  X(UnknownEnumValue, "UNKNOWN_ENUM_VALUE")                                                    \
+  /* A number is outside the range its field documents. */                                     \
+  X(ValueOutOfRange, "VALUE_OUT_OF_RANGE")                                                     \
+  /* A bytes field's length does not match the shape or layout it describes. */                \
+  X(DataSizeMismatch, "DATA_SIZE_MISMATCH")                                                    \
+  /* Two fields that may not be combined, or one that is not allowed in this context. */       \
+  X(InvalidCombination, "INVALID_COMBINATION")                                                 \
+  /* A value is well formed but larger than a server limit (the flag is named). */             \
+  X(LimitExceeded, "LIMIT_EXCEEDED")                                                           \
+  /* A structuring element larger than --max_element_extent or its input allows. */            \
+  X(ElementTooLarge, "ELEMENT_TOO_LARGE")                                                      \
+  /* The pixel type is not one this operation or step accepts. */                              \
+  X(UnsupportedPixelType, "UNSUPPORTED_PIXEL_TYPE")                                            \
+  /* The image's channels or dimensions are not what the operation takes (one channel, 2D). */ \
+  X(UnsupportedImageShape, "UNSUPPORTED_IMAGE_SHAPE")                                          \
+  /* Two images that must agree in shape or type do not. */                                    \
+  X(ShapeMismatch, "SHAPE_MISMATCH")                                                           \
+  /* Encoded bytes (PNG, JPEG, a DICOM frame, ...) that do not decode. */                      \
+  X(CorruptEncodedData, "CORRUPT_ENCODED_DATA")                                                \
+  /* A resident object's handle that the caller does not own or that has expired. */           \
+  X(HandleNotFound, "HANDLE_NOT_FOUND")                                                        \
+  /* A detector model the server has not loaded. */                                            \
+  X(ModelNotFound, "MODEL_NOT_FOUND")                                                          \
+  /* A shared-memory region that is unknown, too small, or shrank after registration. */       \
+  X(SharedMemoryShrunk, "SHARED_MEMORY_SHRUNK")                                                \
+  X(SharedMemoryNotFound, "SHARED_MEMORY_NOT_FOUND")                                           \
+  /* The request's work estimate is over --max_request_work. */                                \
+  X(WorkTooLarge, "WORK_TOO_LARGE")                                                            \
+  /* The server is at capacity for now (in-flight requests, bytes, device memory). */          \
+  X(Overloaded, "OVERLOADED")                                                                  \
+  /* The request's deadline passed (or is too short to start the work). */                     \
+  X(DeadlineTooShort, "DEADLINE_TOO_SHORT")                                                    \
+  /* The client cancelled the call. */                                                         \
+  X(Cancelled, "CANCELLED")                                                                    \
+  /* The caller lacks a right (process, resident) or sent no valid credentials. */             \
+  X(PermissionDenied, "PERMISSION_DENIED")                                                     \
+  /* The server is shutting down or a device failed; retry elsewhere or later. */              \
+  X(Unavailable, "UNAVAILABLE")                                                                \
+  /* A fault of the server itself. */                                                          \
   X(InternalError, "INTERNAL_ERROR")
 
 enum class ErrorReason {

@@ -69,10 +69,10 @@ struct DeviceHit {
 // - Deterministic: the same inputs give the same set of hits with the same scores.
 class DetectPlan {
  public:
-  // INVALID_ARGUMENT for channels other than 1, 3, 4 and the errors of ValidateHogModel and
-  // PlanDetection. The strips' heights follow how many blocks-kernel CUDA blocks the device
-  // current at the process's first call holds at once (found once; an H100's where there is no
-  // device); the plan runs on any device.
+  // INVALID_ARGUMENT for an input ValidateDetectInput refuses (channels other than 1, 3, 4; not
+  // a 2D image) and the errors of ValidateHogModel and PlanDetection. The strips' heights follow
+  // how many blocks-kernel CUDA blocks the current device holds at once (an H100's where there is
+  // no device); the plan runs on any device.
   static absl::StatusOr<DetectPlan> Create(const Extent& extent, int channels,
                                            const HogModel& model, const DetectSpec& spec);
 
