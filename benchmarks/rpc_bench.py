@@ -330,7 +330,10 @@ def main():
                         help="comma-separated workload names (or prefixes) to run; default all")
     args = parser.parse_args()
     wanted = [w for w in args.only.split(",") if w]
-    selected = lambda name: not wanted or any(name.startswith(w) for w in wanted)
+
+    def selected(name):
+        return not wanted or any(name.startswith(w) for w in wanted)
+
     server_flags = [f"--backend={args.backend}", *args.server_flag]
     if args.server_flag:
         TRANSPORT["server_flags"] = " ".join(args.server_flag)

@@ -86,7 +86,8 @@ def main(jsonl_path, device_path=None):
         for key, r in stages.items():
             print(f"- {key}: blocks {r['blocks_us']:.1f}, scores {r['scores_us']:.1f}, all "
                   f"{r['median_us']:.1f} in {r['launches']} launches; {r['levels']} levels, "
-                  f"{r['windows']} windows, raw hits {r['raw_hits']} (reference {r['reference_raw_hits']}), "
+                  f"{r['windows']} windows, raw hits {r['raw_hits']} "
+                  f"(reference {r['reference_raw_hits']}), "
                   f"detections {r['detections']} (reference {r['reference_detections']}), precision "
                   f"{r['precision']:.4f} recall {r['recall']:.4f}, input {r['input']}")
     for p in papers:
@@ -116,8 +117,9 @@ def main(jsonl_path, device_path=None):
                   f"round trip p50 {r['median_ms']} ms, p99 {r['p99_ms']} ms, "
                   f"{r['frames_per_s']} frames/s.")
         for r in (r for r in rpcs if "throughput_fps" in r):
-            print(f"\n{r['workload']} under load ({r['backend']}): {r['concurrency']} calls in flight, "
-                  f"{r['throughput_fps']} frames/s, p50 {r['p50_ms_loaded']} ms, p99 {r['p99_ms_loaded']} ms.")
+            print(f"\n{r['workload']} under load ({r['backend']}): "
+                  f"{r['concurrency']} calls in flight, {r['throughput_fps']} frames/s, "
+                  f"p50 {r['p50_ms_loaded']} ms, p99 {r['p99_ms_loaded']} ms.")
     if pyclients:
         print("\nPython client (cuimg.Client, NumPy array in and out), unary vs streamed:\n")
         print("| workload | backend | payload MB | round trip median ms | streams | result slabs |")
@@ -130,7 +132,8 @@ def main(jsonl_path, device_path=None):
             print(f"\n{r['workload']}: {'bit for bit' if r['equal'] else 'DIFFERENT'}.")
     for r in soaks:
         per_rpc = ", ".join(f"{k} {v['ok']}" for k, v in r["per_rpc"].items())
-        print(f"\nSoak ({r['backend']}): {r['ok']} of {r['calls']} mixed calls ok in {r['seconds']} s "
+        print(f"\nSoak ({r['backend']}): {r['ok']} of {r['calls']} mixed calls ok in "
+              f"{r['seconds']} s "
               f"({per_rpc}); server RSS {r['rss_after_warmup_mb']} MiB after warm-up, "
               f"{r['rss_end_mb']} MiB at the end (max {r['rss_max_mb']}); device memory used "
               f"{r['device_used_after_warmup_mb']} -> {r['device_used_end_mb']} MiB "
@@ -165,7 +168,8 @@ def main(jsonl_path, device_path=None):
                          f"{t['server_copies_kernel_p50_us']:.0f} µs"]
             elif w.startswith("shm_"):
                 cells = [f"(inline cuimg p50 {t['inline_p50_us']:.0f} µs, echo {t['echo_p50_us']:.0f}; "
-                         f"echo of the request's size p50 {t.get('echo_request_size_p50_us', 0):.0f} µs)",
+                         "echo of the request's size p50 "
+                         f"{t.get('echo_request_size_p50_us', 0):.0f} µs)",
                          f"p50 {t['cuimg_p50_us']:.0f} µs through shared memory",
                          f"target p50 ≤ {t['target_p50_us']} µs",
                          f"{t['check']}; p99 {t['cuimg_p99_us']:.0f} µs; server overhead p50 "
@@ -217,8 +221,8 @@ def main(jsonl_path, device_path=None):
     if errors:
         print("\nErrors:\n")
         for e in errors:
-            print(f"- {e.get('anchor', e.get('impl', '?'))} {e.get('workload', e.get('settings', ''))}: "
-                  f"{e['error'][:200]}")
+            name = e.get("anchor", e.get("impl", "?"))
+            print(f"- {name} {e.get('workload', e.get('settings', ''))}: {e['error'][:200]}")
 
 
 if __name__ == "__main__":

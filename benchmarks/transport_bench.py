@@ -8,8 +8,8 @@ driver's JSON lines (impl "transport"), or one
 {"impl": "transport", "error": ...} line per setting that could not run. --client_cpus splits the
 host's cores: the driver runs on those CPUs, both servers on the others (the split is printed as
 {"impl": "transport", "cpu_split": ...}). --lock_order_checks runs all three processes with
-Abseil's lock-order checks on, as Debian's Abseil has them by default (cuimg/common/lock_order_checks.h),
-and labels its lines "<setting>_lockchecks".
+Abseil's lock-order checks on, as Debian's Abseil has them by default
+(cuimg/common/lock_order_checks.h), and labels its lines "<setting>_lockchecks".
 Usage: transport_bench.py --server BIN --echo_server BIN --driver BIN [--backend cuda]
                           [--client_cpus N] [--lock_order_checks] [-- ARGS]"""
 import argparse

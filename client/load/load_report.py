@@ -150,7 +150,8 @@ def cards(summary):
     if summary["ok"]:
         items += [("p50", f"{p['p50']:.4g} ms", ""), ("p99", f"{p['p99']:.4g} ms", "")]
     return '<div class="cards">' + "".join(
-        f'<div class="card {cls}"><div class="v">{esc(v)}</div><div class="k">{esc(k)}</div></div>'
+        f'<div class="card {cls}"><div class="v">{esc(v)}</div>'
+        f'<div class="k">{esc(k)}</div></div>'
         for k, v, cls in items) + "</div>"
 
 
@@ -256,12 +257,14 @@ def page(summary, png):
 <html lang="en"><head><meta charset="utf-8"><title>cuimg load report: {esc(title)}</title>
 <style>{STYLE}</style></head>
 <body><main><h1>cuimg load report</h1>
-<p class="sub">{esc(title)} &middot; {esc(context['date_utc'])} &middot; from {esc(context['client_host'])}
+<p class="sub">{esc(title)} &middot; {esc(context['date_utc'])}
+&middot; from {esc(context['client_host'])}
 &middot; server {esc(context['server']['version'])}, backend {esc(context['server']['backend'])}</p>
 {cards(summary)}
 {errors_panel(summary)}
 <div class="grid"><section class="panel"><h2>Summary</h2>{table(numbers)}</section>
-<section class="panel"><h2>Latency of OK calls</h2>{latency or "<p>no successful calls</p>"}</section></div>
+<section class="panel"><h2>Latency of OK calls</h2>
+{latency or "<p>no successful calls</p>"}</section></div>
 {stages_panel(summary)}
 <section class="panel"><h2>Plots</h2><img alt="latency histogram, throughput and latency over time"
 src="data:image/png;base64,{base64.b64encode(png).decode()}">{windows_table(summary)}</section>

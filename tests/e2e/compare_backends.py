@@ -73,14 +73,15 @@ def compare_other_rpcs(stubs, rng, pieces_stub):
         err, ref = np.linalg.norm(a - b), np.linalg.norm(b)
         if err > 1e-5 * ref + 1e-7 * float(image.max()) * np.sqrt(a.size):
             failures += 1
-            print(f"gradient case {i} ({w}x{h}, length {length}): MISMATCH |cuda-cpu| {err:.3g}, |cpu| {ref:.3g}")
+            print(f"gradient case {i} ({w}x{h}, length {length}): "
+                  f"MISMATCH |cuda-cpu| {err:.3g}, |cpu| {ref:.3g}")
         if min(h, w) >= 8:
             out = rng.choice([types_pb2.PIXEL_TYPE_U16, types_pb2.PIXEL_TYPE_F32])
             p = [stub.Pyramid(pyramid_pb2.PyramidRequest(input=src, levels=10, output_type=out),
                               timeout=60) for stub in stubs + [pieces_stub]]
-            want = [l.result.image.data for l in p[1].levels]
-            if [l.result.image.data for l in p[0].levels] != want or \
-                    [l.result.image.data for l in p[2].levels] != want:
+            want = [level.result.image.data for level in p[1].levels]
+            if [level.result.image.data for level in p[0].levels] != want or \
+                    [level.result.image.data for level in p[2].levels] != want:
                 failures += 1
                 print(f"pyramid case {i}: MISMATCH")
     n = 500

@@ -178,8 +178,8 @@ def huge_pages_available():
 
 class HugePageMalloc(unittest.TestCase):
     """The client, and the server when told (--malloc_huge_pages), start themselves again with
-    GLIBC_TUNABLES glibc.malloc.hugetlb=1 (server/malloc_policy.h); an operator's own setting of
-    it wins."""
+    GLIBC_TUNABLES glibc.malloc.hugetlb=1 (cuimg/common/malloc_policy.h); an operator's own
+    setting of it wins."""
 
     def start(self, tunables, *flags):
         env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
@@ -197,7 +197,7 @@ class HugePageMalloc(unittest.TestCase):
                                                             timeout=10).status
 
     def startup_line(self, server):
-        lines = [l for l in server.log().splitlines() if "event=startup " in l]
+        lines = [line for line in server.log().splitlines() if "event=startup " in line]
         self.assertEqual(len(lines), 1, server.log())
         return lines[0]
 

@@ -52,7 +52,10 @@ class Dockerfile(unittest.TestCase):
             # The image's /opt/cuimg, here under tmp: the built binaries, then the script as the
             # Dockerfile runs it.
             root = os.path.commonpath([libdir, *binaries])
-            local = lambda path: os.path.join(tmp, os.path.relpath(path, root))
+
+            def local(path):
+                return os.path.join(tmp, os.path.relpath(path, root))
+
             os.makedirs(os.path.dirname(local(binaries[0])))
             built = {"cuimg-server": SERVER, "cuimg": CLIENT}
             for binary in binaries:

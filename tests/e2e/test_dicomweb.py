@@ -395,7 +395,7 @@ class DicomwebEndToEnd(unittest.TestCase):
         for url, message in [
                 (f"dicomweb+{self.orthanc.url}/studies/{self.study}", "ends in /studies/"),
                 (f"dicomweb+{self.orthanc.url}/studies/{self.study}/series/x'y", "series UID"),
-                (f"dicomweb+ftp://127.0.0.1/studies/1/series/2", "http or https"),
+                ("dicomweb+ftp://127.0.0.1/studies/1/series/2", "http or https"),
                 (self.series_url(self.series) + "?limit=1", "no query")]:
             result = self.cuimg(url, os.path.join(self.dir, "never"))
             self.assertEqual(result.returncode, 2, (url, result.stderr))

@@ -59,7 +59,7 @@ class LoadReport(unittest.TestCase):
     def build_info(self):
         """The labels of the server's cuimg_build_info metric."""
         text = self.server.metrics()
-        line = next(l for l in text.splitlines() if l.startswith("cuimg_build_info{"))
+        line = next(entry for entry in text.splitlines() if entry.startswith("cuimg_build_info{"))
         return dict(re.findall(r'(\w+)="([^"]*)"', line))
 
     @staticmethod
@@ -69,7 +69,9 @@ class LoadReport(unittest.TestCase):
         return json.loads(found.replace("<\\/", "</"))
 
     def test_ten_second_run_json_csv_and_html_report_agree(self):
-        out = lambda name: os.path.join(self.tmp.name, name)
+        def out(name):
+            return os.path.join(self.tmp.name, name)
+
         run = self.load("--duration=10", "--warmup=1", "--concurrency=4", f"--json_out={out('s.json')}",
                         f"--csv={out('r.csv')}", f"--report={out('r.html')}")
         self.assertEqual(run.returncode, 0, run.stderr)
@@ -141,7 +143,9 @@ class LoadReport(unittest.TestCase):
     def test_seconds_without_calls_stay_as_zero_windows(self):
         # Open loop at one call per 2 s over 4 s: calls start at 0 s and 2 s; seconds 1 and 3
         # have none, and stay, with no latency (null) rather than a made-up one.
-        out = lambda name: os.path.join(self.tmp.name, name)
+        def out(name):
+            return os.path.join(self.tmp.name, name)
+
         run = self.load("--rate=0.5", "--duration=4", "--warmup=0", f"--json_out={out('z.json')}",
                         f"--report={out('z.html')}")
         self.assertEqual(run.returncode, 0, run.stderr)
@@ -163,7 +167,9 @@ class LoadReport(unittest.TestCase):
                 dst.write(src.read())
         with open(os.path.join(folder, "zz_broken.jpg"), "wb") as f:
             f.write(b"not an image <b>at all</b>")
-        out = lambda name: os.path.join(self.tmp.name, name)
+        def out(name):
+            return os.path.join(self.tmp.name, name)
+
         run = self.load("--rpc=detect", f"--input={folder}", "--requests=12", "--warmup=0",
                         "--concurrency=3", f"--json_out={out('m.json')}", f"--csv={out('m.csv')}",
                         f"--report={out('m.html')}")
@@ -195,7 +201,9 @@ class LoadReport(unittest.TestCase):
     def test_all_error_run_explains_itself(self):
         # Every Pyramid call is refused (a ratio below 1): no histogram, a panel that says so and
         # lists the server's message; the PNG report has the same panel in place of the histogram.
-        out = lambda name: os.path.join(self.tmp.name, name)
+        def out(name):
+            return os.path.join(self.tmp.name, name)
+
         run = self.load("--rpc=pyramid", "--ratio=0.5", "--requests=6", "--warmup=0",
                         f"--json_out={out('e.json')}", f"--report={out('e.html')}")
         self.assertEqual(run.returncode, 1, run.stderr)

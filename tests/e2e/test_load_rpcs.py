@@ -43,7 +43,7 @@ class LoadRpcs(unittest.TestCase):
         """cuimg_pixels_processed_total of one RPC from the metrics endpoint."""
         text = self.server.metrics()
         prefix = f'cuimg_pixels_processed_total{{rpc="{rpc}"}} '
-        return next((float(l[len(prefix):]) for l in text.splitlines() if l.startswith(prefix)), 0.0)
+        return next((float(line[len(prefix):]) for line in text.splitlines() if line.startswith(prefix)), 0.0)
 
     def load(self, *args, calls=CALLS):
         out = os.path.join(self.tmp.name, "summary.json")

@@ -254,8 +254,8 @@ class PortsInUse(unittest.TestCase):
                 self.assertEqual(run.returncode, 1, run.stderr)
                 # Every line is logfmt, gRPC's own included (grpc_log_sink.h).
                 lines = run.stderr.splitlines()
-                self.assertTrue(all(l.startswith("ts=") for l in lines), run.stderr)
-                ours = [r for r in (dict(parse_logfmt(l) or []) for l in lines)
+                self.assertTrue(all(line.startswith("ts=") for line in lines), run.stderr)
+                ours = [r for r in (dict(parse_logfmt(line) or []) for line in lines)
                         if r and r["event"] != "grpc"]
                 self.assertEqual([r["event"] for r in ours], ["startup_failed"], run.stderr)
                 self.assertIn(f"{flag} {address}: could not bind", ours[0]["message"])

@@ -171,7 +171,7 @@ class PythonClient(unittest.TestCase):
             np.testing.assert_array_equal(self.client.download(result.handle), result.data)
         levels = self.client.pyramid(volume[0], levels=3, ratio=1.5, keep_resident=True,
                                      return_data=False)
-        self.assertEqual([self.client.download(l.handle).shape for l in levels],
+        self.assertEqual([self.client.download(level.handle).shape for level in levels],
                          [(18, 22), (12, 15), (8, 10)])
         deformed = self.client.deform(mesh, twist_lattice(pos), keep_resident=True)
         np.testing.assert_array_equal(self.client.download(deformed.handle)[0], deformed.data[0])

@@ -154,7 +154,7 @@ class RpcsOverTheWire(unittest.TestCase):
         reply = self.stub.Pyramid(pyramid_pb2.PyramidRequest(
             input=types_pb2.ImageSource(image=to_proto(image, types_pb2.PIXEL_TYPE_U8)), levels=64,
             ratio=1.5, min_width=20, min_height=20, output_type=types_pb2.PIXEL_TYPE_U8), timeout=60)
-        self.assertTrue(all(l.width >= 20 and l.height >= 20 for l in reply.levels))
+        self.assertTrue(all(level.width >= 20 and level.height >= 20 for level in reply.levels))
         self.assertEqual(reply.levels[0].result.image.pixel_type, types_pb2.PIXEL_TYPE_U8)
 
     def test_pyramid_levels_returned_and_kept_resident_are_the_same(self):

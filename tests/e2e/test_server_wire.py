@@ -11,7 +11,7 @@ import grpc
 import numpy as np
 from scipy import ndimage
 
-from cuimg.v1 import imaging_service_pb2_grpc, morphology_pb2, types_pb2, resident_pb2
+from cuimg.v1 import imaging_service_pb2_grpc, morphology_pb2, types_pb2
 from grpc_protocols import health_pb2, health_pb2_grpc
 from grpc_protocols import reflection_pb2, reflection_pb2_grpc
 from server_process import ServerProcess

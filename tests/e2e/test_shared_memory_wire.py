@@ -215,8 +215,8 @@ class SharedMemoryWire(unittest.TestCase):
         self.assertEqual(a.magnitude.image.data, b.magnitude.image.data)
         a = self.stub.Pyramid(pyramid_pb2.PyramidRequest(input=inline, levels=4), timeout=60)
         b = self.stub.Pyramid(pyramid_pb2.PyramidRequest(input=shm, levels=4), timeout=60)
-        self.assertEqual([l.result.image.data for l in a.levels],
-                         [l.result.image.data for l in b.levels])
+        self.assertEqual([level.result.image.data for level in a.levels],
+                         [level.result.image.data for level in b.levels])
 
     def test_unregistering_a_region_in_use_lets_its_requests_finish(self):
         shm = ShmObject(4 << 20)

@@ -2,7 +2,8 @@
 NRRD in and out, and DICOM series in and out, checked against SciPy's grey morphology and against
 the server's own result for the same raw volume sent from Python grpcio. The DICOM series are made
 here with pydicom (oblique, shuffled file names, 12-bit stored values with rescale), plus pydicom's
-own CT and MR sample files; outputs are re-read with pydicom (new UIDs, geometry, tags) and NumPy."""
+own CT and MR sample files; outputs are re-read with pydicom (new UIDs, geometry, tags) and
+NumPy."""
 import gzip
 import os
 import random
@@ -51,7 +52,7 @@ def read_nrrd(path):
     head, data = blob.split(b"\n\n", 1)
     lines = head.decode().split("\n")
     assert lines[0].startswith("NRRD000"), lines[0]
-    fields = dict(l.split(": ", 1) for l in lines[1:] if l and not l.startswith("#"))
+    fields = dict(line.split(": ", 1) for line in lines[1:] if line and not line.startswith("#"))
     sizes = [int(v) for v in fields["sizes"].split()]
     if fields["encoding"] == "gzip":
         data = gzip.decompress(data)
@@ -221,7 +222,8 @@ class VolumesOverTheWire(unittest.TestCase):
     def test_dicom_series_morphology_writes_a_new_series(self):
         rng = np.random.default_rng(6)
         hu = rng.integers(-1024, 3000, (24, 32, 40)).astype(np.int16)
-        # Oblique: the slice normal is (0, 0.5, 0.866), so positions sort by neither x, y nor z alone.
+        # Oblique: the slice normal is (0, 0.5, 0.866), so positions sort by neither x, y nor z
+        # alone.
         row, col = np.array([1.0, 0, 0]), np.array([0, np.cos(np.pi / 6), -np.sin(np.pi / 6)])
         src, dst = self.path("ct"), self.path("ct_dilated")
         positions = write_ct_series(src, hu, (0.7, 0.8), 2.0, row, col, (-100.0, -80.0, 40.0), seed=6)

@@ -81,7 +81,8 @@ ply_bin = ("ply\nformat binary_little_endian 1.0\nelement vertex 3\nproperty flo
            "property float y\nproperty float z\nelement face 1\n"
            "property list uchar int vertex_indices\nend_header\n").encode() + vertices + faces
 write("mesh_reader", "triangle_binary.ply", b"\x01" + ply_bin)
-stl = "solid t\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\nvertex 1 0 0\nvertex 0 1 0\nendloop\nendfacet\nendsolid t\n"
+stl = ("solid t\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\nvertex 1 0 0\nvertex 0 1 0\n"
+       "endloop\nendfacet\nendsolid t\n")
 write("mesh_reader", "triangle.stl", b"\x02" + stl.encode())
 
 # --- lattice_json.
@@ -316,7 +317,6 @@ write("dicom_series", "pet_slope.bin", series_seed(
 
 # --- nifti_reader: byte 0 odd = .nii.gz, even = .nii; the rest is the file (nibabel writes them).
 def nifti_seed(image, gz):
-    import nibabel as nib
     raw = image.to_bytes()
     return bytes([1 if gz else 0]) + (gzip.compress(raw, mtime=0) if gz else raw)
 

@@ -24,8 +24,9 @@ from cuimg import _wire, detection, wire_contract
 from cuimg.errors import CuimgError
 # The conversions, as cuimg.client offered them before they had a module of their own.
 from cuimg.messages import (DTYPES, PIXEL_TYPES, Spacing, _floats, _image_header, _image_shape,
-                            _mesh, _set_spacing, element_mm, from_image, little_endian,
+                            _mesh, _set_spacing, from_image, little_endian,
                             parse_steps, pixel_type, to_image)
+from cuimg.messages import element_mm  # noqa: F401 (cuimg.element_mm, cuimg/__init__.py)
 from cuimg.shared_region import SharedRegion, ShmArray
 from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, imaging_service_pb2_grpc,
                       morphology_pb2, pyramid_pb2, resident_pb2, streaming_pb2,
@@ -61,10 +62,10 @@ def _retry_config(max_attempts: int) -> str | None:
         "retryPolicy": {"maxAttempts": max_attempts, "initialBackoff": "0.05s",
                         "maxBackoff": "1s", "backoffMultiplier": 2,
                         "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED"]}}, {
-        # Streamed volumes are sent again by the client itself (cuimg.volume_stream): under
-        # gRPC 1.51's retry policy a stream whose server died mid-call waited for its deadline
-        # instead of failing (tests/e2e/test_python_volume_stream.py kills one).
-        # A DetectStream is never replayed: gRPC would keep every frame sent for a retry.
+        # Streamed volumes are sent again by the client itself (cuimg.volume_stream):
+        # under gRPC 1.51's retry policy a stream whose server died mid-call waited for
+        # its deadline instead of failing (tests/e2e/test_python_volume_stream.py kills
+        # one). A DetectStream is never replayed: gRPC would keep every frame sent.
         "name": [{"service": "cuimg.v1.Imaging", "method": "ProcessVolumeStream"},
                  {"service": "cuimg.v1.Imaging", "method": "DetectStream"}]}]})
 
@@ -95,7 +96,7 @@ def _source(array_or_handle: ImageLike, spacing: Spacing | None = None,
 
 def _frame_source(image: ImageLike) -> types_pb2.ImageSource:
     """A detection input: an (H, W, C) array is a colour image."""
-    return _source(image, colour=not isinstance(image, str) and np.ndim(image) == 3)
+    return _source(image, colour=not isinstance(image, (str, ShmArray)) and np.ndim(image) == 3)
 
 
 def _output_options(keep_resident: bool, return_data: bool,
@@ -154,7 +155,7 @@ class Client:
             raise ValueError("a token is sent only over TLS: pass tls=True or ca_file")
         if (cert_file is None) != (key_file is None):
             raise ValueError("cert_file and key_file go together")
-        options = list(CHANNEL_OPTIONS)
+        options: list[tuple[str, Any]] = list(CHANNEL_OPTIONS)
         retry = _retry_config(max_attempts)
         if retry is not None:
             options.append(("grpc.service_config", retry))
@@ -276,6 +277,7 @@ class Client:
                 morphology=morphology_pb2.MorphologyRequest(steps=steps))
             _set_spacing(header.volume, spacing)
             result = self._stream(header, volume, volume.dtype.newbyteorder("="), 1)[0]
+            assert self.last_stream is not None  # set by _stream
             self.last_elements = list(self.last_stream.resolved_elements)
             return result
         response = self._call("Morphology", morphology_pb2.MorphologyRequest(
@@ -419,7 +421,7 @@ class Client:
         else:
             array = little_endian(image)
             body = _image_header(array, spacing, colour=False)
-            data = memoryview(array).cast("B")
+            data = array.data.cast("B")
             body.data = bytes(data[:chunk_bytes])
             first = resident_pb2.UploadRequest(image=body, ttl_seconds=ttl_seconds)
 

@@ -3,7 +3,7 @@ DetectPedestriansRequest, responses as dicts, and the frames and results of one 
 (Client.detect_stream)."""
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Generator, Iterable, Iterator
 
 import grpc
 
@@ -44,7 +44,7 @@ def detect_request(image: Any, encoded: bytes | None, to_source: ToSource, *, mo
 
 
 def stream(stub: Any, frames: Iterable[Any], base: detection_pb2.DetectPedestriansRequest,
-           to_source: ToSource, timeout: float | None) -> Iterator[dict[str, Any]]:
+           to_source: ToSource, timeout: float | None) -> Generator[dict[str, Any], None, str]:
     """Client.detect_stream's results, one dict per frame, each frame sent as `base` with the
     frame as its input; returns (as the generator's value) the call's timing trailer. A failed
     call raises CuimgError; closing the generator early cancels the call."""

@@ -21,7 +21,7 @@ import copy
 import os
 import re
 import warnings
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pydicom
@@ -81,7 +81,8 @@ def read_series(directory: str, series_uid: str | None = None
     """(volume (D, H, W) int16 or float32, spacing (x, y, z) mm, one dataset per volume slice).
 
     series_uid narrows a directory holding several series to one."""
-    slices, others = [], set()
+    slices: list[dict[str, Any]] = []
+    others = set()
     for name in sorted(os.listdir(directory)):
         path = os.path.join(directory, name)
         if not os.path.isfile(path):

@@ -66,7 +66,7 @@ def _request(method, url, accept, auth, ca_file, timeout, limit, body=None, cont
     if content_type:
         headers["Content-Type"] = content_type
     request = urllib.request.Request(url, data=body, headers=headers, method=method)
-    handlers = [_NoRedirect()]
+    handlers: list[urllib.request.BaseHandler] = [_NoRedirect()]
     if parts.scheme == "https":
         handlers.append(urllib.request.HTTPSHandler(context=ssl.create_default_context(cafile=ca_file)))
     opener = urllib.request.build_opener(*handlers)
@@ -116,7 +116,8 @@ def multipart_boundary(content_type):
 
 
 def split_multipart(body, boundary, max_parts):
-    """[(headers bytes, body bytes)] of a multipart body, by the CLI's rules (client/io/multipart.h)."""
+    """[(headers bytes, body bytes)] of a multipart body, by the CLI's rules
+    (client/io/multipart.h)."""
     dash = b"--" + boundary.encode()
     delimiter = b"\r\n" + dash
     if body.startswith(dash):
@@ -126,7 +127,7 @@ def split_multipart(body, boundary, max_parts):
         if at < 0:
             raise ValueError("multipart: the body holds no boundary line")
         at += len(delimiter)
-    parts = []
+    parts: list[tuple[bytes, bytes]] = []
     while True:
         if body[at:at + 2] == b"--":
             return parts

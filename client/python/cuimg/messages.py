@@ -12,11 +12,11 @@ import numpy as np
 
 from cuimg.v1 import deform_pb2, morphology_pb2, types_pb2
 
-PIXEL_TYPES = {np.dtype(np.uint8): types_pb2.PIXEL_TYPE_U8,
+PIXEL_TYPES: dict[np.dtype[Any], int] = {np.dtype(np.uint8): types_pb2.PIXEL_TYPE_U8,
                np.dtype(np.uint16): types_pb2.PIXEL_TYPE_U16,
                np.dtype(np.int16): types_pb2.PIXEL_TYPE_I16,
                np.dtype(np.float32): types_pb2.PIXEL_TYPE_F32}
-DTYPES = {v: k for k, v in PIXEL_TYPES.items()}
+DTYPES: dict[int, np.dtype[Any]] = {v: k for k, v in PIXEL_TYPES.items()}
 OPS = {"erode": morphology_pb2.MORPHOLOGY_OP_ERODE, "dilate": morphology_pb2.MORPHOLOGY_OP_DILATE,
        "open": morphology_pb2.MORPHOLOGY_OP_OPEN, "close": morphology_pb2.MORPHOLOGY_OP_CLOSE,
        "gradient": morphology_pb2.MORPHOLOGY_OP_GRADIENT,

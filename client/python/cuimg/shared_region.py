@@ -22,7 +22,8 @@ class ShmArray:
 
     def __init__(self, region: "SharedRegion", offset: int, shape: tuple[int, ...], dtype: Any):
         self.region, self.offset = region, offset
-        self.array = np.ndarray(shape, np.dtype(dtype), buffer=region.buffer, offset=offset)
+        self.array: np.ndarray = np.ndarray(shape, np.dtype(dtype), buffer=region.buffer,
+                                            offset=offset)
 
     def reference(self, spacing: Spacing | None = None) -> types_pb2.SharedMemoryImage:
         """The cuimg.v1.SharedMemoryImage naming this array (native little-endian dtypes only:

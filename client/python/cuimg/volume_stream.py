@@ -1,7 +1,7 @@
 """Volumes through ProcessVolumeStream, split over several connections, as the cuimg CLI does
-(client/commands/volume_stream.cc): the output's z range is split into K parts, each streamed on its own
-channel as a volume of its own with the z halo the server uses between slabs, and each part keeps
-only its own slices. The result equals the unary RPC's bit for bit.
+(client/commands/volume_stream.cc): the output's z range is split into K parts, each streamed on
+its own channel as a volume of its own with the z halo the server uses between slabs, and each
+part keeps only its own slices. The result equals the unary RPC's bit for bit.
 
 Copies: a slab message is built from a memoryview of the input array (one copy, into the message
 gRPC sends); a result slab is decoded as a view of the received buffer and copied once, into the
@@ -163,7 +163,7 @@ def stream_volume(channels: Sequence[grpc.Channel], header: streaming_pb2.Volume
     # Uninitialized: every slice is written by exactly one part's reader, or the call fails.
     planes = [np.empty((depth, height, width), out_dtype) for _ in range(plane_count)]
     result = StreamedVolume(planes, [""] * len(parts), [0] * len(parts))
-    flat = memoryview(volume).cast("B")
+    flat = volume.data.cast("B")
     slab_slices = max(1, slab_bytes // max(1, in_slice))
     deadline = None if timeout is None else time.monotonic() + timeout
     group = _Group()
