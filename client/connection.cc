@@ -1,5 +1,4 @@
 #include "client/connection.h"
-#include "proto/wire_contract.h"
 
 #include <chrono>
 #include <cstdio>
@@ -8,6 +7,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "proto/wire_contract.h"
 
 namespace cuimg {
 

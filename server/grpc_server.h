@@ -16,13 +16,13 @@
 #include "absl/time/time.h"
 #include "server/backend/backend.h"
 #include "server/device_metrics.h"
-#include "server/rpc/imaging_service.h"
-#include "server/state/inflight_budget.h"
 #include "server/observability/metrics.h"
+#include "server/rpc/imaging_service.h"
+#include "server/scheduling/work_queue.h"
+#include "server/server_options.h"
+#include "server/state/inflight_budget.h"
 #include "server/state/model_registry.h"
 #include "server/state/resident_store.h"
-#include "server/server_options.h"
-#include "server/scheduling/work_queue.h"
 
 namespace cuimg {
 

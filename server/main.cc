@@ -1,7 +1,6 @@
 // cuimg-server: flags, start-up summary, and graceful shutdown on SIGTERM/SIGINT/SIGHUP.
 #include <pthread.h>
 #include <signal.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,14 +17,14 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "server/backend/backend.h"
 #include "cuimg/common/command_line.h"
-#include "server/flag_values.h"
-#include "server/observability/grpc_log_sink.h"
-#include "server/grpc_server.h"
 #include "cuimg/common/lock_order_checks.h"
-#include "server/observability/log.h"
 #include "cuimg/common/malloc_policy.h"
+#include "server/backend/backend.h"
+#include "server/flag_values.h"
+#include "server/grpc_server.h"
+#include "server/observability/grpc_log_sink.h"
+#include "server/observability/log.h"
 #include "server/server_options.h"
 
 ABSL_FLAG(std::string, listen_address, "0.0.0.0:50051",

@@ -6,8 +6,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "cuimg/codec/image_codec.h"
 #include "client/io/tiff_file.h"
+#include "cuimg/codec/image_codec.h"
 #include "cuimg/common/status_macros.h"
 
 namespace cuimg {

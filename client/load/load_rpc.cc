@@ -16,10 +16,10 @@
 #include "client/io/video_frames.h"
 #include "client/io/volume_file.h"
 #include "client/load/load_stream.h"
-#include "proto/wire_contract.h"
 #include "client/morphology_spec.h"
 #include "client/request_building.h"
 #include "cuimg/common/status_macros.h"
+#include "proto/wire_contract.h"
 
 namespace cuimg {
 

@@ -3,13 +3,12 @@
 // which dominate) and decodes its own rows. Every strip runs the same decoder on the same bytes,
 // so the rows are exactly those of one serial decode. libjpeg reports errors by longjmp: the
 // decoding function keeps only trivially destructible state between setjmp and the libjpeg calls.
-#include <csetjmp>
-#include <cstdio>
-
 #include <jpeglib.h>
 
 #include <algorithm>
 #include <atomic>
+#include <csetjmp>
+#include <cstdio>
 
 #include "codec_internal.h"
 

@@ -5,13 +5,13 @@
 #define CUIMG_SERVER_BACKEND_H_
 
 #include <cstddef>
-#include <memory>
 #include <cstdint>
+#include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "cuimg/common/cancel_token.h"
 #include "cuimg/common/image.h"
 #include "cuimg/kernels/gradient_types.h"

@@ -1,11 +1,11 @@
 #include "server/rpc/call_scope.h"
 
 #include "absl/time/clock.h"
-#include "server/security/authorization.h"
+#include "proto/wire_contract.h"
 #include "server/observability/log.h"
 #include "server/observability/log_throttle.h"
-#include "proto/wire_contract.h"
 #include "server/rpc/status_conversion.h"
+#include "server/security/authorization.h"
 
 namespace cuimg {
 namespace {

@@ -10,9 +10,9 @@
 #include <string>
 #include <utility>
 #include <vector>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "cuimg/common/cancel_token.h"
 #include "server/backend/backend.h"
 #include "server/observability/metrics.h"

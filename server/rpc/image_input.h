@@ -5,18 +5,18 @@
 #define CUIMG_SERVER_IMAGE_INPUT_H_
 
 #include <memory>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "cuimg/codec/image_codec.h"
 #include "cuimg/common/image.h"
 #include "server/backend/backend.h"
 #include "server/backend/device_jpeg.h"
 #include "server/rpc/call_scope.h"
-#include "server/validation/encoded_input.h"
-#include "server/validation/request_validation.h"
 #include "server/state/resident_store.h"
 #include "server/state/shared_memory_registry.h"
+#include "server/validation/encoded_input.h"
+#include "server/validation/request_validation.h"
 
 namespace cuimg {
 

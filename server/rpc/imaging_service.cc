@@ -6,9 +6,9 @@
 #include "cuimg/common/status_macros.h"
 #include "cuimg/kernels/detect_geometry.h"
 #include "proto/wire_contract.h"
-#include "server/scheduling/inflight_estimate.h"
 #include "server/rpc/call_messages.h"
 #include "server/rpc/image_input.h"
+#include "server/scheduling/inflight_estimate.h"
 #include "server/scheduling/work_estimate.h"
 #include "server/validation/proto_conversion.h"
 

@@ -9,9 +9,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "cuimg/common/image.h"
-#include "server/validation/request_validation.h"
-#include "server/state/resident_store.h"
 #include "server/server_options.h"
+#include "server/state/resident_store.h"
+#include "server/validation/request_validation.h"
 
 namespace cuimg {
 

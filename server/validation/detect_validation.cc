@@ -1,14 +1,13 @@
 // DetectPedestrians requests: the model first, then the fields.
-#include "server/validation/request_validation.h"
-
 #include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/status_macros.h"
+#include "server/security/untrusted_text.h"
 #include "server/state/model_registry.h"
 #include "server/validation/proto_conversion.h"
-#include "server/security/untrusted_text.h"
+#include "server/validation/request_validation.h"
 #include "server/validation/validation_rules.h"
 
 namespace cuimg {

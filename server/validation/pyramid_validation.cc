@@ -1,11 +1,10 @@
 // Pyramid requests.
-#include "server/validation/request_validation.h"
-
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/status_macros.h"
 #include "server/validation/proto_conversion.h"
+#include "server/validation/request_validation.h"
 #include "server/validation/validation_rules.h"
 
 namespace cuimg {

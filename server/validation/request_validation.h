@@ -9,10 +9,10 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/optional.h"
 #include "cuimg/common/image.h"
 #include "cuimg/kernels/gradient_types.h"
@@ -27,8 +27,8 @@
 #include "cuimg/v1/pyramid.pb.h"
 #include "cuimg/v1/streaming.pb.h"
 #include "cuimg/v1/types.pb.h"
-#include "server/state/model_registry.h"
 #include "server/server_options.h"
+#include "server/state/model_registry.h"
 
 namespace cuimg {
 

@@ -7,18 +7,17 @@
 // each output slab's halo. Elements in millimetres resolve to one element per step (a resident
 // input's against a fixed spacing). Morphology and Gradient are also validated with their inline
 // pixels detached (as the server receives them) and must get the same status.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-
-#include <algorithm>
 #include <string>
 
 #include "cuimg/v1/resident.pb.h"
 #include "cuimg/v1/streaming.pb.h"
 #include "server/scheduling/inflight_estimate.h"
-#include "server/validation/request_validation.h"
-#include "server/state/resident_store.h"
 #include "server/scheduling/volume_stream_plan.h"
+#include "server/state/resident_store.h"
+#include "server/validation/request_validation.h"
 
 namespace {
 

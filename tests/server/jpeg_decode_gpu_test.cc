@@ -9,9 +9,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <map>
-#include <cstdio>
 #include <random>
 #include <thread>
 #include <tuple>

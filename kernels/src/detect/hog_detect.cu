@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/div_small.cuh"
+#include "common/kernel_attributes.h"
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/kernels/detect_geometry.h"
 #include "cuimg/kernels/pyramid_types.h"
-#include "common/div_small.cuh"
-#include "common/kernel_attributes.h"
 #include "hog_plan.h"
 
 namespace cuimg {

@@ -8,9 +8,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/kernel_attributes.h"
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/status_macros.h"
-#include "common/kernel_attributes.h"
 #include "gradient_device.cuh"
 #include "gradient_strip.cuh"
 

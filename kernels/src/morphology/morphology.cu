@@ -10,8 +10,8 @@
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/status_macros.h"
 #include "device_ops.cuh"
-#include "morphology_kernels.h"
 #include "element_plan.h"
+#include "morphology_kernels.h"
 
 namespace cuimg {
 

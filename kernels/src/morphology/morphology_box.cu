@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "common/kernel_attributes.h"
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/status_macros.h"
-#include "common/kernel_attributes.h"
 #include "device_ops.cuh"
 #include "morphology_kernels.h"
 

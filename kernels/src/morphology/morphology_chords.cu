@@ -9,11 +9,11 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "common/div_small.cuh"
 #include "common/kernel_attributes.h"
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/status_macros.h"
 #include "device_ops.cuh"
-#include "common/div_small.cuh"
 #include "lane_ops.cuh"
 #include "morphology_kernels.h"
 

@@ -12,10 +12,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "cuimg/common/cuda_status.h"
-#include "cuimg/common/status_macros.h"
 #include "common/div_small.cuh"
 #include "common/kernel_attributes.h"
+#include "cuimg/common/cuda_status.h"
+#include "cuimg/common/status_macros.h"
 #include "pyramid_device.cuh"
 #include "pyramid_rects.cuh"
 

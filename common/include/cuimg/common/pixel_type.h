@@ -5,11 +5,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include "absl/strings/string_view.h"
 #include <type_traits>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace cuimg {
 
