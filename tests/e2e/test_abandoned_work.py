@@ -25,19 +25,29 @@ TICKS = os.sysconf("SC_CLK_TCK")
 
 def image(size, seed=0):
     data = np.random.default_rng(seed).integers(0, 256, size * size, np.uint8).tobytes()
-    return types_pb2.ImageSource(image=types_pb2.Image(
-        pixel_type=types_pb2.PIXEL_TYPE_U8, width=size, height=size, data=data))
+    return types_pb2.ImageSource(
+        image=types_pb2.Image(
+            pixel_type=types_pb2.PIXEL_TYPE_U8, width=size, height=size, data=data
+        )
+    )
 
 
 def morph(size, element, steps, shape=morphology_pb2.ELEMENT_SHAPE_ELLIPSE, iterations=1):
     """`steps` alternate dilations and erosions by one element, each `iterations` times."""
     ops = [morphology_pb2.MORPHOLOGY_OP_DILATE, morphology_pb2.MORPHOLOGY_OP_ERODE]
-    return morphology_pb2.MorphologyRequest(input=image(size), steps=[
-        morphology_pb2.MorphologyStep(
-            op=ops[i % 2],
-            element=morphology_pb2.StructuringElement(shape=shape, width=element, height=element),
-            iterations=iterations)
-        for i in range(steps)])
+    return morphology_pb2.MorphologyRequest(
+        input=image(size),
+        steps=[
+            morphology_pb2.MorphologyStep(
+                op=ops[i % 2],
+                element=morphology_pb2.StructuringElement(
+                    shape=shape, width=element, height=element
+                ),
+                iterations=iterations,
+            )
+            for i in range(steps)
+        ],
+    )
 
 
 # Tens of seconds of one core on the CPU backend (1024^2 x 2900 members x 8 passes, about 2.4e10
@@ -57,10 +67,18 @@ def cpu_seconds(pid):
 
 class AbandonedWork(unittest.TestCase):
     def setUp(self):
-        self.server = ServerProcess(SERVER, f"--backend={BACKEND}", "--worker_threads=1",
-                                    "--cpu_threads_per_request=1", "--log_level=info", NO_CAP)
-        self.channel = grpc.insecure_channel(self.server.target, options=[
-            ("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)])
+        self.server = ServerProcess(
+            SERVER,
+            f"--backend={BACKEND}",
+            "--worker_threads=1",
+            "--cpu_threads_per_request=1",
+            "--log_level=info",
+            NO_CAP,
+        )
+        self.channel = grpc.insecure_channel(
+            self.server.target,
+            options=[("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)],
+        )
         self.stub = imaging_service_pb2_grpc.ImagingStub(self.channel)
 
     def tearDown(self):
@@ -77,9 +95,11 @@ class AbandonedWork(unittest.TestCase):
 
     def wait_for_code(self, *codes):
         """The one Morphology call so far ended with one of `codes`, not OK."""
+
         def ended():
             counts = self.server.request_counts()
             return sum(counts.get(("Morphology", code), 0) for code in codes), counts
+
         deadline = time.monotonic() + 10
         while ended()[0] < 1 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -117,8 +137,10 @@ class AbandonedWork(unittest.TestCase):
 class UnboundedWork(unittest.TestCase):
     def setUp(self):
         self.server = ServerProcess(SERVER, f"--backend={BACKEND}")
-        self.channel = grpc.insecure_channel(self.server.target, options=[
-            ("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)])
+        self.channel = grpc.insecure_channel(
+            self.server.target,
+            options=[("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)],
+        )
         self.stub = imaging_service_pb2_grpc.ImagingStub(self.channel)
 
     def tearDown(self):
@@ -141,8 +163,9 @@ class UnboundedWork(unittest.TestCase):
         # reference, which reads every member: the same boxes are refused there.
         if BACKEND == "cpu":
             with self.assertRaises(grpc.RpcError) as caught:
-                self.stub.Morphology(morph(4096, 1023, 64, morphology_pb2.ELEMENT_SHAPE_RECT),
-                                     timeout=60)
+                self.stub.Morphology(
+                    morph(4096, 1023, 64, morphology_pb2.ELEMENT_SHAPE_RECT), timeout=60
+                )
             self.assertEqual(caught.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
         self.assertEqual(len(self.stub.Morphology(QUICK, timeout=30).result.image.data), 256)
 
@@ -177,11 +200,17 @@ class UnboundedWork(unittest.TestCase):
 class ShutdownWithHeavyWork(unittest.TestCase):
     def test_sigterm_ends_the_process_within_grace_and_bound(self):
         grace = 1
-        server = ServerProcess(SERVER, f"--backend={BACKEND}", "--worker_threads=2",
-                               "--cpu_threads_per_request=1", f"--shutdown_grace_seconds={grace}",
-                               NO_CAP)
-        channel = grpc.insecure_channel(server.target, options=[
-            ("grpc.max_send_message_length", -1)])
+        server = ServerProcess(
+            SERVER,
+            f"--backend={BACKEND}",
+            "--worker_threads=2",
+            "--cpu_threads_per_request=1",
+            f"--shutdown_grace_seconds={grace}",
+            NO_CAP,
+        )
+        channel = grpc.insecure_channel(
+            server.target, options=[("grpc.max_send_message_length", -1)]
+        )
         try:
             stub = imaging_service_pb2_grpc.ImagingStub(channel)
             calls = [stub.Morphology.future(HEAVY, timeout=600) for _ in range(4)]

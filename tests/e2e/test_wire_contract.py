@@ -20,16 +20,23 @@ def status_bytes(*details, code=3, message="m"):
 
 class WireContract(unittest.TestCase):
     def test_timing_trailer(self):
-        trailers = (("other", "x"),
-                    ("cuimg-timing", "queue_us=1.5 kernel_us=20.0 device=0 decode_device=-1"))
-        self.assertEqual(wire_contract.timing_text(trailers),
-                         "queue_us=1.5 kernel_us=20.0 device=0 decode_device=-1")
-        self.assertEqual(wire_contract.timing(trailers),
-                         {"queue_us": 1.5, "kernel_us": 20.0, "device": 0.0,
-                          "decode_device": -1.0})
+        trailers = (
+            ("other", "x"),
+            ("cuimg-timing", "queue_us=1.5 kernel_us=20.0 device=0 decode_device=-1"),
+        )
+        self.assertEqual(
+            wire_contract.timing_text(trailers),
+            "queue_us=1.5 kernel_us=20.0 device=0 decode_device=-1",
+        )
+        self.assertEqual(
+            wire_contract.timing(trailers),
+            {"queue_us": 1.5, "kernel_us": 20.0, "device": 0.0, "decode_device": -1.0},
+        )
         # Malformed fields are skipped, unknown keys kept; no trailer reads empty.
-        self.assertEqual(wire_contract.parse_timing("a=1 b= c=x =2 d e_us=3e2"),
-                         {"a": 1.0, "": 2.0, "e_us": 300.0})
+        self.assertEqual(
+            wire_contract.parse_timing("a=1 b= c=x =2 d e_us=3e2"),
+            {"a": 1.0, "": 2.0, "e_us": 300.0},
+        )
         self.assertEqual(wire_contract.timing(None), {})
         self.assertEqual(wire_contract.timing_text(()), "")
 
@@ -47,16 +54,19 @@ class WireContract(unittest.TestCase):
         info.metadata["alpha"] = "a"
         # Another detail first: the ErrorInfo is found by its type.
         data = status_bytes(duration_pb2.Duration(seconds=3), info)
-        self.assertEqual(wire_contract.decode_error_info(data),
-                         wire_contract.ErrorInfo("INVALID_ARGUMENT", "cuimg.io",
-                                                 "steps[2].element.width"))
+        self.assertEqual(
+            wire_contract.decode_error_info(data),
+            wire_contract.ErrorInfo("INVALID_ARGUMENT", "cuimg.io", "steps[2].element.width"),
+        )
         trailers = (("grpc-status-details-bin", data),)
         self.assertEqual(wire_contract.error_info(trailers).field, "steps[2].element.width")
 
     def test_error_info_absent_or_unreadable(self):
         no_field = error_details_pb2.ErrorInfo(reason="INTERNAL", domain="cuimg.io")
-        self.assertEqual(wire_contract.decode_error_info(status_bytes(no_field)),
-                         wire_contract.ErrorInfo("INTERNAL", "cuimg.io", ""))
+        self.assertEqual(
+            wire_contract.decode_error_info(status_bytes(no_field)),
+            wire_contract.ErrorInfo("INTERNAL", "cuimg.io", ""),
+        )
         self.assertIsNone(wire_contract.decode_error_info(status_bytes()))
         self.assertIsNone(wire_contract.error_info(()))
         self.assertIsNone(wire_contract.error_info((("grpc-status-details-bin", b"\x1a\x09ab"),)))

@@ -19,5 +19,6 @@ def __getattr__(name):
     # Lazily, so `from cuimg.v1 import ...` (the tests, tools) does not need NumPy.
     if name in __all__:
         from cuimg import client
+
         return getattr(client, name)
     raise AttributeError(f"module 'cuimg' has no attribute {name!r}")

@@ -22,27 +22,51 @@ import numpy as np
 
 from cuimg import _wire, detection, wire_contract
 from cuimg.errors import CuimgError
+
 # The conversions, as cuimg.client offered them before they had a module of their own.
-from cuimg.messages import (DTYPES, PIXEL_TYPES, Spacing, _floats, _image_header, _image_shape,
-                            _mesh, _set_spacing, from_image, little_endian,
-                            parse_steps, pixel_type, to_image)
+from cuimg.messages import (
+    DTYPES,
+    PIXEL_TYPES,
+    Spacing,
+    _floats,
+    _image_header,
+    _image_shape,
+    _mesh,
+    _set_spacing,
+    from_image,
+    little_endian,
+    parse_steps,
+    pixel_type,
+    to_image,
+)
 from cuimg.messages import element_mm  # noqa: F401 (cuimg.element_mm, cuimg/__init__.py)
 from cuimg.shared_region import SharedRegion, ShmArray
-from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, imaging_service_pb2_grpc,
-                      morphology_pb2, pyramid_pb2, resident_pb2, streaming_pb2,
-                      types_pb2)
+from cuimg.v1 import (
+    deform_pb2,
+    detection_pb2,
+    gradient_pb2,
+    imaging_service_pb2_grpc,
+    morphology_pb2,
+    pyramid_pb2,
+    resident_pb2,
+    streaming_pb2,
+    types_pb2,
+)
 from cuimg.volume_stream import StreamFailed, StreamedVolume, stream_volume
 
 
 # Messages can be large (volumes); the server enforces its own limits.
-CHANNEL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1),
-                   # gRPC retries a call only while what it sent fits this buffer (256 KiB by
-                   # default, less than a VGA frame); the cuimg CLI uses the same.
-                   ("grpc.per_rpc_retry_buffer_size", 64 << 20),
-                   # A failed connection is tried again after 100 ms, not gRPC's 1 s, within the
-                   # retry policy's span (Debian's gRPC 1.51 now and then fails a local connect()
-                   # that was only in progress, grpc/grpc#35064); the CLI does the same.
-                   ("grpc.initial_reconnect_backoff_ms", 100)]
+CHANNEL_OPTIONS = [
+    ("grpc.max_receive_message_length", -1),
+    ("grpc.max_send_message_length", -1),
+    # gRPC retries a call only while what it sent fits this buffer (256 KiB by
+    # default, less than a VGA frame); the cuimg CLI uses the same.
+    ("grpc.per_rpc_retry_buffer_size", 64 << 20),
+    # A failed connection is tried again after 100 ms, not gRPC's 1 s, within the
+    # retry policy's span (Debian's gRPC 1.51 now and then fails a local connect()
+    # that was only in progress, grpc/grpc#35064); the CLI does the same.
+    ("grpc.initial_reconnect_backoff_ms", 100),
+]
 # Volumes above this many bytes are streamed (Client's stream_threshold): below it one unary
 # message costs less than opening the streams.
 DEFAULT_STREAM_THRESHOLD = 4 << 20
@@ -57,17 +81,32 @@ def _retry_config(max_attempts: int) -> str | None:
     (grpc-retry-pushback-ms; -1, never, for a request that cannot fit)."""
     if max_attempts == 1:
         return None
-    return json.dumps({"methodConfig": [{
-        "name": [{"service": "cuimg.v1.Imaging"}, {"service": "grpc.health.v1.Health"}],
-        "retryPolicy": {"maxAttempts": max_attempts, "initialBackoff": "0.05s",
-                        "maxBackoff": "1s", "backoffMultiplier": 2,
-                        "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED"]}}, {
-        # Streamed volumes are sent again by the client itself (cuimg.volume_stream):
-        # under gRPC 1.51's retry policy a stream whose server died mid-call waited for
-        # its deadline instead of failing (tests/e2e/test_python_volume_stream.py kills
-        # one). A DetectStream is never replayed: gRPC would keep every frame sent.
-        "name": [{"service": "cuimg.v1.Imaging", "method": "ProcessVolumeStream"},
-                 {"service": "cuimg.v1.Imaging", "method": "DetectStream"}]}]})
+    return json.dumps(
+        {
+            "methodConfig": [
+                {
+                    "name": [{"service": "cuimg.v1.Imaging"}, {"service": "grpc.health.v1.Health"}],
+                    "retryPolicy": {
+                        "maxAttempts": max_attempts,
+                        "initialBackoff": "0.05s",
+                        "maxBackoff": "1s",
+                        "backoffMultiplier": 2,
+                        "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED"],
+                    },
+                },
+                {
+                    # Streamed volumes are sent again by the client itself (cuimg.volume_stream):
+                    # under gRPC 1.51's retry policy a stream whose server died mid-call waited for
+                    # its deadline instead of failing (tests/e2e/test_python_volume_stream.py kills
+                    # one). A DetectStream is never replayed: gRPC would keep every frame sent.
+                    "name": [
+                        {"service": "cuimg.v1.Imaging", "method": "ProcessVolumeStream"},
+                        {"service": "cuimg.v1.Imaging", "method": "DetectStream"},
+                    ]
+                },
+            ]
+        }
+    )
 
 
 def _read(path: str | None) -> bytes | None:
@@ -81,12 +120,14 @@ class Resident(NamedTuple):
     """A result kept on the server (keep_resident=True): its `handle`, usable in place of an
     array by any RPC and by download(), and `data`, what the call returns without keep_resident
     (None when return_data=False)."""
+
     handle: str
     data: Any
 
 
-def _source(array_or_handle: ImageLike, spacing: Spacing | None = None,
-            colour: bool = False) -> types_pb2.ImageSource:
+def _source(
+    array_or_handle: ImageLike, spacing: Spacing | None = None, colour: bool = False
+) -> types_pb2.ImageSource:
     if isinstance(array_or_handle, str):
         return types_pb2.ImageSource(handle=array_or_handle)
     if isinstance(array_or_handle, ShmArray):
@@ -99,14 +140,16 @@ def _frame_source(image: ImageLike) -> types_pb2.ImageSource:
     return _source(image, colour=not isinstance(image, (str, ShmArray)) and np.ndim(image) == 3)
 
 
-def _output_options(keep_resident: bool, return_data: bool,
-                    ttl_seconds: int) -> types_pb2.OutputOptions | None:
+def _output_options(
+    keep_resident: bool, return_data: bool, ttl_seconds: int
+) -> types_pb2.OutputOptions | None:
     if not return_data and not keep_resident:
         raise ValueError("return_data=False needs keep_resident=True")
     if not keep_resident:
         return None
-    return types_pb2.OutputOptions(keep_resident=True, omit_data=not return_data,
-                                   ttl_seconds=ttl_seconds)
+    return types_pb2.OutputOptions(
+        keep_resident=True, omit_data=not return_data, ttl_seconds=ttl_seconds
+    )
 
 
 def _result(result: types_pb2.ImageResult, keep_resident: bool, return_data: bool) -> Any:
@@ -134,13 +177,23 @@ class Client:
     slab_bytes:  about how many input bytes each streamed slab message carries
     """
 
-    def __init__(self, target: str = "localhost:50051", *, tls: bool = False,
-                 ca_file: str | None = None, cert_file: str | None = None,
-                 key_file: str | None = None, server_name: str | None = None,
-                 token: str | None = None, token_file: str | None = None,
-                 timeout: float | None = 60.0, max_attempts: int = 4,
-                 stream_threshold: int | None = DEFAULT_STREAM_THRESHOLD,
-                 volume_streams: int = 4, slab_bytes: int = 4 << 20):
+    def __init__(
+        self,
+        target: str = "localhost:50051",
+        *,
+        tls: bool = False,
+        ca_file: str | None = None,
+        cert_file: str | None = None,
+        key_file: str | None = None,
+        server_name: str | None = None,
+        token: str | None = None,
+        token_file: str | None = None,
+        timeout: float | None = 60.0,
+        max_attempts: int = 4,
+        stream_threshold: int | None = DEFAULT_STREAM_THRESHOLD,
+        volume_streams: int = 4,
+        slab_bytes: int = 4 << 20,
+    ):
         if not 1 <= max_attempts <= 5:
             raise ValueError("max_attempts: expected 1 to 5")
         if volume_streams < 1:
@@ -161,10 +214,13 @@ class Client:
             options.append(("grpc.service_config", retry))
         credentials = None
         if tls:
-            credentials = grpc.ssl_channel_credentials(_read(ca_file), _read(key_file), _read(cert_file))
+            credentials = grpc.ssl_channel_credentials(
+                _read(ca_file), _read(key_file), _read(cert_file)
+            )
             if token is not None:
                 credentials = grpc.composite_channel_credentials(
-                    credentials, grpc.access_token_call_credentials(token))
+                    credentials, grpc.access_token_call_credentials(token)
+                )
             if server_name:
                 options.append(("grpc.ssl_target_name_override", server_name))
         self._target, self._options, self._credentials = target, options, credentials
@@ -216,32 +272,52 @@ class Client:
         array = np.asarray(image)
         if array.ndim != 3 or array.shape[0] < 2:
             return None
-        if stream is None and (self.stream_threshold is None or
-                               array.nbytes <= self.stream_threshold):
+        if stream is None and (
+            self.stream_threshold is None or array.nbytes <= self.stream_threshold
+        ):
             return None
         return little_endian(array)
 
-    def _stream(self, header: streaming_pb2.VolumeStreamHeader, volume: np.ndarray,
-                out_dtype: np.dtype, plane_count: int) -> list[np.ndarray]:
+    def _stream(
+        self,
+        header: streaming_pb2.VolumeStreamHeader,
+        volume: np.ndarray,
+        out_dtype: np.dtype,
+        plane_count: int,
+    ) -> list[np.ndarray]:
         while len(self._stream_channels) < self.volume_streams:
             self._stream_channels.append(self._new_channel(len(self._stream_channels)))
         header.volume.pixel_type = PIXEL_TYPES[volume.dtype.newbyteorder("=")]
         header.volume.height, header.volume.width = volume.shape[1:]
         try:
-            result = stream_volume(self._stream_channels[:self.volume_streams], header, volume,
-                                   out_dtype=out_dtype, plane_count=plane_count,
-                                   slab_bytes=self.slab_bytes, timeout=self.timeout)
+            result = stream_volume(
+                self._stream_channels[: self.volume_streams],
+                header,
+                volume,
+                out_dtype=out_dtype,
+                plane_count=plane_count,
+                slab_bytes=self.slab_bytes,
+                timeout=self.timeout,
+            )
         except StreamFailed as e:
             raise CuimgError(e.code, e.details) from None
         self.last_stream = result
         self.last_timing = result.server_timing()
         return result.planes
 
-    def morphology(self, image: ImageLike, steps: str | Iterable[morphology_pb2.MorphologyStep], *,
-                   border_value: float | None = None, spacing: Spacing | None = None,
-                   out: ShmArray | None = None, keep_resident: bool = False,
-                   return_data: bool = True, ttl_seconds: int = 0,
-                   stream: bool | None = None) -> Any:
+    def morphology(
+        self,
+        image: ImageLike,
+        steps: str | Iterable[morphology_pb2.MorphologyStep],
+        *,
+        border_value: float | None = None,
+        spacing: Spacing | None = None,
+        out: ShmArray | None = None,
+        keep_resident: bool = False,
+        return_data: bool = True,
+        ttl_seconds: int = 0,
+        stream: bool | None = None,
+    ) -> Any:
         """Runs a chain of steps ("op:shape:WxH[xD][:iterations],..." or MorphologyStep list)
         on an image/volume array, a ShmArray or a resident handle; returns a writable array of
         the input's shape and dtype.
@@ -269,28 +345,46 @@ class Client:
         if out is not None:
             if keep_resident:
                 raise ValueError("out= and keep_resident go to different places: pass one")
-            output = types_pb2.OutputOptions(shared_memory=types_pb2.SharedMemoryTarget(
-                region=out.region.handle, offset=out.offset))
+            output = types_pb2.OutputOptions(
+                shared_memory=types_pb2.SharedMemoryTarget(
+                    region=out.region.handle, offset=out.offset
+                )
+            )
         volume = None if output is not None else self._streams(image, stream)
         if volume is not None:
             header = streaming_pb2.VolumeStreamHeader(
-                morphology=morphology_pb2.MorphologyRequest(steps=steps))
+                morphology=morphology_pb2.MorphologyRequest(steps=steps)
+            )
             _set_spacing(header.volume, spacing)
             result = self._stream(header, volume, volume.dtype.newbyteorder("="), 1)[0]
             assert self.last_stream is not None  # set by _stream
             self.last_elements = list(self.last_stream.resolved_elements)
             return result
-        response = self._call("Morphology", morphology_pb2.MorphologyRequest(
-            input=_source(image, spacing), steps=steps, output=output))
+        response = self._call(
+            "Morphology",
+            morphology_pb2.MorphologyRequest(
+                input=_source(image, spacing), steps=steps, output=output
+            ),
+        )
         self.last_elements = list(response.resolved_elements)
         if out is not None:
             return out.array
         return _result(response.result, keep_resident, return_data)
 
-    def gradient(self, image: ImageLike, *, kernel_length: int = 7, sigma: float = 0.0,
-                 magnitude: bool = False, angle: bool = False, spacing: Spacing | None = None,
-                 keep_resident: bool = False, return_data: bool = True, ttl_seconds: int = 0,
-                 stream: bool | None = None) -> dict[str, Any]:
+    def gradient(
+        self,
+        image: ImageLike,
+        *,
+        kernel_length: int = 7,
+        sigma: float = 0.0,
+        magnitude: bool = False,
+        angle: bool = False,
+        spacing: Spacing | None = None,
+        keep_resident: bool = False,
+        return_data: bool = True,
+        ttl_seconds: int = 0,
+        stream: bool | None = None,
+    ) -> dict[str, Any]:
         """Gaussian-derivative gradients of an image (a volume: per slice); returns a dict of
         writable float32 arrays of the input's shape: gx, gy (and magnitude, angle when asked).
         With keep_resident each value is a Resident(handle, array). spacing and stream as for
@@ -299,37 +393,81 @@ class Client:
         output = _output_options(keep_resident, return_data, ttl_seconds)
         volume = None if output is not None else self._streams(image, stream)
         if volume is not None:
-            header = streaming_pb2.VolumeStreamHeader(gradient=gradient_pb2.GradientRequest(
-                kernel_length=kernel_length, sigma=sigma, magnitude=magnitude, angle=angle))
+            header = streaming_pb2.VolumeStreamHeader(
+                gradient=gradient_pb2.GradientRequest(
+                    kernel_length=kernel_length, sigma=sigma, magnitude=magnitude, angle=angle
+                )
+            )
             _set_spacing(header.volume, spacing)
             return dict(zip(names, self._stream(header, volume, np.dtype(np.float32), len(names))))
-        response = self._call("Gradient", gradient_pb2.GradientRequest(
-            input=_source(image, spacing), kernel_length=kernel_length, sigma=sigma,
-            magnitude=magnitude, angle=angle, output=output))
-        return {name: _result(getattr(response, name), keep_resident, return_data)
-                for name in names}
+        response = self._call(
+            "Gradient",
+            gradient_pb2.GradientRequest(
+                input=_source(image, spacing),
+                kernel_length=kernel_length,
+                sigma=sigma,
+                magnitude=magnitude,
+                angle=angle,
+                output=output,
+            ),
+        )
+        return {
+            name: _result(getattr(response, name), keep_resident, return_data) for name in names
+        }
 
-    def pyramid(self, image: ImageLike, *, levels: int = 31, ratio: float = 1.05,
-                mode: str = "from_base", min_width: int = 0, min_height: int = 0,
-                output_dtype: Any = np.float32, keep_resident: bool = False,
-                return_data: bool = True, ttl_seconds: int = 0) -> list[Any]:
+    def pyramid(
+        self,
+        image: ImageLike,
+        *,
+        levels: int = 31,
+        ratio: float = 1.05,
+        mode: str = "from_base",
+        min_width: int = 0,
+        min_height: int = 0,
+        output_dtype: Any = np.float32,
+        keep_resident: bool = False,
+        return_data: bool = True,
+        ttl_seconds: int = 0,
+    ) -> list[Any]:
         """Every level (level 0 = the input size) as a list of writable arrays of
         `output_dtype` (float32, or the input's dtype: rounded and saturated); levels stop
         before one narrower than min_width or lower than min_height (0: 8). With keep_resident
         each level is a Resident(handle, array)."""
-        modes = {"from_base": pyramid_pb2.PYRAMID_MODE_FROM_BASE, "cascaded": pyramid_pb2.PYRAMID_MODE_CASCADED}
-        response = self._call("Pyramid", pyramid_pb2.PyramidRequest(
-            input=_source(image), levels=levels, ratio=ratio, mode=modes[mode],
-            min_width=min_width, min_height=min_height, output_type=pixel_type(output_dtype),
-            output=_output_options(keep_resident, return_data, ttl_seconds)))
+        modes = {
+            "from_base": pyramid_pb2.PYRAMID_MODE_FROM_BASE,
+            "cascaded": pyramid_pb2.PYRAMID_MODE_CASCADED,
+        }
+        response = self._call(
+            "Pyramid",
+            pyramid_pb2.PyramidRequest(
+                input=_source(image),
+                levels=levels,
+                ratio=ratio,
+                mode=modes[mode],
+                min_width=min_width,
+                min_height=min_height,
+                output_type=pixel_type(output_dtype),
+                output=_output_options(keep_resident, return_data, ttl_seconds),
+            ),
+        )
         return [_result(level.result, keep_resident, return_data) for level in response.levels]
 
-    def detect(self, image: ImageLike | None = None, *, encoded: bytes | None = None,
-               model: str = "", hit_threshold: float = 0.0, win_stride: int = 0,
-               scale: float = 0.0, padding: int = 0, max_levels: int = 0,
-               gamma_correction: bool | None = None, grouping: bool = True,
-               group_threshold: int | None = None,
-               group_eps: float = 0.0) -> list[dict[str, float]]:
+    def detect(
+        self,
+        image: ImageLike | None = None,
+        *,
+        encoded: bytes | None = None,
+        model: str = "",
+        hit_threshold: float = 0.0,
+        win_stride: int = 0,
+        scale: float = 0.0,
+        padding: int = 0,
+        max_levels: int = 0,
+        gamma_correction: bool | None = None,
+        grouping: bool = True,
+        group_threshold: int | None = None,
+        group_eps: float = 0.0,
+    ) -> list[dict[str, float]]:
         """Pedestrians in a gray (H, W) or BGR/BGRA (H, W, C) uint8 image (or a resident
         handle), or in PNG/JPEG file bytes given as `encoded=` (exactly one of the two): a list
         of dicts x, y, width, height, score, scale, best first. `model` is a name from models();
@@ -338,14 +476,25 @@ class Client:
         if (image is None) == (encoded is None):
             raise ValueError("detect: pass an image or encoded= bytes, not both")
         request = detection.detect_request(
-            image, encoded, _frame_source, model=model, hit_threshold=hit_threshold,
-            win_stride=win_stride, scale=scale, padding=padding, max_levels=max_levels,
-            gamma_correction=gamma_correction, grouping=grouping,
-            group_threshold=group_threshold, group_eps=group_eps)
+            image,
+            encoded,
+            _frame_source,
+            model=model,
+            hit_threshold=hit_threshold,
+            win_stride=win_stride,
+            scale=scale,
+            padding=padding,
+            max_levels=max_levels,
+            gamma_correction=gamma_correction,
+            grouping=grouping,
+            group_threshold=group_threshold,
+            group_eps=group_eps,
+        )
         return detection.detections(self._call("DetectPedestrians", request))
 
-    def detect_stream(self, frames: Iterable[Any], *, timeout: float | None = None,
-                      **parameters: Any) -> Iterator[dict[str, Any]]:
+    def detect_stream(
+        self, frames: Iterable[Any], *, timeout: float | None = None, **parameters: Any
+    ) -> Iterator[dict[str, Any]]:
         """Pedestrians in a sequence of frames over one DetectStream call: an iterator of one
         dict per frame, in the frames' order: index (from 0), id, detections (as detect()
         returns them), levels, windows, model.
@@ -363,49 +512,79 @@ class Client:
         CuimgError is raised naming the field and the frame ("request.input.encoded: ... (frame
         7, id '...')"). Closing the iterator early cancels the stream."""
         base = detection.detect_request(None, None, _frame_source, **parameters)
-        self.last_timing = yield from detection.stream(self._stub, frames, base, _frame_source,
-                                                       timeout)
+        self.last_timing = yield from detection.stream(
+            self._stub, frames, base, _frame_source, timeout
+        )
 
     def models(self) -> list[dict[str, Any]]:
         """The detector models the server has loaded: dicts name, window_width, window_height,
         descriptor_size, description, gamma_correction."""
         response = self._call("ListModels", detection_pb2.ListModelsRequest())
-        return [{"name": m.name, "window_width": m.window_width,
-                 "window_height": m.window_height, "descriptor_size": m.descriptor_size,
-                 "description": m.description, "gamma_correction": m.gamma_correction}
-                for m in response.models]
+        return [
+            {
+                "name": m.name,
+                "window_width": m.window_width,
+                "window_height": m.window_height,
+                "descriptor_size": m.descriptor_size,
+                "description": m.description,
+                "gamma_correction": m.gamma_correction,
+            }
+            for m in response.models
+        ]
 
     def health(self, service: str = "") -> str:
         """grpc.health.v1 Check: "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN" or "UNKNOWN" for
         `service` ("" the whole server, or "cuimg.v1.Imaging"). A server that cannot be reached
         raises CuimgError (UNAVAILABLE)."""
-        check = self._channel.unary_unary("/grpc.health.v1.Health/Check",
-                                          request_serializer=_wire.encode_health_request,
-                                          response_deserializer=_wire.decode_health_response)
+        check = self._channel.unary_unary(
+            "/grpc.health.v1.Health/Check",
+            request_serializer=_wire.encode_health_request,
+            response_deserializer=_wire.decode_health_response,
+        )
         try:
             return check(service, timeout=self.timeout)
         except grpc.RpcError as e:
             raise CuimgError.of(e) from None
 
-    def deform(self, mesh: str | tuple[Any, Any], lattice: deform_pb2.Lattice, *,
-               keep_resident: bool = False, return_data: bool = True,
-               ttl_seconds: int = 0) -> Any:
+    def deform(
+        self,
+        mesh: str | tuple[Any, Any],
+        lattice: deform_pb2.Lattice,
+        *,
+        keep_resident: bool = False,
+        return_data: bool = True,
+        ttl_seconds: int = 0,
+    ) -> Any:
         """Free-form deformation of a mesh ((vertices Nx3, triangles Mx3) or a resident handle)
         by a cuimg.v1.Lattice; returns (positions Nx3 float32, normals Nx3 float32), writable.
         With keep_resident the deformed mesh stays on the server: Resident(handle, (positions,
         normals) or None when return_data=False)."""
-        source = deform_pb2.MeshSource(handle=mesh) if isinstance(mesh, str) else \
-            deform_pb2.MeshSource(mesh=_mesh(*mesh))
-        response = self._call("Deform", deform_pb2.DeformRequest(
-            mesh=source, lattice=lattice,
-            outputs=deform_pb2.DEFORM_OUTPUTS_POSITIONS_AND_NORMALS,
-            output=_output_options(keep_resident, return_data, ttl_seconds)))
+        source = (
+            deform_pb2.MeshSource(handle=mesh)
+            if isinstance(mesh, str)
+            else deform_pb2.MeshSource(mesh=_mesh(*mesh))
+        )
+        response = self._call(
+            "Deform",
+            deform_pb2.DeformRequest(
+                mesh=source,
+                lattice=lattice,
+                outputs=deform_pb2.DEFORM_OUTPUTS_POSITIONS_AND_NORMALS,
+                output=_output_options(keep_resident, return_data, ttl_seconds),
+            ),
+        )
         data = (_floats(response.positions), _floats(response.normals)) if return_data else None
         return Resident(response.handle, data) if keep_resident else data
 
-    def upload(self, image: Any = None, *, mesh: tuple[Any, Any] | None = None,
-               spacing: Spacing | None = None, ttl_seconds: int = 0,
-               chunk_bytes: int = 4 << 20) -> str:
+    def upload(
+        self,
+        image: Any = None,
+        *,
+        mesh: tuple[Any, Any] | None = None,
+        spacing: Spacing | None = None,
+        ttl_seconds: int = 0,
+        chunk_bytes: int = 4 << 20,
+    ) -> str:
         """Keeps an image/volume array (or mesh=(vertices, triangles)) on the server, sent in
         messages of about `chunk_bytes`; returns its handle, usable in place of an array by
         morphology/gradient/pyramid/detect/deform and by download()."""
@@ -415,8 +594,8 @@ class Client:
             body = _mesh(*mesh)
             split = len(body.positions)  # the stream's bytes: positions, then triangles
             data = memoryview(body.positions + body.triangles)
-            body.positions = bytes(data[:min(chunk_bytes, split)])
-            body.triangles = bytes(data[split:max(chunk_bytes, split)])
+            body.positions = bytes(data[: min(chunk_bytes, split)])
+            body.triangles = bytes(data[split : max(chunk_bytes, split)])
             first = resident_pb2.UploadRequest(mesh=body, ttl_seconds=ttl_seconds)
         else:
             array = little_endian(image)
@@ -428,7 +607,7 @@ class Client:
         def messages() -> Iterable[resident_pb2.UploadRequest]:
             yield first
             for at in range(chunk_bytes, len(data), chunk_bytes):
-                yield resident_pb2.UploadRequest(chunk=bytes(data[at:at + chunk_bytes]))
+                yield resident_pb2.UploadRequest(chunk=bytes(data[at : at + chunk_bytes]))
 
         try:
             response = self._stub.Upload(messages(), timeout=self.timeout)
@@ -440,8 +619,9 @@ class Client:
         """A resident object's contents: an image/volume as a writable array of its shape and
         dtype, or a mesh as (vertices Nx3 float32, triangles Mx3 uint32)."""
         try:
-            replies = self._stub.Download(resident_pb2.DownloadRequest(handle=handle),
-                                          timeout=self.timeout)
+            replies = self._stub.Download(
+                resident_pb2.DownloadRequest(handle=handle), timeout=self.timeout
+            )
             first = next(replies, None)
             if first is None:
                 raise CuimgError(grpc.StatusCode.INTERNAL, "Download: the server sent nothing")
@@ -459,18 +639,20 @@ class Client:
             filled = 0
             for chunk in [head] + [r.chunk for r in replies]:
                 if filled + len(chunk) > flat.size:
-                    raise CuimgError(grpc.StatusCode.INTERNAL,
-                                     "Download: more bytes than the object")
-                flat[filled:filled + len(chunk)] = np.frombuffer(chunk, np.uint8)
+                    raise CuimgError(
+                        grpc.StatusCode.INTERNAL, "Download: more bytes than the object"
+                    )
+                flat[filled : filled + len(chunk)] = np.frombuffer(chunk, np.uint8)
                 filled += len(chunk)
         except grpc.RpcError as e:
             raise CuimgError.of(e) from None
         if filled != flat.size:
-            raise CuimgError(grpc.StatusCode.INTERNAL,
-                             f"Download: {filled} of {flat.size} bytes")
+            raise CuimgError(grpc.StatusCode.INTERNAL, f"Download: {filled} of {flat.size} bytes")
         if first.HasField("mesh"):
-            return (flat[:sizes[0]].view("<f4").reshape(-1, 3).astype(np.float32, copy=False),
-                    flat[sizes[0]:].view("<u4").reshape(-1, 3).astype(np.uint32, copy=False))
+            return (
+                flat[: sizes[0]].view("<f4").reshape(-1, 3).astype(np.float32, copy=False),
+                flat[sizes[0] :].view("<u4").reshape(-1, 3).astype(np.uint32, copy=False),
+            )
         return flat.view(dtype.newbyteorder("<")).reshape(shape).astype(dtype, copy=False)
 
     def shared_memory(self, size: int) -> SharedRegion:
@@ -484,5 +666,7 @@ class Client:
     def list_resident(self) -> list[tuple[str, str, int]]:
         """(handle, kind name, size_bytes) of every resident object of this caller."""
         response = self._call("ListResident", resident_pb2.ListResidentRequest())
-        return [(o.handle, resident_pb2.ResidentKind.Name(o.kind), o.size_bytes)
-                for o in response.objects]
+        return [
+            (o.handle, resident_pb2.ResidentKind.Name(o.kind), o.size_bytes)
+            for o in response.objects
+        ]

@@ -17,21 +17,48 @@ ToSource = Callable[[Any], types_pb2.ImageSource]
 
 def detections(response: detection_pb2.DetectPedestriansResponse) -> list[dict[str, float]]:
     """The response's detections as dicts x, y, width, height, score, scale."""
-    return [{"x": d.x, "y": d.y, "width": d.width, "height": d.height, "score": d.score,
-             "scale": d.scale} for d in response.detections]
+    return [
+        {
+            "x": d.x,
+            "y": d.y,
+            "width": d.width,
+            "height": d.height,
+            "score": d.score,
+            "scale": d.scale,
+        }
+        for d in response.detections
+    ]
 
 
-def detect_request(image: Any, encoded: bytes | None, to_source: ToSource, *, model: str = "",
-                   hit_threshold: float = 0.0, win_stride: int = 0, scale: float = 0.0,
-                   padding: int = 0, max_levels: int = 0,
-                   gamma_correction: bool | None = None, grouping: bool = True,
-                   group_threshold: int | None = None,
-                   group_eps: float = 0.0) -> detection_pb2.DetectPedestriansRequest:
+def detect_request(
+    image: Any,
+    encoded: bytes | None,
+    to_source: ToSource,
+    *,
+    model: str = "",
+    hit_threshold: float = 0.0,
+    win_stride: int = 0,
+    scale: float = 0.0,
+    padding: int = 0,
+    max_levels: int = 0,
+    gamma_correction: bool | None = None,
+    grouping: bool = True,
+    group_threshold: int | None = None,
+    group_eps: float = 0.0,
+) -> detection_pb2.DetectPedestriansRequest:
     """detect()'s request; without an image or encoded bytes, its parameters only."""
     request = detection_pb2.DetectPedestriansRequest(
-        model=model, hit_threshold=hit_threshold, win_stride=win_stride,
-        scale=scale, padding=padding, max_levels=max_levels, group_eps=group_eps,
-        grouping=detection_pb2.GROUPING_GROUP_RECTANGLES if grouping else detection_pb2.GROUPING_NONE)
+        model=model,
+        hit_threshold=hit_threshold,
+        win_stride=win_stride,
+        scale=scale,
+        padding=padding,
+        max_levels=max_levels,
+        group_eps=group_eps,
+        grouping=detection_pb2.GROUPING_GROUP_RECTANGLES
+        if grouping
+        else detection_pb2.GROUPING_NONE,
+    )
     if encoded is not None:
         request.input.encoded = encoded
     elif image is not None:
@@ -43,8 +70,13 @@ def detect_request(image: Any, encoded: bytes | None, to_source: ToSource, *, mo
     return request
 
 
-def stream(stub: Any, frames: Iterable[Any], base: detection_pb2.DetectPedestriansRequest,
-           to_source: ToSource, timeout: float | None) -> Generator[dict[str, Any], None, str]:
+def stream(
+    stub: Any,
+    frames: Iterable[Any],
+    base: detection_pb2.DetectPedestriansRequest,
+    to_source: ToSource,
+    timeout: float | None,
+) -> Generator[dict[str, Any], None, str]:
     """Client.detect_stream's results, one dict per frame, each frame sent as `base` with the
     frame as its input; returns (as the generator's value) the call's timing trailer. A failed
     call raises CuimgError; closing the generator early cancels the call."""
@@ -63,9 +95,14 @@ def stream(stub: Any, frames: Iterable[Any], base: detection_pb2.DetectPedestria
     call = stub.DetectStream(messages(), timeout=timeout)
     try:
         for reply in call:
-            yield {"index": reply.index, "id": reply.id,
-                   "detections": detections(reply.result), "levels": reply.result.levels,
-                   "windows": reply.result.windows, "model": reply.result.model}
+            yield {
+                "index": reply.index,
+                "id": reply.id,
+                "detections": detections(reply.result),
+                "levels": reply.result.levels,
+                "windows": reply.result.windows,
+                "model": reply.result.model,
+            }
         return wire_contract.timing_text(call.trailing_metadata())
     except grpc.RpcError as e:
         raise CuimgError.of(e) from None

@@ -32,6 +32,7 @@ from pydicom.uid import ExplicitVRLittleEndian, generate_uid
 
 if gdcm_handler.is_available():
     import gdcm
+
     # GDCM's warnings go to stderr and can quote element values; errors come back as exceptions.
     gdcm.Trace.WarningOff()
     gdcm.Trace.DebugOff()
@@ -39,8 +40,10 @@ if gdcm_handler.is_available():
 
 def _frame_value(ds, frame, macro, keyword):
     """`keyword` for `frame`: the per-frame functional group, the shared one, then the top level."""
-    for groups, index in (("PerFrameFunctionalGroupsSequence", frame),
-                          ("SharedFunctionalGroupsSequence", 0)):
+    for groups, index in (
+        ("PerFrameFunctionalGroupsSequence", frame),
+        ("SharedFunctionalGroupsSequence", 0),
+    ):
         items = ds.get(groups)
         if items is not None and index < len(items):
             inner = items[index].get(macro)
@@ -70,14 +73,15 @@ def _stored_frames(ds, path):
 def _modality(stored, ds, slope, intercept):
     bits = int(ds.get("BitsStored", ds.BitsAllocated))
     mask = (1 << bits) - 1
-    values = (stored.astype(np.int64) & mask)
+    values = stored.astype(np.int64) & mask
     if int(ds.get("PixelRepresentation", 0)) == 1:
         values = np.where(values & (1 << (bits - 1)), values - (mask + 1), values)
     return values.astype(np.float64) * slope + intercept
 
 
-def read_series(directory: str, series_uid: str | None = None
-                ) -> tuple[np.ndarray, tuple[float, float, float], list]:
+def read_series(
+    directory: str, series_uid: str | None = None
+) -> tuple[np.ndarray, tuple[float, float, float], list]:
     """(volume (D, H, W) int16 or float32, spacing (x, y, z) mm, one dataset per volume slice).
 
     series_uid narrows a directory holding several series to one."""
@@ -99,41 +103,62 @@ def read_series(directory: str, series_uid: str | None = None
         if int(ds.get("SamplesPerPixel", 1)) != 1 or int(ds.BitsAllocated) not in (8, 16):
             raise ValueError(f"{path}: cuimg reads grayscale slices of 8 or 16 bits allocated")
         for frame in range(int(ds.get("NumberOfFrames", 1) or 1)):
+
             def value(macro, keyword, default=None):
                 v = _frame_value(ds, frame, macro, keyword)
                 if v is None and default is None:
                     raise ValueError(f"{path}: no {keyword} for frame {frame + 1}")
                 return default if v is None else v
-            slices.append({
-                "ds": ds, "path": path, "frame": frame,
-                "ipp": np.array(value("PlanePositionSequence", "ImagePositionPatient"), dtype=float),
-                "iop": np.array(value("PlaneOrientationSequence", "ImageOrientationPatient"), dtype=float),
-                "spacing": [float(v) for v in value("PixelMeasuresSequence", "PixelSpacing")],
-                "slope": float(value("PixelValueTransformationSequence", "RescaleSlope", 1)),
-                "intercept": float(value("PixelValueTransformationSequence", "RescaleIntercept", 0)),
-            })
+
+            slices.append(
+                {
+                    "ds": ds,
+                    "path": path,
+                    "frame": frame,
+                    "ipp": np.array(
+                        value("PlanePositionSequence", "ImagePositionPatient"), dtype=float
+                    ),
+                    "iop": np.array(
+                        value("PlaneOrientationSequence", "ImageOrientationPatient"), dtype=float
+                    ),
+                    "spacing": [float(v) for v in value("PixelMeasuresSequence", "PixelSpacing")],
+                    "slope": float(value("PixelValueTransformationSequence", "RescaleSlope", 1)),
+                    "intercept": float(
+                        value("PixelValueTransformationSequence", "RescaleIntercept", 0)
+                    ),
+                }
+            )
     if not slices:
         if others:
-            raise FileNotFoundError(f"{directory}: no slice of series {series_uid} (it holds {sorted(others)})")
+            raise FileNotFoundError(
+                f"{directory}: no slice of series {series_uid} (it holds {sorted(others)})"
+            )
         raise FileNotFoundError(f"{directory}: no DICOM image files")
     uids = {str(s["ds"].SeriesInstanceUID) for s in slices}
     if len(uids) != 1:
-        raise ValueError(f"{directory}: more than one series ({sorted(uids)}); pick one with series_uid")
+        raise ValueError(
+            f"{directory}: more than one series ({sorted(uids)}); pick one with series_uid"
+        )
     first = slices[0]
     for s in slices:
-        if (s["ds"].Rows, s["ds"].Columns) != (first["ds"].Rows, first["ds"].Columns) or \
-                not np.allclose(s["spacing"], first["spacing"], atol=1e-4) or \
-                not np.allclose(s["iop"], first["iop"], atol=1e-4):
-            raise ValueError(f"{s['path']}: Rows, Columns, PixelSpacing or ImageOrientationPatient "
-                             "differ from the series' first slice")
+        if (
+            (s["ds"].Rows, s["ds"].Columns) != (first["ds"].Rows, first["ds"].Columns)
+            or not np.allclose(s["spacing"], first["spacing"], atol=1e-4)
+            or not np.allclose(s["iop"], first["iop"], atol=1e-4)
+        ):
+            raise ValueError(
+                f"{s['path']}: Rows, Columns, PixelSpacing or ImageOrientationPatient "
+                "differ from the series' first slice"
+            )
     normal = np.cross(first["iop"][:3], first["iop"][3:])
     slices.sort(key=lambda s: float(np.dot(normal, s["ipp"])))
     positions = [float(np.dot(normal, s["ipp"])) for s in slices]
     gaps = np.diff(positions)
     if len(gaps) and gaps.min() < 1e-4:
         raise ValueError(f"{directory}: two slices at the same position")
-    floating = any(s["slope"] != round(s["slope"]) or s["intercept"] != round(s["intercept"])
-                   for s in slices)
+    floating = any(
+        s["slope"] != round(s["slope"]) or s["intercept"] != round(s["intercept"]) for s in slices
+    )
     decoded = {}
     planes = []
     for index, s in enumerate(slices):
@@ -145,8 +170,10 @@ def read_series(directory: str, series_uid: str | None = None
             continue
         units = np.rint(units)
         if units.min() < -32768 or units.max() > 32767:
-            raise ValueError(f"{s['path']} (slice {index}): rescaled values [{units.min()}, "
-                             f"{units.max()}] do not fit int16")
+            raise ValueError(
+                f"{s['path']} (slice {index}): rescaled values [{units.min()}, "
+                f"{units.max()}] do not fit int16"
+            )
         planes.append(units.astype(np.int16))
     row_spacing, column_spacing = first["spacing"]
     spacing = (column_spacing, row_spacing, float(np.median(gaps)) if len(gaps) else 0.0)
@@ -171,23 +198,40 @@ def _quantise(plane, source):
     intercept = float(source.get("RescaleIntercept", 0))
     stored = np.rint((plane.astype(np.float64) - intercept) / slope)
     if stored.min() >= -32768 and stored.max() <= 32767:
-        return stored.astype(np.int16), str(source.get("RescaleSlope", "1")), str(source.get("RescaleIntercept", "0"))
+        return (
+            stored.astype(np.int16),
+            str(source.get("RescaleSlope", "1")),
+            str(source.get("RescaleIntercept", "0")),
+        )
     largest = float(np.abs(plane).max())
     text, step = _decimal_string(largest / 32767 if largest > 0 else 1.0)
     stored = np.clip(np.rint(plane.astype(np.float64) / step), -32768, 32767)
     return stored.astype(np.int16), text, "0"
 
 
-def write_series(datasets: Sequence, volume: np.ndarray, directory: str, derivation: str = "cuimg",
-                 uid_root: str | None = None) -> str:
+def write_series(
+    datasets: Sequence,
+    volume: np.ndarray,
+    directory: str,
+    derivation: str = "cuimg",
+    uid_root: str | None = None,
+) -> str:
     """Writes `volume` (int16 or float32, one slice per source dataset) as a new series; returns
     its SeriesInstanceUID. uid_root: the organisation's root (at most 40 digits and dots)."""
     volume = np.asarray(volume)
-    if volume.dtype not in (np.int16, np.float32) or volume.ndim != 3 or volume.shape[0] != len(datasets):
-        raise ValueError("write_series needs an int16 or float32 volume with one slice per source dataset")
+    if (
+        volume.dtype not in (np.int16, np.float32)
+        or volume.ndim != 3
+        or volume.shape[0] != len(datasets)
+    ):
+        raise ValueError(
+            "write_series needs an int16 or float32 volume with one slice per source dataset"
+        )
     if len({id(ds) for ds in datasets}) != len(datasets):
-        raise ValueError("write_series: the source is a multi-frame object; cuimg writes derived "
-                         "series of single-frame sources only (write NIfTI instead)")
+        raise ValueError(
+            "write_series: the source is a multi-frame object; cuimg writes derived "
+            "series of single-frame sources only (write NIfTI instead)"
+        )
     if uid_root is not None and (len(uid_root) > 40 or not re.fullmatch(r"[0-9.]+", uid_root)):
         raise ValueError(f"uid_root: '{uid_root}' is not at most 40 digits and dots")
     prefix = None if uid_root is None else uid_root.rstrip(".") + "."

@@ -12,26 +12,35 @@ import numpy as np
 
 from cuimg.v1 import deform_pb2, morphology_pb2, types_pb2
 
-PIXEL_TYPES: dict[np.dtype[Any], int] = {np.dtype(np.uint8): types_pb2.PIXEL_TYPE_U8,
-               np.dtype(np.uint16): types_pb2.PIXEL_TYPE_U16,
-               np.dtype(np.int16): types_pb2.PIXEL_TYPE_I16,
-               np.dtype(np.float32): types_pb2.PIXEL_TYPE_F32}
+PIXEL_TYPES: dict[np.dtype[Any], int] = {
+    np.dtype(np.uint8): types_pb2.PIXEL_TYPE_U8,
+    np.dtype(np.uint16): types_pb2.PIXEL_TYPE_U16,
+    np.dtype(np.int16): types_pb2.PIXEL_TYPE_I16,
+    np.dtype(np.float32): types_pb2.PIXEL_TYPE_F32,
+}
 DTYPES: dict[int, np.dtype[Any]] = {v: k for k, v in PIXEL_TYPES.items()}
-OPS = {"erode": morphology_pb2.MORPHOLOGY_OP_ERODE, "dilate": morphology_pb2.MORPHOLOGY_OP_DILATE,
-       "open": morphology_pb2.MORPHOLOGY_OP_OPEN, "close": morphology_pb2.MORPHOLOGY_OP_CLOSE,
-       "gradient": morphology_pb2.MORPHOLOGY_OP_GRADIENT,
-       "tophat": morphology_pb2.MORPHOLOGY_OP_TOP_HAT,
-       "blackhat": morphology_pb2.MORPHOLOGY_OP_BLACK_HAT}
-SHAPES = {name: getattr(morphology_pb2, f"ELEMENT_SHAPE_{name.upper()}")
-          for name in ("rect", "ellipse", "cross")}
+OPS = {
+    "erode": morphology_pb2.MORPHOLOGY_OP_ERODE,
+    "dilate": morphology_pb2.MORPHOLOGY_OP_DILATE,
+    "open": morphology_pb2.MORPHOLOGY_OP_OPEN,
+    "close": morphology_pb2.MORPHOLOGY_OP_CLOSE,
+    "gradient": morphology_pb2.MORPHOLOGY_OP_GRADIENT,
+    "tophat": morphology_pb2.MORPHOLOGY_OP_TOP_HAT,
+    "blackhat": morphology_pb2.MORPHOLOGY_OP_BLACK_HAT,
+}
+SHAPES = {
+    name: getattr(morphology_pb2, f"ELEMENT_SHAPE_{name.upper()}")
+    for name in ("rect", "ellipse", "cross")
+}
 # The CLI's other names for them.
 SHAPES.update(box=SHAPES["rect"], disk=SHAPES["ellipse"], ball=SHAPES["ellipse"])
 
 Spacing = Sequence[float]
 
 
-def element_mm(shape: str, x_mm: float, y_mm: float | None = None,
-               z_mm: float | None = None) -> morphology_pb2.StructuringElement:
+def element_mm(
+    shape: str, x_mm: float, y_mm: float | None = None, z_mm: float | None = None
+) -> morphology_pb2.StructuringElement:
     """A structuring element given by its semi-axes in millimetres ("rect", "ellipse" or
     "cross"; y_mm and z_mm default to x_mm). The server turns it into voxels from the input's
     spacing (so pass spacing= with the array): k = round-half-up(radius / spacing) voxels either
@@ -42,20 +51,22 @@ def element_mm(shape: str, x_mm: float, y_mm: float | None = None,
     y_mm = x_mm if y_mm is None else y_mm
     z_mm = x_mm if z_mm is None else z_mm
     return morphology_pb2.StructuringElement(
-        shape=SHAPES[shape],
-        radius=morphology_pb2.ElementRadius(x_mm=x_mm, y_mm=y_mm, z_mm=z_mm))
+        shape=SHAPES[shape], radius=morphology_pb2.ElementRadius(x_mm=x_mm, y_mm=y_mm, z_mm=z_mm)
+    )
 
 
 def _element(size: str, shape: str, step: str) -> morphology_pb2.StructuringElement:
-    """"WxH[xD]" in voxels, or "Rmm", "RXxRYmm", "RXxRYxRZmm" in millimetres (as the CLI)."""
+    """ "WxH[xD]" in voxels, or "Rmm", "RXxRYmm", "RXxRYxRZmm" in millimetres (as the CLI)."""
     if size.endswith("mm"):
         try:
             radii = [float(v) for v in size[:-2].split("x")]
         except ValueError:
             radii = []
         if len(radii) not in (1, 2, 3) or not all(0 <= r < float("inf") for r in radii):
-            raise ValueError(f"step {step!r}: radius must be Rmm, RXxRYmm or RXxRYxRZmm "
-                             f"(non-negative millimetres)")
+            raise ValueError(
+                f"step {step!r}: radius must be Rmm, RXxRYmm or RXxRYxRZmm "
+                f"(non-negative millimetres)"
+            )
         if len(radii) == 2:
             radii.append(0.0)  # two radii: a 2D element
         return element_mm(shape, *radii)
@@ -63,11 +74,12 @@ def _element(size: str, shape: str, step: str) -> morphology_pb2.StructuringElem
     if len(dims) not in (2, 3):
         raise ValueError(f"step {step!r}: size must be WxH or WxHxD")
     return morphology_pb2.StructuringElement(
-        shape=SHAPES[shape], width=dims[0], height=dims[1], depth=dims[2] if len(dims) == 3 else 0)
+        shape=SHAPES[shape], width=dims[0], height=dims[1], depth=dims[2] if len(dims) == 3 else 0
+    )
 
 
 def parse_steps(text: str) -> list[morphology_pb2.MorphologyStep]:
-    """"op:shape:SIZE[:iterations],..." (the cuimg CLI's --steps) -> MorphologyStep list. SIZE
+    """ "op:shape:SIZE[:iterations],..." (the cuimg CLI's --steps) -> MorphologyStep list. SIZE
     is WxH or WxHxD in voxels, or a radius in millimetres: Rmm (every axis), RXxRYmm (2D) or
     RXxRYxRZmm, e.g. "dilate:ellipse:5mm" (see element_mm). ValueError names the step that
     does not parse."""
@@ -75,12 +87,18 @@ def parse_steps(text: str) -> list[morphology_pb2.MorphologyStep]:
     for part in text.split(","):
         fields = part.split(":")
         if len(fields) not in (3, 4) or fields[0] not in OPS or fields[1] not in SHAPES:
-            raise ValueError(f"step {part!r}: expected op:shape:WxH[xD][:iterations] or "
-                             f"op:shape:Rmm[:iterations] with op in {sorted(OPS)} and shape in "
-                             f"{sorted(SHAPES)}")
-        steps.append(morphology_pb2.MorphologyStep(
-            op=OPS[fields[0]], iterations=int(fields[3]) if len(fields) == 4 else 1,
-            element=_element(fields[2], fields[1], part)))
+            raise ValueError(
+                f"step {part!r}: expected op:shape:WxH[xD][:iterations] or "
+                f"op:shape:Rmm[:iterations] with op in {sorted(OPS)} and shape in "
+                f"{sorted(SHAPES)}"
+            )
+        steps.append(
+            morphology_pb2.MorphologyStep(
+                op=OPS[fields[0]],
+                iterations=int(fields[3]) if len(fields) == 4 else 1,
+                element=_element(fields[2], fields[1], part),
+            )
+        )
     return steps
 
 
@@ -117,8 +135,13 @@ def _image_header(array: np.ndarray, spacing: Spacing | None, colour: bool) -> t
     else:
         raise ValueError(f"shape {array.shape}: expected (H, W), (D, H, W) or (H, W, C)")
     height, width = (array.shape[0], array.shape[1]) if depth == 0 else array.shape[1:]
-    image = types_pb2.Image(pixel_type=pixel_type(array.dtype), width=width, height=height,
-                            depth=depth, channels=channels)
+    image = types_pb2.Image(
+        pixel_type=pixel_type(array.dtype),
+        width=width,
+        height=height,
+        depth=depth,
+        channels=channels,
+    )
     _set_spacing(image, spacing)
     return image
 
@@ -134,8 +157,11 @@ def to_image(array: Any, spacing: Spacing | None = None, colour: bool = False) -
 
 
 def _image_shape(image: types_pb2.Image) -> tuple[int, ...]:
-    shape: tuple[int, ...] = (image.height, image.width) if image.depth <= 1 else \
-        (image.depth, image.height, image.width)
+    shape: tuple[int, ...] = (
+        (image.height, image.width)
+        if image.depth <= 1
+        else (image.depth, image.height, image.width)
+    )
     return shape + ((image.channels,) if image.channels > 1 else ())
 
 
@@ -150,8 +176,12 @@ def from_image(image: types_pb2.Image) -> np.ndarray:
 def _mesh(vertices: Any, triangles: Any) -> deform_pb2.Mesh:
     vertices = np.ascontiguousarray(vertices, dtype="<f4").reshape(-1, 3)
     triangles = np.ascontiguousarray(triangles, dtype="<u4").reshape(-1, 3)
-    return deform_pb2.Mesh(vertex_count=len(vertices), triangle_count=len(triangles),
-                           positions=vertices.tobytes(), triangles=triangles.tobytes())
+    return deform_pb2.Mesh(
+        vertex_count=len(vertices),
+        triangle_count=len(triangles),
+        positions=vertices.tobytes(),
+        triangles=triangles.tobytes(),
+    )
 
 
 def _floats(data: bytes) -> np.ndarray:

@@ -22,7 +22,9 @@ def read_nifti(path):
     if raw.dtype == np.int8:
         raw = raw.astype(np.int16)
     elif raw.dtype.newbyteorder("=") not in [np.dtype(t) for t in _KEPT]:
-        raise ValueError(f"{path}: data type {raw.dtype} (cuimg reads uint8, int8, int16, uint16 and float32)")
+        raise ValueError(
+            f"{path}: data type {raw.dtype} (cuimg reads uint8, int8, int16, uint16 and float32)"
+        )
     raw = raw.astype(raw.dtype.newbyteorder("="))
     # nib.load moves scl_slope/scl_inter from the image's header to its data proxy.
     slope, inter = float(image.dataobj.slope), float(image.dataobj.inter)
@@ -59,6 +61,6 @@ def write_nifti(path, volume, spacing=(1.0, 1.0, 1.0), like=None):
         if sform is not None:
             image.set_sform(sform, int(scode))
     if like is None:  # else the qform's own pixdim stays
-        image.header.set_zooms([s if s > 0 else 1.0 for s in spacing[:data.ndim]])
+        image.header.set_zooms([s if s > 0 else 1.0 for s in spacing[: data.ndim]])
     image.header.set_slope_inter(np.nan, np.nan)
     nib.save(image, path)

@@ -30,6 +30,7 @@ RECONNECT_WAIT_S = 3.0
 class Part(NamedTuple):
     """One stream's share: output slices [keep_begin, keep_end) computed from input slices
     [in_begin, in_end)."""
+
     in_begin: int
     in_end: int
     keep_begin: int
@@ -62,8 +63,9 @@ def split_depth(depth: int, streams: int, reach: int) -> list[Part]:
     parts = []
     for k in range(count):
         keep_begin, keep_end = depth * k // count, depth * (k + 1) // count
-        parts.append(Part(max(0, keep_begin - reach), min(depth, keep_end + reach),
-                          keep_begin, keep_end))
+        parts.append(
+            Part(max(0, keep_begin - reach), min(depth, keep_end + reach), keep_begin, keep_end)
+        )
     return parts
 
 
@@ -79,6 +81,7 @@ class StreamFailed(Exception):
 class StreamedVolume:
     """The result of stream_volume: one writable array per output plane, and per part its
     `cuimg-timing` trailer and attempts (2 when it was streamed again after UNAVAILABLE)."""
+
     planes: list[np.ndarray]
     timings: list[str] = field(default_factory=list)
     attempts: list[int] = field(default_factory=list)
@@ -93,7 +96,8 @@ class StreamedVolume:
             return ("(sent twice) " if self.attempts[0] > 1 else "") + self.timings[0]
         return " | ".join(
             f"stream {k + 1}/{len(self.timings)}{' (sent twice)' if a > 1 else ''}: {t}"
-            for k, (t, a) in enumerate(zip(self.timings, self.attempts)))
+            for k, (t, a) in enumerate(zip(self.timings, self.attempts))
+        )
 
 
 class _Group:
@@ -131,10 +135,17 @@ def _timing(call: grpc.Call) -> str:
     return wire_contract.timing_text(call.trailing_metadata())
 
 
-def stream_volume(channels: Sequence[grpc.Channel], header: streaming_pb2.VolumeStreamHeader,
-                  volume: np.ndarray, *, out_dtype: np.dtype, plane_count: int,
-                  slab_bytes: int = 4 << 20, timeout: float | None = None,
-                  metadata: Sequence[tuple[str, str]] = ()) -> StreamedVolume:
+def stream_volume(
+    channels: Sequence[grpc.Channel],
+    header: streaming_pb2.VolumeStreamHeader,
+    volume: np.ndarray,
+    *,
+    out_dtype: np.dtype,
+    plane_count: int,
+    slab_bytes: int = 4 << 20,
+    timeout: float | None = None,
+    metadata: Sequence[tuple[str, str]] = (),
+) -> StreamedVolume:
     """Streams `volume` ((D, H, W), C-contiguous, little-endian, one of cuimg's pixel types) with
     `header` (its operation set; the volume's pixel type, width, height and spacing set, depth
     filled in here per part) over up to len(channels) parts at once, one per channel, in slabs of
@@ -173,17 +184,22 @@ def stream_volume(channels: Sequence[grpc.Channel], header: streaming_pb2.Volume
         yield part_header
         for z in range(part.in_begin, part.in_end, slab_slices):
             end = min(z + slab_slices, part.in_end)
-            yield _wire.encode_slab(flat[z * in_slice:end * in_slice])
+            yield _wire.encode_slab(flat[z * in_slice : end * in_slice])
 
-    def stream_part(k: int, method: Callable, part: Part, part_header: bytes,
-                    resend: bool) -> StreamFailed | None:
+    def stream_part(
+        k: int, method: Callable, part: Part, part_header: bytes, resend: bool
+    ) -> StreamFailed | None:
         part_depth = part.in_end - part.in_begin
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
         # A resend follows a dropped connection, and gRPC 1.51 then now and then fails the next
         # connect() with the old connection's errno (grpc/grpc#35064, "recvmsg: Connection reset
         # by peer"): waiting for the channel to be ready rides through it (within the deadline).
-        call = method(send(part, part_header), timeout=remaining, metadata=tuple(metadata),
-                      wait_for_ready=resend)
+        call = method(
+            send(part, part_header),
+            timeout=remaining,
+            metadata=tuple(metadata),
+            wait_for_ready=resend,
+        )
         if not group.join(call):
             call.cancel()
             return None
@@ -192,12 +208,14 @@ def stream_volume(channels: Sequence[grpc.Channel], header: streaming_pb2.Volume
             for z_begin, n, data, elements in call:
                 if elements and k == 0:
                     result.resolved_elements = [
-                        morphology_pb2.StructuringElement.FromString(bytes(e)) for e in elements]
+                        morphology_pb2.StructuringElement.FromString(bytes(e)) for e in elements
+                    ]
                 expected = plane_count * n * height * width * wire_dtype.itemsize
                 if z_begin != next_z or n < 1 or next_z + n > part_depth or len(data) != expected:
                     problem = problem or (
                         f"the server sent slab z={part.in_begin + z_begin} ({n} slices, "
-                        f"{len(data)} bytes) where slice {part.in_begin + next_z} was expected")
+                        f"{len(data)} bytes) where slice {part.in_begin + next_z} was expected"
+                    )
                     continue
                 # The slab's slices that are this part's to keep (the others are halo).
                 lo = max(next_z, part.keep_begin - part.in_begin)
@@ -205,8 +223,9 @@ def stream_volume(channels: Sequence[grpc.Channel], header: streaming_pb2.Volume
                 if lo < hi:
                     got = np.frombuffer(data, wire_dtype).reshape(plane_count, n, height, width)
                     for p in range(plane_count):
-                        planes[p][part.in_begin + lo:part.in_begin + hi] = \
-                            got[p, lo - next_z:hi - next_z]
+                        planes[p][part.in_begin + lo : part.in_begin + hi] = got[
+                            p, lo - next_z : hi - next_z
+                        ]
                 next_z += n
                 slabs += 1
         except grpc.RpcError as e:
@@ -218,9 +237,11 @@ def stream_volume(channels: Sequence[grpc.Channel], header: streaming_pb2.Volume
         if problem:
             return StreamFailed(grpc.StatusCode.INTERNAL, problem)
         if next_z != part_depth:
-            return StreamFailed(grpc.StatusCode.INTERNAL,
-                                f"the server returned {next_z} of {part_depth} slices from slice "
-                                f"{part.in_begin}")
+            return StreamFailed(
+                grpc.StatusCode.INTERNAL,
+                f"the server returned {next_z} of {part_depth} slices from slice "
+                f"{part.in_begin}",
+            )
         return None
 
     def run(k: int) -> None:
@@ -237,16 +258,25 @@ def stream_volume(channels: Sequence[grpc.Channel], header: streaming_pb2.Volume
         part_header.volume.depth = part_depth if part_depth > 1 else 0
         message = streaming_pb2.VolumeStreamRequest(header=part_header).SerializeToString()
         method = channels[k].stream_stream(
-            METHOD, request_serializer=lambda m: m,  # the messages are encoded already
-            response_deserializer=_wire.decode_volume_stream_response)
+            METHOD,
+            request_serializer=lambda m: m,  # the messages are encoded already
+            response_deserializer=_wire.decode_volume_stream_response,
+        )
         for attempt in (1, 2):
             result.attempts[k] = attempt
             failure = stream_part(k, method, part, message, resend=attempt == 2)
-            if failure is None or attempt == 2 or failure.code != grpc.StatusCode.UNAVAILABLE \
-                    or group.failure is not None:
+            if (
+                failure is None
+                or attempt == 2
+                or failure.code != grpc.StatusCode.UNAVAILABLE
+                or group.failure is not None
+            ):
                 break
-            wait = RECONNECT_WAIT_S if deadline is None else \
-                min(RECONNECT_WAIT_S, deadline - time.monotonic())
+            wait = (
+                RECONNECT_WAIT_S
+                if deadline is None
+                else min(RECONNECT_WAIT_S, deadline - time.monotonic())
+            )
             ready = grpc.channel_ready_future(channels[k])
             try:
                 ready.result(timeout=max(0.0, wait))

@@ -85,6 +85,7 @@ class ErrorInfo(NamedTuple):
     """An error's google.rpc.ErrorInfo: `reason` (the status code's name, e.g.
     "INVALID_ARGUMENT"), `domain` ("cuimg.io"), and `field`, the request field at fault ("" when
     the error is not about one field)."""
+
     reason: str
     domain: str
     field: str
