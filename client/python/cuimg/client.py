@@ -14,17 +14,16 @@ by reference (region, offset, shape) instead of bytes, and morphology can write 
 """
 from __future__ import annotations
 
-import json
-from typing import Any, Iterable, Iterator, NamedTuple, Union
+from typing import Any, Iterable, Iterator, Union
 
 import grpc
 import numpy as np
 
-from cuimg import _wire, detection, wire_contract
+from cuimg import channel, detection, resident, wire_contract
 from cuimg.errors import CuimgError
 
 # The conversions, as cuimg.client offered them before they had a module of their own.
-from cuimg.messages import (
+from cuimg.messages import (  # noqa: F401
     DTYPES,
     PIXEL_TYPES,
     Spacing,
@@ -40,6 +39,7 @@ from cuimg.messages import (
     to_image,
 )
 from cuimg.messages import element_mm  # noqa: F401 (cuimg.element_mm, cuimg/__init__.py)
+from cuimg.resident import Resident, _output_options, _result
 from cuimg.shared_region import SharedRegion, ShmArray
 from cuimg.v1 import (
     deform_pb2,
@@ -55,74 +55,12 @@ from cuimg.v1 import (
 from cuimg.volume_stream import StreamFailed, StreamedVolume, stream_volume
 
 
-# Messages can be large (volumes); the server enforces its own limits.
-CHANNEL_OPTIONS = [
-    ("grpc.max_receive_message_length", -1),
-    ("grpc.max_send_message_length", -1),
-    # gRPC retries a call only while what it sent fits this buffer (256 KiB by
-    # default, less than a VGA frame); the cuimg CLI uses the same.
-    ("grpc.per_rpc_retry_buffer_size", 64 << 20),
-    # A failed connection is tried again after 100 ms, not gRPC's 1 s, within the
-    # retry policy's span (Debian's gRPC 1.51 now and then fails a local connect()
-    # that was only in progress, grpc/grpc#35064); the CLI does the same.
-    ("grpc.initial_reconnect_backoff_ms", 100),
-]
 # Volumes above this many bytes are streamed (Client's stream_threshold): below it one unary
 # message costs less than opening the streams.
 DEFAULT_STREAM_THRESHOLD = 4 << 20
 
 # What the RPCs accept as an image: an array, a resident handle, or an array in shared memory.
 ImageLike = Union[np.ndarray, str, ShmArray]
-
-
-def _retry_config(max_attempts: int) -> str | None:
-    """The service config: UNAVAILABLE (a restarted or replaced server) and an overloaded
-    server's RESOURCE_EXHAUSTED are retried, the latter after the delay the server pushes back
-    (grpc-retry-pushback-ms; -1, never, for a request that cannot fit)."""
-    if max_attempts == 1:
-        return None
-    return json.dumps(
-        {
-            "methodConfig": [
-                {
-                    "name": [{"service": "cuimg.v1.Imaging"}, {"service": "grpc.health.v1.Health"}],
-                    "retryPolicy": {
-                        "maxAttempts": max_attempts,
-                        "initialBackoff": "0.05s",
-                        "maxBackoff": "1s",
-                        "backoffMultiplier": 2,
-                        "retryableStatusCodes": ["UNAVAILABLE", "RESOURCE_EXHAUSTED"],
-                    },
-                },
-                {
-                    # Streamed volumes are sent again by the client itself (cuimg.volume_stream):
-                    # under gRPC 1.51's retry policy a stream whose server died mid-call waited for
-                    # its deadline instead of failing (tests/e2e/test_python_volume_stream.py kills
-                    # one). A DetectStream is never replayed: gRPC would keep every frame sent.
-                    "name": [
-                        {"service": "cuimg.v1.Imaging", "method": "ProcessVolumeStream"},
-                        {"service": "cuimg.v1.Imaging", "method": "DetectStream"},
-                    ]
-                },
-            ]
-        }
-    )
-
-
-def _read(path: str | None) -> bytes | None:
-    if path is None:
-        return None
-    with open(path, "rb") as f:
-        return f.read()
-
-
-class Resident(NamedTuple):
-    """A result kept on the server (keep_resident=True): its `handle`, usable in place of an
-    array by any RPC and by download(), and `data`, what the call returns without keep_resident
-    (None when return_data=False)."""
-
-    handle: str
-    data: Any
 
 
 def _source(
@@ -138,23 +76,6 @@ def _source(
 def _frame_source(image: ImageLike) -> types_pb2.ImageSource:
     """A detection input: an (H, W, C) array is a colour image."""
     return _source(image, colour=not isinstance(image, (str, ShmArray)) and np.ndim(image) == 3)
-
-
-def _output_options(
-    keep_resident: bool, return_data: bool, ttl_seconds: int
-) -> types_pb2.OutputOptions | None:
-    if not return_data and not keep_resident:
-        raise ValueError("return_data=False needs keep_resident=True")
-    if not keep_resident:
-        return None
-    return types_pb2.OutputOptions(
-        keep_resident=True, omit_data=not return_data, ttl_seconds=ttl_seconds
-    )
-
-
-def _result(result: types_pb2.ImageResult, keep_resident: bool, return_data: bool) -> Any:
-    data = from_image(result.image) if return_data else None
-    return Resident(result.handle, data) if keep_resident else data
 
 
 class Client:
@@ -200,31 +121,18 @@ class Client:
             raise ValueError("volume_streams: expected >= 1")
         if slab_bytes < 1:
             raise ValueError("slab_bytes: expected >= 1")
-        if token_file is not None:
-            with open(token_file) as f:
-                token = f.read().strip()
-        tls = tls or ca_file is not None or cert_file is not None
-        if token is not None and not tls:
-            raise ValueError("a token is sent only over TLS: pass tls=True or ca_file")
-        if (cert_file is None) != (key_file is None):
-            raise ValueError("cert_file and key_file go together")
-        options: list[tuple[str, Any]] = list(CHANNEL_OPTIONS)
-        retry = _retry_config(max_attempts)
-        if retry is not None:
-            options.append(("grpc.service_config", retry))
-        credentials = None
-        if tls:
-            credentials = grpc.ssl_channel_credentials(
-                _read(ca_file), _read(key_file), _read(cert_file)
-            )
-            if token is not None:
-                credentials = grpc.composite_channel_credentials(
-                    credentials, grpc.access_token_call_credentials(token)
-                )
-            if server_name:
-                options.append(("grpc.ssl_target_name_override", server_name))
-        self._target, self._options, self._credentials = target, options, credentials
-        self._channel = self._new_channel(0)
+        self._settings = channel.ChannelSettings.of(
+            target,
+            tls=tls,
+            ca_file=ca_file,
+            cert_file=cert_file,
+            key_file=key_file,
+            server_name=server_name,
+            token=token,
+            token_file=token_file,
+            max_attempts=max_attempts,
+        )
+        self._channel = self._settings.channel(0)
         self._stub = imaging_service_pb2_grpc.ImagingStub(self._channel)
         self._stream_channels = [self._channel]  # more are made on the first streamed volume
         self.timeout = timeout
@@ -237,18 +145,10 @@ class Client:
         # some were given in millimetres (element_mm, "5mm" steps); else empty.
         self.last_elements: list[morphology_pb2.StructuringElement] = []
 
-    def _new_channel(self, index: int) -> grpc.Channel:
-        # A distinct argument per index keeps gRPC from sharing one connection between channels
-        # (its subchannel pool pools equal targets and arguments); the CLI does the same.
-        options = self._options + ([("cuimg.channel_index", index)] if index else [])
-        if self._credentials is not None:
-            return grpc.secure_channel(self._target, self._credentials, options=options)
-        return grpc.insecure_channel(self._target, options=options)
-
     def close(self) -> None:
         """Closes every channel of this client."""
-        for channel in self._stream_channels:
-            channel.close()
+        for stream_channel in self._stream_channels:
+            stream_channel.close()
 
     def __enter__(self) -> "Client":
         return self
@@ -286,7 +186,7 @@ class Client:
         plane_count: int,
     ) -> list[np.ndarray]:
         while len(self._stream_channels) < self.volume_streams:
-            self._stream_channels.append(self._new_channel(len(self._stream_channels)))
+            self._stream_channels.append(self._settings.channel(len(self._stream_channels)))
         header.volume.pixel_type = PIXEL_TYPES[volume.dtype.newbyteorder("=")]
         header.volume.height, header.volume.width = volume.shape[1:]
         try:
@@ -519,32 +419,13 @@ class Client:
     def models(self) -> list[dict[str, Any]]:
         """The detector models the server has loaded: dicts name, window_width, window_height,
         descriptor_size, description, gamma_correction."""
-        response = self._call("ListModels", detection_pb2.ListModelsRequest())
-        return [
-            {
-                "name": m.name,
-                "window_width": m.window_width,
-                "window_height": m.window_height,
-                "descriptor_size": m.descriptor_size,
-                "description": m.description,
-                "gamma_correction": m.gamma_correction,
-            }
-            for m in response.models
-        ]
+        return detection.models(self._call("ListModels", detection_pb2.ListModelsRequest()))
 
     def health(self, service: str = "") -> str:
         """grpc.health.v1 Check: "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN" or "UNKNOWN" for
         `service` ("" the whole server, or "cuimg.v1.Imaging"). A server that cannot be reached
         raises CuimgError (UNAVAILABLE)."""
-        check = self._channel.unary_unary(
-            "/grpc.health.v1.Health/Check",
-            request_serializer=_wire.encode_health_request,
-            response_deserializer=_wire.decode_health_response,
-        )
-        try:
-            return check(service, timeout=self.timeout)
-        except grpc.RpcError as e:
-            raise CuimgError.of(e) from None
+        return channel.health(self._channel, service, self.timeout)
 
     def deform(
         self,
@@ -588,72 +469,14 @@ class Client:
         """Keeps an image/volume array (or mesh=(vertices, triangles)) on the server, sent in
         messages of about `chunk_bytes`; returns its handle, usable in place of an array by
         morphology/gradient/pyramid/detect/deform and by download()."""
-        if (image is None) == (mesh is None):
-            raise ValueError("upload: pass an image or mesh=, not both")
-        if mesh is not None:
-            body = _mesh(*mesh)
-            split = len(body.positions)  # the stream's bytes: positions, then triangles
-            data = memoryview(body.positions + body.triangles)
-            body.positions = bytes(data[: min(chunk_bytes, split)])
-            body.triangles = bytes(data[split : max(chunk_bytes, split)])
-            first = resident_pb2.UploadRequest(mesh=body, ttl_seconds=ttl_seconds)
-        else:
-            array = little_endian(image)
-            body = _image_header(array, spacing, colour=False)
-            data = array.data.cast("B")
-            body.data = bytes(data[:chunk_bytes])
-            first = resident_pb2.UploadRequest(image=body, ttl_seconds=ttl_seconds)
-
-        def messages() -> Iterable[resident_pb2.UploadRequest]:
-            yield first
-            for at in range(chunk_bytes, len(data), chunk_bytes):
-                yield resident_pb2.UploadRequest(chunk=bytes(data[at : at + chunk_bytes]))
-
-        try:
-            response = self._stub.Upload(messages(), timeout=self.timeout)
-        except grpc.RpcError as e:
-            raise CuimgError.of(e) from None
-        return response.object.handle
+        return resident.upload(
+            self._stub, image, mesh, spacing, ttl_seconds, chunk_bytes, self.timeout
+        )
 
     def download(self, handle: str) -> Any:
         """A resident object's contents: an image/volume as a writable array of its shape and
         dtype, or a mesh as (vertices Nx3 float32, triangles Mx3 uint32)."""
-        try:
-            replies = self._stub.Download(
-                resident_pb2.DownloadRequest(handle=handle), timeout=self.timeout
-            )
-            first = next(replies, None)
-            if first is None:
-                raise CuimgError(grpc.StatusCode.INTERNAL, "Download: the server sent nothing")
-            if first.HasField("mesh"):
-                sizes = (first.mesh.vertex_count * 12, first.mesh.triangle_count * 12)
-                flat = np.empty(sum(sizes), np.uint8)
-                head = first.mesh.positions + first.mesh.triangles
-            elif first.HasField("image"):
-                shape = _image_shape(first.image)
-                dtype = DTYPES[first.image.pixel_type]
-                flat = np.empty(int(np.prod(shape)) * dtype.itemsize, np.uint8)
-                head = first.image.data
-            else:
-                raise CuimgError(grpc.StatusCode.INTERNAL, "Download: no object in the first reply")
-            filled = 0
-            for chunk in [head] + [r.chunk for r in replies]:
-                if filled + len(chunk) > flat.size:
-                    raise CuimgError(
-                        grpc.StatusCode.INTERNAL, "Download: more bytes than the object"
-                    )
-                flat[filled : filled + len(chunk)] = np.frombuffer(chunk, np.uint8)
-                filled += len(chunk)
-        except grpc.RpcError as e:
-            raise CuimgError.of(e) from None
-        if filled != flat.size:
-            raise CuimgError(grpc.StatusCode.INTERNAL, f"Download: {filled} of {flat.size} bytes")
-        if first.HasField("mesh"):
-            return (
-                flat[: sizes[0]].view("<f4").reshape(-1, 3).astype(np.float32, copy=False),
-                flat[sizes[0] :].view("<u4").reshape(-1, 3).astype(np.uint32, copy=False),
-            )
-        return flat.view(dtype.newbyteorder("<")).reshape(shape).astype(dtype, copy=False)
+        return resident.download(self._stub, handle, self.timeout)
 
     def shared_memory(self, size: int) -> SharedRegion:
         """A SharedRegion of `size` bytes registered with the server (same host only)."""

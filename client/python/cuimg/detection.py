@@ -108,3 +108,18 @@ def stream(
         raise CuimgError.of(e) from None
     finally:
         call.cancel()  # no-op once the stream has ended; stops it when the caller left early
+
+
+def models(response: detection_pb2.ListModelsResponse) -> list[dict[str, Any]]:
+    """Client.models: each model of a ListModels reply as a dict."""
+    return [
+        {
+            "name": m.name,
+            "window_width": m.window_width,
+            "window_height": m.window_height,
+            "descriptor_size": m.descriptor_size,
+            "description": m.description,
+            "gamma_correction": m.gamma_correction,
+        }
+        for m in response.models
+    ]

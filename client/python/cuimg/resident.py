@@ -1,0 +1,120 @@
+"""Resident objects: results kept on the server (Resident), and whole images, volumes and meshes
+uploaded in chunks and downloaded back (Client.upload, Client.download)."""
+from __future__ import annotations
+
+from typing import Any, Iterable, NamedTuple
+
+import grpc
+import numpy as np
+
+from cuimg.errors import CuimgError
+from cuimg.messages import (
+    DTYPES,
+    Spacing,
+    _image_header,
+    _image_shape,
+    _mesh,
+    from_image,
+    little_endian,
+)
+from cuimg.v1 import resident_pb2, types_pb2
+
+
+class Resident(NamedTuple):
+    """A result kept on the server (keep_resident=True): its `handle`, usable in place of an
+    array by any RPC and by download(), and `data`, what the call returns without keep_resident
+    (None when return_data=False)."""
+
+    handle: str
+    data: Any
+
+
+def _output_options(
+    keep_resident: bool, return_data: bool, ttl_seconds: int
+) -> types_pb2.OutputOptions | None:
+    if not return_data and not keep_resident:
+        raise ValueError("return_data=False needs keep_resident=True")
+    if not keep_resident:
+        return None
+    return types_pb2.OutputOptions(
+        keep_resident=True, omit_data=not return_data, ttl_seconds=ttl_seconds
+    )
+
+
+def _result(result: types_pb2.ImageResult, keep_resident: bool, return_data: bool) -> Any:
+    data = from_image(result.image) if return_data else None
+    return Resident(result.handle, data) if keep_resident else data
+
+
+def upload(
+    stub: Any,
+    image: Any,
+    mesh: tuple[Any, Any] | None,
+    spacing: Spacing | None,
+    ttl_seconds: int,
+    chunk_bytes: int,
+    timeout: float | None,
+) -> str:
+    """Client.upload over `stub` (an ImagingStub): the new object's handle."""
+    if (image is None) == (mesh is None):
+        raise ValueError("upload: pass an image or mesh=, not both")
+    if mesh is not None:
+        body = _mesh(*mesh)
+        split = len(body.positions)  # the stream's bytes: positions, then triangles
+        data = memoryview(body.positions + body.triangles)
+        body.positions = bytes(data[: min(chunk_bytes, split)])
+        body.triangles = bytes(data[split : max(chunk_bytes, split)])
+        first = resident_pb2.UploadRequest(mesh=body, ttl_seconds=ttl_seconds)
+    else:
+        array = little_endian(image)
+        body = _image_header(array, spacing, colour=False)
+        data = array.data.cast("B")
+        body.data = bytes(data[:chunk_bytes])
+        first = resident_pb2.UploadRequest(image=body, ttl_seconds=ttl_seconds)
+
+    def messages() -> Iterable[resident_pb2.UploadRequest]:
+        yield first
+        for at in range(chunk_bytes, len(data), chunk_bytes):
+            yield resident_pb2.UploadRequest(chunk=bytes(data[at : at + chunk_bytes]))
+
+    try:
+        response = stub.Upload(messages(), timeout=timeout)
+    except grpc.RpcError as e:
+        raise CuimgError.of(e) from None
+    return response.object.handle
+
+
+def download(stub: Any, handle: str, timeout: float | None) -> Any:
+    """Client.download over `stub` (an ImagingStub)."""
+    try:
+        replies = stub.Download(resident_pb2.DownloadRequest(handle=handle), timeout=timeout)
+        first = next(replies, None)
+        if first is None:
+            raise CuimgError(grpc.StatusCode.INTERNAL, "Download: the server sent nothing")
+        if first.HasField("mesh"):
+            sizes = (first.mesh.vertex_count * 12, first.mesh.triangle_count * 12)
+            flat = np.empty(sum(sizes), np.uint8)
+            head = first.mesh.positions + first.mesh.triangles
+        elif first.HasField("image"):
+            shape = _image_shape(first.image)
+            dtype = DTYPES[first.image.pixel_type]
+            flat = np.empty(int(np.prod(shape)) * dtype.itemsize, np.uint8)
+            head = first.image.data
+        else:
+            raise CuimgError(grpc.StatusCode.INTERNAL, "Download: no object in the first reply")
+        filled = 0
+        for chunk in [head] + [r.chunk for r in replies]:
+            if filled + len(chunk) > flat.size:
+                raise CuimgError(grpc.StatusCode.INTERNAL, "Download: more bytes than the object")
+            flat[filled : filled + len(chunk)] = np.frombuffer(chunk, np.uint8)
+            filled += len(chunk)
+    except grpc.RpcError as e:
+        raise CuimgError.of(e) from None
+    if filled != flat.size:
+        raise CuimgError(grpc.StatusCode.INTERNAL, f"Download: {filled} of {flat.size} bytes")
+    if first.HasField("mesh"):
+        return (
+            flat[: sizes[0]].view("<f4").reshape(-1, 3).astype(np.float32, copy=False),
+            flat[sizes[0] :].view("<u4").reshape(-1, 3).astype(np.uint32, copy=False),
+        )
+    return flat.view(dtype.newbyteorder("<")).reshape(shape).astype(dtype, copy=False)
