@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "cuimg/common/image.h"
 #include "cuimg/kernels/mesh.h"
+#include "cuimg/v1/deform.pb.h"
 #include "cuimg/v1/types.pb.h"
 #include "proto/pixel_type_proto.h"
 
