@@ -4,8 +4,11 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <string>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "proto/wire_contract.h"
 
@@ -138,12 +141,53 @@ int ExitCodeForReadError(const absl::Status& status) {
   }
 }
 
-int ReportRpcError(const grpc::Status& status) {
-  std::fprintf(stderr, "error: %s: %s\n", StatusCodeName(status.error_code()).c_str(),
-               status.error_message().c_str());
-  // A plaintext client at a TLS port (or the reverse) sees only "Socket closed" or a failed
-  // handshake; the likely cause is worth a line.
-  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+namespace {
+constexpr char kReadErrorPayload[] = "type.cuimg.io/cuimg.client.ReadError";
+}  // namespace
+
+int ReportReadError(const absl::Status& status) {
+  std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
+  return ExitCodeForReadError(status);
+}
+
+absl::Status AsReadError(absl::Status status) {
+  if (!status.ok()) status.SetPayload(kReadErrorPayload, absl::Cord("1"));
+  return status;
+}
+
+int ExitCodeOf(const absl::Status& status) {
+  if (status.ok()) return kExitOk;
+  if (status.GetPayload(kReadErrorPayload).has_value()) return ExitCodeForReadError(status);
+  return kExitUsage;
+}
+
+int ReportCommandError(const absl::Status& status) {
+  const int code = ExitCodeOf(status);
+  std::fprintf(stderr, "%s: %s\n", code == kExitUsage ? "usage" : "error",
+               std::string(status.message()).c_str());
+  return code;
+}
+
+int ReportRpcError(const grpc::Status& status) { return ReportRpcError(FromGrpcStatus(status)); }
+
+int ReportRpcError(const absl::Status& status) {
+  std::fprintf(stderr, "error: %s\n", DescribeRpcError(status).c_str());
+  // Not when the server itself answered: its errors carry details (a server shutting down says
+  // so), and a hint would only mislead.
+  if (status.code() != absl::StatusCode::kUnavailable || ParseErrorDetails(status).has_value()) {
+    return kExitRpcError;
+  }
+  const absl::string_view message = status.message();
+  if (absl::StrContains(message, "Connection refused") ||
+      absl::StrContains(message, "No such file or directory")) {
+    // Nothing listens: TLS is not the question. A server that stops during a call answers
+    // UNAVAILABLE, which the retry policy retries, so its reason may be lost to this one.
+    std::fprintf(stderr,
+                 "hint: nothing accepts connections at --target: the server is not running there, "
+                 "or it stopped during the call (--max_attempts=1 shows its own reason)\n");
+  } else {
+    // A plaintext client at a TLS port (or the reverse) sees only "Socket closed" or a failed
+    // handshake; the likely cause is worth a line.
     std::fprintf(stderr,
                  "hint: is the server up at --target, and do both sides agree on TLS? A server "
                  "started with --tls_cert_file needs --tls (or --tls_ca_file) here; a plaintext "

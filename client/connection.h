@@ -73,6 +73,20 @@ inline constexpr int kExitBadData = 3;
 // (anything else: a header, a codec stream, values out of range, a feature cuimg does not read).
 // Write errors are usage errors (the output path or format chosen).
 int ExitCodeForReadError(const absl::Status& status);
+// Prints "error: MESSAGE" (the reader's message names the file) on stderr and returns
+// ExitCodeForReadError(status): how every command reports an input it could not read.
+int ReportReadError(const absl::Status& status);
+
+// `status` (not OK) marked as coming from reading an input file, for code whose other errors are
+// usage errors (the load driver builds its payload from flags and files alike); a payload, so it
+// survives being passed along. OK passes unchanged.
+absl::Status AsReadError(absl::Status status);
+// ExitCodeForReadError for a status marked by AsReadError, kExitUsage for any other error,
+// kExitOk for OK.
+int ExitCodeOf(const absl::Status& status);
+// Prints a failed status as ExitCodeOf classes it ("error: " for an input file, "usage: "
+// otherwise) and returns ExitCodeOf(status).
+int ReportCommandError(const absl::Status& status);
 
 // A channel per MakeChannelSpec (an invalid spec falls back to the plain target, after the
 // command validated it), with TLS and the token when `options` ask for them (files unreadable
@@ -81,8 +95,14 @@ int ExitCodeForReadError(const absl::Status& status);
 std::shared_ptr<grpc::Channel> MakeChannel(const ConnectionOptions& options, int channel_index = 0);
 // Applies the deadline to a new call's context.
 void PrepareContext(const ConnectionOptions& options, grpc::ClientContext* context);
-// Prints "error: CODE: message" to stderr and returns kExitRpcError.
+// Prints "error: CODE [REASON] message" to stderr (DescribeRpcError: the reason and field of the
+// status's ErrorInfo, e.g. "error: INVALID_ARGUMENT [VALUE_OUT_OF_RANGE] steps[0].element.width:
+// ...") and returns kExitRpcError. The absl::Status form takes a status from FromGrpcStatus
+// (other statuses print without a reason). For an UNAVAILABLE that gRPC made (no error details:
+// the server did not answer) a hint follows: nothing listening at the address (connection
+// refused), else the address and TLS.
 int ReportRpcError(const grpc::Status& status);
+int ReportRpcError(const absl::Status& status);
 
 }  // namespace cuimg
 

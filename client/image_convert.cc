@@ -9,7 +9,7 @@ namespace cuimg {
 Image ToGray(const Image& image) {
   if (image.channels() != 3) return image;
   Image gray(image.type(), image.extent(), 1);
-  VisitPixelType(image.type(), [&](auto tag) {
+  VisitAnyPixelType(image.type(), [&](auto tag) {
     using T = decltype(tag);
     const T* in = image.As<T>();
     T* out = gray.As<T>();
@@ -24,7 +24,7 @@ Image ToGray(const Image& image) {
 
 Image ToPreviewU8(const Image& image, double lo, double hi) {
   Image out(PixelType::kU8, image.extent(), 1);
-  VisitPixelType(image.type(), [&](auto tag) {
+  VisitAnyPixelType(image.type(), [&](auto tag) {
     using T = decltype(tag);
     const T* in = image.As<T>();
     const std::int64_t n = image.extent().Pixels();

@@ -40,23 +40,26 @@ ABSL_FLAG(std::string, token_file, "",
 ABSL_FLAG(std::string, service, "", "health: the service to check (\"\" = whole server).");
 
 // morphology
-ABSL_FLAG(std::string, input, "",
-          "morphology, gradient: input image or volume: .png, .jpg, .tif (multi-page: a volume), "
-          ".npy (H,W) or (D,H,W), .nrrd/.nhdr, or a directory holding one DICOM series (sorted "
-          "along the slice normal, rescaled to i16); morphology also a DICOMweb series, "
-          "dicomweb+http(s)://HOST/BASE/studies/STUDY_UID/series/SERIES_UID; pyramid: input "
-          "image (.png, .jpg, .tif); "
-          "detect: an image or a directory of frames (.png, .jpg, in name order); deform: mesh "
-          "file (.obj, .ply, .stl) or torus:N,M; load: the payload of --rpc (an image or volume "
-          "as for morphology, a PNG/JPEG for detect sent encoded, a directory of images that calls "
-          "cycle through, a mesh or torus:N,M for deform; default: random pixels of --image_size, "
-          "or the --n x --m torus).");
+ABSL_FLAG(
+    std::string, input, "",
+    "morphology, gradient: input image or volume: .png, .jpg, .tif (multi-page: a volume), "
+    ".npy (H,W) or (D,H,W), .nrrd/.nhdr, .nii/.nii.gz, a directory holding one DICOM series "
+    "(sorted along the slice normal, rescaled to i16) or one DICOM file (.dcm); morphology "
+    "also a DICOMweb series, "
+    "dicomweb+http(s)://HOST/BASE/studies/STUDY_UID/series/SERIES_UID; pyramid: input "
+    "image (.png, .jpg, .tif); "
+    "detect: an image or a directory of frames (.png, .jpg, in name order); deform: mesh "
+    "file (.obj, .ply, .stl) or torus:N,M; load: the payload of --rpc (an image or volume "
+    "as for morphology, a PNG/JPEG for detect sent encoded, a directory of images that calls "
+    "cycle through, a mesh or torus:N,M for deform; default: random pixels of --image_size, "
+    "or the --n x --m torus). Images are read as OpenCV's imread reads them: a PNG's alpha channel "
+    "is dropped, CMYK JPEGs become BGR.");
 ABSL_FLAG(std::string, output, "",
           "morphology: output by extension (.png, .jpg, .tif, .npy, .nrrd), or a new directory for "
           "a derived DICOM series (DICOM input only), or dicomweb+http(s)://HOST/BASE to store it "
           "there with STOW-RS; detect: the image with boxes drawn (.png), "
           "or for frames and --video a directory of them; deform, mesh: output mesh (.obj, .ply, "
-          ".stl).");
+          ".stl). Outputs appear whole once the command succeeds, or not at all.");
 ABSL_FLAG(
     std::string, steps, "",
     "morphology, load: a chain op:shape:WxH[xD][:iterations],... (overrides --op/--shape/--size/"
@@ -123,6 +126,10 @@ ABSL_FLAG(double, group_eps, 0, "detect: groupRectangles' eps (0 = 0.2).");
 ABSL_FLAG(int, every, 1, "detect, load --video: frames: process every Nth frame.");
 ABSL_FLAG(int, max_frames, 0,
           "detect, load --video: frames: stop after this many (0 = all; load: 100).");
+ABSL_FLAG(
+    bool, keep_going, false,
+    "detect: a folder of frames: report an unreadable file, go on with the others, and exit 3 "
+    "at the end (without it the first stops the run with exit 3, nothing written).");
 
 // deform, mesh (the lattice flags also serve load --rpc deform)
 ABSL_FLAG(std::string, lattice_file, "",
@@ -201,8 +208,9 @@ constexpr char kUsage[] =
     "  deform       free-form deformation of a mesh, with normals (--animate for fps)\n"
     "  mesh torus   write the reference torus mesh\n"
     "  load         load-test the server with one RPC (--rpc): throughput, latency, reports\n"
-    "exit codes: 0 ok, 1 RPC error (status printed), 2 usage, 3 bad input data (a file cuimg\n"
-    "cannot read: bad header, undecodable pixels, values out of range)\n"
+    "exit codes: 0 ok, 1 RPC error (status printed), 2 usage (unknown flags, bad values, missing\n"
+    "arguments or paths, outputs that cannot be written), 3 bad input data (a file cuimg cannot\n"
+    "read: bad header, undecodable pixels, values out of range; the message names it)\n"
     "`cuimg <subcommand> --help` lists the subcommand's flags; --version the build\n";
 
 // --help (of the client or of a subcommand), --helpfull, --version: print to stdout and exit 0
@@ -287,6 +295,11 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(kUsage);
   // `cuimg load`'s threads would otherwise queue on one global spinlock in every gRPC lock.
   cuimg::SetLockOrderChecks(false);
+  // Unknown flags and bad values are usage errors (2); Abseil's parser would exit 1.
+  if (absl::Status flags = cuimg::CheckFlags(argc, argv); !flags.ok()) {
+    std::fprintf(stderr, "usage: %s\n", std::string(flags.message()).c_str());
+    return cuimg::kExitUsage;
+  }
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   if (args.size() == 3 && std::string(args[1]) == "mesh" && std::string(args[2]) == "torus") {
     cuimg::MeshCommand command;
@@ -383,6 +396,7 @@ int main(int argc, char** argv) {
     command.output = absl::GetFlag(FLAGS_output);
     command.every = absl::GetFlag(FLAGS_every);
     command.max_frames = absl::GetFlag(FLAGS_max_frames);
+    command.keep_going = absl::GetFlag(FLAGS_keep_going);
     return cuimg::RunDetect(connection, command);
   }
   if (subcommand == "models") {

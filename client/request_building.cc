@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "client/connection.h"
 #include "client/io/mesh_file.h"
 #include "cuimg/reference/mesh_generators.h"
 
@@ -62,7 +63,9 @@ absl::StatusOr<Mesh> LoadMeshInput(const std::string& input) {
     }
     return MakeTorus(n, m, 1.0, 0.35);
   }
-  return ReadMeshFile(input);
+  absl::StatusOr<Mesh> mesh = ReadMeshFile(input);
+  if (!mesh.ok()) return AsReadError(mesh.status());
+  return mesh;
 }
 
 void ToProtoMesh(const Mesh& mesh, v1::Mesh* out) {

@@ -5,6 +5,12 @@
 #include <utility>
 #include <vector>
 
+#include "absl/flags/commandlineflag.h"
+#include "absl/flags/reflection.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
 namespace cuimg {
 namespace {
 
@@ -61,7 +67,8 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& SubcommandF
                          {"input", "output_prefix", "format", "nrrd_gzip", "series_uid",
                           "slab_slices", "volume_streams"}})},
       {"pyramid", Join({kPyramidFlags, {"input", "output_prefix", "format"}})},
-      {"detect", Join({kDetectFlags, {"input", "video", "output", "every", "max_frames"}})},
+      {"detect",
+       Join({kDetectFlags, {"input", "video", "output", "every", "max_frames", "keep_going"}})},
       {"models", {"json"}},
       {"deform", Join({kDeformFlags, {"input", "output", "animate"}})},
       {"mesh", {"n", "m", "output"}},
@@ -77,6 +84,41 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& SubcommandF
               "video",    "every",    "max_frames", "server_metrics"}})},
   };
   return *table;
+}
+
+absl::Status CheckFlags(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() < 2 || !absl::ConsumePrefix(&arg, "-")) continue;  // a positional argument
+    absl::ConsumePrefix(&arg, "-");
+    const std::size_t equals = arg.find('=');
+    const absl::string_view name = arg.substr(0, equals);
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr && absl::StartsWith(name, "no") && equals == absl::string_view::npos) {
+      absl::CommandLineFlag* negated = absl::FindCommandLineFlag(name.substr(2));
+      if (negated != nullptr && negated->IsOfType<bool>()) continue;
+    }
+    if (flag == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown flag --", name, " (cuimg --helpfull lists them)"));
+    }
+    absl::string_view value;
+    if (equals != absl::string_view::npos) {
+      value = arg.substr(equals + 1);
+    } else if (flag->IsOfType<bool>()) {
+      continue;
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
+    }
+    if (std::string error; !flag->ParseFrom(value, &error)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, "=", value, ": not a valid value (", error, ")"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace cuimg

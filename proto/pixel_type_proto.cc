@@ -1,6 +1,7 @@
 #include "proto/pixel_type_proto.h"
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 
 namespace cuimg {
 
@@ -15,12 +16,13 @@ absl::StatusOr<PixelType> PixelTypeFromProto(int value, absl::string_view field)
     case v1::PIXEL_TYPE_F32:
       return PixelType::kF32;
     case v1::PIXEL_TYPE_UNSPECIFIED:
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ": is required (PIXEL_TYPE_UNSPECIFIED)"));
+      return InvalidFieldError(ErrorReason::kFieldRequired, field,
+                               "is required (PIXEL_TYPE_UNSPECIFIED)");
     default:
       break;
   }
-  return absl::InvalidArgumentError(absl::StrCat(field, ": unknown value ", value));
+  return InvalidFieldError(ErrorReason::kUnknownEnumValue, field,
+                           absl::StrCat("unknown value ", value));
 }
 
 v1::PixelType PixelTypeToProto(PixelType type) {
@@ -31,6 +33,9 @@ v1::PixelType PixelTypeToProto(PixelType type) {
       return v1::PIXEL_TYPE_U16;
     case PixelType::kI16:
       return v1::PIXEL_TYPE_I16;
+    case PixelType::kU32:
+      // No wire value yet (issue 48 adds PIXEL_TYPE_U32); no U32 image reaches a response.
+      return v1::PIXEL_TYPE_UNSPECIFIED;
     case PixelType::kF32:
       break;
   }

@@ -3,6 +3,8 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -12,6 +14,22 @@
 
 namespace cuimg {
 namespace {
+
+// Where FromGrpcStatus keeps a status's details (google.rpc.Status bytes).
+constexpr char kStatusDetailsPayload[] = "type.cuimg.io/grpc-status-details-bin";
+
+std::string Describe(grpc::StatusCode code, absl::string_view message,
+                     const std::optional<ErrorDetails>& details) {
+  std::string out = StatusCodeName(code);
+  if (details.has_value() && !details->reason.empty())
+    absl::StrAppend(&out, " [", details->reason, "]");
+  absl::StrAppend(&out, " ", message);
+  if (details.has_value() && !details->field.empty() &&
+      !absl::StartsWith(message, absl::StrCat(details->field, ": "))) {
+    absl::StrAppend(&out, " (field: ", details->field, ")");
+  }
+  return out;
+}
 
 // A trailer's value as text ("" when absent).
 std::string Trailer(const grpc::ClientContext& context, absl::string_view key) {
@@ -101,6 +119,31 @@ std::optional<ErrorDetails> ParseErrorDetails(const grpc::Status& status) {
     return out;
   }
   return std::nullopt;
+}
+
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  absl::Status out(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+  if (!status.error_details().empty()) {
+    out.SetPayload(kStatusDetailsPayload, absl::Cord(status.error_details()));
+  }
+  return out;
+}
+
+std::optional<ErrorDetails> ParseErrorDetails(const absl::Status& status) {
+  const absl::optional<absl::Cord> details = status.GetPayload(kStatusDetailsPayload);
+  if (status.ok() || !details.has_value()) return std::nullopt;
+  return ParseErrorDetails(grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                                        std::string(status.message()), std::string(*details)));
+}
+
+std::string DescribeRpcError(const grpc::Status& status) {
+  return Describe(status.error_code(), status.error_message(), ParseErrorDetails(status));
+}
+
+std::string DescribeRpcError(const absl::Status& status) {
+  return Describe(static_cast<grpc::StatusCode>(status.code()), status.message(),
+                  ParseErrorDetails(status));
 }
 
 }  // namespace cuimg

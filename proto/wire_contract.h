@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
 namespace cuimg {
@@ -77,6 +78,17 @@ grpc::Status StatusWithErrorInfo(grpc::StatusCode code, std::string message,
 // The ErrorInfo in a status's details; nullopt when it has none (an error made by gRPC itself,
 // or by another server).
 std::optional<ErrorDetails> ParseErrorDetails(const grpc::Status& status);
+
+// A finished call's status as the absl::Status a client passes on: the same code and message,
+// the status details kept as a payload (ParseErrorDetails reads them back). OK for OK.
+absl::Status FromGrpcStatus(const grpc::Status& status);
+// The ErrorInfo of a status made by FromGrpcStatus; nullopt as above, or for any other status.
+std::optional<ErrorDetails> ParseErrorDetails(const absl::Status& status);
+// "CODE [REASON] message" (the reason left out when the status carries no ErrorInfo), with
+// " (field: F)" added when the error names a field its message does not start with: how the CLI
+// prints a failed call after "error: ".
+std::string DescribeRpcError(const grpc::Status& status);
+std::string DescribeRpcError(const absl::Status& status);
 
 }  // namespace cuimg
 

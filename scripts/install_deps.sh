@@ -31,6 +31,8 @@ test_pkgs=(
   ffmpeg
   # Over-the-wire tests and the Python client.
   python3 python3-grpcio python3-protobuf python3-numpy python3-scipy python3-pydicom
+  # The segmentation steps' oracle (skimage.morphology.reconstruction).
+  python3-skimage
   # cuimg.dicom decodes compressed series with GDCM as the CLI does; cuimg.nifti reads NIfTI.
   python3-gdcm python3-nibabel
   # Compressed DICOM test series made and decoded by independent tools (DCMTK's dcmcjpeg,

@@ -72,8 +72,8 @@ absl::StatusOr<std::unique_ptr<CuimgServer>> CuimgServer::Start(const ServerOpti
   server->security_description_ = security->description;
   server->backend_ = std::move(backend);
   server->registry_ = std::make_shared<prometheus::Registry>();
-  server->metrics_ =
-      std::make_unique<ServerMetrics>(*server->registry_, kVersion, server->backend_->name());
+  server->metrics_ = std::make_unique<ServerMetrics>(
+      *server->registry_, kVersion, options.build_commit, server->backend_->name());
   if (!options.metrics_address.empty()) {
     // prometheus-cpp reports a failed bind by exception; this is the only place one can arise.
     try {
@@ -205,7 +205,12 @@ void CuimgServer::Shutdown(absl::Duration grace) {
     }
   });
   if (server_ != nullptr) {
-    server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(grace));
+    // gRPC cancels what is left a moment after the hard stop, not with it: the calls whose work
+    // the hard stop ended (at its next check, milliseconds) answer first with the server's reason
+    // (UNAVAILABLE "the server is shutting down", with details) rather than gRPC's bare
+    // "Cancelling all calls", which clients took for a connection problem (issue 46).
+    const absl::Duration answers = grace > absl::ZeroDuration() ? absl::Seconds(1) : grace;
+    server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(grace + answers));
     server_->Wait();
   }
   if (health_server_ != nullptr) {

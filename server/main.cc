@@ -238,6 +238,7 @@ int main(int argc, char** argv) {
   cuimg::ServerOptions options;
   options.listen_address = absl::GetFlag(FLAGS_listen_address);
   options.metrics_address = absl::GetFlag(FLAGS_metrics_address);
+  options.build_commit = cuimg::BuildCommit();
   options.worker_threads = absl::GetFlag(FLAGS_worker_threads);
   options.worker_spin_us = absl::GetFlag(FLAGS_worker_spin_us);
   options.warm_cpus = absl::GetFlag(FLAGS_warm_cpus);

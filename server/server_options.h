@@ -138,6 +138,9 @@ struct ServerOptions {
   // Detector models (*.hogsvm) loaded at start-up; empty loads none (DetectPedestrians then
   // answers NOT_FOUND).
   std::string models_dir;
+  // Not a tunable: the source commit, for cuimg_build_info's `commit` label (main.cc sets it from
+  // the build, command_line.h's BuildCommit).
+  std::string build_commit = "unknown";
   // Objects per identity (each costs bookkeeping beyond its bytes); the oldest is evicted beyond.
   std::uint32_t resident_max_objects = 4096;
   // Resident bytes of every identity together; an object that does not fit evicts only its own

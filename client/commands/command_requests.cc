@@ -2,13 +2,16 @@
 
 #include <cstdint>
 
+#include "client/connection.h"
 #include "client/lattice_spec.h"
 
 namespace cuimg {
 
 absl::StatusOr<Lattice> DeformLattice(const DeformCommand& c, const Mesh& mesh) {
-  return c.lattice_file.empty() ? LatticeAroundMesh(mesh, c.controls)
-                                : LatticeFromJsonFile(c.lattice_file);
+  if (c.lattice_file.empty()) return LatticeAroundMesh(mesh, c.controls);
+  absl::StatusOr<Lattice> lattice = LatticeFromJsonFile(c.lattice_file);
+  if (!lattice.ok()) return AsReadError(lattice.status());
+  return lattice;
 }
 
 v1::GradientRequest GradientParameters(const GradientCommand& c) {

@@ -1,5 +1,7 @@
 // The client's subcommands. Each takes plain option structs (filled from flags in main.cc) and
-// returns the process exit code: 0 ok, 1 RPC error (status printed), 2 usage.
+// returns the process exit code (connection.h): 0 ok, 1 RPC error (status printed), 2 usage (the
+// command line: flags, their values, paths that do not exist, outputs that cannot be written),
+// 3 bad input data (a file that exists but does not read as what its name says).
 #ifndef CUIMG_CLIENT_COMMANDS_H_
 #define CUIMG_CLIENT_COMMANDS_H_
 
@@ -96,6 +98,9 @@ struct DetectCommand {
   double group_eps = 0;                 // 0: 0.2
   int every = 1;                        // frames: every Nth
   int max_frames = 0;                   // frames: at most this many (0: all)
+  // A frame folder: an unreadable file is reported and skipped, the rest processed, and the
+  // exit code is 3 at the end; without it the first such file stops the run (3, nothing written).
+  bool keep_going = false;
 };
 // Prints one JSON line per image; exit 1 on the first RPC error.
 int RunDetect(const ConnectionOptions& connection, const DetectCommand& command);
@@ -168,7 +173,10 @@ struct LoadCommand {
   std::string client_build;
 };
 // Exit 0 when every measured call succeeded, 1 otherwise (the failures are explained on stdout:
-// codes and messages), 2 for a usage error.
+// codes and messages), 2 for a usage error or a report that could not be written, 3 for an
+// --input file that does not read. SIGINT or SIGTERM stops the run (load_run.h): the summary and
+// every requested report are still written, covering the time it ran, and the exit code follows
+// the same rules for the calls it made.
 int RunLoad(const ConnectionOptions& connection, const LoadCommand& command);
 
 }  // namespace cuimg

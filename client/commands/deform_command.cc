@@ -11,6 +11,7 @@
 #include "client/commands/command_requests.h"
 #include "client/commands/commands.h"
 #include "client/io/mesh_file.h"
+#include "client/io/volume_file.h"
 #include "client/lattice_spec.h"
 #include "client/request_building.h"
 #include "cuimg/reference/mesh_generators.h"
@@ -54,7 +55,7 @@ absl::StatusOr<std::string> UploadMesh(v1::Imaging::Stub& stub, const Connection
   writer->WritesDone();
   const grpc::Status status = writer->Finish();
   if (!status.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+    return FromGrpcStatus(status);
   }
   return response.object().handle();
 }
@@ -69,16 +70,15 @@ int RunDeform(const ConnectionOptions& connection, const DeformCommand& c) {
         "[--animate FRAMES]");
   }
   absl::StatusOr<Mesh> mesh = LoadMeshInput(c.input);
-  if (!mesh.ok()) return Usage(std::string(mesh.status().message()));
+  if (!mesh.ok()) return ReportCommandError(mesh.status());
   absl::StatusOr<Lattice> lattice = DeformLattice(c, *mesh);
-  if (!lattice.ok()) return Usage(std::string(lattice.status().message()));
+  if (!lattice.ok()) return ReportCommandError(lattice.status());
   auto stub = v1::Imaging::NewStub(MakeChannel(connection));
 
   if (c.animate > 0) {
     absl::StatusOr<std::string> handle = UploadMesh(*stub, connection, *mesh);
     if (!handle.ok()) {
-      return ReportRpcError(grpc::Status(static_cast<grpc::StatusCode>(handle.status().code()),
-                                         std::string(handle.status().message())));
+      return ReportRpcError(handle.status());
     }
     const auto start = std::chrono::steady_clock::now();
     double kernel_us = 0;

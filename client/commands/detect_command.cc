@@ -2,7 +2,9 @@
 // of frames or a video (frames decoded by the ffmpeg program) over one DetectStream call. One JSON
 // line per image on stdout with the boxes; with --output, the image with the boxes drawn and
 // labelled by score (a PNG, or for frames one PNG per frame in a directory, with the run's
-// detections in one detections.json there).
+// detections in one detections.json there). Outputs appear only once the run has succeeded
+// (atomic_output.h). A frame folder stops at its first unreadable file (exit 3) unless
+// --keep_going, which reports it, goes on with the rest and exits 3 at the end.
 // `cuimg models`: the detector models the server loaded.
 #include <algorithm>
 #include <chrono>
@@ -11,7 +13,6 @@
 #include <cstdio>
 #include <deque>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -25,8 +26,10 @@
 #include "client/commands/command_requests.h"
 #include "client/commands/commands.h"
 #include "client/image_convert.h"
+#include "client/io/atomic_output.h"
 #include "client/io/image_file.h"
 #include "client/io/video_frames.h"
+#include "client/io/volume_file.h"
 #include "client/request_building.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
@@ -39,7 +42,7 @@ constexpr char kDetectUsage[] =
     "usage: cuimg detect (--input IMAGE|DIR | --video FILE) [--output OUT.png|DIR] [--model NAME] "
     "[--hit_threshold 0] [--win_stride 8] [--padding 0] [--scale 1.05] [--max_levels 64] "
     "[--gamma model|on|off] [--grouping rectangles|none] [--group_threshold 2] [--group_eps 0.2] "
-    "[--every 1] [--max_frames 0]\n";
+    "[--every 1] [--max_frames 0] [--keep_going]\n";
 
 int Usage(const std::string& why) {
   if (!why.empty()) std::fprintf(stderr, "error: %s\n", why.c_str());
@@ -80,10 +83,13 @@ void SetInput(const Frame& frame, v1::DetectPedestriansRequest* request) {
 
 class Detector {
  public:
-  Detector(const ConnectionOptions& connection, v1::DetectPedestriansRequest base)
+  // Boxed images are written through `outputs` (staged until the run commits them).
+  Detector(const ConnectionOptions& connection, v1::DetectPedestriansRequest base,
+           StagedOutputs* outputs)
       : connection_(connection),
         base_(std::move(base)),
-        stub_(v1::Imaging::NewStub(MakeChannel(connection))) {}
+        stub_(v1::Imaging::NewStub(MakeChannel(connection))),
+        outputs_(outputs) {}
 
   // Detects in `frame`, prints its JSON line, writes the boxed image. Exit code.
   int Run(const Frame& frame) {
@@ -171,7 +177,7 @@ class Detector {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (code != kExitOk) return code;
     if (!status.ok()) return ReportRpcError(status);
-    if (!read_error.ok()) return Usage(std::string(read_error.message()));
+    if (!read_error.ok()) return ReportReadError(read_error);
     return kExitOk;
   }
 
@@ -221,7 +227,10 @@ class Detector {
     round_trip_ms_ += ms;
     if (!frame.output.empty()) {
       const Image boxed = DrawBoxes(frame.pixels, outlines);
-      if (absl::Status s = WriteImageFile(frame.output, boxed.view()); !s.ok()) {
+      absl::StatusOr<std::string> temp = outputs_->Stage(frame.output);
+      absl::Status s =
+          temp.ok() ? outputs_->Named(WriteImageFile(*temp, boxed.view())) : temp.status();
+      if (!s.ok()) {
         std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
         return kExitUsage;
       }
@@ -232,6 +241,7 @@ class Detector {
   ConnectionOptions connection_;
   v1::DetectPedestriansRequest base_;
   std::unique_ptr<v1::Imaging::Stub> stub_;
+  StagedOutputs* outputs_;
   int frames_ = 0;
   long long detections_ = 0;
   double round_trip_ms_ = 0;
@@ -239,19 +249,23 @@ class Detector {
   nlohmann::json all_ = nlohmann::json::array();
 };
 
-// detections.json in the output directory: the run's parameters and every frame's detections.
-int WriteRunJson(const std::string& path, const DetectCommand& c, const nlohmann::json& frames) {
+// detections.json in the output directory: the run's parameters, every frame's detections and
+// the files --keep_going skipped.
+int WriteRunJson(const std::string& path, const DetectCommand& c, const nlohmann::json& frames,
+                 const nlohmann::json& skipped, StagedOutputs* outputs) {
   const nlohmann::json run = {
       {"source", c.video.empty() ? c.input : c.video},
       {"model", c.model.empty() ? "default" : c.model},
       {"hit_threshold", c.hit_threshold},
       {"every", c.every},
       {"frames", frames},
+      {"skipped", skipped},
   };
-  std::ofstream out(path);
-  out << run.dump(1) << "\n";
-  if (!out) {
-    std::fprintf(stderr, "error: %s: cannot write\n", path.c_str());
+  absl::StatusOr<std::string> temp = outputs->Stage(path);
+  absl::Status s =
+      temp.ok() ? outputs->Named(WriteTextFile(*temp, run.dump(1) + "\n")) : temp.status();
+  if (!s.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
     return kExitUsage;
   }
   return kExitOk;
@@ -283,15 +297,19 @@ int RunDetect(const ConnectionOptions& connection, const DetectCommand& c) {
   namespace fs = std::filesystem;
   std::error_code error;
   const bool sequence = !c.video.empty() || fs::is_directory(c.input, error);
+  // Every output is staged and moved into place at the end: a run that fails leaves none.
+  StagedOutputs outputs;
   if (sequence && !c.output.empty()) {
-    fs::create_directories(c.output, error);
-    if (error) return Usage(c.output + ": cannot create the directory: " + error.message());
+    if (absl::Status s = outputs.CreateFolder(c.output); !s.ok()) {
+      return Usage(std::string(s.message()));
+    }
   }
-  Detector detector(connection, *std::move(base));
+  Detector detector(connection, *std::move(base), &outputs);
+  nlohmann::json skipped = nlohmann::json::array();  // --keep_going: files not read
   int code = kExitOk;
   if (!c.video.empty()) {
     absl::StatusOr<VideoFrames> video = VideoFrames::Open(c.video);
-    if (!video.ok()) return Usage(std::string(video.status().message()));
+    if (!video.ok()) return ReportReadError(video.status());
     int index = 0;
     int done = 0;
     code = detector.Stream([&](Frame* frame) -> absl::StatusOr<bool> {
@@ -320,6 +338,7 @@ int RunDetect(const ConnectionOptions& connection, const DetectCommand& c) {
     if (paths.empty()) return Usage(c.input + ": no .png or .jpg files");
     int index = 0;
     int done = 0;
+    // On the stream's sending thread; `skipped` is read once the stream has ended.
     code = detector.Stream([&](Frame* frame) -> absl::StatusOr<bool> {
       for (; index < static_cast<int>(paths.size()); ++index) {
         if (!Selected(c, index, done)) continue;
@@ -327,7 +346,16 @@ int RunDetect(const ConnectionOptions& connection, const DetectCommand& c) {
             c.output.empty()
                 ? ""
                 : c.output + "/" + fs::path(paths[index]).stem().string() + "_boxes.png";
-        CUIMG_ASSIGN_OR_RETURN(*frame, ReadFrame(paths[index], out));
+        absl::StatusOr<Frame> read = ReadFrame(paths[index], out);
+        if (!read.ok() && c.keep_going) {
+          std::fprintf(stderr, "error: %s (skipped: --keep_going)\n",
+                       std::string(read.status().message()).c_str());
+          skipped.push_back(
+              {{"source", paths[index]}, {"error", std::string(read.status().message())}});
+          continue;
+        }
+        if (!read.ok()) return read.status();
+        *frame = *std::move(read);
         frame->index = index;
         ++index;
         ++done;
@@ -337,15 +365,25 @@ int RunDetect(const ConnectionOptions& connection, const DetectCommand& c) {
     });
   } else {
     absl::StatusOr<Frame> frame = ReadFrame(c.input, c.output);
-    if (!frame.ok()) return Usage(std::string(frame.status().message()));
+    if (!frame.ok()) return ReportReadError(frame.status());
     code = detector.Run(*frame);
   }
   detector.Summarize();
+  if (code != kExitOk) return code;  // `outputs` goes with what it staged
   if (sequence && !c.output.empty()) {
-    const int written = WriteRunJson(c.output + "/detections.json", c, detector.detections());
-    if (code == kExitOk) code = written;
+    code = WriteRunJson(c.output + "/detections.json", c, detector.detections(), skipped, &outputs);
+    if (code != kExitOk) return code;
   }
-  return code;
+  if (absl::Status s = outputs.Commit(); !s.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
+    return kExitUsage;
+  }
+  if (!skipped.empty()) {
+    std::fprintf(stderr, "error: %zu of the files in %s could not be read (listed above)\n",
+                 skipped.size(), c.input.c_str());
+    return kExitBadData;
+  }
+  return kExitOk;
 }
 
 int RunModels(const ConnectionOptions& connection, const ModelsCommand& c) {

@@ -10,6 +10,7 @@
 #include "client/commands/commands.h"
 #include "client/commands/volume_stream.h"
 #include "client/image_convert.h"
+#include "client/io/atomic_output.h"
 #include "client/io/volume_file.h"
 #include "client/request_building.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
@@ -65,8 +66,7 @@ int RunGradient(const ConnectionOptions& connection, const GradientCommand& c) {
         StreamVolume(ConnectStreams(connection, c.volume_streams), connection, std::move(header),
                      gray, c.slab_slices);
     if (!streamed.ok()) {
-      return ReportRpcError(grpc::Status(static_cast<grpc::StatusCode>(streamed.status().code()),
-                                         std::string(streamed.status().message())));
+      return ReportRpcError(streamed.status());
     }
     planes = std::move(streamed->planes);
     // One readable line: the per-stream trailers sum overlapping slabs (summary() says how).
@@ -103,20 +103,29 @@ int RunGradient(const ConnectionOptions& connection, const GradientCommand& c) {
   std::vector<std::pair<std::string, const Image*>> outputs = {{"_gx" + ext, &planes[0]},
                                                                {"_gy" + ext, &planes[1]}};
   if (volume) outputs.push_back({"_magnitude" + ext, &planes[2]});
+  // All the outputs or none: each is written under a temporary name, and they move into place
+  // together once all are written.
+  StagedOutputs staged;
   for (const auto& [suffix, out] : outputs) {
-    if (absl::Status s = WriteVolumeFile(c.output_prefix + suffix, out->view(), input->spacing,
-                                         VolumeFile{}, options);
+    absl::StatusOr<std::string> temp = staged.Stage(c.output_prefix + suffix);
+    if (!temp.ok()) return WriteError(temp.status());
+    // The input is the placement's source, as for morphology: spacing, patient geometry, NIfTI
+    // transforms and units.
+    if (absl::Status s = WriteVolumeFile(*temp, out->view(), input->spacing, *input, options);
         !s.ok()) {
-      return WriteError(s);
+      return WriteError(staged.Named(s));
     }
   }
   if (!volume) {
-    if (absl::Status s = WriteVolumeFile(c.output_prefix + "_magnitude.png",
-                                         ToPreviewU8(planes[2]).view(), {}, VolumeFile{}, options);
+    absl::StatusOr<std::string> temp = staged.Stage(c.output_prefix + "_magnitude.png");
+    if (!temp.ok()) return WriteError(temp.status());
+    if (absl::Status s =
+            WriteVolumeFile(*temp, ToPreviewU8(planes[2]).view(), {}, VolumeFile{}, options);
         !s.ok()) {
-      return WriteError(s);
+      return WriteError(staged.Named(s));
     }
   }
+  if (absl::Status s = staged.Commit(); !s.ok()) return WriteError(s);
   const Extent& e = gray.extent();
   const std::string size = volume ? absl::StrFormat("%dx%dx%d", e.width, e.height, e.depth)
                                   : absl::StrFormat("%dx%d", e.width, e.height);

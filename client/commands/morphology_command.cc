@@ -70,7 +70,7 @@ absl::StatusOr<std::vector<v1::MorphologyStep>> BuildSteps(const MorphologyComma
     if (step.element().shape() == v1::ELEMENT_SHAPE_CUSTOM) {
       if (c.mask.empty()) return absl::InvalidArgumentError("shape custom needs --mask FILE.png");
       auto mask = ReadImageFile(c.mask);
-      if (!mask.ok()) return mask.status();
+      if (!mask.ok()) return AsReadError(mask.status());
       if (mask->type() != PixelType::kU8 || mask->channels() != 1) {
         return absl::InvalidArgumentError("--mask: expected an 8-bit gray PNG");
       }
@@ -154,8 +154,7 @@ int RunStreamed(const ConnectionOptions& connection, const MorphologyCommand& co
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!result.ok()) {
-    return ReportRpcError(grpc::Status(static_cast<grpc::StatusCode>(result.status().code()),
-                                       std::string(result.status().message())));
+    return ReportRpcError(result.status());
   }
   if (int code = WriteOutput(command, result->planes[0].view(), input); code != kExitOk) {
     return code;
@@ -235,12 +234,12 @@ int RunMorphologyOnFiles(const ConnectionOptions& connection, const MorphologyCo
         "cuimg morphology --input IN.png --output OUT.png [--op ... --shape ... --size WxH]");
   }
   absl::StatusOr<std::vector<v1::MorphologyStep>> steps = BuildSteps(command);
+  if (!steps.ok() && ExitCodeOf(steps.status()) != kExitUsage) {
+    return ReportReadError(steps.status());  // the --mask file
+  }
   if (!steps.ok()) return Usage(std::string(steps.status().message()));
   absl::StatusOr<VolumeFile> input = ReadVolumeFile(command.input, {command.series_uid});
-  if (!input.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(input.status().message()).c_str());
-    return ExitCodeForReadError(input.status());
-  }
+  if (!input.ok()) return ReportReadError(input.status());
   if (input->dicom != nullptr && input->dicom->gap_deviation_mm > 0.01 * input->spacing.z_mm) {
     std::fprintf(stderr,
                  "note: slice gaps vary by up to %.3f mm around %.3f mm; the volume is "

@@ -8,7 +8,9 @@
 #include "client/commands/command_requests.h"
 #include "client/commands/commands.h"
 #include "client/image_convert.h"
+#include "client/io/atomic_output.h"
 #include "client/io/image_file.h"
+#include "client/io/volume_file.h"
 #include "client/request_building.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 #include "proto/wire_contract.h"
@@ -25,10 +27,7 @@ int RunPyramid(const ConnectionOptions& connection, const PyramidCommand& c) {
     return kExitUsage;
   }
   absl::StatusOr<Image> input = ReadImageFile(c.input);
-  if (!input.ok()) {
-    std::fprintf(stderr, "usage: %s\n", std::string(input.status().message()).c_str());
-    return kExitUsage;
-  }
+  if (!input.ok()) return ReportReadError(input.status());
   const Image gray = ToGray(*input);
   v1::PyramidRequest request = *std::move(parameters);
   ToProtoImage(gray, request.mutable_input()->mutable_image());
@@ -45,6 +44,13 @@ int RunPyramid(const ConnectionOptions& connection, const PyramidCommand& c) {
   double lo = 0, hi = 255;
   if (gray.type() != PixelType::kU8) lo = hi = 0;
   std::vector<Image> previews;
+  // Every level and the sheet, or none: written under temporary names, moved into place together.
+  StagedOutputs staged;
+  auto write = [&](const std::string& path, const ImageView& view) -> absl::Status {
+    absl::StatusOr<std::string> temp = staged.Stage(path);
+    if (!temp.ok()) return temp.status();
+    return staged.Named(WriteImageFile(*temp, view));
+  };
   for (const v1::PyramidLevel& level : response.levels()) {
     absl::StatusOr<Image> image = FromProtoImage(level.result().image());
     if (!image.ok()) {
@@ -55,14 +61,14 @@ int RunPyramid(const ConnectionOptions& connection, const PyramidCommand& c) {
     const std::string path =
         absl::StrFormat("%s_level%02d.%s", c.output_prefix, level.index(), c.format);
     const ImageView view = c.format == "tiff" ? image->view() : previews.back().view();
-    if (absl::Status s = WriteImageFile(path, view); !s.ok()) {
+    if (absl::Status s = write(path, view); !s.ok()) {
       std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
       return kExitUsage;
     }
   }
   const Image sheet = ContactSheet(previews, std::max<std::int64_t>(gray.extent().width * 2, 800));
-  if (absl::Status s = WriteImageFile(c.output_prefix + "_contact_sheet.png", sheet.view());
-      !s.ok()) {
+  if (absl::Status s = write(c.output_prefix + "_contact_sheet.png", sheet.view());
+      !s.ok() || !(s = staged.Commit()).ok()) {
     std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
     return kExitUsage;
   }

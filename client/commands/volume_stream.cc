@@ -132,10 +132,7 @@ absl::Status StreamPart(v1::Imaging::Stub& stub, grpc::ClientContext& context,
   writer.join();
   const grpc::Status finished = stream->Finish();
   *timing = TimingTrailerText(context);
-  if (!finished.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(finished.error_code()),
-                        finished.error_message());
-  }
+  if (!finished.ok()) return FromGrpcStatus(finished);
   if (!problem.empty()) return absl::InternalError(problem);
   if (next_z != depth) {
     return absl::InternalError(absl::StrCat("the server returned ", next_z, " of ", depth,

@@ -132,6 +132,7 @@ absl::Status LoadDicomFile(const std::string& file, bool until_pixel_data,
   std::vector<unsigned char> head(1 << 16);
   in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<std::size_t>(in.gcount()));
+  load->part10 = head.size() >= 132 && std::memcmp(head.data() + 128, "DICM", 4) == 0;
   const DcmTagKey stop = until_pixel_data ? DCM_PixelData : DCM_UndefinedTagKey;
   std::error_code ec;
   const std::uintmax_t file_bytes = fs::file_size(file, ec);
@@ -169,6 +170,12 @@ absl::Status LoadDicomFile(const std::string& file, bool until_pixel_data,
     return absl::InvalidArgumentError(absl::StrCat(file, ": ", c.text()));
   }
   return absl::OkStatus();
+}
+
+std::string LoadFailureReason(const absl::Status& status, const std::string& file) {
+  const std::string prefix = file + ": ";
+  const std::string message(status.message());
+  return message.rfind(prefix, 0) == 0 ? message.substr(prefix.size()) : message;
 }
 
 void QuietDcmtkLog() {

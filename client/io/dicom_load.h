@@ -18,6 +18,9 @@ struct DicomLoad {
   // deflated file its inflated size (what uncompressed pixel data must fit in).
   std::uintmax_t dataset_bytes = 0;
   bool deflated = false;
+  // A DICOM Part 10 file: "DICM" after the 128-byte preamble. Set before DCMTK reads anything,
+  // so it is known when the load fails.
+  bool part10 = false;
 };
 
 // Loads `file` into `format` (values over 4 KB stay in the file until used), up to the pixel data
@@ -31,6 +34,10 @@ struct DicomLoad {
 absl::Status LoadDicomFile(const std::string& file, bool until_pixel_data,
                            std::uintmax_t max_inflated_bytes, DcmFileFormat* format,
                            DicomLoad* load);
+
+// What a LoadDicomFile error says after the file's path, which it puts first (for a message that
+// names the file once).
+std::string LoadFailureReason(const absl::Status& status, const std::string& file);
 
 // Silences DCMTK's own log (its warnings can quote element values; patient fields must never
 // reach a log). Call before using DCMTK; thread-safe, and only the first call does anything.

@@ -1,5 +1,6 @@
 #include "client/io/dicom_pixels.h"
 
+#include <fcntl.h>
 #include <gdcmImageReader.h>
 #include <gdcmTrace.h>
 #include <sys/mman.h>
@@ -16,12 +17,19 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "client/io/dicom_header.h"
 #include "client/io/dicom_load.h"
 
 namespace cuimg {
 namespace {
 
 namespace fs = std::filesystem;
+using Code = absl::StatusCode;
+
+absl::Status Short(const std::string& file, std::size_t count) {
+  return DicomRefusal(Code::kDataLoss, ErrorReason::kDataSizeMismatch, file, "PixelData",
+                      absl::StrCat("missing or shorter than its ", count, " values"));
+}
 
 // Removes the file when it goes out of scope.
 class TempFile {
@@ -52,9 +60,12 @@ absl::StatusOr<bool> ReadNativeOrCopy(const std::string& file, const std::string
   DcmFileFormat format;
   DicomLoad load;
   if (absl::Status s = LoadDicomFile(file, false, UINTMAX_MAX, &format, &load); !s.ok()) {
-    return absl::DataLossError(s.message());
+    return DicomRefusal(
+        Code::kDataLoss, ErrorReason::kCorruptEncodedData, file, "PixelData",
+        absl::StrCat("the file does not parse up to its end (", LoadFailureReason(s, file), ")"));
   }
   DcmDataset* ds = format.getDataset();
+  if (!ds->tagExists(DCM_PixelData)) return Short(file, count);
   const DcmXfer original(ds->getOriginalXfer());
   if (!original.isEncapsulated()) {
     Uint16 bits_allocated = 0;
@@ -63,13 +74,13 @@ absl::StatusOr<bool> ReadNativeOrCopy(const std::string& file, const std::string
     if (bits_allocated == 8) {
       const Uint8* p = nullptr;
       if (ds->findAndGetUint8Array(DCM_PixelData, p, &n).bad() || p == nullptr || n < count) {
-        return absl::DataLossError(absl::StrCat(file, ": pixel data missing or short"));
+        return Short(file, count);
       }
       native->assign(p, p + count);
     } else {
       const Uint16* p = nullptr;
       if (ds->findAndGetUint16Array(DCM_PixelData, p, &n).bad() || p == nullptr || n < count) {
-        return absl::DataLossError(absl::StrCat(file, ": pixel data missing or short"));
+        return Short(file, count);
       }
       native->assign(p, p + count);  // DCMTK swapped big endian data to host order
     }
@@ -96,7 +107,8 @@ absl::StatusOr<bool> ReadNativeOrCopy(const std::string& file, const std::string
   if (OFCondition c = format.saveFile(copy.c_str(), original.getXfer(), EET_ExplicitLength,
                                       EGL_recalcGL, EPD_noChange, 0, 0, EWM_createNewMeta);
       c.bad()) {
-    return absl::DataLossError(absl::StrCat(file, ": pixel data does not copy (", c.text(), ")"));
+    return DicomRefusal(Code::kDataLoss, ErrorReason::kCorruptEncodedData, file, "PixelData",
+                        absl::StrCat("does not copy (", c.text(), ")"));
   }
   return false;
 }
@@ -110,7 +122,8 @@ absl::Status DecodeWithGdcm(const std::string& file, const std::string& copy, in
   gdcm::ImageReader reader;
   reader.SetFileName(copy.c_str());
   if (!reader.Read()) {
-    return absl::DataLossError(absl::StrCat(file, ": GDCM cannot read its pixel data"));
+    return DicomRefusal(Code::kDataLoss, ErrorReason::kCorruptEncodedData, file, "PixelData",
+                        "GDCM cannot read its pixel data");
   }
   const gdcm::Image& image = reader.GetImage();
   const gdcm::PixelFormat& format = image.GetPixelFormat();
@@ -120,25 +133,30 @@ absl::Status DecodeWithGdcm(const std::string& file, const std::string& copy, in
   const int bytes = format.GetBitsAllocated() / 8;
   if (format.GetSamplesPerPixel() != 1 || (bytes != 1 && bytes != 2) ||
       format.GetBitsAllocated() % 8 != 0) {
-    return absl::UnimplementedError(absl::StrCat(
-        file, ": ", format.GetSamplesPerPixel(), " samples of ", format.GetBitsAllocated(),
-        " bits allocated (cuimg reads grayscale 8- or 16-bit pixels)"));
+    return DicomRefusal(Code::kUnimplemented, ErrorReason::kUnsupportedPixelType, file,
+                        "BitsAllocated",
+                        absl::StrCat("GDCM decodes ", format.GetSamplesPerPixel(), " samples of ",
+                                     format.GetBitsAllocated(),
+                                     " bits (cuimg reads grayscale 8- or 16-bit pixels)"));
   }
   const unsigned got_frames = image.GetNumberOfDimensions() > 2 ? image.GetDimension(2) : 1;
   if (static_cast<int>(image.GetDimension(0)) != columns ||
       static_cast<int>(image.GetDimension(1)) != rows || static_cast<int>(got_frames) != frames) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(file, ": GDCM sees ", image.GetDimension(0), "x", image.GetDimension(1), "x",
+    return DicomRefusal(
+        Code::kInvalidArgument, ErrorReason::kShapeMismatch, file, "PixelData",
+        absl::StrCat("GDCM sees ", image.GetDimension(0), "x", image.GetDimension(1), "x",
                      got_frames, " pixels, the header ", columns, "x", rows, "x", frames));
   }
   const std::size_t count = std::size_t(columns) * rows * frames;
   if (image.GetBufferLength() != count * bytes) {
-    return absl::DataLossError(absl::StrCat(file, ": pixel buffer of ", image.GetBufferLength(),
-                                            " bytes for ", count, " values (", syntax, ")"));
+    return DicomRefusal(Code::kDataLoss, ErrorReason::kCorruptEncodedData, file, "PixelData",
+                        absl::StrCat("pixel buffer of ", image.GetBufferLength(), " bytes for ",
+                                     count, " values (", syntax, ")"));
   }
   std::vector<char> buffer(count * bytes);
   if (!image.GetBuffer(buffer.data())) {
-    return absl::DataLossError(absl::StrCat(file, ": pixel data does not decode (", syntax, ")"));
+    return DicomRefusal(Code::kDataLoss, ErrorReason::kCorruptEncodedData, file, "PixelData",
+                        absl::StrCat("pixel data does not decode (", syntax, ")"));
   }
   if (bytes == 2) {
     std::memcpy(out, buffer.data(), count * 2);  // GDCM decodes to host order
@@ -150,9 +168,18 @@ absl::Status DecodeWithGdcm(const std::string& file, const std::string& copy, in
 
 // What the decoding child reports beside the values.
 struct ChildReport {
-  int code;  // absl::StatusCode; 0 with the values written
+  int code;    // absl::StatusCode; 0 with the values written
+  int reason;  // ErrorReason, the status's payload (which does not cross the fork)
   char message[1024];
 };
+
+ErrorReason ReasonNamed(const std::string& name) {
+#define CUIMG_REASON_NAMED_(n, text) \
+  if (name == text) return ErrorReason::k##n;
+  CUIMG_ERROR_REASONS(CUIMG_REASON_NAMED_)
+#undef CUIMG_REASON_NAMED_
+  return ErrorReason::kCorruptEncodedData;
+}
 
 }  // namespace
 
@@ -190,8 +217,12 @@ absl::StatusOr<DicomPixels> DecodeDicomPixels(const std::string& file, int colum
     // Die of the signal quietly: the parent's handlers (a crash reporter, libFuzzer's) are not
     // for a decoder it expects may abort.
     for (const int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) std::signal(sig, SIG_DFL);
+    // OpenJPEG and GDCM's libjpeg print to stderr themselves ("Unsupported JPEG data precision
+    // 12" for streams they then decode): the report below says what happened.
+    if (const int devnull = open("/dev/null", O_WRONLY); devnull >= 0) dup2(devnull, STDERR_FILENO);
     const absl::Status s = DecodeWithGdcm(file, copy.path(), columns, rows, frames, values);
     report->code = static_cast<int>(s.code());
+    report->reason = static_cast<int>(ReasonNamed(ErrorReasonOf(s)));
     std::snprintf(report->message, sizeof report->message, "%s", std::string(s.message()).c_str());
     _exit(0);  // no atexit handlers, no temporary file removal: the parent owns those
   }
@@ -199,12 +230,15 @@ absl::StatusOr<DicomPixels> DecodeDicomPixels(const std::string& file, int colum
   while (waitpid(child, &wait_status, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0 || report->code < 0) {
-    return absl::DataLossError(absl::StrCat(
-        file, ": the pixel data stopped GDCM's decoder",
-        WIFSIGNALED(wait_status) ? absl::StrCat(" (signal ", WTERMSIG(wait_status), ")") : ""));
+    return DicomRefusal(
+        Code::kDataLoss, ErrorReason::kCorruptEncodedData, file, "PixelData",
+        absl::StrCat(
+            "it stopped GDCM's decoder",
+            WIFSIGNALED(wait_status) ? absl::StrCat(" (signal ", WTERMSIG(wait_status), ")") : ""));
   }
   if (report->code != 0) {
-    return absl::Status(static_cast<absl::StatusCode>(report->code), report->message);
+    return MakeError(static_cast<absl::StatusCode>(report->code),
+                     static_cast<ErrorReason>(report->reason), "", report->message);
   }
   out.stored.assign(values, values + count);
   return out;

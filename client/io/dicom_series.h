@@ -48,26 +48,36 @@ struct DicomReadOptions {
   std::int64_t max_voxels = std::int64_t{1} << 30;
 };
 
-// Reads the DICOM files directly in `directory` (not recursing; files that are not DICOM images,
-// such as a DICOMDIR, are skipped). Each file is grayscale, 8 or 16 bits allocated, in any
-// transfer syntax GDCM decodes; a multi-frame (enhanced CT/MR) file gives one slice per frame,
-// with geometry and rescale from its per-frame or shared functional groups. All slices must share
-// one SeriesInstanceUID (or be narrowed to `options.series_uid`; FAILED_PRECONDITION naming two
-// of the UIDs otherwise; NOT_FOUND listing those present when none is options.series_uid), Rows,
-// Columns, PixelSpacing and ImageOrientationPatient, and have distinct ImagePositionPatient, and
-// hold at most options.max_voxels voxels (INVALID_ARGUMENT otherwise). An uncompressed file too
-// small for its pixels is DATA_LOSS, found before anything is allocated; a compressed stream that
-// does not decode is DATA_LOSS naming the file. Slices are sorted by position projected on the
-// normal (row direction x column direction), ascending.
+// Reads the series at `path`: a directory's DICOM Part 10 files (not recursing; files without
+// the "DICM" prefix, and files without Rows such as a DICOMDIR or a report, are skipped), or one
+// file, by the reader contract (docs/design.md, "The DICOM reader contract"; client/python/cuimg/
+// dicom.py follows it check for check). Each file is grayscale (MONOCHROME1/2), 8 or 16 bits
+// allocated, in any transfer syntax GDCM decodes; a multi-frame (enhanced CT/MR) file gives one
+// slice per frame, with geometry and rescale from its per-frame or shared functional groups
+// (client/io/dicom_header.h has the per-file checks and their order). A file cuimg does not read
+// is refused naming it and the attribute at fault ("FILE: KEYWORD: detail", an ErrorReason
+// payload) with a code ExitCodeForReadError maps to 3: INVALID_ARGUMENT, UNIMPLEMENTED,
+// DATA_LOSS (pixel data short, or a stream that does not decode, or a file that does not parse
+// although Rows was read), OUT_OF_RANGE. All slices must share one SeriesInstanceUID (or be
+// narrowed to `options.series_uid`; FAILED_PRECONDITION naming two of the UIDs otherwise;
+// NOT_FOUND listing those present when none is options.series_uid; NOT_FOUND when no image is
+// there), Rows and Columns, and PixelSpacing and ImageOrientationPatient where given, and hold
+// at most options.max_voxels voxels (INVALID_ARGUMENT otherwise). A series of several slices
+// needs PixelSpacing, ImageOrientationPatient and ImagePositionPatient on each and distinct
+// positions; it is sorted by position projected on the normal (row direction x column
+// direction), ascending. A single slice may lack them: geometry is then unknown, and spacing
+// what PixelSpacing gives (0 otherwise). An uncompressed file too small for its pixels is
+// refused before anything is allocated.
 //
-// Each stored value s (BitsStored bits, signed or not per PixelRepresentation, bits above masked)
-// becomes s * RescaleSlope + RescaleIntercept (1 and 0 when absent). When every slice's slope and
-// intercept are integers the volume is I16 and a value outside [-32768, 32767] is OUT_OF_RANGE
-// naming the slice (cuimg does not clamp: clamped voxels would be written back as if measured).
-// Otherwise (PET, many MR series) the volume is F32: a fractional slope such as 0.001 would round
-// every value to a few integers, so nothing is rounded; F32 holds s * slope exactly enough that
-// each stored value is recovered by the writer.
-absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& directory,
+// Each stored value s (the decoded sample's low BitsStored bits, sign-extended when
+// PixelRepresentation is 1, whatever the codestream says of its own sign) becomes s *
+// RescaleSlope + RescaleIntercept (1 and 0 when absent). When every slice's slope and intercept
+// are integers the volume is I16 and a value outside [-32768, 32767] is OUT_OF_RANGE naming the
+// slice (cuimg does not clamp: clamped voxels would be written back as if measured). Otherwise
+// (PET, many MR series) the volume is F32: a fractional slope such as 0.001 would round every
+// value to a few integers, so nothing is rounded; F32 holds s * slope exactly enough that each
+// stored value is recovered by the writer.
+absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& path,
                                             const DicomReadOptions& options = {});
 
 struct DicomWriteOptions {
@@ -84,13 +94,17 @@ struct DicomWriteOptions {
 // (one for the series) and SOPInstanceUID, ImageType DERIVED\SECONDARY, the SeriesNumber + 1000,
 // options.derivation as DerivationDescription and appended to SeriesDescription, a
 // SourceImageSequence item naming the source slice (its SOP class and instance UIDs), and signed
-// 16-bit pixels. I16 results are stored as they are with RescaleSlope 1, RescaleIntercept 0, so
-// every range fits. F32 results keep the source slice's own slope and intercept when every value
-// of the slice, quantised to that step, fits 16 bits: a morphology result then gets back exactly
-// the source's stored values; otherwise (INVALID_ARGUMENT for NaN or infinity) the slice gets
-// RescaleIntercept 0 and RescaleSlope max|v| / 32767, a step of 1/65534 of its range. Geometry,
-// frame of reference, patient and study tags are kept. Explicit VR little endian. A multi-frame
-// source is FAILED_PRECONDITION (write .nii, .nrrd or .npy instead). Returns the new
+// 16-bit pixels. Attributes describing the source's stored values (Smallest/Largest pixel values,
+// padding) are dropped, and so is every top-level sequence holding pixel data at any depth (the
+// IconImageSequence: it depicts the source, and an encapsulated one cannot be written
+// uncompressed); a dataset DCMTK still could not write uncompressed is INTERNAL before a byte of
+// that slice is written. I16 results are stored as they are with RescaleSlope 1, RescaleIntercept
+// 0, so every range fits. F32 results keep the source slice's own slope and intercept when every
+// value of the slice, quantised to that step, fits 16 bits: a morphology result then gets back
+// exactly the source's stored values; otherwise (INVALID_ARGUMENT for NaN or infinity) the slice
+// gets RescaleIntercept 0 and RescaleSlope max|v| / 32767, a step of 1/65534 of its range.
+// Geometry, frame of reference, patient and study tags are kept. Explicit VR little endian. A
+// multi-frame source is FAILED_PRECONDITION (write .nii, .nrrd or .npy instead). Returns the new
 // SeriesInstanceUID.
 absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const ImageView& result,
                                              const std::string& directory,

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/io/atomic_output.h"
 #include "client/io/dicom_load.h"
 #include "client/io/dicom_series.h"
 #include "cuimg/common/status_macros.h"
@@ -96,6 +97,33 @@ absl::Status ReferenceSource(DcmDataset* ds, const std::string& sop_class,
   return absl::OkStatus();
 }
 
+// Whether any item of `sequence`, at any depth, holds Pixel Data.
+bool HoldsPixelData(DcmSequenceOfItems* sequence) {
+  for (unsigned long i = 0; i < sequence->card(); ++i) {
+    DcmItem* item = sequence->getItem(i);
+    for (unsigned long j = 0; item != nullptr && j < item->card(); ++j) {
+      DcmElement* element = item->getElement(j);
+      if (element->getTag() == DCM_PixelData) return true;
+      if (element->ident() == EVR_SQ && HoldsPixelData(static_cast<DcmSequenceOfItems*>(element))) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// Drops the top-level sequences that hold pixel data (the IconImageSequence, private
+// thumbnails): their pixels depict the source, not the result, and an encapsulated one cannot be
+// written uncompressed (DCMTK stops mid-file: issue 46's unreadable slice).
+void DropSequencesHoldingPixels(DcmDataset* ds) {
+  for (unsigned long i = ds->card(); i-- > 0;) {
+    DcmElement* element = ds->getElement(i);
+    if (element->ident() == EVR_SQ && HoldsPixelData(static_cast<DcmSequenceOfItems*>(element))) {
+      delete ds->remove(i);
+    }
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const ImageView& result,
@@ -121,13 +149,10 @@ absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const Im
     return absl::InvalidArgumentError(
         absl::StrCat("--uid_root: '", options.uid_root, "' is not at most 40 digits and dots"));
   }
-  std::error_code ec;
-  if (fs::exists(directory, ec) && !fs::is_empty(directory, ec)) {
-    return absl::AlreadyExistsError(
-        absl::StrCat(directory, ": not empty (a new series needs a directory of its own)"));
-  }
-  fs::create_directories(directory, ec);
-  if (ec) return absl::PermissionDeniedError(absl::StrCat(directory, ": ", ec.message()));
+  // The slices go into a sibling folder that moves into place once all are written
+  // (atomic_output.h): a failure after the first slice leaves nothing, so a rerun is not refused.
+  StagedOutputs staged;
+  CUIMG_ASSIGN_OR_RETURN(const std::string folder, staged.Stage(directory, OutputKind::kFolder));
 
   const std::string series_uid = NewUid(options.uid_root, SITE_SERIES_UID_ROOT);
   const std::size_t slice_pixels = static_cast<std::size_t>(result.extent.SlicePixels());
@@ -198,10 +223,14 @@ absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const Im
         !s.ok()) {
       return s;
     }
-    // Pixel module: signed 16-bit stored values.
-    ds->findAndDeleteElement(DCM_SmallestImagePixelValue);  // their VR follows the old
-    ds->findAndDeleteElement(DCM_LargestImagePixelValue);   // PixelRepresentation
-    ds->findAndDeleteElement(DCM_PixelPaddingValue);
+    // Pixel module: signed 16-bit stored values. Attributes that describe the source's stored
+    // values (and whose VR follows its PixelRepresentation) go; so does the source's icon.
+    for (const DcmTagKey& tag :
+         {DCM_SmallestImagePixelValue, DCM_LargestImagePixelValue, DCM_SmallestPixelValueInSeries,
+          DCM_LargestPixelValueInSeries, DCM_PixelPaddingValue, DCM_PixelPaddingRangeLimit}) {
+      ds->findAndDeleteElement(tag);
+    }
+    DropSequencesHoldingPixels(ds);
     if (ds->putAndInsertUint16(DCM_BitsAllocated, 16).bad() ||
         ds->putAndInsertUint16(DCM_BitsStored, 16).bad() ||
         ds->putAndInsertUint16(DCM_HighBit, 15).bad() ||
@@ -211,13 +240,22 @@ absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const Im
             .bad()) {
       return absl::InternalError(absl::StrCat(file, ": cannot set the pixel module"));
     }
-    const std::string out = (fs::path(directory) / absl::StrFormat("slice_%04d.dcm", z)).string();
+    const std::string name = absl::StrFormat("slice_%04d.dcm", z);
+    const std::string out = (fs::path(folder) / name).string();
+    // Checked before a byte is written: DCMTK would otherwise stop mid-file on an element it
+    // cannot convert, leaving a slice no reader takes.
+    if (!ds->canWriteXfer(EXS_LittleEndianExplicit, ds->getOriginalXfer())) {
+      return absl::InternalError(absl::StrCat(
+          file, ": an element cannot be written as explicit VR little endian (nothing written)"));
+    }
     // A new meta header: MediaStorageSOPInstanceUID follows the new SOPInstanceUID; a compressed
     // source's pixels are now native, so the file is written uncompressed.
     if (OFCondition c = format.saveFile(out.c_str(), EXS_LittleEndianExplicit); c.bad()) {
-      return absl::DataLossError(absl::StrCat(out, ": ", c.text()));
+      return absl::DataLossError(
+          absl::StrCat((fs::path(directory) / name).string(), ": ", c.text()));
     }
   }
+  CUIMG_RETURN_IF_ERROR(staged.Commit());
   return series_uid;
 }
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "client/io/multipart.h"
 
 namespace cuimg {
@@ -19,6 +20,13 @@ namespace {
 
 constexpr char kDicomJson[] = "application/dicom+json";
 constexpr char kOneDicomPart[] = "multipart/related; type=\"application/dicom\"";
+// PS3.18 8.7.3.5: "*" asks for each instance as the server stores it, which the DICOM reader
+// decodes (client/io/dicom_pixels.h); a server that cannot transcode its stored syntax to the
+// default explicit VR little endian (Orthanc 1.10 with JPEG 2000: HTTP 500) still answers.
+constexpr char kStoredSyntax[] = "multipart/related; type=\"application/dicom\"; transfer-syntax=*";
+// A server that does not take transfer-syntax=* answers one of these (PS3.18 8.7.3: 406 Not
+// Acceptable; Orthanc answers 400 for a syntax it does not know): cuimg then asks for its default.
+bool RefusesStoredSyntax(long status) { return status == 400 || status == 406 || status == 415; }
 
 bool IsUid(absl::string_view uid) {
   if (uid.empty() || uid.size() > 64) return false;
@@ -70,10 +78,46 @@ std::vector<nlohmann::json> Items(const nlohmann::json& object, const char* tag)
   return items;
 }
 
-// The status for an HTTP answer that is not `expected`.
+}  // namespace
+
+std::string ArchiveReason(const HttpResponse& response) {
+  std::string reason;
+  const nlohmann::json j =
+      nlohmann::json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object()) {
+    for (const char* key : {"Details", "Message", "message", "error", "HttpError"}) {
+      auto it = j.find(key);
+      if (it != j.end() && it->is_string() && !it->get<std::string>().empty()) {
+        reason = it->get<std::string>();
+        break;
+      }
+    }
+  } else if (j.is_discarded()) {  // not JSON: text or HTML
+    reason =
+        response.body.substr(0, std::min<std::size_t>(response.body.find_first_of("\r\n"), 1024));
+  }
+  // Untrusted text: printable ASCII only, runs of anything else become one space.
+  std::string out;
+  for (const char c : reason) {
+    const bool printable = c >= 0x20 && c < 0x7f;
+    if (printable) {
+      out += c;
+    } else if (!out.empty() && out.back() != ' ') {
+      out += ' ';
+    }
+    if (out.size() >= 200) break;
+  }
+  return std::string(absl::StripAsciiWhitespace(out));
+}
+
+namespace {
+
+// The status for an HTTP answer that is not `expected`: the status and what the archive said.
 absl::Status HttpError(const std::string& what, const std::string& url, const HttpResponse& r) {
+  const std::string reason = ArchiveReason(r);
   const std::string message =
-      absl::StrFormat("%s %s: HTTP %d", what, url, static_cast<int>(r.status));
+      absl::StrFormat("%s %s: HTTP %d%s", what, url, static_cast<int>(r.status),
+                      reason.empty() ? "" : absl::StrCat(" (the server says: ", reason, ")"));
   if (r.status == 401) return absl::UnauthenticatedError(message + " (check the credentials)");
   if (r.status == 403) return absl::PermissionDeniedError(message);
   if (r.status == 404) return absl::NotFoundError(message);
@@ -160,10 +204,15 @@ absl::StatusOr<std::size_t> RetrieveDicomwebSeries(const DicomwebSeriesUrl& seri
     sops.push_back(std::move(sop));
   }
   std::uint64_t total = 0;
+  const char* accept = kStoredSyntax;
   for (std::size_t i = 0; i < sops.size(); ++i) {
     const std::string wado = absl::StrCat(series_path, "/instances/", sops[i]);
     http.max_response_bytes = options.max_bytes - total;
-    absl::StatusOr<HttpResponse> r = HttpRequest("GET", wado, kOneDicomPart, http);
+    absl::StatusOr<HttpResponse> r = HttpRequest("GET", wado, accept, http);
+    if (r.ok() && accept == kStoredSyntax && RefusesStoredSyntax(r->status)) {
+      accept = kOneDicomPart;  // for this instance and the rest of the series
+      r = HttpRequest("GET", wado, accept, http);
+    }
     if (!r.ok()) {
       if (absl::IsResourceExhausted(r.status())) {
         return absl::ResourceExhaustedError(

@@ -46,16 +46,23 @@ struct DicomwebOptions {
 };
 
 // Lists the series' instances (QIDO-RS GET {base}/studies/S/series/R/instances, DICOM JSON) and
-// retrieves each (WADO-RS GET .../instances/SOP, multipart/related; type="application/dicom",
-// the server's default transfer syntax: explicit VR little endian, transcoded by the server from
-// whatever it stores) into `directory` (which must exist) as instance_NNNNN.dcm. Returns the
-// number of instances. NOT_FOUND when the series has none; UNAUTHENTICATED/PERMISSION_DENIED for
-// 401/403; UNAVAILABLE for other HTTP failures, naming the URL and status; INVALID_ARGUMENT for a
-// malformed answer (JSON, multipart, not exactly one application/dicom part per instance);
-// RESOURCE_EXHAUSTED past max_instances or max_bytes.
+// retrieves each (WADO-RS GET .../instances/SOP, multipart/related; type="application/dicom";
+// transfer-syntax=*: as the server stores it, decoded by the DICOM reader) into `directory`
+// (which must exist) as instance_NNNNN.dcm. A server that refuses transfer-syntax=* (HTTP 400,
+// 406 or 415) is asked for its default syntax instead, for that instance and the rest. Returns
+// the number of instances. NOT_FOUND when the series has none; UNAUTHENTICATED/PERMISSION_DENIED
+// for 401/403; UNAVAILABLE for other HTTP failures; each names the URL, the HTTP status and what
+// the server said (ArchiveReason); INVALID_ARGUMENT for a malformed answer (JSON, multipart, not
+// exactly one application/dicom part per instance); RESOURCE_EXHAUSTED past max_instances or
+// max_bytes.
 absl::StatusOr<std::size_t> RetrieveDicomwebSeries(const DicomwebSeriesUrl& series,
                                                    const DicomwebOptions& options,
                                                    const std::string& directory);
+
+// What an archive's error answer says, safe to print: the "Details" or "Message" string of a JSON
+// body (Orthanc's and other archives' error objects), else the body's first line; printable ASCII
+// only, at most 200 characters; "" when it says nothing readable.
+std::string ArchiveReason(const HttpResponse& response);
 
 struct StowResult {
   std::size_t stored = 0;

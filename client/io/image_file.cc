@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "client/io/atomic_output.h"
 #include "client/io/tiff_file.h"
 #include "cuimg/codec/image_codec.h"
 #include "cuimg/common/status_macros.h"
@@ -34,12 +35,15 @@ absl::StatusOr<std::vector<std::uint8_t>> ReadFileBytes(const std::string& path)
 }
 
 absl::Status WriteFileBytes(const std::string& path, const std::vector<std::uint8_t>& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return absl::PermissionDeniedError(absl::StrCat(path, ": cannot create"));
-  out.write(reinterpret_cast<const char*>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
-  if (!out) return absl::DataLossError(absl::StrCat(path, ": write failed"));
-  return absl::OkStatus();
+  return WriteAtomically(path, OutputKind::kFile, [&](const std::string& temp) {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) return absl::PermissionDeniedError(absl::StrCat(temp, ": cannot create"));
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
+    out.close();  // flushes: a failure shows here, not in the destructor
+    if (!out) return absl::DataLossError(absl::StrCat(temp, ": write failed"));
+    return absl::OkStatus();
+  });
 }
 
 absl::StatusOr<Image> ReadImageFile(const std::string& path) {

@@ -12,6 +12,7 @@
 namespace cuimg {
 
 absl::StatusOr<std::vector<std::uint8_t>> ReadFileBytes(const std::string& path);
+// Through WriteAtomically (atomic_output.h): `path` holds all of `bytes` or is left as it was.
 absl::Status WriteFileBytes(const std::string& path, const std::vector<std::uint8_t>& bytes);
 
 // Reads a PNG or JPEG (8- or 16-bit; colour as BGR) or a one-channel TIFF (8/16-bit, f32).

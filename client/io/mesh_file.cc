@@ -5,10 +5,12 @@
 
 #include <assimp/Exporter.hpp>
 #include <assimp/Importer.hpp>
+#include <filesystem>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "client/io/atomic_output.h"
 
 namespace cuimg {
 
@@ -50,6 +52,11 @@ absl::StatusOr<Mesh> MeshFromScene(const aiScene& scene_ref, absl::string_view n
 }  // namespace
 
 absl::StatusOr<Mesh> ReadMeshFile(const std::string& path) {
+  // A path that is not there is the command line's fault (exit 2), not the file's (assimp would
+  // say INVALID_ARGUMENT).
+  if (std::error_code ec; !std::filesystem::is_regular_file(path, ec)) {
+    return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+  }
   Assimp::Importer importer;
   const aiScene* scene = importer.ReadFile(path, kImportSteps);
   if (scene == nullptr) {
@@ -70,8 +77,11 @@ absl::StatusOr<Mesh> ReadMeshBytes(absl::Span<const std::uint8_t> bytes, absl::s
   return MeshFromScene(*scene, absl::StrCat(format, " data"));
 }
 
-absl::Status WriteMeshFile(const std::string& path, const Mesh& mesh,
-                           const std::vector<float>& normals) {
+namespace {
+
+// WriteMeshFile into `path` as it is (the caller picks a temporary name).
+absl::Status WriteMeshFileTo(const std::string& path, const Mesh& mesh,
+                             const std::vector<float>& normals) {
   const std::string lower = absl::AsciiStrToLower(path);
   std::string format;
   if (absl::EndsWith(lower, ".obj"))
@@ -118,6 +128,15 @@ absl::Status WriteMeshFile(const std::string& path, const Mesh& mesh,
     return absl::DataLossError(absl::StrCat(path, ": ", exporter.GetErrorString()));
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteMeshFile(const std::string& path, const Mesh& mesh,
+                           const std::vector<float>& normals) {
+  return WriteAtomically(path, OutputKind::kFile, [&](const std::string& temp) {
+    return WriteMeshFileTo(temp, mesh, normals);
+  });
 }
 
 }  // namespace cuimg

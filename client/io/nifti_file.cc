@@ -7,10 +7,12 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "client/io/atomic_output.h"
 
 namespace cuimg {
 namespace {
@@ -105,6 +107,42 @@ int HeaderVersion(const std::string& path) {
   return read && (little || big) ? 2 : 1;
 }
 
+// The voxel data of `nim` (header read, data not loaded) as stored, swapped to this machine's
+// byte order. nifticlib's own loader replaces every float NaN and infinity with 0; a NaN mask
+// (nibabel writes them for "no data") must come through as NaN.
+absl::StatusOr<std::vector<std::uint8_t>> ReadVoxels(const nifti_image& nim, std::uint64_t voxels) {
+  const std::string file = nim.iname != nullptr ? nim.iname : "";
+  znzFile fp = znzopen(file.c_str(), "rb", nifti_is_gzfile(file.c_str()));
+  if (znz_isnull(fp)) return absl::NotFoundError(absl::StrCat(file, ": cannot open"));
+  std::vector<std::uint8_t> data(static_cast<std::size_t>(voxels) * nim.nbyper);
+  // znzseek returns fseek's 0 for a plain file and gzseek's new offset for a gzip one.
+  const bool read = znzseek(fp, static_cast<znz_off_t>(nim.iname_offset), SEEK_SET) >= 0 &&
+                    znzread(data.data(), 1, data.size(), fp) == data.size();
+  znzclose(fp);
+  if (!read) return absl::DataLossError(absl::StrCat(file, ": the voxel data does not read"));
+  if (nim.byteorder != nifti_short_order() && nim.swapsize > 1) {
+    nifti_swap_Nbytes(static_cast<std::int64_t>(voxels * nim.nbyper / nim.swapsize), nim.swapsize,
+                      data.data());
+  }
+  return data;
+}
+
+// Millimetres per unit of a NIfTI spatial unit code; unknown (0) and anything else count as mm.
+double MillimetresPer(int xyz_units) {
+  switch (xyz_units) {
+    case NIFTI_UNITS_METER:
+      return 1000;
+    case NIFTI_UNITS_MICRON:
+      return 0.001;
+    default:
+      return 1;
+  }
+}
+
+absl::Status WriteNiftiTo(const std::string& path, const ImageView& image,
+                          const VoxelSpacing& spacing, const PatientGeometry& geometry,
+                          const NiftiTransforms* keep);
+
 }  // namespace
 
 absl::StatusOr<NiftiVolume> ReadNifti(const std::string& path, std::int64_t max_voxels) {
@@ -161,9 +199,9 @@ absl::StatusOr<NiftiVolume> ReadNifti(const std::string& path, std::int64_t max_
                                               ec ? 0 : have));
     }
   }
-  if (nifti_image_load(nim.get()) != 0 || nim->data == nullptr) {
-    return absl::DataLossError(absl::StrCat(path, ": the voxel data does not read"));
-  }
+  absl::StatusOr<std::vector<std::uint8_t>> raw = ReadVoxels(*nim, voxels);
+  if (!raw.ok()) return raw.status();
+  const void* data = raw->data();
 
   // A slope of 0 or not finite means unscaled (nibabel writes NaN for both); a valid slope needs a
   // finite intercept.
@@ -190,14 +228,16 @@ absl::StatusOr<NiftiVolume> ReadNifti(const std::string& path, std::int64_t max_
   out.image = Image(type, Extent{width, height, depth});
   const bool same_layout = !scaled && datatype != DT_INT8;
   if (same_layout) {
-    std::memcpy(out.image.bytes(), nim->data, out.image.size_bytes());
+    std::memcpy(out.image.bytes(), data, out.image.size_bytes());
   } else {
     for (std::uint64_t i = 0; i < voxels; ++i) {
-      double v = Value(datatype, nim->data, i);
-      if (scaled) v = v * slope + inter;
+      const double stored = Value(datatype, data, i);
+      const double v = scaled ? stored * slope + inter : stored;
       if (type == PixelType::kF32) {
         const float f = static_cast<float>(v);
-        if (!std::isfinite(f)) {
+        // NaN and infinities stored in the file are data; only a finite value that scaling
+        // carries beyond float32 is refused.
+        if (!std::isfinite(f) && std::isfinite(stored)) {
           return absl::OutOfRangeError(
               absl::StrCat(path, ": voxel ", i, " is beyond float32 after scl_slope/scl_inter"));
         }
@@ -212,8 +252,9 @@ absl::StatusOr<NiftiVolume> ReadNifti(const std::string& path, std::int64_t max_
       }
     }
   }
-  out.spacing = {std::fabs(nim->pixdim[1]), std::fabs(nim->pixdim[2]),
-                 ndim >= 3 ? std::fabs(nim->pixdim[3]) : 0};
+  const double mm = MillimetresPer(nim->xyz_units);
+  out.spacing = {mm * std::fabs(nim->pixdim[1]), mm * std::fabs(nim->pixdim[2]),
+                 ndim >= 3 ? mm * std::fabs(nim->pixdim[3]) : 0};
   NiftiTransforms& t = out.transforms;
   t.version = HeaderVersion(path);
   t.qform_code = nim->qform_code;
@@ -225,6 +266,8 @@ absl::StatusOr<NiftiVolume> ReadNifti(const std::string& path, std::int64_t max_
   t.qoffset_y = nim->qoffset_y;
   t.qoffset_z = nim->qoffset_z;
   t.qfac = nim->qfac;
+  t.xyz_units = nim->xyz_units;
+  t.time_units = nim->time_units;
   for (int r = 0; r < 3; ++r) {
     for (int c = 0; c < 4; ++c) t.srow[r][c] = nim->sto_xyz.m[r][c];
   }
@@ -251,6 +294,17 @@ absl::StatusOr<NiftiVolume> ReadNifti(const std::string& path, std::int64_t max_
 absl::Status WriteNifti(const std::string& path, const ImageView& image,
                         const VoxelSpacing& spacing, const PatientGeometry& geometry,
                         const NiftiTransforms* keep) {
+  return WriteAtomically(path, OutputKind::kFile, [&](const std::string& temp) {
+    return WriteNiftiTo(temp, image, spacing, geometry, keep);
+  });
+}
+
+namespace {
+
+// WriteNifti into `path` as it is (the caller picks a temporary name).
+absl::Status WriteNiftiTo(const std::string& path, const ImageView& image,
+                          const VoxelSpacing& spacing, const PatientGeometry& geometry,
+                          const NiftiTransforms* keep) {
   QuietNifti();
   int datatype = 0;
   switch (image.type) {
@@ -282,10 +336,13 @@ absl::Status WriteNifti(const std::string& path, const ImageView& image,
                       e.height > 32767 || e.depth > 32767;
   const double step[3] = {spacing.x_mm > 0 ? spacing.x_mm : 1, spacing.y_mm > 0 ? spacing.y_mm : 1,
                           spacing.z_mm > 0 ? spacing.z_mm : 1};
-  nim->dx = nim->pixdim[1] = step[0];
-  nim->dy = nim->pixdim[2] = step[1];
-  nim->dz = nim->pixdim[3] = step[2];
-  nim->xyz_units = NIFTI_UNITS_MM;
+  // A kept unit is kept with its scale: pixdim in metres for a file in metres.
+  nim->xyz_units = keep != nullptr ? keep->xyz_units : NIFTI_UNITS_MM;
+  nim->time_units = keep != nullptr ? keep->time_units : 0;
+  const double per = keep != nullptr ? MillimetresPer(keep->xyz_units) : 1;
+  nim->dx = nim->pixdim[1] = step[0] / per;
+  nim->dy = nim->pixdim[2] = step[1] / per;
+  nim->dz = nim->pixdim[3] = step[2] / per;
   nim->scl_slope = 0;
   nim->scl_inter = 0;
   if (keep != nullptr) {
@@ -345,5 +402,7 @@ absl::Status WriteNifti(const std::string& path, const ImageView& image,
   }
   return absl::OkStatus();
 }
+
+}  // namespace
 
 }  // namespace cuimg

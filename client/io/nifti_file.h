@@ -23,11 +23,15 @@ struct NiftiTransforms {
   double qoffset_x = 0, qoffset_y = 0, qoffset_z = 0;
   double qfac = 1;
   std::array<std::array<double, 4>, 3> srow{};
+  // xyzt_units' halves (NIFTI_UNITS_*): a derived file keeps them, its pixdim in those units.
+  int xyz_units = 0;
+  int time_units = 0;
 };
 
 struct NiftiVolume {
   Image image;
-  // pixdim[1..3] (absolute values).
+  // pixdim[1..3] (absolute values) in millimetres: scaled from metres or micrometres when
+  // xyz_units says so, taken as millimetres when it says nothing (NIFTI_UNITS_UNKNOWN).
   VoxelSpacing spacing;
   // From the sform when sform_code > 0, else the qform when qform_code > 0, turned from NIfTI's
   // RAS to DICOM's LPS; unknown otherwise.
@@ -41,7 +45,8 @@ struct NiftiVolume {
 // or 1 and 0; INVALID_ARGUMENT for a valid slope with an intercept not finite)
 // are applied as DICOM's rescale is: integers give I16 (OUT_OF_RANGE for a value outside i16,
 // never clamped), a fractional slope or intercept gives F32 (never rounded; OUT_OF_RANGE where a
-// scaled value exceeds float32). nifticlib reads float NaN and infinity as 0. More than
+// scaled value exceeds float32). Float NaN and infinities come through as stored (nifticlib's
+// loader would make them 0, so the data is read here). More than
 // `max_voxels` voxels is INVALID_ARGUMENT, checked from the header before the data is read; an
 // uncompressed file shorter than its header says is DATA_LOSS. NOT_FOUND for a missing file,
 // INVALID_ARGUMENT for one nifticlib does not take as NIfTI, a dim[0] outside [1, 7] or an xform
@@ -52,10 +57,12 @@ absl::StatusOr<NiftiVolume> ReadNifti(const std::string& path,
 // Writes `image` (one channel of u8, i16, u16 or f32; INVALID_ARGUMENT otherwise) to `path`
 // (.nii, or .nii.gz gzip-compressed) with scl_slope 0 (values as they are) and pixdim from
 // `spacing` (1 where unknown). Placement: `keep` (a NIfTI source's) is copied unchanged, version
-// included; else `geometry`, when known, becomes both the sform and the qform (code 1, scanner
-// anatomical; LPS turned to RAS); else both codes are 0. NIfTI-2 when `keep` is NIfTI-2 or an
-// extent exceeds NIfTI-1's 32767; NIfTI-1 otherwise. The header is read back after writing: a
-// write nifticlib could not finish is DATA_LOSS.
+// and xyzt_units included (pixdim then in the kept spatial unit; millimetres otherwise); else
+// `geometry`, when known, becomes both the sform and the qform (code 1, scanner anatomical; LPS
+// turned to RAS); else both codes are 0. NIfTI-2 when `keep` is NIfTI-2 or an extent exceeds
+// NIfTI-1's 32767; NIfTI-1 otherwise. The header is read back after writing: a write nifticlib
+// could not finish is DATA_LOSS. Through WriteAtomically (atomic_output.h): the file is whole or
+// not there.
 absl::Status WriteNifti(const std::string& path, const ImageView& image,
                         const VoxelSpacing& spacing, const PatientGeometry& geometry,
                         const NiftiTransforms* keep);

@@ -62,6 +62,8 @@ const char* Descr(PixelType type) {
       return "<u2";
     case PixelType::kI16:
       return "<i2";
+    case PixelType::kU32:
+      return "<u4";
     case PixelType::kF32:
       break;
   }

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "client/io/atomic_output.h"
 
 namespace cuimg {
 namespace {
@@ -60,6 +61,8 @@ int ToTeemType(PixelType type) {
       return nrrdTypeUShort;
     case PixelType::kI16:
       return nrrdTypeShort;
+    case PixelType::kU32:
+      return nrrdTypeUInt;
     case PixelType::kF32:
       break;
   }
@@ -172,8 +175,12 @@ absl::StatusOr<NrrdVolume> ReadNrrd(const std::string& path) {
   return out;
 }
 
-absl::Status WriteNrrd(const std::string& path, const ImageView& image, const VoxelSpacing& spacing,
-                       NrrdEncoding encoding, const PatientGeometry& geometry) {
+namespace {
+
+// WriteNrrd into `path` as it is (the caller picks a temporary name).
+absl::Status WriteNrrdTo(const std::string& path, const ImageView& image,
+                         const VoxelSpacing& spacing, NrrdEncoding encoding,
+                         const PatientGeometry& geometry) {
   if (image.channels != 1) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": NRRD output needs one channel"));
   }
@@ -222,6 +229,15 @@ absl::Status WriteNrrd(const std::string& path, const ImageView& image, const Vo
     return absl::PermissionDeniedError(absl::StrCat(path, ": ", TeemError()));
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteNrrd(const std::string& path, const ImageView& image, const VoxelSpacing& spacing,
+                       NrrdEncoding encoding, const PatientGeometry& geometry) {
+  return WriteAtomically(path, OutputKind::kFile, [&](const std::string& temp) {
+    return WriteNrrdTo(temp, image, spacing, encoding, geometry);
+  });
 }
 
 }  // namespace cuimg

@@ -29,7 +29,7 @@ absl::StatusOr<NrrdVolume> ReadNrrd(const std::string& path);
 enum class NrrdEncoding { kRaw, kGzip };
 // With `geometry` known: "space: left-posterior-superior", "space directions" (each axis scaled
 // by its spacing, 1 where unknown) and "space origin"; else "spacings" when `spacing` is known
-// (non-zero).
+// (non-zero). Through WriteAtomically (atomic_output.h): whole or not at all.
 absl::Status WriteNrrd(const std::string& path, const ImageView& image, const VoxelSpacing& spacing,
                        NrrdEncoding encoding, const PatientGeometry& geometry = {});
 

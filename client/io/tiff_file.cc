@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "client/io/atomic_output.h"
 
 namespace cuimg {
 namespace {
@@ -19,9 +20,8 @@ struct TiffCloser {
 };
 using TiffPtr = std::unique_ptr<TIFF, TiffCloser>;
 
-}  // namespace
-
-absl::Status WriteTiff(const std::string& path, const ImageView& image) {
+// WriteTiff into `path` as it is (the caller picks a temporary name).
+absl::Status WriteTiffTo(const std::string& path, const ImageView& image) {
   if (image.channels != 1)
     return absl::InvalidArgumentError(absl::StrCat(path, ": TIFF output needs 1 channel"));
   TiffPtr owner(TIFFOpen(path.c_str(), "w"));
@@ -58,7 +58,16 @@ absl::Status WriteTiff(const std::string& path, const ImageView& image) {
       return absl::DataLossError(absl::StrCat(path, ": write failed"));
     }
   }
+  // TIFFClose writes what is buffered but cannot report a failure.
+  if (!TIFFFlush(tif)) return absl::DataLossError(absl::StrCat(path, ": write failed"));
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteTiff(const std::string& path, const ImageView& image) {
+  return WriteAtomically(path, OutputKind::kFile,
+                         [&](const std::string& temp) { return WriteTiffTo(temp, image); });
 }
 
 namespace {

@@ -12,7 +12,8 @@
 
 namespace cuimg {
 
-// U8, U16, I16 or F32, one channel; depth > 1 writes one page per slice.
+// U8, U16, I16 or F32, one channel; depth > 1 writes one page per slice. Written through
+// WriteAtomically (atomic_output.h): whole or not at all.
 absl::Status WriteTiff(const std::string& path, const ImageView& image);
 // Reads a one-channel TIFF of 8/16-bit (unsigned or signed) or 32-bit float samples; all pages
 // of equal size become a volume. INVALID_ARGUMENT when the pages hold more than `max_pixels`

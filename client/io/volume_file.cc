@@ -1,5 +1,6 @@
 #include "client/io/volume_file.h"
 
+#include <cstdio>
 #include <filesystem>
 
 #include "absl/strings/ascii.h"
@@ -25,7 +26,7 @@ bool HasExtension(const std::string& path, std::initializer_list<const char*> ex
 bool IsDicomSeriesPath(const std::string& path) {
   std::error_code ec;
   return absl::EndsWith(path, "/") || std::filesystem::is_directory(path, ec) ||
-         !std::filesystem::path(path).has_extension();
+         !std::filesystem::path(path).has_extension() || HasExtension(path, {".dcm"});
 }
 
 absl::StatusOr<VolumeFile> ReadVolumeFile(const std::string& path,
@@ -66,7 +67,8 @@ absl::StatusOr<VolumeFile> ReadVolumeFile(const std::string& path,
     return absl::FailedPreconditionError(absl::StrCat(
         path,
         ": unknown input extension (cuimg reads .png, .jpg, .tif, .npy, .nrrd, .nhdr, .nii, "
-        ".nii.gz, or a directory of DICOM files)"));
+        ".nii.gz, a DICOM file (.dcm, or no extension: a one-file series) or a directory of "
+        "DICOM files)"));
   }
   CUIMG_ASSIGN_OR_RETURN(out.image, ReadImageFile(path));
   return out;
@@ -75,6 +77,10 @@ absl::StatusOr<VolumeFile> ReadVolumeFile(const std::string& path,
 absl::Status WriteVolumeFile(const std::string& path, const ImageView& image,
                              const VoxelSpacing& spacing, const VolumeFile& source,
                              const VolumeWriteOptions& options) {
+  if (HasExtension(path, {".dcm"})) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": a DICOM output is a series folder, one file per slice (name a folder: OUT/)"));
+  }
   if (IsDicomSeriesPath(path)) {
     if (source.dicom == nullptr) {
       return absl::FailedPreconditionError(absl::StrCat(

@@ -1,5 +1,6 @@
 // Images and volumes for the subcommands that take either (morphology, gradient), chosen by the
-// path: a directory (or a name without an extension) is a DICOM series, .npy a NumPy array,
+// path: a directory (or a name without an extension) is a DICOM series, a .dcm file (or a file
+// without an extension) a one-file DICOM series, .npy a NumPy array,
 // .nrrd/.nhdr NRRD, .nii/.nii.gz NIfTI, anything else an image file (PNG, JPEG, TIFF; multi-page
 // TIFF is a volume). Spacing and patient-space placement travel with the pixels where the format
 // has them (NRRD, NIfTI, DICOM), so results keep the input's voxel size and position.
@@ -30,7 +31,8 @@ struct VolumeFile {
 };
 
 // True for paths read or written as DICOM series: an existing directory, a path ending in '/',
-// or a name without an extension (a directory to be created).
+// a name without an extension (a directory to be created, or a DICOM file), or a .dcm file
+// (read as a one-file series; refused as an output, which is a folder).
 bool IsDicomSeriesPath(const std::string& path);
 
 struct VolumeReadOptions {
@@ -51,7 +53,11 @@ struct VolumeWriteOptions {
   std::string uid_root = {};
 };
 // By the same rules as ReadVolumeFile. A DICOM output needs `source.dicom` (FAILED_PRECONDITION
-// otherwise: cuimg writes a derived series, never a series from scratch).
+// otherwise: cuimg writes a derived series, never a series from scratch). `source` is where the
+// output's placement comes from: every volume written by a command passes its input here (the
+// NIfTI transforms and units, the patient geometry NRRD and NIfTI write, the DICOM tags), so
+// every format keeps what the input said. Every writer is atomic (atomic_output.h): on an error
+// nothing is left under `path`.
 absl::Status WriteVolumeFile(const std::string& path, const ImageView& image,
                              const VoxelSpacing& spacing, const VolumeFile& source,
                              const VolumeWriteOptions& options);

@@ -5,19 +5,23 @@
 // stage breakdown (from the cuimg-timing trailers), with the run's context (date, host, server
 // version and backend); --json, --csv for machines, --report for people (an HTML page or PNG
 // with a latency histogram and throughput/latency over time). --shm (morphology) passes the
-// pixels through a registered POSIX shared-memory object instead (same host).
+// pixels through a registered POSIX shared-memory object instead (same host). SIGINT or SIGTERM
+// stops the run early (load_run.h); the summary and every report then cover the time it ran.
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "client/commands/commands.h"
+#include "client/io/atomic_output.h"
+#include "client/io/volume_file.h"
 #include "client/load/load_context.h"
 #include "client/load/load_report.h"
 #include "client/load/load_rpc.h"
@@ -131,7 +135,7 @@ int RunLoad(const ConnectionOptions& connection, const LoadCommand& c) {
     std::fprintf(stderr, "error: %s\n", std::string(rpc.status().message()).c_str());
     return kExitRpcError;
   }
-  if (!rpc.ok()) return Usage(std::string(rpc.status().message()));
+  if (!rpc.ok()) return ReportCommandError(rpc.status());  // usage, or an --input file (3)
   // Read before the calls: a server that falls over during the run is still named.
   const std::time_t started = std::time(nullptr);
   const std::string metrics = MetricsEndpoint(c.server_metrics, connection.target);
@@ -145,14 +149,32 @@ int RunLoad(const ConnectionOptions& connection, const LoadCommand& c) {
       std::fprintf(stderr, "warning: %s\n", std::string(s.message()).c_str());
     }
   }
-  const double seconds = c.requests > 0 ? std::max(run.measured_seconds, 1e-9) : c.duration_s;
+  // A stopped run is measured over the time it ran: from the warm-up's end to the signal.
+  const double seconds = run.stopped_by != 0 ? std::max(run.stopped_at_s - c.warmup_s, 1e-9)
+                         : c.requests > 0    ? std::max(run.measured_seconds, 1e-9)
+                                             : c.duration_s;
   const LoadSummary summary = Summarize(run.records, c.warmup_s, seconds);
   const nlohmann::ordered_json context =
       LoadContext(started, c.client_build, metrics, build, summary);
-  const std::string json = SummaryJson(summary, ConfigJson(connection, c, **rpc), context).dump();
-  if (!c.json_out.empty()) std::ofstream(c.json_out) << json << "\n";
+  nlohmann::ordered_json config = ConfigJson(connection, c, **rpc);
+  if (run.stopped_by != 0) {
+    config["stopped_by"] = run.stopped_by == SIGINT ? "SIGINT" : "SIGTERM";
+    config["stopped_at_s"] = run.stopped_at_s;
+    config["abandoned_calls"] = run.abandoned;
+  }
+  const std::string json = SummaryJson(summary, config, context).dump();
   const std::string csv = RecordsCsv(run.records);
-  if (!c.csv.empty()) std::ofstream(c.csv) << csv;
+  // Every report asked for is attempted; the first failure decides the exit code.
+  int write_failed = kExitOk;
+  auto write = [&](const std::string& path, const std::string& text) {
+    if (path.empty()) return;
+    if (absl::Status s = WriteTextFile(path, text); !s.ok()) {
+      std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
+      write_failed = kExitUsage;
+    }
+  };
+  write(c.json_out, json + "\n");
+  write(c.csv, csv);
   if (c.json) {
     std::printf("%s\n", json.c_str());
   } else {
@@ -169,10 +191,22 @@ int RunLoad(const ConnectionOptions& connection, const LoadCommand& c) {
   if (!c.report.empty()) {
     if (absl::Status s = WriteLoadReport(c.report, json, csv); !s.ok()) {
       std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
-      return kExitUsage;
+      write_failed = kExitUsage;
+    } else if (!c.json) {
+      std::printf("report: %s\n", c.report.c_str());
     }
-    if (!c.json) std::printf("report: %s\n", c.report.c_str());
   }
+  if (run.stopped_by != 0) {
+    std::fprintf(stderr, "stopped by %s after %.1f s%s\n",
+                 run.stopped_by == SIGINT ? "SIGINT" : "SIGTERM", run.stopped_at_s,
+                 run.abandoned > 0
+                     ? absl::StrCat("; ", run.abandoned,
+                                    " calls still in flight after the grace were cancelled and "
+                                    "are not counted")
+                           .c_str()
+                     : "");
+  }
+  if (write_failed != kExitOk) return write_failed;
   if (summary.ok == summary.requests && summary.requests > 0) return kExitOk;
   ExplainFailure(summary, c);
   return kExitRpcError;

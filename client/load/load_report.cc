@@ -13,6 +13,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "client/io/atomic_output.h"
 #include "client/load/load_report_script.h"
 #include "cuimg/common/status_macros.h"
 
@@ -87,21 +88,24 @@ absl::Status WriteLoadReport(const std::string& output, const std::string& summa
                                    {csv, records_csv}}) {
     if (absl::Status s = WriteText(path, text); !s.ok()) return s;
   }
-  // Debian's python3-matplotlib lives under /usr/bin/python3; a python3 earlier on PATH (a
-  // virtualenv, pyenv) may lack it, so that one is tried second.
-  int status = 0;
-  for (const char* python : {"python3", "/usr/bin/python3"}) {
-    std::vector<std::string> args = {python, script, json, csv, output};
-    if (python[0] != '/') args.insert(args.begin() + 2, "--quiet-if-no-matplotlib");
-    CUIMG_ASSIGN_OR_RETURN(status, RunScript(std::move(args)));
-    if (status != kNoPython && status != kNoMatplotlib) break;
-  }
-  if (status == 0) return absl::OkStatus();
-  if (status == kNoPython) return absl::FailedPreconditionError("--report needs python3");
-  if (status == kNoMatplotlib) {
-    return absl::FailedPreconditionError("--report needs matplotlib (python3-matplotlib)");
-  }
-  return absl::InternalError(absl::StrCat("the report script failed (exit status ", status, ")"));
+  // The script writes a temporary name beside `output` (same extension), renamed when it is done.
+  return WriteAtomically(output, OutputKind::kFile, [&](const std::string& temp) -> absl::Status {
+    // Debian's python3-matplotlib lives under /usr/bin/python3; a python3 earlier on PATH (a
+    // virtualenv, pyenv) may lack it, so that one is tried second.
+    int status = 0;
+    for (const char* python : {"python3", "/usr/bin/python3"}) {
+      std::vector<std::string> args = {python, script, json, csv, temp};
+      if (python[0] != '/') args.insert(args.begin() + 2, "--quiet-if-no-matplotlib");
+      CUIMG_ASSIGN_OR_RETURN(status, RunScript(std::move(args)));
+      if (status != kNoPython && status != kNoMatplotlib) break;
+    }
+    if (status == 0) return absl::OkStatus();
+    if (status == kNoPython) return absl::FailedPreconditionError("--report needs python3");
+    if (status == kNoMatplotlib) {
+      return absl::FailedPreconditionError("--report needs matplotlib (python3-matplotlib)");
+    }
+    return absl::InternalError(absl::StrCat("the report script failed (exit status ", status, ")"));
+  });
 }
 
 }  // namespace cuimg

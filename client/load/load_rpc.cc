@@ -143,13 +143,16 @@ absl::StatusOr<std::vector<Source>> VideoSources(const LoadCommand& c) {
   if (c.every < 1 || c.max_frames < 0) {
     return absl::InvalidArgumentError("--every must be >= 1, --max_frames >= 0");
   }
-  CUIMG_ASSIGN_OR_RETURN(VideoFrames video, VideoFrames::Open(c.video));
+  absl::StatusOr<VideoFrames> opened = VideoFrames::Open(c.video);
+  if (!opened.ok()) return AsReadError(opened.status());
+  VideoFrames& video = *opened;
   const int most = c.max_frames > 0 ? c.max_frames : kMaxVideoFrames;
   std::vector<Source> out;
   for (int index = 0; static_cast<int>(out.size()) < most; ++index) {
     Source frame;
-    CUIMG_ASSIGN_OR_RETURN(const bool more, video.Next(&frame.volume.image));
-    if (!more) break;
+    absl::StatusOr<bool> more = video.Next(&frame.volume.image);
+    if (!more.ok()) return AsReadError(more.status());
+    if (!*more) break;
     if (index % c.every == 0) out.push_back(std::move(frame));
   }
   if (out.empty()) {
@@ -176,11 +179,12 @@ absl::StatusOr<std::vector<Source>> ImageSources(const LoadCommand& c, bool enco
   if (paths.empty() && std::filesystem::is_directory(c.input, error)) {
     absl::StatusOr<VolumeFile> series = ReadVolumeFile(c.input);
     if (!series.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--input: ", c.input,
-                       " holds no image file (.png, .jpg, .tif, .npy, .nrrd) and no "
-                       "DICOM series (",
-                       series.status().message(), ")"));
+      return AsReadError(
+          absl::Status(series.status().code(),
+                       absl::StrCat("--input: ", c.input,
+                                    " holds no image file (.png, .jpg, .tif, .npy, .nrrd) and no "
+                                    "DICOM series (",
+                                    series.status().message(), ")")));
     }
     out.push_back(Source{*std::move(series), ""});
     return out;
@@ -189,10 +193,13 @@ absl::StatusOr<std::vector<Source>> ImageSources(const LoadCommand& c, bool enco
   for (const std::string& path : paths) {
     Source& source = out.emplace_back();
     if (encoded && IsEncodedImagePath(path)) {
-      CUIMG_ASSIGN_OR_RETURN(const std::vector<std::uint8_t> bytes, ReadFileBytes(path));
-      source.encoded.assign(bytes.begin(), bytes.end());
+      absl::StatusOr<std::vector<std::uint8_t>> bytes = ReadFileBytes(path);
+      if (!bytes.ok()) return AsReadError(bytes.status());
+      source.encoded.assign(bytes->begin(), bytes->end());
     } else {
-      CUIMG_ASSIGN_OR_RETURN(source.volume, ReadVolumeFile(path));
+      absl::StatusOr<VolumeFile> volume = ReadVolumeFile(path);
+      if (!volume.ok()) return AsReadError(volume.status());
+      source.volume = *std::move(volume);
     }
   }
   return out;

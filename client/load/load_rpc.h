@@ -41,6 +41,9 @@ class LoadRpc {
   // trailer (a stream's frame carries its own in the response).
   virtual std::string ServerTimingOf(const grpc::ClientContext& context,
                                      const google::protobuf::Message& response) const;
+  // Cancels what the calls share beyond their own contexts (the caller cancels those), so that
+  // every started call ends soon: the frame streams of --detect_stream. Thread-safe.
+  virtual void CancelShared() const {}
 
   const Payload& payload() const { return payload_; }
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <iterator>
 #include <list>
@@ -20,6 +21,36 @@ namespace cuimg {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The signal that asked the run to stop (0: none). Set by the handler, which may do nothing else.
+std::atomic<int> g_stop_signal{0};
+
+void OnStopSignal(int signal) { g_stop_signal.store(signal); }
+
+// SIGINT and SIGTERM set g_stop_signal while this lives. SA_RESETHAND: a second signal acts as it
+// would have without the handler (a user pressing Ctrl-C twice means it).
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal.store(0);
+    struct sigaction action {};
+    action.sa_handler = OnStopSignal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
 
 // The message as one line of at most kMessageChars bytes: control characters escaped (a message
 // may carry a client's own text back, newlines included), cut at a UTF-8 character boundary.
@@ -59,6 +90,7 @@ class LoadRun {
   }
 
   std::vector<CallRecord> Run() {
+    const StopSignals signals;
     t0_ = Clock::now();
     std::thread progress;
     if (c_.progress) progress = std::thread([this] { Progress(); });
@@ -66,15 +98,21 @@ class LoadRun {
       // Open loop: calls start on schedule whatever the latency (no coordinated omission).
       const auto interval = std::chrono::duration<double>(1.0 / c_.rate);
       for (std::int64_t i = 0; !Done(); ++i) {
-        std::this_thread::sleep_until(t0_ +
-                                      std::chrono::duration_cast<Clock::duration>(interval * i));
-        if (Elapsed() >= StopAt() && c_.requests == 0) break;
+        const Clock::time_point due =
+            t0_ + std::chrono::duration_cast<Clock::duration>(interval * i);
+        // In slices, so that a signal is seen within 100 ms whatever the rate.
+        while (Clock::now() < due && !CheckStop()) {
+          std::this_thread::sleep_until(
+              std::min(due, Clock::now() + std::chrono::milliseconds(100)));
+        }
+        if (CheckStop() || (Elapsed() >= StopAt() && c_.requests == 0)) break;
         Issue(static_cast<int>(i));
         DestroyFinished();
       }
     } else {
       for (int w = 0; w < c_.concurrency; ++w) Issue(w);
     }
+    bool cancelled = false;
     for (;;) {
       bool over;
       {
@@ -86,6 +124,10 @@ class LoadRun {
       }
       DestroyFinished();
       if (over) break;
+      if (CheckStop() && !cancelled && Elapsed() - stopped_at_s_ >= kStopGraceSeconds) {
+        CancelInFlight();
+        cancelled = true;
+      }
     }
     stopped_ = true;
     if (progress.joinable()) progress.join();
@@ -94,6 +136,9 @@ class LoadRun {
   }
 
   double measured_seconds() const { return measured_s_; }
+  int stopped_by() const { return stopped_by_; }
+  double stopped_at_s() const { return stopped_at_s_; }
+  std::int64_t abandoned() const { return abandoned_; }
 
  private:
   // One call's state, alive from Issue() until Run()'s thread destroys it after the callback.
@@ -119,7 +164,37 @@ class LoadRun {
   }
   // No call will be issued any more (needs mu_).
   bool IssuingOver() const {
+    if (stopping_) return true;
     return c_.requests > 0 ? measured_issued_ >= c_.requests : Elapsed() >= StopAt();
+  }
+
+  // True once a stop signal has arrived; the first look after it stops issuing and says so.
+  bool CheckStop() {
+    const int signal = g_stop_signal.load();
+    if (signal == 0) return false;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopping_) {
+      stopping_ = true;
+      stopped_by_ = signal;
+      stopped_at_s_ = Elapsed();
+      std::fprintf(stderr,
+                   "\n%s: stopping; waiting up to %.0f s for the %lld calls in flight, then "
+                   "writing the summary and reports of the %.1f s run\n",
+                   signal == SIGINT ? "SIGINT" : "SIGTERM", kStopGraceSeconds,
+                   static_cast<long long>(running_), stopped_at_s_);
+    }
+    return true;
+  }
+
+  // After the grace period: every call still in flight is cancelled; they end as CANCELLED, and
+  // Record leaves them out (the run, not the server, ended them).
+  void CancelInFlight() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelling_ = true;
+      for (Call& call : calls_) call.context.TryCancel();
+    }
+    rpc_.CancelShared();
   }
 
   void Issue(int worker) {
@@ -137,6 +212,7 @@ class LoadRun {
       call->start = Clock::now();
       call->warmup = std::chrono::duration<double>(call->start - t0_).count() < c_.warmup_s;
       if (!call->warmup) ++measured_issued_;
+      ++running_;
     }
     call->worker = worker;
     call->payload = rpc_.PayloadFor(worker, index);
@@ -149,6 +225,11 @@ class LoadRun {
 
   // On gRPC's callback thread.
   void Finish(Call* call, const grpc::Status& status) {
+    {
+      // Before the next call is issued: the progress line's count never exceeds --concurrency.
+      std::lock_guard<std::mutex> lock(mu_);
+      --running_;
+    }
     Record(*call, status);
     if (c_.rate <= 0) Issue(call->worker);  // closed loop: next call
     // Last touch of `call` and of this object: Run() may destroy both right after.
@@ -179,6 +260,13 @@ class LoadRun {
     r.warmup = call.warmup;
     r.payload = call.payload;
     r.code = StatusCodeName(status.error_code());
+    if (status.error_code() == grpc::StatusCode::CANCELLED) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cancelling_) {
+        ++abandoned_;
+        return;
+      }
+    }
     if (status.ok()) {
       r.server = ParseTimingTrailer(rpc_.ServerTimingOf(call.context, *call.response));
     } else {
@@ -198,7 +286,7 @@ class LoadRun {
       {
         std::lock_guard<std::mutex> lock(mu_);
         for (const CallRecord& r : records_) (r.code == "OK" ? ok : err)++;
-        inflight = inflight_;
+        inflight = running_;
       }
       std::fprintf(stderr, "\r[%6.1fs] ok %lld  errors %lld  in flight %lld   ", Elapsed(),
                    static_cast<long long>(ok), static_cast<long long>(err),
@@ -219,7 +307,13 @@ class LoadRun {
   std::vector<CallRecord> records_;
   std::int64_t issued_ = 0;
   std::int64_t measured_issued_ = 0;
-  std::int64_t inflight_ = 0;
+  std::int64_t inflight_ = 0;  // issued, not yet handed back for destruction
+  std::int64_t running_ = 0;   // issued, not yet finished: what the progress line shows
+  bool stopping_ = false;      // a signal stopped the run: no more calls
+  bool cancelling_ = false;    // the grace period is over: calls in flight were cancelled
+  int stopped_by_ = 0;
+  double stopped_at_s_ = 0;
+  std::int64_t abandoned_ = 0;
   double measured_s_ = 0;
   std::atomic<bool> stopped_{false};
 };
@@ -232,6 +326,9 @@ LoadRunResult RunLoadCalls(const ConnectionOptions& connection, const LoadComman
   LoadRunResult result;
   result.records = run.Run();
   result.measured_seconds = run.measured_seconds();
+  result.stopped_by = run.stopped_by();
+  result.stopped_at_s = run.stopped_at_s();
+  result.abandoned = run.abandoned();
   return result;
 }
 

@@ -18,11 +18,24 @@ struct LoadRunResult {
   std::vector<CallRecord> records;
   // From the end of the warm-up to the last call's end.
   double measured_seconds = 0;
+  // SIGINT or SIGTERM when one stopped the run, else 0.
+  int stopped_by = 0;
+  // Stopped by a signal: seconds from the run's start to the signal.
+  double stopped_at_s = 0;
+  // Stopped by a signal: calls still in flight after kStopGrace, cancelled and not recorded.
+  std::int64_t abandoned = 0;
 };
 
-// Drives `rpc`; prints a progress line on stderr each second when `command.progress`. Returns
-// once every call has ended and every gRPC object it made (calls, stubs, channels) is released,
-// all on the calling thread.
+// How long a stopped run waits for its calls in flight before cancelling them.
+inline constexpr double kStopGraceSeconds = 5;
+
+// Drives `rpc`; prints a progress line on stderr each second when `command.progress` (its "in
+// flight" never above --concurrency in the closed loop). Returns once every call has ended and
+// every gRPC object it made (calls, stubs, channels) is released, all on the calling thread.
+// SIGINT or SIGTERM during the run stops it: no call is issued after the signal, the calls in
+// flight get kStopGraceSeconds to end, then are cancelled (and left out of the records), and the
+// result says so; the handlers are the process's previous ones again when this returns, and a
+// second signal meanwhile acts as it would have without them (it ends the process).
 LoadRunResult RunLoadCalls(const ConnectionOptions& connection, const LoadCommand& command,
                            const LoadRpc& rpc);
 

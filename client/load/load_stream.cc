@@ -38,6 +38,9 @@ class FrameStream {
     reader_.join();
   }
 
+  // Ends the stream: its unanswered frames fail with CANCELLED. Thread-safe.
+  void Cancel() { context_.TryCancel(); }
+
   // False once the stream has ended: the caller opens another.
   bool Send(Pending pending) {
     {
@@ -168,6 +171,10 @@ class DetectStreamLoad final : public LoadRpc {
   std::string ServerTimingOf(const grpc::ClientContext&,
                              const google::protobuf::Message& response) const override {
     return static_cast<const v1::DetectFrameResult&>(response).timing();
+  }
+  void CancelShared() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [stub, stream] : streams_) stream->Cancel();
   }
 
  private:

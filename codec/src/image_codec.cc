@@ -1,6 +1,7 @@
 #include "cuimg/codec/image_codec.h"
 
 #include "codec_internal.h"
+#include "cuimg/common/error.h"
 
 namespace cuimg {
 
@@ -22,7 +23,8 @@ absl::StatusOr<ImageView> ProbeImage(absl::Span<const std::uint8_t> bytes) {
     case ImageFormat::kUnknown:
       break;
   }
-  return absl::InvalidArgumentError("not a PNG or JPEG file (unknown signature)");
+  return InvalidFieldError(ErrorReason::kUnsupportedEncoding, "",
+                           "not a PNG or JPEG file (unknown signature)");
 }
 
 absl::StatusOr<Image> DecodeImage(absl::Span<const std::uint8_t> bytes, const DecodeLimits& limits,
@@ -35,7 +37,8 @@ absl::StatusOr<Image> DecodeImage(absl::Span<const std::uint8_t> bytes, const De
     case ImageFormat::kUnknown:
       break;
   }
-  return absl::InvalidArgumentError("not a PNG or JPEG file (unknown signature)");
+  return InvalidFieldError(ErrorReason::kUnsupportedEncoding, "",
+                           "not a PNG or JPEG file (unknown signature)");
 }
 
 }  // namespace cuimg

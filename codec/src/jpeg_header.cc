@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cuimg/common/error.h"
 
 namespace cuimg {
 namespace {
@@ -18,7 +19,8 @@ bool IsRst(int m) { return m >= 0xD0 && m <= 0xD7; }
 int Read16(const std::uint8_t* p) { return (p[0] << 8) | p[1]; }
 
 absl::Status Fault(std::size_t offset, absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat("corrupt JPEG at byte ", offset, ": ", what));
+  return InvalidFieldError(ErrorReason::kCorruptEncodedData, "",
+                           absl::StrCat("corrupt JPEG at byte ", offset, ": ", what));
 }
 
 // The walk's state between segments.

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codec_internal.h"
+#include "cuimg/common/error.h"
 
 namespace cuimg {
 namespace {
@@ -101,13 +102,14 @@ absl::Status DecodeInto(ReadState* state, const DecodeLimits& limits, Image* ima
     case 0:
       return absl::OkStatus();
     case 2:
-      return absl::ResourceExhaustedError(absl::StrCat("PNG image exceeds the limits (",
-                                                       limits.max_pixels, " pixels, ",
-                                                       limits.max_side, " per side)"));
+      return MakeError(absl::StatusCode::kResourceExhausted, ErrorReason::kLimitExceeded, "",
+                       absl::StrCat("PNG image exceeds the limits (", limits.max_pixels,
+                                    " pixels, ", limits.max_side, " per side)"));
     case 3:
-      return absl::InvalidArgumentError("PNG layout not supported");
+      return InvalidFieldError(ErrorReason::kUnsupportedEncoding, "", "PNG layout not supported");
     default:
-      return absl::InvalidArgumentError(absl::StrCat("corrupt PNG: ", state->error));
+      return InvalidFieldError(ErrorReason::kCorruptEncodedData, "",
+                               absl::StrCat("corrupt PNG: ", state->error));
   }
 }
 
@@ -122,14 +124,14 @@ absl::StatusOr<ImageView> ProbePng(absl::Span<const std::uint8_t> bytes) {
   // Signature (8), then the IHDR chunk: length (4) "IHDR" width (4) height (4) depth (1) colour
   // (1).
   if (bytes.size() < 26 || std::memcmp(bytes.data() + 12, "IHDR", 4) != 0) {
-    return absl::InvalidArgumentError("corrupt PNG: no IHDR chunk");
+    return InvalidFieldError(ErrorReason::kCorruptEncodedData, "", "corrupt PNG: no IHDR chunk");
   }
   const std::uint32_t width = BigEndian32(bytes.data() + 16);
   const std::uint32_t height = BigEndian32(bytes.data() + 20);
   const int depth = bytes[24];
   const int color = bytes[25];
   if (width == 0 || height == 0 || width > 0x7fffffffu || height > 0x7fffffffu) {
-    return absl::InvalidArgumentError("corrupt PNG: bad size in IHDR");
+    return InvalidFieldError(ErrorReason::kCorruptEncodedData, "", "corrupt PNG: bad size in IHDR");
   }
   // DecodePng keeps gray as one channel and turns palette/colour into BGR, alpha dropped.
   const bool gray = color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA;

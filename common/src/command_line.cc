@@ -77,6 +77,8 @@ std::string FindArgument(int argc, char** argv, const std::vector<std::string>& 
   return "";
 }
 
+std::string BuildCommit() { return kBuildCommit; }
+
 std::string VersionText(absl::string_view program) {
   return absl::StrCat(program, " ", CUIMG_VERSION, "\ncommit: ", kBuildCommit,
                       "\nbuild type: ", CUIMG_BUILD_TYPE, "\n");

@@ -59,6 +59,25 @@ absl::Status WithFieldPrefix(const absl::Status& status, absl::string_view prefi
   return out;
 }
 
+absl::Status AtField(const absl::Status& status, absl::string_view field) {
+  if (status.ok() || field.empty() || !ErrorFieldOf(status).empty()) return status;
+  absl::Status out(status.code(), absl::StrCat(field, ": ", status.message()));
+  status.ForEachPayload([&out](absl::string_view type_url, const absl::Cord& payload) {
+    out.SetPayload(type_url, payload);
+  });
+  out.SetPayload(kFieldPayload, absl::Cord(field));
+  return out;
+}
+
+absl::Status WithCode(const absl::Status& status, absl::StatusCode code) {
+  if (status.ok() || code == absl::StatusCode::kOk) return status;
+  absl::Status out(code, status.message());
+  status.ForEachPayload([&out](absl::string_view type_url, const absl::Cord& payload) {
+    out.SetPayload(type_url, payload);
+  });
+  return out;
+}
+
 absl::Status WithDefaultReason(absl::Status status, ErrorReason reason) {
   if (status.ok() || status.GetPayload(kReasonPayload).has_value()) return status;
   status.SetPayload(kReasonPayload, absl::Cord(ErrorReasonName(reason)));

@@ -4,6 +4,9 @@
 #include <cstdint>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
+
 namespace cuimg {
 namespace {
 
@@ -35,8 +38,21 @@ std::int16_t SaturateCast<std::int16_t>(double v) {
   return SaturateInteger<std::int16_t>(v);
 }
 template <>
+std::uint32_t SaturateCast<std::uint32_t>(double v) {
+  return SaturateInteger<std::uint32_t>(v);
+}
+template <>
 float SaturateCast<float>(double v) {
   return static_cast<float>(v);
+}
+
+absl::Status CheckFilterPixelType(PixelType type, absl::string_view field,
+                                  absl::string_view operation) {
+  if (IsFilterPixelType(type)) return absl::OkStatus();
+  return InvalidFieldError(
+      ErrorReason::kUnsupportedPixelType, field,
+      absl::StrCat(operation, " takes u8, u16, i16 or f32, not ", PixelTypeName(type),
+                   " (u32 is the label type of the segmentation steps)"));
 }
 
 }  // namespace cuimg

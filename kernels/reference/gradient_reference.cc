@@ -69,6 +69,9 @@ absl::StatusOr<GradientImages> GradientReference(const Image& input, const Gradi
                                                  int threads, const CancelToken& cancel) {
   absl::StatusOr<GradientTaps> taps = ComputeGradientTaps(spec);
   if (!taps.ok()) return taps.status();
+  if (absl::Status s = CheckFilterPixelType(input.type(), "input", "the gradient"); !s.ok()) {
+    return s;
+  }
   if (input.channels() != 1) {
     return absl::InvalidArgumentError("input: the gradient takes one channel");
   }

@@ -8,9 +8,14 @@
 #include <type_traits>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "cuimg/common/cancel_token.h"
+#include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
+#include "cuimg/reference/label_reference.h"
 #include "cuimg/reference/parallel_for.h"
+#include "cuimg/reference/reconstruction_reference.h"
+#include "segmentation_steps.h"
 
 namespace cuimg {
 namespace {
@@ -41,12 +46,6 @@ T Identity(bool dilate) {
   } else {
     return dilate ? PixelLowest<T>() : PixelMax<T>();
   }
-}
-
-template <typename T>
-T OutsideValue(const MorphologyStep& step, bool dilate) {
-  if (step.border == BorderMode::kConstant) return SaturateCast<T>(step.border_value);
-  return dilate ? PixelLowest<T>() : PixelMax<T>();
 }
 
 // Member reads between two looks at the cancel token: tens of microseconds of work, so a
@@ -92,8 +91,8 @@ T SaturatingSub(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) {
     return a - b;
   } else {
-    const std::int32_t d = std::int32_t{a} - std::int32_t{b};
-    return static_cast<T>(std::clamp<std::int32_t>(d, std::numeric_limits<T>::lowest(),
+    const std::int64_t d = std::int64_t{a} - std::int64_t{b};
+    return static_cast<T>(std::clamp<std::int64_t>(d, std::numeric_limits<T>::lowest(),
                                                    std::numeric_limits<T>::max()));
   }
 }
@@ -105,9 +104,16 @@ T SaturatingSub(T a, T b) {
 template <typename T>
 class Runner {
  public:
-  // `count_only`: walk the chain and allocate its buffers, but compute nothing.
-  Runner(const Extent& e, int threads, const CancelToken& cancel, bool count_only = false)
-      : e_(e), n_(e.Pixels()), threads_(threads), cancel_(cancel), count_only_(count_only) {}
+  // `count_only`: walk the chain and allocate its buffers, but compute nothing. `marker`: the
+  // seed of the reconstruct steps (n pixels; may be null when no step uses it).
+  Runner(const Extent& e, int threads, const CancelToken& cancel, bool count_only = false,
+         const T* marker = nullptr)
+      : e_(e),
+        n_(e.Pixels()),
+        threads_(threads),
+        cancel_(cancel),
+        count_only_(count_only),
+        marker_(marker) {}
 
   // The steps in order, each reading the previous one's result; the last writes `out`.
   void Steps(const T* in, T* out, const std::vector<MorphologyStep>& steps) {
@@ -122,11 +128,14 @@ class Runner {
   }
 
   int scratch_images() const { return static_cast<int>(scratch_.size()); }
+  // The first error of a step that can fail (the labelling's, on its own limits).
+  const absl::Status& status() const { return status_; }
 
  private:
   // Buffers that a spare must not be: the ones a chain reads or writes.
   using Busy = std::initializer_list<const T*>;
 
+  // remove_small and keep_largest are not implemented yet: MorphologyReferenceInto refuses them.
   void Step(const T* src, T* dst, const MorphologyStep& step, Busy busy) {
     const int n = step.iterations;
     switch (step.op) {
@@ -154,10 +163,58 @@ class Runner {
         Difference(src, dst, dst);
         return;
       case MorphOp::kBlackHat:
-        break;
+        Passes(src, dst, step, {{true, n}, {false, n}}, busy);
+        Difference(dst, src, dst);
+        return;
+      case MorphOp::kFillHoles:
+        if (!count_only_) internal::FillHolesMarkerInto(src, dst, e_);
+        Reconstruct(src, dst, /*dilate=*/false, step);
+        return;
+      case MorphOp::kReconstructDilate:
+      case MorphOp::kReconstructErode:
+        if (!count_only_) std::copy(marker_, marker_ + n_, dst);
+        Reconstruct(src, dst, step.op == MorphOp::kReconstructDilate, step);
+        return;
+      case MorphOp::kOpenRec:
+        Passes(src, dst, step, {{false, n}}, busy);
+        Reconstruct(src, dst, /*dilate=*/true, step);
+        return;
+      case MorphOp::kCloseRec:
+        Passes(src, dst, step, {{true, n}}, busy);
+        Reconstruct(src, dst, /*dilate=*/false, step);
+        return;
+      case MorphOp::kHMax:
+      case MorphOp::kHMin: {
+        const bool dilate = step.op == MorphOp::kHMax;
+        if (!count_only_) internal::HeightMarkerInto(src, dst, n_, step.h, dilate);
+        Reconstruct(src, dst, dilate, step);
+        return;
+      }
+      case MorphOp::kThreshold:
+        if (!count_only_) internal::ThresholdInto(src, dst, n_, step.lo, step.hi);
+        return;
+      case MorphOp::kRemoveSmall:
+      case MorphOp::kKeepLargest:
+        if (count_only_ || cancel_.Stopped()) return;
+        Keep(step.op == MorphOp::kRemoveSmall
+                 ? RemoveSmallReference(View(src), View(dst), step.connectivity, step.min_voxels,
+                                        cancel_)
+                 : KeepLargestReference(View(src), View(dst), step.connectivity, cancel_));
+        return;
     }
-    Passes(src, dst, step, {{true, n}, {false, n}}, busy);
-    Difference(dst, src, dst);
+  }
+
+  // Reconstruction of the marker in `dst` under (dilate) or over `mask`, in place.
+  void Reconstruct(const T* mask, T* dst, bool dilate, const MorphologyStep& step) {
+    if (count_only_ || cancel_.Stopped()) return;
+    internal::ReconstructInPlace(View(mask), View(dst), dilate, step.connectivity, cancel_);
+  }
+
+  ImageView View(const T* p) const {
+    return ImageView{PixelTypeOf<T>::value, e_, 1, const_cast<T*>(p)};
+  }
+  void Keep(const absl::Status& s) {
+    if (status_.ok()) status_ = s;
   }
 
   // Runs of passes ({dilate, count}) from `src` to `dst`, through a spare buffer when there are
@@ -176,8 +233,8 @@ class Runner {
       for (int k = 0; k < count && !cancel_.Stopped(); ++k, ++i) {
         T* to = (total - 1 - i) % 2 == 0 ? dst : spare;
         if (!count_only_) {
-          ErodeDilate(src, to, e_, step.element, dilate, OutsideValue<T>(step, dilate), threads_,
-                      cancel_);
+          ErodeDilate(src, to, e_, step.element, dilate, MorphologyOutsideValue<T>(step, dilate),
+                      threads_, cancel_);
         }
         src = to;
       }
@@ -208,25 +265,61 @@ class Runner {
   int threads_;
   const CancelToken& cancel_;
   const bool count_only_;
+  const T* marker_;
+  absl::Status status_;
   // Uninitialized: every pixel is written before it is read.
   std::vector<std::vector<T, DefaultInitAllocator<T>>> scratch_;
 };
 
 }  // namespace
 
+absl::Status CheckMarker(const ImageView& input, const std::vector<MorphologyStep>& steps,
+                         const ImageView* marker) {
+  const auto user = std::find_if(steps.begin(), steps.end(), UsesMarker);
+  if (user == steps.end()) return absl::OkStatus();
+  if (marker == nullptr) {
+    return InvalidFieldError(ErrorReason::kFieldRequired, "marker",
+                             absl::StrCat(MorphOpName(user->op), " needs a marker image"));
+  }
+  if (marker->type != input.type || marker->extent != input.extent || marker->channels != 1) {
+    return InvalidFieldError(
+        ErrorReason::kShapeMismatch, "marker",
+        absl::StrCat("the marker must be one channel of the input's type and extent (",
+                     PixelTypeName(input.type), " ", input.extent.width, "x", input.extent.height,
+                     "x", input.extent.depth, "), got ", marker->channels, " channel(s) of ",
+                     PixelTypeName(marker->type), " ", marker->extent.width, "x",
+                     marker->extent.height, "x", marker->extent.depth));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MorphologyReferenceInto(const ImageView& input, const ImageView& output,
                                      const std::vector<MorphologyStep>& steps, int threads,
-                                     const CancelToken& cancel) {
+                                     const CancelToken& cancel, const ImageView* marker) {
   if (input.channels != 1) {
     return absl::InvalidArgumentError("morphology needs a single-channel image");
   }
   if (steps.empty()) return absl::InvalidArgumentError("morphology needs at least one step");
-  return VisitPixelType(input.type, [&](auto tag) -> absl::Status {
+  CUIMG_RETURN_IF_ERROR(CheckMarker(input, steps, marker));
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const MorphologyStep& step = steps[i];
+    CUIMG_RETURN_IF_ERROR(CheckStepPixelType(step, input.type, i));
+    if (IsGlobalStep(step) && input.extent.Pixels() > kMaxReconstructionPixels) {
+      return InvalidFieldError(ErrorReason::kLimitExceeded, "",
+                               absl::StrCat(MorphOpName(step.op),
+                                            " takes images of at most 2^32 "
+                                            "pixels"));
+    }
+  }
+  // U32 reaches only the segmentation steps (CheckStepPixelType).
+  return VisitAnyPixelType(input.type, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
-    Runner<T> runner(input.extent, threads, cancel);
+    Runner<T> runner(input.extent, threads, cancel, /*count_only=*/false,
+                     marker != nullptr ? static_cast<const T*>(marker->data) : nullptr);
     runner.Steps(static_cast<const T*>(input.data), static_cast<T*>(output.data), steps);
     // A token never un-stops: if any pass skipped work, this reports why.
-    return cancel.Check();
+    CUIMG_RETURN_IF_ERROR(cancel.Check());
+    return runner.status();
   });
 }
 
@@ -242,9 +335,11 @@ int MorphologyReferenceScratchImages(const std::vector<MorphologyStep>& steps) {
 
 absl::StatusOr<Image> MorphologyReference(const Image& input,
                                           const std::vector<MorphologyStep>& steps, int threads,
-                                          const CancelToken& cancel) {
+                                          const CancelToken& cancel, const Image* marker) {
   Image out(input.type(), input.extent(), 1, Image::kUninitialized);
-  CUIMG_RETURN_IF_ERROR(MorphologyReferenceInto(input.view(), out.view(), steps, threads, cancel));
+  const ImageView marker_view = marker != nullptr ? marker->view() : ImageView{};
+  CUIMG_RETURN_IF_ERROR(MorphologyReferenceInto(input.view(), out.view(), steps, threads, cancel,
+                                                marker != nullptr ? &marker_view : nullptr));
   return out;
 }
 

@@ -1,6 +1,7 @@
 #include "server/backend/device_slot.h"
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 
 namespace cuimg {
 
@@ -29,7 +30,8 @@ absl::Status DeviceSlot::Begin() {
   const std::uint64_t n = requests_.fetch_add(1) + 1;
   if (fault_.device == id_ && n == static_cast<std::uint64_t>(fault_.after_requests) + 1) {
     MarkFailed("injected fault", absl::Milliseconds(fault_.duration_ms));
-    return absl::UnavailableError(absl::StrCat("device ", label_, " failed (injected fault)"));
+    return MakeError(absl::StatusCode::kUnavailable, ErrorReason::kUnavailable, "",
+                     absl::StrCat("device ", label_, " failed (injected fault)"));
   }
   return absl::OkStatus();
 }
@@ -46,7 +48,10 @@ absl::StatusOr<DeviceUse> DeviceUse::Acquire(const std::vector<DeviceSlot*>& slo
     if (!s->Healthy()) continue;
     if (best == nullptr || s->inflight() < best->inflight()) best = s;
   }
-  if (best == nullptr) return absl::UnavailableError("no healthy device");
+  if (best == nullptr) {
+    return MakeError(absl::StatusCode::kUnavailable, ErrorReason::kUnavailable, "",
+                     "no healthy device");
+  }
   DeviceUse use(best);
   if (absl::Status s = best->Begin(); !s.ok()) return s;  // `use` still ends the request
   return use;
@@ -54,8 +59,9 @@ absl::StatusOr<DeviceUse> DeviceUse::Acquire(const std::vector<DeviceSlot*>& slo
 
 absl::StatusOr<DeviceUse> DeviceUse::AcquireOn(DeviceSlot* slot) {
   if (!slot->Healthy()) {
-    return absl::UnavailableError(absl::StrCat(
-        "device ", slot->label(), " holding the data is unhealthy: ", slot->UnhealthyReason()));
+    return MakeError(absl::StatusCode::kUnavailable, ErrorReason::kUnavailable, "",
+                     absl::StrCat("device ", slot->label(),
+                                  " holding the data is unhealthy: ", slot->UnhealthyReason()));
   }
   DeviceUse use(slot);
   if (absl::Status s = slot->Begin(); !s.ok()) return s;

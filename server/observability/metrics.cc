@@ -16,7 +16,7 @@ const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
 }  // namespace
 
 ServerMetrics::ServerMetrics(prometheus::Registry& registry, absl::string_view version,
-                             absl::string_view backend)
+                             absl::string_view commit, absl::string_view backend)
     : requests_(prometheus::BuildCounter()
                     .Name("cuimg_requests_total")
                     .Help("Finished requests by RPC and gRPC status code.")
@@ -49,7 +49,9 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry, absl::string_view v
                   .Register(registry)),
       rejected_(prometheus::BuildCounter()
                     .Name("cuimg_rejected_total")
-                    .Help("Requests refused before execution, by reason.")
+                    .Help("Calls answered with an error, by its reason: the ErrorInfo reason "
+                          "sent (proto/cuimg/v1/error_reason.proto), e.g. OVERLOADED, "
+                          "VALUE_OUT_OF_RANGE.")
                     .Register(registry)),
       jpeg_fallbacks_(prometheus::BuildCounter()
                           .Name("cuimg_jpeg_cpu_fallbacks_total")
@@ -72,7 +74,9 @@ ServerMetrics::ServerMetrics(prometheus::Registry& registry, absl::string_view v
       .Name("cuimg_build_info")
       .Help("Build and runtime facts; always 1.")
       .Register(registry)
-      .Add({{"version", std::string(version)}, {"backend", std::string(backend)}})
+      .Add({{"version", std::string(version)},
+            {"commit", std::string(commit)},
+            {"backend", std::string(backend)}})
       .Set(1);
   // Its own series so that an alert on a GPU deployment serving on the CPU (--backend=auto on a
   // node without a driver) reads one label, whatever the version.

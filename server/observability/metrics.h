@@ -25,7 +25,8 @@ namespace cuimg {
 
 class ServerMetrics {
  public:
-  ServerMetrics(prometheus::Registry& registry, absl::string_view version,
+  // cuimg_build_info carries `version`, `commit` and `backend` as labels.
+  ServerMetrics(prometheus::Registry& registry, absl::string_view version, absl::string_view commit,
                 absl::string_view backend);
 
   // Counts a finished request by RPC and status code, and records its latency by stage.
@@ -34,6 +35,8 @@ class ServerMetrics {
   void AddInflight(absl::string_view rpc, int delta);
   void AddBytes(std::int64_t received, std::int64_t sent);
   void AddPixels(absl::string_view rpc, std::int64_t pixels);
+  // Counts a call answered with an error under its reason (cuimg_rejected_total{reason}: the
+  // ErrorInfo reason, "OVERLOADED", ...). CallScope::Complete is its one caller.
   void RecordRejection(absl::string_view reason);
 
  private:

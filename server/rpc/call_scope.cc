@@ -1,6 +1,7 @@
 #include "server/rpc/call_scope.h"
 
 #include "absl/time/clock.h"
+#include "cuimg/common/error.h"
 #include "proto/wire_contract.h"
 #include "server/observability/log.h"
 #include "server/observability/log_throttle.h"
@@ -44,9 +45,13 @@ void CallScope::MarkStarted() { times_.queue_us = MicrosSince(start_); }
 absl::Status CallScope::CheckAlive() const {
   // The deadline first: gRPC also marks a call whose deadline passed as cancelled.
   if (std::chrono::system_clock::now() > ctx_->deadline()) {
-    return absl::DeadlineExceededError("the request's deadline passed before execution");
+    return MakeError(absl::StatusCode::kDeadlineExceeded, ErrorReason::kDeadlineTooShort, "",
+                     "the request's deadline passed before execution");
   }
-  if (ctx_->IsCancelled()) return absl::CancelledError("the client cancelled the request");
+  if (ctx_->IsCancelled()) {
+    return MakeError(absl::StatusCode::kCancelled, ErrorReason::kCancelled, "",
+                     "the client cancelled the request");
+  }
   return cancel().Check();
 }
 
@@ -56,6 +61,12 @@ grpc::Status CallScope::Complete(const absl::Status& status) {
   metrics_->RecordRequest(rpc_, status.code(), times_, times_.total_us * 1e-6);
   metrics_->AddInflight(rpc_, -1);
   completed_ = true;
+  const std::string reason = WireReason(status);
+  if (!status.ok()) {
+    metrics_->RecordRejection(reason);
+    AddRetryHints(ctx_, static_cast<grpc::StatusCode>(status.code()),
+                  reason == ErrorReasonName(ErrorReason::kOverloaded));
+  }
   const LogLevel level = status.ok() ? LogLevel::kDebug
                          : status.code() == absl::StatusCode::kInternal ||
                                  status.code() == absl::StatusCode::kUnavailable
@@ -81,6 +92,7 @@ grpc::Status CallScope::Complete(const absl::Status& status) {
              {{"rpc", rpc_},
               {"identity", identity},
               {"code", code},
+              {"reason", reason},
               {"total_us", total_us},
               {"kernel_us", kernel_us},
               {"device", times_.device},

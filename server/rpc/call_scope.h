@@ -1,5 +1,6 @@
 // CallScope: one RPC's lifecycle bookkeeping: in-flight gauge, stage times, the `cuimg-timing`
-// trailer, and the request counter/latency metrics, all recorded exactly once at completion.
+// trailer, the request counter/latency metrics, and an error's reason and retry hints, all
+// recorded exactly once at completion.
 #ifndef CUIMG_SERVER_CALL_SCOPE_H_
 #define CUIMG_SERVER_CALL_SCOPE_H_
 
@@ -56,13 +57,16 @@ class CallScope {
   const CancelToken& cancel() const { return cancel_ == nullptr ? NeverCancelled() : *cancel_; }
   // Marks the end of queueing (the request starts executing).
   void MarkStarted();
-  // CANCELLED or DEADLINE_EXCEEDED when the client is gone or out of time, UNAVAILABLE when the
-  // token says the server is stopping; checked before and between stages so no device work is
-  // done for a dead request.
+  // CANCELLED or DEADLINE_EXCEEDED (DEADLINE_TOO_SHORT) when the client is gone or out of time,
+  // UNAVAILABLE (SHUTTING_DOWN) when the token says the server is stopping; checked before and
+  // between stages so no device work is done for a dead request.
   absl::Status CheckAlive() const;
-  // Records metrics and the timing trailer and logs the request line (every refusal counts in
-  // the metrics; their lines are rate-limited per RPC and code, see
-  // ReportSuppressedRequestLines); returns the status to finish the RPC with.
+  // Records metrics and the timing trailer and logs the request line; returns the status to
+  // finish the RPC with. The one place a call's outcome is recorded: an error counts under its
+  // reason (cuimg_rejected_total{reason}, the reason ToGrpcStatus sends), gets the retry hints
+  // of the wire contract (transient: OVERLOADED; a RESOURCE_EXHAUSTED of any other reason says
+  // never retry), and its request line is rate-limited per RPC and code (see
+  // ReportSuppressedRequestLines). Call it once, before Finish.
   grpc::Status Complete(const absl::Status& status);
 
  private:

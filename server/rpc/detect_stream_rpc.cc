@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/rpc/imaging_service.h"
+#include "server/rpc/stream_reactor.h"
 #include "server/security/untrusted_text.h"
 
 namespace cuimg {
@@ -49,76 +50,18 @@ struct FrameTask {
   bool done = false;  // ran (or was skipped); `result` is ready when it succeeded
 };
 
-class DetectStreamReactor final
-    : public grpc::ServerBidiReactor<v1::DetectFrame, v1::DetectFrameResult> {
+class DetectStreamReactor final : public StreamReactor<v1::DetectFrame, v1::DetectFrameResult> {
  public:
   DetectStreamReactor(ImagingService* service, WorkQueue* queue, grpc::CallbackServerContext* ctx)
-      : service_(service),
-        queue_(queue),
-        ctx_(ctx),
-        cancel_(CancelToken::SteadyDeadline(ctx->deadline()), service->hard_stop()),
-        call_("DetectStream", ctx, &service->metrics()) {
-    call_.set_cancel(&cancel_);
-    // AuthorizeCall records a refusal and sets the stream's identity.
-    if (absl::Status who = service_->AuthorizeCall(call_, kRightProcess); !who.ok()) {
-      finished_ = true;
-      Finish(call_.Complete(who));
-      return;
-    }
-    reading_ = true;
-    StartRead(&request_);
+      : StreamReactor("DetectStream", service, ctx), queue_(queue) {
+    Begin();
   }
-
-  void OnReadDone(bool ok) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    reading_ = false;
-    if (finished_) return;
-    if (!ok) {
-      input_done_ = true;
-      if (ctx_->IsCancelled()) Stop(absl::CancelledError("the client cancelled the stream"));
-    } else if (error_.ok()) {
-      Accept();
-    }
-    Pump(std::move(lock));
-  }
-
-  void OnWriteDone(bool ok) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    writing_ = false;
-    if (!ok) {
-      Stop(absl::CancelledError("the client stopped reading results"));
-    } else {
-      FrameTask& frame = *frames_.front();
-      sent_bytes_ += static_cast<std::int64_t>(frame.result.ByteSizeLong());
-      frame.call.times().total_us = std::chrono::duration<double, std::micro>(
-                                        std::chrono::steady_clock::now() - frame.received)
-                                        .count();
-      service_->metrics().RecordRequest(kFrameRpc, absl::StatusCode::kOk, frame.call.times(),
-                                        frame.call.times().total_us * 1e-6);
-      frames_.pop_front();
-    }
-    Pump(std::move(lock));
-  }
-
-  void OnCancel() override {
-    std::unique_lock<std::mutex> lock(mu_);
-    // gRPC cancels a call whose deadline passed too; CheckAlive tells which it was.
-    if (std::chrono::system_clock::now() >= ctx_->deadline()) {
-      cancel_.MarkDeadlinePassed();
-    } else {
-      cancel_.Cancel();
-    }
-    const absl::Status alive = call_.CheckAlive();
-    Stop(alive.ok() ? absl::CancelledError("the client cancelled the stream") : alive);
-    Pump(std::move(lock));
-  }
-
-  void OnDone() override { delete this; }
 
  private:
   // The message just read is the next frame: validated and admitted as a unary call would be,
   // then queued. A refusal ends the stream after the frames before it.
-  void Accept() {
+  void MessageLocked() override {
+    if (!error_.ok()) return;
     auto frame =
         std::make_unique<FrameTask>(ctx_, &service_->metrics(), received_, service_->hard_stop());
     ++received_;
@@ -126,11 +69,7 @@ class DetectStreamReactor final
     frame->id = frame->message.id();
     received_bytes_ += static_cast<std::int64_t>(frame->message.ByteSizeLong());
     frame->call.set_identity(call_.identity());
-    bool transient = false;
-    const absl::Status status = Admit(*frame, &transient);
-    if (!status.ok()) {
-      service_->RecordRefusal(ctx_, status,
-                              status.code() == absl::StatusCode::kResourceExhausted && transient);
+    if (const absl::Status status = Admit(*frame); !status.ok()) {
       FrameFailed(*frame, status);
       return;
     }
@@ -138,31 +77,40 @@ class DetectStreamReactor final
     frames_.push_back(std::move(frame));
   }
 
-  absl::Status Admit(FrameTask& frame, bool* transient) {
+  void InputEndedLocked() override {}
+
+  void WrittenLocked(bool ok) override {
+    if (!ok) return;
+    FrameTask& frame = *frames_.front();
+    sent_bytes_ += static_cast<std::int64_t>(frame.result.ByteSizeLong());
+    frame.call.times().total_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - frame.received)
+            .count();
+    service_->metrics().RecordRequest(kFrameRpc, absl::StatusCode::kOk, frame.call.times(),
+                                      frame.call.times().total_us * 1e-6);
+    frames_.pop_front();
+  }
+
+  absl::Status Admit(FrameTask& frame) {
     const v1::DetectFrame& m = frame.message;
     if (m.id().size() > kMaxFrameIdBytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("id: ", m.id().size(), " bytes; at most ", kMaxFrameIdBytes));
+      return InvalidFieldError(ErrorReason::kInvalidFormat, "id",
+                               absl::StrCat(m.id().size(), " bytes; at most ", kMaxFrameIdBytes));
     }
     if (!m.has_request()) {
-      return absl::InvalidArgumentError("request: is required (the frame and the parameters)");
+      return InvalidFieldError(ErrorReason::kFieldRequired, "request",
+                               "is required (the frame and the parameters)");
     }
     absl::StatusOr<DetectJob> job =
         service_->ValidateDetect(m.request(), service_->options().limits, absl::nullopt);
     if (!job.ok()) return InRequest(job.status());
     frame.job = *std::move(job);
-    absl::StatusOr<InflightBudget::Reservation> held = service_->AdmitDetect(
-        *ctx_, &frame.job, m.request(), call_.identity(), m.ByteSizeLong(), transient);
+    absl::StatusOr<InflightBudget::Reservation> held =
+        service_->AdmitDetect(*ctx_, &frame.job, m.request(), call_.identity(), m.ByteSizeLong());
     if (!held.ok()) return InRequest(held.status());
     frame.held = *std::move(held);
     FrameTask* task = &frame;  // owned by frames_ until sent; the stream ends after it ran
-    if (absl::Status admitted = queue_->Submit(
-            [this, task](WorkQueue::Admission& admission) { Run(*task, admission); });
-        !admitted.ok()) {
-      *transient = admitted.code() == absl::StatusCode::kResourceExhausted;
-      return admitted;
-    }
-    return absl::OkStatus();
+    return queue_->Submit([this, task](WorkQueue::Admission& admission) { Run(*task, admission); });
   }
 
   // On a work queue thread, without the lock while the backend runs.
@@ -170,10 +118,7 @@ class DetectStreamReactor final
     frame.call.MarkStarted();
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!started_) {
-        call_.MarkStarted();
-        started_ = true;
-      }
+      MarkStartedLocked();
     }
     // Skipped (not answered) when the stream ended or an earlier frame failed: its token says so.
     absl::Status status = frame.call.CheckAlive();
@@ -209,15 +154,11 @@ class DetectStreamReactor final
     Pump(std::move(lock));
   }
 
-  // A unary call's message names the unary request's fields; here they sit under `request`.
-  // Messages that start with no such field (the budget's "request: ...", the queue's) are kept.
+  // A unary call's error names the unary request's fields; here they sit under `request`. An
+  // error about no field (the budget's, the queue's) is kept as it is.
   static absl::Status InRequest(const absl::Status& status) {
-    const absl::string_view m = status.message();
-    const std::string first(m.substr(0, m.find_first_of(".[: ")));
-    if (v1::DetectPedestriansRequest::descriptor()->FindFieldByName(first) == nullptr) {
-      return status;
-    }
-    return absl::Status(status.code(), absl::StrCat("request.", m));
+    if (ErrorFieldOf(status).empty()) return status;
+    return WithFieldPrefix(status, "request.");
   }
 
   // Frame `frame` failed: the stream answers the frames before it, then ends with `status`
@@ -226,9 +167,9 @@ class DetectStreamReactor final
   void FrameFailed(const FrameTask& frame, const absl::Status& status) {
     if (frame.index >= error_index_) return;
     error_index_ = frame.index;
-    error_ = absl::Status(
-        status.code(),
-        absl::StrCat(status.message(), " (frame ", frame.index,
+    error_ = WithMessageSuffix(
+        status,
+        absl::StrCat(" (frame ", frame.index,
                      frame.id.empty() ? "" : absl::StrCat(", id ", QuoteClientValue(frame.id)),
                      ")"));
     for (const std::unique_ptr<FrameTask>& f : frames_) {
@@ -238,7 +179,7 @@ class DetectStreamReactor final
 
   // The whole stream ends now (cancelled, out of time, or the client stopped reading): nothing
   // more is answered and every frame stops at its next check.
-  void Stop(const absl::Status& status) {
+  void StopLocked(const absl::Status& status) override {
     if (error_.ok() || error_index_ > 0) error_ = status;
     error_index_ = 0;
     cancel_.Cancel();
@@ -248,37 +189,26 @@ class DetectStreamReactor final
   // Moves the stream along after any event: sends the next frame's result once it is ready (in
   // order), reads on while under the bound, and finishes once nothing is outstanding. Called with
   // the lock held; releases it. Finish comes last: OnDone may delete `this` after it.
-  void Pump(std::unique_lock<std::mutex> lock) {
+  void Pump(std::unique_lock<std::mutex> lock) override {
     if (finished_) return;
     if (!writing_ && !frames_.empty() && frames_.front()->done &&
         frames_.front()->index < error_index_) {
       writing_ = true;
       StartWrite(&frames_.front()->result);
     }
-    if (error_.ok() && !reading_ && !input_done_ &&
+    if (error_.ok() &&
         static_cast<int>(frames_.size()) < service_->options().stream_frames_in_flight) {
-      reading_ = true;
-      StartRead(&request_);
+      ReadNextLocked();
     }
     // Frames still to answer: those before a failed one that are not yet sent.
     const bool answering = !frames_.empty() && frames_.front()->index < error_index_;
     const bool done = error_.ok() ? input_done_ && frames_.empty() : !answering;
     if (running_ > 0 || writing_ || !done) return;
-    finished_ = true;
     frames_.clear();
-    service_->metrics().AddBytes(received_bytes_, sent_bytes_);
-    const grpc::Status status = call_.Complete(error_);
-    lock.unlock();
-    Finish(status);
+    FinishLocked(std::move(lock), error_);
   }
 
-  ImagingService* const service_;
   WorkQueue* const queue_;
-  grpc::CallbackServerContext* const ctx_;
-  CancelToken cancel_;  // the stream's own checks (CallScope::CheckAlive)
-  std::mutex mu_;
-  CallScope call_;  // times() guarded by mu_
-  v1::DetectFrame request_;
   // Everything below is guarded by mu_.
   std::deque<std::unique_ptr<FrameTask>> frames_;  // in index order: received, not yet answered
   std::uint64_t received_ = 0;
@@ -286,13 +216,6 @@ class DetectStreamReactor final
   absl::Status error_;
   // Frames from this index on are not answered (the failed frame's; 0 once the stream stopped).
   std::uint64_t error_index_ = std::numeric_limits<std::uint64_t>::max();
-  bool reading_ = false;
-  bool writing_ = false;
-  bool input_done_ = false;
-  bool started_ = false;
-  bool finished_ = false;
-  std::int64_t received_bytes_ = 0;
-  std::int64_t sent_bytes_ = 0;
 };
 
 }  // namespace

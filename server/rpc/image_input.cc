@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "cuimg/codec/image_codec.h"
 #include "cuimg/codec/jpeg_header.h"
+#include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "server/observability/log.h"
 
@@ -15,15 +16,12 @@ absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> FindRegion(
     const SharedMemoryRegistry* shared_memory, CallScope& call, absl::string_view handle,
     absl::string_view field) {
   if (shared_memory == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(field, ": this server does not offer shared memory (--shared_memory)"));
+    return MakeError(absl::StatusCode::kFailedPrecondition, ErrorReason::kSharedMemoryUnavailable,
+                     field, "this server does not offer shared memory (--shared_memory)");
   }
   absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> region =
       shared_memory->Get(call.identity(), handle);
-  if (!region.ok()) {
-    return absl::Status(region.status().code(),
-                        absl::StrCat(field, ": ", region.status().message()));
-  }
+  if (!region.ok()) return AtField(region.status(), field);
   call.UseRegion(*region, std::string(field));
   return region;
 }
@@ -78,10 +76,7 @@ absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, CallScope& c
       return out;
     case ImageInput::Kind::kHandle: {
       absl::StatusOr<std::shared_ptr<const StoredImage>> stored = store.Get(identity, input.handle);
-      if (!stored.ok()) {
-        return absl::Status(stored.status().code(),
-                            absl::StrCat(input.field, ": ", stored.status().message()));
-      }
+      if (!stored.ok()) return AtField(stored.status(), input.field);
       out.resident = *std::move(stored);
       out.view = out.resident->image.view();
       out.spacing = out.resident->spacing;
@@ -120,8 +115,11 @@ absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, CallScope& c
   }
   absl::StatusOr<Image> decoded = DecodeImage(bytes, decode_limits, decoders.threads);
   if (!decoded.ok()) {
-    // A file over the limits is the caller's input, like any other bad field.
-    return absl::InvalidArgumentError(absl::StrCat(input.field, ": ", decoded.status().message()));
+    // A file over the limits is the caller's input, like any other bad field; what the decoder
+    // did not classify is taken for a corrupt file.
+    return WithCode(
+        AtField(WithDefaultReason(decoded.status(), ErrorReason::kCorruptEncodedData), input.field),
+        absl::StatusCode::kInvalidArgument);
   }
   out.decoded = std::make_unique<Image>(*std::move(decoded));
   out.view = out.decoded->view();

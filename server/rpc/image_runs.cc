@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/kernels/group_rectangles.h"
 #include "server/rpc/image_input.h"
@@ -17,6 +18,13 @@ namespace cuimg {
 namespace {
 
 // A returned result's header: everything but the pixels.
+// The resident store's refusal of a result kept resident: about output.ttl_seconds when the
+// store judged the TTL (its error names "ttl_seconds"), else about output.keep_resident.
+absl::Status KeptResultError(const absl::Status& status) {
+  return ErrorFieldOf(status).empty() ? AtField(status, "output.keep_resident")
+                                      : WithFieldPrefix(status, "output.");
+}
+
 v1::Image* DescribeResult(PixelType type, const Extent& extent, const v1::Spacing& spacing,
                           v1::ImageResult* result) {
   v1::Image* image = result->mutable_image();
@@ -51,7 +59,7 @@ class ResultSlot {
   void* data() const { return data_; }
 
   // Stores the result when asked (counting against the caller's budget) and fills the response.
-  absl::Status Deliver(ResidentStore& store, absl::string_view identity, absl::string_view field) {
+  absl::Status Deliver(ResidentStore& store, absl::string_view identity) {
     if (stored_ == nullptr) return absl::OkStatus();
     if (!output_.omit_data) {
       v1::Image* image = result_->mutable_image();
@@ -62,9 +70,7 @@ class ResultSlot {
     }
     absl::StatusOr<ResidentInfo> info = store.Put(
         identity, std::shared_ptr<const StoredImage>(std::move(stored_)), output_.ttl_seconds);
-    if (!info.ok()) {
-      return absl::Status(info.status().code(), absl::StrCat(field, ": ", info.status().message()));
-    }
+    if (!info.ok()) return KeptResultError(info.status());
     result_->set_handle(info->handle);
     return absl::OkStatus();
   }
@@ -100,7 +106,7 @@ absl::Status ImagingService::RunMorphology(const MorphologyJob& job, CallScope& 
   CUIMG_RETURN_IF_ERROR(
       backend_->Morphology(in.input(), out, job.steps, &call.times(), call.cancel()));
   metrics_->AddPixels("Morphology", in.view.extent.Pixels());
-  return result.Deliver(*store_, identity, "output.keep_resident");
+  return result.Deliver(*store_, identity);
 }
 
 absl::Status ImagingService::MorphologyIntoSharedMemory(const MorphologyJob& job,
@@ -116,8 +122,8 @@ absl::Status ImagingService::MorphologyIntoSharedMemory(const MorphologyJob& job
   // object (wherever it is mapped).
   if (in.region != nullptr && SharedBytesOverlap(*in.region, job.input.offset, bytes, *region,
                                                  job.output.shared_memory_offset, bytes)) {
-    return absl::InvalidArgumentError(
-        "output.shared_memory.offset: the result's bytes overlap the input's");
+    return InvalidFieldError(ErrorReason::kInvalidCombination, "output.shared_memory.offset",
+                             "the result's bytes overlap the input's");
   }
   const ImageView out{in.view.type, in.view.extent, 1, data};
   CUIMG_RETURN_IF_ERROR(
@@ -162,11 +168,10 @@ absl::Status ImagingService::RunGradient(const GradientJob& job, CallScope& call
   for (double t : taps.smoothing) response->add_smoothing_taps(static_cast<float>(t));
   for (double t : taps.derivative) response->add_derivative_taps(static_cast<float>(t));
   metrics_->AddPixels("Gradient", e.Pixels());
-  CUIMG_RETURN_IF_ERROR(gx.Deliver(*store_, identity, "output.keep_resident"));
-  CUIMG_RETURN_IF_ERROR(gy.Deliver(*store_, identity, "output.keep_resident"));
-  if (magnitude)
-    CUIMG_RETURN_IF_ERROR(magnitude->Deliver(*store_, identity, "output.keep_resident"));
-  if (angle) CUIMG_RETURN_IF_ERROR(angle->Deliver(*store_, identity, "output.keep_resident"));
+  CUIMG_RETURN_IF_ERROR(gx.Deliver(*store_, identity));
+  CUIMG_RETURN_IF_ERROR(gy.Deliver(*store_, identity));
+  if (magnitude) CUIMG_RETURN_IF_ERROR(magnitude->Deliver(*store_, identity));
+  if (angle) CUIMG_RETURN_IF_ERROR(angle->Deliver(*store_, identity));
   return absl::OkStatus();
 }
 
@@ -219,7 +224,7 @@ absl::Status ImagingService::RunPyramid(const PyramidJob& job_in, CallScope& cal
     ResultSlot slot(job.output, job.spec.output_type, extent, in.spacing, out->mutable_result(),
                     detached);
     std::memcpy(slot.data(), packed.data() + level.offset_bytes, level.bytes);
-    CUIMG_RETURN_IF_ERROR(slot.Deliver(*store_, identity, "output.keep_resident"));
+    CUIMG_RETURN_IF_ERROR(slot.Deliver(*store_, identity));
   }
   metrics_->AddPixels("Pyramid", in.view.extent.Pixels());
   return absl::OkStatus();
@@ -261,10 +266,7 @@ absl::Status ImagingService::RunDeform(const DeformJob& job, CallScope& call,
   if (job.mesh.kind == MeshInput::Kind::kHandle) {
     absl::StatusOr<std::shared_ptr<const BackendMesh>> found =
         store_->GetMesh(identity, job.mesh.handle);
-    if (!found.ok()) {
-      return absl::Status(found.status().code(),
-                          absl::StrCat("mesh.handle: ", found.status().message()));
-    }
+    if (!found.ok()) return AtField(found.status(), "mesh.handle");
     mesh = *std::move(found);
   } else {
     CUIMG_ASSIGN_OR_RETURN(mesh, backend_->UploadMesh(job.mesh.view, &call.times()));
@@ -295,10 +297,7 @@ absl::Status ImagingService::RunDeform(const DeformJob& job, CallScope& call,
   if (kept != nullptr) {
     CUIMG_RETURN_IF_ERROR(CheckKeptMesh(*kept, positions));
     absl::StatusOr<ResidentInfo> info = store_->PutMesh(identity, kept, job.output.ttl_seconds);
-    if (!info.ok()) {
-      return absl::Status(info.status().code(),
-                          absl::StrCat("output.keep_resident: ", info.status().message()));
-    }
+    if (!info.ok()) return KeptResultError(info.status());
     response->set_handle(info->handle);
   }
   return absl::OkStatus();
@@ -317,10 +316,12 @@ absl::Status ImagingService::CheckKeptMesh(const BackendMesh& kept, const float*
     valid = ValidateMesh(host, "deformed mesh");
   }
   if (valid.ok()) return valid;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "output.keep_resident: the lattice moves the mesh out of the float range, so it cannot be "
-      "kept resident: ",
-      valid.message()));
+  // The deformed mesh is no request field: the request asked to keep what cannot be kept.
+  return InvalidFieldError(
+      ErrorReason::kValueOutOfRange, "output.keep_resident",
+      absl::StrCat("the lattice moves the mesh out of the float range, so it cannot be kept "
+                   "resident: ",
+                   valid.message()));
 }
 
 }  // namespace cuimg

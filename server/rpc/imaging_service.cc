@@ -1,11 +1,12 @@
 #include "server/rpc/imaging_service.h"
 
+#include <chrono>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/kernels/detect_geometry.h"
-#include "proto/wire_contract.h"
 #include "server/rpc/call_messages.h"
 #include "server/rpc/image_input.h"
 #include "server/scheduling/inflight_estimate.h"
@@ -22,18 +23,16 @@ class CancellingReactor final : public grpc::ServerUnaryReactor {
   CancellingReactor(grpc::CallbackServerContext* ctx, std::shared_ptr<CancelToken> cancel)
       : ctx_(ctx), cancel_(std::move(cancel)) {}
   void OnCancel() override {
-    // gRPC cancels a call whose deadline passed too; its clock says which it was.
-    if (std::chrono::system_clock::now() >= ctx_->deadline()) {
-      cancel_->MarkDeadlinePassed();
-    } else {
-      cancel_->Cancel();
-    }
+    // gRPC cancels a call whose deadline passed too, and so does the client when its own copy of
+    // the deadline passes: MarkClientGone tells which it was.
+    cancel_->MarkClientGone(began_, ctx_->deadline());
   }
   void OnDone() override { delete this; }
 
  private:
   grpc::CallbackServerContext* ctx_;
   std::shared_ptr<CancelToken> cancel_;
+  const std::chrono::system_clock::time_point began_ = std::chrono::system_clock::now();
 };
 
 }  // namespace
@@ -65,10 +64,7 @@ ImagingService::ImagingService(const ServerOptions& options, const AuthPolicy& a
 absl::Status ImagingService::AuthorizeCall(CallScope& call, unsigned rights) {
   absl::StatusOr<std::string> identity =
       cuimg::Authorize(*call.context(), auth_, rights, call.rpc());
-  if (!identity.ok()) {
-    RecordRefusal(call.context(), identity.status(), false);
-    return identity.status();
-  }
+  if (!identity.ok()) return identity.status();
   call.set_identity(*std::move(identity));
   return absl::OkStatus();
 }
@@ -79,42 +75,15 @@ grpc::ServerUnaryReactor* ImagingService::ServeAtOnce(
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   CallScope call(rpc, ctx, metrics_);
   absl::Status status = AuthorizeCall(call, rights);
-  if (status.ok()) {
-    status = body(call.identity());
-    if (!status.ok()) RecordRefusal(ctx, status, false);
-  }
+  if (status.ok()) status = body(call.identity());
   reactor->Finish(call.Complete(status));
   return reactor;
-}
-
-void ImagingService::RecordRefusal(grpc::CallbackServerContext* ctx, const absl::Status& status,
-                                   bool transient) {
-  switch (status.code()) {
-    case absl::StatusCode::kUnauthenticated:
-    case absl::StatusCode::kPermissionDenied:
-      metrics_->RecordRejection("unauthorized");
-      return;
-    case absl::StatusCode::kResourceExhausted:
-      metrics_->RecordRejection(transient ? "overload" : "too_large");
-      break;
-    case absl::StatusCode::kUnavailable:
-      metrics_->RecordRejection("shutting_down");
-      break;
-    case absl::StatusCode::kNotFound:  // an unknown model or resident handle
-      metrics_->RecordRejection("not_found");
-      return;
-    default:
-      metrics_->RecordRejection("invalid_argument");
-      return;
-  }
-  AddRetryHints(ctx, static_cast<grpc::StatusCode>(status.code()), transient);
 }
 
 template <typename Job, typename Request>
 absl::StatusOr<InflightBudget::Reservation> ImagingService::Admit(
     const grpc::ServerContextBase& ctx, absl::string_view rpc, Job* job, const Request& request,
-    const std::string& identity, std::uint64_t extra_bytes, bool* transient) {
-  *transient = false;
+    const std::string& identity, std::uint64_t extra_bytes) {
   if (UsesResident(*job)) {
     CUIMG_RETURN_IF_ERROR(cuimg::Authorize(ctx, auth_, kRightResident, rpc).status());
   }
@@ -123,16 +92,13 @@ absl::StatusOr<InflightBudget::Reservation> ImagingService::Admit(
                          EstimateInflightBytes(*job, request, identity, *store_, options_.limits));
   CUIMG_ASSIGN_OR_RETURN(double work, RequestWork(*job, identity));
   CUIMG_RETURN_IF_ERROR(CheckRequestWork(work, options_.max_request_work));
-  bytes += extra_bytes;
-  absl::StatusOr<InflightBudget::Reservation> reservation = budget_->Reserve(bytes, "request");
-  if (!reservation.ok()) *transient = bytes <= budget_->per_request_bytes();
-  return reservation;
+  return budget_->Reserve(bytes + extra_bytes, "");
 }
 
 absl::StatusOr<InflightBudget::Reservation> ImagingService::AdmitDetect(
     const grpc::ServerContextBase& ctx, DetectJob* job, const v1::DetectPedestriansRequest& request,
-    const std::string& identity, std::uint64_t extra_bytes, bool* transient) {
-  return Admit(ctx, "DetectStream", job, request, identity, extra_bytes, transient);
+    const std::string& identity, std::uint64_t extra_bytes) {
+  return Admit(ctx, "DetectStream", job, request, identity, extra_bytes);
 }
 
 template <typename Messages, typename Validate, typename Job>
@@ -145,29 +111,22 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
   grpc::ServerUnaryReactor* reactor = new CancellingReactor(ctx, cancel);
   auto call = std::make_shared<CallScope>(rpc, ctx, metrics_);
   call->set_cancel(cancel.get());
-  auto refuse = [&](const absl::Status& status, bool transient) {
-    RecordRefusal(ctx, status, transient);
+  // Every refusal is recorded (its reason, its retry hints) by CallScope::Complete.
+  auto refuse = [&](const absl::Status& status) {
     reactor->Finish(call->Complete(status));
     return reactor;
   };
   // Who first: an unauthenticated caller learns nothing about its request.
-  if (absl::Status who = AuthorizeCall(*call, kRightProcess); !who.ok()) {
-    reactor->Finish(call->Complete(who));
-    return reactor;
-  }
+  if (absl::Status who = AuthorizeCall(*call, kRightProcess); !who.ok()) return refuse(who);
   const std::string& identity = call->identity();
   // Full: refuse before parsing, so that shedding twice the capacity costs little of it.
-  if (absl::Status room = queue_->CheckRoom(); !room.ok()) {
-    return refuse(room, room.code() == absl::StatusCode::kResourceExhausted);
-  }
-  if (absl::Status parsed = messages->Parse(); !parsed.ok()) return refuse(parsed, false);
+  if (absl::Status room = queue_->CheckRoom(); !room.ok()) return refuse(room);
+  if (absl::Status parsed = messages->Parse(); !parsed.ok()) return refuse(parsed);
   absl::StatusOr<Job> job = messages->Validate(validate, options_.limits);
-  if (!job.ok()) return refuse(job.status(), false);
-  bool transient = false;
+  if (!job.ok()) return refuse(job.status());
   absl::StatusOr<InflightBudget::Reservation> reservation =
-      Admit(*ctx, rpc, &*job, messages->request(), identity, messages->detached_request_bytes(),
-            &transient);
-  if (!reservation.ok()) return refuse(reservation.status(), transient);
+      Admit(*ctx, rpc, &*job, messages->request(), identity, messages->detached_request_bytes());
+  if (!reservation.ok()) return refuse(reservation.status());
   auto held = std::make_shared<InflightBudget::Reservation>(*std::move(reservation));
   auto shared_job = std::make_shared<Job>(*std::move(job));
   call->set_detached_results(messages->detached_results());
@@ -193,8 +152,7 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
     admission.Release();
     reactor->Finish(call->Complete(status));
   });
-  if (!admitted.ok())
-    return refuse(admitted, admitted.code() == absl::StatusCode::kResourceExhausted);
+  if (!admitted.ok()) return refuse(admitted);
   return reactor;
 }
 
@@ -271,10 +229,7 @@ absl::Status ImagingService::CompleteFromResident(MorphologyJob* job,
   if (!job->steps_await_spacing) return absl::OkStatus();
   absl::StatusOr<std::shared_ptr<const StoredImage>> stored =
       store_->Get(identity, job->input.handle);
-  if (!stored.ok()) {
-    return absl::Status(stored.status().code(),
-                        absl::StrCat(job->input.field, ": ", stored.status().message()));
-  }
+  if (!stored.ok()) return AtField(stored.status(), job->input.field);
   return ResolveMorphologyOnResident(request, (*stored)->spacing, (*stored)->image.extent(),
                                      options_.limits, job);
 }
@@ -315,10 +270,7 @@ absl::StatusOr<double> ImagingService::RequestWork(const DeformJob& job,
   std::uint64_t triangles = job.mesh.view.triangle_count;
   if (job.mesh.kind == MeshInput::Kind::kHandle) {
     absl::StatusOr<ResidentInfo> info = store_->Describe(identity, job.mesh.handle);
-    if (!info.ok()) {
-      return absl::Status(info.status().code(),
-                          absl::StrCat("mesh.handle: ", info.status().message()));
-    }
+    if (!info.ok()) return AtField(info.status(), "mesh.handle");
     vertices = info->vertex_count;
     triangles = info->triangle_count;
   }

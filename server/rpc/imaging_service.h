@@ -97,7 +97,7 @@ class ImagingService final
   absl::StatusOr<InflightBudget::Reservation> AdmitDetect(
       const grpc::ServerContextBase& ctx, DetectJob* job,
       const v1::DetectPedestriansRequest& request, const std::string& identity,
-      std::uint64_t extra_bytes, bool* transient);
+      std::uint64_t extra_bytes);
   absl::Status RunDetect(const DetectJob& job, CallScope& call,
                          v1::DetectPedestriansResponse* response);
 
@@ -111,11 +111,9 @@ class ImagingService final
   // What each identity's open uploads may claim (ServerOptions' upload fields).
   UploadQuota& uploads() { return *uploads_; }
   // Every handler's first step: Authorize (authorization.h) the call for `rights` under this
-  // server's policy. OK: the call's identity is set. A refusal is recorded (RecordRefusal) and
-  // returned, for the handler to finish the call with.
+  // server's policy. OK: the call's identity is set. A refusal is returned for the handler to
+  // finish the call with (CallScope::Complete records it, as every error).
   absl::Status AuthorizeCall(CallScope& call, unsigned rights);
-  // Answers an admission refusal: counted by reason; the retry hint when retrying can help.
-  void RecordRefusal(grpc::CallbackServerContext* ctx, const absl::Status& status, bool transient);
   // Makes every request's work stop at its next check (UNAVAILABLE), and any request queued or
   // admitted later fail before it runs: for shutdown once the grace period is over. Thread-safe.
   void HardStop() { hard_stop_.store(true, std::memory_order_relaxed); }
@@ -151,13 +149,13 @@ class ImagingService final
   // After validation, before the work queue: the `resident` right when the job uses it, the job
   // completed from the resident store (CompleteFromResident), the request's work
   // (CheckRequestWork) and its host bytes (EstimateInflightBytes + `extra_bytes`) held in the
-  // in-flight budget. `*transient`: a refusal that may succeed later (the budget).
+  // in-flight budget. A refusal that may succeed later (the budget's) is OVERLOADED.
   template <typename Job, typename Request>
   absl::StatusOr<InflightBudget::Reservation> Admit(const grpc::ServerContextBase& ctx,
                                                     absl::string_view rpc, Job* job,
                                                     const Request& request,
                                                     const std::string& identity,
-                                                    std::uint64_t extra_bytes, bool* transient);
+                                                    std::uint64_t extra_bytes);
 
   // The estimated work of a validated request (work_estimate.h) on this server's backend; the
   // errors of InputShape. A plan that fails here counts 0: the request fails when it runs.

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "server/rpc/imaging_service.h"
 #include "server/state/upload_buffer.h"
@@ -45,7 +46,6 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
     }
     absl::StatusOr<UploadQuota::Slot> slot = service_->uploads().Open(call_.identity());
     if (!slot.ok()) {
-      service_->RecordRefusal(ctx, slot.status(), true);
       Finish(call_.Complete(slot.status()));
       return;
     }
@@ -123,8 +123,9 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
     }
     if (expired) {
       // Finishing with a read pending ends it too (OnReadDone sees finished_).
-      FinishWith(absl::DeadlineExceededError(
-          absl::StrCat("upload: nothing received for ", absl::ToInt64Milliseconds(idle_timeout_),
+      FinishWith(MakeError(
+          absl::StatusCode::kDeadlineExceeded, ErrorReason::kIdleTimeout, "",
+          absl::StrCat("nothing received for ", absl::ToInt64Milliseconds(idle_timeout_),
                        " ms (upload_idle_timeout_ms); the upload was ended and its bytes freed")));
     }
     Unref();
@@ -135,12 +136,7 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
   }
 
   // Called once, outside mu_ (Finish may run gRPC's callbacks).
-  void FinishWith(const absl::Status& status) {
-    if (status.code() == absl::StatusCode::kResourceExhausted) {
-      service_->RecordRefusal(ctx_, status, transient_);
-    }
-    Finish(call_.Complete(status));
-  }
+  void FinishWith(const absl::Status& status) { Finish(call_.Complete(status)); }
 
   // Frees the bytes received and the identity's upload slot.
   void ReleaseLocked() {
@@ -174,17 +170,13 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
         break;
       }
       case v1::UploadRequest::kChunk:
-        return absl::InvalidArgumentError("chunk: the first message must carry image or mesh");
+        return InvalidFieldError(ErrorReason::kMessageOutOfOrder, "chunk",
+                                 "the first message must carry image or mesh");
       case v1::UploadRequest::CONTENT_NOT_SET:
-        return absl::InvalidArgumentError("content: the first message must carry image or mesh");
+        return InvalidFieldError(ErrorReason::kFieldRequired, "content",
+                                 "the first message must carry image or mesh");
     }
-    // Refusals that retrying cannot help get no retry hint.
-    transient_ = size <= std::min({service_->store().max_object_bytes(),
-                                   service_->uploads().max_bytes_per_identity(),
-                                   UploadBuffer::MaxDeclared(service_->budget())});
-    if (absl::Status room = service_->store().CheckRoom(call_.identity(), size); !room.ok()) {
-      return absl::Status(room.code(), absl::StrCat(field, ": ", room.message()));
-    }
+    CUIMG_RETURN_IF_ERROR(AtField(service_->store().CheckRoom(call_.identity(), size), field));
     CUIMG_ASSIGN_OR_RETURN(std::unique_ptr<UploadBuffer> buffer,
                            UploadBuffer::Create(&service_->budget(), size, field));
     CUIMG_RETURN_IF_ERROR(slot_.Declare(size, field));
@@ -198,34 +190,48 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
   }
 
   absl::Status Append() {
-    if (message_.content_case() != v1::UploadRequest::kChunk) {
-      return absl::InvalidArgumentError("content: messages after the first must carry chunk");
+    switch (message_.content_case()) {
+      case v1::UploadRequest::kChunk:
+        break;
+      case v1::UploadRequest::kImage:
+      case v1::UploadRequest::kMesh:
+        return InvalidFieldError(ErrorReason::kMessageOutOfOrder,
+                                 message_.has_image() ? "image" : "mesh",
+                                 "only the first message may carry it; later ones carry chunk");
+      case v1::UploadRequest::CONTENT_NOT_SET:
+        return InvalidFieldError(ErrorReason::kFieldRequired, "content",
+                                 "messages after the first must carry chunk");
     }
     if (message_.ttl_seconds() != 0) {
-      return absl::InvalidArgumentError("ttl_seconds: only allowed in the first message");
+      return InvalidFieldError(ErrorReason::kMessageOutOfOrder, "ttl_seconds",
+                               "only allowed in the first message");
     }
     return buffer_->Append(message_.chunk(), "chunk");
   }
 
   absl::Status Complete() {
-    if (ctx_->IsCancelled()) return absl::CancelledError("the client cancelled the upload");
+    if (ctx_->IsCancelled()) {
+      return MakeError(absl::StatusCode::kCancelled, ErrorReason::kCancelled, "",
+                       "the client cancelled the upload");
+    }
     if (buffer_ == nullptr) {
-      return absl::InvalidArgumentError("content: the stream carried no image or mesh");
+      return InvalidFieldError(ErrorReason::kFieldRequired, "content",
+                               "the stream carried no image or mesh");
     }
     if (buffer_->received() != buffer_->declared()) {
-      return absl::InvalidArgumentError(absl::StrCat("chunk: the stream ended after ",
-                                                     buffer_->received(), " of ",
-                                                     buffer_->declared(), " bytes"));
+      return InvalidFieldError(ErrorReason::kDataSizeMismatch, "chunk",
+                               absl::StrCat("the stream ended after ", buffer_->received(), " of ",
+                                            buffer_->declared(), " bytes"));
     }
     service_->metrics().AddBytes(static_cast<std::int64_t>(buffer_->received()), 0);
     if (mesh_) return CompleteMesh();
     auto stored = std::make_shared<StoredImage>();
     stored->image = Image(image_.type, image_.extent, image_.channels, buffer_->Take());
     stored->spacing = spacing_;
-    CUIMG_ASSIGN_OR_RETURN(
-        ResidentInfo info,
-        service_->store().Put(call_.identity(), std::move(stored), ttl_seconds_));
-    ToProto(info, response_->mutable_object());
+    absl::StatusOr<ResidentInfo> info =
+        service_->store().Put(call_.identity(), std::move(stored), ttl_seconds_);
+    if (!info.ok()) return AtField(info.status(), "image");
+    ToProto(*info, response_->mutable_object());
     return absl::OkStatus();
   }
 
@@ -238,9 +244,10 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
     CUIMG_RETURN_IF_ERROR(ValidateMesh(view, "mesh"));
     CUIMG_ASSIGN_OR_RETURN(std::shared_ptr<const BackendMesh> mesh,
                            service_->backend().UploadMesh(view, &call_.times()));
-    CUIMG_ASSIGN_OR_RETURN(ResidentInfo info, service_->store().PutMesh(
-                                                  call_.identity(), std::move(mesh), ttl_seconds_));
-    ToProto(info, response_->mutable_object());
+    absl::StatusOr<ResidentInfo> info =
+        service_->store().PutMesh(call_.identity(), std::move(mesh), ttl_seconds_);
+    if (!info.ok()) return AtField(info.status(), "mesh");
+    ToProto(*info, response_->mutable_object());
     return absl::OkStatus();
   }
 
@@ -265,7 +272,6 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
   std::uint32_t vertex_count_ = 0;
   std::uint32_t triangle_count_ = 0;
   std::uint32_t ttl_seconds_ = 0;
-  bool transient_ = false;
 };
 
 // Streams a resident image back: header and first chunk, then chunks.
@@ -282,7 +288,8 @@ class DownloadReactor final : public grpc::ServerWriteReactor<v1::DownloadRespon
 
   void OnWriteDone(bool ok) override {
     if (!ok) {
-      Finish(call_.Complete(absl::CancelledError("the client stopped reading")));
+      Finish(call_.Complete(MakeError(absl::StatusCode::kCancelled, ErrorReason::kCancelled, "",
+                                      "the client stopped reading")));
       return;
     }
     if (offset_ == bytes_.size()) {
@@ -301,22 +308,17 @@ class DownloadReactor final : public grpc::ServerWriteReactor<v1::DownloadRespon
   absl::Status Start(const v1::DownloadRequest& request, const std::string& identity) {
     if (request.chunk_bytes() != 0 &&
         (request.chunk_bytes() < (1u << 16) || request.chunk_bytes() > (1u << 24))) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("chunk_bytes: ", request.chunk_bytes(), " is not in [65536, 16777216]"));
+      return InvalidFieldError(ErrorReason::kValueOutOfRange, "chunk_bytes",
+                               absl::StrCat(request.chunk_bytes(), " is not in [65536, 16777216]"));
     }
     chunk_ = request.chunk_bytes() == 0 ? kDefaultChunkBytes : request.chunk_bytes();
     CUIMG_RETURN_IF_ERROR(ValidateHandle(request.handle(), "handle"));
     absl::StatusOr<ResidentInfo> info = service_->store().Describe(identity, request.handle());
-    if (!info.ok()) {
-      return absl::Status(info.status().code(), absl::StrCat("handle: ", info.status().message()));
-    }
+    if (!info.ok()) return AtField(info.status(), "handle");
     if (info->kind == ResidentKind::kMesh) return StartMesh(identity, request.handle());
     absl::StatusOr<std::shared_ptr<const StoredImage>> image =
         service_->store().Get(identity, request.handle());
-    if (!image.ok()) {
-      return absl::Status(image.status().code(),
-                          absl::StrCat("handle: ", image.status().message()));
-    }
+    if (!image.ok()) return AtField(image.status(), "handle");
     image_ = *std::move(image);
     bytes_ = absl::string_view(reinterpret_cast<const char*>(image_->image.bytes()),
                                image_->image.size_bytes());
@@ -332,9 +334,7 @@ class DownloadReactor final : public grpc::ServerWriteReactor<v1::DownloadRespon
   absl::Status StartMesh(const std::string& identity, const std::string& handle) {
     absl::StatusOr<std::shared_ptr<const BackendMesh>> mesh =
         service_->store().GetMesh(identity, handle);
-    if (!mesh.ok()) {
-      return absl::Status(mesh.status().code(), absl::StrCat("handle: ", mesh.status().message()));
-    }
+    if (!mesh.ok()) return AtField(mesh.status(), "handle");
     CUIMG_ASSIGN_OR_RETURN(Mesh host, service_->backend().DownloadMesh(**mesh));
     mesh_bytes_.resize((host.positions.size() + host.triangles.size()) * 4);
     std::memcpy(mesh_bytes_.data(), host.positions.data(), host.positions.size() * 4);
@@ -385,12 +385,8 @@ grpc::ServerUnaryReactor* ImagingService::Release(grpc::CallbackServerContext* c
                                                   const v1::ReleaseRequest* request,
                                                   v1::ReleaseResponse*) {
   return ServeAtOnce("Release", ctx, kRightResident, [&](const std::string& identity) {
-    absl::Status status = ValidateHandle(request->handle(), "handle");
-    if (status.ok()) status = store_->Release(identity, request->handle());
-    if (status.code() == absl::StatusCode::kNotFound) {
-      status = absl::Status(status.code(), absl::StrCat("handle: ", status.message()));
-    }
-    return status;
+    CUIMG_RETURN_IF_ERROR(ValidateHandle(request->handle(), "handle"));
+    return AtField(store_->Release(identity, request->handle()), "handle");
   });
 }
 

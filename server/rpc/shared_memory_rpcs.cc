@@ -1,6 +1,7 @@
 // RegisterSharedMemory, UnregisterSharedMemory and ListSharedMemory (shared_memory.proto).
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "server/rpc/imaging_service.h"
 
@@ -30,14 +31,16 @@ grpc::ServerUnaryReactor* ImagingService::RegisterSharedMemory(
     v1::RegisterSharedMemoryResponse* response) {
   return ServeAtOnce("RegisterSharedMemory", ctx, kRightResident, [&](const std::string& identity) {
     if (shared_memory_ == nullptr) {
-      return absl::FailedPreconditionError(
-          "this server does not offer shared memory (start it with --shared_memory)");
+      return MakeError(absl::StatusCode::kFailedPrecondition, ErrorReason::kSharedMemoryUnavailable,
+                       "",
+                       "this server does not offer shared memory (start it with --shared_memory)");
     }
     if (!IsLocalPeer(ctx->peer())) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("shared memory is for clients on the server's host; this call came "
-                       "from ",
-                       ctx->peer()));
+      return MakeError(absl::StatusCode::kFailedPrecondition, ErrorReason::kSharedMemoryUnavailable,
+                       "",
+                       absl::StrCat("shared memory is for clients on the server's host; this "
+                                    "call came from ",
+                                    ctx->peer()));
     }
     absl::StatusOr<SharedMemoryInfo> info =
         shared_memory_->Register(identity, request->key(), request->byte_size());
@@ -52,12 +55,12 @@ grpc::ServerUnaryReactor* ImagingService::UnregisterSharedMemory(
   return ServeAtOnce(
       "UnregisterSharedMemory", ctx, kRightResident, [&](const std::string& identity) {
         CUIMG_RETURN_IF_ERROR(ValidateHandle(request->handle(), "handle"));
-        absl::Status status =
-            shared_memory_ == nullptr
-                ? absl::FailedPreconditionError("this server does not offer shared memory")
-                : shared_memory_->Unregister(identity, request->handle());
-        if (status.ok()) return status;
-        return absl::Status(status.code(), absl::StrCat("handle: ", status.message()));
+        if (shared_memory_ == nullptr) {
+          return MakeError(absl::StatusCode::kFailedPrecondition,
+                           ErrorReason::kSharedMemoryUnavailable, "",
+                           "this server does not offer shared memory");
+        }
+        return AtField(shared_memory_->Unregister(identity, request->handle()), "handle");
       });
 }
 

@@ -6,6 +6,7 @@
 #include <grpcpp/support/status.h>
 
 #include <cstddef>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -16,17 +17,18 @@ namespace cuimg {
 // headers over 8 KiB by default (the whole status would be lost).
 inline constexpr std::size_t kMaxStatusMessageBytes = 1024;
 
-// The same code and message, the message cut to kMaxStatusMessageBytes (ending in
-// "...[N bytes]" then); an error carries a google.rpc.ErrorInfo in its details (reason: the
-// code's name, e.g. "INVALID_ARGUMENT"; metadata "field": ErrorField's).
-grpc::Status ToGrpcStatus(const absl::Status& status);
+// The reason an error goes out with (proto/cuimg/v1/error_reason.proto): the one set where it
+// was raised (cuimg/common/error.h), else one chosen by its code: CANCELLED, DEADLINE_TOO_SHORT
+// (DEADLINE_EXCEEDED), UNAVAILABLE, OVERLOADED (RESOURCE_EXHAUSTED), and INTERNAL_ERROR for every
+// other code (an error that judged the request without saying why is a fault of the server).
+// "" for OK.
+std::string WireReason(const absl::Status& status);
 
-// The request field an error is about, "" when none. By the convention every validator follows,
-// such an error's message starts with the field's path and ": " ("steps[2].radius: ...",
-// "input.handle: ..."); only the codes that judge a request's content name a field
-// (INVALID_ARGUMENT, NOT_FOUND, OUT_OF_RANGE, FAILED_PRECONDITION, RESOURCE_EXHAUSTED,
-// ALREADY_EXISTS), so "authorization: ..." (UNAUTHENTICATED) names none.
-absl::string_view ErrorField(const absl::Status& status);
+// The same code and message, the message cut to kMaxStatusMessageBytes (ending in
+// "...[N bytes]" then); an error carries a google.rpc.ErrorInfo in its details: reason
+// WireReason's, metadata "field" the request field the error was raised about (its payload,
+// never read from the message), none when it names no field.
+grpc::Status ToGrpcStatus(const absl::Status& status);
 
 }  // namespace cuimg
 

@@ -4,6 +4,7 @@
 // several slabs of one stream run at once on the work queue's threads (on the CUDA backend each on
 // its own leased stream: one slab's copies overlap another's kernels). Results go back in z order.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/status_macros.h"
 #include "server/rpc/imaging_service.h"
+#include "server/rpc/stream_reactor.h"
 #include "server/scheduling/volume_stream_plan.h"
 #include "server/scheduling/work_estimate.h"
 
@@ -46,79 +48,45 @@ struct SlabTask {
 };
 
 class VolumeStreamReactor final
-    : public grpc::ServerBidiReactor<v1::VolumeStreamRequest, v1::VolumeStreamResponse> {
+    : public StreamReactor<v1::VolumeStreamRequest, v1::VolumeStreamResponse> {
  public:
   VolumeStreamReactor(ImagingService* service, WorkQueue* queue, grpc::CallbackServerContext* ctx)
-      : service_(service),
-        queue_(queue),
-        ctx_(ctx),
-        cancel_(CancelToken::SteadyDeadline(ctx->deadline()), service->hard_stop()),
-        call_("ProcessVolumeStream", ctx, &service->metrics()) {
-    call_.set_cancel(&cancel_);
-    if (absl::Status who = service_->AuthorizeCall(call_, kRightProcess); !who.ok()) {
-      finished_ = true;
-      Finish(call_.Complete(who));
-      return;
-    }
-    reading_ = true;
-    StartRead(&request_);
+      : StreamReactor("ProcessVolumeStream", service, ctx), queue_(queue) {
+    Begin();
   }
 
-  void OnReadDone(bool ok) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    reading_ = false;
-    if (finished_) return;
-    if (!ok) {
-      input_done_ = true;
-      if (ctx_->IsCancelled()) {
-        Fail(absl::CancelledError("the client cancelled the stream"));
-      } else if (!header_seen_) {
-        Refuse(absl::InvalidArgumentError("header: the stream ended before the header"));
-      } else if (received_ != job_.extent.depth) {
-        Refuse(absl::InvalidArgumentError(absl::StrCat("slab: the stream ended after ", received_,
-                                                       " of ", job_.extent.depth, " slices")));
-      }
-    } else if (status_.ok()) {
-      const absl::Status status = header_seen_ ? AcceptSlab() : AcceptHeader();
-      if (!status.ok()) Refuse(status);
-    }
-    Pump(std::move(lock));
+ private:
+  void MessageLocked() override {
+    if (!status_.ok()) return;
+    Fail(header_seen_ ? AcceptSlab() : AcceptHeader());
   }
 
-  void OnWriteDone(bool ok) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    writing_ = false;
-    if (!ok) {
-      Fail(absl::CancelledError("the client stopped reading results"));
-    } else {
+  void InputEndedLocked() override {
+    if (!header_seen_) {
+      Fail(InvalidFieldError(ErrorReason::kFieldRequired, "header",
+                             "the stream ended before the header"));
+    } else if (received_ != job_.extent.depth) {
+      Fail(InvalidFieldError(ErrorReason::kDataSizeMismatch, "slab",
+                             absl::StrCat("the stream ended after ", received_, " of ",
+                                          job_.extent.depth, " slices")));
+    }
+  }
+
+  void WrittenLocked(bool ok) override {
+    if (ok) {
       sent_bytes_ += static_cast<std::int64_t>(writing_message_->data().size());
       next_write_ += writing_message_->slices();
       --in_flight_;
     }
     writing_message_.reset();
-    Pump(std::move(lock));
   }
 
-  void OnCancel() override {
-    std::unique_lock<std::mutex> lock(mu_);
-    // gRPC cancels a call whose deadline passed too; CheckAlive tells which it was.
-    if (std::chrono::system_clock::now() >= ctx_->deadline()) {
-      cancel_.MarkDeadlinePassed();
-    } else {
-      cancel_.Cancel();
-    }
-    const absl::Status alive = call_.CheckAlive();
-    Fail(alive.ok() ? absl::CancelledError("the client cancelled the stream") : alive);
-    Pump(std::move(lock));
-  }
+  void StopLocked(const absl::Status& status) override { Fail(status); }
 
-  void OnDone() override { delete this; }
-
- private:
   absl::Status AcceptHeader() {
     if (request_.content_case() != v1::VolumeStreamRequest::kHeader) {
-      return absl::InvalidArgumentError(
-          "header: the first message must carry the header (volume and operation)");
+      return InvalidFieldError(ErrorReason::kMessageOutOfOrder, "header",
+                               "the first message must carry the header (volume and operation)");
     }
     CUIMG_ASSIGN_OR_RETURN(
         job_, ValidateVolumeStreamHeader(request_.header(), service_->options().limits));
@@ -146,26 +114,31 @@ class VolumeStreamReactor final
       case v1::VolumeStreamRequest::kSlab:
         break;
       case v1::VolumeStreamRequest::kHeader:
-        return absl::InvalidArgumentError("header: only the first message may carry the header");
+        return InvalidFieldError(ErrorReason::kMessageOutOfOrder, "header",
+                                 "only the first message may carry the header");
       case v1::VolumeStreamRequest::CONTENT_NOT_SET:
-        return absl::InvalidArgumentError("content: messages after the header must carry slab");
+        return InvalidFieldError(ErrorReason::kFieldRequired, "content",
+                                 "messages after the header must carry slab");
     }
     const std::int64_t bytes = static_cast<std::int64_t>(request_.slab().size());
     if (bytes == 0 || bytes % in_slice_bytes_ != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("slab: ", bytes,
+      return InvalidFieldError(
+          ErrorReason::kDataSizeMismatch, "slab",
+          absl::StrCat(bytes,
                        " bytes is not a positive whole number of slices (one slice is "
                        "width*height*",
                        PixelSize(job_.type), " = ", in_slice_bytes_, " bytes)"));
     }
     const std::int64_t slices = bytes / in_slice_bytes_;
     if (slices > job_.extent.depth - received_) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("slab: the stream carries more than the volume's ", job_.extent.depth,
-                       " slices (", received_, " received, this slab has ", slices, ")"));
+      return InvalidFieldError(
+          ErrorReason::kDataSizeMismatch, "slab",
+          absl::StrCat("the stream carries more than the volume's ", job_.extent.depth, " slices (",
+                       received_, " received, this slab has ", slices, ")"));
     }
     auto chunk = std::make_shared<Chunk>();
-    CUIMG_ASSIGN_OR_RETURN(chunk->held, Reserve(static_cast<std::uint64_t>(bytes), "slab"));
+    CUIMG_ASSIGN_OR_RETURN(chunk->held,
+                           service_->budget().Reserve(static_cast<std::uint64_t>(bytes), "slab"));
     chunk->z_begin = received_;
     chunk->z_end = received_ + slices;
     chunk->bytes.swap(*request_.mutable_slab());
@@ -173,13 +146,6 @@ class VolumeStreamReactor final
     received_ = chunk->z_end;
     chunks_.push_back(std::move(chunk));
     return absl::OkStatus();
-  }
-
-  absl::StatusOr<InflightBudget::Reservation> Reserve(std::uint64_t bytes,
-                                                      absl::string_view field) {
-    absl::StatusOr<InflightBudget::Reservation> r = service_->budget().Reserve(bytes, field);
-    if (!r.ok()) transient_ = bytes <= service_->budget().per_request_bytes();
-    return r;
   }
 
   // Hands the slab of `w` to the work queue. Its input is a view into one chunk when the window
@@ -199,7 +165,7 @@ class VolumeStreamReactor final
     const std::uint64_t estimate =
         static_cast<std::uint64_t>((task->source ? 0 : in_bytes) + in_bytes +
                                    (w.in_end - w.in_begin) * out_slice_bytes_ + out_bytes);
-    CUIMG_ASSIGN_OR_RETURN(task->held, Reserve(estimate, "slab"));
+    CUIMG_ASSIGN_OR_RETURN(task->held, service_->budget().Reserve(estimate, "slab"));
     if (task->source == nullptr) {
       task->assembled.resize(static_cast<std::size_t>(in_bytes));
       for (const std::shared_ptr<const Chunk>& c : chunks_) {
@@ -212,12 +178,8 @@ class VolumeStreamReactor final
       }
       task->input = task->assembled.data();
     }
-    if (absl::Status admitted = queue_->Submit(
-            [this, task](WorkQueue::Admission& admission) { Run(*task, admission); });
-        !admitted.ok()) {
-      transient_ = admitted.code() == absl::StatusCode::kResourceExhausted;
-      return admitted;
-    }
+    CUIMG_RETURN_IF_ERROR(
+        queue_->Submit([this, task](WorkQueue::Admission& admission) { Run(*task, admission); }));
     ++running_;
     ++in_flight_;
     return absl::OkStatus();
@@ -229,10 +191,7 @@ class VolumeStreamReactor final
     {
       std::lock_guard<std::mutex> lock(mu_);
       skip = !status_.ok();
-      if (!started_) {
-        call_.MarkStarted();
-        started_ = true;
-      }
+      MarkStartedLocked();
     }
     StageTimes times;
     auto message = std::make_unique<v1::VolumeStreamResponse>();
@@ -296,23 +255,17 @@ class VolumeStreamReactor final
   }
 
   // The first error wins; later ones are consequences. The stream's other slabs stop at their
-  // next check: their results would not be sent.
+  // next check: their results would not be sent. OK passes.
   void Fail(const absl::Status& status) {
+    if (status.ok()) return;
     if (status_.ok()) status_ = status;
     cancel_.Cancel();
-  }
-  // A request refused before its work ran: counted like the unary RPCs' refusals.
-  void Refuse(const absl::Status& status) {
-    if (!status_.ok()) return;
-    service_->RecordRefusal(ctx_, status,
-                            status.code() == absl::StatusCode::kResourceExhausted && transient_);
-    Fail(status);
   }
 
   // Moves the stream along after any event: dispatches the slabs the input allows, sends the next
   // result in z order, reads on while within the caps, and finishes once nothing is outstanding.
   // Called with the lock held; releases it. Finish comes last: OnDone may delete `this` after it.
-  void Pump(std::unique_lock<std::mutex> lock) {
+  void Pump(std::unique_lock<std::mutex> lock) override {
     if (finished_) return;
     if (status_.ok() && header_seen_) {
       while (in_flight_ < kMaxSlabsInFlight) {
@@ -320,7 +273,7 @@ class VolumeStreamReactor final
             NextSlabWindow(job_.extent.depth, reach_, received_, next_dispatch_, max_out_slices_);
         if (!w.has_value()) break;
         if (const absl::Status s = Dispatch(*w); !s.ok()) {
-          Refuse(s);
+          Fail(s);
           break;
         }
         next_dispatch_ = w->out_end;
@@ -339,32 +292,21 @@ class VolumeStreamReactor final
       }
     }
     const std::int64_t ahead = received_ - next_dispatch_ - reach_;
-    if (status_.ok() && !reading_ && !input_done_ &&
+    if (status_.ok() &&
         (!header_seen_ || received_ == job_.extent.depth ||
          (in_flight_ < kMaxSlabsInFlight && ahead * in_slice_bytes_ < kReadAheadBytes))) {
-      reading_ = true;
-      StartRead(&request_);
+      ReadNextLocked();
     }
     const bool done =
         status_.ok() && input_done_ && header_seen_ && next_write_ == job_.extent.depth;
     if (running_ > 0 || writing_ || !(done || !status_.ok())) return;
-    finished_ = true;
     ready_.clear();
     chunks_.clear();
-    service_->metrics().AddBytes(received_bytes_, sent_bytes_);
-    const grpc::Status status = call_.Complete(status_);
-    lock.unlock();
-    Finish(status);
+    FinishLocked(std::move(lock), status_);
   }
 
-  ImagingService* const service_;
   WorkQueue* const queue_;
-  grpc::CallbackServerContext* const ctx_;
-  CancelToken cancel_;  // every slab's backend work
-  std::mutex mu_;
-  CallScope call_;  // times() guarded by mu_
-  v1::VolumeStreamRequest request_;
-  // Everything below is guarded by mu_.
+  // Everything below is guarded by mu_; cancel_ stops every slab's backend work.
   VolumeStreamJob job_;
   bool header_seen_ = false;
   int reach_ = 0;
@@ -379,14 +321,6 @@ class VolumeStreamReactor final
   int in_flight_ = 0;               // slabs dispatched and not yet sent
   std::map<std::int64_t, std::unique_ptr<v1::VolumeStreamResponse>> ready_;  // by z_begin
   std::unique_ptr<v1::VolumeStreamResponse> writing_message_;
-  bool reading_ = false;
-  bool writing_ = false;
-  bool input_done_ = false;
-  bool started_ = false;
-  bool finished_ = false;
-  bool transient_ = false;  // the last budget refusal may succeed on retry
-  std::int64_t received_bytes_ = 0;
-  std::int64_t sent_bytes_ = 0;
   absl::Status status_;
 };
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 #include "cuimg/common/malloc_policy.h"
 #include "cuimg/common/status_macros.h"
 #include "server/rpc/wire_format.h"
@@ -282,8 +283,10 @@ class PixelSplitter {
 };
 
 absl::Status NotAMessage(const google::protobuf::Message& request) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("request: the bytes are not a valid ", request.GetTypeName()));
+  // The whole message is at fault, not one of its fields.
+  return InvalidFieldError(
+      ErrorReason::kMalformedMessage, "",
+      absl::StrCat("the request's bytes are not a valid ", request.GetTypeName()));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/codec/image_codec.h"
+#include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/reference/morphology_reference.h"
 #include "server/validation/encoded_input.h"
@@ -26,13 +27,10 @@ absl::StatusOr<ImageView> InputShape(const ImageInput& input, absl::string_view 
       return ImageView{input.type, input.extent, input.channels, nullptr};
     case ImageInput::Kind::kHandle: {
       absl::StatusOr<ResidentInfo> info = store.Describe(identity, input.handle);
-      if (!info.ok()) {
-        return absl::Status(info.status().code(),
-                            absl::StrCat(input.field, ": ", info.status().message()));
-      }
+      if (!info.ok()) return AtField(info.status(), input.field);
       if (info->kind != ResidentKind::kImage) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(input.field, ": names a mesh, not an image"));
+        return InvalidFieldError(ErrorReason::kObjectKindMismatch, input.field,
+                                 "names a mesh, not an image");
       }
       return ImageView{info->type, info->extent, info->channels, nullptr};
     }
@@ -42,7 +40,10 @@ absl::StatusOr<ImageView> InputShape(const ImageInput& input, absl::string_view 
   const auto* data = reinterpret_cast<const std::uint8_t*>(input.bytes.data());
   absl::StatusOr<ImageView> shape = ProbeImage(absl::MakeConstSpan(data, input.bytes.size()));
   if (!shape.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(input.field, ": ", shape.status().message()));
+    // As a failed decode (image_input.cc): the file is the caller's input.
+    return WithCode(
+        AtField(WithDefaultReason(shape.status(), ErrorReason::kCorruptEncodedData), input.field),
+        absl::StatusCode::kInvalidArgument);
   }
   CUIMG_RETURN_IF_ERROR(CheckEncodedShape(*shape, input.field, limits));
   return shape;
@@ -115,10 +116,7 @@ absl::StatusOr<std::uint64_t> EstimateInflightBytes(const DeformJob& job,
   std::uint64_t triangles = job.mesh.view.triangle_count;
   if (job.mesh.kind == MeshInput::Kind::kHandle) {
     absl::StatusOr<ResidentInfo> info = store.Describe(identity, job.mesh.handle);
-    if (!info.ok()) {
-      return absl::Status(info.status().code(),
-                          absl::StrCat("mesh.handle: ", info.status().message()));
-    }
+    if (!info.ok()) return AtField(info.status(), "mesh.handle");
     vertices = info->vertex_count;
     triangles = info->triangle_count;
   }

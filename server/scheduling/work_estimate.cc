@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cuimg/common/error.h"
 #include "cuimg/kernels/structuring_element.h"
 
 namespace cuimg {
@@ -70,11 +71,13 @@ double DeformWork(std::uint64_t vertices, std::uint64_t triangles, std::size_t c
 
 absl::Status CheckRequestWork(double work, double max_work) {
   if (max_work <= 0 || work <= max_work) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrFormat(
-      "the request's estimated work is %.3g units, over the per-request cap of %.3g "
-      "(--max_request_work; a unit is one operation per pixel, 1 to 4 ns on a CPU core): split "
-      "it into smaller requests",
-      work, max_work));
+  return MakeError(
+      absl::StatusCode::kResourceExhausted, ErrorReason::kWorkTooLarge, "",
+      absl::StrFormat(
+          "the request's estimated work is %.3g units, over the per-request cap of %.3g "
+          "(--max_request_work; a unit is one operation per pixel, 1 to 4 ns on a CPU core): split "
+          "it into smaller requests",
+          work, max_work));
 }
 
 absl::Status CheckGroupedHits(std::size_t hits, const DetectSpec& spec, std::size_t max_hits) {
@@ -82,8 +85,9 @@ absl::Status CheckGroupedHits(std::size_t hits, const DetectSpec& spec, std::siz
       spec.group_threshold <= 0) {
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("hit_threshold: ", hits, " windows scored at or above ", spec.hit_threshold,
+  return InvalidFieldError(
+      ErrorReason::kLimitExceeded, "hit_threshold",
+      absl::StrCat(hits, " windows scored at or above ", spec.hit_threshold,
                    "; grouping compares every pair of hits and takes at most ", max_hits,
                    " (--max_grouped_hits): raise hit_threshold or turn grouping off"));
 }

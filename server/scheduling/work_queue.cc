@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 
 namespace cuimg {
 
@@ -33,10 +34,14 @@ absl::Status WorkQueue::Submit(std::function<void()> task) {
 }
 
 absl::Status WorkQueue::RoomLocked() const {
-  if (stopping_) return absl::UnavailableError("server is shutting down");
+  if (stopping_) {
+    return MakeError(absl::StatusCode::kUnavailable, ErrorReason::kShuttingDown, "",
+                     "server is shutting down");
+  }
   if (admitted_ >= max_admitted_) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "server busy: ", admitted_, " requests in flight (max_inflight_requests); retry later"));
+    return MakeError(absl::StatusCode::kResourceExhausted, ErrorReason::kOverloaded, "",
+                     absl::StrCat("server busy: ", admitted_,
+                                  " requests in flight (max_inflight_requests); retry later"));
   }
   return absl::OkStatus();
 }

@@ -48,8 +48,8 @@ class WorkQueue {
     WorkQueue* queue_;
   };
 
-  // Admits `task` to run on a worker. RESOURCE_EXHAUSTED (task not run, not kept) when
-  // `max_admitted` tasks are already admitted; UNAVAILABLE after Shutdown().
+  // Admits `task` to run on a worker. RESOURCE_EXHAUSTED (OVERLOADED; task not run, not kept)
+  // when `max_admitted` tasks are already admitted; UNAVAILABLE (SHUTTING_DOWN) after Shutdown().
   absl::Status Submit(std::function<void(Admission&)> task);
   absl::Status Submit(std::function<void()> task);
   // What Submit would answer now for want of room: RESOURCE_EXHAUSTED when full, UNAVAILABLE

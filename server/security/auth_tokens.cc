@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "cuimg/common/error.h"
 
 namespace cuimg {
 namespace {
@@ -121,12 +122,15 @@ absl::StatusOr<const TokenEntry*> AuthenticateBearer(const TokenTable& tokens,
   constexpr absl::string_view kScheme = "bearer ";
   if (authorization.size() <= kScheme.size() ||
       !absl::EqualsIgnoreCase(authorization.substr(0, kScheme.size()), kScheme)) {
-    return absl::UnauthenticatedError(
-        "authorization: not a bearer token (expected \"Bearer TOKEN\")");
+    return MakeError(absl::StatusCode::kUnauthenticated, ErrorReason::kUnauthenticated, "",
+                     "authorization: not a bearer token (expected \"Bearer TOKEN\")");
   }
   const TokenEntry* entry =
       tokens.Find(absl::StripAsciiWhitespace(authorization.substr(kScheme.size())));
-  if (entry == nullptr) return absl::UnauthenticatedError("authorization: unknown bearer token");
+  if (entry == nullptr) {
+    return MakeError(absl::StatusCode::kUnauthenticated, ErrorReason::kUnauthenticated, "",
+                     "authorization: unknown bearer token");
+  }
   return entry;
 }
 

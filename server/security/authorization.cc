@@ -2,6 +2,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 
 namespace cuimg {
 namespace {
@@ -17,17 +18,19 @@ absl::StatusOr<std::string> Authorize(const grpc::ServerContextBase& ctx, const 
     const auto& metadata = ctx.client_metadata();
     const auto header = metadata.find("authorization");
     if (header == metadata.end()) {
-      return absl::UnauthenticatedError(
-          "authorization: missing (send \"authorization: Bearer TOKEN\")");
+      // "authorization" is call metadata, not a request field: the error names none.
+      return MakeError(absl::StatusCode::kUnauthenticated, ErrorReason::kUnauthenticated, "",
+                       "authorization: missing (send \"authorization: Bearer TOKEN\")");
     }
     absl::StatusOr<const TokenEntry*> entry = AuthenticateBearer(
         *policy.tokens, absl::string_view(header->second.data(), header->second.size()));
     if (!entry.ok()) return entry.status();
     const unsigned missing = rights & ~(*entry)->rights;
     if (missing != 0) {
-      absl::Status denied = absl::PermissionDeniedError(
-          absl::StrCat(what, ": identity '", (*entry)->identity, "' lacks the '",
-                       RightsName(missing), "' right"));
+      absl::Status denied =
+          MakeError(absl::StatusCode::kPermissionDenied, ErrorReason::kPermissionDenied, "",
+                    absl::StrCat(what, ": identity '", (*entry)->identity, "' lacks the '",
+                                 RightsName(missing), "' right"));
       denied.SetPayload(kRefusedIdentityPayload, absl::Cord((*entry)->identity));
       return denied;
     }

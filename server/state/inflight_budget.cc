@@ -1,6 +1,7 @@
 #include "server/state/inflight_budget.h"
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 
 namespace cuimg {
@@ -25,7 +26,8 @@ void InflightBudget::Reservation::Release() {
 
 absl::Status InflightBudget::Reservation::Resize(std::uint64_t bytes, absl::string_view field) {
   if (budget_ == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(field, ": no reservation to resize"));
+    return MakeError(absl::StatusCode::kFailedPrecondition, ErrorReason::kInternalError, "",
+                     absl::StrCat(field, ": no reservation to resize"));
   }
   std::lock_guard<std::mutex> lock(budget_->mu_);
   if (bytes > bytes_) CUIMG_RETURN_IF_ERROR(budget_->CheckLocked(bytes_, bytes, field));
@@ -37,15 +39,18 @@ absl::Status InflightBudget::Reservation::Resize(std::uint64_t bytes, absl::stri
 absl::Status InflightBudget::CheckLocked(std::uint64_t held, std::uint64_t bytes,
                                          absl::string_view field) const {
   if (bytes > per_request_) {
-    return absl::ResourceExhaustedError(absl::StrCat(field, ": needs about ", bytes,
-                                                     " bytes in flight, over the server limit "
-                                                     "max_inflight_bytes_per_device=",
-                                                     per_request_));
+    return MakeError(absl::StatusCode::kResourceExhausted, ErrorReason::kLimitExceeded, field,
+                     absl::StrCat(field.empty() ? "the request " : "", "needs about ", bytes,
+                                  " bytes in flight, over the server limit "
+                                  "max_inflight_bytes_per_device=",
+                                  per_request_));
   }
   if (used_ - held + bytes > capacity_) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "server busy: ", used_, " of ", capacity_, " in-flight bytes held, ", field, " needs ",
-        bytes - held, held == 0 ? "" : " more", " (max_inflight_bytes_per_device); retry later"));
+    return MakeError(
+        absl::StatusCode::kResourceExhausted, ErrorReason::kOverloaded, "",
+        absl::StrCat("server busy: ", used_, " of ", capacity_, " in-flight bytes held, ",
+                     field.empty() ? "the request" : field, " needs ", bytes - held,
+                     held == 0 ? "" : " more", " (max_inflight_bytes_per_device); retry later"));
   }
   return absl::OkStatus();
 }

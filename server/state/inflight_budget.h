@@ -34,7 +34,8 @@ class InflightBudget {
     std::uint64_t bytes() const { return budget_ == nullptr ? 0 : bytes_; }
     // Holds `bytes` instead (for a buffer that grows as data arrives): shrinking always succeeds;
     // growing is refused as Reserve refuses `bytes`, and then the reservation is unchanged.
-    // FAILED_PRECONDITION on a released or default-constructed reservation.
+    // FAILED_PRECONDITION (INTERNAL_ERROR: a caller's bug) on a released or default-constructed
+    // reservation.
     absl::Status Resize(std::uint64_t bytes, absl::string_view field);
     // Returns the bytes now (idempotent).
     void Release();
@@ -46,8 +47,10 @@ class InflightBudget {
     std::uint64_t bytes_ = 0;
   };
 
-  // RESOURCE_EXHAUSTED naming `field` when `bytes` alone exceed the per-request limit (retrying
-  // cannot help), or when the budget is full now (retrying later can).
+  // RESOURCE_EXHAUSTED when `bytes` alone exceed the per-request limit (LIMIT_EXCEEDED naming
+  // `field`: retrying cannot help), or when the budget is full now (OVERLOADED, no field:
+  // retrying later can). `field` is the request field whose bytes these are ("slab", "chunk"),
+  // "" for the whole request; messages name it.
   absl::StatusOr<Reservation> Reserve(std::uint64_t bytes, absl::string_view field);
   // Requests up to this size may succeed on retry when Reserve refuses them.
   std::uint64_t per_request_bytes() const { return per_request_; }

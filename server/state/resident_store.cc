@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "server/observability/log.h"
 #include "server/security/untrusted_text.h"
@@ -56,8 +57,9 @@ absl::StatusOr<ResidentInfo> ResidentStore::PutMesh(absl::string_view identity,
 absl::StatusOr<ResidentInfo> ResidentStore::Insert(absl::string_view identity, Entry entry,
                                                    std::uint32_t ttl_seconds) {
   if (ttl_seconds > options_.max_ttl_seconds) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ttl_seconds: ", ttl_seconds, " exceeds the server maximum ", options_.max_ttl_seconds));
+    return InvalidFieldError(ErrorReason::kLimitExceeded, "ttl_seconds",
+                             absl::StrCat(ttl_seconds, " exceeds the server maximum ",
+                                          options_.max_ttl_seconds, " (resident_max_ttl_seconds)"));
   }
   const std::uint64_t size = entry.info.size_bytes;
   std::lock_guard<std::mutex> lock(mu_);
@@ -100,22 +102,25 @@ std::uint64_t ResidentStore::max_object_bytes() const {
 
 absl::Status ResidentStore::CheckRoomLocked(absl::string_view identity, std::uint64_t size) const {
   if (size > options_.budget_bytes_per_identity) {
-    return absl::ResourceExhaustedError(
+    return MakeError(
+        absl::StatusCode::kResourceExhausted, ErrorReason::kLimitExceeded, "",
         absl::StrCat("resident object of ", size, " bytes exceeds the per-client budget of ",
                      options_.budget_bytes_per_identity, " bytes (resident_budget_bytes)"));
   }
   if (options_.max_total_bytes == 0) return absl::OkStatus();
   if (size > options_.max_total_bytes) {
-    return absl::ResourceExhaustedError(
+    return MakeError(
+        absl::StatusCode::kResourceExhausted, ErrorReason::kLimitExceeded, "",
         absl::StrCat("resident object of ", size, " bytes exceeds the server-wide cap of ",
                      options_.max_total_bytes, " bytes (resident_max_total_bytes)"));
   }
   const std::uint64_t others = TotalLocked() - UsedLocked(identity);
   if (others + size > options_.max_total_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "server resident memory full: other clients' objects hold ", others, " of ",
-        options_.max_total_bytes, " bytes (resident_max_total_bytes), a resident object of ", size,
-        " bytes does not fit; retry later"));
+    return MakeError(absl::StatusCode::kResourceExhausted, ErrorReason::kOverloaded, "",
+                     absl::StrCat("server resident memory full: other clients' objects hold ",
+                                  others, " of ", options_.max_total_bytes,
+                                  " bytes (resident_max_total_bytes), a resident object of ", size,
+                                  " bytes does not fit; retry later"));
   }
   return absl::OkStatus();
 }
@@ -139,12 +144,13 @@ absl::Status ResidentStore::NotFoundLocked(absl::string_view identity, absl::str
   if (list != tombstones_.end()) {
     for (const Tombstone& t : list->second) {
       if (t.handle != handle) continue;
-      return absl::NotFoundError(absl::StrCat("resident object ", QuoteClientValue(handle),
-                                              " was evicted ", absl::ToInt64Seconds(now - t.when),
-                                              " s ago: ", t.why));
+      return MakeError(absl::StatusCode::kNotFound, ErrorReason::kHandleNotFound, "",
+                       absl::StrCat("resident object ", QuoteClientValue(handle), " was evicted ",
+                                    absl::ToInt64Seconds(now - t.when), " s ago: ", t.why));
     }
   }
-  return absl::NotFoundError(absl::StrCat("no resident object ", QuoteClientValue(handle)));
+  return MakeError(absl::StatusCode::kNotFound, ErrorReason::kHandleNotFound, "",
+                   absl::StrCat("no resident object ", QuoteClientValue(handle)));
 }
 
 absl::StatusOr<std::shared_ptr<const StoredImage>> ResidentStore::Get(absl::string_view identity,
@@ -152,8 +158,8 @@ absl::StatusOr<std::shared_ptr<const StoredImage>> ResidentStore::Get(absl::stri
   std::lock_guard<std::mutex> lock(mu_);
   CUIMG_ASSIGN_OR_RETURN(Entry * entry, FindLocked(identity, handle));
   if (entry->image == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(QuoteClientValue(handle), " is a mesh, not an image"));
+    return InvalidFieldError(ErrorReason::kObjectKindMismatch, "",
+                             absl::StrCat(QuoteClientValue(handle), " is a mesh, not an image"));
   }
   return entry->image;
 }
@@ -163,8 +169,8 @@ absl::StatusOr<std::shared_ptr<const BackendMesh>> ResidentStore::GetMesh(
   std::lock_guard<std::mutex> lock(mu_);
   CUIMG_ASSIGN_OR_RETURN(Entry * entry, FindLocked(identity, handle));
   if (entry->mesh == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(QuoteClientValue(handle), " is an image, not a mesh"));
+    return InvalidFieldError(ErrorReason::kObjectKindMismatch, "",
+                             absl::StrCat(QuoteClientValue(handle), " is an image, not a mesh"));
   }
   return entry->mesh;
 }

@@ -77,9 +77,10 @@ class ResidentStore {
   explicit ResidentStore(
       ResidentStoreOptions options, Clock clock = [] { return absl::Now(); });
 
-  // Stores `image` for `identity`; ttl 0 means the default. INVALID_ARGUMENT for a TTL over the
-  // maximum; RESOURCE_EXHAUSTED as CheckRoom says. Older objects of the identity are evicted
-  // (least recently used first) to make room, in bytes, in count and under the server-wide cap.
+  // Stores `image` for `identity`; ttl 0 means the default. INVALID_ARGUMENT (LIMIT_EXCEEDED
+  // naming "ttl_seconds") for a TTL over the maximum; RESOURCE_EXHAUSTED as CheckRoom says. Older
+  // objects of the identity are evicted (least recently used first) to make room, in bytes, in
+  // count and under the server-wide cap.
   absl::StatusOr<ResidentInfo> Put(absl::string_view identity,
                                    std::shared_ptr<const StoredImage> image,
                                    std::uint32_t ttl_seconds);
@@ -87,15 +88,18 @@ class ResidentStore {
                                        std::shared_ptr<const BackendMesh> mesh,
                                        std::uint32_t ttl_seconds);
   // OK when an object of `size` bytes could be stored for `identity` now (evicting its own
-  // objects); else RESOURCE_EXHAUSTED: the object alone exceeds the identity's budget or the
-  // server-wide cap (never storable: size > max_object_bytes()), or other identities' objects
-  // leave too little of the server-wide cap (storable later). For refusing an upload before its
+  // objects); else RESOURCE_EXHAUSTED, naming no field: the object alone exceeds the identity's
+  // budget or the server-wide cap (LIMIT_EXCEEDED: never storable, size > max_object_bytes()),
+  // or other identities' objects leave too little of the server-wide cap (OVERLOADED: storable
+  // later). For refusing an upload before its
   // bytes arrive; Put and PutMesh apply the same rule.
   absl::Status CheckRoom(absl::string_view identity, std::uint64_t size);
   // The largest object the store could ever hold.
   std::uint64_t max_object_bytes() const;
-  // NOT_FOUND when the handle does not exist, expired, or belongs to another identity (saying,
-  // to its owner, when and why an object was evicted); INVALID_ARGUMENT when it names a mesh.
+  // NOT_FOUND (HANDLE_NOT_FOUND) when the handle does not exist, expired, or belongs to another
+  // identity (saying, to its owner, when and why an object was evicted); INVALID_ARGUMENT
+  // (OBJECT_KIND_MISMATCH) when it names a mesh. The errors name no field: the caller knows
+  // which request field holds the handle (AtField).
   absl::StatusOr<std::shared_ptr<const StoredImage>> Get(absl::string_view identity,
                                                          absl::string_view handle);
   // Likewise for meshes (INVALID_ARGUMENT when the handle names an image).

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 
 namespace cuimg {
 namespace {
@@ -116,10 +117,10 @@ absl::StatusOr<std::unique_ptr<MappingFaultGuard>> MappingFaultGuard::Guard(void
     slot.sequence.store(sequence + 2, std::memory_order_release);
     return std::unique_ptr<MappingFaultGuard>(new MappingFaultGuard(i));
   }
-  return absl::ResourceExhaustedError(
-      absl::StrCat("key: the server has ", kMaxGuardedMappings,
-                   " shared-memory regions mapped, its most at once; retry after some are "
-                   "unregistered"));
+  return MakeError(absl::StatusCode::kResourceExhausted, ErrorReason::kOverloaded, "",
+                   absl::StrCat("the server has ", kMaxGuardedMappings,
+                                " shared-memory regions mapped, its most at once; retry after "
+                                "some are unregistered"));
 }
 
 MappingFaultGuard::~MappingFaultGuard() {

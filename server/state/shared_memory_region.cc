@@ -10,6 +10,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "server/observability/log.h"
 
@@ -17,17 +18,19 @@ namespace cuimg {
 
 absl::Status ValidateSharedMemoryKey(absl::string_view key, absl::string_view field) {
   if (key.size() < 2 || key.size() > 255 || key[0] != '/') {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": must be \"/\" followed by 1 to 254 characters, got ", key.size(), " characters"));
+    return InvalidFieldError(ErrorReason::kInvalidFormat, field,
+                             absl::StrCat("must be \"/\" followed by 1 to 254 characters, got ",
+                                          key.size(), " characters"));
   }
   for (char c : key.substr(1)) {
     if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ": only [A-Za-z0-9._-] may follow the leading \"/\""));
+      return InvalidFieldError(ErrorReason::kInvalidFormat, field,
+                               "only [A-Za-z0-9._-] may follow the leading \"/\"");
     }
   }
   if (key == "/." || key == "/..") {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": \"", key, "\" is not an object"));
+    return InvalidFieldError(ErrorReason::kInvalidFormat, field,
+                             absl::StrCat("\"", key, "\" is not an object"));
   }
   return absl::OkStatus();
 }
@@ -39,21 +42,28 @@ absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> SharedMemoryRegion::Map(cons
   const int fd = shm_open(key.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
   if (fd < 0) {
     const int error = errno;
-    const std::string what = absl::StrCat("key: shm_open(\"", key, "\"): ", std::strerror(error));
-    if (error == ENOENT) return absl::NotFoundError(what);
-    if (error == EACCES || error == EPERM) return absl::PermissionDeniedError(what);
-    return absl::InvalidArgumentError(what);
+    const std::string what = absl::StrCat("shm_open(\"", key, "\"): ", std::strerror(error));
+    if (error == ENOENT) {
+      return MakeError(absl::StatusCode::kNotFound, ErrorReason::kSharedMemoryNotFound, "key",
+                       what);
+    }
+    if (error == EACCES || error == EPERM) {
+      return MakeError(absl::StatusCode::kPermissionDenied, ErrorReason::kPermissionDenied, "key",
+                       what);
+    }
+    return InvalidFieldError(ErrorReason::kSharedMemoryNotFound, "key", what);
   }
   struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     close(fd);
-    return absl::InvalidArgumentError(
-        absl::StrCat("key: \"", key, "\" is not a shared-memory object"));
+    return InvalidFieldError(ErrorReason::kSharedMemoryNotFound, "key",
+                             absl::StrCat("\"", key, "\" is not a shared-memory object"));
   }
   if (static_cast<std::uint64_t>(st.st_size) < bytes) {
     close(fd);
-    return absl::InvalidArgumentError(
-        absl::StrCat("byte_size: ", bytes, " bytes, but \"", key, "\" holds only ", st.st_size));
+    return InvalidFieldError(
+        ErrorReason::kSharedMemoryTooSmall, "byte_size",
+        absl::StrCat(bytes, " bytes, but \"", key, "\" holds only ", st.st_size));
   }
   void* data = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (data == MAP_FAILED) {
@@ -61,7 +71,9 @@ absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> SharedMemoryRegion::Map(cons
     close(fd);
     const std::string what =
         absl::StrCat("mmap(\"", key, "\", ", bytes, "): ", std::strerror(error));
-    return error == ENOMEM ? absl::ResourceExhaustedError(what) : absl::InternalError(what);
+    return error == ENOMEM
+               ? MakeError(absl::StatusCode::kResourceExhausted, ErrorReason::kOverloaded, "", what)
+               : absl::InternalError(what);
   }
   // Guarded before anything can touch the pages, so that no access to them can fault fatally.
   absl::StatusOr<std::unique_ptr<MappingFaultGuard>> guard = MappingFaultGuard::Guard(data, bytes);
@@ -98,8 +110,9 @@ SharedMemoryRegion::~SharedMemoryRegion() {
 absl::StatusOr<std::uint8_t*> SharedMemoryRegion::Span(std::uint64_t offset, std::uint64_t bytes,
                                                        absl::string_view field) const {
   if (offset > size_ || bytes > size_ - offset) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": bytes [", offset, ", ", offset, " + ",
-                                                   bytes, ") pass the region's end at ", size_));
+    return InvalidFieldError(ErrorReason::kSharedMemoryTooSmall, field,
+                             absl::StrCat("bytes [", offset, ", ", offset, " + ", bytes,
+                                          ") pass the region's end at ", size_));
   }
   CUIMG_RETURN_IF_ERROR(CheckIntact(field));
   return static_cast<std::uint8_t*>(data_) + offset;
@@ -119,9 +132,10 @@ absl::Status SharedMemoryRegion::CheckIntact(absl::string_view field) const {
           " (refused until unregistered)");
     }
   }
-  return absl::FailedPreconditionError(absl::StrCat(field, ": the shared-memory object \"", key_,
-                                                    "\" was shrunk below its registered ", size_,
-                                                    " bytes while registered; unregister it"));
+  return MakeError(
+      absl::StatusCode::kFailedPrecondition, ErrorReason::kSharedMemoryShrunk, field,
+      absl::StrCat("the shared-memory object \"", key_, "\" was shrunk below its registered ",
+                   size_, " bytes while registered; unregister it"));
 }
 
 bool SharedBytesOverlap(const SharedMemoryRegion& a, std::uint64_t a_offset, std::uint64_t a_bytes,

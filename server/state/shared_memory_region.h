@@ -36,11 +36,12 @@ struct SharedMemoryObjectId {
 class SharedMemoryRegion {
  public:
   // Opens `key` (already validated) read-write and maps its first `bytes` bytes shared.
-  // NOT_FOUND when there is no such object; PERMISSION_DENIED when the server may not open it;
-  // INVALID_ARGUMENT (naming "byte_size") when it is shorter than `bytes` or not a plain
-  // shared-memory object; RESOURCE_EXHAUSTED (naming "key") when the server guards its most
-  // mappings already (kMaxGuardedMappings). The mapping is then offered to `backend` for
-  // page-locking; a refusal leaves it pageable.
+  // NOT_FOUND (SHARED_MEMORY_NOT_FOUND naming "key") when there is no such object;
+  // PERMISSION_DENIED when the server may not open it; INVALID_ARGUMENT when it is not a plain
+  // shared-memory object (SHARED_MEMORY_NOT_FOUND naming "key") or shorter than `bytes`
+  // (SHARED_MEMORY_TOO_SMALL naming "byte_size"); RESOURCE_EXHAUSTED (OVERLOADED) when the
+  // server guards its most mappings already (kMaxGuardedMappings). The mapping is then offered to
+  // `backend` for page-locking; a refusal leaves it pageable.
   static absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> Map(const std::string& key,
                                                                  std::uint64_t bytes,
                                                                  Backend* backend);
@@ -53,14 +54,16 @@ class SharedMemoryRegion {
   bool device_mapped() const { return pin_ != nullptr; }
   const SharedMemoryObjectId& object() const { return object_; }
 
-  // The bytes [offset, offset + bytes) of the mapping: INVALID_ARGUMENT naming `field` when they
-  // pass its end, else CheckIntact's answer. The memory is the client's too; the server reads and
-  // writes it without further checks (a shrink mid-request is caught by the fault guard).
+  // The bytes [offset, offset + bytes) of the mapping: INVALID_ARGUMENT (SHARED_MEMORY_TOO_SMALL)
+  // naming `field` when they pass its end, else CheckIntact's answer. The memory is the client's
+  // too; the server reads and writes it without further checks (a shrink mid-request is caught by
+  // the fault guard).
   absl::StatusOr<std::uint8_t*> Span(std::uint64_t offset, std::uint64_t bytes,
                                      absl::string_view field) const;
 
   // OK while the object has never been seen shorter than the registered size. Once it has (an
-  // access faulted, or the object's size says so), FAILED_PRECONDITION naming `field` and the key,
+  // access faulted, or the object's size says so), FAILED_PRECONDITION (SHARED_MEMORY_SHRUNK)
+  // naming `field` and the key,
   // now and for every later call: the mapping may hold zero pages instead of the client's. A
   // request checks this after its copies and kernels, since the object may shrink at any time;
   // on the CUDA backend a page-locked region's DMA never faults, so the size is checked too.

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "server/security/untrusted_text.h"
 
@@ -53,25 +54,35 @@ absl::StatusOr<SharedMemoryInfo> SharedMemoryRegistry::Register(absl::string_vie
                                                                 std::uint64_t byte_size) {
   CUIMG_RETURN_IF_ERROR(ValidateSharedMemoryKey(key, "key"));
   if (const std::string prefix = KeyPrefix(identity); !absl::StartsWith(key, prefix)) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "key: \"", key, "\" is not this caller's to register: its objects' names start with \"",
-        prefix, "\" (ListSharedMemory's key_prefix)"));
+    return MakeError(absl::StatusCode::kPermissionDenied, ErrorReason::kPermissionDenied, "key",
+                     absl::StrCat("\"", key,
+                                  "\" is not this caller's to register: its objects' names start "
+                                  "with \"",
+                                  prefix, "\" (ListSharedMemory's key_prefix)"));
   }
-  if (byte_size == 0) return absl::InvalidArgumentError("byte_size: must be > 0");
+  if (byte_size == 0) {
+    return InvalidFieldError(ErrorReason::kValueOutOfRange, "byte_size", "must be > 0");
+  }
   // Checked before mapping (cheap refusals), and again when inserting (concurrent registrations).
   auto check_caps = [&]() -> absl::Status {
     std::size_t count = 0;
     const std::uint64_t used = UsedLocked(identity, &count);
     if (count >= options_.max_regions_per_identity) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("key: the caller already has ", count, " regions registered, the limit is ",
+      return MakeError(
+          absl::StatusCode::kResourceExhausted, ErrorReason::kQuotaExceeded, "",
+          absl::StrCat("the caller already has ", count, " regions registered, the limit is ",
                        options_.max_regions_per_identity, " (shared_memory_max_regions)"));
     }
     if (byte_size >
         options_.max_bytes_per_identity - std::min(used, options_.max_bytes_per_identity)) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "byte_size: ", byte_size, " bytes + ", used, " registered exceeds the limit of ",
-          options_.max_bytes_per_identity, " (shared_memory_max_bytes_per_identity)"));
+      // Alone over the cap, no unregistering helps.
+      return MakeError(
+          absl::StatusCode::kResourceExhausted,
+          byte_size > options_.max_bytes_per_identity ? ErrorReason::kLimitExceeded
+                                                      : ErrorReason::kQuotaExceeded,
+          "byte_size",
+          absl::StrCat(byte_size, " bytes + ", used, " registered exceeds the limit of ",
+                       options_.max_bytes_per_identity, " (shared_memory_max_bytes_per_identity)"));
     }
     return absl::OkStatus();
   };
@@ -87,10 +98,10 @@ absl::StatusOr<SharedMemoryInfo> SharedMemoryRegistry::Register(absl::string_vie
   // whatever other name (a hard link) it is given.
   for (const auto& [handle, e] : entries_) {
     if (e.region->object() == region->object()) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("key: the object \"", key,
-                       "\" is registered already (under this or another name); "
-                       "register an object once"));
+      return MakeError(absl::StatusCode::kAlreadyExists, ErrorReason::kAlreadyRegistered, "key",
+                       absl::StrCat("the object \"", key,
+                                    "\" is registered already (under this or another name); "
+                                    "register an object once"));
     }
   }
   Entry entry;
@@ -118,8 +129,9 @@ absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::
   std::lock_guard<std::mutex> lock(mu_);
   const Entry* e = FindLocked(identity, handle);
   if (e == nullptr) {
-    return absl::NotFoundError(absl::StrCat("no shared-memory region ", QuoteClientValue(handle),
-                                            " registered by this caller"));
+    return MakeError(absl::StatusCode::kNotFound, ErrorReason::kSharedMemoryNotFound, "",
+                     absl::StrCat("no shared-memory region ", QuoteClientValue(handle),
+                                  " registered by this caller"));
   }
   return e->region;
 }
@@ -129,8 +141,9 @@ absl::Status SharedMemoryRegistry::Unregister(absl::string_view identity,
   std::shared_ptr<const SharedMemoryRegion> last;  // unmapped outside the lock, if last
   std::lock_guard<std::mutex> lock(mu_);
   if (FindLocked(identity, handle) == nullptr) {
-    return absl::NotFoundError(absl::StrCat("no shared-memory region ", QuoteClientValue(handle),
-                                            " registered by this caller"));
+    return MakeError(absl::StatusCode::kNotFound, ErrorReason::kSharedMemoryNotFound, "",
+                     absl::StrCat("no shared-memory region ", QuoteClientValue(handle),
+                                  " registered by this caller"));
   }
   auto it = entries_.find(handle);
   last = std::move(it->second.region);

@@ -57,12 +57,14 @@ class SharedMemoryRegistry {
 
   // Maps `key` for `identity`. INVALID_ARGUMENT naming "key" or "byte_size" for a bad name or
   // size; PERMISSION_DENIED naming "key" and the prefix when the name is outside the identity's
-  // prefix (KeyPrefix); RESOURCE_EXHAUSTED past the identity's count or byte cap;
+  // prefix (KeyPrefix); RESOURCE_EXHAUSTED past the identity's count or byte cap (QUOTA_EXCEEDED;
+  // LIMIT_EXCEEDED for a size alone over the byte cap);
   // SharedMemoryRegion::Map's errors for the object itself; ALREADY_EXISTS naming "key" when the
   // object (by device and inode, whatever its name) is registered already, by anyone.
   absl::StatusOr<SharedMemoryInfo> Register(absl::string_view identity, const std::string& key,
                                             std::uint64_t byte_size);
-  // The region, held by the caller; NOT_FOUND when unknown or another identity's.
+  // The region, held by the caller; NOT_FOUND (SHARED_MEMORY_NOT_FOUND, naming no field: the
+  // caller knows which request field holds the handle) when unknown or another identity's.
   absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> Get(absl::string_view identity,
                                                                 absl::string_view handle) const;
   // NOT_FOUND as for Get.

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 
 namespace cuimg {
@@ -19,10 +20,13 @@ absl::StatusOr<std::unique_ptr<UploadBuffer>> UploadBuffer::Create(InflightBudge
                                                                    std::uint64_t declared,
                                                                    absl::string_view field) {
   if (declared > MaxDeclared(*budget)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        field, ": ", declared, " bytes exceeds the largest upload, ", MaxDeclared(*budget),
-        " bytes (half of max_inflight_bytes_per_device=", budget->per_request_bytes(),
-        ": a growing upload briefly holds its bytes twice)"));
+    return MakeError(
+        absl::StatusCode::kResourceExhausted, ErrorReason::kLimitExceeded, field,
+        absl::StrCat(declared, " bytes exceeds the largest upload, ", MaxDeclared(*budget),
+                     " bytes (half of "
+                     "max_inflight_bytes_per_device=",
+                     budget->per_request_bytes(),
+                     ": a growing upload briefly holds its bytes twice)"));
   }
   return std::unique_ptr<UploadBuffer>(new UploadBuffer(budget, declared));
 }
@@ -37,8 +41,9 @@ UploadBuffer::UploadBuffer(InflightBudget* budget, std::uint64_t declared)
 absl::Status UploadBuffer::Append(absl::string_view bytes, absl::string_view field) {
   const std::uint64_t received = bytes_.size();
   if (bytes.size() > declared_ - received) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": the stream carries more than the object's ", declared_, " bytes"));
+    return InvalidFieldError(
+        ErrorReason::kDataSizeMismatch, field,
+        absl::StrCat("the stream carries more than the object's ", declared_, " bytes"));
   }
   if (bytes.empty()) return absl::OkStatus();
   const std::uint64_t needed = received + bytes.size();

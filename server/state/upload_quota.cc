@@ -1,6 +1,7 @@
 #include "server/state/upload_quota.h"
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 
 namespace cuimg {
 
@@ -16,20 +17,25 @@ UploadQuota::Slot& UploadQuota::Slot::operator=(Slot&& other) noexcept {
 
 absl::Status UploadQuota::Slot::Declare(std::uint64_t bytes, absl::string_view field) {
   if (quota_ == nullptr || bytes_ != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(field, ": no open upload slot to claim"));
+    return MakeError(absl::StatusCode::kFailedPrecondition, ErrorReason::kInternalError, "",
+                     absl::StrCat(field, ": no open upload slot to claim"));
   }
   const std::uint64_t cap = quota_->options_.max_bytes_per_identity;
   if (bytes > cap) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        field, ": ", bytes, " bytes exceeds the ", cap,
-        " bytes one client's open uploads may declare (max_upload_bytes_per_identity)"));
+    return MakeError(
+        absl::StatusCode::kResourceExhausted, ErrorReason::kLimitExceeded, field,
+        absl::StrCat(
+            bytes, " bytes exceeds the ", cap,
+            " bytes one client's open uploads may declare (max_upload_bytes_per_identity)"));
   }
   std::lock_guard<std::mutex> lock(quota_->mu_);
   Usage& usage = quota_->usage_[identity_];
   if (usage.bytes + bytes > cap) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(field, ": this client's open uploads already declare ", usage.bytes, " of ",
-                     cap, " bytes (max_upload_bytes_per_identity); retry when they finish"));
+    // The caller's other uploads end by themselves: retrying later can succeed.
+    return MakeError(absl::StatusCode::kResourceExhausted, ErrorReason::kOverloaded, "",
+                     absl::StrCat("this client's open uploads already declare ", usage.bytes,
+                                  " of ", cap, " bytes (max_upload_bytes_per_identity), ", field,
+                                  " needs ", bytes, "; retry when they finish"));
   }
   usage.bytes += bytes;
   bytes_ = bytes;
@@ -51,9 +57,10 @@ absl::StatusOr<UploadQuota::Slot> UploadQuota::Open(absl::string_view identity) 
   auto it = usage_.find(identity);
   const int open = it == usage_.end() ? 0 : it->second.open;
   if (open >= options_.max_open_per_identity) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("upload: this client already has ", open,
-                     " uploads open (max_uploads_per_identity); retry when one finishes"));
+    return MakeError(absl::StatusCode::kResourceExhausted, ErrorReason::kOverloaded, "",
+                     absl::StrCat("this client already has ", open,
+                                  " uploads open (max_uploads_per_identity); retry when one "
+                                  "finishes"));
   }
   ++usage_[std::string(identity)].open;
   return Slot(this, std::string(identity));

@@ -41,9 +41,10 @@ class UploadQuota {
     Slot(const Slot&) = delete;
     Slot& operator=(const Slot&) = delete;
     ~Slot() { Release(); }
-    // Claims `bytes` (the object's size; once per slot). RESOURCE_EXHAUSTED naming `field` and
-    // max_upload_bytes_per_identity when the identity's open uploads would declare more than it
-    // (alone over it: never; else once others finish). FAILED_PRECONDITION on an empty slot.
+    // Claims `bytes` (the object's size; once per slot). RESOURCE_EXHAUSTED naming
+    // max_upload_bytes_per_identity when the identity's open uploads would declare more than it:
+    // alone over it, never (LIMIT_EXCEEDED naming `field`); else once others finish (OVERLOADED).
+    // FAILED_PRECONDITION on an empty slot.
     absl::Status Declare(std::uint64_t bytes, absl::string_view field);
     // Gives everything back now (idempotent).
     void Release();

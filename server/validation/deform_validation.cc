@@ -13,10 +13,10 @@ std::array<double, 3> FromVec3(const v1::Vec3& v) { return {v.x(), v.y(), v.z()}
 
 absl::Status CheckMeshCounts(const v1::Mesh& mesh, absl::string_view field,
                              const RequestLimits& limits) {
-  CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".vertex_count"), mesh.vertex_count(), 1,
-                                   limits.max_mesh_vertices, " (max_mesh_vertices)"));
-  CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".triangle_count"), mesh.triangle_count(), 0,
-                                   2 * limits.max_mesh_vertices, " (2 * max_mesh_vertices)"));
+  CUIMG_RETURN_IF_ERROR(CheckLimit(absl::StrCat(field, ".vertex_count"), mesh.vertex_count(), 1,
+                                   limits.max_mesh_vertices, "max_mesh_vertices"));
+  CUIMG_RETURN_IF_ERROR(CheckLimit(absl::StrCat(field, ".triangle_count"), mesh.triangle_count(), 0,
+                                   2 * limits.max_mesh_vertices, "2 * max_mesh_vertices"));
   return absl::OkStatus();
 }
 
@@ -32,13 +32,14 @@ absl::StatusOr<DeformJob> ValidateDeformRequest(const v1::DeformRequest& request
       const std::uint64_t pos_bytes = std::uint64_t{m.vertex_count()} * 12;
       const std::uint64_t tri_bytes = std::uint64_t{m.triangle_count()} * 12;
       if (m.positions().size() != pos_bytes) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("mesh.mesh.positions: ", m.positions().size(),
-                         " bytes, expected vertex_count * 12 = ", pos_bytes));
+        return InvalidFieldError(
+            ErrorReason::kDataSizeMismatch, "mesh.mesh.positions",
+            absl::StrCat(m.positions().size(), " bytes, expected vertex_count * 12 = ", pos_bytes));
       }
       if (m.triangles().size() != tri_bytes) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("mesh.mesh.triangles: ", m.triangles().size(),
+        return InvalidFieldError(
+            ErrorReason::kDataSizeMismatch, "mesh.mesh.triangles",
+            absl::StrCat(m.triangles().size(),
                          " bytes, expected triangle_count * 12 = ", tri_bytes));
       }
       job.mesh.kind = MeshInput::Kind::kInline;
@@ -54,9 +55,12 @@ absl::StatusOr<DeformJob> ValidateDeformRequest(const v1::DeformRequest& request
       job.mesh.handle = request.mesh().handle();
       break;
     case v1::MeshSource::SOURCE_NOT_SET:
-      return absl::InvalidArgumentError("mesh: one of mesh or handle is required");
+      return InvalidFieldError(ErrorReason::kFieldRequired, "mesh.source",
+                               "one of mesh or handle is required");
   }
-  if (!request.has_lattice()) return absl::InvalidArgumentError("lattice: is required");
+  if (!request.has_lattice()) {
+    return InvalidFieldError(ErrorReason::kFieldRequired, "lattice", "is required");
+  }
   const v1::Lattice& l = request.lattice();
   job.lattice.origin = FromVec3(l.origin());
   job.lattice.s = FromVec3(l.s());
@@ -80,7 +84,8 @@ absl::StatusOr<DeformJob> ValidateDeformRequest(const v1::DeformRequest& request
       job.outputs = DeformOutputs::kNormals;
       break;
     default:
-      return absl::InvalidArgumentError(absl::StrCat("outputs: unknown value ", request.outputs()));
+      return InvalidFieldError(ErrorReason::kUnknownEnumValue, "outputs",
+                               absl::StrCat("unknown value ", request.outputs()));
   }
   CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
   CUIMG_RETURN_IF_ERROR(RefuseSharedMemoryOutput(job.output, "Deform"));
@@ -90,15 +95,17 @@ absl::StatusOr<DeformJob> ValidateDeformRequest(const v1::DeformRequest& request
 absl::Status ValidateUploadMeshHeader(const v1::Mesh& mesh, const RequestLimits& limits) {
   CUIMG_RETURN_IF_ERROR(CheckMeshCounts(mesh, "mesh", limits));
   if (mesh.positions().size() > std::uint64_t{mesh.vertex_count()} * 12) {
-    return absl::InvalidArgumentError("mesh.positions: more bytes than vertex_count * 12");
+    return InvalidFieldError(ErrorReason::kDataSizeMismatch, "mesh.positions",
+                             "more bytes than vertex_count * 12");
   }
   if (!mesh.triangles().empty() &&
       mesh.positions().size() != std::uint64_t{mesh.vertex_count()} * 12) {
-    return absl::InvalidArgumentError(
-        "mesh.triangles: sent before all positions (positions come first)");
+    return InvalidFieldError(ErrorReason::kMessageOutOfOrder, "mesh.triangles",
+                             "sent before all positions (positions come first)");
   }
   if (mesh.triangles().size() > std::uint64_t{mesh.triangle_count()} * 12) {
-    return absl::InvalidArgumentError("mesh.triangles: more bytes than triangle_count * 12");
+    return InvalidFieldError(ErrorReason::kDataSizeMismatch, "mesh.triangles",
+                             "more bytes than triangle_count * 12");
   }
   return absl::OkStatus();
 }

@@ -20,8 +20,9 @@ absl::StatusOr<DetectJob> ValidateDetectRequest(const v1::DetectPedestriansReque
   const std::string name = request.model().empty() ? kDefaultDetectorModel : request.model();
   job.model = models.Find(name);
   if (job.model == nullptr) {
-    return absl::NotFoundError(absl::StrCat("model: ", QuoteClientValue(name),
-                                            " is not loaded (loaded: ", models.Names(), ")"));
+    return MakeError(
+        absl::StatusCode::kNotFound, ErrorReason::kModelNotFound, "model",
+        absl::StrCat(QuoteClientValue(name), " is not loaded (loaded: ", models.Names(), ")"));
   }
   CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.input(), "input", limits, pixels));
   // Defaults here; the ranges are the kernel's (ValidateDetectSpec), checked once below.
@@ -33,8 +34,8 @@ absl::StatusOr<DetectJob> ValidateDetectRequest(const v1::DetectPedestriansReque
   CUIMG_ASSIGN_OR_RETURN(spec.padding, AsInt("padding", request.padding()));
   if (request.scale() != 0) spec.scale = request.scale();
   // The server's cap on levels is this server's rule, not the kernel's.
-  CUIMG_RETURN_IF_ERROR(CheckRange("max_levels", request.max_levels(), 0, limits.max_pyramid_levels,
-                                   " (max_pyramid_levels)"));
+  CUIMG_RETURN_IF_ERROR(CheckLimit("max_levels", request.max_levels(), 0, limits.max_pyramid_levels,
+                                   "max_pyramid_levels"));
   spec.max_levels = request.max_levels() != 0 ? static_cast<int>(request.max_levels())
                                               : std::min(64, limits.max_pyramid_levels);
   spec.gamma_correction =
@@ -48,8 +49,8 @@ absl::StatusOr<DetectJob> ValidateDetectRequest(const v1::DetectPedestriansReque
       spec.grouping = DetectGrouping::kNone;
       break;
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("grouping: unknown value ", request.grouping()));
+      return InvalidFieldError(ErrorReason::kUnknownEnumValue, "grouping",
+                               absl::StrCat("unknown value ", request.grouping()));
   }
   if (request.has_group_threshold()) {
     CUIMG_ASSIGN_OR_RETURN(spec.group_threshold,

@@ -41,8 +41,8 @@ absl::StatusOr<GradientJob> ValidateGradientRequest(const v1::GradientRequest& r
 
 absl::Status CheckGradientInput(const ImageView& image, const GradientJob& job) {
   if (image.channels != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(job.input.field, ": has ", image.channels, " channels; Gradient needs 1"));
+    return InvalidFieldError(ErrorReason::kUnsupportedImageShape, job.input.field,
+                             absl::StrCat("has ", image.channels, " channels; Gradient needs 1"));
   }
   return absl::OkStatus();
 }

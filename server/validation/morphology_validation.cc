@@ -22,12 +22,13 @@ absl::StatusOr<ElementShape> ShapeFromProto(int value, absl::string_view field) 
     case v1::ELEMENT_SHAPE_CUSTOM:
       return ElementShape::kCustom;
     case v1::ELEMENT_SHAPE_UNSPECIFIED:
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ": is required (ELEMENT_SHAPE_UNSPECIFIED)"));
+      return InvalidFieldError(ErrorReason::kFieldRequired, field,
+                               "is required (ELEMENT_SHAPE_UNSPECIFIED)");
     default:
       break;
   }
-  return absl::InvalidArgumentError(absl::StrCat(field, ": unknown value ", value));
+  return InvalidFieldError(ErrorReason::kUnknownEnumValue, field,
+                           absl::StrCat("unknown value ", value));
 }
 
 absl::StatusOr<MorphOp> OpFromProto(int value, absl::string_view field) {
@@ -47,12 +48,13 @@ absl::StatusOr<MorphOp> OpFromProto(int value, absl::string_view field) {
     case v1::MORPHOLOGY_OP_BLACK_HAT:
       return MorphOp::kBlackHat;
     case v1::MORPHOLOGY_OP_UNSPECIFIED:
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ": is required (MORPHOLOGY_OP_UNSPECIFIED)"));
+      return InvalidFieldError(ErrorReason::kFieldRequired, field,
+                               "is required (MORPHOLOGY_OP_UNSPECIFIED)");
     default:
       break;
   }
-  return absl::InvalidArgumentError(absl::StrCat(field, ": unknown value ", value));
+  return InvalidFieldError(ErrorReason::kUnknownEnumValue, field,
+                           absl::StrCat("unknown value ", value));
 }
 
 absl::StatusOr<BorderMode> BorderFromProto(int value, absl::string_view field) {
@@ -65,7 +67,8 @@ absl::StatusOr<BorderMode> BorderFromProto(int value, absl::string_view field) {
     default:
       break;
   }
-  return absl::InvalidArgumentError(absl::StrCat(field, ": unknown value ", value));
+  return InvalidFieldError(ErrorReason::kUnknownEnumValue, field,
+                           absl::StrCat("unknown value ", value));
 }
 
 absl::StatusOr<StructuringElement> ValidateElement(const v1::StructuringElement& e,
@@ -74,10 +77,12 @@ absl::StatusOr<StructuringElement> ValidateElement(const v1::StructuringElement&
   ElementSpec spec;
   CUIMG_ASSIGN_OR_RETURN(spec.shape, ShapeFromProto(e.shape(), absl::StrCat(field, ".shape")));
   const int max = limits.max_element_extent;
-  const char* why = " (max_element_extent)";
-  CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".width"), e.width(), 1, max, why));
-  CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".height"), e.height(), 1, max, why));
-  CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".depth"), e.depth(), 0, max, why));
+  const char* limit = "max_element_extent";
+  const ErrorReason large = ErrorReason::kElementTooLarge;
+  CUIMG_RETURN_IF_ERROR(CheckLimit(absl::StrCat(field, ".width"), e.width(), 1, max, limit, large));
+  CUIMG_RETURN_IF_ERROR(
+      CheckLimit(absl::StrCat(field, ".height"), e.height(), 1, max, limit, large));
+  CUIMG_RETURN_IF_ERROR(CheckLimit(absl::StrCat(field, ".depth"), e.depth(), 0, max, limit, large));
   spec.width = static_cast<int>(e.width());
   spec.height = static_cast<int>(e.height());
   spec.depth = static_cast<int>(e.depth());
@@ -99,18 +104,17 @@ absl::StatusOr<StructuringElement> ValidateElement(const v1::StructuringElement&
   const std::int64_t cells = std::int64_t{spec.width} * spec.height * depth;
   if (spec.shape == ElementShape::kCustom) {
     if (static_cast<std::int64_t>(e.mask().size()) != cells) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ".mask: ", e.mask().size(), " bytes, expected width*height*depth = ", cells));
+      return InvalidFieldError(
+          ErrorReason::kDataSizeMismatch, absl::StrCat(field, ".mask"),
+          absl::StrCat(e.mask().size(), " bytes, expected width*height*depth = ", cells));
     }
     spec.mask.assign(e.mask().begin(), e.mask().end());
   } else if (!e.mask().empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ".mask: only allowed with ELEMENT_SHAPE_CUSTOM"));
+    return InvalidFieldError(ErrorReason::kInvalidCombination, absl::StrCat(field, ".mask"),
+                             "only allowed with ELEMENT_SHAPE_CUSTOM");
   }
   absl::StatusOr<StructuringElement> se = StructuringElement::Create(spec);
-  if (!se.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ".", se.status().message()));
-  }
+  if (!se.ok()) return WithFieldPrefix(se.status(), absl::StrCat(field, "."));
   return se;
 }
 
@@ -120,10 +124,14 @@ absl::StatusOr<std::vector<MorphologyStep>> ValidateMorphologySteps(
     const v1::MorphologyRequest& request, absl::string_view prefix, const RequestLimits& limits,
     const ElementFrame& frame, std::vector<v1::StructuringElement>* resolved) {
   if (request.steps().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(prefix, "steps: at least one step is required"));
+    return InvalidFieldError(ErrorReason::kFieldRequired, absl::StrCat(prefix, "steps"),
+                             "at least one step is required");
   }
-  CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(prefix, "steps: count"), request.steps_size(), 1,
-                                   limits.max_steps, " (max_steps)"));
+  if (request.steps_size() > limits.max_steps) {
+    return InvalidFieldError(
+        ErrorReason::kLimitExceeded, absl::StrCat(prefix, "steps"),
+        absl::StrCat(request.steps_size(), " steps, more than max_steps=", limits.max_steps));
+  }
   std::vector<MorphologyStep> steps;
   bool any_radius = false;
   resolved->clear();
@@ -144,8 +152,8 @@ absl::StatusOr<std::vector<MorphologyStep>> ValidateMorphologySteps(
     CUIMG_ASSIGN_OR_RETURN(step.element, ValidateElement(voxels, element_field, limits));
     voxels.clear_mask();
     resolved->push_back(std::move(voxels));
-    CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".iterations"), s.iterations(), 0,
-                                     limits.max_iterations, " (max_iterations)"));
+    CUIMG_RETURN_IF_ERROR(CheckLimit(absl::StrCat(field, ".iterations"), s.iterations(), 0,
+                                     limits.max_iterations, "max_iterations"));
     step.iterations = s.iterations() == 0 ? 1 : static_cast<int>(s.iterations());
     CUIMG_ASSIGN_OR_RETURN(step.border,
                            BorderFromProto(s.border_mode(), absl::StrCat(field, ".border_mode")));
@@ -210,7 +218,7 @@ absl::Status ResolveMorphologyOnResident(const v1::MorphologyRequest& request,
   ElementFrame frame;
   frame.spacing = spacing;
   frame.volume = extent.depth > 1;
-  frame.spacing_field = absl::StrCat(job->input.field, " (the resident object's spacing)");
+  frame.spacing_source = absl::StrCat("the resident object ", job->input.field, "'s spacing");
   CUIMG_ASSIGN_OR_RETURN(
       job->steps, ValidateMorphologySteps(request, "", limits, frame, &job->resolved_elements));
   job->steps_await_spacing = false;
@@ -219,16 +227,16 @@ absl::Status ResolveMorphologyOnResident(const v1::MorphologyRequest& request,
 
 absl::Status CheckMorphologyInput(const ImageView& image, const MorphologyJob& job) {
   if (image.channels != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(job.input.field, ": has ", image.channels,
-                                                   " channels; Morphology needs 1 (split "
-                                                   "channels first)"));
+    return InvalidFieldError(ErrorReason::kUnsupportedImageShape, job.input.field,
+                             absl::StrCat("has ", image.channels,
+                                          " channels; Morphology needs 1 (split channels first)"));
   }
   if (image.type == PixelType::kF32) return absl::OkStatus();
   for (std::size_t i = 0; i < job.steps.size(); ++i) {
     if (!std::isfinite(job.steps[i].border_value)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("steps[", i, "].border_value: ", job.steps[i].border_value,
-                       " is not finite (allowed only for F32 images)"));
+      return InvalidFieldError(
+          ErrorReason::kValueOutOfRange, absl::StrCat("steps[", i, "].border_value"),
+          absl::StrCat(job.steps[i].border_value, " is not finite (allowed only for F32 images)"));
     }
   }
   return absl::OkStatus();

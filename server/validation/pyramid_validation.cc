@@ -14,13 +14,15 @@ absl::StatusOr<PyramidJob> ValidatePyramidRequest(const v1::PyramidRequest& requ
                                                   DetachedPixels pixels) {
   PyramidJob job;
   CUIMG_ASSIGN_OR_RETURN(job.input, ValidateImageSource(request.input(), "input", limits, pixels));
-  CUIMG_RETURN_IF_ERROR(CheckRange("levels", request.levels(), 0, limits.max_pyramid_levels,
-                                   " (max_pyramid_levels)"));
+  CUIMG_RETURN_IF_ERROR(
+      CheckLimit("levels", request.levels(), 0, limits.max_pyramid_levels, "max_pyramid_levels"));
   job.spec.levels =
       request.levels() == 0 ? kDefaultPyramidLevels : static_cast<int>(request.levels());
   job.spec.ratio = request.ratio() == 0 ? kDefaultPyramidRatio : request.ratio();
-  CUIMG_RETURN_IF_ERROR(CheckRange("min_width", request.min_width(), 0, limits.max_side));
-  CUIMG_RETURN_IF_ERROR(CheckRange("min_height", request.min_height(), 0, limits.max_side));
+  CUIMG_RETURN_IF_ERROR(
+      CheckLimit("min_width", request.min_width(), 0, limits.max_side, "max_side"));
+  CUIMG_RETURN_IF_ERROR(
+      CheckLimit("min_height", request.min_height(), 0, limits.max_side, "max_side"));
   job.spec.min_width =
       request.min_width() == 0 ? kDefaultPyramidMinSide : static_cast<int>(request.min_width());
   job.spec.min_height =
@@ -34,7 +36,8 @@ absl::StatusOr<PyramidJob> ValidatePyramidRequest(const v1::PyramidRequest& requ
       job.spec.mode = PyramidMode::kCascaded;
       break;
     default:
-      return absl::InvalidArgumentError(absl::StrCat("mode: unknown value ", request.mode()));
+      return InvalidFieldError(ErrorReason::kUnknownEnumValue, "mode",
+                               absl::StrCat("unknown value ", request.mode()));
   }
   if (request.output_type() == v1::PIXEL_TYPE_UNSPECIFIED) {
     job.spec.output_type = PixelType::kF32;
@@ -56,15 +59,17 @@ absl::StatusOr<PyramidJob> ValidatePyramidRequest(const v1::PyramidRequest& requ
 
 absl::Status CheckPyramidInput(const ImageView& image, PyramidJob* job) {
   if (image.channels != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(job->input.field, ": has ", image.channels, " channels; Pyramid needs 1"));
+    return InvalidFieldError(ErrorReason::kUnsupportedImageShape, job->input.field,
+                             absl::StrCat("has ", image.channels, " channels; Pyramid needs 1"));
   }
   if (image.extent.depth != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(job->input.field, ": is a volume; Pyramid needs a 2D image"));
+    return InvalidFieldError(ErrorReason::kUnsupportedImageShape, job->input.field,
+                             "is a volume; Pyramid needs a 2D image");
   }
-  // The kernel's rules, output_type's among them (F32 or the input's type).
-  return ValidatePyramidSpec(image.type, image.extent, job->spec);
+  // The kernel's rules, output_type's among them (F32 or the input's type). The kernel names its
+  // spec's fields (PyramidRequest's names too); what it says about the image itself names no
+  // field, so it is the input's.
+  return AtField(ValidatePyramidSpec(image.type, image.extent, job->spec), job->input.field);
 }
 
 }  // namespace cuimg

@@ -13,32 +13,37 @@
 namespace cuimg {
 namespace {
 
-absl::Status OutOfRange(absl::string_view field, std::int64_t value, std::int64_t lo,
-                        std::int64_t hi, absl::string_view why = "") {
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, ": ", value, " is not in [", lo, ", ", hi, "]", why));
+std::string NotIn(std::int64_t value, std::int64_t lo, std::int64_t hi) {
+  return absl::StrCat(value, " is not in [", lo, ", ", hi, "]");
 }
 
 }  // namespace
 
 absl::Status CheckRange(absl::string_view field, std::int64_t value, std::int64_t lo,
-                        std::int64_t hi, absl::string_view why) {
-  if (value < lo || value > hi) return OutOfRange(field, value, lo, hi, why);
-  return absl::OkStatus();
+                        std::int64_t hi) {
+  if (value >= lo && value <= hi) return absl::OkStatus();
+  return InvalidFieldError(ErrorReason::kValueOutOfRange, field, NotIn(value, lo, hi));
 }
 
-absl::Status CheckDoubleRange(absl::string_view field, double value, double lo_excl, double hi,
-                              absl::string_view why) {
+absl::Status CheckLimit(absl::string_view field, std::int64_t value, std::int64_t lo,
+                        std::int64_t hi, absl::string_view limit, ErrorReason above) {
+  if (value >= lo && value <= hi) return absl::OkStatus();
+  return InvalidFieldError(value > hi ? above : ErrorReason::kValueOutOfRange, field,
+                           absl::StrCat(NotIn(value, lo, hi), " (", limit, ")"));
+}
+
+absl::Status CheckDoubleRange(absl::string_view field, double value, double lo_excl, double hi) {
   if (!std::isfinite(value) || value <= lo_excl || value > hi) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": ", value, " is not in (", lo_excl, ", ", hi, "]", why));
+    return InvalidFieldError(ErrorReason::kValueOutOfRange, field,
+                             absl::StrCat(value, " is not in (", lo_excl, ", ", hi, "]"));
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<int> AsInt(absl::string_view field, std::uint32_t value) {
   if (value > static_cast<std::uint32_t>(std::numeric_limits<int>::max())) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": ", value, " is too large"));
+    return InvalidFieldError(ErrorReason::kValueOutOfRange, field,
+                             absl::StrCat(value, " is too large"));
   }
   return static_cast<int>(value);
 }
@@ -51,35 +56,37 @@ absl::StatusOr<ImageInput> ValidateImage(const v1::Image& image, absl::string_vi
   CUIMG_ASSIGN_OR_RETURN(
       in.type, PixelTypeFromProto(image.pixel_type(), absl::StrCat(field, ".pixel_type")));
   CUIMG_RETURN_IF_ERROR(
-      CheckRange(absl::StrCat(field, ".width"), image.width(), 1, limits.max_side));
+      CheckLimit(absl::StrCat(field, ".width"), image.width(), 1, limits.max_side, "max_side"));
   CUIMG_RETURN_IF_ERROR(
-      CheckRange(absl::StrCat(field, ".height"), image.height(), 1, limits.max_side));
+      CheckLimit(absl::StrCat(field, ".height"), image.height(), 1, limits.max_side, "max_side"));
   CUIMG_RETURN_IF_ERROR(
-      CheckRange(absl::StrCat(field, ".depth"), image.depth(), 0, limits.max_side));
+      CheckLimit(absl::StrCat(field, ".depth"), image.depth(), 0, limits.max_side, "max_side"));
   CUIMG_RETURN_IF_ERROR(CheckRange(absl::StrCat(field, ".channels"), image.channels(), 0, 4));
   in.extent = Extent{image.width(), image.height(), image.depth() == 0 ? 1 : image.depth()};
   in.channels = image.channels() == 0 ? 1 : static_cast<int>(image.channels());
   const std::int64_t pixels = in.extent.Pixels();
   if (pixels > limits.max_pixels) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": ", in.extent.width, "x", in.extent.height, "x", in.extent.depth, " = ", pixels,
-        " pixels exceeds the server limit max_pixels=", limits.max_pixels));
+    return InvalidFieldError(
+        ErrorReason::kLimitExceeded, field,
+        absl::StrCat(in.extent.width, "x", in.extent.height, "x", in.extent.depth, " = ", pixels,
+                     " pixels exceeds the server limit max_pixels=", limits.max_pixels));
   }
   const std::int64_t expected =
       pixels * in.channels * static_cast<std::int64_t>(PixelSize(in.type));
   const auto got = static_cast<std::int64_t>(data.size());
   if (partial_data ? got > expected : got != expected) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ".data: ", data.size(),
-                                                   " bytes, expected width*height*depth*channels*",
-                                                   PixelSize(in.type), " = ", expected));
+    return InvalidFieldError(ErrorReason::kDataSizeMismatch, absl::StrCat(field, ".data"),
+                             absl::StrCat(data.size(), " bytes, expected width*height*depth*",
+                                          "channels*", PixelSize(in.type), " = ", expected));
   }
   const v1::Spacing& sp = image.spacing();
   for (const auto& [name, value] : {std::pair<const char*, double>{"x_mm", sp.x_mm()},
                                     {"y_mm", sp.y_mm()},
                                     {"z_mm", sp.z_mm()}}) {
     if (!std::isfinite(value) || value < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ".spacing.", name, ": ", value, " is not finite and >= 0"));
+      return InvalidFieldError(ErrorReason::kValueOutOfRange,
+                               absl::StrCat(field, ".spacing.", name),
+                               absl::StrCat(value, " is not finite and >= 0"));
     }
   }
   in.bytes = data;
@@ -90,7 +97,8 @@ absl::StatusOr<ImageInput> ValidateImage(const v1::Image& image, absl::string_vi
 
 absl::Status ValidateHandle(absl::string_view handle, absl::string_view field) {
   if (handle.empty() || handle.size() > 128) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": must be 1 to 128 characters"));
+    return InvalidFieldError(ErrorReason::kInvalidFormat, field,
+                             absl::StrCat("must be 1 to 128 characters, got ", handle.size()));
   }
   return absl::OkStatus();
 }
@@ -112,7 +120,8 @@ absl::StatusOr<ImageInput> ValidateImageSource(const v1::ImageSource& source,
     }
     case v1::ImageSource::kEncoded: {
       if (source.encoded().empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(field, ".encoded: is empty"));
+        return InvalidFieldError(ErrorReason::kFieldRequired, absl::StrCat(field, ".encoded"),
+                                 "is empty");
       }
       ImageInput in;
       in.kind = ImageInput::Kind::kEncoded;
@@ -125,11 +134,13 @@ absl::StatusOr<ImageInput> ValidateImageSource(const v1::ImageSource& source,
       const std::string prefix = absl::StrCat(field, ".shared_memory");
       CUIMG_RETURN_IF_ERROR(ValidateHandle(shm.region(), absl::StrCat(prefix, ".region")));
       if (!shm.has_image()) {
-        return absl::InvalidArgumentError(absl::StrCat(prefix, ".image: is required"));
+        return InvalidFieldError(ErrorReason::kFieldRequired, absl::StrCat(prefix, ".image"),
+                                 "is required");
       }
       if (!shm.image().data().empty()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(prefix, ".image.data: must be empty (the pixels are in the region)"));
+        return InvalidFieldError(ErrorReason::kInvalidCombination,
+                                 absl::StrCat(prefix, ".image.data"),
+                                 "must be empty (the pixels are in the region)");
       }
       // The shape's rules are an inline image's; only the bytes live elsewhere.
       CUIMG_ASSIGN_OR_RETURN(ImageInput in,
@@ -144,25 +155,26 @@ absl::StatusOr<ImageInput> ValidateImageSource(const v1::ImageSource& source,
     case v1::ImageSource::SOURCE_NOT_SET:
       break;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, ": one of image, handle, encoded or shared_memory is required"));
+  return InvalidFieldError(ErrorReason::kFieldRequired, absl::StrCat(field, ".source"),
+                           "one of image, handle, encoded or shared_memory is required");
 }
 
 absl::StatusOr<OutputSpec> ValidateOutputOptions(const v1::OutputOptions& output,
                                                  absl::string_view field) {
   if (output.omit_data() && !output.keep_resident()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ".omit_data: requires keep_resident (the result would be discarded)"));
+    return InvalidFieldError(ErrorReason::kInvalidCombination, absl::StrCat(field, ".omit_data"),
+                             "requires keep_resident (the result would be discarded)");
   }
   if (output.ttl_seconds() != 0 && !output.keep_resident()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ".ttl_seconds: only meaningful with keep_resident"));
+    return InvalidFieldError(ErrorReason::kInvalidCombination, absl::StrCat(field, ".ttl_seconds"),
+                             "only meaningful with keep_resident");
   }
   OutputSpec spec{output.keep_resident(), output.omit_data(), output.ttl_seconds(), "", 0};
   if (output.has_shared_memory()) {
     if (output.keep_resident()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ".shared_memory: not with keep_resident (the result goes to one place)"));
+      return InvalidFieldError(ErrorReason::kInvalidCombination,
+                               absl::StrCat(field, ".shared_memory"),
+                               "not with keep_resident (the result goes to one place)");
     }
     CUIMG_RETURN_IF_ERROR(ValidateHandle(output.shared_memory().region(),
                                          absl::StrCat(field, ".shared_memory.region")));
@@ -174,10 +186,10 @@ absl::StatusOr<OutputSpec> ValidateOutputOptions(const v1::OutputOptions& output
 
 absl::Status RefuseSharedMemoryOutput(const OutputSpec& output, absl::string_view rpc) {
   if (output.shared_memory_region.empty()) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("output.shared_memory: ", rpc,
-                   " returns its results inline or resident; only Morphology "
-                   "writes to shared memory"));
+  return InvalidFieldError(ErrorReason::kInvalidCombination, "output.shared_memory",
+                           absl::StrCat(rpc,
+                                        " returns its results inline or resident; only Morphology "
+                                        "writes to shared memory"));
 }
 
 absl::StatusOr<ImageInput> ValidateUploadHeader(const v1::Image& image,

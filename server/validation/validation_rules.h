@@ -16,21 +16,28 @@
 
 namespace cuimg {
 
-// INVALID_ARGUMENT "field: value is not in [lo, hi]why" unless lo <= value <= hi.
+// INVALID_ARGUMENT (VALUE_OUT_OF_RANGE) "field: value is not in [lo, hi]" unless
+// lo <= value <= hi.
 absl::Status CheckRange(absl::string_view field, std::int64_t value, std::int64_t lo,
-                        std::int64_t hi, absl::string_view why = "");
-// INVALID_ARGUMENT unless `value` is finite and in (lo_excl, hi].
-absl::Status CheckDoubleRange(absl::string_view field, double value, double lo_excl, double hi,
-                              absl::string_view why = "");
-// A uint32 field as the int a kernel spec holds; INVALID_ARGUMENT naming `field` when it does
-// not fit (the kernel's validator judges the range of what does).
+                        std::int64_t hi);
+// As CheckRange where `hi` is the server limit `limit` (a ServerOptions field, named in the
+// message: "... is not in [1, 16] (max_steps)"): above it the reason is `above` (LIMIT_EXCEEDED,
+// or a more specific one such as ELEMENT_TOO_LARGE), below `lo` VALUE_OUT_OF_RANGE.
+absl::Status CheckLimit(absl::string_view field, std::int64_t value, std::int64_t lo,
+                        std::int64_t hi, absl::string_view limit,
+                        ErrorReason above = ErrorReason::kLimitExceeded);
+// INVALID_ARGUMENT (VALUE_OUT_OF_RANGE) unless `value` is finite and in (lo_excl, hi].
+absl::Status CheckDoubleRange(absl::string_view field, double value, double lo_excl, double hi);
+// A uint32 field as the int a kernel spec holds; INVALID_ARGUMENT (VALUE_OUT_OF_RANGE) naming
+// `field` when it does not fit (the kernel's validator judges the range of what does).
 absl::StatusOr<int> AsInt(absl::string_view field, std::uint32_t value);
 // An image's header and pixels (`data`: image.data(), or what stands for it, DetachedPixels);
 // `partial_data`: fewer bytes than the shape implies are allowed (uploads, shared memory).
 absl::StatusOr<ImageInput> ValidateImage(const v1::Image& image, absl::string_view data,
                                          std::string field, const RequestLimits& limits,
                                          bool partial_data);
-// Only Morphology writes its result into shared memory: INVALID_ARGUMENT for `rpc` otherwise.
+// Only Morphology writes its result into shared memory: INVALID_ARGUMENT (INVALID_COMBINATION)
+// naming output.shared_memory for `rpc` otherwise.
 absl::Status RefuseSharedMemoryOutput(const OutputSpec& output, absl::string_view rpc);
 // The chain of a Morphology request; `prefix` goes before every field name ("" or
 // "header.morphology."). Elements in millimetres resolve against `frame` (ElementFrame) and the

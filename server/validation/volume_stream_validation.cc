@@ -12,18 +12,19 @@ namespace cuimg {
 absl::StatusOr<VolumeStreamJob> ValidateVolumeStreamHeader(const v1::VolumeStreamHeader& header,
                                                            const RequestLimits& limits) {
   if (!header.has_volume()) {
-    return absl::InvalidArgumentError("header.volume: is required (the volume's type and size)");
+    return InvalidFieldError(ErrorReason::kFieldRequired, "header.volume",
+                             "is required (the volume's type and size)");
   }
   CUIMG_ASSIGN_OR_RETURN(ImageInput volume, ValidateImage(header.volume(), header.volume().data(),
                                                           "header.volume", limits, true));
   if (!header.volume().data().empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("header.volume.data: must be empty (pixels arrive in slab messages), got ",
-                     header.volume().data().size(), " bytes"));
+    return InvalidFieldError(ErrorReason::kInvalidCombination, "header.volume.data",
+                             absl::StrCat("must be empty (pixels arrive in slab messages), got ",
+                                          header.volume().data().size(), " bytes"));
   }
   if (volume.channels != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("header.volume.channels: ", volume.channels, "; streamed volumes need 1"));
+    return InvalidFieldError(ErrorReason::kUnsupportedImageShape, "header.volume.channels",
+                             absl::StrCat(volume.channels, "; streamed volumes need 1"));
   }
   VolumeStreamJob job;
   job.type = volume.type;
@@ -33,12 +34,12 @@ absl::StatusOr<VolumeStreamJob> ValidateVolumeStreamHeader(const v1::VolumeStrea
     case v1::VolumeStreamHeader::kMorphology: {
       const v1::MorphologyRequest& m = header.morphology();
       if (m.has_input()) {
-        return absl::InvalidArgumentError(
-            "header.morphology.input: must be unset (the pixels arrive in slab messages)");
+        return InvalidFieldError(ErrorReason::kInvalidCombination, "header.morphology.input",
+                                 "must be unset (the pixels arrive in slab messages)");
       }
       if (m.has_output()) {
-        return absl::InvalidArgumentError(
-            "header.morphology.output: must be unset (results stream back; nothing is kept)");
+        return InvalidFieldError(ErrorReason::kInvalidCombination, "header.morphology.output",
+                                 "must be unset (results stream back; nothing is kept)");
       }
       job.op = VolumeStreamJob::Op::kMorphology;
       ElementFrame frame;
@@ -50,9 +51,10 @@ absl::StatusOr<VolumeStreamJob> ValidateVolumeStreamHeader(const v1::VolumeStrea
       if (job.type != PixelType::kF32) {
         for (std::size_t i = 0; i < job.steps.size(); ++i) {
           if (!std::isfinite(job.steps[i].border_value)) {
-            return absl::InvalidArgumentError(absl::StrCat(
-                "header.morphology.steps[", i, "].border_value: ", job.steps[i].border_value,
-                " is not finite (allowed only for F32 volumes)"));
+            return InvalidFieldError(ErrorReason::kValueOutOfRange,
+                                     absl::StrCat("header.morphology.steps[", i, "].border_value"),
+                                     absl::StrCat(job.steps[i].border_value,
+                                                  " is not finite (allowed only for F32 volumes)"));
           }
         }
       }
@@ -61,12 +63,12 @@ absl::StatusOr<VolumeStreamJob> ValidateVolumeStreamHeader(const v1::VolumeStrea
     case v1::VolumeStreamHeader::kGradient: {
       const v1::GradientRequest& g = header.gradient();
       if (g.has_input()) {
-        return absl::InvalidArgumentError(
-            "header.gradient.input: must be unset (the pixels arrive in slab messages)");
+        return InvalidFieldError(ErrorReason::kInvalidCombination, "header.gradient.input",
+                                 "must be unset (the pixels arrive in slab messages)");
       }
       if (g.has_output()) {
-        return absl::InvalidArgumentError(
-            "header.gradient.output: must be unset (results stream back; nothing is kept)");
+        return InvalidFieldError(ErrorReason::kInvalidCombination, "header.gradient.output",
+                                 "must be unset (results stream back; nothing is kept)");
       }
       job.op = VolumeStreamJob::Op::kGradient;
       CUIMG_ASSIGN_OR_RETURN(job.gradient, ValidateGradientFields(g, "header.gradient."));
@@ -75,7 +77,8 @@ absl::StatusOr<VolumeStreamJob> ValidateVolumeStreamHeader(const v1::VolumeStrea
     case v1::VolumeStreamHeader::OPERATION_NOT_SET:
       break;
   }
-  return absl::InvalidArgumentError("header.operation: one of morphology or gradient is required");
+  return InvalidFieldError(ErrorReason::kFieldRequired, "header.operation",
+                           "one of morphology or gradient is required");
 }
 
 }  // namespace cuimg

@@ -96,5 +96,23 @@ TEST(DicomwebUrlTest, NamesTheWrongPart) {
               ::testing::HasSubstr("without /studies"));
 }
 
+TEST(ArchiveReasonTest, QuotesWhatTheArchiveSaidSafely) {
+  // Orthanc 1.10's answer when it cannot transcode a JPEG 2000 instance to the default syntax.
+  HttpResponse orthanc{
+      500, "application/json",
+      "{\n\t\"HttpError\" : \"Internal Server Error\",\n\t\"Message\" : "
+      "\"Error encountered within the plugin engine\",\n\t\"OrthancStatus\" : 1\n}"};
+  EXPECT_EQ(ArchiveReason(orthanc), "Error encountered within the plugin engine");
+  HttpResponse details{400, "application/json",
+                       R"({"Details": "Unsupported transfer syntax in WADO-RS: 1.2.3",)"
+                       R"( "Message": "Bad request"})"};
+  EXPECT_EQ(ArchiveReason(details), "Unsupported transfer syntax in WADO-RS: 1.2.3");
+  HttpResponse text{503, "text/plain", "Service \x1b[31mdown\x7f\tfor now\r\nsecond line"};
+  EXPECT_EQ(ArchiveReason(text), "Service [31mdown for now");
+  EXPECT_EQ(ArchiveReason(HttpResponse{500, "text/plain", std::string(5000, 'x')}).size(), 200u);
+  EXPECT_EQ(ArchiveReason(HttpResponse{500, "", ""}), "");
+  EXPECT_EQ(ArchiveReason(HttpResponse{500, "application/json", "[1, 2]"}), "");
+}
+
 }  // namespace
 }  // namespace cuimg

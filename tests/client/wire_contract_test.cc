@@ -63,6 +63,42 @@ TEST(ErrorDetailsTest, NoneWithoutDetailsOrWithGarbage) {
       grpc::Status(grpc::StatusCode::INTERNAL, "x", std::string("\xff\xff\xff", 3))));
 }
 
+TEST(ErrorDetailsTest, SurviveTheTripThroughAnAbslStatus) {
+  const grpc::Status sent =
+      StatusWithErrorInfo(grpc::StatusCode::INVALID_ARGUMENT, "steps[0].element.width: 0 is small",
+                          "VALUE_OUT_OF_RANGE", "steps[0].element.width");
+  const absl::Status passed = FromGrpcStatus(sent);
+  EXPECT_EQ(passed.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(passed.message(), "steps[0].element.width: 0 is small");
+  const std::optional<ErrorDetails> details = ParseErrorDetails(passed);
+  ASSERT_TRUE(details.has_value());
+  EXPECT_EQ(details->reason, "VALUE_OUT_OF_RANGE");
+  EXPECT_EQ(details->field, "steps[0].element.width");
+  EXPECT_TRUE(FromGrpcStatus(grpc::Status::OK).ok());
+  EXPECT_FALSE(ParseErrorDetails(absl::InvalidArgumentError("no details")).has_value());
+}
+
+TEST(DescribeRpcErrorTest, PrintsCodeReasonAndTheFieldTheMessageDoesNotStartWith) {
+  EXPECT_EQ(DescribeRpcError(StatusWithErrorInfo(grpc::StatusCode::INVALID_ARGUMENT,
+                                                 "steps[0].element.width: 5000 is big",
+                                                 "ELEMENT_TOO_LARGE", "steps[0].element.width")),
+            "INVALID_ARGUMENT [ELEMENT_TOO_LARGE] steps[0].element.width: 5000 is big");
+  EXPECT_EQ(DescribeRpcError(StatusWithErrorInfo(grpc::StatusCode::INVALID_ARGUMENT,
+                                                 "the stream ended early (frame 2)",
+                                                 "DATA_SIZE_MISMATCH", "slab")),
+            "INVALID_ARGUMENT [DATA_SIZE_MISMATCH] the stream ended early (frame 2) (field: slab)");
+  EXPECT_EQ(DescribeRpcError(StatusWithErrorInfo(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                                 "server busy", "OVERLOADED", "")),
+            "RESOURCE_EXHAUSTED [OVERLOADED] server busy");
+  // gRPC's own errors carry no ErrorInfo.
+  EXPECT_EQ(DescribeRpcError(grpc::Status(grpc::StatusCode::UNAVAILABLE, "Socket closed")),
+            "UNAVAILABLE Socket closed");
+  EXPECT_EQ(
+      DescribeRpcError(FromGrpcStatus(StatusWithErrorInfo(
+          grpc::StatusCode::NOT_FOUND, "model: 'x' is not loaded", "MODEL_NOT_FOUND", "model"))),
+      "NOT_FOUND [MODEL_NOT_FOUND] model: 'x' is not loaded");
+}
+
 TEST(StatusCodeNameTest, NamesAreGrpcs) {
   EXPECT_EQ(StatusCodeName(grpc::StatusCode::OK), "OK");
   EXPECT_EQ(StatusCodeName(grpc::StatusCode::INVALID_ARGUMENT), "INVALID_ARGUMENT");

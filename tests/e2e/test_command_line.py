@@ -313,6 +313,8 @@ class CpuFallback(unittest.TestCase):
             version = run(SERVER, "--version").stdout.split()[1]
             build_info = re.search(r"cuimg_build_info\{[^}]*\}", text).group(0)
             self.assertIn(f'version="{version}"', build_info)
+            commit = re.search(r"commit: (\S+)", run(SERVER, "--version").stdout).group(1)
+            self.assertIn(f'commit="{commit}"', build_info)
             with grpc.insecure_channel(server.target) as channel:
                 health = health_pb2_grpc.HealthStub(channel).Check(
                     health_pb2.HealthCheckRequest(service="cuimg.v1.Imaging"), timeout=10

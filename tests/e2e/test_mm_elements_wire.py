@@ -178,8 +178,11 @@ class MillimetreElementsOverTheWire(unittest.TestCase):
             with self.assertRaises(cuimg.CuimgError) as e:
                 c.morphology(bare, steps_mm)
             self.assertEqual(e.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
-            self.assertIn("input.handle", e.exception.details)
-            self.assertIn("x_mm: is 0", e.exception.details)
+            # The object's spacing is no field of the request: the radius that needs it is.
+            self.assertIsInstance(e.exception, cuimg.InvalidRequestError)
+            self.assertEqual((e.exception.reason, e.exception.field),
+                             ("INVALID_COMBINATION", "steps[0].element.radius.x_mm"))
+            self.assertIn("input.handle's spacing.x_mm, which is 0", e.exception.details)
             # On a 2D image the ball's section: a disk of the same radius (z not used).
             image = self.volume[0]
             disk = c.morphology(image, "dilate:ellipse:5mm", spacing=(0.7, 0.7, 0))

@@ -1,12 +1,15 @@
 """The Python client's wire contract (cuimg/wire_contract.py) without a server: the timing
 trailer, the retry hints, and ErrorInfo decoded by the package's own decoder, held equal to
-protobuf's encoding of google.rpc.Status (the generated modules of the vendored protos)."""
+protobuf's encoding of google.rpc.Status (the generated modules of the vendored protos); the
+error classes by reason (cuimg/errors.py) cover every reason error_reason.proto lists."""
 import unittest
 
+import grpc
 from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
 
-from cuimg import wire_contract
+from cuimg import errors, wire_contract
+from cuimg.v1 import error_reason_pb2
 
 
 def status_bytes(*details, code=3, message="m"):
@@ -70,6 +73,35 @@ class WireContract(unittest.TestCase):
         self.assertIsNone(wire_contract.decode_error_info(status_bytes()))
         self.assertIsNone(wire_contract.error_info(()))
         self.assertIsNone(wire_contract.error_info((("grpc-status-details-bin", b"\x1a\x09ab"),)))
+
+    def test_every_documented_reason_has_an_error_class(self):
+        prefix = "ERROR_REASON_"
+        documented = {v.name[len(prefix):] for v in error_reason_pb2.ErrorReason.DESCRIPTOR.values
+                      if v.number != 0}
+        self.assertEqual(set(errors.REASON_CLASSES), documented)
+        for cls in errors.REASON_CLASSES.values():
+            self.assertTrue(issubclass(cls, errors.CuimgError))
+
+    def test_errors_are_typed_by_reason_then_by_code(self):
+        info = wire_contract.ErrorInfo("ELEMENT_TOO_LARGE", "cuimg.io", "steps[0].element.width")
+        e = errors.make_error(grpc.StatusCode.INVALID_ARGUMENT, "steps[0].element.width: big", info)
+        self.assertIs(type(e), errors.LimitExceededError)
+        self.assertEqual((e.code, e.reason, e.field), (grpc.StatusCode.INVALID_ARGUMENT,
+                                                       "ELEMENT_TOO_LARGE",
+                                                       "steps[0].element.width"))
+        self.assertEqual(str(e),
+                         "INVALID_ARGUMENT [ELEMENT_TOO_LARGE]: steps[0].element.width: big")
+        busy = errors.make_error(grpc.StatusCode.RESOURCE_EXHAUSTED, "server busy",
+                                 wire_contract.ErrorInfo("OVERLOADED", "cuimg.io", ""))
+        self.assertIsInstance(busy, errors.RetryableError)
+        # No ErrorInfo (gRPC's own errors), or a reason from a newer server: by code.
+        late = errors.make_error(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
+        self.assertIs(type(late), errors.DeadlineExceededError)
+        self.assertEqual((late.reason, late.field), ("", ""))
+        newer = errors.make_error(grpc.StatusCode.NOT_FOUND, "x",
+                                  wire_contract.ErrorInfo("SOMETHING_NEW", "cuimg.io", "f"))
+        self.assertIs(type(newer), errors.NotFoundError)
+        self.assertIs(type(errors.make_error(grpc.StatusCode.ABORTED, "x")), errors.CuimgError)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@
 // plan must tile the volume: output windows contiguous, inputs inside the volume and covering
 // each output slab's halo. Elements in millimetres resolve to one element per step (a resident
 // input's against a fixed spacing). Morphology and Gradient are also validated with their inline
-// pixels detached (as the server receives them) and must get the same status.
+// pixels detached (as the server receives them) and must get the same status. Every refusal
+// keeps the error contract (tests/testing/error_contract.h): a documented reason set where it was
+// raised and a field of the request that its message starts with.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -18,8 +20,19 @@
 #include "server/scheduling/volume_stream_plan.h"
 #include "server/state/resident_store.h"
 #include "server/validation/request_validation.h"
+#include "tests/testing/error_contract.h"
 
 namespace {
+
+// A validator's refusal names its reason and a field of `request`; admission's (an unknown
+// handle, an encoded file that does not probe) its reason, and its field when it names one.
+void CheckRefusal(const absl::Status& status, const google::protobuf::Message& request,
+                  bool field_required = true) {
+  if (status.ok()) return;
+  if (!cuimg::testing::ErrorContractError(status, request, field_required).empty()) {
+    __builtin_trap();
+  }
+}
 
 template <typename Request, typename Job>
 void Check(const std::uint8_t* data, std::size_t size,
@@ -28,9 +41,11 @@ void Check(const std::uint8_t* data, std::size_t size,
   Request request;
   if (!request.ParseFromArray(data, static_cast<int>(size))) return;
   absl::StatusOr<Job> job = validate(request, limits);
+  CheckRefusal(job.status(), request);
   if (!job.ok()) return;
   // Every accepted job can be sized for admission (an unknown handle is NOT_FOUND, not a crash).
-  (void)cuimg::EstimateInflightBytes(*job, request, "fuzzer", store, limits);
+  CheckRefusal(cuimg::EstimateInflightBytes(*job, request, "fuzzer", store, limits).status(),
+               request, false);
 }
 
 // A Morphology on a resident handle with elements in millimetres resolves against the object's
@@ -42,10 +57,10 @@ void CompleteFromResident(const cuimg::v1::MorphologyRequest& request,
     spacing.set_x_mm(0.7);
     spacing.set_y_mm(0.7);
     spacing.set_z_mm(2.5);
-    if (!cuimg::ResolveMorphologyOnResident(request, spacing, cuimg::Extent{8, 8, 8}, limits, job)
-             .ok()) {
-      return;
-    }
+    const absl::Status resolved =
+        cuimg::ResolveMorphologyOnResident(request, spacing, cuimg::Extent{8, 8, 8}, limits, job);
+    CheckRefusal(resolved, request);
+    if (!resolved.ok()) return;
   }
   if (!job->resolved_elements.empty() && job->resolved_elements.size() != job->steps.size()) {
     __builtin_trap();
@@ -65,9 +80,12 @@ void CheckDetached(const std::uint8_t* data, std::size_t size,
   Request request;
   if (!request.ParseFromArray(data, static_cast<int>(size))) return;
   absl::StatusOr<Job> inline_job = validate(request, limits, absl::nullopt);
+  CheckRefusal(inline_job.status(), request);
   if (inline_job.ok()) {
     CompleteFromResident(request, limits, &*inline_job);
-    (void)cuimg::EstimateInflightBytes(*inline_job, request, "fuzzer", store, limits);
+    CheckRefusal(
+        cuimg::EstimateInflightBytes(*inline_job, request, "fuzzer", store, limits).status(),
+        request, false);
   }
   if (!request.input().has_image()) return;
   const std::string pixels = request.input().image().data();
@@ -145,15 +163,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 4: {
       cuimg::v1::UploadRequest upload;
       if (upload.ParseFromArray(data, static_cast<int>(size)) && upload.has_image()) {
-        (void)cuimg::ValidateUploadHeader(upload.image(), limits);
+        CheckRefusal(cuimg::ValidateUploadHeader(upload.image(), limits).status(), upload);
       }
       break;
     }
     case 7: {
-      cuimg::v1::VolumeStreamHeader header;
+      cuimg::v1::VolumeStreamRequest first;  // the stream's first message, its fields' root
+      cuimg::v1::VolumeStreamHeader& header = *first.mutable_header();
       if (!header.ParseFromArray(data, static_cast<int>(size))) break;
       absl::StatusOr<cuimg::VolumeStreamJob> job =
           cuimg::ValidateVolumeStreamHeader(header, limits);
+      CheckRefusal(job.status(), first);
       if (job.ok() && job->extent.depth <= 4096) {
         CheckStreamPlan(*job, 1 + static_cast<std::int64_t>(size % 5));
       }
@@ -162,7 +182,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 5: {
       cuimg::v1::UploadRequest upload;
       if (upload.ParseFromArray(data, static_cast<int>(size)) && upload.has_mesh()) {
-        (void)cuimg::ValidateUploadMeshHeader(upload.mesh(), limits);
+        CheckRefusal(cuimg::ValidateUploadMeshHeader(upload.mesh(), limits), upload);
       }
       break;
     }

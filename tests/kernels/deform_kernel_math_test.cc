@@ -197,13 +197,15 @@ TEST(DeformHostChecks, UploadRejectsInvalidMeshNamingTheField) {
   Mesh mesh = Torus(5, 5);
   mesh.triangles[3] = 25;
   EXPECT_THAT(DeviceMesh::Upload(mesh.view(), nullptr),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("mesh.triangles[3]")));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("mesh.triangles: index 3 (triangle 1)")));
   mesh = Torus(5, 5);
   mesh.positions[2] = NAN;
   EXPECT_THAT(DeformMeshOnce(mesh.view(),
                              Lattice::Identity({0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1}, 3, 3, 3),
                              DeformOutputs::kPositionsAndNormals, nullptr),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("mesh.positions[2]")));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("mesh.positions: float 2 (vertex 0)")));
 }
 
 TEST(DeformHostChecks, DeformRejectsInvalidLatticeAndOutputs) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -320,6 +321,66 @@ TEST(MorphologyGpu, WritesMappedHostMemoryInPlace) {
   }
   std::vector<std::uint8_t> pageable(64);
   EXPECT_EQ(MappedDevicePointer(pageable.data()), nullptr);
+}
+
+// f32 images with NaN patches inside and over every border (issue 46): every kernel class (fused
+// and line-pass boxes, nested rows with compiled and run-time steps, chords, bands, 3D), every op,
+// against the reference, whose NaN rule morphology_nan_test checks. A window whose in-image pixels
+// are all NaN must give NaN, never the border's value.
+Image NaNPatched(const Extent& e, std::uint64_t seed) {
+  Image image = testing::RandomImage(PixelType::kF32, e, seed, 0, /*finite=*/true);
+  float* p = image.As<float>();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::mt19937 rng(static_cast<std::uint32_t>(seed));
+  for (std::int64_t z = 0; z < e.depth; ++z) {
+    for (std::int64_t y = 0; y < e.height; ++y) {
+      for (std::int64_t x = 0; x < e.width; ++x) {
+        const bool corner = (x < 20 && y < 12) || (x >= e.width - 9 && y >= e.height - 17);
+        const bool inside =
+            x >= e.width / 3 && x < e.width / 3 + 21 && y >= e.height / 3 && y < e.height / 3 + 19;
+        const bool face = e.depth > 1 && z == e.depth - 1 && x < e.width / 2;
+        if (corner || inside || face || rng() % 31 == 0) p[(z * e.height + y) * e.width + x] = nan;
+      }
+    }
+  }
+  return image;
+}
+
+TEST(MorphologyGpu, NaNPatchesMatchReferenceInEveryKernel) {
+  CUIMG_SKIP_IF_NO_GPU();
+  struct Case {
+    ElementSpec spec;
+    Extent extent;
+  };
+  const Case cases[] = {
+      {{ElementShape::kRect, 3, 3, 0, -1, -1, -1, {}}, Extent{131, 67, 1}},       // fused x/y
+      {{ElementShape::kRect, 15, 9, 0, -1, -1, -1, {}}, Extent{203, 97, 1}},      // line passes
+      {{ElementShape::kRect, 3, 3, 5, -1, -1, -1, {}}, Extent{45, 33, 11}},       // z line pass
+      {{ElementShape::kEllipse, 5, 5, 0, -1, -1, -1, {}}, Extent{128, 64, 1}},    // compiled steps
+      {{ElementShape::kEllipse, 9, 7, 0, -1, -1, -1, {}}, Extent{131, 67, 3}},    // run-time steps
+      {{ElementShape::kEllipse, 7, 7, 7, -1, -1, -1, {}}, Extent{52, 33, 15}},    // nested 3D ball
+      {{ElementShape::kEllipse, 31, 31, 0, -1, -1, -1, {}}, Extent{203, 97, 1}},  // chords
+      {{ElementShape::kCustom, 5, 1, 0, 0, 0, -1, {0, 0, 1, 0, 1}}, Extent{77, 41, 2}},
+      {{ElementShape::kEllipse, 301, 601, 0, 10, 500, -1, {}}, Extent{40, 30, 1}},  // bands
+  };
+  const MorphOp ops[] = {MorphOp::kErode,    MorphOp::kDilate, MorphOp::kOpen,    MorphOp::kClose,
+                         MorphOp::kGradient, MorphOp::kTopHat, MorphOp::kBlackHat};
+  int n = 0;
+  for (const Case& c : cases) {
+    auto se = StructuringElement::Create(c.spec);
+    ASSERT_TRUE(se.ok()) << se.status();
+    const Image input = NaNPatched(c.extent, 900 + n);
+    for (const MorphOp op : ops) {
+      const std::vector<MorphologyStep> steps = {
+          {op, *se, n % 2 == 0 ? 1 : 2, BorderMode::kNeutral, 0}};
+      auto plan = MorphologyPlan::Create(PixelType::kF32, c.extent, steps);
+      ASSERT_TRUE(plan.ok()) << plan.status();
+      ExpectGpuMatchesReference(
+          input, steps,
+          absl::StrCat("NaN case ", n, " op ", static_cast<int>(op), " ", plan->Describe()));
+      ++n;
+    }
+  }
 }
 
 TEST(MorphologyGpu, IsDeterministic) {

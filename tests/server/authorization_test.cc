@@ -72,6 +72,12 @@ TEST(Authorize, WithTokensTheHeaderDecides) {
       EXPECT_EQ(*who, c.identity_or_message) << c.name;
     } else {
       EXPECT_THAT(who, StatusIs(c.code, HasSubstr(c.identity_or_message))) << c.name;
+      // Its reason, set here ("authorization" is call metadata, no request field).
+      EXPECT_EQ(ErrorReasonOf(who.status()), c.code == absl::StatusCode::kUnauthenticated
+                                                 ? "UNAUTHENTICATED"
+                                                 : "PERMISSION_DENIED")
+          << c.name;
+      EXPECT_EQ(ErrorFieldOf(who.status()), "") << c.name;
       // A refusal never echoes a token it was sent.
       EXPECT_EQ(who.status().message().find("token-0123"), absl::string_view::npos) << c.name;
     }

@@ -202,9 +202,14 @@ TEST(ElementRadiusValidation, AResidentInputWaitsForItsObjectsSpacing) {
   v1::Spacing spacing;
   spacing.set_x_mm(1);
   spacing.set_y_mm(2.5);
-  EXPECT_THAT(ResolveMorphologyOnResident(r, spacing, Extent{4, 3, 2}, RequestLimits{}, &*job),
+  // The object's spacing is no request field: the error names the radius that needs it.
+  const absl::Status unknown_z =
+      ResolveMorphologyOnResident(r, spacing, Extent{4, 3, 2}, RequestLimits{}, &*job);
+  EXPECT_EQ(ErrorReasonOf(unknown_z), "INVALID_COMBINATION");
+  EXPECT_EQ(ErrorFieldOf(unknown_z), "steps[1].element.radius.z_mm");
+  EXPECT_THAT(unknown_z,
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("input.handle"), HasSubstr("z_mm: is 0"))));
+                       AllOf(HasSubstr("input.handle's spacing.z_mm"), HasSubstr("is 0"))));
   spacing.set_z_mm(1);
   ASSERT_THAT(ResolveMorphologyOnResident(r, spacing, Extent{4, 3, 2}, RequestLimits{}, &*job),
               IsOk());

@@ -53,7 +53,7 @@ TEST(CheckEncodedShape, NamesTheFieldAndTheLimitThatBinds) {
 class ResolveImageTest : public ::testing::Test {
  protected:
   ResolveImageTest()
-      : metrics_(registry_, "test", "cpu"),
+      : metrics_(registry_, "test", "unknown", "cpu"),
         call_("Morphology", &ctx_, &metrics_),
         store_(ResidentStoreOptions{}) {
     call_.set_identity("alice");

@@ -18,6 +18,7 @@
 #include "cuimg/reference/morphology_reference.h"
 #include "cuimg/reference/pyramid_reference.h"
 #include "grpc_protocols/health.grpc.pb.h"
+#include "proto/wire_contract.h"
 #include "server/validation/proto_conversion.h"
 #include "tests/server/test_server.h"
 #include "tests/testing/random_image.h"
@@ -415,20 +416,25 @@ TEST(ImagingService, OverloadIsAnsweredWithResourceExhausted) {
   // Slow on the CPU backend: a 61x61 disk over 300x300 pixels.
   const Image input = testing::RandomImage(PixelType::kU8, Extent{300, 300, 1}, 3);
   const v1::MorphologyRequest request = DilateRequest(input, 61);
-  std::vector<std::future<grpc::StatusCode>> calls;
+  std::vector<std::future<grpc::Status>> calls;
   for (int i = 0; i < 6; ++i) {
     calls.push_back(std::async(std::launch::async, [&] {
       grpc::ClientContext ctx;
       v1::MorphologyResponse response;
-      return server.stub().Morphology(&ctx, request, &response).error_code();
+      return server.stub().Morphology(&ctx, request, &response);
     }));
   }
   int ok = 0;
   int exhausted = 0;
   for (auto& f : calls) {
-    const grpc::StatusCode code = f.get();
-    ok += code == grpc::StatusCode::OK;
-    exhausted += code == grpc::StatusCode::RESOURCE_EXHAUSTED;
+    const grpc::Status status = f.get();
+    ok += status.ok();
+    if (status.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED) continue;
+    ++exhausted;
+    // Worth a retry: the reason says so (and the retry hints follow from it).
+    ASSERT_TRUE(ParseErrorDetails(status).has_value());
+    EXPECT_EQ(ParseErrorDetails(status)->reason, "OVERLOADED");
+    EXPECT_EQ(ParseErrorDetails(status)->field, "");
   }
   EXPECT_GE(ok, 1);
   EXPECT_GE(exhausted, 1);

@@ -11,6 +11,7 @@
 namespace cuimg {
 namespace {
 
+using ::cuimg::testing::ErrorIs;
 using ::cuimg::testing::IsOk;
 using ::cuimg::testing::StatusIs;
 using ::testing::HasSubstr;
@@ -24,6 +25,9 @@ TEST(InflightBudget, RefusesWhenFullAndAdmitsAgainAfterRelease) {
   EXPECT_EQ(budget.used(), 100u);
   EXPECT_THAT(budget.Reserve(1, "c"),
               StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("server busy")));
+  // Full for now: worth a retry, and no field is at fault.
+  EXPECT_THAT(budget.Reserve(1, "c"),
+              ErrorIs(absl::StatusCode::kResourceExhausted, "OVERLOADED", ""));
   *a = InflightBudget::Reservation();  // releases a's 60 bytes
   EXPECT_EQ(budget.used(), 40u);
   EXPECT_THAT(budget.Reserve(60, "c"), IsOk());  // a temporary: released at once
@@ -35,6 +39,13 @@ TEST(InflightBudget, RefusesARequestLargerThanThePerRequestLimitNamingTheField) 
   EXPECT_THAT(budget.Reserve(61, "input.image"),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        HasSubstr("input.image: needs about 61 bytes")));
+  EXPECT_THAT(budget.Reserve(61, "input.image"),
+              ErrorIs(absl::StatusCode::kResourceExhausted, "LIMIT_EXCEEDED", "input.image"));
+  // The whole request: no field, and the message says what.
+  EXPECT_THAT(budget.Reserve(61, ""), StatusIs(absl::StatusCode::kResourceExhausted,
+                                               HasSubstr("the request needs about 61 bytes")));
+  EXPECT_THAT(budget.Reserve(61, ""),
+              ErrorIs(absl::StatusCode::kResourceExhausted, "LIMIT_EXCEEDED", ""));
   EXPECT_EQ(budget.used(), 0u);
 }
 

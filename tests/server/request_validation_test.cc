@@ -1,4 +1,6 @@
-// Validation is a pure function: each malformed request gets INVALID_ARGUMENT naming its field.
+// Validation is a pure function: each malformed request gets INVALID_ARGUMENT (NOT_FOUND for an
+// unknown model) with the reason and field set where it was raised (cuimg/common/error.h); the
+// field resolves in the request message (tests/testing/error_contract.h).
 #include "server/validation/request_validation.h"
 
 #include <gtest/gtest.h>
@@ -6,14 +8,26 @@
 #include <functional>
 #include <tuple>
 
+#include "cuimg/v1/resident.pb.h"
+#include "tests/testing/error_contract.h"
 #include "tests/testing/status_matchers.h"
 
 namespace cuimg {
 namespace {
 
+using ::cuimg::testing::ErrorIs;
 using ::cuimg::testing::IsOk;
 using ::cuimg::testing::StatusIs;
 using ::testing::HasSubstr;
+
+constexpr absl::StatusCode kInvalid = absl::StatusCode::kInvalidArgument;
+
+// The refusal keeps the error contract for `request` (the message its field is a path of).
+void ExpectContract(const absl::Status& status, const google::protobuf::Message& request,
+                    const std::string& name) {
+  EXPECT_EQ(::cuimg::testing::ErrorContractError(status, request, true), "")
+      << name << ": " << status;
+}
 
 v1::MorphologyRequest ValidRequest() {
   v1::MorphologyRequest r;
@@ -33,122 +47,174 @@ v1::MorphologyRequest ValidRequest() {
 struct BadCase {
   const char* name;
   std::function<void(v1::MorphologyRequest&)> mutate;
+  const char* reason;
   const char* field;
 };
 
 class MorphologyValidation : public ::testing::TestWithParam<BadCase> {};
 
-TEST_P(MorphologyValidation, RejectsNamingTheField) {
+TEST_P(MorphologyValidation, RejectsWithTheReasonAndTheField) {
   v1::MorphologyRequest request = ValidRequest();
   GetParam().mutate(request);
-  EXPECT_THAT(ValidateMorphologyRequest(request, RequestLimits{}),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(GetParam().field)));
+  const absl::Status status = ValidateMorphologyRequest(request, RequestLimits{}).status();
+  EXPECT_THAT(status, ErrorIs(kInvalid, GetParam().reason, GetParam().field));
+  ExpectContract(status, request, GetParam().name);
 }
 
 const BadCase kBadCases[] = {
-    {"NoInput", [](auto& r) { r.clear_input(); }, "input"},
+    {"NoInput", [](auto& r) { r.clear_input(); }, "FIELD_REQUIRED", "input.source"},
     {"ZeroWidth", [](auto& r) { r.mutable_input()->mutable_image()->set_width(0); },
-     "input.image.width"},
+     "VALUE_OUT_OF_RANGE", "input.image.width"},
     {"ZeroHeight", [](auto& r) { r.mutable_input()->mutable_image()->set_height(0); },
-     "input.image.height"},
+     "VALUE_OUT_OF_RANGE", "input.image.height"},
     {"HugeWidth", [](auto& r) { r.mutable_input()->mutable_image()->set_width(70000); },
-     "input.image.width"},
+     "LIMIT_EXCEEDED", "input.image.width"},
     {"NegativeWidthAsUint", [](auto& r) { r.mutable_input()->mutable_image()->set_width(-5); },
-     "input.image.width"},
+     "LIMIT_EXCEEDED", "input.image.width"},
     {"HugeDepth", [](auto& r) { r.mutable_input()->mutable_image()->set_depth(1u << 20); },
-     "input.image.depth"},
+     "LIMIT_EXCEEDED", "input.image.depth"},
     {"TooManyPixels",
      [](auto& r) {
        r.mutable_input()->mutable_image()->set_width(65536);
        r.mutable_input()->mutable_image()->set_height(65536);
      },
-     "max_pixels"},
+     "LIMIT_EXCEEDED", "input.image"},
     {"ShortData", [](auto& r) { r.mutable_input()->mutable_image()->set_data("abc"); },
-     "input.image.data"},
+     "DATA_SIZE_MISMATCH", "input.image.data"},
     {"LongData",
      [](auto& r) { r.mutable_input()->mutable_image()->set_data(std::string(13, 'x')); },
-     "input.image.data"},
+     "DATA_SIZE_MISMATCH", "input.image.data"},
     {"UnspecifiedPixelType",
      [](auto& r) {
        r.mutable_input()->mutable_image()->set_pixel_type(v1::PIXEL_TYPE_UNSPECIFIED);
      },
-     "input.image.pixel_type"},
+     "FIELD_REQUIRED", "input.image.pixel_type"},
     {"UnknownPixelType",
      [](auto& r) {
        r.mutable_input()->mutable_image()->set_pixel_type(static_cast<v1::PixelType>(42));
      },
-     "input.image.pixel_type"},
+     "UNKNOWN_ENUM_VALUE", "input.image.pixel_type"},
     {"ThreeChannels",
      [](auto& r) {
        r.mutable_input()->mutable_image()->set_channels(3);
        r.mutable_input()->mutable_image()->set_data(std::string(36, 'x'));
      },
-     "input.image"},
+     "UNSUPPORTED_IMAGE_SHAPE", "input.image"},
     {"NaNSpacing",
      [](auto& r) { r.mutable_input()->mutable_image()->mutable_spacing()->set_x_mm(NAN); },
-     "input.image.spacing.x_mm"},
-    {"EmptyHandle", [](auto& r) { r.mutable_input()->set_handle(""); }, "input.handle"},
-    {"EmptyEncoded", [](auto& r) { r.mutable_input()->set_encoded(""); }, "input.encoded"},
-    {"NoSteps", [](auto& r) { r.clear_steps(); }, "steps"},
+     "VALUE_OUT_OF_RANGE", "input.image.spacing.x_mm"},
+    {"EmptyHandle", [](auto& r) { r.mutable_input()->set_handle(""); }, "INVALID_FORMAT",
+     "input.handle"},
+    {"EmptyEncoded", [](auto& r) { r.mutable_input()->set_encoded(""); }, "FIELD_REQUIRED",
+     "input.encoded"},
+    {"NoSteps", [](auto& r) { r.clear_steps(); }, "FIELD_REQUIRED", "steps"},
     {"TooManySteps",
      [](auto& r) {
        for (int i = 0; i < 64; ++i) *r.add_steps() = r.steps(0);
      },
-     "max_steps"},
+     "LIMIT_EXCEEDED", "steps"},
     {"UnspecifiedOp", [](auto& r) { r.mutable_steps(0)->set_op(v1::MORPHOLOGY_OP_UNSPECIFIED); },
-     "steps[0].op"},
+     "FIELD_REQUIRED", "steps[0].op"},
     {"UnknownOp", [](auto& r) { r.mutable_steps(0)->set_op(static_cast<v1::MorphologyOp>(99)); },
-     "steps[0].op"},
+     "UNKNOWN_ENUM_VALUE", "steps[0].op"},
     {"UnspecifiedShape",
      [](auto& r) {
        r.mutable_steps(0)->mutable_element()->set_shape(v1::ELEMENT_SHAPE_UNSPECIFIED);
      },
-     "steps[0].element.shape"},
+     "FIELD_REQUIRED", "steps[0].element.shape"},
     {"ElementTooWide", [](auto& r) { r.mutable_steps(0)->mutable_element()->set_width(1024); },
-     "steps[0].element.width"},
+     "ELEMENT_TOO_LARGE", "steps[0].element.width"},
     {"ElementZeroHeight", [](auto& r) { r.mutable_steps(0)->mutable_element()->set_height(0); },
-     "steps[0].element.height"},
+     "VALUE_OUT_OF_RANGE", "steps[0].element.height"},
     {"ElementTooDeep", [](auto& r) { r.mutable_steps(0)->mutable_element()->set_depth(5000); },
-     "steps[0].element.depth"},
+     "ELEMENT_TOO_LARGE", "steps[0].element.depth"},
     {"AnchorOutside", [](auto& r) { r.mutable_steps(0)->mutable_element()->set_anchor_x(3); },
-     "steps[0].element.anchor_x"},
+     "VALUE_OUT_OF_RANGE", "steps[0].element.anchor_x"},
     {"AnchorZOutside2D", [](auto& r) { r.mutable_steps(0)->mutable_element()->set_anchor_z(1); },
-     "steps[0].element.anchor_z"},
+     "VALUE_OUT_OF_RANGE", "steps[0].element.anchor_z"},
     {"MaskOnRect", [](auto& r) { r.mutable_steps(0)->mutable_element()->set_mask("123456789"); },
-     "steps[0].element.mask"},
+     "INVALID_COMBINATION", "steps[0].element.mask"},
     {"CustomMaskWrongSize",
      [](auto& r) {
        r.mutable_steps(0)->mutable_element()->set_shape(v1::ELEMENT_SHAPE_CUSTOM);
        r.mutable_steps(0)->mutable_element()->set_mask("1234");
      },
-     "steps[0].element.mask"},
+     "DATA_SIZE_MISMATCH", "steps[0].element.mask"},
     {"CustomMaskEmpty",
      [](auto& r) {
        r.mutable_steps(0)->mutable_element()->set_shape(v1::ELEMENT_SHAPE_CUSTOM);
        r.mutable_steps(0)->mutable_element()->set_mask(std::string(9, '\0'));
      },
-     "steps[0].element.mask"},
+     "VALUE_OUT_OF_RANGE", "steps[0].element.mask"},
     {"TooManyIterations", [](auto& r) { r.mutable_steps(0)->set_iterations(1001); },
-     "steps[0].iterations"},
+     "LIMIT_EXCEEDED", "steps[0].iterations"},
     {"UnknownBorder",
      [](auto& r) { r.mutable_steps(0)->set_border_mode(static_cast<v1::BorderMode>(7)); },
-     "steps[0].border_mode"},
+     "UNKNOWN_ENUM_VALUE", "steps[0].border_mode"},
     {"InfiniteBorderOnU8",
      [](auto& r) {
        r.mutable_steps(0)->set_border_mode(v1::BORDER_MODE_CONSTANT);
        r.mutable_steps(0)->set_border_value(INFINITY);
      },
-     "steps[0].border_value"},
+     "VALUE_OUT_OF_RANGE", "steps[0].border_value"},
     {"OmitWithoutResident", [](auto& r) { r.mutable_output()->set_omit_data(true); },
-     "output.omit_data"},
+     "INVALID_COMBINATION", "output.omit_data"},
     {"TtlWithoutResident", [](auto& r) { r.mutable_output()->set_ttl_seconds(5); },
-     "output.ttl_seconds"},
+     "INVALID_COMBINATION", "output.ttl_seconds"},
     {"SecondStepBad",
      [](auto& r) {
        *r.add_steps() = r.steps(0);
        r.mutable_steps(1)->mutable_element()->set_width(0);
      },
-     "steps[1].element.width"},
+     "VALUE_OUT_OF_RANGE", "steps[1].element.width"},
+    {"RadiusOnEncoded",
+     [](auto& r) {
+       r.mutable_input()->set_encoded("png");
+       v1::StructuringElement* e = r.mutable_steps(0)->mutable_element();
+       e->clear_width();
+       e->clear_height();
+       e->mutable_radius()->set_x_mm(1);
+     },
+     "INVALID_COMBINATION", "steps[0].element.radius.x_mm"},
+    {"RadiusWithoutSpacing",
+     [](auto& r) {
+       v1::StructuringElement* e = r.mutable_steps(0)->mutable_element();
+       e->clear_width();
+       e->clear_height();
+       e->mutable_radius()->set_x_mm(1);
+     },
+     "FIELD_REQUIRED", "input.image.spacing.x_mm"},
+    {"RadiusBesideWidth",
+     [](auto& r) { r.mutable_steps(0)->mutable_element()->mutable_radius()->set_x_mm(1); },
+     "INVALID_COMBINATION", "steps[0].element.width"},
+    {"RadiusOverTheExtent",
+     [](auto& r) {
+       r.mutable_input()->mutable_image()->mutable_spacing()->set_x_mm(0.001);
+       r.mutable_input()->mutable_image()->mutable_spacing()->set_y_mm(1);
+       v1::StructuringElement* e = r.mutable_steps(0)->mutable_element();
+       e->clear_width();
+       e->clear_height();
+       e->mutable_radius()->set_x_mm(5);
+     },
+     "ELEMENT_TOO_LARGE", "steps[0].element.radius.x_mm"},
+    {"SharedMemoryWithoutShape",
+     [](auto& r) { r.mutable_input()->mutable_shared_memory()->set_region("r"); }, "FIELD_REQUIRED",
+     "input.shared_memory.image"},
+    {"SharedMemoryWithData",
+     [](auto& r) {
+       v1::Image image = r.input().image();
+       r.mutable_input()->mutable_shared_memory()->set_region("r");
+       *r.mutable_input()->mutable_shared_memory()->mutable_image() = image;
+     },
+     "INVALID_COMBINATION", "input.shared_memory.image.data"},
+    {"SharedMemoryWithoutRegion", [](auto& r) { r.mutable_input()->mutable_shared_memory(); },
+     "INVALID_FORMAT", "input.shared_memory.region"},
+    {"SharedMemoryOutputKeptResident",
+     [](auto& r) {
+       r.mutable_output()->set_keep_resident(true);
+       r.mutable_output()->mutable_shared_memory()->set_region("r");
+     },
+     "INVALID_COMBINATION", "output.shared_memory"},
 };
 
 INSTANTIATE_TEST_SUITE_P(BadRequests, MorphologyValidation, ::testing::ValuesIn(kBadCases),
@@ -236,66 +302,82 @@ v1::DetectPedestriansRequest ValidDetectRequest() {
 struct BadDetectCase {
   const char* name;
   std::function<void(v1::DetectPedestriansRequest&)> mutate;
+  const char* reason;
   const char* field;
+  const char* message;  // a part of it
   absl::StatusCode code = absl::StatusCode::kInvalidArgument;
 };
 
 class DetectValidation : public ::testing::TestWithParam<BadDetectCase> {};
 
-TEST_P(DetectValidation, RejectsNamingTheField) {
+TEST_P(DetectValidation, RejectsWithTheReasonAndTheField) {
   v1::DetectPedestriansRequest request = ValidDetectRequest();
   GetParam().mutate(request);
-  EXPECT_THAT(ValidateDetectRequest(request, RequestLimits{}, Models()),
-              StatusIs(GetParam().code, HasSubstr(GetParam().field)));
+  const absl::Status status = ValidateDetectRequest(request, RequestLimits{}, Models()).status();
+  EXPECT_THAT(status, ErrorIs(GetParam().code, GetParam().reason, GetParam().field));
+  EXPECT_THAT(status.message(), HasSubstr(GetParam().message));
+  ExpectContract(status, request, GetParam().name);
 }
 
 const BadDetectCase kBadDetectCases[] = {
-    {"NoInput", [](auto& r) { r.clear_input(); }, "input"},
+    {"NoInput", [](auto& r) { r.clear_input(); }, "FIELD_REQUIRED", "input.source", "input"},
     {"ShortData", [](auto& r) { r.mutable_input()->mutable_image()->set_data("x"); },
-     "input.image.data"},
+     "DATA_SIZE_MISMATCH", "input.image.data", "input.image.data"},
     {"TwoChannels",
      [](auto& r) {
        r.mutable_input()->mutable_image()->set_channels(2);
        r.mutable_input()->mutable_image()->set_data(std::string(70 * 130 * 2, '\0'));
      },
-     "input.image: has 2 channels"},
+     "UNSUPPORTED_IMAGE_SHAPE", "input.image", "input.image: has 2 channels"},
     {"U16",
      [](auto& r) {
        r.mutable_input()->mutable_image()->set_pixel_type(v1::PIXEL_TYPE_U16);
        r.mutable_input()->mutable_image()->set_data(std::string(70 * 130 * 3 * 2, '\0'));
      },
-     "input.image: is u16"},
+     "UNSUPPORTED_PIXEL_TYPE", "input.image", "input.image: is u16"},
     {"Volume",
      [](auto& r) {
        r.mutable_input()->mutable_image()->set_depth(2);
        r.mutable_input()->mutable_image()->set_data(std::string(70 * 130 * 3 * 2, '\0'));
      },
-     "input.image: is a volume"},
+     "UNSUPPORTED_IMAGE_SHAPE", "input.image", "input.image: is a volume"},
     // Any name not loaded, a path too, is NOT_FOUND, before the other fields are read.
-    {"PathAsModel", [](auto& r) { r.set_model("../etc/passwd"); }, "model: '../etc/passwd'",
-     absl::StatusCode::kNotFound},
+    {"PathAsModel", [](auto& r) { r.set_model("../etc/passwd"); }, "MODEL_NOT_FOUND", "model",
+     "model: '../etc/passwd'", absl::StatusCode::kNotFound},
     {"UnknownModelBeforeBadFields",
      [](auto& r) {
        r.set_model("nope");
        r.set_win_stride(12);
        r.clear_input();
      },
+     "MODEL_NOT_FOUND", "model",
      "model: 'nope' is not loaded (loaded: ", absl::StatusCode::kNotFound},
-    {"StrideOverInt", [](auto& r) { r.set_win_stride(4000000000u); },
-     "win_stride: 4000000000 is too large"},
-    {"PaddingOverInt", [](auto& r) { r.set_padding(4000000000u); }, "padding: 4000000000"},
-    {"NanThreshold", [](auto& r) { r.set_hit_threshold(NAN); }, "hit_threshold"},
-    {"StrideNotMultipleOf8", [](auto& r) { r.set_win_stride(12); }, "win_stride"},
-    {"StrideTooLarge", [](auto& r) { r.set_win_stride(72); }, "win_stride"},
-    {"PaddingTooLarge", [](auto& r) { r.set_padding(300); }, "padding"},
-    {"ScaleOne", [](auto& r) { r.set_scale(1.0); }, "scale"},
-    {"ScaleTooLarge", [](auto& r) { r.set_scale(5.0); }, "scale"},
-    {"ScaleInfinite", [](auto& r) { r.set_scale(INFINITY); }, "scale"},
-    {"TooManyLevels", [](auto& r) { r.set_max_levels(65); }, "max_levels"},
-    {"UnknownGrouping", [](auto& r) { r.set_grouping(static_cast<v1::Grouping>(9)); }, "grouping"},
-    {"GroupThresholdTooLarge", [](auto& r) { r.set_group_threshold(1001); }, "group_threshold"},
-    {"NegativeEps", [](auto& r) { r.set_group_eps(-0.1); }, "group_eps"},
-    {"EpsTooLarge", [](auto& r) { r.set_group_eps(5); }, "group_eps"},
+    {"StrideOverInt", [](auto& r) { r.set_win_stride(4000000000u); }, "VALUE_OUT_OF_RANGE",
+     "win_stride", "win_stride: 4000000000 is too large"},
+    {"PaddingOverInt", [](auto& r) { r.set_padding(4000000000u); }, "VALUE_OUT_OF_RANGE", "padding",
+     "padding: 4000000000"},
+    {"NanThreshold", [](auto& r) { r.set_hit_threshold(NAN); }, "VALUE_OUT_OF_RANGE",
+     "hit_threshold", "hit_threshold"},
+    {"StrideNotMultipleOf8", [](auto& r) { r.set_win_stride(12); }, "VALUE_OUT_OF_RANGE",
+     "win_stride", "win_stride"},
+    {"StrideTooLarge", [](auto& r) { r.set_win_stride(72); }, "VALUE_OUT_OF_RANGE", "win_stride",
+     "win_stride"},
+    {"PaddingTooLarge", [](auto& r) { r.set_padding(300); }, "VALUE_OUT_OF_RANGE", "padding",
+     "padding"},
+    {"ScaleOne", [](auto& r) { r.set_scale(1.0); }, "VALUE_OUT_OF_RANGE", "scale", "scale"},
+    {"ScaleTooLarge", [](auto& r) { r.set_scale(5.0); }, "VALUE_OUT_OF_RANGE", "scale", "scale"},
+    {"ScaleInfinite", [](auto& r) { r.set_scale(INFINITY); }, "VALUE_OUT_OF_RANGE", "scale",
+     "scale"},
+    {"TooManyLevels", [](auto& r) { r.set_max_levels(65); }, "LIMIT_EXCEEDED", "max_levels",
+     "max_levels"},
+    {"UnknownGrouping", [](auto& r) { r.set_grouping(static_cast<v1::Grouping>(9)); },
+     "UNKNOWN_ENUM_VALUE", "grouping", "grouping"},
+    {"GroupThresholdTooLarge", [](auto& r) { r.set_group_threshold(1001); }, "VALUE_OUT_OF_RANGE",
+     "group_threshold", "group_threshold"},
+    {"NegativeEps", [](auto& r) { r.set_group_eps(-0.1); }, "VALUE_OUT_OF_RANGE", "group_eps",
+     "group_eps"},
+    {"EpsTooLarge", [](auto& r) { r.set_group_eps(5); }, "VALUE_OUT_OF_RANGE", "group_eps",
+     "group_eps"},
 };
 
 INSTANTIATE_TEST_SUITE_P(All, DetectValidation, ::testing::ValuesIn(kBadDetectCases),
@@ -354,11 +436,13 @@ TEST(DetectValidationOk, DefaultLevelsRespectTheServerLimit) {
 }
 
 // A table for each remaining validator: a valid request, then one mutation per row, each refused
-// naming its field.
+// with its reason and field, its message holding `message`.
 template <typename Request>
 struct Row {
   const char* name;
   std::function<void(Request&)> mutate;
+  const char* reason;
+  const char* field;
   const char* message;
 };
 
@@ -379,33 +463,39 @@ v1::GradientRequest ValidGradientRequest() {
 TEST(GradientValidation, Table) {
   ASSERT_THAT(ValidateGradientRequest(ValidGradientRequest(), RequestLimits{}), IsOk());
   const Row<v1::GradientRequest> rows[] = {
-      {"no input", [](auto& r) { r.clear_input(); }, "input: one of"},
-      {"even kernel", [](auto& r) { r.set_kernel_length(4); }, "kernel_length: 4"},
-      {"kernel 1", [](auto& r) { r.set_kernel_length(1); }, "kernel_length: 1"},
+      {"no input", [](auto& r) { r.clear_input(); }, "FIELD_REQUIRED", "input.source",
+       "input.source: one of"},
+      {"even kernel", [](auto& r) { r.set_kernel_length(4); }, "VALUE_OUT_OF_RANGE",
+       "kernel_length", "kernel_length: 4"},
+      {"kernel 1", [](auto& r) { r.set_kernel_length(1); }, "VALUE_OUT_OF_RANGE", "kernel_length",
+       "kernel_length: 1"},
       // The kernel's maximum, whatever it is: the edge does not repeat it.
       {"kernel over the max", [](auto& r) { r.set_kernel_length(kMaxGradientKernelLength + 2); },
-       "kernel_length: "},
-      {"kernel over int", [](auto& r) { r.set_kernel_length(4000000001u); },
-       "kernel_length: 4000000001 is too large"},
-      {"negative sigma", [](auto& r) { r.set_sigma(-1); }, "sigma: -1"},
-      {"NaN sigma", [](auto& r) { r.set_sigma(NAN); }, "sigma: nan"},
-      {"huge sigma", [](auto& r) { r.set_sigma(kMaxGradientSigma * 2); }, "sigma: "},
+       "VALUE_OUT_OF_RANGE", "kernel_length", "kernel_length: "},
+      {"kernel over int", [](auto& r) { r.set_kernel_length(4000000001u); }, "VALUE_OUT_OF_RANGE",
+       "kernel_length", "kernel_length: 4000000001 is too large"},
+      {"negative sigma", [](auto& r) { r.set_sigma(-1); }, "VALUE_OUT_OF_RANGE", "sigma",
+       "sigma: -1"},
+      {"NaN sigma", [](auto& r) { r.set_sigma(NAN); }, "VALUE_OUT_OF_RANGE", "sigma", "sigma: nan"},
+      {"huge sigma", [](auto& r) { r.set_sigma(kMaxGradientSigma * 2); }, "VALUE_OUT_OF_RANGE",
+       "sigma", "sigma: "},
       {"two channels",
        [](auto& r) {
          r.mutable_input()->mutable_image()->set_channels(2);
          r.mutable_input()->mutable_image()->set_data(std::string(16 * 12 * 2, '\0'));
        },
-       "input.image: has 2 channels"},
+       "UNSUPPORTED_IMAGE_SHAPE", "input.image", "input.image: has 2 channels"},
       {"shared-memory output",
        [](auto& r) { r.mutable_output()->mutable_shared_memory()->set_region("r"); },
-       "output.shared_memory: Gradient returns"},
+       "INVALID_COMBINATION", "output.shared_memory", "output.shared_memory: Gradient returns"},
   };
   for (const auto& row : rows) {
     v1::GradientRequest r = ValidGradientRequest();
     row.mutate(r);
-    EXPECT_THAT(ValidateGradientRequest(r, RequestLimits{}),
-                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(row.message)))
-        << row.name;
+    const absl::Status status = ValidateGradientRequest(r, RequestLimits{}).status();
+    EXPECT_THAT(status, ErrorIs(kInvalid, row.reason, row.field)) << row.name;
+    EXPECT_THAT(status.message(), HasSubstr(row.message)) << row.name;
+    ExpectContract(status, r, row.name);
   }
 }
 
@@ -429,37 +519,45 @@ TEST(PyramidValidation, Table) {
   ASSERT_THAT(ValidatePyramidRequest(ValidPyramidRequest(), RequestLimits{}), IsOk());
   RequestLimits limits;
   const Row<v1::PyramidRequest> rows[] = {
-      {"no input", [](auto& r) { r.clear_input(); }, "input: one of"},
+      {"no input", [](auto& r) { r.clear_input(); }, "FIELD_REQUIRED", "input.source",
+       "input.source: one of"},
       {"too many levels",
        [&](auto& r) { r.set_levels(static_cast<std::uint32_t>(limits.max_pyramid_levels) + 1); },
-       "levels: "},
-      {"ratio 1", [](auto& r) { r.set_ratio(1.0); }, "ratio: 1"},
-      {"ratio NaN", [](auto& r) { r.set_ratio(NAN); }, "ratio: nan"},
+       "LIMIT_EXCEEDED", "levels", "levels: "},
+      {"ratio 1", [](auto& r) { r.set_ratio(1.0); }, "VALUE_OUT_OF_RANGE", "ratio", "ratio: 1"},
+      {"ratio NaN", [](auto& r) { r.set_ratio(NAN); }, "VALUE_OUT_OF_RANGE", "ratio", "ratio: nan"},
       {"min_width over max_side",
        [&](auto& r) { r.set_min_width(static_cast<std::uint32_t>(limits.max_side) + 1); },
-       "min_width: "},
+       "LIMIT_EXCEEDED", "min_width", "min_width: "},
       {"unknown mode", [](auto& r) { r.set_mode(static_cast<v1::PyramidMode>(7)); },
-       "mode: unknown value 7"},
+       "UNKNOWN_ENUM_VALUE", "mode", "mode: unknown value 7"},
       {"unknown output type", [](auto& r) { r.set_output_type(static_cast<v1::PixelType>(99)); },
-       "output_type"},
+       "UNKNOWN_ENUM_VALUE", "output_type", "output_type"},
       {"other integer output type", [](auto& r) { r.set_output_type(v1::PIXEL_TYPE_U16); },
+       "UNSUPPORTED_PIXEL_TYPE", "output_type",
        "output_type: u16 is neither F32 nor the input's u8"},
       {"volume",
        [](auto& r) {
          r.mutable_input()->mutable_image()->set_depth(2);
          r.mutable_input()->mutable_image()->set_data(std::string(64 * 48 * 2, '\0'));
        },
-       "input.image: is a volume"},
+       "UNSUPPORTED_IMAGE_SHAPE", "input.image", "input.image: is a volume"},
       {"shared-memory output",
        [](auto& r) { r.mutable_output()->mutable_shared_memory()->set_region("r"); },
-       "output.shared_memory: Pyramid returns"},
+       "INVALID_COMBINATION", "output.shared_memory", "output.shared_memory: Pyramid returns"},
+      // The kernel judges the minimum against the image and names PyramidRequest's own field.
+      {"min_width over the image", [](auto& r) { r.set_min_width(65); }, "VALUE_OUT_OF_RANGE",
+       "min_width", "min_width: 65 exceeds the image's 64x48"},
+      {"min_height over the image", [](auto& r) { r.set_min_height(49); }, "VALUE_OUT_OF_RANGE",
+       "min_height", "min_height: 49 exceeds the image's 64x48"},
   };
   for (const auto& row : rows) {
     v1::PyramidRequest r = ValidPyramidRequest();
     row.mutate(r);
-    EXPECT_THAT(ValidatePyramidRequest(r, limits),
-                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(row.message)))
-        << row.name;
+    const absl::Status status = ValidatePyramidRequest(r, limits).status();
+    EXPECT_THAT(status, ErrorIs(kInvalid, row.reason, row.field)) << row.name;
+    EXPECT_THAT(status.message(), HasSubstr(row.message)) << row.name;
+    ExpectContract(status, r, row.name);
   }
 }
 
@@ -480,42 +578,61 @@ v1::DeformRequest ValidDeformRequest() {
 TEST(DeformValidation, Table) {
   ASSERT_THAT(ValidateDeformRequest(ValidDeformRequest(), RequestLimits{}), IsOk());
   const Row<v1::DeformRequest> rows[] = {
-      {"no mesh", [](auto& r) { r.clear_mesh(); }, "mesh: one of mesh or handle"},
-      {"empty handle", [](auto& r) { r.mutable_mesh()->set_handle(""); },
-       "mesh.handle: must be 1 to 128 characters"},
+      {"no mesh", [](auto& r) { r.clear_mesh(); }, "FIELD_REQUIRED", "mesh.source",
+       "mesh.source: one of mesh or handle"},
+      {"empty handle", [](auto& r) { r.mutable_mesh()->set_handle(""); }, "INVALID_FORMAT",
+       "mesh.handle", "mesh.handle: must be 1 to 128 characters"},
       {"long handle", [](auto& r) { r.mutable_mesh()->set_handle(std::string(129, 'h')); },
-       "mesh.handle: must be 1 to 128 characters"},
-      {"no lattice", [](auto& r) { r.clear_lattice(); }, "lattice: is required"},
+       "INVALID_FORMAT", "mesh.handle", "mesh.handle: must be 1 to 128 characters"},
+      {"no lattice", [](auto& r) { r.clear_lattice(); }, "FIELD_REQUIRED", "lattice",
+       "lattice: is required"},
       // The lattice's ranges are the kernel's (ValidateLattice).
-      {"count 1", [](auto& r) { r.mutable_lattice()->set_count_s(1); },
-       "lattice.count_s: must be in ["},
+      {"count 1", [](auto& r) { r.mutable_lattice()->set_count_s(1); }, "VALUE_OUT_OF_RANGE",
+       "lattice.count_s", "lattice.count_s: must be in ["},
       {"count over int", [](auto& r) { r.mutable_lattice()->set_count_u(4000000000u); },
-       "lattice.count_u: 4000000000 is too large"},
-      {"flat", [](auto& r) { r.mutable_lattice()->mutable_u()->set_z(0); },
-       "lattice: s, t and u must span a volume"},
+       "VALUE_OUT_OF_RANGE", "lattice.count_u", "lattice.count_u: 4000000000 is too large"},
+      {"flat", [](auto& r) { r.mutable_lattice()->mutable_u()->set_z(0); }, "VALUE_OUT_OF_RANGE",
+       "lattice", "lattice: s, t and u must span a volume"},
       {"short displacements",
        [](auto& r) { r.mutable_lattice()->mutable_displacements()->RemoveLast(); },
-       "lattice.displacements: must hold"},
+       "DATA_SIZE_MISMATCH", "lattice.displacements", "lattice.displacements: must hold"},
       {"NaN displacement", [](auto& r) { r.mutable_lattice()->set_displacements(5, NAN); },
+       "VALUE_OUT_OF_RANGE", "lattice.displacements[5]",
        "lattice.displacements[5]: must be finite"},
       {"unknown outputs", [](auto& r) { r.set_outputs(static_cast<v1::DeformOutputs>(9)); },
-       "outputs: unknown value 9"},
+       "UNKNOWN_ENUM_VALUE", "outputs", "outputs: unknown value 9"},
       {"omit_data alone", [](auto& r) { r.mutable_output()->set_omit_data(true); },
-       "output.omit_data: requires keep_resident"},
+       "INVALID_COMBINATION", "output.omit_data", "output.omit_data: requires keep_resident"},
       {"inline positions short",
        [](auto& r) {
          v1::Mesh* m = r.mutable_mesh()->mutable_mesh();
          m->set_vertex_count(3);
          m->set_positions(std::string(35, '\0'));
        },
-       "mesh.mesh.positions: 35 bytes"},
+       "DATA_SIZE_MISMATCH", "mesh.mesh.positions", "mesh.mesh.positions: 35 bytes"},
+      // Indices into the mesh's bytes fields are the message's, not the field path's.
+      {"inline triangle index out of range",
+       [](auto& r) {
+         v1::Mesh* m = r.mutable_mesh()->mutable_mesh();
+         const float positions[9] = {0, 0, 0, 1, 0, 0, 0, 1, 0};
+         const std::uint32_t triangles[3] = {0, 1, 3};
+         m->set_vertex_count(3);
+         m->set_triangle_count(1);
+         m->set_positions(reinterpret_cast<const char*>(positions), sizeof(positions));
+         m->set_triangles(reinterpret_cast<const char*>(triangles), sizeof(triangles));
+       },
+       "VALUE_OUT_OF_RANGE", "mesh.mesh.triangles",
+       "mesh.mesh.triangles: index 2 (triangle 0) is 3, out of range: vertex_count is 3"},
+      {"NaN axis", [](auto& r) { r.mutable_lattice()->mutable_s()->set_x(NAN); },
+       "VALUE_OUT_OF_RANGE", "lattice.s.x", "lattice.s.x: must be finite"},
   };
   for (const auto& row : rows) {
     v1::DeformRequest r = ValidDeformRequest();
     row.mutate(r);
-    EXPECT_THAT(ValidateDeformRequest(r, RequestLimits{}),
-                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(row.message)))
-        << row.name;
+    const absl::Status status = ValidateDeformRequest(r, RequestLimits{}).status();
+    EXPECT_THAT(status, ErrorIs(kInvalid, row.reason, row.field)) << row.name;
+    EXPECT_THAT(status.message(), HasSubstr(row.message)) << row.name;
+    ExpectContract(status, r, row.name);
   }
 }
 
@@ -533,28 +650,32 @@ v1::VolumeStreamHeader ValidVolumeHeader() {
 TEST(VolumeStreamValidation, Table) {
   ASSERT_THAT(ValidateVolumeStreamHeader(ValidVolumeHeader(), RequestLimits{}), IsOk());
   const Row<v1::VolumeStreamHeader> rows[] = {
-      {"no volume", [](auto& h) { h.clear_volume(); }, "header.volume: is required"},
+      {"no volume", [](auto& h) { h.clear_volume(); }, "FIELD_REQUIRED", "header.volume",
+       "header.volume: is required"},
       {"data in the header", [](auto& h) { h.mutable_volume()->set_data("x"); },
-       "header.volume.data: must be empty"},
+       "INVALID_COMBINATION", "header.volume.data", "header.volume.data: must be empty"},
       {"two channels", [](auto& h) { h.mutable_volume()->set_channels(2); },
-       "header.volume.channels: 2"},
-      {"no operation", [](auto& h) { h.clear_gradient(); },
+       "UNSUPPORTED_IMAGE_SHAPE", "header.volume.channels", "header.volume.channels: 2"},
+      {"no operation", [](auto& h) { h.clear_gradient(); }, "FIELD_REQUIRED", "header.operation",
        "header.operation: one of morphology or gradient"},
       // The kernel's rule, with the stream's path before the field.
       {"even kernel", [](auto& h) { h.mutable_gradient()->set_kernel_length(4); },
-       "header.gradient.kernel_length: 4"},
+       "VALUE_OUT_OF_RANGE", "header.gradient.kernel_length", "header.gradient.kernel_length: 4"},
       {"gradient input",
        [](auto& h) { GrayImage(h.mutable_gradient()->mutable_input()->mutable_image()); },
-       "header.gradient.input: must be unset"},
-      {"morphology without steps", [](auto& h) { h.mutable_morphology(); },
-       "header.morphology.steps: at least one step"},
+       "INVALID_COMBINATION", "header.gradient.input", "header.gradient.input: must be unset"},
+      {"morphology without steps", [](auto& h) { h.mutable_morphology(); }, "FIELD_REQUIRED",
+       "header.morphology.steps", "header.morphology.steps: at least one step"},
   };
   for (const auto& row : rows) {
-    v1::VolumeStreamHeader h = ValidVolumeHeader();
+    v1::VolumeStreamRequest first;  // the stream's first message: the fields' root
+    v1::VolumeStreamHeader& h = *first.mutable_header();
+    h = ValidVolumeHeader();
     row.mutate(h);
-    EXPECT_THAT(ValidateVolumeStreamHeader(h, RequestLimits{}),
-                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(row.message)))
-        << row.name;
+    const absl::Status status = ValidateVolumeStreamHeader(h, RequestLimits{}).status();
+    EXPECT_THAT(status, ErrorIs(kInvalid, row.reason, row.field)) << row.name;
+    EXPECT_THAT(status.message(), HasSubstr(row.message)) << row.name;
+    ExpectContract(status, first, row.name);
   }
 }
 
@@ -562,9 +683,48 @@ TEST(HandleValidation, OneToOneHundredTwentyEightCharacters) {
   EXPECT_THAT(ValidateHandle("h", "handle"), IsOk());
   EXPECT_THAT(ValidateHandle(std::string(128, 'h'), "handle"), IsOk());
   EXPECT_THAT(ValidateHandle("", "input.handle"),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("input.handle: must be")));
-  EXPECT_THAT(ValidateHandle(std::string(129, 'h'), "x"),
-              StatusIs(absl::StatusCode::kInvalidArgument));
+              ErrorIs(kInvalid, "INVALID_FORMAT", "input.handle"));
+  EXPECT_THAT(ValidateHandle(std::string(129, 'h'), "x"), ErrorIs(kInvalid, "INVALID_FORMAT", "x"));
+}
+
+TEST(UploadValidation, HeadersNameTheUploadRequestsFields) {
+  v1::UploadRequest image_upload;
+  GrayImage(image_upload.mutable_image())->set_width(0);
+  const absl::Status image = ValidateUploadHeader(image_upload.image(), RequestLimits{}).status();
+  EXPECT_THAT(image, ErrorIs(kInvalid, "VALUE_OUT_OF_RANGE", "image.width"));
+  ExpectContract(image, image_upload, "image width 0");
+
+  const struct {
+    const char* name;
+    std::function<void(v1::Mesh&)> mutate;
+    const char* reason;
+    const char* field;
+  } rows[] = {
+      {"no vertices", [](v1::Mesh& m) { m.set_vertex_count(0); }, "VALUE_OUT_OF_RANGE",
+       "mesh.vertex_count"},
+      {"too many triangles", [](v1::Mesh& m) { m.set_triangle_count(4000000000u); },
+       "LIMIT_EXCEEDED", "mesh.triangle_count"},
+      {"positions past the count", [](v1::Mesh& m) { m.set_positions(std::string(37, '\0')); },
+       "DATA_SIZE_MISMATCH", "mesh.positions"},
+      {"triangles before positions", [](v1::Mesh& m) { m.set_triangles(std::string(12, '\0')); },
+       "MESSAGE_OUT_OF_ORDER", "mesh.triangles"},
+      {"triangles past the count",
+       [](v1::Mesh& m) {
+         m.set_positions(std::string(36, '\0'));
+         m.set_triangles(std::string(13, '\0'));
+       },
+       "DATA_SIZE_MISMATCH", "mesh.triangles"},
+  };
+  for (const auto& row : rows) {
+    v1::UploadRequest upload;
+    v1::Mesh& mesh = *upload.mutable_mesh();
+    mesh.set_vertex_count(3);
+    mesh.set_triangle_count(1);
+    row.mutate(mesh);
+    const absl::Status status = ValidateUploadMeshHeader(mesh, RequestLimits{});
+    EXPECT_THAT(status, ErrorIs(kInvalid, row.reason, row.field)) << row.name;
+    ExpectContract(status, upload, row.name);
+  }
 }
 
 }  // namespace

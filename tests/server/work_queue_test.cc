@@ -24,6 +24,7 @@ TEST(WorkQueue, RunsEveryAdmittedTaskBeforeShutdownReturns) {
   EXPECT_EQ(ran.load(), 50);
   EXPECT_THAT(queue.Submit([] {}), StatusIs(absl::StatusCode::kUnavailable));
   EXPECT_THAT(queue.CheckRoom(), StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_EQ(ErrorReasonOf(queue.CheckRoom()), "SHUTTING_DOWN");
 }
 
 TEST(WorkQueue, RefusesBeyondTheAdmissionLimit) {
@@ -35,6 +36,7 @@ TEST(WorkQueue, RefusesBeyondTheAdmissionLimit) {
   ASSERT_THAT(queue.Submit([gate] { gate.wait(); }), IsOk());
   EXPECT_THAT(queue.CheckRoom(), StatusIs(absl::StatusCode::kResourceExhausted));
   EXPECT_THAT(queue.Submit([] {}), StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_EQ(ErrorReasonOf(queue.CheckRoom()), "OVERLOADED");
   release.set_value();
   queue.Shutdown();
   EXPECT_EQ(queue.admitted(), 0);

@@ -8,8 +8,11 @@
 
 namespace cuimg::testing {
 
+// U32 has no OpenCV 4 depth: -1 (the OpenCV comparisons cover the filter types only).
 inline int CvDepth(PixelType t) {
   switch (t) {
+    case PixelType::kU32:
+      return -1;
     case PixelType::kU8:
       return CV_8U;
     case PixelType::kU16:

@@ -20,7 +20,7 @@ inline Image RandomImage(PixelType type, Extent extent, std::uint64_t seed, int 
   Image image(type, extent, 1);
   std::mt19937_64 rng(seed);
   const std::int64_t n = extent.Pixels();
-  VisitPixelType(type, [&](auto tag) {
+  VisitAnyPixelType(type, [&](auto tag) {
     using T = decltype(tag);
     T* p = image.As<T>();
     for (std::int64_t i = 0; i < n; ++i) {
@@ -30,6 +30,11 @@ inline Image RandomImage(PixelType type, Extent extent, std::uint64_t seed, int 
         if (!finite && rng() % 997 == 0)
           p[i] = (rng() & 1) ? std::numeric_limits<float>::infinity()
                              : -std::numeric_limits<float>::infinity();
+      } else if constexpr (sizeof(T) == 4) {
+        std::uniform_int_distribution<std::uint32_t> d;
+        std::uint32_t v = d(rng);
+        if (levels > 0) v = v / (0xffffffffu / levels + 1) * (0xffffffffu / levels);
+        p[i] = static_cast<T>(v);
       } else {
         std::uniform_int_distribution<int> d(std::numeric_limits<T>::lowest(),
                                              std::numeric_limits<T>::max());
@@ -51,7 +56,7 @@ inline Image RandomImage(PixelType type, Extent extent, std::uint64_t seed, int 
 inline std::int64_t FirstMismatch(const Image& a, const Image& b) {
   if (a.type() != b.type() || a.extent() != b.extent()) return 0;
   const std::int64_t n = a.extent().Pixels() * a.channels();
-  return VisitPixelType(a.type(), [&](auto tag) -> std::int64_t {
+  return VisitAnyPixelType(a.type(), [&](auto tag) -> std::int64_t {
     using T = decltype(tag);
     const T* pa = a.As<T>();
     const T* pb = b.As<T>();
@@ -67,7 +72,7 @@ inline std::int64_t FirstMismatch(const Image& a, const Image& b) {
 
 inline std::string DescribeMismatch(const Image& a, const Image& b, std::int64_t i) {
   const Extent& e = a.extent();
-  return VisitPixelType(a.type(), [&](auto tag) {
+  return VisitAnyPixelType(a.type(), [&](auto tag) {
     using T = decltype(tag);
     return "at (x=" + std::to_string(i % e.width) +
            ", y=" + std::to_string(i / e.width % e.height) +

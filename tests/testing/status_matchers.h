@@ -1,5 +1,6 @@
 // gMock matchers for absl::Status / StatusOr (abseil 20220623 has no status_matchers.h):
-// IsOk(), StatusIs(code[, message_matcher]).
+// IsOk(), StatusIs(code[, message_matcher]), ErrorIs(code, reason, field) (cuimg/common/error.h's
+// payloads).
 #ifndef CUIMG_TESTS_TESTING_STATUS_MATCHERS_H_
 #define CUIMG_TESTS_TESTING_STATUS_MATCHERS_H_
 
@@ -10,6 +11,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 
 namespace cuimg::testing {
 
@@ -36,6 +40,20 @@ MATCHER_P2(StatusIs, code, message_matcher,
   const absl::Status& s = GetStatus(arg);
   *result_listener << "status is " << s;
   return s.code() == code && ::testing::Matches(message_matcher)(std::string(s.message()));
+}
+
+// The error's code, its reason and field payloads (set where it was raised), and a message that
+// starts with "<field>: " when it names a field.
+MATCHER_P3(ErrorIs, code, reason, field,
+           "has status code " + ::testing::PrintToString(code) + ", reason " +
+               ::testing::PrintToString(std::string(reason)) + " and field " +
+               ::testing::PrintToString(std::string(field))) {
+  const absl::Status& s = GetStatus(arg);
+  *result_listener << "status is " << s << " (reason " << ErrorReasonOf(s) << ", field "
+                   << ErrorFieldOf(s) << ")";
+  const std::string f(field);
+  return s.code() == code && ErrorReasonOf(s) == std::string(reason) && ErrorFieldOf(s) == f &&
+         (f.empty() || absl::StartsWith(s.message(), absl::StrCat(f, ": ")));
 }
 
 }  // namespace cuimg::testing

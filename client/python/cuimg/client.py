@@ -2,8 +2,10 @@
 
 Arrays: (H, W) images, (D, H, W) volumes, (H, W, C) colour images for detection; dtypes uint8,
 uint16, int16, float32 in either byte order (others are refused, never converted silently).
-Results are writable arrays in native byte order. Errors from the server raise CuimgError with
-the gRPC code and message (field names included, e.g. "steps[0].element.width: ...").
+Results are writable arrays in native byte order, of the input's dimensionality: a one-slice
+volume (1, H, W), which the wire cannot tell from an (H, W) image, comes back (1, H, W). Errors
+from the server raise CuimgError with the gRPC code and message (field names included, e.g.
+"steps[0].element.width: ...").
 
 Volumes larger than the client's `stream_threshold` go through ProcessVolumeStream over several
 connections (cuimg.volume_stream), without the copies a unary message costs; the result is the
@@ -20,17 +22,20 @@ import grpc
 import numpy as np
 
 from cuimg import channel, detection, resident, wire_contract
-from cuimg.errors import CuimgError
+from cuimg.errors import CuimgError, make_error
 
 # The conversions, as cuimg.client offered them before they had a module of their own.
 from cuimg.messages import (  # noqa: F401
     DTYPES,
     PIXEL_TYPES,
+    Resident,
     Spacing,
     _floats,
     _image_header,
     _image_shape,
     _mesh,
+    _output_options,
+    _result,
     _set_spacing,
     from_image,
     little_endian,
@@ -39,7 +44,6 @@ from cuimg.messages import (  # noqa: F401
     to_image,
 )
 from cuimg.messages import element_mm  # noqa: F401 (cuimg.element_mm, cuimg/__init__.py)
-from cuimg.resident import Resident, _output_options, _result
 from cuimg.shared_region import SharedRegion, ShmArray
 from cuimg.v1 import (
     deform_pb2,
@@ -144,6 +148,10 @@ class Client:
         # The last morphology's elements as the server ran them, in voxels, one per step, when
         # some were given in millimetres (element_mm, "5mm" steps); else empty.
         self.last_elements: list[morphology_pb2.StructuringElement] = []
+        # Resident handles this client made from one-slice volumes (1, H, W): the server keeps
+        # them as 2D images (a depth of 1 is 2D on the wire), so their results and downloads get
+        # the leading axis back here. A handle made by another client comes back (H, W).
+        self._one_slice_handles: set[str] = set()
 
     def close(self) -> None:
         """Closes every channel of this client."""
@@ -155,6 +163,22 @@ class Client:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+    def _one_slice(self, image: ImageLike) -> bool:
+        """Whether `image` is a one-slice volume (1, H, W): an array, a ShmArray, or a handle
+        this client made from one."""
+        if isinstance(image, str):
+            return image in self._one_slice_handles
+        shape = image.array.shape if isinstance(image, ShmArray) else np.shape(image)
+        return len(shape) == 3 and shape[0] == 1
+
+    def _results(self, image: ImageLike, results: list[types_pb2.ImageResult],
+                 keep_resident: bool, return_data: bool) -> list[Any]:
+        """The arrays (or Residents) of `results`, of `image`'s dimensionality."""
+        one_slice = self._one_slice(image)
+        if one_slice and keep_resident:
+            self._one_slice_handles.update(r.handle for r in results)
+        return [_result(r, keep_resident, return_data, one_slice) for r in results]
 
     def _call(self, method: str, request: Any) -> Any:
         try:
@@ -200,7 +224,7 @@ class Client:
                 timeout=self.timeout,
             )
         except StreamFailed as e:
-            raise CuimgError(e.code, e.details) from None
+            raise make_error(e.code, e.details, e.info) from None
         self.last_stream = result
         self.last_timing = result.server_timing()
         return result.planes
@@ -269,7 +293,7 @@ class Client:
         self.last_elements = list(response.resolved_elements)
         if out is not None:
             return out.array
-        return _result(response.result, keep_resident, return_data)
+        return self._results(image, [response.result], keep_resident, return_data)[0]
 
     def gradient(
         self,
@@ -311,9 +335,10 @@ class Client:
                 output=output,
             ),
         )
-        return {
-            name: _result(getattr(response, name), keep_resident, return_data) for name in names
-        }
+        results = self._results(
+            image, [getattr(response, n) for n in names], keep_resident, return_data
+        )
+        return dict(zip(names, results))
 
     def pyramid(
         self,
@@ -350,7 +375,9 @@ class Client:
                 output=_output_options(keep_resident, return_data, ttl_seconds),
             ),
         )
-        return [_result(level.result, keep_resident, return_data) for level in response.levels]
+        return self._results(
+            image, [level.result for level in response.levels], keep_resident, return_data
+        )
 
     def detect(
         self,
@@ -469,14 +496,19 @@ class Client:
         """Keeps an image/volume array (or mesh=(vertices, triangles)) on the server, sent in
         messages of about `chunk_bytes`; returns its handle, usable in place of an array by
         morphology/gradient/pyramid/detect/deform and by download()."""
-        return resident.upload(
+        handle = resident.upload(
             self._stub, image, mesh, spacing, ttl_seconds, chunk_bytes, self.timeout
         )
+        if image is not None and self._one_slice(image):
+            self._one_slice_handles.add(handle)
+        return handle
 
     def download(self, handle: str) -> Any:
         """A resident object's contents: an image/volume as a writable array of its shape and
         dtype, or a mesh as (vertices Nx3 float32, triangles Mx3 uint32)."""
-        return resident.download(self._stub, handle, self.timeout)
+        return resident.download(
+            self._stub, handle, self.timeout, handle in self._one_slice_handles
+        )
 
     def shared_memory(self, size: int) -> SharedRegion:
         """A SharedRegion of `size` bytes registered with the server (same host only)."""
@@ -485,6 +517,7 @@ class Client:
     def release(self, handle: str) -> None:
         """Frees a resident object (NOT_FOUND when it is not, or no longer, there)."""
         self._call("Release", resident_pb2.ReleaseRequest(handle=handle))
+        self._one_slice_handles.discard(handle)
 
     def list_resident(self) -> list[tuple[str, str, int]]:
         """(handle, kind name, size_bytes) of every resident object of this caller."""

@@ -1,4 +1,4 @@
-"""NumPy arrays, meshes and the CLI's step strings as cuimg API messages, and back.
+"""NumPy arrays, meshes and the CLI's step strings as cuimg API messages, and results back.
 
 Arrays: (H, W) images, (D, H, W) volumes, (H, W, C) colour images; dtypes uint8, uint16, int16,
 float32 in either byte order (others are refused, never converted silently). Results are writable
@@ -6,7 +6,7 @@ arrays in native byte order.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -186,3 +186,29 @@ def _mesh(vertices: Any, triangles: Any) -> deform_pb2.Mesh:
 
 def _floats(data: bytes) -> np.ndarray:
     return np.frombuffer(data, "<f4").reshape(-1, 3).astype(np.float32)
+
+
+class Resident(NamedTuple):
+    """A result kept on the server (keep_resident=True): its `handle`, usable in place of an
+    array by any RPC and by download(), and `data`, what the call returns without keep_resident
+    (None when return_data=False)."""
+    handle: str
+    data: Any
+
+
+def _output_options(keep_resident: bool, return_data: bool,
+                    ttl_seconds: int) -> types_pb2.OutputOptions | None:
+    if not return_data and not keep_resident:
+        raise ValueError("return_data=False needs keep_resident=True")
+    if not keep_resident:
+        return None
+    return types_pb2.OutputOptions(keep_resident=True, omit_data=not return_data,
+                                   ttl_seconds=ttl_seconds)
+
+
+def _result(result: types_pb2.ImageResult, keep_resident: bool, return_data: bool,
+            one_slice: bool = False) -> Any:
+    data = from_image(result.image) if return_data else None
+    if one_slice and data is not None and data.ndim == 2:
+        data = data[np.newaxis]
+    return Resident(result.handle, data) if keep_resident else data

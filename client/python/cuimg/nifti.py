@@ -4,9 +4,12 @@ int16, uint16 or float32 (int8 widened to int16, other types refused with ValueE
 scl_slope/scl_inter scaling (ignored when the slope is 0, or 1 and 0) gives int16 when slope,
 intercept and data are integers (ValueError for a value outside int16, never clamped) and float32
 otherwise (never rounded). write_nifti writes the volume as it is (scl_slope unset), keeping a
-source image's qform and sform (codes included) and NIfTI version."""
+source image's qform and sform (codes included), xyzt_units and NIfTI version; the file is whole
+or not there (written under a temporary name and renamed)."""
 import nibabel as nib
 import numpy as np
+
+from cuimg._atomic import staged_file
 
 _KEPT = (np.uint8, np.int16, np.uint16, np.float32)
 
@@ -14,10 +17,13 @@ _KEPT = (np.uint8, np.int16, np.uint16, np.float32)
 def read_nifti(path):
     """(volume (D, H, W), spacing (x, y, z) mm, the nibabel image: its header, qform and sform)."""
     image = nib.load(path)
-    header = image.header
-    shape = image.shape
+    # The NIfTI header's own dimensions, as the CLI reads them (nibabel gives a CIFTI-2 file's
+    # shape from its XML extension, the NIfTI-2 header beside it).
+    header = getattr(image, "nifti_header", image.header)
+    shape = tuple(int(n) for n in header["dim"][1:int(header["dim"][0]) + 1])
     if len(shape) < 2 or any(n != 1 for n in shape[3:]):
-        raise ValueError(f"{path}: shape {shape} (cuimg reads 2D and 3D volumes)")
+        raise ValueError(f"{path}: shape {shape} (cuimg reads 2D and 3D volumes; dimensions past "
+                         "the third must be 1)")
     raw = np.asanyarray(image.dataobj.get_unscaled())
     if raw.dtype == np.int8:
         raw = raw.astype(np.int16)
@@ -60,7 +66,9 @@ def write_nifti(path, volume, spacing=(1.0, 1.0, 1.0), like=None):
             image.set_qform(qform, int(qcode))
         if sform is not None:
             image.set_sform(sform, int(scode))
+        image.header.set_xyzt_units(*like.header.get_xyzt_units())
     if like is None:  # else the qform's own pixdim stays
         image.header.set_zooms([s if s > 0 else 1.0 for s in spacing[: data.ndim]])
     image.header.set_slope_inter(np.nan, np.nan)
-    nib.save(image, path)
+    with staged_file(path) as temp:  # whole or not at all
+        nib.save(image, temp)

@@ -1,8 +1,8 @@
-"""Resident objects: results kept on the server (Resident), and whole images, volumes and meshes
-uploaded in chunks and downloaded back (Client.upload, Client.download)."""
+"""Resident objects: whole images, volumes and meshes uploaded in chunks and downloaded back
+(Client.upload, Client.download). A result kept on the server (Resident) is messages.py's."""
 from __future__ import annotations
 
-from typing import Any, Iterable, NamedTuple
+from typing import Any, Iterable
 
 import grpc
 import numpy as np
@@ -14,36 +14,9 @@ from cuimg.messages import (
     _image_header,
     _image_shape,
     _mesh,
-    from_image,
     little_endian,
 )
-from cuimg.v1 import resident_pb2, types_pb2
-
-
-class Resident(NamedTuple):
-    """A result kept on the server (keep_resident=True): its `handle`, usable in place of an
-    array by any RPC and by download(), and `data`, what the call returns without keep_resident
-    (None when return_data=False)."""
-
-    handle: str
-    data: Any
-
-
-def _output_options(
-    keep_resident: bool, return_data: bool, ttl_seconds: int
-) -> types_pb2.OutputOptions | None:
-    if not return_data and not keep_resident:
-        raise ValueError("return_data=False needs keep_resident=True")
-    if not keep_resident:
-        return None
-    return types_pb2.OutputOptions(
-        keep_resident=True, omit_data=not return_data, ttl_seconds=ttl_seconds
-    )
-
-
-def _result(result: types_pb2.ImageResult, keep_resident: bool, return_data: bool) -> Any:
-    data = from_image(result.image) if return_data else None
-    return Resident(result.handle, data) if keep_resident else data
+from cuimg.v1 import resident_pb2
 
 
 def upload(
@@ -84,8 +57,9 @@ def upload(
     return response.object.handle
 
 
-def download(stub: Any, handle: str, timeout: float | None) -> Any:
-    """Client.download over `stub` (an ImagingStub)."""
+def download(stub: Any, handle: str, timeout: float | None, one_slice: bool = False) -> Any:
+    """Client.download over `stub` (an ImagingStub). `one_slice`: the handle was made from a
+    one-slice volume (1, H, W), which the server keeps as an (H, W) image: the axis comes back."""
     try:
         replies = stub.Download(resident_pb2.DownloadRequest(handle=handle), timeout=timeout)
         first = next(replies, None)
@@ -117,4 +91,6 @@ def download(stub: Any, handle: str, timeout: float | None) -> Any:
             flat[: sizes[0]].view("<f4").reshape(-1, 3).astype(np.float32, copy=False),
             flat[sizes[0] :].view("<u4").reshape(-1, 3).astype(np.uint32, copy=False),
         )
+    if one_slice and len(shape) == 2:
+        shape = (1,) + shape
     return flat.view(dtype.newbyteorder("<")).reshape(shape).astype(dtype, copy=False)

@@ -70,11 +70,13 @@ def split_depth(depth: int, streams: int, reach: int) -> list[Part]:
 
 
 class StreamFailed(Exception):
-    """A streamed volume failed: `code` is the grpc.StatusCode, `details` the message."""
+    """A streamed volume failed: `code` is the grpc.StatusCode, `details` the message, `info`
+    the status's ErrorInfo (None for a failure of the client's own or gRPC's)."""
 
-    def __init__(self, code: grpc.StatusCode, details: str):
+    def __init__(self, code: grpc.StatusCode, details: str,
+                 info: wire_contract.ErrorInfo | None = None):
         super().__init__(f"{code.name}: {details}")
-        self.code, self.details = code, details
+        self.code, self.details, self.info = code, details, info
 
 
 @dataclass
@@ -229,7 +231,8 @@ def stream_volume(
                 next_z += n
                 slabs += 1
         except grpc.RpcError as e:
-            return StreamFailed(e.code(), e.details() or "")
+            return StreamFailed(e.code(), e.details() or "",
+                                wire_contract.error_info(e.trailing_metadata()))
         finally:
             group.leave(call)
         result.timings[k] = _timing(call)

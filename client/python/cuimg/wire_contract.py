@@ -7,7 +7,8 @@ contract in C++, where the server writes it):
 - the retry hints of a refusal: `cuimg-retry-after-ms` (ms to wait; only when retrying soon can
   succeed) and gRPC's own `grpc-retry-pushback-ms` (gRFC A6; -1: never retry);
 - the error details: a google.rpc.Status in `grpc-status-details-bin` whose google.rpc.ErrorInfo
-  (AIP-193, domain "cuimg.io") names the request field at fault in its metadata ("field").
+  (AIP-193, domain "cuimg.io") carries the error's reason and names the request field at fault
+  in its metadata ("field").
 
 The status details are decoded with the package's own wire decoder (_wire.py), so that the
 package needs no generated google.rpc modules; tests hold it equal to protobuf's decoding.
@@ -82,10 +83,10 @@ def retry_pushback_ms(metadata: Metadata) -> int | None:
 
 
 class ErrorInfo(NamedTuple):
-    """An error's google.rpc.ErrorInfo: `reason` (the status code's name, e.g.
-    "INVALID_ARGUMENT"), `domain` ("cuimg.io"), and `field`, the request field at fault ("" when
-    the error is not about one field)."""
-
+    """An error's google.rpc.ErrorInfo: `reason` (the documented cause, one of
+    proto/cuimg/v1/error_reason.proto's names, e.g. "VALUE_OUT_OF_RANGE"), `domain`
+    ("cuimg.io"), and `field`, the request field at fault ("" when the error is not about one
+    field)."""
     reason: str
     domain: str
     field: str

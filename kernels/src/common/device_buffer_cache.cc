@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 
 namespace cuimg {
 namespace {
@@ -42,9 +43,13 @@ absl::StatusOr<DeviceBufferCache::Lease> DeviceBufferCache::Acquire(std::size_t 
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (limit_bytes_ != 0 && stats_.in_use_bytes + size > limit_bytes_) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "device ", device_, " memory: ", stats_.in_use_bytes, " bytes leased + ", size,
-          " requested exceeds the limit of ", limit_bytes_, " (device_memory_limit_bytes)"));
+      // Alone over the limit, waiting cannot help; else other requests' leases will end.
+      return MakeError(absl::StatusCode::kResourceExhausted,
+                       size > limit_bytes_ ? ErrorReason::kLimitExceeded : ErrorReason::kOverloaded,
+                       "",
+                       absl::StrCat("device ", device_, " memory: ", stats_.in_use_bytes,
+                                    " bytes leased + ", size, " requested exceeds the limit of ",
+                                    limit_bytes_, " (device_memory_limit_bytes)"));
     }
     auto it = std::find_if(idle_.begin(), idle_.end(),
                            [size](const DeviceBuffer& b) { return b.size() == size; });

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 
 namespace cuimg {
 namespace {
@@ -28,8 +29,9 @@ absl::Status CheckFiniteVec(const std::array<double, 3>& v, absl::string_view fi
                             absl::string_view name) {
   for (int i = 0; i < 3; ++i) {
     if (!std::isfinite(v[i])) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ".", name, ".", kAxisNames[i], ": must be finite, got ", v[i]));
+      return InvalidFieldError(ErrorReason::kValueOutOfRange,
+                               absl::StrCat(field, ".", name, ".", kAxisNames[i]),
+                               absl::StrCat("must be finite, got ", v[i]));
     }
   }
   return absl::OkStatus();
@@ -37,9 +39,9 @@ absl::Status CheckFiniteVec(const std::array<double, 3>& v, absl::string_view fi
 
 absl::Status CheckCount(int count, absl::string_view field, absl::string_view name) {
   if (count < kMinLatticeCount || count > kMaxLatticeCount) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ".", name, ": must be in [",
-                                                   kMinLatticeCount, ", ", kMaxLatticeCount,
-                                                   "], got ", count));
+    return InvalidFieldError(
+        ErrorReason::kValueOutOfRange, absl::StrCat(field, ".", name),
+        absl::StrCat("must be in [", kMinLatticeCount, ", ", kMaxLatticeCount, "], got ", count));
   }
   return absl::OkStatus();
 }
@@ -64,27 +66,31 @@ Lattice Lattice::Identity(std::array<double, 3> origin, std::array<double, 3> s,
 
 absl::Status ValidateMesh(const MeshView& mesh, absl::string_view field) {
   if (mesh.vertex_count > kMaxMeshVertices) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".vertex_count: must be <= ", kMaxMeshVertices, ", got ", mesh.vertex_count));
+    return InvalidFieldError(
+        ErrorReason::kLimitExceeded, absl::StrCat(field, ".vertex_count"),
+        absl::StrCat("must be <= ", kMaxMeshVertices, ", got ", mesh.vertex_count));
   }
   if (mesh.triangle_count > kMaxMeshTriangles) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".triangle_count: must be <= ", kMaxMeshTriangles, ", got ", mesh.triangle_count));
+    return InvalidFieldError(
+        ErrorReason::kLimitExceeded, absl::StrCat(field, ".triangle_count"),
+        absl::StrCat("must be <= ", kMaxMeshTriangles, ", got ", mesh.triangle_count));
   }
   const std::size_t floats = mesh.vertex_count * 3;
   for (std::size_t i = 0; i < floats; ++i) {
     if (!std::isfinite(mesh.positions[i])) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ".positions[", i,
-                                                     "]: must be finite, got ", mesh.positions[i],
-                                                     " (vertex ", i / 3, ")"));
+      // positions and triangles are bytes fields on the wire: the index is the message's.
+      return InvalidFieldError(ErrorReason::kValueOutOfRange, absl::StrCat(field, ".positions"),
+                               absl::StrCat("float ", i, " (vertex ", i / 3,
+                                            ") must be finite, got ", mesh.positions[i]));
     }
   }
   const std::size_t indices = mesh.triangle_count * 3;
   for (std::size_t i = 0; i < indices; ++i) {
     if (mesh.triangles[i] >= mesh.vertex_count) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ".triangles[", i, "]: ", mesh.triangles[i], " is out of range: vertex_count is ",
-          mesh.vertex_count, " (triangle ", i / 3, ")"));
+      return InvalidFieldError(
+          ErrorReason::kValueOutOfRange, absl::StrCat(field, ".triangles"),
+          absl::StrCat("index ", i, " (triangle ", i / 3, ") is ", mesh.triangles[i],
+                       ", out of range: vertex_count is ", mesh.vertex_count));
     }
   }
   return absl::OkStatus();
@@ -92,12 +98,14 @@ absl::Status ValidateMesh(const MeshView& mesh, absl::string_view field) {
 
 absl::Status ValidateMesh(const Mesh& mesh, absl::string_view field) {
   if (mesh.positions.size() % 3 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".positions: must hold 3 floats per vertex, got ", mesh.positions.size()));
+    return InvalidFieldError(
+        ErrorReason::kDataSizeMismatch, absl::StrCat(field, ".positions"),
+        absl::StrCat("must hold 3 floats per vertex, got ", mesh.positions.size()));
   }
   if (mesh.triangles.size() % 3 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".triangles: must hold 3 indices per triangle, got ", mesh.triangles.size()));
+    return InvalidFieldError(
+        ErrorReason::kDataSizeMismatch, absl::StrCat(field, ".triangles"),
+        absl::StrCat("must hold 3 indices per triangle, got ", mesh.triangles.size()));
   }
   return ValidateMesh(mesh.view(), field);
 }
@@ -124,23 +132,25 @@ absl::Status ValidateLattice(const Lattice& lattice, absl::string_view field) {
   const double det = LatticeDeterminant(lattice);
   // Written so that a zero axis (scale 0) and overflow (inf / inf) fail too.
   if (!(std::isfinite(scale) && std::fabs(det) > kMinLatticeSineVolume * scale)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": s, t and u must span a volume: |det[S T U]| = ", std::fabs(det), " must exceed ",
-        kMinLatticeSineVolume, " * |S||T||U| = ", kMinLatticeSineVolume * scale));
+    return InvalidFieldError(ErrorReason::kValueOutOfRange, field,
+                             absl::StrCat("s, t and u must span a volume: |det[S T U]| = ",
+                                          std::fabs(det), " must exceed ", kMinLatticeSineVolume,
+                                          " * |S||T||U| = ", kMinLatticeSineVolume * scale));
   }
   if (absl::Status s = CheckCount(lattice.count_s, field, "count_s"); !s.ok()) return s;
   if (absl::Status s = CheckCount(lattice.count_t, field, "count_t"); !s.ok()) return s;
   if (absl::Status s = CheckCount(lattice.count_u, field, "count_u"); !s.ok()) return s;
   const std::size_t want = 3 * lattice.ControlPointCount();
   if (lattice.displacements.size() != want) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ".displacements: must hold 3 * count_s * count_t * count_u = ", want,
-                     " values, got ", lattice.displacements.size()));
+    return InvalidFieldError(ErrorReason::kDataSizeMismatch, absl::StrCat(field, ".displacements"),
+                             absl::StrCat("must hold 3 * count_s * count_t * count_u = ", want,
+                                          " values, got ", lattice.displacements.size()));
   }
   for (std::size_t i = 0; i < want; ++i) {
     if (!std::isfinite(lattice.displacements[i])) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ".displacements[", i, "]: must be finite, got ", lattice.displacements[i]));
+      return InvalidFieldError(ErrorReason::kValueOutOfRange,
+                               absl::StrCat(field, ".displacements[", i, "]"),
+                               absl::StrCat("must be finite, got ", lattice.displacements[i]));
     }
   }
   return absl::OkStatus();

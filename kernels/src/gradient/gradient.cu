@@ -215,6 +215,7 @@ bool Aligned(const void* p, std::size_t bytes) {
 
 absl::StatusOr<GradientPlan> GradientPlan::Create(PixelType type, const Extent& extent,
                                                   const GradientSpec& spec) {
+  CUIMG_RETURN_IF_ERROR(CheckFilterPixelType(type, "type", "the gradient"));
   CUIMG_ASSIGN_OR_RETURN(GradientTaps taps, ComputeGradientTaps(spec));
   if (extent.width < 1 || extent.height < 1 || extent.depth < 1) {
     return absl::InvalidArgumentError("extent: every dimension must be >= 1");

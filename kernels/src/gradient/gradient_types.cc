@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 
 namespace cuimg {
 
@@ -14,14 +15,15 @@ double DefaultGradientSigma(int kernel_length) {
 absl::Status ValidateGradientSpec(const GradientSpec& spec) {
   if (spec.kernel_length < 3 || spec.kernel_length > kMaxGradientKernelLength ||
       spec.kernel_length % 2 == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("kernel_length: ", spec.kernel_length,
-                                                   " is not odd in [3, ", kMaxGradientKernelLength,
-                                                   "]"));
+    return InvalidFieldError(
+        ErrorReason::kValueOutOfRange, "kernel_length",
+        absl::StrCat(spec.kernel_length, " is not odd in [3, ", kMaxGradientKernelLength, "]"));
   }
   if (spec.sigma != 0.0 &&
       !(std::isfinite(spec.sigma) && spec.sigma > 0.0 && spec.sigma <= kMaxGradientSigma)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sigma: ", spec.sigma, " is not 0 and not in (0, ", kMaxGradientSigma, "]"));
+    return InvalidFieldError(
+        ErrorReason::kValueOutOfRange, "sigma",
+        absl::StrCat(spec.sigma, " is not 0 and not in (0, ", kMaxGradientSigma, "]"));
   }
   return absl::OkStatus();
 }

@@ -4,14 +4,19 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cuimg/common/cuda_status.h"
+#include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
+#include "cuimg/kernels/mask_steps.h"
 #include "device_ops.cuh"
 #include "element_plan.h"
 #include "morphology_kernels.h"
+#include "segmentation/segmentation_steps.h"
 
 namespace cuimg {
 
@@ -20,7 +25,10 @@ struct MorphologyPlan::Impl {
   Extent extent;
   std::vector<MorphologyStep> steps;
   std::vector<internal::ElementPlan> elements;  // one per step
-  std::vector<int> chord_table;                 // int2 entries, all steps and bands
+  // One per step: the reconstruction of a global step, empty for the others.
+  std::vector<std::optional<ReconstructionPlan>> reconstructions;
+  std::size_t reconstruction_offset = 0;  // in the workspace, after the images
+  std::vector<int> chord_table;           // int2 entries, all steps and bands
   std::size_t table_bytes = 0;
   std::size_t image_bytes = 0;
   int scratch_images = 0;
@@ -38,12 +46,6 @@ __global__ void DifferenceKernel(const T* a, const T* b, T* out, std::int64_t n)
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     out[i] = SaturatingSub(a[i], b[i]);
   }
-}
-
-template <typename T>
-T OutsideValue(const MorphologyStep& step, bool dilate) {
-  if (step.border == BorderMode::kConstant) return SaturateCast<T>(step.border_value);
-  return dilate ? PixelLowest<T>() : PixelMax<T>();
 }
 
 int PassLaunches(const internal::ElementPlan& e) {
@@ -85,7 +87,7 @@ class Executor {
   // One erosion or dilation of src into dst (dst must not be src).
   absl::Status Pass(const T* src, T* dst, std::size_t step_index, bool dilate) {
     const internal::ElementPlan& e = plan_.elements[step_index];
-    const T border = OutsideValue<T>(plan_.steps[step_index], dilate);
+    const T border = MorphologyOutsideValue<T>(plan_.steps[step_index], dilate);
     if (e.separable) {
       if (e.box.empty()) {  // the 1x1 element
         CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, plan_.extent.Pixels() * sizeof(T),
@@ -135,12 +137,33 @@ absl::StatusOr<MorphologyPlan> MorphologyPlan::Create(PixelType type, const Exte
   impl->type = type;
   impl->extent = extent;
   bool needs_box_scratch = false;
+  std::size_t reconstruction_bytes = 0;
   for (std::size_t i = 0; i < steps.size(); ++i) {
     if (steps[i].iterations < 1) {
       return absl::InvalidArgumentError(absl::StrCat("steps[", i, "].iterations: must be >= 1"));
     }
+    const MorphologyStep& step = steps[i];
+    CUIMG_RETURN_IF_ERROR(CheckStepPixelType(step, type, i));
+    CUIMG_RETURN_IF_ERROR(ValidateMorphologyStep(step, extent, absl::StrCat("steps[", i, "]")));
+    impl->reconstructions.emplace_back();
+    if (step.op == MorphOp::kRemoveSmall || step.op == MorphOp::kKeepLargest) {
+      reconstruction_bytes = std::max(reconstruction_bytes, MaskStepWorkspaceBytes(extent));
+    }
+    if (internal::Reconstructs(step.op)) {
+      absl::StatusOr<ReconstructionPlan> r =
+          ReconstructionPlan::Create(type, extent, internal::MethodOf(step.op), step.connectivity);
+      if (!r.ok()) return WithFieldPrefix(r.status(), absl::StrCat("steps[", i, "]."));
+      reconstruction_bytes = std::max(reconstruction_bytes, r->WorkspaceBytes());
+      impl->reconstructions.back() = *std::move(r);
+    }
+    if (PrimitivePassCount(step) == 0) {
+      internal::ElementPlan none;  // no element pass: the identity, never run
+      none.separable = true;
+      impl->elements.push_back(std::move(none));
+      continue;
+    }
     absl::StatusOr<internal::ElementPlan> element =
-        internal::PlanElement(steps[i].element, type, extent, &impl->chord_table);
+        internal::PlanElement(step.element, type, extent, &impl->chord_table);
     if (!element.ok()) {
       return absl::Status(element.status().code(),
                           absl::StrCat("steps[", i, "].", element.status().message()));
@@ -153,7 +176,8 @@ absl::StatusOr<MorphologyPlan> MorphologyPlan::Create(PixelType type, const Exte
   impl->image_bytes = AlignUp(static_cast<std::size_t>(extent.Pixels()) * PixelSize(type));
   // An intermediate and a ping-pong image per step, two to chain steps, one for box passes.
   impl->scratch_images = 2 + (impl->steps.size() > 1 ? 2 : 0) + (needs_box_scratch ? 1 : 0);
-  impl->workspace_bytes = impl->table_bytes + impl->scratch_images * impl->image_bytes;
+  impl->reconstruction_offset = impl->table_bytes + impl->scratch_images * impl->image_bytes;
+  impl->workspace_bytes = impl->reconstruction_offset + AlignUp(reconstruction_bytes);
   MorphologyPlan plan;
   plan.impl_ = std::move(impl);
   return plan;
@@ -169,8 +193,16 @@ int MorphologyPlan::LaunchCount() const {
     const MorphologyStep& step = impl_->steps[i];
     launches += PrimitivePassCount(step) * PassLaunches(impl_->elements[i]);
     if (step.op == MorphOp::kGradient || step.op == MorphOp::kTopHat ||
-        step.op == MorphOp::kBlackHat) {
+        step.op == MorphOp::kBlackHat || step.op == MorphOp::kThreshold) {
       ++launches;
+    }
+    // A reconstruction's marker (open_rec's is its element passes), clamp and the two passes
+    // that choose its route; what follows (rounds, or the union-find) depends on the image. The
+    // labelling's mask steps take up to five.
+    if (internal::Reconstructs(step.op)) {
+      launches += 3 + (step.op == MorphOp::kOpenRec || step.op == MorphOp::kCloseRec ? 0 : 1);
+    } else if (IsGlobalStep(step)) {
+      launches += 5;
     }
   }
   return launches;
@@ -187,7 +219,23 @@ bool MorphologyPlan::WritesOutputOnce() const {
 
 std::string MorphologyPlan::Describe() const {
   std::vector<std::string> parts;
-  for (const internal::ElementPlan& e : impl_->elements) {
+  for (std::size_t i = 0; i < impl_->steps.size(); ++i) {
+    const internal::ElementPlan& e = impl_->elements[i];
+    const MorphologyStep& step = impl_->steps[i];
+    if (internal::IsSegmentationOp(step.op)) {
+      const std::optional<ReconstructionPlan>& r = impl_->reconstructions[i];
+      std::string what(MorphOpName(step.op));
+      if (r) {
+        absl::StrAppend(
+            &what, "(reconstruction by ",
+            internal::MethodOf(step.op) == ReconstructionMethod::kDilation ? "dilation" : "erosion",
+            ", connectivity ",
+            static_cast<int>(ResolveConnectivity(step.connectivity, impl_->extent)), ", ",
+            r->Bricks(), " bricks)");
+      }
+      parts.push_back(std::move(what));
+      if (PrimitivePassCount(step) == 0) continue;  // else its element passes follow
+    }
     if (e.separable) {
       std::vector<std::string> passes;
       for (const internal::BoxPass& b : e.box) {
@@ -220,8 +268,12 @@ std::string MorphologyPlan::Describe() const {
 }
 
 absl::Status MorphologyPlan::Run(const void* in, void* out, void* workspace, cudaStream_t stream,
-                                 const CancelToken& cancel) const {
+                                 const CancelToken& cancel, const void* d_marker) const {
   const Impl& plan = *impl_;
+  if (d_marker == nullptr && AnyStepUsesMarker(plan.steps)) {
+    return InvalidFieldError(ErrorReason::kFieldRequired, "marker",
+                             "a reconstruct step needs the marker image");
+  }
   const bool sync_between_steps = &cancel != &NeverCancelled() && plan.steps.size() > 1 &&
                                   plan.extent.Pixels() >= kCancelSyncPixels;
   auto* base = static_cast<std::uint8_t*>(workspace);
@@ -233,13 +285,16 @@ absl::Status MorphologyPlan::Run(const void* in, void* out, void* workspace, cud
         "copy chord table");
   }
   std::uint8_t* images = base + plan.table_bytes;
-  return VisitPixelType(plan.type, [&](auto tag) -> absl::Status {
+  void* reconstruction_workspace = base + plan.reconstruction_offset;
+  // U32 reaches only the segmentation steps (Create: CheckStepPixelType); the element passes are
+  // compiled for the filter types alone.
+  return VisitAnyPixelType(plan.type, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
+    constexpr bool kFilter = !std::is_same_v<T, std::uint32_t>;
     auto scratch = [&](int i) { return reinterpret_cast<T*>(images + i * plan.image_bytes); };
     T* x_buf = scratch(0);
     T* s_buf = scratch(1);
     T* box_buf = scratch(plan.scratch_images - 1);
-    Executor<T> ex(plan, d_chords, box_buf, stream);
     const T* cur = static_cast<const T*>(in);
     for (std::size_t i = 0; i < plan.steps.size(); ++i) {
       if (sync_between_steps && i > 0) {
@@ -248,28 +303,47 @@ absl::Status MorphologyPlan::Run(const void* in, void* out, void* workspace, cud
       }
       const MorphologyStep& step = plan.steps[i];
       T* dst = (i + 1 == plan.steps.size()) ? static_cast<T*>(out) : scratch(2 + i % 2);
-      switch (step.op) {
-        case MorphOp::kErode:
-        case MorphOp::kDilate:
-          CUIMG_RETURN_IF_ERROR(ex.Iterate(cur, dst, s_buf, i, step.op == MorphOp::kDilate));
-          break;
-        case MorphOp::kOpen:
-        case MorphOp::kClose:
-        case MorphOp::kTopHat:
-        case MorphOp::kBlackHat: {
-          // Open-like steps erode first; close-like steps dilate first.
-          const bool dilate_first = step.op == MorphOp::kClose || step.op == MorphOp::kBlackHat;
-          CUIMG_RETURN_IF_ERROR(ex.Iterate(cur, x_buf, s_buf, i, dilate_first));
-          CUIMG_RETURN_IF_ERROR(ex.Iterate(x_buf, dst, s_buf, i, !dilate_first));
-          if (step.op == MorphOp::kTopHat) CUIMG_RETURN_IF_ERROR(ex.Difference(cur, dst, dst));
-          if (step.op == MorphOp::kBlackHat) CUIMG_RETURN_IF_ERROR(ex.Difference(dst, cur, dst));
-          break;
+      if (internal::IsSegmentationOp(step.op)) {
+        if constexpr (kFilter) {
+          if (step.op == MorphOp::kOpenRec || step.op == MorphOp::kCloseRec) {
+            // The marker: the element's erosions (dilations) of the current image.
+            CUIMG_RETURN_IF_ERROR(Executor<T>(plan, d_chords, box_buf, stream)
+                                      .Iterate(cur, dst, s_buf, i, step.op == MorphOp::kCloseRec));
+          }
         }
-        case MorphOp::kGradient:
-          CUIMG_RETURN_IF_ERROR(ex.Iterate(cur, x_buf, s_buf, i, true));
-          CUIMG_RETURN_IF_ERROR(ex.Iterate(cur, dst, s_buf, i, false));
-          CUIMG_RETURN_IF_ERROR(ex.Difference(x_buf, dst, dst));
-          break;
+        const std::optional<ReconstructionPlan>& r = plan.reconstructions[i];
+        CUIMG_RETURN_IF_ERROR(internal::RunSegmentationStep<T>(
+            step, plan.extent, cur, dst, static_cast<const T*>(d_marker), r ? &*r : nullptr,
+            reconstruction_workspace, stream, cancel));
+      } else if constexpr (kFilter) {
+        Executor<T> ex(plan, d_chords, box_buf, stream);
+        switch (step.op) {
+          case MorphOp::kErode:
+          case MorphOp::kDilate:
+            CUIMG_RETURN_IF_ERROR(ex.Iterate(cur, dst, s_buf, i, step.op == MorphOp::kDilate));
+            break;
+          case MorphOp::kOpen:
+          case MorphOp::kClose:
+          case MorphOp::kTopHat:
+          case MorphOp::kBlackHat: {
+            // Open-like steps erode first; close-like steps dilate first.
+            const bool dilate_first = step.op == MorphOp::kClose || step.op == MorphOp::kBlackHat;
+            CUIMG_RETURN_IF_ERROR(ex.Iterate(cur, x_buf, s_buf, i, dilate_first));
+            CUIMG_RETURN_IF_ERROR(ex.Iterate(x_buf, dst, s_buf, i, !dilate_first));
+            if (step.op == MorphOp::kTopHat) CUIMG_RETURN_IF_ERROR(ex.Difference(cur, dst, dst));
+            if (step.op == MorphOp::kBlackHat) {
+              CUIMG_RETURN_IF_ERROR(ex.Difference(dst, cur, dst));
+            }
+            break;
+          }
+          case MorphOp::kGradient:
+            CUIMG_RETURN_IF_ERROR(ex.Iterate(cur, x_buf, s_buf, i, true));
+            CUIMG_RETURN_IF_ERROR(ex.Iterate(cur, dst, s_buf, i, false));
+            CUIMG_RETURN_IF_ERROR(ex.Difference(x_buf, dst, dst));
+            break;
+          default:  // the segmentation steps, above
+            break;
+        }
       }
       cur = dst;
     }

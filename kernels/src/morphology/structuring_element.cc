@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 
 namespace cuimg {
 namespace {
@@ -85,8 +86,8 @@ void Rasterize3D(ElementShape shape, int width, int height, int depth, int ax, i
 
 absl::Status CheckAnchor(const char* field, int anchor, int size) {
   if (anchor < 0 || anchor >= size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": ", anchor, " is not in [0, ", size, ")"));
+    return InvalidFieldError(ErrorReason::kValueOutOfRange, field,
+                             absl::StrCat(anchor, " is not in [0, ", size, ")"));
   }
   return absl::OkStatus();
 }
@@ -95,13 +96,16 @@ absl::Status CheckAnchor(const char* field, int anchor, int size) {
 
 absl::StatusOr<StructuringElement> StructuringElement::Create(const ElementSpec& spec) {
   if (spec.width < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("width: ", spec.width, " is not >= 1"));
+    return InvalidFieldError(ErrorReason::kValueOutOfRange, "width",
+                             absl::StrCat(spec.width, " is not >= 1"));
   }
   if (spec.height < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("height: ", spec.height, " is not >= 1"));
+    return InvalidFieldError(ErrorReason::kValueOutOfRange, "height",
+                             absl::StrCat(spec.height, " is not >= 1"));
   }
   if (spec.depth < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("depth: ", spec.depth, " is not >= 0"));
+    return InvalidFieldError(ErrorReason::kValueOutOfRange, "depth",
+                             absl::StrCat(spec.depth, " is not >= 0"));
   }
   StructuringElement se;
   se.width_ = spec.width;
@@ -117,17 +121,20 @@ absl::StatusOr<StructuringElement> StructuringElement::Create(const ElementSpec&
   const std::size_t count = static_cast<std::size_t>(se.width_) * se.height_ * se.depth_;
   if (spec.shape == ElementShape::kCustom) {
     if (spec.mask.size() != count) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "mask: ", spec.mask.size(), " bytes, expected width * height * depth = ", count));
+      return InvalidFieldError(
+          ErrorReason::kDataSizeMismatch, "mask",
+          absl::StrCat(spec.mask.size(), " bytes, expected width * height * depth = ", count));
     }
     se.mask_.resize(count);
     std::transform(spec.mask.begin(), spec.mask.end(), se.mask_.begin(),
                    [](std::uint8_t v) -> std::uint8_t { return v != 0; });
     if (std::none_of(se.mask_.begin(), se.mask_.end(), [](std::uint8_t v) { return v != 0; })) {
-      return absl::InvalidArgumentError("mask: has no non-zero byte (the element is empty)");
+      return InvalidFieldError(ErrorReason::kValueOutOfRange, "mask",
+                               "has no non-zero byte (the element is empty)");
     }
   } else if (!spec.mask.empty()) {
-    return absl::InvalidArgumentError("mask: only allowed with shape CUSTOM");
+    return InvalidFieldError(ErrorReason::kInvalidCombination, "mask",
+                             "only allowed with shape CUSTOM");
   } else {
     se.mask_.assign(count, 0);
     if (spec.depth == 0) {

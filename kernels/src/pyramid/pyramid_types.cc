@@ -1,6 +1,7 @@
 #include "cuimg/kernels/pyramid_types.h"
 
 #include <cmath>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/error.h"
@@ -39,13 +40,22 @@ absl::Status ValidatePyramidParameters(const PyramidSpec& spec) {
 
 absl::Status ValidatePyramidSpec(PixelType input_type, const Extent& extent,
                                  const PyramidSpec& spec) {
+  if (absl::Status s = CheckFilterPixelType(input_type, "input_type", "the pyramid"); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckFilterPixelType(spec.output_type, "output_type", "the pyramid");
+      !s.ok()) {
+    return s;
+  }
   if (extent.width < 1 || extent.height < 1 || extent.depth != 1) {
-    return absl::InvalidArgumentError(absl::StrCat("extent: ", extent.width, "x", extent.height,
-                                                   "x", extent.depth,
-                                                   " is not a 2D image with both sides >= 1"));
+    // The image's errors name no field: the caller knows which field holds the image.
+    return InvalidFieldError(ErrorReason::kUnsupportedImageShape, "",
+                             absl::StrCat("extent ", extent.width, "x", extent.height, "x",
+                                          extent.depth, " is not a 2D image with both sides >= 1"));
   }
   if (extent.width > (1 << 30) || extent.height > (1 << 30)) {
-    return absl::InvalidArgumentError("extent: a side exceeds 2^30");
+    return InvalidFieldError(ErrorReason::kUnsupportedImageShape, "",
+                             "extent: a side exceeds 2^30");
   }
   CUIMG_RETURN_IF_ERROR(ValidatePyramidParameters(spec));
   if (spec.output_type != PixelType::kF32 && spec.output_type != input_type) {
@@ -54,10 +64,17 @@ absl::Status ValidatePyramidSpec(PixelType input_type, const Extent& extent,
         absl::StrCat(PixelTypeName(spec.output_type), " is neither F32 nor the input's ",
                      PixelTypeName(input_type)));
   }
-  if (extent.width < spec.min_width || extent.height < spec.min_height) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "extent: ", extent.width, "x", extent.height, " is below min_width x min_height (",
-        spec.min_width, "x", spec.min_height, "): the pyramid would have no level"));
+  // The minimum that the image does not reach is at fault: the image is the caller's to keep.
+  for (const auto& [field, side, min] :
+       {std::tuple<const char*, int, int>{"min_width", extent.width, spec.min_width},
+        {"min_height", extent.height, spec.min_height}}) {
+    if (side < min) {
+      return InvalidFieldError(
+          ErrorReason::kValueOutOfRange, field,
+          absl::StrCat(min, " exceeds the image's ", extent.width, "x", extent.height,
+                       " (min_width x min_height ", spec.min_width, "x", spec.min_height,
+                       "): the pyramid would have no level"));
+    }
   }
   return absl::OkStatus();
 }

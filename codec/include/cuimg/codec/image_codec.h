@@ -30,7 +30,8 @@ struct DecodeLimits {
 absl::StatusOr<ImageView> ProbeImage(absl::Span<const std::uint8_t> bytes);
 
 // Decodes PNG or JPEG bytes into an image: U8 (or U16 for 16-bit PNG), 1 channel for gray
-// (alpha dropped) or 3 channels in BGR order for colour (alpha dropped), as OpenCV's imread.
+// (alpha dropped) or 3 channels in BGR order for colour (alpha dropped; CMYK and YCCK JPEGs
+// converted as imread converts them, Adobe's inverted CMYK included), as OpenCV's imread.
 // INVALID_ARGUMENT for corrupt or unsupported data, including what the libraries would only warn
 // about (a truncated JPEG, corrupt entropy data): nothing is filled in; RESOURCE_EXHAUSTED when
 // over `limits`.

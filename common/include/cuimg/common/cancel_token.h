@@ -34,9 +34,23 @@ class CancelToken {
   // ahead of the monotonic deadline here). Thread-safe; the first mark stays.
   void Cancel() { Mark(Reason::kCancelled); }
   void MarkDeadlinePassed() { Mark(Reason::kDeadline); }
+  // For a call whose client went away (gRPC's OnCancel): MarkDeadlinePassed when the deadline has
+  // passed by `now`, or nearly, else Cancel. A client cancels its call itself when its own deadline
+  // passes, a moment before the server's copy does (that copy starts when the headers arrive, and
+  // grpc-timeout is rounded up), so a cancellation within 100 ms + 2% of the call's budget
+  // (`started` to `deadline`) before the deadline counts as the deadline; earlier ones are the
+  // client's choice. System-clock times, as gRPC gives them; a deadline beyond a year is none.
+  void MarkClientGone(std::chrono::system_clock::time_point started,
+                      std::chrono::system_clock::time_point deadline,
+                      std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
+  // The rule above: true when a client leaving at `now` is taken for its deadline.
+  static bool ClientDeadlineReached(std::chrono::system_clock::time_point started,
+                                    std::chrono::system_clock::time_point deadline,
+                                    std::chrono::system_clock::time_point now);
 
-  // OK while the work should go on; else why not: UNAVAILABLE (the server is stopping), then
-  // DEADLINE_EXCEEDED or CANCELLED. Once not OK, never OK again. Thread-safe; costs an
+  // OK while the work should go on; else why not (with its reason, cuimg/common/error.h):
+  // UNAVAILABLE (SHUTTING_DOWN), then DEADLINE_EXCEEDED (DEADLINE_TOO_SHORT) or CANCELLED
+  // (CANCELLED). Once not OK, never OK again. Thread-safe; costs an
   // atomic load or two and a clock read (tens of nanoseconds), so call it per band of work, not
   // per pixel.
   absl::Status Check() const;

@@ -22,6 +22,9 @@ std::string FindArgument(int argc, char** argv, const std::vector<std::string>& 
 
 // "<program> <version>", then the commit and build type, one per line.
 std::string VersionText(absl::string_view program);
+// The source commit the build was made from, as --version says it (12 hex digits, "-dirty" when
+// the tree had changes; "unknown" without git): cmake/WriteBuildCommit.cmake.
+std::string BuildCommit();
 
 // One entry per flag, sorted by name: "  --name (default: value)" and the help text indented
 // below it. FlagsDefinedIn takes the __FILE__ of the file that defines them.

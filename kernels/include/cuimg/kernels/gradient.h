@@ -39,7 +39,8 @@ namespace cuimg {
 // - Deterministic: the same inputs give the same outputs.
 class GradientPlan {
  public:
-  // INVALID_ARGUMENT for an invalid spec (ValidateGradientSpec) or an empty extent.
+  // INVALID_ARGUMENT for U32 (CheckFilterPixelType), an invalid spec (ValidateGradientSpec) or an
+  // empty extent.
   static absl::StatusOr<GradientPlan> Create(PixelType type, const Extent& extent,
                                              const GradientSpec& spec);
 

@@ -56,9 +56,11 @@ struct PyramidLevel {
 // min_height) when levels < 1, ratio is not in (1, kMaxPyramidRatio] or a minimum side is < 1.
 absl::Status ValidatePyramidParameters(const PyramidSpec& spec);
 
-// ValidatePyramidParameters, then the rules on the input: INVALID_ARGUMENT when it is not one 2D
-// channel with both sides >= 1, output_type is neither F32 nor the input type (naming
-// output_type), or not even level 0 reaches the minimum size.
+// The rules on the types, then on the input, with ValidatePyramidParameters between:
+// INVALID_ARGUMENT when either type is U32 (reason UNSUPPORTED_PIXEL_TYPE, naming input_type or
+// output_type), the input is not one 2D channel with both sides >= 1 (naming no field: the
+// caller knows which holds the image), output_type is neither F32 nor the input type (naming
+// output_type), or not even level 0 reaches the minimum size (naming min_width or min_height).
 absl::Status ValidatePyramidSpec(PixelType input_type, const Extent& extent,
                                  const PyramidSpec& spec);
 

@@ -27,6 +27,10 @@ Connectivity ResolveConnectivity(Connectivity c, const Extent& extent);
 // 6/18/26 in 3D, kDefault in both).
 absl::Status ValidateConnectivity(Connectivity c, const Extent& extent, const char* field);
 
+// Grey-level reconstruction of a marker under a mask (by dilation: the marker's values spread
+// through the mask's pixels, never above the mask) or over it (by erosion, the dual).
+enum class ReconstructionMethod { kDilation, kErosion };
+
 // Parameters of connected-component labelling (the Label RPC, and the mask steps that label).
 struct LabelSpec {
   Connectivity connectivity = Connectivity::kDefault;

@@ -26,10 +26,10 @@ struct GradientImages {
 // in(x + k, y + j), with s and d the spec's taps (ComputeGradientTaps), coordinates outside the
 // slice reflected without repeating the edge (Reflect101), row pass then column pass, accumulated
 // in float64 and rounded once to float32; magnitude = sqrt(gx^2 + gy^2), angle = atan2(gy, gx),
-// both from the float64 values. A volume is processed slice by slice. Input: one channel of any
-// pixel type. Uses up to `threads` threads (0 = hardware concurrency). INVALID_ARGUMENT for an
-// invalid spec (ValidateGradientSpec), more than one channel or an empty extent. Looks at `cancel`
-// per row and slice and returns its status once it stops.
+// both from the float64 values. A volume is processed slice by slice. Input: one channel of a
+// filter pixel type. Uses up to `threads` threads (0 = hardware concurrency). INVALID_ARGUMENT for
+// an invalid spec (ValidateGradientSpec), U32, more than one channel or an empty extent. Looks at
+// `cancel` per row and slice and returns its status once it stops.
 absl::StatusOr<GradientImages> GradientReference(const Image& input, const GradientSpec& spec,
                                                  int threads = 0,
                                                  const CancelToken& cancel = NeverCancelled());

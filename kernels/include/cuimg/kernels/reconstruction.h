@@ -1,0 +1,99 @@
+// Grey-level morphological reconstruction on the GPU: the primitive of the segmentation steps
+// (fill_holes, reconstruct_*, open_rec/close_rec, hmax/hmin) that MorphologyPlan runs.
+#ifndef CUIMG_KERNELS_RECONSTRUCTION_H_
+#define CUIMG_KERNELS_RECONSTRUCTION_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "cuimg/common/cancel_token.h"
+#include "cuimg/common/image.h"
+#include "cuimg/kernels/segmentation_types.h"
+
+namespace cuimg {
+
+// What a run did, for benchmarks and tests.
+struct ReconstructionStats {
+  bool two_levels = false;  // taken by the union-find route (no rounds)
+  int rounds = 0;           // rounds that had bricks to run
+  int launched_rounds = 0;  // rounds launched (the last batch may end in empty ones)
+  std::int64_t bricks = 0;  // brick runs over all rounds
+};
+
+// kAuto: images whose mask and clamped marker hold two values between them (a 0/max mask and a
+// marker of the same two values: hole filling, open_rec on masks) take the union-find route;
+// the others the bricks. kBricks: always the bricks (tests and benchmarks of that route).
+enum class ReconstructionRoute { kAuto, kBricks };
+
+// Reconstruction of a marker under a mask (kDilation) or over it (kErosion), prepared for one
+// pixel type, extent and connectivity: the hybrid of Vincent's sweeps and Teodoro's irregular
+// wavefront propagation. The image is cut into bricks of 32 x 32 pixels (2D) or 32 x 8 x 4
+// voxels (3D), each held by one warp in registers; a round runs every brick on a worklist: the
+// brick takes its outside neighbours' values, propagates inside until nothing moves (warp scans
+// along x, sweeps along y and z) and puts the neighbouring bricks its changed border pixels
+// touch on the next round's worklist. Quiet bricks cost nothing; rounds stop when a round's
+// worklist is empty. The number of rounds is the number of times the longest geodesic path
+// crosses from one brick into another (WorstCaseRounds bounds it): a few on natural images,
+// about the path's length / 32 on a one-pixel spiral.
+//
+// Where the mask and the clamped marker hold only two values lo < hi between them, the
+// reconstruction is binary, and cheaper without rounds: by dilation, the components of
+// {mask = hi} that hold a pixel where the marker is hi keep hi, every other pixel is lo (erosion:
+// the dual). With ReconstructionRoute::kAuto, Run checks for that on the device (one pass, a host
+// round trip) and then runs the labelling's union-find (FillUnseededComponentsOnDevice,
+// mask_steps.h), whose work does not depend on the components' shapes.
+//
+// Copyable and immutable. Contract of Run():
+// - Pixel types u8, u16, i16, u32, f32; one channel; 2D (depth 1) or 3D.
+// - `d_mask` and `d_r` are device arrays of extent.Pixels() elements, densely packed (x fastest),
+//   not overlapping each other or the workspace. `d_mask` is only read. `d_r` holds the marker on
+//   entry (clamped by the mask here: min(marker, mask) for dilation, max for erosion) and the
+//   reconstruction on return: ReconstructionReferenceInto(d_r, d_mask, d_r) bit for bit (f32 up
+//   to the sign of zero), NaN included (NaN mask pixels stay NaN and block; NaN marker pixels seed
+//   nothing).
+// - `workspace` is WorkspaceBytes() of device memory, 256-byte aligned, used only by this call.
+// - Runs on `stream` and synchronizes it between batches of rounds (the host reads whether
+//   bricks are left), looking at `cancel` there: on return the result is complete on the stream
+//   (or the token's status is returned and d_r is unspecified).
+class ReconstructionPlan {
+ public:
+  // INVALID_ARGUMENT for an empty extent, a dimension over 2^30, 2^31 - 64 pixels or more (the
+  // bricks index pixels in 32 bits; the server takes at most 2^30), or a connectivity that does
+  // not suit the extent (field "connectivity").
+  static absl::StatusOr<ReconstructionPlan> Create(
+      PixelType type, const Extent& extent, ReconstructionMethod method, Connectivity connectivity,
+      ReconstructionRoute route = ReconstructionRoute::kAuto);
+
+  std::size_t WorkspaceBytes() const;
+  absl::Status Run(const void* d_mask, void* d_r, void* workspace, cudaStream_t stream,
+                   const CancelToken& cancel = NeverCancelled(),
+                   ReconstructionStats* stats = nullptr) const;
+  // Run's kernels on the host, brick by brick in worklist order, with host buffers `mask` and `r`
+  // (same roles): CPU tests check the kernels' own code without a device. The union-find route
+  // runs its CPU reference (FillUnseededComponentsReference) with the spec Run gives the device,
+  // so this one member is in the library cuimg_kernel_emulation (kernels and references), not in
+  // cuimg_kernels: link it to call it.
+  absl::Status EmulateOnHost(const void* mask, void* r, ReconstructionStats* stats = nullptr) const;
+
+  // Bricks of the plan's image.
+  std::int64_t Bricks() const;
+  // An upper bound on the rounds Run takes on `extent`, for admission: a geodesic path crosses
+  // at most once from one brick into another per pixel it has, so rounds <= pixels + 1 (one
+  // final round finds nothing to do). A one-pixel spiral takes about pixels / 64; natural images
+  // a few tens at most.
+  static std::int64_t WorstCaseRounds(const Extent& extent);
+
+  struct Impl;
+
+ private:
+  ReconstructionPlan() = default;
+  std::shared_ptr<const Impl> impl_;
+};
+
+}  // namespace cuimg
+
+#endif  // CUIMG_KERNELS_RECONSTRUCTION_H_

@@ -1,0 +1,111 @@
+// The kernels of connected-component labelling (ccl_phases.h has the union-find and what each
+// thread does between the barriers), and the warp-level folding of runs that the segment kernels
+// share.
+#ifndef CUIMG_KERNELS_SRC_SEGMENTATION_CCL_DEVICE_CUH_
+#define CUIMG_KERNELS_SRC_SEGMENTATION_CCL_DEVICE_CUH_
+
+#include <cstdint>
+
+#include "segmentation/ccl_phases.h"
+
+namespace cuimg::seg {
+
+// Labels each tile's part of the set {fg(in)} in shared memory (ccl_phases.h: LocalLoad,
+// LocalUnite, LocalWrite); one block a tile.
+template <typename T, Connectivity C>
+__global__ void __launch_bounds__(kTileThreads)
+    LocalComponentsKernel(const T* __restrict__ in, Foreground<T> fg,
+                          std::uint32_t* __restrict__ labels, Geometry g) {
+  __shared__ TileMemory<C> m;
+  LocalLoad<T, C>(in, fg, m, g, blockIdx.x, threadIdx.x);
+  __syncthreads();
+  LocalUnite<C>(m, g, blockIdx.x, threadIdx.x);
+  __syncthreads();
+  LocalWrite<C>(m, labels, g, blockIdx.x, threadIdx.x);
+}
+
+// Joins the tiles (ccl_phases.h: MergePixels); one block a tile.
+template <Connectivity C>
+__global__ void __launch_bounds__(kTileThreads)
+    MergeTilesKernel(std::uint32_t* labels, Geometry g) {
+  MergePixels<C>(labels, g, blockIdx.x, threadIdx.x);
+}
+
+// Lane-contiguous runs of equal keys in a warp, reduced to their first lane: `merge(i)` folds the
+// run state of lane `lane + i` (shuffled by the caller's `shuffle_down`) into this lane's when
+// both lanes are in the same run. Returns whether this lane holds a run's total.
+template <typename Shuffle>
+__device__ __forceinline__ bool ReduceRuns(std::uint32_t key, const Shuffle& shuffle_merge) {
+  const unsigned lane = threadIdx.x & 31;
+  const bool head = lane == 0 || __shfl_up_sync(0xffffffffu, key, 1) != key;
+  const unsigned heads = __ballot_sync(0xffffffffu, head);
+  unsigned lanes_le;
+  asm("mov.u32 %0, %%lanemask_le;" : "=r"(lanes_le));
+  const int run = __popc(heads & lanes_le);
+#pragma unroll
+  for (int i = 1; i < 32; i <<= 1) {
+    const int other = __shfl_down_sync(0xffffffffu, run, i);
+    shuffle_merge(i, lane + i < 32 && other == run);
+  }
+  return head;
+}
+
+// Points every pixel of a segment (kSegmentPixels consecutive pixels a block, 16 a thread) at its
+// root. kCount: also adds each component's voxel count into its root's entry (r + count); runs of
+// one root within a thread and then within a warp are summed first, so a large component costs
+// one atomic per warp. `segment_roots` (may be null) gets the number of roots in each segment.
+template <bool kCount>
+__global__ void __launch_bounds__(kTileThreads)
+    FlattenKernel(std::uint32_t* labels, std::uint32_t pixels,
+                  std::uint32_t* __restrict__ segment_roots) {
+  const std::uint32_t base =
+      blockIdx.x * kSegmentPixels + threadIdx.x * static_cast<std::uint32_t>(kPixelsPerThread);
+  std::uint32_t roots = 0;
+  std::uint32_t run_root = kBackground;
+  std::uint32_t run_count = 0;
+  for (int i = 0; i < kPixelsPerThread; ++i) {
+    const std::uint32_t p = base + i;
+    if (p >= pixels) break;
+    const std::uint32_t v = labels[p];
+    if (v == kBackground) continue;
+    std::uint32_t r = p;
+    if (v < p) {
+      // Entries only decrease (FindCompress), so the root stored here stays.
+      r = FindCompress(labels, v);
+      if (r != v) labels[p] = r;
+    } else {
+      ++roots;
+    }
+    if (kCount) {
+      if (r != run_root) {
+        if (run_count > 0) atomicAdd(labels + run_root, run_count);
+        run_root = r;
+        run_count = 0;
+      }
+      ++run_count;
+    }
+  }
+  if (kCount) {
+    const bool head = ReduceRuns(run_root, [&](int i, bool same) {
+      const std::uint32_t c = __shfl_down_sync(0xffffffffu, run_count, i);
+      if (same) run_count += c;
+    });
+    if (head && run_count > 0) atomicAdd(labels + run_root, run_count);
+  }
+  if (segment_roots != nullptr) {
+    __shared__ std::uint32_t warp_roots[kTileThreads / 32];
+    std::uint32_t sum = roots;
+    for (int i = 16; i > 0; i >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, i);
+    if ((threadIdx.x & 31) == 0) warp_roots[threadIdx.x >> 5] = sum;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      std::uint32_t total = 0;
+      for (int w = 0; w < kTileThreads / 32; ++w) total += warp_roots[w];
+      segment_roots[blockIdx.x] = total;
+    }
+  }
+}
+
+}  // namespace cuimg::seg
+
+#endif  // CUIMG_KERNELS_SRC_SEGMENTATION_CCL_DEVICE_CUH_

@@ -1,0 +1,168 @@
+// The numbering passes of LabelPlan (after ccl_device.cuh's flattening): count the roots kept in
+// each segment, scan the counts, give each kept root its number in raster order, then write
+// every pixel's number and accumulate the region statistics.
+#ifndef CUIMG_KERNELS_SRC_SEGMENTATION_LABEL_KERNELS_CUH_
+#define CUIMG_KERNELS_SRC_SEGMENTATION_LABEL_KERNELS_CUH_
+
+#include <cstdint>
+
+#include "segmentation/ccl_device.cuh"
+#include "segmentation/region_device.cuh"
+
+namespace cuimg::seg {
+
+inline constexpr int kScanThreads = 1024;
+
+// The exclusive prefix sum of `value` over the block (blockDim.x a multiple of 32, at most
+// 1024); `total` gets the block's sum. Every thread must call it.
+__device__ __forceinline__ std::uint32_t BlockExclusiveScan(std::uint32_t value,
+                                                            std::uint32_t* total) {
+  __shared__ std::uint32_t warp_sums[32];
+  const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  std::uint32_t inclusive = value;
+#pragma unroll
+  for (int i = 1; i < 32; i <<= 1) {
+    const std::uint32_t other = __shfl_up_sync(0xffffffffu, inclusive, i);
+    if (lane >= static_cast<unsigned>(i)) inclusive += other;
+  }
+  if (lane == 31) warp_sums[warp] = inclusive;
+  __syncthreads();
+  if (warp == 0) {
+    const unsigned warps = blockDim.x >> 5;
+    std::uint32_t w = lane < warps ? warp_sums[lane] : 0;
+#pragma unroll
+    for (int i = 1; i < 32; i <<= 1) {
+      const std::uint32_t other = __shfl_up_sync(0xffffffffu, w, i);
+      if (lane >= static_cast<unsigned>(i)) w += other;
+    }
+    warp_sums[lane] = w;  // inclusive over warps
+  }
+  __syncthreads();
+  const std::uint32_t before = warp == 0 ? 0 : warp_sums[warp - 1];
+  *total = warp_sums[(blockDim.x >> 5) - 1];
+  __syncthreads();  // warp_sums is reused by the next call
+  return before + inclusive - value;
+}
+
+// Whether pixel p's entry `v` (after flattening) is a root that keeps its component: a root's
+// entry is >= p, and with counts it is p + voxels.
+template <bool kMinVoxels>
+__device__ __forceinline__ bool KeptRoot(std::uint32_t v, std::uint32_t p,
+                                         std::uint32_t min_voxels) {
+  if (v == kBackground || v < p) return false;
+  return !kMinVoxels || v - p >= min_voxels;
+}
+
+// kNumber false: writes the number of kept roots of each segment to `counts`. kNumber true:
+// gives kept roots the numbers offsets[segment] + 1, ... in raster order (the entry becomes
+// kMark | k, and row k - 1 of the table is cleared) and dropped roots kMark | 0.
+template <typename I, bool kMinVoxels, bool kNumber>
+__global__ void __launch_bounds__(kTileThreads)
+    NumberRootsKernel(std::uint32_t* __restrict__ labels, std::uint32_t pixels,
+                      std::uint32_t min_voxels, std::uint32_t* __restrict__ counts,
+                      const std::uint32_t* __restrict__ offsets, RegionTable table) {
+  const std::uint32_t base =
+      blockIdx.x * kSegmentPixels + threadIdx.x * static_cast<std::uint32_t>(kPixelsPerThread);
+  std::uint32_t kept = 0;
+  std::uint32_t kept_mask = 0;
+  std::uint32_t root_mask = 0;
+#pragma unroll
+  for (int i = 0; i < kPixelsPerThread; ++i) {
+    const std::uint32_t p = base + i;
+    if (p >= pixels) break;
+    const std::uint32_t v = labels[p];
+    if (v == kBackground || v < p) continue;
+    root_mask |= 1u << i;
+    if (KeptRoot<kMinVoxels>(v, p, min_voxels)) {
+      kept_mask |= 1u << i;
+      ++kept;
+    }
+  }
+  std::uint32_t total = 0;
+  const std::uint32_t before = BlockExclusiveScan(kept, &total);
+  if (!kNumber) {
+    if (threadIdx.x == 0) counts[blockIdx.x] = total;
+    return;
+  }
+  std::uint32_t k = offsets[blockIdx.x] + before + 1;
+  for (int i = 0; i < kPixelsPerThread; ++i) {
+    if (!(root_mask & (1u << i))) continue;
+    const std::uint32_t p = base + i;
+    if (kept_mask & (1u << i)) {
+      ClearRow<I>(table, k - 1);
+      labels[p] = kMark | k;
+      ++k;
+    } else {
+      labels[p] = kMark;
+    }
+  }
+}
+
+// One block: offsets[i] = counts[0] + ... + counts[i - 1]; *total = the sum of all.
+__global__ void __launch_bounds__(kScanThreads)
+    ScanSegmentsKernel(const std::uint32_t* __restrict__ counts,
+                       std::uint32_t* __restrict__ offsets, std::uint32_t n,
+                       std::uint32_t* __restrict__ total) {
+  const std::uint32_t per = (n + kScanThreads - 1) / kScanThreads;
+  const std::uint32_t begin = min(n, threadIdx.x * per);
+  const std::uint32_t end = min(n, begin + per);
+  std::uint32_t sum = 0;
+  for (std::uint32_t i = begin; i < end; ++i) sum += counts[i];
+  std::uint32_t all = 0;
+  std::uint32_t run = BlockExclusiveScan(sum, &all);
+  for (std::uint32_t i = begin; i < end; ++i) {
+    offsets[i] = run;
+    run += counts[i];
+  }
+  if (threadIdx.x == 0) *total = all;
+}
+
+// Writes every pixel's label (0, or the number its root carries) over the links and adds the
+// pixel to its region's statistics: a thread's 16 consecutive pixels form runs of one label,
+// a warp's runs of one label are folded together, and each run left makes one set of atomics.
+template <typename I, int kAxes>
+__global__ void __launch_bounds__(kTileThreads)
+    ResolveKernel(std::uint32_t* labels, Geometry g, const I* __restrict__ intensity,
+                  RegionTable table) {
+  const std::uint32_t base =
+      blockIdx.x * kSegmentPixels + threadIdx.x * static_cast<std::uint32_t>(kPixelsPerThread);
+  std::int32_t c[3];
+  {
+    const std::uint32_t row = base / g.width;
+    c[0] = static_cast<std::int32_t>(base - row * g.width);
+    c[1] = static_cast<std::int32_t>(row % g.height);
+    c[2] = static_cast<std::int32_t>(row / g.height);
+  }
+  RegionRun<I, kAxes> run;
+  for (int i = 0; i < kPixelsPerThread; ++i) {
+    const std::uint32_t p = base + i;
+    if (p >= g.pixels) break;
+    const std::uint32_t v = labels[p];
+    std::uint32_t k = 0;
+    if (v != kBackground) k = ((v & kMark) ? v : Ld(labels + v)) & ~kMark;
+    labels[p] = k;
+    if (k != 0) {
+      I value{};
+      if constexpr (kHasIntensity<I>) value = intensity[p];
+      if (k != run.label) {
+        if (run.label != 0) run.Flush(table);
+        run.Start(k, c, value);
+      } else {
+        run.Add(c, value);
+      }
+    }
+    if (++c[0] == static_cast<std::int32_t>(g.width)) {
+      c[0] = 0;
+      if (++c[1] == static_cast<std::int32_t>(g.height)) {
+        c[1] = 0;
+        ++c[2];
+      }
+    }
+  }
+  const bool head = ReduceRuns(run.label, [&](int i, bool same) { run.ShuffleMerge(i, same); });
+  if (head && run.label != 0) run.Flush(table);
+}
+
+}  // namespace cuimg::seg
+
+#endif  // CUIMG_KERNELS_SRC_SEGMENTATION_LABEL_KERNELS_CUH_

@@ -1,0 +1,195 @@
+// ReconstructionPlan::EmulateOnHost: the clamp and the rounds of reconstruction.cu on the host,
+// each brick through the same ProcessBrick (reconstruction_brick.h) with a warp emulated as 32
+// lanes in arrays, in worklist order, so CPU tests check the kernels' own code.
+#include <cstdint>
+#include <numeric>
+#include <set>
+#include <vector>
+
+#include "cuimg/common/status_macros.h"
+#include "cuimg/reference/label_reference.h"
+#include "segmentation/reconstruction_plan.h"
+
+namespace cuimg {
+namespace {
+
+template <typename T>
+struct Lanes {
+  T v[seg::kBrickWidth];
+};
+
+// DeviceWarp's operations over 32 lanes at once; shuffles from outside the warp return the lane's
+// own value, as __shfl_up_sync / __shfl_down_sync do.
+template <typename K>
+struct HostWarp {
+  static constexpr int kLanes = seg::kBrickWidth;
+  using V = Lanes<K>;
+  using U = Lanes<std::uint32_t>;
+  using B = Lanes<bool>;
+
+  template <typename X, typename Fn>
+  static Lanes<X> Map(Fn fn) {
+    Lanes<X> out;
+    for (int i = 0; i < kLanes; ++i) out.v[i] = fn(i);
+    return out;
+  }
+  static V Splat(K k) {
+    return Map<K>([&](int) { return k; });
+  }
+  static U SplatU(std::uint32_t u) {
+    return Map<std::uint32_t>([&](int) { return u; });
+  }
+  static B SplatB(bool b) {
+    return Map<bool>([&](int) { return b; });
+  }
+  static B LaneIs(int lane) {
+    return Map<bool>([&](int i) { return i == lane; });
+  }
+  static B LaneBelow(std::int64_t n) {
+    return Map<bool>([&](int i) { return i < n; });
+  }
+  static B And(const B& a, bool b) {
+    return Map<bool>([&](int i) { return a.v[i] && b; });
+  }
+  static B And2(const B& a, const B& b) {
+    return Map<bool>([&](int i) { return a.v[i] && b.v[i]; });
+  }
+  static B Or(const B& a, const B& b) {
+    return Map<bool>([&](int i) { return a.v[i] || b.v[i]; });
+  }
+  static U OrU(const U& a, const U& b) {
+    return Map<std::uint32_t>([&](int i) { return a.v[i] | b.v[i]; });
+  }
+  static B TestBit(const U& u, int j) {
+    return Map<bool>([&](int i) { return ((u.v[i] >> j) & 1u) != 0; });
+  }
+  static V Max(const V& a, const V& b) {
+    return Map<K>([&](int i) { return a.v[i] < b.v[i] ? b.v[i] : a.v[i]; });
+  }
+  static V Min(const V& a, const V& b) {
+    return Map<K>([&](int i) { return b.v[i] < a.v[i] ? b.v[i] : a.v[i]; });
+  }
+  static B Greater(const V& a, const V& b) {
+    return Map<bool>([&](int i) { return b.v[i] < a.v[i]; });
+  }
+  static V Select(const B& c, const V& a, const V& b) {
+    return Map<K>([&](int i) { return c.v[i] ? a.v[i] : b.v[i]; });
+  }
+  static U SelectU(const B& c, std::uint32_t a, std::uint32_t b) {
+    return Map<std::uint32_t>([&](int i) { return c.v[i] ? a : b; });
+  }
+  static V ShflUp(const V& v, int d) {
+    return Map<K>([&](int i) { return i >= d ? v.v[i - d] : v.v[i]; });
+  }
+  static V ShflDown(const V& v, int d) {
+    return Map<K>([&](int i) { return i + d < kLanes ? v.v[i + d] : v.v[i]; });
+  }
+  static bool Any(const B& b) {
+    for (bool x : b.v) {
+      if (x) return true;
+    }
+    return false;
+  }
+  static std::uint32_t ReduceOr(const U& u) {
+    std::uint32_t out = 0;
+    for (std::uint32_t x : u.v) out |= x;
+    return out;
+  }
+  template <typename T>
+  static V Load(const T* p, std::int64_t base, const B& in, bool flip, const V& fallback) {
+    return Map<K>([&](int i) {
+      return in.v[i] ? seg::KeyTraits<T>::ToKey(p[base + i], flip) : fallback.v[i];
+    });
+  }
+  template <typename T>
+  static void Store(T* p, std::int64_t base, const V& k, const B& in, bool flip) {
+    for (int i = 0; i < kLanes; ++i) {
+      if (in.v[i]) p[base + i] = seg::KeyTraits<T>::FromKey(k.v[i], flip);
+    }
+  }
+};
+
+template <typename T, bool kVolume>
+void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, ReconstructionStats* stats) {
+  using K = typename seg::KeyTraits<T>::K;
+  std::vector<std::uint32_t> list(static_cast<std::size_t>(bricks));
+  std::iota(list.begin(), list.end(), 0u);
+  std::vector<std::uint32_t> next;
+  std::vector<std::uint32_t> stamp(list.size(), 0);
+  std::uint32_t round = 0;
+  for (; !list.empty(); ++round) {
+    if (stats != nullptr) {
+      ++stats->rounds;
+      stats->bricks += static_cast<std::int64_t>(list.size());
+    }
+    next.clear();
+    for (std::uint32_t brick : list) {
+      const std::uint32_t marks = seg::ProcessBrick<HostWarp<K>, T, kVolume>(a, brick, round == 0);
+      seg::ForEachMarkedBrick(a, brick, marks, [&](std::int64_t nb) {
+        if (stamp[nb] < round + 1) {
+          stamp[nb] = round + 1;
+          next.push_back(static_cast<std::uint32_t>(nb));
+        }
+      });
+    }
+    list.swap(next);
+  }
+  // The device ends with one launched round that finds its list empty.
+  if (stats != nullptr) stats->launched_rounds = static_cast<int>(round) + 1;
+}
+
+}  // namespace
+
+absl::Status ReconstructionPlan::EmulateOnHost(const void* mask, void* r,
+                                               ReconstructionStats* stats) const {
+  const Impl& p = *impl_;
+  if (stats != nullptr) *stats = ReconstructionStats{};
+  return VisitAnyPixelType(p.type, [&](auto tag) -> absl::Status {
+    using T = decltype(tag);
+    const T* g = static_cast<const T*>(mask);
+    T* out = static_cast<T*>(r);
+    for (std::int64_t i = 0; i < p.extent.Pixels(); ++i) {
+      out[i] =
+          p.dilate ? seg::StartValue<true>(out[i], g[i]) : seg::StartValue<false>(out[i], g[i]);
+    }
+    if (p.two_levels) {
+      // The device's route decision on the host: the values of the mask and the clamped marker.
+      std::set<T> values;
+      bool grey = false;
+      for (std::int64_t i = 0; i < p.extent.Pixels() && !grey; ++i) {
+        for (const T v : {g[i], out[i]}) {
+          if (seg::IsNaN(v)) grey = true;
+          values.insert(v);
+        }
+        grey = grey || values.size() > 2;
+      }
+      if (!grey && values.size() == 1) {
+        if (stats != nullptr) stats->two_levels = true;
+        return absl::OkStatus();
+      }
+      if (!grey) {
+        T seed;
+        const SeededFillSpec spec =
+            seg::TwoLevelFill(p.dilate, *values.begin(), *values.rbegin(), p.connectivity, &seed);
+        Image indicator(PixelType::kU8, p.extent, 1);
+        for (std::int64_t i = 0; i < p.extent.Pixels(); ++i) {
+          indicator.As<std::uint8_t>()[i] = out[i] == seed;
+        }
+        const ImageView mask_view{p.type, p.extent, 1, const_cast<T*>(g)};
+        const ImageView marker_view = indicator.view();
+        if (stats != nullptr) stats->two_levels = true;
+        return FillUnseededComponentsReference(mask_view, &marker_view,
+                                               ImageView{p.type, p.extent, 1, out}, spec);
+      }
+    }
+    const seg::BrickArgs<T> a = seg::ArgsOf(p, g, out);
+    if (p.volume) {
+      EmulateRounds<T, true>(a, p.bricks, stats);
+    } else {
+      EmulateRounds<T, false>(a, p.bricks, stats);
+    }
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace cuimg

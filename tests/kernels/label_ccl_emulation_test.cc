@@ -1,0 +1,189 @@
+// The GPU labelling's union-find (segmentation/ccl_phases.h, the code its kernels run) on the
+// host: each phase's threads run one after another in a shuffled order, one of the
+// interleavings the GPU may take, and every pixel must end at the smallest index of its
+// component as the CPU reference finds it. Covers the tiling, the faces the merge visits and the
+// unions it skips, on images of many tiles, each connectivity, random and adversarial masks.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuimg/reference/label_reference.h"
+#include "segmentation/ccl_phases.h"
+#include "segmentation/region_stats.h"
+
+namespace cuimg {
+namespace {
+
+template <Connectivity C>
+std::vector<std::uint32_t> EmulateLinks(const Image& mask, std::mt19937& rng) {
+  using S = seg::TileShape<C>;
+  const Extent& e = mask.extent();
+  seg::Geometry g;
+  g.width = static_cast<std::uint32_t>(e.width);
+  g.height = static_cast<std::uint32_t>(e.height);
+  g.depth = static_cast<std::uint32_t>(e.depth);
+  g.tiles_x = static_cast<std::uint32_t>((e.width + S::kX - 1) / S::kX);
+  g.tiles_y = static_cast<std::uint32_t>((e.height + S::kY - 1) / S::kY);
+  g.pixels = static_cast<std::uint32_t>(e.Pixels());
+  const std::uint32_t tiles = g.tiles_x * g.tiles_y * ((g.depth + S::kZ - 1) / S::kZ);
+  const seg::Foreground<std::uint8_t> fg = seg::MakeForeground<std::uint8_t>(std::nullopt);
+  std::vector<std::uint32_t> labels(static_cast<std::size_t>(e.Pixels()), 0x12345678u);
+  std::vector<int> threads(seg::kTileThreads);
+  std::iota(threads.begin(), threads.end(), 0);
+  std::vector<std::uint32_t> order(tiles);
+  std::iota(order.begin(), order.end(), 0u);
+  std::shuffle(order.begin(), order.end(), rng);
+  for (std::uint32_t tile : order) {
+    seg::TileMemory<C> m{};
+    for (std::uint32_t& link : m.links) link = 0xdeadbeefu;
+    for (int t : threads)
+      seg::LocalLoad<std::uint8_t, C>(mask.As<std::uint8_t>(), fg, m, g, tile, t);
+    std::shuffle(threads.begin(), threads.end(), rng);
+    for (int t : threads) seg::LocalUnite<C>(m, g, tile, t);
+    std::shuffle(threads.begin(), threads.end(), rng);
+    for (int t : threads) seg::LocalWrite<C>(m, labels.data(), g, tile, t);
+  }
+  std::shuffle(order.begin(), order.end(), rng);
+  for (std::uint32_t tile : order) {
+    std::shuffle(threads.begin(), threads.end(), rng);
+    for (int t : threads) seg::MergePixels<C>(labels.data(), g, tile, t);
+  }
+  return labels;
+}
+
+std::vector<std::uint32_t> Links(const Image& mask, Connectivity c, std::mt19937& rng) {
+  switch (c) {
+    case Connectivity::k8:
+      return EmulateLinks<Connectivity::k8>(mask, rng);
+    case Connectivity::k6:
+      return EmulateLinks<Connectivity::k6>(mask, rng);
+    case Connectivity::k18:
+      return EmulateLinks<Connectivity::k18>(mask, rng);
+    case Connectivity::k26:
+      return EmulateLinks<Connectivity::k26>(mask, rng);
+    default:
+      break;
+  }
+  return EmulateLinks<Connectivity::k4>(mask, rng);
+}
+
+// Every pixel's root (FindCompress over the emulated links) is its component's first pixel.
+void ExpectRootsMatch(const Image& mask, Connectivity c, std::mt19937& rng,
+                      const std::string& what) {
+  LabelSpec spec;
+  spec.connectivity = c;
+  absl::StatusOr<LabelResult> want = LabelReference(mask.view(), spec);
+  ASSERT_TRUE(want.ok()) << want.status();
+  const std::uint32_t* label = want->labels.As<std::uint32_t>();
+  std::vector<std::uint32_t> first(want->regions.size() + 1, seg::kBackground);
+  for (std::uint32_t p = 0; p < want->labels.extent().Pixels(); ++p) {
+    if (first[label[p]] == seg::kBackground) first[label[p]] = p;
+  }
+  std::vector<std::uint32_t> links = Links(mask, c, rng);
+  for (std::uint32_t p = 0; p < links.size(); ++p) {
+    const std::uint32_t got =
+        links[p] == seg::kBackground ? seg::kBackground : seg::FindCompress(links.data(), p);
+    const std::uint32_t expected = label[p] == 0 ? seg::kBackground : first[label[p]];
+    ASSERT_EQ(got, expected) << what << " at pixel " << p;
+  }
+}
+
+Image RandomMask(Extent e, double density, std::mt19937& rng) {
+  Image mask(PixelType::kU8, e);
+  std::bernoulli_distribution on(density);
+  for (std::int64_t i = 0; i < e.Pixels(); ++i) mask.As<std::uint8_t>()[i] = on(rng);
+  return mask;
+}
+
+// A line spiralling inwards, rings two apart: one component whose path crosses every tile many
+// times, and whose complement is another.
+Image Spiral(Extent e, bool invert) {
+  Image mask(PixelType::kU8, e);
+  std::uint8_t* m = mask.As<std::uint8_t>();
+  const std::int64_t w = e.width, h = e.height;
+  const int dx[] = {1, 0, -1, 0}, dy[] = {0, 1, 0, -1};
+  std::int64_t x = 0, y = 0;
+  int d = 0, turns = 0;
+  m[0] = 1;
+  while (turns < 2) {
+    const std::int64_t nx = x + dx[d], ny = y + dy[d], fx = x + 2 * dx[d], fy = y + 2 * dy[d];
+    const bool free = nx >= 0 && nx < w && ny >= 0 && ny < h && !m[ny * w + nx];
+    if (free && !(fx >= 0 && fx < w && fy >= 0 && fy < h && m[fy * w + fx])) {
+      x = nx;
+      y = ny;
+      m[y * w + x] = 1;
+      turns = 0;
+    } else {
+      d = (d + 1) % 4;
+      ++turns;
+    }
+  }
+  for (std::int64_t z = 1; z < e.depth; ++z) std::copy(m, m + w * h, m + z * w * h);
+  if (invert) {
+    for (std::int64_t i = 0; i < e.Pixels(); ++i) m[i] = !m[i];
+  }
+  return mask;
+}
+
+TEST(LabelCclEmulationTest, RootsAreFirstPixelsOnRandomMasksOfManyTiles) {
+  std::mt19937 rng(48);
+  for (Connectivity c : {Connectivity::k4, Connectivity::k8}) {
+    for (double density : {0.2, 0.45, 0.6, 0.8}) {
+      const Extent e{97, 70, 1};
+      ExpectRootsMatch(
+          RandomMask(e, density, rng), c, rng,
+          "2d conn " + std::to_string(static_cast<int>(c)) + " density " + std::to_string(density));
+    }
+  }
+  for (Connectivity c : {Connectivity::k6, Connectivity::k18, Connectivity::k26}) {
+    for (double density : {0.15, 0.3, 0.5, 0.75}) {
+      const Extent e{40, 19, 21};
+      ExpectRootsMatch(
+          RandomMask(e, density, rng), c, rng,
+          "3d conn " + std::to_string(static_cast<int>(c)) + " density " + std::to_string(density));
+    }
+  }
+}
+
+TEST(LabelCclEmulationTest, RootsAreFirstPixelsOnSpiralsAndCheckerboards) {
+  std::mt19937 rng(7);
+  for (bool invert : {false, true}) {
+    for (Connectivity c : {Connectivity::k4, Connectivity::k8}) {
+      ExpectRootsMatch(Spiral({150, 101, 1}, invert), c, rng, "spiral 2d");
+    }
+    for (Connectivity c : {Connectivity::k6, Connectivity::k18, Connectivity::k26}) {
+      ExpectRootsMatch(Spiral({67, 35, 10}, invert), c, rng, "spiral 3d");
+    }
+  }
+  Image board(PixelType::kU8, {65, 33, 17});
+  for (std::int64_t z = 0, i = 0; z < 17; ++z) {
+    for (std::int64_t y = 0; y < 33; ++y) {
+      for (std::int64_t x = 0; x < 65; ++x, ++i) board.As<std::uint8_t>()[i] = (x + y + z) % 2;
+    }
+  }
+  for (Connectivity c : {Connectivity::k6, Connectivity::k18, Connectivity::k26}) {
+    ExpectRootsMatch(board, c, rng, "checkerboard");
+  }
+}
+
+TEST(LabelCclEmulationTest, RootsAreFirstPixelsOnThinAndTinyImages) {
+  std::mt19937 rng(11);
+  for (Extent e : {Extent{1, 1, 1}, Extent{1, 300, 1}, Extent{300, 1, 1}, Extent{33, 33, 1}}) {
+    for (Connectivity c : {Connectivity::k4, Connectivity::k8}) {
+      ExpectRootsMatch(RandomMask(e, 0.6, rng), c, rng, "thin 2d");
+    }
+  }
+  for (Extent e : {Extent{1, 1, 40}, Extent{33, 9, 9}, Extent{2, 17, 3}}) {
+    for (Connectivity c : {Connectivity::k6, Connectivity::k18, Connectivity::k26}) {
+      ExpectRootsMatch(RandomMask(e, 0.6, rng), c, rng, "thin 3d");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cuimg
