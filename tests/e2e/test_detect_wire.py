@@ -308,7 +308,9 @@ class DetectOverTheWire(unittest.TestCase):
             )
             self.assertEqual(bad.returncode, 1)
             # The reason and the field of the ErrorInfo, as the CLI prints every server error.
-            self.assertIn("error: NOT_FOUND [MODEL_NOT_FOUND] model: 'nope' is not loaded", bad.stderr)
+            self.assertIn(
+                "error: NOT_FOUND [MODEL_NOT_FOUND] model: 'nope' is not loaded", bad.stderr
+            )
 
     @unittest.skipUnless(
         shutil.which("ffmpeg") and os.path.exists(os.path.join(DATA, "vtest.avi")),

@@ -143,8 +143,9 @@ class LoadReport(unittest.TestCase):
         self.assertEqual(context["server"]["version"], build["version"])
         self.assertEqual(context["server"]["backend"], "cpu")
         # The server exports the commit its --version names (issue 46: reports said "unknown").
-        server_version = subprocess.run([SERVER, "--version"], capture_output=True, text=True,
-                                        timeout=60).stdout
+        server_version = subprocess.run(
+            [SERVER, "--version"], capture_output=True, text=True, timeout=60
+        ).stdout
         self.assertIn(f"commit: {build['commit']}\n", server_version)
         self.assertEqual(context["server"]["commit"], build["commit"])
         self.assertNotIn("note", context["server"])

@@ -180,8 +180,10 @@ class MillimetreElementsOverTheWire(unittest.TestCase):
             self.assertEqual(e.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
             # The object's spacing is no field of the request: the radius that needs it is.
             self.assertIsInstance(e.exception, cuimg.InvalidRequestError)
-            self.assertEqual((e.exception.reason, e.exception.field),
-                             ("INVALID_COMBINATION", "steps[0].element.radius.x_mm"))
+            self.assertEqual(
+                (e.exception.reason, e.exception.field),
+                ("INVALID_COMBINATION", "steps[0].element.radius.x_mm"),
+            )
             self.assertIn("input.handle's spacing.x_mm, which is 0", e.exception.details)
             # On a 2D image the ball's section: a disk of the same radius (z not used).
             image = self.volume[0]

@@ -76,8 +76,11 @@ class WireContract(unittest.TestCase):
 
     def test_every_documented_reason_has_an_error_class(self):
         prefix = "ERROR_REASON_"
-        documented = {v.name[len(prefix):] for v in error_reason_pb2.ErrorReason.DESCRIPTOR.values
-                      if v.number != 0}
+        documented = {
+            v.name[len(prefix) :]
+            for v in error_reason_pb2.ErrorReason.DESCRIPTOR.values
+            if v.number != 0
+        }
         self.assertEqual(set(errors.REASON_CLASSES), documented)
         for cls in errors.REASON_CLASSES.values():
             self.assertTrue(issubclass(cls, errors.CuimgError))
@@ -86,20 +89,28 @@ class WireContract(unittest.TestCase):
         info = wire_contract.ErrorInfo("ELEMENT_TOO_LARGE", "cuimg.io", "steps[0].element.width")
         e = errors.make_error(grpc.StatusCode.INVALID_ARGUMENT, "steps[0].element.width: big", info)
         self.assertIs(type(e), errors.LimitExceededError)
-        self.assertEqual((e.code, e.reason, e.field), (grpc.StatusCode.INVALID_ARGUMENT,
-                                                       "ELEMENT_TOO_LARGE",
-                                                       "steps[0].element.width"))
-        self.assertEqual(str(e),
-                         "INVALID_ARGUMENT [ELEMENT_TOO_LARGE]: steps[0].element.width: big")
-        busy = errors.make_error(grpc.StatusCode.RESOURCE_EXHAUSTED, "server busy",
-                                 wire_contract.ErrorInfo("OVERLOADED", "cuimg.io", ""))
+        self.assertEqual(
+            (e.code, e.reason, e.field),
+            (grpc.StatusCode.INVALID_ARGUMENT, "ELEMENT_TOO_LARGE", "steps[0].element.width"),
+        )
+        self.assertEqual(
+            str(e), "INVALID_ARGUMENT [ELEMENT_TOO_LARGE]: steps[0].element.width: big"
+        )
+        busy = errors.make_error(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "server busy",
+            wire_contract.ErrorInfo("OVERLOADED", "cuimg.io", ""),
+        )
         self.assertIsInstance(busy, errors.RetryableError)
         # No ErrorInfo (gRPC's own errors), or a reason from a newer server: by code.
         late = errors.make_error(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
         self.assertIs(type(late), errors.DeadlineExceededError)
         self.assertEqual((late.reason, late.field), ("", ""))
-        newer = errors.make_error(grpc.StatusCode.NOT_FOUND, "x",
-                                  wire_contract.ErrorInfo("SOMETHING_NEW", "cuimg.io", "f"))
+        newer = errors.make_error(
+            grpc.StatusCode.NOT_FOUND,
+            "x",
+            wire_contract.ErrorInfo("SOMETHING_NEW", "cuimg.io", "f"),
+        )
         self.assertIs(type(newer), errors.NotFoundError)
         self.assertIs(type(errors.make_error(grpc.StatusCode.ABORTED, "x")), errors.CuimgError)
 

@@ -56,7 +56,7 @@ from cuimg.v1 import (
     streaming_pb2,
     types_pb2,
 )
-from cuimg.volume_stream import StreamFailed, StreamedVolume, stream_volume
+from cuimg.volume_stream import StreamFailed, StreamedVolume, stream_volume, streamable
 
 
 # Volumes above this many bytes are streamed (Client's stream_threshold): below it one unary
@@ -148,10 +148,8 @@ class Client:
         # The last morphology's elements as the server ran them, in voxels, one per step, when
         # some were given in millimetres (element_mm, "5mm" steps); else empty.
         self.last_elements: list[morphology_pb2.StructuringElement] = []
-        # Resident handles this client made from one-slice volumes (1, H, W): the server keeps
-        # them as 2D images (a depth of 1 is 2D on the wire), so their results and downloads get
-        # the leading axis back here. A handle made by another client comes back (H, W).
-        self._one_slice_handles: set[str] = set()
+        # Results keep their input's dimensionality, one-slice volumes' included.
+        self._one_slice = resident.OneSliceHandles()
 
     def close(self) -> None:
         """Closes every channel of this client."""
@@ -164,22 +162,6 @@ class Client:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def _one_slice(self, image: ImageLike) -> bool:
-        """Whether `image` is a one-slice volume (1, H, W): an array, a ShmArray, or a handle
-        this client made from one."""
-        if isinstance(image, str):
-            return image in self._one_slice_handles
-        shape = image.array.shape if isinstance(image, ShmArray) else np.shape(image)
-        return len(shape) == 3 and shape[0] == 1
-
-    def _results(self, image: ImageLike, results: list[types_pb2.ImageResult],
-                 keep_resident: bool, return_data: bool) -> list[Any]:
-        """The arrays (or Residents) of `results`, of `image`'s dimensionality."""
-        one_slice = self._one_slice(image)
-        if one_slice and keep_resident:
-            self._one_slice_handles.update(r.handle for r in results)
-        return [_result(r, keep_resident, return_data, one_slice) for r in results]
-
     def _call(self, method: str, request: Any) -> Any:
         try:
             response, call = getattr(self._stub, method).with_call(request, timeout=self.timeout)
@@ -187,20 +169,6 @@ class Client:
             raise CuimgError.of(e) from None
         self.last_timing = wire_contract.timing_text(call.trailing_metadata())
         return response
-
-    def _streams(self, image: ImageLike, stream: bool | None) -> np.ndarray | None:
-        """The little-endian array to stream when `image` goes through ProcessVolumeStream:
-        a (D, H, W) array with D >= 2 and, unless stream=True, more bytes than the threshold."""
-        if stream is False or isinstance(image, (str, ShmArray)):
-            return None
-        array = np.asarray(image)
-        if array.ndim != 3 or array.shape[0] < 2:
-            return None
-        if stream is None and (
-            self.stream_threshold is None or array.nbytes <= self.stream_threshold
-        ):
-            return None
-        return little_endian(array)
 
     def _stream(
         self,
@@ -274,7 +242,7 @@ class Client:
                     region=out.region.handle, offset=out.offset
                 )
             )
-        volume = None if output is not None else self._streams(image, stream)
+        volume = None if output is not None else streamable(image, stream, self.stream_threshold)
         if volume is not None:
             header = streaming_pb2.VolumeStreamHeader(
                 morphology=morphology_pb2.MorphologyRequest(steps=steps)
@@ -293,7 +261,7 @@ class Client:
         self.last_elements = list(response.resolved_elements)
         if out is not None:
             return out.array
-        return self._results(image, [response.result], keep_resident, return_data)[0]
+        return self._one_slice.results(image, [response.result], keep_resident, return_data)[0]
 
     def gradient(
         self,
@@ -315,7 +283,7 @@ class Client:
         morphology."""
         names = ["gx", "gy"] + (["magnitude"] if magnitude else []) + (["angle"] if angle else [])
         output = _output_options(keep_resident, return_data, ttl_seconds)
-        volume = None if output is not None else self._streams(image, stream)
+        volume = None if output is not None else streamable(image, stream, self.stream_threshold)
         if volume is not None:
             header = streaming_pb2.VolumeStreamHeader(
                 gradient=gradient_pb2.GradientRequest(
@@ -335,7 +303,7 @@ class Client:
                 output=output,
             ),
         )
-        results = self._results(
+        results = self._one_slice.results(
             image, [getattr(response, n) for n in names], keep_resident, return_data
         )
         return dict(zip(names, results))
@@ -375,7 +343,7 @@ class Client:
                 output=_output_options(keep_resident, return_data, ttl_seconds),
             ),
         )
-        return self._results(
+        return self._one_slice.results(
             image, [level.result for level in response.levels], keep_resident, return_data
         )
 
@@ -499,16 +467,14 @@ class Client:
         handle = resident.upload(
             self._stub, image, mesh, spacing, ttl_seconds, chunk_bytes, self.timeout
         )
-        if image is not None and self._one_slice(image):
-            self._one_slice_handles.add(handle)
+        if image is not None and self._one_slice.of(image):
+            self._one_slice.add(handle)
         return handle
 
     def download(self, handle: str) -> Any:
         """A resident object's contents: an image/volume as a writable array of its shape and
         dtype, or a mesh as (vertices Nx3 float32, triangles Mx3 uint32)."""
-        return resident.download(
-            self._stub, handle, self.timeout, handle in self._one_slice_handles
-        )
+        return resident.download(self._stub, handle, self.timeout, handle in self._one_slice)
 
     def shared_memory(self, size: int) -> SharedRegion:
         """A SharedRegion of `size` bytes registered with the server (same host only)."""
@@ -517,7 +483,7 @@ class Client:
     def release(self, handle: str) -> None:
         """Frees a resident object (NOT_FOUND when it is not, or no longer, there)."""
         self._call("Release", resident_pb2.ReleaseRequest(handle=handle))
-        self._one_slice_handles.discard(handle)
+        self._one_slice.discard(handle)
 
     def list_resident(self) -> list[tuple[str, str, int]]:
         """(handle, kind name, size_bytes) of every resident object of this caller."""

@@ -192,22 +192,26 @@ class Resident(NamedTuple):
     """A result kept on the server (keep_resident=True): its `handle`, usable in place of an
     array by any RPC and by download(), and `data`, what the call returns without keep_resident
     (None when return_data=False)."""
+
     handle: str
     data: Any
 
 
-def _output_options(keep_resident: bool, return_data: bool,
-                    ttl_seconds: int) -> types_pb2.OutputOptions | None:
+def _output_options(
+    keep_resident: bool, return_data: bool, ttl_seconds: int
+) -> types_pb2.OutputOptions | None:
     if not return_data and not keep_resident:
         raise ValueError("return_data=False needs keep_resident=True")
     if not keep_resident:
         return None
-    return types_pb2.OutputOptions(keep_resident=True, omit_data=not return_data,
-                                   ttl_seconds=ttl_seconds)
+    return types_pb2.OutputOptions(
+        keep_resident=True, omit_data=not return_data, ttl_seconds=ttl_seconds
+    )
 
 
-def _result(result: types_pb2.ImageResult, keep_resident: bool, return_data: bool,
-            one_slice: bool = False) -> Any:
+def _result(
+    result: types_pb2.ImageResult, keep_resident: bool, return_data: bool, one_slice: bool = False
+) -> Any:
     data = from_image(result.image) if return_data else None
     if one_slice and data is not None and data.ndim == 2:
         data = data[np.newaxis]

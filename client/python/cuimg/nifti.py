@@ -20,10 +20,12 @@ def read_nifti(path):
     # The NIfTI header's own dimensions, as the CLI reads them (nibabel gives a CIFTI-2 file's
     # shape from its XML extension, the NIfTI-2 header beside it).
     header = getattr(image, "nifti_header", image.header)
-    shape = tuple(int(n) for n in header["dim"][1:int(header["dim"][0]) + 1])
+    shape = tuple(int(n) for n in header["dim"][1 : int(header["dim"][0]) + 1])
     if len(shape) < 2 or any(n != 1 for n in shape[3:]):
-        raise ValueError(f"{path}: shape {shape} (cuimg reads 2D and 3D volumes; dimensions past "
-                         "the third must be 1)")
+        raise ValueError(
+            f"{path}: shape {shape} (cuimg reads 2D and 3D volumes; dimensions past "
+            "the third must be 1)"
+        )
     raw = np.asanyarray(image.dataobj.get_unscaled())
     if raw.dtype == np.int8:
         raw = raw.astype(np.int16)

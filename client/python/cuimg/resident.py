@@ -1,5 +1,6 @@
 """Resident objects: whole images, volumes and meshes uploaded in chunks and downloaded back
-(Client.upload, Client.download). A result kept on the server (Resident) is messages.py's."""
+(Client.upload, Client.download), and the handles made from one-slice volumes (OneSliceHandles).
+A result kept on the server (Resident) is messages.py's."""
 from __future__ import annotations
 
 from typing import Any, Iterable
@@ -14,9 +15,50 @@ from cuimg.messages import (
     _image_header,
     _image_shape,
     _mesh,
+    _result,
     little_endian,
 )
-from cuimg.v1 import resident_pb2
+from cuimg.shared_region import ShmArray
+from cuimg.v1 import resident_pb2, types_pb2
+
+
+class OneSliceHandles:
+    """Resident handles a Client made from one-slice volumes (1, H, W). The server keeps them as
+    2D images (a depth of 1 is 2D on the wire), so their results and downloads get the leading
+    axis back here; a handle made by another client comes back (H, W)."""
+
+    def __init__(self) -> None:
+        self._handles: set[str] = set()
+
+    def __contains__(self, handle: object) -> bool:
+        return handle in self._handles
+
+    def of(self, image: Any) -> bool:
+        """Whether `image` is a one-slice volume (1, H, W): an array, a ShmArray, or a handle
+        made from one."""
+        if isinstance(image, str):
+            return image in self._handles
+        shape = image.array.shape if isinstance(image, ShmArray) else np.shape(image)
+        return len(shape) == 3 and shape[0] == 1
+
+    def results(
+        self,
+        image: Any,
+        results: list[types_pb2.ImageResult],
+        keep_resident: bool,
+        return_data: bool,
+    ) -> list[Any]:
+        """The arrays (or Residents) of `results`, of `image`'s dimensionality."""
+        one_slice = self.of(image)
+        if one_slice and keep_resident:
+            self._handles.update(r.handle for r in results)
+        return [_result(r, keep_resident, return_data, one_slice) for r in results]
+
+    def add(self, handle: str) -> None:
+        self._handles.add(handle)
+
+    def discard(self, handle: str) -> None:
+        self._handles.discard(handle)
 
 
 def upload(

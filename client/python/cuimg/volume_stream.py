@@ -12,12 +12,14 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import grpc
 import numpy as np
 
 from cuimg import _wire, wire_contract
+from cuimg.messages import little_endian
+from cuimg.shared_region import ShmArray
 from cuimg.v1 import morphology_pb2, streaming_pb2
 
 METHOD = "/cuimg.v1.Imaging/ProcessVolumeStream"
@@ -73,8 +75,9 @@ class StreamFailed(Exception):
     """A streamed volume failed: `code` is the grpc.StatusCode, `details` the message, `info`
     the status's ErrorInfo (None for a failure of the client's own or gRPC's)."""
 
-    def __init__(self, code: grpc.StatusCode, details: str,
-                 info: wire_contract.ErrorInfo | None = None):
+    def __init__(
+        self, code: grpc.StatusCode, details: str, info: wire_contract.ErrorInfo | None = None
+    ):
         super().__init__(f"{code.name}: {details}")
         self.code, self.details, self.info = code, details, info
 
@@ -135,6 +138,20 @@ class _Group:
 
 def _timing(call: grpc.Call) -> str:
     return wire_contract.timing_text(call.trailing_metadata())
+
+
+def streamable(image: Any, stream: bool | None, threshold: int | None) -> np.ndarray | None:
+    """The little-endian array to stream when a Client's `image` (an array, a resident handle or
+    a ShmArray) goes through ProcessVolumeStream: a (D, H, W) array with D >= 2 and, unless
+    stream=True, more bytes than `threshold` (None: never); else None (stream=False: never)."""
+    if stream is False or isinstance(image, (str, ShmArray)):
+        return None
+    array = np.asarray(image)
+    if array.ndim != 3 or array.shape[0] < 2:
+        return None
+    if stream is None and (threshold is None or array.nbytes <= threshold):
+        return None
+    return little_endian(array)
 
 
 def stream_volume(
@@ -231,8 +248,9 @@ def stream_volume(
                 next_z += n
                 slabs += 1
         except grpc.RpcError as e:
-            return StreamFailed(e.code(), e.details() or "",
-                                wire_contract.error_info(e.trailing_metadata()))
+            return StreamFailed(
+                e.code(), e.details() or "", wire_contract.error_info(e.trailing_metadata())
+            )
         finally:
             group.leave(call)
         result.timings[k] = _timing(call)
