@@ -1,7 +1,7 @@
 # cuimg for GPU nodes: build on CUDA 13 devel, run on CUDA 13 runtime, non-root. The build uses the
 # scripts CI uses (scripts/install_deps.sh, scripts/build.sh); the runtime stage gets only the
-# binaries and the shared libraries they load (scripts/collect_libs.sh), with libnvjpeg, which the
-# server loads at run time (scripts/copy_nvjpeg.sh).
+# binaries and the shared libraries they load (scripts/collect_libs.sh), with libnvjpeg and
+# libnvjpeg2k, which the server loads at run time (scripts/copy_nvjpeg.sh).
 #   docker build --build-arg CUIMG_GIT_COMMIT=$(git rev-parse --short=12 HEAD) -t cuimg .
 # BUILD_IMAGE / RUNTIME_IMAGE pick other bases (another CUDA 13 release, a mirror); the build
 # image needs nvcc in /usr/local/cuda/bin and apt-get.
@@ -17,13 +17,14 @@ RUN bash scripts/install_deps.sh build
 COPY . .
 # .git stays out of the context (.dockerignore), so --version's commit comes from here.
 ARG CUIMG_GIT_COMMIT=""
-# Only the two binaries the image ships: the tools would add compile time and nothing else.
-RUN CUIMG_BUILD_DIR=/build CUIMG_BUILD_TARGETS="cuimg-server cuimg" bash scripts/build.sh \
+# Only the binaries the image ships (the server, its frame decoder helper, the client): the tools
+# would add compile time and nothing else.
+RUN CUIMG_BUILD_DIR=/build CUIMG_BUILD_TARGETS="cuimg-server cuimg-frame-decoder cuimg" bash scripts/build.sh \
       -DCUIMG_BUILD_TESTS=OFF -DCUIMG_BUILD_BENCHMARKS=OFF "-DCUIMG_GIT_COMMIT=${CUIMG_GIT_COMMIT}"
 RUN mkdir -p /opt/cuimg/bin /opt/cuimg/share/cuimg \
- && cp /build/server/cuimg-server /build/client/cuimg /opt/cuimg/bin/ \
+ && cp /build/server/cuimg-server /build/codec/cuimg-frame-decoder /build/client/cuimg /opt/cuimg/bin/ \
  && cp -r models /opt/cuimg/share/cuimg/models \
- && bash scripts/collect_libs.sh /opt/cuimg/lib /opt/cuimg/bin/cuimg-server /opt/cuimg/bin/cuimg \
+ && bash scripts/collect_libs.sh /opt/cuimg/lib /opt/cuimg/bin/cuimg-server /opt/cuimg/bin/cuimg-frame-decoder /opt/cuimg/bin/cuimg \
  && bash scripts/copy_nvjpeg.sh /opt/cuimg/lib
 
 FROM ${RUNTIME_IMAGE} AS runtime

@@ -20,6 +20,9 @@ struct BenchArgs {
   bool quick = false;  // --quick: 5 timed runs instead of 25
   std::string filter;  // --filter SUBSTRING: only workloads whose name contains it
   bool cpu = true;     // --no-cpu (where `allow_no_cpu`): skip the CPU comparison runs
+  // --dump DIR (benchmarks that support it): each workload's input and cuimg's result as .npy,
+  // so an anchor in Python (benchmarks/anchors/) runs on the same data and checks the result.
+  std::string dump_dir;
   int runs() const { return quick ? 5 : 25; }
 };
 
@@ -33,8 +36,10 @@ inline bool ParseBenchArgs(int argc, char** argv, const char* program, bool allo
       args->cpu = false;
     } else if (std::strcmp(argv[i], "--filter") == 0 && i + 1 < argc) {
       args->filter = argv[++i];
+    } else if (std::strcmp(argv[i], "--dump") == 0 && i + 1 < argc) {
+      args->dump_dir = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--filter SUBSTRING]%s\n", program,
+      std::fprintf(stderr, "usage: %s [--quick] [--filter SUBSTRING] [--dump DIR]%s\n", program,
                    allow_no_cpu ? " [--no-cpu]" : "");
       return false;
     }

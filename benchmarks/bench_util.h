@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -15,6 +16,7 @@
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/cuda_stream.h"
 #include "cuimg/common/device_buffer.h"
+#include "cuimg/common/image.h"
 #include "cuimg/common/status_macros.h"
 #include "stream_hold.h"
 
@@ -69,6 +71,62 @@ inline absl::StatusOr<double> MeasureCopyBandwidth(cudaStream_t stream) {
         return absl::OkStatus();
       }));
   return 2.0 * bytes / (t.median_us * 1e-6);
+}
+
+// Writes `bytes` as a C-ordered .npy array of `dtype` ("|u1", "<i2", "<u4", ...) and `shape`
+// (slowest axis first) at `path`: inputs and results for the Python anchors (--dump).
+inline absl::Status WriteNpy(const std::string& path, const void* bytes, std::size_t size,
+                             const std::string& dtype, const std::vector<std::int64_t>& shape) {
+  std::string dims;
+  for (std::int64_t d : shape) dims += std::to_string(d) + ", ";
+  std::string header =
+      "{'descr': '" + dtype + "', 'fortran_order': False, 'shape': (" + dims + "), }";
+  // Magic, version 1.0, a 2-byte header length; the header padded to a multiple of 64 bytes.
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return absl::NotFoundError(path + ": cannot create");
+  const unsigned char preamble[10] = {0x93,
+                                      'N',
+                                      'U',
+                                      'M',
+                                      'P',
+                                      'Y',
+                                      1,
+                                      0,
+                                      static_cast<unsigned char>(header.size() & 0xff),
+                                      static_cast<unsigned char>(header.size() >> 8)};
+  const bool ok = std::fwrite(preamble, 1, 10, f) == 10 &&
+                  std::fwrite(header.data(), 1, header.size(), f) == header.size() &&
+                  std::fwrite(bytes, 1, size, f) == size;
+  return std::fclose(f) == 0 && ok ? absl::OkStatus() : absl::DataLossError(path + ": short write");
+}
+
+// `image` as DIR/NAME.npy (WriteNpy); nothing when `dir` is empty.
+inline absl::Status DumpImage(const std::string& dir, const std::string& name,
+                              const ImageView& image) {
+  if (dir.empty()) return absl::OkStatus();
+  const char* dtype = "|u1";
+  switch (image.type) {
+    case PixelType::kU8:
+      break;
+    case PixelType::kU16:
+      dtype = "<u2";
+      break;
+    case PixelType::kI16:
+      dtype = "<i2";
+      break;
+    case PixelType::kF32:
+      dtype = "<f4";
+      break;
+    case PixelType::kU32:
+      dtype = "<u4";
+      break;
+  }
+  const Extent& e = image.extent;
+  std::vector<std::int64_t> shape{e.height, e.width};
+  if (e.depth > 1) shape.insert(shape.begin(), e.depth);
+  return WriteNpy(dir + "/" + name + ".npy", image.data, image.Bytes(), dtype, shape);
 }
 
 inline void PrintJson(const std::string& fields) {

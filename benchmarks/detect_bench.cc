@@ -9,9 +9,14 @@
 // features written once and read once. scores_per_window_us and total_per_window_us time issue
 // 5's scores kernel (one thread per window; RunScoresPerWindow) in the same run, the "before" of
 // issue 33.
+// Then batches (issue 50, impl "cuimg_batch"): plans of 1, 4, 8 and 16 frames of each size, each
+// frame in a buffer of its own (the 3 inputs in turn), timed as above: the median GPU time a
+// launch pair and a frame, blocks and scores apart. "check": every frame's hits equal, bit for
+// bit, those of the plan of one frame on the same input (the batch of 1 is the path above).
 // Usage: detect_bench [--quick] [--filter SUBSTRING]
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -136,15 +141,15 @@ absl::Status Run(const Workload& w, const HogModel& model, double bandwidth, int
   CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_hits, DeviceBuffer::Allocate(plan.HitsBytes()));
   const float* weights = d_weights.As<float>();
   CUIMG_ASSIGN_OR_RETURN(Timing total, TimeOnStream(stream, 3, runs, [&](int i) {
-                           return plan.Run(d_in[i % 3].data(), weights, d_ws[i % 3].data(),
+                           return plan.Run({d_in[i % 3].data()}, weights, d_ws[i % 3].data(),
                                            d_hits.data(), stream);
                          }));
   CUIMG_ASSIGN_OR_RETURN(Timing blocks, TimeOnStream(stream, 3, runs, [&](int i) {
-                           return plan.RunBlocks(d_in[i % 3].data(), d_ws[i % 3].data(),
+                           return plan.RunBlocks({d_in[i % 3].data()}, d_ws[i % 3].data(),
                                                  d_hits.data(), stream);
                          }));
   for (int i = 0; i < 3; ++i) {
-    CUIMG_RETURN_IF_ERROR(plan.RunBlocks(d_in[i].data(), d_ws[i].data(), d_hits.data(), stream));
+    CUIMG_RETURN_IF_ERROR(plan.RunBlocks({d_in[i].data()}, d_ws[i].data(), d_hits.data(), stream));
   }
   // RunScores appends to the count RunBlocks zeroes: zero it per run (a 4-byte memset, timed).
   const auto time_scores = [&](bool per_window) {
@@ -161,12 +166,12 @@ absl::Status Run(const Workload& w, const HogModel& model, double bandwidth, int
   CUIMG_ASSIGN_OR_RETURN(Timing scores_per_window, time_scores(true));
   const auto before = [&](int i) -> absl::Status {
     CUIMG_RETURN_IF_ERROR(
-        plan.RunBlocks(d_in[i % 3].data(), d_ws[i % 3].data(), d_hits.data(), stream));
+        plan.RunBlocks({d_in[i % 3].data()}, d_ws[i % 3].data(), d_hits.data(), stream));
     return plan.RunScoresPerWindow(weights, d_ws[i % 3].data(), d_hits.data(), stream);
   };
   CUIMG_ASSIGN_OR_RETURN(Timing total_per_window, TimeOnStream(stream, 3, runs, before));
   // Check input 0 against the CPU reference.
-  CUIMG_RETURN_IF_ERROR(plan.Run(d_in[0].data(), weights, d_ws[0].data(), d_hits.data(), stream));
+  CUIMG_RETURN_IF_ERROR(plan.Run({d_in[0].data()}, weights, d_ws[0].data(), d_hits.data(), stream));
   CUIMG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "check run");
   std::vector<std::uint8_t> host(plan.HitsBytes());
   CUIMG_CUDA_RETURN_IF_ERROR(
@@ -198,6 +203,91 @@ absl::Status Run(const Workload& w, const HogModel& model, double bandwidth, int
   return ok ? absl::OkStatus() : absl::InternalError("result check failed");
 }
 
+// The hits of one run of `plan` on `in`, per frame.
+absl::StatusOr<std::vector<std::vector<WindowHit>>> FrameHits(const DetectPlan& plan,
+                                                              const std::vector<const void*>& in,
+                                                              const float* weights, void* workspace,
+                                                              void* hits, cudaStream_t stream) {
+  CUIMG_RETURN_IF_ERROR(plan.Run(in, weights, workspace, hits, stream));
+  std::vector<std::uint8_t> host(plan.HitsBytes());
+  CUIMG_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(host.data(), hits, host.size(), cudaMemcpyDeviceToHost, stream), "hits");
+  CUIMG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "hits");
+  return plan.DecodeFrameHits(host.data(), DetectPlan::HitCount(host.data()));
+}
+
+bool SameHits(const std::vector<WindowHit>& a, const std::vector<WindowHit>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const WindowHit& x, const WindowHit& y) {
+                      return x.level == y.level && x.window_x == y.window_x &&
+                             x.window_y == y.window_y && x.score == y.score;
+                    });
+}
+
+// Plans of `frames` frames of workload `w` (issue 50): GPU time a launch pair and a frame.
+absl::Status RunBatch(const Workload& w, const HogModel& model, int frames, int runs,
+                      cudaStream_t stream) {
+  std::string source;
+  const std::vector<Image> inputs = Inputs(w, &source);
+  const DetectSpec spec;
+  CUIMG_ASSIGN_OR_RETURN(DetectPlan plan,
+                         DetectPlan::Create(inputs[0].extent(), 3, model, spec, frames));
+  CUIMG_ASSIGN_OR_RETURN(DetectPlan alone, DetectPlan::Create(inputs[0].extent(), 3, model, spec));
+  std::vector<DeviceBuffer> d_in;
+  std::vector<const void*> in;
+  for (int f = 0; f < frames; ++f) {  // a buffer each, as frames gathered from several calls
+    const Image& image = inputs[f % inputs.size()];
+    CUIMG_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::Allocate(image.size_bytes()));
+    CUIMG_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(b.data(), image.bytes(), image.size_bytes(), cudaMemcpyHostToDevice), "input");
+    in.push_back(b.data());
+    d_in.push_back(std::move(b));
+  }
+  const std::size_t weight_bytes = model.weights.size() * sizeof(float);
+  CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_weights, DeviceBuffer::Allocate(weight_bytes));
+  CUIMG_CUDA_RETURN_IF_ERROR(
+      cudaMemcpy(d_weights.data(), model.weights.data(), weight_bytes, cudaMemcpyHostToDevice),
+      "weights");
+  const float* weights = d_weights.As<float>();
+  CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_ws, DeviceBuffer::Allocate(plan.WorkspaceBytes()));
+  CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_hits, DeviceBuffer::Allocate(plan.HitsBytes()));
+  CUIMG_ASSIGN_OR_RETURN(Timing total, TimeOnStream(stream, 3, runs, [&](int) {
+                           return plan.Run(in, weights, d_ws.data(), d_hits.data(), stream);
+                         }));
+  CUIMG_ASSIGN_OR_RETURN(Timing blocks, TimeOnStream(stream, 3, runs, [&](int) {
+                           return plan.RunBlocks(in, d_ws.data(), d_hits.data(), stream);
+                         }));
+  CUIMG_ASSIGN_OR_RETURN(Timing scores, TimeOnStream(stream, 3, runs, [&](int) -> absl::Status {
+                           CUIMG_CUDA_RETURN_IF_ERROR(
+                               cudaMemsetAsync(d_hits.data(), 0, sizeof(std::uint32_t), stream),
+                               "zero the hit count");
+                           return plan.RunScores(weights, d_ws.data(), d_hits.data(), stream);
+                         }));
+  // Every frame's hits against the plan of one frame on its input (hits bit for bit).
+  CUIMG_ASSIGN_OR_RETURN(auto got,
+                         FrameHits(plan, in, weights, d_ws.data(), d_hits.data(), stream));
+  bool ok = static_cast<int>(got.size()) == frames;
+  std::size_t raw_hits = 0;
+  for (int f = 0; ok && f < frames; ++f) {
+    CUIMG_ASSIGN_OR_RETURN(DeviceBuffer ws, DeviceBuffer::Allocate(alone.WorkspaceBytes()));
+    CUIMG_ASSIGN_OR_RETURN(auto want,
+                           FrameHits(alone, {in[f]}, weights, ws.data(), d_hits.data(), stream));
+    ok = SameHits(got[f], want[0]);
+    raw_hits += got[f].size();
+  }
+  PrintJson(absl::StrFormat(
+      "\"impl\":\"cuimg_batch\",\"workload\":\"%s\",\"frames\":%d,\"median_us\":%.2f,"
+      "\"p10_us\":%.2f,\"p90_us\":%.2f,\"runs\":%d,\"per_frame_us\":%.2f,\"blocks_us\":%.2f,"
+      "\"scores_us\":%.2f,\"blocks_per_frame_us\":%.2f,\"scores_per_frame_us\":%.2f,"
+      "\"launches\":%d,\"workspace_mb\":%.1f,\"raw_hits\":%zu,\"input\":\"%s\","
+      "\"plan\":\"%s\",\"check\":\"%s\"",
+      w.name, frames, total.median_us, total.p10_us, total.p90_us, total.runs,
+      total.median_us / frames, blocks.median_us, scores.median_us, blocks.median_us / frames,
+      scores.median_us / frames, plan.LaunchCount(), plan.WorkspaceBytes() / 1e6, raw_hits, source,
+      plan.Describe(), ok ? "ok" : "FAIL"));
+  return ok ? absl::OkStatus() : absl::InternalError("batch check failed");
+}
+
 }  // namespace
 }  // namespace cuimg::bench
 
@@ -223,7 +313,16 @@ int main(int argc, char** argv) {
       "K20X\",\"cpu_us\":26200000");
   const std::vector<bench::Workload> workloads = {bench::Workload{"detect_1080p", 1920, 1080},
                                                   bench::Workload{"detect_768x576", 768, 576}};
-  return bench::RunWorkloads(workloads, args.filter, [&](const bench::Workload& w) {
+  const int status = bench::RunWorkloads(workloads, args.filter, [&](const bench::Workload& w) {
     return bench::Run(w, *model, device->bandwidth, args.runs(), device->stream.get());
   });
+  const int batch_status =
+      bench::RunWorkloads(workloads, args.filter, [&](const bench::Workload& w) {
+        for (int frames : {1, 4, 8, 16}) {
+          CUIMG_RETURN_IF_ERROR(
+              bench::RunBatch(w, *model, frames, args.runs(), device->stream.get()));
+        }
+        return absl::OkStatus();
+      });
+  return status != 0 ? status : batch_status;
 }

@@ -80,8 +80,20 @@ absl::StatusOr<DeviceBuffer> Upload(const Image& image) {
   return d;
 }
 
-absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t stream) {
+// DIR/NAME.npy of `pixels` values of `type` on the device (--dump); nothing without a folder.
+absl::Status DumpDevice(const std::string& dir, const std::string& name, PixelType type,
+                        const Extent& e, const void* d_data) {
+  if (dir.empty()) return absl::OkStatus();
+  Image host(type, e, 1, Image::kUninitialized);
+  CUIMG_CUDA_RETURN_IF_ERROR(
+      cudaMemcpy(host.bytes(), d_data, host.size_bytes(), cudaMemcpyDeviceToHost), "dump");
+  return DumpImage(dir, name, host.view());
+}
+
+absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t stream,
+                 const std::string& dump_dir) {
   const Image mask = MakeMask(w);
+  CUIMG_RETURN_IF_ERROR(DumpImage(dump_dir, w.name + ".in", mask.view()));
   CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_in, Upload(mask));
   const std::size_t pixels = static_cast<std::size_t>(w.extent.Pixels());
   std::string detail;
@@ -96,8 +108,9 @@ absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t str
                            LabelPlan::Create(PixelType::kU8, w.extent, spec, w.intensity));
     std::optional<DeviceBuffer> d_intensity;
     if (w.intensity.has_value()) {
-      CUIMG_ASSIGN_OR_RETURN(d_intensity,
-                             Upload(testing::RandomImage(*w.intensity, w.extent, 6, 0, true)));
+      const Image intensity = testing::RandomImage(*w.intensity, w.extent, 6, 0, true);
+      CUIMG_RETURN_IF_ERROR(DumpImage(dump_dir, w.name + ".intensity", intensity.view()));
+      CUIMG_ASSIGN_OR_RETURN(d_intensity, Upload(intensity));
       bytes += pixels * PixelSize(*w.intensity);
     }
     CUIMG_ASSIGN_OR_RETURN(DeviceBuffer labels, DeviceBuffer::Allocate(pixels * 4));
@@ -113,6 +126,8 @@ absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t str
     read_regions_us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     regions = stats.size();
+    CUIMG_RETURN_IF_ERROR(
+        DumpDevice(dump_dir, w.name + ".out", PixelType::kU32, w.extent, labels.data()));
     detail = absl::StrFormat("\"launches\":%d,\"plan\":\"%s\",\"workspace_mb\":%.1f",
                              plan.LaunchCount(), plan.Describe(), plan.WorkspaceBytes() / 1e6);
   } else {
@@ -143,6 +158,8 @@ absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t str
                                                         d_in.data(), out.data(), ws.data(), stream);
                            }));
     detail = "\"plan\":\"mask step\"";
+    CUIMG_RETURN_IF_ERROR(
+        DumpDevice(dump_dir, w.name + ".out", PixelType::kU8, w.extent, out.data()));
   }
   const double floor_us = bytes / bandwidth * 1e6;
   PrintJson(absl::StrFormat(
@@ -167,6 +184,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   return bench::RunWorkloads(bench::Workloads(), args.filter, [&](const auto& w) {
-    return bench::Run(w, device->bandwidth, args.runs(), device->stream.get());
+    return bench::Run(w, device->bandwidth, args.runs(), device->stream.get(), args.dump_dir);
   });
 }

@@ -7,7 +7,9 @@
 // union-find for two-valued images, else the bricks) and by the bricks (with their rounds and
 // brick runs), and the cuCIM-class anchor (clamped_filter_loop.h) on the same marker: its passes
 // and time, and whether it reached cuimg's result.
-// Usage: reconstruction_bench [--quick] [--filter SUBSTRING]
+// Usage: reconstruction_bench [--quick] [--filter SUBSTRING] [--dump DIR]
+// (--dump: each input and the step's result as DIR/<workload>.{in,out}.npy, for
+// benchmarks/anchors/cucim_segmentation.py)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -119,8 +121,10 @@ absl::StatusOr<Timing> TimeWithReset(cudaStream_t stream, int runs,
   return Timing{at(0.5), at(0.1), at(0.9), runs};
 }
 
-absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t stream) {
+absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t stream,
+                 const std::string& dump_dir) {
   CUIMG_ASSIGN_OR_RETURN(Image input, w.input());
+  CUIMG_RETURN_IF_ERROR(DumpImage(dump_dir, w.name + ".in", input.view()));
   const PixelType type = input.type();
   const Extent& e = input.extent();
   const std::size_t bytes = input.size_bytes();
@@ -180,6 +184,7 @@ absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t str
   std::vector<std::uint8_t> a(bytes), b(bytes);
   CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpy(a.data(), d_out.data(), bytes, cudaMemcpyDeviceToHost),
                              "read step");
+  CUIMG_RETURN_IF_ERROR(DumpImage(dump_dir, w.name + ".out", ImageView{type, e, 1, a.data()}));
   bool agree = true;
   struct RouteRun {
     Timing timing;
@@ -260,6 +265,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   return bench::RunWorkloads(bench::Workloads(), args.filter, [&](const auto& w) {
-    return bench::Run(w, device->bandwidth, args.runs(), device->stream.get());
+    return bench::Run(w, device->bandwidth, args.runs(), device->stream.get(), args.dump_dir);
   });
 }

@@ -12,6 +12,7 @@ def main(jsonl_path, device_path=None):
     stagings = []
     papers = []
     pyclients = []  # rpc_bench's Python client rows (impl "python_client")
+    batches = []  # detect_bench's plans of several frames (impl "cuimg_batch")
     checks = []  # (workload, who, verdict): cuimg "check" fields, anchors' "max_abs_diff"
     for line in open(jsonl_path):
         line = line.strip()
@@ -41,6 +42,9 @@ def main(jsonl_path, device_path=None):
             pyclients.append(item)
         elif item.get("impl") == "paper":
             papers.append(item)
+        elif item.get("impl") == "cuimg_batch":
+            batches.append(item)
+            checks.append((f"{item['workload']} x{item['frames']}", "cuimg batch", item["check"]))
         elif item.get("impl") == "cuimg":
             rows[item["workload"]] = item
             if "check" in item:
@@ -103,6 +107,19 @@ def main(jsonl_path, device_path=None):
                 f"(reference {r['reference_raw_hits']}), "
                 f"detections {r['detections']} (reference {r['reference_detections']}), precision "
                 f"{r['precision']:.4f} recall {r['recall']:.4f}, input {r['input']}"
+            )
+    if batches:
+        print("\nDetection in batches (one launch pair for every frame; GPU µs):\n")
+        print(
+            "| workload | frames | launch pair | a frame | blocks a frame | scores a frame "
+            "| check |"
+        )
+        print("|---|---|---|---|---|---|---|")
+        for b in batches:
+            print(
+                f"| {b['workload']} | {b['frames']} | {b['median_us']:.1f} | "
+                f"{b['per_frame_us']:.1f} | {b['blocks_per_frame_us']:.1f} | "
+                f"{b['scores_per_frame_us']:.1f} | {b['check']} |"
             )
     for p in papers:
         r = rows.get(p["workload"])

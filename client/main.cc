@@ -42,7 +42,7 @@ ABSL_FLAG(std::string, service, "", "health: the service to check (\"\" = whole 
 // morphology
 ABSL_FLAG(
     std::string, input, "",
-    "morphology, gradient: input image or volume: .png, .jpg, .tif (multi-page: a volume), "
+    "morphology, gradient, label: input image or volume: .png, .jpg, .tif (multi-page: a volume), "
     ".npy (H,W) or (D,H,W), .nrrd/.nhdr, .nii/.nii.gz, a directory holding one DICOM series "
     "(sorted along the slice normal, rescaled to i16) or one DICOM file (.dcm); morphology "
     "also a DICOMweb series, "
@@ -55,9 +55,11 @@ ABSL_FLAG(
     "or the --n x --m torus). Images are read as OpenCV's imread reads them: a PNG's alpha channel "
     "is dropped, CMYK JPEGs become BGR.");
 ABSL_FLAG(std::string, output, "",
-          "morphology: output by extension (.png, .jpg, .tif, .npy, .nrrd), or a new directory for "
+          "morphology: output by extension (.png, .jpg, .tif, .npy, .nrrd, .nii[.gz]), or a new "
+          "directory for "
           "a derived DICOM series (DICOM input only), or dicomweb+http(s)://HOST/BASE to store it "
-          "there with STOW-RS; detect: the image with boxes drawn (.png), "
+          "there with STOW-RS; label: the U32 label image (.nii[.gz], .nrrd, .npy, .tif); detect: "
+          "the image with boxes drawn (.png), "
           "or for frames and --video a directory of them; deform, mesh: output mesh (.obj, .ply, "
           ".stl). Outputs appear whole once the command succeeds, or not at all.");
 ABSL_FLAG(
@@ -66,7 +68,10 @@ ABSL_FLAG(
     "--iterations). ops: erode dilate open close gradient tophat blackhat; shapes: rect "
     "ellipse cross custom. A radius in millimetres may replace WxH[xD]: Rmm, RXxRYmm or "
     "RXxRYxRZmm (e.g. open:ball:5mm), turned into voxels by the server from the input's "
-    "spacing and printed.");
+    "spacing and printed. Segmentation steps (C: connectivity 4/8 in 2D, 6/18/26 in 3D, face "
+    "when left out): fill_holes[:C], reconstruct_dilate[:C], reconstruct_erode[:C] (with "
+    "--marker), open_rec:SHAPE:SIZE[:C], close_rec:SHAPE:SIZE[:C], hmax:H[:C], hmin:H[:C], "
+    "threshold:LO:HI, remove_small:N[:C], keep_largest[:C].");
 ABSL_FLAG(std::string, op, "dilate", "morphology: the operation (see --steps).");
 ABSL_FLAG(std::string, shape, "rect", "morphology: structuring element shape (see --steps).");
 ABSL_FLAG(std::string, size, "3x3",
@@ -77,6 +82,22 @@ ABSL_FLAG(std::string, border, "neutral",
           "morphology: neutral (outside pixels never win) or constant (--border_value).");
 ABSL_FLAG(double, border_value, 0, "morphology: outside value for --border constant.");
 ABSL_FLAG(std::string, mask, "", "morphology: 8-bit PNG mask for --shape custom.");
+ABSL_FLAG(std::string, marker, "",
+          "morphology: the seed of reconstruct_dilate/reconstruct_erode steps, an image or volume "
+          "of the input's size and type (read as --input).");
+
+// label
+ABSL_FLAG(std::string, connectivity, "",
+          "label: 4 or 8 (2D), 6, 18 or 26 (3D); empty: face connectivity (4 / 6).");
+ABSL_FLAG(std::string, threshold, "",
+          "label: LO:HI, the foreground is the pixels in [LO, HI]; empty: the non-zero pixels.");
+ABSL_FLAG(int64_t, min_voxels, 0, "label: drop components of fewer voxels before numbering.");
+ABSL_FLAG(std::string, intensity, "",
+          "label: an image of the input's size whose values are measured per region (min, max, "
+          "mean, sum in --json_out).");
+ABSL_FLAG(bool, keep_resident, false,
+          "label: keep the label image on the server (a U32 mask for morphology's segmentation "
+          "steps) and print its handle.");
 ABSL_FLAG(int, slab_slices, 0,
           "morphology, gradient: stream a volume (e.g. a multi-page TIFF) in slabs of this many "
           "slices through ProcessVolumeStream (0 = one unary request).");
@@ -160,7 +181,8 @@ ABSL_FLAG(int64_t, requests, 0,
 ABSL_FLAG(double, warmup, 1,
           "load: seconds of calls first, excluded from the statistics (counted apart).");
 ABSL_FLAG(int, channels, 1, "load: gRPC channels (separate connections).");
-ABSL_FLAG(std::string, json_out, "", "load: also write the JSON summary to this file.");
+ABSL_FLAG(std::string, json_out, "",
+          "load: also write the JSON summary to this file; label: the regions' JSON table.");
 ABSL_FLAG(std::string, csv, "", "load: write one CSV row per call to this file.");
 ABSL_FLAG(std::string, report, "",
           "load: write plots of the run (latency histogram, throughput and p50/p99 latency per "
@@ -200,7 +222,9 @@ constexpr char kUsage[] =
     "cuimg <subcommand> [flags]\n"
     "subcommands:\n"
     "  health       grpc.health.v1 check; exit 0 when SERVING\n"
-    "  morphology   erode/dilate/open/close/gradient/tophat/blackhat an image\n"
+    "  morphology   erode/dilate/open/close/gradient/tophat/blackhat an image; segmentation\n"
+    "               steps: fill_holes, reconstruction, hmax/hmin, threshold, clean-up\n"
+    "  label        connected components: a U32 label image and a JSON table of regions\n"
     "  gradient     Gaussian-derivative gradients (f32 TIFF) and a magnitude preview\n"
     "  pyramid      a multi-level bilinear pyramid and a contact sheet\n"
     "  detect       pedestrians (HOG + SVM) in an image, frames or a video: JSON boxes, PNGs\n"
@@ -348,6 +372,7 @@ int main(int argc, char** argv) {
     command.border = absl::GetFlag(FLAGS_border);
     command.border_value = absl::GetFlag(FLAGS_border_value);
     command.mask = absl::GetFlag(FLAGS_mask);
+    command.marker = absl::GetFlag(FLAGS_marker);
     command.nrrd_gzip = absl::GetFlag(FLAGS_nrrd_gzip);
     command.series_uid = absl::GetFlag(FLAGS_series_uid);
     command.uid_root = absl::GetFlag(FLAGS_uid_root);
@@ -370,6 +395,21 @@ int main(int argc, char** argv) {
     command.dicomweb.max_bytes =
         static_cast<std::uint64_t>(absl::GetFlag(FLAGS_dicomweb_max_bytes));
     return cuimg::RunMorphology(connection, command);
+  }
+  if (subcommand == "label") {
+    cuimg::LabelCommand command;
+    command.input = absl::GetFlag(FLAGS_input);
+    command.output = absl::GetFlag(FLAGS_output);
+    command.json_out = absl::GetFlag(FLAGS_json_out);
+    command.connectivity = absl::GetFlag(FLAGS_connectivity);
+    command.threshold = absl::GetFlag(FLAGS_threshold);
+    command.min_voxels = absl::GetFlag(FLAGS_min_voxels);
+    command.intensity = absl::GetFlag(FLAGS_intensity);
+    command.keep_resident = absl::GetFlag(FLAGS_keep_resident);
+    command.nrrd_gzip = absl::GetFlag(FLAGS_nrrd_gzip);
+    command.series_uid = absl::GetFlag(FLAGS_series_uid);
+    command.json = absl::GetFlag(FLAGS_json);
+    return cuimg::RunLabel(connection, command);
   }
   if (subcommand == "gradient") {
     cuimg::GradientCommand command = GradientFlags();

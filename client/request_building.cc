@@ -26,24 +26,9 @@ void ToProtoImageHeader(const Image& image, v1::Image* out) {
 }
 
 absl::StatusOr<Image> FromProtoImage(const v1::Image& image) {
-  PixelType type;
-  switch (image.pixel_type()) {
-    case v1::PIXEL_TYPE_U8:
-      type = PixelType::kU8;
-      break;
-    case v1::PIXEL_TYPE_U16:
-      type = PixelType::kU16;
-      break;
-    case v1::PIXEL_TYPE_I16:
-      type = PixelType::kI16;
-      break;
-    case v1::PIXEL_TYPE_F32:
-      type = PixelType::kF32;
-      break;
-    default:
-      return absl::InvalidArgumentError("response: unknown pixel type");
-  }
-  Image out(type, Extent{image.width(), image.height(), image.depth() == 0 ? 1 : image.depth()},
+  absl::StatusOr<PixelType> type = PixelTypeFromProto(image.pixel_type(), "response.pixel_type");
+  if (!type.ok()) return type.status();
+  Image out(*type, Extent{image.width(), image.height(), image.depth() == 0 ? 1 : image.depth()},
             image.channels() == 0 ? 1 : static_cast<int>(image.channels()));
   if (image.data().size() != out.size_bytes()) {
     return absl::InvalidArgumentError(

@@ -39,6 +39,18 @@ foreach(lib gdcmMSFF gdcmDSED gdcmCommon)
   target_link_libraries(cuimg_gdcm INTERFACE ${CUIMG_${lib}_LIBRARY})
 endforeach()
 target_include_directories(cuimg_gdcm SYSTEM INTERFACE ${CUIMG_GDCM_INCLUDE_DIR})
+# DICOM frames decoded and encoded by the server (codec/): JPEG 2000 through OpenJPEG 2.5
+# (libopenjp2-7-dev), HTJ2K through OpenJPH (libopenjph-dev, whose openjph.pc is empty, so the
+# header and library are found directly), JPEG-LS through CharLS (libcharls-dev); JPEG through
+# DCMTK's dcmjpeg (above).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(CUIMG_OPENJPEG REQUIRED IMPORTED_TARGET libopenjp2>=2.5)
+find_path(CUIMG_OPENJPH_INCLUDE_DIR openjph/ojph_codestream.h REQUIRED)
+find_library(CUIMG_OPENJPH_LIBRARY openjph REQUIRED)
+add_library(cuimg_openjph INTERFACE)
+target_include_directories(cuimg_openjph SYSTEM INTERFACE ${CUIMG_OPENJPH_INCLUDE_DIR})
+target_link_libraries(cuimg_openjph INTERFACE ${CUIMG_OPENJPH_LIBRARY})
+find_package(charls CONFIG REQUIRED)
 # NIfTI-1 and NIfTI-2 through nifticlib's nifti2_io (libnifti2-dev), which reads and writes both.
 find_path(CUIMG_NIFTI_INCLUDE_DIR nifti2_io.h PATH_SUFFIXES nifti REQUIRED)
 find_library(CUIMG_NIFTI2_LIBRARY nifti2 REQUIRED)

@@ -15,6 +15,8 @@ absl::StatusOr<PixelType> PixelTypeFromProto(int value, absl::string_view field)
       return PixelType::kI16;
     case v1::PIXEL_TYPE_F32:
       return PixelType::kF32;
+    case v1::PIXEL_TYPE_U32:
+      return PixelType::kU32;
     case v1::PIXEL_TYPE_UNSPECIFIED:
       return InvalidFieldError(ErrorReason::kFieldRequired, field,
                                "is required (PIXEL_TYPE_UNSPECIFIED)");
@@ -34,8 +36,7 @@ v1::PixelType PixelTypeToProto(PixelType type) {
     case PixelType::kI16:
       return v1::PIXEL_TYPE_I16;
     case PixelType::kU32:
-      // No wire value yet (issue 48 adds PIXEL_TYPE_U32); no U32 image reaches a response.
-      return v1::PIXEL_TYPE_UNSPECIFIED;
+      return v1::PIXEL_TYPE_U32;
     case PixelType::kF32:
       break;
   }

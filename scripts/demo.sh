@@ -42,14 +42,18 @@ rm -rf out/vtest_detections
 "$client" --target="$target" detect --video="$data/vtest.avi" --every=100 --max_frames=8 \
   --output=out/vtest_detections > /dev/null
 "$client" --target="$target" models
-# A synthetic CT-like volume (balls of different densities in noise, 256x256x96 int16), closed
-# with a 3D ball while it streams in 8-slice slabs over 4 connections; written as multi-page TIFFs.
+# A synthetic CT-like volume (balls of different densities in noise, 256x256x96 int16, a "lung" of
+# air inside the body), closed with a 3D ball while it streams in 8-slice slabs over 4
+# connections; written as multi-page TIFFs. Then segmented on the server: the body's mask
+# (threshold, opening, the lung's hole filled, the largest component kept) and the dense balls
+# labelled with their statistics.
 /usr/bin/python3 - <<'PY'
 import numpy as np
 rng = np.random.default_rng(7)
 z, y, x = np.mgrid[0:96, 0:256, 0:256]
 volume = rng.normal(-900, 40, size=z.shape)
-for cz, cy, cx, r, hu in ((48, 128, 128, 80, 40), (40, 100, 90, 22, 300), (60, 150, 170, 15, 900)):
+for cz, cy, cx, r, hu in ((48, 128, 128, 80, 40), (40, 100, 90, 22, 300), (60, 150, 170, 15, 900),
+                          (48, 150, 80, 18, -850)):
     volume[(z - cz) ** 2 + (y - cy) ** 2 + (x - cx) ** 2 <= r * r] = hu
 np.save("out/phantom_ct.npy", volume.astype(np.int16))
 PY
@@ -58,9 +62,15 @@ PY
   --op=dilate --shape=rect --size=1x1x1
 "$client" --target="$target" morphology --input=out/phantom_ct.npy \
   --output=out/phantom_ct_closed.tif --steps=close:ellipse:5x5x5 --slab_slices=8 --volume_streams=4
+"$client" --target="$target" morphology --input=out/phantom_ct.npy \
+  --output=out/phantom_ct_mask.nii.gz --steps=threshold:-200:3000,open:ball:3x3x3,fill_holes:6,keep_largest:26
+"$client" --target="$target" label --input=out/phantom_ct.npy --output=out/phantom_ct_labels.nii.gz \
+  --json_out=out/phantom_ct_regions.json --threshold=200:3000 --connectivity=26 \
+  --intensity=out/phantom_ct.npy
 "$client" mesh torus --n=301 --m=301 --output=out/torus.ply
 "$client" --target="$target" deform --input=out/torus.ply --output=out/torus_twisted.ply --twist=90 --bulge=0.3
 "$client" --target="$target" deform --input=out/torus.ply --animate=30 --twist=60
 curl -s "http://127.0.0.1:$metrics/metrics" | grep '^cuimg_requests_total' > out/metrics.txt || true
 echo "results in out/:"
-ls -l out/*.png out/*.tiff out/*.tif out/*.ply out/vtest_detections/* | grep -v _pyramid_level
+ls -l out/*.png out/*.tiff out/*.tif out/*.nii.gz out/*.json out/*.ply out/vtest_detections/* |
+  grep -v _pyramid_level

@@ -5,14 +5,16 @@
 # assimp's own, tests/fuzz/lsan.supp), timeout or out-of-memory; the input that did it is kept
 # under build-fuzz/artifacts/. A fixed seed (-seed=1) makes a CI run explore what the last local
 # run explored (up to its time budget), so CI fails on a regression, not on a new random find.
-#   scripts/fuzz.sh [FUZZER...]      (default: all twelve, 365 s in all)
+#   scripts/fuzz.sh [FUZZER...]      (default: all sixteen, 425 s in all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Seconds per target: the most for the parsers with the most code behind them (protobuf requests,
-# DCMTK with GDCM's codecs, Teem, the image codecs); the total stays within CI's 10 minutes with the build.
+# DCMTK with GDCM's codecs, Teem, the image codecs, the DICOM frame decoders); the total stays
+# within CI's 10 minutes with the build.
 declare -A budget=([request_validation]=50 [wire_pixels]=20 [image_decode]=50 [mesh_reader]=25
                    [tiff_reader]=30 [lattice_json]=15 [npy_reader]=20 [nrrd_reader]=45
-                   [dicom_series]=55 [multipart]=15 [nifti_reader]=25 [jpeg_header]=15)
+                   [dicom_series]=55 [multipart]=15 [nifti_reader]=25 [jpeg_header]=15
+                   [rle_frame]=10 [jpeg_frame]=15 [j2k_frame]=20 [frame_sandbox]=15)
 build_dir=build-fuzz
 mkdir -p "$build_dir"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
@@ -24,7 +26,8 @@ cmake --build "$build_dir" --target fuzzers --parallel
 fuzzers=("$@")
 [ ${#fuzzers[@]} -gt 0 ] || fuzzers=(request_validation wire_pixels image_decode mesh_reader tiff_reader
                                      lattice_json npy_reader nrrd_reader dicom_series multipart
-                                     nifti_reader jpeg_header)
+                                     nifti_reader jpeg_header rle_frame jpeg_frame j2k_frame
+                                     frame_sandbox)
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export LSAN_OPTIONS="suppressions=$PWD/tests/fuzz/lsan.supp"

@@ -84,6 +84,8 @@ if want sanitize && [ "${CUIMG_SANITIZE:-1}" = 1 ] && [ -x "$sanitizer" ]; then
     # nvJPEG: sound, corrupt and truncated streams decoded into device memory, and a decoded
     # image used by a work call on its device.
     [ "$tool" = memcheck ] && { sanitize 240 memcheck jpeg_decode_gpu_test || status=1; }
+    # nvJPEG2000: frames of every type, bit-flipped and cut codestreams decoded into device memory.
+    [ "$tool" = memcheck ] && { sanitize 300 memcheck nvjpeg2k_frames_gpu_test || status=1; }
     # Staged copies: every chunk's DMA stays inside its pinned chunk and device buffer.
     [ "$tool" = memcheck ] && { sanitize 120 memcheck staged_copy_gpu_test || status=1; }
   done > "$OUT/sanitizer.log" 2>&1
@@ -119,9 +121,22 @@ step "server over the wire (CUDA backend)"
   # inline for every pixel type, unregistering under running requests, cuimg load --shm.
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
     timeout 240 python3 "$B/tests/e2e/test_shared_memory_wire.py" || status=1
+  # DICOM frames on the CUDA backend (issue 49): JPEG 2000 and HTJ2K frames decoded by
+  # nvJPEG2000 (decode_device >= 0) equal pydicom's decode; results encoded by nvJPEG2000.
+  CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
+    CUIMG_FRAME_DECODER="$B/bin/cuimg-frame-decoder" \
+    timeout 300 python3 "$B/tests/e2e/test_dicom_frames_wire.py" || status=1
   # Streamed volumes on the CUDA backend: slabs on several CUDA streams == the unary result.
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
     timeout 240 python3 "$B/tests/e2e/test_volume_stream_wire.py" || status=1
+  # Segmentation (issue 48) on the CUDA backend: against SciPy/scikit-image over the wire, and
+  # CUDA == CPU byte for byte on random and adversarial chains and Label requests.
+  CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
+    timeout 300 python3 "$B/tests/e2e/test_segmentation_wire.py" || status=1
+  CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
+    timeout 300 python3 "$B/tests/e2e/test_segmentation_clients.py" || status=1
+  CUIMG_SERVER_FLAGS= timeout 600 python3 "$B/tests/e2e/compare_segmentation_backends.py" \
+    --server "$B/bin/cuimg-server" || status=1
   unset CUIMG_SERVER_FLAGS
 } > "$OUT/e2e.log" 2>&1
 grep -E "^(Ran|OK|FAILED)|backends" "$OUT/e2e.log"
@@ -145,6 +160,9 @@ step benchmarks
     timeout 120 "$B/bin/staging_bench" || status=1
     # nvJPEG against libjpeg-turbo: max/mean |d| per file, decode times (1080p: the issue's row).
     timeout 180 "$B/bin/jpeg_decode_compare" "$B"/data/*.jpg || status=1
+    # DICOM frames (issue 49): 300 512x512 i16 HTJ2K and JPEG 2000 frames on nvJPEG2000 against
+    # OpenJPH and OpenJPEG on 1 thread and every core; byte ratios; the targets met or missed.
+    timeout 300 "$B/bin/frame_decode_bench" || status=1
   fi
   if [[ $benches == *" rpc "* ]]; then
     timeout 180 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" \

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian/Ubuntu package cuimg needs (CUDA excepted: the toolkit comes with the
-# machine or the nvidia/cuda base image), and nvJPEG's header and library into .deps/nvjpeg. One script for CI, the README and the Dockerfile, so the
+# machine or the nvidia/cuda base image), and nvJPEG's and nvJPEG2000's headers and libraries into
+# .deps/nvjpeg and .deps/nvjpeg2k. One script for CI, the README and the Dockerfile, so the
 # three never drift apart. Runtime images copy the libraries the binaries load instead
 # (scripts/collect_libs.sh), which works whatever the base distribution.
 #   scripts/install_deps.sh        build + test dependencies (default; CI, the README)
@@ -18,6 +19,9 @@ build_pkgs=(
   # DICOM pixel data of every transfer syntax (GDCM with its JPEG, CharLS and OpenJPEG codecs);
   # NIfTI-1/2 through nifticlib.
   libgdcm-dev libnifti2-dev zlib1g-dev
+  # DICOM frames the server decodes and encodes on the CPU: JPEG 2000 (OpenJPEG), HTJ2K (OpenJPH),
+  # JPEG-LS (CharLS); JPEG through DCMTK's IJG codecs (libdcmtk-dev above).
+  libopenjp2-7-dev libopenjph-dev libcharls-dev
   nlohmann-json3-dev libcurl4-openssl-dev
   # nvJPEG comes as NVIDIA's wheel (below), fetched with pip.
   python3-pip
@@ -31,13 +35,15 @@ test_pkgs=(
   ffmpeg
   # Over-the-wire tests and the Python client.
   python3 python3-grpcio python3-protobuf python3-numpy python3-scipy python3-pydicom
-  # The segmentation steps' oracle (skimage.morphology.reconstruction).
+  # Segmentation oracles: scikit-image's reconstruction and regionprops (SciPy's label).
   python3-skimage
   # cuimg.dicom decodes compressed series with GDCM as the CLI does; cuimg.nifti reads NIfTI.
   python3-gdcm python3-nibabel
   # Compressed DICOM test series made and decoded by independent tools (DCMTK's dcmcjpeg,
   # dcmcjpls, dcmcrle and their decoders, from dcmtk below; gdcmconv --j2k; opj_decompress).
   libgdcm-tools libopenjp2-tools
+  # HTJ2K frames decoded by OpenJPH's own tool (ojph_expand) to check ours.
+  openjph-tools
   python3-matplotlib
   # Pillow: an independent JPEG decoder the server's decodes are held to (test_jpeg_decode_wire).
   python3-pil
@@ -94,35 +100,41 @@ else
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# nvJPEG (JPEG inputs decoded on the GPU) is in neither Debian nor the CUDA toolkit we build
-# with; NVIDIA's wheel carries nvjpeg.h and libnvjpeg.so.13. 13.0.x belongs to CUDA 13.0, which
-# the 580 driver runs. The wheel is unpacked (installed into no Python) into .deps/nvjpeg, where
-# CMake looks (CUIMG_NVJPEG_ROOT); scripts/copy_nvjpeg.sh puts the library into the bundle and
-# the image. The server loads it at run time and decodes on the CPU without it.
-if [ "$mode" != image ]; then
-  nvjpeg_version=13.0.4.44
-  nvjpeg_sha256=87453d1fcb30ba4d990fcc8753805a1c9ccf786ba17f99cb9e97b84637672646
-  nvjpeg_dir="$(cd "$(dirname "$0")/.." && pwd)/.deps/nvjpeg"
-  if [ "$(cat "$nvjpeg_dir/VERSION" 2>/dev/null)" = "$nvjpeg_version" ] &&
-     [ -f "$nvjpeg_dir/nvidia/cu13/include/nvjpeg.h" ]; then
-    echo "install_deps: nvjpeg $nvjpeg_version present"
-  else
-    rm -rf "$nvjpeg_dir"
-    mkdir -p "$nvjpeg_dir"
-    echo "nvidia-nvjpeg==$nvjpeg_version --hash=sha256:$nvjpeg_sha256" > "$nvjpeg_dir/requirements.txt"
-    # --target installs into no environment (so no PEP 668 refusal); Debian's python3 has the
-    # pip installed above.
-    # Optional: without it the server decodes JPEGs on the CPU. A container build that cannot
-    # reach PyPI (a proxy's certificate the image does not trust) takes the host's .deps/nvjpeg
-    # from the build context instead (.dockerignore lets it in).
-    if /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
-         --no-deps --no-compile --require-hashes --target "$nvjpeg_dir" \
-         -r "$nvjpeg_dir/requirements.txt"; then
-      echo "$nvjpeg_version" > "$nvjpeg_dir/VERSION"
-      echo "install_deps: nvjpeg $nvjpeg_version in $nvjpeg_dir"
-    else
-      rm -rf "$nvjpeg_dir"
-      echo "install_deps: nvjpeg not installed (pip failed): JPEGs will decode on the CPU" >&2
-    fi
+# NVIDIA's GPU codecs are in neither Debian nor the CUDA toolkit we build with; their wheels carry
+# the headers and libraries. Each wheel is unpacked (installed into no Python) into .deps/<name>,
+# where CMake looks; scripts/copy_nvjpeg.sh puts the libraries into the bundle and the image. The
+# server loads them at run time and decodes on the CPU without them. --target installs into no
+# environment (so no PEP 668 refusal); Debian's python3 has the pip installed above. Optional: a
+# container build that cannot reach PyPI (a proxy's certificate the image does not trust) takes
+# the host's .deps from the build context instead (.dockerignore lets it in).
+#   install_wheel NAME PACKAGE VERSION SHA256 HEADER
+install_wheel() {
+  local name=$1 package=$2 version=$3 sha256=$4 header=$5
+  local dir
+  dir="$(cd "$(dirname "$0")/.." && pwd)/.deps/$name"
+  if [ "$(cat "$dir/VERSION" 2>/dev/null)" = "$version" ] && [ -f "$dir/$header" ]; then
+    echo "install_deps: $name $version present"
+    return
   fi
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  echo "$package==$version --hash=sha256:$sha256" > "$dir/requirements.txt"
+  if /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+       --no-deps --no-compile --require-hashes --target "$dir" -r "$dir/requirements.txt"; then
+    echo "$version" > "$dir/VERSION"
+    echo "install_deps: $name $version in $dir"
+  else
+    rm -rf "$dir"
+    echo "install_deps: $name not installed (pip failed): its frames will decode on the CPU" >&2
+  fi
+}
+
+if [ "$mode" != image ]; then
+  # nvJPEG: JPEG inputs. 13.0.x belongs to CUDA 13.0, which the 580 driver runs.
+  install_wheel nvjpeg nvidia-nvjpeg 13.0.4.44 \
+    87453d1fcb30ba4d990fcc8753805a1c9ccf786ba17f99cb9e97b84637672646 nvidia/cu13/include/nvjpeg.h
+  # nvJPEG2000: JPEG 2000 and HTJ2K DICOM frames (decode) and HTJ2K results (encode); 0.11 is
+  # built for CUDA 13.
+  install_wheel nvjpeg2k nvidia-nvjpeg2k-cu13 0.11.0.51 \
+    5a2463f641842c7571065e0ffb3e380bdc42375987d7bd10aa6c21683837a178 nvidia/nvjpeg2k/include/nvjpeg2k.h
 fi

@@ -12,6 +12,8 @@ mkdir -p "$out/bin" "$out/lib" "$out/python" "$out/tests" "$out/benchmarks"
 
 binaries=(
   "$build_dir/server/cuimg-server"
+  # The server's helper for frames whose decoders may abort (codec/frame_sandbox.h), beside it.
+  "$build_dir/codec/cuimg-frame-decoder"
   "$build_dir/client/cuimg"
   "$build_dir/benchmarks/morphology_bench"
   "$build_dir/tests/morphology_gpu_test"
@@ -31,6 +33,9 @@ binaries=(
   "$build_dir/tests/staged_copy_gpu_test"
   "$build_dir/tests/shared_memory_gpu_test"
   "$build_dir/benchmarks/staging_bench"
+  # DICOM frames: nvJPEG2000 against the CPU decoders (issue 49).
+  "$build_dir/tests/nvjpeg2k_frames_gpu_test"
+  "$build_dir/benchmarks/frame_decode_bench"
   # OpenCV 4.6's CPU HOG, timed beside detect_bench (the GPU machine's OpenCV 5 has no HOG).
   "$build_dir/benchmarks/opencv_hog_cpu"
   # The transport floor: echo server and the driver comparing it with cuimg-server.
@@ -42,7 +47,8 @@ for b in "${binaries[@]}"; do cp "$b" "$out/bin/"; done
 [ -x "$build_dir/benchmarks/nvjpeg_modes_bench" ] && cp "$build_dir/benchmarks/nvjpeg_modes_bench" "$out/bin/"
 
 bash scripts/collect_libs.sh "$out/lib" "$out"/bin/*
-# The server dlopens libnvjpeg (GPU JPEG decoding), so ldd does not list it.
+# The server dlopens libnvjpeg and libnvjpeg2k (GPU JPEG and JPEG 2000 decoding), so ldd does not
+# list them.
 bash scripts/copy_nvjpeg.sh "$out/lib"
 
 cp -r "$build_dir/proto/python/." "$out/python/"

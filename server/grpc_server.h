@@ -27,7 +27,6 @@
 namespace cuimg {
 
 inline constexpr char kServiceName[] = "cuimg.v1.Imaging";
-inline constexpr char kVersion[] = "0.1.0";
 
 class CuimgServer {
  public:

@@ -66,6 +66,10 @@ ABSL_FLAG(int, decode_threads, -1,
           "Threads a JPEG decode borrows while they are idle to decode one image in strips "
           "(same pixels, lower latency on an idle server; serial under load). -1: the cores "
           "less one, at most 15; 0: serial.");
+ABSL_FLAG(std::string, frame_decoder, "",
+          "The helper that decodes DICOM frames whose decoders may abort on malformed input "
+          "(HTJ2K codestreams, JPEG-LS): a path, or empty for cuimg-frame-decoder beside this "
+          "server. Without it such frames are refused (GetServerInfo leaves their syntaxes out).");
 ABSL_FLAG(int, max_inflight_requests, 64,
           "Requests admitted at once; more get RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int, stream_frames_in_flight, 4,
@@ -247,6 +251,7 @@ int main(int argc, char** argv) {
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
     options.decode_threads = std::clamp(cores - 1, 0, 15);
   }
+  options.frame_decoder_path = absl::GetFlag(FLAGS_frame_decoder);
   options.max_inflight_requests = absl::GetFlag(FLAGS_max_inflight_requests);
   options.stream_frames_in_flight = absl::GetFlag(FLAGS_stream_frames_in_flight);
   options.cpu_threads_per_request = absl::GetFlag(FLAGS_cpu_threads_per_request);

@@ -1,5 +1,5 @@
-// Every tunable of the server, with its default. main.cc fills it from flags; libraries and tests
-// construct it directly and never read flags.
+// Every tunable of the server, with its default, and its version. main.cc fills the options from
+// flags; libraries and tests construct them directly and never read flags.
 #ifndef CUIMG_SERVER_SERVER_OPTIONS_H_
 #define CUIMG_SERVER_SERVER_OPTIONS_H_
 
@@ -7,6 +7,9 @@
 #include <string>
 
 namespace cuimg {
+
+// The server's version, as its startup log, its build-info metric and GetServerInfo report it.
+inline constexpr char kVersion[] = "0.1.0";
 
 enum class BackendKind { kAuto, kCuda, kCpu };
 
@@ -93,8 +96,15 @@ struct ServerOptions {
   // How workers wait for their streams (CUDA backend).
   CudaSync cuda_sync = CudaSync::kAuto;
   JpegDecoderChoice jpeg_decoder = JpegDecoderChoice::kAuto;
-  // Threads a JPEG decode may borrow while idle, to decode one image in strips (0: serial).
+  // Threads a JPEG decode may borrow while idle, to decode one image in strips (0: serial); DICOM
+  // frames borrow them to decode several frames at once.
   int decode_threads = 0;
+  // The helper that decodes DICOM frames whose decoders may abort (codec/frame_sandbox.h):
+  // empty, cuimg-frame-decoder beside the server (then the build's). Without it such frames (HT
+  // codestreams, JPEG-LS) are refused and GetServerInfo leaves their syntaxes out.
+  std::string frame_decoder_path;
+  // A helper that spends longer on one frame is killed and the frame refused.
+  int frame_decode_timeout_ms = 20000;
   // Requests admitted at once (executing or queued); beyond this RESOURCE_EXHAUSTED.
   int max_inflight_requests = 64;
   // Frames one DetectStream holds at most (received and not yet answered); at the bound it reads

@@ -35,6 +35,9 @@ struct MorphologyCommand {
   double border_value = 0;
   // A PNG whose non-zero pixels form a custom element (shape "custom").
   std::string mask;
+  // The seed image of reconstruct_dilate/reconstruct_erode steps (read as --input is); empty:
+  // none.
+  std::string marker;
   // NRRD output: gzip-compressed data instead of raw.
   bool nrrd_gzip = false;
   // DICOM input of several series: the one to read; DICOM output: the UID root of new UIDs.
@@ -53,6 +56,27 @@ struct MorphologyCommand {
   std::string output_label;
 };
 int RunMorphology(const ConnectionOptions& connection, const MorphologyCommand& command);
+
+struct LabelCommand {
+  std::string input;
+  // The U32 label image (NIfTI, NRRD, .npy or TIFF by extension); empty: not written.
+  std::string output;
+  // The regions as a JSON table; empty: not written.
+  std::string json_out;
+  // "4", "8", "6", "18", "26"; empty: the server's default (face connectivity).
+  std::string connectivity;
+  // "LO:HI": the foreground is [LO, HI]; empty: the non-zero pixels.
+  std::string threshold;
+  std::int64_t min_voxels = 0;
+  // An image of the input's size whose values are measured per region; empty: none.
+  std::string intensity;
+  // Keep the label image on the server and print its handle.
+  bool keep_resident = false;
+  bool nrrd_gzip = false;
+  std::string series_uid;
+  bool json = false;
+};
+int RunLabel(const ConnectionOptions& connection, const LabelCommand& command);
 
 struct GradientCommand {
   std::string input;

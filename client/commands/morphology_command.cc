@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -45,6 +46,8 @@ absl::StatusOr<std::vector<v1::MorphologyStep>> BuildSteps(const MorphologyComma
     steps.push_back(*std::move(step));
   }
   for (v1::MorphologyStep& step : steps) {
+    // --border, --anchor and --mask belong to the element; steps without one take none.
+    if (!step.has_element()) continue;
     if (c.border == "constant") {
       step.set_border_mode(v1::BORDER_MODE_CONSTANT);
       step.set_border_value(c.border_value);
@@ -168,8 +171,9 @@ int RunStreamed(const ConnectionOptions& connection, const MorphologyCommand& co
 // pixels and its result written from the buffer the response's pixels were read into
 // (pixel_messages.h): for a 157 MB volume every copy costs tens of milliseconds. Colour images go
 // a channel at a time.
+// `marker` (may be null): the reconstruction steps' seed, sent with every call.
 int RunUnary(const ConnectionOptions& connection, const MorphologyCommand& command,
-             const std::vector<v1::MorphologyStep>& steps, VolumeFile* input) {
+             const std::vector<v1::MorphologyStep>& steps, VolumeFile* input, const Image* marker) {
   // Shared with gRPC, which may hold the sent pixels past the call.
   const auto in = std::make_shared<const Image>(std::move(input->image));
   const std::shared_ptr<grpc::Channel> channel = MakeChannel(connection);
@@ -194,6 +198,7 @@ int RunUnary(const ConnectionOptions& connection, const MorphologyCommand& comma
       sent = std::move(plane);
     }
     v1::MorphologyRequest request;
+    if (marker != nullptr) ToProtoImage(*marker, request.mutable_marker()->mutable_image());
     v1::Image* image = request.mutable_input()->mutable_image();
     ToProtoImageHeader(*sent, image);
     image->mutable_spacing()->set_x_mm(input->spacing.x_mm);
@@ -231,7 +236,8 @@ int RunUnary(const ConnectionOptions& connection, const MorphologyCommand& comma
 int RunMorphologyOnFiles(const ConnectionOptions& connection, const MorphologyCommand& command) {
   if (command.input.empty() || command.output.empty()) {
     return Usage(
-        "cuimg morphology --input IN.png --output OUT.png [--op ... --shape ... --size WxH]");
+        "cuimg morphology --input IN.png --output OUT.png [--op ... --shape ... --size WxH | "
+        "--steps CHAIN] [--marker MARKER]");
   }
   absl::StatusOr<std::vector<v1::MorphologyStep>> steps = BuildSteps(command);
   if (!steps.ok() && ExitCodeOf(steps.status()) != kExitUsage) {
@@ -247,12 +253,28 @@ int RunMorphologyOnFiles(const ConnectionOptions& connection, const MorphologyCo
                  input->dicom->gap_deviation_mm, input->spacing.z_mm);
   }
 
+  std::unique_ptr<VolumeFile> marker;
+  if (!command.marker.empty()) {
+    if (command.slab_slices > 0) {
+      return Usage(
+          "--marker: not with --slab_slices (a streamed volume's marker must be "
+          "resident on the server; send the volume unary)");
+    }
+    absl::StatusOr<VolumeFile> read = ReadVolumeFile(command.marker, {command.series_uid});
+    if (!read.ok()) {
+      std::fprintf(stderr, "error: --marker: %s\n", std::string(read.status().message()).c_str());
+      return ExitCodeForReadError(read.status());
+    }
+    marker = std::make_unique<VolumeFile>(*std::move(read));
+  }
+
   if (command.slab_slices > 0) {
     if (command.volume_streams < 1) return Usage("--volume_streams: must be >= 1");
     return RunStreamed(connection, command, *steps, *input);
   }
 
-  return RunUnary(connection, command, *steps, &*input);
+  return RunUnary(connection, command, *steps, &*input,
+                  marker == nullptr ? nullptr : &marker->image);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "client/morphology_spec.h"
 #include "client/request_building.h"
 #include "proto/wire_contract.h"
 
@@ -156,6 +157,14 @@ std::vector<std::shared_ptr<grpc::Channel>> ConnectStreams(const ConnectionOptio
   return channels;
 }
 
+bool HeaderHasGlobalStep(const v1::VolumeStreamHeader& header) {
+  if (!header.has_morphology()) return false;
+  for (const v1::MorphologyStep& step : header.morphology().steps()) {
+    if (IsGlobalOp(step.op())) return true;
+  }
+  return false;
+}
+
 bool HeaderHasRadius(const v1::VolumeStreamHeader& header) {
   if (!header.has_morphology()) return false;
   for (const v1::MorphologyStep& step : header.morphology().steps()) {
@@ -168,6 +177,7 @@ int HeaderZReach(const v1::VolumeStreamHeader& header) {
   if (!header.has_morphology()) return 0;
   int reach = 0;
   for (const v1::MorphologyStep& step : header.morphology().steps()) {
+    if (IsGlobalOp(step.op())) break;  // the server gathers the whole volume from here
     const v1::StructuringElement& e = step.element();
     const int depth = std::max<int>(1, static_cast<int>(e.depth()));
     const int anchor = e.has_anchor_z() ? static_cast<int>(e.anchor_z()) : depth / 2;
@@ -206,7 +216,9 @@ absl::StatusOr<StreamedVolume> StreamVolume(
   for (int p = 0; p < planes; ++p) out.planes.emplace_back(out_type, e, 1, Image::kUninitialized);
   const std::size_t out_slice = static_cast<std::size_t>(e.SlicePixels()) * PixelSize(out_type);
 
-  const int streams = HeaderHasRadius(header) ? 1 : static_cast<int>(channels.size());
+  const int streams = HeaderHasRadius(header) || HeaderHasGlobalStep(header)
+                          ? 1
+                          : static_cast<int>(channels.size());
   const std::vector<Part> parts = e.depth > 1 ? SplitDepth(e.depth, streams, HeaderZReach(header))
                                               : std::vector<Part>{Part{0, 1, 0, 1}};
   StreamGroup group;

@@ -44,11 +44,16 @@ struct StreamedVolume {
 // The slices either side of an output slice whose input it depends on, for the header's operation
 // (as the server's VolumeStreamZReach computes it from the validated request): for each erosion or
 // dilation of the chain (OPEN, CLOSE, GRADIENT, TOP_HAT and BLACK_HAT count two, times their
-// iterations), the element's larger z extent from its anchor. 0 for Gradient and 2D elements.
+// iterations), the element's larger z extent from its anchor, up to the chain's first global step
+// (IsGlobalOp: from there the server holds the whole volume). 0 for Gradient and 2D elements.
 // Not meaningful when an element is given in millimetres (HeaderHasRadius).
 int HeaderZReach(const v1::VolumeStreamHeader& header);
 // True when some Morphology element of `header` is given in millimetres.
 bool HeaderHasRadius(const v1::VolumeStreamHeader& header);
+// True when the header's Morphology chain has a global (segmentation) step (IsGlobalOp):
+// the server then holds the whole volume, and any slice's result may depend on every other
+// slice, so no halo makes a part of the volume equal the whole's.
+bool HeaderHasGlobalStep(const v1::VolumeStreamHeader& header);
 
 // Sends `volume` (one channel) with `header` (its operation set; the volume's shape is filled
 // here) in slabs of `slab_slices` slices, the last one shorter when they do not divide the depth.
@@ -56,8 +61,8 @@ bool HeaderHasRadius(const v1::VolumeStreamHeader& header);
 // up to that many streams, run at once; each stream carries its range plus HeaderZReach slices
 // either side where the volume has them, and keeps only its range's results, so the volume is
 // exactly the one-stream result. Volumes of fewer than 4 slices take one stream, and so do chains
-// with an element in millimetres: only the server turns those into voxels, so the halo is not
-// known here (one stream needs none).
+// with an element in millimetres (only the server turns those into voxels, so the halo is not
+// known here; one stream needs none) and chains with a global step (HeaderHasGlobalStep).
 // A stream that fails UNAVAILABLE is sent once more when its channel connects within a few
 // seconds (and the deadline); a part rewrites all its slices, so the result is the same.
 // The first failing stream's status (the others are then cancelled); INTERNAL when the results do

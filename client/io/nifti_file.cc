@@ -45,6 +45,8 @@ double Value(int datatype, const void* data, std::size_t i) {
       return ValueAt<std::int16_t>(data, i);
     case DT_UINT16:
       return ValueAt<std::uint16_t>(data, i);
+    case DT_UINT32:
+      return ValueAt<std::uint32_t>(data, i);
     default:
       return ValueAt<float>(data, i);
   }
@@ -183,10 +185,10 @@ absl::StatusOr<NiftiVolume> ReadNifti(const std::string& path, std::int64_t max_
   }
   const int datatype = nim->datatype;
   if (datatype != DT_UINT8 && datatype != DT_INT8 && datatype != DT_INT16 &&
-      datatype != DT_UINT16 && datatype != DT_FLOAT32) {
+      datatype != DT_UINT16 && datatype != DT_FLOAT32 && datatype != DT_UINT32) {
     return absl::UnimplementedError(
         absl::StrCat(path, ": data type ", nifti_datatype_string(datatype),
-                     " (cuimg reads uint8, int8, int16, uint16 and float32)"));
+                     " (cuimg reads uint8, int8, int16, uint16, float32 and uint32 labels)"));
   }
   const std::uint64_t voxels = static_cast<std::uint64_t>(width * height * depth);
   if (!absl::EndsWith(absl::AsciiStrToLower(path), ".gz")) {
@@ -218,6 +220,7 @@ absl::StatusOr<NiftiVolume> ReadNifti(const std::string& path, std::int64_t max_
     type = datatype == DT_UINT8     ? PixelType::kU8
            : datatype == DT_UINT16  ? PixelType::kU16
            : datatype == DT_FLOAT32 ? PixelType::kF32
+           : datatype == DT_UINT32  ? PixelType::kU32
                                     : PixelType::kI16;
   } else {
     type = integer_data && slope == std::nearbyint(slope) && inter == std::nearbyint(inter)
@@ -320,12 +323,15 @@ absl::Status WriteNiftiTo(const std::string& path, const ImageView& image,
     case PixelType::kF32:
       datatype = DT_FLOAT32;
       break;
+    case PixelType::kU32:
+      datatype = DT_UINT32;  // label images
+      break;
     default:
       break;
   }
   if (datatype == 0 || image.channels != 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat(path, ": NIfTI output takes one channel of u8, i16, u16 or f32"));
+        absl::StrCat(path, ": NIfTI output takes one channel of u8, i16, u16, f32 or u32"));
   }
   const Extent& e = image.extent;
   const int64_t dims[8] = {e.depth > 1 ? 3 : 2, e.width, e.height, e.depth, 1, 1, 1, 1};

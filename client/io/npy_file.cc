@@ -111,8 +111,10 @@ absl::StatusOr<Image> ParseNpy(absl::Span<const std::uint8_t> bytes, const std::
     type = PixelType::kI16;
   } else if (kind == "f4") {
     type = PixelType::kF32;
+  } else if (kind == "u4") {
+    type = PixelType::kU32;  // label images
   } else {
-    return Bad(name, absl::StrCat("dtype ", descr, " (u1, u2, i2 or f4)"));
+    return Bad(name, absl::StrCat("dtype ", descr, " (u1, u2, i2, f4 or u4)"));
   }
   if (order != '<' && order != '>' && order != '|' && order != '=') {
     return Bad(name, absl::StrCat("dtype ", descr));

@@ -46,11 +46,13 @@ absl::StatusOr<PixelType> FromTeemType(int type, const std::string& path) {
       return PixelType::kI16;
     case nrrdTypeFloat:
       return PixelType::kF32;
+    case nrrdTypeUInt:
+      return PixelType::kU32;  // label images
     default:
       break;
   }
   return absl::InvalidArgumentError(absl::StrCat(path, ": NRRD type ", airEnumStr(nrrdType, type),
-                                                 " (expected uchar, ushort, short, float)"));
+                                                 " (expected uchar, ushort, short, float, uint)"));
 }
 
 int ToTeemType(PixelType type) {

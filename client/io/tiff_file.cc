@@ -123,6 +123,8 @@ absl::StatusOr<Image> ReadPages(TIFF* tif, const std::string& path, std::int64_t
     type = PixelType::kI16;
   else if (bits == 32 && format == SAMPLEFORMAT_IEEEFP)
     type = PixelType::kF32;
+  else if (bits == 32 && format == SAMPLEFORMAT_UINT)
+    type = PixelType::kU32;  // label images
   else
     return absl::InvalidArgumentError(absl::StrCat(path, ": unsupported TIFF sample format"));
   const std::int64_t depth = TIFFNumberOfDirectories(tif);

@@ -19,6 +19,7 @@
 #include "cuimg/kernels/mesh.h"
 #include "cuimg/kernels/morphology_types.h"
 #include "cuimg/kernels/pyramid_types.h"
+#include "cuimg/kernels/segmentation_types.h"
 #include "server/backend/device_jpeg.h"
 #include "server/backend/host_buffer.h"
 #include "server/backend/packed_pieces.h"
@@ -81,8 +82,8 @@ class HostMemoryPin {
   virtual ~HostMemoryPin() = default;
 };
 
-// Every work call (Morphology, Gradient, Pyramid, DetectPedestrians, Deform) takes its request's
-// CancelToken and, once the token stops, returns its status (UNAVAILABLE, CANCELLED or
+// Every work call (Morphology, Label, Gradient, Pyramid, DetectPedestrians, Deform) takes its
+// request's CancelToken and, once the token stops, returns its status (UNAVAILABLE, CANCELLED or
 // DEADLINE_EXCEEDED) instead of finishing: the CPU backend looks between steps, iterations, levels
 // and bands of rows (every few milliseconds of work at most), the CUDA backend before each
 // device call and between the steps of chains on images of a megapixel or more (it synchronizes
@@ -99,16 +100,31 @@ class Backend {
 
   // Runs a morphology chain. `in` and `out` are host buffers of the same type and extent, one
   // channel; `out` is preallocated and must not overlap `in`, unless it is `in` itself (the
-  // same data) where MorphologyWritesOverInput() says so. Thread-safe. Fills the h2d, kernel,
-  // d2h and device fields of `times`. In every work call, an `in` held on a device
+  // same data) where MorphologyWritesOverInput() says so. `marker`: the seed of the
+  // reconstruction steps, host memory of `in`'s type and extent, one channel, not overlapping
+  // `out`; required when a step reads it (UsesMarker), else null. Thread-safe. Fills the h2d,
+  // kernel, d2h and device fields of `times`. In every work call, an `in` held on a device
   // (InputImage::device, only ever this backend's own) is used there without a copy (h2d 0).
   virtual absl::Status Morphology(const InputImage& in, const ImageView& out,
-                                  const std::vector<MorphologyStep>& steps, StageTimes* times,
-                                  const CancelToken& cancel) = 0;
+                                  const std::vector<MorphologyStep>& steps, const ImageView* marker,
+                                  StageTimes* times, const CancelToken& cancel) = 0;
   // Whether Morphology takes `out` == `in`: true where every input byte is read (copied to the
   // device) before any result byte is written, so that a unary result can be written into its
   // request's buffer rather than a second one as large (DetachedResults::TakeRequestPixels).
   virtual bool MorphologyWritesOverInput() const { return false; }
+
+  // Connected components of a one-channel image or volume of any pixel type (`in`), by a spec
+  // that suits it (ValidateLabelSpec): the labels (0 = background, regions 1..N numbered as
+  // scipy.ndimage.label numbers them) into `labels`, preallocated host memory of U32 and `in`'s
+  // extent, and one RegionStats per region in label order (label_types.h's definitions), with
+  // min, max, sum and mean of `intensity` (host memory, one channel of any type and `in`'s
+  // extent; null: none). The CPU and CUDA backends return the same labels and statistics bit for
+  // bit. Thread-safe.
+  virtual absl::StatusOr<std::vector<RegionStats>> Label(const InputImage& in,
+                                                         const LabelSpec& spec,
+                                                         const ImageView* intensity,
+                                                         const ImageView& labels, StageTimes* times,
+                                                         const CancelToken& cancel) = 0;
 
   // Gradients of a one-channel image or volume (slice by slice) into host buffers. Thread-safe.
   virtual absl::Status Gradient(const InputImage& in, const GradientSpec& spec,
@@ -163,6 +179,9 @@ class Backend {
   // The GPU JPEG decoder, or null when this backend has none (the CPU backend; the CUDA backend
   // without nvJPEG or with --jpeg_decoder=cpu). Lives as long as the backend.
   virtual DeviceJpegDecoder* jpeg_decoder() { return nullptr; }
+  // The backend's GPU decoder of DICOM frames (nvJPEG2000), or null (the CPU backend, or no
+  // library): frames then decode on the host.
+  virtual DeviceFrameDecoder* frame_decoder() { return nullptr; }
 };
 
 // The CPU backend: the CPU references, options.cpu_threads_per_request threads per request (0 =

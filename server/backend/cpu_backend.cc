@@ -10,6 +10,7 @@
 #include "cuimg/reference/deform_reference.h"
 #include "cuimg/reference/gradient_reference.h"
 #include "cuimg/reference/hog_reference.h"
+#include "cuimg/reference/label_reference.h"
 #include "cuimg/reference/morphology_reference.h"
 #include "cuimg/reference/pyramid_reference.h"
 #include "server/backend/backend.h"
@@ -84,16 +85,29 @@ class CpuBackend final : public Backend {
   }
 
   absl::Status Morphology(const InputImage& in, const ImageView& out,
-                          const std::vector<MorphologyStep>& steps, StageTimes* times,
-                          const CancelToken& cancel) override {
+                          const std::vector<MorphologyStep>& steps, const ImageView* marker,
+                          StageTimes* times, const CancelToken& cancel) override {
     CUIMG_ASSIGN_OR_RETURN(DeviceUse use, DeviceUse::Acquire(slots_));
     times->device = use.slot().id();
     const auto start = std::chrono::steady_clock::now();
     // Read where the input lies and written where the caller wants it: a 157 MB volume would
     // otherwise be held three more times (a copy of the input, the result, and its copy).
-    CUIMG_RETURN_IF_ERROR(MorphologyReferenceInto(in, out, steps, threads_, cancel));
+    CUIMG_RETURN_IF_ERROR(MorphologyReferenceInto(in, out, steps, threads_, cancel, marker));
     times->kernel_us = MicrosSince(start);
     return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<RegionStats>> Label(const InputImage& in, const LabelSpec& spec,
+                                                 const ImageView* intensity,
+                                                 const ImageView& labels, StageTimes* times,
+                                                 const CancelToken& cancel) override {
+    CUIMG_ASSIGN_OR_RETURN(DeviceUse use, DeviceUse::Acquire(slots_));
+    times->device = use.slot().id();
+    const auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<std::vector<RegionStats>> regions =
+        LabelReferenceInto(in, spec, labels, intensity, cancel);
+    times->kernel_us = MicrosSince(start);
+    return regions;
   }
 
   absl::Status Gradient(const InputImage& in, const GradientSpec& spec, const GradientOutputs& out,

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -19,10 +20,12 @@
 #include "cuimg/kernels/deform.h"
 #include "cuimg/kernels/gradient.h"
 #include "cuimg/kernels/hog_detect.h"
+#include "cuimg/kernels/label.h"
 #include "cuimg/kernels/morphology.h"
 #include "cuimg/kernels/pyramid.h"
 #include "server/backend/backend.h"
 #include "server/backend/cuda_device.h"
+#include "server/backend/cuda_frames.h"
 #include "server/backend/device_slot.h"
 #include "server/backend/pinned_message_pool.h"
 
@@ -30,6 +33,7 @@ namespace cuimg {
 namespace {
 
 using cuda_backend::CopyToHost;
+using cuda_backend::CudaFrameDecoder;
 using cuda_backend::CudaHostPin;
 using cuda_backend::CudaImage;
 using cuda_backend::CudaMesh;
@@ -47,6 +51,19 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
         messages_(std::move(messages)),
         nvjpeg_(std::move(nvjpeg)),
         jpeg_note_(std::move(jpeg_note)) {
+    // nvJPEG2000 for DICOM frames where it loads; frames decode on the host otherwise.
+    absl::StatusOr<std::shared_ptr<const Nvjpeg2kLibrary>> lib = Nvjpeg2kLibrary::Load();
+    std::vector<DeviceContext*> contexts;
+    for (auto& d : devices_) contexts.push_back(d.get());
+    absl::StatusOr<std::unique_ptr<CudaFrameDecoder>> frames =
+        lib.ok() ? CudaFrameDecoder::Create(*lib, std::move(contexts)) : lib.status();
+    if (frames.ok()) {
+      frames_ = *std::move(frames);
+    } else {
+      frames_note_ = absl::StrCat(
+          " frame_decoder=cpu frame_decoder_reason=\"",
+          absl::StrReplaceAll(frames.status().message(), {{"\"", "'"}, {"\n", " "}}), "\"");
+    }
     for (auto& d : devices_) slots_.push_back(&d->slot());
   }
 
@@ -60,10 +77,14 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
                                    d->info().total_memory >> 20, "MiB"));
     }
     return absl::StrCat("backend=cuda ", CudaVersionString(), " devices=[",
-                        absl::StrJoin(parts, ", "), "] ", Summary());
+                        absl::StrJoin(parts, ", "), "] ", Summary(),
+                        frames_ != nullptr
+                            ? absl::StrCat(" frame_decoder=\"", frames_->Summary(), "\"")
+                            : frames_note_);
   }
 
   DeviceJpegDecoder* jpeg_decoder() override { return nvjpeg_ != nullptr ? this : nullptr; }
+  DeviceFrameDecoder* frame_decoder() override { return frames_.get(); }
 
   // DeviceJpegDecoder: every device's handle uses the same backend (the devices are alike).
   bool hardware() const override { return devices_.front()->jpeg()->hardware(); }
@@ -134,8 +155,8 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
   }
 
   absl::Status Morphology(const InputImage& in, const ImageView& out,
-                          const std::vector<MorphologyStep>& steps, StageTimes* times,
-                          const CancelToken& cancel) override {
+                          const std::vector<MorphologyStep>& steps, const ImageView* marker,
+                          StageTimes* times, const CancelToken& cancel) override {
     CUIMG_ASSIGN_OR_RETURN(MorphologyPlan plan, MorphologyPlan::Create(in.type, in.extent, steps));
     return OnDevice(PickFor(in), times, [&](DeviceCall& c) -> absl::Status {
       // Waiting for a stream may have taken the rest of the request's time.
@@ -151,8 +172,12 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
       CUIMG_ASSIGN_OR_RETURN(void* d_ws, c.Acquire(plan.WorkspaceBytes()));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
       CUIMG_ASSIGN_OR_RETURN(const void* d_in, c.Input(in));
+      const void* d_marker = nullptr;
+      if (marker != nullptr) {
+        CUIMG_ASSIGN_OR_RETURN(d_marker, c.Input(*marker));
+      }
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
-      CUIMG_RETURN_IF_ERROR(plan.Run(d_in, d_out, d_ws, c.stream, cancel));
+      CUIMG_RETURN_IF_ERROR(plan.Run(d_in, d_out, d_ws, c.stream, cancel, d_marker));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
       if (!in_place) CUIMG_RETURN_IF_ERROR(c.CopyOut(out.data, d_out, bytes));
       return c.timer.Mark(3, c.stream);
@@ -164,6 +189,39 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
   // stream: whether a kernel writes `out` in place (mapped host memory) or a copy fills it, the
   // input's bytes there have all been read.
   bool MorphologyWritesOverInput() const override { return true; }
+
+  absl::StatusOr<std::vector<RegionStats>> Label(const InputImage& in, const LabelSpec& spec,
+                                                 const ImageView* intensity,
+                                                 const ImageView& labels, StageTimes* times,
+                                                 const CancelToken& cancel) override {
+    CUIMG_ASSIGN_OR_RETURN(
+        LabelPlan plan,
+        LabelPlan::Create(
+            in.type, in.extent, spec,
+            intensity != nullptr ? std::optional<PixelType>(intensity->type) : std::nullopt));
+    std::vector<RegionStats> regions;
+    CUIMG_RETURN_IF_ERROR(OnDevice(PickFor(in), times, [&](DeviceCall& c) -> absl::Status {
+      CUIMG_RETURN_IF_ERROR(cancel.Check());  // a few passes over the image: checked before them
+      const std::size_t label_bytes = static_cast<std::size_t>(in.extent.Pixels()) * 4;
+      CUIMG_ASSIGN_OR_RETURN(void* d_labels, c.Acquire(label_bytes));
+      CUIMG_ASSIGN_OR_RETURN(void* d_ws, c.Acquire(plan.WorkspaceBytes()));
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));
+      CUIMG_ASSIGN_OR_RETURN(const void* d_in, c.Input(in));
+      const void* d_intensity = nullptr;
+      if (intensity != nullptr) {
+        CUIMG_ASSIGN_OR_RETURN(d_intensity, c.Input(*intensity));
+      }
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
+      CUIMG_RETURN_IF_ERROR(plan.Run(d_in, d_intensity, static_cast<std::uint32_t*>(d_labels), d_ws,
+                                     c.stream, cancel));
+      CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
+      CUIMG_RETURN_IF_ERROR(c.CopyOut(labels.data, d_labels, label_bytes));
+      // Synchronizes the stream: the labels' copy is complete too.
+      CUIMG_ASSIGN_OR_RETURN(regions, plan.ReadRegions(d_ws, c.stream));
+      return c.timer.Mark(3, c.stream);
+    }));
+    return regions;
+  }
 
   absl::Status Gradient(const InputImage& in, const GradientSpec& spec, const GradientOutputs& out,
                         StageTimes* times, const CancelToken& cancel) override {
@@ -233,7 +291,7 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
                                  "H2D weights");
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(1, c.stream));
       CUIMG_RETURN_IF_ERROR(
-          plan.Run(d_in, static_cast<const float*>(d_weights), d_ws, d_hits, c.stream));
+          plan.Run({d_in}, static_cast<const float*>(d_weights), d_ws, d_hits, c.stream));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(2, c.stream));
       // The count and the first hits come back in one copy (a frame rarely has more: 61 raw hits
       // on a 1080p vtest frame); the rest, if any, in a second one once the count is known. 512
@@ -397,6 +455,9 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
   std::vector<DeviceSlot*> slots_;
   std::shared_ptr<const NvjpegLibrary> nvjpeg_;
   std::string jpeg_note_;
+  // After devices_: destroyed before the devices whose contexts it uses. Null without nvJPEG2000.
+  std::unique_ptr<CudaFrameDecoder> frames_;
+  std::string frames_note_;
 };
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The pieces of the CUDA backend (cuda_backend.cc) below the Backend interface: one GPU's context
 // (streams, buffer cache, staging pool), the stage timer of a request, and DeviceCall, what a
-// request's body gets on its device. Internal to the CUDA backend; only cuda_backend.cc includes
-// it.
+// request's body gets on its device. Internal to the CUDA backend (cuda_backend.cc and
+// cuda_frames.cc).
 #ifndef CUIMG_SERVER_BACKEND_CUDA_DEVICE_H_
 #define CUIMG_SERVER_BACKEND_CUDA_DEVICE_H_
 

@@ -22,7 +22,8 @@ struct StageTimes {
   int decode_device = -1;
   // Why a JPEG went to the CPU decoder on a backend with a GPU decoder: "header" (the marker walk
   // found a fault, or TurboJPEG's header read disagrees with it or is over the limits),
-  // "unsupported" (JpegGpuRefusal), "nvjpeg" (the GPU decode failed); null otherwise. Static.
+  // "unsupported" (JpegGpuRefusal), "nvjpeg" (the GPU decode failed); DICOM frames that went to
+  // the host because the GPU frame decoder failed: "nvjpeg2000"; null otherwise. Static.
   const char* decode_fallback = nullptr;
 };
 

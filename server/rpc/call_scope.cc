@@ -1,5 +1,6 @@
 #include "server/rpc/call_scope.h"
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cuimg/common/error.h"
 #include "proto/wire_contract.h"
@@ -41,6 +42,13 @@ absl::Status CallScope::CheckSharedMemory() const {
 }
 
 void CallScope::MarkStarted() { times_.queue_us = MicrosSince(start_); }
+
+absl::Status CallScope::HoldMore(std::uint64_t bytes, absl::string_view field) {
+  if (reservation_ == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(field, ": the call holds no reservation"));
+  }
+  return reservation_->Resize(reservation_->bytes() + bytes, field);
+}
 
 absl::Status CallScope::CheckAlive() const {
   // The deadline first: gRPC also marks a call whose deadline passed as cancelled.

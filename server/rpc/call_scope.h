@@ -17,6 +17,7 @@
 #include "cuimg/common/cancel_token.h"
 #include "server/backend/backend.h"
 #include "server/observability/metrics.h"
+#include "server/state/inflight_budget.h"
 #include "server/state/shared_memory_region.h"
 
 namespace cuimg {
@@ -55,6 +56,12 @@ class CallScope {
   // must outlive the scope's use. NeverCancelled() until set.
   void set_cancel(const CancelToken* cancel) { cancel_ = cancel; }
   const CancelToken& cancel() const { return cancel_ == nullptr ? NeverCancelled() : *cancel_; }
+  // The call's hold on the in-flight budget (ImagingService::Serve sets it; it must outlive the
+  // call's work), for results whose size is known only once the work has run.
+  void set_reservation(InflightBudget::Reservation* reservation) { reservation_ = reservation; }
+  // Adds `bytes` to the call's reservation: RESOURCE_EXHAUSTED naming `field` when the budget
+  // cannot take them (as Reserve refuses), FAILED_PRECONDITION when the call holds none.
+  absl::Status HoldMore(std::uint64_t bytes, absl::string_view field);
   // Marks the end of queueing (the request starts executing).
   void MarkStarted();
   // CANCELLED or DEADLINE_EXCEEDED (DEADLINE_TOO_SHORT) when the client is gone or out of time,
@@ -79,6 +86,7 @@ class CallScope {
   DetachedResults* detached_results_ = nullptr;
   std::vector<std::pair<std::shared_ptr<const SharedMemoryRegion>, std::string>> regions_;
   const CancelToken* cancel_ = nullptr;
+  InflightBudget::Reservation* reservation_ = nullptr;
   bool completed_ = false;
 };
 

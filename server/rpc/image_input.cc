@@ -9,6 +9,7 @@
 #include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "server/observability/log.h"
+#include "server/rpc/frame_input.h"
 
 namespace cuimg {
 
@@ -61,6 +62,52 @@ std::unique_ptr<const DeviceImage> DecodeOnDevice(absl::Span<const std::uint8_t>
   return *std::move(image);
 }
 
+namespace {
+
+// A kFrames input: on the GPU frame decoder when there is one, else (or when its device fails)
+// on the host.
+absl::StatusOr<ResolvedImage> ResolveFrames(const ImageInput& input, CallScope& call,
+                                            const ImageDecoders& decoders) {
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed_us = [&start] {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+        .count();
+  };
+  ResolvedImage out;
+  out.spacing = input.spacing;
+  if (decoders.frames != nullptr) {
+    auto on_host = [&](int index, absl::Span<std::uint8_t> stored) {
+      return DecodeStoredFrame(input, index, decoders.sandbox, stored);
+    };
+    absl::StatusOr<std::unique_ptr<const DeviceImage>> image =
+        decoders.frames->DecodeFrames(*input.frames, absl::StrCat(input.field, ".frames"), on_host,
+                                      decoders.threads, call.cancel());
+    if (image.ok()) {
+      call.times().decode_device = (*image)->device();
+      call.times().decode_us = elapsed_us();
+      out.view = ImageView{input.type, input.extent, 1, nullptr};
+      out.on_device = *std::move(image);
+      return out;
+    }
+    // A frame's own fault, or the call's end, is the answer; a device's sends the frames to the
+    // host.
+    if (!ErrorFieldOf(image.status()).empty() || absl::IsCancelled(image.status()) ||
+        absl::IsDeadlineExceeded(image.status())) {
+      return image.status();
+    }
+    LogEvent(LogLevel::kDebug, "frames_gpu_fallback", {{"message", image.status().ToString()}});
+    call.times().decode_fallback = "nvjpeg2000";
+  }
+  out.decoded = std::make_unique<Image>(input.type, input.extent, 1, Image::kUninitialized);
+  out.view = out.decoded->view();
+  CUIMG_RETURN_IF_ERROR(
+      DecodeFramesOnHost(input, decoders.sandbox, decoders.threads, call.cancel(), out.view));
+  call.times().decode_us = elapsed_us();
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, CallScope& call,
                                            ResidentStore& store,
                                            const SharedMemoryRegistry* shared_memory,
@@ -93,6 +140,8 @@ absl::StatusOr<ResolvedImage> ResolveImage(const ImageInput& input, CallScope& c
       out.spacing = input.spacing;
       return out;
     }
+    case ImageInput::Kind::kFrames:
+      return ResolveFrames(input, call, decoders);
     case ImageInput::Kind::kEncoded:
       break;
   }

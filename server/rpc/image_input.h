@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "cuimg/codec/frame_sandbox.h"
 #include "cuimg/codec/image_codec.h"
 #include "cuimg/common/image.h"
 #include "server/backend/backend.h"
@@ -38,11 +39,15 @@ struct ResolvedImage {
   }
 };
 
-// Where encoded inputs decode: `threads` (may be null) lend idle threads to CPU JPEG decoding;
-// `device` (may be null: none, or the CPU backend) is the backend's GPU JPEG decoder.
+// Where encoded inputs decode: `threads` (may be null) lend idle threads to CPU JPEG and DICOM
+// frame decoding; `device` (may be null: none, or the CPU backend) is the backend's GPU JPEG
+// decoder, `frames` its GPU frame decoder; `sandbox` (may be null: such frames are refused) runs
+// the frame decoders that may abort (FrameNeedsSandbox).
 struct ImageDecoders {
   DecodeThreads* threads = nullptr;
   DeviceJpegDecoder* device = nullptr;
+  DeviceFrameDecoder* frames = nullptr;
+  FrameSandbox* sandbox = nullptr;
 };
 
 // INVALID_ARGUMENT naming `field` and the limit when an encoded image's header (ProbeImage)
@@ -51,7 +56,9 @@ absl::Status CheckEncodedShape(const ImageView& shape, absl::string_view field,
                                const RequestLimits& limits);
 
 // For `call`'s identity; fills its decode_us, decode_device and decode_fallback for encoded
-// inputs. A JPEG goes to `decoders.device` when the marker walk (jpeg_header.h) finds it sound
+// inputs. DICOM frames decode on the backend's GPU frame decoder when it has one (frames it does
+// not take, and every frame when the device fails, on the host: frame_input.h), errors naming
+// the frame. A JPEG goes to `decoders.device` when the marker walk (jpeg_header.h) finds it sound
 // and JpegGpuRefusal lets it; anything else, and any GPU decode failure, decodes on the CPU,
 // which refuses corrupt files with INVALID_ARGUMENT naming the field. `shared_memory` is null
 // when the server offers none (a shared-memory input is then FAILED_PRECONDITION). Pass

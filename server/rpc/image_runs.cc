@@ -8,81 +8,29 @@
 #include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/kernels/group_rectangles.h"
+#include "server/rpc/frame_output.h"
 #include "server/rpc/image_input.h"
 #include "server/rpc/imaging_service.h"
+#include "server/rpc/result_slot.h"
 #include "server/rpc/wire_pixels.h"
 #include "server/scheduling/work_estimate.h"
 #include "server/validation/proto_conversion.h"
 
 namespace cuimg {
-namespace {
 
-// A returned result's header: everything but the pixels.
-// The resident store's refusal of a result kept resident: about output.ttl_seconds when the
-// store judged the TTL (its error names "ttl_seconds"), else about output.keep_resident.
-absl::Status KeptResultError(const absl::Status& status) {
-  return ErrorFieldOf(status).empty() ? AtField(status, "output.keep_resident")
-                                      : WithFieldPrefix(status, "output.");
+absl::StatusOr<absl::optional<ResolvedImage>> ImagingService::ResolveExtraImage(
+    const absl::optional<ImageInput>& input, CallScope& call) {
+  if (!input.has_value()) return absl::optional<ResolvedImage>();
+  // Decoded on the host: on the GPU it could land on another device than the main input.
+  const double input_decode_us = call.times().decode_us;
+  call.times().decode_us = 0;  // set by ResolveImage for an encoded file only
+  absl::StatusOr<ResolvedImage> resolved =
+      ResolveImage(*input, call, *store_, shared_memory_.get(), options_.limits,
+                   ImageDecoders{decoders_.threads, nullptr});
+  call.times().decode_us += input_decode_us;
+  if (!resolved.ok()) return resolved.status();
+  return absl::optional<ResolvedImage>(*std::move(resolved));
 }
-
-v1::Image* DescribeResult(PixelType type, const Extent& extent, const v1::Spacing& spacing,
-                          v1::ImageResult* result) {
-  v1::Image* image = result->mutable_image();
-  SetImageHeader(ImageView{type, extent, 1, nullptr}, image);
-  *image->mutable_spacing() = spacing;
-  return image;
-}
-
-// Where one result image goes: when it is only returned, into a buffer sent beside the
-// response's bytes (`detached`), which is the request's own when `overwrite` (not null) is
-// its inline input of the same bytes (DetachedResults::TakeRequestPixels); into an owned image
-// when it also stays resident (then copied into the response unless omitted).
-class ResultSlot {
- public:
-  ResultSlot(const OutputSpec& output, PixelType type, const Extent& extent,
-             const v1::Spacing& spacing, v1::ImageResult* result, DetachedResults& detached,
-             const void* overwrite = nullptr)
-      : output_(output), result_(result) {
-    if (!output.keep_resident) {
-      DescribeResult(type, extent, spacing, result);
-      const std::size_t bytes = ImageView{type, extent, 1, nullptr}.Bytes();
-      data_ = detached.TakeRequestPixels(result, overwrite, bytes);
-      if (data_ == nullptr) data_ = detached.Add(result, bytes);
-      return;
-    }
-    stored_ = std::make_unique<StoredImage>();
-    stored_->image = Image(type, extent, 1);
-    stored_->spacing = spacing;
-    data_ = stored_->image.bytes();
-  }
-
-  void* data() const { return data_; }
-
-  // Stores the result when asked (counting against the caller's budget) and fills the response.
-  absl::Status Deliver(ResidentStore& store, absl::string_view identity) {
-    if (stored_ == nullptr) return absl::OkStatus();
-    if (!output_.omit_data) {
-      v1::Image* image = result_->mutable_image();
-      SetImageHeader(stored_->image.view(), image);
-      *image->mutable_spacing() = stored_->spacing;
-      image->mutable_data()->assign(reinterpret_cast<const char*>(stored_->image.bytes()),
-                                    stored_->image.size_bytes());
-    }
-    absl::StatusOr<ResidentInfo> info = store.Put(
-        identity, std::shared_ptr<const StoredImage>(std::move(stored_)), output_.ttl_seconds);
-    if (!info.ok()) return KeptResultError(info.status());
-    result_->set_handle(info->handle);
-    return absl::OkStatus();
-  }
-
- private:
-  OutputSpec output_;
-  v1::ImageResult* result_;
-  std::unique_ptr<StoredImage> stored_;
-  void* data_ = nullptr;
-};
-
-}  // namespace
 
 absl::Status ImagingService::RunMorphology(const MorphologyJob& job, CallScope& call,
                                            v1::MorphologyResponse* response) {
@@ -91,12 +39,27 @@ absl::Status ImagingService::RunMorphology(const MorphologyJob& job, CallScope& 
       ResolvedImage in,
       ResolveImage(job.input, call, *store_, shared_memory_.get(), options_.limits, decoders_));
   CUIMG_RETURN_IF_ERROR(CheckMorphologyInput(in.view, job));
+  CUIMG_ASSIGN_OR_RETURN(absl::optional<ResolvedImage> marker, ResolveExtraImage(job.marker, call));
+  if (marker.has_value()) CUIMG_RETURN_IF_ERROR(CheckMarkerShape(marker->view, in.view, "marker"));
+  const ImageView* marker_view = marker.has_value() ? &marker->view : nullptr;
   CUIMG_RETURN_IF_ERROR(call.CheckAlive());
   for (const v1::StructuringElement& e : job.resolved_elements) {
     *response->add_resolved_elements() = e;
   }
   if (!job.output.shared_memory_region.empty()) {
-    return MorphologyIntoSharedMemory(job, in, call, response);
+    return MorphologyIntoSharedMemory(job, in, marker.has_value() ? &*marker : nullptr, call,
+                                      response);
+  }
+  if (job.output.frame_encoding != FrameSyntax::kNative) {
+    // Into a host image, then encoded slice by slice into the response's frames.
+    Image result(in.view.type, in.view.extent, 1, Image::kUninitialized);
+    CUIMG_RETURN_IF_ERROR(backend_->Morphology(in.input(), result.view(), job.steps, marker_view,
+                                               &call.times(), call.cancel()));
+    metrics_->AddPixels("Morphology", in.view.extent.Pixels());
+    CUIMG_RETURN_IF_ERROR(call.CheckAlive());
+    DescribeResult(result.type(), result.extent(), in.spacing, response->mutable_result());
+    return EncodeResultFrames(result.view(), in.spacing, job.output.frame_encoding, decoders_,
+                              response->mutable_result()->mutable_dicom_frames());
   }
   // A unary volume's result then needs no second buffer (issue #34's peak memory).
   const void* overwrite = backend_->MorphologyWritesOverInput() ? in.view.data : nullptr;
@@ -104,13 +67,15 @@ absl::Status ImagingService::RunMorphology(const MorphologyJob& job, CallScope& 
                     response->mutable_result(), *call.detached_results(), overwrite);
   const ImageView out{in.view.type, in.view.extent, 1, result.data()};
   CUIMG_RETURN_IF_ERROR(
-      backend_->Morphology(in.input(), out, job.steps, &call.times(), call.cancel()));
+      backend_->Morphology(in.input(), out, job.steps, marker_view, &call.times(), call.cancel()));
   metrics_->AddPixels("Morphology", in.view.extent.Pixels());
   return result.Deliver(*store_, identity);
 }
 
 absl::Status ImagingService::MorphologyIntoSharedMemory(const MorphologyJob& job,
-                                                        const ResolvedImage& in, CallScope& call,
+                                                        const ResolvedImage& in,
+                                                        const ResolvedImage* marker,
+                                                        CallScope& call,
                                                         v1::MorphologyResponse* response) {
   CUIMG_ASSIGN_OR_RETURN(std::shared_ptr<const SharedMemoryRegion> region,
                          FindRegion(shared_memory_.get(), call, job.output.shared_memory_region,
@@ -125,9 +90,16 @@ absl::Status ImagingService::MorphologyIntoSharedMemory(const MorphologyJob& job
     return InvalidFieldError(ErrorReason::kInvalidCombination, "output.shared_memory.offset",
                              "the result's bytes overlap the input's");
   }
+  if (marker != nullptr && marker->region != nullptr &&
+      SharedBytesOverlap(*marker->region, job.marker->offset, bytes, *region,
+                         job.output.shared_memory_offset, bytes)) {
+    return InvalidFieldError(ErrorReason::kInvalidCombination, "output.shared_memory.offset",
+                             "the result's bytes overlap the marker's");
+  }
   const ImageView out{in.view.type, in.view.extent, 1, data};
-  CUIMG_RETURN_IF_ERROR(
-      backend_->Morphology(in.input(), out, job.steps, &call.times(), call.cancel()));
+  CUIMG_RETURN_IF_ERROR(backend_->Morphology(in.input(), out, job.steps,
+                                             marker != nullptr ? &marker->view : nullptr,
+                                             &call.times(), call.cancel()));
   metrics_->AddPixels("Morphology", in.view.extent.Pixels());
   v1::Image* image = response->mutable_result()->mutable_image();
   SetImageHeader(out, image);

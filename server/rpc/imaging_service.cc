@@ -7,6 +7,7 @@
 #include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/kernels/detect_geometry.h"
+#include "server/observability/log.h"
 #include "server/rpc/call_messages.h"
 #include "server/rpc/image_input.h"
 #include "server/scheduling/inflight_estimate.h"
@@ -35,6 +36,21 @@ class CancellingReactor final : public grpc::ServerUnaryReactor {
   const std::chrono::system_clock::time_point began_ = std::chrono::system_clock::now();
 };
 
+// The helper processes for frames whose decoders may abort; null (logged) without the helper.
+std::unique_ptr<FrameSandbox> MakeFrameSandbox(const ServerOptions& options) {
+  FrameSandboxOptions sandbox;
+  sandbox.helper_path = options.frame_decoder_path;
+  sandbox.max_helpers = options.decode_threads + 1;
+  sandbox.frame_timeout = absl::Milliseconds(options.frame_decode_timeout_ms);
+  absl::StatusOr<std::unique_ptr<FrameSandbox>> made = FrameSandbox::Create(sandbox);
+  if (!made.ok()) {
+    LogEvent(LogLevel::kWarning, "frame_decoder_missing",
+             {{"message", std::string(made.status().message())}});
+    return nullptr;
+  }
+  return *std::move(made);
+}
+
 }  // namespace
 
 ImagingService::ImagingService(const ServerOptions& options, const AuthPolicy& auth,
@@ -48,7 +64,9 @@ ImagingService::ImagingService(const ServerOptions& options, const AuthPolicy& a
       budget_(budget),
       store_(store),
       decode_threads_(std::make_unique<DecodeThreads>(options.decode_threads)),
-      decoders_{decode_threads_.get(), backend->jpeg_decoder()},
+      frame_sandbox_(MakeFrameSandbox(options)),
+      decoders_{decode_threads_.get(), backend->jpeg_decoder(), backend->frame_decoder(),
+                frame_sandbox_.get()},
       metrics_(metrics),
       models_(models),
       shared_memory_(
@@ -128,6 +146,7 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
       Admit(*ctx, rpc, &*job, messages->request(), identity, messages->detached_request_bytes());
   if (!reservation.ok()) return refuse(reservation.status());
   auto held = std::make_shared<InflightBudget::Reservation>(*std::move(reservation));
+  call->set_reservation(held.get());
   auto shared_job = std::make_shared<Job>(*std::move(job));
   call->set_detached_results(messages->detached_results());
   const absl::Status admitted = queue_->Submit([this, call, cancel, shared_job, held, messages,
@@ -162,6 +181,14 @@ grpc::ServerUnaryReactor* ImagingService::Morphology(grpc::CallbackServerContext
   return Serve("Morphology", ctx,
                Detached<v1::MorphologyRequest, v1::MorphologyResponse>(request, response, backend_),
                &ValidateMorphologyRequest, &ImagingService::RunMorphology);
+}
+
+grpc::ServerUnaryReactor* ImagingService::Label(grpc::CallbackServerContext* ctx,
+                                                const grpc::ByteBuffer* request,
+                                                grpc::ByteBuffer* response) {
+  return Serve("Label", ctx,
+               Detached<v1::LabelRequest, v1::LabelResponse>(request, response, backend_),
+               &ValidateLabelRequest, &ImagingService::RunLabel);
 }
 
 grpc::ServerUnaryReactor* ImagingService::Gradient(grpc::CallbackServerContext* ctx,
@@ -214,6 +241,34 @@ grpc::ServerUnaryReactor* ImagingService::ListModels(grpc::CallbackServerContext
   });
 }
 
+grpc::ServerUnaryReactor* ImagingService::GetServerInfo(grpc::CallbackServerContext* ctx,
+                                                        const v1::GetServerInfoRequest*,
+                                                        v1::ServerInfo* response) {
+  return ServeAtOnce("GetServerInfo", ctx, kRightProcess, [&](const std::string&) {
+    for (FrameSyntax syntax : DecodableFrameSyntaxes()) {
+      // Without the helper, the syntaxes whose decoders may abort are not decoded at all.
+      const bool sandboxed =
+          syntax == FrameSyntax::kJpegLsLossless || syntax == FrameSyntax::kJpegLsNearLossless ||
+          syntax == FrameSyntax::kHtj2kLossless || syntax == FrameSyntax::kHtj2kLosslessRpcl ||
+          syntax == FrameSyntax::kHtj2k;
+      if (sandboxed && frame_sandbox_ == nullptr) continue;
+      response->add_decodable_transfer_syntaxes(std::string(FrameSyntaxUid(syntax)));
+      // Implicit VR little endian frames hold what explicit VR ones do.
+      if (syntax == FrameSyntax::kNative) {
+        response->add_decodable_transfer_syntaxes("1.2.840.10008.1.2");
+      }
+    }
+    response->add_encodable_transfer_syntaxes(
+        std::string(FrameSyntaxUid(FrameSyntax::kHtj2kLossless)));
+    const std::string where =
+        decoders_.frames != nullptr ? decoders_.frames->Summary() : std::string("cpu");
+    response->set_frame_decoder(where);
+    response->set_frame_encoder(where);
+    response->set_version(kVersion);
+    return absl::OkStatus();
+  });
+}
+
 grpc::ServerUnaryReactor* ImagingService::Deform(grpc::CallbackServerContext* ctx,
                                                  const grpc::ByteBuffer* request,
                                                  grpc::ByteBuffer* response) {
@@ -226,18 +281,50 @@ grpc::ServerUnaryReactor* ImagingService::Deform(grpc::CallbackServerContext* ct
 absl::Status ImagingService::CompleteFromResident(MorphologyJob* job,
                                                   const v1::MorphologyRequest& request,
                                                   absl::string_view identity) {
-  if (!job->steps_await_spacing) return absl::OkStatus();
-  absl::StatusOr<std::shared_ptr<const StoredImage>> stored =
-      store_->Get(identity, job->input.handle);
-  if (!stored.ok()) return AtField(stored.status(), job->input.field);
-  return ResolveMorphologyOnResident(request, (*stored)->spacing, (*stored)->image.extent(),
-                                     options_.limits, job);
+  if (job->input.kind != ImageInput::Kind::kHandle) return absl::OkStatus();
+  if (job->steps_await_spacing) {
+    absl::StatusOr<std::shared_ptr<const StoredImage>> stored =
+        store_->Get(identity, job->input.handle);
+    if (!stored.ok()) return AtField(stored.status(), job->input.field);
+    CUIMG_RETURN_IF_ERROR(ResolveMorphologyOnResident(
+        request, (*stored)->spacing, (*stored)->image.extent(), options_.limits, job));
+  }
+  // The object's shape is known now: refuse what does not suit it before it is queued.
+  CUIMG_ASSIGN_OR_RETURN(ImageView shape,
+                         InputShape(job->input, identity, *store_, options_.limits));
+  CUIMG_RETURN_IF_ERROR(CheckMorphologyInput(shape, *job));
+  if (job->marker.has_value() && job->marker->kind == ImageInput::Kind::kHandle) {
+    CUIMG_ASSIGN_OR_RETURN(ImageView marker,
+                           InputShape(*job->marker, identity, *store_, options_.limits));
+    CUIMG_RETURN_IF_ERROR(CheckMarkerShape(marker, shape, "marker"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ImagingService::CompleteFromResident(LabelJob* job, const v1::LabelRequest&,
+                                                  absl::string_view identity) {
+  if (job->input.kind != ImageInput::Kind::kHandle) return absl::OkStatus();
+  CUIMG_ASSIGN_OR_RETURN(ImageView shape,
+                         InputShape(job->input, identity, *store_, options_.limits));
+  CUIMG_RETURN_IF_ERROR(CheckLabelInput(shape, *job));
+  if (job->intensity.has_value() && job->intensity->kind == ImageInput::Kind::kHandle) {
+    CUIMG_ASSIGN_OR_RETURN(ImageView intensity,
+                           InputShape(*job->intensity, identity, *store_, options_.limits));
+    CUIMG_RETURN_IF_ERROR(CheckLabelIntensity(intensity, shape));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<double> ImagingService::RequestWork(const MorphologyJob& job,
                                                    absl::string_view identity) {
   CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, *store_, options_.limits));
   return MorphologyWork(in.extent, job.steps, WorkModelOf(backend_->name()));
+}
+
+absl::StatusOr<double> ImagingService::RequestWork(const LabelJob& job,
+                                                   absl::string_view identity) {
+  CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, *store_, options_.limits));
+  return LabelWork(in.extent, job.spec, job.intensity.has_value());
 }
 
 absl::StatusOr<double> ImagingService::RequestWork(const GradientJob& job,

@@ -13,6 +13,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "cuimg/codec/decode_threads.h"
+#include "cuimg/codec/frame_sandbox.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 #include "server/backend/backend.h"
 #include "server/observability/metrics.h"
@@ -33,10 +34,10 @@ namespace cuimg {
 // The image RPCs and Deform take their messages as bytes, to keep the pixels out of protobuf's
 // copies (wire_pixels.h); the wire format is the generated one's.
 class ImagingService final
-    : public v1::Imaging::WithRawCallbackMethod_Morphology<
+    : public v1::Imaging::WithRawCallbackMethod_Morphology<v1::Imaging::WithRawCallbackMethod_Label<
           v1::Imaging::WithRawCallbackMethod_Gradient<v1::Imaging::WithRawCallbackMethod_Pyramid<
               v1::Imaging::WithRawCallbackMethod_DetectPedestrians<
-                  v1::Imaging::WithRawCallbackMethod_Deform<v1::Imaging::CallbackService>>>>> {
+                  v1::Imaging::WithRawCallbackMethod_Deform<v1::Imaging::CallbackService>>>>>> {
  public:
   // All pointers must outlive the service.
   ImagingService(const ServerOptions& options, const AuthPolicy& auth, Backend* backend,
@@ -46,6 +47,8 @@ class ImagingService final
   grpc::ServerUnaryReactor* Morphology(grpc::CallbackServerContext* ctx,
                                        const grpc::ByteBuffer* request,
                                        grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Label(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                  grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Gradient(grpc::CallbackServerContext* ctx,
                                      const grpc::ByteBuffer* request,
                                      grpc::ByteBuffer* response) override;
@@ -58,6 +61,9 @@ class ImagingService final
   grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* ctx,
                                        const v1::ListModelsRequest* request,
                                        v1::ListModelsResponse* response) override;
+  grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* ctx,
+                                          const v1::GetServerInfoRequest* request,
+                                          v1::ServerInfo* response) override;
   grpc::ServerUnaryReactor* Deform(grpc::CallbackServerContext* ctx,
                                    const grpc::ByteBuffer* request,
                                    grpc::ByteBuffer* response) override;
@@ -138,9 +144,13 @@ class ImagingService final
       absl::FunctionRef<absl::Status(const std::string& identity)> body);
 
   // Completes a validated job with what only the resident store knows: a Morphology on a resident
-  // handle with elements in millimetres takes the object's spacing (ResolveMorphologyOnResident).
+  // handle with elements in millimetres takes the object's spacing (ResolveMorphologyOnResident),
+  // and a Morphology or Label on a resident handle is checked against the object's shape
+  // (CheckMorphologyInput, CheckLabelInput, and a resident marker's or intensity image's shape).
   // Other jobs have nothing to complete.
   absl::Status CompleteFromResident(MorphologyJob* job, const v1::MorphologyRequest& request,
+                                    absl::string_view identity);
+  absl::Status CompleteFromResident(LabelJob* job, const v1::LabelRequest& request,
                                     absl::string_view identity);
   template <typename Job, typename Request>
   absl::Status CompleteFromResident(Job*, const Request&, absl::string_view) {
@@ -160,6 +170,7 @@ class ImagingService final
   // The estimated work of a validated request (work_estimate.h) on this server's backend; the
   // errors of InputShape. A plan that fails here counts 0: the request fails when it runs.
   absl::StatusOr<double> RequestWork(const MorphologyJob& job, absl::string_view identity);
+  absl::StatusOr<double> RequestWork(const LabelJob& job, absl::string_view identity);
   absl::StatusOr<double> RequestWork(const GradientJob& job, absl::string_view identity);
   absl::StatusOr<double> RequestWork(const PyramidJob& job, absl::string_view identity);
   absl::StatusOr<double> RequestWork(const DetectJob& job, absl::string_view identity);
@@ -169,9 +180,17 @@ class ImagingService final
   // read again) and fills the response.
   absl::Status RunMorphology(const MorphologyJob& job, CallScope& call,
                              v1::MorphologyResponse* response);
-  // Morphology whose result goes to the shared-memory region job.output names.
+  // Morphology whose result goes to the shared-memory region job.output names; `marker` as the
+  // job's, null when it has none.
   absl::Status MorphologyIntoSharedMemory(const MorphologyJob& job, const ResolvedImage& in,
-                                          CallScope& call, v1::MorphologyResponse* response);
+                                          const ResolvedImage* marker, CallScope& call,
+                                          v1::MorphologyResponse* response);
+  // A second image of a request (Morphology's marker, Label's intensity) resolved as the input
+  // is, except that encoded files decode on the host; nullopt when `input` is. Its decode time
+  // adds to the input's.
+  absl::StatusOr<absl::optional<ResolvedImage>> ResolveExtraImage(
+      const absl::optional<ImageInput>& input, CallScope& call);
+  absl::Status RunLabel(const LabelJob& job, CallScope& call, v1::LabelResponse* response);
   absl::Status RunGradient(const GradientJob& job, CallScope& call, v1::GradientResponse* response);
   absl::Status RunPyramid(const PyramidJob& job, CallScope& call, v1::PyramidResponse* response);
   absl::Status RunDeform(const DeformJob& job, CallScope& call, v1::DeformResponse* response);
@@ -188,6 +207,8 @@ class ImagingService final
   ResidentStore* store_;
   // JPEG inputs decode in strips on these while they are idle.
   std::unique_ptr<DecodeThreads> decode_threads_;
+  // Before decoders_, which points at it. Null without the helper (FrameSandbox::Create).
+  std::unique_ptr<FrameSandbox> frame_sandbox_;
   // Those threads and the backend's GPU JPEG decoder (null without one), for ResolveImage.
   ImageDecoders decoders_;
   ServerMetrics* metrics_;

@@ -3,6 +3,8 @@
 // volume; the halo is cropped from the result) as soon as the slices it needs have arrived, so
 // several slabs of one stream run at once on the work queue's threads (on the CUDA backend each on
 // its own leased stream: one slab's copies overlap another's kernels). Results go back in z order.
+// A chain with a global step runs its steps before that one slab by slab, gathers the whole volume
+// (volume_stream_whole.h), runs the rest on it once the last slab is in, and streams that result.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -10,11 +12,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/status_macros.h"
 #include "server/rpc/imaging_service.h"
 #include "server/rpc/stream_reactor.h"
+#include "server/rpc/volume_stream_whole.h"
 #include "server/scheduling/volume_stream_plan.h"
 #include "server/scheduling/work_estimate.h"
 
@@ -106,7 +110,17 @@ class VolumeStreamReactor final
         job_.op == VolumeStreamJob::Op::kGradient
             ? GradientWork(job_.extent, job_.gradient)
             : MorphologyWork(job_.extent, job_.steps, WorkModelOf(service_->backend().name()));
-    return CheckRequestWork(work, service_->options().max_request_work);
+    CUIMG_RETURN_IF_ERROR(CheckRequestWork(work, service_->options().max_request_work));
+    if (job_.op != VolumeStreamJob::Op::kMorphology) return absl::OkStatus();
+    std::vector<MorphologyStep> rest;
+    std::tie(local_steps_, rest) = SplitAtFirstGlobalStep(job_.steps);
+    if (rest.empty()) return absl::OkStatus();
+    // A global step: the whole volume is held from here on, and priced so at the header.
+    CUIMG_ASSIGN_OR_RETURN(
+        whole_held_, service_->budget().Reserve(
+                         WholeVolumeStage::HeldBytes(job_.type, job_.extent, rest), "header"));
+    whole_ = std::make_unique<WholeVolumeStage>(job_.type, job_.extent, std::move(rest));
+    return absl::OkStatus();
   }
 
   absl::Status AcceptSlab() {
@@ -203,13 +217,58 @@ class VolumeStreamReactor final
     if (!status.ok()) {
       Fail(status);
     } else if (!skip) {
-      StageTimes& total = call_.times();
-      total.h2d_us += times.h2d_us;
-      total.kernel_us += times.kernel_us;
-      total.d2h_us += times.d2h_us;
-      total.device = times.device;
-      const std::int64_t z = task.window.out_begin;
-      ready_.emplace(z, std::move(message));
+      AddTimes(times);
+      if (whole_ != nullptr) {
+        gathered_ += task.window.out_end - task.window.out_begin;
+        --in_flight_;  // nothing to send until the whole volume has run
+      } else {
+        const std::int64_t z = task.window.out_begin;
+        ready_.emplace(z, std::move(message));
+      }
+    }
+    Pump(std::move(lock));
+  }
+
+  void AddTimes(const StageTimes& times) {  // a slab's or the whole stage's
+    StageTimes& total = call_.times();
+    total.h2d_us += times.h2d_us;
+    total.kernel_us += times.kernel_us;
+    total.d2h_us += times.d2h_us;
+    total.device = times.device;
+  }
+
+  // Every slice gathered: the rest of the chain on the whole volume, on the work queue.
+  absl::Status DispatchWhole() {
+    CUIMG_RETURN_IF_ERROR(
+        queue_->Submit([this](WorkQueue::Admission& admission) { RunWhole(admission); }));
+    whole_started_ = true;
+    ++running_;
+    return absl::OkStatus();
+  }
+
+  // On a work queue thread, without the lock while the backend runs (the stage is this task's
+  // alone until it is done).
+  void RunWhole(WorkQueue::Admission& admission) {
+    StageTimes times;
+    absl::Status status = call_.CheckAlive();
+    absl::StatusOr<absl::optional<ResolvedImage>> marker =
+        ResolveStreamMarker(*service_, call_, job_);
+    if (status.ok()) status = marker.status();
+    if (status.ok()) {
+      const ImageView* view = marker->has_value() ? &(*marker)->view : nullptr;
+      status = whole_->Run(service_->backend(), view, &times, cancel_);
+    }
+    if (status.ok()) {
+      service_->metrics().AddPixels("ProcessVolumeStream", job_.extent.Pixels());
+    }
+    admission.Release();  // before Pump, which may finish the stream
+    std::unique_lock<std::mutex> lock(mu_);
+    --running_;
+    if (!status.ok()) {
+      Fail(status);
+    } else {
+      AddTimes(times);
+      whole_done_ = true;
     }
     Pump(std::move(lock));
   }
@@ -219,6 +278,10 @@ class VolumeStreamReactor final
     const Extent window{job_.extent.width, job_.extent.height, w.in_end - w.in_begin};
     const std::int64_t slices = w.out_end - w.out_begin;
     const ImageView in{job_.type, window, 1, const_cast<char*>(task.input)};
+    if (whole_ != nullptr) {
+      return whole_->PlaceSlab(service_->backend(), in, local_steps_, w.out_begin - w.in_begin,
+                               w.out_begin, slices, times, cancel_);
+    }
     out->set_z_begin(static_cast<std::uint32_t>(w.out_begin));
     out->set_slices(static_cast<std::uint32_t>(slices));
     if (w.out_begin == 0) {
@@ -242,16 +305,26 @@ class VolumeStreamReactor final
       CUIMG_RETURN_IF_ERROR(service_->backend().Gradient(in, job_.gradient, g, times, cancel_));
     } else if (!cropped) {
       const ImageView result{job_.type, window, 1, data->data()};
-      CUIMG_RETURN_IF_ERROR(service_->backend().Morphology(in, result, job_.steps, times, cancel_));
+      CUIMG_RETURN_IF_ERROR(
+          service_->backend().Morphology(in, result, job_.steps, nullptr, times, cancel_));
     } else {
       Image result(job_.type, window, 1);
       CUIMG_RETURN_IF_ERROR(
-          service_->backend().Morphology(in, result.view(), job_.steps, times, cancel_));
+          service_->backend().Morphology(in, result.view(), job_.steps, nullptr, times, cancel_));
       std::memcpy(data->data(), result.bytes() + (w.out_begin - w.in_begin) * in_slice_bytes_,
                   data->size());
     }
     service_->metrics().AddPixels("ProcessVolumeStream", slices * job_.extent.SlicePixels());
     return absl::OkStatus();
+  }
+
+  // The next result slab of a whole-volume chain, as the message being written.
+  const v1::VolumeStreamResponse* WholeSlab() {
+    const std::int64_t slices = std::min(max_out_slices_, job_.extent.depth - next_write_);
+    writing_message_ = whole_->Message(next_write_, slices, job_.resolved_elements);
+    ++in_flight_;  // OnWriteDone's count, as for a slab's message
+    writing_ = true;
+    return writing_message_.get();
   }
 
   // The first error wins; later ones are consequences. The stream's other slabs stop at their
@@ -281,10 +354,14 @@ class VolumeStreamReactor final
       // Slices below the next window's first input slice are no longer needed.
       const std::int64_t keep_from = std::max<std::int64_t>(0, next_dispatch_ - reach_);
       while (!chunks_.empty() && chunks_.front()->z_end <= keep_from) chunks_.pop_front();
+      if (whole_ != nullptr && gathered_ == job_.extent.depth && !whole_started_) {
+        if (const absl::Status s = DispatchWhole(); !s.ok()) Fail(s);
+      }
     }
     if (status_.ok() && !writing_) {
-      auto it = ready_.find(next_write_);
-      if (it != ready_.end()) {
+      if (whole_ != nullptr) {
+        if (whole_done_ && next_write_ < job_.extent.depth) StartWrite(WholeSlab());
+      } else if (auto it = ready_.find(next_write_); it != ready_.end()) {
         writing_message_ = std::move(it->second);
         ready_.erase(it);
         writing_ = true;
@@ -302,6 +379,8 @@ class VolumeStreamReactor final
     if (running_ > 0 || writing_ || !(done || !status_.ok())) return;
     ready_.clear();
     chunks_.clear();
+    whole_.reset();
+    whole_held_.Release();
     FinishLocked(std::move(lock), status_);
   }
 
@@ -320,6 +399,14 @@ class VolumeStreamReactor final
   int running_ = 0;                 // slabs on the work queue
   int in_flight_ = 0;               // slabs dispatched and not yet sent
   std::map<std::int64_t, std::unique_ptr<v1::VolumeStreamResponse>> ready_;  // by z_begin
+  // A chain with a global step: the steps run slab by slab (those before it), the whole-volume
+  // stage with its budget share, the slices gathered into it, and its run's progress.
+  std::vector<MorphologyStep> local_steps_;
+  std::unique_ptr<WholeVolumeStage> whole_;
+  InflightBudget::Reservation whole_held_;
+  std::int64_t gathered_ = 0;
+  bool whole_started_ = false;
+  bool whole_done_ = false;
   std::unique_ptr<v1::VolumeStreamResponse> writing_message_;
   absl::Status status_;
 };

@@ -1,10 +1,14 @@
 #include "server/scheduling/inflight_estimate.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "cuimg/codec/dicom_frame.h"
 #include "cuimg/codec/image_codec.h"
 #include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/reference/morphology_reference.h"
+#include "cuimg/reference/reconstruction_reference.h"
 #include "server/validation/encoded_input.h"
 
 namespace cuimg {
@@ -12,9 +16,21 @@ namespace {
 
 std::uint64_t Bytes(const ImageView& shape) { return shape.Bytes(); }
 
-// Pixels that are not the request's own bytes: a decoded file, or a copy the backend makes.
+// Pixels that are not the request's own bytes: a decoded file, or a copy the backend makes. DICOM
+// frames decode into the image, each through a frame of stored values on the thread decoding it
+// (at most kFrameDecodeThreads at once).
 std::uint64_t DecodedBytes(const ImageInput& input, const ImageView& shape) {
-  return input.kind == ImageInput::Kind::kEncoded ? Bytes(shape) : 0;
+  switch (input.kind) {
+    case ImageInput::Kind::kEncoded:
+      return Bytes(shape);
+    case ImageInput::Kind::kFrames: {
+      const std::uint64_t frames = std::min<std::uint64_t>(
+          static_cast<std::uint64_t>(shape.extent.depth), kFrameDecodeThreads);
+      return Bytes(shape) + frames * DecodedFrameBytes(input.frames->description);
+    }
+    default:
+      return 0;
+  }
 }
 
 }  // namespace
@@ -24,6 +40,7 @@ absl::StatusOr<ImageView> InputShape(const ImageInput& input, absl::string_view 
   switch (input.kind) {
     case ImageInput::Kind::kInline:
     case ImageInput::Kind::kSharedMemory:
+    case ImageInput::Kind::kFrames:  // the decoded image's, from the pixel module
       return ImageView{input.type, input.extent, input.channels, nullptr};
     case ImageInput::Kind::kHandle: {
       absl::StatusOr<ResidentInfo> info = store.Describe(identity, input.handle);
@@ -60,11 +77,68 @@ absl::StatusOr<std::uint64_t> EstimateInflightBytes(const MorphologyJob& job,
                                                     const RequestLimits& limits) {
   CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, store, limits));
   const OutputSpec& out = job.output;
-  const std::uint64_t results = !out.shared_memory_region.empty()     ? 0
-                                : out.keep_resident && !out.omit_data ? 2
-                                                                      : 1;
+  // An encoded result is held twice: its pixels and its frames (at most as large, lossless).
+  const std::uint64_t results = !out.shared_memory_region.empty()            ? 0
+                                : out.keep_resident && !out.omit_data        ? 2
+                                : out.frame_encoding != FrameSyntax::kNative ? 2
+                                                                             : 1;
   const std::uint64_t scratch = MorphologyReferenceScratchImages(job.steps);
-  return request.ByteSizeLong() + DecodedBytes(job.input, in) + (results + scratch) * Bytes(in);
+  // An encoded marker is decoded (inline ones are in the request's bytes).
+  std::uint64_t marker = 0;
+  if (job.marker.has_value() && job.marker->kind == ImageInput::Kind::kEncoded) {
+    CUIMG_ASSIGN_OR_RETURN(ImageView shape, InputShape(*job.marker, identity, store, limits));
+    marker = Bytes(shape);
+  }
+  return request.ByteSizeLong() + DecodedBytes(job.input, in) + marker +
+         (results + scratch) * Bytes(in) + SegmentationScratchBytes(job.steps, in.extent);
+}
+
+std::uint64_t WholeVolumeStageBytes(PixelType type, const Extent& extent,
+                                    const std::vector<MorphologyStep>& steps) {
+  const std::uint64_t volume = static_cast<std::uint64_t>(extent.Pixels()) * PixelSize(type);
+  return volume * (2 + static_cast<std::uint64_t>(MorphologyReferenceScratchImages(steps))) +
+         SegmentationScratchBytes(steps, extent);
+}
+
+std::uint64_t SegmentationScratchBytes(const std::vector<MorphologyStep>& steps,
+                                       const Extent& extent) {
+  std::uint64_t most = 0;
+  for (const MorphologyStep& step : steps) {
+    if (step.op == MorphOp::kRemoveSmall || step.op == MorphOp::kKeepLargest) {
+      // The labelling reference's mask byte, union-find root and count per pixel (9; 12 counted).
+      most = std::max<std::uint64_t>(most, 12 * static_cast<std::uint64_t>(extent.Pixels()));
+    } else if (IsGlobalStep(step)) {
+      most = std::max<std::uint64_t>(
+          most, static_cast<std::uint64_t>(ReconstructionReferenceQueueBytes(extent)));
+    }
+  }
+  return most;
+}
+
+absl::StatusOr<std::uint64_t> EstimateInflightBytes(const LabelJob& job,
+                                                    const v1::LabelRequest& request,
+                                                    absl::string_view identity,
+                                                    ResidentStore& store,
+                                                    const RequestLimits& limits) {
+  CUIMG_ASSIGN_OR_RETURN(ImageView in, InputShape(job.input, identity, store, limits));
+  std::uint64_t intensity = 0;
+  if (job.intensity.has_value() && job.intensity->kind == ImageInput::Kind::kEncoded) {
+    CUIMG_ASSIGN_OR_RETURN(ImageView shape, InputShape(*job.intensity, identity, store, limits));
+    intensity = Bytes(shape);
+  }
+  const std::uint64_t pixels = static_cast<std::uint64_t>(in.extent.Pixels());
+  const std::uint64_t labels = job.output.keep_resident && !job.output.omit_data ? 2 : 1;
+  // Labelling's own buffers: the CPU reference's mask byte, union-find root and count per pixel
+  // (9 bytes; 12 counted, on the high side as every estimate here).
+  return request.ByteSizeLong() + DecodedBytes(job.input, in) + intensity +
+         pixels * (4 * labels + 12);
+}
+
+std::uint64_t LabelRegionBytes(std::size_t regions, bool intensity) {
+  // RegionStats (112 bytes), then per region 8 + 2 x 12 + 2 x 24 (+ 32 with intensity) bytes of
+  // columns, once in the message and once serialized.
+  const std::uint64_t columns = 8 + 2 * 12 + 2 * 24 + (intensity ? 32 : 0);
+  return static_cast<std::uint64_t>(regions) * (sizeof(RegionStats) + 2 * columns);
 }
 
 absl::StatusOr<std::uint64_t> EstimateInflightBytes(const GradientJob& job,
@@ -130,8 +204,15 @@ absl::StatusOr<std::uint64_t> EstimateInflightBytes(const DeformJob& job,
 bool UsesResident(const ImageInput& input, const OutputSpec& output) {
   return input.kind == ImageInput::Kind::kHandle || output.keep_resident;
 }
-bool UsesResident(const MorphologyJob& job) { return UsesResident(job.input, job.output); }
+bool UsesResident(const MorphologyJob& job) {
+  return UsesResident(job.input, job.output) ||
+         (job.marker.has_value() && job.marker->kind == ImageInput::Kind::kHandle);
+}
 bool UsesResident(const GradientJob& job) { return UsesResident(job.input, job.output); }
+bool UsesResident(const LabelJob& job) {
+  return UsesResident(job.input, job.output) ||
+         (job.intensity.has_value() && job.intensity->kind == ImageInput::Kind::kHandle);
+}
 bool UsesResident(const PyramidJob& job) { return UsesResident(job.input, job.output); }
 bool UsesResident(const DetectJob& job) { return job.input.kind == ImageInput::Kind::kHandle; }
 bool UsesResident(const DeformJob& job) {

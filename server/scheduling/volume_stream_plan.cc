@@ -16,7 +16,15 @@ int MorphologyZReach(const std::vector<MorphologyStep>& steps) {
 }
 
 int VolumeStreamZReach(const VolumeStreamJob& job) {
-  return job.op == VolumeStreamJob::Op::kMorphology ? MorphologyZReach(job.steps) : 0;
+  if (job.op != VolumeStreamJob::Op::kMorphology) return 0;
+  return MorphologyZReach(SplitAtFirstGlobalStep(job.steps).first);
+}
+
+std::pair<std::vector<MorphologyStep>, std::vector<MorphologyStep>> SplitAtFirstGlobalStep(
+    const std::vector<MorphologyStep>& steps) {
+  const auto first = std::find_if(steps.begin(), steps.end(), IsGlobalStep);
+  return {std::vector<MorphologyStep>(steps.begin(), first),
+          std::vector<MorphologyStep>(first, steps.end())};
 }
 
 std::optional<SlabWindow> NextSlabWindow(std::int64_t depth, int reach, std::int64_t received,

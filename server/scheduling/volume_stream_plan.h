@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "cuimg/kernels/morphology_types.h"
@@ -32,8 +33,16 @@ struct SlabWindow {
 // whole volume's border applies too) equals the whole volume's result on its own slices.
 int MorphologyZReach(const std::vector<MorphologyStep>& steps);
 
-// MorphologyZReach for morphology; 0 for Gradient (slice by slice).
+// MorphologyZReach for morphology; 0 for Gradient (slice by slice). A chain with a global step
+// streams slab by slab only up to that step (SplitAtFirstGlobalStep): its slabs' reach is
+// MorphologyZReach of the steps before it.
 int VolumeStreamZReach(const VolumeStreamJob& job);
+
+// The steps of `steps` before its first global one (IsGlobalStep; all of them when none is
+// global), and the rest (empty when none is global): what a streamed volume runs slab by slab,
+// and what it runs once the whole volume is in (volume_stream_whole.h).
+std::pair<std::vector<MorphologyStep>, std::vector<MorphologyStep>> SplitAtFirstGlobalStep(
+    const std::vector<MorphologyStep>& steps);
 
 // The next slab that can be computed once input slices [0, received) of a `depth`-slice volume
 // have arrived, starting at output slice `next_out`, at most `max_out_slices` (>= 1) long; nullopt

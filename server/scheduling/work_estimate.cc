@@ -1,5 +1,6 @@
 #include "server/scheduling/work_estimate.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -25,7 +26,12 @@ double PassCostPerPixel(const StructuringElement& se, WorkModel model) {
   return 2.0 * chords + std::ceil(std::log2(static_cast<double>(se.width()) + 1));
 }
 
-bool IsCompound(MorphOp op) { return op != MorphOp::kErode && op != MorphOp::kDilate; }
+bool IsCompound(MorphOp op) { return op <= MorphOp::kBlackHat && op > MorphOp::kDilate; }
+
+// Neighbours of a pixel under `c` on `extent` (kDefault resolved).
+double Neighbours(Connectivity c, const Extent& extent) {
+  return static_cast<double>(static_cast<int>(ResolveConnectivity(c, extent)));
+}
 
 }  // namespace
 
@@ -37,11 +43,41 @@ double MorphologyWork(const Extent& extent, const std::vector<MorphologyStep>& s
                       WorkModel model) {
   const double pixels = static_cast<double>(extent.Pixels());
   double per_pixel = 0;
+  double global = 0;
   for (const MorphologyStep& step : steps) {
     per_pixel += PrimitivePassCount(step) * PassCostPerPixel(step.element, model);
     if (IsCompound(step.op)) per_pixel += 1;
+    if (step.op > MorphOp::kBlackHat) global += SegmentationStepWork(extent, step);
   }
-  return pixels * per_pixel;
+  return pixels * per_pixel + global;
+}
+
+double SegmentationStepWork(const Extent& extent, const MorphologyStep& step) {
+  const double pixels = static_cast<double>(extent.Pixels());
+  const double k = Neighbours(step.connectivity, extent);
+  switch (step.op) {
+    case MorphOp::kThreshold:
+      return pixels;
+    case MorphOp::kRemoveSmall:
+    case MorphOp::kKeepLargest: {
+      LabelSpec spec;
+      spec.connectivity = step.connectivity;
+      return LabelWork(extent, spec, false) + pixels;  // and the pass that clears the rest
+    }
+    default:
+      break;
+  }
+  // Reconstruction; h-extrema add the shifted marker, open_rec/close_rec the copy of their input.
+  const double sweeps = 2 * (k / 2 + 1);
+  const double queue = 2 * (std::log2(std::max(pixels, 2.0)) + k);
+  return pixels * (sweeps + queue + 1);
+}
+
+double LabelWork(const Extent& extent, const LabelSpec& spec, bool intensity) {
+  const double k = Neighbours(spec.connectivity, extent);
+  // Union-find over the earlier neighbours, root compression, numbering, the label pass, stats.
+  const double per_pixel = k / 2 + 4 + (intensity ? 4 : 2);
+  return static_cast<double>(extent.Pixels()) * per_pixel;
 }
 
 double GradientWork(const Extent& extent, const GradientSpec& spec) {

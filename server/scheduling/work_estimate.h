@@ -35,9 +35,22 @@ WorkModel WorkModelOf(absl::string_view backend_name);
 
 // A morphology chain on an image or volume of `extent`: per primitive pass (PrimitivePassCount:
 // compound steps and iterations expanded), pixels x the element's cost per pixel in `model`,
-// plus one unit per pixel for each compound step's difference. Never overflows (double).
+// plus one unit per pixel for each compound step's difference, plus each segmentation step's
+// worst case (SegmentationStepWork). Never overflows (double).
 double MorphologyWork(const Extent& extent, const std::vector<MorphologyStep>& steps,
                       WorkModel model);
+// The global part of a segmentation step (its element's passes are MorphologyWork's) on the worst
+// input, an adversarial maze included: reconstruction (fill_holes, reconstruct_*, open_rec,
+// close_rec, hmax, hmin) as the CPU reference runs it, two raster sweeps reading half the
+// neighbours each, then at most two queue entries a pixel, each ordered in log2(pixels) steps
+// and reading every neighbour, whatever the geodesic paths (reconstruction_reference.h: O(N log
+// N)); the mask steps as labelling (LabelWork); threshold one unit a pixel. The CUDA kernels are
+// counted the same way until their plans say their worst case.
+double SegmentationStepWork(const Extent& extent, const MorphologyStep& step);
+// Connected-component labelling with statistics: a union-find pass reading the earlier half of
+// each pixel's neighbours, the roots' compression and numbering, and the statistics pass (more
+// with an intensity image).
+double LabelWork(const Extent& extent, const LabelSpec& spec, bool intensity);
 // Gradients: a row and a column pass of kernel_length taps, two outputs each, per pixel.
 double GradientWork(const Extent& extent, const GradientSpec& spec);
 // A pyramid: four taps per output pixel over `levels`.

@@ -89,6 +89,7 @@ absl::StatusOr<DeformJob> ValidateDeformRequest(const v1::DeformRequest& request
   }
   CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
   CUIMG_RETURN_IF_ERROR(RefuseSharedMemoryOutput(job.output, "Deform"));
+  CUIMG_RETURN_IF_ERROR(RefuseFrameEncoding(job.output, "Deform"));
   return job;
 }
 

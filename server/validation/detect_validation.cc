@@ -58,7 +58,7 @@ absl::StatusOr<DetectJob> ValidateDetectRequest(const v1::DetectPedestriansReque
   }
   if (request.group_eps() != 0) spec.group_eps = request.group_eps();
   CUIMG_RETURN_IF_ERROR(ValidateDetectSpec(spec));
-  if (job.input.kind == ImageInput::Kind::kInline) {
+  if (job.input.kind == ImageInput::Kind::kInline || job.input.kind == ImageInput::Kind::kFrames) {
     CUIMG_RETURN_IF_ERROR(CheckDetectInput(
         ImageView{job.input.type, job.input.extent, job.input.channels, nullptr}, job));
   }

@@ -32,7 +32,8 @@ absl::StatusOr<GradientJob> ValidateGradientRequest(const v1::GradientRequest& r
   CUIMG_ASSIGN_OR_RETURN(job.spec, ValidateGradientFields(request, ""));
   CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
   CUIMG_RETURN_IF_ERROR(RefuseSharedMemoryOutput(job.output, "Gradient"));
-  if (job.input.kind == ImageInput::Kind::kInline) {
+  CUIMG_RETURN_IF_ERROR(RefuseFrameEncoding(job.output, "Gradient"));
+  if (job.input.kind == ImageInput::Kind::kInline || job.input.kind == ImageInput::Kind::kFrames) {
     CUIMG_RETURN_IF_ERROR(CheckGradientInput(
         ImageView{job.input.type, job.input.extent, job.input.channels, nullptr}, job));
   }
@@ -44,7 +45,7 @@ absl::Status CheckGradientInput(const ImageView& image, const GradientJob& job) 
     return InvalidFieldError(ErrorReason::kUnsupportedImageShape, job.input.field,
                              absl::StrCat("has ", image.channels, " channels; Gradient needs 1"));
   }
-  return absl::OkStatus();
+  return CheckFilterPixelType(image.type, PixelTypeField(job.input), "Gradient");
 }
 
 }  // namespace cuimg

@@ -1,7 +1,10 @@
 // Morphology requests (and the step chain the streamed volumes share).
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "server/validation/element_radius.h"
 #include "server/validation/proto_conversion.h"
@@ -47,6 +50,26 @@ absl::StatusOr<MorphOp> OpFromProto(int value, absl::string_view field) {
       return MorphOp::kTopHat;
     case v1::MORPHOLOGY_OP_BLACK_HAT:
       return MorphOp::kBlackHat;
+    case v1::MORPHOLOGY_OP_FILL_HOLES:
+      return MorphOp::kFillHoles;
+    case v1::MORPHOLOGY_OP_RECONSTRUCT_DILATE:
+      return MorphOp::kReconstructDilate;
+    case v1::MORPHOLOGY_OP_RECONSTRUCT_ERODE:
+      return MorphOp::kReconstructErode;
+    case v1::MORPHOLOGY_OP_OPEN_REC:
+      return MorphOp::kOpenRec;
+    case v1::MORPHOLOGY_OP_CLOSE_REC:
+      return MorphOp::kCloseRec;
+    case v1::MORPHOLOGY_OP_HMAX:
+      return MorphOp::kHMax;
+    case v1::MORPHOLOGY_OP_HMIN:
+      return MorphOp::kHMin;
+    case v1::MORPHOLOGY_OP_THRESHOLD:
+      return MorphOp::kThreshold;
+    case v1::MORPHOLOGY_OP_REMOVE_SMALL:
+      return MorphOp::kRemoveSmall;
+    case v1::MORPHOLOGY_OP_KEEP_LARGEST:
+      return MorphOp::kKeepLargest;
     case v1::MORPHOLOGY_OP_UNSPECIFIED:
       return InvalidFieldError(ErrorReason::kFieldRequired, field,
                                "is required (MORPHOLOGY_OP_UNSPECIFIED)");
@@ -118,6 +141,57 @@ absl::StatusOr<StructuringElement> ValidateElement(const v1::StructuringElement&
   return se;
 }
 
+// Whether `op` runs with a structuring element (and its border and iterations).
+bool TakesElement(MorphOp op) {
+  switch (op) {
+    case MorphOp::kErode:
+    case MorphOp::kDilate:
+    case MorphOp::kOpen:
+    case MorphOp::kClose:
+    case MorphOp::kGradient:
+    case MorphOp::kTopHat:
+    case MorphOp::kBlackHat:
+    case MorphOp::kOpenRec:
+    case MorphOp::kCloseRec:
+      return true;
+    default:
+      break;
+  }
+  return false;
+}
+
+// A parameter that the step's op does not use must be left at its default, so that a parameter
+// given to the wrong step is refused rather than silently ignored (morphology.proto).
+absl::Status RefuseUnusedFields(const v1::MorphologyStep& s, MorphOp op, absl::string_view field) {
+  MorphologyStep probe;
+  probe.op = op;
+  const bool element = TakesElement(op);
+  const bool hextrema = op == MorphOp::kHMax || op == MorphOp::kHMin;
+  const struct {
+    const char* name;
+    bool set;
+    bool used;
+  } fields[] = {
+      {"element", s.has_element(), element},
+      {"border_mode", s.border_mode() != v1::BORDER_MODE_UNSPECIFIED, element},
+      {"border_value", s.border_value() != 0, element},
+      {"iterations", s.iterations() > 1, element},
+      {"connectivity", s.connectivity() != v1::CONNECTIVITY_UNSPECIFIED, IsGlobalStep(probe)},
+      {"h", s.h() != 0, hextrema},
+      {"lo", s.lo() != 0, op == MorphOp::kThreshold},
+      {"hi", s.hi() != 0, op == MorphOp::kThreshold},
+      {"min_voxels", s.min_voxels() != 0, op == MorphOp::kRemoveSmall},
+  };
+  for (const auto& f : fields) {
+    if (f.set && !f.used) {
+      return InvalidFieldError(
+          ErrorReason::kInvalidCombination, absl::StrCat(field, ".", f.name),
+          absl::StrCat("is not used by ", MorphOpName(op), " (leave it unset)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<MorphologyStep>> ValidateMorphologySteps(
@@ -140,17 +214,20 @@ absl::StatusOr<std::vector<MorphologyStep>> ValidateMorphologySteps(
     const std::string field = absl::StrCat(prefix, "steps[", i, "]");
     MorphologyStep step;
     CUIMG_ASSIGN_OR_RETURN(step.op, OpFromProto(s.op(), absl::StrCat(field, ".op")));
-    const std::string element_field = absl::StrCat(field, ".element");
-    v1::StructuringElement voxels;
-    if (HasRadius(s.element())) {
-      any_radius = true;
-      CUIMG_ASSIGN_OR_RETURN(voxels, ResolveElementRadius(s.element(), element_field, frame,
-                                                          limits.max_element_extent));
-    } else {
-      voxels = s.element();
+    CUIMG_RETURN_IF_ERROR(RefuseUnusedFields(s, step.op, field));
+    v1::StructuringElement voxels;  // steps without an element echo an empty one
+    if (TakesElement(step.op)) {
+      const std::string element_field = absl::StrCat(field, ".element");
+      if (HasRadius(s.element())) {
+        any_radius = true;
+        CUIMG_ASSIGN_OR_RETURN(voxels, ResolveElementRadius(s.element(), element_field, frame,
+                                                            limits.max_element_extent));
+      } else {
+        voxels = s.element();
+      }
+      CUIMG_ASSIGN_OR_RETURN(step.element, ValidateElement(voxels, element_field, limits));
+      voxels.clear_mask();
     }
-    CUIMG_ASSIGN_OR_RETURN(step.element, ValidateElement(voxels, element_field, limits));
-    voxels.clear_mask();
     resolved->push_back(std::move(voxels));
     CUIMG_RETURN_IF_ERROR(CheckLimit(absl::StrCat(field, ".iterations"), s.iterations(), 0,
                                      limits.max_iterations, "max_iterations"));
@@ -158,6 +235,17 @@ absl::StatusOr<std::vector<MorphologyStep>> ValidateMorphologySteps(
     CUIMG_ASSIGN_OR_RETURN(step.border,
                            BorderFromProto(s.border_mode(), absl::StrCat(field, ".border_mode")));
     step.border_value = s.border_value();
+    CUIMG_ASSIGN_OR_RETURN(
+        step.connectivity,
+        ConnectivityFromProto(s.connectivity(), absl::StrCat(field, ".connectivity")));
+    step.h = s.h();
+    step.lo = s.lo();
+    step.hi = s.hi();
+    if (s.min_voxels() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      return InvalidFieldError(ErrorReason::kValueOutOfRange, absl::StrCat(field, ".min_voxels"),
+                               absl::StrCat(s.min_voxels(), " is too large"));
+    }
+    step.min_voxels = static_cast<std::int64_t>(s.min_voxels());
     steps.push_back(std::move(step));
   }
   if (!any_radius) resolved->clear();
@@ -194,6 +282,10 @@ absl::StatusOr<MorphologyJob> ValidateMorphologyRequest(const v1::MorphologyRequ
     case ImageInput::Kind::kEncoded:
       frame.why_no_spacing = "input.encoded (PNG/JPEG) carries none";
       break;
+    case ImageInput::Kind::kFrames:
+      frame.spacing = job.input.spacing;
+      frame.spacing_field = "input.dicom_frames.spacing";
+      break;
     case ImageInput::Kind::kHandle:
       // The resident object's spacing: ResolveMorphologyOnResident, once it is looked up.
       job.steps_await_spacing = AnyRadius(request);
@@ -204,11 +296,33 @@ absl::StatusOr<MorphologyJob> ValidateMorphologyRequest(const v1::MorphologyRequ
         job.steps, ValidateMorphologySteps(request, "", limits, frame, &job.resolved_elements));
   }
   CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
-  if (job.input.kind == ImageInput::Kind::kInline) {
-    CUIMG_RETURN_IF_ERROR(CheckMorphologyInput(
-        ImageView{job.input.type, job.input.extent, job.input.channels, nullptr}, job));
+  CUIMG_ASSIGN_OR_RETURN(job.marker, ValidateMarker(request, limits));
+  if (KnownShape(job.input)) {
+    CUIMG_RETURN_IF_ERROR(CheckMorphologyInput(ShapeOf(job.input), job));
   }
   return job;
+}
+
+absl::StatusOr<absl::optional<ImageInput>> ValidateMarker(const v1::MorphologyRequest& request,
+                                                          const RequestLimits& limits) {
+  // Whether a step reads the marker is known from the ops alone (steps may await spacing).
+  bool needed = false;
+  for (const v1::MorphologyStep& s : request.steps()) {
+    needed = needed || s.op() == v1::MORPHOLOGY_OP_RECONSTRUCT_DILATE ||
+             s.op() == v1::MORPHOLOGY_OP_RECONSTRUCT_ERODE;
+  }
+  if (!request.has_marker()) {
+    if (!needed) return absl::nullopt;
+    return InvalidFieldError(ErrorReason::kFieldRequired, "marker",
+                             "reconstruct_dilate and reconstruct_erode need a marker image");
+  }
+  if (!needed) {
+    return InvalidFieldError(ErrorReason::kInvalidCombination, "marker",
+                             "no step reads it (only reconstruct_dilate and reconstruct_erode do)");
+  }
+  CUIMG_ASSIGN_OR_RETURN(ImageInput marker,
+                         ValidateImageSource(request.marker(), "marker", limits));
+  return marker;
 }
 
 absl::Status ResolveMorphologyOnResident(const v1::MorphologyRequest& request,
@@ -225,19 +339,54 @@ absl::Status ResolveMorphologyOnResident(const v1::MorphologyRequest& request,
   return absl::OkStatus();
 }
 
+absl::Status CheckStepsForImage(const std::vector<MorphologyStep>& steps, PixelType type,
+                                const Extent& extent, absl::string_view prefix) {
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const MorphologyStep& step = steps[i];
+    const std::string field = absl::StrCat(prefix, "steps[", i, "]");
+    CUIMG_RETURN_IF_ERROR(ValidateMorphologyStep(step, extent, field));
+    if (type == PixelType::kU32 && !StepTakesU32(step)) {  // the kernels' rule
+      return InvalidFieldError(
+          ErrorReason::kUnsupportedPixelType, absl::StrCat(field, ".op"),
+          absl::StrCat(MorphOpName(step.op),
+                       " takes u8, u16, i16 or f32; u32 label images take only the steps "
+                       "without an element (fill_holes, reconstruction, hmax/hmin, threshold, "
+                       "remove_small, keep_largest)"));
+    }
+    if (type != PixelType::kF32 && !std::isfinite(step.border_value)) {
+      return InvalidFieldError(
+          ErrorReason::kValueOutOfRange, absl::StrCat(field, ".border_value"),
+          absl::StrCat(step.border_value, " is not finite (allowed only for F32 images)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckMarkerShape(const ImageView& marker, const ImageView& image,
+                              absl::string_view field) {
+  if (marker.type == image.type && marker.extent == image.extent && marker.channels == 1) {
+    return absl::OkStatus();
+  }
+  return InvalidFieldError(
+      ErrorReason::kShapeMismatch, field,
+      absl::StrCat("the marker must be one channel of the input's type and size (",
+                   PixelTypeName(image.type), " ", image.extent.width, "x", image.extent.height,
+                   "x", image.extent.depth, "), got ", marker.channels, " channel(s) of ",
+                   PixelTypeName(marker.type), " ", marker.extent.width, "x", marker.extent.height,
+                   "x", marker.extent.depth));
+}
+
 absl::Status CheckMorphologyInput(const ImageView& image, const MorphologyJob& job) {
   if (image.channels != 1) {
     return InvalidFieldError(ErrorReason::kUnsupportedImageShape, job.input.field,
                              absl::StrCat("has ", image.channels,
                                           " channels; Morphology needs 1 (split channels first)"));
   }
-  if (image.type == PixelType::kF32) return absl::OkStatus();
-  for (std::size_t i = 0; i < job.steps.size(); ++i) {
-    if (!std::isfinite(job.steps[i].border_value)) {
-      return InvalidFieldError(
-          ErrorReason::kValueOutOfRange, absl::StrCat("steps[", i, "].border_value"),
-          absl::StrCat(job.steps[i].border_value, " is not finite (allowed only for F32 images)"));
-    }
+  CUIMG_RETURN_IF_ERROR(CheckFrameEncodable(job.output, image.type));
+  if (job.steps_await_spacing) return absl::OkStatus();  // checked once the steps are known
+  CUIMG_RETURN_IF_ERROR(CheckStepsForImage(job.steps, image.type, image.extent, ""));
+  if (job.marker.has_value() && KnownShape(*job.marker)) {
+    CUIMG_RETURN_IF_ERROR(CheckMarkerShape(ShapeOf(*job.marker), image, "marker"));
   }
   return absl::OkStatus();
 }

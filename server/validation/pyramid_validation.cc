@@ -50,7 +50,8 @@ absl::StatusOr<PyramidJob> ValidatePyramidRequest(const v1::PyramidRequest& requ
   CUIMG_RETURN_IF_ERROR(ValidatePyramidParameters(job.spec));
   CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
   CUIMG_RETURN_IF_ERROR(RefuseSharedMemoryOutput(job.output, "Pyramid"));
-  if (job.input.kind == ImageInput::Kind::kInline) {
+  CUIMG_RETURN_IF_ERROR(RefuseFrameEncoding(job.output, "Pyramid"));
+  if (job.input.kind == ImageInput::Kind::kInline || job.input.kind == ImageInput::Kind::kFrames) {
     CUIMG_RETURN_IF_ERROR(CheckPyramidInput(
         ImageView{job.input.type, job.input.extent, job.input.channels, nullptr}, &job));
   }
@@ -66,6 +67,8 @@ absl::Status CheckPyramidInput(const ImageView& image, PyramidJob* job) {
     return InvalidFieldError(ErrorReason::kUnsupportedImageShape, job->input.field,
                              "is a volume; Pyramid needs a 2D image");
   }
+  // U32 is refused naming the input's pixel type field, as Gradient's is.
+  CUIMG_RETURN_IF_ERROR(CheckFilterPixelType(image.type, PixelTypeField(job->input), "Pyramid"));
   // The kernel's rules, output_type's among them (F32 or the input's type). The kernel names its
   // spec's fields (PyramidRequest's names too); what it says about the image itself names no
   // field, so it is the input's.

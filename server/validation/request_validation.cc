@@ -95,6 +95,22 @@ absl::StatusOr<ImageInput> ValidateImage(const v1::Image& image, absl::string_vi
   return in;
 }
 
+std::string PixelTypeField(const ImageInput& input) {
+  switch (input.kind) {
+    case ImageInput::Kind::kInline:
+      return absl::StrCat(input.field, ".pixel_type");
+    case ImageInput::Kind::kSharedMemory:
+      return absl::StrCat(input.field, ".image.pixel_type");
+    case ImageInput::Kind::kFrames:
+      // The decoded type follows the frames' bits and pixel representation.
+      return absl::StrCat(input.field, ".pixel_module.bits_allocated");
+    case ImageInput::Kind::kHandle:
+    case ImageInput::Kind::kEncoded:
+      break;
+  }
+  return input.field;
+}
+
 absl::Status ValidateHandle(absl::string_view handle, absl::string_view field) {
   if (handle.empty() || handle.size() > 128) {
     return InvalidFieldError(ErrorReason::kInvalidFormat, field,
@@ -152,11 +168,15 @@ absl::StatusOr<ImageInput> ValidateImageSource(const v1::ImageSource& source,
       in.field = prefix;
       return in;
     }
+    case v1::ImageSource::kDicomFrames:
+      return ValidateDicomFrames(source.dicom_frames(), absl::StrCat(field, ".dicom_frames"),
+                                 limits);
     case v1::ImageSource::SOURCE_NOT_SET:
       break;
   }
   return InvalidFieldError(ErrorReason::kFieldRequired, absl::StrCat(field, ".source"),
-                           "one of image, handle, encoded or shared_memory is required");
+                           "one of image, handle, encoded, shared_memory or dicom_frames is "
+                           "required");
 }
 
 absl::StatusOr<OutputSpec> ValidateOutputOptions(const v1::OutputOptions& output,
@@ -169,7 +189,11 @@ absl::StatusOr<OutputSpec> ValidateOutputOptions(const v1::OutputOptions& output
     return InvalidFieldError(ErrorReason::kInvalidCombination, absl::StrCat(field, ".ttl_seconds"),
                              "only meaningful with keep_resident");
   }
-  OutputSpec spec{output.keep_resident(), output.omit_data(), output.ttl_seconds(), "", 0};
+  OutputSpec spec;
+  spec.keep_resident = output.keep_resident();
+  spec.omit_data = output.omit_data();
+  spec.ttl_seconds = output.ttl_seconds();
+  CUIMG_RETURN_IF_ERROR(ValidateFrameEncoding(output, field, &spec));
   if (output.has_shared_memory()) {
     if (output.keep_resident()) {
       return InvalidFieldError(ErrorReason::kInvalidCombination,

@@ -39,12 +39,36 @@ absl::StatusOr<ImageInput> ValidateImage(const v1::Image& image, absl::string_vi
 // Only Morphology writes its result into shared memory: INVALID_ARGUMENT (INVALID_COMBINATION)
 // naming output.shared_memory for `rpc` otherwise.
 absl::Status RefuseSharedMemoryOutput(const OutputSpec& output, absl::string_view rpc);
+// ImageSource.dicom_frames (`field`: "input.dicom_frames"): a kFrames input whose type and
+// extent are the decoded image's (types.proto, DicomFrames).
+absl::StatusOr<ImageInput> ValidateDicomFrames(const v1::DicomFrames& source, std::string field,
+                                               const RequestLimits& limits);
+// OutputOptions.frame_encoding into `spec` (`field` names the OutputOptions).
+absl::Status ValidateFrameEncoding(const v1::OutputOptions& output, absl::string_view field,
+                                   OutputSpec* spec);
+// Only Morphology encodes its results: INVALID_ARGUMENT (INVALID_COMBINATION) naming
+// output.frame_encoding for `rpc` otherwise.
+absl::Status RefuseFrameEncoding(const OutputSpec& output, absl::string_view rpc);
+// An F32 result cannot be encoded: INVALID_ARGUMENT (INVALID_COMBINATION) naming
+// output.frame_encoding when asked for one.
+absl::Status CheckFrameEncodable(const OutputSpec& output, PixelType type);
 // The chain of a Morphology request; `prefix` goes before every field name ("" or
 // "header.morphology."). Elements in millimetres resolve against `frame` (ElementFrame) and the
 // elements as run go to `resolved` when there are any.
 absl::StatusOr<std::vector<MorphologyStep>> ValidateMorphologySteps(
     const v1::MorphologyRequest& request, absl::string_view prefix, const RequestLimits& limits,
     const ElementFrame& frame, std::vector<v1::StructuringElement>* resolved);
+// The rules of a validated chain that depend on the image it runs on (`type`, `extent`): each
+// step's segmentation parameters (ValidateMorphologyStep: its connectivity suits a 2D image or a
+// volume, ...), U32 only in steps without an element, border values finite unless F32. `prefix`
+// goes before every field name.
+absl::Status CheckStepsForImage(const std::vector<MorphologyStep>& steps, PixelType type,
+                                const Extent& extent, absl::string_view prefix);
+// MorphologyRequest.marker: nullopt when no step reads one and none is given; the validated
+// source when a step reads it; INVALID_ARGUMENT naming "marker" when it is missing (FIELD_REQUIRED)
+// or given to a chain that does not read it (INVALID_COMBINATION).
+absl::StatusOr<absl::optional<ImageInput>> ValidateMarker(const v1::MorphologyRequest& request,
+                                                          const RequestLimits& limits);
 // The filter fields of a Gradient request (defaults applied; ranges the kernel's); `prefix` goes
 // before every field name.
 absl::StatusOr<GradientSpec> ValidateGradientFields(const v1::GradientRequest& request,

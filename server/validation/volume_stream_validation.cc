@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "server/validation/proto_conversion.h"
 #include "server/validation/request_validation.h"
@@ -48,15 +49,22 @@ absl::StatusOr<VolumeStreamJob> ValidateVolumeStreamHeader(const v1::VolumeStrea
       frame.spacing_field = "header.volume.spacing";
       CUIMG_ASSIGN_OR_RETURN(job.steps, ValidateMorphologySteps(m, "header.morphology.", limits,
                                                                 frame, &job.resolved_elements));
-      if (job.type != PixelType::kF32) {
-        for (std::size_t i = 0; i < job.steps.size(); ++i) {
-          if (!std::isfinite(job.steps[i].border_value)) {
-            return InvalidFieldError(ErrorReason::kValueOutOfRange,
-                                     absl::StrCat("header.morphology.steps[", i, "].border_value"),
-                                     absl::StrCat(job.steps[i].border_value,
-                                                  " is not finite (allowed only for F32 volumes)"));
-          }
-        }
+      CUIMG_RETURN_IF_ERROR(
+          CheckStepsForImage(job.steps, job.type, job.extent, "header.morphology."));
+      absl::StatusOr<absl::optional<ImageInput>> marker = ValidateMarker(m, limits);
+      if (!marker.ok()) return WithFieldPrefix(marker.status(), "header.morphology.");
+      job.marker = *std::move(marker);
+      if (job.marker.has_value() && (job.marker->kind == ImageInput::Kind::kInline ||
+                                     job.marker->kind == ImageInput::Kind::kEncoded)) {
+        return InvalidFieldError(
+            ErrorReason::kInvalidCombination, "header.morphology.marker",
+            "a streamed volume's marker must be a resident handle or in shared memory (the "
+            "header stays small): upload it first");
+      }
+      if (job.marker.has_value() && KnownShape(*job.marker)) {
+        CUIMG_RETURN_IF_ERROR(CheckMarkerShape(ShapeOf(*job.marker),
+                                               ImageView{job.type, job.extent, 1, nullptr},
+                                               "header.morphology.marker"));
       }
       return job;
     }
@@ -71,6 +79,7 @@ absl::StatusOr<VolumeStreamJob> ValidateVolumeStreamHeader(const v1::VolumeStrea
                                  "must be unset (results stream back; nothing is kept)");
       }
       job.op = VolumeStreamJob::Op::kGradient;
+      CUIMG_RETURN_IF_ERROR(CheckFilterPixelType(job.type, "header.volume.pixel_type", "Gradient"));
       CUIMG_ASSIGN_OR_RETURN(job.gradient, ValidateGradientFields(g, "header.gradient."));
       return job;
     }

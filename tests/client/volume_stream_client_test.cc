@@ -90,6 +90,51 @@ TEST(VolumeStreamClient, ReachEqualsTheServersForEveryKindOfStep) {
   EXPECT_EQ(HeaderZReach(gradient), 0);
 }
 
+TEST(VolumeStreamClient, ReachStopsAtTheFirstGlobalStepAsTheServers) {
+  v1::MorphologyStep threshold;
+  threshold.set_op(v1::MORPHOLOGY_OP_THRESHOLD);
+  threshold.set_hi(9);
+  v1::MorphologyStep fill;
+  fill.set_op(v1::MORPHOLOGY_OP_FILL_HOLES);
+  const v1::MorphologyStep dilate = Step(v1::MORPHOLOGY_OP_DILATE, v1::ELEMENT_SHAPE_RECT, 3, 3, 5);
+  const v1::MorphologyStep open_rec =
+      Step(v1::MORPHOLOGY_OP_OPEN_REC, v1::ELEMENT_SHAPE_ELLIPSE, 3, 3, 3);
+  const std::vector<std::vector<v1::MorphologyStep>> chains = {
+      {dilate, threshold, dilate},  // threshold is local: every step counts
+      {dilate, fill, dilate},
+      {fill, dilate},
+      {dilate, open_rec, dilate},
+      {threshold, dilate, dilate, fill, dilate, dilate}};
+  for (std::size_t i = 0; i < chains.size(); ++i) {
+    v1::VolumeStreamHeader header;
+    header.mutable_volume()->set_pixel_type(v1::PIXEL_TYPE_U16);
+    header.mutable_volume()->set_width(8);
+    header.mutable_volume()->set_height(8);
+    header.mutable_volume()->set_depth(12);
+    for (const v1::MorphologyStep& s : chains[i]) *header.mutable_morphology()->add_steps() = s;
+    absl::StatusOr<VolumeStreamJob> job = ValidateVolumeStreamHeader(header, RequestLimits{});
+    ASSERT_TRUE(job.ok()) << job.status();
+    EXPECT_EQ(HeaderZReach(header), VolumeStreamZReach(*job)) << "chain " << i;
+    EXPECT_EQ(HeaderHasGlobalStep(header), i != 0) << "chain " << i;
+  }
+}
+
+TEST(VolumeStreamClient, AGlobalChainTakesOneStreamAndEqualsUnary) {
+  testing::TestServer server;
+  const Image volume = testing::RandomImage(PixelType::kU8, Extent{13, 11, 17}, 5);
+  v1::VolumeStreamHeader header;
+  *header.mutable_morphology()->add_steps() =
+      Step(v1::MORPHOLOGY_OP_DILATE, v1::ELEMENT_SHAPE_RECT, 3, 3, 3);
+  header.mutable_morphology()->add_steps()->set_op(v1::MORPHOLOGY_OP_FILL_HOLES);
+  const ConnectionOptions connection = Local(server);
+  absl::StatusOr<StreamedVolume> streamed =
+      StreamVolume(ConnectStreams(connection, 4), connection, header, volume, 2);
+  ASSERT_TRUE(streamed.ok()) << streamed.status();
+  EXPECT_EQ(streamed->stream_timings.size(), 1u);
+  EXPECT_EQ(Bytes(streamed->planes[0]),
+            testing::UnaryMorphology(server.stub(), volume, header.morphology()));
+}
+
 TEST(VolumeStreamClient, ChainsOf3DElementsOverSeveralStreamsEqualUnary) {
   testing::TestServer server;
   const Image volume = testing::RandomImage(PixelType::kU16, Extent{21, 13, 29}, 31);

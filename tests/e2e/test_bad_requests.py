@@ -32,6 +32,7 @@ from cuimg.v1 import (
     morphology_pb2,
     pyramid_pb2,
     resident_pb2,
+    server_info_pb2,
     shared_memory_pb2,
     streaming_pb2,
     types_pb2,
@@ -151,6 +152,31 @@ def morph_step(**kwargs):
 
 def morph_element(**kwargs):
     return morph(steps=[step(element=element(**kwargs))])
+
+
+def rle_frame(segment):
+    """An RLE frame of one segment (8-bit samples)."""
+    return (1).to_bytes(4, "little") + (64).to_bytes(4, "little") + bytes(56) + segment
+
+
+def dicom_frames(uid="1.2.840.10008.1.2.5", rows=8, samples=1, photometric=2, data=None, slope=1.0):
+    """An 8x8 u8 frame source: by default an RLE frame of 64 zeros."""
+    module = types_pb2.DicomPixelModule(
+        rows=rows,
+        columns=8,
+        samples_per_pixel=samples,
+        bits_allocated=8,
+        photometric_interpretation=photometric,
+    )
+    frames = [
+        types_pb2.DicomFrame(data=d, rescale_slope=slope)
+        for d in (data or [rle_frame(bytes([0xC1, 0]))])
+    ]
+    return types_pb2.ImageSource(
+        dicom_frames=types_pb2.DicomFrames(
+            transfer_syntax_uid=uid, pixel_module=module, frames=frames
+        )
+    )
 
 
 def encoded(data):
@@ -1486,6 +1512,74 @@ DETECT_CASES = [
         "authorization",
         "an-unknown-token-of-some-length",
     ),
+    Case(
+        "server info/unknown token",
+        "GetServerInfo",
+        lambda fx: server_info_pb2.GetServerInfoRequest(),
+        UNAUTHENTICATED,
+        "UNAUTHENTICATED",
+        "",
+        "authorization",
+        "an-unknown-token-of-some-length",
+    ),
+    # DICOM frames (types.proto's DicomFrames).
+    Case(
+        "frames/unknown transfer syntax",
+        "Morphology",
+        lambda fx: morph(source=dicom_frames(uid="1.2.840.10008.1.2.4.100")),
+        INVALID,
+        "UNSUPPORTED_ENCODING",
+        "input.dicom_frames.transfer_syntax_uid",
+        "not one this server decodes",
+    ),
+    Case(
+        "frames/colour",
+        "Morphology",
+        lambda fx: morph(source=dicom_frames(samples=3)),
+        INVALID,
+        "UNSUPPORTED_PIXEL_TYPE",
+        "input.dicom_frames.pixel_module.samples_per_pixel",
+        "grayscale",
+    ),
+    Case(
+        "frames/no photometric interpretation",
+        "Morphology",
+        lambda fx: morph(source=dicom_frames(photometric=0)),
+        INVALID,
+        "FIELD_REQUIRED",
+        "input.dicom_frames.pixel_module.photometric_interpretation",
+        "MONOCHROME",
+    ),
+    Case(
+        "frames/an RLE segment one byte short",
+        "Morphology",
+        lambda fx: morph(source=dicom_frames(data=[rle_frame(bytes([62]) + bytes(63))])),
+        INVALID,
+        "CORRUPT_ENCODED_DATA",
+        "input.dicom_frames.frames[0]",
+        "63 bytes for 64",
+    ),
+    Case(
+        "frames/rows over max_side",
+        "Morphology",
+        lambda fx: morph(source=dicom_frames(rows=70000)),
+        INVALID,
+        "LIMIT_EXCEEDED",
+        "input.dicom_frames.pixel_module.rows",
+        "max_side",
+    ),
+    Case(
+        "frames/an f32 result as HTJ2K",
+        "Morphology",
+        lambda fx: morph(
+            source=dicom_frames(slope=0.5),
+            output=types_pb2.OutputOptions(frame_encoding=types_pb2.FRAME_ENCODING_HTJ2K_LOSSLESS),
+        ),
+        INVALID,
+        "INVALID_COMBINATION",
+        "output.frame_encoding",
+        "f32",
+    ),
 ]
 
 
@@ -2035,6 +2129,7 @@ class BadRequests(unittest.TestCase):
                 "RegisterSharedMemory",
                 "UnregisterSharedMemory",
                 "ListSharedMemory",
+                "GetServerInfo",
             },
         )
         self.assertEqual(len({c.name for c in CASES}), len(CASES), "case names must be unique")

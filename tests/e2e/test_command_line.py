@@ -27,6 +27,7 @@ BUILD_TYPE = os.environ["CUIMG_BUILD_TYPE"]
 SUBCOMMANDS = [
     "health",
     "morphology",
+    "label",
     "gradient",
     "pyramid",
     "detect",

@@ -58,7 +58,11 @@ class Dockerfile(unittest.TestCase):
                 return os.path.join(tmp, os.path.relpath(path, root))
 
             os.makedirs(os.path.dirname(local(binaries[0])))
-            built = {"cuimg-server": SERVER, "cuimg": CLIENT}
+            built = {
+                "cuimg-server": SERVER,
+                "cuimg": CLIENT,
+                "cuimg-frame-decoder": os.environ["CUIMG_FRAME_DECODER"],
+            }
             for binary in binaries:
                 shutil.copy(built[os.path.basename(binary)], local(binary))
             run = subprocess.run(

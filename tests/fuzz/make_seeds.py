@@ -18,6 +18,7 @@ from cuimg.v1 import (
     deform_pb2,
     detection_pb2,
     gradient_pb2,
+    label_pb2,
     morphology_pb2,
     pyramid_pb2,
     resident_pb2,
@@ -127,7 +128,7 @@ write(
 
 # --- request_validation: the first byte picks the request (0 Morphology, 1 Gradient, 2 Pyramid,
 # 3 Deform, 4 Upload image header, 5 Upload mesh header, 6 DetectPedestrians, 7 a
-# ProcessVolumeStream header).
+# ProcessVolumeStream header, 8 Label).
 def image_proto(w, h, d=0, pixel=types_pb2.PIXEL_TYPE_U8, size=1):
     return types_pb2.Image(
         pixel_type=pixel, width=w, height=h, depth=d, data=bytes(w * h * max(d, 1) * size)
@@ -168,6 +169,34 @@ requests = {
         0,
         morphology_pb2.MorphologyRequest(
             input=types_pb2.ImageSource(handle="img-0123"), steps=[step]
+        ),
+    ),
+    # DICOM frames: a 2-frame RLE volume of 8-bit values with a CT rescale, returned as HTJ2K.
+    "morph_dicom_frames": (
+        0,
+        morphology_pb2.MorphologyRequest(
+            input=types_pb2.ImageSource(
+                dicom_frames=types_pb2.DicomFrames(
+                    transfer_syntax_uid="1.2.840.10008.1.2.5",
+                    pixel_module=types_pb2.DicomPixelModule(
+                        rows=4,
+                        columns=6,
+                        bits_allocated=8,
+                        bits_stored=7,
+                        photometric_interpretation=types_pb2.PHOTOMETRIC_INTERPRETATION_MONOCHROME2,
+                    ),
+                    frames=[
+                        types_pb2.DicomFrame(
+                            data=struct.pack("<16I", 1, 64, *[0] * 14) + bytes([0xE9, 5]),
+                            rescale_intercept=-1024,
+                        )
+                    ]
+                    * 2,
+                    spacing=types_pb2.Spacing(x_mm=0.5, y_mm=0.5, z_mm=1.0),
+                )
+            ),
+            steps=[step],
+            output=types_pb2.OutputOptions(frame_encoding=types_pb2.FRAME_ENCODING_HTJ2K_LOSSLESS),
         ),
     ),
     "gradient": (
@@ -313,6 +342,88 @@ requests["stream_mm"] = (
     streaming_pb2.VolumeStreamHeader(
         volume=mm_header, morphology=morphology_pb2.MorphologyRequest(steps=[mm_step, custom])
     ),
+)
+# The segmentation steps (issue 48): every op with its parameters, a marker inline and resident,
+# U32 label images, a stream whose chain has a global step, and Label with every field.
+M = morphology_pb2
+seg_steps = [
+    M.MorphologyStep(op=M.MORPHOLOGY_OP_THRESHOLD, lo=-5, hi=float("inf")),
+    M.MorphologyStep(op=M.MORPHOLOGY_OP_FILL_HOLES, connectivity=types_pb2.CONNECTIVITY_26),
+    M.MorphologyStep(op=M.MORPHOLOGY_OP_HMAX, h=2.5, connectivity=types_pb2.CONNECTIVITY_18),
+    M.MorphologyStep(op=M.MORPHOLOGY_OP_HMIN, h=1),
+    M.MorphologyStep(op=M.MORPHOLOGY_OP_OPEN_REC, element=step.element, iterations=2),
+    M.MorphologyStep(op=M.MORPHOLOGY_OP_CLOSE_REC, element=mm_step.element),
+    M.MorphologyStep(op=M.MORPHOLOGY_OP_REMOVE_SMALL, min_voxels=12),
+    M.MorphologyStep(op=M.MORPHOLOGY_OP_KEEP_LARGEST, connectivity=types_pb2.CONNECTIVITY_6),
+]
+marker_steps = [
+    M.MorphologyStep(op=M.MORPHOLOGY_OP_RECONSTRUCT_DILATE),
+    M.MorphologyStep(op=M.MORPHOLOGY_OP_RECONSTRUCT_ERODE, connectivity=types_pb2.CONNECTIVITY_6),
+]
+requests["morph_segmentation"] = (
+    0,
+    M.MorphologyRequest(input=types_pb2.ImageSource(image=mm_volume), steps=seg_steps),
+)
+requests["morph_marker"] = (
+    0,
+    M.MorphologyRequest(
+        input=types_pb2.ImageSource(image=image_proto(8, 6, 3, types_pb2.PIXEL_TYPE_U16, 2)),
+        steps=marker_steps,
+        marker=types_pb2.ImageSource(image=image_proto(8, 6, 3, types_pb2.PIXEL_TYPE_U16, 2)),
+    ),
+)
+requests["morph_marker_handle"] = (
+    0,
+    M.MorphologyRequest(
+        input=types_pb2.ImageSource(handle="img-0123"),
+        steps=marker_steps + seg_steps[:2],
+        marker=types_pb2.ImageSource(handle="img-4567"),
+    ),
+)
+requests["morph_u32"] = (
+    0,
+    M.MorphologyRequest(
+        input=types_pb2.ImageSource(image=image_proto(7, 5, 0, types_pb2.PIXEL_TYPE_U32, 4)),
+        steps=[
+            seg_steps[6],
+            M.MorphologyStep(
+                op=M.MORPHOLOGY_OP_KEEP_LARGEST, connectivity=types_pb2.CONNECTIVITY_8
+            ),
+        ],
+    ),
+)
+requests["stream_global"] = (
+    7,
+    streaming_pb2.VolumeStreamHeader(
+        volume=image_proto(12, 10, 9, types_pb2.PIXEL_TYPE_U16, 0),
+        morphology=M.MorphologyRequest(
+            steps=[step, seg_steps[1], custom, marker_steps[0]],
+            marker=types_pb2.ImageSource(handle="img-4567"),
+        ),
+    ),
+)
+requests["label"] = (
+    8,
+    label_pb2.LabelRequest(
+        input=types_pb2.ImageSource(image=image_proto(9, 7, 4, types_pb2.PIXEL_TYPE_I16, 2)),
+        connectivity=types_pb2.CONNECTIVITY_18,
+        threshold=label_pb2.LabelThreshold(lo=-3, hi=40),
+        min_voxels=2,
+        intensity=types_pb2.ImageSource(image=image_proto(9, 7, 4, types_pb2.PIXEL_TYPE_F32, 4)),
+        output=types_pb2.OutputOptions(keep_resident=True, omit_data=True),
+    ),
+)
+requests["label_handle"] = (
+    8,
+    label_pb2.LabelRequest(
+        input=types_pb2.ImageSource(handle="img-0123"),
+        connectivity=types_pb2.CONNECTIVITY_8,
+        intensity=types_pb2.ImageSource(encoded=png_gray),
+    ),
+)
+requests["upload_u32"] = (
+    4,
+    resident_pb2.UploadRequest(image=image_proto(6, 5, 3, types_pb2.PIXEL_TYPE_U32, 4)),
 )
 for name, (kind, message) in requests.items():
     write("request_validation", name, bytes([kind]) + message.SerializeToString())
@@ -598,3 +709,96 @@ write(
     + b"\r\n--q b:1\r\nContent-Type: application/dicom; transfer-syntax=1.2.840.10008.1.2.1\r\n"
     b"Content-Length: 10\r\n\r\n0123456789\r\n--q b:1--epilogue",
 )
+
+
+# --- rle_frame, jpeg_frame, j2k_frame, frame_sandbox (frame_decode_fuzzer.cc): 4 bytes of
+# description (rows - 1, columns - 1, bits, signed and the syntax's index in the family's list),
+# then one frame, as the tools a PACS's sources use write it (dcmtk, libgdcm-tools, openjph-tools).
+def frame_seed(rows, columns, bits_allocated, bits_stored, signed, syntax_index, frame):
+    bits = (1 if bits_allocated == 16 else 0) | ((bits_stored - 1) << 1)
+    return bytes([rows - 1, columns - 1, bits, int(signed) | (syntax_index << 1)]) + frame
+
+
+def dicom_frames(pixels, bits_stored, signed, command):
+    from pydicom import dcmread
+    from pydicom.encaps import generate_pixel_data_frame
+
+    source = dicom_slice(
+        "1.2.826.0.1.3680043.8.498.9", 0, pixels, (0, 0, 0), signed=signed, bits_stored=bits_stored
+    )
+    ds = dcmread(io.BytesIO(compressed(source, command)))
+    return ds, next(generate_pixel_data_frame(ds.PixelData, 1))
+
+
+frame_ct = rng.integers(0, 4096, (32, 32))  # 32 x 32: OpenJPEG's default 6 levels fit
+frame_signed = rng.integers(-2048, 2048, (32, 32))
+for fuzzer, index, name, command in (
+    ("rle_frame", 0, "rle", ["dcmcrle"]),
+    ("jpeg_frame", 1, "extended", ["dcmcjpeg", "+ee"]),
+    ("jpeg_frame", 2, "lossless_p6", ["dcmcjpeg", "+el", "+sv", "6"]),
+    ("jpeg_frame", 3, "lossless_sv1", ["dcmcjpeg", "+e1"]),
+    ("j2k_frame", 0, "j2k", ["gdcmconv", "--j2k"]),
+    ("frame_sandbox", 1, "jpegls", ["dcmcjpls"]),
+    ("frame_sandbox", 3, "jpegls_near", ["dcmcjpls", "+en"]),
+):
+    for signed, pixels in ((False, frame_ct), (True, frame_signed)):
+        if signed and name == "jpegls_near":
+            continue  # dcmcjpls refuses signed near-lossless
+        ds, frame = dicom_frames(pixels, 12, signed, command)
+        write(
+            fuzzer,
+            f"{name}_{'signed' if signed else 'unsigned'}.bin",
+            frame_seed(
+                ds.Rows,
+                ds.Columns,
+                ds.BitsAllocated,
+                ds.BitsStored,
+                ds.PixelRepresentation,
+                index,
+                frame,
+            ),
+        )
+write("rle_frame", "native.bin", frame_seed(6, 10, 8, 8, False, 1, gray[:6].tobytes()))
+
+
+def ojph_frame(pixels, bits, signed, options):
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        raw, j2c = os.path.join(tmp, "in.raw"), os.path.join(tmp, "out.j2c")
+        (pixels & ((1 << bits) - 1)).astype("<u2").tofile(raw)
+        subprocess.run(
+            [
+                "ojph_compress",
+                "-i",
+                raw,
+                "-o",
+                j2c,
+                "-dims",
+                "{32,32}",
+                "-num_comps",
+                "1",
+                "-signed",
+                "true" if signed else "false",
+                "-bit_depth",
+                str(bits),
+                "-downsamp",
+                "{1,1}",
+            ]
+            + options,
+            check=True,
+            capture_output=True,
+        )
+        with open(j2c, "rb") as f:
+            return f.read()
+
+
+for name, options in (
+    ("lossless", ["-reversible", "true"]),
+    ("lossy", ["-reversible", "false", "-qstep", "0.01"]),
+):
+    ht = ojph_frame(frame_ct, 12, False, options)
+    write("frame_sandbox", f"htj2k_{name}.bin", frame_seed(32, 32, 16, 12, False, 0, ht))
+    # The walk and OpenJPEG see HT codestreams whatever the syntax says.
+    write("j2k_frame", f"htj2k_{name}.bin", frame_seed(32, 32, 16, 12, False, 2, ht))

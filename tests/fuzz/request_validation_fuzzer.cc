@@ -1,14 +1,16 @@
 // libFuzzer target: request validation of every RPC. The first byte picks the request type (0
 // Morphology, 1 Gradient, 2 Pyramid, 3 Deform, 4 and 5 Upload's image and mesh headers, 6
-// DetectPedestrians, 7 a ProcessVolumeStream header), the rest is parsed as that protobuf message
-// (the bytes a client could send); validation must return a status, never crash, and admission's
-// estimate must be computable for whatever it accepts. For an accepted stream header, the slab
-// plan must tile the volume: output windows contiguous, inputs inside the volume and covering
-// each output slab's halo. Elements in millimetres resolve to one element per step (a resident
-// input's against a fixed spacing). Morphology and Gradient are also validated with their inline
-// pixels detached (as the server receives them) and must get the same status. Every refusal
-// keeps the error contract (tests/testing/error_contract.h): a documented reason set where it was
-// raised and a field of the request that its message starts with.
+// DetectPedestrians, 7 a ProcessVolumeStream header, 8 Label), the rest is parsed as that protobuf
+// message (the bytes a client could send); validation must return a status, never crash, and
+// admission's estimate must be computable for whatever it accepts. For an accepted stream header,
+// the slab plan must tile the volume: output windows contiguous, inputs inside the volume and
+// covering each output slab's halo (for a chain with a global step, the halo of its steps before
+// that one). Elements in millimetres resolve to one element per step (a resident input's against a
+// fixed spacing), and a resident input's job is checked against a fixed shape as admission checks
+// it. Morphology, Gradient and Label are also validated with their inline pixels detached (as the
+// server receives them) and must get the same status. Every refusal keeps the error contract
+// (tests/testing/error_contract.h): a documented reason set where it was raised and a field of the
+// request that its message starts with.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -64,6 +66,20 @@ void CompleteFromResident(const cuimg::v1::MorphologyRequest& request,
   }
   if (!job->resolved_elements.empty() && job->resolved_elements.size() != job->steps.size()) {
     __builtin_trap();
+  }
+  // Admission's check of the steps against the object (any verdict, never a crash).
+  if (job->input.kind == cuimg::ImageInput::Kind::kHandle) {
+    (void)cuimg::CheckMorphologyInput(
+        cuimg::ImageView{cuimg::PixelType::kU32, cuimg::Extent{8, 8, 8}, 1, nullptr}, *job);
+    (void)cuimg::CheckMorphologyInput(
+        cuimg::ImageView{cuimg::PixelType::kF32, cuimg::Extent{8, 8, 1}, 1, nullptr}, *job);
+  }
+}
+void CompleteFromResident(const cuimg::v1::LabelRequest&, const cuimg::RequestLimits&,
+                          cuimg::LabelJob* job) {
+  if (job->input.kind == cuimg::ImageInput::Kind::kHandle) {
+    (void)cuimg::CheckLabelInput(
+        cuimg::ImageView{cuimg::PixelType::kU32, cuimg::Extent{8, 8, 8}, 1, nullptr}, *job);
   }
 }
 template <typename Request, typename Job>
@@ -144,7 +160,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::uint8_t kind = data[0];
   ++data;
   --size;
-  switch (kind % 8) {
+  switch (kind % 9) {
     case 0:
       CheckDetached(data, size, &cuimg::ValidateMorphologyRequest, limits, store);
       break;
@@ -159,6 +175,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       break;
     case 6:
       CheckDetached(data, size, &ValidateDetect, limits, store);
+      break;
+    case 8:
+      CheckDetached(data, size, &cuimg::ValidateLabelRequest, limits, store);
       break;
     case 4: {
       cuimg::v1::UploadRequest upload;

@@ -5,8 +5,11 @@
 // ones; detections (grouped as the server does) with precision and recall >= 0.95 at IoU >= 0.5
 // on basketball1/2, fruits and vtest frames; no hits and no error without windows; more than 64
 // levels over several launches; determinism; on the GPU's own features (read back), every
-// window's score and hit test are the reference's arithmetic bit for bit. Buffers are poisoned
-// first, so anything the kernels fail to write shows. Labelled `gpu`; skips without a device.
+// window's score and hit test are the reference's arithmetic bit for bit; plans of several frames
+// (issue 50): each frame's features and hits bit for bit those of the frame detected alone
+// (1080p x 8, 768x576 x 4, odd sizes, inputs in separate buffers and one buffer twice), and the
+// host emulation's (EmulateOnHost) bit for bit the device's. Buffers are poisoned first, so
+// anything the kernels fail to write shows. Labelled `gpu`; skips without a device.
 //
 // Data: CUIMG_DATA (default Debian opencv-doc's examples/data) must hold basketball1.png,
 // basketball2.png, fruits.jpg and vtest_NN.jpg (frames the bundle extracts from vtest.avi; the
@@ -108,7 +111,7 @@ absl::StatusOr<GpuResult> RunOnGpu(const Image& image, const HogModel& model,
     return absl::InternalError("copy in");
   }
   CUIMG_RETURN_IF_ERROR(
-      plan.Run(d_in.data(), d_w.As<float>(), d_ws.data(), d_hits.data(), stream.get()));
+      plan.Run({d_in.data()}, d_w.As<float>(), d_ws.data(), d_hits.data(), stream.get()));
   CUIMG_RETURN_IF_ERROR(stream.Synchronize());
   std::vector<std::uint8_t> host(plan.HitsBytes());
   if (cudaMemcpy(host.data(), d_hits.data(), host.size(), cudaMemcpyDeviceToHost) != cudaSuccess) {
@@ -131,6 +134,86 @@ absl::StatusOr<GpuResult> RunOnGpu(const Image& image, const HogModel& model,
   r.geometry = plan.geometry();
   r.launches = plan.LaunchCount();
   return r;
+}
+
+// A plan of frames.size() frames run on the device, each frame's input in a buffer of its own
+// (`repeat`: frame 1 given frame 0's buffer instead), the workspace read back.
+struct GpuBatch {
+  std::vector<std::vector<WindowHit>> hits;  // per frame, HitOrder
+  std::vector<float> workspace;
+};
+absl::StatusOr<GpuBatch> RunBatchOnGpu(const DetectPlan& plan, const std::vector<Image>& frames,
+                                       const HogModel& model, bool repeat = false) {
+  CUIMG_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
+  std::vector<DeviceBuffer> d_in;
+  std::vector<const void*> in;
+  for (const Image& f : frames) {
+    CUIMG_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::Allocate(f.size_bytes()));
+    if (cudaMemcpy(b.data(), f.bytes(), f.size_bytes(), cudaMemcpyHostToDevice) != cudaSuccess) {
+      return absl::InternalError("copy in");
+    }
+    in.push_back(b.data());
+    d_in.push_back(std::move(b));
+  }
+  if (repeat) in[1] = in[0];
+  CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_w,
+                         DeviceBuffer::Allocate(model.weights.size() * sizeof(float)));
+  CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_ws, DeviceBuffer::Allocate(plan.WorkspaceBytes()));
+  CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_hits, DeviceBuffer::Allocate(plan.HitsBytes()));
+  if (cudaMemcpy(d_w.data(), model.weights.data(), model.weights.size() * sizeof(float),
+                 cudaMemcpyHostToDevice) != cudaSuccess ||
+      (plan.WorkspaceBytes() > 0 &&
+       cudaMemset(d_ws.data(), 0xFF, plan.WorkspaceBytes()) != cudaSuccess) ||
+      cudaMemset(d_hits.data(), 0x7F, plan.HitsBytes()) != cudaSuccess) {
+    return absl::InternalError("fill");
+  }
+  CUIMG_RETURN_IF_ERROR(plan.Run(in, d_w.As<float>(), d_ws.data(), d_hits.data(), stream.get()));
+  CUIMG_RETURN_IF_ERROR(stream.Synchronize());
+  std::vector<std::uint8_t> host(plan.HitsBytes());
+  GpuBatch r;
+  r.workspace.resize(plan.WorkspaceBytes() / sizeof(float));
+  if (cudaMemcpy(host.data(), d_hits.data(), host.size(), cudaMemcpyDeviceToHost) != cudaSuccess ||
+      cudaMemcpy(r.workspace.data(), d_ws.data(), plan.WorkspaceBytes(), cudaMemcpyDeviceToHost) !=
+          cudaSuccess) {
+    return absl::InternalError("copy back");
+  }
+  const std::uint32_t count = DetectPlan::HitCount(host.data());
+  if (count > plan.frames() * plan.geometry().windows) {
+    return absl::InternalError(absl::StrCat("hit count ", count, " exceeds the windows"));
+  }
+  r.hits = plan.DecodeFrameHits(host.data(), count);
+  return r;
+}
+
+// frames.size() frames in one plan on the device against each frame alone on the device:
+// features and hits bit for bit. Returns the hits compared.
+std::size_t ExpectBatchMatchesAlone(const std::vector<Image>& frames, const HogModel& model,
+                                    const DetectSpec& spec, const std::string& what,
+                                    bool repeat = false) {
+  const Image& first = frames[0];
+  absl::StatusOr<DetectPlan> batch = DetectPlan::Create(first.extent(), first.channels(), model,
+                                                        spec, static_cast<int>(frames.size()));
+  EXPECT_TRUE(batch.ok()) << batch.status() << " " << what;
+  absl::StatusOr<DetectPlan> alone =
+      DetectPlan::Create(first.extent(), first.channels(), model, spec);
+  if (!batch.ok() || !alone.ok()) return 0;
+  absl::StatusOr<GpuBatch> got = RunBatchOnGpu(*batch, frames, model, repeat);
+  EXPECT_TRUE(got.ok()) << got.status() << " " << what;
+  if (!got.ok()) return 0;
+  std::size_t hits = 0;
+  for (std::size_t f = 0; f < frames.size(); ++f) {
+    const Image& image = repeat && f == 1 ? frames[0] : frames[f];
+    absl::StatusOr<GpuBatch> want = RunBatchOnGpu(*alone, {image}, model);
+    EXPECT_TRUE(want.ok()) << want.status() << " " << what;
+    if (!want.ok()) return hits;
+    EXPECT_EQ(
+        testing::FrameDifference(*batch, got->workspace.data(), got->hits[f], static_cast<int>(f),
+                                 *alone, want->workspace.data(), want->hits[0], 0),
+        "")
+        << what;
+    hits += want->hits[0].size();
+  }
+  return hits;
 }
 
 // With the threshold far below every score, every window is a hit: compares them all.
@@ -384,6 +467,73 @@ TEST(DetectGpu, IsDeterministic) {
                 a->hits[i].window_x == b->hits[i].window_x &&
                 a->hits[i].window_y == b->hits[i].window_y && a->hits[i].score == b->hits[i].score)
         << i;
+  }
+}
+
+// Issue 50: plans of several frames give each frame what it gets alone, bit for bit.
+TEST(DetectGpu, BatchedFramesAreEachFramesDetectionAlone) {
+  CUIMG_SKIP_IF_NO_GPU();
+  const std::vector<Image> vtest = VtestFrames();
+  ASSERT_GE(vtest.size(), 8u) << "fewer than 8 vtest_NN.jpg in " << kData;
+  const HogModel people = LoadModel("opencv_people_64x128");
+  const HogModel daimler = LoadModel("opencv_daimler_48x96");
+  DetectSpec low;  // the served default but a lower threshold: hits on every frame
+  low.hit_threshold = -0.5;
+  std::vector<Image> hd;
+  for (int i = 0; i < 8; ++i) {
+    absl::StatusOr<Image> f = ResizeLinearExactU8(vtest[i].view(), 1920, 1080);
+    ASSERT_TRUE(f.ok());
+    hd.push_back(*std::move(f));
+  }
+  EXPECT_GT(ExpectBatchMatchesAlone(hd, people, low, "1080p x8"), 0u);
+  const std::vector<Image> sd(vtest.begin(), vtest.begin() + 4);
+  EXPECT_GT(ExpectBatchMatchesAlone(sd, people, low, "768x576 x4"), 0u);
+  DetectSpec daimler_spec = low;
+  daimler_spec.gamma_correction = false;
+  EXPECT_GT(ExpectBatchMatchesAlone(sd, daimler, daimler_spec, "768x576 x4 daimler"), 0u);
+  EXPECT_GT(ExpectBatchMatchesAlone(sd, people, low, "768x576 x4, one buffer twice", true), 0u);
+  DetectSpec all;
+  all.hit_threshold = -1e9;
+  all.padding = 16;
+  all.scale = 1.2;
+  for (int channels : {1, 3, 4}) {
+    std::vector<Image> odd;
+    for (int i = 0; i < 3; ++i) odd.push_back(Synthetic(333, 257, channels, 40 + i));
+    ExpectBatchMatchesAlone(odd, people, all, absl::StrCat("333x257x", channels, " x3"));
+    ExpectBatchMatchesAlone(odd, RandomModel(128, 256, 41), all,
+                            absl::StrCat("333x257x", channels, " x3 128x256"));
+  }
+}
+
+// EmulateOnHost is the kernels bit for bit (what hog_detect_batch_test and
+// hog_detect_emulation_test rely on): features and hits of a plan of 3 frames.
+TEST(DetectGpu, EmulationIsTheDeviceBitForBit) {
+  CUIMG_SKIP_IF_NO_GPU();
+  const HogModel people = LoadModel("opencv_people_64x128");
+  DetectSpec spec;
+  spec.hit_threshold = -1e9;
+  spec.padding = 8;
+  for (int channels : {1, 3, 4}) {
+    std::vector<Image> frames;
+    std::vector<const void*> in;
+    for (int i = 0; i < 3; ++i) frames.push_back(Synthetic(201, 163, channels, 50 + i));
+    for (const Image& f : frames) in.push_back(f.bytes());
+    absl::StatusOr<DetectPlan> plan = DetectPlan::Create(frames[0].extent(), channels, people, spec,
+                                                         static_cast<int>(frames.size()));
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    absl::StatusOr<GpuBatch> got = RunBatchOnGpu(*plan, frames, people);
+    ASSERT_TRUE(got.ok()) << got.status();
+    std::vector<float> workspace(plan->WorkspaceBytes() / sizeof(float));
+    std::vector<std::uint8_t> hits(plan->HitsBytes());
+    ASSERT_TRUE(plan->EmulateOnHost(in, people.weights.data(), workspace.data(), hits.data()).ok());
+    const std::vector<std::vector<WindowHit>> want =
+        plan->DecodeFrameHits(hits.data(), DetectPlan::HitCount(hits.data()));
+    for (int f = 0; f < 3; ++f) {
+      EXPECT_EQ(testing::FrameDifference(*plan, got->workspace.data(), got->hits[f], f, *plan,
+                                         workspace.data(), want[f], f),
+                "")
+          << channels << " channels";
+    }
   }
 }
 

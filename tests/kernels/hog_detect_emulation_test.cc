@@ -37,7 +37,8 @@ void ExpectEmulationMatchesReference(const Image& image, const HogModel& model, 
                                std::numeric_limits<float>::quiet_NaN());
   std::vector<std::uint8_t> hits(plan->HitsBytes(), 0x7F);
   ASSERT_TRUE(
-      plan->EmulateOnHost(image.bytes(), model.weights.data(), workspace.data(), hits.data()).ok());
+      plan->EmulateOnHost({image.bytes()}, model.weights.data(), workspace.data(), hits.data())
+          .ok());
   const std::uint32_t count = DetectPlan::HitCount(hits.data());
   ASSERT_EQ(count, want->geometry.windows) << what;
   const std::vector<WindowHit> got = DetectPlan::DecodeHits(hits.data(), count);
@@ -65,7 +66,8 @@ void ExpectScoresFollowTheReference(const Image& image, const HogModel& model,
   std::vector<float> workspace(plan->WorkspaceBytes() / sizeof(float));
   std::vector<std::uint8_t> hits(plan->HitsBytes(), 0x7F);
   ASSERT_TRUE(
-      plan->EmulateOnHost(image.bytes(), model.weights.data(), workspace.data(), hits.data()).ok());
+      plan->EmulateOnHost({image.bytes()}, model.weights.data(), workspace.data(), hits.data())
+          .ok());
   const std::vector<WindowHit> want =
       testing::ReferenceHitsOnWorkspace(*plan, workspace.data(), model, spec);
   const std::vector<WindowHit> got =
@@ -166,7 +168,8 @@ TEST(HogDetectEmulation, NoWindowsMeansNoLaunchesAndAZeroCount) {
   EXPECT_EQ(plan->LaunchCount(), 0);
   EXPECT_EQ(plan->WorkspaceBytes(), 0u);
   std::vector<std::uint8_t> hits(plan->HitsBytes(), 0x7F);
-  ASSERT_TRUE(plan->EmulateOnHost(image.bytes(), people.weights.data(), nullptr, hits.data()).ok());
+  ASSERT_TRUE(
+      plan->EmulateOnHost({image.bytes()}, people.weights.data(), nullptr, hits.data()).ok());
   EXPECT_EQ(DetectPlan::HitCount(hits.data()), 0u);
 }
 

@@ -78,7 +78,8 @@ TEST(Concurrency, CpuBackendServesParallelRequestsWhileMetricsAreScraped) {
         Image out(PixelType::kU8, input.extent(), 1);
         StageTimes times;
         ASSERT_TRUE(
-            backend->Morphology(input.view(), out.view(), steps, &times, NeverCancelled()).ok());
+            backend->Morphology(input.view(), out.view(), steps, nullptr, &times, NeverCancelled())
+                .ok());
         if (testing::FirstMismatch(out, expected) != -1) mismatches.fetch_add(1);
       }
     });

@@ -324,7 +324,9 @@ TEST(JpegGpuDecode, ADecodedImageFeedsAWorkCallWithoutACopy) {
   Image out(PixelType::kU8, cpu->extent(), 1);
   StageTimes times;
   const DeviceTraffic before = TrafficOf(**backend, device);
-  ASSERT_TRUE((*backend)->Morphology(on_device, out.view(), {step}, &times, NeverCancelled()).ok());
+  ASSERT_TRUE((*backend)
+                  ->Morphology(on_device, out.view(), {step}, nullptr, &times, NeverCancelled())
+                  .ok());
   const DeviceTraffic after = TrafficOf(**backend, device);
   EXPECT_EQ(times.device, device) << "the call runs where the image was decoded";
   // The same call from host pixels (on this device: the only one, or the least loaded).
@@ -333,9 +335,10 @@ TEST(JpegGpuDecode, ADecodedImageFeedsAWorkCallWithoutACopy) {
   std::map<int, DeviceTraffic> host_before;
   for (const DeviceStatus& d : (*backend)->Devices())
     host_before[d.id] = TrafficOf(**backend, d.id);
-  ASSERT_TRUE((*backend)
-                  ->Morphology(cpu->view(), host_out.view(), {step}, &host_times, NeverCancelled())
-                  .ok());
+  ASSERT_TRUE(
+      (*backend)
+          ->Morphology(cpu->view(), host_out.view(), {step}, nullptr, &host_times, NeverCancelled())
+          .ok());
   const DeviceTraffic host_after = TrafficOf(**backend, host_times.device);
   const DeviceTraffic& host_start = host_before[host_times.device];
   // The host input takes a device buffer and a staged copy in; the decoded image takes neither.

@@ -28,13 +28,13 @@ class OverwritingBackend final : public Backend {
 
   bool MorphologyWritesOverInput() const override { return true; }
   absl::Status Morphology(const InputImage& in, const ImageView& out,
-                          const std::vector<MorphologyStep>& steps, StageTimes* times,
-                          const CancelToken& cancel) override {
-    if (out.data != in.data) return cpu_->Morphology(in, out, steps, times, cancel);
+                          const std::vector<MorphologyStep>& steps, const ImageView* marker,
+                          StageTimes* times, const CancelToken& cancel) override {
+    if (out.data != in.data) return cpu_->Morphology(in, out, steps, marker, times, cancel);
     ++written_over_;
     Image copy(in.type, in.extent, in.channels);
     std::memcpy(copy.bytes(), in.data, in.Bytes());
-    return cpu_->Morphology(copy.view(), out, steps, times, cancel);
+    return cpu_->Morphology(copy.view(), out, steps, marker, times, cancel);
   }
   std::unique_ptr<HostBuffer> AllocateHostBuffer(std::size_t bytes) override {
     ++buffers_;
@@ -44,6 +44,12 @@ class OverwritingBackend final : public Backend {
   absl::string_view name() const override { return cpu_->name(); }
   std::string Describe() const override { return cpu_->Describe(); }
   std::vector<DeviceStatus> Devices() const override { return cpu_->Devices(); }
+  absl::StatusOr<std::vector<RegionStats>> Label(const InputImage& in, const LabelSpec& spec,
+                                                 const ImageView* intensity,
+                                                 const ImageView& labels, StageTimes* times,
+                                                 const CancelToken& cancel) override {
+    return cpu_->Label(in, spec, intensity, labels, times, cancel);
+  }
   absl::Status Gradient(const InputImage& in, const GradientSpec& spec, const GradientOutputs& out,
                         StageTimes* times, const CancelToken& cancel) override {
     return cpu_->Gradient(in, spec, out, times, cancel);

@@ -166,7 +166,7 @@ class CpuBackendStops : public ::testing::Test {
     StageTimes times;
     const auto start = Clock::now();
     absl::Status status =
-        backend_->Morphology(input_.view(), output_.view(), steps_, &times, cancel);
+        backend_->Morphology(input_.view(), output_.view(), steps_, nullptr, &times, cancel);
     return {status, std::chrono::duration<double>(Clock::now() - start).count()};
   }
 

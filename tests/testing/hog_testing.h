@@ -1,14 +1,18 @@
-// Inputs for the HOG detection tests: random linear SVMs and synthetic frames, by seed; and the
-// reference's scores on the block features a DetectPlan left in its workspace.
+// Inputs for the HOG detection tests: random linear SVMs and synthetic frames, by seed; the
+// reference's scores on the block features a DetectPlan left in its workspace; and the comparison
+// of a frame of a batched plan with the same frame detected alone.
 #ifndef CUIMG_TESTS_TESTING_HOG_TESTING_H_
 #define CUIMG_TESTS_TESTING_HOG_TESTING_H_
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "cuimg/common/image.h"
 #include "cuimg/kernels/hog_detect.h"
 #include "cuimg/kernels/hog_types.h"
@@ -80,6 +84,48 @@ inline std::vector<WindowHit> ReferenceHitsOnWorkspace(const DetectPlan& plan,
     }
   }
   return hits;
+}
+
+// The first difference between frame `a_frame` of plan `a`'s results (a host copy of its
+// workspace, and that frame's hits: DecodeFrameHits()[a_frame]) and frame `b_frame` of plan `b`'s,
+// plans of one input size, model and spec (a batch and a plan of one frame, say): every level's
+// block features bit for bit, then the hits (windows and scores). "" when there is none.
+inline std::string FrameDifference(const DetectPlan& a, const float* a_workspace,
+                                   const std::vector<WindowHit>& a_hits, int a_frame,
+                                   const DetectPlan& b, const float* b_workspace,
+                                   const std::vector<WindowHit>& b_hits, int b_frame) {
+  const std::vector<DetectLevel>& levels = a.geometry().levels;
+  const std::string where = absl::StrCat("frame ", a_frame, " vs ", b_frame);
+  for (int li = 0; li < static_cast<int>(levels.size()); ++li) {
+    const DetectPlan::FeaturePlane pa = a.Features(li, a_frame);
+    const DetectPlan::FeaturePlane pb = b.Features(li, b_frame);
+    for (int by = 0; by < levels[li].blocks_y; ++by) {
+      for (int bx = 0; bx < levels[li].blocks_x; ++bx) {
+        for (int f = 0; f < kHogBlockFeatures; ++f) {
+          const float va = a_workspace[pa.At(bx, by, f)];
+          const float vb = b_workspace[pb.At(bx, by, f)];
+          if (std::memcmp(&va, &vb, sizeof(float)) != 0) {
+            return absl::StrCat(where, ": level ", li, " block ", bx, ",", by, " feature ", f, " ",
+                                va, " vs ", vb);
+          }
+        }
+      }
+    }
+  }
+  if (a_hits.size() != b_hits.size()) {
+    return absl::StrCat(where, ": ", a_hits.size(), " hits vs ", b_hits.size());
+  }
+  for (std::size_t i = 0; i < a_hits.size(); ++i) {
+    const WindowHit& ha = a_hits[i];
+    const WindowHit& hb = b_hits[i];
+    if (ha.level != hb.level || ha.window_x != hb.window_x || ha.window_y != hb.window_y ||
+        std::memcmp(&ha.score, &hb.score, sizeof(double)) != 0) {
+      return absl::StrCat(where, ": hit ", i, " level ", ha.level, " window ", ha.window_x, ",",
+                          ha.window_y, " score ", ha.score, " vs level ", hb.level, " window ",
+                          hb.window_x, ",", hb.window_y, " score ", hb.score);
+    }
+  }
+  return "";
 }
 
 }  // namespace cuimg::testing

@@ -1,7 +1,8 @@
 """The Client class: one channel, typed helpers per RPC, NumPy in and out.
 
 Arrays: (H, W) images, (D, H, W) volumes, (H, W, C) colour images for detection; dtypes uint8,
-uint16, int16, float32 in either byte order (others are refused, never converted silently).
+uint16, int16, float32, and uint32 for label images (Client.label's, which morphology's
+segmentation steps take), in either byte order (others are refused, never converted silently).
 Results are writable arrays in native byte order, of the input's dimensionality: a one-slice
 volume (1, H, W), which the wire cannot tell from an (H, W) image, comes back (1, H, W). Errors
 from the server raise CuimgError with the gRPC code and message (field names included, e.g.
@@ -16,12 +17,12 @@ by reference (region, offset, shape) instead of bytes, and morphology can write 
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Union
+from typing import Any, Iterable
 
 import grpc
 import numpy as np
 
-from cuimg import channel, detection, resident, wire_contract
+from cuimg import channel, detection, resident, segmentation, wire_contract
 from cuimg.errors import CuimgError, make_error
 
 # The conversions, as cuimg.client offered them before they had a module of their own.
@@ -45,9 +46,9 @@ from cuimg.messages import (  # noqa: F401
 )
 from cuimg.messages import element_mm  # noqa: F401 (cuimg.element_mm, cuimg/__init__.py)
 from cuimg.shared_region import SharedRegion, ShmArray
+from cuimg.sources import ImageLike, _frame_source, _source  # noqa: F401 (as cuimg.client had)
 from cuimg.v1 import (
     deform_pb2,
-    detection_pb2,
     gradient_pb2,
     imaging_service_pb2_grpc,
     morphology_pb2,
@@ -63,26 +64,8 @@ from cuimg.volume_stream import StreamFailed, StreamedVolume, stream_volume, str
 # message costs less than opening the streams.
 DEFAULT_STREAM_THRESHOLD = 4 << 20
 
-# What the RPCs accept as an image: an array, a resident handle, or an array in shared memory.
-ImageLike = Union[np.ndarray, str, ShmArray]
 
-
-def _source(
-    array_or_handle: ImageLike, spacing: Spacing | None = None, colour: bool = False
-) -> types_pb2.ImageSource:
-    if isinstance(array_or_handle, str):
-        return types_pb2.ImageSource(handle=array_or_handle)
-    if isinstance(array_or_handle, ShmArray):
-        return types_pb2.ImageSource(shared_memory=array_or_handle.reference(spacing))
-    return types_pb2.ImageSource(image=to_image(array_or_handle, spacing, colour))
-
-
-def _frame_source(image: ImageLike) -> types_pb2.ImageSource:
-    """A detection input: an (H, W, C) array is a colour image."""
-    return _source(image, colour=not isinstance(image, (str, ShmArray)) and np.ndim(image) == 3)
-
-
-class Client:
+class Client(detection.DetectionCalls):
     """A connection to one cuimg-server (or several, with a dns:/// target and round_robin).
 
     target:      host:port, dns:///host:port or unix:///path
@@ -209,6 +192,7 @@ class Client:
         return_data: bool = True,
         ttl_seconds: int = 0,
         stream: bool | None = None,
+        marker: ImageLike | None = None,
     ) -> Any:
         """Runs a chain of steps ("op:shape:WxH[xD][:iterations],..." or MorphologyStep list)
         on an image/volume array, a ShmArray or a resident handle; returns a writable array of
@@ -226,7 +210,12 @@ class Client:
                      the server's default).
         stream:      None: a (D, H, W) volume above the client's stream_threshold is streamed
                      over its volume_streams connections; True: any volume is; False: unary.
-                     Never with out= or keep_resident. The result is the same either way.
+                     Never with out= or keep_resident. The result is the same either way. A chain
+                     with a global segmentation step (fill_holes, hmax, ...) runs on one stream:
+                     the server holds the whole volume for it.
+        marker:      the seed of reconstruct_dilate / reconstruct_erode steps: an array of the
+                     input's shape and dtype, a ShmArray or a resident handle (a streamed volume
+                     takes only the latter two).
         """
         steps = parse_steps(steps) if isinstance(steps, str) else list(steps)
         self.last_elements = []
@@ -242,10 +231,11 @@ class Client:
                     region=out.region.handle, offset=out.offset
                 )
             )
+        marker_source = None if marker is None else _source(marker)
         volume = None if output is not None else streamable(image, stream, self.stream_threshold)
         if volume is not None:
             header = streaming_pb2.VolumeStreamHeader(
-                morphology=morphology_pb2.MorphologyRequest(steps=steps)
+                morphology=morphology_pb2.MorphologyRequest(steps=steps, marker=marker_source)
             )
             _set_spacing(header.volume, spacing)
             result = self._stream(header, volume, volume.dtype.newbyteorder("="), 1)[0]
@@ -255,7 +245,7 @@ class Client:
         response = self._call(
             "Morphology",
             morphology_pb2.MorphologyRequest(
-                input=_source(image, spacing), steps=steps, output=output
+                input=_source(image, spacing), steps=steps, output=output, marker=marker_source
             ),
         )
         self.last_elements = list(response.resolved_elements)
@@ -308,6 +298,49 @@ class Client:
         )
         return dict(zip(names, results))
 
+    def label(
+        self,
+        image: ImageLike,
+        *,
+        connectivity: int | None = None,
+        threshold: tuple[float, float] | None = None,
+        min_voxels: int = 0,
+        intensity: ImageLike | None = None,
+        spacing: Spacing | None = None,
+        keep_resident: bool = False,
+        return_data: bool = True,
+        ttl_seconds: int = 0,
+    ) -> tuple[Any, dict[str, np.ndarray]]:
+        """Connected components of an image/volume (an array of any cuimg dtype, a ShmArray or
+        a resident handle): returns (labels, regions). labels: a writable uint32 array of the
+        input's shape, 0 the background and regions numbered 1..N as scipy.ndimage.label numbers
+        them (raster order of each region's first pixel); with keep_resident, Resident(handle,
+        labels or None when return_data=False): a label image morphology's segmentation steps
+        and label() take by handle. regions: a dict of NumPy arrays, row k for label k + 1, in
+        NumPy's axis order as scikit-image's regionprops: voxels (N,); bbox (N, 2 * ndim), the
+        half-open box's first index per axis, then one past its last; centroid (N, ndim) in
+        voxels; centroid_mm (N, ndim) when `spacing` (or a resident input's) is > 0 on every
+        axis; with `intensity`, min, max, mean and sum (N,) of its values per region.
+
+        connectivity: 4 or 8 (2D), 6, 18 or 26 (3D); None: face connectivity (4 / 6).
+        threshold:   (lo, hi): the foreground is the pixels in [lo, hi]; None: the non-zero
+                     pixels. NaN is never foreground.
+        min_voxels:  components of fewer voxels are dropped before numbering.
+        intensity:   an image of the input's shape (any dtype, array, ShmArray or handle)."""
+        output = _output_options(keep_resident, return_data, ttl_seconds)
+        request = segmentation.label_request(
+            _source(image, spacing),
+            connectivity_value=connectivity,
+            threshold=threshold,
+            min_voxels=min_voxels,
+            intensity=None if intensity is None else _source(intensity),
+            output=output,
+        )
+        labels, regions, self.last_timing = segmentation.call_label(
+            self._channel, request, self.timeout, self._one_slice.of(image)
+        )
+        return self._one_slice.results(image, [labels], keep_resident, return_data)[0], regions
+
     def pyramid(
         self,
         image: ImageLike,
@@ -346,75 +379,6 @@ class Client:
         return self._one_slice.results(
             image, [level.result for level in response.levels], keep_resident, return_data
         )
-
-    def detect(
-        self,
-        image: ImageLike | None = None,
-        *,
-        encoded: bytes | None = None,
-        model: str = "",
-        hit_threshold: float = 0.0,
-        win_stride: int = 0,
-        scale: float = 0.0,
-        padding: int = 0,
-        max_levels: int = 0,
-        gamma_correction: bool | None = None,
-        grouping: bool = True,
-        group_threshold: int | None = None,
-        group_eps: float = 0.0,
-    ) -> list[dict[str, float]]:
-        """Pedestrians in a gray (H, W) or BGR/BGRA (H, W, C) uint8 image (or a resident
-        handle), or in PNG/JPEG file bytes given as `encoded=` (exactly one of the two): a list
-        of dicts x, y, width, height, score, scale, best first. `model` is a name from models();
-        the other parameters are DetectPedestriansRequest's (0 and None: the server's
-        defaults)."""
-        if (image is None) == (encoded is None):
-            raise ValueError("detect: pass an image or encoded= bytes, not both")
-        request = detection.detect_request(
-            image,
-            encoded,
-            _frame_source,
-            model=model,
-            hit_threshold=hit_threshold,
-            win_stride=win_stride,
-            scale=scale,
-            padding=padding,
-            max_levels=max_levels,
-            gamma_correction=gamma_correction,
-            grouping=grouping,
-            group_threshold=group_threshold,
-            group_eps=group_eps,
-        )
-        return detection.detections(self._call("DetectPedestrians", request))
-
-    def detect_stream(
-        self, frames: Iterable[Any], *, timeout: float | None = None, **parameters: Any
-    ) -> Iterator[dict[str, Any]]:
-        """Pedestrians in a sequence of frames over one DetectStream call: an iterator of one
-        dict per frame, in the frames' order: index (from 0), id, detections (as detect()
-        returns them), levels, windows, model.
-
-        frames: an iterable (a generator may be endless, e.g. a camera); each item is a frame, or
-        an (id, frame) pair whose id (a str of at most 128 bytes) comes back in the result. A
-        frame is a gray (H, W) or BGR/BGRA (H, W, C) uint8 array, PNG/JPEG file bytes, or a
-        resident handle (str). The iterable is read on a gRPC thread only as fast as the server
-        takes frames (it holds at most 4 per stream): a caller that reads results slowly holds
-        the frames back, beyond what gRPC's flow-control windows buffer.
-        parameters: detect()'s keyword arguments (model, hit_threshold, ...), for every frame.
-        timeout: the whole stream's deadline in seconds (None: none, for endless sources).
-
-        A frame the server refuses ends the stream: the results before it are yielded, then
-        CuimgError is raised naming the field and the frame ("request.input.encoded: ... (frame
-        7, id '...')"). Closing the iterator early cancels the stream."""
-        base = detection.detect_request(None, None, _frame_source, **parameters)
-        self.last_timing = yield from detection.stream(
-            self._stub, frames, base, _frame_source, timeout
-        )
-
-    def models(self) -> list[dict[str, Any]]:
-        """The detector models the server has loaded: dicts name, window_width, window_height,
-        descriptor_size, description, gamma_correction."""
-        return detection.models(self._call("ListModels", detection_pb2.ListModelsRequest()))
 
     def health(self, service: str = "") -> str:
         """grpc.health.v1 Check: "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN" or "UNKNOWN" for

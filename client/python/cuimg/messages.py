@@ -1,8 +1,8 @@
 """NumPy arrays, meshes and the CLI's step strings as cuimg API messages, and results back.
 
 Arrays: (H, W) images, (D, H, W) volumes, (H, W, C) colour images; dtypes uint8, uint16, int16,
-float32 in either byte order (others are refused, never converted silently). Results are writable
-arrays in native byte order.
+float32, and uint32 for label images, in either byte order (others are refused, never converted
+silently). Results are writable arrays in native byte order.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ PIXEL_TYPES: dict[np.dtype[Any], int] = {
     np.dtype(np.uint16): types_pb2.PIXEL_TYPE_U16,
     np.dtype(np.int16): types_pb2.PIXEL_TYPE_I16,
     np.dtype(np.float32): types_pb2.PIXEL_TYPE_F32,
+    np.dtype(np.uint32): types_pb2.PIXEL_TYPE_U32,
 }
 DTYPES: dict[int, np.dtype[Any]] = {v: k for k, v in PIXEL_TYPES.items()}
 OPS = {
@@ -28,6 +29,24 @@ OPS = {
     "tophat": morphology_pb2.MORPHOLOGY_OP_TOP_HAT,
     "blackhat": morphology_pb2.MORPHOLOGY_OP_BLACK_HAT,
 }
+# The segmentation steps; all but threshold are global (a pixel's result may depend on any pixel
+# of the image), so a streamed volume with one is never split over connections.
+SEGMENTATION_OPS = {
+    name: getattr(morphology_pb2, f"MORPHOLOGY_OP_{name.upper()}")
+    for name in (
+        "fill_holes",
+        "reconstruct_dilate",
+        "reconstruct_erode",
+        "open_rec",
+        "close_rec",
+        "hmax",
+        "hmin",
+        "threshold",
+        "remove_small",
+        "keep_largest",
+    )
+}
+CONNECTIVITIES = {c: getattr(types_pb2, f"CONNECTIVITY_{c}") for c in (4, 8, 6, 18, 26)}
 SHAPES = {
     name: getattr(morphology_pb2, f"ELEMENT_SHAPE_{name.upper()}")
     for name in ("rect", "ellipse", "cross")
@@ -78,19 +97,83 @@ def _element(size: str, shape: str, step: str) -> morphology_pb2.StructuringElem
     )
 
 
+def connectivity(value: int | None) -> int:
+    """The cuimg.v1.Connectivity of 4 or 8 (2D), 6, 18 or 26 (3D); None is the server's default,
+    face connectivity (4 in 2D, 6 in 3D). ValueError for anything else."""
+    if value is None:
+        return types_pb2.CONNECTIVITY_UNSPECIFIED
+    if value not in CONNECTIVITIES:
+        raise ValueError(f"connectivity {value!r}: expected 4 or 8 (2D), 6, 18 or 26 (3D)")
+    return CONNECTIVITIES[value]
+
+
+def _number(text: str, what: str, step: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if value != value:
+        raise ValueError(f"step {step!r}: {what} {text!r} is not a number")
+    return value
+
+
+def _segmentation_step(name: str, fields: list[str], part: str) -> morphology_pb2.MorphologyStep:
+    """One of SEGMENTATION_OPS: "fill_holes[:C]", "open_rec:SHAPE:SIZE[:C]", "hmax:H[:C]",
+    "threshold:LO:HI", "remove_small:N[:C]", ... (C: the connectivity)."""
+    step = morphology_pb2.MorphologyStep(op=SEGMENTATION_OPS[name])
+    rest = fields[1:]
+    if name in ("open_rec", "close_rec"):
+        if len(rest) < 2 or rest[0] not in SHAPES:
+            raise ValueError(
+                f"step {part!r}: expected {name}:SHAPE:SIZE[:C] with shape in " f"{sorted(SHAPES)}"
+            )
+        step.element.CopyFrom(_element(rest[1], rest[0], part))
+        rest = rest[2:]
+    elif name in ("hmax", "hmin"):
+        if not rest:
+            raise ValueError(f"step {part!r}: expected {name}:H[:C]")
+        step.h = _number(rest[0], "H", part)
+        rest = rest[1:]
+    elif name == "threshold":
+        if len(rest) != 2:
+            raise ValueError(f"step {part!r}: expected threshold:LO:HI")
+        step.lo, step.hi = _number(rest[0], "LO", part), _number(rest[1], "HI", part)
+        return step
+    elif name == "remove_small":
+        if not rest or not rest[0].isdigit():
+            raise ValueError(f"step {part!r}: expected remove_small:N[:C] (N voxels)")
+        step.min_voxels = int(rest[0])
+        rest = rest[1:]
+    if len(rest) > 1:
+        raise ValueError(f"step {part!r}: too many fields")
+    if rest:
+        if not rest[0].isdigit():
+            raise ValueError(f"step {part!r}: connectivity {rest[0]!r} is not 4, 8, 6, 18 or 26")
+        step.connectivity = connectivity(int(rest[0]))
+    return step
+
+
 def parse_steps(text: str) -> list[morphology_pb2.MorphologyStep]:
     """ "op:shape:SIZE[:iterations],..." (the cuimg CLI's --steps) -> MorphologyStep list. SIZE
     is WxH or WxHxD in voxels, or a radius in millimetres: Rmm (every axis), RXxRYmm (2D) or
-    RXxRYxRZmm, e.g. "dilate:ellipse:5mm" (see element_mm). ValueError names the step that
-    does not parse."""
+    RXxRYxRZmm, e.g. "dilate:ellipse:5mm" (see element_mm). The segmentation steps, C being a
+    connectivity (4 or 8 in 2D, 6, 18 or 26 in 3D; face connectivity when left out):
+    fill_holes[:C], reconstruct_dilate[:C] and reconstruct_erode[:C] (with morphology's
+    marker=), open_rec:SHAPE:SIZE[:C], close_rec:SHAPE:SIZE[:C], hmax:H[:C], hmin:H[:C],
+    threshold:LO:HI, remove_small:N[:C], keep_largest[:C]. ValueError names the step that does
+    not parse."""
     steps = []
     for part in text.split(","):
         fields = part.split(":")
+        if fields[0] in SEGMENTATION_OPS:
+            steps.append(_segmentation_step(fields[0], fields, part))
+            continue
         if len(fields) not in (3, 4) or fields[0] not in OPS or fields[1] not in SHAPES:
             raise ValueError(
                 f"step {part!r}: expected op:shape:WxH[xD][:iterations] or "
                 f"op:shape:Rmm[:iterations] with op in {sorted(OPS)} and shape in "
-                f"{sorted(SHAPES)}"
+                f"{sorted(SHAPES)}, or a segmentation step "
+                f"({', '.join(sorted(SEGMENTATION_OPS))})"
             )
         steps.append(
             morphology_pb2.MorphologyStep(
@@ -107,7 +190,9 @@ def pixel_type(dtype: np.dtype) -> int:
     dtype = np.dtype(dtype)
     found = PIXEL_TYPES.get(dtype.newbyteorder("="))
     if found is None:
-        raise TypeError(f"dtype {dtype}: cuimg takes uint8, uint16, int16 or float32")
+        raise TypeError(
+            f"dtype {dtype}: cuimg takes uint8, uint16, int16, uint32 (label images) " f"or float32"
+        )
     return found
 
 

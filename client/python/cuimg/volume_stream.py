@@ -20,6 +20,7 @@ import numpy as np
 from cuimg import _wire, wire_contract
 from cuimg.messages import little_endian
 from cuimg.shared_region import ShmArray
+from cuimg.messages import SEGMENTATION_OPS
 from cuimg.v1 import morphology_pb2, streaming_pb2
 
 METHOD = "/cuimg.v1.Imaging/ProcessVolumeStream"
@@ -27,6 +28,10 @@ METHOD = "/cuimg.v1.Imaging/ProcessVolumeStream"
 # once more. Debian's gRPC 1.51 now and then fails a local connect() that was only in progress
 # (grpc/grpc#35064); the CLI waits as long (client/commands/volume_stream.cc, kReconnectWait).
 RECONNECT_WAIT_S = 3.0
+
+
+# The global steps: the segmentation steps but threshold (pixel by pixel).
+GLOBAL_OPS = frozenset(op for name, op in SEGMENTATION_OPS.items() if name != "threshold")
 
 
 class Part(NamedTuple):
@@ -44,11 +49,14 @@ def z_reach(steps: Sequence[morphology_pb2.MorphologyStep]) -> int:
     chain in voxels (the CLI's HeaderZReach, which a C++ test holds equal to the server's; not
     meaningful for elements in millimetres, which only the server resolves): for each
     erosion or dilation of the chain (OPEN, CLOSE, GRADIENT, TOP_HAT and BLACK_HAT count two,
-    times their iterations), the element's larger z extent from its anchor; 0 for 2D elements.
+    times their iterations), the element's larger z extent from its anchor, up to the chain's
+    first global step (from there the server holds the whole volume); 0 for 2D elements.
     Gradient (the RPC) works per slice: its reach is 0."""
     reach = 0
     single = (morphology_pb2.MORPHOLOGY_OP_ERODE, morphology_pb2.MORPHOLOGY_OP_DILATE)
     for step in steps:
+        if step.op in GLOBAL_OPS:
+            break  # the server gathers the whole volume from here
         element = step.element
         depth = max(1, element.depth)
         anchor = element.anchor_z if element.HasField("anchor_z") else depth // 2
@@ -184,9 +192,10 @@ def stream_volume(
     depth, height, width = volume.shape
     steps = header.morphology.steps if header.HasField("morphology") else ()
     # Elements in millimetres become voxels on the server only: their z reach is not known here,
-    # so such a chain takes one stream, which needs no halo.
-    in_mm = any(step.element.HasField("radius") for step in steps)
-    parts = split_depth(depth, 1 if in_mm else len(channels), z_reach(steps))
+    # so such a chain takes one stream, which needs no halo. So does a chain with a global
+    # (segmentation) step: any slice's result may depend on every other slice.
+    one = any(step.element.HasField("radius") or step.op in GLOBAL_OPS for step in steps)
+    parts = split_depth(depth, 1 if one else len(channels), z_reach(steps))
     in_slice = height * width * volume.itemsize
     out_dtype = np.dtype(out_dtype)
     wire_dtype = out_dtype.newbyteorder("<")

@@ -1,12 +1,18 @@
 // DetectPlan::EmulateOnHost: the blocks and scores kernels of hog_detect.cu run on the host, each
 // phase of hog_strip.h and hog_scores.h for every thread of a CUDA block in the kernel's barrier
 // order, so CPU tests check the kernels' own indexing and arithmetic. Built with -fmad=false and
-// -ffp-contract=off, as hog_detect.cu, so that it rounds as the kernels do.
+// -ffp-contract=off, as hog_detect.cu, so that it rounds as the kernels do. Each emulated CUDA
+// block starts from poisoned shared memory (Poison), so a value one reads that it did not write
+// (a device's shared memory holds the last block's) turns the features it feeds into NaN or inf.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
+#include <limits>
 #include <memory>
 
+#include "absl/strings/str_cat.h"
+#include "cuimg/common/error.h"
 #include "cuimg/kernels/hog_detect.h"
 #include "hog_plan.h"
 
@@ -19,8 +25,10 @@ using hog::kHitsHeader;
 using hog::kScoreLanes;
 using hog::kScoreRows;
 using hog::kStripThreads;
+using hog::LaneWindow;
 using hog::ScoreJob;
 using hog::ScoresParams;
+using hog::Strip;
 using hog::StripSmem;
 using hog::StripThread;
 using hog::TilePos;
@@ -32,15 +40,21 @@ int FindJobOnHost(const int* first_block, int num_jobs, int block) {
          1;
 }
 
-// DivSmall's quotient (div_small.cuh) on the host: the kernels' tile of a block index.
-TilePos TileOf(int tile, int tiles_x, float inv_tiles_x) {
-  const int y = static_cast<int>((static_cast<float>(tile) + 0.5f) * inv_tiles_x);
-  return TilePos{tile - y * tiles_x, y};
-}
-
 // BlockSum's order on the host, over v[0..7].
 float BlockSumOnHost(const float* v) {
   return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+}
+
+// A CUDA block's shared memory before it runs: NaN sums and gamma table, samples of 1e30 (a NaN
+// sample would give a NaN orientation, whose conversion to a bin is undefined on the host: on the
+// device it is bin 0, and the vote lands in a column no block reads), and row taps that point far
+// outside any input.
+void Poison(StripSmem& s) {
+  constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+  std::fill(&s.rows[0][0][0], &s.rows[0][0][0] + sizeof(s.rows) / sizeof(float), 1e30f);
+  std::fill(std::begin(s.sums), std::end(s.sums), kNaN);
+  std::fill(std::begin(s.lut), std::end(s.lut), kNaN);
+  std::memset(s.ytap, 0x7f, sizeof(s.ytap));
 }
 
 // The blocks kernel on the host: each phase for every thread of a CUDA block, in the kernel's
@@ -57,15 +71,18 @@ void EmulateBlocks(const BlocksParams& p, int grid) {
   for (int block = 0; block < grid; ++block) {
     const int j = FindJobOnHost(p.first_block, p.num_jobs, block);
     const BlockJob& job = p.jobs[j];
-    const TilePos strip = TileOf(block - p.first_block[j], job.tiles_x, job.inv_tiles_x);
+    const Strip strip = hog::StripOf(job, block - p.first_block[j]);
+    const std::uint8_t* src = p.src[strip.frame];
+    Poison(s);
     for (int t = 0; t < kStripThreads; ++t) {
       hog::StartStrip<kChannels>(p, job, strip, t, s, threads[t]);
     }
-    for (int period = 0; period <= job.strip_rows; ++period) {
+    const int rows = hog::StripRows(job, strip);
+    for (int period = 0; period <= rows; ++period) {
       for (int t = 0; t < kStripThreads; ++t) {
-        hog::SamplePeriod<kChannels>(p, job, period, t, s, threads[t]);
+        hog::SamplePeriod<kChannels>(job, src, period, t, s, threads[t]);
       }
-      for (int t = 0; t < kStripThreads; ++t) hog::VotePeriod(p, job, period, t, s, threads[t]);
+      for (int t = 0; t < kStripThreads; ++t) hog::VotePeriod(p, rows, period, t, s, threads[t]);
       if (period == 0) continue;
       for (int t = 0; t < kStripThreads; ++t) hog::HorizontalHalf(p, period, t, s, part[t]);
       for (int t = 0; t < kStripThreads; ++t) {  // the kernel's shuffle: own half + the other
@@ -84,10 +101,16 @@ void EmulateBlocks(const BlocksParams& p, int grid) {
 
 }  // namespace
 
-absl::Status DetectPlan::EmulateOnHost(const void* in, const float* weights, void* workspace,
-                                       void* hits) const {
+absl::Status DetectPlan::EmulateOnHost(absl::Span<const void* const> in, const float* weights,
+                                       void* workspace, void* hits) const {
   const Impl& plan = *impl_;
-  if (in == nullptr || hits == nullptr || (plan.workspace_bytes > 0 && workspace == nullptr) ||
+  if (static_cast<int>(in.size()) != plan.frames) {
+    return InvalidFieldError(
+        ErrorReason::kInvalidCombination, "in",
+        absl::StrCat(in.size(), " inputs for a plan of ", plan.frames, " frames"));
+  }
+  if (std::find(in.begin(), in.end(), nullptr) != in.end() || hits == nullptr ||
+      (plan.frame_bytes > 0 && workspace == nullptr) ||
       (!plan.chunks.empty() && weights == nullptr)) {
     return absl::InvalidArgumentError("in, weights, workspace, hits: must not be null");
   }
@@ -95,7 +118,7 @@ absl::Status DetectPlan::EmulateOnHost(const void* in, const float* weights, voi
   *count = 0;
   for (const DetectChunk& chunk : plan.chunks) {
     BlocksParams p = chunk.blocks;
-    p.src = static_cast<const std::uint8_t*>(in);
+    for (std::size_t f = 0; f < in.size(); ++f) p.src[f] = static_cast<const std::uint8_t*>(in[f]);
     p.features = static_cast<float*>(workspace);
     p.hit_count = count;
     switch (plan.channels) {
@@ -118,9 +141,10 @@ absl::Status DetectPlan::EmulateOnHost(const void* in, const float* weights, voi
     for (int block = 0; block < chunk.score_grid; ++block) {
       const int j = FindJobOnHost(p.first_block, p.num_jobs, block);
       const ScoreJob& job = p.jobs[j];
-      const TilePos tile = TileOf(block - p.first_block[j], job.tiles_x, job.inv_tiles_x);
+      const TilePos tile = hog::TileOf(job, block - p.first_block[j]);
       for (int t = 0; t < kScoreLanes; ++t) {
-        const int wx = tile.x * kScoreLanes + t;
+        const LaneWindow w = hog::LaneWindowOf(p, job, tile.x * kScoreLanes + t);
+        const float* level = hog::LevelFeatures(p, job, w.frame);
         const int wy0 = tile.y * kScoreRows;
         // The kernel's order: the bias, then the columns' sums with sx rising.
         double score[kScoreRows];
@@ -128,20 +152,19 @@ absl::Status DetectPlan::EmulateOnHost(const void* in, const float* weights, voi
         for (int sx = 0; sx < p.model_blocks_x; ++sx) {
           double part[kScoreRows];
           if (plan.weight_quads.empty()) {
-            hog::ScoreColumnPart<hog::kFeatureQuads>(p, nullptr, job, wx, wy0, sx, part);
+            hog::ScoreColumnPart<hog::kFeatureQuads>(p, nullptr, job, level, w.wx, wy0, sx, part);
           } else {
-            hog::ScoreColumnPart<hog::kParamFrom>(p, plan.weight_quads.data(), job, wx, wy0, sx,
-                                                  part);
+            hog::ScoreColumnPart<hog::kParamFrom>(p, plan.weight_quads.data(), job, level, w.wx,
+                                                  wy0, sx, part);
           }
           for (int r = 0; r < kScoreRows; ++r) score[r] += part[r];
         }
         for (int r = 0; r < kScoreRows; ++r) {
-          if (wx >= job.windows_x || wy0 + r >= job.windows_y || !(score[r] >= p.threshold)) {
-            continue;
-          }
+          if (!w.valid || wy0 + r >= job.windows_y || !(score[r] >= p.threshold)) continue;
           const unsigned int slot = (*count)++;
           if (slot < p.capacity) {
-            out[slot] = DeviceHit{job.level, wx, wy0 + r, static_cast<float>(score[r])};
+            out[slot] = DeviceHit{w.frame * p.levels + job.level, w.wx, wy0 + r,
+                                  static_cast<float>(score[r])};
           }
         }
       }

@@ -147,18 +147,21 @@ struct Vote {
   int bin1;
 };
 
-// computeGradient's orientation binning of the gradient (dx, dy) into 9 unsigned bins centred at
-// 10, 30, ..., 170 degrees.
-CUIMG_HOG_HD Vote VoteOf(float dx, float dy) {
+// VoteOf given mag2 = dx * dx + dy * dy (each product and the sum rounded), as PickChannel has it.
+CUIMG_HOG_HD Vote VoteOfMagnitude(float dx, float dy, float mag2) {
   constexpr int kBins = 9;
   constexpr float kAngleScale = static_cast<float>(kBins / 3.1415926535897932384626433832795);
   // sqrt(0) is outside SqrtInRange's operands (on the GPU it gives NaN, dropped here).
-  const float mag2 = dx * dx + dy * dy;
   const float mag = mag2 == 0.f ? 0.f : SqrtInRange(mag2);
   float angle = FastAtan2Radians(dy, dx) * kAngleScale - 0.5f;
-  // floor(angle) for angle in [-0.5, 17.5], without a library call.
+  // floor(angle) for angle in [-0.5, 17.5]: one conversion rounding down on the GPU; on the host
+  // without a library call (the reference's loops vectorize).
+#if defined(__CUDA_ARCH__)
+  int h = __float2int_rd(angle);
+#else
   int h = static_cast<int>(angle);
   h -= static_cast<int>(angle < static_cast<float>(h));
+#endif
   angle -= static_cast<float>(h);
   Vote v;
   v.w0 = mag * (1.f - angle);
@@ -168,6 +171,10 @@ CUIMG_HOG_HD Vote VoteOf(float dx, float dy) {
   v.bin1 = h + 1 - kBins * static_cast<int>(h + 1 >= kBins);
   return v;
 }
+
+// computeGradient's orientation binning of the gradient (dx, dy) into 9 unsigned bins centred at
+// 10, 30, ..., 170 degrees.
+CUIMG_HOG_HD Vote VoteOf(float dx, float dy) { return VoteOfMagnitude(dx, dy, dx * dx + dy * dy); }
 
 // The value a gradient takes an 8-bit sample through: sqrt(v) with gamma correction, else v.
 CUIMG_HOG_HD float GammaLut(int v, bool gamma) {
@@ -208,6 +215,23 @@ CUIMG_HOG_HD void MaxChannel(const float (&dx)[3], const float (&dy)[3], bool si
   }
   *out_dx = bx;
   *out_dy = by;
+}
+
+// MaxChannel's choice without branches on simd_rule, returning the chosen channel's squared
+// magnitude (for VoteOfMagnitude). The magnitudes are finite and >= 0, so MaxChannel's two rules
+// are one: take R over G when its magnitude is larger (SIMD) or not smaller (scalar), then B over
+// that when its magnitude is not smaller (SIMD) or larger (scalar).
+CUIMG_HOG_HD float PickChannel(const float (&dx)[3], const float (&dy)[3], bool simd_rule,
+                               float* out_dx, float* out_dy) {
+  const float m0 = dx[0] * dx[0] + dy[0] * dy[0];
+  const float m1 = dx[1] * dx[1] + dy[1] * dy[1];
+  const float m2 = dx[2] * dx[2] + dy[2] * dy[2];
+  const bool two = m2 > m1 || (!simd_rule && m2 == m1);
+  const float bm = two ? m2 : m1;
+  const bool zero = m0 > bm || (simd_rule && m0 == bm);
+  *out_dx = zero ? dx[0] : (two ? dx[2] : dx[1]);
+  *out_dy = zero ? dy[0] : (two ? dy[2] : dy[1]);
+  return zero ? m0 : bm;
 }
 
 }  // namespace cuimg::hog

@@ -1,5 +1,5 @@
-// DetectPlan's internals, shared by its launches (hog_detect.cu) and their host emulation
-// (hog_emulation.cu).
+// DetectPlan's internals, shared by its construction (hog_plan.cu), its launches (hog_detect.cu)
+// and their host emulation (hog_emulation.cu).
 #ifndef CUIMG_KERNELS_SRC_HOG_PLAN_H_
 #define CUIMG_KERNELS_SRC_HOG_PLAN_H_
 
@@ -13,7 +13,8 @@
 
 namespace cuimg {
 
-// One launch pair: up to 64 levels.
+// One launch pair: up to 64 levels, every frame. The kernels' parameters leave the frames'
+// addresses (BlocksParams::src), the buffers and the per-call fields to Run.
 struct DetectChunk {
   hog::BlocksParams blocks{};
   hog::ScoresParams scores{};
@@ -24,14 +25,19 @@ struct DetectChunk {
 };
 
 struct DetectPlan::Impl {
-  DetectGeometry geometry;
+  DetectGeometry geometry;  // of one frame
   int channels = 1;
-  std::size_t workspace_bytes = 0;
+  int frames = 1;
+  std::size_t frame_bytes = 0;  // of one frame's features, a multiple of 256
   std::vector<DetectChunk> chunks;
   // Quads kParamFrom.. of the model's blocks for the scores kernel's parameters
   // (ScoresKernelParams::weight_quads); empty when it has more than kParamBlocks blocks.
   std::vector<float> weight_quads;
 };
+
+// CUDA blocks of the blocks kernel resident at once on the device current at the first call
+// (hog_detect.cu; an H100's 132 x 6 where there is no device).
+int ResidentStrips();
 
 namespace hog {
 

@@ -3,13 +3,17 @@
 //
 // A CUDA block scores a tile of 32 x kScoreRows windows of one level with one warp per model
 // block column sx (up to kScoreMaxWarps at a time, in rounds): lane i of warp sx sums, for the
-// windows wx = 32 tx + i, rows wy0 .. wy0 + kScoreRows - 1, the contributions of their blocks in
-// column sx. Windows one row apart share all but `step` of their block rows, so the thread walks
-// the column's block rows once, loads each block's 36 features into registers once and dots them
-// with the weights of every window that holds the block (window r takes block row r * step + sy
-// as its sy): each feature load serves up to kScoreRows windows, and the weights are warp-uniform
-// loads. Lanes read neighbouring blocks' quads (FeatureIndex): coalesced 16-byte loads. Warp 0
-// then adds the columns' sums to the bias in sx order.
+// windows of column x = 32 tx + i, rows wy0 .. wy0 + kScoreRows - 1, the contributions of their
+// blocks in column sx. A plan's frames lie side by side along x (x = frame * windows_x + wx,
+// LaneWindowOf): a tile may hold the last columns of one frame and the first of the next, so the
+// lanes a level's width leaves idle in its last tile across are few once frames share a launch
+// (at 1080p 9.5% of the lanes with one frame, 1% with 8; at 768x576 19% and 2%). Windows one row
+// apart share all but `step` of their block rows, so the thread walks the column's block rows once,
+// loads each block's 36 features into registers once and dots them with the weights of every window
+// that holds the block (window r takes block row r * step + sy as its sy): each feature load serves
+// up to kScoreRows windows, and the weights are warp-uniform loads. Lanes read neighbouring blocks'
+// quads (FeatureIndex): coalesced 16-byte loads. Warp 0 then adds the columns' sums to the bias in
+// sx order.
 //
 // Measured on the H100 (1080p, all levels; BENCHMARKS run 208): one warp per tile of 32 x 4
 // windows took 263-265 us. A warp per column (7 times the warps) took 231; loading quads instead
@@ -62,6 +66,12 @@ inline constexpr int kWindowScoreThreads = kWindowScoreX * kWindowScoreY;
 inline constexpr std::size_t kHitsHeader = 16;
 inline constexpr int kFeatureQuads = kHogBlockFeatures / 4;  // float4s of a block's features
 
+// Where a tile of the scores launch sits: its coordinates in the level's tile grid.
+struct TilePos {
+  int x;
+  int y;
+};
+
 // Where feature f of block (bx, by) lies in its level's features: in quads, features 4k .. 4k + 3
 // of a block side by side (one 16-byte load), quad k of the blocks of a row in a row of `pitch`
 // float4s (DetectPlan::FeaturePlane). A warp reading one quad of 32 neighbouring blocks loads 512
@@ -70,23 +80,33 @@ CUIMG_HOG_HD long long FeatureIndex(long long pitch, int bx, int by, int f) {
   return ((static_cast<long long>(by) * kFeatureQuads + f / 4) * pitch + bx) * 4 + f % 4;
 }
 
-// One level of the scores launch: its tiles are tiles_x wide (of either kernel's tile shape).
+// One level of the scores launch, every frame: its tiles are tiles_x wide (of either kernel's
+// tile shape) over the frames' windows_x columns side by side.
 struct ScoreJob {
-  long long feature_offset;
-  int pitch;  // float4s between feature rows
-  int windows_x;
+  long long feature_offset;  // floats from the frame's features
+  int pitch;                 // float4s between feature rows
+  int windows_x;             // of one frame
   int windows_y;
   int tiles_x;
-  float inv_tiles_x;
   int level;
 };
 
+// Where tile `tile` (its CUDA block's index less the job's first_block) sits in its level's
+// tiles: row-major.
+CUIMG_HOG_HD TilePos TileOf(const ScoreJob& job, int tile) {
+  const int y = tile / job.tiles_x;  // once per CUDA block
+  return TilePos{tile - y * job.tiles_x, y};
+}
+
 struct ScoresParams {
-  const float* features;
+  const float* features;  // frame f's at features + f * frame_floats
   const float* weights;
   unsigned int* hit_count;
   DeviceHit* hits;
-  unsigned int capacity;  // records `hits` holds: the plan's windows
+  long long frame_floats;
+  unsigned int capacity;  // records `hits` holds: the plan's windows, every frame's
+  int frames;
+  int levels;  // of one frame: a hit's DeviceHit::level is frame * levels + level
   double threshold;
   float bias;
   int step;  // win_stride / 8: blocks between neighbouring windows
@@ -157,22 +177,41 @@ CUIMG_HOG_HD double BlockDot(const float (&v)[kHogBlockFeatures], const float* g
   return static_cast<double>(t0) + static_cast<double>(t1);
 }
 
+// The window column of lane x of a tile row (x = tile_x * 32 + lane): the frame and its column
+// wx. Lanes past the last frame's last column take that column, and `valid` false (the caller
+// reports nothing for them).
+struct LaneWindow {
+  int frame;
+  int wx;
+  bool valid;
+};
+CUIMG_HOG_HD LaneWindow LaneWindowOf(const ScoresParams& p, const ScoreJob& job, int x) {
+  const int last = p.frames * job.windows_x - 1;
+  const int xc = x < last ? x : last;
+  const int frame = xc / job.windows_x;  // once per lane and CUDA block
+  return LaneWindow{frame, xc - frame * job.windows_x, x <= last};
+}
+
+// The features of the level of `job` in frame `frame`.
+CUIMG_HOG_HD const float* LevelFeatures(const ScoresParams& p, const ScoreJob& job, int frame) {
+  return p.features + frame * p.frame_floats + job.feature_offset;
+}
+
 // Lane work of the scores kernel: part[r] = the sum, from 0 with sy rising, of the contributions
-// of blocks (sx, sy) of windows (wx, wy0 + r), r < kScoreRows, of `job`, with the weights of
+// of blocks (sx, sy) of windows (wx, wy0 + r), r < kScoreRows, of the level of `job` whose
+// features are at `level` (LevelFeatures; 0 <= wx < job.windows_x), with the weights of
 // p.weights and, from quad kFirst on (BlockDot), of `weight_quads` (ScoresKernelParams'). Rows
-// past the level's windows are not computed (their sums stay 0); a column past them computes the
-// level's last column (the caller reports nothing for it).
+// past the level's windows are not computed (their sums stay 0).
 template <int kFirst>
 CUIMG_HOG_HD void ScoreColumnPart(const ScoresParams& p, const float* weight_quads,
-                                  const ScoreJob& job, int wx, int wy0, int sx,
+                                  const ScoreJob& job, const float* level, int wx, int wy0, int sx,
                                   double (&part)[kScoreRows]) {
   const int rows = std::min(int{kScoreRows}, job.windows_y - wy0);  // >= 1, the same for the warp
   const int step = p.step;
   const int nby = p.model_blocks_y;
   const long long pitch = job.pitch;
-  const float4* column = reinterpret_cast<const float4*>(
-      p.features + job.feature_offset +
-      FeatureIndex(pitch, std::min(wx, job.windows_x - 1) * step + sx, wy0 * step, 0));
+  const float4* column =
+      reinterpret_cast<const float4*>(level + FeatureIndex(pitch, wx * step + sx, wy0 * step, 0));
   const int column_block = sx * nby;  // the model block (sx, 0)
   CUIMG_HOG_UNROLL
   for (int r = 0; r < kScoreRows; ++r) part[r] = 0.0;
@@ -206,12 +245,12 @@ CUIMG_HOG_HD void ScoreColumnPart(const ScoresParams& p, const float* weight_qua
 
 // The per-window scorer of issue 5 (one thread per window, one fused float chain over the whole
 // descriptor, not the reference's order: within float rounding of it), kept so that
-// detect_bench measures the old scores kernel beside the new one in the same run.
-CUIMG_HOG_HD float ScoreWindowPerThread(const ScoresParams& p, const ScoreJob& job, int wx,
-                                        int wy) {
-  const int bx = std::min(wx, job.windows_x - 1) * p.step;
+// detect_bench measures the old scores kernel beside the new one in the same run. `level` is the
+// frame's (LevelFeatures), 0 <= wx < job.windows_x; a row past the level's computes its last.
+CUIMG_HOG_HD float ScoreWindowPerThread(const ScoresParams& p, const ScoreJob& job,
+                                        const float* level, int wx, int wy) {
+  const int bx = wx * p.step;
   const int by = std::min(wy, job.windows_y - 1) * p.step;
-  const float* level = p.features + job.feature_offset;
   const float4* w = reinterpret_cast<const float4*>(p.weights);
   float acc = 0.f;
   for (int sx = 0; sx < p.model_blocks_x; ++sx) {

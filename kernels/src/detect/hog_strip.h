@@ -3,9 +3,10 @@
 // registers, and DetectPlan::EmulateOnHost calls them for every thread of every CUDA block in
 // turn, so CPU tests exercise the kernel's own indexing, shared-memory layout and arithmetic.
 //
-// A CUDA block of 128 threads takes a strip of its level: kStripBlocksX = 14 HOG blocks across
-// (112 columns), BlockJob::strip_rows (up to kStripMaxBlocksY = 16) down. Thread t owns one column
-// of the padded level, X0 - 1 + t, and walks down it:
+// A CUDA block of 128 threads takes a strip of its level in one frame: kStripBlocksX = 14 HOG
+// blocks across (112 columns), BlockJob::strip_rows (up to kStripMaxBlocksY = 16) down, fewer at
+// the level's bottom (StripRows). Thread t owns one column of the padded level, X0 - 1 + t, and
+// walks down it:
 //   - it samples its column (INTER_LINEAR_EXACT from the input) once per row and keeps the last
 //     rows in registers for the vertical gradient; the horizontal neighbours come from a row
 //     buffer in shared memory, written for 8 rows at a time (one barrier);
@@ -60,7 +61,11 @@ static_assert(kStripBlocksX * kHogBlockStride + kHogBlockStride + 2 <= kStripThr
               "a strip's blocks and their gradient halo fit the threads");
 static_assert(kStripBlocksX * 8 <= kStripThreads, "a thread per (block, cell, half)");
 
-// One level of the blocks launch.
+// Frames a launch pair takes: their inputs' addresses travel in BlocksParams (8 bytes each).
+inline constexpr int kMaxFrames = kMaxDetectFrames;
+
+// One level of the blocks launch, for every frame: frame f's strips are CUDA blocks
+// first_block + f * strips .. first_block + (f + 1) * strips - 1 of the level's job.
 struct BlockJob {
   double scale_x;  // ResizeScale(input, level): the INTER_LINEAR_EXACT taps' scale
   double scale_y;
@@ -69,17 +74,17 @@ struct BlockJob {
   int height;
   int blocks_x;
   int blocks_y;
-  int tiles_x;  // strips across
-  float inv_tiles_x;
-  int strip_rows;  // block rows a strip, 1..kStripMaxBlocksY; strip_rows + 1 periods
+  int tiles_x;     // strips across
+  int strips;      // of one frame: tiles_x times the strips down
+  int strip_rows;  // block rows a strip, 1..kStripMaxBlocksY (the last ones down may have fewer)
   int pitch;       // float4s between feature rows: blocks_x rounded up to 32 (FeatureIndex)
   int direct;      // the level has the input's size: its pixels are the input's
 };
 
 struct BlocksParams {
-  const std::uint8_t* src;
-  float* features;
+  float* features;  // frame f's at features + f * frame_floats
   unsigned int* hit_count;
+  long long frame_floats;
   int src_w;
   int src_h;
   int channels;
@@ -93,6 +98,7 @@ struct BlocksParams {
   // exp(-(d - 8)^2 / 32) times the bilinear ramp of the cell along that axis (0 off its support).
   float row_weight[2][kHogBlockSize];
   float column_weight[2][kHogBlockSize];
+  const std::uint8_t* src[kMaxFrames];  // each frame's input (DetectPlan::Run's `in`)
 };
 
 struct StripSmem {
@@ -116,11 +122,33 @@ CUIMG_HOG_HD int SumIndex(int row, int cy, int bin, int column) {
   return (row & 1) * kSumRowStride + cy * kSumPlaneStride + bin * kSumBinStride + column;
 }
 
-// Where a strip sits: its coordinates in the level's strip grid.
-struct TilePos {
-  int x;
+// What CUDA block `local` of a level's blocks (its index less the job's first_block) works on.
+struct Strip {
+  int frame;
+  int x;  // in the level's strip grid
   int y;
 };
+
+// Frame-major: a frame's strips in the level's row-major order. Two integer divisions, once per
+// CUDA block of thousands of instructions a thread.
+CUIMG_HOG_HD Strip StripOf(const BlockJob& job, int local) {
+  Strip s;
+  s.frame = local / job.strips;
+  const int tile = local - s.frame * job.strips;
+  s.y = tile / job.tiles_x;
+  s.x = tile - s.y * job.tiles_x;
+  return s;
+}
+
+// The strip's block rows: strip_rows, fewer in the level's last strips down, whose periods past
+// the level's blocks would compute nothing that is stored (1080p, one frame: 5% of the periods).
+// Not skipped: the warps of a level's last strips across that no block needs (another 3.5%):
+// the branch around their sampling and votes cost ptxas's hoisted addresses, +75 instructions a
+// period for every warp (SASS of sm_90).
+CUIMG_HOG_HD int StripRows(const BlockJob& job, const Strip& strip) {
+  const int left = job.blocks_y - strip.y * job.strip_rows;
+  return left < job.strip_rows ? left : job.strip_rows;
+}
 
 CUIMG_HOG_HD float Fma(float a, float b, float c) {
 #if defined(__CUDA_ARCH__)
@@ -150,7 +178,7 @@ CUIMG_HOG_HD void LoadPixel(const std::uint8_t* at, std::uint32_t (&v)[kChannels
 
 // Phase 0, thread t: the gamma table, the strip's row taps, and the thread's column tap.
 template <int kChannels>
-CUIMG_HOG_HD void StartStrip(const BlocksParams& p, const BlockJob& job, TilePos strip, int t,
+CUIMG_HOG_HD void StartStrip(const BlocksParams& p, const BlockJob& job, const Strip& strip, int t,
                              StripSmem& s, StripThread<kChannels == 1 ? 1 : 3>& th) {
   const int x0 = strip.x * kStripBlocksX * kHogBlockStride;  // padded column of thread 1
   const int y0 = strip.y * job.strip_rows * kHogBlockStride;
@@ -161,8 +189,8 @@ CUIMG_HOG_HD void StartStrip(const BlocksParams& p, const BlockJob& job, TilePos
   if (!job.direct) tap = LinearExactTap(lx, job.scale_x, p.src_w);
   th.xtap = make_int4(tap.i0 * kChannels, tap.i1 * kChannels, static_cast<int>(tap.c0),
                       static_cast<int>(tap.c1));
-  const int row_bytes = p.src_w * kChannels;                // the plan keeps the input under 2 GiB
-  const int rows = (job.strip_rows + 1) * kPeriodRows + 2;  // 1 above, 1 below
+  const int row_bytes = p.src_w * kChannels;  // the plan keeps the input under 2 GiB
+  const int rows = (StripRows(job, strip) + 1) * kPeriodRows + 2;  // 1 above, 1 below
   for (int r = t; r < rows; r += kStripThreads) {
     const int ly = Reflect101(y0 - 1 + r - p.padding, job.height);
     ExactTap ty{ly, ly, 256u, 0u};
@@ -174,19 +202,20 @@ CUIMG_HOG_HD void StartStrip(const BlocksParams& p, const BlockJob& job, TilePos
 }
 
 // The gamma-corrected sample of strip row r (0 = the row above the first vote row) in the
-// thread's column, INTER_LINEAR_EXACT from the input (or the input's own pixel at its size).
+// thread's column, INTER_LINEAR_EXACT from the frame's input `src` (or the input's own pixel at
+// its size).
 template <int kChannels, int kPlanes>
-CUIMG_HOG_HD void SampleRow(const BlocksParams& p, const BlockJob& job, const StripSmem& s,
+CUIMG_HOG_HD void SampleRow(const BlockJob& job, const std::uint8_t* src, const StripSmem& s,
                             const StripThread<kPlanes>& th, int r, float (&out)[kPlanes]) {
   const int4 ty = s.ytap[r];
-  const std::uint8_t* row0 = p.src + static_cast<unsigned>(ty.x);
+  const std::uint8_t* row0 = src + static_cast<unsigned>(ty.x);
   std::uint32_t a[kPlanes];
   LoadPixel<kChannels>(row0 + th.xtap.x, a);
   if (job.direct) {
     for (int c = 0; c < kPlanes; ++c) out[c] = s.lut[a[c]];
     return;
   }
-  const std::uint8_t* row1 = p.src + static_cast<unsigned>(ty.y);
+  const std::uint8_t* row1 = src + static_cast<unsigned>(ty.y);
   std::uint32_t b[kPlanes];
   std::uint32_t d[kPlanes];
   std::uint32_t e[kPlanes];
@@ -202,13 +231,14 @@ CUIMG_HOG_HD void SampleRow(const BlocksParams& p, const BlockJob& job, const St
 }
 
 // Phase 1 of period p, thread t: samples rows 8p + 1 .. 8p + 8 of its column (at p = 0 also the
-// two rows above) into its window, and rows 8p .. 8p + 7 into the shared row buffer.
+// two rows above) of the frame's input `src` into its window, and rows 8p .. 8p + 7 into the
+// shared row buffer.
 template <int kChannels, int kPlanes>
-CUIMG_HOG_HD void SamplePeriod(const BlocksParams& p, const BlockJob& job, int period, int t,
+CUIMG_HOG_HD void SamplePeriod(const BlockJob& job, const std::uint8_t* src, int period, int t,
                                StripSmem& s, StripThread<kPlanes>& th) {
   if (period == 0) {
-    SampleRow<kChannels>(p, job, s, th, 0, th.window[0]);
-    SampleRow<kChannels>(p, job, s, th, 1, th.window[1]);
+    SampleRow<kChannels>(job, src, s, th, 0, th.window[0]);
+    SampleRow<kChannels>(job, src, s, th, 1, th.window[1]);
   } else {
     for (int c = 0; c < kPlanes; ++c) {
       th.window[0][c] = th.window[kPeriodRows][c];
@@ -217,7 +247,7 @@ CUIMG_HOG_HD void SamplePeriod(const BlocksParams& p, const BlockJob& job, int p
   }
   CUIMG_HOG_UNROLL
   for (int q = 0; q < kPeriodRows; ++q) {
-    SampleRow<kChannels>(p, job, s, th, period * kPeriodRows + q + 2, th.window[q + 2]);
+    SampleRow<kChannels>(job, src, s, th, period * kPeriodRows + q + 2, th.window[q + 2]);
   }
   CUIMG_HOG_UNROLL
   for (int q = 0; q < kPeriodRows; ++q) {
@@ -234,14 +264,15 @@ CUIMG_HOG_HD void AddVote(float* plane, int at0, int at1, const Vote& v, float w
 
 // Phase 2 of period p, thread t: the votes of rows 8p .. 8p + 7 of its column, summed into its
 // column of block rows p - 1 (its rows 8..15) and p (rows 0..7, whose sums it zeroes first: block
-// row p - 2 was there, read by phase 3 of period p - 1) with the row weights.
+// row p - 2 was there, read by phase 3 of period p - 1) with the row weights. The strip has
+// `rows` block rows (StripRows): its last period opens none.
 template <int kPlanes>
-CUIMG_HOG_HD void VotePeriod(const BlocksParams& p, const BlockJob& job, int period, int t,
-                             StripSmem& s, const StripThread<kPlanes>& th) {
+CUIMG_HOG_HD void VotePeriod(const BlocksParams& p, int rows, int period, int t, StripSmem& s,
+                             const StripThread<kPlanes>& th) {
   const int left = t > 0 ? t - 1 : 0;  // threads 0 and 127 vote for no block: any neighbour
   const int right = t + 1 < kStripThreads ? t + 1 : t;
   const bool has_prev = period > 0;
-  const bool has_cur = period < job.strip_rows;
+  const bool has_cur = period < rows;
   float* prev0 = s.sums + SumIndex(period - 1, 0, 0, t);
   float* prev1 = s.sums + SumIndex(period - 1, 1, 0, t);
   float* cur0 = s.sums + SumIndex(period, 0, 0, t);
@@ -258,9 +289,11 @@ CUIMG_HOG_HD void VotePeriod(const BlocksParams& p, const BlockJob& job, int per
   for (int q = 0; q < kPeriodRows; ++q) {
     float dx;
     float dy;
+    float mag2;
     if constexpr (kPlanes == 1) {
       dx = s.rows[0][q][right] - s.rows[0][q][left];
       dy = th.window[q + 2][0] - th.window[q][0];
+      mag2 = dx * dx + dy * dy;
     } else {
       float cdx[3];
       float cdy[3];
@@ -268,9 +301,9 @@ CUIMG_HOG_HD void VotePeriod(const BlocksParams& p, const BlockJob& job, int per
         cdx[c] = s.rows[c][q][right] - s.rows[c][q][left];
         cdy[c] = th.window[q + 2][c] - th.window[q][c];
       }
-      MaxChannel(cdx, cdy, th.simd, &dx, &dy);
+      mag2 = PickChannel(cdx, cdy, th.simd, &dx, &dy);
     }
-    const Vote v = VoteOf(dx, dy);
+    const Vote v = VoteOfMagnitude(dx, dy, mag2);
     const int at0 = SumIndex(0, 0, v.bin0, 0);
     const int at1 = SumIndex(0, 0, v.bin1, 0);
     // Row q is row q + 8 of block row p - 1 (cell 0 covers rows 0..11, cell 1 rows 4..15) and
@@ -339,24 +372,26 @@ CUIMG_HOG_HD float RenormScale(float block_sum_squares) {
   return 1.f / (sqrtf(block_sum_squares) + 1e-3f);
 }
 
-// Phase 4, thread t: its half of its cell's 9 features (FeatureIndex) for block row p - 1, unless
-// the block lies past the strip's or the level's.
-CUIMG_HOG_HD void StoreCell(const BlocksParams& p, const BlockJob& job, TilePos strip, int period,
-                            int t, const float (&h)[kHogBins], float scale) {
+// Phase 4, thread t: its half of its cell's 9 features (FeatureIndex) for block row p - 1 of its
+// frame, unless the block lies past the strip's or the level's.
+CUIMG_HOG_HD void StoreCell(const BlocksParams& p, const BlockJob& job, const Strip& strip,
+                            int period, int t, const float (&h)[kHogBins], float scale) {
   const int b = t >> 3;
   const int cell = (t >> 1) & 3;
-  const int first_bin = (t & 1) * kHalfBins;
+  const bool upper = (t & 1) != 0;
   const int bx = strip.x * kStripBlocksX + b;
   const int by = strip.y * job.strip_rows + period - 1;
   if (b >= kStripBlocksX || bx >= job.blocks_x || by >= job.blocks_y) return;
-  float* out = p.features + job.feature_offset;
-  const bool upper = first_bin != 0;
+  // Feature f of the block lies (f / 4) * pitch * 4 + f % 4 floats past its feature 0
+  // (FeatureIndex): 32-bit offsets from one 64-bit address.
+  float* block = p.features + strip.frame * p.frame_floats + job.feature_offset +
+                 FeatureIndex(job.pitch, bx, by, 0);
+  const int first = cell * kHogBins + (upper ? kHalfBins : 0);
   CUIMG_HOG_UNROLL
   for (int i = 0; i < kHalfBins; ++i) {  // static indices into h: it stays in registers
     const float v = upper ? (i + kHalfBins < kHogBins ? h[i + kHalfBins] : 0.f) : h[i];
-    if (first_bin + i < kHogBins) {
-      out[FeatureIndex(job.pitch, bx, by, cell * kHogBins + first_bin + i)] = v * scale;
-    }
+    const int f = first + i;  // the upper half has 4 bins (5..8), the lower 5
+    if (f - cell * kHogBins < kHogBins) block[(f / 4) * job.pitch * 4 + f % 4] = v * scale;
   }
 }
 

@@ -33,11 +33,15 @@ __global__ void __launch_bounds__(kTileThreads)
 
 // Lane-contiguous runs of equal keys in a warp, reduced to their first lane: `merge(i)` folds the
 // run state of lane `lane + i` (shuffled by the caller's `shuffle_down`) into this lane's when
-// both lanes are in the same run. Returns whether this lane holds a run's total.
+// both lanes are in the same run. Returns whether this lane holds a run's total. Every lane of
+// the warp must call it, and every lane executes each shuffle: a full-mask shuffle that some
+// lane skips (as `lane == 0 || __shfl_up_sync(...)` did: lane 0 branched around it) is undefined
+// behaviour and can leave the warp waiting for that lane forever (issue 48's GPU hangs).
 template <typename Shuffle>
 __device__ __forceinline__ bool ReduceRuns(std::uint32_t key, const Shuffle& shuffle_merge) {
   const unsigned lane = threadIdx.x & 31;
-  const bool head = lane == 0 || __shfl_up_sync(0xffffffffu, key, 1) != key;
+  const std::uint32_t before = __shfl_up_sync(0xffffffffu, key, 1);
+  const bool head = lane == 0 || before != key;
   const unsigned heads = __ballot_sync(0xffffffffu, head);
   unsigned lanes_le;
   asm("mov.u32 %0, %%lanemask_le;" : "=r"(lanes_le));
