@@ -14,9 +14,8 @@
 // Data: CUIMG_DATA (default Debian opencv-doc's examples/data) must hold basketball1.png,
 // basketball2.png, fruits.jpg and vtest_NN.jpg (frames the bundle extracts from vtest.avi; the
 // test uses those present, at least one). Models: CUIMG_MODELS_DIR (default the repository's).
-#include <gtest/gtest.h>
-
 #include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>

@@ -3,9 +3,8 @@
 // giant component, all and no foreground, single pixels) and blob masks, sizes from 1x1 to
 // 1080p and volumes, each connectivity, each pixel type and intensity type; and they are
 // deterministic. Labelled `gpu`; skips without a device.
-#include <gtest/gtest.h>
-
 #include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>

@@ -2,9 +2,8 @@
 // for bit (f32 by value) on the case families of the emulation test, on large adversarial images
 // (a 1080p spiral and maze, a CT-like volume) where thousands of bricks race, and in chains.
 // Labelled `gpu`; skips without a device.
-#include <gtest/gtest.h>
-
 #include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
 
 #include <cstdio>
 #include <string>
@@ -12,8 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/cuda_stream.h"
-#include "cuimg/common/status_macros.h"
 #include "cuimg/common/device_buffer.h"
+#include "cuimg/common/status_macros.h"
 #include "cuimg/kernels/morphology.h"
 #include "cuimg/kernels/reconstruction.h"
 #include "cuimg/reference/morphology_reference.h"
