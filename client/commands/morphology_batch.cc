@@ -4,6 +4,8 @@
 // channel, as OpenCV applies it per channel). Each result is written to the output folder under
 // its input's file name, in the format the name says. A file the server refuses is reported and
 // not written; the others are.
+#include "client/commands/morphology_batch.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,10 +18,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/commands/commands.h"
-#include "client/commands/morphology_batch.h"
+#include "client/connection.h"
 #include "client/io/image_file.h"
 #include "client/io/volume_file.h"
-#include "client/connection.h"
 #include "client/request_building.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 #include "proto/wire_contract.h"

@@ -23,7 +23,7 @@
 #include "cuimg/common/device_buffer_cache.h"
 #include "cuimg/common/image.h"
 #include "cuimg/kernels/hog_types.h"
-#include "server/scheduling/leader_batch.h"
+#include "server/backend/leader_batch.h"
 
 namespace cuimg {
 

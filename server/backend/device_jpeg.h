@@ -16,7 +16,7 @@
 #include "cuimg/codec/frame_volume.h"
 #include "cuimg/common/cancel_token.h"
 #include "cuimg/common/image.h"
-#include "server/scheduling/leader_batch.h"
+#include "server/backend/leader_batch.h"
 
 namespace cuimg {
 

@@ -1,7 +1,5 @@
 // The response half of wire_pixels.h: results' pixels written outside the message and sent
 // from their own buffers, spliced by reference between the bytes protobuf serializes.
-#include "server/rpc/wire_pixels.h"
-
 #include <grpcpp/impl/codegen/proto_utils.h>
 
 #include <algorithm>
@@ -16,6 +14,7 @@
 #include "cuimg/common/status_macros.h"
 #include "google/protobuf/unknown_field_set.h"
 #include "server/rpc/wire_format.h"
+#include "server/rpc/wire_pixels.h"
 
 namespace cuimg {
 namespace {

@@ -16,8 +16,16 @@ import grpc
 import numpy as np
 from google.rpc import error_details_pb2, status_pb2
 
-from cuimg.v1 import (detection_pb2, gradient_pb2, imaging_service_pb2_grpc, morphology_pb2,
-                      pyramid_pb2, resident_pb2, shared_memory_pb2, types_pb2)
+from cuimg.v1 import (
+    detection_pb2,
+    gradient_pb2,
+    imaging_service_pb2_grpc,
+    morphology_pb2,
+    pyramid_pb2,
+    resident_pb2,
+    shared_memory_pb2,
+    types_pb2,
+)
 from detect_inputs import image_proto, read
 from server_process import ServerProcess
 from shm_objects import ShmObject
@@ -25,14 +33,22 @@ from shm_objects import ShmObject
 SERVER = os.environ["CUIMG_SERVER"]
 CLIENT = os.environ["CUIMG_CLIENT"]
 BACKEND = os.environ.get("CUIMG_BACKEND", "cpu")
-DTYPES = {types_pb2.PIXEL_TYPE_U8: np.uint8, types_pb2.PIXEL_TYPE_U16: np.uint16,
-          types_pb2.PIXEL_TYPE_I16: np.int16, types_pb2.PIXEL_TYPE_F32: np.float32}
+DTYPES = {
+    types_pb2.PIXEL_TYPE_U8: np.uint8,
+    types_pb2.PIXEL_TYPE_U16: np.uint16,
+    types_pb2.PIXEL_TYPE_I16: np.int16,
+    types_pb2.PIXEL_TYPE_F32: np.float32,
+}
 
 
 def inline(array, pixel_type, spacing=None):
-    image = types_pb2.Image(pixel_type=pixel_type, width=array.shape[-1], height=array.shape[-2],
-                            depth=array.shape[0] if array.ndim == 3 else 0,
-                            data=np.ascontiguousarray(array, DTYPES[pixel_type]).tobytes())
+    image = types_pb2.Image(
+        pixel_type=pixel_type,
+        width=array.shape[-1],
+        height=array.shape[-2],
+        depth=array.shape[0] if array.ndim == 3 else 0,
+        data=np.ascontiguousarray(array, DTYPES[pixel_type]).tobytes(),
+    )
     if spacing:
         image.spacing.x_mm, image.spacing.y_mm, image.spacing.z_mm = spacing
     return types_pb2.ImageSource(image=image)
@@ -57,23 +73,32 @@ def error_field(details):
 
 def step(op, shape, w, h, d=0):
     return morphology_pb2.MorphologyStep(
-        op=op, element=morphology_pb2.StructuringElement(shape=shape, width=w, height=h, depth=d))
+        op=op, element=morphology_pb2.StructuringElement(shape=shape, width=w, height=h, depth=d)
+    )
 
 
 class BatchesOverTheWire(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = ServerProcess(SERVER, f"--backend={BACKEND}", "--shared_memory",
-                                   "--max_batch_inputs=64", f"--max_batch_bytes={1 << 22}")
+        cls.server = ServerProcess(
+            SERVER,
+            f"--backend={BACKEND}",
+            "--shared_memory",
+            "--max_batch_inputs=64",
+            f"--max_batch_bytes={1 << 22}",
+        )
         cls.channel = cls.server.channel()
         cls.stub = imaging_service_pb2_grpc.ImagingStub(cls.channel)
         cls.shm = ShmObject(1 << 20)
-        cls.region = cls.stub.RegisterSharedMemory(shared_memory_pb2.RegisterSharedMemoryRequest(
-            key=cls.shm.key, byte_size=cls.shm.size), timeout=30).region.handle
+        cls.region = cls.stub.RegisterSharedMemory(
+            shared_memory_pb2.RegisterSharedMemoryRequest(key=cls.shm.key, byte_size=cls.shm.size),
+            timeout=30,
+        ).region.handle
         rng = np.random.default_rng(50)
         cls.rng = rng
-        cls.handle = cls.upload(random_image(rng, types_pb2.PIXEL_TYPE_U16, (19, 23)),
-                                types_pb2.PIXEL_TYPE_U16)
+        cls.handle = cls.upload(
+            random_image(rng, types_pb2.PIXEL_TYPE_U16, (19, 23)), types_pb2.PIXEL_TYPE_U16
+        )
 
     @classmethod
     def tearDownClass(cls):
@@ -85,16 +110,20 @@ class BatchesOverTheWire(unittest.TestCase):
     @classmethod
     def upload(cls, array, pixel_type):
         image = inline(array, pixel_type).image
-        return cls.stub.Upload(iter([resident_pb2.UploadRequest(image=image)]),
-                               timeout=30).object.handle
+        return cls.stub.Upload(
+            iter([resident_pb2.UploadRequest(image=image)]), timeout=30
+        ).object.handle
 
     def shared(self, array, pixel_type, offset):
         raw = np.ascontiguousarray(array).tobytes()
-        self.shm.buf[offset:offset + len(raw)] = raw
+        self.shm.buf[offset : offset + len(raw)] = raw
         header = inline(array, pixel_type).image
         header.ClearField("data")
-        return types_pb2.ImageSource(shared_memory=types_pb2.SharedMemoryImage(
-            region=self.region, offset=offset, image=header))
+        return types_pb2.ImageSource(
+            shared_memory=types_pb2.SharedMemoryImage(
+                region=self.region, offset=offset, image=header
+            )
+        )
 
     def expect_batch_equals_singles(self, method, request, sources):
         """Each entry of `request` sent with `sources` as `inputs` against the same request with
@@ -105,8 +134,9 @@ class BatchesOverTheWire(unittest.TestCase):
         batch.inputs.extend(sources)
         reply = getattr(self.stub, method)(batch, timeout=120)
         self.assertEqual(len(reply.results), len(sources))
-        self.assertEqual(reply.ListFields(), [(type(reply).DESCRIPTOR.fields_by_name["results"],
-                                               reply.results)])
+        self.assertEqual(
+            reply.ListFields(), [(type(reply).DESCRIPTOR.fields_by_name["results"], reply.results)]
+        )
         for i, source in enumerate(sources):
             single = type(request)()
             single.CopyFrom(request)
@@ -118,14 +148,18 @@ class BatchesOverTheWire(unittest.TestCase):
                 with self.subTest(entry=i, expected=e.code().name):
                     self.assertEqual(entry.status.code, e.code().value[0], entry.status.message)
                     self.assertFalse(entry.HasField("response"))
-                    field = error_field(status_pb2.Status.FromString(
-                        dict(e.trailing_metadata())["grpc-status-details-bin"]).details)
+                    field = error_field(
+                        status_pb2.Status.FromString(
+                            dict(e.trailing_metadata())["grpc-status-details-bin"]
+                        ).details
+                    )
                     # The unary call's field, under inputs[i] when it is the input's.
                     if field.startswith("input"):
-                        field = f"inputs[{i}]" + field[len("input"):]
+                        field = f"inputs[{i}]" + field[len("input") :]
                     self.assertEqual(error_field(entry.status.details), field)
-                    self.assertEqual(entry.status.message.replace(f"inputs[{i}]", "input"),
-                                     e.details())
+                    self.assertEqual(
+                        entry.status.message.replace(f"inputs[{i}]", "input"), e.details()
+                    )
                 continue
             with self.subTest(entry=i):
                 self.assertEqual(entry.status.code, 0, entry.status.message)
@@ -141,8 +175,9 @@ class BatchesOverTheWire(unittest.TestCase):
             sources += [inline(random_image(rng, t, (24, 31)), t) for _ in range(3)]
         sources.append(inline(random_image(rng, pixel_types[0], (5, 64)), pixel_types[0]))
         sources.append(types_pb2.ImageSource(handle=self.handle))
-        sources.append(self.shared(random_image(rng, pixel_types[-1], (24, 31)), pixel_types[-1],
-                                   4096))
+        sources.append(
+            self.shared(random_image(rng, pixel_types[-1], (24, 31)), pixel_types[-1], 4096)
+        )
         sources.append(inline(random_image(rng, pixel_types[0], (24, 31)), pixel_types[0]))
         if bad:
             wrong = inline(random_image(rng, pixel_types[0], (24, 31)), pixel_types[0])
@@ -155,12 +190,15 @@ class BatchesOverTheWire(unittest.TestCase):
 
     def test_morphology_entries_equal_single_calls(self):
         types = [types_pb2.PIXEL_TYPE_U8, types_pb2.PIXEL_TYPE_I16, types_pb2.PIXEL_TYPE_F32]
-        for steps in ([step(morphology_pb2.MORPHOLOGY_OP_DILATE, morphology_pb2.ELEMENT_SHAPE_RECT,
-                            3, 3)],
-                      [step(morphology_pb2.MORPHOLOGY_OP_OPEN, morphology_pb2.ELEMENT_SHAPE_ELLIPSE,
-                            5, 7),
-                       step(morphology_pb2.MORPHOLOGY_OP_TOP_HAT,
-                            morphology_pb2.ELEMENT_SHAPE_CROSS, 9, 3)]):
+        for steps in (
+            [step(morphology_pb2.MORPHOLOGY_OP_DILATE, morphology_pb2.ELEMENT_SHAPE_RECT, 3, 3)],
+            [
+                step(morphology_pb2.MORPHOLOGY_OP_OPEN, morphology_pb2.ELEMENT_SHAPE_ELLIPSE, 5, 7),
+                step(
+                    morphology_pb2.MORPHOLOGY_OP_TOP_HAT, morphology_pb2.ELEMENT_SHAPE_CROSS, 9, 3
+                ),
+            ],
+        ):
             request = morphology_pb2.MorphologyRequest(steps=steps)
             self.expect_batch_equals_singles("Morphology", request, self.mixed_sources(types))
 
@@ -169,12 +207,16 @@ class BatchesOverTheWire(unittest.TestCase):
         # the largest component of a stack would join the images through their slices.
         t = types_pb2.PIXEL_TYPE_U8
         rng = self.rng
-        sources = [inline((rng.random((24, 31)) < 0.45).astype(np.uint8) * 200, t)
-                   for _ in range(4)]
-        steps = [morphology_pb2.MorphologyStep(op=morphology_pb2.MORPHOLOGY_OP_THRESHOLD, lo=100,
-                                               hi=255),
-                 morphology_pb2.MorphologyStep(op=morphology_pb2.MORPHOLOGY_OP_FILL_HOLES),
-                 morphology_pb2.MorphologyStep(op=morphology_pb2.MORPHOLOGY_OP_KEEP_LARGEST)]
+        sources = [
+            inline((rng.random((24, 31)) < 0.45).astype(np.uint8) * 200, t) for _ in range(4)
+        ]
+        steps = [
+            morphology_pb2.MorphologyStep(
+                op=morphology_pb2.MORPHOLOGY_OP_THRESHOLD, lo=100, hi=255
+            ),
+            morphology_pb2.MorphologyStep(op=morphology_pb2.MORPHOLOGY_OP_FILL_HOLES),
+            morphology_pb2.MorphologyStep(op=morphology_pb2.MORPHOLOGY_OP_KEEP_LARGEST),
+        ]
         request = morphology_pb2.MorphologyRequest(steps=steps)
         self.expect_batch_equals_singles("Morphology", request, sources)
 
@@ -182,21 +224,31 @@ class BatchesOverTheWire(unittest.TestCase):
         rng = self.rng
         element = morphology_pb2.StructuringElement(
             shape=morphology_pb2.ELEMENT_SHAPE_ELLIPSE,
-            radius=morphology_pb2.ElementRadius(x_mm=1.0, y_mm=1.0))
-        request = morphology_pb2.MorphologyRequest(steps=[morphology_pb2.MorphologyStep(
-            op=morphology_pb2.MORPHOLOGY_OP_ERODE, element=element)])
+            radius=morphology_pb2.ElementRadius(x_mm=1.0, y_mm=1.0),
+        )
+        request = morphology_pb2.MorphologyRequest(
+            steps=[
+                morphology_pb2.MorphologyStep(
+                    op=morphology_pb2.MORPHOLOGY_OP_ERODE, element=element
+                )
+            ]
+        )
         t = types_pb2.PIXEL_TYPE_U8
-        sources = [inline(random_image(rng, t, (20, 20)), t, (0.5, 0.5, 1)),
-                   inline(random_image(rng, t, (20, 20)), t, (0.25, 0.5, 1)),
-                   inline(random_image(rng, t, (20, 20)), t),  # no spacing: refused alone
-                   types_pb2.ImageSource(handle=self.handle)]
+        sources = [
+            inline(random_image(rng, t, (20, 20)), t, (0.5, 0.5, 1)),
+            inline(random_image(rng, t, (20, 20)), t, (0.25, 0.5, 1)),
+            inline(random_image(rng, t, (20, 20)), t),  # no spacing: refused alone
+            types_pb2.ImageSource(handle=self.handle),
+        ]
         results = self.expect_batch_equals_singles("Morphology", request, sources)
         self.assertEqual(results[2].status.code, grpc.StatusCode.INVALID_ARGUMENT.value[0])
 
     def test_gradient_entries_equal_single_calls(self):
         types = [types_pb2.PIXEL_TYPE_U8, types_pb2.PIXEL_TYPE_U16, types_pb2.PIXEL_TYPE_F32]
-        for request in (gradient_pb2.GradientRequest(),
-                        gradient_pb2.GradientRequest(kernel_length=5, magnitude=True, angle=True)):
+        for request in (
+            gradient_pb2.GradientRequest(),
+            gradient_pb2.GradientRequest(kernel_length=5, magnitude=True, angle=True),
+        ):
             self.expect_batch_equals_singles("Gradient", request, self.mixed_sources(types))
 
     def test_pyramid_entries_equal_single_calls(self):
@@ -212,33 +264,50 @@ class BatchesOverTheWire(unittest.TestCase):
         gray = np.frombuffer(read("basketball2.png"), np.uint8)  # any bytes make a test image
         rng = self.rng
         frame = rng.integers(0, 255, (150, 90, 3), dtype=np.uint8)
-        sources = [types_pb2.ImageSource(encoded=read("basketball2.png")),
-                   types_pb2.ImageSource(image=image_proto(frame)),
-                   types_pb2.ImageSource(image=image_proto(frame[:, :, 0])),
-                   types_pb2.ImageSource(encoded=read("HappyFish.jpg")),
-                   types_pb2.ImageSource(encoded=gray[:100].tobytes()),  # a truncated PNG
-                   types_pb2.ImageSource(handle=self.handle)]  # U16: refused alone
+        sources = [
+            types_pb2.ImageSource(encoded=read("basketball2.png")),
+            types_pb2.ImageSource(image=image_proto(frame)),
+            types_pb2.ImageSource(image=image_proto(frame[:, :, 0])),
+            types_pb2.ImageSource(encoded=read("HappyFish.jpg")),
+            types_pb2.ImageSource(encoded=gray[:100].tobytes()),  # a truncated PNG
+            types_pb2.ImageSource(handle=self.handle),
+        ]  # U16: refused alone
         request = detection_pb2.DetectPedestriansRequest(grouping=detection_pb2.GROUPING_NONE)
         results = self.expect_batch_equals_singles("DetectPedestrians", request, sources)
         self.assertGreater(len(results[0].response.detections), 0)
 
     def test_detect_stream_frame_may_hold_a_batch(self):
-        frames = [detection_pb2.DetectFrame(id="one", request=detection_pb2.DetectPedestriansRequest(
-                      input=types_pb2.ImageSource(encoded=read("basketball2.png")))),
-                  detection_pb2.DetectFrame(id="batch", request=detection_pb2.DetectPedestriansRequest(
-                      inputs=[types_pb2.ImageSource(encoded=read("basketball2.png")),
-                              types_pb2.ImageSource(encoded=b"not an image")]))]
+        frames = [
+            detection_pb2.DetectFrame(
+                id="one",
+                request=detection_pb2.DetectPedestriansRequest(
+                    input=types_pb2.ImageSource(encoded=read("basketball2.png"))
+                ),
+            ),
+            detection_pb2.DetectFrame(
+                id="batch",
+                request=detection_pb2.DetectPedestriansRequest(
+                    inputs=[
+                        types_pb2.ImageSource(encoded=read("basketball2.png")),
+                        types_pb2.ImageSource(encoded=b"not an image"),
+                    ]
+                ),
+            ),
+        ]
         replies = list(self.stub.DetectStream(iter(frames), timeout=120))
         self.assertEqual([r.id for r in replies], ["one", "batch"])
         self.assertEqual(len(replies[1].result.results), 2)
         self.assertEqual(replies[1].result.results[0].response, replies[0].result)
-        self.assertEqual(replies[1].result.results[1].status.code,
-                         grpc.StatusCode.INVALID_ARGUMENT.value[0])
-        self.assertEqual(error_field(replies[1].result.results[1].status.details),
-                         "inputs[1].encoded")
+        self.assertEqual(
+            replies[1].result.results[1].status.code, grpc.StatusCode.INVALID_ARGUMENT.value[0]
+        )
+        self.assertEqual(
+            error_field(replies[1].result.results[1].status.details), "inputs[1].encoded"
+        )
 
     def test_python_client_takes_a_list_and_returns_a_list(self):
         import cuimg
+
         rng = self.rng
         tiles = [rng.integers(0, 255, (16, 20), dtype=np.uint8) for _ in range(3)]
         tiles.append(rng.standard_normal((2, 9, 11)).astype(np.float32))  # a volume
@@ -270,8 +339,12 @@ class BatchesOverTheWire(unittest.TestCase):
                 client.morphology([], "dilate:rect:3x3")
 
     def cli(self, *args):
-        return subprocess.run([CLIENT, *args, f"--target={self.server.target}"],
-                              capture_output=True, text=True, timeout=300)
+        return subprocess.run(
+            [CLIENT, *args, f"--target={self.server.target}"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
     def test_cli_morphology_batch_writes_what_single_calls_write(self):
         rng = self.rng
@@ -287,27 +360,46 @@ class BatchesOverTheWire(unittest.TestCase):
             with open(os.path.join(folder, "e_colour.jpg"), "wb") as f:
                 f.write(read("HappyFish.jpg"))
             steps = "--steps=erode:ellipse:5x5"
-            run = self.cli("morphology", f"--input={folder}", f"--output={batched}", "--batch=3",
-                           steps)
+            run = self.cli(
+                "morphology", f"--input={folder}", f"--output={batched}", "--batch=3", steps
+            )
             self.assertEqual(run.returncode, 0, run.stderr)
             self.assertIn("wrote 5 of 5 files", run.stdout)
             self.assertIn("images/s", run.stdout)
             os.mkdir(single)
             for name in sorted(os.listdir(folder)):
-                run = self.cli("morphology", f"--input={os.path.join(folder, name)}",
-                               f"--output={os.path.join(single, name)}", steps)
+                run = self.cli(
+                    "morphology",
+                    f"--input={os.path.join(folder, name)}",
+                    f"--output={os.path.join(single, name)}",
+                    steps,
+                )
                 self.assertEqual(run.returncode, 0, run.stderr)
-                with open(os.path.join(batched, name), "rb") as a, \
-                        open(os.path.join(single, name), "rb") as b:
+                with open(os.path.join(batched, name), "rb") as a, open(
+                    os.path.join(single, name), "rb"
+                ) as b:
                     self.assertEqual(a.read(), b.read(), name)
-            run = self.cli("morphology", f"--input={os.path.join(folder, 'a_u16.npy')}",
-                           f"--output={batched}", "--batch=3", steps)
+            run = self.cli(
+                "morphology",
+                f"--input={os.path.join(folder, 'a_u16.npy')}",
+                f"--output={batched}",
+                "--batch=3",
+                steps,
+            )
             self.assertEqual(run.returncode, 2, run.stderr)  # --batch needs a folder
 
     def test_load_batch_counts_images(self):
-        run = self.cli("load", "--rpc=morphology", "--batch=4", "--image_size=32x24",
-                       "--requests=12", "--warmup=0", "--concurrency=2", "--json",
-                       "--server_metrics=none")
+        run = self.cli(
+            "load",
+            "--rpc=morphology",
+            "--batch=4",
+            "--image_size=32x24",
+            "--requests=12",
+            "--warmup=0",
+            "--concurrency=2",
+            "--json",
+            "--server_metrics=none",
+        )
         self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
         summary = json.loads(run.stdout)
         self.assertEqual(summary["ok"], 12)
@@ -318,9 +410,17 @@ class BatchesOverTheWire(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             with open(os.path.join(tmp, "frame.png"), "wb") as f:
                 f.write(read("basketball2.png"))
-            run = self.cli("load", "--rpc=detect", "--batch=2", f"--input={tmp}",
-                           "--requests=4", "--warmup=0", "--concurrency=2", "--progress=false",
-                           "--server_metrics=none")
+            run = self.cli(
+                "load",
+                "--rpc=detect",
+                "--batch=2",
+                f"--input={tmp}",
+                "--requests=4",
+                "--warmup=0",
+                "--concurrency=2",
+                "--progress=false",
+                "--server_metrics=none",
+            )
         self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
         self.assertRegex(run.stdout, r"ok/s, [0-9.]+ images/s \(2 images a call\)")
         run = self.cli("load", "--rpc=deform", "--batch=2", "--requests=1")
@@ -339,35 +439,81 @@ class BatchesOverTheWire(unittest.TestCase):
         one = inline(np.zeros((8, 8), np.uint8), t)
         dilate = step(morphology_pb2.MORPHOLOGY_OP_DILATE, morphology_pb2.ELEMENT_SHAPE_RECT, 3, 3)
         reconstruct = morphology_pb2.MorphologyStep(
-            op=morphology_pb2.MORPHOLOGY_OP_RECONSTRUCT_DILATE)
+            op=morphology_pb2.MORPHOLOGY_OP_RECONSTRUCT_DILATE
+        )
         cases = [
-            ("Morphology", morphology_pb2.MorphologyRequest(input=one, inputs=[one],
-                                                            steps=[dilate]), "inputs", ""),
+            (
+                "Morphology",
+                morphology_pb2.MorphologyRequest(input=one, inputs=[one], steps=[dilate]),
+                "inputs",
+                "",
+            ),
             ("Morphology", morphology_pb2.MorphologyRequest(inputs=[one]), "steps", ""),
-            ("Morphology", morphology_pb2.MorphologyRequest(
-                inputs=[one], steps=[dilate], output=types_pb2.OutputOptions(
-                    shared_memory=types_pb2.SharedMemoryTarget(region=self.region))),
-             "output.shared_memory", ""),
-            ("Morphology", morphology_pb2.MorphologyRequest(inputs=[one] * 65, steps=[dilate]),
-             "inputs", "--max_batch_inputs"),
+            (
+                "Morphology",
+                morphology_pb2.MorphologyRequest(
+                    inputs=[one],
+                    steps=[dilate],
+                    output=types_pb2.OutputOptions(
+                        shared_memory=types_pb2.SharedMemoryTarget(region=self.region)
+                    ),
+                ),
+                "output.shared_memory",
+                "",
+            ),
+            (
+                "Morphology",
+                morphology_pb2.MorphologyRequest(inputs=[one] * 65, steps=[dilate]),
+                "inputs",
+                "--max_batch_inputs",
+            ),
             # 2 x 2.1 MB over --max_batch_bytes (4 MiB); each alone would fit.
-            ("Gradient", gradient_pb2.GradientRequest(inputs=[
-                inline(np.zeros((1024, 1050), np.uint16), types_pb2.PIXEL_TYPE_U16)] * 2),
-             "inputs", "--max_batch_bytes"),
-            ("Gradient", gradient_pb2.GradientRequest(inputs=[one], kernel_length=4),
-             "kernel_length", ""),
+            (
+                "Gradient",
+                gradient_pb2.GradientRequest(
+                    inputs=[inline(np.zeros((1024, 1050), np.uint16), types_pb2.PIXEL_TYPE_U16)] * 2
+                ),
+                "inputs",
+                "--max_batch_bytes",
+            ),
+            (
+                "Gradient",
+                gradient_pb2.GradientRequest(inputs=[one], kernel_length=4),
+                "kernel_length",
+                "",
+            ),
             ("Pyramid", pyramid_pb2.PyramidRequest(inputs=[one], ratio=0.5), "ratio", ""),
-            ("DetectPedestrians", detection_pb2.DetectPedestriansRequest(
-                inputs=[one], model="no-such-model"), "model", ""),
+            (
+                "DetectPedestrians",
+                detection_pb2.DetectPedestriansRequest(inputs=[one], model="no-such-model"),
+                "model",
+                "",
+            ),
             # A marker has one image's size; reconstruction runs one image a call.
-            ("Morphology", morphology_pb2.MorphologyRequest(inputs=[one], steps=[reconstruct],
-                                                            marker=one), "marker", ""),
-            ("Morphology", morphology_pb2.MorphologyRequest(inputs=[one], steps=[reconstruct]),
-             "marker", ""),
-            ("Morphology", morphology_pb2.MorphologyRequest(
-                inputs=[one], steps=[dilate], output=types_pb2.OutputOptions(
-                    frame_encoding=types_pb2.FRAME_ENCODING_HTJ2K_LOSSLESS)),
-             "output.frame_encoding", ""),
+            (
+                "Morphology",
+                morphology_pb2.MorphologyRequest(inputs=[one], steps=[reconstruct], marker=one),
+                "marker",
+                "",
+            ),
+            (
+                "Morphology",
+                morphology_pb2.MorphologyRequest(inputs=[one], steps=[reconstruct]),
+                "marker",
+                "",
+            ),
+            (
+                "Morphology",
+                morphology_pb2.MorphologyRequest(
+                    inputs=[one],
+                    steps=[dilate],
+                    output=types_pb2.OutputOptions(
+                        frame_encoding=types_pb2.FRAME_ENCODING_HTJ2K_LOSSLESS
+                    ),
+                ),
+                "output.frame_encoding",
+                "",
+            ),
         ]
         for method, request, field, flag in cases:
             with self.subTest(method=method, field=field, flag=flag):

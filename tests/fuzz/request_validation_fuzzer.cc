@@ -13,20 +13,19 @@
 // request that its message starts with. The image RPCs' requests are also validated as batches
 // (their `inputs`): with every entry's pixels detached the call and each entry get the same status
 // as with them in place, and every accepted entry can be sized for admission.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-
-#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "cuimg/v1/resident.pb.h"
 #include "cuimg/v1/streaming.pb.h"
 #include "server/scheduling/inflight_estimate.h"
+#include "server/scheduling/volume_stream_plan.h"
+#include "server/state/resident_store.h"
 #include "server/validation/batch_validation.h"
 #include "server/validation/request_validation.h"
-#include "server/state/resident_store.h"
-#include "server/scheduling/volume_stream_plan.h"
 #include "tests/testing/error_contract.h"
 
 namespace {

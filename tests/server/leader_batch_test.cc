@@ -3,7 +3,7 @@
 // after its own item ran, exactly once. With a delay, a leader waits for callers announced on
 // their way (BatchArrivals) and for them only: never when nobody is announced, and no longer than
 // the delay for one that went elsewhere. Each batch is reported by exactly one of its items.
-#include "server/scheduling/leader_batch.h"
+#include "server/backend/leader_batch.h"
 
 #include <atomic>
 #include <chrono>

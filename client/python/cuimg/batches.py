@@ -6,14 +6,14 @@ place (not raised: the other images' results are good), of the class its reason 
 `field` names the entry ("inputs[3].image.width")."""
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeGuard
 
 import grpc
 
 from cuimg.errors import CuimgError, entry_error
 
 
-def is_batch(images: Any) -> bool:
+def is_batch(images: Any) -> TypeGuard[Sequence[Any]]:
     """Whether a call's image argument is a batch: a list or tuple of images."""
     return isinstance(images, (list, tuple))
 
@@ -24,13 +24,13 @@ def check(images: Sequence[Any]) -> None:
         raise ValueError("a batch needs at least one image")
 
 
-def results(response: Any, images: Sequence[Any],
-            convert: Callable[[Any, Any], Any]) -> list[Any]:
+def results(response: Any, images: Sequence[Any], convert: Callable[[Any, Any], Any]) -> list[Any]:
     """One value per image of a batch response: convert(image, entry response), or the entry's
     CuimgError. A response with another count of results raises CuimgError (INTERNAL)."""
     if len(response.results) != len(images):
-        raise CuimgError(grpc.StatusCode.INTERNAL,
-                         f"{len(response.results)} results for {len(images)} images")
+        raise CuimgError(
+            grpc.StatusCode.INTERNAL, f"{len(response.results)} results for {len(images)} images"
+        )
     out = []
     for image, entry in zip(images, response.results):
         if entry.status.code != 0:

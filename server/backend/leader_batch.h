@@ -10,8 +10,8 @@
 // BatchArrivals ticket while they prepare their item (a JPEG's header walk), and a leader whose
 // batch is not full waits, up to its options' max_delay, while any announced caller has not yet
 // arrived. With nobody announced it never waits, so a lone call keeps its latency.
-#ifndef CUIMG_SERVER_SCHEDULING_LEADER_BATCH_H_
-#define CUIMG_SERVER_SCHEDULING_LEADER_BATCH_H_
+#ifndef CUIMG_SERVER_BACKEND_LEADER_BATCH_H_
+#define CUIMG_SERVER_BACKEND_LEADER_BATCH_H_
 
 #include <algorithm>
 #include <atomic>
@@ -206,4 +206,4 @@ class LeaderBatch {
 
 }  // namespace cuimg
 
-#endif  // CUIMG_SERVER_SCHEDULING_LEADER_BATCH_H_
+#endif  // CUIMG_SERVER_BACKEND_LEADER_BATCH_H_
