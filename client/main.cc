@@ -110,6 +110,10 @@ ABSL_FLAG(std::string, series_uid, "",
 ABSL_FLAG(std::string, uid_root, "",
           "morphology: the organisation's UID root for a derived DICOM series' new UIDs (at most "
           "40 digits and dots; DCMTK's site root when empty).");
+ABSL_FLAG(std::string, output_syntax, "explicit",
+          "morphology, DICOM series output: how its pixels are stored: explicit (uncompressed), "
+          "htj2k (HTJ2K lossless, 1.2.840.10008.1.2.4.201: encoded by the server where it can, "
+          "else here) or j2k (JPEG 2000 lossless, .90, encoded here).");
 
 // gradient, pyramid
 ABSL_FLAG(std::string, output_prefix, "",
@@ -376,6 +380,7 @@ int main(int argc, char** argv) {
     command.nrrd_gzip = absl::GetFlag(FLAGS_nrrd_gzip);
     command.series_uid = absl::GetFlag(FLAGS_series_uid);
     command.uid_root = absl::GetFlag(FLAGS_uid_root);
+    command.output_syntax = absl::GetFlag(FLAGS_output_syntax);
     command.json = absl::GetFlag(FLAGS_json);
     command.slab_slices = absl::GetFlag(FLAGS_slab_slices);
     command.volume_streams = absl::GetFlag(FLAGS_volume_streams);

@@ -58,6 +58,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& SubcommandF
         "volume_streams",
         "series_uid",
         "uid_root",
+        "output_syntax",
         "dicomweb_token_file",
         "dicomweb_user",
         "dicomweb_password_file",

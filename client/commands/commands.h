@@ -43,6 +43,8 @@ struct MorphologyCommand {
   // DICOM input of several series: the one to read; DICOM output: the UID root of new UIDs.
   std::string series_uid;
   std::string uid_root;
+  // DICOM series output: "explicit", "htj2k" or "j2k" (stored_frames.h's OutputSyntax).
+  std::string output_syntax = "explicit";
   bool json = false;
   // > 0: stream a one-channel volume in slabs of this many slices (ProcessVolumeStream),
   // split over up to `volume_streams` streams on their own connections.
