@@ -274,7 +274,7 @@ int RunDicomUnary(const ConnectionOptions& connection, const MorphologyCommand& 
   const grpc::Status status = stub->Morphology(&context, request, &response);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (!status.ok()) return ReportRpcError(status);
+  if (!status.ok()) return ReportFramesRpcError(status, series);
   const v1::Image& header = response.result().image();
   const PixelType type = series.type;
   const std::size_t expected = static_cast<std::size_t>(series.extent.Pixels()) * PixelSize(type);

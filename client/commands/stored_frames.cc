@@ -2,7 +2,12 @@
 
 #include <algorithm>
 
+#include <cstdio>
+#include <optional>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "cuimg/codec/frame_encode.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 #include "proto/wire_contract.h"
@@ -46,6 +51,22 @@ void ToDicomFrames(const StoredFrames& stored, const DicomSeries& series,
   out->mutable_spacing()->set_x_mm(spacing.x_mm);
   out->mutable_spacing()->set_y_mm(spacing.y_mm);
   out->mutable_spacing()->set_z_mm(spacing.z_mm);
+}
+
+int ReportFramesRpcError(const grpc::Status& status, const DicomSeries& series) {
+  constexpr absl::string_view kPrefix = "input.dicom_frames.frames[";
+  const std::optional<ErrorDetails> details = ParseErrorDetails(status);
+  std::size_t index = 0;
+  if (details.has_value() && details->reason == "CORRUPT_ENCODED_DATA") {
+    absl::string_view field = details->field;
+    if (absl::ConsumePrefix(&field, kPrefix) && absl::ConsumeSuffix(&field, "]") &&
+        absl::SimpleAtoi(field, &index) && index < series.files.size()) {
+      std::fprintf(stderr, "error: %s: PixelData: the server could not decode it: %s\n",
+                   series.files[index].c_str(), status.error_message().c_str());
+      return kExitBadData;
+    }
+  }
+  return ReportRpcError(status);
 }
 
 absl::StatusOr<OutputSyntax> ParseOutputSyntax(const std::string& text) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <grpcpp/grpcpp.h>
+
 #include "absl/status/statusor.h"
 #include "client/connection.h"
 #include "client/io/dicom_series.h"
@@ -31,6 +33,12 @@ std::vector<std::string> SendableSyntaxes(const v1::ServerInfo& info);
 // `spacing`, as an ImageSource's dicom_frames. The frames are copied.
 void ToDicomFrames(const StoredFrames& stored, const DicomSeries& series,
                    const VoxelSpacing& spacing, v1::DicomFrames* out);
+
+// Reports a failed call that carried `series` as stored frames: a frame the server could not
+// decode (CORRUPT_ENCODED_DATA naming input.dicom_frames.frames[i]) is the file's fault, printed
+// as a reader's refusal ("error: FILE: PixelData: the server's message") with kExitBadData, as
+// when the client decodes it; any other status as ReportRpcError.
+int ReportFramesRpcError(const grpc::Status& status, const DicomSeries& series);
 
 // How a derived DICOM series stores its pixels: --output_syntax.
 enum class OutputSyntax { kExplicit, kHtj2k, kJ2k };

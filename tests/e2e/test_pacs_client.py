@@ -23,7 +23,7 @@ from pydicom._uid_dict import UID_dictionary
 from pydicom.dataset import FileDataset, FileMetaDataset
 from pydicom.uid import ExplicitVRLittleEndian, generate_uid
 
-from cuimg.v1 import morphology_pb2, server_info_pb2
+from cuimg.v1 import label_pb2, morphology_pb2, server_info_pb2
 from server_process import ServerProcess
 
 SERVER = os.environ["CUIMG_SERVER"]
@@ -110,7 +110,8 @@ def compress_series(native, directory, codec, scratch):
 
 
 class Proxy:
-    """A gRPC server that forwards every call to `target` and records the Morphology requests.
+    """A gRPC server that forwards every call to `target` and records the Morphology and Label
+    requests.
     mode "pass": GetServerInfo forwarded; "old": UNIMPLEMENTED (a server before issue 49);
     "decodes_nothing": an info listing no syntax; "encodes_nothing": the server's info without its
     encodable syntaxes."""
@@ -139,7 +140,13 @@ class Proxy:
                 return info.SerializeToString()
             if method.endswith("/Morphology"):
                 self.requests.append(morphology_pb2.MorphologyRequest.FromString(request))
-            response, call = forward.with_call(request, timeout=120)
+            if method.endswith("/Label"):
+                self.requests.append(label_pb2.LabelRequest.FromString(request))
+            try:
+                response, call = forward.with_call(request, timeout=120)
+            except grpc.RpcError as e:  # passed on with its details (ErrorInfo)
+                context.set_trailing_metadata(e.trailing_metadata())
+                context.abort(e.code(), e.details())
             context.set_trailing_metadata(call.trailing_metadata())
             return response
 
@@ -266,6 +273,34 @@ class PacsClient(unittest.TestCase):
                                           check=True, capture_output=True, text=True).stdout
                     self.assertIn(uid, dump)
                     self.assertIn("PixelSequence", dump)
+
+    def test_label_sends_frames_and_a_corrupt_frame_names_its_file(self):
+        results = {}
+        for name, series in (("native", self.native["ct12"]),
+                             ("htj2k", self.compressed["ct12", "htj2k"])):
+            out = self.out(f"{name}.npy")
+            self.proxy.requests.clear()
+            run = subprocess.run([CLIENT, "label", f"--input={series}", f"--output={out}",
+                                  "--threshold=-1024:500", "--json", f"--target={self.proxy.target}"],
+                                 capture_output=True, text=True, timeout=120)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            self.assertEqual(self.proxy.requests[0].input.WhichOneof("source"),
+                             "image" if name == "native" else "dicom_frames")
+            results[name] = (np.load(out), json.loads(run.stdout)["region_count"])
+        self.assertGreater(results["native"][1], 1)
+        self.assertEqual(results["native"][1], results["htj2k"][1])
+        self.assertTrue(np.array_equal(results["native"][0], results["htj2k"][0]))
+        # A JPEG 2000 frame cut short: the server refuses it, the CLI names the file (exit 3).
+        cut = self.out("cut")
+        subprocess.run(["cp", "-r", self.compressed["ct12", "j2k"], cut], check=True)
+        victim = os.path.join(cut, sorted(os.listdir(cut))[2])
+        ds = pydicom.dcmread(victim)
+        frame = next(encaps.generate_pixel_data_frame(ds.PixelData))
+        ds.PixelData = encaps.encapsulate([frame[:len(frame) // 2]])
+        ds.save_as(victim)
+        run = self.cli(f"--input={cut}", f"--output={self.out('cut.npy')}", STEPS, expect=3)
+        self.assertEqual(self.proxy.requests[0].input.WhichOneof("source"), "dicom_frames")
+        self.assertIn(f"{victim}: PixelData:", run.stderr)
 
     def test_output_syntax_refusals_name_the_flag(self):
         source = self.compressed["ct12", "htj2k"]
