@@ -114,6 +114,9 @@ ABSL_FLAG(std::string, output_syntax, "explicit",
           "morphology, DICOM series output: how its pixels are stored: explicit (uncompressed), "
           "htj2k (HTJ2K lossless, 1.2.840.10008.1.2.4.201: encoded by the server where it can, "
           "else here) or j2k (JPEG 2000 lossless, .90, encoded here).");
+ABSL_FLAG(bool, send_frames, true,
+          "morphology, label: send a compressed DICOM series as its stored frames when the server "
+          "decodes its transfer syntax (GetServerInfo); false: decode it here and send pixels.");
 
 // gradient, pyramid
 ABSL_FLAG(std::string, output_prefix, "",
@@ -381,6 +384,7 @@ int main(int argc, char** argv) {
     command.series_uid = absl::GetFlag(FLAGS_series_uid);
     command.uid_root = absl::GetFlag(FLAGS_uid_root);
     command.output_syntax = absl::GetFlag(FLAGS_output_syntax);
+    command.send_frames = absl::GetFlag(FLAGS_send_frames);
     command.json = absl::GetFlag(FLAGS_json);
     command.slab_slices = absl::GetFlag(FLAGS_slab_slices);
     command.volume_streams = absl::GetFlag(FLAGS_volume_streams);
@@ -411,6 +415,7 @@ int main(int argc, char** argv) {
     command.min_voxels = absl::GetFlag(FLAGS_min_voxels);
     command.intensity = absl::GetFlag(FLAGS_intensity);
     command.keep_resident = absl::GetFlag(FLAGS_keep_resident);
+    command.send_frames = absl::GetFlag(FLAGS_send_frames);
     command.nrrd_gzip = absl::GetFlag(FLAGS_nrrd_gzip);
     command.series_uid = absl::GetFlag(FLAGS_series_uid);
     command.json = absl::GetFlag(FLAGS_json);

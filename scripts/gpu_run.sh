@@ -143,6 +143,11 @@ step benchmarks
     # DICOM frames (issue 49): 300 512x512 i16 HTJ2K and JPEG 2000 frames on nvJPEG2000 against
     # OpenJPH and OpenJPEG on 1 thread and every core; byte ratios; the targets met or missed.
     timeout 300 "$B/bin/frame_decode_bench" || status=1
+    # The CLI end to end (issue 49): a 300x512x512 CT series as JPEG 2000 and HTJ2K -> its
+    # dilation written as HTJ2K, frames on the wire, against today's path (client decode, raw
+    # wire, uncompressed out).
+    timeout 600 python3 "$B/benchmarks/pacs_bench.py" --server "$B/bin/cuimg-server" \
+      --client "$B/bin/cuimg" || status=1
   fi
   if [[ $benches == *" rpc "* ]]; then
     timeout 180 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" \

@@ -54,7 +54,7 @@ bash scripts/copy_nvjpeg.sh "$out/lib"
 cp -r "$build_dir/proto/python/." "$out/python/"
 cp -r tests/e2e "$out/tests/"
 [ -d benchmarks/anchors ] && cp -r benchmarks/anchors "$out/benchmarks/"
-cp benchmarks/summarize.py benchmarks/attack_bench.py benchmarks/rpc_bench.py benchmarks/multi_gpu_bench.py benchmarks/soak_bench.py benchmarks/transport_bench.py benchmarks/unary_footprint.py "$out/benchmarks/"
+cp benchmarks/summarize.py benchmarks/attack_bench.py benchmarks/rpc_bench.py benchmarks/pacs_bench.py benchmarks/multi_gpu_bench.py benchmarks/soak_bench.py benchmarks/transport_bench.py benchmarks/unary_footprint.py "$out/benchmarks/"
 cp scripts/gpu_run.sh scripts/gpu_profile.sh "$out/"
 cp -r models "$out/models"
 # Sample images (Debian's opencv-doc; the GPU machine has no package registry), and frames of

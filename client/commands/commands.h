@@ -45,6 +45,8 @@ struct MorphologyCommand {
   std::string uid_root;
   // DICOM series output: "explicit", "htj2k" or "j2k" (stored_frames.h's OutputSyntax).
   std::string output_syntax = "explicit";
+  // A compressed DICOM series: sent as its stored frames where the server decodes them.
+  bool send_frames = true;
   bool json = false;
   // > 0: stream a one-channel volume in slabs of this many slices (ProcessVolumeStream),
   // split over up to `volume_streams` streams on their own connections.
@@ -74,6 +76,8 @@ struct LabelCommand {
   std::string intensity;
   // Keep the label image on the server and print its handle.
   bool keep_resident = false;
+  // A compressed DICOM series: sent as its stored frames where the server decodes them.
+  bool send_frames = true;
   bool nrrd_gzip = false;
   std::string series_uid;
   bool json = false;

@@ -128,7 +128,7 @@ int RunLabel(const ConnectionOptions& connection, const LabelCommand& c) {
   // A compressed DICOM series goes as its stored frames where the server decodes them
   // (stored_frames.h); a server that does not answer gets it decoded here, as before.
   VolumeReadOptions read_options{c.series_uid};
-  if (IsDicomSeriesPath(c.input)) {
+  if (IsDicomSeriesPath(c.input) && c.send_frames) {
     absl::StatusOr<v1::ServerInfo> info = FetchServerInfo(connection);
     if (info.ok()) read_options.frame_syntaxes = SendableSyntaxes(*info);
   }

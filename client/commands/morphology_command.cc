@@ -344,11 +344,12 @@ int RunMorphologyOnFiles(const ConnectionOptions& connection, const MorphologyCo
   // error comes from the Morphology call, after the input has been read (a bad file is still
   // exit 3 with no server).
   v1::ServerInfo info;
-  if (dicom_in) {
+  if (dicom_in && (command.send_frames || *syntax != OutputSyntax::kExplicit)) {
     absl::StatusOr<v1::ServerInfo> fetched = FetchServerInfo(connection);
     if (fetched.ok()) info = *std::move(fetched);
   }
-  VolumeReadOptions read_options{command.series_uid, SendableSyntaxes(info)};
+  VolumeReadOptions read_options{command.series_uid};
+  if (command.send_frames) read_options.frame_syntaxes = SendableSyntaxes(info);
   absl::StatusOr<VolumeFile> input = ReadVolumeFile(command.input, read_options);
   if (!input.ok()) return ReportReadError(input.status());
   if (*syntax != OutputSyntax::kExplicit && input->dicom->type != PixelType::kI16) {

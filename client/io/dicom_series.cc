@@ -184,8 +184,11 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& path,
     // Uncompressed pixels need Rows * Columns * frames * bytes: a header that claims more than
     // the file holds is refused here, before the volume is allocated from it. (A compressed
     // stream has no such bound; options.max_voxels bounds what it may allocate.)
+    // DCMTK 3.6.7 reads a syntax it does not know (HTJ2K) as explicit VR: the meta header says
+    // whether the pixel data is encapsulated.
     const DcmXfer xfer(ds->getOriginalXfer());
-    if (!xfer.isEncapsulated() && xfer.getStreamCompression() == ESC_none) {
+    if (!xfer.isEncapsulated() && xfer.getStreamCompression() == ESC_none &&
+        !IsEncapsulatedFrameSyntax(MetaTransferSyntax(&format))) {
       const std::uintmax_t pixel_bytes =
           std::uintmax_t{rows} * columns * module.frames * (module.bits_allocated / 8);
       if (load.dataset_bytes < pixel_bytes) {

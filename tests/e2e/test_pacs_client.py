@@ -51,7 +51,7 @@ def stored_values(name, seed):
     rng = np.random.default_rng(seed)
     z, y, x = np.mgrid[0:SLICES, 0:ROWS, 0:COLUMNS]
     smooth = (x * 37 + y * 91 + z * 13) % (hi - lo + 1) + lo  # CT-like structure, then noise
-    noisy = np.where(rng.random(smooth.shape) < 0.3, rng.integers(lo, hi + 1, smooth.shape), smooth)
+    noisy = np.where(rng.random(smooth.shape) < 0.05, rng.integers(lo, hi + 1, smooth.shape), smooth)
     return noisy.astype(np.int16 if signed else np.uint16)
 
 
@@ -188,9 +188,9 @@ class PacsClient(unittest.TestCase):
         self.assertEqual(run.returncode, expect, f"{args}: {run.stdout}{run.stderr}")
         return run
 
-    def morphology(self, series, out, *extra, mode="pass"):
+    def morphology(self, series, out, *extra, mode="pass", steps=STEPS):
         """Runs the dilation; returns the request the server got and the report."""
-        run = self.cli(f"--input={series}", f"--output={out}", STEPS, "--json", *extra, mode=mode)
+        run = self.cli(f"--input={series}", f"--output={out}", steps, "--json", *extra, mode=mode)
         self.assertEqual(len(self.proxy.requests), 1)
         return self.proxy.requests[0], json.loads(run.stdout)
 
@@ -259,6 +259,8 @@ class PacsClient(unittest.TestCase):
                 uid = HTJ2K if syntax == "htj2k" else J2K
                 slices = self.read_slices(folder)
                 self.assertEqual(len(slices), SLICES)
+                # Smaller than their pixels: the reader must not take them for native data.
+                self.assertLess(max(len(ds.PixelData) for ds in slices), ROWS * COLUMNS * 2)
                 for z, ds in enumerate(slices):
                     self.assertEqual(ds.file_meta.TransferSyntaxUID, uid)
                     self.assertEqual((ds.BitsStored, ds.PixelRepresentation), (16, 1))
@@ -273,6 +275,11 @@ class PacsClient(unittest.TestCase):
                                           check=True, capture_output=True, text=True).stdout
                     self.assertIn(uid, dump)
                     self.assertIn("PixelSequence", dump)
+                # cuimg reads its own output back (sent as frames): the identity gives it again.
+                back = self.out(f"{case}.npy")
+                request, _ = self.morphology(folder, back, steps="--steps=erode:rect:1x1x1")
+                self.assertEqual(request.input.dicom_frames.transfer_syntax_uid, uid)
+                self.assertTrue(np.array_equal(np.load(back), np.stack(expected)))
 
     def test_label_sends_frames_and_a_corrupt_frame_names_its_file(self):
         results = {}
