@@ -7,7 +7,8 @@ series sent as pixels (today's path), rescale and MONOCHROME1 included, float32 
 --output_syntax=htj2k writes the derived series as HTJ2K (encoded by the server, or here for a
 server that does not encode) and j2k as JPEG 2000 (encoded here), read back by pydicom (frames
 decoded by OpenJPEG's opj_decompress, and GDCM for JPEG 2000) and parsed by DCMTK's dcmdump, equal
-to the explicit output."""
+to the explicit output. The Python client (cuimg.dicom_frames) sends and writes the same way.
+"""
 import concurrent.futures
 import json
 import os
@@ -308,6 +309,58 @@ class PacsClient(unittest.TestCase):
         run = self.cli(f"--input={cut}", f"--output={self.out('cut.npy')}", STEPS, expect=3)
         self.assertEqual(self.proxy.requests[0].input.WhichOneof("source"), "dicom_frames")
         self.assertIn(f"{victim}: PixelData:", run.stderr)
+
+    def test_python_client_sends_frames_and_writes_htj2k(self):
+        import cuimg
+        from cuimg import dicom, dicom_frames
+        steps = STEPS.split("=", 1)[1]
+        for name, codec in (("ct12", "htj2k"), ("signed_m1", "j2k"), ("fractional", "rle")):
+            with self.subTest(series=name, codec=codec):
+                volume, spacing, _ = dicom.read_series(self.native[name])
+                self.proxy.mode = "pass"
+                with cuimg.Client(self.proxy.target) as c:
+                    expected = c.morphology(volume, steps, spacing=spacing, stream=False)
+                    syntaxes = c.server_info().decodable_transfer_syntaxes
+                    frames, frames_spacing, _ = dicom_frames.read_series_frames(
+                        self.compressed[name, codec], syntaxes)
+                    self.assertIsInstance(frames, dicom_frames.StoredFrames)
+                    self.assertEqual(frames_spacing, spacing)
+                    self.proxy.requests.clear()
+                    got = c.morphology(frames, steps, spacing=frames_spacing)
+                self.assertEqual(self.proxy.requests[0].input.WhichOneof("source"), "dicom_frames")
+                self.assertEqual(got.dtype, expected.dtype)
+                self.assertTrue(np.array_equal(got, expected))
+        # An older server: decoded here, sent as pixels.
+        self.proxy.mode = "old"
+        with cuimg.Client(self.proxy.target) as c:
+            self.assertEqual(len(c.server_info().decodable_transfer_syntaxes), 0)
+            local, _, _ = dicom_frames.read_series_frames(self.compressed["ct12", "j2k"], [])
+        self.assertIsInstance(local, np.ndarray)
+        # output_syntax="htj2k": the server's frames written as they are, equal to the CLI's
+        # explicit output; j2k and a server that does not encode are refused.
+        source = self.compressed["ct12", "htj2k"]
+        explicit = self.out("explicit")
+        self.morphology(source, explicit)
+        folder = self.out("python_htj2k")
+        self.proxy.mode = "pass"
+        with cuimg.Client(self.proxy.target) as c:
+            dicom_frames.morphology_series(c, source, folder, steps, output_syntax="htj2k")
+            with self.assertRaisesRegex(ValueError, "output_syntax='j2k'"):
+                dicom_frames.morphology_series(c, source, self.out("j"), steps, output_syntax="j2k")
+        self.assertEqual(self.proxy.requests[-1].input.WhichOneof("source"), "dicom_frames")
+        self.proxy.mode = "encodes_nothing"
+        with cuimg.Client(self.proxy.target) as c, self.assertRaisesRegex(ValueError, "HTJ2K"):
+            dicom_frames.morphology_series(c, source, self.out("h"), steps, output_syntax="htj2k")
+        for ds, want in zip(self.read_slices(folder), self.read_slices(explicit)):
+            self.assertEqual(ds.file_meta.TransferSyntaxUID, HTJ2K)
+            self.assertEqual(ds.SeriesInstanceUID != want.SeriesInstanceUID, True)
+            frame = next(encaps.generate_pixel_data_frame(ds.PixelData, 1))
+            self.assertTrue(np.array_equal(self.decode_j2k_frame(frame), want.pixel_array))
+        dump = subprocess.run(["dcmdump", "-Un", "+P", "0002,0010", "+P", "7fe0,0010",
+                               os.path.join(folder, sorted(os.listdir(folder))[0])],
+                              check=True, capture_output=True, text=True).stdout
+        self.assertIn(HTJ2K, dump)
+        self.assertIn("PixelSequence", dump)
 
     def test_output_syntax_refusals_name_the_flag(self):
         source = self.compressed["ct12", "htj2k"]

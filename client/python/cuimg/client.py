@@ -31,8 +31,8 @@ from cuimg.messages import (DTYPES, PIXEL_TYPES, Resident, Spacing, _floats, _im
 from cuimg.shared_region import SharedRegion, ShmArray
 from cuimg.sources import ImageLike, _frame_source, _source
 from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, imaging_service_pb2_grpc,
-                      label_pb2, morphology_pb2, pyramid_pb2, resident_pb2, streaming_pb2,
-                      types_pb2)
+                      label_pb2, morphology_pb2, pyramid_pb2, resident_pb2, server_info_pb2,
+                      streaming_pb2, types_pb2)
 from cuimg.volume_stream import StreamFailed, StreamedVolume, stream_volume
 # The channel's settings, as cuimg.client offered them before they had a module of their own.
 from cuimg.channel_options import (CHANNEL_OPTIONS, DEFAULT_STREAM_THRESHOLD, _read,
@@ -105,6 +105,7 @@ class Client:
         # The last morphology's elements as the server ran them, in voxels, one per step, when
         # some were given in millimetres (element_mm, "5mm" steps); else empty.
         self.last_elements: list[morphology_pb2.StructuringElement] = []
+        self._server_info: server_info_pb2.ServerInfo | None = None
         # Resident handles this client made from one-slice volumes (1, H, W): the server keeps
         # them as 2D images (a depth of 1 is 2D on the wire), so their results and downloads get
         # the leading axis back here. A handle made by another client comes back (H, W).
@@ -156,7 +157,8 @@ class Client:
     def _streams(self, image: ImageLike, stream: bool | None) -> np.ndarray | None:
         """The little-endian array to stream when `image` goes through ProcessVolumeStream:
         a (D, H, W) array with D >= 2 and, unless stream=True, more bytes than the threshold."""
-        if stream is False or isinstance(image, (str, ShmArray)):
+        if stream is False or isinstance(image, (str, ShmArray)) or \
+                hasattr(image, "dicom_frames_source"):
             return None
         array = np.asarray(image)
         if array.ndim != 3 or array.shape[0] < 2:
@@ -354,6 +356,18 @@ class Client:
         base = detection.detect_request(None, None, _frame_source, **parameters)
         self.last_timing = yield from detection.stream(self._stub, frames, base, _frame_source,
                                                        timeout)
+
+    def server_info(self) -> server_info_pb2.ServerInfo:
+        """GetServerInfo, asked once per Client: the DICOM transfer syntaxes the server decodes
+        and encodes (cuimg/dicom_frames.py). A server without it (older) gives an empty one."""
+        if self._server_info is None:
+            try:
+                self._server_info = self._call("GetServerInfo", server_info_pb2.GetServerInfoRequest())
+            except CuimgError as e:
+                if e.code != grpc.StatusCode.UNIMPLEMENTED:
+                    raise
+                self._server_info = server_info_pb2.ServerInfo()
+        return self._server_info
 
     def models(self) -> list[dict[str, Any]]:
         """The detector models the server has loaded: dicts name, window_width, window_height,

@@ -23,9 +23,7 @@ they depict the source. The slices are written into a folder beside the output, 
 once all are written: an error leaves no folder. Patient fields are carried, never printed."""
 from __future__ import annotations
 
-import copy
 import os
-import re
 import tempfile
 import warnings
 from typing import Sequence
@@ -34,9 +32,8 @@ import numpy as np
 import pydicom
 from pydicom.dataset import Dataset, FileMetaDataset
 from pydicom.sequence import Sequence as DicomSequence
-from pydicom.uid import ExplicitVRLittleEndian, generate_uid
+from pydicom.uid import generate_uid
 
-from cuimg._atomic import staged_folder
 
 try:
     import gdcm
@@ -63,11 +60,8 @@ class DicomError(ValueError):
 _PIXEL_MODULE = ("SOPClassUID", "SamplesPerPixel", "PhotometricInterpretation", "NumberOfFrames",
                  "Rows", "Columns", "BitsAllocated", "BitsStored", "HighBit", "PixelRepresentation",
                  "PlanarConfiguration", "PixelData")
-# Pixel-value attributes whose VR follows the source's PixelRepresentation, or that describe its
-# stored values: not carried to a derived series (the CLI's list, dicom_series_write.cc).
-_SOURCE_VALUE_TAGS = ("SmallestImagePixelValue", "LargestImagePixelValue",
-                      "SmallestPixelValueInSeries", "LargestPixelValueInSeries",
-                      "PixelPaddingValue", "PixelPaddingRangeLimit")
+# HTJ2K (DICOM 2023): encapsulated, though Debian's pydicom 2.3 does not know the UIDs.
+HTJ2K_SYNTAXES = ("1.2.840.10008.1.2.4.201", "1.2.840.10008.1.2.4.202", "1.2.840.10008.1.2.4.203")
 
 
 def _present(value):
@@ -213,7 +207,9 @@ def _encapsulated(ds):
     """Whether the pixel data is encapsulated (compressed): by the meta header's transfer syntax;
     a file without one is native, in the encoding pydicom found."""
     syntax = ds.file_meta.get("TransferSyntaxUID") if hasattr(ds, "file_meta") else None
-    return syntax is not None and pydicom.uid.UID(syntax).is_encapsulated
+    if syntax is None or str(syntax) in HTJ2K_SYNTAXES:
+        return syntax is not None
+    return pydicom.uid.UID(syntax).is_transfer_syntax and pydicom.uid.UID(syntax).is_encapsulated
 
 
 def _stored_frames(ds, path, allocated, frames):
@@ -358,6 +354,12 @@ def read_series(path: str, series_uid: str | None = None
     secondary capture, NM); a series of several needs all three on every slice. DicomError for
     a file cuimg does not read, FileNotFoundError when there is no image, ValueError for a
     directory of several series."""
+    slices, z_spacing = _ordered_slices(path, series_uid)
+    return _decoded(slices), _spacing(slices, z_spacing), [s["ds"] for s in slices]
+
+
+def _ordered_slices(path, series_uid):
+    """The series' slices (read_series's checks) sorted along the normal, and the z spacing."""
     slices = _read_headers(path, series_uid)
     if len(slices) > 1:
         for s in slices:
@@ -377,11 +379,24 @@ def read_series(path: str, series_uid: str | None = None
                 raise DicomError(slices[i + 1]["path"], "ImagePositionPatient", "VALUE_OUT_OF_RANGE",
                                  f"frame {slices[i + 1]['frame'] + 1} at the same position as "
                                  f"{slices[i]['path']} along the slice normal")
-        z_spacing = float(np.median(gaps))
-    else:
-        z_spacing = 0.0
-    floating = any(s["slope"] != round(s["slope"]) or s["intercept"] != round(s["intercept"])
-                   for s in slices)
+        return slices, float(np.median(gaps))
+    return slices, 0.0
+
+
+def _is_floating(slices):
+    """Whether the volume is float32: a fractional slope or intercept."""
+    return any(s["slope"] != round(s["slope"]) or s["intercept"] != round(s["intercept"])
+               for s in slices)
+
+
+def _spacing(slices, z_spacing):
+    row_spacing, column_spacing = slices[0]["spacing"] or [0.0, 0.0]
+    return column_spacing, row_spacing, z_spacing
+
+
+def _decoded(slices):
+    """The volume of `slices`, decoded and rescaled."""
+    floating = _is_floating(slices)
     decoded = {}
     planes = []
     for index, s in enumerate(slices):
@@ -398,101 +413,13 @@ def read_series(path: str, series_uid: str | None = None
                              f"(slice {index}) rescaled values [{units.min():g}, {units.max():g}] "
                              "do not fit int16 (cuimg reads integer rescales as int16, never clamped)")
         planes.append(units.astype(np.int16))
-    spacing = slices[0]["spacing"] or [0.0, 0.0]
-    row_spacing, column_spacing = spacing
-    return np.stack(planes), (column_spacing, row_spacing, z_spacing), [s["ds"] for s in slices]
-
-
-def _decimal_string(value):
-    """The shortest-enough DS (16 characters at most) and the value it holds."""
-    for digits in range(10, 1, -1):
-        text = f"{value:.{digits}g}"
-        if len(text) <= 16:
-            return text, float(text)
-    text = f"{value:.1g}"
-    return text, float(text)
-
-
-def _quantise(plane, source):
-    """int16 stored values and (slope, intercept) strings for a float32 result slice."""
-    if not np.all(np.isfinite(plane)):
-        raise ValueError("write_series: the volume holds NaN or infinity")
-    slope = float(source.get("RescaleSlope", 1))
-    intercept = float(source.get("RescaleIntercept", 0))
-    stored = np.rint((plane.astype(np.float64) - intercept) / slope)
-    if stored.min() >= -32768 and stored.max() <= 32767:
-        return stored.astype(np.int16), str(source.get("RescaleSlope", "1")), str(source.get("RescaleIntercept", "0"))
-    largest = float(np.abs(plane).max())
-    text, step = _decimal_string(largest / 32767 if largest > 0 else 1.0)
-    stored = np.clip(np.rint(plane.astype(np.float64) / step), -32768, 32767)
-    return stored.astype(np.int16), text, "0"
-
-
-def _holds_pixel_data(sequence):
-    """Whether any item of a sequence holds Pixel Data, at any depth."""
-    for item in sequence:
-        for element in item:
-            if element.tag == 0x7FE00010:
-                return True
-            if element.VR == "SQ" and _holds_pixel_data(element.value):
-                return True
-    return False
+    return np.stack(planes)
 
 
 def write_series(datasets: Sequence, volume: np.ndarray, directory: str, derivation: str = "cuimg",
                  uid_root: str | None = None) -> str:
     """Writes `volume` (int16 or float32, one slice per source dataset) as a new series; returns
-    its SeriesInstanceUID. uid_root: the organisation's root (at most 40 digits and dots)."""
-    volume = np.asarray(volume)
-    if volume.dtype not in (np.int16, np.float32) or volume.ndim != 3 or volume.shape[0] != len(datasets):
-        raise ValueError("write_series needs an int16 or float32 volume with one slice per source dataset")
-    if len({id(ds) for ds in datasets}) != len(datasets):
-        raise ValueError("write_series: the source is a multi-frame object; cuimg writes derived "
-                         "series of single-frame sources only (write NIfTI instead)")
-    if uid_root is not None and (len(uid_root) > 40 or not re.fullmatch(r"[0-9.]+", uid_root)):
-        raise ValueError(f"uid_root: '{uid_root}' is not at most 40 digits and dots")
-    prefix = None if uid_root is None else uid_root.rstrip(".") + "."
-    series_uid = generate_uid(prefix=prefix) if prefix else generate_uid()
-    # Into a folder beside `directory`, renamed into place once every slice is written.
-    with staged_folder(directory) as folder:
-        _write_slices(datasets, volume, folder, derivation, prefix, series_uid)
-    return series_uid
-
-
-def _write_slices(datasets, volume, directory, derivation, prefix, series_uid):
-    for z, (source, plane) in enumerate(zip(datasets, volume)):
-        if volume.dtype == np.int16:
-            stored, slope, intercept = plane, "1", "0"
-        else:
-            stored, slope, intercept = _quantise(plane, source)
-        with warnings.catch_warnings():  # a deflated source's filename is a buffer: not copied
-            warnings.simplefilter("ignore", UserWarning)
-            ds = copy.deepcopy(source)
-        # Sequences holding pixel data depict the source (IconImageSequence), and an encapsulated
-        # one cannot be written uncompressed: dropped, as by the CLI.
-        for element in list(ds):
-            if element.VR == "SQ" and _holds_pixel_data(element.value):
-                del ds[element.tag]
-        ds.SeriesInstanceUID = series_uid
-        ds.SOPInstanceUID = generate_uid(prefix=prefix) if prefix else generate_uid()
-        ds.file_meta.MediaStorageSOPInstanceUID = ds.SOPInstanceUID
-        ds.file_meta.TransferSyntaxUID = ExplicitVRLittleEndian
-        ds.ImageType = ["DERIVED", "SECONDARY"] + list(source.get("ImageType", []))[2:]
-        if "SeriesNumber" in source and _present(source.SeriesNumber) is not None:
-            ds.SeriesNumber = int(source.SeriesNumber) + 1000
-        ds.SeriesDescription = f"{source.get('SeriesDescription', '')} {derivation}".strip()[:64]
-        ds.DerivationDescription = derivation
-        reference = Dataset()
-        reference.ReferencedSOPClassUID = source.SOPClassUID
-        reference.ReferencedSOPInstanceUID = source.SOPInstanceUID
-        ds.SourceImageSequence = DicomSequence([reference])
-        for tag in _SOURCE_VALUE_TAGS:
-            if tag in ds:
-                delattr(ds, tag)
-        ds.BitsAllocated, ds.BitsStored, ds.HighBit, ds.PixelRepresentation = 16, 16, 15, 1
-        ds.RescaleSlope, ds.RescaleIntercept = slope, intercept
-        # A new element: one copied from a compressed source would keep VR OB and undefined length.
-        del ds.PixelData
-        ds.add_new(0x7FE00010, "OW", np.ascontiguousarray(stored, dtype="<i2").tobytes())
-        ds.is_little_endian, ds.is_implicit_VR = True, False
-        ds.save_as(os.path.join(directory, f"slice_{z:04d}.dcm"), write_like_original=False)
+    its SeriesInstanceUID. uid_root: the organisation's root (at most 40 digits and dots). By the
+    rules above (cuimg/dicom_write.py)."""
+    from cuimg.dicom_write import write_series as write
+    return write(datasets, volume, directory, derivation, uid_root)
