@@ -26,7 +26,15 @@ absl::StatusOr<v1::ServerInfo> FetchServerInfo(const ConnectionOptions& connecti
 }
 
 std::vector<std::string> SendableSyntaxes(const v1::ServerInfo& info) {
-  return {info.decodable_transfer_syntaxes().begin(), info.decodable_transfer_syntaxes().end()};
+  std::vector<std::string> sendable;
+  for (const std::string& uid : info.decodable_transfer_syntaxes()) {
+    const absl::StatusOr<FrameSyntax> syntax = FrameSyntaxFromUid(uid, "");
+    if (!syntax.ok()) continue;
+    const bool htj2k = *syntax == FrameSyntax::kHtj2kLossless ||
+                       *syntax == FrameSyntax::kHtj2kLosslessRpcl || *syntax == FrameSyntax::kHtj2k;
+    if (IsLosslessSyntax(*syntax) || htj2k) sendable.push_back(uid);
+  }
+  return sendable;
 }
 
 void ToDicomFrames(const StoredFrames& stored, const DicomSeries& series,

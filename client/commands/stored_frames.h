@@ -26,7 +26,10 @@ namespace cuimg {
 absl::StatusOr<v1::ServerInfo> FetchServerInfo(const ConnectionOptions& connection);
 
 // The transfer syntaxes a series may be sent in as stored frames to a server that reported
-// `info` (ServerInfo.decodable_transfer_syntaxes).
+// `info`: those of its decodable_transfer_syntaxes that are lossless, whose frames decode to the
+// same values whichever decoder runs (the client's GDCM or the server's; a lossy JPEG's values
+// are its decoder's, and pydicom's JPEG-lossy.dcm is one the server's IJG refuses where GDCM
+// reads it), and HTJ2K of any kind, which the client cannot decode at all.
 std::vector<std::string> SendableSyntaxes(const v1::ServerInfo& info);
 
 // `stored` (a series' frames) with each slice's rescale (`series` slopes and intercepts) and

@@ -1,8 +1,8 @@
 """A compressed DICOM series sent as it is stored (issue 49), as the CLI sends it
 (client/commands/stored_frames.h): the frames of a series whose files are all single-frame,
-encapsulated in one syntax the server decodes (Client.server_info()) and of one pixel module go
-over the wire as ImageSource.dicom_frames, with each slice's rescale; the server decodes and
-rescales them to what read_series would have given. Any other series is decoded here by
+encapsulated in one lossless (or HTJ2K) syntax the server decodes (Client.server_info()) and of
+one pixel module go over the wire as ImageSource.dicom_frames, with each slice's rescale; the
+server decodes and rescales them to what read_series would have given. Any other series is decoded here by
 read_series. The reading rules are cuimg/dicom.py's (the one reader contract).
 
     from cuimg import dicom_frames
@@ -26,13 +26,13 @@ from cuimg.sources import _source
 from cuimg.v1 import morphology_pb2, types_pb2
 
 HTJ2K_LOSSLESS = "1.2.840.10008.1.2.4.201"
-# The encapsulated syntaxes cuimg-server's frame decoders know (codec/dicom_frame.h): RLE, JPEG,
-# JPEG-LS, JPEG 2000, HTJ2K.
-ENCAPSULATED = frozenset([
-    "1.2.840.10008.1.2.5", "1.2.840.10008.1.2.4.50", "1.2.840.10008.1.2.4.51",
-    "1.2.840.10008.1.2.4.57", "1.2.840.10008.1.2.4.70", "1.2.840.10008.1.2.4.80",
-    "1.2.840.10008.1.2.4.81", "1.2.840.10008.1.2.4.90", "1.2.840.10008.1.2.4.91",
-    *dicom.HTJ2K_SYNTAXES])
+# What is sent as frames where the server decodes it (the CLI's SendableSyntaxes): the lossless
+# encapsulated syntaxes (RLE, JPEG lossless, JPEG-LS lossless, JPEG 2000 lossless), whose values
+# do not depend on the decoder, and HTJ2K of any kind, which the client cannot decode. Lossy
+# JPEG, JPEG-LS and JPEG 2000 are decoded here, as read_series decodes them.
+SENDABLE = frozenset([
+    "1.2.840.10008.1.2.5", "1.2.840.10008.1.2.4.57", "1.2.840.10008.1.2.4.70",
+    "1.2.840.10008.1.2.4.80", "1.2.840.10008.1.2.4.90", *dicom.HTJ2K_SYNTAXES])
 OUTPUT_SYNTAXES = ("explicit", "htj2k", "j2k")
 
 
@@ -85,14 +85,14 @@ def _syntax(ds) -> str:
 def read_series_frames(path: str, syntaxes: Iterable[str], series_uid: str | None = None
                        ) -> tuple[StoredFrames | np.ndarray, tuple[float, float, float], list]:
     """As dicom.read_series, except that a series whose files are all single-frame, encapsulated
-    in one of `syntaxes` (a server's decodable syntaxes) with one pixel module (bits allocated
+    in one of `syntaxes` (a server's decodable syntaxes) that is SENDABLE, with one pixel module (bits allocated
     and stored, sign, photometric interpretation) comes back as StoredFrames, not decoded. The
     same checks and refusals (DicomError) as read_series, but for the decode and the int16 range
     of rescaled values, which the server applies by the same rule."""
     slices, z_spacing = dicom._ordered_slices(path, series_uid)
     spacing = dicom._spacing(slices, z_spacing)
     datasets = [s["ds"] for s in slices]
-    wanted = set(syntaxes) & ENCAPSULATED
+    wanted = set(syntaxes) & SENDABLE
 
     def module(s):
         ds = s["ds"]

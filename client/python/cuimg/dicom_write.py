@@ -45,7 +45,8 @@ def _quantise(plane, source):
     intercept = float(source.get("RescaleIntercept", 0))
     stored = np.rint((plane.astype(np.float64) - intercept) / slope)
     if stored.min() >= -32768 and stored.max() <= 32767:
-        return stored.astype(np.int16), str(source.get("RescaleSlope", "1")), str(source.get("RescaleIntercept", "0"))
+        return (stored.astype(np.int16), str(source.get("RescaleSlope", "1")),
+                str(source.get("RescaleIntercept", "0")))
     largest = float(np.abs(plane).max())
     text, step = _decimal_string(largest / 32767 if largest > 0 else 1.0)
     stored = np.clip(np.rint(plane.astype(np.float64) / step), -32768, 32767)
@@ -68,8 +69,10 @@ def write_series(datasets: Sequence, volume: np.ndarray, directory: str, derivat
     """Writes `volume` (int16 or float32, one slice per source dataset) as a new series; returns
     its SeriesInstanceUID. uid_root: the organisation's root (at most 40 digits and dots)."""
     volume = np.asarray(volume)
-    if volume.dtype not in (np.int16, np.float32) or volume.ndim != 3 or volume.shape[0] != len(datasets):
-        raise ValueError("write_series needs an int16 or float32 volume with one slice per source dataset")
+    if volume.dtype not in (np.int16, np.float32) or volume.ndim != 3 or \
+            volume.shape[0] != len(datasets):
+        raise ValueError("write_series needs an int16 or float32 volume with one slice per source "
+                         "dataset")
     if len({id(ds) for ds in datasets}) != len(datasets):
         raise ValueError("write_series: the source is a multi-frame object; cuimg writes derived "
                          "series of single-frame sources only (write NIfTI instead)")
