@@ -106,6 +106,11 @@ step "server over the wire (CUDA backend)"
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
     CUIMG_FRAME_DECODER="$B/bin/cuimg-frame-decoder" \
     timeout 300 python3 "$B/tests/e2e/test_dicom_frames_wire.py" || status=1
+  # The clients' side (issue 49): series sent as frames (nvJPEG2000 decodes the JPEG 2000 and
+  # HTJ2K ones) == the pixels path, results written as HTJ2K by nvJPEG2000's encoder.
+  CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
+    CUIMG_FRAME_DECODER="$B/bin/cuimg-frame-decoder" \
+    timeout 300 python3 "$B/tests/e2e/test_pacs_client.py" || status=1
   # Streamed volumes on the CUDA backend: slabs on several CUDA streams == the unary result.
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
     timeout 240 python3 "$B/tests/e2e/test_volume_stream_wire.py" || status=1
