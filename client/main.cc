@@ -114,9 +114,11 @@ ABSL_FLAG(std::string, output_syntax, "explicit",
           "morphology, DICOM series output: how its pixels are stored: explicit (uncompressed), "
           "htj2k (HTJ2K lossless, 1.2.840.10008.1.2.4.201: encoded by the server where it can, "
           "else here) or j2k (JPEG 2000 lossless, .90, encoded here).");
-ABSL_FLAG(bool, send_frames, true,
-          "morphology, label: send a compressed DICOM series as its stored frames when the server "
-          "decodes its transfer syntax (GetServerInfo); false: decode it here and send pixels.");
+ABSL_FLAG(
+    bool, send_frames, true,
+    "morphology, gradient, label: send a compressed DICOM series as its stored frames when the "
+    "server "
+    "decodes its transfer syntax (GetServerInfo); false: decode it here and send pixels.");
 
 // gradient, pyramid
 ABSL_FLAG(std::string, output_prefix, "",
@@ -424,6 +426,7 @@ int main(int argc, char** argv) {
   if (subcommand == "gradient") {
     cuimg::GradientCommand command = GradientFlags();
     command.input = absl::GetFlag(FLAGS_input);
+    command.send_frames = absl::GetFlag(FLAGS_send_frames);
     command.output_prefix = absl::GetFlag(FLAGS_output_prefix);
     if (!absl::GetFlag(FLAGS_format).empty()) command.format = absl::GetFlag(FLAGS_format);
     command.nrrd_gzip = absl::GetFlag(FLAGS_nrrd_gzip);

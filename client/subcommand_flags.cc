@@ -71,7 +71,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& SubcommandF
         "keep_resident", "nrrd_gzip", "series_uid", "json", "send_frames"}},
       {"gradient", Join({kGradientFlags,
                          {"input", "output_prefix", "format", "nrrd_gzip", "series_uid",
-                          "slab_slices", "volume_streams"}})},
+                          "send_frames", "slab_slices", "volume_streams"}})},
       {"pyramid", Join({kPyramidFlags, {"input", "output_prefix", "format"}})},
       {"detect",
        Join({kDetectFlags, {"input", "video", "output", "every", "max_frames", "keep_going"}})},

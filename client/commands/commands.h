@@ -95,6 +95,8 @@ struct GradientCommand {
   std::string series_uid;
   int kernel_length = 7;
   double sigma = 0;
+  // A compressed DICOM series sent unary: as its stored frames where the server decodes them.
+  bool send_frames = true;
   // > 0: stream a volume in slabs of this many slices (ProcessVolumeStream), split over up to
   // `volume_streams` streams on their own connections.
   int slab_slices = 0;

@@ -24,7 +24,7 @@ from pydicom._uid_dict import UID_dictionary
 from pydicom.dataset import FileDataset, FileMetaDataset
 from pydicom.uid import ExplicitVRLittleEndian, generate_uid
 
-from cuimg.v1 import label_pb2, morphology_pb2, server_info_pb2
+from cuimg.v1 import gradient_pb2, label_pb2, morphology_pb2, server_info_pb2
 from server_process import ServerProcess
 
 SERVER = os.environ["CUIMG_SERVER"]
@@ -52,7 +52,8 @@ def stored_values(name, seed):
     rng = np.random.default_rng(seed)
     z, y, x = np.mgrid[0:SLICES, 0:ROWS, 0:COLUMNS]
     smooth = (x * 37 + y * 91 + z * 13) % (hi - lo + 1) + lo  # CT-like structure, then noise
-    noisy = np.where(rng.random(smooth.shape) < 0.05, rng.integers(lo, hi + 1, smooth.shape), smooth)
+    noise = rng.integers(lo, hi + 1, smooth.shape)
+    noisy = np.where(rng.random(smooth.shape) < 0.05, noise, smooth)
     return noisy.astype(np.int16 if signed else np.uint16)
 
 
@@ -71,10 +72,12 @@ def write_native_series(directory, name, stored):
         meta.TransferSyntaxUID = ExplicitVRLittleEndian
         path = os.path.join(directory, f"s{SLICES - z:02d}.dcm")
         ds = FileDataset(path, {}, file_meta=meta, preamble=b"\0" * 128)
-        ds.SOPClassUID, ds.SOPInstanceUID = meta.MediaStorageSOPClassUID, meta.MediaStorageSOPInstanceUID
+        ds.SOPClassUID = meta.MediaStorageSOPClassUID
+        ds.SOPInstanceUID = meta.MediaStorageSOPInstanceUID
         ds.StudyInstanceUID, ds.SeriesInstanceUID = study, series
         ds.PatientName, ds.PatientID, ds.Modality, ds.SeriesNumber = "Pacs^Client", "PC-1", "CT", 4
-        ds.ImagePositionPatient = [f"{v:.4f}" for v in np.array([-40.0, 12.5, 30.0]) + z * 2.5 * normal]
+        position = np.array([-40.0, 12.5, 30.0]) + z * 2.5 * normal
+        ds.ImagePositionPatient = [f"{v:.4f}" for v in position]
         ds.ImageOrientationPatient = [f"{v:.6f}" for v in list(row_dir) + list(col_dir)]
         ds.PixelSpacing = ["0.75", "0.7"]
         ds.Rows, ds.Columns = ROWS, COLUMNS
@@ -111,8 +114,8 @@ def compress_series(native, directory, codec, scratch):
 
 
 class Proxy:
-    """A gRPC server that forwards every call to `target` and records the Morphology and Label
-    requests.
+    """A gRPC server that forwards every call to `target` and records the Morphology, Label and
+    Gradient requests.
     mode "pass": GetServerInfo forwarded; "old": UNIMPLEMENTED (a server before issue 49);
     "decodes_nothing": an info listing no syntax; "encodes_nothing": the server's info without its
     encodable syntaxes."""
@@ -143,6 +146,8 @@ class Proxy:
                 self.requests.append(morphology_pb2.MorphologyRequest.FromString(request))
             if method.endswith("/Label"):
                 self.requests.append(label_pb2.LabelRequest.FromString(request))
+            if method.endswith("/Gradient"):
+                self.requests.append(gradient_pb2.GradientRequest.FromString(request))
             try:
                 response, call = forward.with_call(request, timeout=120)
             except grpc.RpcError as e:  # passed on with its details (ErrorInfo)
@@ -282,14 +287,32 @@ class PacsClient(unittest.TestCase):
                 self.assertEqual(request.input.dicom_frames.transfer_syntax_uid, uid)
                 self.assertTrue(np.array_equal(np.load(back), np.stack(expected)))
 
-    def test_label_sends_frames_and_a_corrupt_frame_names_its_file(self):
+    def test_gradient_and_label_send_frames_and_a_corrupt_frame_names_its_file(self):
+        # Gradient: the same gx, gy and magnitude from the frames as from the pixels.
+        planes = {}
+        for name, series in (("native", self.native["fractional"]),
+                             ("rle", self.compressed["fractional", "rle"])):
+            prefix = self.out(f"g_{name}")
+            self.proxy.mode = "pass"
+            self.proxy.requests.clear()
+            run = subprocess.run([CLIENT, "gradient", f"--input={series}",
+                                  f"--output_prefix={prefix}", "--format=npy",
+                                  f"--target={self.proxy.target}"],
+                                 capture_output=True, text=True, timeout=120)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            self.assertEqual(self.proxy.requests[0].input.WhichOneof("source"),
+                             "image" if name == "native" else "dicom_frames")
+            planes[name] = [np.load(f"{prefix}_{p}.npy") for p in ("gx", "gy", "magnitude")]
+        for a, b in zip(planes["native"], planes["rle"]):
+            self.assertTrue(np.array_equal(a, b))
         results = {}
         for name, series in (("native", self.native["ct12"]),
                              ("htj2k", self.compressed["ct12", "htj2k"])):
             out = self.out(f"{name}.npy")
             self.proxy.requests.clear()
             run = subprocess.run([CLIENT, "label", f"--input={series}", f"--output={out}",
-                                  "--threshold=-1024:500", "--json", f"--target={self.proxy.target}"],
+                                  "--threshold=-1024:500", "--json",
+                                  f"--target={self.proxy.target}"],
                                  capture_output=True, text=True, timeout=120)
             self.assertEqual(run.returncode, 0, run.stderr)
             self.assertEqual(self.proxy.requests[0].input.WhichOneof("source"),
