@@ -111,14 +111,11 @@ ABSL_FLAG(std::string, uid_root, "",
           "morphology: the organisation's UID root for a derived DICOM series' new UIDs (at most "
           "40 digits and dots; DCMTK's site root when empty).");
 ABSL_FLAG(std::string, output_syntax, "explicit",
-          "morphology, DICOM series output: how its pixels are stored: explicit (uncompressed), "
-          "htj2k (HTJ2K lossless, 1.2.840.10008.1.2.4.201: encoded by the server where it can, "
-          "else here) or j2k (JPEG 2000 lossless, .90, encoded here).");
-ABSL_FLAG(
-    bool, send_frames, true,
-    "morphology, gradient, label: send a compressed DICOM series as its stored frames when the "
-    "server "
-    "decodes its transfer syntax (GetServerInfo); false: decode it here and send pixels.");
+          "morphology, DICOM series out: explicit, htj2k (HTJ2K lossless .201, encoded by the "
+          "server where it can, else here) or j2k (JPEG 2000 lossless .90, encoded here).");
+ABSL_FLAG(bool, send_frames, true,
+          "morphology, gradient, label: send a compressed DICOM series as its stored frames to a "
+          "server that decodes its syntax (GetServerInfo); false: decode it here, send pixels.");
 
 // gradient, pyramid
 ABSL_FLAG(std::string, output_prefix, "",
