@@ -183,8 +183,9 @@ int RunLabel(const ConnectionOptions& connection, const LabelCommand& c) {
   const std::size_t label_bytes = frames ? label_string.size() : labels.size();
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (!status.ok())
+  if (!status.ok()) {
     return frames ? ReportFramesRpcError(status, *input->dicom) : ReportRpcError(status);
+  }
   if (absl::Status table = CheckTable(response); !table.ok()) {
     return ReportRpcError(grpc::Status(grpc::StatusCode::INTERNAL, std::string(table.message())));
   }
