@@ -34,6 +34,7 @@ bool IsEncapsulatedFrameSyntax(const std::string& uid) {
 }
 
 absl::StatusOr<std::string> ReadEncapsulatedFrame(const std::string& file) {
+  QuietDcmtkLog();
   DcmFileFormat format;
   DicomLoad load;
   // Encapsulated data is read as it is (no inflating); its fragments hold what they hold.
@@ -97,6 +98,7 @@ absl::Status PutEncapsulatedFrame(DcmDataset* ds, const std::string& frame,
 
 absl::Status SaveEncapsulated(DcmFileFormat* format, const std::string& uid,
                               const std::string& path) {
+  QuietDcmtkLog();  // "Meta Information Header is not updated", as asked
   if (!IsEncapsulatedFrameSyntax(uid)) {
     return absl::InternalError(absl::StrCat("not an encapsulated transfer syntax: ", uid));
   }
