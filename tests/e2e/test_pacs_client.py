@@ -350,9 +350,16 @@ class PacsClient(unittest.TestCase):
                     self.assertEqual(frames_spacing, spacing)
                     self.proxy.requests.clear()
                     got = c.morphology(frames, steps, spacing=frames_spacing)
-                self.assertEqual(self.proxy.requests[0].input.WhichOneof("source"), "dicom_frames")
+                    labels, regions = c.label(frames, threshold=(-200, 500), spacing=spacing)
+                    want_labels, want_regions = c.label(volume, threshold=(-200, 500),
+                                                        spacing=spacing)
+                self.assertEqual([r.input.WhichOneof("source") for r in self.proxy.requests],
+                                 ["dicom_frames", "dicom_frames", "image"])
                 self.assertEqual(got.dtype, expected.dtype)
                 self.assertTrue(np.array_equal(got, expected))
+                self.assertTrue(np.array_equal(labels, want_labels))
+                self.assertTrue(np.array_equal(regions["voxels"], want_regions["voxels"]))
+                self.assertGreater(len(regions["voxels"]), 0)
         # An older server: decoded here, sent as pixels.
         self.proxy.mode = "old"
         with cuimg.Client(self.proxy.target) as c:
