@@ -31,12 +31,23 @@ import time
 import grpc
 import numpy as np
 
-from cuimg.v1 import (detection_pb2, imaging_service_pb2_grpc, morphology_pb2, resident_pb2,
-                      shared_memory_pb2, types_pb2)
+from cuimg.v1 import (
+    detection_pb2,
+    imaging_service_pb2_grpc,
+    morphology_pb2,
+    resident_pb2,
+    shared_memory_pb2,
+    types_pb2,
+)
 from server_process import ServerProcess
 
-ATTACKS = ("stalled_uploads", "expired_deadlines", "shrinking_regions", "log_injection",
-           "quadratic_grouping")
+ATTACKS = (
+    "stalled_uploads",
+    "expired_deadlines",
+    "shrinking_regions",
+    "log_injection",
+    "quadratic_grouping",
+)
 FORGED = '\nts=0 level=error rpc=Release identity=admin code=OK msg="forged" "quote'
 
 
@@ -49,13 +60,18 @@ def rss_bytes(pid):
 
 
 def u8_image(side, rng):
-    return types_pb2.Image(pixel_type=types_pb2.PIXEL_TYPE_U8, width=side, height=side,
-                           data=rng.integers(0, 256, side * side, dtype=np.uint8).tobytes())
+    return types_pb2.Image(
+        pixel_type=types_pb2.PIXEL_TYPE_U8,
+        width=side,
+        height=side,
+        data=rng.integers(0, 256, side * side, dtype=np.uint8).tobytes(),
+    )
 
 
 def step(shape, w, h, op=morphology_pb2.MORPHOLOGY_OP_DILATE):
     return morphology_pb2.MorphologyStep(
-        op=op, element=morphology_pb2.StructuringElement(shape=shape, width=w, height=h))
+        op=op, element=morphology_pb2.StructuringElement(shape=shape, width=w, height=h)
+    )
 
 
 def percentile(values, q):
@@ -93,7 +109,8 @@ def good_client(target, side, stop, results):
     stub = imaging_service_pb2_grpc.ImagingStub(grpc.insecure_channel(target))
     request = morphology_pb2.MorphologyRequest(
         input=types_pb2.ImageSource(image=u8_image(side, np.random.default_rng(1))),
-        steps=[step(morphology_pb2.ELEMENT_SHAPE_RECT, 3, 3)])
+        steps=[step(morphology_pb2.ELEMENT_SHAPE_RECT, 3, 3)],
+    )
     latencies, errors = [], []
     while not stop.is_set():
         start = time.perf_counter()
@@ -107,15 +124,21 @@ def good_client(target, side, stop, results):
 
 def stalled_uploads(channel_target, stop, codes, limit):
     """Keeps `limit` Upload streams open, each stalled after its first 1 KiB."""
+
     def one(declared_side, pixel_type):
         channel = grpc.insecure_channel(channel_target)
         stub = imaging_service_pb2_grpc.ImagingStub(channel)
         release = threading.Event()
 
         def messages():
-            yield resident_pb2.UploadRequest(image=types_pb2.Image(
-                pixel_type=pixel_type, width=declared_side, height=declared_side,
-                data=b"\0" * 1024))
+            yield resident_pb2.UploadRequest(
+                image=types_pb2.Image(
+                    pixel_type=pixel_type,
+                    width=declared_side,
+                    height=declared_side,
+                    data=b"\0" * 1024,
+                )
+            )
             while not release.wait(0.2) and not stop.is_set():
                 pass
 
@@ -135,25 +158,32 @@ def stalled_uploads(channel_target, stop, codes, limit):
             one(declared_side, pixel_type)
 
     threads = [threading.Thread(target=keep, args=(32768, types_pb2.PIXEL_TYPE_F32))]
-    threads += [threading.Thread(target=keep, args=(8192, types_pb2.PIXEL_TYPE_U8))
-                for _ in range(max(0, limit - 1))]
+    threads += [
+        threading.Thread(target=keep, args=(8192, types_pb2.PIXEL_TYPE_U8))
+        for _ in range(max(0, limit - 1))
+    ]
     return threads
 
 
 def expired_deadlines(stub, stop, codes, heavy_side, rng):
     heavy = morphology_pb2.MorphologyRequest(
         input=types_pb2.ImageSource(image=u8_image(heavy_side, rng)),
-        steps=[step(morphology_pb2.ELEMENT_SHAPE_ELLIPSE, 63, 63)] * 8)
+        steps=[step(morphology_pb2.ELEMENT_SHAPE_ELLIPSE, 63, 63)] * 8,
+    )
     over_cap = morphology_pb2.MorphologyRequest(
-        input=types_pb2.ImageSource(image=types_pb2.Image(
-            pixel_type=types_pb2.PIXEL_TYPE_U8, width=4096, height=4096,
-            data=bytes(4096 * 4096))),
-        steps=[step(morphology_pb2.ELEMENT_SHAPE_ELLIPSE, 1023, 1023)] * 64)
+        input=types_pb2.ImageSource(
+            image=types_pb2.Image(
+                pixel_type=types_pb2.PIXEL_TYPE_U8, width=4096, height=4096, data=bytes(4096 * 4096)
+            )
+        ),
+        steps=[step(morphology_pb2.ELEMENT_SHAPE_ELLIPSE, 1023, 1023)] * 64,
+    )
 
     def run():
         while not stop.is_set():
             codes.add("expired_deadline", call_code(lambda: stub.Morphology(heavy, timeout=0.05)))
             codes.add("over_cap", call_code(lambda: stub.Morphology(over_cap, timeout=0.05)))
+
     return [threading.Thread(target=run)]
 
 
@@ -168,21 +198,31 @@ def shrinking_regions(stub, stop, codes, heavy_side, rng):
                 shm.buf[:size] = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
                 try:
                     region = stub.RegisterSharedMemory(
-                        shared_memory_pb2.RegisterSharedMemoryRequest(key=shm.key,
-                                                                      byte_size=2 * size),
-                        timeout=5).region
+                        shared_memory_pb2.RegisterSharedMemoryRequest(
+                            key=shm.key, byte_size=2 * size
+                        ),
+                        timeout=5,
+                    ).region
                 except grpc.RpcError as e:
                     codes.add("shrink_register", e.code().name)
                     time.sleep(0.2)
                     continue
-                shape = types_pb2.Image(pixel_type=types_pb2.PIXEL_TYPE_U8, width=heavy_side,
-                                        height=heavy_side)
+                shape = types_pb2.Image(
+                    pixel_type=types_pb2.PIXEL_TYPE_U8, width=heavy_side, height=heavy_side
+                )
                 request = morphology_pb2.MorphologyRequest(
-                    input=types_pb2.ImageSource(shared_memory=types_pb2.SharedMemoryImage(
-                        region=region.handle, offset=0, image=shape)),
+                    input=types_pb2.ImageSource(
+                        shared_memory=types_pb2.SharedMemoryImage(
+                            region=region.handle, offset=0, image=shape
+                        )
+                    ),
                     steps=[step(morphology_pb2.ELEMENT_SHAPE_ELLIPSE, 63, 63)] * 4,
-                    output=types_pb2.OutputOptions(shared_memory=types_pb2.SharedMemoryTarget(
-                        region=region.handle, offset=size)))
+                    output=types_pb2.OutputOptions(
+                        shared_memory=types_pb2.SharedMemoryTarget(
+                            region=region.handle, offset=size
+                        )
+                    ),
+                )
                 future = stub.Morphology.future(request, timeout=10)
                 time.sleep(0.02)
                 os.ftruncate(shm.shm._fd, 4096)
@@ -191,11 +231,18 @@ def shrinking_regions(stub, stop, codes, heavy_side, rng):
                     codes.add("shrink", "OK")
                 except grpc.RpcError as e:
                     codes.add("shrink", e.code().name)
-                codes.add("shrink_unregister", call_code(lambda: stub.UnregisterSharedMemory(
-                    shared_memory_pb2.UnregisterSharedMemoryRequest(handle=region.handle),
-                    timeout=5)))
+                codes.add(
+                    "shrink_unregister",
+                    call_code(
+                        lambda: stub.UnregisterSharedMemory(
+                            shared_memory_pb2.UnregisterSharedMemoryRequest(handle=region.handle),
+                            timeout=5,
+                        )
+                    ),
+                )
             finally:
                 shm.close()
+
     return [threading.Thread(target=run)]
 
 
@@ -205,26 +252,51 @@ def log_injection(stub, stop, codes, rng):
 
     def run():
         while not stop.is_set():
-            codes.add("inject_handle", call_code(lambda: stub.Release(
-                resident_pb2.ReleaseRequest(handle="x" + FORGED), timeout=5)))
-            codes.add("inject_model", call_code(lambda: stub.DetectPedestrians(
-                detection_pb2.DetectPedestriansRequest(
-                    input=types_pb2.ImageSource(image=frame), model="m" + FORGED), timeout=5)))
-            codes.add("huge_handle", call_code(lambda: stub.Morphology(
-                morphology_pb2.MorphologyRequest(
-                    input=types_pb2.ImageSource(handle=big),
-                    steps=[step(morphology_pb2.ELEMENT_SHAPE_RECT, 3, 3)]), timeout=5)))
+            codes.add(
+                "inject_handle",
+                call_code(
+                    lambda: stub.Release(
+                        resident_pb2.ReleaseRequest(handle="x" + FORGED), timeout=5
+                    )
+                ),
+            )
+            codes.add(
+                "inject_model",
+                call_code(
+                    lambda: stub.DetectPedestrians(
+                        detection_pb2.DetectPedestriansRequest(
+                            input=types_pb2.ImageSource(image=frame), model="m" + FORGED
+                        ),
+                        timeout=5,
+                    )
+                ),
+            )
+            codes.add(
+                "huge_handle",
+                call_code(
+                    lambda: stub.Morphology(
+                        morphology_pb2.MorphologyRequest(
+                            input=types_pb2.ImageSource(handle=big),
+                            steps=[step(morphology_pb2.ELEMENT_SHAPE_RECT, 3, 3)],
+                        ),
+                        timeout=5,
+                    )
+                ),
+            )
+
     return [threading.Thread(target=run)]
 
 
 def quadratic_grouping(stub, stop, codes, rng):
     frame = u8_image(1024, rng)
-    request = detection_pb2.DetectPedestriansRequest(input=types_pb2.ImageSource(image=frame),
-                                                     hit_threshold=-1e9)
+    request = detection_pb2.DetectPedestriansRequest(
+        input=types_pb2.ImageSource(image=frame), hit_threshold=-1e9
+    )
 
     def run():
         while not stop.is_set():
             codes.add("hit_flood", call_code(lambda: stub.DetectPedestrians(request, timeout=2)))
+
     return [threading.Thread(target=run)]
 
 
@@ -237,18 +309,32 @@ def main():
     parser.add_argument("--good_size", type=int, default=256)
     parser.add_argument("--heavy_size", type=int, default=1024)
     parser.add_argument("--stalled_uploads", type=int, default=8)
-    parser.add_argument("--attacks", default=",".join(ATTACKS),
-                        help="comma-separated subset of " + ",".join(ATTACKS)
-                        + " (to find which one costs the good client its latency)")
-    parser.add_argument("--server_flag", action="append", default=[],
-                        help="a further cuimg-server flag (repeatable)")
+    parser.add_argument(
+        "--attacks",
+        default=",".join(ATTACKS),
+        help="comma-separated subset of "
+        + ",".join(ATTACKS)
+        + " (to find which one costs the good client its latency)",
+    )
+    parser.add_argument(
+        "--server_flag",
+        action="append",
+        default=[],
+        help="a further cuimg-server flag (repeatable)",
+    )
     args = parser.parse_args()
     rng = np.random.default_rng(38)
-    server = ServerProcess(args.server, f"--backend={args.backend}", "--shared_memory",
-                           *args.server_flag)
-    result = {"impl": "attack", "backend": args.backend, "attacks": args.attacks,
-              "good_size": args.good_size,
-              "heavy_size": args.heavy_size, "attack_seconds": args.attack_seconds}
+    server = ServerProcess(
+        args.server, f"--backend={args.backend}", "--shared_memory", *args.server_flag
+    )
+    result = {
+        "impl": "attack",
+        "backend": args.backend,
+        "attacks": args.attacks,
+        "good_size": args.good_size,
+        "heavy_size": args.heavy_size,
+        "attack_seconds": args.attack_seconds,
+    }
     rss = []
     sampling = threading.Event()
 
@@ -269,8 +355,9 @@ def main():
         spawn = multiprocessing.get_context("spawn")  # a fresh interpreter: no shared gRPC state
         stop_good = spawn.Event()
         receive, send = spawn.Pipe(duplex=False)
-        good = spawn.Process(target=good_client,
-                             args=(server.target, args.good_size, stop_good, send))
+        good = spawn.Process(
+            target=good_client, args=(server.target, args.good_size, stop_good, send)
+        )
         good.start()
         time.sleep(args.baseline_seconds)
         attack_start = time.time()
@@ -279,12 +366,11 @@ def main():
         stop = threading.Event()
         codes = Codes()
         start_attack = {
-            "stalled_uploads": lambda: stalled_uploads(server.target, stop, codes,
-                                                       args.stalled_uploads),
-            "expired_deadlines": lambda: expired_deadlines(stub, stop, codes, args.heavy_size,
-                                                           rng),
-            "shrinking_regions": lambda: shrinking_regions(stub, stop, codes, args.heavy_size,
-                                                           rng),
+            "stalled_uploads": lambda: stalled_uploads(
+                server.target, stop, codes, args.stalled_uploads
+            ),
+            "expired_deadlines": lambda: expired_deadlines(stub, stop, codes, args.heavy_size, rng),
+            "shrinking_regions": lambda: shrinking_regions(stub, stop, codes, args.heavy_size, rng),
             "log_injection": lambda: log_injection(stub, stop, codes, rng),
             "quadratic_grouping": lambda: quadratic_grouping(stub, stop, codes, rng),
         }
@@ -304,36 +390,47 @@ def main():
 
         alone = [s for t, s in latencies if t < attack_start]
         attacked = [s for t, s in latencies if attack_start <= t <= attack_end]
-        result.update({
-            "good_calls_alone": len(alone),
-            "good_calls_attacked": len(attacked),
-            "good_errors": {code: errors.count(code) for code in set(errors)},
-            "p50_alone_ms": statistics.median(alone) * 1e3 if alone else None,
-            "p99_alone_ms": percentile(alone, 0.99) * 1e3,
-            "p50_attacked_ms": statistics.median(attacked) * 1e3 if attacked else None,
-            "p99_attacked_ms": percentile(attacked, 0.99) * 1e3,
-            "attack_codes": codes.counts,
-            "rss_before_attack_mib": baseline_rss_peak / 2**20,
-            "rss_peak_mib": max(b for _, b in rss) / 2**20,
-            "rss_end_mib": rss[-1][1] / 2**20,
-        })
+        result.update(
+            {
+                "good_calls_alone": len(alone),
+                "good_calls_attacked": len(attacked),
+                "good_errors": {code: errors.count(code) for code in set(errors)},
+                "p50_alone_ms": statistics.median(alone) * 1e3 if alone else None,
+                "p99_alone_ms": percentile(alone, 0.99) * 1e3,
+                "p50_attacked_ms": statistics.median(attacked) * 1e3 if attacked else None,
+                "p99_attacked_ms": percentile(attacked, 0.99) * 1e3,
+                "attack_codes": codes.counts,
+                "rss_before_attack_mib": baseline_rss_peak / 2**20,
+                "rss_peak_mib": max(b for _, b in rss) / 2**20,
+                "rss_end_mib": rss[-1][1] / 2**20,
+            }
+        )
         result["p99_ratio"] = result["p99_attacked_ms"] / result["p99_alone_ms"]
         result["server_alive"] = server.process.poll() is None
         # The server must still answer after the attack ends.
-        result["after_attack"] = call_code(lambda: good_stub.Morphology(
-            morphology_pb2.MorphologyRequest(input=types_pb2.ImageSource(image=image),
-                                             steps=[step(morphology_pb2.ELEMENT_SHAPE_RECT, 3,
-                                                         3)]), timeout=30))
+        result["after_attack"] = call_code(
+            lambda: good_stub.Morphology(
+                morphology_pb2.MorphologyRequest(
+                    input=types_pb2.ImageSource(image=image),
+                    steps=[step(morphology_pb2.ELEMENT_SHAPE_RECT, 3, 3)],
+                ),
+                timeout=30,
+            )
+        )
     finally:
         sampling.set()
         sampler.join()
-        result["exit_code"] = server.terminate(timeout=60) if server.process.poll() is None \
+        result["exit_code"] = (
+            server.terminate(timeout=60)
+            if server.process.poll() is None
             else server.process.returncode
+        )
         lines = server.log().splitlines()
         result["log_lines"] = len(lines)
         result["log_longest_line"] = max((len(line) for line in lines), default=0)
-        result["log_forged_lines"] = sum(1 for line in lines if 'msg="forged"' in line
-                                         and line.startswith("ts=0"))
+        result["log_forged_lines"] = sum(
+            1 for line in lines if 'msg="forged"' in line and line.startswith("ts=0")
+        )
         print(json.dumps(result), flush=True)
 
 

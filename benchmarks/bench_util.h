@@ -79,21 +79,27 @@ inline absl::Status WriteNpy(const std::string& path, const void* bytes, std::si
                              const std::string& dtype, const std::vector<std::int64_t>& shape) {
   std::string dims;
   for (std::int64_t d : shape) dims += std::to_string(d) + ", ";
-  std::string header = "{'descr': '" + dtype + "', 'fortran_order': False, 'shape': (" + dims +
-                       "), }";
+  std::string header =
+      "{'descr': '" + dtype + "', 'fortran_order': False, 'shape': (" + dims + "), }";
   // Magic, version 1.0, a 2-byte header length; the header padded to a multiple of 64 bytes.
   while ((10 + header.size() + 1) % 64 != 0) header += ' ';
   header += '\n';
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (f == nullptr) return absl::NotFoundError(path + ": cannot create");
-  const unsigned char preamble[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+  const unsigned char preamble[10] = {0x93,
+                                      'N',
+                                      'U',
+                                      'M',
+                                      'P',
+                                      'Y',
+                                      1,
+                                      0,
                                       static_cast<unsigned char>(header.size() & 0xff),
                                       static_cast<unsigned char>(header.size() >> 8)};
   const bool ok = std::fwrite(preamble, 1, 10, f) == 10 &&
                   std::fwrite(header.data(), 1, header.size(), f) == header.size() &&
                   std::fwrite(bytes, 1, size, f) == size;
-  return std::fclose(f) == 0 && ok ? absl::OkStatus()
-                                   : absl::DataLossError(path + ": short write");
+  return std::fclose(f) == 0 && ok ? absl::OkStatus() : absl::DataLossError(path + ": short write");
 }
 
 // `image` as DIR/NAME.npy (WriteNpy); nothing when `dir` is empty.

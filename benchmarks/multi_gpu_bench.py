@@ -14,8 +14,12 @@ from server_process import ServerProcess  # noqa: E402
 
 
 def gpu_count():
-    out = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return len([line for line in out.splitlines() if line.strip()])
 
 
@@ -30,11 +34,24 @@ def run_load(args, visible):
     server = ServerProcess(args.server, *flags)
     try:
         load = subprocess.run(
-            [args.client, "load", f"--target={server.target}", f"--image_size={args.image_size}",
-             "--pixel_type=u8", f"--steps=dilate:ellipse:63x63:{args.iterations}",
-             f"--concurrency={args.concurrency}",
-             f"--channels={args.channels}", f"--duration={args.seconds}", "--warmup=2",
-             "--progress=false", "--json"], capture_output=True, text=True, timeout=300)
+            [
+                args.client,
+                "load",
+                f"--target={server.target}",
+                f"--image_size={args.image_size}",
+                "--pixel_type=u8",
+                f"--steps=dilate:ellipse:63x63:{args.iterations}",
+                f"--concurrency={args.concurrency}",
+                f"--channels={args.channels}",
+                f"--duration={args.seconds}",
+                "--warmup=2",
+                "--progress=false",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     finally:
         server.terminate()
         if env_before is None:
@@ -66,16 +83,36 @@ def main():
         visible = ",".join(str(i) for i in range(devices))
         summary = run_load(args, visible)
         results[devices] = summary["throughput_rps"]
-        print(json.dumps({"impl": "multi_gpu", "workload": workload,
-                          "backend": args.backend, "devices": devices, "throughput_rps": summary["throughput_rps"],
-                          "p50_ms": summary["latency_ms"]["p50"],
-                          "p99_ms": summary["latency_ms"]["p99"], "ok": summary["ok"],
-                          "requests": summary["requests"], "concurrency": args.concurrency,
-                          "workers": args.workers}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "impl": "multi_gpu",
+                    "workload": workload,
+                    "backend": args.backend,
+                    "devices": devices,
+                    "throughput_rps": summary["throughput_rps"],
+                    "p50_ms": summary["latency_ms"]["p50"],
+                    "p99_ms": summary["latency_ms"]["p99"],
+                    "ok": summary["ok"],
+                    "requests": summary["requests"],
+                    "concurrency": args.concurrency,
+                    "workers": args.workers,
+                }
+            ),
+            flush=True,
+        )
     if count > 1:
-        print(json.dumps({"impl": "multi_gpu", "workload": workload,
-                          "scaling": round(results[count] / results[1], 3), "devices": count}),
-              flush=True)
+        print(
+            json.dumps(
+                {
+                    "impl": "multi_gpu",
+                    "workload": workload,
+                    "scaling": round(results[count] / results[1], 3),
+                    "devices": count,
+                }
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

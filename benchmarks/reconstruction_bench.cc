@@ -184,8 +184,7 @@ absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t str
   std::vector<std::uint8_t> a(bytes), b(bytes);
   CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpy(a.data(), d_out.data(), bytes, cudaMemcpyDeviceToHost),
                              "read step");
-  CUIMG_RETURN_IF_ERROR(
-      DumpImage(dump_dir, w.name + ".out", ImageView{type, e, 1, a.data()}));
+  CUIMG_RETURN_IF_ERROR(DumpImage(dump_dir, w.name + ".out", ImageView{type, e, 1, a.data()}));
   bool agree = true;
   struct RouteRun {
     Timing timing;

@@ -54,10 +54,15 @@ def main():
     parser.add_argument("--client", required=True)
     parser.add_argument("--backend", default="cuda")
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies every call count")
-    parser.add_argument("--server_flag", action="append", default=[],
-                        help="a further cuimg-server flag (repeatable)")
-    parser.add_argument("--jpeg", default=os.path.join(os.environ.get("CUIMG_DATA", ""),
-                                                       "vtest_00.jpg"))
+    parser.add_argument(
+        "--server_flag",
+        action="append",
+        default=[],
+        help="a further cuimg-server flag (repeatable)",
+    )
+    parser.add_argument(
+        "--jpeg", default=os.path.join(os.environ.get("CUIMG_DATA", ""), "vtest_00.jpg")
+    )
     args = parser.parse_args()
     server = ServerProcess(args.server, f"--backend={args.backend}", *args.server_flag)
     samples = []  # (calls done fraction proxy: seconds, rss, device)
@@ -65,8 +70,9 @@ def main():
 
     def sample():
         while not stop.is_set():
-            samples.append((time.time(), rss_bytes(server.process.pid),
-                            *scrape(server.metrics_port)))
+            samples.append(
+                (time.time(), rss_bytes(server.process.pid), *scrape(server.metrics_port))
+            )
             stop.wait(0.5)
 
     try:
@@ -79,18 +85,41 @@ def main():
             calls = max(1, int(calls * args.scale))
             total_calls += calls
             extra = [f"--input={args.jpeg}"] if rpc == "detect" else []
-            runs.append((rpc, calls, subprocess.Popen(
-                [args.client, "load", f"--target={server.target}", f"--rpc={rpc}",
-                 f"--requests={calls}", "--concurrency=8", "--warmup=0", "--progress=false",
-                 "--json", *flags, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                text=True)))
+            runs.append(
+                (
+                    rpc,
+                    calls,
+                    subprocess.Popen(
+                        [
+                            args.client,
+                            "load",
+                            f"--target={server.target}",
+                            f"--rpc={rpc}",
+                            f"--requests={calls}",
+                            "--concurrency=8",
+                            "--warmup=0",
+                            "--progress=false",
+                            "--json",
+                            *flags,
+                            *extra,
+                        ],
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        text=True,
+                    ),
+                )
+            )
         results = {}
         for rpc, calls, process in runs:
             out, err = process.communicate(timeout=900)
             summary = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
-            results[rpc] = {"calls": calls, "ok": summary.get("ok", 0),
-                            "throughput_rps": summary.get("throughput_rps", 0),
-                            "exit": process.returncode, "stderr": err[-200:] if err else ""}
+            results[rpc] = {
+                "calls": calls,
+                "ok": summary.get("ok", 0),
+                "throughput_rps": summary.get("throughput_rps", 0),
+                "exit": process.returncode,
+                "stderr": err[-200:] if err else "",
+            }
         seconds = time.time() - start
     finally:
         stop.set()
@@ -105,20 +134,30 @@ def main():
         return next((s for s in samples if s[0] >= start + fraction * seconds), samples[-1])
 
     quarters = [at(f) for f in (0.25, 0.5, 0.75, 1.0)]
-    print(json.dumps({
-        "impl": "soak", "workload": "mixed_100k", "backend": args.backend, "calls": total_calls,
-        "server_flags": args.server_flag,
-        "ok": sum(r["ok"] for r in results.values()), "seconds": round(seconds, 1),
-        "rss_after_warmup_mb": round(after_warmup[1] / 2**20, 1),
-        "rss_end_mb": round(end[1] / 2**20, 1),
-        "rss_max_mb": round(max(s[1] for s in warm) / 2**20, 1),
-        "device_used_after_warmup_mb": round(after_warmup[2] / 2**20, 1),
-        "device_used_end_mb": round(end[2] / 2**20, 1),
-        "device_used_max_mb": round(max(s[2] for s in warm) / 2**20, 1),
-        "rss_quarters_mb": [round(q[1] / 2**20, 1) for q in quarters],
-        "device_used_quarters_mb": [round(q[2] / 2**20, 1) for q in quarters],
-        "pinned_staging_quarters_mb": [round(q[3] / 2**20, 1) for q in quarters],
-        "per_rpc": results}), flush=True)
+    print(
+        json.dumps(
+            {
+                "impl": "soak",
+                "workload": "mixed_100k",
+                "backend": args.backend,
+                "calls": total_calls,
+                "server_flags": args.server_flag,
+                "ok": sum(r["ok"] for r in results.values()),
+                "seconds": round(seconds, 1),
+                "rss_after_warmup_mb": round(after_warmup[1] / 2**20, 1),
+                "rss_end_mb": round(end[1] / 2**20, 1),
+                "rss_max_mb": round(max(s[1] for s in warm) / 2**20, 1),
+                "device_used_after_warmup_mb": round(after_warmup[2] / 2**20, 1),
+                "device_used_end_mb": round(end[2] / 2**20, 1),
+                "device_used_max_mb": round(max(s[2] for s in warm) / 2**20, 1),
+                "rss_quarters_mb": [round(q[1] / 2**20, 1) for q in quarters],
+                "device_used_quarters_mb": [round(q[2] / 2**20, 1) for q in quarters],
+                "pinned_staging_quarters_mb": [round(q[3] / 2**20, 1) for q in quarters],
+                "per_rpc": results,
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

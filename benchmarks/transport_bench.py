@@ -8,8 +8,8 @@ driver's JSON lines (impl "transport"), or one
 {"impl": "transport", "error": ...} line per setting that could not run. --client_cpus splits the
 host's cores: the driver runs on those CPUs, both servers on the others (the split is printed as
 {"impl": "transport", "cpu_split": ...}). --lock_order_checks runs all three processes with
-Abseil's lock-order checks on, as Debian's Abseil has them by default (cuimg/common/lock_order_checks.h),
-and labels its lines "<setting>_lockchecks".
+Abseil's lock-order checks on, as Debian's Abseil has them by default
+(cuimg/common/lock_order_checks.h), and labels its lines "<setting>_lockchecks".
 Usage: transport_bench.py --server BIN --echo_server BIN --driver BIN [--backend cuda]
                           [--client_cpus N] [--lock_order_checks] [-- ARGS]"""
 import argparse
@@ -58,9 +58,17 @@ SETTINGS = [
 def start_echo(binary, lookahead, listen, workdir, flags):
     port_file = os.path.join(workdir, "echo_port.json")
     log = open(os.path.join(workdir, "echo.log"), "w")
-    process = subprocess.Popen([binary, f"--listen_address={listen}", f"--port_file={port_file}",
-                                f"--http2_lookahead_bytes={lookahead}", *flags],
-                               stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        [
+            binary,
+            f"--listen_address={listen}",
+            f"--port_file={port_file}",
+            f"--http2_lookahead_bytes={lookahead}",
+            *flags,
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     deadline = time.time() + 20
     while not os.path.exists(port_file):
         if process.poll() is not None or time.time() > deadline:
@@ -77,13 +85,21 @@ def main():
     parser.add_argument("--echo_server", required=True)
     parser.add_argument("--driver", required=True)
     parser.add_argument("--backend", default="cuda")
-    parser.add_argument("--settings",
-                        default="default,lookahead16m,unix_lookahead16m,default_spin,"
-                                "default_spin_warm")
-    parser.add_argument("--client_cpus", type=int, default=0,
-                        help="CPUs for the driver, the rest for the servers (0: all share all)")
-    parser.add_argument("--lock_order_checks", action="store_true",
-                        help="Abseil's lock-order checks on in both servers and the driver")
+    parser.add_argument(
+        "--settings",
+        default="default,lookahead16m,unix_lookahead16m,default_spin," "default_spin_warm",
+    )
+    parser.add_argument(
+        "--client_cpus",
+        type=int,
+        default=0,
+        help="CPUs for the driver, the rest for the servers (0: all share all)",
+    )
+    parser.add_argument(
+        "--lock_order_checks",
+        action="store_true",
+        help="Abseil's lock-order checks on in both servers and the driver",
+    )
     parser.add_argument("driver_args", nargs="*")
     args = parser.parse_args()
     # Children inherit the CPU mask of the process that starts them (with every thread they make).
@@ -92,10 +108,16 @@ def main():
     if args.client_cpus:
         if not 0 < args.client_cpus < len(everything):
             parser.error(f"--client_cpus must be in 1..{len(everything) - 1}")
-        client_cpus = set(everything[-args.client_cpus:])
-        server_cpus = set(everything[:-args.client_cpus])
-        print(json.dumps({"impl": "transport", "cpu_split": {
-            "servers": sorted(server_cpus), "driver": sorted(client_cpus)}}))
+        client_cpus = set(everything[-args.client_cpus :])
+        server_cpus = set(everything[: -args.client_cpus])
+        print(
+            json.dumps(
+                {
+                    "impl": "transport",
+                    "cpu_split": {"servers": sorted(server_cpus), "driver": sorted(client_cpus)},
+                }
+            )
+        )
     checks = ["--lock_order_checks"] if args.lock_order_checks else []
     wanted = set(args.settings.split(","))
     status = 0
@@ -107,24 +129,48 @@ def main():
                 cuimg_listen = f"unix:{d}/cuimg.sock" if unix else "127.0.0.1:0"
                 echo_listen = f"unix:{d}/echo.sock" if unix else "127.0.0.1:0"
                 os.sched_setaffinity(0, server_cpus)
-                server = ServerProcess(args.server, f"--backend={args.backend}",
-                                       f"--http2_lookahead_bytes={lookahead}", "--shared_memory",
-                                       *flags, *checks, listen=cuimg_listen)
-                echo, echo_port = start_echo(args.echo_server, lookahead, echo_listen, d,
-                                             echo_flags + checks)
+                server = ServerProcess(
+                    args.server,
+                    f"--backend={args.backend}",
+                    f"--http2_lookahead_bytes={lookahead}",
+                    "--shared_memory",
+                    *flags,
+                    *checks,
+                    listen=cuimg_listen,
+                )
+                echo, echo_port = start_echo(
+                    args.echo_server, lookahead, echo_listen, d, echo_flags + checks
+                )
                 cuimg_target = cuimg_listen if unix else server.target
                 echo_target = echo_listen if unix else f"127.0.0.1:{echo_port}"
                 os.sched_setaffinity(0, client_cpus)
                 run = subprocess.run(
-                    [args.driver, f"--echo_target={echo_target}", f"--cuimg_target={cuimg_target}",
-                     f"--label={label}{'_lockchecks' if checks else ''}",
-                     f"--http2_lookahead_bytes={lookahead}", *checks, *args.driver_args],
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=400)
+                    [
+                        args.driver,
+                        f"--echo_target={echo_target}",
+                        f"--cuimg_target={cuimg_target}",
+                        f"--label={label}{'_lockchecks' if checks else ''}",
+                        f"--http2_lookahead_bytes={lookahead}",
+                        *checks,
+                        *args.driver_args,
+                    ],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    timeout=400,
+                )
                 sys.stdout.write(run.stdout)
                 if run.returncode != 0:
                     status = 1
-                    print(json.dumps({"impl": "transport", "settings": label,
-                                      "error": f"driver exit {run.returncode}: {run.stderr[-300:]}"}))
+                    print(
+                        json.dumps(
+                            {
+                                "impl": "transport",
+                                "settings": label,
+                                "error": f"driver exit {run.returncode}: {run.stderr[-300:]}",
+                            }
+                        )
+                    )
             except Exception as e:  # one setting failing must not hide the others
                 status = 1
                 print(json.dumps({"impl": "transport", "settings": label, "error": str(e)[:300]}))

@@ -32,14 +32,22 @@ from server_process import ServerProcess, status_kb
 def python_call(stub, volume):
     """One unary dilation from grpcio: (round trip s, server stages)."""
     depth, height, width = volume.shape
-    image = types_pb2.Image(pixel_type=types_pb2.PIXEL_TYPE_I16, width=width, height=height,
-                            depth=depth, data=volume.tobytes())
+    image = types_pb2.Image(
+        pixel_type=types_pb2.PIXEL_TYPE_I16,
+        width=width,
+        height=height,
+        depth=depth,
+        data=volume.tobytes(),
+    )
     step = morphology_pb2.MorphologyStep(
         op=morphology_pb2.MORPHOLOGY_OP_DILATE,
-        element=morphology_pb2.StructuringElement(shape=morphology_pb2.ELEMENT_SHAPE_ELLIPSE,
-                                                  width=9, height=9))
-    request = morphology_pb2.MorphologyRequest(input=types_pb2.ImageSource(image=image),
-                                               steps=[step])
+        element=morphology_pb2.StructuringElement(
+            shape=morphology_pb2.ELEMENT_SHAPE_ELLIPSE, width=9, height=9
+        ),
+    )
+    request = morphology_pb2.MorphologyRequest(
+        input=types_pb2.ImageSource(image=image), steps=[step]
+    )
     start = time.perf_counter()
     reply, call = stub.Morphology.with_call(request, timeout=600)
     wall = time.perf_counter() - start
@@ -50,9 +58,22 @@ def python_call(stub, volume):
 
 def cli_call(client, target, path, out):
     """One unary dilation from the C++ CLI: (its round trip s, server stages)."""
-    run = subprocess.run([client, f"--target={target}", "morphology", f"--input={path}",
-                          f"--output={out}", "--op=dilate", "--shape=ellipse", "--size=9x9",
-                          "--json"], capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [
+            client,
+            f"--target={target}",
+            "morphology",
+            f"--input={path}",
+            f"--output={out}",
+            "--op=dilate",
+            "--shape=ellipse",
+            "--size=9x9",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if run.returncode != 0:
         raise RuntimeError(f"cuimg exited {run.returncode}: {run.stdout}{run.stderr}")
     report = json.loads(run.stdout.strip().splitlines()[-1])
@@ -81,15 +102,20 @@ def measure(args, name, call, warmup):
         server.terminate()
     pixel_bytes = args.depth * args.height * args.width * 2
     request_peak = (hwm_kb - before_kb) * 1024
-    row = {"workload": f"unary_footprint_dilate_disk9_i16_{args.depth}x{args.height}x{args.width}",
-           "client": name, "backend": args.backend, "warmup": args.warmup,
-           "pixel_mb": round(pixel_bytes / 1e6, 1),
-           "rss_before_mb": round(before_kb * 1024 / 1e6, 1),
-           "peak_before_mb": round(before_hwm_kb * 1024 / 1e6, 1),
-           "peak_mb": round(hwm_kb * 1024 / 1e6, 1),
-           "request_peak_mb": round(request_peak / 1e6, 1),
-           "x_pixels": round(request_peak / pixel_bytes, 2),
-           "first_round_trip_ms": round(wall * 1e3, 1), "first_server_us": first}
+    row = {
+        "workload": f"unary_footprint_dilate_disk9_i16_{args.depth}x{args.height}x{args.width}",
+        "client": name,
+        "backend": args.backend,
+        "warmup": args.warmup,
+        "pixel_mb": round(pixel_bytes / 1e6, 1),
+        "rss_before_mb": round(before_kb * 1024 / 1e6, 1),
+        "peak_before_mb": round(before_hwm_kb * 1024 / 1e6, 1),
+        "peak_mb": round(hwm_kb * 1024 / 1e6, 1),
+        "request_peak_mb": round(request_peak / 1e6, 1),
+        "x_pixels": round(request_peak / pixel_bytes, 2),
+        "first_round_trip_ms": round(wall * 1e3, 1),
+        "first_server_us": first,
+    }
     if stages:
         row["runs"] = len(stages)
         row["round_trip_ms"] = round(statistics.median(walls) * 1e3, 1)
@@ -97,7 +123,8 @@ def measure(args, name, call, warmup):
         row["round_trips_ms"] = [round(w * 1e3, 1) for w in walls]
         row["server_us"] = {k: statistics.median(s[k] for s in stages) for k in stages[0]}
         row["h2d_plus_d2h_ms"] = round(
-            (row["server_us"].get("h2d_us", 0) + row["server_us"].get("d2h_us", 0)) / 1e3, 2)
+            (row["server_us"].get("h2d_us", 0) + row["server_us"].get("d2h_us", 0)) / 1e3, 2
+        )
     print(json.dumps(row), flush=True)
 
 
@@ -107,17 +134,24 @@ def main():
     parser.add_argument("--client", default="", help="the cuimg CLI binary (adds its row)")
     parser.add_argument("--backend", default="cpu")
     parser.add_argument("--volume", default="300x512x512", help="DxHxW of the int16 volume")
-    parser.add_argument("--runs", type=int, default=0,
-                        help="calls after the first, for median times (e.g. 10 on a GPU)")
-    parser.add_argument("--server_flag", action="append", default=[],
-                        help="an extra server flag (repeatable)")
-    parser.add_argument("--warmup", action="store_true",
-                        help="a small call before the measured one (see above)")
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=0,
+        help="calls after the first, for median times (e.g. 10 on a GPU)",
+    )
+    parser.add_argument(
+        "--server_flag", action="append", default=[], help="an extra server flag (repeatable)"
+    )
+    parser.add_argument(
+        "--warmup", action="store_true", help="a small call before the measured one (see above)"
+    )
     args = parser.parse_args()
     args.depth, args.height, args.width = (int(v) for v in args.volume.split("x"))
     rng = np.random.default_rng(34)
-    volume = rng.integers(-32768, 32767, size=(args.depth, args.height, args.width),
-                          dtype=np.int16, endpoint=True)
+    volume = rng.integers(
+        -32768, 32767, size=(args.depth, args.height, args.width), dtype=np.int16, endpoint=True
+    )
     small = volume[:2, :64, :64].copy()
     options = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
 
@@ -133,8 +167,12 @@ def main():
             small_path = os.path.join(tmp, "small.npy")
             np.save(small_path, small)
             out = os.path.join(tmp, "out.npy")
-            measure(args, "cpp_cli", lambda target: cli_call(args.client, target, path, out),
-                    lambda target: cli_call(args.client, target, small_path, out))
+            measure(
+                args,
+                "cpp_cli",
+                lambda target: cli_call(args.client, target, path, out),
+                lambda target: cli_call(args.client, target, small_path, out),
+            )
 
 
 if __name__ == "__main__":

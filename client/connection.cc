@@ -1,14 +1,16 @@
 #include "client/connection.h"
-#include "proto/wire_contract.h"
 
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <string>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "proto/wire_contract.h"
 
 namespace cuimg {
 
@@ -126,6 +128,44 @@ void PrepareContext(const ConnectionOptions& options, grpc::ClientContext* conte
         std::chrono::system_clock::now() +
         std::chrono::microseconds(static_cast<std::int64_t>(options.timeout_seconds * 1e6)));
   }
+}
+
+int ExitCodeForReadError(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kFailedPrecondition:
+      return kExitUsage;
+    default:
+      return kExitBadData;
+  }
+}
+
+namespace {
+constexpr char kReadErrorPayload[] = "type.cuimg.io/cuimg.client.ReadError";
+}  // namespace
+
+int ReportReadError(const absl::Status& status) {
+  std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
+  return ExitCodeForReadError(status);
+}
+
+absl::Status AsReadError(absl::Status status) {
+  if (!status.ok()) status.SetPayload(kReadErrorPayload, absl::Cord("1"));
+  return status;
+}
+
+int ExitCodeOf(const absl::Status& status) {
+  if (status.ok()) return kExitOk;
+  if (status.GetPayload(kReadErrorPayload).has_value()) return ExitCodeForReadError(status);
+  return kExitUsage;
+}
+
+int ReportCommandError(const absl::Status& status) {
+  const int code = ExitCodeOf(status);
+  std::fprintf(stderr, "%s: %s\n", code == kExitUsage ? "usage" : "error",
+               std::string(status.message()).c_str());
+  return code;
 }
 
 int ReportRpcError(const grpc::Status& status) { return ReportRpcError(FromGrpcStatus(status)); }

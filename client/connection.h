@@ -68,6 +68,26 @@ inline constexpr int kExitUsage = 2;
 // values out of range (a usage error is 2: the command line is wrong, not the data).
 inline constexpr int kExitBadData = 3;
 
+// The CLI's exit code for an input that could not be read: kExitUsage (2) when the path is wrong
+// (NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION), kExitBadData (3) when its contents are
+// (anything else: a header, a codec stream, values out of range, a feature cuimg does not read).
+// Write errors are usage errors (the output path or format chosen).
+int ExitCodeForReadError(const absl::Status& status);
+// Prints "error: MESSAGE" (the reader's message names the file) on stderr and returns
+// ExitCodeForReadError(status): how every command reports an input it could not read.
+int ReportReadError(const absl::Status& status);
+
+// `status` (not OK) marked as coming from reading an input file, for code whose other errors are
+// usage errors (the load driver builds its payload from flags and files alike); a payload, so it
+// survives being passed along. OK passes unchanged.
+absl::Status AsReadError(absl::Status status);
+// ExitCodeForReadError for a status marked by AsReadError, kExitUsage for any other error,
+// kExitOk for OK.
+int ExitCodeOf(const absl::Status& status);
+// Prints a failed status as ExitCodeOf classes it ("error: " for an input file, "usage: "
+// otherwise) and returns ExitCodeOf(status).
+int ReportCommandError(const absl::Status& status);
+
 // A channel per MakeChannelSpec (an invalid spec falls back to the plain target, after the
 // command validated it), with TLS and the token when `options` ask for them (files unreadable
 // here give a plaintext channel; main validates them first with LoadSecurity).

@@ -5,9 +5,8 @@
 
 #include <string>
 
-#include "absl/strings/string_view.h"
-
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "cuimg/kernels/mesh.h"
 #include "cuimg/v1/deform.pb.h"
 

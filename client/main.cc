@@ -10,9 +10,9 @@
 #include "absl/flags/usage.h"
 #include "client/commands/commands.h"
 #include "client/subcommand_flags.h"
-#include "server/command_line.h"
-#include "server/malloc_policy.h"
+#include "cuimg/common/command_line.h"
 #include "cuimg/common/lock_order_checks.h"
+#include "cuimg/common/malloc_policy.h"
 
 // Connection (every subcommand).
 ABSL_FLAG(std::string, target, "localhost:50051",

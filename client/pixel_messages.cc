@@ -2,7 +2,6 @@
 
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/support/proto_buffer_reader.h>
-
 #include <unistd.h>
 
 #include <thread>

@@ -1,17 +1,14 @@
-// Turning client-side data (images, meshes) and subcommand parameters into API messages, and
-// response images back. Shared by the subcommands and `cuimg load`.
+// Turning client-side data (images, meshes) into API messages, and response images back. Shared
+// by the subcommands and `cuimg load`.
 #ifndef CUIMG_CLIENT_REQUEST_BUILDING_H_
 #define CUIMG_CLIENT_REQUEST_BUILDING_H_
 
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "client/commands/commands.h"
 #include "cuimg/common/image.h"
 #include "cuimg/kernels/mesh.h"
-#include "cuimg/v1/detection.pb.h"
-#include "cuimg/v1/gradient.pb.h"
-#include "cuimg/v1/pyramid.pb.h"
+#include "cuimg/v1/deform.pb.h"
 #include "cuimg/v1/types.pb.h"
 #include "proto/pixel_type_proto.h"
 
@@ -27,14 +24,6 @@ absl::StatusOr<Image> FromProtoImage(const v1::Image& image);
 // "torus:N,M" generates the reference torus; anything else is read as a mesh file.
 absl::StatusOr<Mesh> LoadMeshInput(const std::string& input);
 void ToProtoMesh(const Mesh& mesh, v1::Mesh* out);
-// The command's lattice: its --lattice_file, else one around `mesh` from its controls.
-absl::StatusOr<Lattice> DeformLattice(const DeformCommand& command, const Mesh& mesh);
-
-// The parameters of each RPC from its subcommand's options (the input is set by the caller).
-// INVALID_ARGUMENT naming the flag for a value outside its choices.
-v1::GradientRequest GradientParameters(const GradientCommand& command);
-absl::StatusOr<v1::PyramidRequest> PyramidParameters(const PyramidCommand& command);
-absl::StatusOr<v1::DetectPedestriansRequest> DetectParameters(const DetectCommand& command);
 
 }  // namespace cuimg
 

@@ -26,50 +26,70 @@ step device
 } > "$OUT/device.txt" 2>&1
 cat "$OUT/device.txt"
 
+# A machine with a GPU: there a GPU test that skips fails the run (a missing device, driver or
+# libnvjpeg would otherwise pass as a green run), and the compute-sanitizer steps must run.
+has_gpu=0
+nvidia-smi -L > /dev/null 2>&1 && has_gpu=1
+# Runs a gtest binary (time-limited: a hang must not eat the lease; line-buffered: a killed step
+# still leaves its log), its output to stdout; fails when it fails, or skips tests on a GPU.
+run_gtest() {
+  local log
+  log=$(mktemp)
+  local rc=0
+  timeout "$1" stdbuf -oL "${@:2}" > "$log" 2>&1 || rc=1
+  cat "$log"
+  if [ "$has_gpu" = 1 ] && grep -qE '^\[  SKIPPED \] [0-9]+ test' "$log"; then
+    echo "gpu_run: skipped tests on a machine with a GPU: ${*:2}"
+    rc=1
+  fi
+  rm -f "$log"
+  return "$rc"
+}
+
 if want tests; then
 step "GPU tests"
-# Every step is time-limited (a hang must not eat the lease) and line-buffered (a killed step
-# still leaves its log).
 for t in "$B"/bin/*_gpu_test; do
-  timeout 300 stdbuf -oL "$t" --gtest_brief=1 || status=1
+  run_gtest 300 "$t" --gtest_brief=1 || status=1
 done > "$OUT/gpu_tests.log" 2>&1
+grep -E "^gpu_run:" "$OUT/gpu_tests.log"
 tail -5 "$OUT/gpu_tests.log"
 fi
 
-if want sanitize && [ "${CUIMG_SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
+sanitizer=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
+if want sanitize && [ "${CUIMG_SANITIZE:-1}" = 1 ] && [ ! -x "$sanitizer" ] && [ "$has_gpu" = 1 ]; then
+  echo "gpu_run: compute-sanitizer not found on a machine with a GPU: the sanitizer steps did not run"
+  status=1
+fi
+if want sanitize && [ "${CUIMG_SANITIZE:-1}" = 1 ] && [ -x "$sanitizer" ]; then
   step "compute-sanitizer"
+  # sanitize TIMEOUT TOOL TEST [gtest args]: TEST under the tool, which fails the step on any
+  # error it finds (--error-exitcode), as does a skipped test on a GPU (run_gtest).
+  sanitize() {
+    run_gtest "$1" "$sanitizer" --tool "$2" --error-exitcode 3 "$B/bin/$3" --gtest_brief=1 "${@:4}"
+  }
   for tool in memcheck racecheck; do
-    timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/bin/morphology_gpu_test" \
-      --gtest_filter='*IsDeterministic*:*3DRandom*:*Boxes*:*LargeElements*' --gtest_brief=1 || status=1
-    timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/bin/pyramid_gpu_test" \
-      --gtest_filter='*1080p*:*EveryType*' --gtest_brief=1 || status=1
+    sanitize 240 "$tool" morphology_gpu_test \
+      --gtest_filter='*IsDeterministic*:*3DRandom*:*Boxes*:*LargeElements*' || status=1
+    sanitize 240 "$tool" pyramid_gpu_test --gtest_filter='*1080p*:*EveryType*' || status=1
     for t in gradient_gpu_test pyramid_gpu_test; do
-      timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/bin/$t" \
-        --gtest_filter='*IsDeterministic*' --gtest_brief=1 || status=1
+      sanitize 240 "$tool" "$t" --gtest_filter='*IsDeterministic*' || status=1
     done
     # Reconstruction: bricks race on global memory by design (monotone updates); memcheck only.
-    [ "$tool" = memcheck ] && { timeout 240 compute-sanitizer --tool memcheck --error-exitcode 3 \
-      "$B/bin/reconstruction_gpu_test" --gtest_filter='*Chains*:*Cancelled*:*Marker*' \
-      --gtest_brief=1 || status=1; }
-    timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/bin/deform_gpu_test" \
-      --gtest_filter='*Torus*:*BitIdentical*' --gtest_brief=1 || status=1
-    timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/bin/detect_gpu_test" \
-      --gtest_filter='*IsDeterministic*:*NoHits*' --gtest_brief=1 || status=1
+    [ "$tool" = memcheck ] && { sanitize 240 memcheck reconstruction_gpu_test \
+      --gtest_filter='*Chains*:*Cancelled*:*Marker*' || status=1; }
+    sanitize 240 "$tool" deform_gpu_test --gtest_filter='*Torus*:*BitIdentical*' || status=1
+    sanitize 240 "$tool" detect_gpu_test --gtest_filter='*IsDeterministic*:*NoHits*' || status=1
     # Labelling: tile unions in shared memory, atomic merges and flattening in global memory.
-    timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/bin/label_gpu_test" \
-      --gtest_filter='*IsDeterministic*' --gtest_brief=1 || status=1
+    sanitize 240 "$tool" label_gpu_test --gtest_filter='*IsDeterministic*' || status=1
     # nvJPEG: sound, corrupt and truncated streams decoded into device memory, and a decoded
     # image used by a work call on its device.
-    [ "$tool" = memcheck ] && { timeout 240 compute-sanitizer --tool memcheck --error-exitcode 3 \
-      "$B/bin/jpeg_decode_gpu_test" --gtest_brief=1 || status=1; }
+    [ "$tool" = memcheck ] && { sanitize 240 memcheck jpeg_decode_gpu_test || status=1; }
     # nvJPEG2000: frames of every type, bit-flipped and cut codestreams decoded into device memory.
-    [ "$tool" = memcheck ] && { timeout 300 compute-sanitizer --tool memcheck --error-exitcode 3 \
-      "$B/bin/nvjpeg2k_frames_gpu_test" --gtest_brief=1 || status=1; }
+    [ "$tool" = memcheck ] && { sanitize 300 memcheck nvjpeg2k_frames_gpu_test || status=1; }
     # Staged copies: every chunk's DMA stays inside its pinned chunk and device buffer.
-    [ "$tool" = memcheck ] && { timeout 120 compute-sanitizer --tool memcheck --error-exitcode 3 \
-      "$B/bin/staged_copy_gpu_test" --gtest_brief=1 || status=1; }
+    [ "$tool" = memcheck ] && { sanitize 120 memcheck staged_copy_gpu_test || status=1; }
   done > "$OUT/sanitizer.log" 2>&1
-  grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/sanitizer.log" | head -24
+  grep -E "ERROR SUMMARY|PASSED|FAILED|^gpu_run:" "$OUT/sanitizer.log" | head -30
 fi
 
 if want e2e; then

@@ -45,6 +45,10 @@ test_pkgs=(
   # HTJ2K frames decoded by OpenJPH's own tool (ojph_expand) to check ours.
   openjph-tools
   python3-matplotlib
+  # Pillow: an independent JPEG decoder the server's decodes are held to (test_jpeg_decode_wire).
+  python3-pil
+  # The Python checks (scripts/check_python.sh): formatter, linter, type checker.
+  black flake8 mypy
   # The Python client installed by pip into a venv (tests/e2e/test_python_package.py).
   python3-pip python3-setuptools
   # Metrics checks (promtool + a real Prometheus server in CI); deployment YAML checks; a venv

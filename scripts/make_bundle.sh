@@ -62,7 +62,7 @@ cp -r models "$out/models"
 # detection test, benchmark and anchor, and three scaled to 1920x1080 as JPEG for the RPC benchmark.
 mkdir -p "$out/data"
 data=/usr/share/doc/opencv-doc/examples/data
-cp "$data"/{basketball1.png,basketball2.png,fruits.jpg,HappyFish.jpg,baboon.jpg,building.jpg,home.jpg,left01.jpg} "$out/data/"
+cp "$data"/{basketball1.png,basketball2.png,smarties.png,pic1.png,fruits.jpg,HappyFish.jpg,baboon.jpg,building.jpg,home.jpg,left01.jpg} "$out/data/"
 # JPEGs nvJPEG's route leaves to the CPU (test_jpeg_decode_wire.py).
 cp tests/fuzz/corpus/jpeg_header/{cmyk,progressive}.jpg "$out/data/"
 command -v ffmpeg >/dev/null || { echo "make_bundle: needs ffmpeg (scripts/install_deps.sh)" >&2; exit 1; }

@@ -6,10 +6,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
 bash scripts/install_deploy_tools.sh
+# The fast checks, before the long build: C++ formatted as .clang-format says (includes ordered
+# too), product files within 500 lines, Python formatted, linted and the client type-checked, and
+# the layers (cmake/layers.txt) held by the CMake graph, the includes and docs/design.md.
+bash scripts/check_format.sh
+bash scripts/check_source_length.sh
+bash scripts/check_python.sh
+python3 scripts/check_layers.py
 bash scripts/build.sh
 bash scripts/check_stock_cmake.sh
-# The format check (.clang-format): a mis-formatted source fails fast, before the tests.
-bash scripts/check_format.sh
 ctest --test-dir "${CUIMG_BUILD_DIR:-build}" --output-on-failure -j "$(nproc)" "$@"
 # The Docker image, built offline with podman and run read-only as non-root (CI; like the
 # hardening runs, CUIMG_SKIP_IMAGE=1 or ctest arguments skip it).

@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "server/rpc/call_scope.h"
 #include "server/observability/log.h"
+#include "server/rpc/call_scope.h"
 #include "server/security/transport_security.h"
 #include "server/transport_settings.h"
 

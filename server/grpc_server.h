@@ -15,19 +15,18 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "server/backend/backend.h"
-#include "server/observability/device_metrics.h"
-#include "server/rpc/imaging_service.h"
-#include "server/scheduling/inflight_budget.h"
+#include "server/device_metrics.h"
 #include "server/observability/metrics.h"
+#include "server/rpc/imaging_service.h"
+#include "server/scheduling/work_queue.h"
+#include "server/server_options.h"
+#include "server/state/inflight_budget.h"
 #include "server/state/model_registry.h"
 #include "server/state/resident_store.h"
-#include "server/server_options.h"
-#include "server/scheduling/work_queue.h"
 
 namespace cuimg {
 
 inline constexpr char kServiceName[] = "cuimg.v1.Imaging";
-inline constexpr char kVersion[] = "0.1.0";
 
 class CuimgServer {
  public:

@@ -1,7 +1,6 @@
 // cuimg-server: flags, start-up summary, and graceful shutdown on SIGTERM/SIGINT/SIGHUP.
 #include <pthread.h>
 #include <signal.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,14 +17,14 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "server/backend/backend.h"
-#include "server/command_line.h"
-#include "server/flag_values.h"
-#include "server/observability/grpc_log_sink.h"
-#include "server/grpc_server.h"
+#include "cuimg/common/command_line.h"
 #include "cuimg/common/lock_order_checks.h"
+#include "cuimg/common/malloc_policy.h"
+#include "server/backend/backend.h"
+#include "server/flag_values.h"
+#include "server/grpc_server.h"
+#include "server/observability/grpc_log_sink.h"
 #include "server/observability/log.h"
-#include "server/malloc_policy.h"
 #include "server/server_options.h"
 
 ABSL_FLAG(std::string, listen_address, "0.0.0.0:50051",
@@ -111,11 +110,11 @@ ABSL_FLAG(uint32_t, shared_memory_max_regions, 16,
           "Shared-memory regions one identity may have registered at once.");
 ABSL_FLAG(int, malloc_arena_max, 4,
           "Most glibc malloc arenas (0: glibc's default of 8 per core); fewer arenas retain less "
-          "freed memory under many threads (server/malloc_policy.h).");
+          "freed memory under many threads (cuimg/common/malloc_policy.h).");
 ABSL_FLAG(bool, malloc_huge_pages, false,
           "Start again with glibc's malloc asking for transparent huge pages (GLIBC_TUNABLES "
           "glibc.malloc.hugetlb=1): fewer page faults receiving big messages, but stalls of "
-          "~0.3 s were seen on a small machine (server/malloc_policy.h). A "
+          "~0.3 s were seen on a small machine (cuimg/common/malloc_policy.h). A "
           "glibc.malloc.hugetlb already in GLIBC_TUNABLES wins.");
 ABSL_FLAG(int, malloc_trim_interval_ms, 1000,
           "How often freed heap pages are handed back to the system (malloc_trim); 0 never.");

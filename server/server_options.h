@@ -1,5 +1,5 @@
-// Every tunable of the server, with its default. main.cc fills it from flags; libraries and tests
-// construct it directly and never read flags.
+// Every tunable of the server, with its default, and its version. main.cc fills the options from
+// flags; libraries and tests construct them directly and never read flags.
 #ifndef CUIMG_SERVER_SERVER_OPTIONS_H_
 #define CUIMG_SERVER_SERVER_OPTIONS_H_
 
@@ -7,6 +7,9 @@
 #include <string>
 
 namespace cuimg {
+
+// The server's version, as its startup log, its build-info metric and GetServerInfo report it.
+inline constexpr char kVersion[] = "0.1.0";
 
 enum class BackendKind { kAuto, kCuda, kCpu };
 

@@ -8,10 +8,9 @@
 //
 // Exit status 0 on success, 1 when a file cannot be read or written or the descriptor's
 // geometry is not OpenCV's default (the only one cuimg computes), 2 for usage.
-#include <opencv2/objdetect.hpp>
-
 #include <cstdio>
 #include <fstream>
+#include <opencv2/objdetect.hpp>
 #include <string>
 #include <vector>
 

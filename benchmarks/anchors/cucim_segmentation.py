@@ -15,6 +15,8 @@ import os
 import sys
 import time
 
+import numpy as np
+
 CPU = "--cpu" in sys.argv
 if CPU:
     import numpy as xp
@@ -32,7 +34,6 @@ else:
         HAVE_CUCIM, CUCIM_ERROR = True, ""
     except Exception as e:  # the wheel is carried only when the bundle has room
         HAVE_CUCIM, CUCIM_ERROR = False, repr(e)[:200]
-import numpy as np
 
 
 def median_ms(fn, runs=10):
@@ -120,8 +121,13 @@ def reconstruction_anchor(name, inp, out):
         result = morphology.reconstruction(seed, img, method=method, footprint=fp)
         equal = bool((result.astype(img.dtype) == expected).all())
         ms = median_ms(lambda: morphology.reconstruction(seed, img, method=method, footprint=fp))
-        emit(impl="cucim_reconstruction", workload=name, median_ms=round(ms, 3),
-             equals_cuimg=equal, connectivity=conn)
+        emit(
+            impl="cucim_reconstruction",
+            workload=name,
+            median_ms=round(ms, 3),
+            equals_cuimg=equal,
+            connectivity=conn,
+        )
     else:
         emit(impl="cucim_reconstruction", workload=name, skipped=CUCIM_ERROR)
     if name.startswith("fill_holes") and len(np.unique(inp)) <= 2:
@@ -129,9 +135,13 @@ def reconstruction_anchor(name, inp, out):
         result = ndi.binary_fill_holes(fg, structure=fp)
         filled = xp.where(result, int(inp.max()), 0).astype(img.dtype)
         ms = median_ms(lambda: ndi.binary_fill_holes(fg, structure=fp))
-        emit(impl="cupyx_binary_fill_holes" if not CPU else "scipy_binary_fill_holes",
-             workload=name, median_ms=round(ms, 3),
-             equals_cuimg=bool((filled == expected).all()), connectivity=conn)
+        emit(
+            impl="cupyx_binary_fill_holes" if not CPU else "scipy_binary_fill_holes",
+            workload=name,
+            median_ms=round(ms, 3),
+            equals_cuimg=bool((filled == expected).all()),
+            connectivity=conn,
+        )
 
 
 def same_partition(a, b):
@@ -152,9 +162,15 @@ def label_anchor(name, inp, out, intensity):
         labels, n = ndi.label(mask, structure=fp)
         ms = median_ms(lambda: ndi.label(mask, structure=fp))
         host = labels.get() if not CPU else labels
-        emit(impl="cupyx_label" if not CPU else "scipy_label", workload=name,
-             median_ms=round(ms, 3), regions=int(n), equals_cuimg=bool((host == out).all()),
-             same_regions=same_partition(host, out), connectivity=conn)
+        emit(
+            impl="cupyx_label" if not CPU else "scipy_label",
+            workload=name,
+            median_ms=round(ms, 3),
+            regions=int(n),
+            equals_cuimg=bool((host == out).all()),
+            same_regions=same_partition(host, out),
+            connectivity=conn,
+        )
         if HAVE_CUCIM:
             rank = {4: 1, 8: 2, 6: 1, 18: 2, 26: 3}[conn]
             ms = median_ms(lambda: measure.label(mask, connectivity=rank))
@@ -164,10 +180,16 @@ def label_anchor(name, inp, out, intensity):
             if intensity is not None:
                 props += ["intensity_min", "intensity_max", "intensity_mean"]
                 extra["intensity_image"] = xp.asarray(intensity)
-            ms = median_ms(lambda: measure.regionprops_table(labels, properties=props, **extra),
-                           runs=3)
-            emit(impl="cucim_regionprops_table", workload=name, median_ms=round(ms, 3),
-                 properties=props, regions=int(n))
+            ms = median_ms(
+                lambda: measure.regionprops_table(labels, properties=props, **extra), runs=3
+            )
+            emit(
+                impl="cucim_regionprops_table",
+                workload=name,
+                median_ms=round(ms, 3),
+                properties=props,
+                regions=int(n),
+            )
     elif name.startswith("fill_holes"):
         reconstruction_anchor(name, inp, out)
 

@@ -45,7 +45,7 @@ def pyramid_sizes(height, width, levels=31, ratio=1.05, min_side=8):
     """cuimg's level list: round half away from zero of size / ratio^i, stop below min_side."""
     sizes = []
     for i in range(levels):
-        s = ratio ** i
+        s = ratio**i
         w, h = math.floor(width / s + 0.5), math.floor(height / s + 0.5)
         if w < min_side or h < min_side:
             break
@@ -77,8 +77,9 @@ def resize_reference(img, h, w):
 
 
 def random_inputs(cp, shape, n=3):
-    return [cp.random.randint(0, 256, size=shape, dtype=np.int32).astype(np.uint8)
-            for _ in range(n)]
+    return [
+        cp.random.randint(0, 256, size=shape, dtype=np.int32).astype(np.uint8) for _ in range(n)
+    ]
 
 
 def time_median_us(cp, fn, inputs, warmup, runs):
@@ -108,24 +109,31 @@ def gradient_workload(cp, ndi, shape):
 
     def fn(x):
         f[...] = x
-        ndi.correlate1d(f, w_deriv, axis=1, output=tmp, mode='mirror')
-        ndi.correlate1d(tmp, w_smooth, axis=0, output=gx, mode='mirror')
-        ndi.correlate1d(f, w_smooth, axis=1, output=tmp, mode='mirror')
-        ndi.correlate1d(tmp, w_deriv, axis=0, output=gy, mode='mirror')
+        ndi.correlate1d(f, w_deriv, axis=1, output=tmp, mode="mirror")
+        ndi.correlate1d(tmp, w_smooth, axis=0, output=gx, mode="mirror")
+        ndi.correlate1d(f, w_smooth, axis=1, output=tmp, mode="mirror")
+        ndi.correlate1d(tmp, w_deriv, axis=0, output=gy, mode="mirror")
 
     def check(x):
         import scipy.ndimage as sndi
+
         fn(x)
         a = cp.asnumpy(x).astype(np.float64)
-        want_x = sndi.correlate1d(sndi.correlate1d(a, deriv, axis=1, mode='mirror'), smooth,
-                                  axis=0, mode='mirror')
-        want_y = sndi.correlate1d(sndi.correlate1d(a, smooth, axis=1, mode='mirror'), deriv,
-                                  axis=0, mode='mirror')
-        return max(float(np.abs(cp.asnumpy(gx) - want_x).max()),
-                   float(np.abs(cp.asnumpy(gy) - want_y).max()))
+        want_x = sndi.correlate1d(
+            sndi.correlate1d(a, deriv, axis=1, mode="mirror"), smooth, axis=0, mode="mirror"
+        )
+        want_y = sndi.correlate1d(
+            sndi.correlate1d(a, smooth, axis=1, mode="mirror"), deriv, axis=0, mode="mirror"
+        )
+        return max(
+            float(np.abs(cp.asnumpy(gx) - want_x).max()),
+            float(np.abs(cp.asnumpy(gy) - want_y).max()),
+        )
 
-    note = ('u8->f32 copy + 4 correlate1d (mode=mirror = reflect-101), 7 taps sigma 1.4, '
-            'f32 weights and outputs')
+    note = (
+        "u8->f32 copy + 4 correlate1d (mode=mirror = reflect-101), 7 taps sigma 1.4, "
+        "f32 weights and outputs"
+    )
     return fn, check, note
 
 
@@ -136,14 +144,21 @@ def pyramid_workload(cp, ndi, shape):
         offsets.append(total)
         total += (h * w + 63) // 64 * 64  # 256-byte aligned levels, as cuimg
     out = cp.empty(total, np.float32)
-    levels = [out[o:o + h * w].reshape(h, w) for o, (h, w) in zip(offsets, sizes)]
+    levels = [out[o : o + h * w].reshape(h, w) for o, (h, w) in zip(offsets, sizes)]
     base = cp.empty(shape, np.float32)
 
     def fn(x):
         base[...] = x
         for (h, w), level in zip(sizes, levels):
-            ndi.zoom(base, (h / shape[0], w / shape[1]), output=level, order=1, mode='nearest',
-                     grid_mode=True, prefilter=False)
+            ndi.zoom(
+                base,
+                (h / shape[0], w / shape[1]),
+                output=level,
+                order=1,
+                mode="nearest",
+                grid_mode=True,
+                prefilter=False,
+            )
 
     def check(x):
         fn(x)
@@ -153,14 +168,15 @@ def pyramid_workload(cp, ndi, shape):
             worst = max(worst, float(np.abs(cp.asnumpy(level) - resize_reference(a, h, w)).max()))
         return worst
 
-    note = ('u8->f32 copy + %d zoom(order=1, mode=nearest, grid_mode=True) from the base'
-            % len(sizes))
+    note = "u8->f32 copy + %d zoom(order=1, mode=nearest, grid_mode=True) from the base" % len(
+        sizes
+    )
     return fn, check, note
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--quick', action='store_true', help='1 warm-up and 5 timed runs')
+    parser.add_argument("--quick", action="store_true", help="1 warm-up and 5 timed runs")
     args = parser.parse_args()
     warmup, runs = (1, 5) if args.quick else (3, 20)
 
@@ -168,10 +184,10 @@ def main():
     import cupyx.scipy.ndimage as ndi
 
     workloads = [
-        ('cupy_gradient_1080p_u8_len7', HD, gradient_workload),
-        ('cupy_gradient_640x480_u8_len7', (480, 640), gradient_workload),
-        ('cupy_gradient_320x240_u8_len7', (240, 320), gradient_workload),
-        ('cupy_pyramid31_1080p_u8_f32', HD, pyramid_workload),
+        ("cupy_gradient_1080p_u8_len7", HD, gradient_workload),
+        ("cupy_gradient_640x480_u8_len7", (480, 640), gradient_workload),
+        ("cupy_gradient_320x240_u8_len7", (240, 320), gradient_workload),
+        ("cupy_pyramid31_1080p_u8_f32", HD, pyramid_workload),
     ]
     for name, shape, make in workloads:
         inputs = None
@@ -180,16 +196,31 @@ def main():
             fn, check, note = make(cp, ndi, shape)
             median = time_median_us(cp, fn, inputs, warmup, runs)
             diff = check(inputs[0])
-            print(json.dumps({'anchor': 'cupy', 'workload': name, 'median_us': round(median, 2),
-                              'runs': runs, 'max_abs_diff': float('%.3g' % diff), 'note': note,
-                              'cupy': cp.__version__}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "anchor": "cupy",
+                        "workload": name,
+                        "median_us": round(median, 2),
+                        "runs": runs,
+                        "max_abs_diff": float("%.3g" % diff),
+                        "note": note,
+                        "cupy": cp.__version__,
+                    }
+                ),
+                flush=True,
+            )
         except Exception as e:  # one failing workload must not stop the others
-            print(json.dumps({'anchor': 'cupy', 'workload': name,
-                              'error': f'{type(e).__name__}: {e}'}), flush=True)
+            print(
+                json.dumps(
+                    {"anchor": "cupy", "workload": name, "error": f"{type(e).__name__}: {e}"}
+                ),
+                flush=True,
+            )
         finally:
             inputs = None
             cp.get_default_memory_pool().free_all_blocks()
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     main()

@@ -36,21 +36,25 @@ def ellipse(w, h):
         dy = i - r
         if abs(dy) <= r:
             dx = int(round(c * math.sqrt((r * r - dy * dy) * inv_r2)))
-            m[i, max(c - dx, 0):min(c + dx + 1, w)] = True
+            m[i, max(c - dx, 0) : min(c + dx + 1, w)] = True
     return m
 
 
 def ball(radius):
     """(2r+1)^3 bool ball: x^2 + y^2 + z^2 <= r^2."""
-    z, y, x = np.mgrid[-radius:radius + 1, -radius:radius + 1, -radius:radius + 1]
+    z, y, x = np.mgrid[-radius : radius + 1, -radius : radius + 1, -radius : radius + 1]
     return (x * x + y * y + z * z) <= radius * radius
 
 
 def random_inputs(cp, shape, dtype, n=3):
     """n independent random arrays over the dtype's full range (drawn as int32, then narrowed)."""
     info = np.iinfo(dtype)
-    return [cp.random.randint(int(info.min), int(info.max) + 1, size=shape,
-                              dtype=np.int32).astype(dtype) for _ in range(n)]
+    return [
+        cp.random.randint(int(info.min), int(info.max) + 1, size=shape, dtype=np.int32).astype(
+            dtype
+        )
+        for _ in range(n)
+    ]
 
 
 def time_median_us(cp, fn, inputs, warmup, runs):
@@ -80,15 +84,19 @@ def workloads(cp, ndi):
     def dilate(footprint=None, size=None):
         def make(out, dtype):
             lo = int(np.iinfo(dtype).min)
-            return lambda x: ndi.grey_dilation(x, size=size, footprint=footprint, output=out,
-                                               mode='constant', cval=lo)
+            return lambda x: ndi.grey_dilation(
+                x, size=size, footprint=footprint, output=out, mode="constant", cval=lo
+            )
+
         return make
 
     def erode(footprint):
         def make(out, dtype):
             hi = int(np.iinfo(dtype).max)
-            return lambda x: ndi.grey_erosion(x, footprint=footprint, output=out,
-                                              mode='constant', cval=hi)
+            return lambda x: ndi.grey_erosion(
+                x, footprint=footprint, output=out, mode="constant", cval=hi
+            )
+
         return make
 
     def opening(footprint):
@@ -99,30 +107,62 @@ def workloads(cp, ndi):
             tmp = cp.empty_like(out)
 
             def fn(x):
-                ndi.grey_erosion(x, footprint=footprint, output=tmp, mode='constant', cval=hi)
-                ndi.grey_dilation(tmp, footprint=footprint, output=out, mode='constant', cval=lo)
+                ndi.grey_erosion(x, footprint=footprint, output=tmp, mode="constant", cval=hi)
+                ndi.grey_dilation(tmp, footprint=footprint, output=out, mode="constant", cval=lo)
+
             return fn
+
         return make
 
     return [
-        ('cupy_dilate_volume_disk9_u8', VOLUME, np.uint8, dilate(footprint=disk9),
-         'grey_dilation footprint (1,9,9) ellipse'),
-        ('cupy_dilate_volume_disk9_i16', VOLUME, np.int16, dilate(footprint=disk9),
-         'grey_dilation footprint (1,9,9) ellipse'),
-        ('cupy_dilate_2d_disk63_u8', HD, np.uint8, dilate(footprint=disk63),
-         'grey_dilation footprint 63x63 ellipse (non-separable footprint kernel)'),
-        ('cupy_dilate_2d_rect63_u8', HD, np.uint8, dilate(size=(63, 63)),
-         'grey_dilation size=(63,63): separable path (two 1-D maximum_filter1d passes)'),
-        ('cupy_erode_volume_ball4_i16', VOLUME, np.int16, erode(ball4),
-         'grey_erosion footprint 9x9x9 ball x2+y2+z2<=16'),
-        ('cupy_open_volume_disk9_u8', VOLUME, np.uint8, opening(disk9),
-         'opening = grey_erosion(cval=255) + grey_dilation(cval=0), footprint (1,9,9) ellipse'),
+        (
+            "cupy_dilate_volume_disk9_u8",
+            VOLUME,
+            np.uint8,
+            dilate(footprint=disk9),
+            "grey_dilation footprint (1,9,9) ellipse",
+        ),
+        (
+            "cupy_dilate_volume_disk9_i16",
+            VOLUME,
+            np.int16,
+            dilate(footprint=disk9),
+            "grey_dilation footprint (1,9,9) ellipse",
+        ),
+        (
+            "cupy_dilate_2d_disk63_u8",
+            HD,
+            np.uint8,
+            dilate(footprint=disk63),
+            "grey_dilation footprint 63x63 ellipse (non-separable footprint kernel)",
+        ),
+        (
+            "cupy_dilate_2d_rect63_u8",
+            HD,
+            np.uint8,
+            dilate(size=(63, 63)),
+            "grey_dilation size=(63,63): separable path (two 1-D maximum_filter1d passes)",
+        ),
+        (
+            "cupy_erode_volume_ball4_i16",
+            VOLUME,
+            np.int16,
+            erode(ball4),
+            "grey_erosion footprint 9x9x9 ball x2+y2+z2<=16",
+        ),
+        (
+            "cupy_open_volume_disk9_u8",
+            VOLUME,
+            np.uint8,
+            opening(disk9),
+            "opening = grey_erosion(cval=255) + grey_dilation(cval=0), footprint (1,9,9) ellipse",
+        ),
     ]
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--quick', action='store_true', help='1 warm-up and 5 timed runs')
+    parser.add_argument("--quick", action="store_true", help="1 warm-up and 5 timed runs")
     args = parser.parse_args()
     warmup, runs = (1, 5) if args.quick else (3, 20)
 
@@ -134,15 +174,30 @@ def main():
             inputs = random_inputs(cp, shape, dtype)
             out = cp.empty(shape, dtype=dtype)
             median = time_median_us(cp, make(out, dtype), inputs, warmup, runs)
-            print(json.dumps({'anchor': 'cupy', 'workload': name, 'median_us': round(median, 2),
-                              'runs': runs, 'note': note, 'cupy': cp.__version__}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "anchor": "cupy",
+                        "workload": name,
+                        "median_us": round(median, 2),
+                        "runs": runs,
+                        "note": note,
+                        "cupy": cp.__version__,
+                    }
+                ),
+                flush=True,
+            )
         except Exception as e:  # one failing workload must not stop the others
-            print(json.dumps({'anchor': 'cupy', 'workload': name,
-                              'error': f'{type(e).__name__}: {e}'}), flush=True)
+            print(
+                json.dumps(
+                    {"anchor": "cupy", "workload": name, "error": f"{type(e).__name__}: {e}"}
+                ),
+                flush=True,
+            )
         finally:
             inputs = out = None
             cp.get_default_memory_pool().free_all_blocks()
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     main()

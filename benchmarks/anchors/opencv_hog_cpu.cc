@@ -11,11 +11,6 @@
 //   opencv_hog_cpu [--quick]
 // Output: one JSON object per line ({"anchor":"opencv_cpu","workload":"opencv_cpu_detect_1080p",
 // ...}); exit status 1 when the frames cannot be read.
-#include <opencv2/core.hpp>
-#include <opencv2/core/utility.hpp>
-#include <opencv2/imgproc.hpp>
-#include <opencv2/objdetect.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,6 +18,10 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <opencv2/core.hpp>
+#include <opencv2/core/utility.hpp>
+#include <opencv2/imgproc.hpp>
+#include <opencv2/objdetect.hpp>
 #include <string>
 #include <vector>
 

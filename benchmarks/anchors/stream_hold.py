@@ -4,7 +4,7 @@ HOLD_US while Python enqueues the start event, the library call and the stop eve
 
 HOLD_US = 2000.0
 
-_SPIN = r'''
+_SPIN = r"""
 extern "C" __global__ void spin(unsigned long long ns) {
   unsigned long long start, now;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
@@ -12,7 +12,7 @@ extern "C" __global__ void spin(unsigned long long ns) {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
   } while (now - start < ns);
 }
-'''
+"""
 _cupy_spin = None
 
 
@@ -20,7 +20,7 @@ def hold_cupy(cp, us=HOLD_US):
     """Enqueues the spin kernel on CuPy's current stream."""
     global _cupy_spin
     if _cupy_spin is None:
-        _cupy_spin = cp.RawKernel(_SPIN, 'spin')
+        _cupy_spin = cp.RawKernel(_SPIN, "spin")
     _cupy_spin((1,), (1,), (cp.uint64(int(us * 1e3)),))
 
 

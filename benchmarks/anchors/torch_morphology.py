@@ -17,10 +17,10 @@ from stream_hold import hold_torch
 
 # name, input shape (N, C, H, W), square kernel size
 WORKLOADS = [
-    ('torch_maxpool_2d_rect63_f32', (1, 1, 1080, 1920), 63),
-    ('torch_maxpool_2d_3x3_640x480_f32', (1, 1, 480, 640), 3),
+    ("torch_maxpool_2d_rect63_f32", (1, 1, 1080, 1920), 63),
+    ("torch_maxpool_2d_3x3_640x480_f32", (1, 1, 480, 640), 3),
     # The 512x512x300 volume as 300 independent slices: a per-slice 9x9 rect in one call.
-    ('torch_maxpool_volume_rect9_f32', (300, 1, 512, 512), 9),
+    ("torch_maxpool_volume_rect9_f32", (300, 1, 512, 512), 9),
 ]
 
 
@@ -45,7 +45,7 @@ def time_median_us(torch, fn, inputs, warmup, runs):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--quick', action='store_true', help='1 warm-up and 5 timed runs')
+    parser.add_argument("--quick", action="store_true", help="1 warm-up and 5 timed runs")
     args = parser.parse_args()
     warmup, runs = (1, 5) if args.quick else (3, 20)
 
@@ -55,24 +55,43 @@ def main():
     for name, shape, k in WORKLOADS:
         try:
             # Random u8 values converted once to f32 (the conversion is not timed).
-            inputs = [torch.randint(0, 256, shape, dtype=torch.uint8, device='cuda').float()
-                      for _ in range(3)]
+            inputs = [
+                torch.randint(0, 256, shape, dtype=torch.uint8, device="cuda").float()
+                for _ in range(3)
+            ]
             with torch.inference_mode():
                 median = time_median_us(
-                    torch, lambda x: F.max_pool2d(x, kernel_size=k, stride=1, padding=k // 2),
-                    inputs, warmup, runs)
-            print(json.dumps({'anchor': 'torch', 'workload': name, 'median_us': round(median, 2),
-                              'runs': runs,
-                              'note': f'F.max_pool2d kernel {k} stride 1 padding {k // 2}, '
-                                      f'input {list(shape)} f32',
-                              'torch': torch.__version__}), flush=True)
+                    torch,
+                    lambda x: F.max_pool2d(x, kernel_size=k, stride=1, padding=k // 2),
+                    inputs,
+                    warmup,
+                    runs,
+                )
+            print(
+                json.dumps(
+                    {
+                        "anchor": "torch",
+                        "workload": name,
+                        "median_us": round(median, 2),
+                        "runs": runs,
+                        "note": f"F.max_pool2d kernel {k} stride 1 padding {k // 2}, "
+                        f"input {list(shape)} f32",
+                        "torch": torch.__version__,
+                    }
+                ),
+                flush=True,
+            )
         except Exception as e:  # one failing workload must not stop the others
-            print(json.dumps({'anchor': 'torch', 'workload': name,
-                              'error': f'{type(e).__name__}: {e}'}), flush=True)
+            print(
+                json.dumps(
+                    {"anchor": "torch", "workload": name, "error": f"{type(e).__name__}: {e}"}
+                ),
+                flush=True,
+            )
         finally:
             inputs = None
             torch.cuda.empty_cache()
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     main()

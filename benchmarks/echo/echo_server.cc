@@ -20,11 +20,11 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "cuimg/common/lock_order_checks.h"
 #include "echo/echo.grpc.pb.h"
 #include "server/scheduling/cpu_warmer.h"
-#include "cuimg/common/lock_order_checks.h"
-#include "server/transport_settings.h"
 #include "server/scheduling/work_queue.h"
+#include "server/transport_settings.h"
 
 ABSL_FLAG(std::string, listen_address, "127.0.0.1:0", "Where to listen.");
 ABSL_FLAG(std::string, port_file, "", "Writes {\"grpc\": PORT} here once listening.");

@@ -37,9 +37,9 @@
 #include "absl/strings/str_split.h"
 #include "benchmarks/echo/transport_harness.h"
 #include "benchmarks/echo/volume_transport.h"
+#include "cuimg/common/lock_order_checks.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 #include "echo/echo.grpc.pb.h"
-#include "cuimg/common/lock_order_checks.h"
 #include "server/transport_settings.h"
 #include "tests/testing/shm_object.h"
 

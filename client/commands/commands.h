@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include "client/connection.h"
 #include "client/commands/dicomweb_staging.h"
+#include "client/connection.h"
 #include "client/lattice_spec.h"
 
 namespace cuimg {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "client/commands/command_requests.h"
 #include "client/commands/commands.h"
 #include "client/io/mesh_file.h"
 #include "client/io/volume_file.h"

@@ -15,15 +15,15 @@
 #include <filesystem>
 #include <functional>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "client/commands/command_requests.h"
 #include "client/commands/commands.h"
 #include "client/image_convert.h"
 #include "client/io/atomic_output.h"

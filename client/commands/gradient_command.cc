@@ -6,13 +6,14 @@
 #include <cstdio>
 
 #include "absl/strings/str_format.h"
+#include "client/commands/command_requests.h"
 #include "client/commands/commands.h"
 #include "client/commands/stored_frames.h"
+#include "client/commands/volume_stream.h"
 #include "client/image_convert.h"
 #include "client/io/atomic_output.h"
 #include "client/io/volume_file.h"
 #include "client/request_building.h"
-#include "client/commands/volume_stream.h"
 #include "cuimg/v1/imaging_service.grpc.pb.h"
 #include "proto/wire_contract.h"
 

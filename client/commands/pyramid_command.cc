@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "client/commands/command_requests.h"
 #include "client/commands/commands.h"
 #include "client/image_convert.h"
 #include "client/io/atomic_output.h"

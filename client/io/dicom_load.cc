@@ -1,7 +1,7 @@
 #include "client/io/dicom_load.h"
 
-#include <unistd.h>
 #include <dcmtk/oflog/oflog.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <atomic>

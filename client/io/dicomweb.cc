@@ -4,9 +4,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"

@@ -7,8 +7,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/io/atomic_output.h"
-#include "cuimg/codec/image_codec.h"
 #include "client/io/tiff_file.h"
+#include "cuimg/codec/image_codec.h"
 #include "cuimg/common/status_macros.h"
 
 namespace cuimg {

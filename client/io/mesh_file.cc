@@ -1,10 +1,10 @@
 #include "client/io/mesh_file.h"
 
-#include <assimp/Exporter.hpp>
-#include <assimp/Importer.hpp>
 #include <assimp/postprocess.h>
 #include <assimp/scene.h>
 
+#include <assimp/Exporter.hpp>
+#include <assimp/Importer.hpp>
 #include <filesystem>
 
 #include "absl/strings/ascii.h"

@@ -6,7 +6,6 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "client/connection.h"
 #include "client/io/image_file.h"
 #include "client/io/npy_file.h"
 #include "cuimg/common/status_macros.h"
@@ -116,44 +115,6 @@ absl::Status WriteVolumeFile(const std::string& path, const ImageView& image,
         "directory for a DICOM series)"));
   }
   return WriteImageFile(path, image);
-}
-
-namespace {
-constexpr char kReadErrorPayload[] = "type.cuimg.io/cuimg.client.ReadError";
-}  // namespace
-
-int ReportReadError(const absl::Status& status) {
-  std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
-  return ExitCodeForReadError(status);
-}
-
-absl::Status AsReadError(absl::Status status) {
-  if (!status.ok()) status.SetPayload(kReadErrorPayload, absl::Cord("1"));
-  return status;
-}
-
-int ExitCodeOf(const absl::Status& status) {
-  if (status.ok()) return kExitOk;
-  if (status.GetPayload(kReadErrorPayload).has_value()) return ExitCodeForReadError(status);
-  return kExitUsage;
-}
-
-int ReportCommandError(const absl::Status& status) {
-  const int code = ExitCodeOf(status);
-  std::fprintf(stderr, "%s: %s\n", code == kExitUsage ? "usage" : "error",
-               std::string(status.message()).c_str());
-  return code;
-}
-
-int ExitCodeForReadError(const absl::Status& status) {
-  switch (status.code()) {
-    case absl::StatusCode::kNotFound:
-    case absl::StatusCode::kPermissionDenied:
-    case absl::StatusCode::kFailedPrecondition:
-      return kExitUsage;
-    default:
-      return kExitBadData;
-  }
 }
 
 }  // namespace cuimg

@@ -8,16 +8,15 @@
 // pixels through a registered POSIX shared-memory object instead (same host). SIGINT or SIGTERM
 // stops the run early (load_run.h); the summary and every report then cover the time it ran.
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <csignal>
 #include <ctime>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "client/commands/commands.h"

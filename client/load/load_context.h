@@ -5,9 +5,8 @@
 
 #include <ctime>
 #include <map>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "client/load/load_stats.h"

@@ -17,8 +17,14 @@ import json
 import sys
 
 STAGES = ("queue", "decode", "h2d", "kernel", "d2h")
-STAGE_COLOURS = {"queue": "#bbbbbb", "decode": "#ccbb44", "h2d": "#66ccee", "kernel": "#4477aa",
-                 "d2h": "#228833", "other": "#eeeeee"}
+STAGE_COLOURS = {
+    "queue": "#bbbbbb",
+    "decode": "#ccbb44",
+    "h2d": "#66ccee",
+    "kernel": "#4477aa",
+    "d2h": "#228833",
+    "other": "#eeeeee",
+}
 
 
 def load(summary_path, records_path):
@@ -39,7 +45,7 @@ def error_lines(summary, width=110):
     for code, e in summary["errors"].items():
         lines.append(f"{code}: {e['count']} calls")
         for m in e["messages"]:
-            text = m["message"] if len(m["message"]) <= width else m["message"][:width - 1] + "…"
+            text = m["message"] if len(m["message"]) <= width else m["message"][: width - 1] + "…"
             lines.append(f"    {m['count']} x  {text}")
         if e["other_messages"]:
             lines.append(f"    {e['other_messages']} x  (other messages)")
@@ -48,6 +54,7 @@ def error_lines(summary, width=110):
 
 def histogram(ax, summary, latencies):
     from matplotlib.ticker import MaxNLocator
+
     p = summary["latency_ms"]
     # The tail past 1.5 x p99.9 would squeeze the body into a few bins: cut it, say so.
     top = min(p["max"], 1.5 * p["p999"])
@@ -60,8 +67,10 @@ def histogram(ax, summary, latencies):
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("latency (ms), OK calls")
     ax.set_ylabel("calls")
-    ax.set_title(f"latency histogram ({summary['ok']} OK calls"
-                 + (f"; {beyond} above {top:.3f} ms, max {p['max']:.3f} ms)" if beyond else ")"))
+    ax.set_title(
+        f"latency histogram ({summary['ok']} OK calls"
+        + (f"; {beyond} above {top:.3f} ms, max {p['max']:.3f} ms)" if beyond else ")")
+    )
     ax.legend()
 
 
@@ -70,13 +79,22 @@ def no_success_panel(ax, summary):
     ax.set_title("no successful calls", color="#aa3377", fontweight="bold")
     text = [f"all {summary['requests']} measured calls failed; the server said:", ""]
     text += error_lines(summary, width=95)[:14]
-    ax.text(0, 1, "\n".join(text), va="top", ha="left", family="monospace", fontsize=9,
-            transform=ax.transAxes)
+    ax.text(
+        0,
+        1,
+        "\n".join(text),
+        va="top",
+        ha="left",
+        family="monospace",
+        fontsize=9,
+        transform=ax.transAxes,
+    )
 
 
 def seconds_axis(ax, count):
     """Whole seconds only on the x axis, each one labelled while they are few."""
     from matplotlib.ticker import MaxNLocator
+
     if count <= 20:
         ax.set_xticks(range(count))
     else:
@@ -92,10 +110,15 @@ def over_time(rate, lat, summary):
     ok = [w["ok"] for w in windows]
     rate.bar(t, ok, width=0.8, color="#4477aa", label="OK")
     if any(w["errors"] for w in windows):
-        rate.bar(t, [w["errors"] for w in windows], width=0.8, bottom=ok, color="#ee6677",
-                 label="failed")
-    rate.axhline(summary["throughput_rps"], color="#555555", linestyle=":",
-                 label=f"mean {summary['throughput_rps']:.1f} OK/s")
+        rate.bar(
+            t, [w["errors"] for w in windows], width=0.8, bottom=ok, color="#ee6677", label="failed"
+        )
+    rate.axhline(
+        summary["throughput_rps"],
+        color="#555555",
+        linestyle=":",
+        label=f"mean {summary['throughput_rps']:.1f} OK/s",
+    )
     rate.set_xlabel("second of the measured window (calls by start time)")
     rate.set_ylabel("calls / s")
     rate.set_title("calls per second")
@@ -107,8 +130,13 @@ def over_time(rate, lat, summary):
         return
     nan = float("nan")
     for key, colour in (("p50_ms", "#228833"), ("p99_ms", "#ee6677")):
-        lat.plot(t, [nan if w[key] is None else w[key] for w in windows], marker="o",
-                 label=key[:3], color=colour)
+        lat.plot(
+            t,
+            [nan if w[key] is None else w[key] for w in windows],
+            marker="o",
+            label=key[:3],
+            color=colour,
+        )
     lat.set_xlabel("second of the measured window (calls by start time)")
     lat.set_ylabel("latency (ms)")
     lat.set_title("latency over time (gaps: no OK call started that second)")
@@ -124,8 +152,9 @@ def figure(summary, latencies, plt):
         histogram(hist, summary, latencies)
         over_time(rate, lat, summary)
     else:
-        fig, (text, rate) = plt.subplots(2, 1, figsize=(9, 7), constrained_layout=True,
-                                         gridspec_kw={"height_ratios": (2, 3)})
+        fig, (text, rate) = plt.subplots(
+            2, 1, figsize=(9, 7), constrained_layout=True, gridspec_kw={"height_ratios": (2, 3)}
+        )
         no_success_panel(text, summary)
         over_time(rate, None, summary)
     return fig
@@ -136,22 +165,33 @@ def esc(value):
 
 
 def table(rows, cls=""):
-    return f'<table class="{cls}">' + "".join(
-        f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows) + "</table>"
+    return (
+        f'<table class="{cls}">'
+        + "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows)
+        + "</table>"
+    )
 
 
 def cards(summary):
     p = summary["latency_ms"]
     failed = summary["requests"] - summary["ok"]
-    items = [("calls measured", summary["requests"], ""),
-             ("OK", summary["ok"], "good" if summary["ok"] else "bad"),
-             ("failed", failed, "bad" if failed else "good"),
-             ("throughput", f"{summary['throughput_rps']:.1f} OK/s", "")]
+    items = [
+        ("calls measured", summary["requests"], ""),
+        ("OK", summary["ok"], "good" if summary["ok"] else "bad"),
+        ("failed", failed, "bad" if failed else "good"),
+        ("throughput", f"{summary['throughput_rps']:.1f} OK/s", ""),
+    ]
     if summary["ok"]:
         items += [("p50", f"{p['p50']:.4g} ms", ""), ("p99", f"{p['p99']:.4g} ms", "")]
-    return '<div class="cards">' + "".join(
-        f'<div class="card {cls}"><div class="v">{esc(v)}</div><div class="k">{esc(k)}</div></div>'
-        for k, v, cls in items) + "</div>"
+    return (
+        '<div class="cards">'
+        + "".join(
+            f'<div class="card {cls}"><div class="v">{esc(v)}</div>'
+            f'<div class="k">{esc(k)}</div></div>'
+            for k, v, cls in items
+        )
+        + "</div>"
+    )
 
 
 def errors_panel(summary):
@@ -163,20 +203,34 @@ def errors_panel(summary):
         if e["other_messages"]:
             messages.append({"message": "(other messages)", "count": e["other_messages"]})
         for i, m in enumerate(messages):
-            head = (f'<td rowspan="{len(messages)}" class="code">{esc(code)}</td>'
-                    f'<td rowspan="{len(messages)}">{e["count"]}</td>') if i == 0 else ""
-            rows.append(f"<tr>{head}<td>{m['count']}</td><td class=\"msg\">{esc(m['message'])}</td></tr>")
+            head = (
+                (
+                    f'<td rowspan="{len(messages)}" class="code">{esc(code)}</td>'
+                    f'<td rowspan="{len(messages)}">{e["count"]}</td>'
+                )
+                if i == 0
+                else ""
+            )
+            rows.append(
+                f"<tr>{head}<td>{m['count']}</td><td class=\"msg\">{esc(m['message'])}</td></tr>"
+            )
     if summary["ok"] == 0:
         title = "No successful calls"
-        intro = (f"<p>All {summary['requests']} measured calls failed, so there is no latency to "
-                 "plot. The server's answers:</p>")
+        intro = (
+            f"<p>All {summary['requests']} measured calls failed, so there is no latency to "
+            "plot. The server's answers:</p>"
+        )
     else:
         title = "Failures"
-        intro = (f"<p>{summary['requests'] - summary['ok']} of {summary['requests']} measured "
-                 "calls failed. The server's answers:</p>")
-    return (f'<section class="panel errors" id="errors"><h2>{title}</h2>{intro}'
-            "<table><tr><th>code</th><th>calls</th><th>of which</th><th>message (the first "
-            f"distinct ones, truncated)</th></tr>{''.join(rows)}</table></section>")
+        intro = (
+            f"<p>{summary['requests'] - summary['ok']} of {summary['requests']} measured "
+            "calls failed. The server's answers:</p>"
+        )
+    return (
+        f'<section class="panel errors" id="errors"><h2>{title}</h2>{intro}'
+        "<table><tr><th>code</th><th>calls</th><th>of which</th><th>message (the first "
+        f"distinct ones, truncated)</th></tr>{''.join(rows)}</table></section>"
+    )
 
 
 def stages_panel(summary):
@@ -188,33 +242,49 @@ def stages_panel(summary):
     if other > 0.05 * s["total"]:
         parts.append(("other", other))
     whole = sum(v for _, v in parts) or 1
-    bar = "".join(f'<div style="width:{100 * v / whole:.2f}%;background:{STAGE_COLOURS[k]}" '
-                  f'title="{k} {v:.1f} µs">{esc(k) if v / whole > 0.08 else ""}</div>' for k, v in parts)
+    bar = "".join(
+        f'<div style="width:{100 * v / whole:.2f}%;background:{STAGE_COLOURS[k]}" '
+        f'title="{k} {v:.1f} µs">{esc(k) if v / whole > 0.08 else ""}</div>'
+        for k, v in parts
+    )
     rows = [(f"{k}", f"{s[k]:.1f}") for k in STAGES + ("total",)]
-    return ('<section class="panel"><h2>Server stages</h2><p>Medians over the OK calls, µs, from '
-            f'the <code>cuimg-timing</code> trailers.</p><div class="bar">{bar}</div>'
-            f'{table(rows, "narrow")}</section>')
+    return (
+        '<section class="panel"><h2>Server stages</h2><p>Medians over the OK calls, µs, from '
+        f'the <code>cuimg-timing</code> trailers.</p><div class="bar">{bar}</div>'
+        f'{table(rows, "narrow")}</section>'
+    )
 
 
 def windows_table(summary):
     rows = "".join(
         f"<tr><td>{w['t']:.0f}</td><td>{w['ok']}</td><td>{w['errors']}</td>"
         f"<td>{'' if w['p50_ms'] is None else w['p50_ms']}</td>"
-        f"<td>{'' if w['p99_ms'] is None else w['p99_ms']}</td></tr>" for w in summary["windows"])
-    return ("<details><summary>per second</summary><table><tr><th>second</th><th>OK</th>"
-            f"<th>failed</th><th>p50 ms</th><th>p99 ms</th></tr>{rows}</table></details>")
+        f"<td>{'' if w['p99_ms'] is None else w['p99_ms']}</td></tr>"
+        for w in summary["windows"]
+    )
+    return (
+        "<details><summary>per second</summary><table><tr><th>second</th><th>OK</th>"
+        f"<th>failed</th><th>p50 ms</th><th>p99 ms</th></tr>{rows}</table></details>"
+    )
 
 
 def context_rows(context):
     server = context["server"]
-    rows = [("date (UTC)", context["date_utc"]), ("client host", context["client_host"]),
-            ("client", context["client"]),
-            ("server version", server["version"]), ("server commit", server["commit"]),
-            ("backend", server["backend"]),
-            ("devices (from trailers)", ", ".join(map(str, context["devices"])) or "unknown"),
-            ("metrics endpoint", server["metrics"])]
-    rows += [(f"server {k}", v) for k, v in server.items()
-             if k not in ("version", "commit", "backend", "metrics", "note")]
+    rows = [
+        ("date (UTC)", context["date_utc"]),
+        ("client host", context["client_host"]),
+        ("client", context["client"]),
+        ("server version", server["version"]),
+        ("server commit", server["commit"]),
+        ("backend", server["backend"]),
+        ("devices (from trailers)", ", ".join(map(str, context["devices"])) or "unknown"),
+        ("metrics endpoint", server["metrics"]),
+    ]
+    rows += [
+        (f"server {k}", v)
+        for k, v in server.items()
+        if k not in ("version", "commit", "backend", "metrics", "note")
+    ]
     if "note" in server:
         rows.append(("note", server["note"]))
     return rows
@@ -242,11 +312,16 @@ img{max-width:100%;display:block;margin:0 auto}details{margin-top:.6em}
 
 def page(summary, png):
     p, config, context = summary["latency_ms"], summary["config"], summary["context"]
-    numbers = [("calls measured", summary["requests"]), ("OK", summary["ok"]),
-               ("measured seconds", summary["seconds"]),
-               ("throughput (OK/s)", summary["throughput_rps"]),
-               ("warm-up", f"{summary['warmup']['seconds']} s, {summary['warmup']['calls']} calls "
-                           "not counted")]
+    numbers = [
+        ("calls measured", summary["requests"]),
+        ("OK", summary["ok"]),
+        ("measured seconds", summary["seconds"]),
+        ("throughput (OK/s)", summary["throughput_rps"]),
+        (
+            "warm-up",
+            f"{summary['warmup']['seconds']} s, {summary['warmup']['calls']} calls " "not counted",
+        ),
+    ]
     numbers += [(f"status {k}", v) for k, v in summary["codes"].items()]
     latency = table([(f"{k} (ms)", v) for k, v in p.items()], "narrow") if summary["ok"] else ""
     # The summary itself rides along (JSON in a script element) for tools and tests.
@@ -256,12 +331,14 @@ def page(summary, png):
 <html lang="en"><head><meta charset="utf-8"><title>cuimg load report: {esc(title)}</title>
 <style>{STYLE}</style></head>
 <body><main><h1>cuimg load report</h1>
-<p class="sub">{esc(title)} &middot; {esc(context['date_utc'])} &middot; from {esc(context['client_host'])}
+<p class="sub">{esc(title)} &middot; {esc(context['date_utc'])}
+&middot; from {esc(context['client_host'])}
 &middot; server {esc(context['server']['version'])}, backend {esc(context['server']['backend'])}</p>
 {cards(summary)}
 {errors_panel(summary)}
 <div class="grid"><section class="panel"><h2>Summary</h2>{table(numbers)}</section>
-<section class="panel"><h2>Latency of OK calls</h2>{latency or "<p>no successful calls</p>"}</section></div>
+<section class="panel"><h2>Latency of OK calls</h2>
+{latency or "<p>no successful calls</p>"}</section></div>
 {stages_panel(summary)}
 <section class="panel"><h2>Plots</h2><img alt="latency histogram, throughput and latency over time"
 src="data:image/png;base64,{base64.b64encode(png).decode()}">{windows_table(summary)}</section>
@@ -281,11 +358,15 @@ def main(argv):
         return 2
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as e:
         if not quiet:
-            print(f"--report needs matplotlib (Debian package python3-matplotlib): {e}", file=sys.stderr)
+            print(
+                f"--report needs matplotlib (Debian package python3-matplotlib): {e}",
+                file=sys.stderr,
+            )
         return 3
     summary, latencies, codes = load(argv[1], argv[2])
     if codes != summary["codes"]:

@@ -9,16 +9,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/commands/command_requests.h"
 #include "client/connection.h"
 #include "client/image_convert.h"
 #include "client/io/image_file.h"
 #include "client/io/video_frames.h"
 #include "client/io/volume_file.h"
 #include "client/load/load_stream.h"
-#include "proto/wire_contract.h"
 #include "client/morphology_spec.h"
 #include "client/request_building.h"
 #include "cuimg/common/status_macros.h"
+#include "proto/wire_contract.h"
 
 namespace cuimg {
 

@@ -22,8 +22,10 @@ def proto_dir() -> str:
     """The directory holding cuimg/v1/*.proto: CUIMG_PROTO_DIR, else the checkout's proto/."""
     path = os.environ.get("CUIMG_PROTO_DIR", os.path.join(HERE, "..", "..", "proto"))
     if not glob.glob(os.path.join(path, "cuimg", "v1", "*.proto")):
-        sys.exit(f"cuimg: no cuimg/v1/*.proto under {path}: install from a cuimg checkout "
-                 "(pip install client/python) or set CUIMG_PROTO_DIR")
+        sys.exit(
+            f"cuimg: no cuimg/v1/*.proto under {path}: install from a cuimg checkout "
+            "(pip install client/python) or set CUIMG_PROTO_DIR"
+        )
     return os.path.abspath(path)
 
 
@@ -36,14 +38,17 @@ def generate_stubs(out_dir: str) -> None:
     plugin = os.environ.get("CUIMG_GRPC_PYTHON_PLUGIN") or shutil.which("grpc_python_plugin")
     args = [f"--proto_path={root}", f"--python_out={out_dir}", f"--grpc_python_out={out_dir}"]
     if protoc and plugin:
-        subprocess.run([protoc, f"--plugin=protoc-gen-grpc_python={plugin}", *args, *protos],
-                       check=True)
+        subprocess.run(
+            [protoc, f"--plugin=protoc-gen-grpc_python={plugin}", *args, *protos], check=True
+        )
         return
     try:
         from grpc_tools import protoc as grpc_tools_protoc
     except ImportError:
-        sys.exit("cuimg: generating the stubs needs protoc and grpc_python_plugin (Debian "
-                 "protobuf-compiler, protobuf-compiler-grpc) or grpcio-tools")
+        sys.exit(
+            "cuimg: generating the stubs needs protoc and grpc_python_plugin (Debian "
+            "protobuf-compiler, protobuf-compiler-grpc) or grpcio-tools"
+        )
     if grpc_tools_protoc.main(["protoc", *args, *protos]) != 0:
         sys.exit("cuimg: grpc_tools.protoc failed")
 

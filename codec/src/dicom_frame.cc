@@ -3,8 +3,8 @@
 #include <array>
 
 #include "absl/strings/str_cat.h"
-#include "frame_internal.h"
 #include "cuimg/common/error.h"
+#include "frame_internal.h"
 
 namespace cuimg {
 namespace {

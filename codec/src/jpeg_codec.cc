@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "cuimg/common/error.h"
 #include "codec_internal.h"
+#include "cuimg/common/error.h"
 
 namespace cuimg {
 namespace {

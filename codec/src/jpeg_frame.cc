@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "frame_internal.h"
 #include "cuimg/codec/jpeg_header.h"
+#include "frame_internal.h"
 
 namespace cuimg {
 namespace {

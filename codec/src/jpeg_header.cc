@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "cuimg/common/error.h"
 #include "absl/strings/str_format.h"
+#include "cuimg/common/error.h"
 
 namespace cuimg {
 namespace {

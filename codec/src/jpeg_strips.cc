@@ -3,13 +3,13 @@
 // which dominate) and decodes its own rows. Every strip runs the same decoder on the same bytes,
 // so the rows are exactly those of one serial decode. libjpeg reports errors by longjmp: the
 // decoding function keeps only trivially destructible state between setjmp and the libjpeg calls.
+#include <algorithm>
+#include <atomic>
 #include <csetjmp>
 #include <cstdio>
 
+// libjpeg's header uses FILE and size_t without including their headers: it comes after <cstdio>.
 #include <jpeglib.h>
-
-#include <algorithm>
-#include <atomic>
 
 #include "codec_internal.h"
 

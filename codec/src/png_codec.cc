@@ -7,8 +7,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "cuimg/common/error.h"
 #include "codec_internal.h"
+#include "cuimg/common/error.h"
 
 namespace cuimg {
 namespace {

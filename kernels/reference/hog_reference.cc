@@ -17,15 +17,7 @@ namespace cuimg {
 namespace {
 
 absl::Status CheckDetectInput(const ImageView& image) {
-  if (image.type != PixelType::kU8 || image.extent.depth != 1 ||
-      (image.channels != 1 && image.channels != 3 && image.channels != 4) ||
-      image.extent.width < 1 || image.extent.height < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("image: ", PixelTypeName(image.type), " ", image.extent.width, "x",
-                     image.extent.height, "x", image.extent.depth, " with ", image.channels,
-                     " channels; detection needs a 2D U8 image with 1, 3 or 4 channels"));
-  }
-  return absl::OkStatus();
+  return ValidateDetectInput(image.type, image.extent, image.channels, "image");
 }
 
 std::vector<hog::ExactTap> ExactTaps(int dst, int src) {

@@ -5,13 +5,13 @@
 #define CUIMG_SERVER_BACKEND_H_
 
 #include <cstddef>
-#include <memory>
 #include <cstdint>
+#include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "cuimg/common/cancel_token.h"
 #include "cuimg/common/image.h"
 #include "cuimg/kernels/gradient_types.h"
@@ -23,31 +23,10 @@
 #include "server/backend/device_jpeg.h"
 #include "server/backend/host_buffer.h"
 #include "server/backend/packed_pieces.h"
+#include "server/observability/stage_times.h"
 #include "server/server_options.h"
 
 namespace cuimg {
-
-// Server-side time of one request by stage, microseconds, and the device that ran it: the
-// DeviceStatus::id of its slot on either backend (-1 until a device is picked).
-struct StageTimes {
-  double queue_us = 0;
-  double decode_us = 0;
-  // The input to the device, with the copy of its pixels out of the received bytes where the
-  // server makes one (wire_pixels.h), as it once counted the copy into pinned staging.
-  double h2d_us = 0;
-  double kernel_us = 0;
-  double d2h_us = 0;
-  double total_us = 0;
-  int device = -1;
-  // The device an encoded input was decoded on (nvJPEG); -1 when it was decoded on the CPU or
-  // there was none (decode_us 0).
-  int decode_device = -1;
-  // Why a JPEG went to the CPU decoder on a backend with a GPU decoder: "header" (the marker walk
-  // found a fault, or TurboJPEG's header read disagrees with it or is over the limits),
-  // "unsupported" (JpegGpuRefusal), "nvjpeg" (the GPU decode failed); DICOM frames that went to
-  // the host because the GPU frame decoder failed: "nvjpeg2000"; null otherwise. Static.
-  const char* decode_fallback = nullptr;
-};
 
 // What one device reports for health and metrics.
 struct DeviceStatus {

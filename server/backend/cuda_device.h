@@ -1,7 +1,7 @@
 // The pieces of the CUDA backend (cuda_backend.cc) below the Backend interface: one GPU's context
 // (streams, buffer cache, staging pool), the stage timer of a request, and DeviceCall, what a
-// request's body gets on its device. Internal to the CUDA backend (cuda_backend.cc and
-// cuda_frames.cc).
+// request's body gets on its device, and the devices' creation (cuda_devices.cc). Internal to the
+// CUDA backend (cuda_backend.cc, cuda_devices.cc and cuda_frames.cc).
 #ifndef CUIMG_SERVER_BACKEND_CUDA_DEVICE_H_
 #define CUIMG_SERVER_BACKEND_CUDA_DEVICE_H_
 
@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -280,6 +281,21 @@ struct DeviceCall {
     return CopyToHostStaged(dev.staging(), dst, d_src, bytes, stream, &staging);
   }
 };
+
+// The devices the CUDA backend runs on, each with its context, and its JPEG decoder.
+struct CudaDevices {
+  std::vector<std::unique_ptr<DeviceContext>> contexts;
+  // Null: JPEGs decode on the CPU, for the reason `jpeg_note` gives (logfmt fields).
+  std::shared_ptr<const NvjpegLibrary> nvjpeg;
+  std::string jpeg_note;
+};
+
+// Every usable CUDA device (sm_90 or newer) with its context, and nvJPEG unless
+// options.jpeg_decoder is kCpu. UNAVAILABLE without a usable device, or with kGpu when nvJPEG
+// does not load; DeviceContext::Create's error when a device's context cannot be made. Under
+// kAuto, nvJPEG failing to load or refusing a device leaves every device decoding JPEGs on the
+// CPU (one rule for all).
+absl::StatusOr<CudaDevices> CreateCudaDevices(const ServerOptions& options);
 
 // One asynchronous copy of a result to host memory (nothing for a null `dst`), filled once
 // `stream` is synchronized.

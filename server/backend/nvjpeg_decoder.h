@@ -13,8 +13,8 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "cuimg/common/image.h"
+#include "server/backend/leader_batch.h"
 #include "server/backend/nvjpeg_library.h"
-#include "server/scheduling/leader_batch.h"
 
 namespace cuimg {
 

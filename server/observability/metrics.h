@@ -19,7 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "server/backend/backend.h"
+#include "server/observability/stage_times.h"
 
 namespace cuimg {
 

@@ -14,9 +14,9 @@
 #include "absl/strings/string_view.h"
 #include "cuimg/common/status_macros.h"
 #include "server/backend/backend.h"
-#include "server/validation/request_validation.h"
-#include "server/server_options.h"
 #include "server/rpc/wire_pixels.h"
+#include "server/server_options.h"
+#include "server/validation/request_validation.h"
 
 namespace cuimg {
 

@@ -3,11 +3,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cuimg/common/error.h"
-#include "server/security/authorization.h"
+#include "proto/wire_contract.h"
 #include "server/observability/log.h"
 #include "server/observability/log_throttle.h"
-#include "proto/wire_contract.h"
 #include "server/rpc/status_conversion.h"
+#include "server/security/authorization.h"
 
 namespace cuimg {
 namespace {

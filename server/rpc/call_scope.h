@@ -11,13 +11,13 @@
 #include <string>
 #include <utility>
 #include <vector>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "cuimg/common/cancel_token.h"
 #include "server/backend/backend.h"
 #include "server/observability/metrics.h"
-#include "server/scheduling/inflight_budget.h"
+#include "server/state/inflight_budget.h"
 #include "server/state/shared_memory_region.h"
 
 namespace cuimg {

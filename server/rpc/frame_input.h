@@ -14,13 +14,10 @@
 #include "cuimg/codec/frame_sandbox.h"
 #include "cuimg/common/cancel_token.h"
 #include "cuimg/common/image.h"
+#include "server/validation/encoded_input.h"
 #include "server/validation/request_validation.h"
 
 namespace cuimg {
-
-// At most this many frames of one request decode at once (the calling thread and the 15 decode
-// threads --decode_threads allows at most): admission counts one frame of stored values each.
-inline constexpr int kFrameDecodeThreads = 16;
 
 // The field naming frame `index` ("input.dicom_frames.frames[3]") under the input's field.
 std::string FrameField(const ImageInput& input, int index);

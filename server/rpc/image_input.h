@@ -5,18 +5,19 @@
 #define CUIMG_SERVER_IMAGE_INPUT_H_
 
 #include <memory>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "cuimg/codec/frame_sandbox.h"
 #include "cuimg/codec/image_codec.h"
 #include "cuimg/common/image.h"
 #include "server/backend/backend.h"
 #include "server/backend/device_jpeg.h"
 #include "server/rpc/call_scope.h"
-#include "server/validation/request_validation.h"
 #include "server/state/resident_store.h"
 #include "server/state/shared_memory_registry.h"
+#include "server/validation/encoded_input.h"
+#include "server/validation/request_validation.h"
 
 namespace cuimg {
 
@@ -49,8 +50,6 @@ struct ImageDecoders {
   FrameSandbox* sandbox = nullptr;
 };
 
-// The decoder's limits under the request limits: max_decoded_pixels (or max_pixels if smaller).
-DecodeLimits DecodeLimitsFor(const RequestLimits& limits);
 // INVALID_ARGUMENT naming `field` and the limit when an encoded image's header (ProbeImage)
 // claims more pixels than the server decodes.
 absl::Status CheckEncodedShape(const ImageView& shape, absl::string_view field,

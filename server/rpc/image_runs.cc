@@ -53,9 +53,8 @@ absl::Status ImagingService::RunMorphology(const MorphologyJob& job, CallScope& 
   if (job.output.frame_encoding != FrameSyntax::kNative) {
     // Into a host image, then encoded slice by slice into the response's frames.
     Image result(in.view.type, in.view.extent, 1, Image::kUninitialized);
-    CUIMG_RETURN_IF_ERROR(
-        backend_->Morphology(in.input(), result.view(), job.steps, marker_view, &call.times(),
-                             call.cancel()));
+    CUIMG_RETURN_IF_ERROR(backend_->Morphology(in.input(), result.view(), job.steps, marker_view,
+                                               &call.times(), call.cancel()));
     metrics_->AddPixels("Morphology", in.view.extent.Pixels());
     CUIMG_RETURN_IF_ERROR(call.CheckAlive());
     DescribeResult(result.type(), result.extent(), in.spacing, response->mutable_result());

@@ -7,12 +7,11 @@
 #include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/kernels/detect_geometry.h"
-#include "server/scheduling/inflight_estimate.h"
+#include "server/observability/log.h"
 #include "server/rpc/call_messages.h"
 #include "server/rpc/image_input.h"
+#include "server/scheduling/inflight_estimate.h"
 #include "server/scheduling/work_estimate.h"
-#include "server/grpc_server.h"
-#include "server/observability/log.h"
 #include "server/validation/proto_conversion.h"
 
 namespace cuimg {

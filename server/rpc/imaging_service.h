@@ -7,28 +7,27 @@
 #ifndef CUIMG_SERVER_IMAGING_SERVICE_H_
 #define CUIMG_SERVER_IMAGING_SERVICE_H_
 
-#include <atomic>
-
 #include <grpcpp/grpcpp.h>
 
-#include "absl/functional/function_ref.h"
+#include <atomic>
 
-#include "cuimg/v1/imaging_service.grpc.pb.h"
+#include "absl/functional/function_ref.h"
 #include "cuimg/codec/decode_threads.h"
 #include "cuimg/codec/frame_sandbox.h"
-#include "server/security/authorization.h"
+#include "cuimg/v1/imaging_service.grpc.pb.h"
 #include "server/backend/backend.h"
+#include "server/observability/metrics.h"
 #include "server/rpc/call_scope.h"
 #include "server/rpc/image_input.h"
-#include "server/scheduling/inflight_budget.h"
-#include "server/observability/metrics.h"
-#include "server/state/model_registry.h"
-#include "server/validation/request_validation.h"
-#include "server/state/resident_store.h"
+#include "server/scheduling/work_queue.h"
+#include "server/security/authorization.h"
 #include "server/server_options.h"
+#include "server/state/inflight_budget.h"
+#include "server/state/model_registry.h"
+#include "server/state/resident_store.h"
 #include "server/state/shared_memory_registry.h"
 #include "server/state/upload_quota.h"
-#include "server/scheduling/work_queue.h"
+#include "server/validation/request_validation.h"
 
 namespace cuimg {
 

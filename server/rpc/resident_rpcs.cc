@@ -14,9 +14,9 @@
 #include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "server/rpc/imaging_service.h"
-#include "server/validation/proto_conversion.h"
 #include "server/state/upload_buffer.h"
 #include "server/state/upload_quota.h"
+#include "server/validation/proto_conversion.h"
 
 namespace cuimg {
 namespace {

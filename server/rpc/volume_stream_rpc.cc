@@ -17,8 +17,8 @@
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/status_macros.h"
 #include "server/rpc/imaging_service.h"
-#include "server/rpc/volume_stream_whole.h"
 #include "server/rpc/stream_reactor.h"
+#include "server/rpc/volume_stream_whole.h"
 #include "server/scheduling/volume_stream_plan.h"
 #include "server/scheduling/work_estimate.h"
 

@@ -5,7 +5,6 @@
 
 #include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
-#include "cuimg/reference/morphology_reference.h"
 #include "server/scheduling/inflight_estimate.h"
 
 namespace cuimg {
@@ -34,9 +33,7 @@ WholeVolumeStage::WholeVolumeStage(PixelType type, const Extent& extent,
 
 std::uint64_t WholeVolumeStage::HeldBytes(PixelType type, const Extent& extent,
                                           const std::vector<MorphologyStep>& steps) {
-  const std::uint64_t volume = static_cast<std::uint64_t>(extent.Pixels()) * PixelSize(type);
-  return volume * (2 + static_cast<std::uint64_t>(MorphologyReferenceScratchImages(steps))) +
-         SegmentationScratchBytes(steps, extent);
+  return WholeVolumeStageBytes(type, extent, steps);
 }
 
 absl::Status WholeVolumeStage::PlaceSlab(Backend& backend, const ImageView& in,

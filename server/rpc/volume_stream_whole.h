@@ -42,7 +42,8 @@ class WholeVolumeStage {
   WholeVolumeStage(PixelType type, const Extent& extent, std::vector<MorphologyStep> steps);
 
   // Host bytes the stage holds at most: the gathered volume, its result, the CPU reference's
-  // scratch images between passes and its segmentation steps' own (SegmentationScratchBytes).
+  // scratch images between passes and its segmentation steps' own (WholeVolumeStageBytes, where
+  // admission's estimates are).
   static std::uint64_t HeldBytes(PixelType type, const Extent& extent,
                                  const std::vector<MorphologyStep>& steps);
 

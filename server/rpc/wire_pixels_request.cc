@@ -1,7 +1,5 @@
 // The request half of wire_pixels.h: a request's inline pixels copied once out of gRPC's
 // received slices, the rest of the message parsed by protobuf.
-#include "server/rpc/wire_pixels.h"
-
 #include <grpcpp/support/proto_buffer_reader.h>
 
 #include <algorithm>
@@ -15,9 +13,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/error.h"
+#include "cuimg/common/malloc_policy.h"
 #include "cuimg/common/status_macros.h"
-#include "server/malloc_policy.h"
 #include "server/rpc/wire_format.h"
+#include "server/rpc/wire_pixels.h"
 
 namespace cuimg {
 namespace {

@@ -1,7 +1,5 @@
 // The response half of wire_pixels.h: results' pixels written outside the message and sent
 // from their own buffers, spliced by reference between the bytes protobuf serializes.
-#include "server/rpc/wire_pixels.h"
-
 #include <grpcpp/impl/codegen/proto_utils.h>
 
 #include <cstdint>
@@ -14,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/status_macros.h"
 #include "server/rpc/wire_format.h"
+#include "server/rpc/wire_pixels.h"
 
 namespace cuimg {
 namespace {

@@ -8,12 +8,13 @@
 #ifndef CUIMG_SERVER_CPU_WARMER_H_
 #define CUIMG_SERVER_CPU_WARMER_H_
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
-#include <sys/types.h>
 #include <thread>
 #include <vector>
 

@@ -3,13 +3,13 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/codec/dicom_frame.h"
 #include "cuimg/codec/image_codec.h"
 #include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/reference/morphology_reference.h"
 #include "cuimg/reference/reconstruction_reference.h"
-#include "server/rpc/frame_input.h"
-#include "server/rpc/image_input.h"
+#include "server/validation/encoded_input.h"
 
 namespace cuimg {
 namespace {
@@ -91,6 +91,13 @@ absl::StatusOr<std::uint64_t> EstimateInflightBytes(const MorphologyJob& job,
   }
   return request.ByteSizeLong() + DecodedBytes(job.input, in) + marker +
          (results + scratch) * Bytes(in) + SegmentationScratchBytes(job.steps, in.extent);
+}
+
+std::uint64_t WholeVolumeStageBytes(PixelType type, const Extent& extent,
+                                    const std::vector<MorphologyStep>& steps) {
+  const std::uint64_t volume = static_cast<std::uint64_t>(extent.Pixels()) * PixelSize(type);
+  return volume * (2 + static_cast<std::uint64_t>(MorphologyReferenceScratchImages(steps))) +
+         SegmentationScratchBytes(steps, extent);
 }
 
 std::uint64_t SegmentationScratchBytes(const std::vector<MorphologyStep>& steps,

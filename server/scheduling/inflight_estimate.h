@@ -9,9 +9,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "cuimg/common/image.h"
-#include "server/validation/request_validation.h"
-#include "server/state/resident_store.h"
 #include "server/server_options.h"
+#include "server/state/resident_store.h"
+#include "server/validation/request_validation.h"
 
 namespace cuimg {
 
@@ -40,6 +40,12 @@ absl::StatusOr<std::uint64_t> EstimateInflightBytes(const LabelJob& job,
 // step; the steps run one at a time, so the largest need. 0 without such steps.
 std::uint64_t SegmentationScratchBytes(const std::vector<MorphologyStep>& steps,
                                        const Extent& extent);
+// Host bytes a streamed volume's whole-volume stage (rpc/volume_stream_whole.h) holds at most for
+// `steps`, the chain from its first global step on, over a volume of `type` and `extent`: the
+// gathered volume, its result, the CPU reference's scratch images between passes and the
+// segmentation steps' own (SegmentationScratchBytes).
+std::uint64_t WholeVolumeStageBytes(PixelType type, const Extent& extent,
+                                    const std::vector<MorphologyStep>& steps);
 // Host bytes of `regions` regions' statistics: the backend's rows, the response's columns and
 // their serialized copy.
 std::uint64_t LabelRegionBytes(std::size_t regions, bool intensity);

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "cuimg/common/error.h"
 #include "absl/strings/str_format.h"
+#include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "server/observability/log.h"
 #include "server/security/untrusted_text.h"

@@ -6,8 +6,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "cuimg/common/error.h"
 #include "absl/strings/str_format.h"
+#include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "server/security/untrusted_text.h"
 

@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "cuimg/common/image.h"
-#include "server/scheduling/inflight_budget.h"
+#include "server/state/inflight_budget.h"
 
 namespace cuimg {
 

@@ -1,10 +1,9 @@
 // Deform requests and the mesh header of an Upload.
-#include "server/validation/request_validation.h"
-
 #include <array>
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/status_macros.h"
+#include "server/validation/request_validation.h"
 #include "server/validation/validation_rules.h"
 
 namespace cuimg {

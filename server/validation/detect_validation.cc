@@ -1,14 +1,13 @@
 // DetectPedestrians requests: the model first, then the fields.
-#include "server/validation/request_validation.h"
-
 #include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/status_macros.h"
+#include "server/security/untrusted_text.h"
 #include "server/state/model_registry.h"
 #include "server/validation/proto_conversion.h"
-#include "server/security/untrusted_text.h"
+#include "server/validation/request_validation.h"
 #include "server/validation/validation_rules.h"
 
 namespace cuimg {
@@ -67,22 +66,7 @@ absl::StatusOr<DetectJob> ValidateDetectRequest(const v1::DetectPedestriansReque
 }
 
 absl::Status CheckDetectInput(const ImageView& image, const DetectJob& job) {
-  if (image.type != PixelType::kU8) {
-    return InvalidFieldError(
-        ErrorReason::kUnsupportedPixelType, job.input.field,
-        absl::StrCat("is ", PixelTypeName(image.type), "; DetectPedestrians needs U8"));
-  }
-  if (image.channels != 1 && image.channels != 3 && image.channels != 4) {
-    return InvalidFieldError(
-        ErrorReason::kUnsupportedImageShape, job.input.field,
-        absl::StrCat("has ", image.channels,
-                     " channels; DetectPedestrians needs 1 (gray), 3 (BGR) or 4 (BGRA)"));
-  }
-  if (image.extent.depth != 1) {
-    return InvalidFieldError(ErrorReason::kUnsupportedImageShape, job.input.field,
-                             "is a volume; DetectPedestrians needs a 2D image");
-  }
-  return absl::OkStatus();
+  return ValidateDetectInput(image.type, image.extent, image.channels, job.input.field);
 }
 
 }  // namespace cuimg

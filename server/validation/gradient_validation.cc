@@ -1,11 +1,10 @@
 // Gradient requests (and the filter fields the streamed volumes share).
-#include "server/validation/request_validation.h"
-
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/status_macros.h"
 #include "server/validation/proto_conversion.h"
+#include "server/validation/request_validation.h"
 #include "server/validation/validation_rules.h"
 
 namespace cuimg {

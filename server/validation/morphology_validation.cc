@@ -1,6 +1,4 @@
 // Morphology requests (and the step chain the streamed volumes share).
-#include "server/validation/request_validation.h"
-
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -10,6 +8,7 @@
 #include "cuimg/common/status_macros.h"
 #include "server/validation/element_radius.h"
 #include "server/validation/proto_conversion.h"
+#include "server/validation/request_validation.h"
 #include "server/validation/validation_rules.h"
 
 namespace cuimg {

@@ -3,9 +3,8 @@
 #ifndef CUIMG_SERVER_PROTO_CONVERSION_H_
 #define CUIMG_SERVER_PROTO_CONVERSION_H_
 
-#include "absl/strings/string_view.h"
-
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "cuimg/common/image.h"
 #include "cuimg/kernels/segmentation_types.h"
 #include "cuimg/v1/types.pb.h"

@@ -1,11 +1,10 @@
 // Pyramid requests.
-#include "server/validation/request_validation.h"
-
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/status_macros.h"
 #include "server/validation/proto_conversion.h"
+#include "server/validation/request_validation.h"
 #include "server/validation/validation_rules.h"
 
 namespace cuimg {
@@ -19,8 +18,6 @@ absl::StatusOr<PyramidJob> ValidatePyramidRequest(const v1::PyramidRequest& requ
       CheckLimit("levels", request.levels(), 0, limits.max_pyramid_levels, "max_pyramid_levels"));
   job.spec.levels =
       request.levels() == 0 ? kDefaultPyramidLevels : static_cast<int>(request.levels());
-  if (request.ratio() != 0)
-    CUIMG_RETURN_IF_ERROR(CheckDoubleRange("ratio", request.ratio(), 1, 16));
   job.spec.ratio = request.ratio() == 0 ? kDefaultPyramidRatio : request.ratio();
   CUIMG_RETURN_IF_ERROR(
       CheckLimit("min_width", request.min_width(), 0, limits.max_side, "max_side"));
@@ -49,6 +46,8 @@ absl::StatusOr<PyramidJob> ValidatePyramidRequest(const v1::PyramidRequest& requ
                            PixelTypeFromProto(request.output_type(), "output_type"));
     job.output_input_type = job.spec.output_type != PixelType::kF32;
   }
+  // The ranges are the kernel's, checked here for every input and again with the input's shape.
+  CUIMG_RETURN_IF_ERROR(ValidatePyramidParameters(job.spec));
   CUIMG_ASSIGN_OR_RETURN(job.output, ValidateOutputOptions(request.output(), "output"));
   CUIMG_RETURN_IF_ERROR(RefuseSharedMemoryOutput(job.output, "Pyramid"));
   CUIMG_RETURN_IF_ERROR(RefuseFrameEncoding(job.output, "Pyramid"));
@@ -68,15 +67,11 @@ absl::Status CheckPyramidInput(const ImageView& image, PyramidJob* job) {
     return InvalidFieldError(ErrorReason::kUnsupportedImageShape, job->input.field,
                              "is a volume; Pyramid needs a 2D image");
   }
+  // U32 is refused naming the input's pixel type field, as Gradient's is.
   CUIMG_RETURN_IF_ERROR(CheckFilterPixelType(image.type, PixelTypeField(job->input), "Pyramid"));
-  if (job->output_input_type && job->spec.output_type != image.type) {
-    return InvalidFieldError(
-        ErrorReason::kUnsupportedPixelType, "output_type",
-        absl::StrCat(PixelTypeName(job->spec.output_type), " is neither F32 nor the input's ",
-                     PixelTypeName(image.type)));
-  }
-  // The kernel names its spec's fields (PyramidRequest's names too); what it says about the
-  // image itself names no field, so it is the input's.
+  // The kernel's rules, output_type's among them (F32 or the input's type). The kernel names its
+  // spec's fields (PyramidRequest's names too); what it says about the image itself names no
+  // field, so it is the input's.
   return AtField(ValidatePyramidSpec(image.type, image.extent, job->spec), job->input.field);
 }
 

@@ -10,10 +10,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/optional.h"
 #include "absl/types/span.h"
 #include "cuimg/codec/dicom_frame.h"
@@ -33,8 +33,8 @@
 #include "cuimg/v1/pyramid.pb.h"
 #include "cuimg/v1/streaming.pb.h"
 #include "cuimg/v1/types.pb.h"
-#include "server/state/model_registry.h"
 #include "server/server_options.h"
+#include "server/state/model_registry.h"
 
 namespace cuimg {
 

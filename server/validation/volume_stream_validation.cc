@@ -1,12 +1,11 @@
 // The header of a ProcessVolumeStream call.
-#include "server/validation/request_validation.h"
-
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "server/validation/proto_conversion.h"
+#include "server/validation/request_validation.h"
 #include "server/validation/validation_rules.h"
 
 namespace cuimg {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "client/connection.h"
 #include "client/io/dicom_series.h"
 #include "client/io/volume_file.h"
 #include "cuimg/common/error.h"

@@ -1,6 +1,8 @@
 // The client's volume formats: .npy, NRRD and NIfTI round trips per pixel type, and DICOM series
 // read (sorted by position, rescaled, checked) and written back as a new series. The DICOM inputs
 // are made here with DCMTK, slice files named in an order unrelated to their positions.
+#include "client/io/volume_file.h"
+
 #include <dcmtk/config/osconfig.h>
 #include <dcmtk/dcmdata/dctk.h>
 #include <nifti2_io.h>
@@ -8,9 +10,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
@@ -19,10 +21,9 @@
 #include "absl/strings/str_format.h"
 #include "client/io/dicom_series.h"
 #include "client/io/image_file.h"
-#include "client/io/npy_file.h"
 #include "client/io/nifti_file.h"
+#include "client/io/npy_file.h"
 #include "client/io/nrrd_file.h"
-#include "client/io/volume_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/random_image.h"

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "client/connection.h"
 #include "client/io/dicom_series.h"
 #include "client/io/image_file.h"
 #include "client/io/nifti_file.h"

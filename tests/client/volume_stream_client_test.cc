@@ -4,8 +4,6 @@
 // Gradient); the client's z reach equals the server's for every kind of step; a stream whose
 // connection fails at first is sent again once it connects, and one that never connects fails the
 // volume.
-#include "client/commands/volume_stream.h"
-
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -17,9 +15,10 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "client/commands/volume_stream.h"
+#include "server/scheduling/volume_stream_plan.h"
 #include "server/validation/proto_conversion.h"
 #include "server/validation/request_validation.h"
-#include "server/scheduling/volume_stream_plan.h"
 #include "tests/server/test_server.h"
 #include "tests/testing/random_image.h"
 

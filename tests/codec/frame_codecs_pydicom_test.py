@@ -31,9 +31,13 @@ J2K_LOSSLESS = "1.2.840.10008.1.2.4.90"
 ROWS, COLUMNS, FRAMES = 61, 47, 2
 
 # name: (dtype, bits stored, signed)
-PIXELS = {"u8": (np.uint8, 8, False), "u16_12": (np.uint16, 12, False),
-          "u16": (np.uint16, 16, False), "i16": (np.int16, 16, True),
-          "i16_12": (np.int16, 12, True)}
+PIXELS = {
+    "u8": (np.uint8, 8, False),
+    "u16_12": (np.uint16, 12, False),
+    "u16": (np.uint16, 16, False),
+    "i16": (np.int16, 16, True),
+    "i16_12": (np.int16, 12, True),
+}
 # name: (command, lossless)
 COMPRESSORS = {
     "rle": (["dcmcrle"], True),
@@ -95,9 +99,22 @@ def decode(tmp, uid, frame, rows, columns, bits_allocated, bits_stored, signed):
     src, out = os.path.join(tmp, "frame.bin"), os.path.join(tmp, "decoded.bin")
     with open(src, "wb") as f:
         f.write(frame)
-    r = subprocess.run([TOOL, "decode", uid, str(rows), str(columns), str(bits_allocated),
-                        str(bits_stored), str(int(signed)), src, out],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            TOOL,
+            "decode",
+            uid,
+            str(rows),
+            str(columns),
+            str(bits_allocated),
+            str(bits_stored),
+            str(int(signed)),
+            src,
+            out,
+        ],
+        capture_output=True,
+        text=True,
+    )
     if r.returncode != 0:
         return None, (r.returncode, r.stderr.strip())
     dtype = np.int16 if signed else (np.uint8 if bits_allocated == 8 else np.uint16)
@@ -106,9 +123,12 @@ def decode(tmp, uid, frame, rows, columns, bits_allocated, bits_stored, signed):
 
 def expect_refused(tmp, what, uid, frame, rows, columns, bits_allocated, bits_stored, signed):
     values, error = decode(tmp, uid, frame, rows, columns, bits_allocated, bits_stored, signed)
-    check(values is None and error[0] == 3 and
-          error[1].startswith("INVALID_ARGUMENT CORRUPT_ENCODED_DATA frame:"),
-          f"{what}: a frame cut to {len(frame)} bytes is refused ({error})")
+    check(
+        values is None
+        and error[0] == 3
+        and error[1].startswith("INVALID_ARGUMENT CORRUPT_ENCODED_DATA frame:"),
+        f"{what}: a frame cut to {len(frame)} bytes is refused ({error})",
+    )
 
 
 def dicom_series(tmp):
@@ -133,24 +153,43 @@ def dicom_series(tmp):
             check(len(frames) == FRAMES, f"{what}: {FRAMES} frames")
             for k, frame in enumerate(frames):
                 # The tools may rewrite the pixel module (dcmcjpeg +eb stores 8 bits).
-                desc = (ds.Rows, ds.Columns, ds.BitsAllocated, ds.BitsStored,
-                        bool(ds.PixelRepresentation))
+                desc = (
+                    ds.Rows,
+                    ds.Columns,
+                    ds.BitsAllocated,
+                    ds.BitsStored,
+                    bool(ds.PixelRepresentation),
+                )
                 values, error = decode(tmp, uid, frame, *desc)
                 check(error is None, f"{what} frame {k} ({uid}) decodes: {error}")
                 if error is not None:
                     continue
-                check(np.array_equal(values.astype(np.int64), reference[k].astype(np.int64)),
-                      f"{what} frame {k} ({uid}) equals pydicom's")
+                check(
+                    np.array_equal(values.astype(np.int64), reference[k].astype(np.int64)),
+                    f"{what} frame {k} ({uid}) equals pydicom's",
+                )
                 if lossless:
-                    check(np.array_equal(values.astype(np.int64), source[k].astype(np.int64)),
-                          f"{what} frame {k} equals the source")
+                    check(
+                        np.array_equal(values.astype(np.int64), source[k].astype(np.int64)),
+                        f"{what} frame {k} equals the source",
+                    )
                 if k == 0:
-                    expect_refused(tmp, what, uid, frame[:len(frame) // 2], *desc)
+                    expect_refused(tmp, what, uid, frame[: len(frame) // 2], *desc)
 
 
 def raw_args(dtype, bits, signed):
-    return ["-dims", f"{{{COLUMNS},{ROWS}}}", "-num_comps", "1", "-signed",
-            "true" if signed else "false", "-bit_depth", str(bits), "-downsamp", "{1,1}"]
+    return [
+        "-dims",
+        f"{{{COLUMNS},{ROWS}}}",
+        "-num_comps",
+        "1",
+        "-signed",
+        "true" if signed else "false",
+        "-bit_depth",
+        str(bits),
+        "-downsamp",
+        "{1,1}",
+    ]
 
 
 def read_raw(path, dtype):
@@ -164,11 +203,16 @@ def openjph_codestreams(tmp):
         # A raw file of 12-bit samples holds their 12-bit patterns.
         (a & ((1 << bits) - 1) if signed and bits < 16 else a).tofile(raw)
         allocated = 8 * a.dtype.itemsize
-        for uid, options in ((HTJ2K_LOSSLESS, ["-reversible", "true"]),
-                             (HTJ2K, ["-reversible", "false", "-qstep", "0.01"])):
+        for uid, options in (
+            (HTJ2K_LOSSLESS, ["-reversible", "true"]),
+            (HTJ2K, ["-reversible", "false", "-qstep", "0.01"]),
+        ):
             what = f"{pname} ojph_compress {uid}"
-            subprocess.run(["ojph_compress", "-i", raw, "-o", j2c] + options +
-                           raw_args(dtype, bits, signed), check=True, capture_output=True)
+            subprocess.run(
+                ["ojph_compress", "-i", raw, "-o", j2c] + options + raw_args(dtype, bits, signed),
+                check=True,
+                capture_output=True,
+            )
             with open(j2c, "rb") as f:
                 frame = f.read()
             values, error = decode(tmp, uid, frame, ROWS, COLUMNS, allocated, bits, signed)
@@ -176,19 +220,26 @@ def openjph_codestreams(tmp):
             if error is not None:
                 continue
             if not signed:  # the tools' raw writers change signed samples
-                subprocess.run(["opj_decompress", "-i", j2c, "-o", expanded], check=True,
-                               capture_output=True)
-                check(np.array_equal(values, read_raw(expanded, dtype)),
-                      f"{what} equals opj_decompress's")
+                subprocess.run(
+                    ["opj_decompress", "-i", j2c, "-o", expanded], check=True, capture_output=True
+                )
+                check(
+                    np.array_equal(values, read_raw(expanded, dtype)),
+                    f"{what} equals opj_decompress's",
+                )
             if uid == HTJ2K_LOSSLESS and not signed:
                 # Lossy decoders round the inverse wavelet their own way; lossless ones agree.
-                subprocess.run(["ojph_expand", "-i", j2c, "-o", expanded], check=True,
-                               capture_output=True)
-                check(np.array_equal(values, read_raw(expanded, dtype)),
-                      f"{what} equals ojph_expand's")
+                subprocess.run(
+                    ["ojph_expand", "-i", j2c, "-o", expanded], check=True, capture_output=True
+                )
+                check(
+                    np.array_equal(values, read_raw(expanded, dtype)),
+                    f"{what} equals ojph_expand's",
+                )
                 check(np.array_equal(values, a), f"{what} equals the source")
-            expect_refused(tmp, what, uid, frame[:len(frame) // 2], ROWS, COLUMNS, allocated,
-                           bits, signed)
+            expect_refused(
+                tmp, what, uid, frame[: len(frame) // 2], ROWS, COLUMNS, allocated, bits, signed
+            )
 
 
 def our_encoders(tmp):
@@ -199,30 +250,39 @@ def our_encoders(tmp):
         a.tofile(raw)
         for codec, uid in (("htj2k", HTJ2K_LOSSLESS), ("j2k", J2K_LOSSLESS)):
             what = f"{pname} our {codec} encoder"
-            r = subprocess.run([TOOL, "encode", codec, pname, str(ROWS), str(COLUMNS), raw, j2c],
-                               capture_output=True, text=True)
+            r = subprocess.run(
+                [TOOL, "encode", codec, pname, str(ROWS), str(COLUMNS), raw, j2c],
+                capture_output=True,
+                text=True,
+            )
             check(r.returncode == 0, f"{what} encodes ({r.stderr.strip()})")
             if r.returncode != 0:
                 continue
             with open(j2c, "rb") as f:
                 frame = f.read()
-            subprocess.run(["opj_decompress", "-i", j2c, "-o", out], check=True,
-                           capture_output=True)
+            subprocess.run(
+                ["opj_decompress", "-i", j2c, "-o", out], check=True, capture_output=True
+            )
             check(np.array_equal(read_raw(out, dtype), a), f"{what}: opj_decompress's equals")
             if codec == "htj2k" and not signed:
-                subprocess.run(["ojph_expand", "-i", j2c, "-o", out], check=True,
-                               capture_output=True)
+                subprocess.run(
+                    ["ojph_expand", "-i", j2c, "-o", out], check=True, capture_output=True
+                )
                 check(np.array_equal(read_raw(out, dtype), a), f"{what}: ojph_expand's equals")
-            values, error = decode(tmp, uid, frame, ROWS, COLUMNS, 8 * a.dtype.itemsize, bits,
-                                   signed)
+            values, error = decode(
+                tmp, uid, frame, ROWS, COLUMNS, 8 * a.dtype.itemsize, bits, signed
+            )
             check(error is None and np.array_equal(values, a), f"{what}: ours equals ({error})")
 
 
 def unknown_syntax(tmp):
     _, error = decode(tmp, "1.2.840.10008.1.2.4.100", b"\0" * 8, 2, 2, 8, 8, False)
-    check(error is not None and error[0] == 3 and
-          error[1].startswith("INVALID_ARGUMENT UNSUPPORTED_ENCODING syntax:"),
-          f"MPEG-2 is refused as a syntax the server does not decode ({error})")
+    check(
+        error is not None
+        and error[0] == 3
+        and error[1].startswith("INVALID_ARGUMENT UNSUPPORTED_ENCODING syntax:"),
+        f"MPEG-2 is refused as a syntax the server does not decode ({error})",
+    )
 
 
 def main():

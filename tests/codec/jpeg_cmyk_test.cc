@@ -1,14 +1,13 @@
 // CMYK and YCCK JPEGs (issue 46: a valid Adobe CMYK file was refused as corrupt) decode to the
 // BGR that OpenCV's imread gives, on files written here by libjpeg in both colour spaces, both
 // sample layouts, with and without the Adobe marker; corrupt ones are still refused.
-#include <cstdio>  // jpeglib.h needs FILE first
+#include <cstdio>
 #include <cstdlib>
-
-#include <jpeglib.h>
-
+#include <opencv2/imgcodecs.hpp>
 #include <vector>
 
-#include <opencv2/imgcodecs.hpp>
+// libjpeg's header uses FILE and size_t without including their headers: it comes after <cstdio>.
+#include <jpeglib.h>
 
 #include "cuimg/codec/image_codec.h"
 #include "gtest/gtest.h"

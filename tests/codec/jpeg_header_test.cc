@@ -2,6 +2,8 @@
 // the GPU, every kind it cannot take (progressive on the hardware backend, CMYK, 12-bit,
 // arithmetic coding, lossless, RGB-coded, odd sampling) and every structural oddity to the CPU
 // decoder, and the walk agrees with TurboJPEG's header read on the shape.
+#include "cuimg/codec/jpeg_header.h"
+
 #include <turbojpeg.h>
 
 #include <cstring>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "cuimg/codec/image_codec.h"
-#include "cuimg/codec/jpeg_header.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -7,8 +7,12 @@ import numpy as np
 
 
 def _chunk(kind, payload):
-    return (struct.pack(">I", len(payload)) + kind + payload +
-            struct.pack(">I", zlib.crc32(kind + payload) & 0xFFFFFFFF))
+    return (
+        struct.pack(">I", len(payload))
+        + kind
+        + payload
+        + struct.pack(">I", zlib.crc32(kind + payload) & 0xFFFFFFFF)
+    )
 
 
 def png(width, height, color_type=0, bit_depth=8, rows=None, compress_level=9):
@@ -26,8 +30,12 @@ def png(width, height, color_type=0, bit_depth=8, rows=None, compress_level=9):
     else:
         data = zlib.compress(rows, compress_level)
     header = struct.pack(">IIBBBBB", width, height, bit_depth, color_type, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header) + _chunk(b"IDAT", data) +
-            _chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _chunk(b"IHDR", header)
+        + _chunk(b"IDAT", data)
+        + _chunk(b"IEND", b"")
+    )
 
 
 def png_header_only(width, height, color_type=0, bit_depth=8):
@@ -45,8 +53,14 @@ def torus(n=8, m=6, R=1.0, r=0.35):
     u = 2 * np.pi * np.arange(n) / n
     v = 2 * np.pi * np.arange(m) / m
     uu, vv = np.meshgrid(u, v, indexing="ij")
-    pos = np.stack([(R + r * np.cos(vv)) * np.cos(uu), (R + r * np.cos(vv)) * np.sin(uu),
-                    r * np.sin(vv)], axis=-1).reshape(-1, 3).astype(np.float32)
+    pos = (
+        np.stack(
+            [(R + r * np.cos(vv)) * np.cos(uu), (R + r * np.cos(vv)) * np.sin(uu), r * np.sin(vv)],
+            axis=-1,
+        )
+        .reshape(-1, 3)
+        .astype(np.float32)
+    )
     tris = []
     for i in range(n):
         for j in range(m):

@@ -25,6 +25,7 @@ def corpus_dicom_files():
     """Every DICOM file under pydicom's data and nibabel's package: a .dcm (or .dcm.gz) name, or
     "DICM" after a 128-byte preamble (DICOMDIR, the dicomdirtests' files without extension)."""
     import nibabel
+
     found = []
     for root in (os.path.join(_package_dir(pydicom), "data"), _package_dir(nibabel)):
         for directory, _, names in os.walk(root):
@@ -41,6 +42,7 @@ def corpus_dicom_files():
 
 def corpus_nifti_files():
     import nibabel
+
     found = []
     for directory, _, names in os.walk(_package_dir(nibabel)):
         found += [os.path.join(directory, n) for n in names if n.endswith((".nii", ".nii.gz"))]
@@ -80,6 +82,7 @@ def pydicom_reference(path):
             if name in item:
                 return item[name][0]
         return Dataset()
+
     planes, keys = [], []
     for i in range(count):
         transform = macro(i, "PixelValueTransformationSequence")
@@ -94,8 +97,20 @@ def pydicom_reference(path):
 
 # --- CT-like variants -----------------------------------------------------------------------
 
-def write_series(directory, stored, *, bits_allocated=16, bits_stored=12, signed=False,
-                 slopes=None, intercept=-1024.0, gap=2.5, row=(1.0, 0, 0), col=(0, 0.8, -0.6)):
+
+def write_series(
+    directory,
+    stored,
+    *,
+    bits_allocated=16,
+    bits_stored=12,
+    signed=False,
+    slopes=None,
+    intercept=-1024.0,
+    gap=2.5,
+    row=(1.0, 0, 0),
+    col=(0, 0.8, -0.6),
+):
     """One file per slice of `stored` (the stored values as unsigned bit patterns), oblique,
     slopes per slice (default 1); returns the datasets written, in slice order."""
     os.makedirs(directory)
@@ -110,12 +125,17 @@ def write_series(directory, stored, *, bits_allocated=16, bits_stored=12, signed
         meta.TransferSyntaxUID = ExplicitVRLittleEndian
         path = os.path.join(directory, f"ct{(z * 3) % len(stored):03d}.dcm")  # not in z order
         ds = FileDataset(path, {}, file_meta=meta, preamble=b"\0" * 128)
-        ds.SOPClassUID, ds.SOPInstanceUID = meta.MediaStorageSOPClassUID, meta.MediaStorageSOPInstanceUID
+        ds.SOPClassUID, ds.SOPInstanceUID = (
+            meta.MediaStorageSOPClassUID,
+            meta.MediaStorageSOPInstanceUID,
+        )
         ds.StudyInstanceUID, ds.SeriesInstanceUID, ds.FrameOfReferenceUID = study, series, frame
         ds.PatientName, ds.PatientID, ds.Modality = "Corpus^Test", "RD-1", "CT"
         ds.SeriesNumber, ds.InstanceNumber, ds.SeriesDescription = 7, z + 1, "Corpus 2.5mm"
         ds.ImageType = ["ORIGINAL", "PRIMARY", "AXIAL"]
-        ds.ImagePositionPatient = [f"{v:.4f}" for v in np.array([-40.0, 12.5, 30.0]) + z * gap * normal]
+        ds.ImagePositionPatient = [
+            f"{v:.4f}" for v in np.array([-40.0, 12.5, 30.0]) + z * gap * normal
+        ]
         ds.ImageOrientationPatient = [f"{v:.6f}" for v in list(row) + list(col)]
         ds.PixelSpacing = ["0.75", "0.7"]
         ds.SliceThickness = f"{gap}"
@@ -150,8 +170,15 @@ def write_multi_frame(path, stored, slopes, intercept, gap=1.5):
     meta.MediaStorageSOPInstanceUID = generate_uid()
     meta.TransferSyntaxUID = ExplicitVRLittleEndian
     ds = FileDataset(path, {}, file_meta=meta, preamble=b"\0" * 128)
-    ds.SOPClassUID, ds.SOPInstanceUID = meta.MediaStorageSOPClassUID, meta.MediaStorageSOPInstanceUID
-    ds.StudyInstanceUID, ds.SeriesInstanceUID, ds.FrameOfReferenceUID = generate_uid(), generate_uid(), generate_uid()
+    ds.SOPClassUID, ds.SOPInstanceUID = (
+        meta.MediaStorageSOPClassUID,
+        meta.MediaStorageSOPInstanceUID,
+    )
+    ds.StudyInstanceUID, ds.SeriesInstanceUID, ds.FrameOfReferenceUID = (
+        generate_uid(),
+        generate_uid(),
+        generate_uid(),
+    )
     ds.Modality, ds.PatientName, ds.SeriesNumber = "CT", "Corpus^Multi", 9
     ds.NumberOfFrames, (ds.Rows, ds.Columns) = len(stored), stored.shape[1:]
     ds.SamplesPerPixel, ds.PhotometricInterpretation = 1, "MONOCHROME2"
@@ -160,12 +187,18 @@ def write_multi_frame(path, stored, slopes, intercept, gap=1.5):
     orientation, measures = Dataset(), Dataset()
     orientation.ImageOrientationPatient = ["0", "1", "0", "0", "0", "-1"]
     measures.PixelSpacing, measures.SliceThickness = ["0.5", "0.6"], f"{gap}"
-    shared.PlaneOrientationSequence, shared.PixelMeasuresSequence = Sequence([orientation]), Sequence([measures])
+    shared.PlaneOrientationSequence, shared.PixelMeasuresSequence = Sequence(
+        [orientation]
+    ), Sequence([measures])
     ds.SharedFunctionalGroupsSequence = Sequence([shared])
     frames = []
     for k in range(len(stored)):
         item, position, transform = Dataset(), Dataset(), Dataset()
-        position.ImagePositionPatient = [f"{-(len(stored) - 1 - k) * gap:g}", "-20", "35"]  # x = normal
+        position.ImagePositionPatient = [
+            f"{-(len(stored) - 1 - k) * gap:g}",
+            "-20",
+            "35",
+        ]  # x = normal
         transform.RescaleSlope, transform.RescaleIntercept = f"{slopes[k]:g}", f"{intercept:g}"
         item.PlanePositionSequence = Sequence([position])
         item.PixelValueTransformationSequence = Sequence([transform])
@@ -180,8 +213,11 @@ def convert_each(src, dst, command):
     """Every file of src through a DCMTK/GDCM converter (command + [in, out]) into dst."""
     os.makedirs(dst)
     for name in sorted(os.listdir(src)):
-        subprocess.run(command + [os.path.join(src, name), os.path.join(dst, name)], check=True,
-                       capture_output=True)
+        subprocess.run(
+            command + [os.path.join(src, name), os.path.join(dst, name)],
+            check=True,
+            capture_output=True,
+        )
 
 
 def ras_affine(ds_first, spacing_z):

@@ -10,13 +10,21 @@ from scipy import ndimage
 from cuimg.v1 import types_pb2
 
 # (wire pixel type, NumPy dtype) of every type the segmentation steps take.
-TYPES = [(types_pb2.PIXEL_TYPE_U8, np.uint8), (types_pb2.PIXEL_TYPE_U16, np.uint16),
-         (types_pb2.PIXEL_TYPE_I16, np.int16), (types_pb2.PIXEL_TYPE_U32, np.uint32),
-         (types_pb2.PIXEL_TYPE_F32, np.float32)]
+TYPES = [
+    (types_pb2.PIXEL_TYPE_U8, np.uint8),
+    (types_pb2.PIXEL_TYPE_U16, np.uint16),
+    (types_pb2.PIXEL_TYPE_I16, np.int16),
+    (types_pb2.PIXEL_TYPE_U32, np.uint32),
+    (types_pb2.PIXEL_TYPE_F32, np.float32),
+]
 PIXEL_TYPE = {np.dtype(d): p for p, d in TYPES}
-CONNECTIVITY = {4: types_pb2.CONNECTIVITY_4, 8: types_pb2.CONNECTIVITY_8,
-                6: types_pb2.CONNECTIVITY_6, 18: types_pb2.CONNECTIVITY_18,
-                26: types_pb2.CONNECTIVITY_26}
+CONNECTIVITY = {
+    4: types_pb2.CONNECTIVITY_4,
+    8: types_pb2.CONNECTIVITY_8,
+    6: types_pb2.CONNECTIVITY_6,
+    18: types_pb2.CONNECTIVITY_18,
+    26: types_pb2.CONNECTIVITY_26,
+}
 
 
 def structure(ndim, connectivity):
@@ -32,17 +40,20 @@ def top(dtype):
 
 def image_proto(array):
     depth = array.shape[0] if array.ndim == 3 else 0
-    return types_pb2.Image(pixel_type=PIXEL_TYPE[array.dtype], width=array.shape[-1],
-                           height=array.shape[-2], depth=depth,
-                           data=np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"))
-                           .tobytes())
+    return types_pb2.Image(
+        pixel_type=PIXEL_TYPE[array.dtype],
+        width=array.shape[-1],
+        height=array.shape[-2],
+        depth=depth,
+        data=np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes(),
+    )
 
 
 def from_proto(image, dtype):
-    shape = (image.depth, image.height, image.width) if image.depth > 1 else \
-        (image.height, image.width)
-    return np.frombuffer(image.data, np.dtype(dtype).newbyteorder("<")).reshape(shape) \
-        .astype(dtype)
+    shape = (
+        (image.depth, image.height, image.width) if image.depth > 1 else (image.height, image.width)
+    )
+    return np.frombuffer(image.data, np.dtype(dtype).newbyteorder("<")).reshape(shape).astype(dtype)
 
 
 def random_values(rng, shape, dtype, low=0, high=50):
@@ -98,9 +109,11 @@ def maze(rng, cells_y, cells_x):
     mask[1, 1] = 1
     while stack:
         cy, cx = stack[-1]
-        options = [(cy + dy, cx + dx) for dy, dx in ((0, 1), (1, 0), (0, -1), (-1, 0))
-                   if 0 <= cy + dy < cells_y and 0 <= cx + dx < cells_x
-                   and not seen[cy + dy, cx + dx]]
+        options = [
+            (cy + dy, cx + dx)
+            for dy, dx in ((0, 1), (1, 0), (0, -1), (-1, 0))
+            if 0 <= cy + dy < cells_y and 0 <= cx + dx < cells_x and not seen[cy + dy, cx + dx]
+        ]
         if not options:
             stack.pop()
             continue
@@ -115,23 +128,34 @@ def maze(rng, cells_y, cells_x):
 def reconstruct(seed, mask, method, connectivity):
     """skimage's reconstruction with the marker clamped first (cuimg accepts any marker)."""
     from skimage.morphology import reconstruction  # the oracles only (not the GPU comparator)
+
     clamped = np.minimum(seed, mask) if method == "dilation" else np.maximum(seed, mask)
-    out = reconstruction(clamped.astype(np.float64), mask.astype(np.float64), method=method,
-                         footprint=structure(mask.ndim, connectivity))
+    out = reconstruction(
+        clamped.astype(np.float64),
+        mask.astype(np.float64),
+        method=method,
+        footprint=structure(mask.ndim, connectivity),
+    )
     return out.astype(mask.dtype)
 
 
 def fill_holes(image, connectivity):
     """Reconstruction by erosion from the border: the marker is the image on its border and the
     type's maximum inside."""
-    seed = np.full(image.shape, np.inf if image.dtype == np.float32 else np.iinfo(image.dtype).max,
-                   np.float64)
+    seed = np.full(
+        image.shape, np.inf if image.dtype == np.float32 else np.iinfo(image.dtype).max, np.float64
+    )
     border = np.ones(image.shape, bool)
     border[tuple(slice(1, -1) for _ in image.shape)] = False
     seed[border] = image[border]
     from skimage.morphology import reconstruction
-    out = reconstruction(seed, image.astype(np.float64), method="erosion",
-                         footprint=structure(image.ndim, connectivity))
+
+    out = reconstruction(
+        seed,
+        image.astype(np.float64),
+        method="erosion",
+        footprint=structure(image.ndim, connectivity),
+    )
     return out.astype(image.dtype)
 
 
@@ -143,14 +167,20 @@ def saturated(values, dtype):
 
 
 def hmax(image, h, connectivity):
-    marker = saturated(image.astype(np.float64) - h, image.dtype) if image.dtype != np.float32 \
+    marker = (
+        saturated(image.astype(np.float64) - h, image.dtype)
+        if image.dtype != np.float32
         else (image - np.float32(h)).astype(np.float32)
+    )
     return reconstruct(marker, image, "dilation", connectivity)
 
 
 def hmin(image, h, connectivity):
-    marker = saturated(image.astype(np.float64) + h, image.dtype) if image.dtype != np.float32 \
+    marker = (
+        saturated(image.astype(np.float64) + h, image.dtype)
+        if image.dtype != np.float32
         else (image + np.float32(h)).astype(np.float32)
+    )
     return reconstruct(marker, image, "erosion", connectivity)
 
 
@@ -235,7 +265,7 @@ def region_rows(labels, intensity=None):
         bounds = np.searchsorted(flat[order], np.arange(1, n + 2))
         mins, maxs, sums = [], [], []
         for k in range(n):
-            v = values[order[bounds[k]:bounds[k + 1]]]
+            v = values[order[bounds[k] : bounds[k + 1]]]
             finite = v[~np.isnan(v)]
             mins.append(finite.min() if finite.size else math.nan)
             maxs.append(finite.max() if finite.size else math.nan)

@@ -38,10 +38,18 @@ class ServerProcess:
         self.log_path = os.path.join(self._dir.name, "server.log")
         self._log = open(self.log_path, "w")
         self.process = subprocess.Popen(
-            [binary, f"--listen_address={listen}", "--metrics_address=127.0.0.1:0",
-             f"--port_file={port_file}", *os.environ.get("CUIMG_SERVER_FLAGS", "").split(),
-             *extra_args],
-            stdout=self._log, stderr=subprocess.STDOUT, env=env)
+            [
+                binary,
+                f"--listen_address={listen}",
+                "--metrics_address=127.0.0.1:0",
+                f"--port_file={port_file}",
+                *os.environ.get("CUIMG_SERVER_FLAGS", "").split(),
+                *extra_args,
+            ],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
         deadline = time.time() + 30
         while not os.path.exists(port_file) or os.path.getsize(port_file) == 0:
             if self.process.poll() is not None or time.time() > deadline:
@@ -57,13 +65,18 @@ class ServerProcess:
     def channel(self):
         """An insecure channel to the gRPC port without gRPC's message size limits (the server
         enforces its own)."""
-        return grpc.insecure_channel(self.target, options=[
-            ("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        return grpc.insecure_channel(
+            self.target,
+            options=[("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)],
+        )
 
     def metrics(self):
         """The metrics endpoint's text (Prometheus exposition format)."""
-        return urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics",
-                                      timeout=10).read().decode()
+        return (
+            urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10)
+            .read()
+            .decode()
+        )
 
     def request_counts(self):
         """cuimg_requests_total by (rpc, code), scraped from the metrics endpoint."""
@@ -71,7 +84,7 @@ class ServerProcess:
         counts = {}
         for line in text.splitlines():
             if line.startswith("cuimg_requests_total{"):
-                labels, value = line[len("cuimg_requests_total{"):].split("} ")
+                labels, value = line[len("cuimg_requests_total{") :].split("} ")
                 fields = dict(kv.split("=", 1) for kv in labels.split(","))
                 counts[(fields["rpc"].strip('"'), fields["code"].strip('"'))] = float(value)
         return counts

@@ -32,16 +32,34 @@ def main():
     parser.add_argument("--burners", type=int, default=2, help="busy-looping processes")
     parser.add_argument("--client", default=os.environ.get("CUIMG_CLIENT"))
     parser.add_argument("--server", default=os.environ.get("CUIMG_SERVER"))
-    parser.add_argument("load_args", nargs="*", default=[
-        "--duration=0.3", "--warmup=0", "--concurrency=4", "--channels=2", "--image_size=32x32"])
+    parser.add_argument(
+        "load_args",
+        nargs="*",
+        default=[
+            "--duration=0.3",
+            "--warmup=0",
+            "--concurrency=4",
+            "--channels=2",
+            "--image_size=32x32",
+        ],
+    )
     a = parser.parse_args()
 
     tls = TlsMaterial(clients=("alice",))
     server = ServerProcess(a.server, "--backend=cpu", *tls.server_flags(mtls=True))
     key, cert = tls.client["alice"]
-    command = [a.client, f"--target={server.target}", f"--tls_ca_file={tls.ca_cert}",
-               f"--tls_cert_file={cert}", f"--tls_key_file={key}", "--timeout=20", "load",
-               "--progress=false", "--json", *a.load_args]
+    command = [
+        a.client,
+        f"--target={server.target}",
+        f"--tls_ca_file={tls.ca_cert}",
+        f"--tls_cert_file={cert}",
+        f"--tls_key_file={key}",
+        "--timeout=20",
+        "load",
+        "--progress=false",
+        "--json",
+        *a.load_args,
+    ]
     stop = multiprocessing.Event()
     burners = [multiprocessing.Process(target=burn, args=(stop,)) for _ in range(a.burners)]
     for b in burners:
@@ -51,7 +69,7 @@ def main():
         run = subprocess.run(command, capture_output=True, text=True, timeout=120)
         if run.returncode == 0:
             return "exit 0", ""
-        what = (f"signal {-run.returncode}" if run.returncode < 0 else f"exit {run.returncode}")
+        what = f"signal {-run.returncode}" if run.returncode < 0 else f"exit {run.returncode}"
         try:  # exit 1 with a summary: some calls failed; which codes
             codes = json.loads(run.stdout)["codes"]
             what += " codes " + ",".join(sorted(c for c in codes if c != "OK"))

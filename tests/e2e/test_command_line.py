@@ -24,10 +24,30 @@ CLIENT = os.environ["CUIMG_CLIENT"]
 REPO = os.environ["CUIMG_REPO"]
 BUILD_TYPE = os.environ["CUIMG_BUILD_TYPE"]
 
-SUBCOMMANDS = ["health", "morphology", "label", "gradient", "pyramid", "detect", "models", "deform",
-               "mesh", "load"]
-CONNECTION = ["target", "timeout", "lb_policy", "max_attempts", "tls", "tls_ca_file",
-              "tls_cert_file", "tls_key_file", "tls_server_name", "token_file"]
+SUBCOMMANDS = [
+    "health",
+    "morphology",
+    "label",
+    "gradient",
+    "pyramid",
+    "detect",
+    "models",
+    "deform",
+    "mesh",
+    "load",
+]
+CONNECTION = [
+    "target",
+    "timeout",
+    "lb_policy",
+    "max_attempts",
+    "tls",
+    "tls_ca_file",
+    "tls_cert_file",
+    "tls_key_file",
+    "tls_server_name",
+    "token_file",
+]
 
 
 def run(*args):
@@ -54,12 +74,20 @@ def project_version():
 def morph(size, disk):
     data = np.random.default_rng(0).integers(0, 256, size * size, np.uint8).tobytes()
     return morphology_pb2.MorphologyRequest(
-        input=types_pb2.ImageSource(image=types_pb2.Image(
-            pixel_type=types_pb2.PIXEL_TYPE_U8, width=size, height=size, data=data)),
-        steps=[morphology_pb2.MorphologyStep(
-            op=morphology_pb2.MORPHOLOGY_OP_DILATE,
-            element=morphology_pb2.StructuringElement(shape=morphology_pb2.ELEMENT_SHAPE_ELLIPSE,
-                                                      width=disk, height=disk))])
+        input=types_pb2.ImageSource(
+            image=types_pb2.Image(
+                pixel_type=types_pb2.PIXEL_TYPE_U8, width=size, height=size, data=data
+            )
+        ),
+        steps=[
+            morphology_pb2.MorphologyStep(
+                op=morphology_pb2.MORPHOLOGY_OP_DILATE,
+                element=morphology_pb2.StructuringElement(
+                    shape=morphology_pb2.ELEMENT_SHAPE_ELLIPSE, width=disk, height=disk
+                ),
+            )
+        ],
+    )
 
 
 class Help(unittest.TestCase):
@@ -101,12 +129,14 @@ class Help(unittest.TestCase):
         # Every client flag belongs to some subcommand's help.
         self.assertEqual(union, defined_flags("client/main.cc"))
         morphology = listed_flags(run(CLIENT, "morphology", "--help").stdout)
-        self.assertLessEqual({"input", "output", "steps", "op", "shape", "size", "iterations"},
-                             morphology)
+        self.assertLessEqual(
+            {"input", "output", "steps", "op", "shape", "size", "iterations"}, morphology
+        )
         self.assertFalse({"rpc", "concurrency", "model", "levels"} & morphology)
         load = listed_flags(run(CLIENT, "load", "--help").stdout)
-        self.assertLessEqual({"rpc", "concurrency", "model", "levels", "kernel_length", "twist"},
-                             load)
+        self.assertLessEqual(
+            {"rpc", "concurrency", "model", "levels", "kernel_length", "twist"}, load
+        )
 
     def test_arguments_after_double_dash_are_not_usage_flags(self):
         out = run(CLIENT, "--", "--help")
@@ -123,15 +153,17 @@ class Version(unittest.TestCase):
         self.assertNotIn("Debug build", out.stdout)
         self.assertEqual(lines[2], f"build type: {BUILD_TYPE}")
         commit = re.fullmatch(r"commit: (\S+)", lines[1]).group(1)
-        head = subprocess.run(["git", "-C", REPO, "rev-parse", "--verify", "HEAD"],
-                              capture_output=True, text=True)
+        head = subprocess.run(
+            ["git", "-C", REPO, "rev-parse", "--verify", "HEAD"], capture_output=True, text=True
+        )
         if head.returncode != 0:
             self.assertEqual(commit, "unknown")
         else:
             # Built from this checkout: a commit of it (HEAD when the build ran).
             self.assertRegex(commit, r"^[0-9a-f]{12}(-dirty)?$")
-            exists = subprocess.run(["git", "-C", REPO, "cat-file", "-e",
-                                     commit.split("-")[0] + "^{commit}"])
+            exists = subprocess.run(
+                ["git", "-C", REPO, "cat-file", "-e", commit.split("-")[0] + "^{commit}"]
+            )
             self.assertEqual(exists.returncode, 0, commit)
         return lines
 
@@ -144,8 +176,13 @@ class Version(unittest.TestCase):
 
 class Signals(unittest.TestCase):
     def test_sighup_finishes_the_call_in_flight_and_exits_zero(self):
-        server = ServerProcess(SERVER, "--backend=cpu", "--cpu_threads_per_request=1",
-                               "--worker_threads=1", "--shutdown_grace_seconds=60")
+        server = ServerProcess(
+            SERVER,
+            "--backend=cpu",
+            "--cpu_threads_per_request=1",
+            "--worker_threads=1",
+            "--shutdown_grace_seconds=60",
+        )
         try:
             channel = grpc.insecure_channel(server.target)
             stub = imaging_service_pb2_grpc.ImagingStub(channel)
@@ -178,8 +215,8 @@ def huge_pages_available():
 
 class HugePageMalloc(unittest.TestCase):
     """The client, and the server when told (--malloc_huge_pages), start themselves again with
-    GLIBC_TUNABLES glibc.malloc.hugetlb=1 (server/malloc_policy.h); an operator's own setting of
-    it wins."""
+    GLIBC_TUNABLES glibc.malloc.hugetlb=1 (cuimg/common/malloc_policy.h); an operator's own
+    setting of it wins."""
 
     def start(self, tunables, *flags):
         env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
@@ -193,11 +230,14 @@ class HugePageMalloc(unittest.TestCase):
 
     def health(self, target):
         with grpc.insecure_channel(target) as channel:
-            return health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(),
-                                                            timeout=10).status
+            return (
+                health_pb2_grpc.HealthStub(channel)
+                .Check(health_pb2.HealthCheckRequest(), timeout=10)
+                .status
+            )
 
     def startup_line(self, server):
-        lines = [l for l in server.log().splitlines() if "event=startup " in l]
+        lines = [line for line in server.log().splitlines() if "event=startup " in line]
         self.assertEqual(len(lines), 1, server.log())
         return lines[0]
 
@@ -229,9 +269,20 @@ class HugePageMalloc(unittest.TestCase):
         env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
         # Calls of about a second each on the CPU backend: time to look at the client.
         client = subprocess.Popen(
-            [CLIENT, f"--target={server.target}", "load", "--requests=2", "--concurrency=1",
-             "--warmup=0", "--image_size=400x400", "--steps=dilate:ellipse:91x91"],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            [
+                CLIENT,
+                f"--target={server.target}",
+                "load",
+                "--requests=2",
+                "--concurrency=1",
+                "--warmup=0",
+                "--image_size=400x400",
+                "--steps=dilate:ellipse:91x91",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         try:
             with open(f"/proc/{client.pid}/environ", "rb") as f:
                 environ = f.read()
@@ -267,7 +318,8 @@ class CpuFallback(unittest.TestCase):
             self.assertIn(f'commit="{commit}"', build_info)
             with grpc.insecure_channel(server.target) as channel:
                 health = health_pb2_grpc.HealthStub(channel).Check(
-                    health_pb2.HealthCheckRequest(service="cuimg.v1.Imaging"), timeout=10)
+                    health_pb2.HealthCheckRequest(service="cuimg.v1.Imaging"), timeout=10
+                )
                 self.assertEqual(health.status, health_pb2.HealthCheckResponse.SERVING)
                 stub = imaging_service_pb2_grpc.ImagingStub(channel)
                 reply = stub.Morphology(morph(32, 3), timeout=30)
@@ -281,14 +333,25 @@ class CpuFallback(unittest.TestCase):
         self.assertEqual(contradiction.returncode, 2)
         self.assertIn("--require_gpu contradicts --backend=cpu", contradiction.stderr)
         try:
-            out = subprocess.run([SERVER, "--backend=auto", "--require_gpu",
-                                  "--listen_address=127.0.0.1:0", "--metrics_address="],
-                                 capture_output=True, text=True, timeout=30)
+            out = subprocess.run(
+                [
+                    SERVER,
+                    "--backend=auto",
+                    "--require_gpu",
+                    "--listen_address=127.0.0.1:0",
+                    "--metrics_address=",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
         except subprocess.TimeoutExpired:
             self.skipTest("this machine has a GPU: the server started")
         self.assertEqual(out.returncode, 1, out.stderr)
-        self.assertRegex(out.stderr, r"level=error event=startup_failed "
-                                     r"message=\"--require_gpu: no usable CUDA GPU")
+        self.assertRegex(
+            out.stderr,
+            r"level=error event=startup_failed " r"message=\"--require_gpu: no usable CUDA GPU",
+        )
 
 
 class TlsMistakes(unittest.TestCase):
@@ -304,14 +367,23 @@ class TlsMistakes(unittest.TestCase):
 
     def test_a_key_that_is_not_the_certificates_is_one_clear_line(self):
         alice_key, _ = self.tls.client["alice"]
-        run_ = run(SERVER, "--backend=cpu", "--listen_address=127.0.0.1:0", "--metrics_address=",
-                   f"--tls_cert_file={self.tls.server_cert}", f"--tls_key_file={alice_key}")
+        run_ = run(
+            SERVER,
+            "--backend=cpu",
+            "--listen_address=127.0.0.1:0",
+            "--metrics_address=",
+            f"--tls_cert_file={self.tls.server_cert}",
+            f"--tls_key_file={alice_key}",
+        )
         self.assertEqual(run_.returncode, 1, run_.stderr)
         lines = run_.stderr.splitlines()
         self.assertEqual(len(lines), 1, run_.stderr)
         self.assertIn("event=startup_failed", lines[0])
-        self.assertIn("tls_key_file: the private key does not belong to the first certificate "
-                      "of tls_cert_file", lines[0])
+        self.assertIn(
+            "tls_key_file: the private key does not belong to the first certificate "
+            "of tls_cert_file",
+            lines[0],
+        )
 
     def test_a_plaintext_client_at_a_tls_port_is_told_why(self):
         server = ServerProcess(SERVER, "--backend=cpu", *self.tls.server_flags())
@@ -320,8 +392,13 @@ class TlsMistakes(unittest.TestCase):
             self.assertEqual(run_.returncode, 1, run_.stderr)
             self.assertIn("error: UNAVAILABLE", run_.stderr)
             self.assertIn("do both sides agree on TLS?", run_.stderr)
-            secure = run(CLIENT, f"--target={server.target}", "--timeout=5",
-                         f"--tls_ca_file={self.tls.ca_cert}", "health")
+            secure = run(
+                CLIENT,
+                f"--target={server.target}",
+                "--timeout=5",
+                f"--tls_ca_file={self.tls.ca_cert}",
+                "health",
+            )
             self.assertEqual(secure.returncode, 0, secure.stderr)
         finally:
             self.assertEqual(server.terminate(), 0, server.log())

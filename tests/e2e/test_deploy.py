@@ -24,8 +24,9 @@ from tls_material import TlsMaterial
 SERVER = os.environ["CUIMG_SERVER"]
 CLIENT = os.environ["CUIMG_CLIENT"]
 REPO = os.environ["CUIMG_REPO"]
-DEPLOY_TOOLS = os.environ.get("CUIMG_DEPLOY_TOOLS",
-                              os.path.expanduser("~/.cache/cuimg/deploy-tools"))
+DEPLOY_TOOLS = os.environ.get(
+    "CUIMG_DEPLOY_TOOLS", os.path.expanduser("~/.cache/cuimg/deploy-tools")
+)
 OVERLAYS = ("dev", "prod")
 
 
@@ -38,7 +39,7 @@ def dockerfile_instruction(text, name):
     """The JSON array of the (continued) instruction `name` (ENTRYPOINT, or HEALTHCHECK's CMD)."""
     joined = re.sub(r"\\\n\s*", " ", text)
     line = re.search(rf"(?m)^{name} .*$", joined).group(0)
-    return json.loads(line[line.index("["):])
+    return json.loads(line[line.index("[") :])
 
 
 class Dockerfile(unittest.TestCase):
@@ -52,25 +53,47 @@ class Dockerfile(unittest.TestCase):
             # The image's /opt/cuimg, here under tmp: the built binaries, then the script as the
             # Dockerfile runs it.
             root = os.path.commonpath([libdir, *binaries])
-            local = lambda path: os.path.join(tmp, os.path.relpath(path, root))
+
+            def local(path):
+                return os.path.join(tmp, os.path.relpath(path, root))
+
             os.makedirs(os.path.dirname(local(binaries[0])))
-            built = {"cuimg-server": SERVER, "cuimg": CLIENT,
-                     "cuimg-frame-decoder": os.environ["CUIMG_FRAME_DECODER"]}
+            built = {
+                "cuimg-server": SERVER,
+                "cuimg": CLIENT,
+                "cuimg-frame-decoder": os.environ["CUIMG_FRAME_DECODER"],
+            }
             for binary in binaries:
                 shutil.copy(built[os.path.basename(binary)], local(binary))
-            run = subprocess.run(["bash", os.path.join(REPO, collect.group(1)), local(libdir),
-                                  *map(local, binaries)], capture_output=True, text=True,
-                                 timeout=300)
+            run = subprocess.run(
+                [
+                    "bash",
+                    os.path.join(REPO, collect.group(1)),
+                    local(libdir),
+                    *map(local, binaries),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             self.assertEqual(run.returncode, 0, run.stderr)
             for binary in map(local, binaries):
                 ldd = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
                 self.assertNotIn("not found", ldd)
                 for name, path in re.findall(r"^\s*(\S+) => (\S+)", ldd, re.M):
                     if not re.match(r"lib(c|m|pthread|dl|rt|stdc\+\+|gcc_s)\.so", name):
-                        self.assertEqual(os.path.dirname(os.path.normpath(path)),
-                                         os.path.normpath(local(libdir)), f"{name} => {path}")
-                version = subprocess.run([binary, "--version"], capture_output=True, text=True,
-                                         env={"PATH": "/usr/bin:/bin"}, timeout=30)
+                        self.assertEqual(
+                            os.path.dirname(os.path.normpath(path)),
+                            os.path.normpath(local(libdir)),
+                            f"{name} => {path}",
+                        )
+                version = subprocess.run(
+                    [binary, "--version"],
+                    capture_output=True,
+                    text=True,
+                    env={"PATH": "/usr/bin:/bin"},
+                    timeout=30,
+                )
                 self.assertEqual(version.returncode, 0, version.stderr)
 
     def test_healthcheck_passes_with_tls_and_tokens_on(self):
@@ -84,21 +107,30 @@ class Dockerfile(unittest.TestCase):
             def sub(m):
                 ports.setdefault(m.group(2), free_port())
                 return f"127.0.0.1:{ports[m.group(2)]}"
+
             return re.sub(r"(0\.0\.0\.0|127\.0\.0\.1):(\d+)", sub, arg)
 
         tls = TlsMaterial(clients=())
         tokens = tls.write_tokens(["alice healthcheck-test-token-0123456789"])
-        server = ServerProcess(SERVER, *map(local, entrypoint[1:]), "--backend=cpu",
-                               *tls.server_flags(mtls=True, tokens=tokens),
-                               listen=local("0.0.0.0:50051"))
+        server = ServerProcess(
+            SERVER,
+            *map(local, entrypoint[1:]),
+            "--backend=cpu",
+            *tls.server_flags(mtls=True, tokens=tokens),
+            listen=local("0.0.0.0:50051"),
+        )
         try:
-            health = subprocess.run([CLIENT, *map(local, check[1:])], capture_output=True,
-                                    text=True, timeout=30)
+            health = subprocess.run(
+                [CLIENT, *map(local, check[1:])], capture_output=True, text=True, timeout=30
+            )
             self.assertEqual(health.returncode, 0, health.stdout + health.stderr + server.log())
             # What the image checked before: plaintext to the gRPC port, which TLS refuses.
-            plaintext = subprocess.run([CLIENT, f"--target={server.target}", "--timeout=2",
-                                        "--max_attempts=1", "health"],
-                                       capture_output=True, text=True, timeout=30)
+            plaintext = subprocess.run(
+                [CLIENT, f"--target={server.target}", "--timeout=2", "--max_attempts=1", "health"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
             self.assertNotEqual(plaintext.returncode, 0)
         finally:
             self.assertEqual(server.terminate(), 0, server.log())
@@ -112,7 +144,7 @@ class Dockerfile(unittest.TestCase):
         self.assertRegex(args["RUNTIME_IMAGE"], r"^nvidia/cuda:13\.\S+-runtime-")
         stages = re.findall(r"(?m)^FROM (\S+) AS (\S+)$", text)
         self.assertEqual(stages, [("${BUILD_IMAGE}", "build"), ("${RUNTIME_IMAGE}", "runtime")])
-        build = text[text.index("AS build"):text.index("AS runtime")]
+        build = text[text.index("AS build") : text.index("AS runtime")]
         self.assertRegex(build, r"(?m)^ENV PATH=/usr/local/cuda/bin:\$PATH$")
 
 
@@ -120,21 +152,24 @@ def tool(name):
     for path in (os.path.join(DEPLOY_TOOLS, "bin", name), shutil.which(name)):
         if path and os.access(path, os.X_OK):
             return path
-    raise AssertionError(f"{name} not found: run scripts/install_deps.sh and "
-                         "scripts/install_deploy_tools.sh")
+    raise AssertionError(
+        f"{name} not found: run scripts/install_deps.sh and " "scripts/install_deploy_tools.sh"
+    )
 
 
 def render(overlay):
-    run = subprocess.run([tool("kubectl"), "kustomize", os.path.join(REPO, "deploy/k8s/overlays",
-                                                                       overlay)],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [tool("kubectl"), "kustomize", os.path.join(REPO, "deploy/k8s/overlays", overlay)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     return run.stdout
 
 
 def objects(overlay):
-    return {(d["kind"], d["metadata"]["name"]): d
-            for d in yaml.safe_load_all(render(overlay)) if d}
+    return {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(render(overlay)) if d}
 
 
 def flags_of(docs):
@@ -155,8 +190,17 @@ def flags_of(docs):
 
 class Manifests(unittest.TestCase):
     def test_yamllint_accepts_deploy(self):
-        run = subprocess.run(["yamllint", "-d", "{extends: relaxed, rules: {line-length: {max: 120}}}",
-                              os.path.join(REPO, "deploy")], capture_output=True, text=True, timeout=60)
+        run = subprocess.run(
+            [
+                "yamllint",
+                "-d",
+                "{extends: relaxed, rules: {line-length: {max: 120}}}",
+                os.path.join(REPO, "deploy"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
 
     def test_deploy_k8s_holds_only_kubernetes_objects_and_kustomizations(self):
@@ -174,17 +218,25 @@ class Manifests(unittest.TestCase):
             with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
                 f.write(render(overlay))
                 f.flush()
-                run = subprocess.run([tool("kubernetes-validate"), "--strict", "--quiet", f.name],
-                                     capture_output=True, text=True, timeout=300)
+                run = subprocess.run(
+                    [tool("kubernetes-validate"), "--strict", "--quiet", f.name],
+                    capture_output=True,
+                    text=True,
+                    timeout=300,
+                )
             self.assertEqual(run.returncode, 0, overlay + run.stdout + run.stderr)
 
     def test_kubernetes_objects_have_what_a_gpu_deployment_needs(self):
         help_text = subprocess.run([SERVER, "--helpfull"], capture_output=True, text=True).stdout
         for overlay in OVERLAYS:
             docs = objects(overlay)
-            for key in [("Deployment", "cuimg"), ("Service", "cuimg"),
-                        ("Service", "cuimg-headless"), ("HorizontalPodAutoscaler", "cuimg"),
-                        ("NetworkPolicy", "cuimg")]:
+            for key in [
+                ("Deployment", "cuimg"),
+                ("Service", "cuimg"),
+                ("Service", "cuimg-headless"),
+                ("HorizontalPodAutoscaler", "cuimg"),
+                ("NetworkPolicy", "cuimg"),
+            ]:
                 self.assertIn(key, docs, overlay)
             pod, container, flags = flags_of(docs)
             self.assertEqual(container["resources"]["limits"]["nvidia.com/gpu"], 1)
@@ -211,19 +263,27 @@ class Manifests(unittest.TestCase):
 
     def test_dev_is_plaintext_and_prod_takes_tls_and_tokens_from_the_secrets(self):
         _, _, dev_flags = flags_of(objects("dev"))
-        self.assertFalse([f for f in dev_flags
-                          if f.startswith(("--tls", "--auth", "--require_client"))])
+        self.assertFalse(
+            [f for f in dev_flags if f.startswith(("--tls", "--auth", "--require_client"))]
+        )
         docs = objects("prod")
         pod, container, flags = flags_of(docs)
         # The pods read exactly the files test_security.py starts a server with.
-        self.assertEqual(flags, read("deploy/k8s/base/cuimg.flags").split() +
-                         read("deploy/k8s/overlays/prod/security.flags").split())
+        self.assertEqual(
+            flags,
+            read("deploy/k8s/base/cuimg.flags").split()
+            + read("deploy/k8s/overlays/prod/security.flags").split(),
+        )
         mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
-        secrets = {v["name"]: v["secret"]["secretName"] for v in pod["spec"]["volumes"]
-                   if "secret" in v}
-        for flag, secret in (("--tls_cert_file", "cuimg-tls"), ("--tls_key_file", "cuimg-tls"),
-                             ("--tls_client_ca_file", "cuimg-tls"),
-                             ("--auth_tokens_file", "cuimg-tokens")):
+        secrets = {
+            v["name"]: v["secret"]["secretName"] for v in pod["spec"]["volumes"] if "secret" in v
+        }
+        for flag, secret in (
+            ("--tls_cert_file", "cuimg-tls"),
+            ("--tls_key_file", "cuimg-tls"),
+            ("--tls_client_ca_file", "cuimg-tls"),
+            ("--auth_tokens_file", "cuimg-tokens"),
+        ):
             path = [f for f in flags if f.startswith(flag + "=")][0].split("=", 1)[1]
             self.assertEqual(secrets[mounts[os.path.dirname(path)]], secret, flag)
         self.assertIn("--require_client_cert", flags)
@@ -263,11 +323,16 @@ class Manifests(unittest.TestCase):
 
     def test_alert_rules_pass_promtool_and_their_unit_tests(self):
         rules = os.path.join(REPO, "deploy/prometheus/alerts.yml")
-        names = {r["alert"] for g in yaml.safe_load(read("deploy/prometheus/alerts.yml"))["groups"]
-                 for r in g["rules"]}
+        names = {
+            r["alert"]
+            for g in yaml.safe_load(read("deploy/prometheus/alerts.yml"))["groups"]
+            for r in g["rules"]
+        }
         self.assertLessEqual({"CuimgTargetDown", "CuimgAbsent", "CuimgServingOnCpu"}, names)
-        for args in (["check", "rules", rules],
-                     ["test", "rules", os.path.join(REPO, "deploy/prometheus/alerts_test.yml")]):
+        for args in (
+            ["check", "rules", rules],
+            ["test", "rules", os.path.join(REPO, "deploy/prometheus/alerts_test.yml")],
+        ):
             run = subprocess.run(["promtool", *args], capture_output=True, text=True, timeout=60)
             self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
 
@@ -286,20 +351,38 @@ class Manifests(unittest.TestCase):
 
 def requests_on(server):
     text = server.metrics()
-    return sum(float(v) for v in re.findall(r'cuimg_requests_total\{[^}]*rpc="Morphology"[^}]*\} (\S+)', text))
+    return sum(
+        float(v)
+        for v in re.findall(r'cuimg_requests_total\{[^}]*rpc="Morphology"[^}]*\} (\S+)', text)
+    )
 
 
 class ScaleOut(unittest.TestCase):
     def test_round_robin_spreads_load_and_survives_a_killed_replica(self):
-        replicas = [ServerProcess(SERVER, "--backend=cpu", "--cpu_threads_per_request=1") for _ in range(3)]
+        replicas = [
+            ServerProcess(SERVER, "--backend=cpu", "--cpu_threads_per_request=1") for _ in range(3)
+        ]
         try:
             target = ",".join(r.target for r in replicas)
             with tempfile.TemporaryDirectory() as tmp:
                 out = os.path.join(tmp, "load.json")
-                load = subprocess.Popen([CLIENT, f"--target={target}", "--timeout=20", "load",
-                                         "--duration=10", "--warmup=0", "--concurrency=6",
-                                         "--image_size=96x64", f"--json_out={out}", "--progress=false"],
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                load = subprocess.Popen(
+                    [
+                        CLIENT,
+                        f"--target={target}",
+                        "--timeout=20",
+                        "load",
+                        "--duration=10",
+                        "--warmup=0",
+                        "--concurrency=6",
+                        "--image_size=96x64",
+                        f"--json_out={out}",
+                        "--progress=false",
+                    ],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
                 time.sleep(3)
                 victim = replicas[2]
                 before_kill = requests_on(victim)
@@ -307,8 +390,12 @@ class ScaleOut(unittest.TestCase):
                 victim.process.send_signal(signal.SIGKILL)
                 victim.process.wait()
                 time.sleep(1)
-                restarted = ServerProcess(SERVER, "--backend=cpu", "--cpu_threads_per_request=1",
-                                          listen=f"127.0.0.1:{port}")
+                restarted = ServerProcess(
+                    SERVER,
+                    "--backend=cpu",
+                    "--cpu_threads_per_request=1",
+                    listen=f"127.0.0.1:{port}",
+                )
                 replicas[2] = restarted
                 stdout, stderr = load.communicate(timeout=60)
                 summary = json.load(open(out))

@@ -78,8 +78,11 @@ class DetectStreamOverTheWire(unittest.TestCase):
             d(input=src(encoded=read("basketball2.png")), hit_threshold=-0.5),
             d(input=src(image=image_proto(self.gray))),
             d(input=src(image=image_proto(self.bgr)), win_stride=16),
-            d(input=src(encoded=read("HappyFish.jpg")), grouping=detection_pb2.GROUPING_NONE,
-              hit_threshold=-1),
+            d(
+                input=src(encoded=read("HappyFish.jpg")),
+                grouping=detection_pb2.GROUPING_NONE,
+                hit_threshold=-1,
+            ),
             d(input=src(image=image_proto(self.gray[:100, :50]))),  # smaller than a window
             d(input=src(encoded=read("fruits.jpg")), model="opencv_daimler_48x96"),
         ]
@@ -87,16 +90,19 @@ class DetectStreamOverTheWire(unittest.TestCase):
     def test_results_equal_unary_calls_in_order_with_ids(self):
         requests = self.requests()
         unary = [self.stub.DetectPedestrians(r, timeout=120) for r in requests]
-        frames = [detection_pb2.DetectFrame(request=r, id=f"frame-{i}")
-                  for i, r in enumerate(requests)]
+        frames = [
+            detection_pb2.DetectFrame(request=r, id=f"frame-{i}") for i, r in enumerate(requests)
+        ]
         # Twice over, so that frames of one stream run at once.
         replies = list(self.stub.DetectStream(iter(frames + frames), timeout=300))
         self.assertEqual([r.index for r in replies], list(range(2 * len(frames))))
         self.assertEqual([r.id for r in replies], [f.id for f in frames] * 2)
         for reply, want in zip(replies, unary + unary):
             self.assertEqual(boxes(reply.result), boxes(want))
-            self.assertEqual((reply.result.levels, reply.result.windows, reply.result.model),
-                             (want.levels, want.windows, want.model))
+            self.assertEqual(
+                (reply.result.levels, reply.result.windows, reply.result.model),
+                (want.levels, want.windows, want.model),
+            )
         self.assertTrue(any(r.result.detections for r in replies))
         counts = self.server.request_counts()
         self.assertGreaterEqual(counts.get(("DetectStream", "OK"), 0), 1)
@@ -104,10 +110,16 @@ class DetectStreamOverTheWire(unittest.TestCase):
 
     def test_python_client_detect_stream(self):
         with cuimg.Client(self.server.target) as client:
-            want = [client.detect(encoded=read("basketball1.png")), client.detect(self.bgr),
-                    client.detect(self.gray, hit_threshold=0.3)]
-            got = list(client.detect_stream(
-                [read("basketball1.png"), ("bgr", self.bgr), self.gray], hit_threshold=0.0))
+            want = [
+                client.detect(encoded=read("basketball1.png")),
+                client.detect(self.bgr),
+                client.detect(self.gray, hit_threshold=0.3),
+            ]
+            got = list(
+                client.detect_stream(
+                    [read("basketball1.png"), ("bgr", self.bgr), self.gray], hit_threshold=0.0
+                )
+            )
             self.assertEqual([g["index"] for g in got], [0, 1, 2])
             self.assertEqual([g["id"] for g in got], ["", "bgr", ""])
             self.assertEqual([g["detections"] for g in got[:2]], want[:2])
@@ -133,31 +145,55 @@ class DetectStreamOverTheWire(unittest.TestCase):
 
     def test_a_refused_frame_ends_the_stream_naming_the_field_and_the_frame(self):
         good = detection_pb2.DetectPedestriansRequest(
-            input=types_pb2.ImageSource(image=image_proto(self.gray[:200, :200])))
+            input=types_pb2.ImageSource(image=image_proto(self.gray[:200, :200]))
+        )
 
         def frame(request=good, id=""):
             return detection_pb2.DetectFrame(request=request, id=id)
 
         bad_cases = [
-            (detection_pb2.DetectPedestriansRequest(
-                input=types_pb2.ImageSource(encoded=b"\x89PNG but not")),
-             grpc.StatusCode.INVALID_ARGUMENT, "request.input.encoded"),
-            (detection_pb2.DetectPedestriansRequest(input=good.input, hit_threshold=float("nan")),
-             grpc.StatusCode.INVALID_ARGUMENT, "request.hit_threshold"),
-            (detection_pb2.DetectPedestriansRequest(input=good.input, win_stride=12),
-             grpc.StatusCode.INVALID_ARGUMENT, "request.win_stride"),
-            (detection_pb2.DetectPedestriansRequest(input=good.input, model="nope"),
-             grpc.StatusCode.NOT_FOUND, "request.model"),
-            (detection_pb2.DetectPedestriansRequest(
-                input=types_pb2.ImageSource(image=image_proto(np.zeros((8, 8, 2), np.uint8)))),
-             grpc.StatusCode.INVALID_ARGUMENT, "request.input.image"),
-            (detection_pb2.DetectPedestriansRequest(input=types_pb2.ImageSource(handle="gone")),
-             grpc.StatusCode.NOT_FOUND, "request.input.handle"),
+            (
+                detection_pb2.DetectPedestriansRequest(
+                    input=types_pb2.ImageSource(encoded=b"\x89PNG but not")
+                ),
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "request.input.encoded",
+            ),
+            (
+                detection_pb2.DetectPedestriansRequest(
+                    input=good.input, hit_threshold=float("nan")
+                ),
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "request.hit_threshold",
+            ),
+            (
+                detection_pb2.DetectPedestriansRequest(input=good.input, win_stride=12),
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "request.win_stride",
+            ),
+            (
+                detection_pb2.DetectPedestriansRequest(input=good.input, model="nope"),
+                grpc.StatusCode.NOT_FOUND,
+                "request.model",
+            ),
+            (
+                detection_pb2.DetectPedestriansRequest(
+                    input=types_pb2.ImageSource(image=image_proto(np.zeros((8, 8, 2), np.uint8)))
+                ),
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "request.input.image",
+            ),
+            (
+                detection_pb2.DetectPedestriansRequest(input=types_pb2.ImageSource(handle="gone")),
+                grpc.StatusCode.NOT_FOUND,
+                "request.input.handle",
+            ),
         ]
         for request, code, field in bad_cases:
             with self.subTest(field=field):
                 got, error = self.stream_until_error(
-                    [frame(), frame(), frame(request, "cam\n7"), frame(), frame()])
+                    [frame(), frame(), frame(request, "cam\n7"), frame(), frame()]
+                )
                 self.assertEqual(got, [0, 1])
                 self.assertEqual(error.code(), code)
                 self.assertTrue(error.details().startswith(field + ":"), error.details())
@@ -177,9 +213,13 @@ class DetectStreamOverTheWire(unittest.TestCase):
         FRAMES_IN_FLIGHT of its frames, and flow control stops the generator being read."""
         # Every window a hit, ungrouped: 58 detections (2 KB) per result, so that the results
         # soon fill the client's receive window.
-        small = detection_pb2.DetectFrame(request=detection_pb2.DetectPedestriansRequest(
-            input=types_pb2.ImageSource(image=image_proto(self.gray[:160, :96])),
-            grouping=detection_pb2.GROUPING_NONE, hit_threshold=-100))
+        small = detection_pb2.DetectFrame(
+            request=detection_pb2.DetectPedestriansRequest(
+                input=types_pb2.ImageSource(image=image_proto(self.gray[:160, :96])),
+                grouping=detection_pb2.GROUPING_NONE,
+                hit_threshold=-100,
+            )
+        )
         pulled = [0]
 
         def frames():
@@ -212,9 +252,15 @@ class DetectStreamOverTheWire(unittest.TestCase):
         """Eight streams of 640x480 BGR frames (900 KiB each) sent as fast as flow control lets
         them, none read: the server's memory stops growing (it holds 4 frames of each, not what
         the clients push), and a well-behaved client is still answered."""
-        big = detection_pb2.DetectFrame(request=detection_pb2.DetectPedestriansRequest(
-            input=types_pb2.ImageSource(image=image_proto(
-                np.random.default_rng(1).integers(0, 256, (480, 640, 3), np.uint8)))))
+        big = detection_pb2.DetectFrame(
+            request=detection_pb2.DetectPedestriansRequest(
+                input=types_pb2.ImageSource(
+                    image=image_proto(
+                        np.random.default_rng(1).integers(0, 256, (480, 640, 3), np.uint8)
+                    )
+                )
+            )
+        )
         sent = [0]
         stop = threading.Event()
 
@@ -245,25 +291,33 @@ class DetectStreamOverTheWire(unittest.TestCase):
 
     def test_a_client_that_cancels_mid_stream(self):
         request = small_request(self.gray)
-        frames = (detection_pb2.DetectFrame(request=request, id=str(i)) for i in range(10 ** 6))
+        frames = (detection_pb2.DetectFrame(request=request, id=str(i)) for i in range(10**6))
         call = self.stub.DetectStream(frames, timeout=300)
         first = [next(call).index for _ in range(3)]
         self.assertEqual(first, [0, 1, 2])
         before = self.server.request_counts().get(("DetectStream", "CANCELLED"), 0)
         call.cancel()
         self.assertTrue(wait_for(lambda: frame_stats(self.server) == 0))
-        self.assertTrue(wait_for(lambda: self.server.request_counts().get(
-            ("DetectStream", "CANCELLED"), 0) == before + 1))
+        self.assertTrue(
+            wait_for(
+                lambda: self.server.request_counts().get(("DetectStream", "CANCELLED"), 0)
+                == before + 1
+            )
+        )
         # Others are served: a unary call and a new stream.
         want = self.stub.DetectPedestrians(request, timeout=120)
-        replies = list(self.stub.DetectStream(
-            iter([detection_pb2.DetectFrame(request=request)] * 3), timeout=120))
+        replies = list(
+            self.stub.DetectStream(
+                iter([detection_pb2.DetectFrame(request=request)] * 3), timeout=120
+            )
+        )
         self.assertEqual([boxes(r.result) for r in replies], [boxes(want)] * 3)
 
 
 def small_request(gray):
     return detection_pb2.DetectPedestriansRequest(
-        input=types_pb2.ImageSource(image=image_proto(gray[:200, :200])))
+        input=types_pb2.ImageSource(image=image_proto(gray[:200, :200]))
+    )
 
 
 if __name__ == "__main__":

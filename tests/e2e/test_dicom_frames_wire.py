@@ -21,7 +21,7 @@ from pydicom.dataset import Dataset, FileMetaDataset
 from pydicom.uid import ExplicitVRLittleEndian, generate_uid
 
 from cuimg import wire_contract
-from cuimg.v1 import (imaging_service_pb2_grpc, morphology_pb2, server_info_pb2, types_pb2)
+from cuimg.v1 import imaging_service_pb2_grpc, morphology_pb2, server_info_pb2, types_pb2
 from server_process import ServerProcess
 
 SERVER = os.environ["CUIMG_SERVER"]
@@ -31,8 +31,12 @@ HTJ2K = "1.2.840.10008.1.2.4.201"
 ROWS, COLUMNS = 40, 52
 
 # name: (dtype, bits stored, signed, slope, intercept)
-PIXELS = {"u8": (np.uint8, 8, False, 1, 0), "ct12": (np.uint16, 12, False, 1, -1024),
-          "i16": (np.int16, 16, True, 1, 0), "i16_12": (np.int16, 12, True, 2, -3)}
+PIXELS = {
+    "u8": (np.uint8, 8, False, 1, 0),
+    "ct12": (np.uint16, 12, False, 1, -1024),
+    "i16": (np.int16, 16, True, 1, 0),
+    "i16_12": (np.int16, 12, True, 2, -3),
+}
 # name: (command, lossless, pixels it applies to)
 COMPRESSORS = {
     "rle": (["dcmcrle"], True, PIXELS),
@@ -51,8 +55,11 @@ def pixels(name, seed):
     lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
     rng = np.random.default_rng(seed)
     y, x = np.mgrid[0:ROWS, 0:COLUMNS]
-    a = np.where(rng.random((ROWS, COLUMNS)) < 0.3, rng.integers(lo, hi + 1, (ROWS, COLUMNS)),
-                 (x * 37 + y * 91) % (hi - lo + 1) + lo)
+    a = np.where(
+        rng.random((ROWS, COLUMNS)) < 0.3,
+        rng.integers(lo, hi + 1, (ROWS, COLUMNS)),
+        (x * 37 + y * 91) % (hi - lo + 1) + lo,
+    )
     a[0, 0], a[0, 1] = lo, hi
     return a.astype(dtype)
 
@@ -77,8 +84,9 @@ def write_series(path, frames, name):
     ds.save_as(path, write_like_original=False)
 
 
-def frames_request(uid, rows, columns, bits_allocated, bits_stored, signed, frames, slopes,
-                   intercepts):
+def frames_request(
+    uid, rows, columns, bits_allocated, bits_stored, signed, frames, slopes, intercepts
+):
     r = morphology_pb2.MorphologyRequest()
     f = r.input.dicom_frames
     f.transfer_syntax_uid = uid
@@ -91,7 +99,10 @@ def frames_request(uid, rows, columns, bits_allocated, bits_stored, signed, fram
     f.spacing.x_mm, f.spacing.y_mm, f.spacing.z_mm = 0.6, 0.6, 1.25
     step = r.steps.add(op=morphology_pb2.MORPHOLOGY_OP_ERODE)  # 1x1: the identity
     step.element.shape, step.element.width, step.element.height = (
-        morphology_pb2.ELEMENT_SHAPE_RECT, 1, 1)
+        morphology_pb2.ELEMENT_SHAPE_RECT,
+        1,
+        1,
+    )
     return r
 
 
@@ -140,17 +151,28 @@ class DicomFramesWire(unittest.TestCase):
                     ds = pydicom.dcmread(path)
                     frames = list(encaps.generate_pixel_data_frame(ds.PixelData, 2))
                     slope, intercept = float(ds.RescaleSlope), float(ds.RescaleIntercept)
-                    request = frames_request(str(ds.file_meta.TransferSyntaxUID), ds.Rows,
-                                             ds.Columns, ds.BitsAllocated, ds.BitsStored,
-                                             bool(ds.PixelRepresentation), frames,
-                                             [slope] * 2, [intercept] * 2)
+                    request = frames_request(
+                        str(ds.file_meta.TransferSyntaxUID),
+                        ds.Rows,
+                        ds.Columns,
+                        ds.BitsAllocated,
+                        ds.BitsStored,
+                        bool(ds.PixelRepresentation),
+                        frames,
+                        [slope] * 2,
+                        [intercept] * 2,
+                    )
                     response, timing = self.call(request)
                     got = result_array(response, 2)
-                    self.assertTrue(np.array_equal(
-                        got, rescaled(ds.pixel_array, int(slope), int(intercept))))
+                    self.assertTrue(
+                        np.array_equal(got, rescaled(ds.pixel_array, int(slope), int(intercept)))
+                    )
                     if lossless:
-                        self.assertTrue(np.array_equal(
-                            got, rescaled(np.stack(source), int(slope), int(intercept))))
+                        self.assertTrue(
+                            np.array_equal(
+                                got, rescaled(np.stack(source), int(slope), int(intercept))
+                            )
+                        )
                     self.assertGreater(timing["decode_us"], 0)
                     gpu_syntax = str(ds.file_meta.TransferSyntaxUID).endswith((".90", ".91"))
                     if ON_GPU and gpu_syntax:
@@ -165,10 +187,29 @@ class DicomFramesWire(unittest.TestCase):
             a = pixels(name, 100 + k)
             raw, j2c = (os.path.join(self.tmp.name, n) for n in ("h.raw", "h.j2c"))
             a.tofile(raw)
-            subprocess.run(["ojph_compress", "-i", raw, "-o", j2c, "-reversible", "true",
-                            "-dims", f"{{{COLUMNS},{ROWS}}}", "-num_comps", "1", "-signed",
-                            "false", "-bit_depth", str(bits), "-downsamp", "{1,1}"],
-                           check=True, capture_output=True)
+            subprocess.run(
+                [
+                    "ojph_compress",
+                    "-i",
+                    raw,
+                    "-o",
+                    j2c,
+                    "-reversible",
+                    "true",
+                    "-dims",
+                    f"{{{COLUMNS},{ROWS}}}",
+                    "-num_comps",
+                    "1",
+                    "-signed",
+                    "false",
+                    "-bit_depth",
+                    str(bits),
+                    "-downsamp",
+                    "{1,1}",
+                ],
+                check=True,
+                capture_output=True,
+            )
             with open(j2c, "rb") as f:
                 frames.append(f.read())
             source.append(a)
@@ -176,8 +217,7 @@ class DicomFramesWire(unittest.TestCase):
 
     def test_htj2k_frames_and_results(self):
         source, frames = self.ojph_frames("ct12", 5)
-        request = frames_request(HTJ2K, ROWS, COLUMNS, 16, 12, False, frames, [1] * 5,
-                                 [-1024] * 5)
+        request = frames_request(HTJ2K, ROWS, COLUMNS, 16, 12, False, frames, [1] * 5, [-1024] * 5)
         response, timing = self.call(request)
         expected = rescaled(source, 1, -1024)
         self.assertTrue(np.array_equal(result_array(response, 5), expected))
@@ -195,33 +235,46 @@ class DicomFramesWire(unittest.TestCase):
             j2c, raw = (os.path.join(self.tmp.name, n) for n in ("r.j2c", "r.raw"))
             with open(j2c, "wb") as f:
                 f.write(frame.data)
-            subprocess.run(["opj_decompress", "-i", j2c, "-o", raw], check=True,
-                           capture_output=True)
+            subprocess.run(
+                ["opj_decompress", "-i", j2c, "-o", raw], check=True, capture_output=True
+            )
             decoded = np.fromfile(raw, np.int16).reshape(ROWS, COLUMNS)
             self.assertTrue(np.array_equal(decoded, expected[z]), z)
 
     def test_a_cut_frame_is_refused_naming_it(self):
         _, frames = self.ojph_frames("ct12", 3)
-        frames[1] = frames[1][:len(frames[1]) // 2]
+        frames[1] = frames[1][: len(frames[1]) // 2]
         request = frames_request(HTJ2K, ROWS, COLUMNS, 16, 12, False, frames, [1] * 3, [0] * 3)
         with self.assertRaises(grpc.RpcError) as caught:
             self.stub.Morphology(request, timeout=60)
         self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
         details = wire_contract.error_info(caught.exception.trailing_metadata())
-        self.assertEqual((details.reason, details.field),
-                         ("CORRUPT_ENCODED_DATA", "input.dicom_frames.frames[1]"))
+        self.assertEqual(
+            (details.reason, details.field),
+            ("CORRUPT_ENCODED_DATA", "input.dicom_frames.frames[1]"),
+        )
 
     def test_server_info_and_metrics(self):
         info = self.stub.GetServerInfo(server_info_pb2.GetServerInfoRequest(), timeout=10)
-        for uid in (HTJ2K, "1.2.840.10008.1.2.4.90", "1.2.840.10008.1.2.4.80",
-                    "1.2.840.10008.1.2.5", "1.2.840.10008.1.2.4.70"):
+        for uid in (
+            HTJ2K,
+            "1.2.840.10008.1.2.4.90",
+            "1.2.840.10008.1.2.4.80",
+            "1.2.840.10008.1.2.5",
+            "1.2.840.10008.1.2.4.70",
+        ):
             self.assertIn(uid, info.decodable_transfer_syntaxes)
         self.assertEqual(list(info.encodable_transfer_syntaxes), [HTJ2K])
         self.assertEqual(info.frame_decoder.startswith("nvjpeg2000"), ON_GPU, info.frame_decoder)
         _, frames = self.ojph_frames("ct12", 1)
         self.call(frames_request(HTJ2K, ROWS, COLUMNS, 16, 12, False, frames, [1], [0]))
-        metrics = urllib.request.urlopen(
-            f"http://127.0.0.1:{self.server.metrics_port}/metrics", timeout=10).read().decode()
+        metrics = (
+            urllib.request.urlopen(
+                f"http://127.0.0.1:{self.server.metrics_port}/metrics", timeout=10
+            )
+            .read()
+            .decode()
+        )
         decoder = "gpu" if ON_GPU else "cpu"
         self.assertIn(f'cuimg_decode_duration_seconds_count{{decoder="{decoder}"}}', metrics)
 

@@ -10,11 +10,11 @@ default; its frames go to cuimg-server as they are and the dilation, written as 
 (--output_syntax=htj2k), is stored with STOW-RS in that syntax and read back as stored (issue 49);
 through a proxy that refuses transfer-syntax=* (HTTP 406), the clients fall back to the
 default syntax, and Orthanc's HTTP 500 for the JPEG 2000 series is reported with its reason. Then
-the failures a user meets: wrong password, unknown series, the caps, malformed URLs. Bearer tokens and TLS go through a
-small https proxy with a throwaway CA in front of Orthanc: Orthanc takes basic authentication
-only, and Debian 12's Orthanc 1.10.1 with "SslEnabled" closed every https connection right after
-the handshake here (curl: empty reply, RSA or EC certificate alike), so cuimg's TLS is checked
-against Python's ssl module instead."""
+the failures a user meets: wrong password, unknown series, the caps, malformed URLs. Bearer tokens
+and TLS go through a small https proxy with a throwaway CA in front of Orthanc: Orthanc takes basic
+authentication only, and Debian 12's Orthanc 1.10.1 with "SslEnabled" closed every https
+connection right after the handshake here (curl: empty reply, RSA or EC certificate alike), so
+cuimg's TLS is checked against Python's ssl module instead."""
 import base64
 import http.server
 import json
@@ -62,13 +62,18 @@ def write_ct_series(directory, hu):
         meta.TransferSyntaxUID = ExplicitVRLittleEndian
         path = os.path.join(directory, f"ct{z}.dcm")
         ds = FileDataset(path, {}, file_meta=meta, preamble=b"\0" * 128)
-        ds.SOPClassUID, ds.SOPInstanceUID = meta.MediaStorageSOPClassUID, meta.MediaStorageSOPInstanceUID
+        ds.SOPClassUID, ds.SOPInstanceUID = (
+            meta.MediaStorageSOPClassUID,
+            meta.MediaStorageSOPInstanceUID,
+        )
         ds.StudyInstanceUID, ds.SeriesInstanceUID, ds.FrameOfReferenceUID = study, series, frame
         ds.PatientName, ds.PatientID, ds.Modality = "Web^Test", "DW-1", "CT"
         ds.StudyDate, ds.StudyTime, ds.AccessionNumber, ds.StudyID = "20260101", "120000", "A1", "1"
         ds.SeriesNumber, ds.InstanceNumber, ds.SeriesDescription = 3, z + 1, "Chest 2.5mm"
         ds.ImageType = ["ORIGINAL", "PRIMARY", "AXIAL"]
-        ds.ImagePositionPatient = [f"{v:.4f}" for v in np.array([-40.0, 12.5, 30.0]) + z * 2.5 * normal]
+        ds.ImagePositionPatient = [
+            f"{v:.4f}" for v in np.array([-40.0, 12.5, 30.0]) + z * 2.5 * normal
+        ]
         ds.ImageOrientationPatient = [f"{v:.6f}" for v in list(row_dir) + list(col_dir)]
         ds.PixelSpacing = ["0.75", "0.7"]
         ds.SliceThickness = "2.5"
@@ -89,18 +94,25 @@ class Orthanc:
     def __init__(self, directory):
         self.port = free_port()
         config = {
-            "Name": "cuimg-test", "StorageDirectory": os.path.join(directory, "storage"),
-            "IndexDirectory": os.path.join(directory, "storage"), "HttpPort": self.port,
-            "DicomServerEnabled": False, "RemoteAccessAllowed": False,
-            "AuthenticationEnabled": True, "RegisteredUsers": {USER: PASSWORD},
-            "Plugins": [PLUGIN], "DicomWeb": {"Enable": True, "Root": "/dicom-web/"},
+            "Name": "cuimg-test",
+            "StorageDirectory": os.path.join(directory, "storage"),
+            "IndexDirectory": os.path.join(directory, "storage"),
+            "HttpPort": self.port,
+            "DicomServerEnabled": False,
+            "RemoteAccessAllowed": False,
+            "AuthenticationEnabled": True,
+            "RegisteredUsers": {USER: PASSWORD},
+            "Plugins": [PLUGIN],
+            "DicomWeb": {"Enable": True, "Root": "/dicom-web/"},
             "SaveJobs": False,
         }
         path = os.path.join(directory, "orthanc.json")
         with open(path, "w") as f:
             json.dump(config, f)
         self.log = open(os.path.join(directory, "orthanc.log"), "w")
-        self.process = subprocess.Popen(["Orthanc", path], stdout=self.log, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(
+            ["Orthanc", path], stdout=self.log, stderr=subprocess.STDOUT
+        )
         self.root = f"http://127.0.0.1:{self.port}"
         self.url = self.root + "/dicom-web"
         deadline = time.time() + 30
@@ -151,12 +163,17 @@ class BearerProxy:
                     self.end_headers()
                     return
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                headers = {k: v for k, v in self.headers.items()
-                           if k.lower() in ("accept", "content-type")}
+                headers = {
+                    k: v for k, v in self.headers.items() if k.lower() in ("accept", "content-type")
+                }
                 credentials = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
                 headers["Authorization"] = f"Basic {credentials}"
-                request = urllib.request.Request(orthanc.root + self.path, data=body or None,
-                                                 headers=headers, method=self.command)
+                request = urllib.request.Request(
+                    orthanc.root + self.path,
+                    data=body or None,
+                    headers=headers,
+                    method=self.command,
+                )
                 try:
                     response = urllib.request.urlopen(request, timeout=30)
                 except urllib.error.HTTPError as e:
@@ -208,8 +225,11 @@ class NoStoredSyntaxProxy:
                 credentials = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
                 request = urllib.request.Request(
                     orthanc.root + self.path,
-                    headers={"Accept": self.headers.get("Accept", ""),
-                             "Authorization": f"Basic {credentials}"})
+                    headers={
+                        "Accept": self.headers.get("Accept", ""),
+                        "Authorization": f"Basic {credentials}",
+                    },
+                )
                 try:
                     response = urllib.request.urlopen(request, timeout=30)
                 except urllib.error.HTTPError as e:
@@ -284,7 +304,8 @@ class DicomwebEndToEnd(unittest.TestCase):
         cls.no_stored_syntax = NoStoredSyntaxProxy(cls.orthanc)
         # As pydicom datasets (the directory form is test_python_workflow's).
         stored, series_url = dicomweb.store_series(
-            cls.orthanc.url, [pydicom.dcmread(p) for p in cls.compressed_paths], auth=cls.auth)
+            cls.orthanc.url, [pydicom.dcmread(p) for p in cls.compressed_paths], auth=cls.auth
+        )
         assert stored == 4 and series_url.endswith(f"/series/{cls.series}"), (stored, series_url)
 
     @classmethod
@@ -298,13 +319,26 @@ class DicomwebEndToEnd(unittest.TestCase):
 
     def cuimg(self, source, output, *flags, auth=None):
         if auth is None:
-            auth = [f"--dicomweb_user={USER}",
-                    f"--dicomweb_password_file={os.path.join(self.dir, 'password')}"]
+            auth = [
+                f"--dicomweb_user={USER}",
+                f"--dicomweb_password_file={os.path.join(self.dir, 'password')}",
+            ]
         return subprocess.run(
-            [CLIENT, "morphology", f"--target={self.server.target}", f"--steps={STEPS}",
-             f"--input={source}", f"--output={output}", f"--dicomweb_ca_file={self.tls.ca_cert}",
-             *auth, *flags],
-            capture_output=True, text=True, timeout=120)
+            [
+                CLIENT,
+                "morphology",
+                f"--target={self.server.target}",
+                f"--steps={STEPS}",
+                f"--input={source}",
+                f"--output={output}",
+                f"--dicomweb_ca_file={self.tls.ca_cert}",
+                *auth,
+                *flags,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     def series_url(self, series):
         return f"dicomweb+{self.orthanc.url}/studies/{self.study}/series/{series}"
@@ -319,30 +353,43 @@ class DicomwebEndToEnd(unittest.TestCase):
         self.assertEqual(syntaxes, {pydicom.uid.RLELossless, pydicom.uid.JPEGLosslessSV1})
 
     def test_morphology_dicomweb_to_dicomweb(self):
-        before = {value(s, "0020000E") for s in self.orthanc.get(f"/dicom-web/studies/{self.study}/series")}
+        before = {
+            value(s, "0020000E")
+            for s in self.orthanc.get(f"/dicom-web/studies/{self.study}/series")
+        }
         result = self.cuimg(self.series_url(self.series), f"dicomweb+{self.orthanc.url}")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("stored 4 instances with STOW-RS", result.stderr)
         self.assertIn(f"wrote dicomweb+{self.orthanc.url} (64x64x4", result.stdout)
         self.assertNotIn("Web^Test", result.stdout + result.stderr)  # patient fields never printed
-        after = {value(s, "0020000E") for s in self.orthanc.get(f"/dicom-web/studies/{self.study}/series")}
+        after = {
+            value(s, "0020000E")
+            for s in self.orthanc.get(f"/dicom-web/studies/{self.study}/series")
+        }
         derived = after - before
         self.assertEqual(len(derived), 1, (before, after))
         derived_uid = derived.pop()
         self.assertIn(f"/series/{derived_uid}", result.stderr)
 
-        volume, spacing, slices = dicomweb.read_series(self.orthanc.url, self.study, derived_uid,
-                                                       auth=self.auth)
+        volume, spacing, slices = dicomweb.read_series(
+            self.orthanc.url, self.study, derived_uid, auth=self.auth
+        )
         # Neutral border: outside voxels never win, which is SciPy's "nearest" for a maximum.
         expected = ndimage.grey_dilation(self.hu, size=(3, 3, 3), mode="nearest")
         np.testing.assert_array_equal(volume, expected)
         self.assertEqual(len(slices), 4)
-        source_by_position = {tuple(float(v) for v in s.ImagePositionPatient): s for s in self.sources}
+        source_by_position = {
+            tuple(float(v) for v in s.ImagePositionPatient): s for s in self.sources
+        }
         for ds in slices:
             source = source_by_position[tuple(float(v) for v in ds.ImagePositionPatient)]
-            self.assertEqual([float(v) for v in ds.ImageOrientationPatient],
-                             [float(v) for v in source.ImageOrientationPatient])
-            self.assertEqual([float(v) for v in ds.PixelSpacing], [float(v) for v in source.PixelSpacing])
+            self.assertEqual(
+                [float(v) for v in ds.ImageOrientationPatient],
+                [float(v) for v in source.ImageOrientationPatient],
+            )
+            self.assertEqual(
+                [float(v) for v in ds.PixelSpacing], [float(v) for v in source.PixelSpacing]
+            )
             self.assertEqual(ds.FrameOfReferenceUID, source.FrameOfReferenceUID)
             self.assertEqual(ds.StudyInstanceUID, self.study)
             self.assertNotEqual(ds.SOPInstanceUID, source.SOPInstanceUID)
@@ -357,54 +404,71 @@ class DicomwebEndToEnd(unittest.TestCase):
         # The README's lines: read from the PACS, process, write the derived series, store it.
         import cuimg
         from cuimg import dicom
+
         url, auth = self.orthanc.url, self.auth
         volume, spacing, slices = dicomweb.read_series(url, self.study, self.series, auth=auth)
         derived_dir = os.path.join(self.dir, "python_derived")
         with cuimg.Client(self.server.target) as c:
-            derived_uid = dicom.write_series(slices, c.morphology(volume, "erode:cross:3x3"),
-                                             derived_dir)
+            derived_uid = dicom.write_series(
+                slices, c.morphology(volume, "erode:cross:3x3"), derived_dir
+            )
         count, series_url = dicomweb.store_series(url, derived_dir, auth=auth)
         self.assertEqual(count, 4)
-        self.assertTrue(series_url.endswith(f"/studies/{self.study}/series/{derived_uid}"),
-                        series_url)
-        back, back_spacing, back_slices = dicomweb.read_series(url, self.study, derived_uid,
-                                                               auth=auth)
+        self.assertTrue(
+            series_url.endswith(f"/studies/{self.study}/series/{derived_uid}"), series_url
+        )
+        back, back_spacing, back_slices = dicomweb.read_series(
+            url, self.study, derived_uid, auth=auth
+        )
         cross = ndimage.generate_binary_structure(2, 1)[None]  # 3x3 cross in each slice
         np.testing.assert_array_equal(
-            back, ndimage.grey_erosion(self.hu, footprint=cross, mode="nearest"))
+            back, ndimage.grey_erosion(self.hu, footprint=cross, mode="nearest")
+        )
         self.assertEqual(back_spacing, spacing)
-        self.assertEqual([s.ImagePositionPatient for s in back_slices],
-                         [s.ImagePositionPatient for s in slices])
+        self.assertEqual(
+            [s.ImagePositionPatient for s in back_slices], [s.ImagePositionPatient for s in slices]
+        )
 
     @staticmethod
     def writer_references_sources():
         """Whether this cuimg writes SourceImageSequence: the derived-series work that brought
         it (branch dicom) also brought the --uid_root flag. Until that is merged the references
         are not checked; from then on they must be there."""
-        help_text = subprocess.run([CLIENT, "--helpfull"], capture_output=True, text=True,
-                                   check=True).stdout
+        help_text = subprocess.run(
+            [CLIENT, "--helpfull"], capture_output=True, text=True, check=True
+        ).stdout
         return "--uid_root " in help_text
 
     def test_jpeg2000_series_is_read_in_its_stored_syntax(self):
         syntaxes = set()
         for instance in self.orthanc.get("/instances"):
-            if self.orthanc.get(f"/instances/{instance}/tags?simplify")["SeriesInstanceUID"] == self.j2k_series:
+            if (
+                self.orthanc.get(f"/instances/{instance}/tags?simplify")["SeriesInstanceUID"]
+                == self.j2k_series
+            ):
                 syntaxes.add(self.orthanc.text(f"/instances/{instance}/metadata/TransferSyntax"))
         self.assertEqual(syntaxes, {pydicom.uid.JPEG2000Lossless})
         # Why: this Orthanc cannot give the series in the default syntax.
-        sop = self.orthanc.get(f"/dicom-web/studies/{self.study}/series/{self.j2k_series}/instances")[0]
+        sop = self.orthanc.get(
+            f"/dicom-web/studies/{self.study}/series/{self.j2k_series}/instances"
+        )[0]
         with self.assertRaises(urllib.error.HTTPError) as caught:
-            self.orthanc.text(f"/dicom-web/studies/{self.study}/series/{self.j2k_series}/instances/"
-                              f"{value(sop, '00080018')}",
-                              accept='multipart/related; type="application/dicom"')  # the default syntax
+            self.orthanc.text(
+                f"/dicom-web/studies/{self.study}/series/{self.j2k_series}/instances/"
+                f"{value(sop, '00080018')}",
+                accept='multipart/related; type="application/dicom"',
+            )  # the default syntax
         self.assertEqual(caught.exception.code, 500)
         out = os.path.join(self.dir, "j2k_derived")
         result = self.cuimg(self.series_url(self.j2k_series), out)
         self.assertEqual(result.returncode, 0, result.stderr)
         volume, _, _ = cuimg_dicom.read_series(out)
         np.testing.assert_array_equal(
-            volume, ndimage.grey_dilation(self.hu_j2k, size=(3, 3, 3), mode="nearest"))
-        volume, _, _ = dicomweb.read_series(self.orthanc.url, self.study, self.j2k_series, auth=self.auth)
+            volume, ndimage.grey_dilation(self.hu_j2k, size=(3, 3, 3), mode="nearest")
+        )
+        volume, _, _ = dicomweb.read_series(
+            self.orthanc.url, self.study, self.j2k_series, auth=self.auth
+        )
         np.testing.assert_array_equal(volume, self.hu_j2k)
 
     def test_jpeg2000_series_round_trip_stored_as_htj2k(self):
@@ -454,17 +518,20 @@ class DicomwebEndToEnd(unittest.TestCase):
         source = f"dicomweb+{proxy.url}/studies/{self.study}/series/{self.j2k_series}"
         result = self.cuimg(source, os.path.join(self.dir, "never"))
         self.assertEqual(result.returncode, 1, result.stderr)
-        self.assertIn("HTTP 500 (the server says: Error encountered within the plugin engine)",
-                      result.stderr)
+        self.assertIn(
+            "HTTP 500 (the server says: Error encountered within the plugin engine)", result.stderr
+        )
         with self.assertRaises(dicomweb.DicomwebError) as caught:
             dicomweb.read_series(proxy.url, self.study, self.j2k_series, auth=self.auth)
         self.assertEqual(caught.exception.status, 500)
-        self.assertIn("(the server says: Error encountered within the plugin engine)",
-                      str(caught.exception))
+        self.assertIn(
+            "(the server says: Error encountered within the plugin engine)", str(caught.exception)
+        )
 
     def test_python_reads_the_source_exactly(self):
-        volume, spacing, slices = dicomweb.read_series(self.orthanc.url, self.study, self.series,
-                                                       auth=self.auth)
+        volume, spacing, slices = dicomweb.read_series(
+            self.orthanc.url, self.study, self.series, auth=self.auth
+        )
         np.testing.assert_array_equal(volume, self.hu)  # the server decompressed them losslessly
         self.assertAlmostEqual(spacing[0], 0.7)
         self.assertAlmostEqual(spacing[1], 0.75)
@@ -472,8 +539,11 @@ class DicomwebEndToEnd(unittest.TestCase):
     def test_wrong_password(self):
         with open(os.path.join(self.dir, "wrong"), "w") as f:
             f.write("nope")
-        result = self.cuimg(self.series_url(self.series), os.path.join(self.dir, "never"),
-                            f"--dicomweb_password_file={os.path.join(self.dir, 'wrong')}")
+        result = self.cuimg(
+            self.series_url(self.series),
+            os.path.join(self.dir, "never"),
+            f"--dicomweb_password_file={os.path.join(self.dir, 'wrong')}",
+        )
         self.assertEqual(result.returncode, 1, result.stderr)
         self.assertIn("HTTP 401", result.stderr)
         self.assertNotIn("nope", result.stderr)
@@ -487,17 +557,20 @@ class DicomwebEndToEnd(unittest.TestCase):
             f.write(TOKEN + "\n")
         before = self.proxy.forwarded
         source = f"dicomweb+{self.proxy.url}/studies/{self.study}/series/{self.series}"
-        result = self.cuimg(source, f"dicomweb+{self.proxy.url}",
-                            auth=[f"--dicomweb_token_file={token}"])
+        result = self.cuimg(
+            source, f"dicomweb+{self.proxy.url}", auth=[f"--dicomweb_token_file={token}"]
+        )
         self.assertEqual(result.returncode, 0, result.stderr)
         # QIDO-RS, 4 WADO-RS and one STOW-RS went through the proxy, each with the token.
         self.assertEqual(self.proxy.forwarded - before, 6)
         series_url = result.stderr.strip().rsplit(" ", 1)[-1]
         derived_uid = series_url.rsplit("/series/", 1)[-1]
-        volume, _, _ = dicomweb.read_series(self.proxy.url, self.study, derived_uid, auth=TOKEN,
-                                            ca_file=self.tls.ca_cert)
+        volume, _, _ = dicomweb.read_series(
+            self.proxy.url, self.study, derived_uid, auth=TOKEN, ca_file=self.tls.ca_cert
+        )
         np.testing.assert_array_equal(
-            volume, ndimage.grey_dilation(self.hu, size=(3, 3, 3), mode="nearest"))
+            volume, ndimage.grey_dilation(self.hu, size=(3, 3, 3), mode="nearest")
+        )
         result = self.cuimg(source, os.path.join(self.dir, "never"), auth=[])
         self.assertEqual(result.returncode, 1, result.stderr)
         self.assertIn("HTTP 401", result.stderr)
@@ -509,10 +582,19 @@ class DicomwebEndToEnd(unittest.TestCase):
             f.write(TOKEN)
         before = self.proxy.forwarded
         result = subprocess.run(
-            [CLIENT, "morphology", f"--target={self.server.target}", f"--steps={STEPS}",
-             f"--input=dicomweb+{self.proxy.url}/studies/{self.study}/series/{self.series}",
-             f"--output={self.dir}/never", f"--dicomweb_token_file={token}"],
-            capture_output=True, text=True, timeout=120)
+            [
+                CLIENT,
+                "morphology",
+                f"--target={self.server.target}",
+                f"--steps={STEPS}",
+                f"--input=dicomweb+{self.proxy.url}/studies/{self.study}/series/{self.series}",
+                f"--output={self.dir}/never",
+                f"--dicomweb_token_file={token}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         self.assertEqual(result.returncode, 1, result.stderr)
         self.assertIn("certificate", result.stderr.lower())
         with self.assertRaises(dicomweb.DicomwebError):
@@ -525,36 +607,47 @@ class DicomwebEndToEnd(unittest.TestCase):
         self.assertIn("no instances in this series", result.stderr)
 
     def test_instance_cap(self):
-        result = self.cuimg(self.series_url(self.series), os.path.join(self.dir, "never"),
-                            "--dicomweb_max_instances=3")
+        result = self.cuimg(
+            self.series_url(self.series),
+            os.path.join(self.dir, "never"),
+            "--dicomweb_max_instances=3",
+        )
         self.assertEqual(result.returncode, 1, result.stderr)
         self.assertIn("4 instances, more than the limit of 3", result.stderr)
-        result = self.cuimg(self.series_url(self.series), os.path.join(self.dir, "never"),
-                            "--dicomweb_max_bytes=20000")
+        result = self.cuimg(
+            self.series_url(self.series),
+            os.path.join(self.dir, "never"),
+            "--dicomweb_max_bytes=20000",
+        )
         self.assertEqual(result.returncode, 1, result.stderr)
         self.assertIn("larger than the limit of 20000 bytes", result.stderr)
         with self.assertRaises(ValueError):
-            dicomweb.read_series(self.orthanc.url, self.study, self.series, auth=self.auth,
-                                 max_instances=3)
+            dicomweb.read_series(
+                self.orthanc.url, self.study, self.series, auth=self.auth, max_instances=3
+            )
 
     def test_malformed_urls(self):
         for url, message in [
-                (f"dicomweb+{self.orthanc.url}/studies/{self.study}", "ends in /studies/"),
-                (f"dicomweb+{self.orthanc.url}/studies/{self.study}/series/x'y", "series UID"),
-                (f"dicomweb+ftp://127.0.0.1/studies/1/series/2", "http or https"),
-                (self.series_url(self.series) + "?limit=1", "no query")]:
+            (f"dicomweb+{self.orthanc.url}/studies/{self.study}", "ends in /studies/"),
+            (f"dicomweb+{self.orthanc.url}/studies/{self.study}/series/x'y", "series UID"),
+            ("dicomweb+ftp://127.0.0.1/studies/1/series/2", "http or https"),
+            (self.series_url(self.series) + "?limit=1", "no query"),
+        ]:
             result = self.cuimg(url, os.path.join(self.dir, "never"))
             self.assertEqual(result.returncode, 2, (url, result.stderr))
             self.assertIn(message, result.stderr)
-        result = self.cuimg(self.series_url(self.series), f"dicomweb+{self.orthanc.url}/studies/1.2")
+        result = self.cuimg(
+            self.series_url(self.series), f"dicomweb+{self.orthanc.url}/studies/1.2"
+        )
         self.assertEqual(result.returncode, 2, result.stderr)
         self.assertIn("without /studies", result.stderr)
         # Credentials never go over plain http to another host.
-        result = self.cuimg("dicomweb+http://192.0.2.1/dicom-web/studies/1/series/2",
-                            os.path.join(self.dir, "never"))
+        result = self.cuimg(
+            "dicomweb+http://192.0.2.1/dicom-web/studies/1/series/2",
+            os.path.join(self.dir, "never"),
+        )
         self.assertEqual(result.returncode, 2, result.stderr)
         self.assertIn("credentials are sent over https only", result.stderr)
-
 
 
 class PythonMultipart(unittest.TestCase):
@@ -562,14 +655,24 @@ class PythonMultipart(unittest.TestCase):
     CLI's: the two read the same answers the same way."""
 
     def test_archive_reason_as_the_cli_quotes_it(self):  # ArchiveReasonTest in multipart_test.cc
-        orthanc = (b'{\n\t"HttpError" : "Internal Server Error",\n\t"Message" : '
-                   b'"Error encountered within the plugin engine",\n\t"OrthancStatus" : 1\n}')
-        self.assertEqual(dicomweb.archive_reason(orthanc), "Error encountered within the plugin engine")
-        details = (b'{"Details": "Unsupported transfer syntax in WADO-RS: 1.2.3",'
-                   b' "Message": "Bad request"}')
-        self.assertEqual(dicomweb.archive_reason(details), "Unsupported transfer syntax in WADO-RS: 1.2.3")
-        self.assertEqual(dicomweb.archive_reason(b"Service \x1b[31mdown\x7f\tfor now\r\nsecond line"),
-                         "Service [31mdown for now")
+        orthanc = (
+            b'{\n\t"HttpError" : "Internal Server Error",\n\t"Message" : '
+            b'"Error encountered within the plugin engine",\n\t"OrthancStatus" : 1\n}'
+        )
+        self.assertEqual(
+            dicomweb.archive_reason(orthanc), "Error encountered within the plugin engine"
+        )
+        details = (
+            b'{"Details": "Unsupported transfer syntax in WADO-RS: 1.2.3",'
+            b' "Message": "Bad request"}'
+        )
+        self.assertEqual(
+            dicomweb.archive_reason(details), "Unsupported transfer syntax in WADO-RS: 1.2.3"
+        )
+        self.assertEqual(
+            dicomweb.archive_reason(b"Service \x1b[31mdown\x7f\tfor now\r\nsecond line"),
+            "Service [31mdown for now",
+        )
         self.assertEqual(len(dicomweb.archive_reason(b"x" * 5000)), 200)
         self.assertEqual(dicomweb.archive_reason(b""), "")
         self.assertEqual(dicomweb.archive_reason(b"[1, 2]"), "")
@@ -577,24 +680,34 @@ class PythonMultipart(unittest.TestCase):
     def test_reads_preamble_headers_padding_and_epilogue(self):
         boundary = dicomweb.multipart_boundary('Multipart/Related;BOUNDARY="a b:c";type=x')
         self.assertEqual(boundary, "a b:c")
-        body = (b"preamble\r\n--xyz \t\r\nContent-Type: application/dicom\r\nX: y\r\n\r\n"
-                b"DICM\r\n--\r\n--xyz\r\n\r\nsecond\r\n--xyz--\r\nepilogue")
-        self.assertEqual(dicomweb.split_multipart(body, "xyz", 10),
-                         [(b"Content-Type: application/dicom\r\nX: y", b"DICM\r\n--"),
-                          (b"", b"second")])
+        body = (
+            b"preamble\r\n--xyz \t\r\nContent-Type: application/dicom\r\nX: y\r\n\r\n"
+            b"DICM\r\n--\r\n--xyz\r\n\r\nsecond\r\n--xyz--\r\nepilogue"
+        )
+        self.assertEqual(
+            dicomweb.split_multipart(body, "xyz", 10),
+            [(b"Content-Type: application/dicom\r\nX: y", b"DICM\r\n--"), (b"", b"second")],
+        )
 
     def test_refuses_malformed_bodies(self):
-        for content_type in ("application/dicom", "multipart/related; type=x",
-                             "multipart/related; boundary=", "multipart/related; boundary=" + "a" * 71):
+        for content_type in (
+            "application/dicom",
+            "multipart/related; type=x",
+            "multipart/related; boundary=",
+            "multipart/related; boundary=" + "a" * 71,
+        ):
             with self.assertRaises(ValueError):
                 dicomweb.multipart_boundary(content_type)
-        for body, message in [(b"no boundary here", "no boundary line"),
-                              (b"--b\r\nContent-Type: x\r\n", "blank line"),
-                              (b"--b\r\n\r\ntruncated", "truncated"),
-                              (b"--bX\r\n\r\nx\r\n--b--", "CRLF"),
-                              (b"--b\r\n\r\n1\r\n--b\r\n\r\n2\r\n--b--", "more than 1 parts")]:
+        for body, message in [
+            (b"no boundary here", "no boundary line"),
+            (b"--b\r\nContent-Type: x\r\n", "blank line"),
+            (b"--b\r\n\r\ntruncated", "truncated"),
+            (b"--bX\r\n\r\nx\r\n--b--", "CRLF"),
+            (b"--b\r\n\r\n1\r\n--b\r\n\r\n2\r\n--b--", "more than 1 parts"),
+        ]:
             with self.assertRaisesRegex(ValueError, message):
                 dicomweb.split_multipart(body, "b", 1)
+
 
 if __name__ == "__main__":
     unittest.main()

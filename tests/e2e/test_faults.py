@@ -35,12 +35,20 @@ OVERLOAD_SECONDS = float(os.environ.get("CUIMG_OVERLOAD_SECONDS", "20"))
 def morph(size, disk, seed=0):
     data = np.random.default_rng(seed).integers(0, 256, size * size, np.uint8).tobytes()
     return morphology_pb2.MorphologyRequest(
-        input=types_pb2.ImageSource(image=types_pb2.Image(
-            pixel_type=types_pb2.PIXEL_TYPE_U8, width=size, height=size, data=data)),
-        steps=[morphology_pb2.MorphologyStep(
-            op=morphology_pb2.MORPHOLOGY_OP_DILATE,
-            element=morphology_pb2.StructuringElement(shape=morphology_pb2.ELEMENT_SHAPE_ELLIPSE,
-                                                      width=disk, height=disk))])
+        input=types_pb2.ImageSource(
+            image=types_pb2.Image(
+                pixel_type=types_pb2.PIXEL_TYPE_U8, width=size, height=size, data=data
+            )
+        ),
+        steps=[
+            morphology_pb2.MorphologyStep(
+                op=morphology_pb2.MORPHOLOGY_OP_DILATE,
+                element=morphology_pb2.StructuringElement(
+                    shape=morphology_pb2.ELEMENT_SHAPE_ELLIPSE, width=disk, height=disk
+                ),
+            )
+        ],
+    )
 
 
 SLOW = morph(640, 61)  # about a second on one CPU core
@@ -105,8 +113,7 @@ class CancelAndDeadline(unittest.TestCase):
         running.result()
         self.stub.Morphology(QUICK, timeout=30)
         deadline = time.monotonic() + 10
-        while (requests_total(self.server, "DEADLINE_EXCEEDED") < 1 and
-               time.monotonic() < deadline):
+        while requests_total(self.server, "DEADLINE_EXCEEDED") < 1 and time.monotonic() < deadline:
             time.sleep(0.1)
         self.assertEqual(requests_total(self.server, "DEADLINE_EXCEEDED"), 1)
         self.assertEqual(requests_total(self.server, "OK"), 2)
@@ -118,8 +125,9 @@ class GracefulTermination(unittest.TestCase):
         try:
             channel = server.channel()
             stub = imaging_service_pb2_grpc.ImagingStub(channel)
-            in_flight = [stub.Morphology.future(morph(400, 45, seed=i), timeout=120)
-                         for i in range(3)]
+            in_flight = [
+                stub.Morphology.future(morph(400, 45, seed=i), timeout=120) for i in range(3)
+            ]
             time.sleep(0.3)
             server.process.send_signal(signal.SIGTERM)
             time.sleep(0.3)
@@ -145,8 +153,9 @@ class KillAndRestart(unittest.TestCase):
         port = server.grpc_port
         channel = server.channel()
         stub = imaging_service_pb2_grpc.ImagingStub(channel)
-        handle = stub.Upload(iter([resident_pb2.UploadRequest(image=QUICK.input.image)]),
-                             timeout=10).object.handle
+        handle = stub.Upload(
+            iter([resident_pb2.UploadRequest(image=QUICK.input.image)]), timeout=10
+        ).object.handle
         stop = threading.Event()
         outcomes = []
         lock = threading.Lock()
@@ -162,21 +171,28 @@ class KillAndRestart(unittest.TestCase):
                             outcomes.append(("OK", attempt, time.monotonic() - started))
                         break
                     except grpc.RpcError as e:
-                        if e.code() not in (grpc.StatusCode.UNAVAILABLE,
-                                            grpc.StatusCode.DEADLINE_EXCEEDED):
+                        if e.code() not in (
+                            grpc.StatusCode.UNAVAILABLE,
+                            grpc.StatusCode.DEADLINE_EXCEEDED,
+                        ):
                             with lock:
                                 outcomes.append((e.code().name, attempt, 0))
                             break
                         time.sleep(0.05)
+
         threads = [threading.Thread(target=client) for _ in range(4)]
         # An upload that is surely in flight at the kill: the quick Morphology calls above may
         # all fall between kills on a slow machine, this one cannot.
         release = threading.Event()
 
         def half_upload():
-            yield resident_pb2.UploadRequest(image=types_pb2.Image(
-                pixel_type=types_pb2.PIXEL_TYPE_U8, width=64, height=64, data=bytes(1024)))
+            yield resident_pb2.UploadRequest(
+                image=types_pb2.Image(
+                    pixel_type=types_pb2.PIXEL_TYPE_U8, width=64, height=64, data=bytes(1024)
+                )
+            )
             release.wait(60)
+
         caught_upload = stub.Upload.future(half_upload(), timeout=60)
         restarted = None
         try:
@@ -187,8 +203,9 @@ class KillAndRestart(unittest.TestCase):
             server.process.wait()
             killed_at = time.monotonic()
             time.sleep(1)
-            restarted = ServerProcess(SERVER, f"--backend={BACKEND}", "--worker_threads=2",
-                                      listen=f"127.0.0.1:{port}")
+            restarted = ServerProcess(
+                SERVER, f"--backend={BACKEND}", "--worker_threads=2", listen=f"127.0.0.1:{port}"
+            )
             time.sleep(3)
             stop.set()
             for t in threads:
@@ -201,9 +218,22 @@ class KillAndRestart(unittest.TestCase):
             with self.assertRaises(grpc.RpcError) as caught:
                 caught_upload.result(timeout=30)
             self.assertEqual(caught.exception.code(), grpc.StatusCode.UNAVAILABLE)
-            retried = stub.Upload(iter([resident_pb2.UploadRequest(image=types_pb2.Image(
-                pixel_type=types_pb2.PIXEL_TYPE_U8, width=64, height=64, data=bytes(4096)))]),
-                timeout=30, wait_for_ready=True)
+            retried = stub.Upload(
+                iter(
+                    [
+                        resident_pb2.UploadRequest(
+                            image=types_pb2.Image(
+                                pixel_type=types_pb2.PIXEL_TYPE_U8,
+                                width=64,
+                                height=64,
+                                data=bytes(4096),
+                            )
+                        )
+                    ]
+                ),
+                timeout=30,
+                wait_for_ready=True,
+            )
             self.assertTrue(retried.object.handle)
             # Calls caught by the kill were served by the restarted server, within seconds.
             self.assertLess(max(o[2] for o in recovered), 20)
@@ -211,8 +241,12 @@ class KillAndRestart(unittest.TestCase):
             self.assertGreater(time.monotonic() - killed_at, 1)
             # Resident objects lived in the killed process: the handle is gone, cleanly.
             with self.assertRaises(grpc.RpcError) as caught:
-                stub.Morphology(morphology_pb2.MorphologyRequest(
-                    input=types_pb2.ImageSource(handle=handle), steps=QUICK.steps), timeout=10)
+                stub.Morphology(
+                    morphology_pb2.MorphologyRequest(
+                        input=types_pb2.ImageSource(handle=handle), steps=QUICK.steps
+                    ),
+                    timeout=10,
+                )
             self.assertEqual(caught.exception.code(), grpc.StatusCode.NOT_FOUND)
         finally:
             stop.set()
@@ -231,12 +265,28 @@ class Overload(unittest.TestCase):
         steps = "dilate:ellipse:15x15"
         try:
             with tempfile.TemporaryDirectory() as tmp:
-                base = [CLIENT, f"--target={server.target}", "--timeout=30", "load",
-                        f"--image_size={request_size}", f"--steps={steps}", "--progress=false"]
+                base = [
+                    CLIENT,
+                    f"--target={server.target}",
+                    "--timeout=30",
+                    "load",
+                    f"--image_size={request_size}",
+                    f"--steps={steps}",
+                    "--progress=false",
+                ]
                 # Capacity: closed loop with every worker busy.
-                run = subprocess.run(base + [f"--concurrency={workers}", "--duration=3",
-                                             "--warmup=1", f"--csv={tmp}/capacity.csv"],
-                                     capture_output=True, text=True, timeout=120)
+                run = subprocess.run(
+                    base
+                    + [
+                        f"--concurrency={workers}",
+                        "--duration=3",
+                        "--warmup=1",
+                        f"--csv={tmp}/capacity.csv",
+                    ],
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
                 self.assertEqual(run.returncode, 0, run.stderr)
                 with open(f"{tmp}/capacity.csv") as f:
                     rows = list(csv.DictReader(f))
@@ -251,12 +301,21 @@ class Overload(unittest.TestCase):
                     while not sampling.is_set():
                         samples.append(rss_kib(server.process.pid))
                         time.sleep(0.25)
+
                 sampler = threading.Thread(target=sample)
                 sampler.start()
-                load = subprocess.Popen(base + [f"--rate={2 * capacity:.2f}",
-                                                f"--duration={OVERLOAD_SECONDS}", "--warmup=0",
-                                                f"--csv={tmp}/overload.csv"],
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                load = subprocess.Popen(
+                    base
+                    + [
+                        f"--rate={2 * capacity:.2f}",
+                        f"--duration={OVERLOAD_SECONDS}",
+                        "--warmup=0",
+                        f"--csv={tmp}/overload.csv",
+                    ],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
                 # Meanwhile, a refused call carries the retry hint.
                 hinted = self.probe_retry_hint(server)
                 load.communicate(timeout=OVERLOAD_SECONDS + 120)
@@ -268,8 +327,10 @@ class Overload(unittest.TestCase):
             self.assertLessEqual(codes, {"OK", "RESOURCE_EXHAUSTED"}, codes)
             ok = [float(r["latency_ms"]) / 1e3 for r in rows if r["code"] == "OK"]
             refused = [r for r in rows if r["code"] == "RESOURCE_EXHAUSTED"]
-            tally = (f"{len(ok)} ok and {len(refused)} refused of {len(rows)} calls at "
-                     f"{2 * capacity:.0f}/s, twice the capacity measured")
+            tally = (
+                f"{len(ok)} ok and {len(refused)} refused of {len(rows)} calls at "
+                f"{2 * capacity:.0f}/s, twice the capacity measured"
+            )
             print(tally, file=sys.stderr)
             self.assertGreater(len(refused), 0.2 * len(rows), "2x load was not refused: " + tally)
             self.assertGreater(len(ok), 0.25 * len(rows), "admitted calls starved: " + tally)
@@ -280,14 +341,15 @@ class Overload(unittest.TestCase):
             self.assertLess(p99, bound, f"p99 {p99:.3f}s, service {service_s:.3f}s")
             # Memory is bounded: no growth over the run beyond a small allowance.
             peak = max(samples)
-            late = max(samples[len(samples) // 2:])
+            late = max(samples[len(samples) // 2 :])
             early = max(samples[: len(samples) // 2])
             self.assertLess(peak, baseline_rss + 256 * 1024, (baseline_rss, peak))
             self.assertLess(late, early + 64 * 1024, (early, late))
             # Healthy afterwards.
             channel = server.channel()
-            health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(),
-                                                               timeout=10)
+            health = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(), timeout=10
+            )
             self.assertEqual(health.status, health_pb2.HealthCheckResponse.SERVING)
             imaging_service_pb2_grpc.ImagingStub(channel).Morphology(QUICK, timeout=30)
             channel.close()
@@ -316,8 +378,11 @@ class OverloadRetries(unittest.TestCase):
     does not retry: it counts the refusals."""
 
     def test_the_client_retries_an_overload_after_the_pushback_and_load_does_not(self):
-        server = start("--worker_threads=1", "--max_inflight_requests=1",
-                       "--max_inflight_bytes_per_device=8388608")
+        server = start(
+            "--worker_threads=1",
+            "--max_inflight_requests=1",
+            "--max_inflight_bytes_per_device=8388608",
+        )
         channel = server.channel()
         stub = imaging_service_pb2_grpc.ImagingStub(channel)
         try:
@@ -329,8 +394,12 @@ class OverloadRetries(unittest.TestCase):
 
                 def client(*args):
                     began = time.monotonic()
-                    run = subprocess.run([CLIENT, f"--target={server.target}", "--timeout=60",
-                                          *args], capture_output=True, text=True, timeout=120)
+                    run = subprocess.run(
+                        [CLIENT, f"--target={server.target}", "--timeout=60", *args],
+                        capture_output=True,
+                        text=True,
+                        timeout=120,
+                    )
                     return run, time.monotonic() - began
 
                 def refused_meanwhile(*args):
@@ -356,8 +425,12 @@ class OverloadRetries(unittest.TestCase):
                 self.assertTrue(np.array_equal(np.load(f"{tmp}/out.npy").shape, small.shape))
                 # A request larger than the whole in-flight budget is refused once, not retried.
                 before = requests_total(server, "RESOURCE_EXHAUSTED")
-                run, _ = client("--max_attempts=5", "morphology", f"--input={tmp}/huge.npy",
-                                f"--output={tmp}/huge_out.npy")
+                run, _ = client(
+                    "--max_attempts=5",
+                    "morphology",
+                    f"--input={tmp}/huge.npy",
+                    f"--output={tmp}/huge_out.npy",
+                )
                 self.assertEqual(run.returncode, 1, run.stderr)
                 self.assertIn("max_inflight_bytes_per_device", run.stderr)
                 self.assertEqual(requests_total(server, "RESOURCE_EXHAUSTED") - before, 1)
@@ -365,9 +438,16 @@ class OverloadRetries(unittest.TestCase):
                 running = stub.Morphology.future(SLOW, timeout=120)
                 time.sleep(0.2)
                 before = requests_total(server, "RESOURCE_EXHAUSTED")
-                load, _ = client("--max_attempts=5", "load", "--image_size=16x16",
-                                 "--concurrency=1", "--duration=0.5", "--warmup=0",
-                                 "--progress=false", f"--csv={tmp}/load.csv")
+                load, _ = client(
+                    "--max_attempts=5",
+                    "load",
+                    "--image_size=16x16",
+                    "--concurrency=1",
+                    "--duration=0.5",
+                    "--warmup=0",
+                    "--progress=false",
+                    f"--csv={tmp}/load.csv",
+                )
                 self.assertEqual(len(running.result().result.image.data), 640 * 640)
                 self.assertEqual(load.returncode, 1, load.stderr)  # some calls failed
                 with open(f"{tmp}/load.csv") as f:
@@ -392,10 +472,12 @@ class DeviceMemoryCap(unittest.TestCase):
             self.assertEqual(caught.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
             self.assertIn("device_memory_limit_bytes", caught.exception.details())
             for _ in range(3):
-                self.assertEqual(len(stub.Morphology(morph(1024, 9), timeout=60).result.image.data),
-                                 1024 * 1024)
+                self.assertEqual(
+                    len(stub.Morphology(morph(1024, 9), timeout=60).result.image.data), 1024 * 1024
+                )
             health = health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(service="cuimg.v1.Imaging"), timeout=10)
+                health_pb2.HealthCheckRequest(service="cuimg.v1.Imaging"), timeout=10
+            )
             self.assertEqual(health.status, health_pb2.HealthCheckResponse.SERVING)
             channel.close()
         finally:

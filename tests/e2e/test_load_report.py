@@ -51,27 +51,46 @@ class LoadReport(unittest.TestCase):
         assert cls.server.terminate() == 0, cls.server.log()
 
     def load(self, *args):
-        return subprocess.run([CLIENT, f"--target={self.server.target}", "load", "--progress=false",
-                               f"--server_metrics=127.0.0.1:{self.server.metrics_port}",
-                               "--image_size=96x64", *args], capture_output=True, text=True,
-                              timeout=120)
+        return subprocess.run(
+            [
+                CLIENT,
+                f"--target={self.server.target}",
+                "load",
+                "--progress=false",
+                f"--server_metrics=127.0.0.1:{self.server.metrics_port}",
+                "--image_size=96x64",
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     def build_info(self):
         """The labels of the server's cuimg_build_info metric."""
         text = self.server.metrics()
-        line = next(l for l in text.splitlines() if l.startswith("cuimg_build_info{"))
+        line = next(entry for entry in text.splitlines() if entry.startswith("cuimg_build_info{"))
         return dict(re.findall(r'(\w+)="([^"]*)"', line))
 
     @staticmethod
     def embedded(page):
-        found = re.search(r'<script type="application/json" id="cuimg-load-summary">(.*?)</script>',
-                          page, re.S).group(1)
+        found = re.search(
+            r'<script type="application/json" id="cuimg-load-summary">(.*?)</script>', page, re.S
+        ).group(1)
         return json.loads(found.replace("<\\/", "</"))
 
     def test_ten_second_run_json_csv_and_html_report_agree(self):
-        out = lambda name: os.path.join(self.tmp.name, name)
-        run = self.load("--duration=10", "--warmup=1", "--concurrency=4", f"--json_out={out('s.json')}",
-                        f"--csv={out('r.csv')}", f"--report={out('r.html')}")
+        def out(name):
+            return os.path.join(self.tmp.name, name)
+
+        run = self.load(
+            "--duration=10",
+            "--warmup=1",
+            "--concurrency=4",
+            f"--json_out={out('s.json')}",
+            f"--csv={out('r.csv')}",
+            f"--report={out('r.html')}",
+        )
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertIn("report: " + out("r.html"), run.stdout)
         summary = json.loads(read(out("s.json")))
@@ -87,9 +106,13 @@ class LoadReport(unittest.TestCase):
         latencies = np.array([float(r["latency_ms"]) for r in rows if r["code"] == "OK"])
         self.assertEqual(summary["ok"], len(latencies))
         for key, q in (("p50", 50), ("p90", 90), ("p99", 99), ("p999", 99.9)):
-            self.assertAlmostEqual(summary["latency_ms"][key], np.percentile(latencies, q), delta=2e-4)
+            self.assertAlmostEqual(
+                summary["latency_ms"][key], np.percentile(latencies, q), delta=2e-4
+            )
         self.assertAlmostEqual(summary["latency_ms"]["max"], latencies.max(), delta=2e-4)
-        self.assertAlmostEqual(summary["throughput_rps"], summary["ok"] / summary["seconds"], delta=0.01)
+        self.assertAlmostEqual(
+            summary["throughput_rps"], summary["ok"] / summary["seconds"], delta=0.01
+        )
         self.assertEqual(sum(w["ok"] for w in summary["windows"]), summary["ok"])
         # One window per second; a call issued right at the end may start just past 10 s.
         self.assertIn(len(summary["windows"]), (10, 11))
@@ -102,8 +125,9 @@ class LoadReport(unittest.TestCase):
 
         # Every stage of the trailer, decode included, in the JSON and the CSV (raw pixels: the
         # server decodes nothing).
-        self.assertEqual(list(summary["server_us_median"]),
-                         ["queue", "decode", "h2d", "kernel", "d2h", "total"])
+        self.assertEqual(
+            list(summary["server_us_median"]), ["queue", "decode", "h2d", "kernel", "d2h", "total"]
+        )
         self.assertEqual({float(r["decode_us"]) for r in rows}, {0.0})
         self.assertIn(" decode 0.0 ", run.stdout)
 
@@ -119,15 +143,18 @@ class LoadReport(unittest.TestCase):
         self.assertEqual(context["server"]["version"], build["version"])
         self.assertEqual(context["server"]["backend"], "cpu")
         # The server exports the commit its --version names (issue 46: reports said "unknown").
-        server_version = subprocess.run([SERVER, "--version"], capture_output=True, text=True,
-                                        timeout=60).stdout
+        server_version = subprocess.run(
+            [SERVER, "--version"], capture_output=True, text=True, timeout=60
+        ).stdout
         self.assertIn(f"commit: {build['commit']}\n", server_version)
         self.assertEqual(context["server"]["commit"], build["commit"])
         self.assertNotIn("note", context["server"])
         self.assertEqual(context["devices"], sorted({int(r["device"]) for r in rows}))
         self.assertTrue(context["devices"] and all(d >= 0 for d in context["devices"]))
-        self.assertIn(f"server {build['version']} (commit {context['server']['commit']}), "
-                      "backend cpu", run.stdout)
+        self.assertIn(
+            f"server {build['version']} (commit {context['server']['commit']}), " "backend cpu",
+            run.stdout,
+        )
 
         # HTML vs JSON: the embedded summary is the same, the page shows the numbers and the
         # context and has the plots inline (nothing fetched from elsewhere).
@@ -146,14 +173,25 @@ class LoadReport(unittest.TestCase):
     def test_seconds_without_calls_stay_as_zero_windows(self):
         # Open loop at one call per 2 s over 4 s: calls start at 0 s and 2 s; seconds 1 and 3
         # have none, and stay, with no latency (null) rather than a made-up one.
-        out = lambda name: os.path.join(self.tmp.name, name)
-        run = self.load("--rate=0.5", "--duration=4", "--warmup=0", f"--json_out={out('z.json')}",
-                        f"--report={out('z.html')}")
+        def out(name):
+            return os.path.join(self.tmp.name, name)
+
+        run = self.load(
+            "--rate=0.5",
+            "--duration=4",
+            "--warmup=0",
+            f"--json_out={out('z.json')}",
+            f"--report={out('z.html')}",
+        )
         self.assertEqual(run.returncode, 0, run.stderr)
         summary = json.loads(read(out("z.json")))
-        self.assertEqual([(w["t"], w["ok"], w["errors"]) for w in summary["windows"]],
-                         [(0, 1, 0), (1, 0, 0), (2, 1, 0), (3, 0, 0)])
-        self.assertEqual([w["p50_ms"] is None for w in summary["windows"]], [False, True, False, True])
+        self.assertEqual(
+            [(w["t"], w["ok"], w["errors"]) for w in summary["windows"]],
+            [(0, 1, 0), (1, 0, 0), (2, 1, 0), (3, 0, 0)],
+        )
+        self.assertEqual(
+            [w["p50_ms"] is None for w in summary["windows"]], [False, True, False, True]
+        )
         page = read(out("z.html"))
         self.assertEqual(self.embedded(page)["windows"], summary["windows"])
         self.assertIn("<tr><td>1</td><td>0</td><td>0</td><td></td><td></td></tr>", page)
@@ -164,14 +202,26 @@ class LoadReport(unittest.TestCase):
         folder = os.path.join(self.tmp.name, "mixed")
         os.makedirs(folder, exist_ok=True)
         for name in ("fruits.jpg", "baboon.jpg"):
-            with open(os.path.join(DATA, name), "rb") as src, open(os.path.join(folder, name), "wb") as dst:
+            with open(os.path.join(DATA, name), "rb") as src, open(
+                os.path.join(folder, name), "wb"
+            ) as dst:
                 dst.write(src.read())
         with open(os.path.join(folder, "zz_broken.jpg"), "wb") as f:
             f.write(b"not an image <b>at all</b>")
-        out = lambda name: os.path.join(self.tmp.name, name)
-        run = self.load("--rpc=detect", f"--input={folder}", "--requests=12", "--warmup=0",
-                        "--concurrency=3", f"--json_out={out('m.json')}", f"--csv={out('m.csv')}",
-                        f"--report={out('m.html')}")
+
+        def out(name):
+            return os.path.join(self.tmp.name, name)
+
+        run = self.load(
+            "--rpc=detect",
+            f"--input={folder}",
+            "--requests=12",
+            "--warmup=0",
+            "--concurrency=3",
+            f"--json_out={out('m.json')}",
+            f"--csv={out('m.csv')}",
+            f"--report={out('m.html')}",
+        )
         self.assertEqual(run.returncode, 1, run.stderr)
         self.assertIn("error: 4 of 12 calls failed", run.stderr)
         summary = json.loads(read(out("m.json")))
@@ -188,8 +238,11 @@ class LoadReport(unittest.TestCase):
         self.assertGreater(summary["server_us_median"]["decode"], 0)
         self.assertTrue(all(float(r["decode_us"]) > 0 for r in rows if r["code"] == "OK"))
         page = read(out("m.html"))
-        panel = re.search(r'<section class="panel errors" id="errors"><h2>Failures</h2>(.*?)</section>',
-                          page, re.S).group(1)
+        panel = re.search(
+            r'<section class="panel errors" id="errors"><h2>Failures</h2>(.*?)</section>',
+            page,
+            re.S,
+        ).group(1)
         self.assertIn("4 of 12 measured calls failed", panel)
         self.assertIn(html.escape(message["message"]), panel)
         self.assertIn(">INVALID_ARGUMENT</td>", panel)
@@ -200,9 +253,17 @@ class LoadReport(unittest.TestCase):
     def test_all_error_run_explains_itself(self):
         # Every Pyramid call is refused (a ratio below 1): no histogram, a panel that says so and
         # lists the server's message; the PNG report has the same panel in place of the histogram.
-        out = lambda name: os.path.join(self.tmp.name, name)
-        run = self.load("--rpc=pyramid", "--ratio=0.5", "--requests=6", "--warmup=0",
-                        f"--json_out={out('e.json')}", f"--report={out('e.html')}")
+        def out(name):
+            return os.path.join(self.tmp.name, name)
+
+        run = self.load(
+            "--rpc=pyramid",
+            "--ratio=0.5",
+            "--requests=6",
+            "--warmup=0",
+            f"--json_out={out('e.json')}",
+            f"--report={out('e.html')}",
+        )
         self.assertEqual(run.returncode, 1, run.stderr)
         self.assertIn("latency ms: no successful calls", run.stdout)
         self.assertIn("error: 6 of 6 calls failed", run.stderr)
@@ -210,8 +271,12 @@ class LoadReport(unittest.TestCase):
         [message] = summary["errors"]["INVALID_ARGUMENT"]["messages"]
         self.assertIn("ratio", message["message"])
         page = read(out("e.html"))
-        panel = re.search(r'<section class="panel errors" id="errors"><h2>No successful calls</h2>'
-                          r'(.*?)</section>', page, re.S).group(1)
+        panel = re.search(
+            r'<section class="panel errors" id="errors"><h2>No successful calls</h2>'
+            r"(.*?)</section>",
+            page,
+            re.S,
+        ).group(1)
         self.assertIn("All 6 measured calls failed", panel)
         self.assertIn(html.escape(message["message"]), panel)
         self.assertNotIn("Server stages", page)
@@ -219,7 +284,9 @@ class LoadReport(unittest.TestCase):
         image = re.search(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page).group(1)
         self.assertEqual(png_size(base64.b64decode(image)), (900, 700))
         png = out("e.png")
-        run = self.load("--rpc=pyramid", "--ratio=0.5", "--requests=3", "--warmup=0", f"--report={png}")
+        run = self.load(
+            "--rpc=pyramid", "--ratio=0.5", "--requests=3", "--warmup=0", f"--report={png}"
+        )
         self.assertEqual(run.returncode, 1, run.stderr)
         self.assertEqual(png_size(read(png, "rb")), (900, 700))
 
@@ -233,7 +300,9 @@ class LoadReport(unittest.TestCase):
         self.assertGreater(summary["warmup"]["calls"], 0)
         run = self.load("--requests=2", "--concurrency=2")
         self.assertEqual(run.returncode, 0, run.stderr)
-        self.assertRegex(run.stdout, r"^requests 2 in .* \(after a 1\.0 s warm-up of \d+ calls, not counted\)")
+        self.assertRegex(
+            run.stdout, r"^requests 2 in .* \(after a 1\.0 s warm-up of \d+ calls, not counted\)"
+        )
         for bad in ("--requests=-1", "--warmup=-1"):
             run = self.load(bad)
             self.assertEqual(run.returncode, 2, bad)
@@ -243,13 +312,17 @@ class LoadReport(unittest.TestCase):
         run = self.load("--requests=3", "--warmup=0", "--server_metrics=none", "--json")
         self.assertEqual(run.returncode, 0, run.stderr)
         server = json.loads(run.stdout)["context"]["server"]
-        self.assertEqual((server["version"], server["backend"], server["metrics"]),
-                         ("unknown", "unknown", "none"))
+        self.assertEqual(
+            (server["version"], server["backend"], server["metrics"]),
+            ("unknown", "unknown", "none"),
+        )
         self.assertIn("--server_metrics", server["note"])
 
     def test_png_report_and_bad_report_path(self):
         png = os.path.join(self.tmp.name, "r.png")
-        run = self.load("--requests=100", "--warmup=0", "--concurrency=2", f"--report={png}", "--json")
+        run = self.load(
+            "--requests=100", "--warmup=0", "--concurrency=2", f"--report={png}", "--json"
+        )
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertEqual(json.loads(run.stdout)["requests"], 100)
         self.assertEqual(png_size(read(png, "rb")), (900, 1000))

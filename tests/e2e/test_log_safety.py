@@ -13,8 +13,13 @@ import unittest
 
 import grpc
 
-from cuimg.v1 import (detection_pb2, imaging_service_pb2_grpc, morphology_pb2, resident_pb2,
-                      types_pb2)
+from cuimg.v1 import (
+    detection_pb2,
+    imaging_service_pb2_grpc,
+    morphology_pb2,
+    resident_pb2,
+    types_pb2,
+)
 from grpc_protocols import health_pb2, health_pb2_grpc
 from server_process import ServerProcess
 from tls_material import TlsMaterial
@@ -95,10 +100,17 @@ def jpeg():
 
 
 def morph(source):
-    return morphology_pb2.MorphologyRequest(input=source, steps=[morphology_pb2.MorphologyStep(
-        op=morphology_pb2.MORPHOLOGY_OP_DILATE,
-        element=morphology_pb2.StructuringElement(shape=morphology_pb2.ELEMENT_SHAPE_RECT,
-                                                  width=3, height=3))])
+    return morphology_pb2.MorphologyRequest(
+        input=source,
+        steps=[
+            morphology_pb2.MorphologyStep(
+                op=morphology_pb2.MORPHOLOGY_OP_DILATE,
+                element=morphology_pb2.StructuringElement(
+                    shape=morphology_pb2.ELEMENT_SHAPE_RECT, width=3, height=3
+                ),
+            )
+        ],
+    )
 
 
 class ForgedValues(unittest.TestCase):
@@ -118,8 +130,12 @@ class ForgedValues(unittest.TestCase):
             (self.stub.Release, resident_pb2.ReleaseRequest(handle=FORGERY)),
             (self.stub.Download, resident_pb2.DownloadRequest(handle=FORGERY)),
             (self.stub.Morphology, morph(types_pb2.ImageSource(handle=FORGERY))),
-            (self.stub.DetectPedestrians, detection_pb2.DetectPedestriansRequest(
-                input=types_pb2.ImageSource(encoded=jpeg()), model=FORGERY)),
+            (
+                self.stub.DetectPedestrians,
+                detection_pb2.DetectPedestriansRequest(
+                    input=types_pb2.ImageSource(encoded=jpeg()), model=FORGERY
+                ),
+            ),
         ]
         for call, request in calls:
             code, details = code_of(call, request, timeout=30)
@@ -130,8 +146,9 @@ class ForgedValues(unittest.TestCase):
         self.assertFalse([r for r in records if r.get("identity") == "admin"], records)
         self.assertFalse([r for r in records if r.get("ts", "").startswith("2026-01-01")])
         refused = [r for r in records if r.get("event") == "request" and r["code"] == "NOT_FOUND"]
-        self.assertEqual({r["rpc"] for r in refused},
-                         {"Release", "Download", "Morphology", "DetectPedestrians"})
+        self.assertEqual(
+            {r["rpc"] for r in refused}, {"Release", "Download", "Morphology", "DetectPedestrians"}
+        )
         for r in refused:
             self.assertEqual(r["identity"], "anonymous")
             self.assertIn("level=error identity=admin code=OK", r["message"])
@@ -139,8 +156,10 @@ class ForgedValues(unittest.TestCase):
     def test_a_megabyte_handle_gets_a_short_error_and_a_short_line(self):
         handle = "h" * (1 << 20)
         before = len(self.server.log())
-        for call, request in ((self.stub.Release, resident_pb2.ReleaseRequest(handle=handle)),
-                              (self.stub.Download, resident_pb2.DownloadRequest(handle=handle))):
+        for call, request in (
+            (self.stub.Release, resident_pb2.ReleaseRequest(handle=handle)),
+            (self.stub.Download, resident_pb2.DownloadRequest(handle=handle)),
+        ):
             code, details = code_of(call, request, timeout=30)
             # Before the fix the 1 MiB message overflowed the client's header limit: the client saw
             # RESOURCE_EXHAUSTED ("received initial metadata size exceeds limit"), not the answer.
@@ -150,8 +169,9 @@ class ForgedValues(unittest.TestCase):
             self.assertIn("handle: must be 1 to 128 characters", details)
             self.assertLess(len(details), 512)
         # A handle of valid length that is unknown is echoed, quoted and cut.
-        code, details = code_of(self.stub.Release,
-                                resident_pb2.ReleaseRequest(handle="h" * 128), timeout=30)
+        code, details = code_of(
+            self.stub.Release, resident_pb2.ReleaseRequest(handle="h" * 128), timeout=30
+        )
         self.assertEqual(code, grpc.StatusCode.NOT_FOUND, details)
         self.assertIn("handle: no resident object 'hhhh", details)
         self.assertLess(len(details), 512)
@@ -159,14 +179,17 @@ class ForgedValues(unittest.TestCase):
 
     def test_a_truncated_jpeg_is_refused_naming_the_field(self):
         whole = jpeg()
-        reply = self.stub.DetectPedestrians(detection_pb2.DetectPedestriansRequest(
-            input=types_pb2.ImageSource(encoded=whole)), timeout=60)
+        reply = self.stub.DetectPedestrians(
+            detection_pb2.DetectPedestriansRequest(input=types_pb2.ImageSource(encoded=whole)),
+            timeout=60,
+        )
         self.assertGreater(reply.levels, 0)
         for keep in (len(whole) // 2, len(whole) - 2):
             cut = types_pb2.ImageSource(encoded=whole[:keep])
             for call, request in (
-                    (self.stub.DetectPedestrians, detection_pb2.DetectPedestriansRequest(input=cut)),
-                    (self.stub.Morphology, morph(cut))):
+                (self.stub.DetectPedestrians, detection_pb2.DetectPedestriansRequest(input=cut)),
+                (self.stub.Morphology, morph(cut)),
+            ):
                 code, details = code_of(call, request, timeout=60)
                 self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT, (keep, details))
                 self.assertIn("input.encoded: corrupt JPEG: Premature end", details)
@@ -180,8 +203,10 @@ class RefusalFlood(unittest.TestCase):
             with grpc.insecure_channel(server.target) as channel:
                 stub = imaging_service_pb2_grpc.ImagingStub(channel)
                 start = time.monotonic()
-                futures = [stub.Release.future(resident_pb2.ReleaseRequest(handle=f"img-{i}"),
-                                               timeout=60) for i in range(calls)]
+                futures = [
+                    stub.Release.future(resident_pb2.ReleaseRequest(handle=f"img-{i}"), timeout=60)
+                    for i in range(calls)
+                ]
                 for f in futures:
                     self.assertEqual(f.code(), grpc.StatusCode.NOT_FOUND)
                 elapsed = time.monotonic() - start
@@ -219,20 +244,27 @@ class Identities(unittest.TestCase):
     def test_refused_lines_name_who_was_refused(self):
         batch = [("authorization", "Bearer batch-token-0123456789abcdef")]
         for rpc, call, request in (
-                ("Release", self.stub.Release, resident_pb2.ReleaseRequest(handle="img-1")),
-                ("ListResident", self.stub.ListResident, resident_pb2.ListResidentRequest())):
+            ("Release", self.stub.Release, resident_pb2.ReleaseRequest(handle="img-1")),
+            ("ListResident", self.stub.ListResident, resident_pb2.ListResidentRequest()),
+        ):
             code, _ = code_of(call, request, metadata=batch, timeout=10)
             self.assertEqual(code, grpc.StatusCode.PERMISSION_DENIED)
             code, _ = code_of(call, request, timeout=10)
             self.assertEqual(code, grpc.StatusCode.UNAUTHENTICATED)
-        lines = {(r["rpc"], r["code"]): r["identity"] for r in log_records(self.server)
-                 if r.get("event") == "request"}
-        self.assertEqual(lines, {
-            ("Release", "PERMISSION_DENIED"): "batch",
-            ("Release", "UNAUTHENTICATED"): "unauthenticated",
-            ("ListResident", "PERMISSION_DENIED"): "batch",
-            ("ListResident", "UNAUTHENTICATED"): "unauthenticated",
-        })
+        lines = {
+            (r["rpc"], r["code"]): r["identity"]
+            for r in log_records(self.server)
+            if r.get("event") == "request"
+        }
+        self.assertEqual(
+            lines,
+            {
+                ("Release", "PERMISSION_DENIED"): "batch",
+                ("Release", "UNAUTHENTICATED"): "unauthenticated",
+                ("ListResident", "PERMISSION_DENIED"): "batch",
+                ("ListResident", "UNAUTHENTICATED"): "unauthenticated",
+            },
+        )
 
 
 class PortsInUse(unittest.TestCase):
@@ -245,18 +277,27 @@ class PortsInUse(unittest.TestCase):
                 "metrics_address": f"127.0.0.1:{first.metrics_port}",
             }
             for flag, address in taken.items():
-                args = {"listen_address": "127.0.0.1:0", "metrics_address": "",
-                        "health_listen_address": ""}
+                args = {
+                    "listen_address": "127.0.0.1:0",
+                    "metrics_address": "",
+                    "health_listen_address": "",
+                }
                 args[flag] = address
-                run = subprocess.run([SERVER, "--backend=cpu",
-                                      *(f"--{k}={v}" for k, v in args.items())],
-                                     capture_output=True, text=True, timeout=60)
+                run = subprocess.run(
+                    [SERVER, "--backend=cpu", *(f"--{k}={v}" for k, v in args.items())],
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                )
                 self.assertEqual(run.returncode, 1, run.stderr)
                 # Every line is logfmt, gRPC's own included (grpc_log_sink.h).
                 lines = run.stderr.splitlines()
-                self.assertTrue(all(l.startswith("ts=") for l in lines), run.stderr)
-                ours = [r for r in (dict(parse_logfmt(l) or []) for l in lines)
-                        if r and r["event"] != "grpc"]
+                self.assertTrue(all(line.startswith("ts=") for line in lines), run.stderr)
+                ours = [
+                    r
+                    for r in (dict(parse_logfmt(line) or []) for line in lines)
+                    if r and r["event"] != "grpc"
+                ]
                 self.assertEqual([r["event"] for r in ours], ["startup_failed"], run.stderr)
                 self.assertIn(f"{flag} {address}: could not bind", ours[0]["message"])
             # The first server kept its ports and every connection.
@@ -264,11 +305,14 @@ class PortsInUse(unittest.TestCase):
                 for _ in range(8):
                     with grpc.insecure_channel(first.target) as fresh:
                         health = health_pb2_grpc.HealthStub(fresh).Check(
-                            health_pb2.HealthCheckRequest(service="cuimg.v1.Imaging"), timeout=10)
+                            health_pb2.HealthCheckRequest(service="cuimg.v1.Imaging"), timeout=10
+                        )
                         self.assertEqual(health.status, health_pb2.HealthCheckResponse.SERVING)
                 stub = imaging_service_pb2_grpc.ImagingStub(channel)
-                self.assertEqual(code_of(stub.ListResident, resident_pb2.ListResidentRequest(),
-                                         timeout=10)[0], grpc.StatusCode.OK)
+                self.assertEqual(
+                    code_of(stub.ListResident, resident_pb2.ListResidentRequest(), timeout=10)[0],
+                    grpc.StatusCode.OK,
+                )
         finally:
             self.assertEqual(first.terminate(), 0, first.log())
 

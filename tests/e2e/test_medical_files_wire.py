@@ -42,8 +42,11 @@ CODECS = {
 def each_file(src, dst, command):
     os.makedirs(dst)
     for name in sorted(os.listdir(src)):
-        subprocess.run(command + [os.path.join(src, name), os.path.join(dst, name)], check=True,
-                       capture_output=True)
+        subprocess.run(
+            command + [os.path.join(src, name), os.path.join(dst, name)],
+            check=True,
+            capture_output=True,
+        )
 
 
 def modality(ds, stored):
@@ -60,8 +63,10 @@ def independent_volume(directory, decoder, work):
     """Modality values of a compressed series as the independent decoder gives them, in
     cuimg.dicom's slice order."""
     _, _, datasets = cuimg_dicom.read_series(directory)
-    files = {str(pydicom.dcmread(os.path.join(directory, n)).SOPInstanceUID): os.path.join(directory, n)
-             for n in os.listdir(directory)}  # a deflated dataset's filename is a buffer
+    files = {
+        str(pydicom.dcmread(os.path.join(directory, n)).SOPInstanceUID): os.path.join(directory, n)
+        for n in os.listdir(directory)
+    }  # a deflated dataset's filename is a buffer
     planes = []
     for ds in datasets:
         if decoder == "opj":
@@ -69,14 +74,20 @@ def independent_volume(directory, decoder, work):
             j2k, raw = os.path.join(work, "f.j2k"), os.path.join(work, "f.rawl")
             with open(j2k, "wb") as f:
                 f.write(codestream)
-            subprocess.run(["opj_decompress", "-i", j2k, "-o", raw], check=True, capture_output=True)
+            subprocess.run(
+                ["opj_decompress", "-i", j2k, "-o", raw], check=True, capture_output=True
+            )
             stored = np.fromfile(raw, dtype="<u2").reshape(int(ds.Rows), int(ds.Columns))
         else:
             out = os.path.join(work, "plain.dcm")
-            subprocess.run(decoder + [files[str(ds.SOPInstanceUID)], out], check=True, capture_output=True)
+            subprocess.run(
+                decoder + [files[str(ds.SOPInstanceUID)], out], check=True, capture_output=True
+            )
             plain = pydicom.dcmread(out)
             assert not plain.file_meta.TransferSyntaxUID.is_compressed
-            stored = np.frombuffer(plain.PixelData, dtype="<u2").reshape(int(ds.Rows), int(ds.Columns))
+            stored = np.frombuffer(plain.PixelData, dtype="<u2").reshape(
+                int(ds.Rows), int(ds.Columns)
+            )
         planes.append(modality(ds, stored))
     return np.stack(planes)
 
@@ -112,8 +123,12 @@ class MedicalFilesOverTheWire(unittest.TestCase):
         return os.path.join(self.tmp.name, self.id().split(".")[-1], *parts)
 
     def cli(self, *args, expect=0):
-        run = subprocess.run([CLIENT, f"--target={self.server.target}", *args], capture_output=True,
-                             text=True, timeout=300)
+        run = subprocess.run(
+            [CLIENT, f"--target={self.server.target}", *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         self.assertEqual(run.returncode, expect, f"{args}: {run.stdout}{run.stderr}")
         return run
 
@@ -122,8 +137,16 @@ class MedicalFilesOverTheWire(unittest.TestCase):
         # Smooth regions too, so lossy codecs keep some values and change others.
         hu[:, :32, :32] = 40
         src = self.path(name)
-        write_ct_series(src, hu, (0.7, 0.6), 2.5, np.array([1.0, 0, 0]), np.array([0, 1.0, 0]),
-                        (-100.0, -80.0, 30.0), seed=seed)
+        write_ct_series(
+            src,
+            hu,
+            (0.7, 0.6),
+            2.5,
+            np.array([1.0, 0, 0]),
+            np.array([0, 1.0, 0]),
+            (-100.0, -80.0, 30.0),
+            seed=seed,
+        )
         return src, hu
 
     def test_every_codec_reads_alike_in_cli_python_and_independent_decoders(self):
@@ -133,7 +156,9 @@ class MedicalFilesOverTheWire(unittest.TestCase):
                 packed = self.path(name)
                 each_file(src, packed, compress)
                 volume, spacing, datasets = cuimg_dicom.read_series(packed)
-                self.assertTrue(datasets[0].file_meta.TransferSyntaxUID != pydicom.uid.ExplicitVRLittleEndian)
+                self.assertTrue(
+                    datasets[0].file_meta.TransferSyntaxUID != pydicom.uid.ExplicitVRLittleEndian
+                )
                 work = self.path(name + "_work")
                 os.makedirs(work)
                 reference = independent_volume(packed, decoder, work)
@@ -165,7 +190,9 @@ class MedicalFilesOverTheWire(unittest.TestCase):
         self.cli("morphology", f"--input={pet}", f"--output={out}", "--steps=erode:rect:3x3x1")
         back, _, written = cuimg_dicom.read_series(out)
         self.assertEqual(back.dtype, np.float32)
-        np.testing.assert_array_equal(back, ndimage.grey_erosion(volume, size=(1, 3, 3), mode="nearest"))
+        np.testing.assert_array_equal(
+            back, ndimage.grey_erosion(volume, size=(1, 3, 3), mode="nearest")
+        )
         self.assertEqual(written[0]["PixelData"].VR, "OW")
         # The Python writer: the same values back, and the same slopes.
         out_py = self.path("pet_py")
@@ -173,15 +200,25 @@ class MedicalFilesOverTheWire(unittest.TestCase):
         cuimg_dicom.write_series(sources, volume, out_py)
         again, _, copies = cuimg_dicom.read_series(out_py)
         np.testing.assert_array_equal(again, volume)
-        self.assertEqual([str(d.RescaleSlope) for d in copies], [str(d.RescaleSlope) for d in sources])
+        self.assertEqual(
+            [str(d.RescaleSlope) for d in copies], [str(d.RescaleSlope) for d in sources]
+        )
 
     def test_nifti_in_and_out_keeps_qform_sform_and_zooms_as_nibabel_reads_them(self):
         rng = np.random.default_rng(11)
         qform = np.array([[0, -0.9, 0, 40], [1.1, 0, 0, -60], [0, 0, 2.5, 10], [0, 0, 0, 1]])
         sform = np.array([[0.1, -0.9, 0, 41], [1.1, 0.05, 0, -61], [0, 0, 2.5, 9], [0, 0, 0, 1]])
         cases = {
-            "ct.nii.gz": (nib.Nifti1Image, rng.integers(-1000, 2000, (20, 16, 5)).astype(np.int16), None),
-            "pet.nii": (nib.Nifti2Image, rng.integers(0, 30000, (20, 16, 5)).astype(np.int16), 0.001),
+            "ct.nii.gz": (
+                nib.Nifti1Image,
+                rng.integers(-1000, 2000, (20, 16, 5)).astype(np.int16),
+                None,
+            ),
+            "pet.nii": (
+                nib.Nifti2Image,
+                rng.integers(0, 30000, (20, 16, 5)).astype(np.int16),
+                0.001,
+            ),
         }
         for name, (kind, data, slope) in cases.items():
             with self.subTest(name=name):
@@ -193,8 +230,12 @@ class MedicalFilesOverTheWire(unittest.TestCase):
                 nib.save(image, src)
                 if slope is not None:
                     set_scl_slope(src, slope)
-                    self.assertEqual(nib.load(src).dataobj.slope, slope)  # nibabel keeps it on the proxy
-                self.cli("morphology", f"--input={src}", f"--output={dst}", "--steps=erode:rect:3x3x1")
+                    self.assertEqual(
+                        nib.load(src).dataobj.slope, slope
+                    )  # nibabel keeps it on the proxy
+                self.cli(
+                    "morphology", f"--input={src}", f"--output={dst}", "--steps=erode:rect:3x3x1"
+                )
                 source, result = nib.load(src), nib.load(dst)
                 self.assertIs(type(result), kind)
                 for get in ("get_qform", "get_sform"):
@@ -216,8 +257,13 @@ class MedicalFilesOverTheWire(unittest.TestCase):
         nii, nrrd = self.path("ct.nii"), self.path("ct.nrrd")
         self.cli("morphology", f"--input={src}", f"--output={nii}", IDENTITY)
         self.cli("morphology", f"--input={src}", f"--output={nrrd}", IDENTITY)
-        want = ras_affine(np.array([1.0, 0, 0]), np.array([0, 1.0, 0]), np.array([0, 0, 1.0]),
-                          (0.7, 0.6, 2.5), np.array([-100.0, -80.0, 30.0]))
+        want = ras_affine(
+            np.array([1.0, 0, 0]),
+            np.array([0, 1.0, 0]),
+            np.array([0, 0, 1.0]),
+            (0.7, 0.6, 2.5),
+            np.array([-100.0, -80.0, 30.0]),
+        )
         image = nib.load(nii)
         np.testing.assert_allclose(image.get_sform(), want, atol=1e-5)
         np.testing.assert_allclose(image.get_qform(), want, atol=1e-5)
@@ -225,10 +271,13 @@ class MedicalFilesOverTheWire(unittest.TestCase):
         np.testing.assert_array_equal(np.asarray(image.dataobj).T, hu)
         _, _, fields = read_nrrd(nrrd)
         self.assertEqual(fields["space"], "left-posterior-superior")
-        directions = [[float(v) for v in d.strip("()").split(",")] for d in fields["space directions"].split()]
+        directions = [
+            [float(v) for v in d.strip("()").split(",")] for d in fields["space directions"].split()
+        ]
         np.testing.assert_allclose(directions, [[0.7, 0, 0], [0, 0.6, 0], [0, 0, 2.5]])
-        np.testing.assert_allclose([float(v) for v in fields["space origin"].strip("()").split(",")],
-                                   [-100, -80, 30])
+        np.testing.assert_allclose(
+            [float(v) for v in fields["space origin"].strip("()").split(",")], [-100, -80, 30]
+        )
 
     def test_series_uid_uid_root_references_and_exit_codes(self):
         a, _ = self.ct_series("a", depth=2, seed=6)
@@ -238,19 +287,29 @@ class MedicalFilesOverTheWire(unittest.TestCase):
         for d in (a, b):
             for name in os.listdir(d):
                 os.link(os.path.join(d, name), os.path.join(both, os.path.basename(d) + name))
-        run = self.cli("morphology", f"--input={both}", f"--output={self.path('x.npy')}", IDENTITY, expect=2)
+        run = self.cli(
+            "morphology", f"--input={both}", f"--output={self.path('x.npy')}", IDENTITY, expect=2
+        )
         self.assertIn("--series_uid", run.stderr)
         uid_b = str(pydicom.dcmread(os.path.join(b, os.listdir(b)[0])).SeriesInstanceUID)
         out = self.path("picked")
-        self.cli("morphology", f"--input={both}", f"--output={out}", IDENTITY, f"--series_uid={uid_b}",
-                 "--uid_root=1.2.826.0.1.3680043.10.543")
+        self.cli(
+            "morphology",
+            f"--input={both}",
+            f"--output={out}",
+            IDENTITY,
+            f"--series_uid={uid_b}",
+            "--uid_root=1.2.826.0.1.3680043.10.543",
+        )
         _, _, sources = cuimg_dicom.read_series(b)
         _, _, written = cuimg_dicom.read_series(out)
         self.assertEqual(len(written), 3)
         for source, ds in zip(sources, written):
             self.assertTrue(ds.SOPInstanceUID.startswith("1.2.826.0.1.3680043.10.543."))
             self.assertTrue(ds.SeriesInstanceUID.startswith("1.2.826.0.1.3680043.10.543."))
-            self.assertEqual(ds.SourceImageSequence[0].ReferencedSOPInstanceUID, source.SOPInstanceUID)
+            self.assertEqual(
+                ds.SourceImageSequence[0].ReferencedSOPInstanceUID, source.SOPInstanceUID
+            )
             self.assertEqual(ds.SourceImageSequence[0].ReferencedSOPClassUID, source.SOPClassUID)
         # A JPEG-LS stream cut short is bad data (3), not a usage error (2).
         packed = self.path("jls")
@@ -258,12 +317,19 @@ class MedicalFilesOverTheWire(unittest.TestCase):
         victim = os.path.join(packed, sorted(os.listdir(packed))[0])
         ds = pydicom.dcmread(victim)
         frame = next(generate_pixel_data_frame(ds.PixelData))
-        ds.PixelData = pydicom.encaps.encapsulate([frame[:len(frame) // 3]])
+        ds.PixelData = pydicom.encaps.encapsulate([frame[: len(frame) // 3]])
         ds.save_as(victim)
-        run = self.cli("morphology", f"--input={packed}", f"--output={self.path('y.npy')}", IDENTITY, expect=3)
+        run = self.cli(
+            "morphology", f"--input={packed}", f"--output={self.path('y.npy')}", IDENTITY, expect=3
+        )
         self.assertIn(os.path.basename(victim), run.stderr)
-        self.cli("morphology", f"--input={self.path('missing')}/", f"--output={self.path('z.npy')}", IDENTITY,
-                 expect=2)
+        self.cli(
+            "morphology",
+            f"--input={self.path('missing')}/",
+            f"--output={self.path('z.npy')}",
+            IDENTITY,
+            expect=2,
+        )
         self.cli("morphology", f"--input={a}", f"--output={self.path('z.bmp')}", IDENTITY, expect=2)
 
 

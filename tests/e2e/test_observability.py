@@ -26,14 +26,20 @@ DEPLOY = os.path.join(REPO, "deploy")
 
 
 def morph_request(valid=True):
-    image = types_pb2.Image(pixel_type=types_pb2.PIXEL_TYPE_U8, width=64, height=48,
-                            data=np.random.default_rng(0).integers(0, 256, 64 * 48, np.uint8).tobytes())
+    image = types_pb2.Image(
+        pixel_type=types_pb2.PIXEL_TYPE_U8,
+        width=64,
+        height=48,
+        data=np.random.default_rng(0).integers(0, 256, 64 * 48, np.uint8).tobytes(),
+    )
     if not valid:
         image.width = 0
     step = morphology_pb2.MorphologyStep(
         op=morphology_pb2.MORPHOLOGY_OP_DILATE,
-        element=morphology_pb2.StructuringElement(shape=morphology_pb2.ELEMENT_SHAPE_RECT, width=3,
-                                                  height=3))
+        element=morphology_pb2.StructuringElement(
+            shape=morphology_pb2.ELEMENT_SHAPE_RECT, width=3, height=3
+        ),
+    )
     return morphology_pb2.MorphologyRequest(input=types_pb2.ImageSource(image=image), steps=[step])
 
 
@@ -86,22 +92,37 @@ class MetricsAndPrometheus(unittest.TestCase):
 
     def test_promtool_accepts_the_live_scrape(self):
         text = self.server.metrics()
-        run = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
-                             text=True, timeout=60)
+        run = subprocess.run(
+            ["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=60
+        )
         self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
-        for name in ["cuimg_requests_total", "cuimg_request_duration_seconds",
-                     "cuimg_stage_duration_seconds", "cuimg_inflight_requests",
-                     "cuimg_bytes_received_total", "cuimg_bytes_sent_total",
-                     "cuimg_pixels_processed_total", "cuimg_rejected_total", "cuimg_build_info",
-                     "cuimg_device_healthy", "cuimg_device_requests_total",
-                     "cuimg_resident_objects"]:
+        for name in [
+            "cuimg_requests_total",
+            "cuimg_request_duration_seconds",
+            "cuimg_stage_duration_seconds",
+            "cuimg_inflight_requests",
+            "cuimg_bytes_received_total",
+            "cuimg_bytes_sent_total",
+            "cuimg_pixels_processed_total",
+            "cuimg_rejected_total",
+            "cuimg_build_info",
+            "cuimg_device_healthy",
+            "cuimg_device_requests_total",
+            "cuimg_resident_objects",
+        ]:
             self.assertIn(name, exported_names(text))
-        self.assertEqual(metric_value(text, "cuimg_requests_total",
-                                      {"rpc": "Morphology", "code": "INVALID_ARGUMENT"}), 3.0)
+        self.assertEqual(
+            metric_value(
+                text, "cuimg_requests_total", {"rpc": "Morphology", "code": "INVALID_ARGUMENT"}
+            ),
+            3.0,
+        )
 
     def test_alert_rules_and_scrape_config_pass_promtool(self):
-        for args in (["check", "rules", os.path.join(DEPLOY, "prometheus/alerts.yml")],
-                     ["check", "config", os.path.join(DEPLOY, "prometheus/prometheus.yml")]):
+        for args in (
+            ["check", "rules", os.path.join(DEPLOY, "prometheus/alerts.yml")],
+            ["check", "config", os.path.join(DEPLOY, "prometheus/prometheus.yml")],
+        ):
             run = subprocess.run(["promtool", *args], capture_output=True, text=True, timeout=60)
             self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
 
@@ -109,8 +130,10 @@ class MetricsAndPrometheus(unittest.TestCase):
         exported = exported_names(self.server.metrics())
         dashboard = json.load(open(os.path.join(DEPLOY, "grafana/cuimg-dashboard.json")))
         exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
-        exprs += re.findall(r"expr: \|?\s*([^\n]+(?:\n\s{12,}[^\n]+)*)",
-                            open(os.path.join(DEPLOY, "prometheus/alerts.yml")).read())
+        exprs += re.findall(
+            r"expr: \|?\s*([^\n]+(?:\n\s{12,}[^\n]+)*)",
+            open(os.path.join(DEPLOY, "prometheus/alerts.yml")).read(),
+        )
         self.assertGreater(len(exprs), 10)
         for expr in exprs:
             for name in re.findall(r"\bcuimg_[a-z0-9_]+", expr):
@@ -124,24 +147,37 @@ class MetricsAndPrometheus(unittest.TestCase):
                 "global: {scrape_interval: 1s}\n"
                 "scrape_configs:\n"
                 "  - job_name: cuimg\n"
-                f"    static_configs: [{{targets: ['127.0.0.1:{self.server.metrics_port}']}}]\n")
+                f"    static_configs: [{{targets: ['127.0.0.1:{self.server.metrics_port}']}}]\n"
+            )
             port = free_port()
-            prom = subprocess.Popen(["prometheus", f"--config.file={config}",
-                                     f"--storage.tsdb.path={tmp}/data",
-                                     f"--web.listen-address=127.0.0.1:{port}"],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            prom = subprocess.Popen(
+                [
+                    "prometheus",
+                    f"--config.file={config}",
+                    f"--storage.tsdb.path={tmp}/data",
+                    f"--web.listen-address=127.0.0.1:{port}",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             try:
+
                 def query(q):
-                    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": q})
+                    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode(
+                        {"query": q}
+                    )
                     return json.load(urllib.request.urlopen(url, timeout=5))["data"]["result"]
+
                 deadline = time.time() + 60
                 requests = quantile = []
                 while time.time() < deadline:
                     call(self.stub, morph_request())  # traffic while Prometheus scrapes
                     try:
                         requests = query('cuimg_requests_total{rpc="Morphology",code="OK"}')
-                        quantile = query("histogram_quantile(0.99, sum by (le) "
-                                         "(rate(cuimg_request_duration_seconds_bucket[30s])))")
+                        quantile = query(
+                            "histogram_quantile(0.99, sum by (le) "
+                            "(rate(cuimg_request_duration_seconds_bucket[30s])))"
+                        )
                     except OSError:
                         pass
                     if requests and quantile and quantile[0]["value"][1] not in ("NaN", "0"):
@@ -159,8 +195,14 @@ class MetricsAndPrometheus(unittest.TestCase):
 
 class DeviceFaults(unittest.TestCase):
     def test_a_failed_device_leaves_rotation_and_returns(self):
-        server = ServerProcess(SERVER, "--backend=cpu", "--cpu_devices=2", "--health_poll_ms=50",
-                               "--inject_device_failure=1:2:3000", "--worker_threads=1")
+        server = ServerProcess(
+            SERVER,
+            "--backend=cpu",
+            "--cpu_devices=2",
+            "--health_poll_ms=50",
+            "--inject_device_failure=1:2:3000",
+            "--worker_threads=1",
+        )
         try:
             channel = grpc.insecure_channel(server.target)
             stub = imaging_service_pb2_grpc.ImagingStub(channel)
@@ -175,19 +217,28 @@ class DeviceFaults(unittest.TestCase):
             self.assertEqual(after, [("OK", 0)] * 6)
             # It comes back after the fault's duration and takes traffic again.
             time.sleep(3.2)
-            self.assertEqual(metric_value(server.metrics(), "cuimg_device_healthy", {"device": "cpu1"}), 1.0)
+            self.assertEqual(
+                metric_value(server.metrics(), "cuimg_device_healthy", {"device": "cpu1"}), 1.0
+            )
             later = [call(stub, morph_request()) for _ in range(6)]
             self.assertTrue(all(code == "OK" for code, _ in later))
             before = metric_value(text, "cuimg_device_requests_total", {"device": "cpu1"})
-            self.assertGreater(metric_value(server.metrics(), "cuimg_device_requests_total",
-                                            {"device": "cpu1"}), before)
+            self.assertGreater(
+                metric_value(server.metrics(), "cuimg_device_requests_total", {"device": "cpu1"}),
+                before,
+            )
             channel.close()
         finally:
             self.assertEqual(server.terminate(), 0)
 
     def test_health_is_not_serving_while_no_device_is_healthy(self):
-        server = ServerProcess(SERVER, "--backend=cpu", "--cpu_devices=1", "--health_poll_ms=50",
-                               "--inject_device_failure=0:1:1500")
+        server = ServerProcess(
+            SERVER,
+            "--backend=cpu",
+            "--cpu_devices=1",
+            "--health_poll_ms=50",
+            "--inject_device_failure=0:1:1500",
+        )
         try:
             channel = grpc.insecure_channel(server.target)
             stub = imaging_service_pb2_grpc.ImagingStub(channel)

@@ -19,8 +19,15 @@ from pydicom.uid import ExplicitVRLittleEndian, generate_uid
 from scipy import ndimage
 
 import cuimg
-from cuimg.v1 import (deform_pb2, detection_pb2, gradient_pb2, imaging_service_pb2_grpc,
-                      morphology_pb2, pyramid_pb2, types_pb2)
+from cuimg.v1 import (
+    deform_pb2,
+    detection_pb2,
+    gradient_pb2,
+    imaging_service_pb2_grpc,
+    morphology_pb2,
+    pyramid_pb2,
+    types_pb2,
+)
 from server_process import ServerProcess
 from tls_material import TlsMaterial
 
@@ -32,8 +39,18 @@ TOKEN = "py-client-token-5f2c"
 
 def torus(n=24, m=16, big=1.0, small=0.35):
     u, v = np.meshgrid(2 * np.pi * np.arange(n) / n, 2 * np.pi * np.arange(m) / m, indexing="ij")
-    pos = np.stack([(big + small * np.cos(v)) * np.cos(u), (big + small * np.cos(v)) * np.sin(u),
-                    small * np.sin(v)], axis=-1).reshape(-1, 3).astype(np.float32)
+    pos = (
+        np.stack(
+            [
+                (big + small * np.cos(v)) * np.cos(u),
+                (big + small * np.cos(v)) * np.sin(u),
+                small * np.sin(v),
+            ],
+            axis=-1,
+        )
+        .reshape(-1, 3)
+        .astype(np.float32)
+    )
     tris = []
     for i in range(n):
         for j in range(m):
@@ -49,9 +66,16 @@ def twist_lattice(pos):
     counts = (3, 3, 3)
     disp = np.zeros(counts + (3,))
     disp[:, :, 2, 0] = 0.2  # shift the top layer along x
-    return deform_pb2.Lattice(origin=vec(*lo), s=vec(hi[0] - lo[0], 0, 0), t=vec(0, hi[1] - lo[1], 0),
-                              u=vec(0, 0, hi[2] - lo[2]), count_s=3, count_t=3, count_u=3,
-                              displacements=disp.ravel().tolist())
+    return deform_pb2.Lattice(
+        origin=vec(*lo),
+        s=vec(hi[0] - lo[0], 0, 0),
+        t=vec(0, hi[1] - lo[1], 0),
+        u=vec(0, 0, hi[2] - lo[2]),
+        count_s=3,
+        count_t=3,
+        count_u=3,
+        displacements=disp.ravel().tolist(),
+    )
 
 
 class PythonClient(unittest.TestCase):
@@ -73,7 +97,9 @@ class PythonClient(unittest.TestCase):
         volume = rng.integers(-1000, 1000, (5, 20, 30)).astype(np.int16)
         out = self.client.morphology(volume, "dilate:rect:3x3x3")
         self.assertEqual((out.dtype, out.shape), (np.dtype(np.int16), volume.shape))
-        np.testing.assert_array_equal(out, ndimage.grey_dilation(volume, size=(3, 3, 3), mode="nearest"))
+        np.testing.assert_array_equal(
+            out, ndimage.grey_dilation(volume, size=(3, 3, 3), mode="nearest")
+        )
         image = rng.integers(0, 256, (40, 50)).astype(np.uint8)
         out = self.client.morphology(image, "erode:rect:5x3,dilate:rect:5x3")  # an opening
         np.testing.assert_array_equal(out, ndimage.grey_opening(image, size=(3, 5), mode="nearest"))
@@ -83,16 +109,28 @@ class PythonClient(unittest.TestCase):
         rng = np.random.default_rng(2)
         image = rng.normal(size=(31, 45)).astype(np.float32)
         got = self.client.gradient(image, magnitude=True)
-        raw = self.raw.Gradient(gradient_pb2.GradientRequest(
-            input=types_pb2.ImageSource(image=cuimg.client.to_image(image)), magnitude=True))
+        raw = self.raw.Gradient(
+            gradient_pb2.GradientRequest(
+                input=types_pb2.ImageSource(image=cuimg.client.to_image(image)), magnitude=True
+            )
+        )
         np.testing.assert_array_equal(got["gx"], cuimg.client.from_image(raw.gx.image))
-        np.testing.assert_array_equal(got["magnitude"], cuimg.client.from_image(raw.magnitude.image))
+        np.testing.assert_array_equal(
+            got["magnitude"], cuimg.client.from_image(raw.magnitude.image)
+        )
         self.assertEqual(got["gy"].shape, image.shape)
 
-        levels = self.client.pyramid(rng.integers(0, 256, (60, 80)).astype(np.uint8), levels=4, ratio=1.5)
-        raw = self.raw.Pyramid(pyramid_pb2.PyramidRequest(
-            input=types_pb2.ImageSource(image=cuimg.client.to_image(levels[0])), levels=4, ratio=1.5,
-            mode=pyramid_pb2.PYRAMID_MODE_FROM_BASE))
+        levels = self.client.pyramid(
+            rng.integers(0, 256, (60, 80)).astype(np.uint8), levels=4, ratio=1.5
+        )
+        raw = self.raw.Pyramid(
+            pyramid_pb2.PyramidRequest(
+                input=types_pb2.ImageSource(image=cuimg.client.to_image(levels[0])),
+                levels=4,
+                ratio=1.5,
+                mode=pyramid_pb2.PYRAMID_MODE_FROM_BASE,
+            )
+        )
         self.assertEqual(len(levels), 4)
         for mine, theirs in zip(levels, raw.levels):
             np.testing.assert_array_equal(mine, cuimg.client.from_image(theirs.result.image))
@@ -100,18 +138,28 @@ class PythonClient(unittest.TestCase):
         with open(os.path.join(DATA, "basketball1.png"), "rb") as f:
             png = f.read()
         boxes = self.client.detect(None, encoded=png)
-        raw = self.raw.DetectPedestrians(detection_pb2.DetectPedestriansRequest(
-            input=types_pb2.ImageSource(encoded=png), grouping=detection_pb2.GROUPING_GROUP_RECTANGLES))
+        raw = self.raw.DetectPedestrians(
+            detection_pb2.DetectPedestriansRequest(
+                input=types_pb2.ImageSource(encoded=png),
+                grouping=detection_pb2.GROUPING_GROUP_RECTANGLES,
+            )
+        )
         self.assertGreater(len(boxes), 0)
-        self.assertEqual([(b["x"], b["y"], b["width"], b["height"]) for b in boxes],
-                         [(d.x, d.y, d.width, d.height) for d in raw.detections])
+        self.assertEqual(
+            [(b["x"], b["y"], b["width"], b["height"]) for b in boxes],
+            [(d.x, d.y, d.width, d.height) for d in raw.detections],
+        )
 
         pos, tris = torus()
         lattice = twist_lattice(pos)
         positions, normals = self.client.deform((pos, tris), lattice)
-        raw = self.raw.Deform(deform_pb2.DeformRequest(
-            mesh=deform_pb2.MeshSource(mesh=cuimg.client._mesh(pos, tris)), lattice=lattice,
-            outputs=deform_pb2.DEFORM_OUTPUTS_POSITIONS_AND_NORMALS))
+        raw = self.raw.Deform(
+            deform_pb2.DeformRequest(
+                mesh=deform_pb2.MeshSource(mesh=cuimg.client._mesh(pos, tris)),
+                lattice=lattice,
+                outputs=deform_pb2.DEFORM_OUTPUTS_POSITIONS_AND_NORMALS,
+            )
+        )
         np.testing.assert_array_equal(positions, np.frombuffer(raw.positions, "<f4").reshape(-1, 3))
         np.testing.assert_array_equal(normals, np.frombuffer(raw.normals, "<f4").reshape(-1, 3))
         self.assertGreater(np.abs(positions - pos).max(), 0.05)  # the lattice did move it
@@ -121,8 +169,10 @@ class PythonClient(unittest.TestCase):
         volume = rng.integers(0, 65535, (3, 16, 16)).astype(np.uint16)
         handle = self.client.upload(volume)
         self.assertIn((handle, "RESIDENT_KIND_IMAGE", volume.nbytes), self.client.list_resident())
-        np.testing.assert_array_equal(self.client.morphology(handle, "erode:cross:3x3"),
-                                      self.client.morphology(volume, "erode:cross:3x3"))
+        np.testing.assert_array_equal(
+            self.client.morphology(handle, "erode:cross:3x3"),
+            self.client.morphology(volume, "erode:cross:3x3"),
+        )
         mesh = self.client.upload(mesh=torus())
         self.assertEqual(self.client.deform(mesh, twist_lattice(torus()[0]))[0].shape, (24 * 16, 3))
         for h in (handle, mesh):
@@ -138,8 +188,9 @@ class PythonClient(unittest.TestCase):
         with self.assertRaises(cuimg.LimitExceededError) as e:
             self.client.morphology(volume, "erode:rect:3000x3")
         self.assertEqual(e.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
-        self.assertEqual((e.exception.reason, e.exception.field),
-                         ("ELEMENT_TOO_LARGE", "steps[0].element.width"))
+        self.assertEqual(
+            (e.exception.reason, e.exception.field), ("ELEMENT_TOO_LARGE", "steps[0].element.width")
+        )
         self.assertIn("steps[0].element.width", e.exception.details)
         with self.assertRaises(TypeError):
             self.client.morphology(volume.astype(np.float64), "erode:rect:3x3")
@@ -163,26 +214,36 @@ class PythonClient(unittest.TestCase):
         # keep_resident on every RPC that has it: the handle holds what came back inline.
         kept = self.client.morphology(volume, "dilate:rect:3x3x3", keep_resident=True)
         self.assertIsInstance(kept, cuimg.Resident)
-        np.testing.assert_array_equal(kept.data, self.client.morphology(volume, "dilate:rect:3x3x3"))
+        np.testing.assert_array_equal(
+            kept.data, self.client.morphology(volume, "dilate:rect:3x3x3")
+        )
         np.testing.assert_array_equal(self.client.download(kept.handle), kept.data)
-        only = self.client.morphology(handle, "erode:cross:3x3", keep_resident=True,
-                                      return_data=False)
+        only = self.client.morphology(
+            handle, "erode:cross:3x3", keep_resident=True, return_data=False
+        )
         self.assertIsNone(only.data)
-        np.testing.assert_array_equal(self.client.download(only.handle),
-                                      self.client.morphology(volume, "erode:cross:3x3"))
+        np.testing.assert_array_equal(
+            self.client.download(only.handle), self.client.morphology(volume, "erode:cross:3x3")
+        )
         grads = self.client.gradient(volume[0], magnitude=True, keep_resident=True)
         self.assertEqual(sorted(grads), ["gx", "gy", "magnitude"])
         for name, result in grads.items():
             np.testing.assert_array_equal(self.client.download(result.handle), result.data)
-        levels = self.client.pyramid(volume[0], levels=3, ratio=1.5, keep_resident=True,
-                                     return_data=False)
-        self.assertEqual([self.client.download(l.handle).shape for l in levels],
-                         [(18, 22), (12, 15), (8, 10)])
+        levels = self.client.pyramid(
+            volume[0], levels=3, ratio=1.5, keep_resident=True, return_data=False
+        )
+        self.assertEqual(
+            [self.client.download(level.handle).shape for level in levels],
+            [(18, 22), (12, 15), (8, 10)],
+        )
         deformed = self.client.deform(mesh, twist_lattice(pos), keep_resident=True)
         np.testing.assert_array_equal(self.client.download(deformed.handle)[0], deformed.data[0])
         held = {h for h, _, _ in self.client.list_resident()}
-        for h in [handle, mesh, kept.handle, only.handle, deformed.handle] + \
-                [r.handle for r in grads.values()] + [r.handle for r in levels]:
+        for h in (
+            [handle, mesh, kept.handle, only.handle, deformed.handle]
+            + [r.handle for r in grads.values()]
+            + [r.handle for r in levels]
+        ):
             self.assertIn(h, held)
             self.client.release(h)
         with self.assertRaises(cuimg.CuimgError) as e:
@@ -192,8 +253,13 @@ class PythonClient(unittest.TestCase):
             self.client.morphology(volume, "erode:rect:3x3", return_data=False)
 
         models = {m["name"]: m for m in self.client.models()}
-        self.assertEqual((models["opencv_people_64x128"]["window_width"],
-                          models["opencv_people_64x128"]["window_height"]), (64, 128))
+        self.assertEqual(
+            (
+                models["opencv_people_64x128"]["window_width"],
+                models["opencv_people_64x128"]["window_height"],
+            ),
+            (64, 128),
+        )
         self.assertEqual(self.client.health(), "SERVING")
         self.assertEqual(self.client.health("cuimg.v1.Imaging"), "SERVING")
         with cuimg.Client("127.0.0.1:1", timeout=2, max_attempts=1) as nowhere:
@@ -219,8 +285,10 @@ class PythonClient(unittest.TestCase):
             image = np.arange(64, dtype=np.uint8).reshape(8, 8)
             token_file = material.write_tokens([TOKEN], name="alice.token")
             with cuimg.Client(server.target, ca_file=material.ca_cert, token_file=token_file) as c:
-                np.testing.assert_array_equal(c.morphology(image, "dilate:rect:3x3"),
-                                              ndimage.grey_dilation(image, size=(3, 3), mode="nearest"))
+                np.testing.assert_array_equal(
+                    c.morphology(image, "dilate:rect:3x3"),
+                    ndimage.grey_dilation(image, size=(3, 3), mode="nearest"),
+                )
             with cuimg.Client(server.target, ca_file=material.ca_cert) as c:
                 with self.assertRaises(cuimg.CuimgError) as e:
                     c.morphology(image, "dilate:rect:3x3")
@@ -232,17 +300,31 @@ class PythonClient(unittest.TestCase):
             material.close()
 
     def test_an_overloaded_server_is_retried_after_its_hint(self):
-        server = ServerProcess(SERVER, "--backend=cpu", "--worker_threads=1",
-                               "--max_inflight_requests=1", "--cpu_threads_per_request=1")
+        server = ServerProcess(
+            SERVER,
+            "--backend=cpu",
+            "--worker_threads=1",
+            "--max_inflight_requests=1",
+            "--cpu_threads_per_request=1",
+        )
         slow_channel = grpc.insecure_channel(server.target)
         try:
             slow = imaging_service_pb2_grpc.ImagingStub(slow_channel).Morphology.future(
                 morphology_pb2.MorphologyRequest(
-                    input=types_pb2.ImageSource(image=types_pb2.Image(
-                        pixel_type=types_pb2.PIXEL_TYPE_U8, width=640, height=640,
-                        data=np.random.default_rng(5).integers(0, 256, 640 * 640,
-                                                               dtype=np.uint8).tobytes())),
-                    steps=cuimg.parse_steps("dilate:ellipse:61x61")), timeout=120)
+                    input=types_pb2.ImageSource(
+                        image=types_pb2.Image(
+                            pixel_type=types_pb2.PIXEL_TYPE_U8,
+                            width=640,
+                            height=640,
+                            data=np.random.default_rng(5)
+                            .integers(0, 256, 640 * 640, dtype=np.uint8)
+                            .tobytes(),
+                        )
+                    ),
+                    steps=cuimg.parse_steps("dilate:ellipse:61x61"),
+                ),
+                timeout=120,
+            )
             time.sleep(0.2)
             # Larger than gRPC's default retry buffer (256 KiB), which the client raises.
             image = np.random.default_rng(6).integers(0, 256, (480, 640), dtype=np.uint8)
@@ -259,7 +341,8 @@ class PythonClient(unittest.TestCase):
             with cuimg.Client(server.target, max_attempts=5) as c:  # room again
                 np.testing.assert_array_equal(
                     c.morphology(image, "dilate:rect:3x3"),
-                    ndimage.grey_dilation(image, size=(3, 3), mode="nearest"))
+                    ndimage.grey_dilation(image, size=(3, 3), mode="nearest"),
+                )
             with self.assertRaises(ValueError):
                 cuimg.Client(server.target, max_attempts=6)
         finally:
@@ -273,10 +356,14 @@ class PythonClient(unittest.TestCase):
         volume = np.random.default_rng(5).integers(0, 255, (1, 30, 40)).astype(np.uint8)
         out = c.morphology(volume, "dilate:rect:3x3")
         self.assertEqual(out.shape, (1, 30, 40))
-        np.testing.assert_array_equal(out[0], ndimage.grey_dilation(volume[0], size=(3, 3), mode="nearest"))
+        np.testing.assert_array_equal(
+            out[0], ndimage.grey_dilation(volume[0], size=(3, 3), mode="nearest")
+        )
         self.assertEqual(c.morphology(volume[0], "dilate:rect:3x3").shape, (30, 40))
-        self.assertEqual({k: v.shape for k, v in c.gradient(volume, magnitude=True).items()},
-                         {"gx": (1, 30, 40), "gy": (1, 30, 40), "magnitude": (1, 30, 40)})
+        self.assertEqual(
+            {k: v.shape for k, v in c.gradient(volume, magnitude=True).items()},
+            {"gx": (1, 30, 40), "gy": (1, 30, 40), "magnitude": (1, 30, 40)},
+        )
         self.assertEqual([level.shape[0] for level in c.pyramid(volume, levels=3)], [1, 1, 1])
         kept = c.morphology(volume, "erode:rect:3x3", keep_resident=True)
         self.assertEqual(kept.data.shape, (1, 30, 40))
@@ -302,7 +389,10 @@ class PythonClient(unittest.TestCase):
                 meta.MediaStorageSOPInstanceUID = generate_uid()
                 meta.TransferSyntaxUID = ExplicitVRLittleEndian
                 ds = FileDataset("x", {}, file_meta=meta, preamble=b"\0" * 128)
-                ds.SOPClassUID, ds.SOPInstanceUID = meta.MediaStorageSOPClassUID, meta.MediaStorageSOPInstanceUID
+                ds.SOPClassUID, ds.SOPInstanceUID = (
+                    meta.MediaStorageSOPClassUID,
+                    meta.MediaStorageSOPInstanceUID,
+                )
                 ds.SeriesInstanceUID, ds.StudyInstanceUID, ds.Modality = series, study, "CT"
                 ds.PatientName, ds.SeriesNumber = "Hidden^Person", 2
                 ds.ImagePositionPatient = [0, 0, 100 - 2.5 * z]  # files in reverse position order
@@ -315,32 +405,63 @@ class PythonClient(unittest.TestCase):
                 ds.PixelData = (hu[z].astype(np.int32) + 1024).astype("<u2").tobytes()
                 ds.is_little_endian, ds.is_implicit_VR = True, False
                 ds.save_as(os.path.join(src, f"{z:03d}.dcm"), write_like_original=False)
-            run = subprocess.run([sys.executable, EXAMPLE, "--target", self.server.target,
-                                  "--steps", "dilate:rect:3x3x3", src, dst],
-                                 capture_output=True, text=True, timeout=120)
+            run = subprocess.run(
+                [
+                    sys.executable,
+                    EXAMPLE,
+                    "--target",
+                    self.server.target,
+                    "--steps",
+                    "dilate:rect:3x3x3",
+                    src,
+                    dst,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             self.assertEqual(run.returncode, 0, run.stderr)
             self.assertIn("wrote 20 slices", run.stdout)
             self.assertNotIn("Hidden", run.stdout + run.stderr)
-            out = sorted((pydicom.dcmread(os.path.join(dst, f)) for f in os.listdir(dst)),
-                         key=lambda d: float(d.ImagePositionPatient[2]))
+            out = sorted(
+                (pydicom.dcmread(os.path.join(dst, f)) for f in os.listdir(dst)),
+                key=lambda d: float(d.ImagePositionPatient[2]),
+            )
             self.assertEqual(len({d.SeriesInstanceUID for d in out} - {series}), 1)
             volume = np.stack([d.pixel_array for d in out]).astype(np.int16)
             # Sorted by position, ascending z = the reverse of hu's index.
-            np.testing.assert_array_equal(volume, ndimage.grey_dilation(hu[::-1], size=(3, 3, 3),
-                                                                        mode="nearest"))
-            self.assertTrue(all(d.StudyInstanceUID == study and d.SeriesNumber == 1002 for d in out))
+            np.testing.assert_array_equal(
+                volume, ndimage.grey_dilation(hu[::-1], size=(3, 3, 3), mode="nearest")
+            )
+            self.assertTrue(
+                all(d.StudyInstanceUID == study and d.SeriesNumber == 1002 for d in out)
+            )
             # A series of one slice (issue 46: the example crashed writing it).
             one, one_out = os.path.join(tmp, "one"), os.path.join(tmp, "one_out")
             os.makedirs(one)
             os.link(os.path.join(src, "007.dcm"), os.path.join(one, "007.dcm"))
-            run = subprocess.run([sys.executable, EXAMPLE, "--target", self.server.target,
-                                  "--steps", "dilate:rect:3x3x3", one, one_out],
-                                 capture_output=True, text=True, timeout=120)
+            run = subprocess.run(
+                [
+                    sys.executable,
+                    EXAMPLE,
+                    "--target",
+                    self.server.target,
+                    "--steps",
+                    "dilate:rect:3x3x3",
+                    one,
+                    one_out,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             self.assertEqual(run.returncode, 0, run.stderr)
             self.assertIn("wrote 1 slices", run.stdout)
             (written,) = [pydicom.dcmread(os.path.join(one_out, f)) for f in os.listdir(one_out)]
-            np.testing.assert_array_equal(written.pixel_array.astype(np.int16),
-                                          ndimage.grey_dilation(hu[7], size=(3, 3), mode="nearest"))
+            np.testing.assert_array_equal(
+                written.pixel_array.astype(np.int16),
+                ndimage.grey_dilation(hu[7], size=(3, 3), mode="nearest"),
+            )
 
 
 if __name__ == "__main__":

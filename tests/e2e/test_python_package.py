@@ -46,28 +46,50 @@ class PythonPackage(unittest.TestCase):
             with tempfile.TemporaryDirectory() as tmp:
                 # A copy of what the install reads, so the build leaves nothing in the checkout
                 # (setuptools writes build/ and *.egg-info beside setup.py).
-                shutil.copytree(os.path.join(REPO, "client", "python"),
-                                os.path.join(tmp, "client", "python"),
-                                ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
+                shutil.copytree(
+                    os.path.join(REPO, "client", "python"),
+                    os.path.join(tmp, "client", "python"),
+                    ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"),
+                )
                 shutil.copytree(os.path.join(REPO, "proto"), os.path.join(tmp, "proto"))
                 venv = os.path.join(tmp, "venv")
                 env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
                 env.update(PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
-                subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv],
-                               check=True, env=env, timeout=120)
+                subprocess.run(
+                    [sys.executable, "-m", "venv", "--system-site-packages", venv],
+                    check=True,
+                    env=env,
+                    timeout=120,
+                )
                 python = os.path.join(venv, "bin", "python")
                 install = subprocess.run(
-                    [python, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
-                     os.path.join(tmp, "client", "python")],
-                    capture_output=True, text=True, env=env, timeout=300)
+                    [
+                        python,
+                        "-m",
+                        "pip",
+                        "install",
+                        "--no-build-isolation",
+                        "--no-deps",
+                        os.path.join(tmp, "client", "python"),
+                    ],
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    timeout=300,
+                )
                 self.assertEqual(install.returncode, 0, install.stdout + install.stderr)
 
                 volume = np.random.default_rng(5).integers(-900, 900, (9, 21, 26)).astype(np.int16)
                 np.save(os.path.join(tmp, "in.npy"), volume)
                 out = os.path.join(tmp, "out.npy")
-                run = subprocess.run([python, "-c", SCRIPT, server.target, out,
-                                      os.path.join(tmp, "in.npy")],
-                                     capture_output=True, text=True, env=env, cwd=tmp, timeout=120)
+                run = subprocess.run(
+                    [python, "-c", SCRIPT, server.target, out, os.path.join(tmp, "in.npy")],
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    cwd=tmp,
+                    timeout=120,
+                )
                 self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
                 self.assertIn("venv client ok", run.stdout)
                 streamed, unary = np.load(out)

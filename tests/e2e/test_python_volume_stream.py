@@ -45,12 +45,16 @@ def random_steps(rng):
     for _ in range(int(rng.integers(1, 3))):
         three_d = rng.random() < 0.8
         element = morphology_pb2.StructuringElement(
-            shape=int(rng.integers(1, 4)), width=int(rng.integers(1, 8)),
-            height=int(rng.integers(1, 8)), depth=int(rng.integers(1, 6)) if three_d else 0)
+            shape=int(rng.integers(1, 4)),
+            width=int(rng.integers(1, 8)),
+            height=int(rng.integers(1, 8)),
+            depth=int(rng.integers(1, 6)) if three_d else 0,
+        )
         if three_d and rng.random() < 0.4:
             element.anchor_z = int(rng.integers(element.depth))
-        step = morphology_pb2.MorphologyStep(op=int(rng.integers(1, 8)), element=element,
-                                             iterations=int(rng.integers(1, 3)))
+        step = morphology_pb2.MorphologyStep(
+            op=int(rng.integers(1, 8)), element=element, iterations=int(rng.integers(1, 3))
+        )
         if rng.random() < 0.2:
             step.border_mode = morphology_pb2.BORDER_MODE_CONSTANT
             step.border_value = float(rng.integers(-50, 300))
@@ -71,8 +75,10 @@ class EchoStreams(grpc.GenericRpcHandler):
         if details.method != "/cuimg.v1.Imaging/ProcessVolumeStream":
             return None
         return grpc.stream_stream_rpc_method_handler(
-            self._echo, request_deserializer=streaming_pb2.VolumeStreamRequest.FromString,
-            response_serializer=streaming_pb2.VolumeStreamResponse.SerializeToString)
+            self._echo,
+            request_deserializer=streaming_pb2.VolumeStreamRequest.FromString,
+            response_serializer=streaming_pb2.VolumeStreamResponse.SerializeToString,
+        )
 
     def _echo(self, requests, context):
         header, z, first = None, 0, None
@@ -117,15 +123,25 @@ class PythonVolumeStream(unittest.TestCase):
             slice_bytes = shape[1] * shape[2] * volume.itemsize
             for streams, slab_slices in ((1, 1), (3, 1), (4, 2), (9, 3)):
                 # One slice per slab puts a halo of several slices over several slabs.
-                with cuimg.Client(self.server.target, timeout=120, stream_threshold=0,
-                                  volume_streams=streams,
-                                  slab_bytes=slab_slices * slice_bytes) as c:
+                with cuimg.Client(
+                    self.server.target,
+                    timeout=120,
+                    stream_threshold=0,
+                    volume_streams=streams,
+                    slab_bytes=slab_slices * slice_bytes,
+                ) as c:
                     got = c.morphology(volume, steps)
-                    with self.subTest(case=case, dtype=dtype.__name__, shape=shape,
-                                      streams=streams, reach=z_reach(steps)):
+                    with self.subTest(
+                        case=case,
+                        dtype=dtype.__name__,
+                        shape=shape,
+                        streams=streams,
+                        reach=z_reach(steps),
+                    ):
                         self.assertIsNotNone(c.last_stream)
-                        self.assertEqual(len(c.last_stream.timings),
-                                         len(split_depth(shape[0], streams, 0)))
+                        self.assertEqual(
+                            len(c.last_stream.timings), len(split_depth(shape[0], streams, 0))
+                        )
                         self.assertEqual((got.dtype, got.shape), (volume.dtype, volume.shape))
                         self.assertTrue(got.flags.writeable)
                         self.assertTrue(got.tobytes() == unary.tobytes(), "streamed != unary")
@@ -136,8 +152,9 @@ class PythonVolumeStream(unittest.TestCase):
         rng = np.random.default_rng(12)
         volume = rng.integers(-3000, 3000, size=(9, 33, 45), dtype=np.int16)
         unary = self.unary.gradient(volume, kernel_length=5, magnitude=True, angle=True)
-        with cuimg.Client(self.server.target, stream_threshold=0, volume_streams=3,
-                          slab_bytes=2 * 33 * 45 * 2) as c:
+        with cuimg.Client(
+            self.server.target, stream_threshold=0, volume_streams=3, slab_bytes=2 * 33 * 45 * 2
+        ) as c:
             got = c.gradient(volume, kernel_length=5, magnitude=True, angle=True)
             self.assertEqual(len(c.last_stream.timings), 3)
         self.assertEqual(sorted(got), ["angle", "gx", "gy", "magnitude"])
@@ -179,13 +196,15 @@ class PythonVolumeStream(unittest.TestCase):
         server.start()
         target = f"127.0.0.1:{port}"
         depth = 64
-        volume = np.broadcast_to(np.arange(depth, dtype=np.uint16)[:, None, None],
-                                 (depth, 9, 11)).copy()
-        chains = [f"{op}:{shape}:3x3{'x%d' % d if d else ''}:{it}"
-                  for op in ("erode", "dilate", "open", "close", "gradient", "tophat", "blackhat")
-                  for shape, d in (("rect", 0), ("cross", 1), ("ellipse", 2), ("rect", 3),
-                                   ("cross", 5))
-                  for it in (1, 3)]
+        volume = np.broadcast_to(
+            np.arange(depth, dtype=np.uint16)[:, None, None], (depth, 9, 11)
+        ).copy()
+        chains = [
+            f"{op}:{shape}:3x3{'x%d' % d if d else ''}:{it}"
+            for op in ("erode", "dilate", "open", "close", "gradient", "tophat", "blackhat")
+            for shape, d in (("rect", 0), ("cross", 1), ("ellipse", 2), ("rect", 3), ("cross", 5))
+            for it in (1, 3)
+        ]
         chains += ["open:ellipse:5x5x3,dilate:rect:3x3x4:2", "blackhat:cross:3x3x2,erode:rect:3x3"]
         try:
             with tempfile.TemporaryDirectory() as d:
@@ -193,19 +212,35 @@ class PythonVolumeStream(unittest.TestCase):
                 write_tiff_u16(src, volume)
                 for k, steps in enumerate(chains):
                     streams = (4, 3, 9)[k % 3]
-                    run = subprocess.run([CLIENT, "morphology", f"--target={target}",
-                                          f"--input={src}", f"--output={d}/out.tif",
-                                          f"--steps={steps}", "--slab_slices=5",
-                                          f"--volume_streams={streams}"],
-                                         capture_output=True, text=True, timeout=60)
+                    run = subprocess.run(
+                        [
+                            CLIENT,
+                            "morphology",
+                            f"--target={target}",
+                            f"--input={src}",
+                            f"--output={d}/out.tif",
+                            f"--steps={steps}",
+                            "--slab_slices=5",
+                            f"--volume_streams={streams}",
+                        ],
+                        capture_output=True,
+                        text=True,
+                        timeout=60,
+                    )
                     self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
                     cli = echo.take()
-                    with cuimg.Client(target, stream_threshold=0, volume_streams=streams,
-                                      slab_bytes=5 * 9 * 11 * 2) as c:
+                    with cuimg.Client(
+                        target,
+                        stream_threshold=0,
+                        volume_streams=streams,
+                        slab_bytes=5 * 9 * 11 * 2,
+                    ) as c:
                         out = c.morphology(volume, steps)
                     python = echo.take()
-                    expected = sorted((p.in_begin, p.in_end - p.in_begin) for p in split_depth(
-                        depth, streams, z_reach(cuimg.parse_steps(steps))))
+                    expected = sorted(
+                        (p.in_begin, p.in_end - p.in_begin)
+                        for p in split_depth(depth, streams, z_reach(cuimg.parse_steps(steps)))
+                    )
                     with self.subTest(steps=steps, streams=streams):
                         self.assertEqual(python, cli)
                         self.assertEqual(python, expected)
@@ -262,8 +297,9 @@ class PythonVolumeStream(unittest.TestCase):
 
     def test_a_deadline_ends_the_streams(self):
         volume = np.random.default_rng(15).integers(0, 256, size=(32, 128, 128), dtype=np.uint8)
-        server = ServerProcess(SERVER, "--backend=cpu", "--worker_threads=1",
-                               "--cpu_threads_per_request=1")
+        server = ServerProcess(
+            SERVER, "--backend=cpu", "--worker_threads=1", "--cpu_threads_per_request=1"
+        )
         try:
             with cuimg.Client(server.target, stream_threshold=0, timeout=0.5) as c:
                 began = time.monotonic()
@@ -276,23 +312,33 @@ class PythonVolumeStream(unittest.TestCase):
 
     def test_wire_messages_equal_protobufs(self):
         data = bytes(range(256)) * 700  # a length of three varint bytes
-        self.assertEqual(_wire.encode_slab(memoryview(data)),
-                         streaming_pb2.VolumeStreamRequest(slab=data).SerializeToString())
+        self.assertEqual(
+            _wire.encode_slab(memoryview(data)),
+            streaming_pb2.VolumeStreamRequest(slab=data).SerializeToString(),
+        )
         for z_begin, slices, payload in ((0, 1, b""), (5, 300, data), (2**31, 7, b"x")):
             encoded = streaming_pb2.VolumeStreamResponse(
-                z_begin=z_begin, slices=slices, data=payload).SerializeToString()
+                z_begin=z_begin, slices=slices, data=payload
+            ).SerializeToString()
             got = _wire.decode_volume_stream_response(encoded)
             self.assertEqual((got[0], got[1], bytes(got[2])), (z_begin, slices, payload))
         for service in ("", "cuimg.v1.Imaging"):
-            self.assertEqual(_wire.encode_health_request(service),
-                             health_pb2.HealthCheckRequest(service=service).SerializeToString())
+            self.assertEqual(
+                _wire.encode_health_request(service),
+                health_pb2.HealthCheckRequest(service=service).SerializeToString(),
+            )
         for status, name in _wire.HEALTH_STATUS.items():
             self.assertEqual(health_pb2.HealthCheckResponse.ServingStatus.Name(status), name)
-            self.assertEqual(_wire.decode_health_response(
-                health_pb2.HealthCheckResponse(status=status).SerializeToString()), name)
+            self.assertEqual(
+                _wire.decode_health_response(
+                    health_pb2.HealthCheckResponse(status=status).SerializeToString()
+                ),
+                name,
+            )
         for value in (0, 1, 127, 128, 300, 2**32, 2**64 - 1):
-            self.assertEqual(_wire.decode_fields(_wire.encode_varint(8) +
-                                                 _wire.encode_varint(value))[1], value)
+            self.assertEqual(
+                _wire.decode_fields(_wire.encode_varint(8) + _wire.encode_varint(value))[1], value
+            )
         with self.assertRaises(ValueError):
             _wire.decode_volume_stream_response(b"\x1a\x05ab")  # 5 bytes announced, 2 sent
 

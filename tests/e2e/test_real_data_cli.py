@@ -37,9 +37,11 @@ LPS = np.diag([-1.0, -1.0, 1.0])  # NIfTI's RAS to DICOM's and NRRD's LPS
 def file_size_limit(limit):
     """For Popen's preexec_fn: writes past `limit` bytes fail with EFBIG (a full disk, in effect)
     instead of killing the process."""
+
     def apply():
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
     return apply
 
 
@@ -68,8 +70,13 @@ class RealDataCli(unittest.TestCase):
         return os.path.join(folder, *parts)
 
     def cli(self, *args, expect=0, **kwargs):
-        run = subprocess.run([CLIENT, *args, f"--target={self.server.target}"], capture_output=True,
-                             text=True, timeout=300, **kwargs)
+        run = subprocess.run(
+            [CLIENT, *args, f"--target={self.server.target}"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            **kwargs,
+        )
         self.assertEqual(run.returncode, expect, f"{args}: {run.stdout}{run.stderr}")
         return run
 
@@ -85,7 +92,7 @@ class RealDataCli(unittest.TestCase):
 
     def test_nan_masks_at_the_border_stay_nan(self):
         a = np.random.default_rng(3).uniform(-5, 5, (20, 30)).astype(np.float32)
-        a[:, :4] = np.nan   # along the left border
+        a[:, :4] = np.nan  # along the left border
         a[:3, 10:13] = np.nan  # on the top border
         a[9:12, 15:18] = np.nan  # inside, wider than the window
         src, out = self.path("in.npy"), self.path("out.npy")
@@ -117,14 +124,19 @@ class RealDataCli(unittest.TestCase):
         self.cli("gradient", f"--input={src}", f"--output_prefix={prefix}", "--format=nrrd")
         _, _, fields = read_nrrd(f"{prefix}_gx.nrrd")
         self.assertEqual(fields["space"], "left-posterior-superior")
-        directions = np.array([[float(v) for v in d.strip("()").split(",")]
-                               for d in fields["space directions"].split()])
+        directions = np.array(
+            [
+                [float(v) for v in d.strip("()").split(",")]
+                for d in fields["space directions"].split()
+            ]
+        )
         affine = source.affine  # the sform (code 2), as cuimg reads it
         zooms = source.header.get_zooms()
         for axis in range(3):
             column = affine[:3, axis]
-            np.testing.assert_allclose(directions[axis], LPS @ column / np.linalg.norm(column) * zooms[axis],
-                                       atol=1e-4)
+            np.testing.assert_allclose(
+                directions[axis], LPS @ column / np.linalg.norm(column) * zooms[axis], atol=1e-4
+            )
         origin = [float(v) for v in fields["space origin"].strip("()").split(",")]
         np.testing.assert_allclose(origin, LPS @ affine[:3, 3], atol=1e-4)
 
@@ -138,10 +150,12 @@ class RealDataCli(unittest.TestCase):
         bad = self.path("broken.png")
         with open(bad, "wb") as f:
             f.write(b"\x89PNG\r\n\x1a\n" + b"\x00" * 40)
-        for command in (["detect", f"--input={bad}"],
-                        ["morphology", f"--input={bad}", f"--output={self.path('o.png')}"],
-                        ["gradient", f"--input={bad}", f"--output_prefix={self.path('g')}"],
-                        ["pyramid", f"--input={bad}", f"--output_prefix={self.path('p')}"]):
+        for command in (
+            ["detect", f"--input={bad}"],
+            ["morphology", f"--input={bad}", f"--output={self.path('o.png')}"],
+            ["gradient", f"--input={bad}", f"--output_prefix={self.path('g')}"],
+            ["pyramid", f"--input={bad}", f"--output_prefix={self.path('p')}"],
+        ):
             with self.subTest(command=command[0]):
                 run = self.cli(*command, expect=3)
                 self.assertIn("broken.png", run.stderr)
@@ -162,12 +176,18 @@ class RealDataCli(unittest.TestCase):
         self.assertFalse(os.path.exists(stopped), "a failed run left its output folder")
         run = self.cli("detect", f"--input={frames}", f"--output={kept}", "--keep_going", expect=3)
         self.assertIn("b.png", run.stderr)
-        self.assertEqual(sorted(os.listdir(kept)), ["a_boxes.png", "c_boxes.png", "detections.json"])
+        self.assertEqual(
+            sorted(os.listdir(kept)), ["a_boxes.png", "c_boxes.png", "detections.json"]
+        )
         with open(os.path.join(kept, "detections.json")) as f:
             run_json = json.load(f)
-        self.assertEqual([frame["source"] for frame in run_json["frames"]],
-                         [os.path.join(frames, "a.png"), os.path.join(frames, "c.png")])
-        self.assertEqual([s["source"] for s in run_json["skipped"]], [os.path.join(frames, "b.png")])
+        self.assertEqual(
+            [frame["source"] for frame in run_json["frames"]],
+            [os.path.join(frames, "a.png"), os.path.join(frames, "c.png")],
+        )
+        self.assertEqual(
+            [s["source"] for s in run_json["skipped"]], [os.path.join(frames, "b.png")]
+        )
 
     def secondary_capture(self, path, pixels):
         """A 2D secondary capture: no PixelSpacing, ImageOrientationPatient or position."""
@@ -176,7 +196,10 @@ class RealDataCli(unittest.TestCase):
         meta.MediaStorageSOPInstanceUID = generate_uid()
         meta.TransferSyntaxUID = ExplicitVRLittleEndian
         ds = FileDataset(path, {}, file_meta=meta, preamble=b"\0" * 128)
-        ds.SOPClassUID, ds.SOPInstanceUID = SecondaryCaptureImageStorage, meta.MediaStorageSOPInstanceUID
+        ds.SOPClassUID, ds.SOPInstanceUID = (
+            SecondaryCaptureImageStorage,
+            meta.MediaStorageSOPInstanceUID,
+        )
         ds.StudyInstanceUID, ds.SeriesInstanceUID = generate_uid(), generate_uid()
         ds.Modality, ds.ConversionType = "OT", "WSD"
         ds.Rows, ds.Columns = pixels.shape
@@ -201,8 +224,13 @@ class RealDataCli(unittest.TestCase):
         np.testing.assert_array_equal(written.pixel_array, pixels)
         self.assertNotIn("PixelSpacing", written)
         # An element in millimetres needs the spacing the file does not give: the server says so.
-        run = self.cli("morphology", f"--input={src}", f"--output={self.path('mm.npy')}",
-                       "--steps=dilate:ellipse:2mm", expect=1)
+        run = self.cli(
+            "morphology",
+            f"--input={src}",
+            f"--output={self.path('mm.npy')}",
+            "--steps=dilate:ellipse:2mm",
+            expect=1,
+        )
         self.assertIn("spacing.x_mm", run.stderr)
 
     def test_a_write_failing_midway_leaves_nothing(self):
@@ -211,15 +239,34 @@ class RealDataCli(unittest.TestCase):
         np.save(src, np.random.default_rng(1).uniform(0, 1, (64, 128, 128)).astype(np.float32))
         hu = np.random.default_rng(2).integers(-1000, 2000, (3, 64, 64)).astype(np.int16)
         ct = self.path("in", "ct")
-        write_ct_series(ct, hu, (0.7, 0.7), 2.0, np.array([1.0, 0, 0]), np.array([0, 1.0, 0]),
-                        (0.0, 0.0, 0.0), seed=2)
+        write_ct_series(
+            ct,
+            hu,
+            (0.7, 0.7),
+            2.0,
+            np.array([1.0, 0, 0]),
+            np.array([0, 1.0, 0]),
+            (0.0, 0.0, 0.0),
+            seed=2,
+        )
         out = self.path("out")
         os.makedirs(out)
-        for source, target in ((src, "v.npy"), (src, "v.nii.gz"), (src, "v.nrrd"), (src, "v.tif"),
-                               (ct, "series")):
+        for source, target in (
+            (src, "v.npy"),
+            (src, "v.nii.gz"),
+            (src, "v.nrrd"),
+            (src, "v.tif"),
+            (ct, "series"),
+        ):
             with self.subTest(target=target):
-                run = self.cli("morphology", f"--input={source}", f"--output={os.path.join(out, target)}",
-                               IDENTITY, expect=2, preexec_fn=file_size_limit(4096))
+                run = self.cli(
+                    "morphology",
+                    f"--input={source}",
+                    f"--output={os.path.join(out, target)}",
+                    IDENTITY,
+                    expect=2,
+                    preexec_fn=file_size_limit(4096),
+                )
                 self.assertIn(os.path.join(out, target), run.stderr)
                 self.assertEqual(os.listdir(out), [], "a partial output or temporary file was left")
         # Unlimited, the same commands write whole files (a rerun is not refused).
@@ -229,10 +276,19 @@ class RealDataCli(unittest.TestCase):
     def test_python_writers_leave_nothing_when_they_fail(self):
         from cuimg import dicom as cuimg_dicom
         from cuimg import nifti as cuimg_nifti
+
         hu = np.random.default_rng(4).integers(-1000, 2000, (3, 16, 16)).astype(np.int16)
         src = self.path("ct")
-        write_ct_series(src, hu, (0.7, 0.7), 2.0, np.array([1.0, 0, 0]), np.array([0, 1.0, 0]),
-                        (0.0, 0.0, 0.0), seed=4)
+        write_ct_series(
+            src,
+            hu,
+            (0.7, 0.7),
+            2.0,
+            np.array([1.0, 0, 0]),
+            np.array([0, 1.0, 0]),
+            (0.0, 0.0, 0.0),
+            seed=4,
+        )
         _, _, datasets = cuimg_dicom.read_series(src)
         volume = hu.astype(np.float32)
         volume[1, 3, 3] = np.nan  # refused when slice 1 is written, after slice 0
@@ -245,10 +301,12 @@ class RealDataCli(unittest.TestCase):
         with self.assertRaises(ValueError):
             cuimg_nifti.write_nifti(self.path("v.nii"), volume.astype(np.float64))
         real_save = nib.save
+
         def save_half(image, path):
             with open(path, "wb") as f:
                 f.write(b"half a header")
             raise OSError("disk full")
+
         nib.save = save_half
         try:
             with self.assertRaises(OSError):
@@ -259,16 +317,34 @@ class RealDataCli(unittest.TestCase):
 
     def load(self, *args):
         return subprocess.Popen(
-            [CLIENT, "load", f"--target={self.server.target}", "--server_metrics=none",
-             "--image_size=64x48", "--duration=120", "--warmup=0.5", *args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [
+                CLIENT,
+                "load",
+                f"--target={self.server.target}",
+                "--server_metrics=none",
+                "--image_size=64x48",
+                "--duration=120",
+                "--warmup=0.5",
+                *args,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
     def test_load_stopped_by_a_signal_writes_every_report(self):
         for sig, loop in ((signal.SIGINT, ["--concurrency=2"]), (signal.SIGTERM, ["--rate=30"])):
             with self.subTest(signal=sig.name):
-                out = lambda name: self.path(f"{sig.name}_{name}")
-                proc = self.load(*loop, f"--json_out={out('s.json')}", f"--csv={out('r.csv')}",
-                                 f"--report={out('r.html')}")
+
+                def out(name, prefix=sig.name):
+                    return self.path(f"{prefix}_{name}")
+
+                proc = self.load(
+                    *loop,
+                    f"--json_out={out('s.json')}",
+                    f"--csv={out('r.csv')}",
+                    f"--report={out('r.html')}",
+                )
                 time.sleep(3)
                 proc.send_signal(sig)
                 stdout, stderr = proc.communicate(timeout=120)

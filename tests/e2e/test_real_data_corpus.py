@@ -33,8 +33,12 @@ SERVER = os.environ["CUIMG_SERVER"]
 CLIENT = os.environ["CUIMG_CLIENT"]
 IDENTITY = "--steps=dilate:rect:1x1"
 # The reproducers of issue 46, which must be read (not refused) and equal pydicom.
-REPRODUCERS = ("MR_small_bigendian.dcm", "MR_small_expb.dcm", "J2K_pixelrep_mismatch.dcm",
-               "slicethickness_empty_string.dcm")
+REPRODUCERS = (
+    "MR_small_bigendian.dcm",
+    "MR_small_expb.dcm",
+    "J2K_pixelrep_mismatch.dcm",
+    "slicethickness_empty_string.dcm",
+)
 
 
 class Outcome:
@@ -46,20 +50,32 @@ class Outcome:
         self.python = python  # (volume, spacing, datasets) or the exception
 
     def kind(self):
-        """"read", "refused" or "no image" when both agree; else a description of the split."""
+        """ "read", "refused" or "no image" when both agree; else a description of the split."""
         py = self.python
         if self.cli_rc == 0 and isinstance(py, tuple):
             return "read"
-        if self.cli_rc == 3 and isinstance(py, (cuimg_dicom.DicomError, ValueError)) and \
-                not isinstance(py, FileNotFoundError) and "more than one series" not in str(py):
+        if (
+            self.cli_rc == 3
+            and isinstance(py, (cuimg_dicom.DicomError, ValueError))
+            and not isinstance(py, FileNotFoundError)
+            and "more than one series" not in str(py)
+        ):
             return "refused"
-        if self.cli_rc == 2 and "no DICOM image files" in self.cli_stderr and \
-                isinstance(py, FileNotFoundError):
+        if (
+            self.cli_rc == 2
+            and "no DICOM image files" in self.cli_stderr
+            and isinstance(py, FileNotFoundError)
+        ):
             return "no image"
-        if self.cli_rc == 2 and "more than one series" in self.cli_stderr and \
-                "more than one series" in str(py):
+        if (
+            self.cli_rc == 2
+            and "more than one series" in self.cli_stderr
+            and "more than one series" in str(py)
+        ):
             return "several series"
-        return f"split: CLI exit {self.cli_rc} ({self.cli_stderr.strip()[:200]}), Python {py!r}"[:400]
+        return f"split: CLI exit {self.cli_rc} ({self.cli_stderr.strip()[:200]}), Python {py!r}"[
+            :400
+        ]
 
 
 class RealDataCorpus(unittest.TestCase):
@@ -79,8 +95,13 @@ class RealDataCorpus(unittest.TestCase):
         return os.path.join(self.tmp.name, self.id().split(".")[-1], *parts)
 
     def cli(self, *args):
-        return subprocess.run([CLIENT, f"--target={self.server.target}", *args],
-                              capture_output=True, text=True, errors="replace", timeout=120)
+        return subprocess.run(
+            [CLIENT, f"--target={self.server.target}", *args],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=120,
+        )
 
     @staticmethod
     def read_python(folder):
@@ -105,8 +126,11 @@ class RealDataCorpus(unittest.TestCase):
         """The CLI and Python agree; with `reference` (float64 modality values), both equal it."""
         kind = outcome.kind()
         self.assertIn(kind, ("read", "refused", "no image", "several series"), outcome.name)
-        if kind == "refused" and isinstance(outcome.python, cuimg_dicom.DicomError) and \
-                outcome.python.keyword:
+        if (
+            kind == "refused"
+            and isinstance(outcome.python, cuimg_dicom.DicomError)
+            and outcome.python.keyword
+        ):
             self.assertIn(f"{outcome.python.keyword}:", outcome.cli_stderr, outcome.name)
         if kind != "read":
             return kind
@@ -115,8 +139,9 @@ class RealDataCorpus(unittest.TestCase):
         np.testing.assert_array_equal(outcome.cli_values, volume, outcome.name)
         if reference is not None:
             want = np.rint(reference) if volume.dtype == np.int16 else reference
-            np.testing.assert_array_equal(volume, want.astype(volume.dtype).reshape(volume.shape),
-                                          outcome.name)
+            np.testing.assert_array_equal(
+                volume, want.astype(volume.dtype).reshape(volume.shape), outcome.name
+            )
         return kind
 
     def check_dicom_written(self, outcome):
@@ -124,8 +149,12 @@ class RealDataCorpus(unittest.TestCase):
         dcmdump and pydicom, holds the values read, and keeps its source slice's geometry."""
         volume, _, sources = outcome.python
         if len({id(ds) for ds in sources}) != len(sources):  # multi-frame: written as NIfTI only
-            run = self.cli("morphology", f"--input={outcome.folder}",
-                           f"--output={outcome.folder}_dcm", IDENTITY)
+            run = self.cli(
+                "morphology",
+                f"--input={outcome.folder}",
+                f"--output={outcome.folder}_dcm",
+                IDENTITY,
+            )
             self.assertEqual(run.returncode, 2, run.stderr)
             self.assertIn("multi-frame", run.stderr)
             return
@@ -139,8 +168,9 @@ class RealDataCorpus(unittest.TestCase):
             self.assertEqual(len(names), len(sources), out)
             for name in names:
                 path = os.path.join(out, name)
-                dump = subprocess.run(["dcmdump", "-q", path], capture_output=True, text=True,
-                                      errors="replace")
+                dump = subprocess.run(
+                    ["dcmdump", "-q", path], capture_output=True, text=True, errors="replace"
+                )
                 self.assertEqual(dump.returncode, 0, f"{outcome.name}: {dump.stderr}")
                 self.assertNotIn("E: ", dump.stderr, outcome.name)
                 ds = pydicom.dcmread(path)
@@ -150,11 +180,16 @@ class RealDataCorpus(unittest.TestCase):
                     want, got = source.get(keyword), ds.get(keyword)
                     self.assertEqual(want is None, got is None, f"{outcome.name} {keyword}")
                     if want is not None:
-                        np.testing.assert_allclose(np.array(got, float), np.array(want, float),
-                                                   err_msg=f"{outcome.name} {keyword}")
+                        np.testing.assert_allclose(
+                            np.array(got, float),
+                            np.array(want, float),
+                            err_msg=f"{outcome.name} {keyword}",
+                        )
                 plane = apply_modality_lut(ds.pixel_array, ds)
                 index = [str(s.SOPInstanceUID) for s in sources].index(str(source.SOPInstanceUID))
-                np.testing.assert_array_equal(plane.astype(volume.dtype), volume[index], outcome.name)
+                np.testing.assert_array_equal(
+                    plane.astype(volume.dtype), volume[index], outcome.name
+                )
             back = cuimg_dicom.read_series(out)[0]
             np.testing.assert_array_equal(back, volume, outcome.name)
 
@@ -162,8 +197,10 @@ class RealDataCorpus(unittest.TestCase):
         """The CLI's NIfTI of a series both read: its values, and its affine from the DICOM tags
         (the x and y columns and origin for one slice: its z step is not in a slice's tags)."""
         volume, spacing, sources = outcome.python
-        if not all(k in sources[0] or "PerFrameFunctionalGroupsSequence" in sources[0]
-                   for k in ("ImageOrientationPatient", "ImagePositionPatient", "PixelSpacing")):
+        if not all(
+            k in sources[0] or "PerFrameFunctionalGroupsSequence" in sources[0]
+            for k in ("ImageOrientationPatient", "ImagePositionPatient", "PixelSpacing")
+        ):
             return  # unplaced: its NIfTI holds the values and a default affine
         out = outcome.folder + ".nii"
         run = self.cli("morphology", f"--input={outcome.folder}", f"--output={out}", IDENTITY)
@@ -174,12 +211,14 @@ class RealDataCorpus(unittest.TestCase):
         if "PerFrameFunctionalGroupsSequence" not in first:  # the placement from the top level
             want = real_data.ras_affine(first, spacing[2])
             columns = slice(0, 4) if len(sources) > 1 else [0, 1, 3]
-            np.testing.assert_allclose(image.get_sform()[:, columns], want[:, columns], atol=1e-4,
-                                       err_msg=outcome.name)
+            np.testing.assert_allclose(
+                image.get_sform()[:, columns], want[:, columns], atol=1e-4, err_msg=outcome.name
+            )
             # The qform is a rotation: DICOM rows and columns orthogonal only to their digits
             # (pydicom's 98892001/CT2N/6924) are held to 1e-3.
-            np.testing.assert_allclose(image.get_qform()[:, columns], want[:, columns], atol=1e-3,
-                                       err_msg=outcome.name)
+            np.testing.assert_allclose(
+                image.get_qform()[:, columns], want[:, columns], atol=1e-3, err_msg=outcome.name
+            )
 
     def test_shipped_dicom_files_are_read_alike_or_refused_alike(self):
         files = real_data.corpus_dicom_files()
@@ -193,11 +232,18 @@ class RealDataCorpus(unittest.TestCase):
         for k, f in enumerate(no_image):
             os.symlink(f, os.path.join(together, f"{k:03d}_{os.path.basename(f)}"))
         run = self.cli("morphology", f"--input={together}", f"--output={together}.npy", IDENTITY)
-        self.assertEqual((run.returncode, "no DICOM image files" in run.stderr), (2, True), run.stderr)
-        cli = dict(zip([f for f, p in zip(staged, python) if not isinstance(p, FileNotFoundError)],
-                       self.pool.map(lambda f: self.read_cli(os.path.dirname(f)),
-                                     [f for f, p in zip(staged, python)
-                                      if not isinstance(p, FileNotFoundError)])))
+        self.assertEqual(
+            (run.returncode, "no DICOM image files" in run.stderr), (2, True), run.stderr
+        )
+        cli = dict(
+            zip(
+                [f for f, p in zip(staged, python) if not isinstance(p, FileNotFoundError)],
+                self.pool.map(
+                    lambda f: self.read_cli(os.path.dirname(f)),
+                    [f for f, p in zip(staged, python) if not isinstance(p, FileNotFoundError)],
+                ),
+            )
+        )
         counts, read = {"no image": len(no_image)}, []
         for path, f, py in zip(files, staged, python):
             if f not in cli:
@@ -225,7 +271,9 @@ class RealDataCorpus(unittest.TestCase):
     def test_shipped_series_folders_are_read_alike(self):
         # pydicom's dicomdirtests as they lie: folders of CT, MR and CR slices, some several
         # series or orientations in one folder.
-        root = os.path.join(os.path.dirname(pydicom.__file__), "data", "test_files", "dicomdirtests")
+        root = os.path.join(
+            os.path.dirname(pydicom.__file__), "data", "test_files", "dicomdirtests"
+        )
         folders = sorted(d for d, _, names in os.walk(root) if names and d != root)
         staged = []
         for d in folders:  # links in a folder of the test's own (outputs go beside it)
@@ -248,6 +296,7 @@ class RealDataCorpus(unittest.TestCase):
 
     def check_written(self, outcomes):
         """check_dicom_written and check_nifti_written of every outcome, several at a time."""
+
         def failure(outcome):
             try:
                 self.check_dicom_written(outcome)
@@ -255,6 +304,7 @@ class RealDataCorpus(unittest.TestCase):
             except AssertionError as e:
                 return e
             return None
+
         for outcome, error in zip(outcomes, self.pool.map(failure, outcomes)):
             with self.subTest(written=outcome.name):
                 if error is not None:
@@ -268,22 +318,34 @@ class RealDataCorpus(unittest.TestCase):
         plain = self.path("plain")
         real_data.write_series(plain, stored12)
         signed = self.path("signed")
-        real_data.write_series(signed, (hu - 500).astype(np.int16).view(np.uint16), bits_stored=16,
-                               signed=True, intercept=0)
+        real_data.write_series(
+            signed,
+            (hu - 500).astype(np.int16).view(np.uint16),
+            bits_stored=16,
+            signed=True,
+            intercept=0,
+        )
         signed12 = self.path("signed12")
-        real_data.write_series(signed12, ((hu - 500) & 0xFFF).astype(np.uint16) | 0xA000,
-                               signed=True, intercept=0)
+        real_data.write_series(
+            signed12, ((hu - 500) & 0xFFF).astype(np.uint16) | 0xA000, signed=True, intercept=0
+        )
         slopes = [0.0013, 0.002, 0.0025, 0.001]
         pet = self.path("pet")
-        real_data.write_series(pet, (hu + 1000).astype(np.uint16), bits_stored=16, slopes=slopes,
-                               intercept=0)
+        real_data.write_series(
+            pet, (hu + 1000).astype(np.uint16), bits_stored=16, slopes=slopes, intercept=0
+        )
         mr8 = self.path("mr8")
-        real_data.write_series(mr8, ((hu + 1000) // 12).astype(np.uint8), bits_allocated=8,
-                               bits_stored=8, intercept=0)
+        real_data.write_series(
+            mr8, ((hu + 1000) // 12).astype(np.uint8), bits_allocated=8, bits_stored=8, intercept=0
+        )
         multi = self.path("multi")
         os.makedirs(multi)
-        real_data.write_multi_frame(os.path.join(multi, "enhanced.dcm"), stored12[:, :, :],
-                                    slopes=[1, 2, 1, 3], intercept=-1024)
+        real_data.write_multi_frame(
+            os.path.join(multi, "enhanced.dcm"),
+            stored12[:, :, :],
+            slopes=[1, 2, 1, 3],
+            intercept=-1024,
+        )
         truth = {
             plain: real_data.modality(stored12, 12, False, 1, -1024),
             signed: (hu - 500).astype(np.float64),
@@ -291,13 +353,23 @@ class RealDataCorpus(unittest.TestCase):
             pet: np.stack([(hu[z] + 1000) * slopes[z] for z in range(4)]),
             mr8: ((hu + 1000) // 12).astype(np.float64),
             # Position order reverses the frames (real_data.write_multi_frame).
-            multi: np.stack([real_data.modality(stored12[k], 12, False, [1, 2, 1, 3][k], -1024)
-                             for k in range(3, -1, -1)]),
+            multi: np.stack(
+                [
+                    real_data.modality(stored12[k], 12, False, [1, 2, 1, 3][k], -1024)
+                    for k in range(3, -1, -1)
+                ]
+            ),
         }
-        lossless = {"big_endian": ["dcmconv", "+tb"], "implicit": ["dcmconv", "+ti"],
-                    "deflated": ["dcmconv", "+td"], "jpeg_lossless": ["dcmcjpeg", "+el"],
-                    "jpeg_sv1": ["dcmcjpeg", "+e1"], "jpegls": ["dcmcjpls"], "rle": ["dcmcrle"],
-                    "j2k": ["gdcmconv", "--j2k"]}
+        lossless = {
+            "big_endian": ["dcmconv", "+tb"],
+            "implicit": ["dcmconv", "+ti"],
+            "deflated": ["dcmconv", "+td"],
+            "jpeg_lossless": ["dcmcjpeg", "+el"],
+            "jpeg_sv1": ["dcmcjpeg", "+e1"],
+            "jpegls": ["dcmcjpls"],
+            "rle": ["dcmcrle"],
+            "j2k": ["gdcmconv", "--j2k"],
+        }
         cases = {}
         for source in (plain, signed, signed12, pet, multi):
             cases[source] = truth[source]
@@ -308,9 +380,11 @@ class RealDataCorpus(unittest.TestCase):
                 real_data.convert_each(source, folder, command)
                 cases[folder] = truth[source]
         # Lossy: compared with the independent decoder's values (DCMTK's dcmdjpeg / dcmdjpls).
-        for source, name, command, decoder in ((mr8, "baseline", ["dcmcjpeg", "+eb"], "dcmdjpeg"),
-                                               (plain, "extended", ["dcmcjpeg", "+ee"], "dcmdjpeg"),
-                                               (plain, "jpegls_near", ["dcmcjpls", "+en"], "dcmdjpls")):
+        for source, name, command, decoder in (
+            (mr8, "baseline", ["dcmcjpeg", "+eb"], "dcmdjpeg"),
+            (plain, "extended", ["dcmcjpeg", "+ee"], "dcmdjpeg"),
+            (plain, "jpegls_near", ["dcmcjpls", "+en"], "dcmdjpls"),
+        ):
             folder, decoded = f"{source}_{name}", f"{source}_{name}_decoded"
             real_data.convert_each(source, folder, command)
             real_data.convert_each(folder, decoded, [decoder])
@@ -322,11 +396,19 @@ class RealDataCorpus(unittest.TestCase):
                 want = cases[outcome.folder]
                 if isinstance(want, tuple):  # a lossy variant: what the independent decoder gave
                     _, decoded, made = want
-                    want = self.read_both(outcome.name + "_decoded", decoded).python[0].astype(np.float64)
-                    self.assertGreater(np.corrcoef(want.ravel(), made.ravel())[0, 1], 0.9)  # not noise
+                    want = (
+                        self.read_both(outcome.name + "_decoded", decoded)
+                        .python[0]
+                        .astype(np.float64)
+                    )
+                    self.assertGreater(
+                        np.corrcoef(want.ravel(), made.ravel())[0, 1], 0.9
+                    )  # not noise
                 self.assertEqual(self.assert_agree(outcome, want), "read")
-                self.assertEqual(outcome.python[0].dtype,
-                                 np.float32 if outcome.folder.startswith(pet) else np.int16)
+                self.assertEqual(
+                    outcome.python[0].dtype,
+                    np.float32 if outcome.folder.startswith(pet) else np.int16,
+                )
         self.check_written(outcomes)
 
     def test_variants_cuimg_does_not_read_are_refused_alike_before_anything_is_written(self):
@@ -347,7 +429,9 @@ class RealDataCorpus(unittest.TestCase):
             with self.subTest(attribute=keyword):
                 folder = self.path(keyword)
                 subprocess.run(["cp", "-r", base, folder], check=True)
-                subprocess.run(command + [os.path.join(folder, first)], check=True, capture_output=True)
+                subprocess.run(
+                    command + [os.path.join(folder, first)], check=True, capture_output=True
+                )
                 outcome = self.read_both(keyword, folder)
                 self.assertEqual(self.assert_agree(outcome), "refused")
                 self.assertEqual(outcome.python.keyword, keyword)
@@ -372,7 +456,9 @@ class RealDataCorpus(unittest.TestCase):
             with self.subTest(file=path):
                 out = self.path(f"n{k}.npy")
                 os.makedirs(os.path.dirname(out), exist_ok=True)
-                run = self.cli("morphology", f"--input={path}", f"--output={out}", "--steps=dilate:rect:1x1x1")
+                run = self.cli(
+                    "morphology", f"--input={path}", f"--output={out}", "--steps=dilate:rect:1x1x1"
+                )
                 try:
                     volume = cuimg_nifti.read_nifti(path)[0]
                 except ValueError as e:
@@ -388,11 +474,20 @@ class RealDataCorpus(unittest.TestCase):
                 want = np.asanyarray(image.dataobj).T.reshape(volume.shape)  # nibabel scales
                 np.testing.assert_array_equal(volume, want.astype(volume.dtype))
                 written = self.path(f"n{k}.nii.gz")
-                self.assertEqual(self.cli("morphology", f"--input={path}", f"--output={written}",
-                                          "--steps=dilate:rect:1x1x1").returncode, 0)
+                self.assertEqual(
+                    self.cli(
+                        "morphology",
+                        f"--input={path}",
+                        f"--output={written}",
+                        "--steps=dilate:rect:1x1x1",
+                    ).returncode,
+                    0,
+                )
                 back = nib.load(written)
                 np.testing.assert_allclose(back.affine, image.affine, atol=1e-4)
-                np.testing.assert_array_equal(np.asarray(back.dataobj).T.reshape(volume.shape), volume)
+                np.testing.assert_array_equal(
+                    np.asarray(back.dataobj).T.reshape(volume.shape), volume
+                )
         self.assertGreater(read, 3)
 
 

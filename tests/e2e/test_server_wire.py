@@ -11,7 +11,7 @@ import grpc
 import numpy as np
 from scipy import ndimage
 
-from cuimg.v1 import imaging_service_pb2_grpc, morphology_pb2, types_pb2, resident_pb2
+from cuimg.v1 import imaging_service_pb2_grpc, morphology_pb2, types_pb2
 from grpc_protocols import health_pb2, health_pb2_grpc
 from grpc_protocols import reflection_pb2, reflection_pb2_grpc
 from server_process import ServerProcess
@@ -30,24 +30,31 @@ DTYPES = {
 
 
 def to_proto(array, pixel_type):
-    image = types_pb2.Image(pixel_type=pixel_type, width=array.shape[-1], height=array.shape[-2],
-                            depth=array.shape[0] if array.ndim == 3 else 0)
+    image = types_pb2.Image(
+        pixel_type=pixel_type,
+        width=array.shape[-1],
+        height=array.shape[-2],
+        depth=array.shape[0] if array.ndim == 3 else 0,
+    )
     image.data = np.ascontiguousarray(array, dtype=DTYPES[pixel_type]).tobytes()
     return image
 
 
 def from_proto(image):
-    shape = (image.depth, image.height, image.width) if image.depth > 1 else (image.height, image.width)
+    shape = (
+        (image.depth, image.height, image.width) if image.depth > 1 else (image.height, image.width)
+    )
     return np.frombuffer(image.data, dtype=DTYPES[image.pixel_type]).reshape(shape)
 
 
 def step(op, shape, w, h, d=0):
     return morphology_pb2.MorphologyStep(
-        op=op, element=morphology_pb2.StructuringElement(shape=shape, width=w, height=h, depth=d))
+        op=op, element=morphology_pb2.StructuringElement(shape=shape, width=w, height=h, depth=d)
+    )
 
 
 def ball(r):
-    z, y, x = np.mgrid[-r:r + 1, -r:r + 1, -r:r + 1]
+    z, y, x = np.mgrid[-r : r + 1, -r : r + 1, -r : r + 1]
     return (x * x + y * y + z * z) <= r * r
 
 
@@ -59,7 +66,7 @@ def ellipse_2d_cv(w, h):
         dy = i - r
         if abs(dy) <= r:
             dx = int(np.rint(c * np.sqrt((r * r - dy * dy) / (r * r)))) if r else 0
-            mask[i, max(c - dx, 0):min(c + dx + 1, w)] = True
+            mask[i, max(c - dx, 0) : min(c + dx + 1, w)] = True
     return mask
 
 
@@ -68,11 +75,13 @@ class ServerOverTheWire(unittest.TestCase):
     def setUpClass(cls):
         # Yielding waits (a no-op on the CPU backend): on a GPU this suite checks results in that
         # mode, the others in the default one.
-        cls.server = ServerProcess(SERVER, f"--backend={BACKEND}", "--worker_threads=2",
-                                   "--cuda_sync=yield")
+        cls.server = ServerProcess(
+            SERVER, f"--backend={BACKEND}", "--worker_threads=2", "--cuda_sync=yield"
+        )
         cls.channel = grpc.insecure_channel(
-            cls.server.target, options=[("grpc.max_receive_message_length", -1),
-                                        ("grpc.max_send_message_length", -1)])
+            cls.server.target,
+            options=[("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)],
+        )
         cls.stub = imaging_service_pb2_grpc.ImagingStub(cls.channel)
 
     @classmethod
@@ -83,7 +92,10 @@ class ServerOverTheWire(unittest.TestCase):
 
     def morph(self, array, pixel_type, *steps, **kwargs):
         request = morphology_pb2.MorphologyRequest(
-            input=types_pb2.ImageSource(image=to_proto(array, pixel_type)), steps=list(steps), **kwargs)
+            input=types_pb2.ImageSource(image=to_proto(array, pixel_type)),
+            steps=list(steps),
+            **kwargs,
+        )
         return self.stub.Morphology(request, timeout=120)
 
     def test_health_reports_serving(self):
@@ -95,47 +107,64 @@ class ServerOverTheWire(unittest.TestCase):
     def test_reflection_lists_the_service(self):
         stub = reflection_pb2_grpc.ServerReflectionStub(self.channel)
         replies = stub.ServerReflectionInfo(
-            iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=10)
+            iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=10
+        )
         names = {s.name for r in replies for s in r.list_services_response.service}
         self.assertIn("cuimg.v1.Imaging", names)
         self.assertIn("grpc.health.v1.Health", names)
-        replies = stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(
-            file_containing_symbol="cuimg.v1.Imaging")]), timeout=10)
+        replies = stub.ServerReflectionInfo(
+            iter(
+                [reflection_pb2.ServerReflectionRequest(file_containing_symbol="cuimg.v1.Imaging")]
+            ),
+            timeout=10,
+        )
         self.assertTrue(any(r.file_descriptor_response.file_descriptor_proto for r in replies))
 
     def test_dilate_2d_matches_scipy(self):
         rng = np.random.default_rng(1)
         image = rng.integers(0, 256, size=(61, 83), dtype=np.uint8)
-        reply = self.morph(image, types_pb2.PIXEL_TYPE_U8,
-                           step(morphology_pb2.MORPHOLOGY_OP_DILATE,
-                                morphology_pb2.ELEMENT_SHAPE_ELLIPSE, 9, 7))
-        expected = ndimage.grey_dilation(image, footprint=ellipse_2d_cv(9, 7), mode="constant", cval=0)
+        reply = self.morph(
+            image,
+            types_pb2.PIXEL_TYPE_U8,
+            step(morphology_pb2.MORPHOLOGY_OP_DILATE, morphology_pb2.ELEMENT_SHAPE_ELLIPSE, 9, 7),
+        )
+        expected = ndimage.grey_dilation(
+            image, footprint=ellipse_2d_cv(9, 7), mode="constant", cval=0
+        )
         np.testing.assert_array_equal(from_proto(reply.result.image), expected)
 
     def test_3d_ball_and_per_slice_match_scipy(self):
         rng = np.random.default_rng(2)
         volume = rng.integers(-1024, 3000, size=(13, 29, 31), dtype=np.int16)
-        reply = self.morph(volume, types_pb2.PIXEL_TYPE_I16,
-                           step(morphology_pb2.MORPHOLOGY_OP_ERODE,
-                                morphology_pb2.ELEMENT_SHAPE_ELLIPSE, 7, 7, 7))
+        reply = self.morph(
+            volume,
+            types_pb2.PIXEL_TYPE_I16,
+            step(morphology_pb2.MORPHOLOGY_OP_ERODE, morphology_pb2.ELEMENT_SHAPE_ELLIPSE, 7, 7, 7),
+        )
         expected = ndimage.grey_erosion(volume, footprint=ball(3), mode="constant", cval=32767)
         np.testing.assert_array_equal(from_proto(reply.result.image), expected)
         # A 2D element on a volume works slice by slice.
-        reply = self.morph(volume, types_pb2.PIXEL_TYPE_I16,
-                           step(morphology_pb2.MORPHOLOGY_OP_DILATE,
-                                morphology_pb2.ELEMENT_SHAPE_RECT, 5, 3))
-        expected = ndimage.grey_dilation(volume, footprint=np.ones((1, 3, 5), bool), mode="constant",
-                                         cval=-32768)
+        reply = self.morph(
+            volume,
+            types_pb2.PIXEL_TYPE_I16,
+            step(morphology_pb2.MORPHOLOGY_OP_DILATE, morphology_pb2.ELEMENT_SHAPE_RECT, 5, 3),
+        )
+        expected = ndimage.grey_dilation(
+            volume, footprint=np.ones((1, 3, 5), bool), mode="constant", cval=-32768
+        )
         np.testing.assert_array_equal(from_proto(reply.result.image), expected)
 
     def test_float_box_matches_scipy(self):
         rng = np.random.default_rng(3)
         volume = rng.normal(size=(6, 20, 24)).astype(np.float32)
-        reply = self.morph(volume, types_pb2.PIXEL_TYPE_F32,
-                           step(morphology_pb2.MORPHOLOGY_OP_DILATE,
-                                morphology_pb2.ELEMENT_SHAPE_RECT, 3, 5, 3))
-        expected = ndimage.grey_dilation(volume, footprint=np.ones((3, 5, 3), bool), mode="constant",
-                                         cval=-np.inf)
+        reply = self.morph(
+            volume,
+            types_pb2.PIXEL_TYPE_F32,
+            step(morphology_pb2.MORPHOLOGY_OP_DILATE, morphology_pb2.ELEMENT_SHAPE_RECT, 3, 5, 3),
+        )
+        expected = ndimage.grey_dilation(
+            volume, footprint=np.ones((3, 5, 3), bool), mode="constant", cval=-np.inf
+        )
         np.testing.assert_array_equal(from_proto(reply.result.image), expected)
 
     def test_bad_requests_name_the_field_and_the_server_keeps_serving(self):
@@ -144,23 +173,53 @@ class ServerOverTheWire(unittest.TestCase):
         cases = []
         bad = to_proto(image, types_pb2.PIXEL_TYPE_U8)
         bad.width = 0
-        cases.append((morphology_pb2.MorphologyRequest(input=types_pb2.ImageSource(image=bad),
-                                                       steps=[good]), "input.image.width"))
+        cases.append(
+            (
+                morphology_pb2.MorphologyRequest(
+                    input=types_pb2.ImageSource(image=bad), steps=[good]
+                ),
+                "input.image.width",
+            )
+        )
         bad = to_proto(image, types_pb2.PIXEL_TYPE_U8)
         bad.data = bad.data[:-1]
-        cases.append((morphology_pb2.MorphologyRequest(input=types_pb2.ImageSource(image=bad),
-                                                       steps=[good]), "input.image.data"))
+        cases.append(
+            (
+                morphology_pb2.MorphologyRequest(
+                    input=types_pb2.ImageSource(image=bad), steps=[good]
+                ),
+                "input.image.data",
+            )
+        )
         bad = to_proto(image, types_pb2.PIXEL_TYPE_U8)
         bad.pixel_type = 9
-        cases.append((morphology_pb2.MorphologyRequest(input=types_pb2.ImageSource(image=bad),
-                                                       steps=[good]), "input.image.pixel_type"))
+        cases.append(
+            (
+                morphology_pb2.MorphologyRequest(
+                    input=types_pb2.ImageSource(image=bad), steps=[good]
+                ),
+                "input.image.pixel_type",
+            )
+        )
         big = step(morphology_pb2.MORPHOLOGY_OP_ERODE, morphology_pb2.ELEMENT_SHAPE_RECT, 2000, 3)
-        cases.append((morphology_pb2.MorphologyRequest(
-            input=types_pb2.ImageSource(image=to_proto(image, types_pb2.PIXEL_TYPE_U8)), steps=[big]),
-            "steps[0].element.width"))
+        cases.append(
+            (
+                morphology_pb2.MorphologyRequest(
+                    input=types_pb2.ImageSource(image=to_proto(image, types_pb2.PIXEL_TYPE_U8)),
+                    steps=[big],
+                ),
+                "steps[0].element.width",
+            )
+        )
         huge = types_pb2.Image(pixel_type=types_pb2.PIXEL_TYPE_U8, width=65536, height=65536)
-        cases.append((morphology_pb2.MorphologyRequest(input=types_pb2.ImageSource(image=huge),
-                                                       steps=[good]), "max_pixels"))
+        cases.append(
+            (
+                morphology_pb2.MorphologyRequest(
+                    input=types_pb2.ImageSource(image=huge), steps=[good]
+                ),
+                "max_pixels",
+            )
+        )
         for request, field in cases:
             with self.assertRaises(grpc.RpcError) as caught:
                 self.stub.Morphology(request, timeout=10)
@@ -171,19 +230,28 @@ class ServerOverTheWire(unittest.TestCase):
 
     def test_metrics_endpoint_counts_requests(self):
         image = np.zeros((4, 4), np.uint8)
-        self.morph(image, types_pb2.PIXEL_TYPE_U8,
-                   step(morphology_pb2.MORPHOLOGY_OP_ERODE, morphology_pb2.ELEMENT_SHAPE_RECT, 3, 3))
+        self.morph(
+            image,
+            types_pb2.PIXEL_TYPE_U8,
+            step(morphology_pb2.MORPHOLOGY_OP_ERODE, morphology_pb2.ELEMENT_SHAPE_RECT, 3, 3),
+        )
         text = self.server.metrics()
         self.assertIn('cuimg_requests_total{code="OK",rpc="Morphology"}', text)
         self.assertIn("cuimg_request_duration_seconds_bucket", text)
         self.assertIn(f'cuimg_build_info{{backend="{BACKEND}"', text)
         if BACKEND == "cuda":  # device memory and the buffer cache exist only on GPUs
-            self.assertRegex(text, r'cuimg_device_memory_bytes\{device="cuda0",kind="total"\} [1-9]')
+            self.assertRegex(
+                text, r'cuimg_device_memory_bytes\{device="cuda0",kind="total"\} [1-9]'
+            )
             self.assertRegex(text, r'cuimg_buffer_cache_misses_total\{device="cuda0"\} [1-9]')
 
     def test_bad_server_flag_value_is_a_usage_error(self):
-        run = subprocess.run([SERVER, "--cuda_sync=sometimes", "--listen_address=127.0.0.1:0",
-                              "--metrics_address="], capture_output=True, text=True, timeout=60)
+        run = subprocess.run(
+            [SERVER, "--cuda_sync=sometimes", "--listen_address=127.0.0.1:0", "--metrics_address="],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         self.assertEqual(run.returncode, 2, run.stderr)
         self.assertIn("--cuda_sync auto|spin|yield|block", run.stderr)
 
@@ -191,21 +259,50 @@ class ServerOverTheWire(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             src = os.path.join(DATA, "basketball1.png")
             out = os.path.join(tmp, "out.png")
-            run = subprocess.run([CLIENT, f"--target={self.server.target}", "morphology",
-                                  f"--input={src}", f"--output={out}", "--steps=open:ellipse:5x5",
-                                  "--json"], capture_output=True, text=True, timeout=120)
+            run = subprocess.run(
+                [
+                    CLIENT,
+                    f"--target={self.server.target}",
+                    "morphology",
+                    f"--input={src}",
+                    f"--output={out}",
+                    "--steps=open:ellipse:5x5",
+                    "--json",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             self.assertEqual(run.returncode, 0, run.stderr)
             self.assertGreater(os.path.getsize(out), 1000)
             self.assertIn('"output"', run.stdout)
-            run = subprocess.run([CLIENT, f"--target={self.server.target}", "morphology",
-                                  f"--input={src}", f"--output={out}", "--size=3x3x3x3"],
-                                 capture_output=True, text=True, timeout=60)
+            run = subprocess.run(
+                [
+                    CLIENT,
+                    f"--target={self.server.target}",
+                    "morphology",
+                    f"--input={src}",
+                    f"--output={out}",
+                    "--size=3x3x3x3",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             self.assertEqual(run.returncode, 2)
-            run = subprocess.run([CLIENT, f"--target={self.server.target}", "health"],
-                                 capture_output=True, text=True, timeout=60)
+            run = subprocess.run(
+                [CLIENT, f"--target={self.server.target}", "health"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             self.assertEqual((run.returncode, run.stdout.strip()), (0, "SERVING"))
-            run = subprocess.run([CLIENT, "--target=127.0.0.1:1", "--timeout=2", "health"],
-                                 capture_output=True, text=True, timeout=60)
+            run = subprocess.run(
+                [CLIENT, "--target=127.0.0.1:1", "--timeout=2", "health"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             self.assertEqual(run.returncode, 1)
             self.assertIn("UNAVAILABLE", run.stderr)
 
@@ -219,13 +316,22 @@ class GracefulShutdown(unittest.TestCase):
             image = np.random.default_rng(4).integers(0, 256, (400, 400), np.uint8)
             request = morphology_pb2.MorphologyRequest(
                 input=types_pb2.ImageSource(image=to_proto(image, types_pb2.PIXEL_TYPE_U8)),
-                steps=[step(morphology_pb2.MORPHOLOGY_OP_DILATE, morphology_pb2.ELEMENT_SHAPE_ELLIPSE,
-                            45, 45)])
+                steps=[
+                    step(
+                        morphology_pb2.MORPHOLOGY_OP_DILATE,
+                        morphology_pb2.ELEMENT_SHAPE_ELLIPSE,
+                        45,
+                        45,
+                    )
+                ],
+            )
             result = {}
-            call = threading.Thread(target=lambda: result.update(
-                reply=stub.Morphology(request, timeout=120)))
+            call = threading.Thread(
+                target=lambda: result.update(reply=stub.Morphology(request, timeout=120))
+            )
             call.start()
             import time
+
             time.sleep(0.3)
             code = server.terminate()
             call.join()

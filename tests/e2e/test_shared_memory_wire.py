@@ -17,27 +17,48 @@ import unittest
 import grpc
 import numpy as np
 
-from cuimg.v1 import (gradient_pb2, imaging_service_pb2_grpc, morphology_pb2, pyramid_pb2,
-                      resident_pb2, shared_memory_pb2, types_pb2)
+from cuimg.v1 import (
+    gradient_pb2,
+    imaging_service_pb2_grpc,
+    morphology_pb2,
+    pyramid_pb2,
+    resident_pb2,
+    shared_memory_pb2,
+    types_pb2,
+)
 from server_process import ServerProcess
 from shm_objects import ShmObject
 
 SERVER = os.environ["CUIMG_SERVER"]
 CLIENT = os.environ["CUIMG_CLIENT"]
 BACKEND = os.environ.get("CUIMG_BACKEND", "cpu")
-TYPES = [(types_pb2.PIXEL_TYPE_U8, np.uint8), (types_pb2.PIXEL_TYPE_U16, np.uint16),
-         (types_pb2.PIXEL_TYPE_I16, np.int16), (types_pb2.PIXEL_TYPE_F32, np.float32)]
+TYPES = [
+    (types_pb2.PIXEL_TYPE_U8, np.uint8),
+    (types_pb2.PIXEL_TYPE_U16, np.uint16),
+    (types_pb2.PIXEL_TYPE_I16, np.int16),
+    (types_pb2.PIXEL_TYPE_F32, np.float32),
+]
 
 # One 3x3 dilation: a single box pass, which the CUDA backend may write into a region in place.
-ONE_BOX_PASS = [morphology_pb2.MorphologyStep(
-    op=morphology_pb2.MORPHOLOGY_OP_DILATE, element=morphology_pb2.StructuringElement(
-        shape=morphology_pb2.ELEMENT_SHAPE_RECT, width=3, height=3))]
+ONE_BOX_PASS = [
+    morphology_pb2.MorphologyStep(
+        op=morphology_pb2.MORPHOLOGY_OP_DILATE,
+        element=morphology_pb2.StructuringElement(
+            shape=morphology_pb2.ELEMENT_SHAPE_RECT, width=3, height=3
+        ),
+    )
+]
 
 
 def shape_proto(array, pixel_type, data=False):
     depth = array.shape[0] if array.ndim == 3 else 0
-    return types_pb2.Image(pixel_type=pixel_type, width=array.shape[-1], height=array.shape[-2],
-                           depth=depth, data=array.tobytes() if data else b"")
+    return types_pb2.Image(
+        pixel_type=pixel_type,
+        width=array.shape[-1],
+        height=array.shape[-2],
+        depth=depth,
+        data=array.tobytes() if data else b"",
+    )
 
 
 def random_array(rng, dtype, shape):
@@ -48,14 +69,20 @@ def random_array(rng, dtype, shape):
 
 
 def steps():
-    return [morphology_pb2.MorphologyStep(
-                op=morphology_pb2.MORPHOLOGY_OP_DILATE,
-                element=morphology_pb2.StructuringElement(
-                    shape=morphology_pb2.ELEMENT_SHAPE_ELLIPSE, width=5, height=3)),
-            morphology_pb2.MorphologyStep(
-                op=morphology_pb2.MORPHOLOGY_OP_ERODE,
-                element=morphology_pb2.StructuringElement(
-                    shape=morphology_pb2.ELEMENT_SHAPE_RECT, width=3, height=3))]
+    return [
+        morphology_pb2.MorphologyStep(
+            op=morphology_pb2.MORPHOLOGY_OP_DILATE,
+            element=morphology_pb2.StructuringElement(
+                shape=morphology_pb2.ELEMENT_SHAPE_ELLIPSE, width=5, height=3
+            ),
+        ),
+        morphology_pb2.MorphologyStep(
+            op=morphology_pb2.MORPHOLOGY_OP_ERODE,
+            element=morphology_pb2.StructuringElement(
+                shape=morphology_pb2.ELEMENT_SHAPE_RECT, width=3, height=3
+            ),
+        ),
+    ]
 
 
 def metric(text, name, **labels):
@@ -77,8 +104,10 @@ class SharedMemoryWire(unittest.TestCase):
         cls.channel = cls.server.channel()
         cls.stub = imaging_service_pb2_grpc.ImagingStub(cls.channel)
         cls.shm = ShmObject(8 << 20)
-        cls.region = cls.stub.RegisterSharedMemory(shared_memory_pb2.RegisterSharedMemoryRequest(
-            key=cls.shm.key, byte_size=cls.shm.size), timeout=30).region
+        cls.region = cls.stub.RegisterSharedMemory(
+            shared_memory_pb2.RegisterSharedMemoryRequest(key=cls.shm.key, byte_size=cls.shm.size),
+            timeout=30,
+        ).region
 
     @classmethod
     def tearDownClass(cls):
@@ -89,11 +118,14 @@ class SharedMemoryWire(unittest.TestCase):
 
     def put(self, array, offset):
         raw = array.tobytes()
-        self.shm.buf[offset:offset + len(raw)] = raw
+        self.shm.buf[offset : offset + len(raw)] = raw
 
     def shm_source(self, array, pixel_type, offset):
-        return types_pb2.ImageSource(shared_memory=types_pb2.SharedMemoryImage(
-            region=self.region.handle, offset=offset, image=shape_proto(array, pixel_type)))
+        return types_pb2.ImageSource(
+            shared_memory=types_pb2.SharedMemoryImage(
+                region=self.region.handle, offset=offset, image=shape_proto(array, pixel_type)
+            )
+        )
 
     def test_region_is_listed_and_page_locked_where_there_are_gpus(self):
         listed = self.stub.ListSharedMemory(shared_memory_pb2.ListSharedMemoryRequest(), timeout=30)
@@ -110,22 +142,32 @@ class SharedMemoryWire(unittest.TestCase):
         array = random_array(np.random.default_rng(10), np.uint8, (480, 640))
         request = morphology_pb2.MorphologyRequest(
             input=types_pb2.ImageSource(image=shape_proto(array, types_pb2.PIXEL_TYPE_U8, True)),
-            steps=steps())
+            steps=steps(),
+        )
         for _ in range(5):
             self.stub.Morphology(request, timeout=60)
         text = self.server.metrics()
         if BACKEND != "cuda":  # the CPU backend pins nothing
             self.assertIsNone(metric(text, "cuimg_pinned_message_leases_total", outcome="hit"))
             return
-        self.assertGreater(metric(text, "cuimg_pinned_message_leases_total", outcome="hit"), 0,
-                           "warm requests must reuse pinned message buffers")
+        self.assertGreater(
+            metric(text, "cuimg_pinned_message_leases_total", outcome="hit"),
+            0,
+            "warm requests must reuse pinned message buffers",
+        )
         # A result's buffer goes back when gRPC lets go of the sent bytes, just after the answer.
         deadline = time.monotonic() + 5
-        while metric(text, "cuimg_pinned_message_bytes", kind="used") != 0.0 and time.monotonic() < deadline:
+        while (
+            metric(text, "cuimg_pinned_message_bytes", kind="used") != 0.0
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.05)
             text = self.server.metrics()
-        self.assertEqual(metric(text, "cuimg_pinned_message_bytes", kind="used"), 0.0,
-                         "buffers leased after every request finished")
+        self.assertEqual(
+            metric(text, "cuimg_pinned_message_bytes", kind="used"),
+            0.0,
+            "buffers leased after every request finished",
+        )
 
     def test_morphology_through_shared_memory_equals_inline(self):
         rng = np.random.default_rng(7)
@@ -136,23 +178,40 @@ class SharedMemoryWire(unittest.TestCase):
                     offset = int(rng.integers(0, 1000))  # any alignment
                     out_offset = offset + array.nbytes + int(rng.integers(0, 1000))
                     self.put(array, offset)
-                    inline = self.stub.Morphology(morphology_pb2.MorphologyRequest(
-                        input=types_pb2.ImageSource(image=shape_proto(array, pixel_type, True)),
-                        steps=steps()), timeout=60).result.image
-                    from_shm = self.stub.Morphology(morphology_pb2.MorphologyRequest(
-                        input=self.shm_source(array, pixel_type, offset), steps=steps()),
-                        timeout=60).result.image
+                    inline = self.stub.Morphology(
+                        morphology_pb2.MorphologyRequest(
+                            input=types_pb2.ImageSource(image=shape_proto(array, pixel_type, True)),
+                            steps=steps(),
+                        ),
+                        timeout=60,
+                    ).result.image
+                    from_shm = self.stub.Morphology(
+                        morphology_pb2.MorphologyRequest(
+                            input=self.shm_source(array, pixel_type, offset), steps=steps()
+                        ),
+                        timeout=60,
+                    ).result.image
                     self.assertEqual(from_shm.data, inline.data)
-                    into_shm = self.stub.Morphology(morphology_pb2.MorphologyRequest(
-                        input=self.shm_source(array, pixel_type, offset), steps=steps(),
-                        output=types_pb2.OutputOptions(shared_memory=types_pb2.SharedMemoryTarget(
-                            region=self.region.handle, offset=out_offset))),
-                        timeout=60).result.image
+                    into_shm = self.stub.Morphology(
+                        morphology_pb2.MorphologyRequest(
+                            input=self.shm_source(array, pixel_type, offset),
+                            steps=steps(),
+                            output=types_pb2.OutputOptions(
+                                shared_memory=types_pb2.SharedMemoryTarget(
+                                    region=self.region.handle, offset=out_offset
+                                )
+                            ),
+                        ),
+                        timeout=60,
+                    ).result.image
                     self.assertEqual(into_shm.data, b"")
-                    self.assertEqual((into_shm.width, into_shm.height, into_shm.depth),
-                                     (inline.width, inline.height, inline.depth))
-                    self.assertEqual(bytes(self.shm.buf[out_offset:out_offset + array.nbytes]),
-                                     inline.data)
+                    self.assertEqual(
+                        (into_shm.width, into_shm.height, into_shm.depth),
+                        (inline.width, inline.height, inline.depth),
+                    )
+                    self.assertEqual(
+                        bytes(self.shm.buf[out_offset : out_offset + array.nbytes]), inline.data
+                    )
 
     def test_single_box_pass_into_shared_memory_at_any_offset(self):
         # One 3x3 dilation: on the CUDA backend the kernel writes the region in place when the
@@ -164,17 +223,32 @@ class SharedMemoryWire(unittest.TestCase):
                     with self.subTest(dtype=dtype.__name__, shape=shape, out_offset=out_offset):
                         array = random_array(rng, dtype, shape)
                         self.put(array, 0)
-                        self.shm.buf[out_offset:out_offset + array.nbytes] = b"\xab" * array.nbytes
-                        inline = self.stub.Morphology(morphology_pb2.MorphologyRequest(
-                            input=types_pb2.ImageSource(image=shape_proto(array, pixel_type, True)),
-                            steps=ONE_BOX_PASS), timeout=60).result.image
-                        target = types_pb2.SharedMemoryTarget(region=self.region.handle,
-                                                              offset=out_offset)
-                        self.stub.Morphology(morphology_pb2.MorphologyRequest(
-                            input=self.shm_source(array, pixel_type, 0), steps=ONE_BOX_PASS,
-                            output=types_pb2.OutputOptions(shared_memory=target)), timeout=60)
-                        self.assertEqual(bytes(self.shm.buf[out_offset:out_offset + array.nbytes]),
-                                         inline.data)
+                        self.shm.buf[out_offset : out_offset + array.nbytes] = (
+                            b"\xab" * array.nbytes
+                        )
+                        inline = self.stub.Morphology(
+                            morphology_pb2.MorphologyRequest(
+                                input=types_pb2.ImageSource(
+                                    image=shape_proto(array, pixel_type, True)
+                                ),
+                                steps=ONE_BOX_PASS,
+                            ),
+                            timeout=60,
+                        ).result.image
+                        target = types_pb2.SharedMemoryTarget(
+                            region=self.region.handle, offset=out_offset
+                        )
+                        self.stub.Morphology(
+                            morphology_pb2.MorphologyRequest(
+                                input=self.shm_source(array, pixel_type, 0),
+                                steps=ONE_BOX_PASS,
+                                output=types_pb2.OutputOptions(shared_memory=target),
+                            ),
+                            timeout=60,
+                        )
+                        self.assertEqual(
+                            bytes(self.shm.buf[out_offset : out_offset + array.nbytes]), inline.data
+                        )
 
     @unittest.skipUnless(BACKEND == "cuda", "in-place writes are a CUDA backend path")
     def test_single_box_pass_writes_the_region_without_a_copy(self):
@@ -186,17 +260,21 @@ class SharedMemoryWire(unittest.TestCase):
 
         def d2h_us(output):
             request = morphology_pb2.MorphologyRequest(
-                input=self.shm_source(array, types_pb2.PIXEL_TYPE_U8, 0), steps=ONE_BOX_PASS,
-                output=output)
+                input=self.shm_source(array, types_pb2.PIXEL_TYPE_U8, 0),
+                steps=ONE_BOX_PASS,
+                output=output,
+            )
             response, call = self.stub.Morphology.with_call(request, timeout=60)
             if response.result.handle:
-                self.stub.Release(resident_pb2.ReleaseRequest(handle=response.result.handle),
-                                  timeout=30)
+                self.stub.Release(
+                    resident_pb2.ReleaseRequest(handle=response.result.handle), timeout=30
+                )
             timing = dict(call.trailing_metadata())["cuimg-timing"]
             return float(re.search(r"d2h_us=([0-9.]+)", timing).group(1))
 
-        into_region = types_pb2.OutputOptions(shared_memory=types_pb2.SharedMemoryTarget(
-            region=self.region.handle, offset=1 << 20))
+        into_region = types_pb2.OutputOptions(
+            shared_memory=types_pb2.SharedMemoryTarget(region=self.region.handle, offset=1 << 20)
+        )
         in_place = [d2h_us(into_region) for _ in range(5)]
         inline = [d2h_us(types_pb2.OutputOptions()) for _ in range(5)]
         copied = [d2h_us(types_pb2.OutputOptions(keep_resident=True)) for _ in range(5)]
@@ -209,36 +287,58 @@ class SharedMemoryWire(unittest.TestCase):
         self.put(array, 3)
         inline = types_pb2.ImageSource(image=shape_proto(array, types_pb2.PIXEL_TYPE_U8, True))
         shm = self.shm_source(array, types_pb2.PIXEL_TYPE_U8, 3)
-        a = self.stub.Gradient(gradient_pb2.GradientRequest(input=inline, magnitude=True), timeout=60)
+        a = self.stub.Gradient(
+            gradient_pb2.GradientRequest(input=inline, magnitude=True), timeout=60
+        )
         b = self.stub.Gradient(gradient_pb2.GradientRequest(input=shm, magnitude=True), timeout=60)
         self.assertEqual(a.gx.image.data, b.gx.image.data)
         self.assertEqual(a.magnitude.image.data, b.magnitude.image.data)
         a = self.stub.Pyramid(pyramid_pb2.PyramidRequest(input=inline, levels=4), timeout=60)
         b = self.stub.Pyramid(pyramid_pb2.PyramidRequest(input=shm, levels=4), timeout=60)
-        self.assertEqual([l.result.image.data for l in a.levels],
-                         [l.result.image.data for l in b.levels])
+        self.assertEqual(
+            [level.result.image.data for level in a.levels],
+            [level.result.image.data for level in b.levels],
+        )
 
     def test_unregistering_a_region_in_use_lets_its_requests_finish(self):
         shm = ShmObject(4 << 20)
         try:
-            region = self.stub.RegisterSharedMemory(shared_memory_pb2.RegisterSharedMemoryRequest(
-                key=shm.key, byte_size=shm.size), timeout=30).region.handle
+            region = self.stub.RegisterSharedMemory(
+                shared_memory_pb2.RegisterSharedMemoryRequest(key=shm.key, byte_size=shm.size),
+                timeout=30,
+            ).region.handle
             array = random_array(np.random.default_rng(9), np.uint16, (8, 256, 256))
             raw = array.tobytes()
-            shm.buf[:len(raw)] = raw
-            big = [morphology_pb2.MorphologyStep(
-                op=morphology_pb2.MORPHOLOGY_OP_DILATE, element=morphology_pb2.StructuringElement(
-                    shape=morphology_pb2.ELEMENT_SHAPE_ELLIPSE, width=15, height=15))]
-            expected = self.stub.Morphology(morphology_pb2.MorphologyRequest(
-                input=types_pb2.ImageSource(image=shape_proto(array, types_pb2.PIXEL_TYPE_U16,
-                                                              True)), steps=big),
-                timeout=120).result.image.data
-            request = morphology_pb2.MorphologyRequest(input=types_pb2.ImageSource(
-                shared_memory=types_pb2.SharedMemoryImage(
-                    region=region, image=shape_proto(array, types_pb2.PIXEL_TYPE_U16))), steps=big)
+            shm.buf[: len(raw)] = raw
+            big = [
+                morphology_pb2.MorphologyStep(
+                    op=morphology_pb2.MORPHOLOGY_OP_DILATE,
+                    element=morphology_pb2.StructuringElement(
+                        shape=morphology_pb2.ELEMENT_SHAPE_ELLIPSE, width=15, height=15
+                    ),
+                )
+            ]
+            expected = self.stub.Morphology(
+                morphology_pb2.MorphologyRequest(
+                    input=types_pb2.ImageSource(
+                        image=shape_proto(array, types_pb2.PIXEL_TYPE_U16, True)
+                    ),
+                    steps=big,
+                ),
+                timeout=120,
+            ).result.image.data
+            request = morphology_pb2.MorphologyRequest(
+                input=types_pb2.ImageSource(
+                    shared_memory=types_pb2.SharedMemoryImage(
+                        region=region, image=shape_proto(array, types_pb2.PIXEL_TYPE_U16)
+                    )
+                ),
+                steps=big,
+            )
             futures = [self.stub.Morphology.future(request, timeout=120) for _ in range(8)]
             self.stub.UnregisterSharedMemory(
-                shared_memory_pb2.UnregisterSharedMemoryRequest(handle=region), timeout=30)
+                shared_memory_pb2.UnregisterSharedMemoryRequest(handle=region), timeout=30
+            )
             finished = 0
             for f in futures:
                 try:
@@ -256,6 +356,7 @@ class SharedMemoryWire(unittest.TestCase):
 
     def test_python_client_passes_arrays_through_a_region(self):
         from cuimg.client import Client  # the package copied beside the stubs at build time
+
         array = random_array(np.random.default_rng(11), np.int16, (3, 40, 50))
         with Client(self.server.target) as client:
             expected = client.morphology(array, "dilate:ellipse:5x5")
@@ -264,17 +365,31 @@ class SharedMemoryWire(unittest.TestCase):
                 src = region.array(array.shape, array.dtype, offset=7)
                 src.array[...] = array
                 dst = region.array(array.shape, array.dtype, offset=7 + array.nbytes)
-                np.testing.assert_array_equal(client.morphology(src, "dilate:ellipse:5x5"),
-                                              expected)
+                np.testing.assert_array_equal(
+                    client.morphology(src, "dilate:ellipse:5x5"), expected
+                )
                 got = client.morphology(src, "dilate:ellipse:5x5", out=dst)
                 np.testing.assert_array_equal(got, expected)
                 self.assertIs(got, dst.array)
                 del src, dst, got
 
     def test_cuimg_load_through_shared_memory(self):
-        run = subprocess.run([CLIENT, "load", f"--target={self.server.target}", "--shm",
-                              "--requests=40", "--warmup=0", "--concurrency=4", "--json"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+        run = subprocess.run(
+            [
+                CLIENT,
+                "load",
+                f"--target={self.server.target}",
+                "--shm",
+                "--requests=40",
+                "--warmup=0",
+                "--concurrency=4",
+                "--json",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
         self.assertEqual(run.returncode, 0, run.stderr)
         summary = json.loads(run.stdout)
         self.assertTrue(summary["config"]["shm"])
@@ -283,11 +398,16 @@ class SharedMemoryWire(unittest.TestCase):
 
 def dilations(iterations):
     """31x31 elliptic dilations, as steps of at most 1000 iterations (the server's limits)."""
-    return [morphology_pb2.MorphologyStep(
-        op=morphology_pb2.MORPHOLOGY_OP_DILATE, iterations=min(1000, iterations - done),
-        element=morphology_pb2.StructuringElement(
-            shape=morphology_pb2.ELEMENT_SHAPE_ELLIPSE, width=31, height=31))
-        for done in range(0, iterations, 1000)][:64]
+    return [
+        morphology_pb2.MorphologyStep(
+            op=morphology_pb2.MORPHOLOGY_OP_DILATE,
+            iterations=min(1000, iterations - done),
+            element=morphology_pb2.StructuringElement(
+                shape=morphology_pb2.ELEMENT_SHAPE_ELLIPSE, width=31, height=31
+            ),
+        )
+        for done in range(0, iterations, 1000)
+    ][:64]
 
 
 def slow_steps(stub, array, seconds):
@@ -298,7 +418,8 @@ def slow_steps(stub, array, seconds):
     while True:
         request = morphology_pb2.MorphologyRequest(
             input=types_pb2.ImageSource(image=shape_proto(array, types_pb2.PIXEL_TYPE_U8, True)),
-            steps=dilations(iterations))
+            steps=dilations(iterations),
+        )
         started = time.monotonic()
         stub.Morphology(request, timeout=120)
         took = time.monotonic() - started
@@ -315,8 +436,9 @@ class SharedMemoryShrunkUnderTheServer(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.server = ServerProcess(SERVER, f"--backend={BACKEND}", "--shared_memory",
-                                   "--max_request_work=0")  # slow_steps sizes work by time
+        cls.server = ServerProcess(
+            SERVER, f"--backend={BACKEND}", "--shared_memory", "--max_request_work=0"
+        )  # slow_steps sizes work by time
         cls.channel = cls.server.channel()
         cls.stub = imaging_service_pb2_grpc.ImagingStub(cls.channel)
 
@@ -327,8 +449,10 @@ class SharedMemoryShrunkUnderTheServer(unittest.TestCase):
         assert code == 0, cls.server.log()
 
     def register(self, shm):
-        return self.stub.RegisterSharedMemory(shared_memory_pb2.RegisterSharedMemoryRequest(
-            key=shm.key, byte_size=shm.size), timeout=30).region.handle
+        return self.stub.RegisterSharedMemory(
+            shared_memory_pb2.RegisterSharedMemoryRequest(key=shm.key, byte_size=shm.size),
+            timeout=30,
+        ).region.handle
 
     def shrunk_log_line(self, key):
         for line in self.server.log().splitlines():
@@ -339,17 +463,31 @@ class SharedMemoryShrunkUnderTheServer(unittest.TestCase):
     def assert_server_still_serves(self, region, array):
         self.assertIsNone(self.server.process.poll(), "the server died:\n" + self.server.log())
         with self.assertRaises(grpc.RpcError) as later:  # the region stays refused
-            self.stub.Morphology(morphology_pb2.MorphologyRequest(
-                input=types_pb2.ImageSource(shared_memory=types_pb2.SharedMemoryImage(
-                    region=region, image=shape_proto(array, types_pb2.PIXEL_TYPE_U8))),
-                steps=ONE_BOX_PASS), timeout=60)
+            self.stub.Morphology(
+                morphology_pb2.MorphologyRequest(
+                    input=types_pb2.ImageSource(
+                        shared_memory=types_pb2.SharedMemoryImage(
+                            region=region, image=shape_proto(array, types_pb2.PIXEL_TYPE_U8)
+                        )
+                    ),
+                    steps=ONE_BOX_PASS,
+                ),
+                timeout=60,
+            )
         self.assertEqual(later.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
         self.stub.UnregisterSharedMemory(
-            shared_memory_pb2.UnregisterSharedMemoryRequest(handle=region), timeout=30)
+            shared_memory_pb2.UnregisterSharedMemoryRequest(handle=region), timeout=30
+        )
         small = np.arange(64, dtype=np.uint8).reshape(8, 8)
-        reply = self.stub.Morphology(morphology_pb2.MorphologyRequest(
-            input=types_pb2.ImageSource(image=shape_proto(small, types_pb2.PIXEL_TYPE_U8, True)),
-            steps=ONE_BOX_PASS), timeout=60)
+        reply = self.stub.Morphology(
+            morphology_pb2.MorphologyRequest(
+                input=types_pb2.ImageSource(
+                    image=shape_proto(small, types_pb2.PIXEL_TYPE_U8, True)
+                ),
+                steps=ONE_BOX_PASS,
+            ),
+            timeout=60,
+        )
         self.assertEqual(np.frombuffer(reply.result.image.data, np.uint8)[0], 9)
 
     def test_truncating_the_output_region_mid_request(self):
@@ -357,14 +495,19 @@ class SharedMemoryShrunkUnderTheServer(unittest.TestCase):
         array = random_array(np.random.default_rng(20), np.uint8, (1024, 1024))
         shm = ShmObject(2 * array.nbytes)
         try:
-            shm.buf[:array.nbytes] = array.tobytes()
+            shm.buf[: array.nbytes] = array.tobytes()
             region = self.register(shm)
             request = morphology_pb2.MorphologyRequest(
-                input=types_pb2.ImageSource(shared_memory=types_pb2.SharedMemoryImage(
-                    region=region, image=shape_proto(array, types_pb2.PIXEL_TYPE_U8))),
+                input=types_pb2.ImageSource(
+                    shared_memory=types_pb2.SharedMemoryImage(
+                        region=region, image=shape_proto(array, types_pb2.PIXEL_TYPE_U8)
+                    )
+                ),
                 steps=slow_steps(self.stub, array, 2.0),
-                output=types_pb2.OutputOptions(shared_memory=types_pb2.SharedMemoryTarget(
-                    region=region, offset=array.nbytes)))
+                output=types_pb2.OutputOptions(
+                    shared_memory=types_pb2.SharedMemoryTarget(region=region, offset=array.nbytes)
+                ),
+            )
 
             # Act: the client truncates its object while the server computes.
             started = time.monotonic()
@@ -377,11 +520,17 @@ class SharedMemoryShrunkUnderTheServer(unittest.TestCase):
             elapsed = time.monotonic() - started
 
             # Assert
-            self.assertTrue(running, f"the request took {elapsed:.2f} s, ending before the truncation")
-            self.assertEqual(caught.exception.code(), grpc.StatusCode.FAILED_PRECONDITION,
-                             caught.exception.details())
-            self.assertIn("shared_memory.region: the shared-memory object",
-                          caught.exception.details())
+            self.assertTrue(
+                running, f"the request took {elapsed:.2f} s, ending before the truncation"
+            )
+            self.assertEqual(
+                caught.exception.code(),
+                grpc.StatusCode.FAILED_PRECONDITION,
+                caught.exception.details(),
+            )
+            self.assertIn(
+                "shared_memory.region: the shared-memory object", caught.exception.details()
+            )
             self.assertIn(shm.key, caught.exception.details())
             line = self.shrunk_log_line(shm.key)
             self.assertIsNotNone(line, self.server.log())
@@ -406,9 +555,13 @@ class SharedMemoryShrunkUnderTheServer(unittest.TestCase):
                 shm.buf[:] = array.tobytes()
                 region = self.register(shm)
                 request = morphology_pb2.MorphologyRequest(
-                    input=types_pb2.ImageSource(shared_memory=types_pb2.SharedMemoryImage(
-                        region=region, image=shape_proto(array, types_pb2.PIXEL_TYPE_U8))),
-                    steps=ONE_BOX_PASS)
+                    input=types_pb2.ImageSource(
+                        shared_memory=types_pb2.SharedMemoryImage(
+                            region=region, image=shape_proto(array, types_pb2.PIXEL_TYPE_U8)
+                        )
+                    ),
+                    steps=ONE_BOX_PASS,
+                )
                 stop = threading.Event()
 
                 def flap(fd=shm.shm._fd, size=shm.size):
@@ -437,6 +590,7 @@ class SharedMemoryShrunkUnderTheServer(unittest.TestCase):
         print(f"{faulted} of {attempt + 1} input reads met the shrunk object (SIGBUS guarded)")
         if BACKEND == "cpu":  # page-locked inputs are read by DMA, which does not fault
             self.assertGreater(faulted, 0, "no read met the shrunk object: the attack never ran")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

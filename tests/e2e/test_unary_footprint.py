@@ -26,14 +26,22 @@ TARGET_X_PIXELS = 2.2
 def dilate(stub, volume):
     """One unary 3x3 dilation of an int16 volume; the result as an array."""
     depth, height, width = volume.shape
-    image = types_pb2.Image(pixel_type=types_pb2.PIXEL_TYPE_I16, width=width, height=height,
-                            depth=depth, data=volume.tobytes())
+    image = types_pb2.Image(
+        pixel_type=types_pb2.PIXEL_TYPE_I16,
+        width=width,
+        height=height,
+        depth=depth,
+        data=volume.tobytes(),
+    )
     step = morphology_pb2.MorphologyStep(
         op=morphology_pb2.MORPHOLOGY_OP_DILATE,
-        element=morphology_pb2.StructuringElement(shape=morphology_pb2.ELEMENT_SHAPE_RECT,
-                                                  width=3, height=3))
-    request = morphology_pb2.MorphologyRequest(input=types_pb2.ImageSource(image=image),
-                                               steps=[step])
+        element=morphology_pb2.StructuringElement(
+            shape=morphology_pb2.ELEMENT_SHAPE_RECT, width=3, height=3
+        ),
+    )
+    request = morphology_pb2.MorphologyRequest(
+        input=types_pb2.ImageSource(image=image), steps=[step]
+    )
     reply = stub.Morphology(request, timeout=300)
     return np.frombuffer(reply.result.image.data, dtype=np.int16).reshape(volume.shape)
 
@@ -58,8 +66,10 @@ class UnaryFootprint(unittest.TestCase):
             self.assertEqual(server.terminate(), 0, server.log())
         x_pixels = (peak_kb - before_kb) * 1024 / volume.nbytes
         self.assertLessEqual(
-            x_pixels, TARGET_X_PIXELS,
-            f"peak {peak_kb} kB, {before_kb} kB before the call: {x_pixels:.2f}x the pixels")
+            x_pixels,
+            TARGET_X_PIXELS,
+            f"peak {peak_kb} kB, {before_kb} kB before the call: {x_pixels:.2f}x the pixels",
+        )
         expected = ndimage.grey_dilation(volume, size=(1, 3, 3), mode="nearest")
         self.assertTrue(np.array_equal(result, expected))
 

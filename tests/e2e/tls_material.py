@@ -18,12 +18,29 @@ class TlsMaterial:
         self.dir = self._dir.name
         d = self.dir
         self.ca_key, self.ca_cert = self._path("ca.key"), self._path("ca.crt")
-        _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                 "-nodes", "-keyout", self.ca_key, "-out", self.ca_cert, "-days", "2",
-                 "-subj", f"/CN={ca_name}", cwd=d)
+        _openssl(
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            self.ca_key,
+            "-out",
+            self.ca_cert,
+            "-days",
+            "2",
+            "-subj",
+            f"/CN={ca_name}",
+            cwd=d,
+        )
         self.server_key, self.server_cert = self._issue(
-            "server", "/CN=cuimg-server",
-            "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n")
+            "server",
+            "/CN=cuimg-server",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n",
+        )
         self.client = {}
         for name in clients:
             self.client[name] = self._issue(name, f"/CN={name}", "extendedKeyUsage=clientAuth\n")
@@ -35,10 +52,39 @@ class TlsMaterial:
         key, csr, cert, ext = (self._path(f"{name}.{x}") for x in ("key", "csr", "crt", "ext"))
         with open(ext, "w") as f:
             f.write(extensions)
-        _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                 "-keyout", key, "-out", csr, "-subj", subject, cwd=self.dir)
-        _openssl("x509", "-req", "-in", csr, "-CA", self.ca_cert, "-CAkey", self.ca_key,
-                 "-CAcreateserial", "-out", cert, "-days", "2", "-extfile", ext, cwd=self.dir)
+        _openssl(
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            key,
+            "-out",
+            csr,
+            "-subj",
+            subject,
+            cwd=self.dir,
+        )
+        _openssl(
+            "x509",
+            "-req",
+            "-in",
+            csr,
+            "-CA",
+            self.ca_cert,
+            "-CAkey",
+            self.ca_key,
+            "-CAcreateserial",
+            "-out",
+            cert,
+            "-days",
+            "2",
+            "-extfile",
+            ext,
+            cwd=self.dir,
+        )
         return key, cert
 
     def write_tokens(self, lines, name="tokens"):
@@ -61,11 +107,13 @@ class TlsMaterial:
 
     def channel_credentials(self, client=None):
         import grpc
+
         key = cert = None
         if client:
             key, cert = (self.read(p) for p in self.client[client])
-        return grpc.ssl_channel_credentials(root_certificates=self.read(self.ca_cert),
-                                            private_key=key, certificate_chain=cert)
+        return grpc.ssl_channel_credentials(
+            root_certificates=self.read(self.ca_cert), private_key=key, certificate_chain=cert
+        )
 
     def close(self):
         self._dir.cleanup()

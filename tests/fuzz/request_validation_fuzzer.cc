@@ -11,18 +11,17 @@
 // server receives them) and must get the same status. Every refusal keeps the error contract
 // (tests/testing/error_contract.h): a documented reason set where it was raised and a field of the
 // request that its message starts with.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-
-#include <algorithm>
 #include <string>
 
 #include "cuimg/v1/resident.pb.h"
 #include "cuimg/v1/streaming.pb.h"
 #include "server/scheduling/inflight_estimate.h"
-#include "server/validation/request_validation.h"
-#include "server/state/resident_store.h"
 #include "server/scheduling/volume_stream_plan.h"
+#include "server/state/resident_store.h"
+#include "server/validation/request_validation.h"
 #include "tests/testing/error_contract.h"
 
 namespace {

@@ -14,9 +14,8 @@
 // Data: CUIMG_DATA (default Debian opencv-doc's examples/data) must hold basketball1.png,
 // basketball2.png, fruits.jpg and vtest_NN.jpg (frames the bundle extracts from vtest.avi; the
 // test uses those present, at least one). Models: CUIMG_MODELS_DIR (default the repository's).
-#include <gtest/gtest.h>
-
 #include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
@@ -108,7 +107,9 @@ absl::StatusOr<GpuResult> RunOnGpu(const Image& image, const HogModel& model,
                  cudaMemcpyHostToDevice) != cudaSuccess ||
       (plan.WorkspaceBytes() > 0 &&
        cudaMemset(d_ws.data(), 0xFF, plan.WorkspaceBytes()) != cudaSuccess) ||
-      cudaMemset(d_hits.data(), 0x7F, plan.HitsBytes()) != cudaSuccess) {
+      cudaMemset(d_hits.data(), 0x7F, plan.HitsBytes()) != cudaSuccess ||
+      // Legacy-stream copies and memsets may return early; the plan's stream does not wait.
+      cudaDeviceSynchronize() != cudaSuccess) {
     return absl::InternalError("copy in");
   }
   CUIMG_RETURN_IF_ERROR(
@@ -165,7 +166,9 @@ absl::StatusOr<GpuBatch> RunBatchOnGpu(const DetectPlan& plan, const std::vector
                  cudaMemcpyHostToDevice) != cudaSuccess ||
       (plan.WorkspaceBytes() > 0 &&
        cudaMemset(d_ws.data(), 0xFF, plan.WorkspaceBytes()) != cudaSuccess) ||
-      cudaMemset(d_hits.data(), 0x7F, plan.HitsBytes()) != cudaSuccess) {
+      cudaMemset(d_hits.data(), 0x7F, plan.HitsBytes()) != cudaSuccess ||
+      // Legacy-stream copies and memsets may return early; the plan's stream does not wait.
+      cudaDeviceSynchronize() != cudaSuccess) {
     return absl::InternalError("fill");
   }
   CUIMG_RETURN_IF_ERROR(plan.Run(in, d_w.As<float>(), d_ws.data(), d_hits.data(), stream.get()));

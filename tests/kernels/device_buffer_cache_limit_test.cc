@@ -1,10 +1,9 @@
 // The device memory cap of DeviceBufferCache is checked before any CUDA call, so it is testable
 // without a GPU; the GPU path (leasing under the cap, then refusing) runs in test_faults.py's
 // DeviceMemoryCap on the GPU machine.
-#include "cuimg/common/device_buffer_cache.h"
-
 #include <gtest/gtest.h>
 
+#include "cuimg/common/device_buffer_cache.h"
 #include "tests/testing/status_matchers.h"
 
 namespace cuimg {

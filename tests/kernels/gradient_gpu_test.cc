@@ -3,9 +3,8 @@
 // every type, odd and tile-straddling sizes down to 1x1, every radius class, volumes, unaligned
 // pointers; outputs are poisoned first so unwritten pixels show; runs are deterministic. Labelled
 // `gpu`; skips without a device.
-#include <gtest/gtest.h>
-
 #include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>

@@ -1,19 +1,19 @@
 // The gradient's taps and CPU reference: the taps' defining sums, OpenCV 4.6's sepFilter2D (float64
 // output, our taps, BORDER_REFLECT_101) on random images of every pixel type and odd sizes down to
 // 1x1, and float64 checks on ramps and constants that need no other library.
+#include "cuimg/reference/gradient_reference.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include <opencv2/core.hpp>
-#include <opencv2/imgproc.hpp>
 
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
 #include <string>
 #include <vector>
 
-#include "cuimg/reference/gradient_reference.h"
 #include "tests/testing/opencv_types.h"
 #include "tests/testing/random_image.h"
 #include "tests/testing/status_matchers.h"

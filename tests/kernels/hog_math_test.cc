@@ -2,12 +2,12 @@
 // under both of OpenCV's tie rules and returns that channel's squared magnitude bit for bit, on
 // every gradient triple of small integers (ties everywhere) and on random gamma-corrected ones;
 // VoteOfMagnitude with that magnitude is VoteOf. hog_math_gpu_test covers the device's fast paths.
+#include "detect/hog_math.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
-
-#include "detect/hog_math.h"
 
 namespace cuimg {
 namespace {

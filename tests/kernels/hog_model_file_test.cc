@@ -1,15 +1,15 @@
 // Model files: the repository's two files equal OpenCV 4.6's built-in detectors bit for bit
 // (research check 1: 3781 and 1981 coefficients, biases -6.66579151 and -9.063785), formatting
 // round-trips, and malformed files are refused with the line (and the file) named.
+#include "cuimg/kernels/hog_model_file.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <opencv2/objdetect.hpp>
-
 #include <string>
 #include <vector>
 
-#include "cuimg/kernels/hog_model_file.h"
 #include "tests/testing/status_matchers.h"
 
 namespace cuimg {

@@ -2,6 +2,8 @@
 // 7, 8 and 10): votes of flat images, step edges and ramps; block weights; L2-Hys normalization;
 // the level list of detectMultiScale; grouping without a threshold; inputs smaller than a window,
 // odd sizes, and gray, BGR and BGRA giving the same result for the same content.
+#include "cuimg/reference/hog_reference.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -14,7 +16,6 @@
 #include "cuimg/kernels/detect_geometry.h"
 #include "cuimg/kernels/group_rectangles.h"
 #include "cuimg/kernels/hog_block_votes.h"
-#include "cuimg/reference/hog_reference.h"
 #include "tests/testing/status_matchers.h"
 
 namespace cuimg {

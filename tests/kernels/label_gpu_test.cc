@@ -3,9 +3,8 @@
 // giant component, all and no foreground, single pixels) and blob masks, sizes from 1x1 to
 // 1080p and volumes, each connectivity, each pixel type and intensity type; and they are
 // deterministic. Labelled `gpu`; skips without a device.
-#include <gtest/gtest.h>
-
 #include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
@@ -37,6 +36,9 @@ absl::StatusOr<DeviceBuffer> Upload(const Image& image) {
       cudaSuccess) {
     return absl::InternalError("upload");
   }
+  // cudaMemcpy/cudaMemset run on the legacy default stream and may return before they finish;
+  // the plans run on non-blocking streams, which do not wait for it: finish them first.
+  if (cudaDeviceSynchronize() != cudaSuccess) return absl::InternalError("upload");
   return d;
 }
 
@@ -51,7 +53,9 @@ absl::Status Download(const void* device, Image* image) {
 // Poisoned so that nothing can rely on zeroed memory.
 absl::StatusOr<DeviceBuffer> Poisoned(std::size_t bytes) {
   CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d, DeviceBuffer::Allocate(bytes));
-  if (cudaMemset(d.data(), 0xAB, bytes) != cudaSuccess) return absl::InternalError("memset");
+  if (cudaMemset(d.data(), 0xAB, bytes) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
+    return absl::InternalError("memset");  // synchronized: see Upload
+  }
   return d;
 }
 

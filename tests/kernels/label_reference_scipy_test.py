@@ -39,8 +39,10 @@ class Tool:
         type_name = next(k for k, v in TYPES.items() if v == image.dtype)
         extra_name = "-" if extra is None else next(k for k, v in TYPES.items() if v == extra.dtype)
         lo_text, hi_text = ("-", "-") if lo is None else (repr(float(lo[0])), repr(float(lo[1])))
-        header = (f"{op} {type_name} {shape[2]} {shape[1]} {shape[0]} {connectivity} {param} "
-                  f"{lo_text} {hi_text} {extra_name} {fill!r}\n")
+        header = (
+            f"{op} {type_name} {shape[2]} {shape[1]} {shape[0]} {connectivity} {param} "
+            f"{lo_text} {hi_text} {extra_name} {fill!r}\n"
+        )
         self.proc.stdin.write(header.encode())
         self.proc.stdin.write(np.ascontiguousarray(image).tobytes())
         if extra is not None:
@@ -93,8 +95,11 @@ def maze(h, w, rng):
     a[0, 0] = True
     while stack:
         y, x = stack[-1]
-        options = [(y + dy, x + dx) for dy, dx in ((0, 1), (1, 0), (0, -1), (-1, 0))
-                   if 0 <= y + dy < cells_y and 0 <= x + dx < cells_x and not seen[y + dy, x + dx]]
+        options = [
+            (y + dy, x + dx)
+            for dy, dx in ((0, 1), (1, 0), (0, -1), (-1, 0))
+            if 0 <= y + dy < cells_y and 0 <= x + dx < cells_x and not seen[y + dy, x + dx]
+        ]
         if not options:
             stack.pop()
             continue
@@ -128,7 +133,9 @@ def masks_3d(rng):
     yield "all", np.ones((5, 6, 7), bool)
     yield "checkerboard", (np.indices((7, 8, 9)).sum(0) % 2) == 0
     yield "corners", (np.indices((8, 7, 6)) % 2 == 0).all(0)
-    yield "spiral stack", np.stack([spiral(21, 23)] * 3 + [np.zeros((21, 23), bool)] + [~spiral(21, 23)])
+    yield "spiral stack", np.stack(
+        [spiral(21, 23)] * 3 + [np.zeros((21, 23), bool)] + [~spiral(21, 23)]
+    )
     yield "maze stack", np.stack([maze(21, 19, rng), ~maze(21, 19, rng), maze(21, 19, rng)])
     for density in (0.1, 0.25, 0.4, 0.6, 0.85):
         shape = tuple(int(v) for v in rng.integers(3, 20, size=3))
@@ -139,8 +146,9 @@ def values_for(mask, dtype, rng):
     """An image of `dtype` that is non-zero exactly on `mask` (f32: NaN marks some background)."""
     info = np.iinfo(dtype) if dtype != np.float32 else None
     if info is not None:
-        v = rng.integers(max(info.min, -1000), min(info.max, 5000) + 1, size=mask.shape,
-                         dtype=np.int64)
+        v = rng.integers(
+            max(info.min, -1000), min(info.max, 5000) + 1, size=mask.shape, dtype=np.int64
+        )
         v[v == 0] = 1
         v = v.astype(dtype)
         v[rng.random(mask.shape) < 0.05] = info.max
@@ -157,7 +165,8 @@ def values_for(mask, dtype, rng):
 def intensity_for(shape, dtype, rng):
     if dtype == np.float32:
         v = (rng.normal(0, 1, size=shape) * 10.0 ** rng.integers(-30, 30, size=shape)).astype(
-            np.float32)
+            np.float32
+        )
         special = rng.random(shape)
         v[special < 0.01] = np.inf
         v[(special >= 0.01) & (special < 0.02)] = -np.inf

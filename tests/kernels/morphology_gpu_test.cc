@@ -1,9 +1,8 @@
 // GPU morphology equals the CPU reference bit for bit (integer types; f32 by value), on random
 // inputs over types, 2D/3D, shapes, sizes (1..255, even/odd), anchors, ops, iterations, borders
 // and chains. Labelled `gpu`; skips without a device.
-#include <gtest/gtest.h>
-
 #include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -13,7 +12,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-
 #include "cuimg/common/cuda_stream.h"
 #include "cuimg/common/device_buffer.h"
 #include "cuimg/common/staged_copy.h"

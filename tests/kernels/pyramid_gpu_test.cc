@@ -5,9 +5,8 @@
 // runs are deterministic. Exact equality is the contract (PyramidPlan: both sides round every
 // float32 product and sum the same way), which is stricter than the 1e-4 of the range / 1.
 // Labelled `gpu`; skips without a device.
-#include <gtest/gtest.h>
-
 #include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>

@@ -1,18 +1,18 @@
 // The pyramid's level list and CPU reference: level sizes (1080p at 1.05 x 31 as in
 // research/kernels.md), stopping at the minimum size, validation, and every level against OpenCV
 // 4.6's cv::resize INTER_LINEAR (chained for CASCADED) on random images of every pixel type.
+#include "cuimg/reference/pyramid_reference.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <opencv2/core.hpp>
-#include <opencv2/imgproc.hpp>
-
 #include <cmath>
 #include <limits>
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
 #include <string>
 #include <vector>
 
-#include "cuimg/reference/pyramid_reference.h"
 #include "tests/testing/opencv_types.h"
 #include "tests/testing/random_image.h"
 #include "tests/testing/status_matchers.h"

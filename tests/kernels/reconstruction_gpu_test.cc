@@ -2,9 +2,8 @@
 // for bit (f32 by value) on the case families of the emulation test, on large adversarial images
 // (a 1080p spiral and maze, a CT-like volume) where thousands of bricks race, and in chains.
 // Labelled `gpu`; skips without a device.
-#include <gtest/gtest.h>
-
 #include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
 
 #include <cstdio>
 #include <string>
@@ -12,8 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/cuda_stream.h"
-#include "cuimg/common/status_macros.h"
 #include "cuimg/common/device_buffer.h"
+#include "cuimg/common/status_macros.h"
 #include "cuimg/kernels/morphology.h"
 #include "cuimg/kernels/reconstruction.h"
 #include "cuimg/reference/morphology_reference.h"
@@ -37,6 +36,9 @@ absl::StatusOr<DeviceBuffer> Upload(const Image& image) {
       cudaSuccess) {
     return absl::InternalError("upload");
   }
+  // cudaMemcpy/cudaMemset run on the legacy default stream and may return before they finish;
+  // the plans run on non-blocking streams, which do not wait for it: finish them first.
+  if (cudaDeviceSynchronize() != cudaSuccess) return absl::InternalError("upload");
   return d;
 }
 
@@ -160,7 +162,8 @@ absl::StatusOr<Image> ChainOnGpu(const Image& input, const std::vector<Morpholog
     return absl::ResourceExhaustedError("alloc");
   }
   // Poisoned, so a pixel left unwritten shows.
-  if (cudaMemset(d_out->data(), 0xAB, input.size_bytes()) != cudaSuccess) {
+  if (cudaMemset(d_out->data(), 0xAB, input.size_bytes()) != cudaSuccess ||
+      cudaDeviceSynchronize() != cudaSuccess) {  // synchronized: see Upload
     return absl::InternalError("memset");
   }
   CUIMG_RETURN_IF_ERROR(plan->Run(d_in->data(), d_out->data(), d_ws->data(), stream->get(),

@@ -3,11 +3,10 @@
 // range, where OpenCV's rounding overflows); NaN becomes 0.
 #include <gtest/gtest.h>
 
-#include <opencv2/core.hpp>
-
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <opencv2/core.hpp>
 #include <vector>
 
 #include "cuimg/common/pixel_type.h"

@@ -47,8 +47,9 @@ def recon(marker, mask, dilate, conn):
     m = prepared(marker, dilate)
     g = prepared(mask, dilate)
     seed = np.minimum(m, g) if dilate else np.maximum(m, g)
-    out = reconstruction(seed, g, method="dilation" if dilate else "erosion",
-                         footprint=footprint(mask.ndim, conn))
+    out = reconstruction(
+        seed, g, method="dilation" if dilate else "erosion", footprint=footprint(mask.ndim, conn)
+    )
     out = out.astype(mask.dtype)
     if mask.dtype.kind == "f":
         out = np.where(np.isnan(mask), mask, out)
@@ -77,10 +78,8 @@ def height_marker(a, h, dilate):
 
 def element_pass(a, fp, erode):
     if erode:
-        return ndimage.grey_erosion(a, footprint=fp, mode="constant",
-                                    cval=type_max(a.dtype))
-    return ndimage.grey_dilation(a, footprint=fp, mode="constant",
-                                 cval=type_lowest(a.dtype))
+        return ndimage.grey_erosion(a, footprint=fp, mode="constant", cval=type_max(a.dtype))
+    return ndimage.grey_dilation(a, footprint=fp, mode="constant", cval=type_lowest(a.dtype))
 
 
 def run_step(a, marker, step):
@@ -139,8 +138,7 @@ def main():
         image.astype(dtype).tofile(base + ".out")
         steps = case["steps"]
         on = type_max(dtype) if dtype.kind != "f" else 1
-        if (len(steps) == 1 and steps[0]["op"] == "fill_holes" and
-                np.all((a == 0) | (a == on))):
+        if len(steps) == 1 and steps[0]["op"] == "fill_holes" and np.all((a == 0) | (a == on)):
             filled = ndimage.binary_fill_holes(a != 0, footprint(a.ndim, steps[0]["conn"]))
             np.where(filled, on, 0).astype(dtype).tofile(base + ".scipy")
 

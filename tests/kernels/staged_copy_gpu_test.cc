@@ -1,7 +1,5 @@
 // Staged copies move every byte exactly, for sizes around the chunk size and the ring depth, with
 // and without chunks to spare, and leave pinned (registered) memory to a direct copy.
-#include "cuimg/common/staged_copy.h"
-
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -10,6 +8,7 @@
 
 #include "cuimg/common/cuda_stream.h"
 #include "cuimg/common/device_buffer.h"
+#include "cuimg/common/staged_copy.h"
 #include "tests/testing/gpu_test_env.h"
 
 namespace cuimg {

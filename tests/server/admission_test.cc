@@ -1,7 +1,5 @@
 // Admission's estimates (admission.h): an input's shape from the request, the store or an
 // encoded header, without decoding; the bytes a job will hold; who needs the `resident` right.
-#include "server/scheduling/inflight_estimate.h"
-
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -9,8 +7,9 @@
 #include <vector>
 
 #include "cuimg/codec/image_codec.h"
-#include "server/validation/request_validation.h"
+#include "server/scheduling/inflight_estimate.h"
 #include "server/state/resident_store.h"
+#include "server/validation/request_validation.h"
 #include "tests/testing/status_matchers.h"
 
 namespace cuimg {

@@ -12,9 +12,9 @@
 
 #include "cuimg/reference/morphology_reference.h"
 #include "server/backend/backend.h"
-#include "server/scheduling/inflight_budget.h"
-#include "server/state/resident_store.h"
 #include "server/scheduling/work_queue.h"
+#include "server/state/inflight_budget.h"
+#include "server/state/resident_store.h"
 #include "tests/testing/random_image.h"
 
 namespace cuimg {

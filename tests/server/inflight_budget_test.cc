@@ -1,4 +1,4 @@
-#include "server/scheduling/inflight_budget.h"
+#include "server/state/inflight_budget.h"
 
 #include <gtest/gtest.h>
 

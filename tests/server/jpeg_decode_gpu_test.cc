@@ -1,13 +1,17 @@
 // nvJPEG on the GPU (skips without a GPU or without libnvjpeg.so.13): its pixels stay close to
-// libjpeg-turbo's for every sampling the route sends it; corrupt streams handed to it directly
-// (past the marker walk that normally stops them) fail or decode, never crash, leak device errors
-// or leave the device unusable (run under compute-sanitizer for the memory checks); and a
-// decoded image feeds a work call on its device without a copy.
+// libjpeg-turbo's (through TurboJPEG itself, not cuimg's codec) for every sampling the route sends
+// it; corrupt streams handed to it directly (past the marker walk that normally stops them) fail
+// or decode, never crash, leak device errors or leave the device unusable (run under
+// compute-sanitizer for the memory checks); and a decoded image feeds a work call on its device
+// without a copy (counted in device buffers and staging leases, not timed).
 #include <cuda_runtime_api.h>
 #include <turbojpeg.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <map>
 #include <random>
 #include <thread>
 #include <tuple>
@@ -52,6 +56,24 @@ std::vector<std::uint8_t> Encode(int width, int height, int sampling, int qualit
             0);
   std::vector<std::uint8_t> out(buffer, buffer + size);
   tjFree(buffer);
+  tjDestroy(tj);
+  return out;
+}
+
+// libjpeg-turbo's decode of `jpeg` through its own TurboJPEG API (accurate IDCT, fancy
+// upsampling: its defaults), gray or BGR: the reference nvJPEG is held to, independent of cuimg's
+// codec (which decodes in strips through libjpeg).
+std::vector<std::uint8_t> TurboDecode(const std::vector<std::uint8_t>& jpeg, int channels) {
+  tjhandle tj = tjInitDecompress();
+  int width = 0, height = 0, subsampling = 0, colorspace = 0;
+  EXPECT_EQ(
+      tjDecompressHeader3(tj, jpeg.data(), jpeg.size(), &width, &height, &subsampling, &colorspace),
+      0);
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(width) * height * channels);
+  EXPECT_EQ(tjDecompress2(tj, jpeg.data(), jpeg.size(), out.data(), width, width * channels, height,
+                          channels == 1 ? TJPF_GRAY : TJPF_BGR, 0),
+            0)
+      << tjGetErrorStr2(tj);
   tjDestroy(tj);
   return out;
 }
@@ -118,14 +140,16 @@ TEST(JpegGpuDecode, PixelsStayCloseToLibjpegTurbo) {
   for (int sampling : {TJSAMP_444, TJSAMP_422, TJSAMP_420, TJSAMP_440, TJSAMP_GRAY}) {
     for (auto [w, h] : {std::pair{1920, 1080}, std::pair{641, 517}, std::pair{333, 259}}) {
       const std::vector<std::uint8_t> jpeg = Encode(w, h, sampling);
-      absl::StatusOr<Image> cpu = DecodeImage(jpeg);
-      ASSERT_TRUE(cpu.ok());
-      absl::StatusOr<std::vector<std::uint8_t>> pixels = gpu.Decode(jpeg, cpu->view());
+      absl::StatusOr<ImageView> shape = ProbeImage(jpeg);
+      ASSERT_TRUE(shape.ok());
+      const std::vector<std::uint8_t> reference = TurboDecode(jpeg, shape->channels);
+      ASSERT_EQ(reference.size(), shape->Bytes());
+      absl::StatusOr<std::vector<std::uint8_t>> pixels = gpu.Decode(jpeg, *shape);
       ASSERT_TRUE(pixels.ok()) << pixels.status() << " sampling " << sampling << " " << w;
       int max_delta = 0;
       double sum = 0;
       for (std::size_t i = 0; i < pixels->size(); ++i) {
-        const int d = std::abs(int{(*pixels)[i]} - int{cpu->bytes()[i]});
+        const int d = std::abs(int{(*pixels)[i]} - int{reference[i]});
         max_delta = std::max(max_delta, d);
         sum += d;
       }
@@ -254,6 +278,24 @@ TEST(JpegGpuDecode, AShapeThatNvjpegReadsDifferentlyIsRefusedBeforeWriting) {
   EXPECT_EQ(gpu.Decode(jpeg, smaller).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+// Device buffers taken from a device's cache and pinned staging chunks leased for its copies, so
+// far: what a work call's input costs on the device, counted rather than timed.
+struct DeviceTraffic {
+  std::uint64_t buffers = 0;
+  std::uint64_t staging_leases = 0;
+};
+
+DeviceTraffic TrafficOf(const Backend& backend, int device) {
+  for (const DeviceStatus& d : backend.Devices()) {
+    if (d.id == device) {
+      return {d.cache_hits + d.cache_misses,
+              d.staging_hits + d.staging_misses + d.staging_refusals};
+    }
+  }
+  ADD_FAILURE() << "no device " << device;
+  return {};
+}
+
 TEST(JpegGpuDecode, ADecodedImageFeedsAWorkCallWithoutACopy) {
   if (!testing::HasCudaDevice()) GTEST_SKIP() << "no GPU";
   if (!NvjpegLibrary::Load().ok()) GTEST_SKIP() << NvjpegLibrary::Load().status();
@@ -269,6 +311,7 @@ TEST(JpegGpuDecode, ADecodedImageFeedsAWorkCallWithoutACopy) {
   ASSERT_TRUE(cpu.ok());
   absl::StatusOr<std::unique_ptr<const DeviceImage>> image = decoder->Decode(jpeg, cpu->view());
   ASSERT_TRUE(image.ok()) << image.status();
+  const int device = (*image)->device();
   // A 1x1 dilation is the identity: the result is the decoded image itself.
   absl::StatusOr<StructuringElement> one =
       StructuringElement::Create(ElementSpec{ElementShape::kRect, 1, 1, 0, -1, -1, -1, {}});
@@ -276,20 +319,40 @@ TEST(JpegGpuDecode, ADecodedImageFeedsAWorkCallWithoutACopy) {
   MorphologyStep step;
   step.op = MorphOp::kDilate;
   step.element = *one;
+  const InputImage on_device(cpu->view(), image->get());
+  ASSERT_EQ(on_device.data, nullptr) << "no host pixels to copy from";
   Image out(PixelType::kU8, cpu->extent(), 1);
   StageTimes times;
-  ImageView shape = cpu->view();
-  const InputImage on_device(shape, image->get());
-  ASSERT_EQ(on_device.data, nullptr);
+  const DeviceTraffic before = TrafficOf(**backend, device);
   ASSERT_TRUE((*backend)
                   ->Morphology(on_device, out.view(), {step}, nullptr, &times, NeverCancelled())
                   .ok());
-  EXPECT_LT(times.h2d_us, 5.0) << "nothing to copy in";
+  const DeviceTraffic after = TrafficOf(**backend, device);
+  EXPECT_EQ(times.device, device) << "the call runs where the image was decoded";
+  // The same call from host pixels (on this device: the only one, or the least loaded).
+  Image host_out(PixelType::kU8, cpu->extent(), 1);
+  StageTimes host_times;
+  std::map<int, DeviceTraffic> host_before;
+  for (const DeviceStatus& d : (*backend)->Devices())
+    host_before[d.id] = TrafficOf(**backend, d.id);
+  ASSERT_TRUE(
+      (*backend)
+          ->Morphology(cpu->view(), host_out.view(), {step}, nullptr, &host_times, NeverCancelled())
+          .ok());
+  const DeviceTraffic host_after = TrafficOf(**backend, host_times.device);
+  const DeviceTraffic& host_start = host_before[host_times.device];
+  // The host input takes a device buffer and a staged copy in; the decoded image takes neither.
+  EXPECT_EQ(after.buffers - before.buffers + 1, host_after.buffers - host_start.buffers)
+      << "the decoded image is the kernel's input, not a buffer copied into";
+  EXPECT_LT(after.staging_leases - before.staging_leases,
+            host_after.staging_leases - host_start.staging_leases)
+      << "nothing is staged in for the decoded image";
   double sum = 0;
   for (std::size_t i = 0; i < out.size_bytes(); ++i) {
     sum += std::abs(int{out.bytes()[i]} - int{cpu->bytes()[i]});
   }
   EXPECT_LE(sum / static_cast<double>(out.size_bytes()), 2.0);
+  EXPECT_EQ(std::memcmp(host_out.bytes(), cpu->bytes(), host_out.size_bytes()), 0);
 }
 
 }  // namespace

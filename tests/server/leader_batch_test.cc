@@ -1,7 +1,7 @@
 // LeaderBatch: a lone call runs at once and alone; calls arriving while a batch runs are
 // gathered into the next batches (never more than the maximum, oldest first); every call returns
 // after its own item ran, exactly once.
-#include "server/scheduling/leader_batch.h"
+#include "server/backend/leader_batch.h"
 
 #include <atomic>
 #include <chrono>

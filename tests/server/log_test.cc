@@ -1,6 +1,10 @@
 // Log lines and echoed client values stay one bounded line of valid logfmt whatever a client
 // sends (the forged-line and megabyte-handle attacks of issue #38), and refused requests' lines
 // are rate-limited with a count of what was left out.
+#include "server/observability/log.h"
+
+#include <grpcpp/test/server_context_test_spouse.h>
+
 #include <cctype>
 #include <cstdint>
 #include <memory>
@@ -13,15 +17,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
-#include <grpcpp/test/server_context_test_spouse.h>
-
 #include "gtest/gtest.h"
+#include "proto/wire_contract.h"
+#include "server/observability/log_throttle.h"
+#include "server/rpc/status_conversion.h"
 #include "server/security/auth_tokens.h"
 #include "server/security/authorization.h"
-#include "server/observability/log.h"
-#include "server/observability/log_throttle.h"
-#include "proto/wire_contract.h"
-#include "server/rpc/status_conversion.h"
 #include "server/security/untrusted_text.h"
 
 namespace cuimg {

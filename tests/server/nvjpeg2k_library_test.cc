@@ -1,10 +1,11 @@
 // nvJPEG2000 loads at run time where the build found its header (the library needs no GPU to
 // load and report its version), and a build without the header says why frames decode on the
 // CPU. Refusal, which routes frames between nvJPEG2000 and the CPU, reads only headers.
-#include "gtest/gtest.h"
-#include "cuimg/codec/frame_encode.h"
-#include "server/backend/nvjpeg2k_frames.h"
 #include "server/backend/nvjpeg2k_library.h"
+
+#include "cuimg/codec/frame_encode.h"
+#include "gtest/gtest.h"
+#include "server/backend/nvjpeg2k_frames.h"
 
 namespace cuimg {
 namespace {

@@ -1,7 +1,8 @@
 // nvJPEG loads at run time where the build found its header (the library needs no GPU to load
 // and report its version), and a build without the header says why it has no GPU decoder.
-#include "gtest/gtest.h"
 #include "server/backend/nvjpeg_library.h"
+
+#include "gtest/gtest.h"
 
 namespace cuimg {
 namespace {

@@ -5,7 +5,6 @@
 #include "server/state/shared_memory_registry.h"
 
 #include <gtest/gtest.h>
-
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>

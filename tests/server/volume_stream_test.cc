@@ -6,8 +6,8 @@
 #include <chrono>
 #include <thread>
 
-#include "server/validation/proto_conversion.h"
 #include "server/scheduling/volume_stream_plan.h"
+#include "server/validation/proto_conversion.h"
 #include "tests/server/test_server.h"
 #include "tests/testing/random_image.h"
 

@@ -14,12 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "tests/testing/byte_buffers.h"
-
 #include "cuimg/v1/deform.pb.h"
 #include "cuimg/v1/gradient.pb.h"
 #include "cuimg/v1/morphology.pb.h"
 #include "cuimg/v1/pyramid.pb.h"
+#include "tests/testing/byte_buffers.h"
 
 namespace cuimg {
 namespace {

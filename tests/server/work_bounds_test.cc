@@ -10,8 +10,8 @@
 #include "cuimg/common/cancel_token.h"
 #include "cuimg/kernels/structuring_element.h"
 #include "server/backend/backend.h"
-#include "server/server_options.h"
 #include "server/scheduling/work_estimate.h"
+#include "server/server_options.h"
 #include "tests/testing/random_image.h"
 
 namespace cuimg {

@@ -13,9 +13,19 @@ from pkgutil import extend_path
 __path__ = extend_path(__path__, __name__)
 
 # The errors by reason (cuimg/errors.py); all are CuimgError.
-_ERRORS = ["CuimgError", "InvalidRequestError", "LimitExceededError", "NotFoundError",
-           "SharedMemoryError", "QuotaExceededError", "RetryableError", "DeadlineExceededError",
-           "CallCancelledError", "AuthError", "ServerError"]
+_ERRORS = [
+    "CuimgError",
+    "InvalidRequestError",
+    "LimitExceededError",
+    "NotFoundError",
+    "SharedMemoryError",
+    "QuotaExceededError",
+    "RetryableError",
+    "DeadlineExceededError",
+    "CallCancelledError",
+    "AuthError",
+    "ServerError",
+]
 __all__ = ["Client", "Resident", "element_mm", "parse_steps"] + _ERRORS
 
 
@@ -23,8 +33,10 @@ def __getattr__(name):
     # Lazily, so `from cuimg.v1 import ...` (the tests, tools) does not need NumPy.
     if name in _ERRORS:
         from cuimg import errors
+
         return getattr(errors, name)
     if name in __all__:
         from cuimg import client
+
         return getattr(client, name)
     raise AttributeError(f"module 'cuimg' has no attribute {name!r}")

@@ -68,7 +68,7 @@ def iter_fields(data: bytes | memoryview) -> Iterator[tuple[int, int | memoryvie
             size, pos = _read_varint(buf, pos)
             if pos + size > len(buf):
                 raise ValueError("truncated length-delimited field")
-            yield field, buf[pos:pos + size]
+            yield field, buf[pos : pos + size]
             pos += size
         elif wire_type == _I64:
             pos += 8
@@ -80,8 +80,9 @@ def iter_fields(data: bytes | memoryview) -> Iterator[tuple[int, int | memoryvie
             raise ValueError("truncated fixed-width field")
 
 
-def decode_fields(data: bytes | memoryview, repeated: frozenset[int] = frozenset()
-                  ) -> dict[int, Any]:
+def decode_fields(
+    data: bytes | memoryview, repeated: frozenset[int] = frozenset()
+) -> dict[int, Any]:
     """The fields of one serialized message (iter_fields): field number -> the varint's value or
     a memoryview of the length-delimited field's bytes (no copy). A field given twice keeps its
     last value, as protobuf does for scalars, except the numbers in `repeated`, whose values are
@@ -100,16 +101,18 @@ def encode_slab(slab: memoryview) -> bytes:
     return encode_bytes_field(2, slab)
 
 
-def decode_volume_stream_response(data: bytes
-                                  ) -> tuple[int, int, memoryview, list[memoryview]]:
+def decode_volume_stream_response(data: bytes) -> tuple[int, int, memoryview, list[memoryview]]:
     """A cuimg.v1.VolumeStreamResponse as (z_begin, slices, data, resolved_elements), `data` a
     view of `data`, resolved_elements the serialized StructuringElements (field 4; usually
     none)."""
     fields = decode_fields(data, frozenset({4}))
     payload = fields.get(3, memoryview(b""))
     z_begin, slices = fields.get(1, 0), fields.get(2, 0)
-    if not isinstance(payload, memoryview) or isinstance(z_begin, memoryview) or \
-            isinstance(slices, memoryview):
+    if (
+        not isinstance(payload, memoryview)
+        or isinstance(z_begin, memoryview)
+        or isinstance(slices, memoryview)
+    ):
         raise ValueError("VolumeStreamResponse: a field of the wrong wire type")
     elements = fields[4]
     if not all(isinstance(e, memoryview) for e in elements):

@@ -14,13 +14,18 @@ StoredFrames is an image Client.morphology and Client.label take like an array (
 result is an int16 or float32 array of its shape)."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 from pydicom import encaps
+from pydicom.filebase import DicomFileLike
+from pydicom.filewriter import write_dataset, write_file_meta_info
 
-from cuimg import dicom, dicom_write
+from cuimg import dicom
+from cuimg._atomic import staged_folder
+from cuimg.dicom_pixels import HTJ2K_SYNTAXES
 from cuimg.messages import Spacing, parse_steps
 from cuimg.sources import _source
 from cuimg.v1 import morphology_pb2, types_pb2
@@ -32,7 +37,7 @@ HTJ2K_LOSSLESS = "1.2.840.10008.1.2.4.201"
 # JPEG, JPEG-LS and JPEG 2000 are decoded here, as read_series decodes them.
 SENDABLE = frozenset([
     "1.2.840.10008.1.2.5", "1.2.840.10008.1.2.4.57", "1.2.840.10008.1.2.4.70",
-    "1.2.840.10008.1.2.4.80", "1.2.840.10008.1.2.4.90", *dicom.HTJ2K_SYNTAXES])
+    "1.2.840.10008.1.2.4.80", "1.2.840.10008.1.2.4.90", *HTJ2K_SYNTAXES])
 OUTPUT_SYNTAXES = ("explicit", "htj2k", "j2k")
 
 
@@ -144,7 +149,7 @@ def morphology_series(client, input_path: str, output_path: str,
     derivation = derivation or "cuimg morphology"
     if output_syntax == "explicit":
         result = client.morphology(volume, steps, spacing=spacing, stream=False)
-        return dicom_write.write_series(datasets, result, output_path, derivation, uid_root)
+        return dicom.write_series(datasets, result, output_path, derivation, uid_root)
     source = (volume.dicom_frames_source(spacing) if isinstance(volume, StoredFrames)
               else _source(volume, spacing))
     response = client._call("Morphology", morphology_pb2.MorphologyRequest(
@@ -154,6 +159,33 @@ def morphology_series(client, input_path: str, output_path: str,
     if len(encoded.frames) != len(datasets):
         raise ValueError(f"the server returned {len(encoded.frames)} frames for "
                          f"{len(datasets)} slices")
-    return dicom_write.write_encoded_series(datasets, encoded.transfer_syntax_uid,
-                                            [f.data for f in encoded.frames], output_path,
-                                            derivation, uid_root)
+    return write_encoded_series(datasets, encoded.transfer_syntax_uid,
+                                [f.data for f in encoded.frames], output_path, derivation,
+                                uid_root)
+
+
+def write_encoded_series(datasets: Sequence, transfer_syntax_uid: str, frames: Sequence[bytes],
+                         directory: str, derivation: str = "cuimg",
+                         uid_root: str | None = None) -> str:
+    """Writes a new series as dicom.write_series does (tags, UIDs, a folder renamed into place),
+    each slice holding its frame (signed 16-bit values, one frame per single-frame source
+    dataset) encapsulated under `transfer_syntax_uid` (HTJ2K lossless from a server's
+    frame_encoding), RescaleSlope 1, RescaleIntercept 0; returns its SeriesInstanceUID. Written
+    with pydicom's file writer directly: Debian's pydicom 2.3 does not know the HTJ2K UIDs, which
+    its save_as refuses."""
+    if len(frames) != len(datasets) or len({id(ds) for ds in datasets}) != len(datasets):
+        raise ValueError("write_encoded_series needs one frame per single-frame source dataset")
+    prefix, series_uid = dicom._new_series(uid_root)
+    with staged_folder(directory) as folder:
+        for z, (source, frame) in enumerate(zip(datasets, frames)):
+            ds = dicom._derived(source, derivation, prefix, series_uid, "1", "0")
+            ds.file_meta.TransferSyntaxUID = transfer_syntax_uid
+            ds.add_new(0x7FE00010, "OB", encaps.encapsulate([bytes(frame)]))
+            ds["PixelData"].is_undefined_length = True
+            with open(os.path.join(folder, f"slice_{z:04d}.dcm"), "wb") as f:
+                f.write(b"\0" * 128 + b"DICM")
+                fp = DicomFileLike(f)
+                fp.is_little_endian, fp.is_implicit_VR = True, False
+                write_file_meta_info(fp, ds.file_meta, enforce_standard=True)
+                write_dataset(fp, ds)
+    return series_uid

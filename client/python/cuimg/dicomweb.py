@@ -62,7 +62,9 @@ def _request(method, url, accept, auth, ca_file, timeout, limit, body=None, cont
     headers = {"Accept": accept}
     if auth is not None:
         if parts.scheme == "http" and not loopback:
-            raise ValueError(f"{url}: credentials are sent over https only (or plain http to this machine)")
+            raise ValueError(
+                f"{url}: credentials are sent over https only (or plain http to this machine)"
+            )
         if isinstance(auth, str):
             headers["Authorization"] = f"Bearer {auth}"
         else:
@@ -72,9 +74,11 @@ def _request(method, url, accept, auth, ca_file, timeout, limit, body=None, cont
     if content_type:
         headers["Content-Type"] = content_type
     request = urllib.request.Request(url, data=body, headers=headers, method=method)
-    handlers = [_NoRedirect()]
+    handlers: list[urllib.request.BaseHandler] = [_NoRedirect()]
     if parts.scheme == "https":
-        handlers.append(urllib.request.HTTPSHandler(context=ssl.create_default_context(cafile=ca_file)))
+        handlers.append(
+            urllib.request.HTTPSHandler(context=ssl.create_default_context(cafile=ca_file))
+        )
     opener = urllib.request.build_opener(*handlers)
     try:
         response = opener.open(request, timeout=timeout)
@@ -133,7 +137,9 @@ def multipart_boundary(content_type):
     """The boundary parameter of a multipart Content-Type value (ValueError when absent/invalid)."""
     fields = content_type.split(";")
     if not fields[0].strip().lower().startswith("multipart/"):
-        raise ValueError(f"Content-Type: expected multipart/related, got {fields[0].strip()[:64]!r}")
+        raise ValueError(
+            f"Content-Type: expected multipart/related, got {fields[0].strip()[:64]!r}"
+        )
     for field in fields[1:]:
         name, _, value = field.partition("=")
         if name.strip().lower() != "boundary":
@@ -142,15 +148,22 @@ def multipart_boundary(content_type):
         if len(value) >= 2 and value[0] == value[-1] == '"':
             value = value[1:-1]
         allowed = set("'()+_,-./:=? ")
-        if not value or len(value) > 70 or value.endswith(" ") or \
-                any(not (c.isascii() and c.isalnum()) and c not in allowed for c in value):
-            raise ValueError("Content-Type: the boundary parameter is not a valid RFC 2046 boundary")
+        if (
+            not value
+            or len(value) > 70
+            or value.endswith(" ")
+            or any(not (c.isascii() and c.isalnum()) and c not in allowed for c in value)
+        ):
+            raise ValueError(
+                "Content-Type: the boundary parameter is not a valid RFC 2046 boundary"
+            )
         return value
     raise ValueError("Content-Type: multipart without a boundary parameter")
 
 
 def split_multipart(body, boundary, max_parts):
-    """[(headers bytes, body bytes)] of a multipart body, by the CLI's rules (client/io/multipart.h)."""
+    """[(headers bytes, body bytes)] of a multipart body, by the CLI's rules
+    (client/io/multipart.h)."""
     dash = b"--" + boundary.encode()
     delimiter = b"\r\n" + dash
     if body.startswith(dash):
@@ -160,28 +173,34 @@ def split_multipart(body, boundary, max_parts):
         if at < 0:
             raise ValueError("multipart: the body holds no boundary line")
         at += len(delimiter)
-    parts = []
+    parts: list[tuple[bytes, bytes]] = []
     while True:
-        if body[at:at + 2] == b"--":
+        if body[at : at + 2] == b"--":
             return parts
-        while body[at:at + 1] in (b" ", b"\t"):
+        while body[at : at + 1] in (b" ", b"\t"):
             at += 1
-        if body[at:at + 2] != b"\r\n":
-            raise ValueError(f"multipart: part {len(parts) + 1}: the boundary line does not end in CRLF")
+        if body[at : at + 2] != b"\r\n":
+            raise ValueError(
+                f"multipart: part {len(parts) + 1}: the boundary line does not end in CRLF"
+            )
         at += 2
         if len(parts) == max_parts:
             raise ValueError(f"multipart: more than {max_parts} parts")
         headers = b""
-        if body[at:at + 2] == b"\r\n":
+        if body[at : at + 2] == b"\r\n":
             at += 2
         else:
             end = body.find(b"\r\n\r\n", at)
             if end < 0:
-                raise ValueError(f"multipart: part {len(parts) + 1}: its headers do not end with a blank line")
+                raise ValueError(
+                    f"multipart: part {len(parts) + 1}: its headers do not end with a blank line"
+                )
             headers, at = body[at:end], end + 4
         following = body.find(delimiter, at)
         if following < 0:
-            raise ValueError(f"multipart: part {len(parts) + 1}: no boundary after it (truncated body?)")
+            raise ValueError(
+                f"multipart: part {len(parts) + 1}: no boundary after it (truncated body?)"
+            )
         parts.append((headers, body[at:following]))
         at = following + len(delimiter)
 
@@ -205,8 +224,17 @@ def _first_string(item, tag):
     return value if isinstance(value, str) else ""
 
 
-def retrieve_series(url, study, series, directory, auth=None, ca_file=None, timeout=300,
-                    max_instances=4096, max_bytes=3 << 30):
+def retrieve_series(
+    url,
+    study,
+    series,
+    directory,
+    auth=None,
+    ca_file=None,
+    timeout=300,
+    max_instances=4096,
+    max_bytes=3 << 30,
+):
     """Writes the series' instances into `directory` (instance_NNNNN.dcm); returns their count.
     `url` is the service base (http(s)://host/dicom-web). Instances come as the server stores them
     (transfer-syntax=*), or in its default syntax from a server that refuses that (HTTP 400, 406
@@ -230,21 +258,27 @@ def retrieve_series(url, study, series, directory, auth=None, ca_file=None, time
     if not listing:
         raise FileNotFoundError(f"QIDO-RS {qido}: no instances in this series")
     if len(listing) > max_instances:
-        raise ValueError(f"QIDO-RS {qido}: {len(listing)} instances, more than the limit of {max_instances}")
+        raise ValueError(
+            f"QIDO-RS {qido}: {len(listing)} instances, more than the limit of {max_instances}"
+        )
     sops = [_first_string(item, "00080018") for item in listing]
     for i, sop in enumerate(sops):
         if not _is_uid(sop):
-            raise ValueError(f"QIDO-RS {qido}: instance {i + 1} has no valid SOPInstanceUID (00080018)")
+            raise ValueError(
+                f"QIDO-RS {qido}: instance {i + 1} has no valid SOPInstanceUID (00080018)"
+            )
     total = 0
     accept = _STORED_SYNTAX
     for i, sop in enumerate(sops):
         wado = f"{series_url}/instances/{sop}"
-        status, content_type, body = _request("GET", wado, accept, auth, ca_file, timeout,
-                                              max_bytes - total)
+        status, content_type, body = _request(
+            "GET", wado, accept, auth, ca_file, timeout, max_bytes - total
+        )
         if accept == _STORED_SYNTAX and status in _REFUSES_STORED_SYNTAX:
             accept = _ONE_DICOM_PART  # for this instance and the rest of the series
-            status, content_type, body = _request("GET", wado, accept, auth, ca_file, timeout,
-                                                  max_bytes - total)
+            status, content_type, body = _request(
+                "GET", wado, accept, auth, ca_file, timeout, max_bytes - total
+            )
         if status != 200:
             raise _http_error("WADO-RS", wado, status, body)
         total += len(body)
@@ -257,36 +291,52 @@ def retrieve_series(url, study, series, directory, auth=None, ca_file=None, time
         headers, data = parts[0]
         for line in headers.split(b"\r\n"):
             name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-type" and \
-                    not value.strip().lower().startswith(b"application/dicom"):
+            if name.strip().lower() == b"content-type" and not value.strip().lower().startswith(
+                b"application/dicom"
+            ):
                 raise ValueError(f"WADO-RS {wado}: the part is not application/dicom")
         with open(os.path.join(directory, f"instance_{i:05d}.dcm"), "wb") as f:
             f.write(data)
     return len(sops)
 
 
-def read_series(url, study, series, auth=None, ca_file=None, timeout=300, max_instances=4096,
-                max_bytes=3 << 30):
+def read_series(
+    url, study, series, auth=None, ca_file=None, timeout=300, max_instances=4096, max_bytes=3 << 30
+):
     """What cuimg.dicom.read_series returns for the series (volume (D, H, W), spacing (x, y, z)
     mm, datasets in volume order), retrieved from the DICOMweb service at `url`."""
     with tempfile.TemporaryDirectory(prefix="cuimg-dicomweb-") as directory:  # mode 0700
-        retrieve_series(url, study, series, directory, auth, ca_file, timeout, max_instances, max_bytes)
+        retrieve_series(
+            url, study, series, directory, auth, ca_file, timeout, max_instances, max_bytes
+        )
         return dicom.read_series(directory)
 
 
-def store_series(url, files_or_datasets, auth=None, ca_file=None, timeout=300,
-                 max_instances=4096, max_bytes=3 << 30):
+def store_series(
+    url,
+    files_or_datasets,
+    auth=None,
+    ca_file=None,
+    timeout=300,
+    max_instances=4096,
+    max_bytes=3 << 30,
+):
     """Stores instances with one STOW-RS POST {url}/studies: a directory (its files), or a list of
     file paths or pydicom datasets. Returns (instances stored, the stored series' URL or "").
     DicomwebError unless the server reports every instance stored (quoting a FailureReason)."""
     if isinstance(files_or_datasets, (str, os.PathLike)):
         directory = files_or_datasets
-        files_or_datasets = [os.path.join(directory, n) for n in sorted(os.listdir(directory))
-                             if os.path.isfile(os.path.join(directory, n))]
+        files_or_datasets = [
+            os.path.join(directory, n)
+            for n in sorted(os.listdir(directory))
+            if os.path.isfile(os.path.join(directory, n))
+        ]
     if not files_or_datasets:
         raise ValueError("store_series: nothing to store")
     if len(files_or_datasets) > max_instances:
-        raise ValueError(f"STOW-RS: {len(files_or_datasets)} instances, more than the limit of {max_instances}")
+        raise ValueError(
+            f"STOW-RS: {len(files_or_datasets)} instances, more than the limit of {max_instances}"
+        )
     instances = []
     for item in files_or_datasets:
         if isinstance(item, (str, os.PathLike)):
@@ -301,11 +351,27 @@ def store_series(url, files_or_datasets, auth=None, ca_file=None, timeout=300,
     boundary = secrets.token_hex(16)
     while any(boundary.encode() in i for i in instances):
         boundary = secrets.token_hex(16)
-    body = b"".join(b"--" + boundary.encode() + b"\r\nContent-Type: application/dicom\r\n\r\n" + i + b"\r\n"
-                    for i in instances) + b"--" + boundary.encode() + b"--\r\n"
+    body = (
+        b"".join(
+            b"--" + boundary.encode() + b"\r\nContent-Type: application/dicom\r\n\r\n" + i + b"\r\n"
+            for i in instances
+        )
+        + b"--"
+        + boundary.encode()
+        + b"--\r\n"
+    )
     stow = f"{url.rstrip('/')}/studies"
-    status, _, answer = _request("POST", stow, _DICOM_JSON, auth, ca_file, timeout, 64 << 20, body,
-                                 f"{_ONE_DICOM_PART}; boundary={boundary}")
+    status, _, answer = _request(
+        "POST",
+        stow,
+        _DICOM_JSON,
+        auth,
+        ca_file,
+        timeout,
+        64 << 20,
+        body,
+        f"{_ONE_DICOM_PART}; boundary={boundary}",
+    )
     if status not in (200, 202, 409):
         raise _http_error("STOW-RS", stow, status, answer)
     try:
@@ -317,10 +383,18 @@ def store_series(url, files_or_datasets, auth=None, ca_file=None, timeout=300,
     failed, stored = _items(result, "00081198"), _items(result, "00081199")
     if failed or status != 200:
         reason = _first_value(failed[0], "00081197") if failed else None
-        raise DicomwebError(f"STOW-RS {stow}: HTTP {status}, {len(failed)} of {len(instances)} "
-                            f"instances failed" + (f" (FailureReason {reason})" if reason else ""), status)
+        raise DicomwebError(
+            f"STOW-RS {stow}: HTTP {status}, {len(failed)} of {len(instances)} "
+            f"instances failed" + (f" (FailureReason {reason})" if reason else ""),
+            status,
+        )
     if len(stored) != len(instances):
-        raise DicomwebError(f"STOW-RS {stow}: the server acknowledged {len(stored)} of {len(instances)} instances",
-                            status)
+        raise DicomwebError(
+            f"STOW-RS {stow}: the server acknowledged {len(stored)} of {len(instances)} instances",
+            status,
+        )
     instance_url = _first_string(stored[0], "00081190")
-    return len(stored), instance_url.rsplit("/instances/", 1)[0] if "/instances/" in instance_url else ""
+    return (
+        len(stored),
+        instance_url.rsplit("/instances/", 1)[0] if "/instances/" in instance_url else "",
+    )

@@ -137,10 +137,11 @@ CODE_CLASSES: Dict[grpc.StatusCode, Type[CuimgError]] = {
 }
 
 
-def make_error(code: grpc.StatusCode, details: str,
-               info: wire_contract.ErrorInfo | None = None) -> CuimgError:
+def make_error(
+    code: grpc.StatusCode, details: str, info: wire_contract.ErrorInfo | None = None
+) -> CuimgError:
     """The CuimgError subclass for `info`'s reason, else for `code`, carrying its field and
     reason."""
     reason = info.reason if info else ""
-    cls = REASON_CLASSES.get(reason) or CODE_CLASSES.get(code, CuimgError)
+    cls: Type[CuimgError] = REASON_CLASSES.get(reason) or CODE_CLASSES.get(code) or CuimgError
     return cls(code, details, info.field if info else "", reason)

@@ -20,15 +20,19 @@ def read_nifti(path):
     # The NIfTI header's own dimensions, as the CLI reads them (nibabel gives a CIFTI-2 file's
     # shape from its XML extension, the NIfTI-2 header beside it).
     header = getattr(image, "nifti_header", image.header)
-    shape = tuple(int(n) for n in header["dim"][1:int(header["dim"][0]) + 1])
+    shape = tuple(int(n) for n in header["dim"][1 : int(header["dim"][0]) + 1])
     if len(shape) < 2 or any(n != 1 for n in shape[3:]):
-        raise ValueError(f"{path}: shape {shape} (cuimg reads 2D and 3D volumes; dimensions past "
-                         "the third must be 1)")
+        raise ValueError(
+            f"{path}: shape {shape} (cuimg reads 2D and 3D volumes; dimensions past "
+            "the third must be 1)"
+        )
     raw = np.asanyarray(image.dataobj.get_unscaled())
     if raw.dtype == np.int8:
         raw = raw.astype(np.int16)
     elif raw.dtype.newbyteorder("=") not in [np.dtype(t) for t in _KEPT]:
-        raise ValueError(f"{path}: data type {raw.dtype} (cuimg reads uint8, int8, int16, uint16 and float32)")
+        raise ValueError(
+            f"{path}: data type {raw.dtype} (cuimg reads uint8, int8, int16, uint16 and float32)"
+        )
     raw = raw.astype(raw.dtype.newbyteorder("="))
     # nib.load moves scl_slope/scl_inter from the image's header to its data proxy.
     slope, inter = float(image.dataobj.slope), float(image.dataobj.inter)
@@ -66,7 +70,7 @@ def write_nifti(path, volume, spacing=(1.0, 1.0, 1.0), like=None):
             image.set_sform(sform, int(scode))
         image.header.set_xyzt_units(*like.header.get_xyzt_units())
     if like is None:  # else the qform's own pixdim stays
-        image.header.set_zooms([s if s > 0 else 1.0 for s in spacing[:data.ndim]])
+        image.header.set_zooms([s if s > 0 else 1.0 for s in spacing[: data.ndim]])
     image.header.set_slope_inter(np.nan, np.nan)
     with staged_file(path) as temp:  # whole or not at all
         nib.save(image, temp)

@@ -9,26 +9,42 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import grpc
 import numpy as np
 
-from cuimg import _wire
+from cuimg import _wire, wire_contract
+from cuimg.errors import CuimgError
 from cuimg.messages import connectivity
 from cuimg.v1 import label_pb2, types_pb2
 
 # RegionTable's columns: field number, name, little-endian dtype, values per region.
-_COLUMNS = ((1, "voxels", "<u8", 1), (2, "bbox_begin", "<u4", 3), (3, "bbox_end", "<u4", 3),
-            (4, "centroid", "<f8", 3), (5, "centroid_mm", "<f8", 3), (6, "min", "<f8", 1),
-            (7, "max", "<f8", 1), (8, "mean", "<f8", 1), (9, "sum", "<f8", 1))
+_COLUMNS = (
+    (1, "voxels", "<u8", 1),
+    (2, "bbox_begin", "<u4", 3),
+    (3, "bbox_end", "<u4", 3),
+    (4, "centroid", "<f8", 3),
+    (5, "centroid_mm", "<f8", 3),
+    (6, "min", "<f8", 1),
+    (7, "max", "<f8", 1),
+    (8, "mean", "<f8", 1),
+    (9, "sum", "<f8", 1),
+)
 
 
-def label_request(source: types_pb2.ImageSource, *, connectivity_value: int | None,
-                  threshold: Sequence[float] | None, min_voxels: int,
-                  intensity: types_pb2.ImageSource | None,
-                  output: types_pb2.OutputOptions | None) -> label_pb2.LabelRequest:
+def label_request(
+    source: types_pb2.ImageSource,
+    *,
+    connectivity_value: int | None,
+    threshold: Sequence[float] | None,
+    min_voxels: int,
+    intensity: types_pb2.ImageSource | None,
+    output: types_pb2.OutputOptions | None,
+) -> label_pb2.LabelRequest:
     """A LabelRequest; ValueError for a threshold that is not (lo, hi) or a negative
     min_voxels."""
-    request = label_pb2.LabelRequest(input=source, connectivity=connectivity(connectivity_value),
-                                     output=output)
+    request = label_pb2.LabelRequest(
+        input=source, connectivity=connectivity(connectivity_value), output=output
+    )
     if threshold is not None:
         if len(threshold) != 2:
             raise ValueError(f"threshold {threshold!r}: expected (lo, hi)")
@@ -52,11 +68,11 @@ def _columns(table: memoryview) -> dict[str, np.ndarray]:
         number, wire_type = key >> 3, key & 7
         if wire_type == _wire._LEN:
             size, pos = _wire._read_varint(buf, pos)
-            value: bytes | memoryview = buf[pos:pos + size]
+            value: bytes | memoryview = buf[pos : pos + size]
             pos += size
         elif wire_type in (_wire._I64, _wire._I32):
             width = 8 if wire_type == _wire._I64 else 4
-            value, pos = buf[pos:pos + width], pos + width
+            value, pos = buf[pos : pos + width], pos + width
         elif wire_type == _wire._VARINT:
             _, pos = _wire._read_varint(buf, pos)
             continue  # no such field in RegionTable: skipped, as protobuf keeps it unknown
@@ -108,12 +124,33 @@ def regions(columns: dict[str, np.ndarray], count: int, ndim: int) -> dict[str, 
         if per_region == 3:
             column = column.reshape(count, 3)[:, axes]
         out[name] = column
-    result = {"voxels": out["voxels"].astype(np.int64),
-              "bbox": np.concatenate([out["bbox_begin"], out["bbox_end"]], axis=1).astype(np.int64),
-              "centroid": out["centroid"].astype(np.float64)}
+    result = {
+        "voxels": out["voxels"].astype(np.int64),
+        "bbox": np.concatenate([out["bbox_begin"], out["bbox_end"]], axis=1).astype(np.int64),
+        "centroid": out["centroid"].astype(np.float64),
+    }
     if "centroid_mm" in out:
         result["centroid_mm"] = out["centroid_mm"].astype(np.float64)
     for name in ("min", "max", "mean", "sum"):
         if name in out:
             result[name] = out[name].astype(np.float64)
     return result
+
+
+def call_label(
+    channel: grpc.Channel, request: label_pb2.LabelRequest, timeout: float | None, one_slice: bool
+) -> tuple[types_pb2.ImageResult, dict[str, Any], str]:
+    """Client.label's call over `channel`: (the labels' ImageResult, the regions as regions()
+    gives them, the cuimg-timing trailer's text). CuimgError for a failed call. one_slice: the
+    input was a one-slice volume (1, H, W), whose regions keep three axes."""
+    call = channel.unary_unary(
+        "/cuimg.v1.Imaging/Label",
+        request_serializer=label_pb2.LabelRequest.SerializeToString,
+        response_deserializer=decode_label_response,
+    )
+    try:
+        (labels, count, columns), rpc = call.with_call(request, timeout=timeout)
+    except grpc.RpcError as e:
+        raise CuimgError.of(e) from None
+    ndim = 3 if labels.image.depth > 1 or one_slice else 2
+    return labels, regions(columns, count, ndim), wire_contract.timing_text(rpc.trailing_metadata())

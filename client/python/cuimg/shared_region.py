@@ -22,7 +22,9 @@ class ShmArray:
 
     def __init__(self, region: "SharedRegion", offset: int, shape: tuple[int, ...], dtype: Any):
         self.region, self.offset = region, offset
-        self.array = np.ndarray(shape, np.dtype(dtype), buffer=region.buffer, offset=offset)
+        self.array: np.ndarray = np.ndarray(
+            shape, np.dtype(dtype), buffer=region.buffer, offset=offset
+        )
 
     def reference(self, spacing: Spacing | None = None) -> types_pb2.SharedMemoryImage:
         """The cuimg.v1.SharedMemoryImage naming this array (native little-endian dtypes only:
@@ -32,11 +34,16 @@ class ShmArray:
             raise TypeError(f"dtype {a.dtype}: cuimg takes uint8, uint16, int16 or float32")
         if a.ndim not in (2, 3):
             raise ValueError(f"shape {a.shape}: expected (H, W) or (D, H, W)")
-        image = types_pb2.Image(pixel_type=PIXEL_TYPES[a.dtype], width=a.shape[-1],
-                                height=a.shape[-2], depth=a.shape[0] if a.ndim == 3 else 0)
+        image = types_pb2.Image(
+            pixel_type=PIXEL_TYPES[a.dtype],
+            width=a.shape[-1],
+            height=a.shape[-2],
+            depth=a.shape[0] if a.ndim == 3 else 0,
+        )
         _set_spacing(image, spacing)
-        return types_pb2.SharedMemoryImage(region=self.region.handle, offset=self.offset,
-                                           image=image)
+        return types_pb2.SharedMemoryImage(
+            region=self.region.handle, offset=self.offset, image=image
+        )
 
 
 class SharedRegion:
@@ -49,16 +56,21 @@ class SharedRegion:
         SharedRegion._count += 1
         # Where the server tells callers apart, a caller's names must start with its key prefix
         # ("/<identity>."); the Python name is the key without its leading "/".
-        prefix = client._call("ListSharedMemory",
-                              shared_memory_pb2.ListSharedMemoryRequest()).key_prefix
+        prefix = client._call(
+            "ListSharedMemory", shared_memory_pb2.ListSharedMemoryRequest()
+        ).key_prefix
         self._shm = shared_memory.SharedMemory(
-            name=f"{prefix[1:]}cuimg-py-{os.getpid()}-{SharedRegion._count}", create=True,
-            size=size)
+            name=f"{prefix[1:]}cuimg-py-{os.getpid()}-{SharedRegion._count}", create=True, size=size
+        )
         self._client = client
         self.size = size
         try:
-            region = client._call("RegisterSharedMemory", shared_memory_pb2.RegisterSharedMemoryRequest(
-                key="/" + self._shm.name, byte_size=size)).region
+            region = client._call(
+                "RegisterSharedMemory",
+                shared_memory_pb2.RegisterSharedMemoryRequest(
+                    key="/" + self._shm.name, byte_size=size
+                ),
+            ).region
         except Exception:
             self._shm.close()
             self._shm.unlink()
@@ -80,8 +92,10 @@ class SharedRegion:
     def close(self) -> None:
         """Unregisters the region, then unmaps and unlinks the object."""
         try:
-            self._client._call("UnregisterSharedMemory",
-                               shared_memory_pb2.UnregisterSharedMemoryRequest(handle=self.handle))
+            self._client._call(
+                "UnregisterSharedMemory",
+                shared_memory_pb2.UnregisterSharedMemoryRequest(handle=self.handle),
+            )
         finally:
             try:
                 self._shm.close()

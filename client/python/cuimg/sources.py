@@ -15,8 +15,9 @@ from cuimg.v1 import types_pb2
 ImageLike = Union[np.ndarray, str, ShmArray]
 
 
-def _source(array_or_handle: ImageLike, spacing: Spacing | None = None,
-            colour: bool = False) -> types_pb2.ImageSource:
+def _source(
+    array_or_handle: ImageLike, spacing: Spacing | None = None, colour: bool = False
+) -> types_pb2.ImageSource:
     if isinstance(array_or_handle, str):
         return types_pb2.ImageSource(handle=array_or_handle)
     if hasattr(array_or_handle, "dicom_frames_source"):  # dicom_frames.StoredFrames
@@ -28,4 +29,4 @@ def _source(array_or_handle: ImageLike, spacing: Spacing | None = None,
 
 def _frame_source(image: ImageLike) -> types_pb2.ImageSource:
     """A detection input: an (H, W, C) array is a colour image."""
-    return _source(image, colour=not isinstance(image, str) and np.ndim(image) == 3)
+    return _source(image, colour=not isinstance(image, (str, ShmArray)) and np.ndim(image) == 3)

@@ -1,7 +1,7 @@
 """Volumes through ProcessVolumeStream, split over several connections, as the cuimg CLI does
-(client/commands/volume_stream.cc): the output's z range is split into K parts, each streamed on its own
-channel as a volume of its own with the z halo the server uses between slabs, and each part keeps
-only its own slices. The result equals the unary RPC's bit for bit.
+(client/commands/volume_stream.cc): the output's z range is split into K parts, each streamed on
+its own channel as a volume of its own with the z halo the server uses between slabs, and each
+part keeps only its own slices. The result equals the unary RPC's bit for bit.
 
 Copies: a slab message is built from a memoryview of the input array (one copy, into the message
 gRPC sends); a result slab is decoded as a view of the received buffer and copied once, into the
@@ -12,12 +12,14 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import grpc
 import numpy as np
 
 from cuimg import _wire, wire_contract
+from cuimg.messages import little_endian
+from cuimg.shared_region import ShmArray
 from cuimg.messages import SEGMENTATION_OPS
 from cuimg.v1 import morphology_pb2, streaming_pb2
 
@@ -35,6 +37,7 @@ GLOBAL_OPS = frozenset(op for name, op in SEGMENTATION_OPS.items() if name != "t
 class Part(NamedTuple):
     """One stream's share: output slices [keep_begin, keep_end) computed from input slices
     [in_begin, in_end)."""
+
     in_begin: int
     in_end: int
     keep_begin: int
@@ -70,8 +73,9 @@ def split_depth(depth: int, streams: int, reach: int) -> list[Part]:
     parts = []
     for k in range(count):
         keep_begin, keep_end = depth * k // count, depth * (k + 1) // count
-        parts.append(Part(max(0, keep_begin - reach), min(depth, keep_end + reach),
-                          keep_begin, keep_end))
+        parts.append(
+            Part(max(0, keep_begin - reach), min(depth, keep_end + reach), keep_begin, keep_end)
+        )
     return parts
 
 
@@ -79,8 +83,9 @@ class StreamFailed(Exception):
     """A streamed volume failed: `code` is the grpc.StatusCode, `details` the message, `info`
     the status's ErrorInfo (None for a failure of the client's own or gRPC's)."""
 
-    def __init__(self, code: grpc.StatusCode, details: str,
-                 info: wire_contract.ErrorInfo | None = None):
+    def __init__(
+        self, code: grpc.StatusCode, details: str, info: wire_contract.ErrorInfo | None = None
+    ):
         super().__init__(f"{code.name}: {details}")
         self.code, self.details, self.info = code, details, info
 
@@ -89,6 +94,7 @@ class StreamFailed(Exception):
 class StreamedVolume:
     """The result of stream_volume: one writable array per output plane, and per part its
     `cuimg-timing` trailer and attempts (2 when it was streamed again after UNAVAILABLE)."""
+
     planes: list[np.ndarray]
     timings: list[str] = field(default_factory=list)
     attempts: list[int] = field(default_factory=list)
@@ -103,7 +109,8 @@ class StreamedVolume:
             return ("(sent twice) " if self.attempts[0] > 1 else "") + self.timings[0]
         return " | ".join(
             f"stream {k + 1}/{len(self.timings)}{' (sent twice)' if a > 1 else ''}: {t}"
-            for k, (t, a) in enumerate(zip(self.timings, self.attempts)))
+            for k, (t, a) in enumerate(zip(self.timings, self.attempts))
+        )
 
 
 class _Group:
@@ -141,10 +148,31 @@ def _timing(call: grpc.Call) -> str:
     return wire_contract.timing_text(call.trailing_metadata())
 
 
-def stream_volume(channels: Sequence[grpc.Channel], header: streaming_pb2.VolumeStreamHeader,
-                  volume: np.ndarray, *, out_dtype: np.dtype, plane_count: int,
-                  slab_bytes: int = 4 << 20, timeout: float | None = None,
-                  metadata: Sequence[tuple[str, str]] = ()) -> StreamedVolume:
+def streamable(image: Any, stream: bool | None, threshold: int | None) -> np.ndarray | None:
+    """The little-endian array to stream when a Client's `image` (an array, a resident handle or
+    a ShmArray) goes through ProcessVolumeStream: a (D, H, W) array with D >= 2 and, unless
+    stream=True, more bytes than `threshold` (None: never); else None (stream=False: never)."""
+    if stream is False or isinstance(image, (str, ShmArray)) or hasattr(image, "dicom_frames_source"):
+        return None  # a handle, shared memory, or a series as its frames (dicom_frames.py)
+    array = np.asarray(image)
+    if array.ndim != 3 or array.shape[0] < 2:
+        return None
+    if stream is None and (threshold is None or array.nbytes <= threshold):
+        return None
+    return little_endian(array)
+
+
+def stream_volume(
+    channels: Sequence[grpc.Channel],
+    header: streaming_pb2.VolumeStreamHeader,
+    volume: np.ndarray,
+    *,
+    out_dtype: np.dtype,
+    plane_count: int,
+    slab_bytes: int = 4 << 20,
+    timeout: float | None = None,
+    metadata: Sequence[tuple[str, str]] = (),
+) -> StreamedVolume:
     """Streams `volume` ((D, H, W), C-contiguous, little-endian, one of cuimg's pixel types) with
     `header` (its operation set; the volume's pixel type, width, height and spacing set, depth
     filled in here per part) over up to len(channels) parts at once, one per channel, in slabs of
@@ -174,7 +202,7 @@ def stream_volume(channels: Sequence[grpc.Channel], header: streaming_pb2.Volume
     # Uninitialized: every slice is written by exactly one part's reader, or the call fails.
     planes = [np.empty((depth, height, width), out_dtype) for _ in range(plane_count)]
     result = StreamedVolume(planes, [""] * len(parts), [0] * len(parts))
-    flat = memoryview(volume).cast("B")
+    flat = volume.data.cast("B")
     slab_slices = max(1, slab_bytes // max(1, in_slice))
     deadline = None if timeout is None else time.monotonic() + timeout
     group = _Group()
@@ -184,17 +212,22 @@ def stream_volume(channels: Sequence[grpc.Channel], header: streaming_pb2.Volume
         yield part_header
         for z in range(part.in_begin, part.in_end, slab_slices):
             end = min(z + slab_slices, part.in_end)
-            yield _wire.encode_slab(flat[z * in_slice:end * in_slice])
+            yield _wire.encode_slab(flat[z * in_slice : end * in_slice])
 
-    def stream_part(k: int, method: Callable, part: Part, part_header: bytes,
-                    resend: bool) -> StreamFailed | None:
+    def stream_part(
+        k: int, method: Callable, part: Part, part_header: bytes, resend: bool
+    ) -> StreamFailed | None:
         part_depth = part.in_end - part.in_begin
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
         # A resend follows a dropped connection, and gRPC 1.51 then now and then fails the next
         # connect() with the old connection's errno (grpc/grpc#35064, "recvmsg: Connection reset
         # by peer"): waiting for the channel to be ready rides through it (within the deadline).
-        call = method(send(part, part_header), timeout=remaining, metadata=tuple(metadata),
-                      wait_for_ready=resend)
+        call = method(
+            send(part, part_header),
+            timeout=remaining,
+            metadata=tuple(metadata),
+            wait_for_ready=resend,
+        )
         if not group.join(call):
             call.cancel()
             return None
@@ -203,12 +236,14 @@ def stream_volume(channels: Sequence[grpc.Channel], header: streaming_pb2.Volume
             for z_begin, n, data, elements in call:
                 if elements and k == 0:
                     result.resolved_elements = [
-                        morphology_pb2.StructuringElement.FromString(bytes(e)) for e in elements]
+                        morphology_pb2.StructuringElement.FromString(bytes(e)) for e in elements
+                    ]
                 expected = plane_count * n * height * width * wire_dtype.itemsize
                 if z_begin != next_z or n < 1 or next_z + n > part_depth or len(data) != expected:
                     problem = problem or (
                         f"the server sent slab z={part.in_begin + z_begin} ({n} slices, "
-                        f"{len(data)} bytes) where slice {part.in_begin + next_z} was expected")
+                        f"{len(data)} bytes) where slice {part.in_begin + next_z} was expected"
+                    )
                     continue
                 # The slab's slices that are this part's to keep (the others are halo).
                 lo = max(next_z, part.keep_begin - part.in_begin)
@@ -216,13 +251,15 @@ def stream_volume(channels: Sequence[grpc.Channel], header: streaming_pb2.Volume
                 if lo < hi:
                     got = np.frombuffer(data, wire_dtype).reshape(plane_count, n, height, width)
                     for p in range(plane_count):
-                        planes[p][part.in_begin + lo:part.in_begin + hi] = \
-                            got[p, lo - next_z:hi - next_z]
+                        planes[p][part.in_begin + lo : part.in_begin + hi] = got[
+                            p, lo - next_z : hi - next_z
+                        ]
                 next_z += n
                 slabs += 1
         except grpc.RpcError as e:
-            return StreamFailed(e.code(), e.details() or "",
-                                wire_contract.error_info(e.trailing_metadata()))
+            return StreamFailed(
+                e.code(), e.details() or "", wire_contract.error_info(e.trailing_metadata())
+            )
         finally:
             group.leave(call)
         result.timings[k] = _timing(call)
@@ -230,9 +267,11 @@ def stream_volume(channels: Sequence[grpc.Channel], header: streaming_pb2.Volume
         if problem:
             return StreamFailed(grpc.StatusCode.INTERNAL, problem)
         if next_z != part_depth:
-            return StreamFailed(grpc.StatusCode.INTERNAL,
-                                f"the server returned {next_z} of {part_depth} slices from slice "
-                                f"{part.in_begin}")
+            return StreamFailed(
+                grpc.StatusCode.INTERNAL,
+                f"the server returned {next_z} of {part_depth} slices from slice "
+                f"{part.in_begin}",
+            )
         return None
 
     def run(k: int) -> None:
@@ -249,16 +288,25 @@ def stream_volume(channels: Sequence[grpc.Channel], header: streaming_pb2.Volume
         part_header.volume.depth = part_depth if part_depth > 1 else 0
         message = streaming_pb2.VolumeStreamRequest(header=part_header).SerializeToString()
         method = channels[k].stream_stream(
-            METHOD, request_serializer=lambda m: m,  # the messages are encoded already
-            response_deserializer=_wire.decode_volume_stream_response)
+            METHOD,
+            request_serializer=lambda m: m,  # the messages are encoded already
+            response_deserializer=_wire.decode_volume_stream_response,
+        )
         for attempt in (1, 2):
             result.attempts[k] = attempt
             failure = stream_part(k, method, part, message, resend=attempt == 2)
-            if failure is None or attempt == 2 or failure.code != grpc.StatusCode.UNAVAILABLE \
-                    or group.failure is not None:
+            if (
+                failure is None
+                or attempt == 2
+                or failure.code != grpc.StatusCode.UNAVAILABLE
+                or group.failure is not None
+            ):
                 break
-            wait = RECONNECT_WAIT_S if deadline is None else \
-                min(RECONNECT_WAIT_S, deadline - time.monotonic())
+            wait = (
+                RECONNECT_WAIT_S
+                if deadline is None
+                else min(RECONNECT_WAIT_S, deadline - time.monotonic())
+            )
             ready = grpc.channel_ready_future(channels[k])
             try:
                 ready.result(timeout=max(0.0, wait))

@@ -87,6 +87,7 @@ class ErrorInfo(NamedTuple):
     proto/cuimg/v1/error_reason.proto's names, e.g. "VALUE_OUT_OF_RANGE"), `domain`
     ("cuimg.io"), and `field`, the request field at fault ("" when the error is not about one
     field)."""
+
     reason: str
     domain: str
     field: str

@@ -20,8 +20,11 @@ def main():
     parser.add_argument("input", help="directory holding one DICOM series")
     parser.add_argument("output", help="new directory for the derived series")
     parser.add_argument("--target", default="localhost:50051")
-    parser.add_argument("--steps", default="open:ellipse:5x5x3",
-                        help="morphology chain op:shape:WxH[xD][:iterations],...")
+    parser.add_argument(
+        "--steps",
+        default="open:ellipse:5x5x3",
+        help="morphology chain op:shape:WxH[xD][:iterations],...",
+    )
     parser.add_argument("--series_uid", help="the series to read from a directory of several")
     parser.add_argument("--uid_root", help="the organisation's UID root for the new UIDs")
     parser.add_argument("--ca_file", help="PEM CA for TLS")
@@ -35,10 +38,13 @@ def main():
         except cuimg.CuimgError as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
-    series_uid = write_series(datasets, result, args.output, derivation=f"cuimg {args.steps}",
-                              uid_root=args.uid_root)
-    print(f"wrote {len(datasets)} slices ({volume.shape[2]}x{volume.shape[1]}, spacing "
-          f"{spacing[0]:.3f}x{spacing[1]:.3f}x{spacing[2]:.3f} mm) as series {series_uid}")
+    series_uid = write_series(
+        datasets, result, args.output, derivation=f"cuimg {args.steps}", uid_root=args.uid_root
+    )
+    print(
+        f"wrote {len(datasets)} slices ({volume.shape[2]}x{volume.shape[1]}, spacing "
+        f"{spacing[0]:.3f}x{spacing[1]:.3f}x{spacing[2]:.3f} mm) as series {series_uid}"
+    )
     return 0
 
 

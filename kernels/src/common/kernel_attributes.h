@@ -4,6 +4,7 @@
 #define CUIMG_KERNELS_SRC_COMMON_KERNEL_ATTRIBUTES_H_
 
 #include <cstddef>
+#include <cstdint>
 
 #include "absl/status/status.h"
 
@@ -16,7 +17,16 @@ namespace cuimg {
 absl::Status EnsureKernelSharedMemory(const void* kernel, std::size_t smem_bytes,
                                       const char* kernel_name, bool max_shared_carveout = false);
 
-// What a planner needs to know of the device it plans for.
+// CUDA's grid limits, the same on every device cuimg runs on: blocks along x, and along y or z.
+inline constexpr std::int64_t kMaxGridX = 0x7fffffff;
+inline constexpr std::int64_t kMaxGridYZ = 65535;
+// Whether a grid of x * y * z blocks is within those limits.
+constexpr bool FitsGrid(std::int64_t x, std::int64_t y, std::int64_t z) {
+  return x <= kMaxGridX && y <= kMaxGridYZ && z <= kMaxGridYZ;
+}
+
+// What a planner needs to know of the device it plans for. The one place the device is asked:
+// planners and launchers take its multiprocessors from here.
 struct DeviceLimits {
   int multiprocessors = 0;
   // Shared memory an SM holds less one block's reservation (228 - 1 KiB on Hopper): bytes.

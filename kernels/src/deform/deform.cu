@@ -12,6 +12,8 @@
 // FFD kernel finishes, loads its CSR range and first incidences (topology, written at upload), and
 // only then waits for the FFD grid (griddepcontrol.wait: the FFD grid has completed and its writes
 // are visible). Without PDL support the wait is a no-op and the stream orders the kernels.
+#include "cuimg/kernels/deform.h"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -21,7 +23,6 @@
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/status_macros.h"
-#include "cuimg/kernels/deform.h"
 #include "deform_math.h"
 
 namespace cuimg {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/kernel_attributes.h"
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
@@ -94,25 +95,21 @@ __global__ void __launch_bounds__(kStripThreads)
 
 }  // namespace
 
-// Multiprocessors x the occupancy the blocks kernel's registers and shared memory allow (6 on the
-// H100), found once per process; an H100's 132 x 6 where there is no device (plans for the
-// emulation).
+// CUDA blocks of the blocks kernel resident at once on the current device: its multiprocessors
+// (CurrentDeviceLimits) x the occupancy the kernel's registers and shared memory allow (6 on the
+// H100, found once per process; 6 where there is no device: plans for the emulation).
 int ResidentStrips() {
-  static const int resident = [] {
-    int device = 0;
-    int sms = 0;
-    int per_sm = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, HogBlocksKernel<3>, kStripThreads,
+  static const int per_sm = [] {
+    int blocks = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, HogBlocksKernel<3>, kStripThreads,
                                                       0) != cudaSuccess ||
-        sms <= 0 || per_sm <= 0) {
+        blocks <= 0) {
       (void)cudaGetLastError();  // a machine without a GPU: not an error of any later call
-      return 132 * 6;
+      return 6;
     }
-    return sms * per_sm;
+    return blocks;
   }();
-  return resident;
+  return CurrentDeviceLimits().multiprocessors * per_sm;
 }
 
 namespace {

@@ -2,6 +2,8 @@
 // launches (hog_detect.cu), frames included, and the hits read back. Host code only; built with
 // -fmad=false and -ffp-contract=off as the kernels are, so that the weight tables it fills
 // (FillAxisWeights) round as they always did.
+#include "hog_plan.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -16,7 +18,6 @@
 #include "cuimg/kernels/detect_geometry.h"
 #include "cuimg/kernels/hog_detect.h"
 #include "cuimg/kernels/pyramid_types.h"
-#include "hog_plan.h"
 
 namespace cuimg {
 namespace {
@@ -152,10 +153,8 @@ absl::StatusOr<DetectChunk> PlanChunk(const Extent& extent, int channels, int fr
 absl::StatusOr<DetectPlan> DetectPlan::Create(const Extent& extent, int channels,
                                               const HogModel& model, const DetectSpec& spec,
                                               int frames) {
-  if (channels != 1 && channels != 3 && channels != 4) {
-    return InvalidFieldError(ErrorReason::kUnsupportedImageShape, "channels",
-                             absl::StrCat(channels, " is not 1 (gray), 3 (BGR) or 4 (BGRA)"));
-  }
+  // The plan reads U8 pixels (its precondition); the rest of the input rule is checked here.
+  CUIMG_RETURN_IF_ERROR(ValidateDetectInput(PixelType::kU8, extent, channels, "image"));
   if (frames < 1 || frames > kMaxDetectFrames) {
     return InvalidFieldError(ErrorReason::kValueOutOfRange, "frames",
                              absl::StrCat(frames, " is not in [1, ", kMaxDetectFrames, "]"));

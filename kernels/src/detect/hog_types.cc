@@ -77,6 +77,29 @@ absl::Status ValidateDetectSpec(const DetectSpec& spec) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateDetectInput(PixelType type, const Extent& extent, int channels,
+                                 absl::string_view field) {
+  if (type != PixelType::kU8) {
+    return InvalidFieldError(ErrorReason::kUnsupportedPixelType, field,
+                             absl::StrCat("is ", PixelTypeName(type), "; detection needs U8"));
+  }
+  if (channels != 1 && channels != 3 && channels != 4) {
+    return InvalidFieldError(
+        ErrorReason::kUnsupportedImageShape, field,
+        absl::StrCat("has ", channels, " channels; detection needs 1 (gray), 3 (BGR) or 4 (BGRA)"));
+  }
+  if (extent.depth != 1) {
+    return InvalidFieldError(ErrorReason::kUnsupportedImageShape, field,
+                             "is a volume; detection needs a 2D image");
+  }
+  if (extent.width < 1 || extent.height < 1) {
+    return InvalidFieldError(
+        ErrorReason::kUnsupportedImageShape, field,
+        absl::StrCat("is ", extent.width, "x", extent.height, "; detection needs both sides >= 1"));
+  }
+  return absl::OkStatus();
+}
+
 bool HitOrder(const WindowHit& a, const WindowHit& b) {
   return std::tie(a.level, a.window_y, a.window_x) < std::tie(b.level, b.window_y, b.window_x);
 }

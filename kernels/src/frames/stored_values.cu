@@ -1,8 +1,9 @@
+#include "cuimg/kernels/stored_values.h"
+
 #include <algorithm>
 #include <type_traits>
 
 #include "cuimg/common/cuda_status.h"
-#include "cuimg/kernels/stored_values.h"
 
 namespace cuimg {
 namespace {

@@ -8,9 +8,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/kernel_attributes.h"
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/status_macros.h"
-#include "common/kernel_attributes.h"
 #include "gradient_device.cuh"
 #include "gradient_strip.cuh"
 
@@ -33,8 +33,6 @@ namespace {
 using gradient::kThreads;
 using gradient::kTileH;
 using gradient::kTileW;
-
-constexpr int kMaxGridZ = 65535;
 
 template <typename T>
 struct GradientParams {
@@ -224,18 +222,20 @@ absl::StatusOr<GradientPlan> GradientPlan::Create(PixelType type, const Extent& 
   }
   // Strips for small radii unless the slices are no taller than the radius (StripRow reflects
   // once) or their grid would be too tall; then the 64-row tiles.
-  const bool strip = taps.radius <= gradient::kStripMaxRadius && extent.height > taps.radius &&
-                     (extent.height + gradient::kStripRows - 1) / gradient::kStripRows <= 65535;
+  const bool strip =
+      taps.radius <= gradient::kStripMaxRadius && extent.height > taps.radius &&
+      (extent.height + gradient::kStripRows - 1) / gradient::kStripRows <= kMaxGridYZ;
   const int block_w = strip ? gradient::kStripCols : kTileW;
   const int block_h = strip ? gradient::kStripRows : kTileH;
   const std::int64_t tiles_x = (extent.width + block_w - 1) / block_w;
   const std::int64_t tiles_y = (extent.height + block_h - 1) / block_h;
-  if (tiles_x > 0x7fffffff || tiles_y > 65535 || extent.SlicePixels() > 0x7fffffff ||
+  // Slices beyond the grid's z run in a loop over z (GradientKernel).
+  if (!FitsGrid(tiles_x, tiles_y, 1) || extent.SlicePixels() > 0x7fffffff ||
       extent.depth > 0x7fffffff) {
     return absl::InvalidArgumentError(
         absl::StrCat("extent: ", extent.width, "x", extent.height, "x", extent.depth,
                      " exceeds the gradient's limits (slices below 2^31 pixels, height below ",
-                     65535 * block_h, ")"));
+                     kMaxGridYZ * block_h, ")"));
   }
   auto impl = std::make_shared<Impl>();
   impl->type = type;
@@ -252,7 +252,7 @@ absl::StatusOr<GradientPlan> GradientPlan::Create(PixelType type, const Extent& 
   impl->taps = std::move(taps);
   impl->strip = strip;
   impl->grid = dim3(static_cast<unsigned>(tiles_x), static_cast<unsigned>(tiles_y),
-                    static_cast<unsigned>(std::min<std::int64_t>(extent.depth, kMaxGridZ)));
+                    static_cast<unsigned>(std::min<std::int64_t>(extent.depth, kMaxGridYZ)));
   GradientPlan plan;
   plan.impl_ = std::move(impl);
   return plan;

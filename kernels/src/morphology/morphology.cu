@@ -14,8 +14,8 @@
 #include "cuimg/common/status_macros.h"
 #include "cuimg/kernels/mask_steps.h"
 #include "device_ops.cuh"
-#include "morphology_kernels.h"
 #include "element_plan.h"
+#include "morphology_kernels.h"
 #include "segmentation/segmentation_steps.h"
 
 namespace cuimg {

@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "common/kernel_attributes.h"
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/status_macros.h"
-#include "common/kernel_attributes.h"
 #include "device_ops.cuh"
 #include "morphology_kernels.h"
 
@@ -290,7 +290,7 @@ absl::Status LaunchBoxPass(const T* in, T* out, const Extent& e, const BoxPass& 
   p.border = border;
   const std::int64_t gx = (p.n + p.outputs - 1) / p.outputs;
   const std::int64_t gy = (p.line_count + pass.lines - 1) / pass.lines;
-  if (gx > 0x7fffffff || gy > 65535 || slices > 65535) {
+  if (!FitsGrid(gx, gy, slices)) {
     return absl::InvalidArgumentError("extent: too large for a box pass grid");
   }
   const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy), slices);

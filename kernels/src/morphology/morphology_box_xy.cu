@@ -232,7 +232,7 @@ absl::Status LaunchBoxXY(const T* in, T* out, const Extent& e, const BoxPass& pa
   p.border = border;
   const std::int64_t gx = (e.width + pass.tile_w - 1) / pass.tile_w;
   const std::int64_t gy = (e.height + pass.tile_h - 1) / pass.tile_h;
-  if (gx > 0x7fffffff || gy > 65535 || e.depth > 65535) {
+  if (!FitsGrid(gx, gy, e.depth)) {
     return absl::InvalidArgumentError("extent: too large for the box kernel's grid");
   }
   const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy),

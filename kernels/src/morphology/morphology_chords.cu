@@ -9,11 +9,11 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "common/div_small.cuh"
 #include "common/kernel_attributes.h"
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/status_macros.h"
 #include "device_ops.cuh"
-#include "common/div_small.cuh"
 #include "lane_ops.cuh"
 #include "morphology_kernels.h"
 
@@ -282,12 +282,13 @@ absl::Status Launch(const ChordParams<T>& params, const ChordBand& band, const E
       band.opt == 8 ? ChordTileKernel<T, kDilate, kMode, 8> : ChordTileKernel<T, kDilate, kMode, 4>;
   CUIMG_RETURN_IF_ERROR(EnsureKernelSharedMemory(reinterpret_cast<const void*>(kernel),
                                                  band.smem_bytes, "ChordTileKernel"));
-  const dim3 grid(static_cast<unsigned>((e.width + band.tile_w - 1) / band.tile_w),
-                  static_cast<unsigned>((e.height + band.tile_h - 1) / band.tile_h),
-                  static_cast<unsigned>((e.depth + band.tile_d - 1) / band.tile_d));
-  if (grid.y > 65535 || grid.z > 65535) {
+  const std::int64_t gx = (e.width + band.tile_w - 1) / band.tile_w;
+  const std::int64_t gy = (e.height + band.tile_h - 1) / band.tile_h;
+  const std::int64_t gz = (e.depth + band.tile_d - 1) / band.tile_d;
+  if (!FitsGrid(gx, gy, gz)) {
     return absl::InvalidArgumentError("image too large for the chord kernel's grid");
   }
+  const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy), static_cast<unsigned>(gz));
   kernel<<<grid, kThreads, band.smem_bytes, stream>>>(params);
   CUIMG_CUDA_CHECK_LAUNCH(stream, "ChordTileKernel");
   return absl::OkStatus();

@@ -1,12 +1,13 @@
 // The nested-rows passes (kernel in morphology_nested.cuh): the grid, strips and bands of a pass,
 // and its launch with the element's column steps compiled in (morphology_nested_compiled.cu) or
 // read at run time (here).
+#include "morphology_nested.cuh"
+
 #include <algorithm>
 #include <cstdint>
 
 #include "cuimg/common/status_macros.h"
 #include "morphology_kernels.h"
-#include "morphology_nested.cuh"
 
 namespace cuimg::internal {
 namespace {

@@ -12,9 +12,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/div_small.cuh"
+#include "common/kernel_attributes.h"
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/status_macros.h"
-#include "common/div_small.cuh"
 #include "pyramid_device.cuh"
 #include "pyramid_rects.cuh"
 
@@ -201,13 +202,8 @@ absl::Status Launch(const PyramidPlan::Impl& plan, const PyramidLaunch& launch, 
 }
 
 // Rows per FROM_BASE rectangle of `extent` on the current device (pyramid_rect_rows.h).
-absl::StatusOr<int> CurrentRectRows(const Extent& extent) {
-  int device = 0;
-  CUIMG_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "cudaGetDevice");
-  int sms = 0;
-  CUIMG_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-                             "cudaDeviceGetAttribute(multiProcessorCount)");
-  return pyramid::RectRows(extent.width, extent.height, sms);
+int CurrentRectRows(const Extent& extent) {
+  return pyramid::RectRows(extent.width, extent.height, CurrentDeviceLimits().multiprocessors);
 }
 
 // FROM_BASE: the launch's levels from the input, one block per source rectangle.
@@ -243,7 +239,7 @@ absl::Status RunLaunches(const PyramidPlan::Impl& plan, const T* in, O* out,
                          std::uint8_t* workspace, cudaStream_t stream) {
   int rect_h = 0;
   if (plan.spec.mode == PyramidMode::kFromBase) {
-    CUIMG_ASSIGN_OR_RETURN(rect_h, CurrentRectRows(plan.extent));
+    rect_h = CurrentRectRows(plan.extent);
   }
   for (const PyramidLaunch& launch : plan.launches) {
     if (plan.spec.mode == PyramidMode::kFromBase) {
@@ -347,8 +343,8 @@ std::string PyramidPlan::Describe() const {
   const auto levels_and_launches =
       absl::StrCat(plan.levels.size(), " levels, launches ", plan.launches.size());
   if (plan.spec.mode == PyramidMode::kFromBase) {
-    // Rectangles as Run() would size them on the current device (kRectH rows without one).
-    const int rows = CurrentRectRows(plan.extent).value_or(pyramid::kRectH);
+    // Rectangles as Run() would size them on the current device (CurrentDeviceLimits).
+    const int rows = CurrentRectRows(plan.extent);
     const std::int64_t blocks =
         pyramid::RectBlocks(plan.extent.width, plan.extent.height, rows) * plan.launches.size();
     return absl::StrCat("from_base(", levels_and_launches, ", ", blocks, " blocks of ",

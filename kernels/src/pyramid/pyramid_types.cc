@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/error.h"
+#include "cuimg/common/status_macros.h"
 
 namespace cuimg {
 namespace {
@@ -16,6 +17,26 @@ std::size_t AlignUp(std::size_t n) {
 }
 
 }  // namespace
+
+absl::Status ValidatePyramidParameters(const PyramidSpec& spec) {
+  if (spec.levels < 1) {
+    return InvalidFieldError(ErrorReason::kValueOutOfRange, "levels",
+                             absl::StrCat(spec.levels, " is not >= 1"));
+  }
+  if (!(std::isfinite(spec.ratio) && spec.ratio > 1.0 && spec.ratio <= kMaxPyramidRatio)) {
+    return InvalidFieldError(ErrorReason::kValueOutOfRange, "ratio",
+                             absl::StrCat(spec.ratio, " is not in (1, ", kMaxPyramidRatio, "]"));
+  }
+  if (spec.min_width < 1) {
+    return InvalidFieldError(ErrorReason::kValueOutOfRange, "min_width",
+                             absl::StrCat(spec.min_width, " is not >= 1"));
+  }
+  if (spec.min_height < 1) {
+    return InvalidFieldError(ErrorReason::kValueOutOfRange, "min_height",
+                             absl::StrCat(spec.min_height, " is not >= 1"));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ValidatePyramidSpec(PixelType input_type, const Extent& extent,
                                  const PyramidSpec& spec) {
@@ -36,26 +57,11 @@ absl::Status ValidatePyramidSpec(PixelType input_type, const Extent& extent,
     return InvalidFieldError(ErrorReason::kUnsupportedImageShape, "",
                              "extent: a side exceeds 2^30");
   }
-  if (spec.levels < 1) {
-    return InvalidFieldError(ErrorReason::kValueOutOfRange, "levels",
-                             absl::StrCat(spec.levels, " is not >= 1"));
-  }
-  if (!(std::isfinite(spec.ratio) && spec.ratio > 1.0)) {
-    return InvalidFieldError(ErrorReason::kValueOutOfRange, "ratio",
-                             absl::StrCat(spec.ratio, " is not finite and > 1"));
-  }
-  if (spec.min_width < 1) {
-    return InvalidFieldError(ErrorReason::kValueOutOfRange, "min_width",
-                             absl::StrCat(spec.min_width, " is not >= 1"));
-  }
-  if (spec.min_height < 1) {
-    return InvalidFieldError(ErrorReason::kValueOutOfRange, "min_height",
-                             absl::StrCat(spec.min_height, " is not >= 1"));
-  }
+  CUIMG_RETURN_IF_ERROR(ValidatePyramidParameters(spec));
   if (spec.output_type != PixelType::kF32 && spec.output_type != input_type) {
     return InvalidFieldError(
         ErrorReason::kUnsupportedPixelType, "output_type",
-        absl::StrCat(PixelTypeName(spec.output_type), " is neither f32 nor the input type ",
+        absl::StrCat(PixelTypeName(spec.output_type), " is neither F32 nor the input's ",
                      PixelTypeName(input_type)));
   }
   // The minimum that the image does not reach is at fault: the image is the caller's to keep.

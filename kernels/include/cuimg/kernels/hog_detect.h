@@ -89,11 +89,11 @@ inline constexpr int kMaxDetectFrames = 64;
 //   the frames: at 1080p 54 MB a frame, at 768x576 12 MB (WorkspaceBytes()).
 class DetectPlan {
  public:
-  // INVALID_ARGUMENT for channels other than 1, 3, 4, frames outside [1, kMaxDetectFrames] or
-  // past the limits above, and the errors of ValidateHogModel and PlanDetection. The strips'
-  // heights follow how many blocks-kernel CUDA blocks the device current at the process's first
-  // call holds at once (found once; an H100's where there is no device) and the frames; the plan
-  // runs on any device.
+  // INVALID_ARGUMENT for an input ValidateDetectInput refuses (channels other than 1, 3, 4; not
+  // a 2D image), frames outside [1, kMaxDetectFrames] or past the limits above, and the errors of
+  // ValidateHogModel and PlanDetection. The strips' heights follow how many blocks-kernel CUDA
+  // blocks the current device holds at once (an H100's where there is no device) and the frames;
+  // the plan runs on any device.
   static absl::StatusOr<DetectPlan> Create(const Extent& extent, int channels,
                                            const HogModel& model, const DetectSpec& spec,
                                            int frames = 1);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "cuimg/common/image.h"
 
 namespace cuimg {
@@ -84,6 +85,12 @@ struct DetectSpec {
 
 // INVALID_ARGUMENT naming the field when a value is outside the ranges above.
 absl::Status ValidateDetectSpec(const DetectSpec& spec);
+
+// The images detection takes (the validators, DetectPlan and the reference ask here): U8 pixels in
+// 1 (gray), 3 (BGR) or 4 (BGRA, alpha ignored) channels, a 2D image with both sides >= 1.
+// INVALID_ARGUMENT naming `field`, the image's place in the caller's terms, otherwise.
+absl::Status ValidateDetectInput(PixelType type, const Extent& extent, int channels,
+                                 absl::string_view field);
 
 // One pyramid level of a detection.
 struct DetectLevel {

@@ -5,8 +5,8 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
-#include <string>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"

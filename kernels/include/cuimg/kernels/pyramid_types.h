@@ -15,6 +15,8 @@ namespace cuimg {
 
 inline constexpr int kDefaultPyramidLevels = 31;
 inline constexpr double kDefaultPyramidRatio = 1.05;
+// The largest ratio: beyond it level 1 already skips most of the input's pixels (bilinear taps).
+inline constexpr double kMaxPyramidRatio = 16;
 inline constexpr int kDefaultPyramidMinSide = 8;
 // Level offsets in the packed output are multiples of this many bytes.
 inline constexpr std::size_t kPyramidLevelAlignment = 256;
@@ -29,7 +31,7 @@ enum class PyramidMode {
 struct PyramidSpec {
   // Levels wanted, >= 1 (the list stops earlier at the minimum size).
   int levels = kDefaultPyramidLevels;
-  // Scale between consecutive levels, finite and > 1.
+  // Scale between consecutive levels, in (1, kMaxPyramidRatio].
   double ratio = kDefaultPyramidRatio;
   // The list stops before the first level whose width or height would be below these (>= 1).
   int min_width = kDefaultPyramidMinSide;
@@ -50,10 +52,15 @@ struct PyramidLevel {
   std::size_t bytes = 0;         // width * height * element size
 };
 
-// INVALID_ARGUMENT naming the field when levels < 1, ratio is not finite or <= 1, a minimum side
-// is < 1, the input is not one 2D channel with both sides >= 1, either type is U32 (reason
-// UNSUPPORTED_PIXEL_TYPE), or output_type is neither F32 nor the input type; also when not even
-// level 0 reaches the minimum size.
+// The rules on a spec alone: INVALID_ARGUMENT naming the field (levels, ratio, min_width,
+// min_height) when levels < 1, ratio is not in (1, kMaxPyramidRatio] or a minimum side is < 1.
+absl::Status ValidatePyramidParameters(const PyramidSpec& spec);
+
+// The rules on the types, then on the input, with ValidatePyramidParameters between:
+// INVALID_ARGUMENT when either type is U32 (reason UNSUPPORTED_PIXEL_TYPE, naming input_type or
+// output_type), the input is not one 2D channel with both sides >= 1 (naming no field: the
+// caller knows which holds the image), output_type is neither F32 nor the input type (naming
+// output_type), or not even level 0 reaches the minimum size (naming min_width or min_height).
 absl::Status ValidatePyramidSpec(PixelType input_type, const Extent& extent,
                                  const PyramidSpec& spec);
 

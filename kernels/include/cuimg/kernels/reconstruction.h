@@ -74,7 +74,9 @@ class ReconstructionPlan {
                    ReconstructionStats* stats = nullptr) const;
   // Run's kernels on the host, brick by brick in worklist order, with host buffers `mask` and `r`
   // (same roles): CPU tests check the kernels' own code without a device. The union-find route
-  // runs its CPU reference (FillUnseededComponentsReference) with the spec Run gives the device.
+  // runs its CPU reference (FillUnseededComponentsReference) with the spec Run gives the device,
+  // so this one member is in the library cuimg_kernel_emulation (kernels and references), not in
+  // cuimg_kernels: link it to call it.
   absl::Status EmulateOnHost(const void* mask, void* r, ReconstructionStats* stats = nullptr) const;
 
   // Bricks of the plan's image.

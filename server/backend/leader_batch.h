@@ -4,8 +4,8 @@
 // An idle engine runs a lone call at once, so batching costs latency only under load. (nvJPEG's
 // hardware engines decode one call at a time per process, and a batch of 4 frames takes about as
 // long as one: BENCHMARKS.md, run 190.)
-#ifndef CUIMG_SERVER_SCHEDULING_LEADER_BATCH_H_
-#define CUIMG_SERVER_SCHEDULING_LEADER_BATCH_H_
+#ifndef CUIMG_SERVER_BACKEND_LEADER_BATCH_H_
+#define CUIMG_SERVER_BACKEND_LEADER_BATCH_H_
 
 #include <algorithm>
 #include <condition_variable>
@@ -87,4 +87,4 @@ class LeaderBatch {
 
 }  // namespace cuimg
 
-#endif  // CUIMG_SERVER_SCHEDULING_LEADER_BATCH_H_
+#endif  // CUIMG_SERVER_BACKEND_LEADER_BATCH_H_

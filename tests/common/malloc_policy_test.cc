@@ -1,7 +1,7 @@
 // The allocator policy: the huge-page tunable is added to GLIBC_TUNABLES once and never overrides
 // an operator's own setting; the arena limit is accepted where glibc provides it, and the
 // trimmer's thread stops at once when destroyed, however long its interval.
-#include "server/malloc_policy.h"
+#include "cuimg/common/malloc_policy.h"
 
 #include <gtest/gtest.h>
 

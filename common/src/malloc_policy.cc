@@ -1,4 +1,4 @@
-#include "server/malloc_policy.h"
+#include "cuimg/common/malloc_policy.h"
 
 #include <limits.h>
 #include <unistd.h>

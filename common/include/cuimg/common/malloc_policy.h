@@ -4,8 +4,8 @@
 // growth (333 -> 385 MiB); with malloc_trim every second as well the arenas' free pages go back
 // and the run ended at 202 MiB, below its 331 MiB after warm-up. (A fixed mmap threshold also held
 // RSS flat but halved throughput: every large buffer then cost page faults and an munmap.)
-#ifndef CUIMG_SERVER_MALLOC_POLICY_H_
-#define CUIMG_SERVER_MALLOC_POLICY_H_
+#ifndef CUIMG_COMMON_MALLOC_POLICY_H_
+#define CUIMG_COMMON_MALLOC_POLICY_H_
 
 #include <atomic>
 #include <chrono>
@@ -95,4 +95,4 @@ class MallocTrimmer {
 
 }  // namespace cuimg
 
-#endif  // CUIMG_SERVER_MALLOC_POLICY_H_
+#endif  // CUIMG_COMMON_MALLOC_POLICY_H_

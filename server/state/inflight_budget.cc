@@ -1,4 +1,4 @@
-#include "server/scheduling/inflight_budget.h"
+#include "server/state/inflight_budget.h"
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/error.h"

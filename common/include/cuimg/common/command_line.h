@@ -1,8 +1,8 @@
 // --help, --helpfull and --version for cuimg-server and cuimg. Abseil's own handling (Debian's
 // 20220623) lists only flags defined in a file named after the binary ("No flags matched." for
 // ours), exits 1 after any help, and its --version reports how Abseil itself was compiled.
-#ifndef CUIMG_SERVER_COMMAND_LINE_H_
-#define CUIMG_SERVER_COMMAND_LINE_H_
+#ifndef CUIMG_COMMON_COMMAND_LINE_H_
+#define CUIMG_COMMON_COMMAND_LINE_H_
 
 #include <string>
 #include <vector>
@@ -35,4 +35,4 @@ std::string DescribeAllFlags();
 
 }  // namespace cuimg
 
-#endif  // CUIMG_SERVER_COMMAND_LINE_H_
+#endif  // CUIMG_COMMON_COMMAND_LINE_H_

@@ -1,4 +1,4 @@
-#include "server/observability/device_metrics.h"
+#include "server/device_metrics.h"
 
 #include <string>
 

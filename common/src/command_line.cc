@@ -1,4 +1,4 @@
-#include "server/command_line.h"
+#include "cuimg/common/command_line.h"
 
 #include <algorithm>
 #include <map>

@@ -2,8 +2,8 @@
 // inputs, results, open uploads), so that overload or a few huge requests are refused with
 // RESOURCE_EXHAUSTED before allocating, instead of growing the process until the OOM killer ends
 // every request.
-#ifndef CUIMG_SERVER_INFLIGHT_BUDGET_H_
-#define CUIMG_SERVER_INFLIGHT_BUDGET_H_
+#ifndef CUIMG_SERVER_STATE_INFLIGHT_BUDGET_H_
+#define CUIMG_SERVER_STATE_INFLIGHT_BUDGET_H_
 
 #include <cstdint>
 #include <mutex>
@@ -68,4 +68,4 @@ class InflightBudget {
 
 }  // namespace cuimg
 
-#endif  // CUIMG_SERVER_INFLIGHT_BUDGET_H_
+#endif  // CUIMG_SERVER_STATE_INFLIGHT_BUDGET_H_
