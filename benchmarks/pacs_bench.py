@@ -54,25 +54,42 @@ def us(value):
 
 def write_slice(path, stored, z, study, series, spacing):
     sop = f"{series}.{z + 1}"
-    meta = b"".join([
-        element(0x0002, 0x0001, "OB", b"\0\1"), element(0x0002, 0x0002, "UI", CT_STORAGE),
-        element(0x0002, 0x0003, "UI", sop), element(0x0002, 0x0010, "UI", EXPLICIT_LE),
-        element(0x0002, 0x0012, "UI", ROOT)])
+    meta = b"".join(
+        [
+            element(0x0002, 0x0001, "OB", b"\0\1"),
+            element(0x0002, 0x0002, "UI", CT_STORAGE),
+            element(0x0002, 0x0003, "UI", sop),
+            element(0x0002, 0x0010, "UI", EXPLICIT_LE),
+            element(0x0002, 0x0012, "UI", ROOT),
+        ]
+    )
     rows, columns = stored.shape
-    data = b"".join([
-        element(0x0008, 0x0016, "UI", CT_STORAGE), element(0x0008, 0x0018, "UI", sop),
-        element(0x0008, 0x0060, "CS", "CT"), element(0x0010, 0x0010, "PN", "Bench^Pacs"),
-        element(0x0020, 0x000D, "UI", study), element(0x0020, 0x000E, "UI", series),
-        element(0x0020, 0x0011, "IS", "7"), element(0x0020, 0x0013, "IS", str(z + 1)),
-        element(0x0020, 0x0032, "DS", f"-180\\-180\\{z * spacing[2]:.2f}"),
-        element(0x0020, 0x0037, "DS", "1\\0\\0\\0\\1\\0"),
-        element(0x0028, 0x0002, "US", us(1)), element(0x0028, 0x0004, "CS", "MONOCHROME2"),
-        element(0x0028, 0x0010, "US", us(rows)), element(0x0028, 0x0011, "US", us(columns)),
-        element(0x0028, 0x0030, "DS", f"{spacing[1]}\\{spacing[0]}"),
-        element(0x0028, 0x0100, "US", us(16)), element(0x0028, 0x0101, "US", us(12)),
-        element(0x0028, 0x0102, "US", us(11)), element(0x0028, 0x0103, "US", us(0)),
-        element(0x0028, 0x1052, "DS", "-1024"), element(0x0028, 0x1053, "DS", "1"),
-        element(0x7FE0, 0x0010, "OW", stored.astype("<u2").tobytes())])
+    data = b"".join(
+        [
+            element(0x0008, 0x0016, "UI", CT_STORAGE),
+            element(0x0008, 0x0018, "UI", sop),
+            element(0x0008, 0x0060, "CS", "CT"),
+            element(0x0010, 0x0010, "PN", "Bench^Pacs"),
+            element(0x0020, 0x000D, "UI", study),
+            element(0x0020, 0x000E, "UI", series),
+            element(0x0020, 0x0011, "IS", "7"),
+            element(0x0020, 0x0013, "IS", str(z + 1)),
+            element(0x0020, 0x0032, "DS", f"-180\\-180\\{z * spacing[2]:.2f}"),
+            element(0x0020, 0x0037, "DS", "1\\0\\0\\0\\1\\0"),
+            element(0x0028, 0x0002, "US", us(1)),
+            element(0x0028, 0x0004, "CS", "MONOCHROME2"),
+            element(0x0028, 0x0010, "US", us(rows)),
+            element(0x0028, 0x0011, "US", us(columns)),
+            element(0x0028, 0x0030, "DS", f"{spacing[1]}\\{spacing[0]}"),
+            element(0x0028, 0x0100, "US", us(16)),
+            element(0x0028, 0x0101, "US", us(12)),
+            element(0x0028, 0x0102, "US", us(11)),
+            element(0x0028, 0x0103, "US", us(0)),
+            element(0x0028, 0x1052, "DS", "-1024"),
+            element(0x0028, 0x1053, "DS", "1"),
+            element(0x7FE0, 0x0010, "OW", stored.astype("<u2").tobytes()),
+        ]
+    )
     with open(path, "wb") as f:
         f.write(b"\0" * 128 + b"DICM")
         f.write(element(0x0002, 0x0000, "UL", struct.pack("<I", len(meta))) + meta)
@@ -89,8 +106,9 @@ def ct_volume(depth, size, seed):
     hu = np.full((depth, size, size), -1000, np.float32)
     hu[r < 1] = 40 + 10 * np.sin(z[r < 1] / 9)
     hu[(r > 0.85) & (r < 1)] = 700
-    lungs = (((y - cy) / (0.22 * size)) ** 2 +
-             ((np.abs(x - cx) - 0.2 * size) / (0.12 * size)) ** 2) < 1
+    lungs = (
+        ((y - cy) / (0.22 * size)) ** 2 + ((np.abs(x - cx) - 0.2 * size) / (0.12 * size)) ** 2
+    ) < 1
     hu[lungs] = -850
     hu += rng.normal(0, 20, hu.shape).astype(np.float32)
     return np.clip(np.rint(hu), -1024, 3071).astype(np.int16)
@@ -100,8 +118,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", required=True)
     parser.add_argument("--client", required=True)
-    parser.add_argument("--frame_decoder", default="",
-                        help="cuimg-frame-decoder (default: beside the server)")
+    parser.add_argument(
+        "--frame_decoder", default="", help="cuimg-frame-decoder (default: beside the server)"
+    )
     parser.add_argument("--backend", default="cuda")
     parser.add_argument("--server_flag", action="append", default=[])
     parser.add_argument("--slices", type=int, default=300)
@@ -109,16 +128,22 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--steps", default="dilate:rect:3x3x3")
     args = parser.parse_args()
-    decoder = args.frame_decoder or os.path.join(os.path.dirname(args.server),
-                                                 "cuimg-frame-decoder")
+    decoder = args.frame_decoder or os.path.join(
+        os.path.dirname(args.server), "cuimg-frame-decoder"
+    )
     helper = [f"--frame_decoder={decoder}"] if os.path.exists(decoder) else []
     server = ServerProcess(args.server, f"--backend={args.backend}", *helper, *args.server_flag)
     tmp = tempfile.mkdtemp(prefix="pacs_bench_")
     try:
+
         def cli(*extra):
             start = time.perf_counter()
-            run = subprocess.run([args.client, "morphology", f"--target={server.target}", "--json",
-                                  *extra], capture_output=True, text=True, timeout=600)
+            run = subprocess.run(
+                [args.client, "morphology", f"--target={server.target}", "--json", *extra],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
             seconds = time.perf_counter() - start
             if run.returncode != 0:
                 raise SystemExit(f"cuimg {extra}: exit {run.returncode}: {run.stderr}")
@@ -129,13 +154,23 @@ def main():
         hu = ct_volume(args.slices, args.size, 49)
         study, series = f"{ROOT}.1", f"{ROOT}.2"
         for z in range(args.slices):
-            write_slice(os.path.join(native, f"ct{z:04d}.dcm"), (hu[z] + 1024).astype(np.uint16),
-                        z, study, series, (0.7, 0.7, 1.25))
+            write_slice(
+                os.path.join(native, f"ct{z:04d}.dcm"),
+                (hu[z] + 1024).astype(np.uint16),
+                z,
+                study,
+                series,
+                (0.7, 0.7, 1.25),
+            )
         series_dirs = {"native": native}
         for syntax in ("htj2k", "j2k"):
             series_dirs[syntax] = os.path.join(tmp, syntax)
-            cli(f"--input={native}", f"--output={series_dirs[syntax]}", "--steps=erode:rect:1x1x1",
-                f"--output_syntax={syntax}")
+            cli(
+                f"--input={native}",
+                f"--output={series_dirs[syntax]}",
+                "--steps=erode:rect:1x1x1",
+                f"--output_syntax={syntax}",
+            )
 
         def folder_bytes(path):
             return sum(os.path.getsize(os.path.join(path, n)) for n in os.listdir(path))
@@ -143,8 +178,12 @@ def main():
         # The two paths give the same dilation before anything is timed.
         today = os.path.join(tmp, "today.npy")
         frames = os.path.join(tmp, "frames.npy")
-        cli(f"--input={series_dirs['j2k']}", f"--output={today}", f"--steps={args.steps}",
-            "--send_frames=false")
+        cli(
+            f"--input={series_dirs['j2k']}",
+            f"--output={today}",
+            f"--steps={args.steps}",
+            "--send_frames=false",
+        )
         cli(f"--input={series_dirs['htj2k']}", f"--output={frames}", f"--steps={args.steps}")
         if not np.array_equal(np.load(today), np.load(frames)):
             raise SystemExit("the frames' result differs from today's path")
@@ -160,26 +199,48 @@ def main():
             runs, report = [], None
             for k in range(args.runs):
                 out = os.path.join(tmp, f"out_{name}_{k}")
-                seconds, report = cli(f"--input={series_dirs[source]}", f"--output={out}",
-                                      f"--steps={args.steps}", *extra)
+                seconds, report = cli(
+                    f"--input={series_dirs[source]}",
+                    f"--output={out}",
+                    f"--steps={args.steps}",
+                    *extra,
+                )
                 runs.append(seconds)
                 shutil.rmtree(out)
             results[name] = statistics.median(runs)
-            print(json.dumps({
-                "workload": f"pacs_cli_{name}", "shape": [args.slices, args.size, args.size],
-                "median_s": round(results[name], 4), "runs_s": [round(s, 4) for s in runs],
-                "sent_bytes": report["sent_bytes"],
-                "input_folder_bytes": folder_bytes(series_dirs[source]),
-                "server_timing": report["server_timing"], "backend": args.backend}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "workload": f"pacs_cli_{name}",
+                        "shape": [args.slices, args.size, args.size],
+                        "median_s": round(results[name], 4),
+                        "runs_s": [round(s, 4) for s in runs],
+                        "sent_bytes": report["sent_bytes"],
+                        "input_folder_bytes": folder_bytes(series_dirs[source]),
+                        "server_timing": report["server_timing"],
+                        "backend": args.backend,
+                    }
+                ),
+                flush=True,
+            )
         raw = args.slices * args.size * args.size * 2
-        print(json.dumps({
-            "workload": "pacs_cli_summary", "raw_bytes": raw,
-            "speedup_htj2k_vs_today_j2k":
-                round(results["today_j2k"] / results["frames_htj2k_htj2k"], 2),
-            "speedup_j2k_frames_vs_today_j2k":
-                round(results["today_j2k"] / results["frames_j2k_htj2k"], 2),
-            "htj2k_series_bytes_vs_raw": round(folder_bytes(series_dirs["htj2k"]) / raw, 3),
-            "target": ">= 3x faster than today's path; HTJ2K bytes <= 0.5x raw"}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "workload": "pacs_cli_summary",
+                    "raw_bytes": raw,
+                    "speedup_htj2k_vs_today_j2k": round(
+                        results["today_j2k"] / results["frames_htj2k_htj2k"], 2
+                    ),
+                    "speedup_j2k_frames_vs_today_j2k": round(
+                        results["today_j2k"] / results["frames_j2k_htj2k"], 2
+                    ),
+                    "htj2k_series_bytes_vs_raw": round(folder_bytes(series_dirs["htj2k"]) / raw, 3),
+                    "target": ">= 3x faster than today's path; HTJ2K bytes <= 0.5x raw",
+                }
+            ),
+            flush=True,
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         code = server.terminate()

@@ -1,7 +1,6 @@
 #include "client/commands/stored_frames.h"
 
 #include <algorithm>
-
 #include <cstdio>
 #include <optional>
 

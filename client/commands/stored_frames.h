@@ -5,10 +5,10 @@
 #ifndef CUIMG_CLIENT_COMMANDS_STORED_FRAMES_H_
 #define CUIMG_CLIENT_COMMANDS_STORED_FRAMES_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 #include "client/connection.h"

@@ -1,10 +1,9 @@
 #include "client/io/dicom_frames.h"
 
-#include <cstdint>
-
 #include <dcmtk/dcmdata/dcpixseq.h>
 #include <dcmtk/dcmdata/dcpxitem.h>
 
+#include <cstdint>
 #include <memory>
 
 #include "absl/strings/str_cat.h"

@@ -37,13 +37,18 @@ STEPS = "--steps=dilate:rect:3x3x3"
 UID_dictionary.setdefault(HTJ2K, ("HTJ2K Lossless Only", "Transfer Syntax", "", "", ""))
 
 # name: (bits stored, signed, slope, intercept, photometric)
-SERIES = {"ct12": (12, False, "1", "-1024", "MONOCHROME2"),
-          "signed_m1": (12, True, "2", "-3", "MONOCHROME1"),
-          "fractional": (12, False, "0.5", "0.25", "MONOCHROME2")}
+SERIES = {
+    "ct12": (12, False, "1", "-1024", "MONOCHROME2"),
+    "signed_m1": (12, True, "2", "-3", "MONOCHROME1"),
+    "fractional": (12, False, "0.5", "0.25", "MONOCHROME2"),
+}
 # name: (command, or None for HTJ2K through ojph_compress; transfer syntax)
-CODECS = {"htj2k": (None, HTJ2K), "j2k": (["gdcmconv", "--j2k"], J2K),
-          "jpegls": (["dcmcjpls"], "1.2.840.10008.1.2.4.80"),
-          "rle": (["dcmcrle"], "1.2.840.10008.1.2.5")}
+CODECS = {
+    "htj2k": (None, HTJ2K),
+    "j2k": (["gdcmconv", "--j2k"], J2K),
+    "jpegls": (["dcmcjpls"], "1.2.840.10008.1.2.4.80"),
+    "rle": (["dcmcrle"], "1.2.840.10008.1.2.5"),
+}
 
 
 def stored_values(name, seed):
@@ -102,10 +107,29 @@ def compress_series(native, directory, codec, scratch):
         ds = pydicom.dcmread(source)
         raw, j2c = os.path.join(scratch, "h.raw"), os.path.join(scratch, "h.j2c")
         ds.pixel_array.astype(np.uint16).tofile(raw)
-        subprocess.run(["ojph_compress", "-i", raw, "-o", j2c, "-reversible", "true", "-dims",
-                        f"{{{ds.Columns},{ds.Rows}}}", "-num_comps", "1", "-signed", "false",
-                        "-bit_depth", str(ds.BitsStored), "-downsamp", "{1,1}"],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [
+                "ojph_compress",
+                "-i",
+                raw,
+                "-o",
+                j2c,
+                "-reversible",
+                "true",
+                "-dims",
+                f"{{{ds.Columns},{ds.Rows}}}",
+                "-num_comps",
+                "1",
+                "-signed",
+                "false",
+                "-bit_depth",
+                str(ds.BitsStored),
+                "-downsamp",
+                "{1,1}",
+            ],
+            check=True,
+            capture_output=True,
+        )
         with open(j2c, "rb") as f:
             ds.PixelData = encaps.encapsulate([f.read()])
         ds["PixelData"].VR = "OB"
@@ -189,8 +213,12 @@ class PacsClient(unittest.TestCase):
     def cli(self, *args, expect=0, mode="pass"):
         self.proxy.mode = mode
         self.proxy.requests.clear()
-        run = subprocess.run([CLIENT, "morphology", *args, f"--target={self.proxy.target}"],
-                             capture_output=True, text=True, timeout=120)
+        run = subprocess.run(
+            [CLIENT, "morphology", *args, f"--target={self.proxy.target}"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         self.assertEqual(run.returncode, expect, f"{args}: {run.stdout}{run.stderr}")
         return run
 
@@ -220,10 +248,13 @@ class PacsClient(unittest.TestCase):
                     request, report = self.morphology(self.compressed[name, codec], out)
                     frames = request.input.dicom_frames
                     self.assertEqual(request.input.WhichOneof("source"), "dicom_frames")
-                    self.assertEqual((frames.transfer_syntax_uid, len(frames.frames)),
-                                     (uid, SLICES))
-                    self.assertEqual(frames.pixel_module.photometric_interpretation,
-                                     2 if name != "signed_m1" else 1)
+                    self.assertEqual(
+                        (frames.transfer_syntax_uid, len(frames.frames)), (uid, SLICES)
+                    )
+                    self.assertEqual(
+                        frames.pixel_module.photometric_interpretation,
+                        2 if name != "signed_m1" else 1,
+                    )
                     self.assertIn("decode_us=", report["server_timing"])
                     self.assertLess(report["sent_bytes"], expected.size * 2)
                     self.assertTrue(np.array_equal(np.load(out), expected))
@@ -254,9 +285,11 @@ class PacsClient(unittest.TestCase):
         self.morphology(source, explicit)
         expected = [ds.pixel_array for ds in self.read_slices(explicit)]
         # name: (output syntax, proxy mode, whether the server encodes)
-        cases = {"server_htj2k": ("htj2k", "pass", True),
-                 "client_htj2k": ("htj2k", "encodes_nothing", False),
-                 "client_j2k": ("j2k", "pass", False)}
+        cases = {
+            "server_htj2k": ("htj2k", "pass", True),
+            "client_htj2k": ("htj2k", "encodes_nothing", False),
+            "client_j2k": ("j2k", "pass", False),
+        }
         for case, (syntax, mode, server_encodes) in cases.items():
             with self.subTest(case=case):
                 folder = self.out(case)
@@ -276,9 +309,20 @@ class PacsClient(unittest.TestCase):
                     self.assertTrue(np.array_equal(self.decode_j2k_frame(frames[0]), expected[z]))
                     if uid == J2K:  # pydicom's own decoders (GDCM) know JPEG 2000
                         self.assertTrue(np.array_equal(ds.pixel_array, expected[z]))
-                    dump = subprocess.run(["dcmdump", "-Un", "+P", "0002,0010", "+P", "7fe0,0010",
-                                           os.path.join(folder, sorted(os.listdir(folder))[z])],
-                                          check=True, capture_output=True, text=True).stdout
+                    dump = subprocess.run(
+                        [
+                            "dcmdump",
+                            "-Un",
+                            "+P",
+                            "0002,0010",
+                            "+P",
+                            "7fe0,0010",
+                            os.path.join(folder, sorted(os.listdir(folder))[z]),
+                        ],
+                        check=True,
+                        capture_output=True,
+                        text=True,
+                    ).stdout
                     self.assertIn(uid, dump)
                     self.assertIn("PixelSequence", dump)
                 # cuimg reads its own output back (sent as frames): the identity gives it again.
@@ -290,33 +334,60 @@ class PacsClient(unittest.TestCase):
     def test_gradient_and_label_send_frames_and_a_corrupt_frame_names_its_file(self):
         # Gradient: the same gx, gy and magnitude from the frames as from the pixels.
         planes = {}
-        for name, series in (("native", self.native["fractional"]),
-                             ("rle", self.compressed["fractional", "rle"])):
+        for name, series in (
+            ("native", self.native["fractional"]),
+            ("rle", self.compressed["fractional", "rle"]),
+        ):
             prefix = self.out(f"g_{name}")
             self.proxy.mode = "pass"
             self.proxy.requests.clear()
-            run = subprocess.run([CLIENT, "gradient", f"--input={series}",
-                                  f"--output_prefix={prefix}", "--format=npy",
-                                  f"--target={self.proxy.target}"],
-                                 capture_output=True, text=True, timeout=120)
+            run = subprocess.run(
+                [
+                    CLIENT,
+                    "gradient",
+                    f"--input={series}",
+                    f"--output_prefix={prefix}",
+                    "--format=npy",
+                    f"--target={self.proxy.target}",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             self.assertEqual(run.returncode, 0, run.stderr)
-            self.assertEqual(self.proxy.requests[0].input.WhichOneof("source"),
-                             "image" if name == "native" else "dicom_frames")
+            self.assertEqual(
+                self.proxy.requests[0].input.WhichOneof("source"),
+                "image" if name == "native" else "dicom_frames",
+            )
             planes[name] = [np.load(f"{prefix}_{p}.npy") for p in ("gx", "gy", "magnitude")]
         for a, b in zip(planes["native"], planes["rle"]):
             self.assertTrue(np.array_equal(a, b))
         results = {}
-        for name, series in (("native", self.native["ct12"]),
-                             ("htj2k", self.compressed["ct12", "htj2k"])):
+        for name, series in (
+            ("native", self.native["ct12"]),
+            ("htj2k", self.compressed["ct12", "htj2k"]),
+        ):
             out = self.out(f"{name}.npy")
             self.proxy.requests.clear()
-            run = subprocess.run([CLIENT, "label", f"--input={series}", f"--output={out}",
-                                  "--threshold=-1024:500", "--json",
-                                  f"--target={self.proxy.target}"],
-                                 capture_output=True, text=True, timeout=120)
+            run = subprocess.run(
+                [
+                    CLIENT,
+                    "label",
+                    f"--input={series}",
+                    f"--output={out}",
+                    "--threshold=-1024:500",
+                    "--json",
+                    f"--target={self.proxy.target}",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             self.assertEqual(run.returncode, 0, run.stderr)
-            self.assertEqual(self.proxy.requests[0].input.WhichOneof("source"),
-                             "image" if name == "native" else "dicom_frames")
+            self.assertEqual(
+                self.proxy.requests[0].input.WhichOneof("source"),
+                "image" if name == "native" else "dicom_frames",
+            )
             results[name] = (np.load(out), json.loads(run.stdout)["region_count"])
         self.assertGreater(results["native"][1], 1)
         self.assertEqual(results["native"][1], results["htj2k"][1])
@@ -327,7 +398,7 @@ class PacsClient(unittest.TestCase):
         victim = os.path.join(cut, sorted(os.listdir(cut))[2])
         ds = pydicom.dcmread(victim)
         frame = next(encaps.generate_pixel_data_frame(ds.PixelData))
-        ds.PixelData = encaps.encapsulate([frame[:len(frame) // 2]])
+        ds.PixelData = encaps.encapsulate([frame[: len(frame) // 2]])
         ds.save_as(victim)
         run = self.cli(f"--input={cut}", f"--output={self.out('cut.npy')}", STEPS, expect=3)
         self.assertEqual(self.proxy.requests[0].input.WhichOneof("source"), "dicom_frames")
@@ -336,6 +407,7 @@ class PacsClient(unittest.TestCase):
     def test_python_client_sends_frames_and_writes_htj2k(self):
         import cuimg
         from cuimg import dicom, dicom_frames
+
         steps = STEPS.split("=", 1)[1]
         for name, codec in (("ct12", "htj2k"), ("signed_m1", "j2k"), ("fractional", "rle")):
             with self.subTest(series=name, codec=codec):
@@ -345,16 +417,20 @@ class PacsClient(unittest.TestCase):
                     expected = c.morphology(volume, steps, spacing=spacing, stream=False)
                     syntaxes = c.server_info().decodable_transfer_syntaxes
                     frames, frames_spacing, _ = dicom_frames.read_series_frames(
-                        self.compressed[name, codec], syntaxes)
+                        self.compressed[name, codec], syntaxes
+                    )
                     self.assertIsInstance(frames, dicom_frames.StoredFrames)
                     self.assertEqual(frames_spacing, spacing)
                     self.proxy.requests.clear()
                     got = c.morphology(frames, steps, spacing=frames_spacing)
                     labels, regions = c.label(frames, threshold=(-200, 500), spacing=spacing)
-                    want_labels, want_regions = c.label(volume, threshold=(-200, 500),
-                                                        spacing=spacing)
-                self.assertEqual([r.input.WhichOneof("source") for r in self.proxy.requests],
-                                 ["dicom_frames", "dicom_frames", "image"])
+                    want_labels, want_regions = c.label(
+                        volume, threshold=(-200, 500), spacing=spacing
+                    )
+                self.assertEqual(
+                    [r.input.WhichOneof("source") for r in self.proxy.requests],
+                    ["dicom_frames", "dicom_frames", "image"],
+                )
                 self.assertEqual(got.dtype, expected.dtype)
                 self.assertTrue(np.array_equal(got, expected))
                 self.assertTrue(np.array_equal(labels, want_labels))
@@ -386,9 +462,20 @@ class PacsClient(unittest.TestCase):
             self.assertEqual(ds.SeriesInstanceUID != want.SeriesInstanceUID, True)
             frame = next(encaps.generate_pixel_data_frame(ds.PixelData, 1))
             self.assertTrue(np.array_equal(self.decode_j2k_frame(frame), want.pixel_array))
-        dump = subprocess.run(["dcmdump", "-Un", "+P", "0002,0010", "+P", "7fe0,0010",
-                               os.path.join(folder, sorted(os.listdir(folder))[0])],
-                              check=True, capture_output=True, text=True).stdout
+        dump = subprocess.run(
+            [
+                "dcmdump",
+                "-Un",
+                "+P",
+                "0002,0010",
+                "+P",
+                "7fe0,0010",
+                os.path.join(folder, sorted(os.listdir(folder))[0]),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
         self.assertIn(HTJ2K, dump)
         self.assertIn("PixelSequence", dump)
 
@@ -399,8 +486,13 @@ class PacsClient(unittest.TestCase):
                 out = self.out("x.npy") if args[0].endswith("htj2k") else self.out("x")
                 run = self.cli(f"--input={source}", f"--output={out}", STEPS, *args, expect=2)
                 self.assertIn("--output_syntax", run.stderr)
-        run = self.cli(f"--input={self.compressed['fractional', 'rle']}",
-                       f"--output={self.out('f')}", STEPS, "--output_syntax=htj2k", expect=2)
+        run = self.cli(
+            f"--input={self.compressed['fractional', 'rle']}",
+            f"--output={self.out('f')}",
+            STEPS,
+            "--output_syntax=htj2k",
+            expect=2,
+        )
         self.assertIn("float32", run.stderr)
 
 
