@@ -250,6 +250,12 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& path,
     }
   }
   if (slices.empty()) {
+    // A file named on its own is meant as an image: skipping it would make bad data look like a
+    // wrong path (the Python reader's rule too).
+    if (fs::is_regular_file(path, ec) && other_series.empty()) {
+      return DicomRefusal(Code::kInvalidArgument, ErrorReason::kInvalidFormat, path, "",
+                          "is not a DICOM image file (no Part 10 header with Rows)");
+    }
     if (!other_series.empty()) {
       return absl::NotFoundError(absl::StrCat(path, ": no slice of series ", options.series_uid,
                                               " (it holds ", absl::StrJoin(other_series, ", "),

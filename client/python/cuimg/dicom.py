@@ -215,6 +215,10 @@ def _read_headers(path, series_uid):
             raise FileNotFoundError(
                 f"{path}: no slice of series {series_uid} (it holds {sorted(others)})"
             )
+        if os.path.isfile(path):
+            # A file named on its own is meant as an image: bad data, not a wrong path.
+            detail = "is not a DICOM image file (no Part 10 header with Rows)"
+            raise DicomError(path, "", "INVALID_FORMAT", detail)
         raise FileNotFoundError(f"{path}: no DICOM image files")
     return slices
 
