@@ -11,6 +11,7 @@ export PYTHONPATH="$B/python:$B/tests/e2e"
 export PYTHONUNBUFFERED=1
 export CUIMG_DATA="$B/data"
 export CUIMG_MODELS_DIR="$B/models"
+export DCMDICTPATH="$B/share/dcmtk/dicom.dic:$B/share/dcmtk/private.dic"
 status=0
 step() { echo "== $* ($(date +%T))"; }
 # CUIMG_STEPS picks the steps (tests sanitize e2e bench); default all.
