@@ -110,6 +110,12 @@ ABSL_FLAG(std::string, series_uid, "",
 ABSL_FLAG(std::string, uid_root, "",
           "morphology: the organisation's UID root for a derived DICOM series' new UIDs (at most "
           "40 digits and dots; DCMTK's site root when empty).");
+ABSL_FLAG(std::string, output_syntax, "explicit",
+          "morphology, DICOM series out: explicit, htj2k (HTJ2K lossless .201, encoded by the "
+          "server where it can, else here) or j2k (JPEG 2000 lossless .90, encoded here).");
+ABSL_FLAG(bool, send_frames, true,
+          "morphology, gradient, label: send a compressed DICOM series as its stored frames to a "
+          "server that decodes its syntax (GetServerInfo); false: decode it here, send pixels.");
 
 // gradient, pyramid
 ABSL_FLAG(std::string, output_prefix, "",
@@ -118,8 +124,7 @@ ABSL_FLAG(int, kernel_length, 7, "gradient, load --rpc gradient: taps per 1D ker
 ABSL_FLAG(
     double, sigma, 0,
     "gradient, load --rpc gradient: Gaussian sigma in pixels (0 = OpenCV's rule: 1.4 for 7).");
-ABSL_FLAG(int, levels, 31,
-          "pyramid, load --rpc pyramid: levels (each 1/ratio the size of the previous).");
+ABSL_FLAG(int, levels, 31, "pyramid, load --rpc pyramid: levels (each 1/ratio the last's size).");
 ABSL_FLAG(double, ratio, 1.05, "pyramid, load --rpc pyramid: scale between levels.");
 ABSL_FLAG(std::string, mode, "from_base", "pyramid, load --rpc pyramid: from_base or cascaded.");
 ABSL_FLAG(std::string, format, "",
@@ -137,16 +142,14 @@ ABSL_FLAG(int, win_stride, 0, "detect: window step in pixels, a multiple of 8 (0
 ABSL_FLAG(int, padding, 0, "detect: pixels added around each level (rounded up to 8).");
 ABSL_FLAG(double, scale, 0, "detect: scale between pyramid levels, in (1, 4] (0 = 1.05).");
 ABSL_FLAG(int, max_levels, 0, "detect: at most this many pyramid levels (0 = 64).");
-ABSL_FLAG(std::string, gamma, "model",
-          "detect: sqrt gamma correction: model (the model's default), on or off.");
+ABSL_FLAG(std::string, gamma, "model", "detect: sqrt gamma: model (its default), on or off.");
 ABSL_FLAG(std::string, grouping, "rectangles",
           "detect: rectangles (OpenCV groupRectangles) or none (every window hit).");
 ABSL_FLAG(int, group_threshold, -1,
           "detect: clusters of at most this many hits are dropped (-1 = the server's 2).");
 ABSL_FLAG(double, group_eps, 0, "detect: groupRectangles' eps (0 = 0.2).");
 ABSL_FLAG(int, every, 1, "detect, load --video: frames: process every Nth frame.");
-ABSL_FLAG(int, max_frames, 0,
-          "detect, load --video: frames: stop after this many (0 = all; load: 100).");
+ABSL_FLAG(int, max_frames, 0, "detect, load --video: stop after N frames (0 = all; load: 100).");
 ABSL_FLAG(
     bool, keep_going, false,
     "detect: a folder of frames: report an unreadable file, go on with the others, and exit 3 "
@@ -195,9 +198,7 @@ ABSL_FLAG(std::string, server_metrics, "",
 ABSL_FLAG(bool, detect_stream, false,
           "load: with --rpc detect, send the frames over DetectStream calls (one stream per "
           "--channels, --concurrency frames unanswered over them) instead of unary calls.");
-ABSL_FLAG(int, batch, 0,
-          "morphology: with --input=DIR and --output=DIR, send the folder's images this many to a "
-          "call (a batch); load: images per call (--rpc morphology, gradient, pyramid, detect).");
+ABSL_FLAG(int, batch, 0, "morphology --input=DIR, load: images per call (a batch; 0: none).");
 ABSL_FLAG(bool, shm, false,
           "load: pass pixels through a POSIX shared-memory object registered with the server "
           "(same host; the server needs --shared_memory): the RPCs carry no pixels.");
@@ -379,6 +380,8 @@ int main(int argc, char** argv) {
     command.nrrd_gzip = absl::GetFlag(FLAGS_nrrd_gzip);
     command.series_uid = absl::GetFlag(FLAGS_series_uid);
     command.uid_root = absl::GetFlag(FLAGS_uid_root);
+    command.output_syntax = absl::GetFlag(FLAGS_output_syntax);
+    command.send_frames = absl::GetFlag(FLAGS_send_frames);
     command.json = absl::GetFlag(FLAGS_json);
     command.slab_slices = absl::GetFlag(FLAGS_slab_slices);
     command.volume_streams = absl::GetFlag(FLAGS_volume_streams);
@@ -410,6 +413,7 @@ int main(int argc, char** argv) {
     command.min_voxels = absl::GetFlag(FLAGS_min_voxels);
     command.intensity = absl::GetFlag(FLAGS_intensity);
     command.keep_resident = absl::GetFlag(FLAGS_keep_resident);
+    command.send_frames = absl::GetFlag(FLAGS_send_frames);
     command.nrrd_gzip = absl::GetFlag(FLAGS_nrrd_gzip);
     command.series_uid = absl::GetFlag(FLAGS_series_uid);
     command.json = absl::GetFlag(FLAGS_json);
@@ -418,6 +422,7 @@ int main(int argc, char** argv) {
   if (subcommand == "gradient") {
     cuimg::GradientCommand command = GradientFlags();
     command.input = absl::GetFlag(FLAGS_input);
+    command.send_frames = absl::GetFlag(FLAGS_send_frames);
     command.output_prefix = absl::GetFlag(FLAGS_output_prefix);
     if (!absl::GetFlag(FLAGS_format).empty()) command.format = absl::GetFlag(FLAGS_format);
     command.nrrd_gzip = absl::GetFlag(FLAGS_nrrd_gzip);

@@ -11,6 +11,7 @@ export PYTHONPATH="$B/python:$B/tests/e2e"
 export PYTHONUNBUFFERED=1
 export CUIMG_DATA="$B/data"
 export CUIMG_MODELS_DIR="$B/models"
+export DCMDICTPATH="$B/share/dcmtk/dicom.dic:$B/share/dcmtk/private.dic"
 status=0
 step() { echo "== $* ($(date +%T))"; }
 # CUIMG_STEPS picks the steps (tests sanitize e2e bench); default all.
@@ -128,6 +129,11 @@ step "server over the wire (CUDA backend)"
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
     CUIMG_FRAME_DECODER="$B/bin/cuimg-frame-decoder" \
     timeout 300 python3 "$B/tests/e2e/test_dicom_frames_wire.py" || status=1
+  # The clients' side (issue 49): series sent as frames (nvJPEG2000 decodes the JPEG 2000 and
+  # HTJ2K ones) == the pixels path, results written as HTJ2K by nvJPEG2000's encoder.
+  CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
+    CUIMG_FRAME_DECODER="$B/bin/cuimg-frame-decoder" \
+    timeout 300 python3 "$B/tests/e2e/test_pacs_client.py" || status=1
   # Streamed volumes on the CUDA backend: slabs on several CUDA streams == the unary result.
   CUIMG_SERVER="$B/bin/cuimg-server" CUIMG_CLIENT="$B/bin/cuimg" CUIMG_BACKEND=cuda \
     timeout 240 python3 "$B/tests/e2e/test_volume_stream_wire.py" || status=1
@@ -165,6 +171,11 @@ step benchmarks
     # DICOM frames (issue 49): 300 512x512 i16 HTJ2K and JPEG 2000 frames on nvJPEG2000 against
     # OpenJPH and OpenJPEG on 1 thread and every core; byte ratios; the targets met or missed.
     timeout 300 "$B/bin/frame_decode_bench" || status=1
+    # The CLI end to end (issue 49): a 300x512x512 CT series as JPEG 2000 and HTJ2K -> its
+    # dilation written as HTJ2K, frames on the wire, against today's path (client decode, raw
+    # wire, uncompressed out).
+    timeout 600 python3 "$B/benchmarks/pacs_bench.py" --server "$B/bin/cuimg-server" \
+      --client "$B/bin/cuimg" || status=1
   fi
   if [[ $benches == *" rpc "* ]]; then
     timeout 180 python3 "$B/benchmarks/rpc_bench.py" --server "$B/bin/cuimg-server" \

@@ -57,9 +57,13 @@ bash scripts/copy_nvjpeg.sh "$out/lib"
 cp -r "$build_dir/proto/python/." "$out/python/"
 cp -r tests/e2e "$out/tests/"
 [ -d benchmarks/anchors ] && cp -r benchmarks/anchors "$out/benchmarks/"
-cp benchmarks/summarize.py benchmarks/attack_bench.py benchmarks/rpc_bench.py benchmarks/multi_gpu_bench.py benchmarks/soak_bench.py benchmarks/transport_bench.py benchmarks/unary_footprint.py "$out/benchmarks/"
+cp benchmarks/summarize.py benchmarks/attack_bench.py benchmarks/rpc_bench.py benchmarks/pacs_bench.py benchmarks/multi_gpu_bench.py benchmarks/soak_bench.py benchmarks/transport_bench.py benchmarks/unary_footprint.py "$out/benchmarks/"
 cp scripts/gpu_run.sh scripts/gpu_profile.sh scripts/gpu_batches.sh "$out/"
 cp -r models "$out/models"
+# DCMTK's data dictionary (Debian's libdcmtk17 reads it from /usr/share at run time): without it
+# the CLI cannot write a DICOM attribute ("cannot set Unknown Tag"); gpu_run.sh sets DCMDICTPATH.
+mkdir -p "$out/share/dcmtk"
+cp /usr/share/libdcmtk17/dicom.dic /usr/share/libdcmtk17/private.dic "$out/share/dcmtk/"
 # Sample images (Debian's opencv-doc; the GPU machine has no package registry), and frames of
 # vtest.avi decoded here (the GPU machine has no decoder for it): every 80th at 768x576 (JPEG, to keep the bundle small) for the
 # detection test, benchmark and anchor, and three scaled to 1920x1080 as JPEG for the RPC benchmark.

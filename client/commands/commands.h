@@ -43,6 +43,10 @@ struct MorphologyCommand {
   // DICOM input of several series: the one to read; DICOM output: the UID root of new UIDs.
   std::string series_uid;
   std::string uid_root;
+  // DICOM series output: "explicit", "htj2k" or "j2k" (stored_frames.h's OutputSyntax).
+  std::string output_syntax = "explicit";
+  // A compressed DICOM series: sent as its stored frames where the server decodes them.
+  bool send_frames = true;
   bool json = false;
   // > 0: stream a one-channel volume in slabs of this many slices (ProcessVolumeStream),
   // split over up to `volume_streams` streams on their own connections.
@@ -76,6 +80,8 @@ struct LabelCommand {
   std::string intensity;
   // Keep the label image on the server and print its handle.
   bool keep_resident = false;
+  // A compressed DICOM series: sent as its stored frames where the server decodes them.
+  bool send_frames = true;
   bool nrrd_gzip = false;
   std::string series_uid;
   bool json = false;
@@ -93,6 +99,8 @@ struct GradientCommand {
   std::string series_uid;
   int kernel_length = 7;
   double sigma = 0;
+  // A compressed DICOM series sent unary: as its stored frames where the server decodes them.
+  bool send_frames = true;
   // > 0: stream a volume in slabs of this many slices (ProcessVolumeStream), split over up to
   // `volume_streams` streams on their own connections.
   int slab_slices = 0;

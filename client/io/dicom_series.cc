@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/io/dicom_frames.h"
 #include "client/io/dicom_header.h"
 #include "client/io/dicom_load.h"
 #include "client/io/dicom_pixels.h"
@@ -148,6 +149,9 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& path,
   Uint16 first_rows = 0, first_columns = 0;
   std::vector<Slice> slices;
   std::map<std::string, PixelModule> modules;  // per file
+  // Whether the series may be kept as its stored frames, and their syntax and photometric.
+  bool keep_frames = !options.frame_syntaxes.empty();
+  std::string frames_syntax, frames_photometric;
   std::set<std::string> other_series;
   for (const std::string& file : candidates) {
     DcmFileFormat format;
@@ -180,8 +184,11 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& path,
     // Uncompressed pixels need Rows * Columns * frames * bytes: a header that claims more than
     // the file holds is refused here, before the volume is allocated from it. (A compressed
     // stream has no such bound; options.max_voxels bounds what it may allocate.)
+    // DCMTK 3.6.7 reads a syntax it does not know (HTJ2K) as explicit VR: the meta header says
+    // whether the pixel data is encapsulated.
     const DcmXfer xfer(ds->getOriginalXfer());
-    if (!xfer.isEncapsulated() && xfer.getStreamCompression() == ESC_none) {
+    if (!xfer.isEncapsulated() && xfer.getStreamCompression() == ESC_none &&
+        !IsEncapsulatedFrameSyntax(MetaTransferSyntax(&format))) {
       const std::uintmax_t pixel_bytes =
           std::uintmax_t{rows} * columns * module.frames * (module.bits_allocated / 8);
       if (load.dataset_bytes < pixel_bytes) {
@@ -225,6 +232,22 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& path,
       }
     }
     modules[file] = module;
+    if (keep_frames) {
+      OFString photometric;
+      ds->findAndGetOFString(DCM_PhotometricInterpretation, photometric);
+      const std::string syntax = MetaTransferSyntax(&format);
+      const bool known = std::find(options.frame_syntaxes.begin(), options.frame_syntaxes.end(),
+                                   syntax) != options.frame_syntaxes.end();
+      const PixelModule& first = modules.begin()->second;
+      keep_frames =
+          known && IsEncapsulatedFrameSyntax(syntax) && module.frames == 1 &&
+          (frames_syntax.empty() ||
+           (syntax == frames_syntax && photometric.c_str() == frames_photometric &&
+            module.bits_allocated == first.bits_allocated &&
+            module.bits_stored == first.bits_stored && module.is_signed == first.is_signed));
+      frames_syntax = syntax;
+      frames_photometric = photometric.c_str();
+    }
   }
   if (slices.empty()) {
     // A file named on its own is meant as an image: skipping it would make bad data look like a
@@ -300,6 +323,27 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& path,
     return !IsInteger(s.header.slope) || !IsInteger(s.header.intercept);
   });
   const PixelType type = floating ? PixelType::kF32 : PixelType::kI16;
+  for (const Slice& s : slices) {
+    series.files.push_back(s.file);
+    series.frames.push_back(s.frame);
+    series.slopes.push_back(s.header.slope);
+    series.intercepts.push_back(s.header.intercept);
+  }
+  series.type = type;
+  series.extent = Extent{first_columns, first_rows, static_cast<std::int64_t>(slices.size())};
+  if (keep_frames) {
+    // Sent as they are: the server decodes and rescales them by the rule above.
+    StoredFrames stored;
+    stored.transfer_syntax_uid = frames_syntax;
+    stored.module = modules.begin()->second;
+    stored.monochrome1 = frames_photometric == "MONOCHROME1";
+    for (const Slice& s : slices) {
+      CUIMG_ASSIGN_OR_RETURN(std::string frame, ReadEncapsulatedFrame(s.file));
+      stored.data.push_back(std::move(frame));
+    }
+    series.stored = std::move(stored);
+    return series;
+  }
   const std::size_t slice_pixels = std::size_t{first_rows} * first_columns;
   series.volume =
       Image(type, Extent{first_columns, first_rows, static_cast<std::int64_t>(slices.size())});
@@ -316,13 +360,6 @@ absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& path,
     }
     series.multi_frame = series.multi_frame || module.frames > 1;
   }
-  for (const Slice& s : slices) {
-    series.files.push_back(s.file);
-    series.frames.push_back(s.frame);
-    series.slopes.push_back(s.header.slope);
-    series.intercepts.push_back(s.header.intercept);
-  }
-  series.extent = series.volume.extent();
   return series;
 }
 

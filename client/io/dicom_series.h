@@ -10,10 +10,12 @@
 #define CUIMG_CLIENT_IO_DICOM_SERIES_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/io/dicom_frames.h"
 #include "client/io/voxel_spacing.h"
 #include "cuimg/common/image.h"
 
@@ -23,8 +25,13 @@ struct DicomSeries {
   // I16, or F32 when a slice's RescaleSlope or RescaleIntercept is not an integer; width =
   // Columns, height = Rows, depth = slices (frames) in order along the slice normal.
   Image volume;
-  // volume's extent, kept for the writer when the pixels have been moved out.
+  // volume's extent and type, kept for the writer when the pixels have been moved out (or were
+  // never decoded: see `stored`).
   Extent extent;
+  PixelType type = PixelType::kI16;
+  // Set when the series was kept as its stored frames (DicomReadOptions::frame_syntaxes): `volume`
+  // is then empty, and a server decodes the frames to what `volume` would have held.
+  std::optional<StoredFrames> stored;
   // x: column spacing, y: row spacing (PixelSpacing), z: the median gap between slice positions.
   VoxelSpacing spacing;
   // The first slice's ImagePositionPatient, the row and column directions and the normal.
@@ -46,6 +53,12 @@ struct DicomReadOptions {
   std::string series_uid = {};
   // The most voxels the volume may hold (INVALID_ARGUMENT beyond).
   std::int64_t max_voxels = std::int64_t{1} << 30;
+  // Transfer syntax UIDs the caller sends as stored frames (a server's decodable syntaxes). When
+  // every file of the series is single-frame, encapsulated in one of them
+  // (IsEncapsulatedFrameSyntax) and of one pixel module (bits, sign, photometric interpretation),
+  // the series is not decoded: DicomSeries::stored holds its frames. Otherwise (empty: always) it
+  // is decoded as below.
+  std::vector<std::string> frame_syntaxes = {};
 };
 
 // Reads the series at `path`: a directory's DICOM Part 10 files (not recursing; files without
@@ -77,6 +90,10 @@ struct DicomReadOptions {
 // (PET, many MR series) the volume is F32: a fractional slope such as 0.001 would round every
 // value to a few integers, so nothing is rounded; F32 holds s * slope exactly enough that each
 // stored value is recovered by the writer.
+//
+// Kept as stored frames (options.frame_syntaxes), the series passes every check above except
+// the decode and the range of rescaled values, which the server that decodes the frames applies
+// by the same rule.
 absl::StatusOr<DicomSeries> ReadDicomSeries(const std::string& path,
                                             const DicomReadOptions& options = {});
 
@@ -86,6 +103,11 @@ struct DicomWriteOptions {
   // The organisation's UID root for the new SeriesInstanceUID and SOPInstanceUIDs; DCMTK's
   // site root when empty. At most 40 characters of digits and dots, so generated UIDs fit 64.
   std::string uid_root = {};
+  // When not empty, the result's slices as frames of this encapsulated transfer syntax
+  // (IsEncapsulatedFrameSyntax), one per slice in z order, each decoding to the slice's signed
+  // 16-bit values: they are written as they are (the result's pixels are not read).
+  std::string frames_syntax = {};
+  std::vector<std::string> frames = {};
 };
 
 // Writes `result` (of source.extent; I16, or F32 from an F32 source) as a new series in
@@ -104,7 +126,10 @@ struct DicomWriteOptions {
 // exactly the source's stored values; otherwise (INVALID_ARGUMENT for NaN or infinity) the slice
 // gets RescaleIntercept 0 and RescaleSlope max|v| / 32767, a step of 1/65534 of its range.
 // Geometry, frame of reference, patient and study tags are kept. Explicit VR little endian. A
-// multi-frame source is FAILED_PRECONDITION (write .nii, .nrrd or .npy instead). Returns the new
+// multi-frame source is FAILED_PRECONDITION (write .nii, .nrrd or .npy instead). With
+// options.frames (an I16 result; `result.data` may be null) each slice holds its frame
+// encapsulated under options.frames_syntax (dicom_frames.h's SaveEncapsulated), RescaleSlope 1,
+// RescaleIntercept 0; INVALID_ARGUMENT when their count is not the depth. Returns the new
 // SeriesInstanceUID.
 absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const ImageView& result,
                                              const std::string& directory,

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/io/atomic_output.h"
+#include "client/io/dicom_frames.h"
 #include "client/io/dicom_load.h"
 #include "client/io/dicom_series.h"
 #include "cuimg/common/status_macros.h"
@@ -138,6 +139,11 @@ absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const Im
     return absl::InvalidArgumentError(
         "DICOM output needs a one-channel i16 or f32 result of the source series' extent");
   }
+  const bool encoded = !options.frames_syntax.empty();
+  if (encoded && (result.type != PixelType::kI16 || options.frames.size() != depth)) {
+    return absl::InvalidArgumentError(
+        "an encoded DICOM output needs one frame per slice of an i16 result");
+  }
   if (source.multi_frame) {
     return absl::FailedPreconditionError(
         absl::StrCat(directory,
@@ -183,9 +189,11 @@ absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const Im
       }
     }
     // Pixels: I16 as they are (slope 1, intercept 0); F32 quantised per Quantise.
-    std::vector<std::int16_t> stored(slice_pixels);
+    std::vector<std::int16_t> stored(encoded ? 0 : slice_pixels);
     std::string slope = "1", intercept = "0";
-    if (result.type == PixelType::kI16) {
+    if (encoded) {
+      // The frame holds the slice's values (slope 1, intercept 0 below).
+    } else if (result.type == PixelType::kI16) {
       std::memcpy(stored.data(), static_cast<const std::int16_t*>(result.data) + z * slice_pixels,
                   slice_pixels * 2);
     } else {
@@ -235,13 +243,19 @@ absl::StatusOr<std::string> WriteDicomSeries(const DicomSeries& source, const Im
         ds->putAndInsertUint16(DCM_BitsStored, 16).bad() ||
         ds->putAndInsertUint16(DCM_HighBit, 15).bad() ||
         ds->putAndInsertUint16(DCM_PixelRepresentation, 1).bad() ||
-        ds->putAndInsertUint16Array(DCM_PixelData, reinterpret_cast<const Uint16*>(stored.data()),
-                                    static_cast<unsigned long>(slice_pixels))
-            .bad()) {
+        (!encoded &&
+         ds->putAndInsertUint16Array(DCM_PixelData, reinterpret_cast<const Uint16*>(stored.data()),
+                                     static_cast<unsigned long>(slice_pixels))
+             .bad())) {
       return absl::InternalError(absl::StrCat(file, ": cannot set the pixel module"));
     }
     const std::string name = absl::StrFormat("slice_%04d.dcm", z);
     const std::string out = (fs::path(folder) / name).string();
+    if (encoded) {
+      CUIMG_RETURN_IF_ERROR(PutEncapsulatedFrame(ds, options.frames[z], file));
+      CUIMG_RETURN_IF_ERROR(SaveEncapsulated(&format, options.frames_syntax, out));
+      continue;
+    }
     // Checked before a byte is written: DCMTK would otherwise stop mid-file on an element it
     // cannot convert, leaving a slice no reader takes.
     if (!ds->canWriteXfer(EXS_LittleEndianExplicit, ds->getOriginalXfer())) {

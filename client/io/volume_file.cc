@@ -35,6 +35,7 @@ absl::StatusOr<VolumeFile> ReadVolumeFile(const std::string& path,
   if (IsDicomSeriesPath(path)) {
     DicomReadOptions dicom_options;
     dicom_options.series_uid = options.series_uid;
+    dicom_options.frame_syntaxes = options.frame_syntaxes;
     CUIMG_ASSIGN_OR_RETURN(DicomSeries series, ReadDicomSeries(path, dicom_options));
     out.spacing = series.spacing;
     out.geometry = series.geometry;
@@ -90,6 +91,8 @@ absl::Status WriteVolumeFile(const std::string& path, const ImageView& image,
     DicomWriteOptions dicom_options;
     dicom_options.derivation = options.derivation;
     dicom_options.uid_root = options.uid_root;
+    dicom_options.frames_syntax = options.frames_syntax;
+    dicom_options.frames = options.frames;
     return WriteDicomSeries(*source.dicom, image, path, dicom_options).status();
   }
   if (HasExtension(path, {".npy"})) {

@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "client/io/dicom_series.h"
@@ -38,6 +39,9 @@ bool IsDicomSeriesPath(const std::string& path);
 struct VolumeReadOptions {
   // A DICOM directory holding several series: the SeriesInstanceUID to read.
   std::string series_uid = {};
+  // A DICOM series: the transfer syntaxes it may be kept in as stored frames
+  // (DicomReadOptions::frame_syntaxes; `image` is then empty and `dicom->stored` holds them).
+  std::vector<std::string> frame_syntaxes = {};
 };
 // Reads `path` by the rules above. Errors keep the reader's status code: NOT_FOUND for a path that
 // is not there, INVALID_ARGUMENT/DATA_LOSS/OUT_OF_RANGE/UNIMPLEMENTED for contents cuimg cannot
@@ -51,6 +55,9 @@ struct VolumeWriteOptions {
   std::string derivation = "cuimg";
   // DICOM: the organisation's UID root for new UIDs (DCMTK's site root when empty).
   std::string uid_root = {};
+  // DICOM: the slices as encoded frames (DicomWriteOptions::frames_syntax and frames).
+  std::string frames_syntax = {};
+  std::vector<std::string> frames = {};
 };
 // By the same rules as ReadVolumeFile. A DICOM output needs `source.dicom` (FAILED_PRECONDITION
 // otherwise: cuimg writes a derived series, never a series from scratch). `source` is where the

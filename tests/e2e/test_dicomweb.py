@@ -6,7 +6,9 @@ from Orthanc (QIDO-RS, WADO-RS) and stores the derived series there (STOW-RS); t
 is found with QIDO-RS and read back with cuimg.dicomweb: its pixels against SciPy, its geometry
 against the source's, its references to the source instances. A JPEG 2000 series (gdcmconv --j2k)
 is read in its stored syntax (transfer-syntax=*), which this Orthanc cannot transcode to the
-default; through a proxy that refuses transfer-syntax=* (HTTP 406), the clients fall back to the
+default; its frames go to cuimg-server as they are and the dilation, written as HTJ2K
+(--output_syntax=htj2k), is stored with STOW-RS in that syntax and read back as stored (issue 49);
+through a proxy that refuses transfer-syntax=* (HTTP 406), the clients fall back to the
 default syntax, and Orthanc's HTTP 500 for the JPEG 2000 series is reported with its reason. Then
 the failures a user meets: wrong password, unknown series, the caps, malformed URLs. Bearer tokens
 and TLS go through a small https proxy with a throwaway CA in front of Orthanc: Orthanc takes basic
@@ -468,6 +470,64 @@ class DicomwebEndToEnd(unittest.TestCase):
             self.orthanc.url, self.study, self.j2k_series, auth=self.auth
         )
         np.testing.assert_array_equal(volume, self.hu_j2k)
+
+    def test_jpeg2000_series_round_trip_stored_as_htj2k(self):
+        # Issue 49: the JPEG 2000 series' frames go to cuimg-server as they are, the dilation
+        # comes back as HTJ2K frames and is stored in Orthanc with STOW-RS in that syntax.
+        before = {
+            value(s, "0020000E")
+            for s in self.orthanc.get(f"/dicom-web/studies/{self.study}/series")
+        }
+        result = self.cuimg(
+            self.series_url(self.j2k_series),
+            f"dicomweb+{self.orthanc.url}",
+            "--output_syntax=htj2k",
+            "--json",
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("decode_us=", json.loads(result.stdout)["server_timing"])
+        self.assertIn(f"stored {len(self.hu_j2k)} instances with STOW-RS", result.stderr)
+        derived = {
+            value(s, "0020000E")
+            for s in self.orthanc.get(f"/dicom-web/studies/{self.study}/series")
+        } - before
+        self.assertEqual(len(derived), 1)
+        derived_uid = derived.pop()
+        syntaxes = set()
+        for instance in self.orthanc.get("/instances"):
+            if (
+                self.orthanc.get(f"/instances/{instance}/tags?simplify")["SeriesInstanceUID"]
+                == derived_uid
+            ):
+                # The meta header as stored (this Orthanc's DCMTK does not know the UID, so it
+                # records no TransferSyntax metadata).
+                syntaxes.add(
+                    self.orthanc.get(f"/instances/{instance}/header?simplify")["TransferSyntaxUID"]
+                )
+        self.assertEqual(syntaxes, {"1.2.840.10008.1.2.4.201"})
+        # Read back through WADO-RS in its stored syntax, sent as frames again: the identity
+        # gives the dilation.
+        out = os.path.join(self.dir, "htj2k_back.npy")
+        back = subprocess.run(
+            [
+                CLIENT,
+                "morphology",
+                f"--target={self.server.target}",
+                "--steps=erode:rect:1x1x1",
+                f"--input={self.series_url(derived_uid)}",
+                f"--output={out}",
+                f"--dicomweb_ca_file={self.tls.ca_cert}",
+                f"--dicomweb_user={USER}",
+                f"--dicomweb_password_file={os.path.join(self.dir, 'password')}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        self.assertEqual(back.returncode, 0, back.stderr)
+        np.testing.assert_array_equal(
+            np.load(out), ndimage.grey_dilation(self.hu_j2k, size=(3, 3, 3), mode="nearest")
+        )
 
     def test_server_without_stored_syntax_gets_its_default_and_its_errors_are_quoted(self):
         proxy = self.no_stored_syntax

@@ -54,6 +54,7 @@ from cuimg.v1 import (
     morphology_pb2,
     pyramid_pb2,
     resident_pb2,
+    server_info_pb2,
     streaming_pb2,
     types_pb2,
 )
@@ -133,6 +134,7 @@ class Client(detection.DetectionCalls):
         self.last_elements: list[morphology_pb2.StructuringElement] = []
         # Results keep their input's dimensionality, one-slice volumes' included.
         self._one_slice = resident.OneSliceHandles()
+        self._server_info: server_info_pb2.ServerInfo | None = None
 
     def close(self) -> None:
         """Closes every channel of this client."""
@@ -287,52 +289,30 @@ class Client(detection.DetectionCalls):
         morphology. A list of images is a batch, as for morphology: a list of dicts."""
         names = ["gx", "gy"] + (["magnitude"] if magnitude else []) + (["angle"] if angle else [])
         output = _output_options(keep_resident, return_data, ttl_seconds)
+        request = gradient_pb2.GradientRequest(
+            kernel_length=kernel_length,
+            sigma=sigma,
+            magnitude=magnitude,
+            angle=angle,
+            output=output,
+        )
+
+        def planes(i: ImageLike, r: Any) -> dict[str, Any]:
+            arrays = [getattr(r, n) for n in names]
+            return dict(zip(names, self._one_slice.results(i, arrays, keep_resident, return_data)))
+
         if batches.is_batch(image):
             batches.check(image)
-            request = gradient_pb2.GradientRequest(
-                inputs=[_source(i, spacing) for i in image],
-                kernel_length=kernel_length,
-                sigma=sigma,
-                magnitude=magnitude,
-                angle=angle,
-                output=output,
-            )
-            return batches.results(  # type: ignore[return-value]
-                self._call("Gradient", request),
-                image,
-                lambda i, r: dict(
-                    zip(
-                        names,
-                        self._one_slice.results(
-                            i, [getattr(r, n) for n in names], keep_resident, return_data
-                        ),
-                    )
-                ),
-            )
+            request.inputs.extend(_source(i, spacing) for i in image)
+            call = self._call("Gradient", request)
+            return batches.results(call, image, planes)  # type: ignore[return-value]
         volume = None if output is not None else streamable(image, stream, self.stream_threshold)
         if volume is not None:
-            header = streaming_pb2.VolumeStreamHeader(
-                gradient=gradient_pb2.GradientRequest(
-                    kernel_length=kernel_length, sigma=sigma, magnitude=magnitude, angle=angle
-                )
-            )
+            header = streaming_pb2.VolumeStreamHeader(gradient=request)
             _set_spacing(header.volume, spacing)
             return dict(zip(names, self._stream(header, volume, np.dtype(np.float32), len(names))))
-        response = self._call(
-            "Gradient",
-            gradient_pb2.GradientRequest(
-                input=_source(image, spacing),
-                kernel_length=kernel_length,
-                sigma=sigma,
-                magnitude=magnitude,
-                angle=angle,
-                output=output,
-            ),
-        )
-        results = self._one_slice.results(
-            image, [getattr(response, n) for n in names], keep_resident, return_data
-        )
-        return dict(zip(names, results))
+        request.input.CopyFrom(_source(image, spacing))
+        return planes(image, self._call("Gradient", request))
 
     def label(
         self,
@@ -421,6 +401,20 @@ class Client(detection.DetectionCalls):
             return batches.results(self._call("Pyramid", request), image, levels_of)
         request.input.CopyFrom(_source(image))
         return levels_of(image, self._call("Pyramid", request))
+
+    def server_info(self) -> server_info_pb2.ServerInfo:
+        """GetServerInfo, asked once per Client: the DICOM transfer syntaxes the server decodes
+        and encodes (cuimg/dicom_frames.py). A server without it (older) gives an empty one."""
+        if self._server_info is None:
+            try:
+                self._server_info = self._call(
+                    "GetServerInfo", server_info_pb2.GetServerInfoRequest()
+                )
+            except CuimgError as e:
+                if e.code != grpc.StatusCode.UNIMPLEMENTED:
+                    raise
+                self._server_info = server_info_pb2.ServerInfo()
+        return self._server_info
 
     def health(self, service: str = "") -> str:
         """grpc.health.v1 Check: "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN" or "UNKNOWN" for

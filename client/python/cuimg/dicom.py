@@ -256,6 +256,12 @@ def read_series(
     secondary capture, NM); a series of several needs all three on every slice. DicomError for
     a file cuimg does not read, FileNotFoundError when there is no image, ValueError for a
     directory of several series."""
+    slices, z_spacing = _ordered_slices(path, series_uid)
+    return _decoded(slices), _spacing(slices, z_spacing), [s["ds"] for s in slices]
+
+
+def _ordered_slices(path, series_uid):
+    """The series' slices (read_series's checks) sorted along the normal, and the z spacing."""
     slices = _read_headers(path, series_uid)
     if len(slices) > 1:
         for s in slices:
@@ -286,13 +292,26 @@ def read_series(
                     f"frame {slices[i + 1]['frame'] + 1} at the same position as "
                     f"{slices[i]['path']} along the slice normal",
                 )
-        z_spacing = float(np.median(gaps))
-    else:
-        z_spacing = 0.0
-    floating = any(
+        return slices, float(np.median(gaps))
+    return slices, 0.0
+
+
+def _is_floating(slices):
+    """Whether the volume is float32: a fractional slope or intercept."""
+    return any(
         s["slope"] != round(s["slope"]) or s["intercept"] != round(s["intercept"]) for s in slices
     )
-    decoded = {}
+
+
+def _spacing(slices, z_spacing):
+    row_spacing, column_spacing = slices[0]["spacing"] or [0.0, 0.0]
+    return column_spacing, row_spacing, z_spacing
+
+
+def _decoded(slices):
+    """The volume of `slices`, decoded and rescaled."""
+    floating = _is_floating(slices)
+    decoded: dict[str, Any] = {}
     planes = []
     for index, s in enumerate(slices):
         if s["path"] not in decoded:
@@ -316,9 +335,7 @@ def read_series(
                 "do not fit int16 (cuimg reads integer rescales as int16, never clamped)",
             )
         planes.append(units.astype(np.int16))
-    spacing = slices[0]["spacing"] or [0.0, 0.0]
-    row_spacing, column_spacing = spacing
-    return np.stack(planes), (column_spacing, row_spacing, z_spacing), [s["ds"] for s in slices]
+    return np.stack(planes)
 
 
 def _decimal_string(value):
@@ -384,10 +401,7 @@ def write_series(
             "write_series: the source is a multi-frame object; cuimg writes derived "
             "series of single-frame sources only (write NIfTI instead)"
         )
-    if uid_root is not None and (len(uid_root) > 40 or not re.fullmatch(r"[0-9.]+", uid_root)):
-        raise ValueError(f"uid_root: '{uid_root}' is not at most 40 digits and dots")
-    prefix = None if uid_root is None else uid_root.rstrip(".") + "."
-    series_uid = generate_uid(prefix=prefix) if prefix else generate_uid()
+    prefix, series_uid = _new_series(uid_root)
     # Into a folder beside `directory`, renamed into place once every slice is written.
     with staged_folder(directory) as folder:
         _write_slices(datasets, volume, folder, derivation, prefix, series_uid)
@@ -400,34 +414,51 @@ def _write_slices(datasets, volume, directory, derivation, prefix, series_uid):
             stored, slope, intercept = plane, "1", "0"
         else:
             stored, slope, intercept = _quantise(plane, source)
-        with warnings.catch_warnings():  # a deflated source's filename is a buffer: not copied
-            warnings.simplefilter("ignore", UserWarning)
-            ds = copy.deepcopy(source)
-        # Sequences holding pixel data depict the source (IconImageSequence), and an encapsulated
-        # one cannot be written uncompressed: dropped, as by the CLI.
-        for element in list(ds):
-            if element.VR == "SQ" and _holds_pixel_data(element.value):
-                del ds[element.tag]
-        ds.SeriesInstanceUID = series_uid
-        ds.SOPInstanceUID = generate_uid(prefix=prefix) if prefix else generate_uid()
-        ds.file_meta.MediaStorageSOPInstanceUID = ds.SOPInstanceUID
+        ds = _derived(source, derivation, prefix, series_uid, slope, intercept)
         ds.file_meta.TransferSyntaxUID = ExplicitVRLittleEndian
-        ds.ImageType = ["DERIVED", "SECONDARY"] + list(source.get("ImageType", []))[2:]
-        if "SeriesNumber" in source and _present(source.SeriesNumber) is not None:
-            ds.SeriesNumber = int(source.SeriesNumber) + 1000
-        ds.SeriesDescription = f"{source.get('SeriesDescription', '')} {derivation}".strip()[:64]
-        ds.DerivationDescription = derivation
-        reference = Dataset()
-        reference.ReferencedSOPClassUID = source.SOPClassUID
-        reference.ReferencedSOPInstanceUID = source.SOPInstanceUID
-        ds.SourceImageSequence = DicomSequence([reference])
-        for tag in _SOURCE_VALUE_TAGS:
-            if tag in ds:
-                delattr(ds, tag)
-        ds.BitsAllocated, ds.BitsStored, ds.HighBit, ds.PixelRepresentation = 16, 16, 15, 1
-        ds.RescaleSlope, ds.RescaleIntercept = slope, intercept
         # A new element: one copied from a compressed source would keep VR OB and undefined length.
-        del ds.PixelData
         ds.add_new(0x7FE00010, "OW", np.ascontiguousarray(stored, dtype="<i2").tobytes())
-        ds.is_little_endian, ds.is_implicit_VR = True, False
         ds.save_as(os.path.join(directory, f"slice_{z:04d}.dcm"), write_like_original=False)
+
+
+def _new_series(uid_root):
+    """(the prefix of new UIDs or None, a new SeriesInstanceUID) under `uid_root`."""
+    if uid_root is not None and (len(uid_root) > 40 or not re.fullmatch(r"[0-9.]+", uid_root)):
+        raise ValueError(f"uid_root: '{uid_root}' is not at most 40 digits and dots")
+    prefix = None if uid_root is None else uid_root.rstrip(".") + "."
+    return prefix, generate_uid(prefix=prefix) if prefix else generate_uid()
+
+
+def _derived(source, derivation, prefix, series_uid, slope, intercept):
+    """A copy of `source` as a slice of the derived series: new UIDs, the derivation's tags, a
+    signed 16-bit pixel module with the rescale given, and no Pixel Data yet."""
+    with warnings.catch_warnings():  # a deflated source's filename is a buffer: not copied
+        warnings.simplefilter("ignore", UserWarning)
+        ds = copy.deepcopy(source)
+    # Sequences holding pixel data depict the source (IconImageSequence), and an encapsulated
+    # one cannot be written uncompressed: dropped, as by the CLI.
+    for element in list(ds):
+        if element.VR == "SQ" and _holds_pixel_data(element.value):
+            del ds[element.tag]
+    ds.SeriesInstanceUID = series_uid
+    ds.SOPInstanceUID = generate_uid(prefix=prefix) if prefix else generate_uid()
+    ds.file_meta.MediaStorageSOPInstanceUID = ds.SOPInstanceUID
+    ds.file_meta.TransferSyntaxUID = ExplicitVRLittleEndian
+    ds.ImageType = ["DERIVED", "SECONDARY"] + list(source.get("ImageType", []))[2:]
+    if "SeriesNumber" in source and _present(source.SeriesNumber) is not None:
+        ds.SeriesNumber = int(source.SeriesNumber) + 1000
+    ds.SeriesDescription = f"{source.get('SeriesDescription', '')} {derivation}".strip()[:64]
+    ds.DerivationDescription = derivation
+    reference = Dataset()
+    reference.ReferencedSOPClassUID = source.SOPClassUID
+    reference.ReferencedSOPInstanceUID = source.SOPInstanceUID
+    ds.SourceImageSequence = DicomSequence([reference])
+    for tag in _SOURCE_VALUE_TAGS:
+        if tag in ds:
+            delattr(ds, tag)
+    ds.BitsAllocated, ds.BitsStored, ds.HighBit, ds.PixelRepresentation = 16, 16, 15, 1
+    ds.RescaleSlope, ds.RescaleIntercept = slope, intercept
+    if "PixelData" in ds:
+        del ds.PixelData
+    ds.is_little_endian, ds.is_implicit_VR = True, False
+    return ds

@@ -202,11 +202,18 @@ def _decode_with_gdcm(ds, path, frames):
     return values.astype(np.uint16).reshape(frames, rows, columns)
 
 
+# HTJ2K (DICOM 2023): encapsulated, though Debian's pydicom 2.3 does not know the UIDs.
+HTJ2K_SYNTAXES = ("1.2.840.10008.1.2.4.201", "1.2.840.10008.1.2.4.202", "1.2.840.10008.1.2.4.203")
+
+
 def _encapsulated(ds):
     """Whether the pixel data is encapsulated (compressed): by the meta header's transfer syntax;
     a file without one is native, in the encoding pydicom found."""
     syntax = ds.file_meta.get("TransferSyntaxUID") if hasattr(ds, "file_meta") else None
-    return syntax is not None and pydicom.uid.UID(syntax).is_encapsulated
+    if syntax is None or str(syntax) in HTJ2K_SYNTAXES:
+        return syntax is not None
+    uid = pydicom.uid.UID(syntax)
+    return uid.is_transfer_syntax and uid.is_encapsulated
 
 
 def _stored_frames(ds, path, allocated, frames):

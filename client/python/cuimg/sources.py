@@ -1,5 +1,6 @@
-"""What the RPCs take as an image: an array, a resident handle, or an array in shared memory, as
-the ImageSource messages that carry them."""
+"""What the RPCs take as an image: an array, a resident handle, an array in shared memory, or a
+DICOM series as its stored frames (dicom_frames.StoredFrames), as the ImageSource messages that
+carry them."""
 from __future__ import annotations
 
 from typing import Union
@@ -19,6 +20,8 @@ def _source(
 ) -> types_pb2.ImageSource:
     if isinstance(array_or_handle, str):
         return types_pb2.ImageSource(handle=array_or_handle)
+    if hasattr(array_or_handle, "dicom_frames_source"):  # dicom_frames.StoredFrames
+        return array_or_handle.dicom_frames_source(spacing)
     if isinstance(array_or_handle, ShmArray):
         return types_pb2.ImageSource(shared_memory=array_or_handle.reference(spacing))
     return types_pb2.ImageSource(image=to_image(array_or_handle, spacing, colour))

@@ -152,8 +152,12 @@ def streamable(image: Any, stream: bool | None, threshold: int | None) -> np.nda
     """The little-endian array to stream when a Client's `image` (an array, a resident handle or
     a ShmArray) goes through ProcessVolumeStream: a (D, H, W) array with D >= 2 and, unless
     stream=True, more bytes than `threshold` (None: never); else None (stream=False: never)."""
-    if stream is False or isinstance(image, (str, ShmArray)):
-        return None
+    if (
+        stream is False
+        or isinstance(image, (str, ShmArray))
+        or hasattr(image, "dicom_frames_source")
+    ):
+        return None  # a handle, shared memory, or a series as its frames (dicom_frames.py)
     array = np.asarray(image)
     if array.ndim != 3 or array.shape[0] < 2:
         return None
