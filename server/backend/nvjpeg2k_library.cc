@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/status_macros.h"
+#include "server/backend/shared_library.h"
 
 namespace cuimg {
 
@@ -18,54 +20,38 @@ absl::StatusOr<std::shared_ptr<const Nvjpeg2kLibrary>> Nvjpeg2kLibrary::Load() {
 
 #else
 
-namespace {
-
-template <typename Fn>
-bool Resolve(void* handle, const char* name, Fn* fn) {
-  *fn = reinterpret_cast<Fn>(dlsym(handle, name));
-  return *fn != nullptr;
-}
-
-}  // namespace
-
 absl::StatusOr<std::shared_ptr<const Nvjpeg2kLibrary>> Nvjpeg2kLibrary::Load() {
   std::shared_ptr<Nvjpeg2kLibrary> lib(new Nvjpeg2kLibrary());
-  std::string tried = "libnvjpeg2k.so.0";
-  lib->handle_ = dlopen("libnvjpeg2k.so.0", RTLD_NOW | RTLD_LOCAL);
 #ifdef CUIMG_NVJPEG2K_LIBRARY
-  if (lib->handle_ == nullptr) {
-    lib->handle_ = dlopen(CUIMG_NVJPEG2K_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    absl::StrAppend(&tried, ", ", CUIMG_NVJPEG2K_LIBRARY);
-  }
+  constexpr const char* kFallback = CUIMG_NVJPEG2K_LIBRARY;
+#else
+  constexpr const char* kFallback = nullptr;
 #endif
-  if (lib->handle_ == nullptr) {
-    const char* error = dlerror();
-    return absl::UnavailableError(absl::StrCat("no nvJPEG2000 library (tried ", tried,
-                                               "): ", error != nullptr ? error : "not found"));
-  }
+  CUIMG_ASSIGN_OR_RETURN(lib->handle_,
+                         OpenSharedLibrary("libnvjpeg2k.so.0", kFallback, "nvJPEG2000"));
   void* h = lib->handle_;
   Nvjpeg2kLibrary& l = *lib;
   const bool ok =
-      Resolve(h, "nvjpeg2kGetProperty", &l.GetProperty) &&
-      Resolve(h, "nvjpeg2kCreateSimple", &l.CreateSimple) &&
-      Resolve(h, "nvjpeg2kDestroy", &l.Destroy) &&
-      Resolve(h, "nvjpeg2kDecodeStateCreate", &l.DecodeStateCreate) &&
-      Resolve(h, "nvjpeg2kDecodeStateDestroy", &l.DecodeStateDestroy) &&
-      Resolve(h, "nvjpeg2kStreamCreate", &l.StreamCreate) &&
-      Resolve(h, "nvjpeg2kStreamDestroy", &l.StreamDestroy) &&
-      Resolve(h, "nvjpeg2kStreamParse", &l.StreamParse) &&
-      Resolve(h, "nvjpeg2kStreamGetImageInfo", &l.StreamGetImageInfo) &&
-      Resolve(h, "nvjpeg2kStreamGetImageComponentInfo", &l.StreamGetImageComponentInfo) &&
-      Resolve(h, "nvjpeg2kDecodeImage", &l.DecodeImage) &&
-      Resolve(h, "nvjpeg2kEncoderCreateSimple", &l.EncoderCreateSimple) &&
-      Resolve(h, "nvjpeg2kEncoderDestroy", &l.EncoderDestroy) &&
-      Resolve(h, "nvjpeg2kEncodeStateCreate", &l.EncodeStateCreate) &&
-      Resolve(h, "nvjpeg2kEncodeStateDestroy", &l.EncodeStateDestroy) &&
-      Resolve(h, "nvjpeg2kEncodeParamsCreate", &l.EncodeParamsCreate) &&
-      Resolve(h, "nvjpeg2kEncodeParamsDestroy", &l.EncodeParamsDestroy) &&
-      Resolve(h, "nvjpeg2kEncodeParamsSetEncodeConfig", &l.EncodeParamsSetEncodeConfig) &&
-      Resolve(h, "nvjpeg2kEncode", &l.Encode) &&
-      Resolve(h, "nvjpeg2kEncodeRetrieveBitstream", &l.EncodeRetrieveBitstream);
+      ResolveSymbol(h, "nvjpeg2kGetProperty", &l.GetProperty) &&
+      ResolveSymbol(h, "nvjpeg2kCreateSimple", &l.CreateSimple) &&
+      ResolveSymbol(h, "nvjpeg2kDestroy", &l.Destroy) &&
+      ResolveSymbol(h, "nvjpeg2kDecodeStateCreate", &l.DecodeStateCreate) &&
+      ResolveSymbol(h, "nvjpeg2kDecodeStateDestroy", &l.DecodeStateDestroy) &&
+      ResolveSymbol(h, "nvjpeg2kStreamCreate", &l.StreamCreate) &&
+      ResolveSymbol(h, "nvjpeg2kStreamDestroy", &l.StreamDestroy) &&
+      ResolveSymbol(h, "nvjpeg2kStreamParse", &l.StreamParse) &&
+      ResolveSymbol(h, "nvjpeg2kStreamGetImageInfo", &l.StreamGetImageInfo) &&
+      ResolveSymbol(h, "nvjpeg2kStreamGetImageComponentInfo", &l.StreamGetImageComponentInfo) &&
+      ResolveSymbol(h, "nvjpeg2kDecodeImage", &l.DecodeImage) &&
+      ResolveSymbol(h, "nvjpeg2kEncoderCreateSimple", &l.EncoderCreateSimple) &&
+      ResolveSymbol(h, "nvjpeg2kEncoderDestroy", &l.EncoderDestroy) &&
+      ResolveSymbol(h, "nvjpeg2kEncodeStateCreate", &l.EncodeStateCreate) &&
+      ResolveSymbol(h, "nvjpeg2kEncodeStateDestroy", &l.EncodeStateDestroy) &&
+      ResolveSymbol(h, "nvjpeg2kEncodeParamsCreate", &l.EncodeParamsCreate) &&
+      ResolveSymbol(h, "nvjpeg2kEncodeParamsDestroy", &l.EncodeParamsDestroy) &&
+      ResolveSymbol(h, "nvjpeg2kEncodeParamsSetEncodeConfig", &l.EncodeParamsSetEncodeConfig) &&
+      ResolveSymbol(h, "nvjpeg2kEncode", &l.Encode) &&
+      ResolveSymbol(h, "nvjpeg2kEncodeRetrieveBitstream", &l.EncodeRetrieveBitstream);
   if (!ok) {
     const char* error = dlerror();
     return absl::UnavailableError(

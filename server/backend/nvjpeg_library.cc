@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/common/status_macros.h"
+#include "server/backend/shared_library.h"
 
 namespace cuimg {
 
@@ -18,46 +20,30 @@ absl::StatusOr<std::shared_ptr<const NvjpegLibrary>> NvjpegLibrary::Load() {
 
 #else
 
-namespace {
-
-template <typename Fn>
-bool Resolve(void* handle, const char* name, Fn* fn) {
-  *fn = reinterpret_cast<Fn>(dlsym(handle, name));
-  return *fn != nullptr;
-}
-
-}  // namespace
-
 absl::StatusOr<std::shared_ptr<const NvjpegLibrary>> NvjpegLibrary::Load() {
   std::shared_ptr<NvjpegLibrary> lib(new NvjpegLibrary());
-  std::string tried = "libnvjpeg.so.13";
-  lib->handle_ = dlopen("libnvjpeg.so.13", RTLD_NOW | RTLD_LOCAL);
 #ifdef CUIMG_NVJPEG_LIBRARY
-  if (lib->handle_ == nullptr) {
-    lib->handle_ = dlopen(CUIMG_NVJPEG_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    absl::StrAppend(&tried, ", ", CUIMG_NVJPEG_LIBRARY);
-  }
+  constexpr const char* kFallback = CUIMG_NVJPEG_LIBRARY;
+#else
+  constexpr const char* kFallback = nullptr;
 #endif
-  if (lib->handle_ == nullptr) {
-    const char* error = dlerror();
-    return absl::UnavailableError(absl::StrCat("no nvJPEG library (tried ", tried,
-                                               "): ", error != nullptr ? error : "not found"));
-  }
+  CUIMG_ASSIGN_OR_RETURN(lib->handle_, OpenSharedLibrary("libnvjpeg.so.13", kFallback, "nvJPEG"));
   void* h = lib->handle_;
   const bool ok =
-      Resolve(h, "nvjpegGetProperty", &lib->GetProperty) &&
-      Resolve(h, "nvjpegCreateEx", &lib->CreateEx) && Resolve(h, "nvjpegDestroy", &lib->Destroy) &&
-      Resolve(h, "nvjpegJpegStateCreate", &lib->JpegStateCreate) &&
-      Resolve(h, "nvjpegJpegStateDestroy", &lib->JpegStateDestroy) &&
-      Resolve(h, "nvjpegDecode", &lib->Decode) &&
-      Resolve(h, "nvjpegDecodeBatchedInitialize", &lib->DecodeBatchedInitialize) &&
-      Resolve(h, "nvjpegDecodeBatched", &lib->DecodeBatched) &&
-      Resolve(h, "nvjpegDecodeBatchedSupported", &lib->DecodeBatchedSupported) &&
-      Resolve(h, "nvjpegJpegStreamCreate", &lib->JpegStreamCreate) &&
-      Resolve(h, "nvjpegJpegStreamDestroy", &lib->JpegStreamDestroy) &&
-      Resolve(h, "nvjpegJpegStreamParseHeader", &lib->JpegStreamParseHeader) &&
-      Resolve(h, "nvjpegJpegStreamGetFrameDimensions", &lib->JpegStreamGetFrameDimensions) &&
-      Resolve(h, "nvjpegJpegStreamGetComponentsNum", &lib->JpegStreamGetComponentsNum);
+      ResolveSymbol(h, "nvjpegGetProperty", &lib->GetProperty) &&
+      ResolveSymbol(h, "nvjpegCreateEx", &lib->CreateEx) &&
+      ResolveSymbol(h, "nvjpegDestroy", &lib->Destroy) &&
+      ResolveSymbol(h, "nvjpegJpegStateCreate", &lib->JpegStateCreate) &&
+      ResolveSymbol(h, "nvjpegJpegStateDestroy", &lib->JpegStateDestroy) &&
+      ResolveSymbol(h, "nvjpegDecode", &lib->Decode) &&
+      ResolveSymbol(h, "nvjpegDecodeBatchedInitialize", &lib->DecodeBatchedInitialize) &&
+      ResolveSymbol(h, "nvjpegDecodeBatched", &lib->DecodeBatched) &&
+      ResolveSymbol(h, "nvjpegDecodeBatchedSupported", &lib->DecodeBatchedSupported) &&
+      ResolveSymbol(h, "nvjpegJpegStreamCreate", &lib->JpegStreamCreate) &&
+      ResolveSymbol(h, "nvjpegJpegStreamDestroy", &lib->JpegStreamDestroy) &&
+      ResolveSymbol(h, "nvjpegJpegStreamParseHeader", &lib->JpegStreamParseHeader) &&
+      ResolveSymbol(h, "nvjpegJpegStreamGetFrameDimensions", &lib->JpegStreamGetFrameDimensions) &&
+      ResolveSymbol(h, "nvjpegJpegStreamGetComponentsNum", &lib->JpegStreamGetComponentsNum);
   if (!ok) {
     const char* error = dlerror();
     return absl::UnavailableError(
