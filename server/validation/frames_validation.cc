@@ -76,16 +76,23 @@ absl::StatusOr<ImageInput> ValidateDicomFrames(const v1::DicomFrames& source, st
   }
   CUIMG_RETURN_IF_ERROR(
       CheckLimit(frames_field, source.frames_size(), 1, limits.max_side, "max_side"));
+  // Each frame decodes on its own, as a PNG or JPEG does: max_decoded_pixels bounds a frame; the
+  // volume they make is bounded as every volume is (a 512x512x300 CT is 79 M pixels, over the
+  // 64 M of max_decoded_pixels, and must not be refused for arriving as frames).
   const Extent extent{d.columns, d.rows, source.frames_size()};
-  const std::int64_t decoded_limit = std::min(limits.max_pixels, limits.max_decoded_pixels);
-  if (extent.Pixels() > decoded_limit) {
+  const std::int64_t frame_pixels = std::int64_t{d.columns} * d.rows;
+  if (frame_pixels > limits.max_decoded_pixels) {
+    return InvalidFieldError(ErrorReason::kLimitExceeded, field,
+                             absl::StrCat(d.columns, "x", d.rows, " = ", frame_pixels,
+                                          " decoded pixels a frame exceeds the server limit "
+                                          "max_decoded_pixels=",
+                                          limits.max_decoded_pixels));
+  }
+  if (extent.Pixels() > limits.max_pixels) {
     return InvalidFieldError(
         ErrorReason::kLimitExceeded, field,
-        absl::StrCat(
-            extent.width, "x", extent.height, "x", extent.depth, " = ", extent.Pixels(),
-            " decoded pixels exceeds the server limit ",
-            limits.max_decoded_pixels <= limits.max_pixels ? "max_decoded_pixels=" : "max_pixels=",
-            decoded_limit));
+        absl::StrCat(extent.width, "x", extent.height, "x", extent.depth, " = ", extent.Pixels(),
+                     " decoded pixels exceeds the server limit max_pixels=", limits.max_pixels));
   }
   frames->stored_values = source.stored_values();
   for (int i = 0; i < source.frames_size(); ++i) {

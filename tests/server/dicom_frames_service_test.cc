@@ -122,6 +122,24 @@ TEST(DicomFramesService, HtJ2kFramesGiveTheResultOfTheirRawPixels) {
   EXPECT_EQ(timing.find("decode_us=0 "), std::string::npos) << timing;
 }
 
+// max_decoded_pixels bounds each frame, as it bounds a PNG or JPEG: a CT of 512x512x300 (79 M
+// pixels) is over its 64 M default and must not be refused for arriving as frames.
+TEST(DicomFramesService, MaxDecodedPixelsBoundsAFrameNotTheVolume) {
+  ServerOptions options = testing::TestServerOptions();
+  options.limits.max_decoded_pixels = 45 * 31;  // one frame; the volume is 6 of them
+  testing::TestServer server(options);
+  const std::vector<Image> slices = CtSlices(6);
+  const v1::MorphologyRequest request = CtFramesRequest(slices);
+  v1::MorphologyResponse response;
+  const grpc::Status status = Call(server, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.result().image().depth(), 6u);
+
+  options.limits.max_decoded_pixels = 45 * 31 - 1;
+  testing::TestServer small(options);
+  ExpectRefused(Call(small, request, &response), "LIMIT_EXCEEDED", "input.dicom_frames");
+}
+
 TEST(DicomFramesService, RleNativeStoredValuesAndFractionalRescales) {
   testing::TestServer server;
   // Two 1x4 frames of signed 16-bit values: one RLE (2 segments), one native.
