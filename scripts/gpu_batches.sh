@@ -100,7 +100,7 @@ timeout 240 "$PYTHON" "$ROOT/benchmarks/transport_bench.py" --server "$SERVER" -
 # each, so that up to 16 frames reach the device together.
 for mode in off:1 b4:4 b8:8; do
   name=${mode%:*}
-  start_server --worker_threads=16 --batch_max_size="${mode#*:}"
+  start_server --worker_threads=16 --batch_max_size="${mode#*:}" --detect_batch_max_size="${mode#*:}"
   load "detect1080_${name}_c32" --rpc=detect --input="$DATA/vtest_1080p_00.jpg" \
     --concurrency=32 --channels=8 --duration="$SECONDS_PER_ROW"
   load "detect1080_${name}_c1" --rpc=detect --input="$DATA/vtest_1080p_00.jpg" \
@@ -148,7 +148,7 @@ for size, n, target in (("64x64", 256, ">= 300,000 tiles/s"), ("256x256", 64, ""
     row(f"{size} u8 dilate 3x3, batches of {n}, 16 in flight", read(f"tiles_{size}_batch{n}"),
         one, f"target {target}" if target else "")
 for name, label in (("off", "batching off (--batch_max_size 1, baseline)"),
-                    ("b4", "--batch_max_size 4 (default)"), ("b8", "--batch_max_size 8")):
+                    ("b4", "decode and HOG batches of 4"), ("b8", "decode and HOG batches of 8")):
     base = read("detect1080_off_c32")
     row(f"1080p JPEG detect, 32 in flight, {label}", read(f"detect1080_{name}_c32"),
         base if name != "off" else None, "target >= 3,000 frames/s")

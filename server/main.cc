@@ -138,8 +138,8 @@ ABSL_FLAG(int, max_iterations, 1000, "Most iterations per morphology step.");
 ABSL_FLAG(int, max_pyramid_levels, 64, "Most pyramid levels.");
 ABSL_FLAG(int, max_batch_inputs, 4096, "Most entries of a batch (a request's `inputs`).");
 ABSL_FLAG(uint64_t, max_batch_bytes, uint64_t{256} << 20, "Most decoded input bytes of a batch.");
-ABSL_FLAG(int, batch_max_size, 4,
-          "Most items of a batch the server forms (JPEG decodes, HOG launches), [1, 64]; 1: none.");
+ABSL_FLAG(int, batch_max_size, 4, "Most JPEG decodes a batch the server forms, [1, 64]; 1: none.");
+ABSL_FLAG(int, detect_batch_max_size, 1, "Most frames sharing HOG launches, [1, 64]; 1: none.");
 ABSL_FLAG(int, batch_max_delay_us, 200,
           "Longest wait of such a batch for items on their way (0: none; a lone call: none).");
 ABSL_FLAG(int64_t, max_mesh_vertices, int64_t{1} << 24, "Most vertices per mesh.");
@@ -201,7 +201,6 @@ ABSL_FLAG(std::string, port_file, "",
           "If set, write {\"grpc\": PORT, \"metrics\": PORT} here once serving.");
 
 namespace {
-
 constexpr char kUsage[] =
     "cuimg-server: GPU image processing over gRPC.\n"
     "usage: cuimg-server [--flag=value ...] [--flagfile=FILE]\n"
@@ -293,6 +292,7 @@ int main(int argc, char** argv) {
   options.max_grouped_hits = absl::GetFlag(FLAGS_max_grouped_hits);
   options.batch_max_size = absl::GetFlag(FLAGS_batch_max_size);
   options.batch_max_delay_us = absl::GetFlag(FLAGS_batch_max_delay_us);
+  options.detect_batch_max_size = absl::GetFlag(FLAGS_detect_batch_max_size);
   if (!(options.max_request_work >= 0)) {
     std::fprintf(stderr, "usage: --max_request_work must be >= 0 (0: no cap)\n");
     return 2;
@@ -375,9 +375,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (options.stream_frames_in_flight < 1 || options.stream_frames_in_flight > 64 ||
-      options.batch_max_size < 1 || options.batch_max_size > 64 || options.batch_max_delay_us < 0) {
+      options.batch_max_size < 1 || options.batch_max_size > 64 || options.batch_max_delay_us < 0 ||
+      options.detect_batch_max_size < 1 || options.detect_batch_max_size > 64) {
     std::fprintf(stderr,
-                 "usage: --stream_frames_in_flight, --batch_max_size in [1, 64]; "
+                 "usage: --stream_frames_in_flight, --[detect_]batch_max_size in [1, 64]; "
                  "--batch_max_delay_us >= 0\n");
     return 2;
   }

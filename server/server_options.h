@@ -188,6 +188,13 @@ struct ServerOptions {
   // waits.
   int batch_max_size = 4;
   int batch_max_delay_us = 200;
+  // HOG launches shared by DetectPedestrians frames that reach a device together
+  // (detect_batcher.h), up to this many frames, waiting as batch_max_delay_us says; 1: none.
+  // Off by default: on the H200 (BENCHMARKS.md, run 6) 32 1080p calls in flight gave 1,586
+  // frames/s with 4 a batch (p99 16 ms) and 1,164 with 8 (p99 118 ms), below the 1,659-1,929
+  // earlier runs measured without it: one launch pair at a time per device loses more overlap
+  // than the batch saves (the blocks kernel does not gain from batching, detect_bench).
+  int detect_batch_max_size = 1;
   RequestLimits limits;
   SecurityOptions security;
   SharedMemoryOptions shared_memory;

@@ -1,6 +1,6 @@
 // The device part of the CUDA backend's DetectPedestrians: a frame detected alone on its call's
 // stream, or handed to the device's DetectBatcher to share HOG launches with frames that reach
-// the device with it (cuda_backend.cc picks one by --batch_max_size).
+// the device with it (cuda_backend.cc picks one by --detect_batch_max_size).
 #ifndef CUIMG_SERVER_BACKEND_CUDA_DETECT_H_
 #define CUIMG_SERVER_BACKEND_CUDA_DETECT_H_
 

@@ -96,10 +96,10 @@ class DeviceContext {
                               options.batch_max_size,
                               std::chrono::microseconds(options.batch_max_delay_us), arrivals}));
     }
-    // Frames that reach the device together share HOG launches (--batch_max_size above 1).
-    if (options.batch_max_size > 1) {
+    // Frames that reach the device together share HOG launches (--detect_batch_max_size above 1).
+    if (options.detect_batch_max_size > 1) {
       DetectBatcher::Options batching;
-      batching.max_batch = options.batch_max_size;
+      batching.max_batch = options.detect_batch_max_size;
       batching.max_delay = std::chrono::microseconds(options.batch_max_delay_us);
       ctx->hog_ = std::make_unique<DetectBatcher>(batching, CudaDetectGroupRunner(&ctx->cache_));
     }
@@ -122,7 +122,7 @@ class DeviceContext {
   const PinnedStagingPool& staging() const { return staging_; }
   // Null without nvJPEG.
   const NvjpegDevice* jpeg() const { return jpeg_.get(); }
-  // Null when frames are not batched (--batch_max_size 1).
+  // Null when frames are not batched (--detect_batch_max_size 1).
   DetectBatcher* hog() { return hog_.get(); }
   int streams_total() const { return streams_total_; }
   // Health, counters and memory, for Backend::Devices(); sets this device current to read its

@@ -1,7 +1,7 @@
-// DetectPedestrians on the CUDA backend with frames batched (DetectBatcher: --batch_max_size 8,
-// 16 streams, 16 callers at once, frames of three kinds mixed) gives every frame exactly the hits
-// of a backend that runs one frame at a time (--batch_max_size 1), and frames did share launches.
-// Skips without a GPU.
+// DetectPedestrians on the CUDA backend with frames batched (DetectBatcher: --detect_batch_max_size
+// 8, 16 streams, 16 callers at once, frames of three kinds mixed) gives every frame exactly the
+// hits of a backend that runs one frame at a time (--detect_batch_max_size 1), and frames did share
+// launches. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,9 +28,9 @@ bool SameHits(const std::vector<WindowHit>& a, const std::vector<WindowHit>& b) 
 TEST(DetectBatchGpu, BatchedFramesEqualFramesAlone) {
   CUIMG_SKIP_IF_NO_GPU();
   ServerOptions alone_options;
-  alone_options.batch_max_size = 1;
+  alone_options.detect_batch_max_size = 1;
   ServerOptions batched_options;
-  batched_options.batch_max_size = 8;
+  batched_options.detect_batch_max_size = 8;
   batched_options.worker_threads = 16;
   absl::StatusOr<std::unique_ptr<Backend>> alone = CreateCudaBackend(alone_options);
   ASSERT_TRUE(alone.ok()) << alone.status();
@@ -53,7 +53,7 @@ TEST(DetectBatchGpu, BatchedFramesEqualFramesAlone) {
     absl::StatusOr<DetectResult> r =
         (*alone)->DetectPedestrians(f.view(), model, spec, &times, NeverCancelled());
     ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(times.detect_batch, 0);  // nothing batched with --batch_max_size 1
+    EXPECT_EQ(times.detect_batch, 0);  // nothing batched with --detect_batch_max_size 1
     hits += r->hits.size();
     expected.push_back(r->hits);
   }
