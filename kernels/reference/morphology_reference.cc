@@ -135,7 +135,6 @@ class Runner {
   // Buffers that a spare must not be: the ones a chain reads or writes.
   using Busy = std::initializer_list<const T*>;
 
-  // remove_small and keep_largest are not implemented yet: MorphologyReferenceInto refuses them.
   void Step(const T* src, T* dst, const MorphologyStep& step, Busy busy) {
     const int n = step.iterations;
     switch (step.op) {
