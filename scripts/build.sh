@@ -6,7 +6,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${CUIMG_BUILD_DIR:-build}"
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
+# ccache where installed (install_deps.sh installs it): the sanitizer builds then reuse this
+# build's CUDA objects instead of compiling the kernels twice more (CCACHE_DISABLE=1 turns it off).
+launchers=()
+if command -v ccache > /dev/null; then
+  launchers=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launchers[@]}" "$@"
 targets=()
 for t in ${CUIMG_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
 cmake --build "$build_dir" --parallel "${targets[@]}"

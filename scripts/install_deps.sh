@@ -13,6 +13,8 @@ mode="${1:-test}"
 
 build_pkgs=(
   build-essential cmake ninja-build pkg-config git patchelf curl
+  # The sanitizer builds reuse the regular build's CUDA objects through it (scripts/sanitize.sh).
+  ccache
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev
   libpng-dev libjpeg-dev libturbojpeg0-dev libtiff-dev libdcmtk-dev libassimp-dev libteem-dev
