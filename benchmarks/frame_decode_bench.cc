@@ -14,6 +14,7 @@
 #include <openjph/ojph_file.h>
 #include <openjph/ojph_mem.h>
 #include <openjph/ojph_params.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -124,7 +125,9 @@ void Report(const std::string& name, double ms, int frames, int threads) {
 
 int main(int argc, char** argv) {
   int frames_count = 300, runs = 5;
+  bool sweep = false;  // --sweep 1: decodes in flight per thread x decoding threads, both syntaxes
   for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--sweep") == 0) sweep = std::atoi(argv[i + 1]) != 0;
     if (std::strcmp(argv[i], "--frames") == 0) frames_count = std::max(1, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--runs") == 0) runs = std::max(1, std::atoi(argv[i + 1]));
   }
@@ -242,6 +245,40 @@ int main(int argc, char** argv) {
     if (refused != 0 || !equal) return 1;
     gpu_ms[s] = Best(runs, decode);
     Report(absl::StrFormat("gpu %s nvjpeg2000", names[s]), gpu_ms[s], frames_count, cores);
+  }
+
+  // Where nvJPEG2000's time goes: frames in flight per thread and threads, with the process's CPU
+  // time beside the wall time (CPU time near threads x wall: the host side is the limit).
+  for (int s = 0; sweep && s < 2; ++s) {
+    std::vector<absl::Span<const std::uint8_t>> spans(sets[s]->begin(), sets[s]->end());
+    std::vector<absl::Status> outcomes(frames_count);
+    for (const int depth : {1, 2, 4, 8, 16}) {
+      absl::StatusOr<std::unique_ptr<cuimg::Nvjpeg2kDevice>> swept =
+          cuimg::Nvjpeg2kDevice::Create(*lib, depth);
+      for (const int thread_count : {cores / 2, cores - 1, 2 * cores}) {
+        if (!swept.ok()) break;
+        cuimg::DecodeThreads pool(thread_count);
+        const auto decode = [&] {
+          (void)(*swept)->DecodeFrames(
+              s == 0 ? FrameSyntax::kHtj2kLossless : FrameSyntax::kJ2kLossless, spans, d,
+              volume->data(), absl::MakeSpan(outcomes), &pool);
+        };
+        decode();
+        const auto cpu_ms = [] {
+          rusage u{};
+          getrusage(RUSAGE_SELF, &u);
+          return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 +
+                 (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
+        };
+        const double cpu0 = cpu_ms();
+        const auto t0 = Clock::now();
+        for (int r = 0; r < 3; ++r) decode();
+        const double wall = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        std::printf("sweep %s depth %2d threads %2d: %.1f ms, cpu %.0f ms (%.1f cores)\n", names[s],
+                    depth, thread_count, wall / 3, (cpu_ms() - cpu0) / 3, (cpu_ms() - cpu0) / wall);
+        std::fflush(stdout);
+      }
+    }
   }
 
   // HTJ2K encode of the volume: GPU from device memory against OpenJPH on every core.

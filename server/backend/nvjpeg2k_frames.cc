@@ -41,7 +41,7 @@ struct Nvjpeg2kDevice::Encoder {};
 Nvjpeg2kDevice::~Nvjpeg2kDevice() = default;
 
 absl::StatusOr<std::unique_ptr<Nvjpeg2kDevice>> Nvjpeg2kDevice::Create(
-    std::shared_ptr<const Nvjpeg2kLibrary>) {
+    std::shared_ptr<const Nvjpeg2kLibrary>, int) {
   return absl::UnavailableError("built without nvjpeg2k.h");
 }
 
@@ -151,9 +151,10 @@ Nvjpeg2kDevice::~Nvjpeg2kDevice() {
 }
 
 absl::StatusOr<std::unique_ptr<Nvjpeg2kDevice>> Nvjpeg2kDevice::Create(
-    std::shared_ptr<const Nvjpeg2kLibrary> lib) {
+    std::shared_ptr<const Nvjpeg2kLibrary> lib, int decodes_per_thread) {
   std::unique_ptr<Nvjpeg2kDevice> device(new Nvjpeg2kDevice());
   device->lib_ = std::move(lib);
+  device->decodes_per_thread_ = std::max(1, decodes_per_thread);
   CUIMG_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device->device_), "nvJPEG2000 device");
   nvjpeg2kHandle_t handle = nullptr;
   if (nvjpeg2kStatus_t s = device->lib_->CreateSimple(&handle); s != NVJPEG2K_STATUS_SUCCESS) {
@@ -290,8 +291,8 @@ absl::Status Nvjpeg2kDevice::DecodeFrames(FrameSyntax syntax,
   const auto run = [&](int index, int n) {
     absl::Status s = [&]() -> absl::Status {
       CUIMG_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_), "nvJPEG2000 device");
-      // Two pipelines: one parses on this thread while the other's decode runs on the GPU.
-      std::unique_ptr<Pipeline> slots[2];
+      // Several pipelines: this thread parses the next frame while the others decode on the GPU.
+      std::vector<std::unique_ptr<Pipeline>> slots(decodes_per_thread_);
       absl::Status held;
       for (auto& slot : slots) {
         absl::StatusOr<std::unique_ptr<Pipeline>> p = AcquirePipeline();
@@ -301,13 +302,13 @@ absl::Status Nvjpeg2kDevice::DecodeFrames(FrameSyntax syntax,
         }
         slot = std::move(*p);
       }
-      int turn = 0;
+      std::size_t turn = 0;
       for (std::size_t i = index; held.ok() && i < frames.size(); i += n) {
         if (std::string why = Refusal(syntax, d, frames[i]); !why.empty()) {
           outcomes[i] = absl::FailedPreconditionError(why);
           continue;
         }
-        Pipeline& p = *slots[turn++ % 2];
+        Pipeline& p = *slots[turn++ % slots.size()];
         if (p.in_flight) {
           held = p.done.Synchronize();
           p.in_flight = false;
