@@ -4,9 +4,8 @@
 #     load --batch) against one tile a call at 64 in flight, and transport_bench's batch rows
 #     against the echo server moving the same bytes;
 #   - 1080p JPEG DetectPedestrians at 32 in flight and one at a time, and a DetectStream of 300
-#     768x576 JPEG frames on one stream: the server batching decodes and HOG launches
-#     (--batch_max_size 4, the default, and 8) against the same server with batching off
-#     (--batch_max_size 1);
+#     768x576 JPEG frames on one stream (4 and 16 frames unanswered): decode batches of 4 (the
+#     default) and decode and HOG batches of 4, against the same server with batching off;
 # then prints one table. Usage: scripts/gpu_batches.sh [BUILD_DIR (default build)], or from the
 # GPU bundle (make_bundle.sh) bash bundle/gpu_batches.sh; the vtest JPEGs from CUIMG_DATA
 # (vtest_1080p_NN.jpg and vtest_NN.jpg, as the bundle's data/ carries them). Binaries:
@@ -96,17 +95,22 @@ timeout 240 "$PYTHON" "$ROOT/benchmarks/transport_bench.py" --server "$SERVER" -
   --volume_runs=0 --batch_shapes=64x64x256,256x256x64 --batch_concurrency=16 \
   > "$OUT/transport.jsonl" 2> "$OUT/transport.err" || echo "   transport_bench failed" >&2
 
-# Detection: batching off (the baseline), the default, and batches of up to 8 frames. 16 streams
-# each, so that up to 16 frames reach the device together.
-for mode in off:1 b4:4 b8:8; do
-  name=${mode%:*}
-  start_server --worker_threads=16 --batch_max_size="${mode#*:}" --detect_batch_max_size="${mode#*:}"
+# Detection, each mode beside batching off (the baseline): decode batches of 4 alone (the
+# defaults: --batch_max_size 4, --detect_batch_max_size 1), and decode and HOG batches of 4. 1080p
+# at 32 in flight (8 channels) and one at a time; DetectStream with 4 and with 16 frames unanswered
+# (the server's --stream_frames_in_flight raised to 16 so that it holds them).
+for mode in off:1:1 dec4:4:1 both4:4:4; do
+  IFS=: read -r name decode hog <<< "$mode"
+  start_server --worker_threads=16 --batch_max_size="$decode" --detect_batch_max_size="$hog" \
+    --stream_frames_in_flight=16
   load "detect1080_${name}_c32" --rpc=detect --input="$DATA/vtest_1080p_00.jpg" \
     --concurrency=32 --channels=8 --duration="$SECONDS_PER_ROW"
   load "detect1080_${name}_c1" --rpc=detect --input="$DATA/vtest_1080p_00.jpg" \
     --concurrency=1 --duration="$SECONDS_PER_ROW"
-  load "stream768_${name}" --rpc=detect --detect_stream --input="$FRAMES" --channels=1 \
-    --concurrency=4 --requests="${CUIMG_STREAM_FRAMES:-300}"
+  for depth in 4 16; do
+    load "stream768_${name}_d${depth}" --rpc=detect --detect_stream --input="$FRAMES" \
+      --channels=1 --concurrency="$depth" --requests="${CUIMG_STREAM_FRAMES:-300}"
+  done
   stop_server
 done
 
@@ -147,20 +151,21 @@ for size, n, target in (("64x64", 256, ">= 300,000 tiles/s"), ("256x256", 64, ""
     row(f"{size} u8 dilate 3x3, one tile a call, 64 in flight (baseline)", one)
     row(f"{size} u8 dilate 3x3, batches of {n}, 16 in flight", read(f"tiles_{size}_batch{n}"),
         one, f"target {target}" if target else "")
-for name, label in (("off", "batching off (--batch_max_size 1, baseline)"),
-                    ("b4", "decode and HOG batches of 4"), ("b8", "decode and HOG batches of 8")):
-    base = read("detect1080_off_c32")
+modes = (("off", "batching off (baseline)"),
+         ("dec4", "decode batches of 4 (the defaults)"),
+         ("both4", "decode and HOG batches of 4"))
+for name, label in modes:
     row(f"1080p JPEG detect, 32 in flight, {label}", read(f"detect1080_{name}_c32"),
-        base if name != "off" else None, "target >= 3,000 frames/s")
-for name, label in (("off", "batching off (baseline)"), ("b4", "--batch_max_size 4"),
-                    ("b8", "--batch_max_size 8")):
+        read("detect1080_off_c32") if name != "off" else None, "target >= 3,000 frames/s")
+for name, label in modes:
     row(f"1080p JPEG detect, one at a time, {label}", read(f"detect1080_{name}_c1"), None,
         "target p50 <= 2.5 ms")
-for name, label in (("off", "batching off (baseline)"), ("b4", "--batch_max_size 4"),
-                    ("b8", "--batch_max_size 8")):
-    row(f"768x576 JPEG DetectStream, 300 frames, one stream (4 unanswered), {label}",
-        read(f"stream768_{name}"), read("stream768_off") if name != "off" else None,
-        "target >= 4,000 frames/s, p99 <= 3 ms")
+for depth in (4, 16):
+    for name, label in modes:
+        row(f"768x576 JPEG DetectStream, 300 frames, one stream ({depth} unanswered), {label}",
+            read(f"stream768_{name}_d{depth}"),
+            read("stream768_off_d4") if (name, depth) != ("off", 4) else None,
+            "target >= 4,000 frames/s, p99 <= 3 ms")
 
 print("\ntransport_bench batch rows (the echo server moving the same bytes, same run):\n")
 print("| workload | echo images/s | cuimg images/s | cuimg / echo | cuimg p50 ms | p99 ms | "
