@@ -18,11 +18,12 @@ COPY . .
 # .git stays out of the context (.dockerignore), so --version's commit comes from here.
 ARG CUIMG_GIT_COMMIT=""
 # Only the binaries the image ships (the server, its frame decoder helper, the client): the tools
-# would add compile time and nothing else.
-RUN CUIMG_BUILD_DIR=/build CUIMG_BUILD_TARGETS="cuimg-server cuimg-frame-decoder cuimg" bash scripts/build.sh \
+# would add compile time and nothing else. build/ inside the sources, as on a host: a compiler
+# cache mounted at /root/.cache/ccache (scripts/test_image.sh mounts a copy of CI's) then hits.
+RUN CUIMG_BUILD_DIR=/src/build CUIMG_BUILD_TARGETS="cuimg-server cuimg-frame-decoder cuimg" bash scripts/build.sh \
       -DCUIMG_BUILD_TESTS=OFF -DCUIMG_BUILD_BENCHMARKS=OFF "-DCUIMG_GIT_COMMIT=${CUIMG_GIT_COMMIT}"
 RUN mkdir -p /opt/cuimg/bin /opt/cuimg/share/cuimg \
- && cp /build/server/cuimg-server /build/codec/cuimg-frame-decoder /build/client/cuimg /opt/cuimg/bin/ \
+ && cp build/server/cuimg-server build/codec/cuimg-frame-decoder build/client/cuimg /opt/cuimg/bin/ \
  && cp -r models /opt/cuimg/share/cuimg/models \
  && bash scripts/collect_libs.sh /opt/cuimg/lib /opt/cuimg/bin/cuimg-server /opt/cuimg/bin/cuimg-frame-decoder /opt/cuimg/bin/cuimg \
  && bash scripts/copy_nvjpeg.sh /opt/cuimg/lib

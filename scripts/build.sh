@@ -6,13 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${CUIMG_BUILD_DIR:-build}"
-# ccache where installed (install_deps.sh installs it): the sanitizer builds then reuse this
-# build's CUDA objects instead of compiling the kernels twice more (CCACHE_DISABLE=1 turns it off).
-launchers=()
-if command -v ccache > /dev/null; then
-  launchers=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
-fi
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launchers[@]}" "$@"
+# ccache where installed (install_deps.sh installs it; CCACHE_DISABLE=1 turns it off): the
+# sanitizer builds and the image's build then reuse this build's objects.
+source scripts/ccache_env.sh
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${CMAKE_LAUNCHERS[@]}" "$@"
 targets=()
 for t in ${CUIMG_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
 cmake --build "$build_dir" --parallel "${targets[@]}"

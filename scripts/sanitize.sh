@@ -26,15 +26,12 @@ unit_tests=(request_validation_test resident_store_test work_queue_test inflight
 # The sanitizers instrument host C++ only. The CUDA sources compile with the regular build's
 # Release flags, so ccache (install_deps.sh) hands back scripts/build.sh's objects: each variant
 # would otherwise spend minutes of CI compiling the kernels' device code again.
-launchers=()
-if command -v ccache > /dev/null; then
-  launchers=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
-fi
+source scripts/ccache_env.sh
 configure() {  # DIR FLAGS
   mkdir -p "$1"
   cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUIMG_BUILD_BENCHMARKS=OFF \
     -DCMAKE_CXX_FLAGS="$2 -fno-omit-frame-pointer" -DCMAKE_EXE_LINKER_FLAGS="$2" \
-    -DCMAKE_CUDA_FLAGS_RELWITHDEBINFO="-O3 -DNDEBUG" "${launchers[@]}" \
+    -DCMAKE_CUDA_FLAGS_RELWITHDEBINFO="-O3 -DNDEBUG" "${CMAKE_LAUNCHERS[@]}" \
     > "$1/configure.log" 2>&1 || { cat "$1/configure.log"; exit 1; }
 }
 

@@ -92,12 +92,24 @@ if ! podman image exists "$base"; then
   $SUDO rm -rf "$state/rootfs"
 fi
 
+# The build stage compiles with a copy of this machine's compiler cache (filled by scripts/build.sh
+# with the same compilers and relative paths): the image's build then takes minutes, not a
+# second full build of CI's time. A copy, so that the build's root-owned writes stay here.
+cache_mount=()
+host_cache=$(ccache -k cache_dir 2> /dev/null || true)
+if [ -n "$host_cache" ] && [ -d "$host_cache" ]; then
+  $SUDO rm -rf "$state/ccache"
+  cp -a "$host_cache" "$state/ccache"
+  cache_mount=(-v "$state/ccache:/root/.cache/ccache")
+  phase "compiler cache: a copy of $host_cache ($(du -sm "$state/ccache" | cut -f1) MB)"
+fi
+
 phase "building $image (log: $state/build.log)"
 commit=$(git rev-parse --short=12 HEAD 2> /dev/null || true)
 # --network=host: the build stage's apt-get reaches Debian's mirror without a bridge and NAT rules
 # for the build containers. --format docker: the OCI format has no HEALTHCHECK.
 if ! podman build --format docker --pull=never --network=host \
-    -v "$cuda:/usr/local/cuda:ro" \
+    -v "$cuda:/usr/local/cuda:ro" "${cache_mount[@]}" \
     --build-arg "BUILD_IMAGE=$base" --build-arg "RUNTIME_IMAGE=$base" \
     --build-arg "CUIMG_GIT_COMMIT=$commit" -t "$image" . > "$state/build.log" 2>&1; then
   tail -n 50 "$state/build.log" >&2
