@@ -53,7 +53,11 @@ std::size_t Align(std::size_t n) { return (n + 255) / 256 * 256; }
 // Launches the numbering and resolving passes for intensity type I (NoIntensity: none).
 template <typename I>
 absl::Status LaunchNumbering(const LabelPlan::Impl& plan, const void* d_intensity,
-                             std::uint32_t* d_labels, void* workspace, cudaStream_t stream) {
+                             std::uint32_t* d_labels, void* workspace, cudaStream_t stream,
+                             const LabelPhaseMark& mark) {
+  const auto phase = [&](const char* name) {
+    if (mark) mark(name);
+  };
   auto* base = static_cast<std::uint8_t*>(workspace);
   auto* region_count = reinterpret_cast<std::uint32_t*>(base);
   auto* counts = reinterpret_cast<std::uint32_t*>(base + plan.counts_offset);
@@ -66,14 +70,17 @@ absl::Status LaunchNumbering(const LabelPlan::Impl& plan, const void* d_intensit
       plan.spec.min_voxels > kMaxLabelPixels ? kMaxLabelPixels : plan.spec.min_voxels);
   CUIMG_RETURN_IF_ERROR(
       seg::LaunchFlatten(plan.extent, min_voxels, d_labels, min_voxels ? nullptr : counts, stream));
+  phase("flatten");
   if (min_voxels) {
     seg::NumberRootsKernel<I, true, false><<<plan.segments, seg::kTileThreads, 0, stream>>>(
         d_labels, pixels, min_count, counts, offsets, table);
     CUIMG_CUDA_CHECK_LAUNCH(stream, "NumberRootsKernel (count)");
+    phase("count");
   }
   seg::ScanSegmentsKernel<<<1, seg::kScanThreads, 0, stream>>>(counts, offsets, plan.segments,
                                                                region_count);
   CUIMG_CUDA_CHECK_LAUNCH(stream, "ScanSegmentsKernel");
+  phase("scan");
   if (min_voxels) {
     seg::NumberRootsKernel<I, true, true><<<plan.segments, seg::kTileThreads, 0, stream>>>(
         d_labels, pixels, min_count, counts, offsets, table);
@@ -82,6 +89,7 @@ absl::Status LaunchNumbering(const LabelPlan::Impl& plan, const void* d_intensit
         d_labels, pixels, 0, counts, offsets, table);
   }
   CUIMG_CUDA_CHECK_LAUNCH(stream, "NumberRootsKernel");
+  phase("number");
   const seg::Geometry g = seg::MakeGeometry(plan.extent, plan.connectivity);
   const I* intensity = static_cast<const I*>(d_intensity);
   if (plan.extent.depth > 1) {
@@ -92,6 +100,7 @@ absl::Status LaunchNumbering(const LabelPlan::Impl& plan, const void* d_intensit
         <<<plan.segments, seg::kTileThreads, 0, stream>>>(d_labels, g, intensity, table);
   }
   CUIMG_CUDA_CHECK_LAUNCH(stream, "ResolveKernel");
+  phase("resolve");
   return absl::OkStatus();
 }
 
@@ -171,7 +180,8 @@ const std::uint32_t* LabelPlan::DeviceRegionCount(const void* workspace) const {
 }
 
 absl::Status LabelPlan::Run(const void* d_in, const void* d_intensity, std::uint32_t* d_labels,
-                            void* workspace, cudaStream_t stream, const CancelToken& cancel) const {
+                            void* workspace, cudaStream_t stream, const CancelToken& cancel,
+                            const LabelPhaseMark& mark) const {
   CUIMG_RETURN_IF_ERROR(cancel.Check());
   const Impl& p = *impl_;
   if (p.intensity.has_value() != (d_intensity != nullptr)) {
@@ -182,12 +192,12 @@ absl::Status LabelPlan::Run(const void* d_in, const void* d_intensity, std::uint
   set.type = p.type;
   set.range = p.spec.threshold;
   CUIMG_RETURN_IF_ERROR(
-      seg::LaunchComponents(set, p.extent, p.connectivity, d_in, d_labels, stream));
+      seg::LaunchComponents(set, p.extent, p.connectivity, d_in, d_labels, stream, mark));
   if (!p.intensity.has_value()) {
-    return LaunchNumbering<seg::NoIntensity>(p, nullptr, d_labels, workspace, stream);
+    return LaunchNumbering<seg::NoIntensity>(p, nullptr, d_labels, workspace, stream, mark);
   }
   return VisitAnyPixelType(*p.intensity, [&](auto tag) {
-    return LaunchNumbering<decltype(tag)>(p, d_intensity, d_labels, workspace, stream);
+    return LaunchNumbering<decltype(tag)>(p, d_intensity, d_labels, workspace, stream, mark);
   });
 }
 
