@@ -51,7 +51,9 @@ std::vector<std::uint32_t> EmulateLinks(const Image& mask, std::mt19937& rng) {
   std::shuffle(order.begin(), order.end(), rng);
   for (std::uint32_t tile : order) {
     std::shuffle(threads.begin(), threads.end(), rng);
-    for (int t : threads) seg::MergePixels<C>(labels.data(), g, tile, t);
+    for (int t : threads) {
+      seg::MergePixels<std::uint8_t, C>(mask.As<std::uint8_t>(), fg, labels.data(), g, tile, t);
+    }
   }
   return labels;
 }

@@ -25,10 +25,11 @@ __global__ void __launch_bounds__(kTileThreads)
 }
 
 // Joins the tiles (ccl_phases.h: MergePixels); one block a tile.
-template <Connectivity C>
+template <typename T, Connectivity C>
 __global__ void __launch_bounds__(kTileThreads)
-    MergeTilesKernel(std::uint32_t* labels, Geometry g) {
-  MergePixels<C>(labels, g, blockIdx.x, threadIdx.x);
+    MergeTilesKernel(const T* __restrict__ in, Foreground<T> fg, std::uint32_t* labels,
+                     Geometry g) {
+  MergePixels<T, C>(in, fg, labels, g, blockIdx.x, threadIdx.x);
 }
 
 // Lane-contiguous runs of equal keys in a warp, reduced to their first lane: `merge(i)` folds the

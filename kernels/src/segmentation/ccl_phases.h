@@ -12,8 +12,8 @@
 //
 // Phases: each tile is labelled in shared memory (LocalLoad, LocalUnite, LocalWrite), which
 // writes per pixel the tile-local root; tiles are joined across their faces with atomicMin
-// unions (MergePixels); every pixel is pointed at its root (FindCompress). Tiles are 32x32 pixels
-// in 2D and 32x8x8 voxels in 3D, 256 threads each.
+// unions (MergePixels, which reads the set from the input); every pixel is pointed at its root
+// (FindCompress). Tiles are 32x32 pixels in 2D and 32x8x8 voxels in 3D, 256 threads each.
 #ifndef CUIMG_KERNELS_SRC_SEGMENTATION_CCL_PHASES_H_
 #define CUIMG_KERNELS_SRC_SEGMENTATION_CCL_PHASES_H_
 
@@ -264,35 +264,44 @@ CUIMG_SEG_HD void LocalWrite(TileMemory<C>& m, std::uint32_t* labels, const Geom
 
 // Joins the tiles: each of the thread's pixels that has a backward neighbour in another tile
 // unions with it. Those pixels lie on the first and last column, the first row, and in 3D the
-// last row and the first slice (whose backward neighbours include (x, y + 1, z - 1)).
-template <Connectivity C>
-CUIMG_SEG_HD void MergePixels(std::uint32_t* labels, const Geometry& g, std::uint32_t tile, int t) {
+// last row and the first slice (whose backward neighbours include (x, y + 1, z - 1)). The set is
+// read from the input (read-only, cached), not from the links that the unions change. The skips
+// are LocalUnite's, over the whole image: they only ever rest on unions with a smaller later
+// end, or on joins along x, which are never skipped (within a tile the runs' links, across tiles
+// the union with (x - 1, y, z)); so with the pixel before in the set (in any tile), a face's run
+// makes one union per neighbouring run, not one per pixel.
+template <typename T, Connectivity C>
+CUIMG_SEG_HD void MergePixels(const T* in, const Foreground<T>& fg, std::uint32_t* labels,
+                              const Geometry& g, std::uint32_t tile, int t) {
   using S = TileShape<C>;
   const TileThread<C> th(g, tile, t);
-  const std::uint32_t slice = g.width * g.height;
+  const auto in_set = [&](std::int64_t x, std::int64_t y, std::int64_t z) {
+    if (x < 0 || x >= g.width || y < 0 || y >= g.height || z < 0) return false;
+    return fg(in[(z * g.height + y) * g.width + x]);
+  };
   CUIMG_SEG_UNROLL
   for (int k = 0; k < S::kPerThread; ++k) {
     const int ly = th.Ly(k), lz = th.Lz(k);
     const bool face = th.lx == 0 || th.lx == S::kX - 1 || ly == 0 ||
                       (IsVolume(C) && (lz == 0 || ly == S::kY - 1));
     if (!face || !th.Inside(g, k)) continue;
-    const std::uint32_t gx = th.x0 + th.lx, gy = th.y0 + ly, gz = th.z0 + lz;
+    const std::int64_t gx = th.x0 + th.lx, gy = th.y0 + ly, gz = th.z0 + lz;
+    if (!in_set(gx, gy, gz)) continue;
     const std::uint32_t p = th.Global(g, th.lx, ly, lz);
-    if (Ld(labels + p) == kBackground) continue;
-    const bool up = gy > 0 && Ld(labels + p - g.width) != kBackground;
-    const bool below = gz > 0 && Ld(labels + p - slice) != kBackground;
+    const bool left = in_set(gx - 1, gy, gz);
+    const bool up = in_set(gx, gy - 1, gz);
+    const bool below = IsVolume(C) && in_set(gx, gy, gz - 1);
     CUIMG_SEG_UNROLL
     for (int j = 0; j < BackwardCount(C); ++j) {
       const Offset o = BackwardOffset(C, j);
       const int nx = th.lx + o.dx, ny = ly + o.dy, nz = lz + o.dz;
       if (nx >= 0 && nx < S::kX && ny >= 0 && ny < S::kY && nz >= 0) continue;  // same tile
-      const std::int64_t qx = static_cast<std::int64_t>(gx) + o.dx;
-      const std::int64_t qy = static_cast<std::int64_t>(gy) + o.dy;
-      const std::int64_t qz = static_cast<std::int64_t>(gz) + o.dz;
-      if (qx < 0 || qx >= g.width || qy < 0 || qy >= g.height || qz < 0) continue;
+      const bool along_x = o.dx == -1 && o.dy == 0 && o.dz == 0;
+      if (!along_x && left && (o.dx < 0 || in_set(gx - 1 + o.dx, gy + o.dy, gz + o.dz))) continue;
       if (Implied(o, up, below)) continue;
-      const auto q = static_cast<std::uint32_t>((qz * g.height + qy) * g.width + qx);
-      if (Ld(labels + q) != kBackground) Union(labels, p, q);
+      const std::int64_t qx = gx + o.dx, qy = gy + o.dy, qz = gz + o.dz;
+      if (!in_set(qx, qy, qz)) continue;
+      Union(labels, p, static_cast<std::uint32_t>((qz * g.height + qy) * g.width + qx));
     }
   }
 }

@@ -17,7 +17,8 @@ absl::Status Launch(const SetSpec& set, const Geometry& g, const void* d_in,
   CUIMG_CUDA_CHECK_LAUNCH(stream, "LocalComponentsKernel");
   if (mark) mark("local");
   if (tiles > 1) {
-    MergeTilesKernel<C><<<tiles, kTileThreads, 0, stream>>>(d_labels, g);
+    MergeTilesKernel<T, C><<<tiles, kTileThreads, 0, stream>>>(
+        static_cast<const T*>(d_in), MakeForeground<T>(set.range), d_labels, g);
     CUIMG_CUDA_CHECK_LAUNCH(stream, "MergeTilesKernel");
   }
   if (mark) mark("merge");
