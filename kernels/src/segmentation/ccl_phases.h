@@ -243,7 +243,9 @@ CUIMG_SEG_HD void LocalUnite(TileMemory<C>& m, const Geometry& g, std::uint32_t 
 }
 
 // Phase 3: each pixel's tile-local root (the smallest index of its component within the tile:
-// the tile's raster order is the image's) as a global index, or kBackground.
+// the tile's raster order is the image's) as a global index, or kBackground. After the barrier
+// the links no longer change and this phase only reads them: plain loads without compression,
+// since the atomic loads of phase 2 serialize when a tile's threads all reach one root.
 template <Connectivity C>
 CUIMG_SEG_HD void LocalWrite(TileMemory<C>& m, std::uint32_t* labels, const Geometry& g,
                              std::uint32_t tile, int t) {
@@ -254,7 +256,8 @@ CUIMG_SEG_HD void LocalWrite(TileMemory<C>& m, std::uint32_t* labels, const Geom
     if (!th.Inside(g, k)) continue;
     std::uint32_t value = kBackground;
     if (InSet(m, th.lx, th.Ly(k), th.Lz(k))) {
-      const std::uint32_t r = FindCompress<true>(m.links, th.Local(k));
+      std::uint32_t r = th.Local(k);
+      for (std::uint32_t up = m.links[r]; up < r; up = m.links[r]) r = up;
       value = th.Global(g, static_cast<int>(r % S::kX), static_cast<int>((r / S::kX) % S::kY),
                         static_cast<int>(r / (S::kX * S::kY)));
     }
