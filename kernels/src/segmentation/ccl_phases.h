@@ -268,11 +268,19 @@ CUIMG_SEG_HD void LocalWrite(TileMemory<C>& m, std::uint32_t* labels, const Geom
 // Joins the tiles: each of the thread's pixels that has a backward neighbour in another tile
 // unions with it. Those pixels lie on the first and last column, the first row, and in 3D the
 // last row and the first slice (whose backward neighbours include (x, y + 1, z - 1)). The set is
-// read from the input (read-only, cached), not from the links that the unions change. The skips
-// are LocalUnite's, over the whole image: they only ever rest on unions with a smaller later
-// end, or on joins along x, which are never skipped (within a tile the runs' links, across tiles
-// the union with (x - 1, y, z)); so with the pixel before in the set (in any tile), a face's run
-// makes one union per neighbouring run, not one per pixel.
+// read from the input (read-only, cached), not from the links that the unions change.
+//
+// Skips, so that a face's run (or patch) makes one union per neighbouring run, not one per
+// pixel. Each rests only on unions with a smaller later end (joined, by induction over raster
+// order) and on unions of this pixel that do not rest on the skipped one:
+// - LocalUnite's, over the whole image: with the pixel before (x - 1) in the set, in any tile;
+//   that join is a run's link within a tile, or the union along x below.
+// - Along x at the tile's first column: with the pixel above (or below, in the previous slice)
+//   in the set and its own pixel before, around the square; the join with that pixel is inside
+//   the tile, where the first column has no pixel before and so LocalUnite always makes it.
+// - Along y at the first row (3D), with the pixel below and the one below the neighbour; along
+//   z at the first slice, with the pixel above and the one above the neighbour: again around a
+//   square whose fourth side is inside the tile (made there, or resting on the pixel before).
 template <typename T, Connectivity C>
 CUIMG_SEG_HD void MergePixels(const T* in, const Foreground<T>& fg, std::uint32_t* labels,
                               const Geometry& g, std::uint32_t tile, int t) {
@@ -299,10 +307,14 @@ CUIMG_SEG_HD void MergePixels(const T* in, const Foreground<T>& fg, std::uint32_
       const Offset o = BackwardOffset(C, j);
       const int nx = th.lx + o.dx, ny = ly + o.dy, nz = lz + o.dz;
       if (nx >= 0 && nx < S::kX && ny >= 0 && ny < S::kY && nz >= 0) continue;  // same tile
+      const std::int64_t qx = gx + o.dx, qy = gy + o.dy, qz = gz + o.dz;
       const bool along_x = o.dx == -1 && o.dy == 0 && o.dz == 0;
+      const bool along_y = o.dx == 0 && o.dy == -1 && o.dz == 0;
+      const bool along_z = o.dx == 0 && o.dy == 0 && o.dz == -1;
       if (!along_x && left && (o.dx < 0 || in_set(gx - 1 + o.dx, gy + o.dy, gz + o.dz))) continue;
       if (Implied(o, up, below)) continue;
-      const std::int64_t qx = gx + o.dx, qy = gy + o.dy, qz = gz + o.dz;
+      if ((along_x || along_z) && ly > 0 && up && in_set(qx, qy - 1, qz)) continue;
+      if ((along_x || along_y) && lz > 0 && below && in_set(qx, qy, qz - 1)) continue;
       if (!in_set(qx, qy, qz)) continue;
       Union(labels, p, static_cast<std::uint32_t>((qz * g.height + qy) * g.width + qx));
     }
