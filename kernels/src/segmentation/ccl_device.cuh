@@ -68,6 +68,9 @@ __global__ void __launch_bounds__(kTileThreads)
   std::uint32_t roots = 0;
   std::uint32_t run_root = kBackground;
   std::uint32_t run_count = 0;
+  // The last link followed and its root: a thread's pixels mostly share their tile-local root,
+  // and the roots no longer change (the unions are done), so one find serves them all.
+  std::uint32_t last_link = kBackground, last_root = kBackground;
   for (int i = 0; i < kPixelsPerThread; ++i) {
     const std::uint32_t p = base + i;
     if (p >= pixels) break;
@@ -75,8 +78,12 @@ __global__ void __launch_bounds__(kTileThreads)
     if (v == kBackground) continue;
     std::uint32_t r = p;
     if (v < p) {
+      if (v != last_link) {
+        last_link = v;
+        last_root = FindCompress(labels, v);
+      }
+      r = last_root;
       // Entries only decrease (FindCompress), so the root stored here stays.
-      r = FindCompress(labels, v);
       if (r != v) labels[p] = r;
     } else {
       ++roots;

@@ -134,12 +134,22 @@ __global__ void __launch_bounds__(kTileThreads)
     c[2] = static_cast<std::int32_t>(row / g.height);
   }
   RegionRun<I, kAxes> run;
+  // The last root read and its number: a thread's pixels mostly share their root.
+  std::uint32_t last_root = kBackground, last_number = 0;
   for (int i = 0; i < kPixelsPerThread; ++i) {
     const std::uint32_t p = base + i;
     if (p >= g.pixels) break;
     const std::uint32_t v = labels[p];
     std::uint32_t k = 0;
-    if (v != kBackground) k = ((v & kMark) ? v : Ld(labels + v)) & ~kMark;
+    if (v != kBackground && (v & kMark)) {
+      k = v & ~kMark;  // a root: its number (0 when dropped)
+    } else if (v != kBackground) {
+      if (v != last_root) {
+        last_root = v;
+        last_number = Ld(labels + v) & ~kMark;
+      }
+      k = last_number;
+    }
     labels[p] = k;
     if (k != 0) {
       I value{};
