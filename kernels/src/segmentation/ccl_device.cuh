@@ -58,14 +58,18 @@ __device__ __forceinline__ bool ReduceRuns(std::uint32_t key, const Shuffle& shu
 // Points every pixel of a segment (kSegmentPixels consecutive pixels a block, 16 a thread) at its
 // root. kCount: also adds each component's voxel count into its root's entry (r + count); runs of
 // one root within a thread and then within a warp are summed first, so a large component costs
-// one atomic per warp. `segment_roots` (may be null) gets the number of roots in each segment.
+// one atomic per warp. `segment_roots` (may be null) gets the number of roots in each segment;
+// `root_masks` (may be null) one 16-bit mask a thread (bit i: pixel base + i is a root), so that
+// the numbering finds the roots without reading every pixel again.
 template <bool kCount>
 __global__ void __launch_bounds__(kTileThreads)
     FlattenKernel(std::uint32_t* labels, std::uint32_t pixels,
-                  std::uint32_t* __restrict__ segment_roots) {
+                  std::uint32_t* __restrict__ segment_roots,
+                  std::uint16_t* __restrict__ root_masks) {
   const std::uint32_t base =
       blockIdx.x * kSegmentPixels + threadIdx.x * static_cast<std::uint32_t>(kPixelsPerThread);
   std::uint32_t roots = 0;
+  std::uint32_t root_mask = 0;
   std::uint32_t run_root = kBackground;
   std::uint32_t run_count = 0;
   // The last link followed and its root: a thread's pixels mostly share their tile-local root,
@@ -87,6 +91,7 @@ __global__ void __launch_bounds__(kTileThreads)
       if (r != v) labels[p] = r;
     } else {
       ++roots;
+      root_mask |= 1u << i;
     }
     if (kCount) {
       if (r != run_root) {
@@ -103,6 +108,9 @@ __global__ void __launch_bounds__(kTileThreads)
       if (same) run_count += c;
     });
     if (head && run_count > 0) atomicAdd(labels + run_root, run_count);
+  }
+  if (root_masks != nullptr) {
+    root_masks[blockIdx.x * kTileThreads + threadIdx.x] = static_cast<std::uint16_t>(root_mask);
   }
   if (segment_roots != nullptr) {
     __shared__ std::uint32_t warp_roots[kTileThreads / 32];

@@ -80,13 +80,16 @@ absl::Status LaunchComponents(const SetSpec& set, const Extent& extent, Connecti
 }
 
 absl::Status LaunchFlatten(const Extent& extent, bool count, std::uint32_t* d_labels,
-                           std::uint32_t* d_segment_roots, cudaStream_t stream) {
+                           std::uint32_t* d_segment_roots, cudaStream_t stream,
+                           std::uint16_t* d_root_masks) {
   const std::uint32_t segments = SegmentCount(extent);
   const auto pixels = static_cast<std::uint32_t>(extent.Pixels());
   if (count) {
-    FlattenKernel<true><<<segments, kTileThreads, 0, stream>>>(d_labels, pixels, d_segment_roots);
+    FlattenKernel<true>
+        <<<segments, kTileThreads, 0, stream>>>(d_labels, pixels, d_segment_roots, d_root_masks);
   } else {
-    FlattenKernel<false><<<segments, kTileThreads, 0, stream>>>(d_labels, pixels, d_segment_roots);
+    FlattenKernel<false>
+        <<<segments, kTileThreads, 0, stream>>>(d_labels, pixels, d_segment_roots, d_root_masks);
   }
   CUIMG_CUDA_CHECK_LAUNCH(stream, "FlattenKernel");
   return absl::OkStatus();

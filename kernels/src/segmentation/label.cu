@@ -12,7 +12,7 @@
 namespace cuimg {
 
 // Workspace layout (each part 256-byte aligned): the region count, the segments' counts and
-// offsets, then the region table's arrays.
+// offsets, the flatten pass's root masks, then the region table's arrays.
 struct LabelPlan::Impl {
   PixelType type = PixelType::kU8;
   Extent extent;
@@ -24,6 +24,7 @@ struct LabelPlan::Impl {
   int launches = 0;
   std::size_t counts_offset = 0;
   std::size_t offsets_offset = 0;
+  std::size_t masks_offset = 0;
   // Region table arrays: offsets from the workspace's start (0 = absent).
   std::size_t voxels = 0, first = 0, end = 0, coordinate_sum = 0;
   std::size_t max_key = 0, min_key_complement = 0, non_finite = 0, sum = 0;
@@ -62,18 +63,18 @@ absl::Status LaunchNumbering(const LabelPlan::Impl& plan, const void* d_intensit
   auto* region_count = reinterpret_cast<std::uint32_t*>(base);
   auto* counts = reinterpret_cast<std::uint32_t*>(base + plan.counts_offset);
   auto* offsets = reinterpret_cast<std::uint32_t*>(base + plan.offsets_offset);
+  auto* masks = reinterpret_cast<std::uint16_t*>(base + plan.masks_offset);
   const seg::RegionTable table = plan.Table(workspace);
-  const auto pixels = static_cast<std::uint32_t>(plan.extent.Pixels());
   const bool min_voxels = plan.spec.min_voxels > 1;
   // Counts beyond any component's size keep nothing; 2^31 - 1 is above every count.
   const auto min_count = static_cast<std::uint32_t>(
       plan.spec.min_voxels > kMaxLabelPixels ? kMaxLabelPixels : plan.spec.min_voxels);
-  CUIMG_RETURN_IF_ERROR(
-      seg::LaunchFlatten(plan.extent, min_voxels, d_labels, min_voxels ? nullptr : counts, stream));
+  CUIMG_RETURN_IF_ERROR(seg::LaunchFlatten(plan.extent, min_voxels, d_labels,
+                                           min_voxels ? nullptr : counts, stream, masks));
   phase("flatten");
   if (min_voxels) {
     seg::NumberRootsKernel<I, true, false><<<plan.segments, seg::kTileThreads, 0, stream>>>(
-        d_labels, pixels, min_count, counts, offsets, table);
+        d_labels, masks, min_count, counts, offsets, table);
     CUIMG_CUDA_CHECK_LAUNCH(stream, "NumberRootsKernel (count)");
     phase("count");
   }
@@ -83,10 +84,10 @@ absl::Status LaunchNumbering(const LabelPlan::Impl& plan, const void* d_intensit
   phase("scan");
   if (min_voxels) {
     seg::NumberRootsKernel<I, true, true><<<plan.segments, seg::kTileThreads, 0, stream>>>(
-        d_labels, pixels, min_count, counts, offsets, table);
+        d_labels, masks, min_count, counts, offsets, table);
   } else {
     seg::NumberRootsKernel<I, false, true><<<plan.segments, seg::kTileThreads, 0, stream>>>(
-        d_labels, pixels, 0, counts, offsets, table);
+        d_labels, masks, 0, counts, offsets, table);
   }
   CUIMG_CUDA_CHECK_LAUNCH(stream, "NumberRootsKernel");
   phase("number");
@@ -138,6 +139,8 @@ absl::StatusOr<LabelPlan> LabelPlan::Create(PixelType type, const Extent& extent
   };
   impl->counts_offset = take(impl->segments * sizeof(std::uint32_t));
   impl->offsets_offset = take(impl->segments * sizeof(std::uint32_t));
+  impl->masks_offset =
+      take(std::size_t{impl->segments} * seg::kTileThreads * sizeof(std::uint16_t));
   impl->voxels = take(rows * 4);
   impl->first = take(3 * rows * 4);
   impl->end = take(3 * rows * 4);

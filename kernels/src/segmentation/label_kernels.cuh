@@ -55,29 +55,25 @@ __device__ __forceinline__ bool KeptRoot(std::uint32_t v, std::uint32_t p,
 
 // kNumber false: writes the number of kept roots of each segment to `counts`. kNumber true:
 // gives kept roots the numbers offsets[segment] + 1, ... in raster order (the entry becomes
-// kMark | k, and row k - 1 of the table is cleared) and dropped roots kMark | 0.
+// kMark | k, and row k - 1 of the table is cleared) and dropped roots kMark | 0. The roots are
+// found in the flatten pass's masks (one a thread), so only roots' entries are read.
 template <typename I, bool kMinVoxels, bool kNumber>
 __global__ void __launch_bounds__(kTileThreads)
-    NumberRootsKernel(std::uint32_t* __restrict__ labels, std::uint32_t pixels,
+    NumberRootsKernel(std::uint32_t* __restrict__ labels, const std::uint16_t* __restrict__ masks,
                       std::uint32_t min_voxels, std::uint32_t* __restrict__ counts,
                       const std::uint32_t* __restrict__ offsets, RegionTable table) {
   const std::uint32_t base =
       blockIdx.x * kSegmentPixels + threadIdx.x * static_cast<std::uint32_t>(kPixelsPerThread);
-  std::uint32_t kept = 0;
-  std::uint32_t kept_mask = 0;
-  std::uint32_t root_mask = 0;
-#pragma unroll
-  for (int i = 0; i < kPixelsPerThread; ++i) {
-    const std::uint32_t p = base + i;
-    if (p >= pixels) break;
-    const std::uint32_t v = labels[p];
-    if (v == kBackground || v < p) continue;
-    root_mask |= 1u << i;
-    if (KeptRoot<kMinVoxels>(v, p, min_voxels)) {
-      kept_mask |= 1u << i;
-      ++kept;
+  const std::uint32_t root_mask = masks[blockIdx.x * kTileThreads + threadIdx.x];
+  std::uint32_t kept_mask = root_mask;
+  if (kMinVoxels) {
+    for (std::uint32_t m = root_mask; m != 0; m &= m - 1) {
+      const int i = __ffs(m) - 1;
+      const std::uint32_t p = base + i;
+      if (!KeptRoot<true>(labels[p], p, min_voxels)) kept_mask &= ~(1u << i);
     }
   }
+  const std::uint32_t kept = __popc(kept_mask);
   std::uint32_t total = 0;
   const std::uint32_t before = BlockExclusiveScan(kept, &total);
   if (!kNumber) {
@@ -85,8 +81,8 @@ __global__ void __launch_bounds__(kTileThreads)
     return;
   }
   std::uint32_t k = offsets[blockIdx.x] + before + 1;
-  for (int i = 0; i < kPixelsPerThread; ++i) {
-    if (!(root_mask & (1u << i))) continue;
+  for (std::uint32_t m = root_mask; m != 0; m &= m - 1) {
+    const int i = __ffs(m) - 1;
     const std::uint32_t p = base + i;
     if (kept_mask & (1u << i)) {
       ClearRow<I>(table, k - 1);
