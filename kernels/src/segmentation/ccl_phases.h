@@ -222,7 +222,8 @@ CUIMG_SEG_HD void LocalUnite(TileMemory<C>& m, const Geometry& g, std::uint32_t 
   using S = TileShape<C>;
   const TileThread<C> th(g, tile, t);
   const int x = th.lx;
-  CUIMG_SEG_UNROLL
+  // A loop: 8 copies of the neighbours' unions would overflow the instruction cache.
+  CUIMG_SEG_KEEP_LOOP
   for (int k = 0; k < S::kPerThread; ++k) {
     const int y = th.Ly(k), z = th.Lz(k);
     if (!InSet(m, x, y, z)) continue;
@@ -290,7 +291,8 @@ CUIMG_SEG_HD void MergePixels(const T* in, const Foreground<T>& fg, std::uint32_
     if (x < 0 || x >= g.width || y < 0 || y >= g.height || z < 0) return false;
     return fg(in[(z * g.height + y) * g.width + x]);
   };
-  CUIMG_SEG_UNROLL
+  // A loop, as in LocalUnite.
+  CUIMG_SEG_KEEP_LOOP
   for (int k = 0; k < S::kPerThread; ++k) {
     const int ly = th.Ly(k), lz = th.Lz(k);
     const bool face = th.lx == 0 || th.lx == S::kX - 1 || ly == 0 ||
