@@ -78,16 +78,28 @@ absl::Status LaunchNumbering(const LabelPlan::Impl& plan, const void* d_intensit
     CUIMG_CUDA_CHECK_LAUNCH(stream, "NumberRootsKernel (count)");
     phase("count");
   }
-  seg::ScanSegmentsKernel<<<1, seg::kScanThreads, 0, stream>>>(counts, offsets, plan.segments,
-                                                               region_count);
-  CUIMG_CUDA_CHECK_LAUNCH(stream, "ScanSegmentsKernel");
-  phase("scan");
-  if (min_voxels) {
-    seg::NumberRootsKernel<I, true, true><<<plan.segments, seg::kTileThreads, 0, stream>>>(
-        d_labels, masks, min_count, counts, offsets, table);
+  // Up to kMaxSegmentsSummed segments each numbering block sums the counts before its own;
+  // beyond, one block scans them first.
+  const bool summed = plan.segments <= seg::kMaxSegmentsSummed;
+  if (!summed) {
+    seg::ScanSegmentsKernel<<<1, seg::kScanThreads, 0, stream>>>(counts, offsets, plan.segments,
+                                                                 region_count);
+    CUIMG_CUDA_CHECK_LAUNCH(stream, "ScanSegmentsKernel");
+    phase("scan");
+  }
+  const dim3 grid(plan.segments), block(seg::kTileThreads);
+  if (summed && min_voxels) {
+    seg::NumberRootsKernel<I, true, true, true><<<grid, block, 0, stream>>>(
+        d_labels, masks, min_count, counts, offsets, table, region_count);
+  } else if (summed) {
+    seg::NumberRootsKernel<I, false, true, true>
+        <<<grid, block, 0, stream>>>(d_labels, masks, 0, counts, offsets, table, region_count);
+  } else if (min_voxels) {
+    seg::NumberRootsKernel<I, true, true>
+        <<<grid, block, 0, stream>>>(d_labels, masks, min_count, counts, offsets, table);
   } else {
-    seg::NumberRootsKernel<I, false, true><<<plan.segments, seg::kTileThreads, 0, stream>>>(
-        d_labels, masks, 0, counts, offsets, table);
+    seg::NumberRootsKernel<I, false, true>
+        <<<grid, block, 0, stream>>>(d_labels, masks, 0, counts, offsets, table);
   }
   CUIMG_CUDA_CHECK_LAUNCH(stream, "NumberRootsKernel");
   phase("number");
@@ -155,9 +167,10 @@ absl::StatusOr<LabelPlan> LabelPlan::Create(PixelType type, const Extent& extent
     }
   }
   impl->bytes = at;
-  // Local (+ merge), flatten, (count kept,) scan, number, resolve.
-  impl->launches =
-      (seg::TileCount(extent, impl->connectivity) > 1 ? 2 : 1) + 4 + (spec.min_voxels > 1 ? 1 : 0);
+  // Local (+ merge), flatten, (count kept,) (scan,) number, resolve.
+  impl->launches = (seg::TileCount(extent, impl->connectivity) > 1 ? 2 : 1) + 3 +
+                   (impl->segments > seg::kMaxSegmentsSummed ? 1 : 0) +
+                   (spec.min_voxels > 1 ? 1 : 0);
   LabelPlan plan;
   plan.impl_ = std::move(impl);
   return plan;

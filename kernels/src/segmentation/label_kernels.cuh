@@ -53,16 +53,23 @@ __device__ __forceinline__ bool KeptRoot(std::uint32_t v, std::uint32_t p,
   return !kMinVoxels || v - p >= min_voxels;
 }
 
+// Segments up to which each numbering block sums the counts before its own (at most 16 loads a
+// thread) instead of a scan kernel running first: one launch less for images up to 16 M pixels.
+inline constexpr std::uint32_t kMaxSegmentsSummed = 4096;
+
 // kNumber false: writes the number of kept roots of each segment to `counts`. kNumber true:
 // gives kept roots the numbers offsets[segment] + 1, ... in raster order (the entry becomes
-// kMark | k, and row k - 1 of the table is cleared) and dropped roots kMark | 0. The roots are
-// found in the flatten pass's masks (thread t of the first 128 takes the segment's 32 pixels
-// 32 t...), so only roots' entries are read.
-template <typename I, bool kMinVoxels, bool kNumber>
+// kMark | k, and row k - 1 of the table is cleared) and dropped roots kMark | 0. kSum (with
+// kNumber): the block sums counts[0..segment) itself for its offset, ignoring `offsets`, and the
+// last block writes the total to `region_count`. The roots are found in the flatten pass's masks
+// (thread t of the first 128 takes the segment's 32 pixels 32 t...), so only roots' entries are
+// read.
+template <typename I, bool kMinVoxels, bool kNumber, bool kSum = false>
 __global__ void __launch_bounds__(kTileThreads)
     NumberRootsKernel(std::uint32_t* __restrict__ labels, const std::uint32_t* __restrict__ masks,
                       std::uint32_t min_voxels, std::uint32_t* __restrict__ counts,
-                      const std::uint32_t* __restrict__ offsets, RegionTable table) {
+                      const std::uint32_t* __restrict__ offsets, RegionTable table,
+                      std::uint32_t* __restrict__ region_count = nullptr) {
   constexpr unsigned kWords = kSegmentPixels / 32;
   static_assert(kWords <= kTileThreads, "a thread a mask word");
   const std::uint32_t base = blockIdx.x * kSegmentPixels + threadIdx.x * 32u;
@@ -83,7 +90,16 @@ __global__ void __launch_bounds__(kTileThreads)
     if (threadIdx.x == 0) counts[blockIdx.x] = total;
     return;
   }
-  std::uint32_t k = offsets[blockIdx.x] + before + 1;
+  std::uint32_t offset = 0;
+  if (kSum) {
+    std::uint32_t earlier = 0;
+    for (std::uint32_t j = threadIdx.x; j < blockIdx.x; j += kTileThreads) earlier += counts[j];
+    BlockExclusiveScan(earlier, &offset);
+    if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) *region_count = offset + total;
+  } else {
+    offset = offsets[blockIdx.x];
+  }
+  std::uint32_t k = offset + before + 1;
   for (std::uint32_t m = root_mask; m != 0; m &= m - 1) {
     const int i = __ffs(m) - 1;
     const std::uint32_t p = base + i;
