@@ -55,63 +55,52 @@ __device__ __forceinline__ bool ReduceRuns(std::uint32_t key, const Shuffle& shu
   return head;
 }
 
-// The first pixel of the calling warp's part of a segment: a segment kernel's block covers
-// kSegmentPixels consecutive pixels, a warp 32 * kPixelsPerThread of them, and lane l takes pixel
-// l of each 32 (SegmentPixel), so that every load and store of the warp is one coalesced line.
-__device__ __forceinline__ std::uint32_t SegmentWarpBase() {
-  return blockIdx.x * kSegmentPixels + (threadIdx.x >> 5) * (32u * kPixelsPerThread);
-}
-__device__ __forceinline__ std::uint32_t SegmentPixel(std::uint32_t warp_base, int i) {
-  return warp_base + 32u * static_cast<std::uint32_t>(i) + (threadIdx.x & 31);
-}
-
-// Points every pixel of a segment at its root. kCount: also adds each component's voxel count
-// into its root's entry (r + count); a thread's pixels of one root and then the warp's are summed
-// first, so a large component costs one atomic per warp. `segment_roots` (may be null) gets the
-// number of roots in each segment; `root_masks` (may be null) one 32-bit mask for each 32 pixels
-// (bit l: pixel 32 w + l is a root), so that the numbering finds the roots without reading every
-// pixel again.
+// Points every pixel of a segment (kSegmentPixels consecutive pixels a block, 16 a thread) at its
+// root. kCount: also adds each component's voxel count into its root's entry (r + count); runs of
+// one root within a thread and then within a warp are summed first, so a large component costs
+// one atomic per warp. `segment_roots` (may be null) gets the number of roots in each segment;
+// `root_masks` (may be null) one 16-bit mask a thread (bit i: pixel base + i is a root), so that
+// the numbering finds the roots without reading every pixel again.
 template <bool kCount>
 __global__ void __launch_bounds__(kTileThreads)
     FlattenKernel(std::uint32_t* labels, std::uint32_t pixels,
                   std::uint32_t* __restrict__ segment_roots,
-                  std::uint32_t* __restrict__ root_masks) {
-  const std::uint32_t warp_base = SegmentWarpBase();
+                  std::uint16_t* __restrict__ root_masks) {
+  const std::uint32_t base =
+      blockIdx.x * kSegmentPixels + threadIdx.x * static_cast<std::uint32_t>(kPixelsPerThread);
   std::uint32_t roots = 0;
+  std::uint32_t root_mask = 0;
   std::uint32_t run_root = kBackground;
   std::uint32_t run_count = 0;
   // The last link followed and its root: a thread's pixels mostly share their tile-local root,
   // and the roots no longer change (the unions are done), so one find serves them all.
   std::uint32_t last_link = kBackground, last_root = kBackground;
   for (int i = 0; i < kPixelsPerThread; ++i) {
-    const std::uint32_t p = SegmentPixel(warp_base, i);
-    const std::uint32_t v = p < pixels ? labels[p] : kBackground;
-    bool root = false;
-    if (v != kBackground) {
-      std::uint32_t r = p;
-      if (v < p) {
-        if (v != last_link) {
-          last_link = v;
-          last_root = FindCompress(labels, v);
-        }
-        r = last_root;
-        // Entries only decrease (FindCompress), so the root stored here stays.
-        if (r != v) labels[p] = r;
-      } else {
-        root = true;
-        ++roots;
+    const std::uint32_t p = base + i;
+    if (p >= pixels) break;
+    const std::uint32_t v = labels[p];
+    if (v == kBackground) continue;
+    std::uint32_t r = p;
+    if (v < p) {
+      if (v != last_link) {
+        last_link = v;
+        last_root = FindCompress(labels, v);
       }
-      if (kCount) {
-        if (r != run_root) {
-          if (run_count > 0) atomicAdd(labels + run_root, run_count);
-          run_root = r;
-          run_count = 0;
-        }
-        ++run_count;
-      }
+      r = last_root;
+      // Entries only decrease (FindCompress), so the root stored here stays.
+      if (r != v) labels[p] = r;
+    } else {
+      ++roots;
+      root_mask |= 1u << i;
     }
-    const unsigned mask = __ballot_sync(0xffffffffu, root);
-    if (root_masks != nullptr && (threadIdx.x & 31) == 0) root_masks[p >> 5] = mask;
+    if (kCount) {
+      if (r != run_root) {
+        if (run_count > 0) atomicAdd(labels + run_root, run_count);
+        run_root = r;
+        run_count = 0;
+      }
+      ++run_count;
+    }
   }
   if (kCount) {
     const bool head = ReduceRuns(run_root, [&](int i, bool same) {
@@ -119,6 +108,9 @@ __global__ void __launch_bounds__(kTileThreads)
       if (same) run_count += c;
     });
     if (head && run_count > 0) atomicAdd(labels + run_root, run_count);
+  }
+  if (root_masks != nullptr) {
+    root_masks[blockIdx.x * kTileThreads + threadIdx.x] = static_cast<std::uint16_t>(root_mask);
   }
   if (segment_roots != nullptr) {
     __shared__ std::uint32_t warp_roots[kTileThreads / 32];

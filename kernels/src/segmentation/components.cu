@@ -81,7 +81,7 @@ absl::Status LaunchComponents(const SetSpec& set, const Extent& extent, Connecti
 
 absl::Status LaunchFlatten(const Extent& extent, bool count, std::uint32_t* d_labels,
                            std::uint32_t* d_segment_roots, cudaStream_t stream,
-                           std::uint32_t* d_root_masks) {
+                           std::uint16_t* d_root_masks) {
   const std::uint32_t segments = SegmentCount(extent);
   const auto pixels = static_cast<std::uint32_t>(extent.Pixels());
   if (count) {

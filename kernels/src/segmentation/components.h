@@ -40,10 +40,10 @@ absl::Status LaunchComponents(const SetSpec& set, const Extent& extent, Connecti
 
 // FlattenKernel: every pixel points at its root; with `count`, roots hold r + voxels; with
 // `d_segment_roots` (SegmentCount entries), the roots per segment; with `d_root_masks`
-// (SegmentCount * kSegmentPixels / 32 entries), each 32 pixels' roots as a bit mask. One launch.
+// (SegmentCount * kTileThreads entries), each 16 pixels' roots as a bit mask. One launch.
 absl::Status LaunchFlatten(const Extent& extent, bool count, std::uint32_t* d_labels,
                            std::uint32_t* d_segment_roots, cudaStream_t stream,
-                           std::uint32_t* d_root_masks = nullptr);
+                           std::uint16_t* d_root_masks = nullptr);
 
 }  // namespace cuimg::seg
 

@@ -63,7 +63,7 @@ absl::Status LaunchNumbering(const LabelPlan::Impl& plan, const void* d_intensit
   auto* region_count = reinterpret_cast<std::uint32_t*>(base);
   auto* counts = reinterpret_cast<std::uint32_t*>(base + plan.counts_offset);
   auto* offsets = reinterpret_cast<std::uint32_t*>(base + plan.offsets_offset);
-  auto* masks = reinterpret_cast<std::uint32_t*>(base + plan.masks_offset);
+  auto* masks = reinterpret_cast<std::uint16_t*>(base + plan.masks_offset);
   const seg::RegionTable table = plan.Table(workspace);
   const bool min_voxels = plan.spec.min_voxels > 1;
   // Counts beyond any component's size keep nothing; 2^31 - 1 is above every count.
@@ -151,7 +151,8 @@ absl::StatusOr<LabelPlan> LabelPlan::Create(PixelType type, const Extent& extent
   };
   impl->counts_offset = take(impl->segments * sizeof(std::uint32_t));
   impl->offsets_offset = take(impl->segments * sizeof(std::uint32_t));
-  impl->masks_offset = take(std::size_t{impl->segments} * seg::kSegmentPixels / 8);
+  impl->masks_offset =
+      take(std::size_t{impl->segments} * seg::kTileThreads * sizeof(std::uint16_t));
   impl->voxels = take(rows * 4);
   impl->first = take(3 * rows * 4);
   impl->end = take(3 * rows * 4);

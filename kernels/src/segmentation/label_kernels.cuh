@@ -62,19 +62,16 @@ inline constexpr std::uint32_t kMaxSegmentsSummed = 4096;
 // kMark | k, and row k - 1 of the table is cleared) and dropped roots kMark | 0. kSum (with
 // kNumber): the block sums counts[0..segment) itself for its offset, ignoring `offsets`, and the
 // last block writes the total to `region_count`. The roots are found in the flatten pass's masks
-// (thread t of the first 128 takes the segment's 32 pixels 32 t...), so only roots' entries are
-// read.
+// (one a thread), so only roots' entries are read.
 template <typename I, bool kMinVoxels, bool kNumber, bool kSum = false>
 __global__ void __launch_bounds__(kTileThreads)
-    NumberRootsKernel(std::uint32_t* __restrict__ labels, const std::uint32_t* __restrict__ masks,
+    NumberRootsKernel(std::uint32_t* __restrict__ labels, const std::uint16_t* __restrict__ masks,
                       std::uint32_t min_voxels, std::uint32_t* __restrict__ counts,
                       const std::uint32_t* __restrict__ offsets, RegionTable table,
                       std::uint32_t* __restrict__ region_count = nullptr) {
-  constexpr unsigned kWords = kSegmentPixels / 32;
-  static_assert(kWords <= kTileThreads, "a thread a mask word");
-  const std::uint32_t base = blockIdx.x * kSegmentPixels + threadIdx.x * 32u;
-  const std::uint32_t root_mask =
-      threadIdx.x < kWords ? masks[blockIdx.x * kWords + threadIdx.x] : 0u;
+  const std::uint32_t base =
+      blockIdx.x * kSegmentPixels + threadIdx.x * static_cast<std::uint32_t>(kPixelsPerThread);
+  const std::uint32_t root_mask = masks[blockIdx.x * kTileThreads + threadIdx.x];
   std::uint32_t kept_mask = root_mask;
   if (kMinVoxels) {
     for (std::uint32_t m = root_mask; m != 0; m &= m - 1) {
@@ -133,19 +130,18 @@ __global__ void __launch_bounds__(kScanThreads)
 }
 
 // Writes every pixel's label (0, or the number its root carries) over the links and adds the
-// pixel to its region's statistics: a thread's pixels (SegmentPixel: one of each 32) of one label
-// are accumulated together, a warp's lane-contiguous runs of one label are folded together, and
-// each run left makes one set of atomics.
+// pixel to its region's statistics: a thread's 16 consecutive pixels form runs of one label,
+// a warp's runs of one label are folded together, and each run left makes one set of atomics.
 template <typename I, int kAxes>
 __global__ void __launch_bounds__(kTileThreads)
     ResolveKernel(std::uint32_t* labels, Geometry g, const I* __restrict__ intensity,
                   RegionTable table) {
-  const std::uint32_t warp_base = SegmentWarpBase();
+  const std::uint32_t base =
+      blockIdx.x * kSegmentPixels + threadIdx.x * static_cast<std::uint32_t>(kPixelsPerThread);
   std::int32_t c[3];
   {
-    const std::uint32_t first = SegmentPixel(warp_base, 0);
-    const std::uint32_t row = first / g.width;
-    c[0] = static_cast<std::int32_t>(first - row * g.width);
+    const std::uint32_t row = base / g.width;
+    c[0] = static_cast<std::int32_t>(base - row * g.width);
     c[1] = static_cast<std::int32_t>(row % g.height);
     c[2] = static_cast<std::int32_t>(row / g.height);
   }
@@ -153,7 +149,7 @@ __global__ void __launch_bounds__(kTileThreads)
   // The last root read and its number: a thread's pixels mostly share their root.
   std::uint32_t last_root = kBackground, last_number = 0;
   for (int i = 0; i < kPixelsPerThread; ++i) {
-    const std::uint32_t p = SegmentPixel(warp_base, i);
+    const std::uint32_t p = base + i;
     if (p >= g.pixels) break;
     const std::uint32_t v = labels[p];
     std::uint32_t k = 0;
@@ -177,10 +173,8 @@ __global__ void __launch_bounds__(kTileThreads)
         run.Add(c, value);
       }
     }
-    // The next pixel is 32 further on.
-    c[0] += 32;
-    while (c[0] >= static_cast<std::int32_t>(g.width)) {
-      c[0] -= static_cast<std::int32_t>(g.width);
+    if (++c[0] == static_cast<std::int32_t>(g.width)) {
+      c[0] = 0;
       if (++c[1] == static_cast<std::int32_t>(g.height)) {
         c[1] = 0;
         ++c[2];

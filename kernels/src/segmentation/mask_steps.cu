@@ -47,10 +47,11 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void __launch_bounds__(seg::kTileThreads)
     LargestRootKernel(const std::uint32_t* __restrict__ labels, std::uint32_t pixels,
                       unsigned long long* best) {
-  const std::uint32_t warp_base = seg::SegmentWarpBase();
+  const std::uint32_t base = blockIdx.x * seg::kSegmentPixels +
+                             threadIdx.x * static_cast<std::uint32_t>(seg::kPixelsPerThread);
   unsigned long long key = 0;
   for (int i = 0; i < seg::kPixelsPerThread; ++i) {
-    const std::uint32_t p = seg::SegmentPixel(warp_base, i);
+    const std::uint32_t p = base + i;
     if (p >= pixels) break;
     const std::uint32_t v = labels[p];
     if (v == kBackground || v < p) continue;
