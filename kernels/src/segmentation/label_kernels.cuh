@@ -148,10 +148,16 @@ __global__ void __launch_bounds__(kTileThreads)
   RegionRun<I, kAxes> run;
   // The last root read and its number: a thread's pixels mostly share their root.
   std::uint32_t last_root = kBackground, last_number = 0;
+  std::uint32_t entries[kPixelsPerThread];
+  LoadPixels(labels, base, g.pixels, entries, kBackground);
+  // The intensities too, for every pixel (background ones are loaded and not used): loads in
+  // flight together rather than one latency per labelled pixel.
+  I values[kHasIntensity<I> ? kPixelsPerThread : 1];
+  if constexpr (kHasIntensity<I>) LoadPixels(intensity, base, g.pixels, values, I{});
   for (int i = 0; i < kPixelsPerThread; ++i) {
     const std::uint32_t p = base + i;
     if (p >= g.pixels) break;
-    const std::uint32_t v = labels[p];
+    const std::uint32_t v = entries[i];
     std::uint32_t k = 0;
     if (v != kBackground && (v & kMark)) {
       k = v & ~kMark;  // a root: its number (0 when dropped)
@@ -165,7 +171,7 @@ __global__ void __launch_bounds__(kTileThreads)
     labels[p] = k;
     if (k != 0) {
       I value{};
-      if constexpr (kHasIntensity<I>) value = intensity[p];
+      if constexpr (kHasIntensity<I>) value = values[i];
       if (k != run.label) {
         if (run.label != 0) run.Flush(table);
         run.Start(k, c, value);
