@@ -266,7 +266,38 @@ CUIMG_SEG_HD void LocalWrite(TileMemory<C>& m, std::uint32_t* labels, const Geom
   }
 }
 
-// Joins the tiles: each of the thread's pixels that has a backward neighbour in another tile
+// A tile's face pixels, those with a backward neighbour in another tile: in 2D the first row and
+// the first and last columns (94); in 3D the first slice, then in each other slice the first and
+// last rows and the first and last columns between them (256 + 7 * 76 = 788).
+struct FacePixel {
+  int x, y, z;
+};
+template <Connectivity C>
+CUIMG_SEG_HD constexpr int FacePixels() {
+  using S = TileShape<C>;
+  return IsVolume(C) ? S::kX * S::kY + (S::kZ - 1) * (2 * S::kX + 2 * (S::kY - 2))
+                     : S::kX + 2 * (S::kY - 1);
+}
+template <Connectivity C>
+CUIMG_SEG_HD FacePixel NthFacePixel(int f) {
+  using S = TileShape<C>;
+  if (!IsVolume(C)) {
+    if (f < S::kX) return {f, 0, 0};
+    f -= S::kX;
+    return {(f & 1) ? S::kX - 1 : 0, 1 + f / 2, 0};
+  }
+  if (f < S::kX * S::kY) return {f % S::kX, f / S::kX, 0};
+  f -= S::kX * S::kY;
+  constexpr int kPerSlice = 2 * S::kX + 2 * (S::kY - 2);
+  const int z = 1 + f / kPerSlice;
+  f %= kPerSlice;
+  if (f < S::kX) return {f, 0, z};
+  if (f < 2 * S::kX) return {f - S::kX, S::kY - 1, z};
+  f -= 2 * S::kX;
+  return {(f & 1) ? S::kX - 1 : 0, 1 + f / 2, z};
+}
+
+// Joins the tiles: each face pixel (NthFacePixel) that has a backward neighbour in another tile
 // unions with it. Those pixels lie on the first and last column, the first row, and in 3D the
 // last row and the first slice (whose backward neighbours include (x, y + 1, z - 1)). The set is
 // read from the input (read-only, cached), not from the links that the unions change.
@@ -291,23 +322,23 @@ CUIMG_SEG_HD void MergePixels(const T* in, const Foreground<T>& fg, std::uint32_
     if (x < 0 || x >= g.width || y < 0 || y >= g.height || z < 0) return false;
     return fg(in[(z * g.height + y) * g.width + x]);
   };
-  // A loop, as in LocalUnite.
+  // The threads take the tile's face pixels in turn (one to four each), not their own rows, of
+  // which most are inside: each pass of this loop is a chain of dependent loads.
   CUIMG_SEG_KEEP_LOOP
-  for (int k = 0; k < S::kPerThread; ++k) {
-    const int ly = th.Ly(k), lz = th.Lz(k);
-    const bool face = th.lx == 0 || th.lx == S::kX - 1 || ly == 0 ||
-                      (IsVolume(C) && (lz == 0 || ly == S::kY - 1));
-    if (!face || !th.Inside(g, k)) continue;
-    const std::int64_t gx = th.x0 + th.lx, gy = th.y0 + ly, gz = th.z0 + lz;
+  for (int f = t; f < FacePixels<C>(); f += kTileThreads) {
+    const FacePixel fp = NthFacePixel<C>(f);
+    const int lx = fp.x, ly = fp.y, lz = fp.z;
+    if (th.x0 + lx >= g.width || th.y0 + ly >= g.height || th.z0 + lz >= g.depth) continue;
+    const std::int64_t gx = th.x0 + lx, gy = th.y0 + ly, gz = th.z0 + lz;
     if (!in_set(gx, gy, gz)) continue;
-    const std::uint32_t p = th.Global(g, th.lx, ly, lz);
+    const std::uint32_t p = th.Global(g, lx, ly, lz);
     const bool left = in_set(gx - 1, gy, gz);
     const bool up = in_set(gx, gy - 1, gz);
     const bool below = IsVolume(C) && in_set(gx, gy, gz - 1);
     CUIMG_SEG_UNROLL
     for (int j = 0; j < BackwardCount(C); ++j) {
       const Offset o = BackwardOffset(C, j);
-      const int nx = th.lx + o.dx, ny = ly + o.dy, nz = lz + o.dz;
+      const int nx = lx + o.dx, ny = ly + o.dy, nz = lz + o.dz;
       if (nx >= 0 && nx < S::kX && ny >= 0 && ny < S::kY && nz >= 0) continue;  // same tile
       const std::int64_t qx = gx + o.dx, qy = gy + o.dy, qz = gz + o.dz;
       const bool along_x = o.dx == -1 && o.dy == 0 && o.dz == 0;
