@@ -179,6 +179,14 @@ CUIMG_SEG_HD bool InSet(const TileMemory<C>& m, int x, int y, int z) {
   return (m.rows[y + S::kY * z] >> x) & 1u;
 }
 
+// Row y + kY * z's mask; 0 outside the tile.
+template <Connectivity C>
+CUIMG_SEG_HD std::uint32_t RowMask(const TileMemory<C>& m, int y, int z) {
+  using S = TileShape<C>;
+  if (y < 0 || y >= S::kY || z < 0 || z >= S::kZ) return 0;
+  return m.rows[y + S::kY * z];
+}
+
 // Phase 1: the rows' masks, and each pixel of the set linked to the first pixel of its run along
 // x (so a run is one tree from the start, without unions), others kBackground. On the GPU a warp
 // holds a tile row and finds the runs with one ballot; the host (a test's emulation) scans left.
@@ -222,20 +230,33 @@ CUIMG_SEG_HD void LocalUnite(TileMemory<C>& m, const Geometry& g, std::uint32_t 
   using S = TileShape<C>;
   const TileThread<C> th(g, tile, t);
   const int x = th.lx;
-  // A loop: 8 copies of the neighbours' unions would overflow the instruction cache.
+  // A loop: unrolled, its 8 copies of the neighbours' unions made 26-connectivity's local pass
+  // take 4.3 ms on the benchmark's CT instead of 0.94 ms (H200, c1).
   CUIMG_SEG_KEEP_LOOP
   for (int k = 0; k < S::kPerThread; ++k) {
     const int y = th.Ly(k), z = th.Lz(k);
-    if (!InSet(m, x, y, z)) continue;
-    const bool left = InSet(m, x - 1, y, z);
-    const bool up = InSet(m, x, y - 1, z);
-    const bool below = InSet(m, x, y, z - 1);
+    // The masks of the rows around (dy in -1..1, dz in -1..0), read once: every test below is
+    // then a shift of a register.
+    std::uint32_t near[2][3];
+    CUIMG_SEG_UNROLL
+    for (int dz = -1; dz <= 0; ++dz) {
+      CUIMG_SEG_UNROLL
+      for (int dy = -1; dy <= 1; ++dy) near[dz + 1][dy + 1] = RowMask(m, y + dy, z + dz);
+    }
+    const auto in_set = [&](int dx, int dy, int dz) {
+      const int nx = x + dx;
+      return nx >= 0 && nx < S::kX && ((near[dz + 1][dy + 1] >> nx) & 1u) != 0;
+    };
+    if (!in_set(0, 0, 0)) continue;
+    const bool left = in_set(-1, 0, 0);
+    const bool up = in_set(0, -1, 0);
+    const bool below = in_set(0, 0, -1);
     const std::uint32_t i = th.Local(k);
     CUIMG_SEG_UNROLL
     for (int j = 0; j < BackwardCount(C); ++j) {
       const Offset o = BackwardOffset(C, j);
-      if (!InSet(m, x + o.dx, y + o.dy, z + o.dz)) continue;
-      if (left && (o.dx < 0 || InSet(m, x - 1 + o.dx, y + o.dy, z + o.dz))) continue;
+      if (!in_set(o.dx, o.dy, o.dz)) continue;
+      if (left && (o.dx < 0 || in_set(o.dx - 1, o.dy, o.dz))) continue;
       if (Implied(o, up, below)) continue;
       const auto n = static_cast<std::uint32_t>(((z + o.dz) * S::kY + y + o.dy) * S::kX + x + o.dx);
       Union<true>(m.links, i, n);
