@@ -2,11 +2,15 @@
 // workloads: median of event-timed runs after warm-up (bench_util.h), with the memory floor
 // (input read once, labels or output written once, over the measured device copy bandwidth).
 // Label times include the statistics left on the device; ReadRegions (a host round trip) is
-// timed apart, as "read_regions_us", on the host clock.
+// timed apart, as "read_regions_us", on the host clock. Label rows also give each phase's median
+// GPU time ("phases_us": events recorded at every LabelPhaseMark, in runs of their own).
 // Usage: label_bench [--quick] [--filter SUBSTRING]
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -90,6 +94,47 @@ absl::Status DumpDevice(const std::string& dir, const std::string& name, PixelTy
   return DumpImage(dir, name, host.view());
 }
 
+// The median GPU time of each phase of `run` over `runs` runs, as a JSON object in phase order:
+// an event is recorded at the start and at every mark, so a phase's time is from the end of the
+// previous phase's launches to the end of its own.
+absl::StatusOr<std::string> ProfilePhases(
+    cudaStream_t stream, int runs, const std::function<absl::Status(const LabelPhaseMark&)>& run) {
+  std::vector<CudaEvent> events;
+  std::vector<std::string> names;
+  std::map<std::string, std::vector<double>> us;
+  for (int i = 0; i < runs; ++i) {
+    CUIMG_RETURN_IF_ERROR(HoldStream(stream, kHoldUs));
+    names.clear();
+    absl::Status recorded;
+    const auto record = [&]() -> absl::Status {
+      if (events.size() <= names.size()) {
+        CUIMG_ASSIGN_OR_RETURN(CudaEvent e, CudaEvent::Create());
+        events.push_back(std::move(e));
+      }
+      return events[names.size()].Record(stream);
+    };
+    CUIMG_RETURN_IF_ERROR(record());
+    names.push_back("start");
+    CUIMG_RETURN_IF_ERROR(run([&](const char* phase) {
+      if (recorded.ok()) recorded = record();
+      names.push_back(phase);
+    }));
+    CUIMG_RETURN_IF_ERROR(recorded);
+    CUIMG_RETURN_IF_ERROR(events[names.size() - 1].Synchronize());
+    for (std::size_t j = 1; j < names.size(); ++j) {
+      CUIMG_ASSIGN_OR_RETURN(float ms, CudaEvent::ElapsedMs(events[j - 1], events[j]));
+      us[names[j]].push_back(ms * 1e3);
+    }
+  }
+  std::string json = "{";
+  for (std::size_t j = 1; j < names.size(); ++j) {
+    std::vector<double>& v = us[names[j]];
+    std::sort(v.begin(), v.end());
+    absl::StrAppendFormat(&json, "%s\"%s\":%.1f", j > 1 ? "," : "", names[j], v[v.size() / 2]);
+  }
+  return json + "}";
+}
+
 absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t stream,
                  const std::string& dump_dir) {
   const Image mask = MakeMask(w);
@@ -121,6 +166,11 @@ absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t str
                                              d_intensity ? d_intensity->data() : nullptr,
                                              labels.As<std::uint32_t>(), ws.data(), stream);
                            }));
+    CUIMG_ASSIGN_OR_RETURN(
+        std::string phases, ProfilePhases(stream, runs, [&](const LabelPhaseMark& mark) {
+          return plan.Run(d_in.data(), d_intensity ? d_intensity->data() : nullptr,
+                          labels.As<std::uint32_t>(), ws.data(), stream, NeverCancelled(), mark);
+        }));
     const auto start = std::chrono::steady_clock::now();
     CUIMG_ASSIGN_OR_RETURN(std::vector<RegionStats> stats, plan.ReadRegions(ws.data(), stream));
     read_regions_us =
@@ -128,8 +178,9 @@ absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t str
     regions = stats.size();
     CUIMG_RETURN_IF_ERROR(
         DumpDevice(dump_dir, w.name + ".out", PixelType::kU32, w.extent, labels.data()));
-    detail = absl::StrFormat("\"launches\":%d,\"plan\":\"%s\",\"workspace_mb\":%.1f",
-                             plan.LaunchCount(), plan.Describe(), plan.WorkspaceBytes() / 1e6);
+    detail =
+        absl::StrFormat("\"launches\":%d,\"plan\":\"%s\",\"workspace_mb\":%.1f,\"phases_us\":%s",
+                        plan.LaunchCount(), plan.Describe(), plan.WorkspaceBytes() / 1e6, phases);
   } else {
     CUIMG_ASSIGN_OR_RETURN(DeviceBuffer out, DeviceBuffer::Allocate(pixels));
     CUIMG_ASSIGN_OR_RETURN(DeviceBuffer ws,

@@ -51,7 +51,9 @@ std::vector<std::uint32_t> EmulateLinks(const Image& mask, std::mt19937& rng) {
   std::shuffle(order.begin(), order.end(), rng);
   for (std::uint32_t tile : order) {
     std::shuffle(threads.begin(), threads.end(), rng);
-    for (int t : threads) seg::MergePixels<C>(labels.data(), g, tile, t);
+    for (int t : threads) {
+      seg::MergePixels<std::uint8_t, C>(mask.As<std::uint8_t>(), fg, labels.data(), g, tile, t);
+    }
   }
   return labels;
 }
@@ -128,6 +130,32 @@ Image Spiral(Extent e, bool invert) {
     for (std::int64_t i = 0; i < e.Pixels(); ++i) m[i] = !m[i];
   }
   return mask;
+}
+
+// The merge's face pixels are each pixel with a neighbour before it in another tile, once.
+template <Connectivity C>
+void ExpectFacePixelsAreTheFaces() {
+  using S = seg::TileShape<C>;
+  std::vector<int> seen(S::kPixels, 0);
+  for (int f = 0; f < seg::FacePixels<C>(); ++f) {
+    const seg::FacePixel p = seg::NthFacePixel<C>(f);
+    ASSERT_TRUE(p.x >= 0 && p.x < S::kX && p.y >= 0 && p.y < S::kY && p.z >= 0 && p.z < S::kZ);
+    ++seen[(p.z * S::kY + p.y) * S::kX + p.x];
+  }
+  for (int z = 0; z < S::kZ; ++z) {
+    for (int y = 0; y < S::kY; ++y) {
+      for (int x = 0; x < S::kX; ++x) {
+        const bool face =
+            x == 0 || x == S::kX - 1 || y == 0 || (seg::IsVolume(C) && (z == 0 || y == S::kY - 1));
+        EXPECT_EQ(seen[(z * S::kY + y) * S::kX + x], face ? 1 : 0) << x << "," << y << "," << z;
+      }
+    }
+  }
+}
+
+TEST(LabelCclEmulationTest, FacePixelsAreEachFacePixelOnce) {
+  ExpectFacePixelsAreTheFaces<Connectivity::k8>();
+  ExpectFacePixelsAreTheFaces<Connectivity::k26>();
 }
 
 TEST(LabelCclEmulationTest, RootsAreFirstPixelsOnRandomMasksOfManyTiles) {

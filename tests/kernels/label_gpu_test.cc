@@ -60,7 +60,7 @@ absl::StatusOr<DeviceBuffer> Poisoned(std::size_t bytes) {
 }
 
 absl::StatusOr<LabelResult> LabelOnGpu(const Image& input, const LabelSpec& spec,
-                                       const Image* intensity) {
+                                       const Image* intensity, const LabelPhaseMark& mark = {}) {
   std::optional<PixelType> itype;
   if (intensity != nullptr) itype = intensity->type();
   CUIMG_ASSIGN_OR_RETURN(LabelPlan plan,
@@ -77,7 +77,7 @@ absl::StatusOr<LabelResult> LabelOnGpu(const Image& input, const LabelSpec& spec
   CUIMG_ASSIGN_OR_RETURN(DeviceBuffer ws, Poisoned(plan.WorkspaceBytes()));
   CUIMG_RETURN_IF_ERROR(plan.Run(d_in.data(), d_intensity ? d_intensity->data() : nullptr,
                                  static_cast<std::uint32_t*>(d_labels.data()), ws.data(),
-                                 stream.get()));
+                                 stream.get(), NeverCancelled(), mark));
   CUIMG_ASSIGN_OR_RETURN(result.regions, plan.ReadRegions(ws.data(), stream.get()));
   std::uint32_t count = 0;
   if (cudaMemcpy(&count, plan.DeviceRegionCount(ws.data()), 4, cudaMemcpyDeviceToHost) !=
@@ -211,6 +211,19 @@ TEST(LabelGpuTest, EqualsReferenceOnLargeImagesAndThresholds) {
   }
 }
 
+TEST(LabelGpuTest, EqualsReferenceBeyondTheSegmentsTheNumberingSums) {
+  CUIMG_SKIP_IF_NO_GPU();
+  // 4,100 segments of 4,096 pixels: a scan kernel numbers them (up to 4,096 the numbering
+  // blocks sum the counts before them).
+  const Extent e{4096, 4100, 1};
+  const Image blobs = testing::BlobMask(e, 3000, 3, 40, true, 7);
+  LabelSpec spec;
+  spec.connectivity = Connectivity::k8;
+  ExpectLabelMatches(blobs, spec, nullptr, "4096x4100 blobs conn 8");
+  spec.min_voxels = 50;
+  ExpectLabelMatches(blobs, spec, nullptr, "4096x4100 blobs conn 8 min_voxels 50");
+}
+
 TEST(LabelGpuTest, IsDeterministic) {
   CUIMG_SKIP_IF_NO_GPU();
   const Extent e{200, 150, 40};
@@ -223,6 +236,31 @@ TEST(LabelGpuTest, IsDeterministic) {
   ASSERT_TRUE(a.ok() && b.ok());
   ASSERT_EQ(testing::FirstMismatch(a->labels, b->labels), -1);
   ExpectSameRegions(a->regions, b->regions, "second run");
+}
+
+TEST(LabelGpuTest, MarksEachPhaseInOrderWithoutChangingTheResult) {
+  CUIMG_SKIP_IF_NO_GPU();
+  const Extent e{70, 41, 19};
+  const Image input = testing::BlobMask(e, 12, 2, 9, true, 3);
+  const Image u16 = testing::RandomImage(PixelType::kU16, e, 4);
+  LabelSpec spec;
+  spec.connectivity = Connectivity::k26;
+  for (std::int64_t min_voxels : {0, 20}) {
+    spec.min_voxels = min_voxels;
+    std::vector<std::string> phases;
+    absl::StatusOr<LabelResult> got =
+        LabelOnGpu(input, spec, &u16, [&](const char* phase) { phases.push_back(phase); });
+    ASSERT_TRUE(got.ok()) << got.status();
+    // 14 segments: the numbering sums the counts itself, no scan.
+    std::vector<std::string> want = {"local", "merge", "flatten", "number", "resolve"};
+    if (min_voxels > 0) want.insert(want.begin() + 3, "count");
+    EXPECT_EQ(phases, want);
+    const ImageView iv = u16.view();
+    absl::StatusOr<LabelResult> reference = LabelReference(input.view(), spec, &iv);
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    ASSERT_EQ(testing::FirstMismatch(got->labels, reference->labels), -1);
+    ExpectSameRegions(got->regions, reference->regions, "marked");
+  }
 }
 
 enum class Step { kRemoveSmall, kKeepLargest, kFillHoles, kFillByMarker };

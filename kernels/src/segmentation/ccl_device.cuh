@@ -5,6 +5,7 @@
 #define CUIMG_KERNELS_SRC_SEGMENTATION_CCL_DEVICE_CUH_
 
 #include <cstdint>
+#include <cstring>
 
 #include "segmentation/ccl_phases.h"
 
@@ -25,10 +26,11 @@ __global__ void __launch_bounds__(kTileThreads)
 }
 
 // Joins the tiles (ccl_phases.h: MergePixels); one block a tile.
-template <Connectivity C>
+template <typename T, Connectivity C>
 __global__ void __launch_bounds__(kTileThreads)
-    MergeTilesKernel(std::uint32_t* labels, Geometry g) {
-  MergePixels<C>(labels, g, blockIdx.x, threadIdx.x);
+    MergeTilesKernel(const T* __restrict__ in, Foreground<T> fg, std::uint32_t* labels,
+                     Geometry g) {
+  MergePixels<T, C>(in, fg, labels, g, blockIdx.x, threadIdx.x);
 }
 
 // Lane-contiguous runs of equal keys in a warp, reduced to their first lane: `merge(i)` folds the
@@ -54,31 +56,70 @@ __device__ __forceinline__ bool ReduceRuns(std::uint32_t key, const Shuffle& shu
   return head;
 }
 
+// The entries of a thread's pixels base, ..., base + 15 (kBackground past `pixels`), loaded before
+// they are used: all loads in flight at once (four 16-byte loads when aligned and inside) instead
+// of one load's latency per pixel, which bound these passes on a 1080p image (one wave of
+// blocks). An entry that another thread changes meanwhile only ever moves to a value of the same
+// meaning (a smaller ancestor, a count or mark added to a root, or its number).
+template <typename T>
+__device__ __forceinline__ void LoadPixels(const T* data, std::uint32_t base, std::uint32_t pixels,
+                                           T (&v)[kPixelsPerThread], T outside) {
+  constexpr int kPerVector = 16 / sizeof(T);
+  if constexpr (16 % sizeof(T) == 0 && kPixelsPerThread % kPerVector == 0) {
+    if (base + kPixelsPerThread <= pixels &&
+        reinterpret_cast<std::uintptr_t>(data + base) % 16 == 0) {
+      const auto* q = reinterpret_cast<const uint4*>(data + base);
+#pragma unroll
+      for (int j = 0; j < kPixelsPerThread / kPerVector; ++j) {
+        const uint4 w = q[j];
+        memcpy(&v[j * kPerVector], &w, 16);
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kPixelsPerThread; ++i) v[i] = base + i < pixels ? data[base + i] : outside;
+}
+
 // Points every pixel of a segment (kSegmentPixels consecutive pixels a block, 16 a thread) at its
 // root. kCount: also adds each component's voxel count into its root's entry (r + count); runs of
 // one root within a thread and then within a warp are summed first, so a large component costs
-// one atomic per warp. `segment_roots` (may be null) gets the number of roots in each segment.
+// one atomic per warp. `segment_roots` (may be null) gets the number of roots in each segment;
+// `root_masks` (may be null) one 16-bit mask a thread (bit i: pixel base + i is a root), so that
+// the numbering finds the roots without reading every pixel again.
 template <bool kCount>
 __global__ void __launch_bounds__(kTileThreads)
     FlattenKernel(std::uint32_t* labels, std::uint32_t pixels,
-                  std::uint32_t* __restrict__ segment_roots) {
+                  std::uint32_t* __restrict__ segment_roots,
+                  std::uint16_t* __restrict__ root_masks) {
   const std::uint32_t base =
       blockIdx.x * kSegmentPixels + threadIdx.x * static_cast<std::uint32_t>(kPixelsPerThread);
   std::uint32_t roots = 0;
+  std::uint32_t root_mask = 0;
   std::uint32_t run_root = kBackground;
   std::uint32_t run_count = 0;
+  // The last link followed and its root: a thread's pixels mostly share their tile-local root,
+  // and the roots no longer change (the unions are done), so one find serves them all.
+  std::uint32_t last_link = kBackground, last_root = kBackground;
+  std::uint32_t entries[kPixelsPerThread];
+  LoadPixels(labels, base, pixels, entries, kBackground);
   for (int i = 0; i < kPixelsPerThread; ++i) {
     const std::uint32_t p = base + i;
     if (p >= pixels) break;
-    const std::uint32_t v = labels[p];
+    const std::uint32_t v = entries[i];
     if (v == kBackground) continue;
     std::uint32_t r = p;
     if (v < p) {
+      if (v != last_link) {
+        last_link = v;
+        last_root = FindCompress(labels, v);
+      }
+      r = last_root;
       // Entries only decrease (FindCompress), so the root stored here stays.
-      r = FindCompress(labels, v);
       if (r != v) labels[p] = r;
     } else {
       ++roots;
+      root_mask |= 1u << i;
     }
     if (kCount) {
       if (r != run_root) {
@@ -95,6 +136,9 @@ __global__ void __launch_bounds__(kTileThreads)
       if (same) run_count += c;
     });
     if (head && run_count > 0) atomicAdd(labels + run_root, run_count);
+  }
+  if (root_masks != nullptr) {
+    root_masks[blockIdx.x * kTileThreads + threadIdx.x] = static_cast<std::uint16_t>(root_mask);
   }
   if (segment_roots != nullptr) {
     __shared__ std::uint32_t warp_roots[kTileThreads / 32];

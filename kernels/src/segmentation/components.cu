@@ -9,36 +9,39 @@ namespace {
 
 template <typename T, Connectivity C>
 absl::Status Launch(const SetSpec& set, const Geometry& g, const void* d_in,
-                    std::uint32_t* d_labels, cudaStream_t stream) {
+                    std::uint32_t* d_labels, cudaStream_t stream, const LabelPhaseMark& mark) {
   const std::uint32_t tiles =
       g.tiles_x * g.tiles_y * ((g.depth + TileShape<C>::kZ - 1) / TileShape<C>::kZ);
   LocalComponentsKernel<T, C><<<tiles, kTileThreads, 0, stream>>>(
       static_cast<const T*>(d_in), MakeForeground<T>(set.range), d_labels, g);
   CUIMG_CUDA_CHECK_LAUNCH(stream, "LocalComponentsKernel");
+  if (mark) mark("local");
   if (tiles > 1) {
-    MergeTilesKernel<C><<<tiles, kTileThreads, 0, stream>>>(d_labels, g);
+    MergeTilesKernel<T, C><<<tiles, kTileThreads, 0, stream>>>(
+        static_cast<const T*>(d_in), MakeForeground<T>(set.range), d_labels, g);
     CUIMG_CUDA_CHECK_LAUNCH(stream, "MergeTilesKernel");
   }
+  if (mark) mark("merge");
   return absl::OkStatus();
 }
 
 template <typename T>
 absl::Status LaunchFor(const SetSpec& set, const Geometry& g, Connectivity c, const void* d_in,
-                       std::uint32_t* d_labels, cudaStream_t stream) {
+                       std::uint32_t* d_labels, cudaStream_t stream, const LabelPhaseMark& mark) {
   switch (c) {
     case Connectivity::k8:
-      return Launch<T, Connectivity::k8>(set, g, d_in, d_labels, stream);
+      return Launch<T, Connectivity::k8>(set, g, d_in, d_labels, stream, mark);
     case Connectivity::k6:
-      return Launch<T, Connectivity::k6>(set, g, d_in, d_labels, stream);
+      return Launch<T, Connectivity::k6>(set, g, d_in, d_labels, stream, mark);
     case Connectivity::k18:
-      return Launch<T, Connectivity::k18>(set, g, d_in, d_labels, stream);
+      return Launch<T, Connectivity::k18>(set, g, d_in, d_labels, stream, mark);
     case Connectivity::k26:
-      return Launch<T, Connectivity::k26>(set, g, d_in, d_labels, stream);
+      return Launch<T, Connectivity::k26>(set, g, d_in, d_labels, stream, mark);
     case Connectivity::kDefault:
     case Connectivity::k4:
       break;
   }
-  return Launch<T, Connectivity::k4>(set, g, d_in, d_labels, stream);
+  return Launch<T, Connectivity::k4>(set, g, d_in, d_labels, stream, mark);
 }
 
 }  // namespace
@@ -68,21 +71,25 @@ std::uint32_t SegmentCount(const Extent& extent) {
 }
 
 absl::Status LaunchComponents(const SetSpec& set, const Extent& extent, Connectivity connectivity,
-                              const void* d_in, std::uint32_t* d_labels, cudaStream_t stream) {
+                              const void* d_in, std::uint32_t* d_labels, cudaStream_t stream,
+                              const LabelPhaseMark& mark) {
   const Geometry g = MakeGeometry(extent, connectivity);
   return VisitAnyPixelType(set.type, [&](auto tag) {
-    return LaunchFor<decltype(tag)>(set, g, connectivity, d_in, d_labels, stream);
+    return LaunchFor<decltype(tag)>(set, g, connectivity, d_in, d_labels, stream, mark);
   });
 }
 
 absl::Status LaunchFlatten(const Extent& extent, bool count, std::uint32_t* d_labels,
-                           std::uint32_t* d_segment_roots, cudaStream_t stream) {
+                           std::uint32_t* d_segment_roots, cudaStream_t stream,
+                           std::uint16_t* d_root_masks) {
   const std::uint32_t segments = SegmentCount(extent);
   const auto pixels = static_cast<std::uint32_t>(extent.Pixels());
   if (count) {
-    FlattenKernel<true><<<segments, kTileThreads, 0, stream>>>(d_labels, pixels, d_segment_roots);
+    FlattenKernel<true>
+        <<<segments, kTileThreads, 0, stream>>>(d_labels, pixels, d_segment_roots, d_root_masks);
   } else {
-    FlattenKernel<false><<<segments, kTileThreads, 0, stream>>>(d_labels, pixels, d_segment_roots);
+    FlattenKernel<false>
+        <<<segments, kTileThreads, 0, stream>>>(d_labels, pixels, d_segment_roots, d_root_masks);
   }
   CUIMG_CUDA_CHECK_LAUNCH(stream, "FlattenKernel");
   return absl::OkStatus();

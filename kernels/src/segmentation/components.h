@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "cuimg/common/image.h"
+#include "cuimg/kernels/label.h"
 #include "cuimg/kernels/segmentation_types.h"
 #include "segmentation/ccl_device.cuh"
 
@@ -31,14 +32,18 @@ std::uint32_t TileCount(const Extent& extent, Connectivity connectivity);
 std::uint32_t SegmentCount(const Extent& extent);
 
 // Local labelling and tile merging: afterwards `d_labels` holds a forest of links per
-// ccl_device.cuh (roots = the smallest index of each component). Two launches.
+// ccl_device.cuh (roots = the smallest index of each component). Two launches; `mark` (may be
+// empty) is called after each ("local", "merge").
 absl::Status LaunchComponents(const SetSpec& set, const Extent& extent, Connectivity connectivity,
-                              const void* d_in, std::uint32_t* d_labels, cudaStream_t stream);
+                              const void* d_in, std::uint32_t* d_labels, cudaStream_t stream,
+                              const LabelPhaseMark& mark = {});
 
 // FlattenKernel: every pixel points at its root; with `count`, roots hold r + voxels; with
-// `d_segment_roots` (SegmentCount entries), the roots per segment. One launch.
+// `d_segment_roots` (SegmentCount entries), the roots per segment; with `d_root_masks`
+// (SegmentCount * kTileThreads entries), each 16 pixels' roots as a bit mask. One launch.
 absl::Status LaunchFlatten(const Extent& extent, bool count, std::uint32_t* d_labels,
-                           std::uint32_t* d_segment_roots, cudaStream_t stream);
+                           std::uint32_t* d_segment_roots, cudaStream_t stream,
+                           std::uint16_t* d_root_masks = nullptr);
 
 }  // namespace cuimg::seg
 

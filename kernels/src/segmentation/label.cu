@@ -12,7 +12,7 @@
 namespace cuimg {
 
 // Workspace layout (each part 256-byte aligned): the region count, the segments' counts and
-// offsets, then the region table's arrays.
+// offsets, the flatten pass's root masks, then the region table's arrays.
 struct LabelPlan::Impl {
   PixelType type = PixelType::kU8;
   Extent extent;
@@ -24,6 +24,7 @@ struct LabelPlan::Impl {
   int launches = 0;
   std::size_t counts_offset = 0;
   std::size_t offsets_offset = 0;
+  std::size_t masks_offset = 0;
   // Region table arrays: offsets from the workspace's start (0 = absent).
   std::size_t voxels = 0, first = 0, end = 0, coordinate_sum = 0;
   std::size_t max_key = 0, min_key_complement = 0, non_finite = 0, sum = 0;
@@ -53,35 +54,55 @@ std::size_t Align(std::size_t n) { return (n + 255) / 256 * 256; }
 // Launches the numbering and resolving passes for intensity type I (NoIntensity: none).
 template <typename I>
 absl::Status LaunchNumbering(const LabelPlan::Impl& plan, const void* d_intensity,
-                             std::uint32_t* d_labels, void* workspace, cudaStream_t stream) {
+                             std::uint32_t* d_labels, void* workspace, cudaStream_t stream,
+                             const LabelPhaseMark& mark) {
+  const auto phase = [&](const char* name) {
+    if (mark) mark(name);
+  };
   auto* base = static_cast<std::uint8_t*>(workspace);
   auto* region_count = reinterpret_cast<std::uint32_t*>(base);
   auto* counts = reinterpret_cast<std::uint32_t*>(base + plan.counts_offset);
   auto* offsets = reinterpret_cast<std::uint32_t*>(base + plan.offsets_offset);
+  auto* masks = reinterpret_cast<std::uint16_t*>(base + plan.masks_offset);
   const seg::RegionTable table = plan.Table(workspace);
-  const auto pixels = static_cast<std::uint32_t>(plan.extent.Pixels());
   const bool min_voxels = plan.spec.min_voxels > 1;
   // Counts beyond any component's size keep nothing; 2^31 - 1 is above every count.
   const auto min_count = static_cast<std::uint32_t>(
       plan.spec.min_voxels > kMaxLabelPixels ? kMaxLabelPixels : plan.spec.min_voxels);
-  CUIMG_RETURN_IF_ERROR(
-      seg::LaunchFlatten(plan.extent, min_voxels, d_labels, min_voxels ? nullptr : counts, stream));
+  CUIMG_RETURN_IF_ERROR(seg::LaunchFlatten(plan.extent, min_voxels, d_labels,
+                                           min_voxels ? nullptr : counts, stream, masks));
+  phase("flatten");
   if (min_voxels) {
     seg::NumberRootsKernel<I, true, false><<<plan.segments, seg::kTileThreads, 0, stream>>>(
-        d_labels, pixels, min_count, counts, offsets, table);
+        d_labels, masks, min_count, counts, offsets, table);
     CUIMG_CUDA_CHECK_LAUNCH(stream, "NumberRootsKernel (count)");
+    phase("count");
   }
-  seg::ScanSegmentsKernel<<<1, seg::kScanThreads, 0, stream>>>(counts, offsets, plan.segments,
-                                                               region_count);
-  CUIMG_CUDA_CHECK_LAUNCH(stream, "ScanSegmentsKernel");
-  if (min_voxels) {
-    seg::NumberRootsKernel<I, true, true><<<plan.segments, seg::kTileThreads, 0, stream>>>(
-        d_labels, pixels, min_count, counts, offsets, table);
+  // Up to kMaxSegmentsSummed segments each numbering block sums the counts before its own;
+  // beyond, one block scans them first.
+  const bool summed = plan.segments <= seg::kMaxSegmentsSummed;
+  if (!summed) {
+    seg::ScanSegmentsKernel<<<1, seg::kScanThreads, 0, stream>>>(counts, offsets, plan.segments,
+                                                                 region_count);
+    CUIMG_CUDA_CHECK_LAUNCH(stream, "ScanSegmentsKernel");
+    phase("scan");
+  }
+  const dim3 grid(plan.segments), block(seg::kTileThreads);
+  if (summed && min_voxels) {
+    seg::NumberRootsKernel<I, true, true, true><<<grid, block, 0, stream>>>(
+        d_labels, masks, min_count, counts, offsets, table, region_count);
+  } else if (summed) {
+    seg::NumberRootsKernel<I, false, true, true>
+        <<<grid, block, 0, stream>>>(d_labels, masks, 0, counts, offsets, table, region_count);
+  } else if (min_voxels) {
+    seg::NumberRootsKernel<I, true, true>
+        <<<grid, block, 0, stream>>>(d_labels, masks, min_count, counts, offsets, table);
   } else {
-    seg::NumberRootsKernel<I, false, true><<<plan.segments, seg::kTileThreads, 0, stream>>>(
-        d_labels, pixels, 0, counts, offsets, table);
+    seg::NumberRootsKernel<I, false, true>
+        <<<grid, block, 0, stream>>>(d_labels, masks, 0, counts, offsets, table);
   }
   CUIMG_CUDA_CHECK_LAUNCH(stream, "NumberRootsKernel");
+  phase("number");
   const seg::Geometry g = seg::MakeGeometry(plan.extent, plan.connectivity);
   const I* intensity = static_cast<const I*>(d_intensity);
   if (plan.extent.depth > 1) {
@@ -92,6 +113,7 @@ absl::Status LaunchNumbering(const LabelPlan::Impl& plan, const void* d_intensit
         <<<plan.segments, seg::kTileThreads, 0, stream>>>(d_labels, g, intensity, table);
   }
   CUIMG_CUDA_CHECK_LAUNCH(stream, "ResolveKernel");
+  phase("resolve");
   return absl::OkStatus();
 }
 
@@ -129,6 +151,8 @@ absl::StatusOr<LabelPlan> LabelPlan::Create(PixelType type, const Extent& extent
   };
   impl->counts_offset = take(impl->segments * sizeof(std::uint32_t));
   impl->offsets_offset = take(impl->segments * sizeof(std::uint32_t));
+  impl->masks_offset =
+      take(std::size_t{impl->segments} * seg::kTileThreads * sizeof(std::uint16_t));
   impl->voxels = take(rows * 4);
   impl->first = take(3 * rows * 4);
   impl->end = take(3 * rows * 4);
@@ -144,9 +168,10 @@ absl::StatusOr<LabelPlan> LabelPlan::Create(PixelType type, const Extent& extent
     }
   }
   impl->bytes = at;
-  // Local (+ merge), flatten, (count kept,) scan, number, resolve.
-  impl->launches =
-      (seg::TileCount(extent, impl->connectivity) > 1 ? 2 : 1) + 4 + (spec.min_voxels > 1 ? 1 : 0);
+  // Local (+ merge), flatten, (count kept,) (scan,) number, resolve.
+  impl->launches = (seg::TileCount(extent, impl->connectivity) > 1 ? 2 : 1) + 3 +
+                   (impl->segments > seg::kMaxSegmentsSummed ? 1 : 0) +
+                   (spec.min_voxels > 1 ? 1 : 0);
   LabelPlan plan;
   plan.impl_ = std::move(impl);
   return plan;
@@ -171,7 +196,8 @@ const std::uint32_t* LabelPlan::DeviceRegionCount(const void* workspace) const {
 }
 
 absl::Status LabelPlan::Run(const void* d_in, const void* d_intensity, std::uint32_t* d_labels,
-                            void* workspace, cudaStream_t stream, const CancelToken& cancel) const {
+                            void* workspace, cudaStream_t stream, const CancelToken& cancel,
+                            const LabelPhaseMark& mark) const {
   CUIMG_RETURN_IF_ERROR(cancel.Check());
   const Impl& p = *impl_;
   if (p.intensity.has_value() != (d_intensity != nullptr)) {
@@ -182,12 +208,12 @@ absl::Status LabelPlan::Run(const void* d_in, const void* d_intensity, std::uint
   set.type = p.type;
   set.range = p.spec.threshold;
   CUIMG_RETURN_IF_ERROR(
-      seg::LaunchComponents(set, p.extent, p.connectivity, d_in, d_labels, stream));
+      seg::LaunchComponents(set, p.extent, p.connectivity, d_in, d_labels, stream, mark));
   if (!p.intensity.has_value()) {
-    return LaunchNumbering<seg::NoIntensity>(p, nullptr, d_labels, workspace, stream);
+    return LaunchNumbering<seg::NoIntensity>(p, nullptr, d_labels, workspace, stream, mark);
   }
   return VisitAnyPixelType(*p.intensity, [&](auto tag) {
-    return LaunchNumbering<decltype(tag)>(p, d_intensity, d_labels, workspace, stream);
+    return LaunchNumbering<decltype(tag)>(p, d_intensity, d_labels, workspace, stream, mark);
   });
 }
 

@@ -53,40 +53,52 @@ __device__ __forceinline__ bool KeptRoot(std::uint32_t v, std::uint32_t p,
   return !kMinVoxels || v - p >= min_voxels;
 }
 
+// Segments up to which each numbering block sums the counts before its own (at most 16 loads a
+// thread) instead of a scan kernel running first: one launch less for images up to 16 M pixels.
+inline constexpr std::uint32_t kMaxSegmentsSummed = 4096;
+
 // kNumber false: writes the number of kept roots of each segment to `counts`. kNumber true:
 // gives kept roots the numbers offsets[segment] + 1, ... in raster order (the entry becomes
-// kMark | k, and row k - 1 of the table is cleared) and dropped roots kMark | 0.
-template <typename I, bool kMinVoxels, bool kNumber>
+// kMark | k, and row k - 1 of the table is cleared) and dropped roots kMark | 0. kSum (with
+// kNumber): the block sums counts[0..segment) itself for its offset, ignoring `offsets`, and the
+// last block writes the total to `region_count`. The roots are found in the flatten pass's masks
+// (one a thread), so only roots' entries are read.
+template <typename I, bool kMinVoxels, bool kNumber, bool kSum = false>
 __global__ void __launch_bounds__(kTileThreads)
-    NumberRootsKernel(std::uint32_t* __restrict__ labels, std::uint32_t pixels,
+    NumberRootsKernel(std::uint32_t* __restrict__ labels, const std::uint16_t* __restrict__ masks,
                       std::uint32_t min_voxels, std::uint32_t* __restrict__ counts,
-                      const std::uint32_t* __restrict__ offsets, RegionTable table) {
+                      const std::uint32_t* __restrict__ offsets, RegionTable table,
+                      std::uint32_t* __restrict__ region_count = nullptr) {
   const std::uint32_t base =
       blockIdx.x * kSegmentPixels + threadIdx.x * static_cast<std::uint32_t>(kPixelsPerThread);
-  std::uint32_t kept = 0;
-  std::uint32_t kept_mask = 0;
-  std::uint32_t root_mask = 0;
-#pragma unroll
-  for (int i = 0; i < kPixelsPerThread; ++i) {
-    const std::uint32_t p = base + i;
-    if (p >= pixels) break;
-    const std::uint32_t v = labels[p];
-    if (v == kBackground || v < p) continue;
-    root_mask |= 1u << i;
-    if (KeptRoot<kMinVoxels>(v, p, min_voxels)) {
-      kept_mask |= 1u << i;
-      ++kept;
+  const std::uint32_t root_mask = masks[blockIdx.x * kTileThreads + threadIdx.x];
+  std::uint32_t kept_mask = root_mask;
+  if (kMinVoxels) {
+    for (std::uint32_t m = root_mask; m != 0; m &= m - 1) {
+      const int i = __ffs(m) - 1;
+      const std::uint32_t p = base + i;
+      if (!KeptRoot<true>(labels[p], p, min_voxels)) kept_mask &= ~(1u << i);
     }
   }
+  const std::uint32_t kept = __popc(kept_mask);
   std::uint32_t total = 0;
   const std::uint32_t before = BlockExclusiveScan(kept, &total);
   if (!kNumber) {
     if (threadIdx.x == 0) counts[blockIdx.x] = total;
     return;
   }
-  std::uint32_t k = offsets[blockIdx.x] + before + 1;
-  for (int i = 0; i < kPixelsPerThread; ++i) {
-    if (!(root_mask & (1u << i))) continue;
+  std::uint32_t offset = 0;
+  if (kSum) {
+    std::uint32_t earlier = 0;
+    for (std::uint32_t j = threadIdx.x; j < blockIdx.x; j += kTileThreads) earlier += counts[j];
+    BlockExclusiveScan(earlier, &offset);
+    if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) *region_count = offset + total;
+  } else {
+    offset = offsets[blockIdx.x];
+  }
+  std::uint32_t k = offset + before + 1;
+  for (std::uint32_t m = root_mask; m != 0; m &= m - 1) {
+    const int i = __ffs(m) - 1;
     const std::uint32_t p = base + i;
     if (kept_mask & (1u << i)) {
       ClearRow<I>(table, k - 1);
@@ -134,16 +146,32 @@ __global__ void __launch_bounds__(kTileThreads)
     c[2] = static_cast<std::int32_t>(row / g.height);
   }
   RegionRun<I, kAxes> run;
+  // The last root read and its number: a thread's pixels mostly share their root.
+  std::uint32_t last_root = kBackground, last_number = 0;
+  std::uint32_t entries[kPixelsPerThread];
+  LoadPixels(labels, base, g.pixels, entries, kBackground);
+  // The intensities too, for every pixel (background ones are loaded and not used): loads in
+  // flight together rather than one latency per labelled pixel.
+  I values[kHasIntensity<I> ? kPixelsPerThread : 1];
+  if constexpr (kHasIntensity<I>) LoadPixels(intensity, base, g.pixels, values, I{});
   for (int i = 0; i < kPixelsPerThread; ++i) {
     const std::uint32_t p = base + i;
     if (p >= g.pixels) break;
-    const std::uint32_t v = labels[p];
+    const std::uint32_t v = entries[i];
     std::uint32_t k = 0;
-    if (v != kBackground) k = ((v & kMark) ? v : Ld(labels + v)) & ~kMark;
+    if (v != kBackground && (v & kMark)) {
+      k = v & ~kMark;  // a root: its number (0 when dropped)
+    } else if (v != kBackground) {
+      if (v != last_root) {
+        last_root = v;
+        last_number = Ld(labels + v) & ~kMark;
+      }
+      k = last_number;
+    }
     labels[p] = k;
     if (k != 0) {
       I value{};
-      if constexpr (kHasIntensity<I>) value = intensity[p];
+      if constexpr (kHasIntensity<I>) value = values[i];
       if (k != run.label) {
         if (run.label != 0) run.Flush(table);
         run.Start(k, c, value);

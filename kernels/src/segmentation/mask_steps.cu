@@ -128,11 +128,10 @@ __global__ void __launch_bounds__(kThreads)
   const std::uint32_t p = blockIdx.x * kThreads + threadIdx.x;
   if (p >= pixels) return;
   const T value = in[p];
-  bool keep = true;
-  if (labels[p] != kBackground) {
-    const std::uint32_t r = seg::FindRoot(labels, p);
-    keep = (labels[r] & kMark) != 0;
-  }
+  const std::uint32_t v = labels[p];
+  // Flattened (every pixel one link from its root) and read-only here: plain loads, which the
+  // SM's cache serves, not L2 reads of one hot root line by every warp of a giant component.
+  const bool keep = v == kBackground || (labels[FlatRoot(v, p)] & kMark) != 0;
   out[p] = keep ? value : fill;
 }
 

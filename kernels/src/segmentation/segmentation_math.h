@@ -16,11 +16,14 @@
 #else
 #define CUIMG_SEG_HD inline
 #endif
-// Unrolls a loop in device code (the host compiler does not know the pragma).
+// Unrolls a loop in device code (the host compiler does not know the pragma); KEEP_LOOP keeps
+// one, where unrolling would copy a large body (the instruction cache then misses).
 #if defined(__CUDA_ARCH__)
 #define CUIMG_SEG_UNROLL _Pragma("unroll")
+#define CUIMG_SEG_KEEP_LOOP _Pragma("unroll 1")
 #else
 #define CUIMG_SEG_UNROLL
+#define CUIMG_SEG_KEEP_LOOP
 #endif
 
 namespace cuimg::seg {

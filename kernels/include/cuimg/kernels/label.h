@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +21,11 @@
 #include "cuimg/kernels/segmentation_types.h"
 
 namespace cuimg {
+
+// Called on the host right after the launches of each phase of a labelling are enqueued, with
+// the phase's name ("local", "merge", "flatten", "count", "scan", "number", "resolve"): a
+// profile records an event on the stream there. Empty: nothing is called.
+using LabelPhaseMark = std::function<void(const char* phase)>;
 
 // Labelling prepared for one input type, extent, spec and (optional) intensity type. A block
 // union-find: each 32x32 (2D) or 32x8x8 (3D) tile is labelled in shared memory, tiles are joined
@@ -44,6 +50,7 @@ namespace cuimg {
 //   cannot change a bit.
 // - `cancel` is looked at once before the launches (the whole labelling is a few passes over
 //   the image).
+// - `mark`, when set, is called after each phase's launches (LabelPhaseMark).
 class LabelPlan {
  public:
   // INVALID_ARGUMENT for a spec that does not suit the extent (ValidateLabelSpec).
@@ -58,7 +65,8 @@ class LabelPlan {
   int LaunchCount() const;
   absl::Status Run(const void* d_in, const void* d_intensity, std::uint32_t* d_labels,
                    void* workspace, cudaStream_t stream,
-                   const CancelToken& cancel = NeverCancelled()) const;
+                   const CancelToken& cancel = NeverCancelled(),
+                   const LabelPhaseMark& mark = {}) const;
 
   // The region count N inside `workspace` (device memory), final once the stream has run Run:
   // for callers that size later device work without a round trip to the host.
