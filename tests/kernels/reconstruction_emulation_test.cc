@@ -6,6 +6,7 @@
 
 #include "cuimg/kernels/reconstruction.h"
 #include "cuimg/reference/reconstruction_reference.h"
+#include "cuimg/reference/segmentation_images.h"
 #include "tests/testing/random_image.h"
 #include "tests/testing/reconstruction_cases.h"
 #include "tests/testing/status_matchers.h"
@@ -50,6 +51,46 @@ TEST(ReconstructionEmulation, EqualsTheReferenceOnEveryCaseFamily) {
   EXPECT_GT(two_levels, 20);
 }
 
+// The variants of the bricks (ReconstructionTuning) on the cases of their types, and on a small
+// CT-like volume's hmax.
+TEST(ReconstructionEmulation, EveryBrickVariantEqualsTheReference) {
+  std::vector<testing::ReconstructionCase> cases;
+  for (testing::ReconstructionCase& c : testing::ReconstructionCases(/*with_natural=*/false)) {
+    if (c.mask.type() == PixelType::kU8 || c.mask.type() == PixelType::kI16) {
+      cases.push_back(std::move(c));
+    }
+  }
+  const Image ct = CtLikeVolume(Extent{100, 70, 40}, 5);
+  Image marker = ct;
+  for (std::int64_t i = 0; i < ct.extent().Pixels(); ++i) {
+    marker.As<std::int16_t>()[i] = static_cast<std::int16_t>(marker.As<std::int16_t>()[i] - 10);
+  }
+  cases.push_back({"ct_hmax", ct, marker, ReconstructionMethod::kDilation, Connectivity::k6});
+  int runs = 0;
+  for (const testing::ReconstructionCase& c : cases) {
+    Image expected(c.mask.type(), c.mask.extent(), 1);
+    CUIMG_ASSERT_OK(ReconstructionReferenceInto(c.marker.view(), c.mask.view(), expected.view(),
+                                                c.method, c.connectivity));
+    for (const ReconstructionTuning& t :
+         testing::BrickVariants(c.mask.type(), c.mask.extent().depth > 1)) {
+      // Arrange
+      absl::StatusOr<ReconstructionPlan> plan =
+          ReconstructionPlan::Create(c.mask.type(), c.mask.extent(), c.method, c.connectivity,
+                                     ReconstructionRoute::kBricks, t);
+      ASSERT_TRUE(plan.ok()) << c.name << " " << plan.status();
+      Image actual = c.marker;
+      // Act
+      CUIMG_ASSERT_OK(plan->EmulateOnHost(c.mask.bytes(), actual.bytes()));
+      // Assert
+      const std::int64_t at = testing::FirstMismatch(actual, expected);
+      EXPECT_EQ(at, -1) << c.name << " z" << t.rows_z << " g" << t.scan_group << " s" << t.presweep
+                        << (at >= 0 ? testing::DescribeMismatch(actual, expected, at) : "");
+      ++runs;
+    }
+  }
+  EXPECT_GT(runs, 100);
+}
+
 TEST(ReconstructionEmulation, SpiralRoundsFollowThePathAcrossBricks) {
   // Arrange: a 1-pixel spiral of 192 x 160 crosses bricks hundreds of times along its path.
   const Extent e{192, 160, 1};
@@ -80,6 +121,14 @@ TEST(ReconstructionPlan, RefusesAConnectivityThatDoesNotSuitTheImage) {
                                          ReconstructionMethod::kDilation, Connectivity::k4)
                   .status(),
               testing::StatusIs(absl::StatusCode::kInvalidArgument));
+  // A variant of the bricks that is not built for the type.
+  ReconstructionTuning group8;
+  group8.scan_group = 8;
+  EXPECT_THAT(
+      ReconstructionPlan::Create(PixelType::kF32, Extent{8, 8, 1}, ReconstructionMethod::kDilation,
+                                 Connectivity::k4, ReconstructionRoute::kBricks, group8)
+          .status(),
+      testing::StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 }  // namespace

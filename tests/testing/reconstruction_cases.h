@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/image.h"
+#include "cuimg/kernels/reconstruction.h"
 #include "cuimg/kernels/segmentation_types.h"
 #include "cuimg/reference/segmentation_images.h"
 #include "tests/testing/random_image.h"
@@ -112,6 +113,32 @@ inline std::vector<ReconstructionCase> ReconstructionCases(bool with_natural = t
     }
   }
   return cases;
+}
+
+// The bricks' variants built beside the default (ReconstructionTuning): u8 images and i16
+// volumes and images.
+inline std::vector<ReconstructionTuning> BrickVariants(PixelType type, bool volume) {
+  std::vector<ReconstructionTuning> out;
+  auto add = [&](int rows_z, int group, int min_blocks, bool presweep) {
+    ReconstructionTuning t;
+    t.rows_z = rows_z;
+    t.scan_group = group;
+    t.min_blocks = min_blocks;
+    t.presweep = presweep;
+    out.push_back(t);
+  };
+  add(0, 0, 0, true);
+  if (type == PixelType::kU8 && !volume) {
+    for (int g : {4, 8, 32}) add(0, g, 0, false);
+    add(0, 4, 4, false);
+  }
+  if (type == PixelType::kI16 && volume) {
+    for (int g : {4, 8, 32}) add(4, g, 0, false);
+    for (int z : {2, 8, 16}) add(z, 4, 0, false);
+    add(4, 4, 3, false);
+    add(4, 4, 4, true);
+  }
+  return out;
 }
 
 }  // namespace cuimg::testing

@@ -6,10 +6,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/kernel_attributes.h"
 #include "cuimg/common/cuda_status.h"
+#include "cuimg/common/cuda_stream.h"
 #include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/kernels/mask_steps.h"
@@ -31,6 +34,8 @@ struct Worklists {
   std::uint32_t* stamp;
   std::uint32_t* list[3];
   seg::WorklistCounters* counters;
+  int* round_bricks;                     // seg::kProfiledRounds
+  unsigned long long* round_iterations;  // seg::kProfiledRounds
 };
 
 template <bool kDilate, typename T>
@@ -48,17 +53,58 @@ __global__ void ResetWorklistsKernel(Worklists w, std::int64_t bricks) {
     w.stamp[i] = 0;
     w.list[0][i] = static_cast<std::uint32_t>(i);
   }
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+       i < seg::kProfiledRounds; i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    w.round_bricks[i] = 0;
+    w.round_iterations[i] = 0;
+  }
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     *w.counters = seg::WorklistCounters{};
     w.counters->count[0] = static_cast<int>(bricks);
   }
 }
 
+// Sweeps before the rounds (ReconstructionTuning::presweep): each thread takes one line of the
+// volume along z (kAlongZ) or y and runs r = max(r, min(g, r_previous)) forward then back, in the
+// key order of the bricks. Every step is one the reconstruction takes too (a rise to a value a
+// face neighbour offers under the mask), so the rounds that follow converge to the same result.
+template <typename T, bool kAlongZ>
+__global__ void SweepKernel(const T* mask, T* r, seg::BrickIndex width, seg::BrickIndex height,
+                            seg::BrickIndex depth, bool flip) {
+  using Keys = seg::KeyTraits<T>;
+  using K = typename Keys::K;
+  const std::int64_t lines = static_cast<std::int64_t>(width) * (kAlongZ ? height : depth);
+  const std::int64_t line = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  if (line >= lines) return;
+  const std::int64_t x = line % width, other = line / width;
+  const std::int64_t slice = static_cast<std::int64_t>(width) * height;
+  const std::int64_t stride = kAlongZ ? slice : width;
+  const std::int64_t first = kAlongZ ? other * width + x : other * slice + x;
+  const int n = kAlongZ ? depth : height;
+  K previous = Keys::ToKey(r[first], flip);
+  for (int i = 1; i < n; ++i) {
+    const std::int64_t at = first + i * stride;
+    const K v = Keys::ToKey(r[at], flip);
+    const K g = Keys::ToKey(mask[at], flip);
+    const K up = g < previous ? g : previous;
+    if (v < up) r[at] = Keys::FromKey(up, flip);
+    previous = v < up ? up : v;
+  }
+  for (int i = n - 2; i >= 0; --i) {
+    const std::int64_t at = first + i * stride;
+    const K v = Keys::ToKey(r[at], flip);
+    const K g = Keys::ToKey(mask[at], flip);
+    const K up = g < previous ? g : previous;
+    if (v < up) r[at] = Keys::FromKey(up, flip);
+    previous = v < up ? up : v;
+  }
+}
+
 // Round `round`: warps take bricks off the round's list until it is spent; a brick's marked
 // neighbours go on the next round's list once each (the stamp). The list after next is reset
 // for the round after (nothing reads or writes it in this one).
-template <typename T, bool kVolume>
-__global__ void __launch_bounds__(kRoundThreads)
+template <typename T, bool kVolume, int kRowsZ, int kScanGroup, int kMinBlocks>
+__global__ void __launch_bounds__(kRoundThreads, kMinBlocks > 0 ? kMinBlocks : 1)
     RoundKernel(seg::BrickArgs<T> a, Worklists w, std::uint32_t round) {
   using K = typename seg::KeyTraits<T>::K;
   const int cur = round % 3, next = (round + 1) % 3, spare = (round + 2) % 3;
@@ -70,6 +116,7 @@ __global__ void __launch_bounds__(kRoundThreads)
     if (n > 0) {
       atomicAdd(&c.busy_rounds, 1);
       atomicAdd(&c.bricks_run, static_cast<unsigned long long>(n));
+      if (round < seg::kProfiledRounds) w.round_bricks[round] = n;
     }
   }
   const int lane = threadIdx.x & 31;
@@ -79,8 +126,15 @@ __global__ void __launch_bounds__(kRoundThreads)
     i = __shfl_sync(~0u, i, 0);
     if (i >= n) return;
     const std::uint32_t brick = w.list[cur][i];
+    int iterations = 0;
     const std::uint32_t marks =
-        seg::ProcessBrick<seg::DeviceWarp<K>, T, kVolume>(a, brick, round == 0);
+        seg::ProcessBrick<seg::DeviceWarp<K>, T, kVolume, kRowsZ, kScanGroup>(a, brick, round == 0,
+                                                                              iterations);
+    if (lane == 0) {
+      const auto its = static_cast<unsigned long long>(iterations);
+      atomicAdd(&c.iterations, its);
+      if (round < seg::kProfiledRounds) atomicAdd(&w.round_iterations[round], its);
+    }
     if (lane == 0 && marks != 0) {
       seg::ForEachMarkedBrick(a, brick, marks, [&](std::int64_t nb) {
         if (atomicMax(&w.stamp[nb], round + 1) < round + 1) {
@@ -89,6 +143,13 @@ __global__ void __launch_bounds__(kRoundThreads)
       });
     }
   }
+}
+
+template <typename T, bool kVolume, int kRowsZ, int kScanGroup, int kMinBlocks>
+void LaunchRound(int grid, cudaStream_t stream, const seg::BrickArgs<T>& a, const Worklists& w,
+                 std::uint32_t round) {
+  RoundKernel<T, kVolume, kRowsZ, kScanGroup, kMinBlocks>
+      <<<grid, kRoundThreads, 0, stream>>>(a, w, round);
 }
 
 int Blocks(std::int64_t n, int threads) {
@@ -119,26 +180,56 @@ absl::Status RunOnDevice(const ReconstructionPlan::Impl& p, const T* mask, T* r,
     w.list[i] = reinterpret_cast<std::uint32_t*>(workspace + p.lists_offset[i]);
   }
   w.counters = reinterpret_cast<seg::WorklistCounters*>(workspace + p.counters_offset);
-  ResetWorklistsKernel<<<Blocks(p.bricks, 256), 256, 0, stream>>>(w, p.bricks);
+  w.round_bricks = reinterpret_cast<int*>(workspace + p.round_bricks_offset);
+  w.round_iterations = reinterpret_cast<unsigned long long*>(workspace + p.round_iterations_offset);
+  ResetWorklistsKernel<<<Blocks(std::max<std::int64_t>(p.bricks, seg::kProfiledRounds), 256), 256,
+                         0, stream>>>(w, p.bricks);
   CUIMG_CUDA_CHECK_LAUNCH(stream, "reconstruction ResetWorklistsKernel");
+  if (p.presweep) {
+    const auto width = static_cast<seg::BrickIndex>(p.extent.width);
+    const auto height = static_cast<seg::BrickIndex>(p.extent.height);
+    const auto depth = static_cast<seg::BrickIndex>(p.extent.depth);
+    if (p.volume) {
+      SweepKernel<T, true><<<Blocks(p.extent.SlicePixels(), 128), 128, 0, stream>>>(
+          mask, r, width, height, depth, !p.dilate);
+      CUIMG_CUDA_CHECK_LAUNCH(stream, "reconstruction SweepKernel z");
+    }
+    SweepKernel<T, false><<<Blocks(p.extent.width * p.extent.depth, 128), 128, 0, stream>>>(
+        mask, r, width, height, depth, !p.dilate);
+    CUIMG_CUDA_CHECK_LAUNCH(stream, "reconstruction SweepKernel y");
+  }
 
   const seg::BrickArgs<T> a = seg::ArgsOf(p, mask, r);
   const int grid = static_cast<int>(
       std::min<std::int64_t>((p.bricks + kWarpsPerBlock - 1) / kWarpsPerBlock,
                              std::int64_t{CurrentDeviceLimits().multiprocessors} * kBlocksPerSm));
+  void (*launch)(int, cudaStream_t, const seg::BrickArgs<T>&, const Worklists&, std::uint32_t) =
+      nullptr;
+  seg::VisitBrickVariant<T>(p.volume, p.rows_z, p.scan_group, p.min_blocks,
+                            [&](auto v, auto z, auto g, auto b) {
+                              launch = &LaunchRound<T, decltype(v)::value, decltype(z)::value,
+                                                    decltype(g)::value, decltype(b)::value>;
+                            });
+  if (launch == nullptr) return absl::InternalError("reconstruction: no kernel for the variant");
+  const bool profile = stats != nullptr && stats->profile;
+  std::vector<CudaEvent> events;  // profile: one before the first round and one after each
+  auto record = [&]() -> absl::Status {
+    CUIMG_ASSIGN_OR_RETURN(CudaEvent e, CudaEvent::Create());
+    CUIMG_RETURN_IF_ERROR(e.Record(stream));
+    events.push_back(std::move(e));
+    return absl::OkStatus();
+  };
+  if (profile) CUIMG_RETURN_IF_ERROR(record());
   const std::int64_t cap = ReconstructionPlan::WorstCaseRounds(p.extent);
   // Batches of 1, 2, 4, ... 64 rounds between looks: most images are done in a few rounds, an
   // empty round costs a launch (a few microseconds), and a look costs a host round trip (a
   // one-pixel spiral takes tens of thousands of rounds).
   std::uint32_t round = 0;
-  for (int batch = 1;; batch = std::min(batch * 2, 64)) {
+  for (int batch = 1;; batch = profile ? 1 : std::min(batch * 2, 64)) {
     for (int b = 0; b < batch; ++b, ++round) {
-      if (p.volume) {
-        RoundKernel<T, true><<<grid, kRoundThreads, 0, stream>>>(a, w, round);
-      } else {
-        RoundKernel<T, false><<<grid, kRoundThreads, 0, stream>>>(a, w, round);
-      }
+      launch(grid, stream, a, w, round);
       CUIMG_CUDA_CHECK_LAUNCH(stream, "reconstruction RoundKernel");
+      if (profile) CUIMG_RETURN_IF_ERROR(record());
     }
     int left = 0;
     CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(&left, &w.counters->count[round % 3], sizeof(left),
@@ -162,6 +253,24 @@ absl::Status RunOnDevice(const ReconstructionPlan::Impl& p, const T* mask, T* r,
     stats->rounds = counters.busy_rounds;
     stats->launched_rounds = static_cast<int>(round);
     stats->bricks = static_cast<std::int64_t>(counters.bricks_run);
+    stats->iterations = static_cast<std::int64_t>(counters.iterations);
+    stats->per_round.clear();
+    if (profile) {
+      const int n = std::min<int>(static_cast<int>(round), seg::kProfiledRounds);
+      std::vector<int> bricks(static_cast<std::size_t>(n));
+      std::vector<unsigned long long> iterations(static_cast<std::size_t>(n));
+      CUIMG_CUDA_RETURN_IF_ERROR(
+          cudaMemcpy(bricks.data(), w.round_bricks, n * sizeof(int), cudaMemcpyDeviceToHost),
+          "reconstruction profile");
+      CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpy(iterations.data(), w.round_iterations,
+                                            n * sizeof(unsigned long long), cudaMemcpyDeviceToHost),
+                                 "reconstruction profile");
+      for (int i = 0; i < n; ++i) {
+        CUIMG_ASSIGN_OR_RETURN(const float ms, CudaEvent::ElapsedMs(events[i], events[i + 1]));
+        stats->per_round.push_back(
+            ReconstructionRound{bricks[i], static_cast<std::int64_t>(iterations[i]), ms * 1000.0f});
+      }
+    }
   }
   return absl::OkStatus();
 }
@@ -171,7 +280,8 @@ absl::Status RunOnDevice(const ReconstructionPlan::Impl& p, const T* mask, T* r,
 absl::StatusOr<ReconstructionPlan> ReconstructionPlan::Create(PixelType type, const Extent& extent,
                                                               ReconstructionMethod method,
                                                               Connectivity connectivity,
-                                                              ReconstructionRoute route) {
+                                                              ReconstructionRoute route,
+                                                              const ReconstructionTuning& tuning) {
   if (extent.width < 1 || extent.height < 1 || extent.depth < 1) {
     return InvalidFieldError(ErrorReason::kValueOutOfRange, "extent",
                              "every dimension must be >= 1");
@@ -194,8 +304,21 @@ absl::StatusOr<ReconstructionPlan> ReconstructionPlan::Create(PixelType type, co
   impl->connectivity = c;
   impl->max_nonzero =
       (c == Connectivity::k4 || c == Connectivity::k6) ? 1 : (c == Connectivity::k26 ? 3 : 2);
-  const int rows_y = impl->volume ? seg::BrickShape<true>::kRowsY : seg::BrickShape<false>::kRowsY;
-  const int rows_z = impl->volume ? seg::BrickShape<true>::kRowsZ : seg::BrickShape<false>::kRowsZ;
+  impl->rows_z = impl->volume ? (tuning.rows_z > 0 ? tuning.rows_z : seg::BrickShape<true>::kRowsZ)
+                              : seg::BrickShape<false>::kRowsZ;
+  impl->scan_group = tuning.scan_group > 0 ? tuning.scan_group : 1;
+  impl->min_blocks = tuning.min_blocks;
+  impl->presweep = tuning.presweep;
+  const bool instantiated = VisitAnyPixelType(type, [&](auto tag) {
+    return seg::VisitBrickVariant<decltype(tag)>(impl->volume, impl->rows_z, impl->scan_group,
+                                                 impl->min_blocks, [](auto, auto, auto, auto) {});
+  });
+  if (!instantiated || (tuning.rows_z > 0 && !impl->volume)) {
+    return InvalidFieldError(ErrorReason::kValueOutOfRange, "tuning",
+                             "this variant of the bricks is not built for this type and extent");
+  }
+  const int rows_z = impl->rows_z;
+  const int rows_y = seg::kBrickRows / rows_z;
   impl->bricks_x = (extent.width + seg::kBrickWidth - 1) / seg::kBrickWidth;
   impl->bricks_y = (extent.height + rows_y - 1) / rows_y;
   impl->bricks_z = (extent.depth + rows_z - 1) / rows_z;
@@ -204,7 +327,11 @@ absl::StatusOr<ReconstructionPlan> ReconstructionPlan::Create(PixelType type, co
   impl->stamps_offset = 0;
   for (int i = 0; i < 3; ++i) impl->lists_offset[i] = list_bytes * (1 + i);
   impl->counters_offset = list_bytes * 4;
-  impl->workspace_bytes = impl->counters_offset + AlignUp(sizeof(seg::WorklistCounters));
+  impl->round_bricks_offset = impl->counters_offset + AlignUp(sizeof(seg::WorklistCounters));
+  impl->round_iterations_offset =
+      impl->round_bricks_offset + AlignUp(seg::kProfiledRounds * sizeof(int));
+  impl->workspace_bytes =
+      impl->round_iterations_offset + AlignUp(seg::kProfiledRounds * sizeof(unsigned long long));
   impl->two_levels = route == ReconstructionRoute::kAuto;
   if (impl->two_levels) {
     impl->levels_offset = impl->workspace_bytes;

@@ -39,10 +39,13 @@ inline constexpr int kBrickWidth = 32;  // pixels along x: one per lane
 using BrickIndex = std::int32_t;
 inline constexpr int kBrickRows = 32;  // rows (y, z) a lane holds
 
-template <bool kVolume>
+// A brick's 32 rows: kRowsY rows along y in each of kRowsZ slices. `rows_z` (a volume's slices
+// a brick) is the plan's; 4 unless tuned (ReconstructionTuning).
+template <bool kVolume, int kRowsZ_ = kVolume ? 4 : 1>
 struct BrickShape {
-  static constexpr int kRowsY = kVolume ? 8 : 32;
-  static constexpr int kRowsZ = kVolume ? 4 : 1;
+  static_assert(kVolume ? (kRowsZ_ >= 2 && kBrickRows % kRowsZ_ == 0) : kRowsZ_ == 1);
+  static constexpr int kRowsY = kBrickRows / kRowsZ_;
+  static constexpr int kRowsZ = kRowsZ_;
 };
 
 // Pixels as keys: int32 for the 8- and 16-bit types, uint32 for u32, float for f32. `flip`
@@ -175,15 +178,21 @@ CUIMG_BRICK_HD typename W::V FromSlice(const typename W::V* r, int zs, int yl, i
 // pixels is connected to, which must run again. `first_run`: the brick has not converged before
 // (round 0); later runs start from the brick's last fixed point, so only the rows that the
 // neighbours' new values raise need their x scans (a row's scan depends on that row alone).
+// `kRowsZ`: the brick's slices (BrickShape). `kScanGroup` rows are scanned along x together, their
+// shuffle chains interleaved, when one of them needs it: a row at its fixed point along x scans
+// to itself, and one row's chain alone leaves the warp waiting on each shuffle. `iterations` counts
+// the passes until nothing moved.
 CUIMG_BRICK_EXEC_CHECK_DISABLE
-template <class W, typename T, bool kVolume>
-CUIMG_BRICK_HD std::uint32_t ProcessBrick(const BrickArgs<T>& a, BrickIndex brick, bool first_run) {
+template <class W, typename T, bool kVolume, int kRowsZ = BrickShape<kVolume>::kRowsZ,
+          int kScanGroup = 1>
+CUIMG_BRICK_HD std::uint32_t ProcessBrick(const BrickArgs<T>& a, BrickIndex brick, bool first_run,
+                                          int& iterations) {
+  static_assert(kBrickRows % kScanGroup == 0);
   using Keys = KeyTraits<T>;
   using V = typename W::V;
   using U = typename W::U;
   using B = typename W::B;
-  constexpr int kRowsY = BrickShape<kVolume>::kRowsY;
-  constexpr int kRowsZ = BrickShape<kVolume>::kRowsZ;
+  constexpr int kRowsY = BrickShape<kVolume, kRowsZ>::kRowsY;
   const V lowest = W::Splat(Keys::Lowest());
   const BrickIndex x0 = brick % a.bricks_x * kBrickWidth;
   const BrickIndex y0 = (brick / a.bricks_x) % a.bricks_y * kRowsY;
@@ -259,26 +268,42 @@ CUIMG_BRICK_HD std::uint32_t ProcessBrick(const BrickArgs<T>& a, BrickIndex bric
   for (std::uint32_t dirty = first_run ? ~0u : W::ReduceOr(fresh); dirty != 0;
        dirty = W::ReduceOr(fresh)) {
     fresh = W::SplatU(0);
+    ++iterations;
     // Along x: the recurrence r_x = max(r_x, min(g_x, r_{x-1})) is the composition of the maps
     // v -> max(b, min(c, v)), closed under composition, so a warp scan solves a row each way.
     CUIMG_BRICK_UNROLL
-    for (int j = 0; j < kBrickRows; ++j) {
-      if (((dirty >> j) & 1u) == 0) continue;
-      V b = r[j], c = g[j];
+    for (int j0 = 0; j0 < kBrickRows; j0 += kScanGroup) {
+      constexpr std::uint32_t kGroupBits = kScanGroup == kBrickRows ? ~0u : (1u << kScanGroup) - 1u;
+      if (((dirty >> j0) & kGroupBits) == 0) continue;
+      V b[kScanGroup], c[kScanGroup];
+      CUIMG_BRICK_UNROLL
+      for (int k = 0; k < kScanGroup; ++k) {
+        b[k] = r[j0 + k];
+        c[k] = g[j0 + k];
+      }
       CUIMG_BRICK_UNROLL
       for (int d = 1; d < kBrickWidth; d *= 2) {
-        const V bp = W::ShflUp(b, d), cp = W::ShflUp(c, d);  // lanes < d get their own: no-op
-        b = W::Max(b, W::Min(c, bp));
-        c = W::Min(c, cp);
+        CUIMG_BRICK_UNROLL
+        for (int k = 0; k < kScanGroup; ++k) {
+          // Lanes < d get their own values: a no-op.
+          const V bp = W::ShflUp(b[k], d), cp = W::ShflUp(c[k], d);
+          b[k] = W::Max(b[k], W::Min(c[k], bp));
+          c[k] = W::Min(c[k], cp);
+        }
       }
-      c = g[j];
+      CUIMG_BRICK_UNROLL
+      for (int k = 0; k < kScanGroup; ++k) c[k] = g[j0 + k];
       CUIMG_BRICK_UNROLL
       for (int d = 1; d < kBrickWidth; d *= 2) {
-        const V bp = W::ShflDown(b, d), cp = W::ShflDown(c, d);
-        b = W::Max(b, W::Min(c, bp));
-        c = W::Min(c, cp);
+        CUIMG_BRICK_UNROLL
+        for (int k = 0; k < kScanGroup; ++k) {
+          const V bp = W::ShflDown(b[k], d), cp = W::ShflDown(c[k], d);
+          b[k] = W::Max(b[k], W::Min(c[k], bp));
+          c[k] = W::Min(c[k], cp);
+        }
       }
-      Raise<W>(r[j], b, j, changed, fresh);
+      CUIMG_BRICK_UNROLL
+      for (int k = 0; k < kScanGroup; ++k) Raise<W>(r[j0 + k], b[k], j0 + k, changed, fresh);
     }
     // Along y, down then up, each slice: the row before with its diagonal neighbours.
     CUIMG_BRICK_UNROLL

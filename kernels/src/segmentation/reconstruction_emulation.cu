@@ -109,7 +109,7 @@ struct HostWarp {
   }
 };
 
-template <typename T, bool kVolume>
+template <typename T, bool kVolume, int kRowsZ, int kScanGroup>
 void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, ReconstructionStats* stats) {
   using K = typename seg::KeyTraits<T>::K;
   std::vector<std::uint32_t> list(static_cast<std::size_t>(bricks));
@@ -123,8 +123,12 @@ void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, Reconstructi
       stats->bricks += static_cast<std::int64_t>(list.size());
     }
     next.clear();
+    std::int64_t round_iterations = 0;
     for (std::uint32_t brick : list) {
-      const std::uint32_t marks = seg::ProcessBrick<HostWarp<K>, T, kVolume>(a, brick, round == 0);
+      int iterations = 0;
+      const std::uint32_t marks = seg::ProcessBrick<HostWarp<K>, T, kVolume, kRowsZ, kScanGroup>(
+          a, brick, round == 0, iterations);
+      round_iterations += iterations;
       seg::ForEachMarkedBrick(a, brick, marks, [&](std::int64_t nb) {
         if (stamp[nb] < round + 1) {
           stamp[nb] = round + 1;
@@ -132,10 +136,44 @@ void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, Reconstructi
         }
       });
     }
+    if (stats != nullptr) {
+      stats->iterations += round_iterations;
+      if (stats->profile) {
+        stats->per_round.push_back(
+            ReconstructionRound{static_cast<int>(list.size()), round_iterations, 0.0f});
+      }
+    }
     list.swap(next);
   }
   // The device ends with one launched round that finds its list empty.
   if (stats != nullptr) stats->launched_rounds = static_cast<int>(round) + 1;
+}
+
+// reconstruction.cu's SweepKernel: every line along z (or y) forward then back.
+template <typename T>
+void Sweep(const ReconstructionPlan::Impl& p, const T* mask, T* r, bool along_z) {
+  using Keys = seg::KeyTraits<T>;
+  using K = typename Keys::K;
+  const bool flip = !p.dilate;
+  const std::int64_t w = p.extent.width, h = p.extent.height, d = p.extent.depth;
+  const std::int64_t lines = w * (along_z ? h : d);
+  const std::int64_t stride = along_z ? w * h : w;
+  const std::int64_t n = along_z ? d : h;
+  for (std::int64_t line = 0; line < lines; ++line) {
+    const std::int64_t x = line % w, other = line / w;
+    const std::int64_t first = along_z ? other * w + x : other * w * h + x;
+    K previous = Keys::ToKey(r[first], flip);
+    auto step = [&](std::int64_t i) {
+      const std::int64_t at = first + i * stride;
+      const K v = Keys::ToKey(r[at], flip);
+      const K g = Keys::ToKey(mask[at], flip);
+      const K up = g < previous ? g : previous;
+      if (v < up) r[at] = Keys::FromKey(up, flip);
+      previous = v < up ? up : v;
+    };
+    for (std::int64_t i = 1; i < n; ++i) step(i);
+    for (std::int64_t i = n - 2; i >= 0; --i) step(i);
+  }
 }
 
 }  // namespace
@@ -143,7 +181,11 @@ void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, Reconstructi
 absl::Status ReconstructionPlan::EmulateOnHost(const void* mask, void* r,
                                                ReconstructionStats* stats) const {
   const Impl& p = *impl_;
-  if (stats != nullptr) *stats = ReconstructionStats{};
+  if (stats != nullptr) {
+    const bool profile = stats->profile;
+    *stats = ReconstructionStats{};
+    stats->profile = profile;
+  }
   return VisitAnyPixelType(p.type, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
     const T* g = static_cast<const T*>(mask);
@@ -182,12 +224,16 @@ absl::Status ReconstructionPlan::EmulateOnHost(const void* mask, void* r,
                                                ImageView{p.type, p.extent, 1, out}, spec);
       }
     }
-    const seg::BrickArgs<T> a = seg::ArgsOf(p, g, out);
-    if (p.volume) {
-      EmulateRounds<T, true>(a, p.bricks, stats);
-    } else {
-      EmulateRounds<T, false>(a, p.bricks, stats);
+    if (p.presweep) {
+      if (p.volume) Sweep<T>(p, g, out, /*along_z=*/true);
+      Sweep<T>(p, g, out, /*along_z=*/false);
     }
+    const seg::BrickArgs<T> a = seg::ArgsOf(p, g, out);
+    seg::VisitBrickVariant<T>(
+        p.volume, p.rows_z, p.scan_group, p.min_blocks, [&](auto v, auto z, auto group, auto) {
+          EmulateRounds<T, decltype(v)::value, decltype(z)::value, decltype(group)::value>(
+              a, p.bricks, stats);
+        });
     return absl::OkStatus();
   });
 }

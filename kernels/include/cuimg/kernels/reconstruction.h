@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "cuimg/common/cancel_token.h"
@@ -16,12 +17,34 @@
 
 namespace cuimg {
 
+// One round of the bricks, as ReconstructionStats::per_round records it.
+struct ReconstructionRound {
+  int bricks = 0;               // bricks on the round's worklist
+  std::int64_t iterations = 0;  // the bricks' passes until nothing moved, summed
+  float us = 0;                 // GPU time between events around the round's launch
+};
+
 // What a run did, for benchmarks and tests.
 struct ReconstructionStats {
-  bool two_levels = false;  // taken by the union-find route (no rounds)
-  int rounds = 0;           // rounds that had bricks to run
-  int launched_rounds = 0;  // rounds launched (the last batch may end in empty ones)
-  std::int64_t bricks = 0;  // brick runs over all rounds
+  bool two_levels = false;      // taken by the union-find route (no rounds)
+  int rounds = 0;               // rounds that had bricks to run
+  int launched_rounds = 0;      // rounds launched (the last batch may end in empty ones)
+  std::int64_t bricks = 0;      // brick runs over all rounds
+  std::int64_t iterations = 0;  // the brick runs' passes until nothing moved, summed
+  // Set before Run to have the rounds recorded one by one in `per_round` (the host then looks
+  // at the worklist after every round and times each between events: slower, for benchmarks).
+  bool profile = false;
+  std::vector<ReconstructionRound> per_round;
+};
+
+// Variants of the bricks (ReconstructionPlan::Create's `tuning`), for benchmarks; 0 or false
+// everywhere is the default. Implemented for all types at the defaults, and otherwise for
+// i16 volumes and u8 images (the benchmark's workloads); Create refuses other combinations.
+struct ReconstructionTuning {
+  int rows_z = 0;      // a volume brick's slices: 2, 4 (default), 8 or 16 (32 / rows_z rows in y)
+  int scan_group = 0;  // rows scanned along x together: 1 (default), 4, 8 or 32
+  int min_blocks = 0;  // blocks of 128 threads an SM must hold (caps registers): 0, 3 or 4
+  bool presweep = false;  // sweeps along z and y over the whole volume before the rounds
 };
 
 // kAuto: images whose mask and clamped marker hold two values between them (a 0/max mask and a
@@ -64,9 +87,12 @@ class ReconstructionPlan {
   // INVALID_ARGUMENT for an empty extent, a dimension over 2^30, 2^31 - 64 pixels or more (the
   // bricks index pixels in 32 bits; the server takes at most 2^30), or a connectivity that does
   // not suit the extent (field "connectivity").
+  // INVALID_ARGUMENT (field "tuning") for a tuning that is not implemented for `type` and
+  // `extent` (ReconstructionTuning).
   static absl::StatusOr<ReconstructionPlan> Create(
       PixelType type, const Extent& extent, ReconstructionMethod method, Connectivity connectivity,
-      ReconstructionRoute route = ReconstructionRoute::kAuto);
+      ReconstructionRoute route = ReconstructionRoute::kAuto,
+      const ReconstructionTuning& tuning = ReconstructionTuning{});
 
   std::size_t WorkspaceBytes() const;
   absl::Status Run(const void* d_mask, void* d_r, void* workspace, cudaStream_t stream,
