@@ -11,10 +11,10 @@
 // [--profile] [--no-anchor]
 // (--dump: each input and the step's result as DIR/<workload>.{in,out}.npy, for
 // benchmarks/anchors/cucim_segmentation.py; --variants: comma-separated brick variants timed
-// beside the default where the workload's type has them, each zZ gG [bB] [s]:
-// ReconstructionTuning's rows_z, scan_group, min_blocks and presweep, e.g. z4g8,z8g4s; --profile:
-// each variant's rounds one by one (worklist length, iterations, microseconds); --no-anchor: skip
-// the cuCIM-class loop)
+// beside the default where the workload's type has them, each zZ gG [bB] [s] [t]:
+// ReconstructionTuning's rows_z, scan_group, min_blocks, presweep and tile, e.g. z4g8,ts;
+// --profile: each variant's rounds one by one (worklist length, iterations, microseconds);
+// --no-anchor: skip the cuCIM-class loop)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -55,6 +55,10 @@ bool ParseVariant(const std::string& text, ReconstructionTuning* t) {
     const char key = text[i++];
     if (key == 's') {
       t->presweep = true;
+      continue;
+    }
+    if (key == 't') {
+      t->tile = true;
       continue;
     }
     std::size_t end = i;

@@ -127,9 +127,7 @@ TEST(ReconstructionGpu, EveryBrickVariantEqualsTheReference) {
   CUIMG_SKIP_IF_NO_GPU();
   std::vector<testing::ReconstructionCase> cases;
   for (testing::ReconstructionCase& c : testing::ReconstructionCases(/*with_natural=*/false)) {
-    if (c.mask.type() == PixelType::kU8 || c.mask.type() == PixelType::kI16) {
-      cases.push_back(std::move(c));
-    }
+    cases.push_back(std::move(c));
   }
   const Extent ct{192, 160, 60};
   const Image volume = CtLikeVolume(ct, 3);
@@ -151,7 +149,7 @@ TEST(ReconstructionGpu, EveryBrickVariantEqualsTheReference) {
       ASSERT_TRUE(got.ok()) << c.name << ": " << got.status();
       const std::int64_t at = testing::FirstMismatch(*got, expected);
       EXPECT_EQ(at, -1) << c.name << " z" << t.rows_z << " g" << t.scan_group << " b"
-                        << t.min_blocks << " s" << t.presweep
+                        << t.min_blocks << " s" << t.presweep << " t" << t.tile
                         << (at >= 0 ? testing::DescribeMismatch(*got, expected, at) : "");
     }
   }

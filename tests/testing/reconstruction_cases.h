@@ -115,8 +115,8 @@ inline std::vector<ReconstructionCase> ReconstructionCases(bool with_natural = t
   return cases;
 }
 
-// The bricks' variants built beside the default (ReconstructionTuning): u8 images and i16
-// volumes and images.
+// The bricks' variants built beside the default (ReconstructionTuning): the tiles and the sweeps
+// for every type, the others for u8 images and i16 volumes.
 inline std::vector<ReconstructionTuning> BrickVariants(PixelType type, bool volume) {
   std::vector<ReconstructionTuning> out;
   auto add = [&](int rows_z, int group, int min_blocks, bool presweep) {
@@ -128,6 +128,13 @@ inline std::vector<ReconstructionTuning> BrickVariants(PixelType type, bool volu
     out.push_back(t);
   };
   add(0, 0, 0, true);
+  {
+    ReconstructionTuning t;
+    t.tile = true;
+    out.push_back(t);
+    t.presweep = true;
+    out.push_back(t);
+  }
   if (type == PixelType::kU8 && !volume) {
     for (int g : {4, 8, 32}) add(0, g, 0, false);
     add(0, 4, 4, false);

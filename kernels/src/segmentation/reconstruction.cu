@@ -17,6 +17,7 @@
 #include "cuimg/common/status_macros.h"
 #include "cuimg/kernels/mask_steps.h"
 #include "segmentation/reconstruction_plan.h"
+#include "segmentation/reconstruction_tile.h"
 #include "segmentation/two_levels.h"
 
 namespace cuimg {
@@ -145,6 +146,57 @@ __global__ void __launch_bounds__(kRoundThreads, kMinBlocks > 0 ? kMinBlocks : 1
   }
 }
 
+// RoundKernel with the bricks in shared memory (reconstruction_tile.h).
+template <typename T, bool kVolume>
+__global__ void __launch_bounds__(kRoundThreads)
+    TileRoundKernel(seg::BrickArgs<T> a, Worklists w, std::uint32_t round) {
+  using K = typename seg::KeyTraits<T>::K;
+  __shared__ K tiles[kWarpsPerBlock][2][seg::kTileKeys];
+  const int cur = round % 3, next = (round + 1) % 3, spare = (round + 2) % 3;
+  seg::WorklistCounters& c = *w.counters;
+  const int n = c.count[cur];
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    c.count[spare] = 0;
+    c.fetch[spare] = 0;
+    if (n > 0) {
+      atomicAdd(&c.busy_rounds, 1);
+      atomicAdd(&c.bricks_run, static_cast<unsigned long long>(n));
+      if (round < seg::kProfiledRounds) w.round_bricks[round] = n;
+    }
+  }
+  const int lane = threadIdx.x & 31;
+  K* s = tiles[threadIdx.x / 32][0];
+  K* g = tiles[threadIdx.x / 32][1];
+  for (;;) {
+    int i = 0;
+    if (lane == 0) i = atomicAdd(&c.fetch[cur], 1);
+    i = __shfl_sync(~0u, i, 0);
+    if (i >= n) return;
+    const std::uint32_t brick = w.list[cur][i];
+    int iterations = 0;
+    const std::uint32_t marks =
+        seg::ProcessTile<seg::DeviceWarp<K>, T, kVolume>(a, brick, round == 0, iterations, s, g);
+    if (lane == 0) {
+      const auto its = static_cast<unsigned long long>(iterations);
+      atomicAdd(&c.iterations, its);
+      if (round < seg::kProfiledRounds) atomicAdd(&w.round_iterations[round], its);
+    }
+    if (lane == 0 && marks != 0) {
+      seg::ForEachMarkedBrick(a, brick, marks, [&](std::int64_t nb) {
+        if (atomicMax(&w.stamp[nb], round + 1) < round + 1) {
+          w.list[next][atomicAdd(&c.count[next], 1)] = static_cast<std::uint32_t>(nb);
+        }
+      });
+    }
+  }
+}
+
+template <typename T, bool kVolume>
+void LaunchTileRound(int grid, cudaStream_t stream, const seg::BrickArgs<T>& a, const Worklists& w,
+                     std::uint32_t round) {
+  TileRoundKernel<T, kVolume><<<grid, kRoundThreads, 0, stream>>>(a, w, round);
+}
+
 template <typename T, bool kVolume, int kRowsZ, int kScanGroup, int kMinBlocks>
 void LaunchRound(int grid, cudaStream_t stream, const seg::BrickArgs<T>& a, const Worklists& w,
                  std::uint32_t round) {
@@ -210,6 +262,7 @@ absl::Status RunOnDevice(const ReconstructionPlan::Impl& p, const T* mask, T* r,
                               launch = &LaunchRound<T, decltype(v)::value, decltype(z)::value,
                                                     decltype(g)::value, decltype(b)::value>;
                             });
+  if (p.tile) launch = p.volume ? &LaunchTileRound<T, true> : &LaunchTileRound<T, false>;
   if (launch == nullptr) return absl::InternalError("reconstruction: no kernel for the variant");
   const bool profile = stats != nullptr && stats->profile;
   std::vector<CudaEvent> events;  // profile: one before the first round and one after each
@@ -309,11 +362,14 @@ absl::StatusOr<ReconstructionPlan> ReconstructionPlan::Create(PixelType type, co
   impl->scan_group = tuning.scan_group > 0 ? tuning.scan_group : 1;
   impl->min_blocks = tuning.min_blocks;
   impl->presweep = tuning.presweep;
+  impl->tile = tuning.tile;
   const bool instantiated = VisitAnyPixelType(type, [&](auto tag) {
     return seg::VisitBrickVariant<decltype(tag)>(impl->volume, impl->rows_z, impl->scan_group,
                                                  impl->min_blocks, [](auto, auto, auto, auto) {});
   });
-  if (!instantiated || (tuning.rows_z > 0 && !impl->volume)) {
+  const bool tile_default_shape = !tuning.tile || (impl->rows_z == (impl->volume ? 4 : 1) &&
+                                                   impl->scan_group == 1 && impl->min_blocks == 0);
+  if (!instantiated || !tile_default_shape || (tuning.rows_z > 0 && !impl->volume)) {
     return InvalidFieldError(ErrorReason::kValueOutOfRange, "tuning",
                              "this variant of the bricks is not built for this type and extent");
   }

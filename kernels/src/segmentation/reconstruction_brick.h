@@ -38,6 +38,10 @@ inline constexpr int kBrickWidth = 32;  // pixels along x: one per lane
 // (ReconstructionPlan takes images of fewer than 2^31 - 64 pixels).
 using BrickIndex = std::int32_t;
 inline constexpr int kBrickRows = 32;  // rows (y, z) a lane holds
+// A brick in shared memory (reconstruction_tile.h): rows of 33 keys, so that the 32 lanes reading
+// one column hit distinct banks.
+inline constexpr int kTilePitch = kBrickWidth + 1;
+inline constexpr int kTileKeys = kBrickRows * kTilePitch;
 
 // A brick's 32 rows: kRowsY rows along y in each of kRowsZ slices. `rows_z` (a volume's slices
 // a brick) is the plan's; 4 unless tuned (ReconstructionTuning).
@@ -377,6 +381,7 @@ CUIMG_BRICK_HD std::uint32_t ProcessBrick(const BrickArgs<T>& a, BrickIndex bric
 // The GPU policy: one lane per thread of a full warp.
 template <typename K>
 struct DeviceWarp {
+  using Key = K;
   using V = K;
   using U = std::uint32_t;
   using B = bool;
@@ -409,6 +414,31 @@ struct DeviceWarp {
   template <typename T>
   static __device__ __forceinline__ void Store(T* p, BrickIndex base, V k, B in, bool flip) {
     if (in) p[base + Lane()] = KeyTraits<T>::FromKey(k, flip);
+  }
+  // A tile of kBrickRows rows of kTilePitch keys (reconstruction_tile.h): row j's pixel x at
+  // j * kTilePitch + x. Row access gives lane x pixel x; column access gives lane j row j.
+  static __device__ __forceinline__ V LoadRow(const K* s, int j) {
+    return s[j * kTilePitch + Lane()];
+  }
+  static __device__ __forceinline__ void StoreRow(K* s, int j, V v, B where) {
+    if (where) s[j * kTilePitch + Lane()] = v;
+  }
+  static __device__ __forceinline__ V LoadCol(const K* s, int x) {
+    return s[Lane() * kTilePitch + x];
+  }
+  static __device__ __forceinline__ void StoreCol(K* s, int x, V v, B where) {
+    if (where) s[Lane() * kTilePitch + x] = v;
+  }
+  static __device__ __forceinline__ void Sync() { __syncwarp(); }
+  // The 32 x 32 bit matrix (lane i, bit k) transposed: lane k, bit i.
+  static __device__ __forceinline__ U TransposeBits(U m) {
+    U out = 0;
+#pragma unroll 8
+    for (int k = 0; k < 32; ++k) {
+      const U column = __ballot_sync(~0u, (m >> k) & 1u);
+      if (Lane() == k) out = column;
+    }
+    return out;
   }
 };
 #endif

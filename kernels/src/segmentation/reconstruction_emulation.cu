@@ -9,6 +9,7 @@
 #include "cuimg/common/status_macros.h"
 #include "cuimg/reference/label_reference.h"
 #include "segmentation/reconstruction_plan.h"
+#include "segmentation/reconstruction_tile.h"
 
 namespace cuimg {
 namespace {
@@ -23,6 +24,7 @@ struct Lanes {
 template <typename K>
 struct HostWarp {
   static constexpr int kLanes = seg::kBrickWidth;
+  using Key = K;
   using V = Lanes<K>;
   using U = Lanes<std::uint32_t>;
   using B = Lanes<bool>;
@@ -107,11 +109,37 @@ struct HostWarp {
       if (in.v[i]) p[base + i] = seg::KeyTraits<T>::FromKey(k.v[i], flip);
     }
   }
+  static V LoadRow(const K* s, int j) {
+    return Map<K>([&](int i) { return s[j * seg::kTilePitch + i]; });
+  }
+  static void StoreRow(K* s, int j, const V& v, const B& where) {
+    for (int i = 0; i < kLanes; ++i) {
+      if (where.v[i]) s[j * seg::kTilePitch + i] = v.v[i];
+    }
+  }
+  static V LoadCol(const K* s, int x) {
+    return Map<K>([&](int i) { return s[i * seg::kTilePitch + x]; });
+  }
+  static void StoreCol(K* s, int x, const V& v, const B& where) {
+    for (int i = 0; i < kLanes; ++i) {
+      if (where.v[i]) s[i * seg::kTilePitch + x] = v.v[i];
+    }
+  }
+  static void Sync() {}
+  static U TransposeBits(const U& m) {
+    return Map<std::uint32_t>([&](int k) {
+      std::uint32_t column = 0;
+      for (int i = 0; i < kLanes; ++i) column |= ((m.v[i] >> k) & 1u) << i;
+      return column;
+    });
+  }
 };
 
 template <typename T, bool kVolume, int kRowsZ, int kScanGroup>
-void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, ReconstructionStats* stats) {
+void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, bool tile,
+                   ReconstructionStats* stats) {
   using K = typename seg::KeyTraits<T>::K;
+  std::vector<K> s(seg::kTileKeys), g(seg::kTileKeys);  // a warp's tiles (ProcessTile)
   std::vector<std::uint32_t> list(static_cast<std::size_t>(bricks));
   std::iota(list.begin(), list.end(), 0u);
   std::vector<std::uint32_t> next;
@@ -126,8 +154,11 @@ void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, Reconstructi
     std::int64_t round_iterations = 0;
     for (std::uint32_t brick : list) {
       int iterations = 0;
-      const std::uint32_t marks = seg::ProcessBrick<HostWarp<K>, T, kVolume, kRowsZ, kScanGroup>(
-          a, brick, round == 0, iterations);
+      const std::uint32_t marks =
+          tile ? seg::ProcessTile<HostWarp<K>, T, kVolume>(a, brick, round == 0, iterations,
+                                                           s.data(), g.data())
+               : seg::ProcessBrick<HostWarp<K>, T, kVolume, kRowsZ, kScanGroup>(
+                     a, brick, round == 0, iterations);
       round_iterations += iterations;
       seg::ForEachMarkedBrick(a, brick, marks, [&](std::int64_t nb) {
         if (stamp[nb] < round + 1) {
@@ -232,7 +263,7 @@ absl::Status ReconstructionPlan::EmulateOnHost(const void* mask, void* r,
     seg::VisitBrickVariant<T>(
         p.volume, p.rows_z, p.scan_group, p.min_blocks, [&](auto v, auto z, auto group, auto) {
           EmulateRounds<T, decltype(v)::value, decltype(z)::value, decltype(group)::value>(
-              a, p.bricks, stats);
+              a, p.bricks, p.tile, stats);
         });
     return absl::OkStatus();
   });

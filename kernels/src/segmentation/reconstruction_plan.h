@@ -27,6 +27,7 @@ struct ReconstructionPlan::Impl {
   int scan_group = 1;
   int min_blocks = 0;
   bool presweep = false;
+  bool tile = false;
   std::int64_t bricks_x = 0, bricks_y = 0, bricks_z = 0;
   std::int64_t bricks = 0;
   // Workspace: a stamp per brick (the last round it was put on a worklist for), three worklists

@@ -45,6 +45,7 @@ struct ReconstructionTuning {
   int scan_group = 0;  // rows scanned along x together: 1 (default), 4, 8 or 32
   int min_blocks = 0;  // blocks of 128 threads an SM must hold (caps registers): 0, 3 or 4
   bool presweep = false;  // sweeps along z and y over the whole volume before the rounds
+  bool tile = false;      // bricks in shared memory (every type; rows_z, scan_group, min_blocks 0)
 };
 
 // kAuto: images whose mask and clamped marker hold two values between them (a 0/max mask and a
