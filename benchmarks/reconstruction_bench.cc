@@ -61,6 +61,10 @@ bool ParseVariant(const std::string& text, ReconstructionTuning* t) {
       t->tile = true;
       continue;
     }
+    if (key == 'a') {
+      t->async = true;
+      continue;
+    }
     std::size_t end = i;
     while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
     if (end == i) return false;

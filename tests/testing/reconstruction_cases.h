@@ -134,6 +134,9 @@ inline std::vector<ReconstructionTuning> BrickVariants(PixelType type, bool volu
     out.push_back(t);
     t.presweep = true;
     out.push_back(t);
+    t.presweep = false;
+    t.async = true;
+    out.push_back(t);
   }
   if (type == PixelType::kU8 && !volume) {
     for (int g : {4, 8, 32}) add(0, g, 0, false);

@@ -251,6 +251,7 @@ absl::Status RunOnDevice(const ReconstructionPlan::Impl& p, const T* mask, T* r,
     CUIMG_CUDA_CHECK_LAUNCH(stream, "reconstruction SweepKernel y");
   }
 
+  if (p.async) return seg::RunTilesAsync(p, mask, r, workspace, stream, cancel, stats);
   const seg::BrickArgs<T> a = seg::ArgsOf(p, mask, r);
   const int grid = static_cast<int>(
       std::min<std::int64_t>((p.bricks + kWarpsPerBlock - 1) / kWarpsPerBlock,
@@ -362,13 +363,14 @@ absl::StatusOr<ReconstructionPlan> ReconstructionPlan::Create(PixelType type, co
   impl->scan_group = tuning.scan_group > 0 ? tuning.scan_group : 1;
   impl->min_blocks = tuning.min_blocks;
   impl->presweep = tuning.presweep;
-  impl->tile = tuning.tile;
+  impl->tile = tuning.tile || tuning.async;
+  impl->async = tuning.async;
   const bool instantiated = VisitAnyPixelType(type, [&](auto tag) {
     return seg::VisitBrickVariant<decltype(tag)>(impl->volume, impl->rows_z, impl->scan_group,
                                                  impl->min_blocks, [](auto, auto, auto, auto) {});
   });
-  const bool tile_default_shape = !tuning.tile || (impl->rows_z == (impl->volume ? 4 : 1) &&
-                                                   impl->scan_group == 1 && impl->min_blocks == 0);
+  const bool tile_default_shape = !impl->tile || (impl->rows_z == (impl->volume ? 4 : 1) &&
+                                                  impl->scan_group == 1 && impl->min_blocks == 0);
   if (!instantiated || !tile_default_shape || (tuning.rows_z > 0 && !impl->volume)) {
     return InvalidFieldError(ErrorReason::kValueOutOfRange, "tuning",
                              "this variant of the bricks is not built for this type and extent");
@@ -388,6 +390,10 @@ absl::StatusOr<ReconstructionPlan> ReconstructionPlan::Create(PixelType type, co
       impl->round_bricks_offset + AlignUp(seg::kProfiledRounds * sizeof(int));
   impl->workspace_bytes =
       impl->round_iterations_offset + AlignUp(seg::kProfiledRounds * sizeof(unsigned long long));
+  if (impl->async) {
+    impl->queue_offset = impl->workspace_bytes;
+    impl->workspace_bytes += AlignUp(static_cast<std::size_t>(impl->bricks) * 16);
+  }
   impl->two_levels = route == ReconstructionRoute::kAuto;
   if (impl->two_levels) {
     impl->levels_offset = impl->workspace_bytes;

@@ -2,6 +2,7 @@
 // each brick through the same ProcessBrick (reconstruction_brick.h) with a warp emulated as 32
 // lanes in arrays, in worklist order, so CPU tests check the kernels' own code.
 #include <cstdint>
+#include <deque>
 #include <numeric>
 #include <set>
 #include <vector>
@@ -180,6 +181,37 @@ void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, bool tile,
   if (stats != nullptr) stats->launched_rounds = static_cast<int>(round) + 1;
 }
 
+// reconstruction_async.cu's queue, one brick at a time in queue order: a marked brick goes to
+// the back unless it is queued already.
+template <typename T, bool kVolume>
+void EmulateQueue(const seg::BrickArgs<T>& a, std::int64_t bricks, ReconstructionStats* stats) {
+  using K = typename seg::KeyTraits<T>::K;
+  std::vector<K> s(seg::kTileKeys), g(seg::kTileKeys);
+  std::deque<std::uint32_t> queue(static_cast<std::size_t>(bricks));
+  std::iota(queue.begin(), queue.end(), 0u);
+  std::vector<bool> queued(queue.size(), true), ran(queue.size(), false);
+  while (!queue.empty()) {
+    const std::uint32_t brick = queue.front();
+    queue.pop_front();
+    queued[brick] = false;
+    int iterations = 0;
+    const std::uint32_t marks = seg::ProcessTile<HostWarp<K>, T, kVolume>(
+        a, brick, !ran[brick], iterations, s.data(), g.data());
+    ran[brick] = true;
+    seg::ForEachMarkedBrick(a, brick, marks, [&](std::int64_t nb) {
+      if (!queued[nb]) {
+        queued[nb] = true;
+        queue.push_back(static_cast<std::uint32_t>(nb));
+      }
+    });
+    if (stats != nullptr) {
+      stats->bricks += 1;
+      stats->iterations += iterations;
+    }
+  }
+  if (stats != nullptr) stats->rounds = stats->launched_rounds = 1;
+}
+
 // reconstruction.cu's SweepKernel: every line along z (or y) forward then back.
 template <typename T>
 void Sweep(const ReconstructionPlan::Impl& p, const T* mask, T* r, bool along_z) {
@@ -260,6 +292,14 @@ absl::Status ReconstructionPlan::EmulateOnHost(const void* mask, void* r,
       Sweep<T>(p, g, out, /*along_z=*/false);
     }
     const seg::BrickArgs<T> a = seg::ArgsOf(p, g, out);
+    if (p.async) {
+      if (p.volume) {
+        EmulateQueue<T, true>(a, p.bricks, stats);
+      } else {
+        EmulateQueue<T, false>(a, p.bricks, stats);
+      }
+      return absl::OkStatus();
+    }
     seg::VisitBrickVariant<T>(
         p.volume, p.rows_z, p.scan_group, p.min_blocks, [&](auto v, auto z, auto group, auto) {
           EmulateRounds<T, decltype(v)::value, decltype(z)::value, decltype(group)::value>(

@@ -28,6 +28,7 @@ struct ReconstructionPlan::Impl {
   int min_blocks = 0;
   bool presweep = false;
   bool tile = false;
+  bool async = false;
   std::int64_t bricks_x = 0, bricks_y = 0, bricks_z = 0;
   std::int64_t bricks = 0;
   // Workspace: a stamp per brick (the last round it was put on a worklist for), three worklists
@@ -38,6 +39,8 @@ struct ReconstructionPlan::Impl {
   // Per round (the first kProfiledRounds): the worklist's length and the bricks' iterations.
   std::size_t round_bricks_offset = 0;
   std::size_t round_iterations_offset = 0;
+  // ReconstructionTuning::async: the queue's slots (8 bytes, 2 a brick).
+  std::size_t queue_offset = 0;
   // The union-find route (ReconstructionRoute::kAuto): the two values found, the seed indicator
   // (a byte a pixel) and the labelling's workspace.
   bool two_levels = false;
@@ -154,6 +157,13 @@ template <bool kDilate, typename T>
 CUIMG_SEG_HD T StartValue(T marker, T mask) {
   return FinalValue(ClampedMarker<kDilate>(marker, mask), mask);
 }
+
+// ReconstructionTuning::async (reconstruction_async.cu): after the clamp (and the sweeps), the
+// tiles run off one queue until none is left; the host looks at the cancel token between
+// launches of a budget of brick runs. The stats count launches as rounds.
+absl::Status RunTilesAsync(const ReconstructionPlan::Impl& p, const void* mask, void* r,
+                           std::uint8_t* workspace, cudaStream_t stream, const CancelToken& cancel,
+                           ReconstructionStats* stats);
 
 }  // namespace seg
 }  // namespace cuimg

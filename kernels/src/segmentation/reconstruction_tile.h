@@ -30,8 +30,7 @@ namespace cuimg::seg {
 // Returns, per lane (row j), the pixels x that rose as bits.
 CUIMG_BRICK_EXEC_CHECK_DISABLE
 template <class W>
-CUIMG_BRICK_HD typename W::U PassAlongX(typename W::Key* s,
-                                        const typename W::Key* g,
+CUIMG_BRICK_HD typename W::U PassAlongX(typename W::Key* s, const typename W::Key* g,
                                         const typename W::V& lowest) {
   using V = typename W::V;
   using U = typename W::U;
@@ -62,8 +61,7 @@ CUIMG_BRICK_HD typename W::U PassAlongX(typename W::Key* s,
 // Row j (lane x: pixel x) raised to min(n, g): stored where it rose, noted in `rose` (bit j).
 CUIMG_BRICK_EXEC_CHECK_DISABLE
 template <class W>
-CUIMG_BRICK_HD typename W::V RaiseRow(typename W::Key* s,
-                                      const typename W::Key* g, int j,
+CUIMG_BRICK_HD typename W::V RaiseRow(typename W::Key* s, const typename W::Key* g, int j,
                                       const typename W::V& n, typename W::U& rose) {
   const typename W::V v = W::LoadRow(s, j);
   const typename W::V r = W::Max(v, W::Min(n, W::LoadRow(g, j)));
@@ -98,8 +96,7 @@ CUIMG_BRICK_HD typename W::V SliceNeighbours(const typename W::Key* s, int zs, i
 CUIMG_BRICK_EXEC_CHECK_DISABLE
 template <class W, typename T, bool kVolume>
 CUIMG_BRICK_HD std::uint32_t ProcessTile(const BrickArgs<T>& a, BrickIndex brick, bool first_run,
-                                         int& iterations, typename W::Key* s,
-                                         typename W::Key* g) {
+                                         int& iterations, typename W::Key* s, typename W::Key* g) {
   using Keys = KeyTraits<T>;
   using V = typename W::V;
   using U = typename W::U;

@@ -46,6 +46,7 @@ struct ReconstructionTuning {
   int min_blocks = 0;  // blocks of 128 threads an SM must hold (caps registers): 0, 3 or 4
   bool presweep = false;  // sweeps along z and y over the whole volume before the rounds
   bool tile = false;      // bricks in shared memory (every type; rows_z, scan_group, min_blocks 0)
+  bool async = false;     // tiles off one queue, without rounds (implies tile)
 };
 
 // kAuto: images whose mask and clamped marker hold two values between them (a 0/max mask and a
