@@ -71,6 +71,16 @@ CUIMG_BRICK_HD typename W::V RaiseRow(typename W::Key* s, const typename W::Key*
   return r;
 }
 
+// After a pass that raised `moved`: true once `kinds` passes in a row moved nothing.
+CUIMG_BRICK_EXEC_CHECK_DISABLE
+template <class W>
+CUIMG_BRICK_HD bool Settled(const typename W::U& moved, int kinds, typename W::U& changed,
+                            int& quiet) {
+  changed = W::OrU(changed, moved);
+  quiet = W::ReduceOr(moved) == 0 ? quiet + 1 : 0;
+  return quiet >= kinds;
+}
+
 // The best of rows (zs, yl - 1 .. yl + 1) of the tile that connect to row yl of the next or
 // previous slice (as FromSlice in reconstruction_brick.h).
 CUIMG_BRICK_EXEC_CHECK_DISABLE
@@ -92,7 +102,7 @@ CUIMG_BRICK_HD typename W::V SliceNeighbours(const typename W::Key* s, int zs, i
 // of this warp's own: returns the neighbouring bricks (NeighbourBit) that one of its changed
 // pixels connects to. `first_run`: the brick has not converged before (round 0); a later run
 // whose seeds raise nothing has nothing to do (the brick is at its last fixed point).
-// `iterations` counts the passes (x, y, z) until one moved nothing.
+// `iterations` counts the passes along x.
 CUIMG_BRICK_EXEC_CHECK_DISABLE
 template <class W, typename T, bool kVolume>
 CUIMG_BRICK_HD std::uint32_t ProcessTile(const BrickArgs<T>& a, BrickIndex brick, bool first_run,
@@ -165,13 +175,18 @@ CUIMG_BRICK_HD std::uint32_t ProcessTile(const BrickArgs<T>& a, BrickIndex brick
   if (!first_run && W::ReduceOr(changed) == 0) return 0;
 
   const bool diagonal_in_plane = a.max_nonzero >= 2;
+  // Passes in turn (x, y, z, x, ...) until as many in a row as there are kinds moved nothing:
+  // then the tile is a fixed point of each.
+  constexpr int kKinds = kVolume ? 3 : 2;
+  int quiet = 0;
   for (;;) {
     ++iterations;
     W::Sync();  // the rows just written are read by columns
     const U along_x = PassAlongX<W>(s, g, lowest);
     W::Sync();
-    U moved = W::TransposeBits(along_x);
+    if (Settled<W>(W::TransposeBits(along_x), kKinds, changed, quiet)) break;
     // Along y, down then up, each slice: the row before with its diagonal neighbours.
+    U moved = W::SplatU(0);
     CUIMG_TILE_UNROLL(unroll 1)
     for (int zl = 0; zl < kRowsZ; ++zl) {
       V previous = W::LoadRow(s, zl * kRowsY);
@@ -186,9 +201,11 @@ CUIMG_BRICK_HD std::uint32_t ProcessTile(const BrickArgs<T>& a, BrickIndex brick
         previous = RaiseRow<W>(s, g, zl * kRowsY + yl, n, moved);
       }
     }
+    if (Settled<W>(moved, kKinds, changed, quiet)) break;
     // Along z, forward then back: the slice before's rows y - 1, y, y + 1 as connected. Each
     // lane reads its own column of the tile, so no Sync is needed between the slices.
     if constexpr (kVolume) {
+      moved = W::SplatU(0);
       CUIMG_TILE_UNROLL(unroll 1)
       for (int zl = 1; zl < kRowsZ; ++zl) {
         CUIMG_TILE_UNROLL(unroll 2)
@@ -205,9 +222,8 @@ CUIMG_BRICK_HD std::uint32_t ProcessTile(const BrickArgs<T>& a, BrickIndex brick
           RaiseRow<W>(s, g, zl * kRowsY + yl, n, moved);
         }
       }
+      if (Settled<W>(moved, kKinds, changed, quiet)) break;
     }
-    changed = W::OrU(changed, moved);
-    if (W::ReduceOr(moved) == 0) break;
   }
 
   // Write back what changed; collect the neighbouring bricks a changed pixel is connected to.
