@@ -10,9 +10,9 @@
 // Usage: reconstruction_bench [--quick] [--filter SUBSTRING] [--dump DIR] [--variants LIST]
 // [--profile] [--no-anchor]
 // (--dump: each input and the step's result as DIR/<workload>.{in,out}.npy, for
-// benchmarks/anchors/cucim_segmentation.py; --variants: comma-separated brick variants timed
-// beside the default where the workload's type has them, each zZ gG [bB] [s] [t]:
-// ReconstructionTuning's rows_z, scan_group, min_blocks, presweep and tile, e.g. z4g8,ts;
+// benchmarks/anchors/cucim_segmentation.py; --variants: comma-separated tunings timed beside
+// the default, each of the letters q (the queue, the default) or r (rounds), and s (sweeps
+// first): ReconstructionTuning, e.g. r,s,rs;
 // --profile: each variant's rounds one by one (worklist length, iterations, microseconds);
 // --no-anchor: skip the cuCIM-class loop)
 #include <cuda_runtime_api.h>
@@ -48,34 +48,15 @@ struct Options {
   bool anchor = true;
 };
 
-// "z4g8b3s" -> rows_z 4, scan_group 8, min_blocks 3, presweep.
+// "rs" -> rounds, sweeps; "q" -> the queue (the default).
 bool ParseVariant(const std::string& text, ReconstructionTuning* t) {
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const char key = text[i++];
-    if (key == 's') {
+  for (const char c : text) {
+    if (c == 'r') {
+      t->schedule = ReconstructionSchedule::kRounds;
+    } else if (c == 'q') {
+      t->schedule = ReconstructionSchedule::kQueue;
+    } else if (c == 's') {
       t->presweep = true;
-      continue;
-    }
-    if (key == 't') {
-      t->tile = true;
-      continue;
-    }
-    if (key == 'a') {
-      t->async = true;
-      continue;
-    }
-    std::size_t end = i;
-    while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
-    if (end == i) return false;
-    const int v = std::stoi(text.substr(i, end - i));
-    i = end;
-    if (key == 'z') {
-      t->rows_z = v;
-    } else if (key == 'g') {
-      t->scan_group = v;
-    } else if (key == 'b') {
-      t->min_blocks = v;
     } else {
       return false;
     }
@@ -298,7 +279,7 @@ absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t str
       bricks.timing.median_us, bricks.stats.rounds, bricks.stats.launched_rounds,
       static_cast<long long>(bricks.stats.bricks), static_cast<long long>(bricks.bricks), floor_us,
       agree ? "true" : "false", plan.Describe()));
-  // The variants of the bricks that the type has, each against the step's result.
+  // The tunings, each against the step's result.
   const auto print_variant = [&](const std::string& name, const RouteRun& run, bool same) {
     PrintJson(absl::StrFormat(
         "\"impl\":\"cuimg_bricks\",\"workload\":\"%s\",\"variant\":\"%s\",\"bricks_us\":%.2f,"
@@ -314,11 +295,6 @@ absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t str
     for (const std::string& v : options.variants) {
       ReconstructionTuning tuning;
       if (!ParseVariant(v, &tuning)) return absl::InvalidArgumentError("bad variant " + v);
-      if (!ReconstructionPlan::Create(type, e, ReconstructionMethod::kDilation, w.step.connectivity,
-                                      ReconstructionRoute::kBricks, tuning)
-               .ok()) {
-        continue;  // not built for this type and extent
-      }
       agree = true;
       CUIMG_ASSIGN_OR_RETURN(RouteRun run, time_route(ReconstructionRoute::kBricks, tuning));
       print_variant(v, run, agree);

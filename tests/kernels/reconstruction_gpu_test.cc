@@ -121,14 +121,11 @@ TEST(ReconstructionGpu, EqualsTheReferenceOnLargeAdversarialImages) {
   for (const testing::ReconstructionCase& c : cases) ExpectReconstructionMatches(c, true);
 }
 
-// The variants of the bricks (ReconstructionTuning) on the cases of their types and a CT-like
+// Every tuning (both schedules, with and without the sweeps) on every case family and a CT-like
 // volume's hmax, where thousands of bricks race.
-TEST(ReconstructionGpu, EveryBrickVariantEqualsTheReference) {
+TEST(ReconstructionGpu, EveryTuningEqualsTheReference) {
   CUIMG_SKIP_IF_NO_GPU();
-  std::vector<testing::ReconstructionCase> cases;
-  for (testing::ReconstructionCase& c : testing::ReconstructionCases(/*with_natural=*/false)) {
-    cases.push_back(std::move(c));
-  }
+  std::vector<testing::ReconstructionCase> cases = testing::ReconstructionCases(false);
   const Extent ct{192, 160, 60};
   const Image volume = CtLikeVolume(ct, 3);
   Image marker = volume;
@@ -141,15 +138,13 @@ TEST(ReconstructionGpu, EveryBrickVariantEqualsTheReference) {
     ASSERT_TRUE(ReconstructionReferenceInto(c.marker.view(), c.mask.view(), expected.view(),
                                             c.method, c.connectivity)
                     .ok());
-    for (const ReconstructionTuning& t :
-         testing::BrickVariants(c.mask.type(), c.mask.extent().depth > 1)) {
+    for (const auto& [name, tuning] : testing::ReconstructionTunings()) {
       absl::StatusOr<Image> got =
           ReconstructOnGpu(c.mask, c.marker, c.method, c.connectivity, ReconstructionRoute::kBricks,
-                           nullptr, NeverCancelled(), t);
+                           nullptr, NeverCancelled(), tuning);
       ASSERT_TRUE(got.ok()) << c.name << ": " << got.status();
       const std::int64_t at = testing::FirstMismatch(*got, expected);
-      EXPECT_EQ(at, -1) << c.name << " z" << t.rows_z << " g" << t.scan_group << " b"
-                        << t.min_blocks << " s" << t.presweep << " t" << t.tile
+      EXPECT_EQ(at, -1) << c.name << " " << name
                         << (at >= 0 ? testing::DescribeMismatch(*got, expected, at) : "");
     }
   }

@@ -8,6 +8,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -115,38 +116,19 @@ inline std::vector<ReconstructionCase> ReconstructionCases(bool with_natural = t
   return cases;
 }
 
-// The bricks' variants built beside the default (ReconstructionTuning): the tiles and the sweeps
-// for every type, the others for u8 images and i16 volumes.
-inline std::vector<ReconstructionTuning> BrickVariants(PixelType type, bool volume) {
-  std::vector<ReconstructionTuning> out;
-  auto add = [&](int rows_z, int group, int min_blocks, bool presweep) {
-    ReconstructionTuning t;
-    t.rows_z = rows_z;
-    t.scan_group = group;
-    t.min_blocks = min_blocks;
-    t.presweep = presweep;
-    out.push_back(t);
-  };
-  add(0, 0, 0, true);
-  {
-    ReconstructionTuning t;
-    t.tile = true;
-    out.push_back(t);
-    t.presweep = true;
-    out.push_back(t);
-    t.presweep = false;
-    t.async = true;
-    out.push_back(t);
-  }
-  if (type == PixelType::kU8 && !volume) {
-    for (int g : {4, 8, 32}) add(0, g, 0, false);
-    add(0, 4, 4, false);
-  }
-  if (type == PixelType::kI16 && volume) {
-    for (int g : {4, 8, 32}) add(4, g, 0, false);
-    for (int z : {2, 8, 16}) add(z, 4, 0, false);
-    add(4, 4, 3, false);
-    add(4, 4, 4, true);
+// Every tuning of ReconstructionPlan (both schedules, with and without the sweeps), named.
+inline std::vector<std::pair<std::string, ReconstructionTuning>> ReconstructionTunings() {
+  std::vector<std::pair<std::string, ReconstructionTuning>> out;
+  for (ReconstructionSchedule schedule :
+       {ReconstructionSchedule::kQueue, ReconstructionSchedule::kRounds}) {
+    for (bool presweep : {false, true}) {
+      ReconstructionTuning t;
+      t.schedule = schedule;
+      t.presweep = presweep;
+      out.emplace_back(absl::StrCat(schedule == ReconstructionSchedule::kQueue ? "queue" : "rounds",
+                                    presweep ? "+sweeps" : ""),
+                       t);
+    }
   }
   return out;
 }

@@ -1,6 +1,7 @@
-// ReconstructionPlan on the GPU: the clamp of the marker, then rounds of bricks
-// (reconstruction_brick.h) over worklists that the rounds themselves fill, launched in batches
-// between which the host reads whether any brick is left.
+// ReconstructionPlan on the GPU: the clamp of the marker, the union-find route's check, the
+// sweeps, then the bricks (reconstruction_tile.h): off one queue (reconstruction_queue.cu), or in
+// rounds over worklists that the rounds themselves fill, launched in batches between which the
+// host reads whether any brick is left.
 #include "cuimg/kernels/reconstruction.h"
 
 #include <algorithm>
@@ -101,55 +102,13 @@ __global__ void SweepKernel(const T* mask, T* r, seg::BrickIndex width, seg::Bri
   }
 }
 
-// Round `round`: warps take bricks off the round's list until it is spent; a brick's marked
-// neighbours go on the next round's list once each (the stamp). The list after next is reset
-// for the round after (nothing reads or writes it in this one).
-template <typename T, bool kVolume, int kRowsZ, int kScanGroup, int kMinBlocks>
-__global__ void __launch_bounds__(kRoundThreads, kMinBlocks > 0 ? kMinBlocks : 1)
-    RoundKernel(seg::BrickArgs<T> a, Worklists w, std::uint32_t round) {
-  using K = typename seg::KeyTraits<T>::K;
-  const int cur = round % 3, next = (round + 1) % 3, spare = (round + 2) % 3;
-  seg::WorklistCounters& c = *w.counters;
-  const int n = c.count[cur];
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    c.count[spare] = 0;
-    c.fetch[spare] = 0;
-    if (n > 0) {
-      atomicAdd(&c.busy_rounds, 1);
-      atomicAdd(&c.bricks_run, static_cast<unsigned long long>(n));
-      if (round < seg::kProfiledRounds) w.round_bricks[round] = n;
-    }
-  }
-  const int lane = threadIdx.x & 31;
-  for (;;) {
-    int i = 0;
-    if (lane == 0) i = atomicAdd(&c.fetch[cur], 1);
-    i = __shfl_sync(~0u, i, 0);
-    if (i >= n) return;
-    const std::uint32_t brick = w.list[cur][i];
-    int iterations = 0;
-    const std::uint32_t marks =
-        seg::ProcessBrick<seg::DeviceWarp<K>, T, kVolume, kRowsZ, kScanGroup>(a, brick, round == 0,
-                                                                              iterations);
-    if (lane == 0) {
-      const auto its = static_cast<unsigned long long>(iterations);
-      atomicAdd(&c.iterations, its);
-      if (round < seg::kProfiledRounds) atomicAdd(&w.round_iterations[round], its);
-    }
-    if (lane == 0 && marks != 0) {
-      seg::ForEachMarkedBrick(a, brick, marks, [&](std::int64_t nb) {
-        if (atomicMax(&w.stamp[nb], round + 1) < round + 1) {
-          w.list[next][atomicAdd(&c.count[next], 1)] = static_cast<std::uint32_t>(nb);
-        }
-      });
-    }
-  }
-}
-
-// RoundKernel with the bricks in shared memory (reconstruction_tile.h).
+// Round `round` (ReconstructionTuning::rounds): warps take bricks off the round's list until it is
+// spent, each brick in the warp's tiles of shared memory (reconstruction_tile.h); a brick's marked
+// neighbours go on the next round's list once each (the stamp). The list after next is reset for
+// the round after (nothing reads or writes it in this one).
 template <typename T, bool kVolume>
 __global__ void __launch_bounds__(kRoundThreads)
-    TileRoundKernel(seg::BrickArgs<T> a, Worklists w, std::uint32_t round) {
+    RoundKernel(seg::BrickArgs<T> a, Worklists w, std::uint32_t round) {
   using K = typename seg::KeyTraits<T>::K;
   __shared__ K tiles[kWarpsPerBlock][2][seg::kTileKeys];
   const int cur = round % 3, next = (round + 1) % 3, spare = (round + 2) % 3;
@@ -189,19 +148,6 @@ __global__ void __launch_bounds__(kRoundThreads)
       });
     }
   }
-}
-
-template <typename T, bool kVolume>
-void LaunchTileRound(int grid, cudaStream_t stream, const seg::BrickArgs<T>& a, const Worklists& w,
-                     std::uint32_t round) {
-  TileRoundKernel<T, kVolume><<<grid, kRoundThreads, 0, stream>>>(a, w, round);
-}
-
-template <typename T, bool kVolume, int kRowsZ, int kScanGroup, int kMinBlocks>
-void LaunchRound(int grid, cudaStream_t stream, const seg::BrickArgs<T>& a, const Worklists& w,
-                 std::uint32_t round) {
-  RoundKernel<T, kVolume, kRowsZ, kScanGroup, kMinBlocks>
-      <<<grid, kRoundThreads, 0, stream>>>(a, w, round);
 }
 
 int Blocks(std::int64_t n, int threads) {
@@ -251,20 +197,11 @@ absl::Status RunOnDevice(const ReconstructionPlan::Impl& p, const T* mask, T* r,
     CUIMG_CUDA_CHECK_LAUNCH(stream, "reconstruction SweepKernel y");
   }
 
-  if (p.async) return seg::RunTilesAsync(p, mask, r, workspace, stream, cancel, stats);
+  if (p.queue) return seg::RunQueue(p, mask, r, workspace, stream, cancel, stats);
   const seg::BrickArgs<T> a = seg::ArgsOf(p, mask, r);
   const int grid = static_cast<int>(
       std::min<std::int64_t>((p.bricks + kWarpsPerBlock - 1) / kWarpsPerBlock,
                              std::int64_t{CurrentDeviceLimits().multiprocessors} * kBlocksPerSm));
-  void (*launch)(int, cudaStream_t, const seg::BrickArgs<T>&, const Worklists&, std::uint32_t) =
-      nullptr;
-  seg::VisitBrickVariant<T>(p.volume, p.rows_z, p.scan_group, p.min_blocks,
-                            [&](auto v, auto z, auto g, auto b) {
-                              launch = &LaunchRound<T, decltype(v)::value, decltype(z)::value,
-                                                    decltype(g)::value, decltype(b)::value>;
-                            });
-  if (p.tile) launch = p.volume ? &LaunchTileRound<T, true> : &LaunchTileRound<T, false>;
-  if (launch == nullptr) return absl::InternalError("reconstruction: no kernel for the variant");
   const bool profile = stats != nullptr && stats->profile;
   std::vector<CudaEvent> events;  // profile: one before the first round and one after each
   auto record = [&]() -> absl::Status {
@@ -281,7 +218,11 @@ absl::Status RunOnDevice(const ReconstructionPlan::Impl& p, const T* mask, T* r,
   std::uint32_t round = 0;
   for (int batch = 1;; batch = profile ? 1 : std::min(batch * 2, 64)) {
     for (int b = 0; b < batch; ++b, ++round) {
-      launch(grid, stream, a, w, round);
+      if (p.volume) {
+        RoundKernel<T, true><<<grid, kRoundThreads, 0, stream>>>(a, w, round);
+      } else {
+        RoundKernel<T, false><<<grid, kRoundThreads, 0, stream>>>(a, w, round);
+      }
       CUIMG_CUDA_CHECK_LAUNCH(stream, "reconstruction RoundKernel");
       if (profile) CUIMG_RETURN_IF_ERROR(record());
     }
@@ -358,25 +299,10 @@ absl::StatusOr<ReconstructionPlan> ReconstructionPlan::Create(PixelType type, co
   impl->connectivity = c;
   impl->max_nonzero =
       (c == Connectivity::k4 || c == Connectivity::k6) ? 1 : (c == Connectivity::k26 ? 3 : 2);
-  impl->rows_z = impl->volume ? (tuning.rows_z > 0 ? tuning.rows_z : seg::BrickShape<true>::kRowsZ)
-                              : seg::BrickShape<false>::kRowsZ;
-  impl->scan_group = tuning.scan_group > 0 ? tuning.scan_group : 1;
-  impl->min_blocks = tuning.min_blocks;
   impl->presweep = tuning.presweep;
-  impl->tile = tuning.tile || tuning.async;
-  impl->async = tuning.async;
-  const bool instantiated = VisitAnyPixelType(type, [&](auto tag) {
-    return seg::VisitBrickVariant<decltype(tag)>(impl->volume, impl->rows_z, impl->scan_group,
-                                                 impl->min_blocks, [](auto, auto, auto, auto) {});
-  });
-  const bool tile_default_shape = !impl->tile || (impl->rows_z == (impl->volume ? 4 : 1) &&
-                                                  impl->scan_group == 1 && impl->min_blocks == 0);
-  if (!instantiated || !tile_default_shape || (tuning.rows_z > 0 && !impl->volume)) {
-    return InvalidFieldError(ErrorReason::kValueOutOfRange, "tuning",
-                             "this variant of the bricks is not built for this type and extent");
-  }
-  const int rows_z = impl->rows_z;
-  const int rows_y = seg::kBrickRows / rows_z;
+  impl->queue = tuning.schedule == ReconstructionSchedule::kQueue;
+  const int rows_y = impl->volume ? seg::BrickShape<true>::kRowsY : seg::BrickShape<false>::kRowsY;
+  const int rows_z = impl->volume ? seg::BrickShape<true>::kRowsZ : seg::BrickShape<false>::kRowsZ;
   impl->bricks_x = (extent.width + seg::kBrickWidth - 1) / seg::kBrickWidth;
   impl->bricks_y = (extent.height + rows_y - 1) / rows_y;
   impl->bricks_z = (extent.depth + rows_z - 1) / rows_z;
@@ -390,7 +316,7 @@ absl::StatusOr<ReconstructionPlan> ReconstructionPlan::Create(PixelType type, co
       impl->round_bricks_offset + AlignUp(seg::kProfiledRounds * sizeof(int));
   impl->workspace_bytes =
       impl->round_iterations_offset + AlignUp(seg::kProfiledRounds * sizeof(unsigned long long));
-  if (impl->async) {
+  if (impl->queue) {
     impl->queue_offset = impl->workspace_bytes;
     impl->workspace_bytes += AlignUp(static_cast<std::size_t>(impl->bricks) * 16);
   }

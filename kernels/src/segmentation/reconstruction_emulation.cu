@@ -1,6 +1,7 @@
-// ReconstructionPlan::EmulateOnHost: the clamp and the rounds of reconstruction.cu on the host,
-// each brick through the same ProcessBrick (reconstruction_brick.h) with a warp emulated as 32
-// lanes in arrays, in worklist order, so CPU tests check the kernels' own code.
+// ReconstructionPlan::EmulateOnHost: the clamp, the sweeps and the bricks of reconstruction.cu and
+// reconstruction_queue.cu on the host, each brick through the same ProcessTile
+// (reconstruction_tile.h) with a warp emulated as 32 lanes in arrays, one brick at a time in
+// worklist or queue order, so CPU tests check the kernels' own code.
 #include <cstdint>
 #include <deque>
 #include <numeric>
@@ -136,9 +137,8 @@ struct HostWarp {
   }
 };
 
-template <typename T, bool kVolume, int kRowsZ, int kScanGroup>
-void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, bool tile,
-                   ReconstructionStats* stats) {
+template <typename T, bool kVolume>
+void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, ReconstructionStats* stats) {
   using K = typename seg::KeyTraits<T>::K;
   std::vector<K> s(seg::kTileKeys), g(seg::kTileKeys);  // a warp's tiles (ProcessTile)
   std::vector<std::uint32_t> list(static_cast<std::size_t>(bricks));
@@ -155,11 +155,8 @@ void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, bool tile,
     std::int64_t round_iterations = 0;
     for (std::uint32_t brick : list) {
       int iterations = 0;
-      const std::uint32_t marks =
-          tile ? seg::ProcessTile<HostWarp<K>, T, kVolume>(a, brick, round == 0, iterations,
-                                                           s.data(), g.data())
-               : seg::ProcessBrick<HostWarp<K>, T, kVolume, kRowsZ, kScanGroup>(
-                     a, brick, round == 0, iterations);
+      const std::uint32_t marks = seg::ProcessTile<HostWarp<K>, T, kVolume>(
+          a, brick, round == 0, iterations, s.data(), g.data());
       round_iterations += iterations;
       seg::ForEachMarkedBrick(a, brick, marks, [&](std::int64_t nb) {
         if (stamp[nb] < round + 1) {
@@ -181,7 +178,7 @@ void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, bool tile,
   if (stats != nullptr) stats->launched_rounds = static_cast<int>(round) + 1;
 }
 
-// reconstruction_async.cu's queue, one brick at a time in queue order: a marked brick goes to
+// reconstruction_queue.cu's queue, one brick at a time in queue order: a marked brick goes to
 // the back unless it is queued already.
 template <typename T, bool kVolume>
 void EmulateQueue(const seg::BrickArgs<T>& a, std::int64_t bricks, ReconstructionStats* stats) {
@@ -292,19 +289,17 @@ absl::Status ReconstructionPlan::EmulateOnHost(const void* mask, void* r,
       Sweep<T>(p, g, out, /*along_z=*/false);
     }
     const seg::BrickArgs<T> a = seg::ArgsOf(p, g, out);
-    if (p.async) {
+    if (p.queue) {
       if (p.volume) {
         EmulateQueue<T, true>(a, p.bricks, stats);
       } else {
         EmulateQueue<T, false>(a, p.bricks, stats);
       }
-      return absl::OkStatus();
+    } else if (p.volume) {
+      EmulateRounds<T, true>(a, p.bricks, stats);
+    } else {
+      EmulateRounds<T, false>(a, p.bricks, stats);
     }
-    seg::VisitBrickVariant<T>(
-        p.volume, p.rows_z, p.scan_group, p.min_blocks, [&](auto v, auto z, auto group, auto) {
-          EmulateRounds<T, decltype(v)::value, decltype(z)::value, decltype(group)::value>(
-              a, p.bricks, p.tile, stats);
-        });
     return absl::OkStatus();
   });
 }

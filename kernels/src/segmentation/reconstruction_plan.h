@@ -6,7 +6,6 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
 
 #include "cuimg/kernels/label_types.h"
 #include "cuimg/kernels/reconstruction.h"
@@ -22,13 +21,9 @@ struct ReconstructionPlan::Impl {
   bool volume = false;
   Connectivity connectivity = Connectivity::kDefault;  // resolved
   int max_nonzero = 1;
-  // The bricks' variant (ReconstructionTuning, defaults resolved).
-  int rows_z = 1;
-  int scan_group = 1;
-  int min_blocks = 0;
+  // ReconstructionTuning: one queue (else rounds), sweeps first.
+  bool queue = true;
   bool presweep = false;
-  bool tile = false;
-  bool async = false;
   std::int64_t bricks_x = 0, bricks_y = 0, bricks_z = 0;
   std::int64_t bricks = 0;
   // Workspace: a stamp per brick (the last round it was put on a worklist for), three worklists
@@ -39,7 +34,7 @@ struct ReconstructionPlan::Impl {
   // Per round (the first kProfiledRounds): the worklist's length and the bricks' iterations.
   std::size_t round_bricks_offset = 0;
   std::size_t round_iterations_offset = 0;
-  // ReconstructionTuning::async: the queue's slots (8 bytes, 2 a brick).
+  // The queue's slots (8 bytes, 2 a brick; ReconstructionSchedule::kQueue).
   std::size_t queue_offset = 0;
   // The union-find route (ReconstructionRoute::kAuto): the two values found, the seed indicator
   // (a byte a pixel) and the labelling's workspace.
@@ -65,49 +60,6 @@ struct WorklistCounters {
 
 // Rounds whose worklist length and iterations the workspace keeps (ReconstructionStats::profile).
 inline constexpr int kProfiledRounds = 4096;
-
-// Calls fn(std::integral_constant<bool, kVolume>, ..<int, kRowsZ>, ..<int, kScanGroup>,
-// ..<int, kMinBlocks>) with the plan's brick variant for pixel type T; false (fn not called)
-// where the variant is not instantiated for T (ReconstructionTuning).
-template <typename T, class Fn>
-bool VisitBrickVariant(bool volume, int rows_z, int scan_group, int min_blocks, Fn&& fn) {
-  auto take = [&](auto v, auto z, auto g, auto b) {
-    if (volume != decltype(v)::value || rows_z != decltype(z)::value ||
-        scan_group != decltype(g)::value || min_blocks != decltype(b)::value) {
-      return false;
-    }
-    fn(v, z, g, b);
-    return true;
-  };
-  using std::integral_constant;
-  using F = integral_constant<bool, false>;
-  using V = integral_constant<bool, true>;
-  using Z1 = integral_constant<int, 1>;
-  using Z4 = integral_constant<int, 4>;
-  using G1 = integral_constant<int, 1>;
-  using G4 = integral_constant<int, 4>;
-  using B0 = integral_constant<int, 0>;
-  if (take(F{}, Z1{}, G1{}, B0{}) || take(V{}, Z4{}, G1{}, B0{})) return true;
-  if constexpr (std::is_same_v<T, std::uint8_t>) {
-    using G8 = integral_constant<int, 8>;
-    using G32 = integral_constant<int, 32>;
-    using B4 = integral_constant<int, 4>;
-    return take(F{}, Z1{}, G4{}, B0{}) || take(F{}, Z1{}, G8{}, B0{}) ||
-           take(F{}, Z1{}, G32{}, B0{}) || take(F{}, Z1{}, G4{}, B4{});
-  } else if constexpr (std::is_same_v<T, std::int16_t>) {
-    using G8 = integral_constant<int, 8>;
-    using G32 = integral_constant<int, 32>;
-    using B3 = integral_constant<int, 3>;
-    using B4 = integral_constant<int, 4>;
-    return take(V{}, Z4{}, G4{}, B0{}) || take(V{}, Z4{}, G8{}, B0{}) ||
-           take(V{}, Z4{}, G32{}, B0{}) || take(V{}, integral_constant<int, 2>{}, G4{}, B0{}) ||
-           take(V{}, integral_constant<int, 8>{}, G4{}, B0{}) ||
-           take(V{}, integral_constant<int, 16>{}, G4{}, B0{}) || take(V{}, Z4{}, G4{}, B3{}) ||
-           take(V{}, Z4{}, G4{}, B4{});
-  } else {
-    return false;
-  }
-}
 
 // What the device's pass over the mask and the clamped marker found: the bit patterns of up to
 // two values (kNoValue: none), and whether there were more (or NaN).
@@ -158,12 +110,12 @@ CUIMG_SEG_HD T StartValue(T marker, T mask) {
   return FinalValue(ClampedMarker<kDilate>(marker, mask), mask);
 }
 
-// ReconstructionTuning::async (reconstruction_async.cu): after the clamp (and the sweeps), the
-// tiles run off one queue until none is left; the host looks at the cancel token between
+// ReconstructionSchedule::kQueue (reconstruction_queue.cu): after the clamp (and the sweeps), the
+// bricks run off one queue until none is left; the host looks at the cancel token between
 // launches of a budget of brick runs. The stats count launches as rounds.
-absl::Status RunTilesAsync(const ReconstructionPlan::Impl& p, const void* mask, void* r,
-                           std::uint8_t* workspace, cudaStream_t stream, const CancelToken& cancel,
-                           ReconstructionStats* stats);
+absl::Status RunQueue(const ReconstructionPlan::Impl& p, const void* mask, void* r,
+                      std::uint8_t* workspace, cudaStream_t stream, const CancelToken& cancel,
+                      ReconstructionStats* stats);
 
 }  // namespace seg
 }  // namespace cuimg

@@ -1,17 +1,16 @@
-// ReconstructionTuning::async: the tiles (reconstruction_tile.h) without rounds. Warps take bricks
-// off one queue and put the neighbours their changes reach back on it, until no brick is queued or
-// running, so a brick waits for its own inputs only, never for a round's slowest brick or a
-// launch. The host relaunches after a budget of brick runs (to look at the cancel token).
+// ReconstructionSchedule::kQueue: the bricks (reconstruction_tile.h) without rounds. Warps take
+// bricks off one queue and put the neighbours their changes reach back on it, until no brick is
+// queued or running, so a brick waits for its own inputs only, never for a round's slowest brick
+// or a launch. The host relaunches after a budget of brick runs to look at the cancel token.
 //
 // A brick is IDLE, QUEUED (once in the queue), RUNNING or DIRTY (running, and a neighbour changed
 // since it read its seeds): a mark queues an IDLE brick and dirties a RUNNING one; a run that ends
 // DIRTY runs again. So a brick never runs on two warps at once (their stores could lower each
 // other's values) and the queue holds at most `bricks` entries. The queue is a ring of 2 x bricks
-// slots, each holding its entry's number with the brick (a taker waits for its own number, not a
-// slot's previous entry): an entry's slot was last used `2 x bricks` pushes before, whose taker
-// already exists (otherwise more than `bricks` entries would be waiting), so a push never waits
-// on a warp that has not started. Takers take only entries already counted in `tail`, whose
-// pushers are running. The bricks read the image
+// slots, each holding its entry's number with the brick; a taker draws the next number and waits
+// for that entry (or for the queue to be done). An entry's slot was last used 2 x bricks pushes
+// before, and that entry's number has been drawn (otherwise more than `bricks` entries would be
+// waiting), so a push waits at most for a running taker to empty it. The bricks read the image
 // through L2 (__ldcg): another SM's L1 may hold stale lines of it, and a stale read here is not
 // repaired by a later round.
 #include <algorithm>
@@ -31,7 +30,7 @@ constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
 enum BrickState : std::uint32_t { kIdle = 0, kQueued = 1, kRunning = 2, kDirty = 3 };
 
-struct AsyncCounters {
+struct QueueCounters {
   unsigned long long head;  // entries taken
   unsigned long long tail;  // entries pushed
   unsigned long long runs;
@@ -40,12 +39,12 @@ struct AsyncCounters {
   int pad;
 };
 
-struct AsyncQueue {
+struct BrickQueue {
   // 2 x bricks: (entry number + 1) << 32 | brick, 0 when free.
   unsigned long long* slots;
   std::uint32_t* state;  // per brick
   std::uint32_t* ran;    // per brick: 1 once it converged
-  AsyncCounters* c;
+  QueueCounters* c;
   unsigned long long capacity;
 };
 
@@ -66,9 +65,10 @@ struct L2Warp : DeviceWarp<K> {
   }
 };
 
-__global__ void InitQueueKernel(AsyncQueue q, std::int64_t bricks) {
+__global__ void InitQueueKernel(BrickQueue q, std::int64_t bricks) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-       i < static_cast<std::int64_t>(q.capacity); i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+       i < static_cast<std::int64_t>(q.capacity);
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     q.slots[i] = i < bricks ? Entry(i, static_cast<std::uint32_t>(i)) : 0ull;
     if (i < bricks) {
       q.state[i] = kQueued;
@@ -76,12 +76,12 @@ __global__ void InitQueueKernel(AsyncQueue q, std::int64_t bricks) {
     }
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) {
-    *q.c =
-        AsyncCounters{0, static_cast<unsigned long long>(bricks), 0, 0, static_cast<int>(bricks), 0};
+    *q.c = QueueCounters{0, static_cast<unsigned long long>(bricks), 0, 0, static_cast<int>(bricks),
+                         0};
   }
 }
 
-__device__ void Push(const AsyncQueue& q, std::uint32_t brick) {
+__device__ void Push(const BrickQueue& q, std::uint32_t brick) {
   atomicAdd(&q.c->pending, 1);
   const unsigned long long number = atomicAdd(&q.c->tail, 1ull);
   volatile unsigned long long* slot = q.slots + number % q.capacity;
@@ -92,8 +92,8 @@ __device__ void Push(const AsyncQueue& q, std::uint32_t brick) {
 // Lane 0: takes the next entry (its brick), or returns -1 when the queue is done or the launch's
 // entries (up to `limit`) are taken. A number at or past `limit` is given up at once; the host
 // hands those numbers out again in the next launch (ResumeKernel).
-__device__ std::int64_t Take(const AsyncQueue& q, unsigned long long limit) {
-  volatile AsyncCounters* c = q.c;
+__device__ std::int64_t Take(const BrickQueue& q, unsigned long long limit) {
+  volatile QueueCounters* c = q.c;
   // Idle warps wait here rather than on numbers far past the pushes.
   while (c->head >= c->tail) {
     if (c->pending == 0 || c->head >= limit) return -1;
@@ -115,11 +115,11 @@ __device__ std::int64_t Take(const AsyncQueue& q, unsigned long long limit) {
 
 // Before a launch that continues one stopped by its budget: every number below the old limit was
 // served, those from it on were given up.
-__global__ void ResumeKernel(AsyncCounters* c, unsigned long long limit) { c->head = limit; }
+__global__ void ResumeKernel(QueueCounters* c, unsigned long long limit) { c->head = limit; }
 
 template <typename T, bool kVolume>
 __global__ void __launch_bounds__(kThreads)
-    AsyncTileKernel(BrickArgs<T> a, AsyncQueue q, unsigned long long limit) {
+    QueueKernel(BrickArgs<T> a, BrickQueue q, unsigned long long limit) {
   using K = typename KeyTraits<T>::K;
   __shared__ K tiles[kWarps][2][kTileKeys];
   const int lane = threadIdx.x & 31;
@@ -188,23 +188,23 @@ int Blocks(std::int64_t n, int threads) {
 
 }  // namespace
 
-absl::Status RunTilesAsync(const ReconstructionPlan::Impl& p, const void* mask, void* r,
-                           std::uint8_t* workspace, cudaStream_t stream, const CancelToken& cancel,
-                           ReconstructionStats* stats) {
-  AsyncQueue q;
+absl::Status RunQueue(const ReconstructionPlan::Impl& p, const void* mask, void* r,
+                      std::uint8_t* workspace, cudaStream_t stream, const CancelToken& cancel,
+                      ReconstructionStats* stats) {
+  BrickQueue q;
   q.slots = reinterpret_cast<unsigned long long*>(workspace + p.queue_offset);
   q.state = reinterpret_cast<std::uint32_t*>(workspace + p.lists_offset[0]);
   q.ran = reinterpret_cast<std::uint32_t*>(workspace + p.stamps_offset);
-  q.c = reinterpret_cast<AsyncCounters*>(workspace + p.counters_offset);
+  q.c = reinterpret_cast<QueueCounters*>(workspace + p.counters_offset);
   q.capacity = 2ull * static_cast<unsigned long long>(p.bricks);
-  static_assert(sizeof(AsyncCounters) <= 256);  // the counters' share of the workspace
+  static_assert(sizeof(QueueCounters) <= 256);  // the counters' share of the workspace
   InitQueueKernel<<<Blocks(static_cast<std::int64_t>(q.capacity), 256), 256, 0, stream>>>(q,
-                                                                                        p.bricks);
+                                                                                          p.bricks);
   CUIMG_CUDA_CHECK_LAUNCH(stream, "reconstruction InitQueueKernel");
   return VisitAnyPixelType(p.type, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
     const BrickArgs<T> a = ArgsOf(p, static_cast<const T*>(mask), static_cast<T*>(r));
-    auto kernel = p.volume ? &AsyncTileKernel<T, true> : &AsyncTileKernel<T, false>;
+    auto kernel = p.volume ? &QueueKernel<T, true> : &QueueKernel<T, false>;
     int per_sm = 0;
     CUIMG_CUDA_RETURN_IF_ERROR(
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0),
@@ -217,14 +217,14 @@ absl::Status RunTilesAsync(const ReconstructionPlan::Impl& p, const void* mask, 
     const unsigned long long budget = 8ull * static_cast<unsigned long long>(p.bricks);
     const std::int64_t cap = ReconstructionPlan::WorstCaseRounds(p.extent);
     int launches = 0;
-    AsyncCounters counters{};
+    QueueCounters counters{};
     for (unsigned long long limit = budget;; limit += budget) {
       if (launches > 0) {
         ResumeKernel<<<1, 1, 0, stream>>>(q.c, limit - budget);
         CUIMG_CUDA_CHECK_LAUNCH(stream, "reconstruction ResumeKernel");
       }
       kernel<<<grid, kThreads, 0, stream>>>(a, q, limit);
-      CUIMG_CUDA_CHECK_LAUNCH(stream, "reconstruction AsyncTileKernel");
+      CUIMG_CUDA_CHECK_LAUNCH(stream, "reconstruction QueueKernel");
       ++launches;
       CUIMG_CUDA_RETURN_IF_ERROR(
           cudaMemcpyAsync(&counters, q.c, sizeof(counters), cudaMemcpyDeviceToHost, stream),
