@@ -126,20 +126,15 @@ __global__ void __launch_bounds__(kRoundThreads)
   const int lane = threadIdx.x & 31;
   K* s = tiles[threadIdx.x / 32][0];
   K* g = tiles[threadIdx.x / 32][1];
+  int iterations = 0;  // this warp's, added once
   for (;;) {
     int i = 0;
     if (lane == 0) i = atomicAdd(&c.fetch[cur], 1);
     i = __shfl_sync(~0u, i, 0);
-    if (i >= n) return;
+    if (i >= n) break;
     const std::uint32_t brick = w.list[cur][i];
-    int iterations = 0;
     const std::uint32_t marks =
         seg::ProcessTile<seg::DeviceWarp<K>, T, kVolume>(a, brick, round == 0, iterations, s, g);
-    if (lane == 0) {
-      const auto its = static_cast<unsigned long long>(iterations);
-      atomicAdd(&c.iterations, its);
-      if (round < seg::kProfiledRounds) atomicAdd(&w.round_iterations[round], its);
-    }
     if (lane == 0 && marks != 0) {
       seg::ForEachMarkedBrick(a, brick, marks, [&](std::int64_t nb) {
         if (atomicMax(&w.stamp[nb], round + 1) < round + 1) {
@@ -147,6 +142,11 @@ __global__ void __launch_bounds__(kRoundThreads)
         }
       });
     }
+  }
+  if (lane == 0 && iterations > 0) {
+    const auto its = static_cast<unsigned long long>(iterations);
+    atomicAdd(&c.iterations, its);
+    if (round < seg::kProfiledRounds) atomicAdd(&w.round_iterations[round], its);
   }
 }
 
@@ -311,7 +311,8 @@ absl::StatusOr<ReconstructionPlan> ReconstructionPlan::Create(PixelType type, co
   impl->stamps_offset = 0;
   for (int i = 0; i < 3; ++i) impl->lists_offset[i] = list_bytes * (1 + i);
   impl->counters_offset = list_bytes * 4;
-  impl->round_bricks_offset = impl->counters_offset + AlignUp(sizeof(seg::WorklistCounters));
+  static_assert(sizeof(seg::WorklistCounters) <= seg::kCountersBytes);
+  impl->round_bricks_offset = impl->counters_offset + seg::kCountersBytes;
   impl->round_iterations_offset =
       impl->round_bricks_offset + AlignUp(seg::kProfiledRounds * sizeof(int));
   impl->workspace_bytes =

@@ -58,6 +58,9 @@ struct WorklistCounters {
   unsigned long long iterations;
 };
 
+// The workspace's share for the counters of either schedule (WorklistCounters, or the queue's).
+inline constexpr std::size_t kCountersBytes = 1024;
+
 // Rounds whose worklist length and iterations the workspace keeps (ReconstructionStats::profile).
 inline constexpr int kProfiledRounds = 4096;
 

@@ -30,13 +30,14 @@ constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
 enum BrickState : std::uint32_t { kIdle = 0, kQueued = 1, kRunning = 2, kDirty = 3 };
 
+// Each hot counter on its own 128-byte line, so that polling one does not queue behind the
+// atomics on another.
 struct QueueCounters {
-  unsigned long long head;  // entries taken
-  unsigned long long tail;  // entries pushed
-  unsigned long long runs;
+  alignas(128) unsigned long long head;  // entry numbers drawn
+  alignas(128) unsigned long long tail;  // entries pushed
+  alignas(128) int pending;              // entries pushed and not yet finished
+  alignas(128) unsigned long long runs;  // statistics, added once a warp
   unsigned long long iterations;
-  int pending;  // entries pushed and not yet finished (queued or running)
-  int pad;
 };
 
 struct BrickQueue {
@@ -76,8 +77,9 @@ __global__ void InitQueueKernel(BrickQueue q, std::int64_t bricks) {
     }
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) {
-    *q.c = QueueCounters{0, static_cast<unsigned long long>(bricks), 0, 0, static_cast<int>(bricks),
-                         0};
+    *q.c = QueueCounters{};
+    q.c->tail = static_cast<unsigned long long>(bricks);
+    q.c->pending = static_cast<int>(bricks);
   }
 }
 
@@ -94,10 +96,11 @@ __device__ void Push(const BrickQueue& q, std::uint32_t brick) {
 // hands those numbers out again in the next launch (ResumeKernel).
 __device__ std::int64_t Take(const BrickQueue& q, unsigned long long limit) {
   volatile QueueCounters* c = q.c;
-  // Idle warps wait here rather than on numbers far past the pushes.
-  while (c->head >= c->tail) {
+  // Idle warps wait here rather than on numbers far past the pushes, backing off: thousands of
+  // them polling the counters' line would slow the atomics of the warps at work on it.
+  for (unsigned sleep = 64; c->head >= c->tail; sleep = min(2 * sleep, 2048u)) {
     if (c->pending == 0 || c->head >= limit) return -1;
-    __nanosleep(128);
+    __nanosleep(sleep);
   }
   const unsigned long long number = atomicAdd(&q.c->head, 1ull);
   if (number >= limit) return -1;
@@ -109,7 +112,7 @@ __device__ std::int64_t Take(const BrickQueue& q, unsigned long long limit) {
       return static_cast<std::uint32_t>(v);
     }
     if (c->pending == 0) return -1;  // nothing will be pushed any more
-    __nanosleep(32);
+    __nanosleep(64);
   }
 }
 
@@ -125,6 +128,7 @@ __global__ void __launch_bounds__(kThreads)
   const int lane = threadIdx.x & 31;
   K* s = tiles[threadIdx.x / 32][0];
   K* g = tiles[threadIdx.x / 32][1];
+  unsigned long long runs = 0, iterations = 0;  // this warp's
   for (;;) {
     std::int64_t taken = 0;
     if (lane == 0) {
@@ -135,15 +139,21 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     taken = __shfl_sync(~0u, taken, 0);
-    if (taken < 0) return;
+    if (taken < 0) {
+      if (lane == 0) {
+        atomicAdd(&q.c->runs, runs);
+        atomicAdd(&q.c->iterations, iterations);
+      }
+      return;
+    }
     const auto brick = static_cast<std::uint32_t>(taken);
     bool first = __shfl_sync(
         ~0u, lane == 0 ? *static_cast<volatile std::uint32_t*>(q.ran + brick) == 0 : 0, 0);
-    int iterations = 0;
     for (;;) {
-      const std::uint32_t marks =
-          ProcessTile<L2Warp<K>, T, kVolume>(a, brick, first, iterations, s, g);
-      if (lane == 0) atomicAdd(&q.c->runs, 1ull);
+      int passes = 0;
+      const std::uint32_t marks = ProcessTile<L2Warp<K>, T, kVolume>(a, brick, first, passes, s, g);
+      ++runs;
+      iterations += static_cast<unsigned long long>(passes);
       first = false;
       __threadfence();  // this run's stores before any mark
       __syncwarp();
@@ -175,7 +185,6 @@ __global__ void __launch_bounds__(kThreads)
       if (!again) break;
     }
     if (lane == 0) {
-      atomicAdd(&q.c->iterations, static_cast<unsigned long long>(iterations));
       __threadfence();
       atomicSub(&q.c->pending, 1);
     }
@@ -197,7 +206,7 @@ absl::Status RunQueue(const ReconstructionPlan::Impl& p, const void* mask, void*
   q.ran = reinterpret_cast<std::uint32_t*>(workspace + p.stamps_offset);
   q.c = reinterpret_cast<QueueCounters*>(workspace + p.counters_offset);
   q.capacity = 2ull * static_cast<unsigned long long>(p.bricks);
-  static_assert(sizeof(QueueCounters) <= 256);  // the counters' share of the workspace
+  static_assert(sizeof(QueueCounters) <= kCountersBytes);
   InitQueueKernel<<<Blocks(static_cast<std::int64_t>(q.capacity), 256), 256, 0, stream>>>(q,
                                                                                           p.bricks);
   CUIMG_CUDA_CHECK_LAUNCH(stream, "reconstruction InitQueueKernel");
