@@ -11,8 +11,7 @@
 // [--profile] [--no-anchor]
 // (--dump: each input and the step's result as DIR/<workload>.{in,out}.npy, for
 // benchmarks/anchors/cucim_segmentation.py; --variants: comma-separated tunings timed beside
-// the default, each of the letters q (the queue, the default) or r (rounds), and s (sweeps
-// first): ReconstructionTuning, e.g. r,s,rs;
+// the default: q (the queue, the default) or r (rounds), ReconstructionTuning's schedule;
 // --profile: each variant's rounds one by one (worklist length, iterations, microseconds);
 // --no-anchor: skip the cuCIM-class loop)
 #include <cuda_runtime_api.h>
@@ -48,15 +47,13 @@ struct Options {
   bool anchor = true;
 };
 
-// "rs" -> rounds, sweeps; "q" -> the queue (the default).
+// "r" -> rounds; "q" -> the queue (the default).
 bool ParseVariant(const std::string& text, ReconstructionTuning* t) {
   for (const char c : text) {
     if (c == 'r') {
       t->schedule = ReconstructionSchedule::kRounds;
     } else if (c == 'q') {
       t->schedule = ReconstructionSchedule::kQueue;
-    } else if (c == 's') {
-      t->presweep = true;
     } else {
       return false;
     }

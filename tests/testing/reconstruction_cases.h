@@ -116,20 +116,14 @@ inline std::vector<ReconstructionCase> ReconstructionCases(bool with_natural = t
   return cases;
 }
 
-// Every tuning of ReconstructionPlan (both schedules, with and without the sweeps), named.
+// Every tuning of ReconstructionPlan (both schedules), named.
 inline std::vector<std::pair<std::string, ReconstructionTuning>> ReconstructionTunings() {
   std::vector<std::pair<std::string, ReconstructionTuning>> out;
-  for (ReconstructionSchedule schedule :
-       {ReconstructionSchedule::kQueue, ReconstructionSchedule::kRounds}) {
-    for (bool presweep : {false, true}) {
-      ReconstructionTuning t;
-      t.schedule = schedule;
-      t.presweep = presweep;
-      out.emplace_back(absl::StrCat(schedule == ReconstructionSchedule::kQueue ? "queue" : "rounds",
-                                    presweep ? "+sweeps" : ""),
-                       t);
-    }
-  }
+  ReconstructionTuning t;
+  t.schedule = ReconstructionSchedule::kQueue;
+  out.emplace_back("queue", t);
+  t.schedule = ReconstructionSchedule::kRounds;
+  out.emplace_back("rounds", t);
   return out;
 }
 

@@ -1,5 +1,5 @@
-// ReconstructionPlan on the GPU: the clamp of the marker, the union-find route's check, the
-// sweeps, then the bricks (reconstruction_tile.h): off one queue (reconstruction_queue.cu), or in
+// ReconstructionPlan on the GPU: the clamp of the marker, the union-find route's check, then the
+// bricks (reconstruction_tile.h): off one queue (reconstruction_queue.cu), or in
 // rounds over worklists that the rounds themselves fill, launched in batches between which the
 // host reads whether any brick is left.
 #include "cuimg/kernels/reconstruction.h"
@@ -63,42 +63,6 @@ __global__ void ResetWorklistsKernel(Worklists w, std::int64_t bricks) {
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     *w.counters = seg::WorklistCounters{};
     w.counters->count[0] = static_cast<int>(bricks);
-  }
-}
-
-// Sweeps before the rounds (ReconstructionTuning::presweep): each thread takes one line of the
-// volume along z (kAlongZ) or y and runs r = max(r, min(g, r_previous)) forward then back, in the
-// key order of the bricks. Every step is one the reconstruction takes too (a rise to a value a
-// face neighbour offers under the mask), so the rounds that follow converge to the same result.
-template <typename T, bool kAlongZ>
-__global__ void SweepKernel(const T* mask, T* r, seg::BrickIndex width, seg::BrickIndex height,
-                            seg::BrickIndex depth, bool flip) {
-  using Keys = seg::KeyTraits<T>;
-  using K = typename Keys::K;
-  const std::int64_t lines = static_cast<std::int64_t>(width) * (kAlongZ ? height : depth);
-  const std::int64_t line = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-  if (line >= lines) return;
-  const std::int64_t x = line % width, other = line / width;
-  const std::int64_t slice = static_cast<std::int64_t>(width) * height;
-  const std::int64_t stride = kAlongZ ? slice : width;
-  const std::int64_t first = kAlongZ ? other * width + x : other * slice + x;
-  const int n = kAlongZ ? depth : height;
-  K previous = Keys::ToKey(r[first], flip);
-  for (int i = 1; i < n; ++i) {
-    const std::int64_t at = first + i * stride;
-    const K v = Keys::ToKey(r[at], flip);
-    const K g = Keys::ToKey(mask[at], flip);
-    const K up = g < previous ? g : previous;
-    if (v < up) r[at] = Keys::FromKey(up, flip);
-    previous = v < up ? up : v;
-  }
-  for (int i = n - 2; i >= 0; --i) {
-    const std::int64_t at = first + i * stride;
-    const K v = Keys::ToKey(r[at], flip);
-    const K g = Keys::ToKey(mask[at], flip);
-    const K up = g < previous ? g : previous;
-    if (v < up) r[at] = Keys::FromKey(up, flip);
-    previous = v < up ? up : v;
   }
 }
 
@@ -183,20 +147,6 @@ absl::Status RunOnDevice(const ReconstructionPlan::Impl& p, const T* mask, T* r,
   ResetWorklistsKernel<<<Blocks(std::max<std::int64_t>(p.bricks, seg::kProfiledRounds), 256), 256,
                          0, stream>>>(w, p.bricks);
   CUIMG_CUDA_CHECK_LAUNCH(stream, "reconstruction ResetWorklistsKernel");
-  if (p.presweep) {
-    const auto width = static_cast<seg::BrickIndex>(p.extent.width);
-    const auto height = static_cast<seg::BrickIndex>(p.extent.height);
-    const auto depth = static_cast<seg::BrickIndex>(p.extent.depth);
-    if (p.volume) {
-      SweepKernel<T, true><<<Blocks(p.extent.SlicePixels(), 128), 128, 0, stream>>>(
-          mask, r, width, height, depth, !p.dilate);
-      CUIMG_CUDA_CHECK_LAUNCH(stream, "reconstruction SweepKernel z");
-    }
-    SweepKernel<T, false><<<Blocks(p.extent.width * p.extent.depth, 128), 128, 0, stream>>>(
-        mask, r, width, height, depth, !p.dilate);
-    CUIMG_CUDA_CHECK_LAUNCH(stream, "reconstruction SweepKernel y");
-  }
-
   if (p.queue) return seg::RunQueue(p, mask, r, workspace, stream, cancel, stats);
   const seg::BrickArgs<T> a = seg::ArgsOf(p, mask, r);
   const int grid = static_cast<int>(
@@ -299,7 +249,6 @@ absl::StatusOr<ReconstructionPlan> ReconstructionPlan::Create(PixelType type, co
   impl->connectivity = c;
   impl->max_nonzero =
       (c == Connectivity::k4 || c == Connectivity::k6) ? 1 : (c == Connectivity::k26 ? 3 : 2);
-  impl->presweep = tuning.presweep;
   impl->queue = tuning.schedule == ReconstructionSchedule::kQueue;
   const int rows_y = impl->volume ? seg::BrickShape<true>::kRowsY : seg::BrickShape<false>::kRowsY;
   const int rows_z = impl->volume ? seg::BrickShape<true>::kRowsZ : seg::BrickShape<false>::kRowsZ;

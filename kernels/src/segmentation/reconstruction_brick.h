@@ -161,6 +161,7 @@ struct DeviceWarp {
   static __device__ __forceinline__ B Or(B a, B b) { return a || b; }
   static __device__ __forceinline__ U OrU(U a, U b) { return a | b; }
   static __device__ __forceinline__ B TestBit(U u, int j) { return (u >> j) & 1u; }
+  static __device__ __forceinline__ B AnyBits(U u, std::uint32_t mask) { return (u & mask) != 0; }
   static __device__ __forceinline__ V Max(V a, V b) { return a < b ? b : a; }
   static __device__ __forceinline__ V Min(V a, V b) { return b < a ? b : a; }
   static __device__ __forceinline__ B Greater(V a, V b) { return b < a; }

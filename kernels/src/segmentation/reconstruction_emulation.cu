@@ -1,4 +1,4 @@
-// ReconstructionPlan::EmulateOnHost: the clamp, the sweeps and the bricks of reconstruction.cu and
+// ReconstructionPlan::EmulateOnHost: the clamp and the bricks of reconstruction.cu and
 // reconstruction_queue.cu on the host, each brick through the same ProcessTile
 // (reconstruction_tile.h) with a warp emulated as 32 lanes in arrays, one brick at a time in
 // worklist or queue order, so CPU tests check the kernels' own code.
@@ -63,6 +63,9 @@ struct HostWarp {
   }
   static U OrU(const U& a, const U& b) {
     return Map<std::uint32_t>([&](int i) { return a.v[i] | b.v[i]; });
+  }
+  static B AnyBits(const U& u, std::uint32_t mask) {
+    return Map<bool>([&](int i) { return (u.v[i] & mask) != 0; });
   }
   static B TestBit(const U& u, int j) {
     return Map<bool>([&](int i) { return ((u.v[i] >> j) & 1u) != 0; });
@@ -209,33 +212,6 @@ void EmulateQueue(const seg::BrickArgs<T>& a, std::int64_t bricks, Reconstructio
   if (stats != nullptr) stats->rounds = stats->launched_rounds = 1;
 }
 
-// reconstruction.cu's SweepKernel: every line along z (or y) forward then back.
-template <typename T>
-void Sweep(const ReconstructionPlan::Impl& p, const T* mask, T* r, bool along_z) {
-  using Keys = seg::KeyTraits<T>;
-  using K = typename Keys::K;
-  const bool flip = !p.dilate;
-  const std::int64_t w = p.extent.width, h = p.extent.height, d = p.extent.depth;
-  const std::int64_t lines = w * (along_z ? h : d);
-  const std::int64_t stride = along_z ? w * h : w;
-  const std::int64_t n = along_z ? d : h;
-  for (std::int64_t line = 0; line < lines; ++line) {
-    const std::int64_t x = line % w, other = line / w;
-    const std::int64_t first = along_z ? other * w + x : other * w * h + x;
-    K previous = Keys::ToKey(r[first], flip);
-    auto step = [&](std::int64_t i) {
-      const std::int64_t at = first + i * stride;
-      const K v = Keys::ToKey(r[at], flip);
-      const K g = Keys::ToKey(mask[at], flip);
-      const K up = g < previous ? g : previous;
-      if (v < up) r[at] = Keys::FromKey(up, flip);
-      previous = v < up ? up : v;
-    };
-    for (std::int64_t i = 1; i < n; ++i) step(i);
-    for (std::int64_t i = n - 2; i >= 0; --i) step(i);
-  }
-}
-
 }  // namespace
 
 absl::Status ReconstructionPlan::EmulateOnHost(const void* mask, void* r,
@@ -283,10 +259,6 @@ absl::Status ReconstructionPlan::EmulateOnHost(const void* mask, void* r,
         return FillUnseededComponentsReference(mask_view, &marker_view,
                                                ImageView{p.type, p.extent, 1, out}, spec);
       }
-    }
-    if (p.presweep) {
-      if (p.volume) Sweep<T>(p, g, out, /*along_z=*/true);
-      Sweep<T>(p, g, out, /*along_z=*/false);
     }
     const seg::BrickArgs<T> a = seg::ArgsOf(p, g, out);
     if (p.queue) {

@@ -21,9 +21,8 @@ struct ReconstructionPlan::Impl {
   bool volume = false;
   Connectivity connectivity = Connectivity::kDefault;  // resolved
   int max_nonzero = 1;
-  // ReconstructionTuning: one queue (else rounds), sweeps first.
+  // ReconstructionTuning: one queue, else rounds.
   bool queue = true;
-  bool presweep = false;
   std::int64_t bricks_x = 0, bricks_y = 0, bricks_z = 0;
   std::int64_t bricks = 0;
   // Workspace: a stamp per brick (the last round it was put on a worklist for), three worklists
@@ -113,7 +112,7 @@ CUIMG_SEG_HD T StartValue(T marker, T mask) {
   return FinalValue(ClampedMarker<kDilate>(marker, mask), mask);
 }
 
-// ReconstructionSchedule::kQueue (reconstruction_queue.cu): after the clamp (and the sweeps), the
+// ReconstructionSchedule::kQueue (reconstruction_queue.cu): after the clamp, the
 // bricks run off one queue until none is left; the host looks at the cancel token between
 // launches of a budget of brick runs. The stats count launches as rounds.
 absl::Status RunQueue(const ReconstructionPlan::Impl& p, const void* mask, void* r,

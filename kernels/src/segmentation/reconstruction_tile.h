@@ -81,6 +81,21 @@ CUIMG_BRICK_HD bool Settled(const typename W::U& moved, int kinds, typename W::U
   return quiet >= kinds;
 }
 
+// The brick's rows (bits j) on its side sy along y and sz along z (-1: first, 1: last, 0: any).
+template <bool kVolume>
+CUIMG_BRICK_HD std::uint32_t EdgeRows(int sy, int sz) {
+  constexpr int kRowsY = BrickShape<kVolume>::kRowsY;
+  constexpr int kRowsZ = BrickShape<kVolume>::kRowsZ;
+  std::uint32_t rows = 0;
+  for (int j = 0; j < kBrickRows; ++j) {
+    const int yl = j % kRowsY, zl = j / kRowsY;
+    const bool y_ok = sy == 0 || (sy < 0 ? yl == 0 : yl == kRowsY - 1);
+    const bool z_ok = sz == 0 || (sz < 0 ? zl == 0 : zl == kRowsZ - 1);
+    if (y_ok && z_ok) rows |= 1u << j;
+  }
+  return rows;
+}
+
 // The best of rows (zs, yl - 1 .. yl + 1) of the tile that connect to row yl of the next or
 // previous slice (as FromSlice in reconstruction_brick.h).
 CUIMG_BRICK_EXEC_CHECK_DISABLE
@@ -127,47 +142,42 @@ CUIMG_BRICK_HD std::uint32_t ProcessTile(const BrickArgs<T>& a, BrickIndex brick
 
   // Load, and seed each pixel with min(best neighbour outside the brick, mask): those neighbours
   // do not change while the brick converges (one that changes them marks this brick again).
-  // Outside the image both are the lowest key, which never rises nor raises.
+  // Outside the image both are the lowest key, which never rises nor raises. Every load is
+  // predicated rather than branched around, so that the rows' loads overlap.
   U changed = W::SplatU(0);  // lane x, bit j: row j's pixel x rose in this run
-  CUIMG_TILE_UNROLL(unroll 1)
+  CUIMG_TILE_UNROLL(unroll 4)
   for (int j = 0; j < kBrickRows; ++j) {
     const int yl = j % kRowsY, zl = j / kRowsY;
     const BrickIndex y = y0 + yl, z = z0 + zl;
     const B in = W::And(x_in, row_valid(y, z));
     const V gj = W::template Load<T>(a.mask, row_base(y, z), in, a.flip, lowest);
-    W::StoreRow(g, j, gj, W::SplatB(true));
+    const V r = W::template Load<T>(a.r, row_base(y, z), in, a.flip, lowest);
     V n = lowest;
+    CUIMG_TILE_UNROLL(unroll)
     for (int dz = kVolume ? -1 : 0; dz <= (kVolume ? 1 : 0); ++dz) {
+      CUIMG_TILE_UNROLL(unroll)
       for (int dy = -1; dy <= 1; ++dy) {
         const int nonzero = (dy != 0) + (dz != 0);
-        if (nonzero > a.max_nonzero) continue;
-        const bool sides = nonzero + 1 <= a.max_nonzero;  // x +- 1 with this (dy, dz)
-        const BrickIndex ty = y + dy, tz = z + dz;
-        if (!row_valid(ty, tz)) continue;
-        const BrickIndex base = row_base(ty, tz);
-        const bool row_in_brick =
-            yl + dy >= 0 && yl + dy < kRowsY && zl + dz >= 0 && zl + dz < kRowsZ;
-        if (row_in_brick) {
-          if (sides) {
-            n = W::Max(n, W::Max(W::template Load<T>(a.r, base - 1, left_in, a.flip, lowest),
-                                 W::template Load<T>(a.r, base + 1, right_in, a.flip, lowest)));
-          }
-          continue;
-        }
-        const V h = W::template Load<T>(a.r, base, x_in, a.flip, lowest);
-        n = W::Max(n, h);
-        if (sides) {
-          const V left =
-              W::Select(W::LaneIs(0), W::template Load<T>(a.r, base - 1, left_in, a.flip, lowest),
-                        W::ShflUp(h, 1));
-          const V right = W::Select(W::LaneIs(kBrickWidth - 1),
-                                    W::template Load<T>(a.r, base + 1, right_in, a.flip, lowest),
-                                    W::ShflDown(h, 1));
-          n = W::Max(n, W::Max(left, right));
-        }
+        const bool active = nonzero <= a.max_nonzero && row_valid(y + dy, z + dz);
+        const bool sides = active && nonzero + 1 <= a.max_nonzero;  // x +- 1 with (dy, dz)
+        const bool inside = yl + dy >= 0 && yl + dy < kRowsY && zl + dz >= 0 && zl + dz < kRowsZ;
+        const BrickIndex base = active ? row_base(y + dy, z + dz) : row_base(y, z);
+        // The row where it lies outside the brick; its x neighbours beside the brick's edge
+        // lanes (any row), else the row's own lanes shifted (a row outside).
+        const V h = W::template Load<T>(a.r, base, W::And(x_in, active && !inside), a.flip, lowest);
+        const V left_edge =
+            W::template Load<T>(a.r, base - 1, W::And(left_in, sides), a.flip, lowest);
+        const V right_edge =
+            W::template Load<T>(a.r, base + 1, W::And(right_in, sides), a.flip, lowest);
+        const B shifted = W::SplatB(sides && !inside);
+        const V left =
+            W::Select(W::LaneIs(0), left_edge, W::Select(shifted, W::ShflUp(h, 1), lowest));
+        const V right = W::Select(W::LaneIs(kBrickWidth - 1), right_edge,
+                                  W::Select(shifted, W::ShflDown(h, 1), lowest));
+        n = W::Max(n, W::Max(h, W::Max(left, right)));
       }
     }
-    const V r = W::template Load<T>(a.r, row_base(y, z), in, a.flip, lowest);
+    W::StoreRow(g, j, gj, W::SplatB(true));
     const V up = W::Max(r, W::Min(n, gj));
     W::StoreRow(s, j, up, W::SplatB(true));
     changed = W::OrU(changed, W::SelectU(W::Greater(up, r), 1u << j, 0u));
@@ -175,77 +185,63 @@ CUIMG_BRICK_HD std::uint32_t ProcessTile(const BrickArgs<T>& a, BrickIndex brick
   if (!first_run && W::ReduceOr(changed) == 0) return 0;
 
   const bool diagonal_in_plane = a.max_nonzero >= 2;
-  // Passes in turn (x, y, z, x, ...) until as many in a row as there are kinds moved nothing:
-  // then the tile is a fixed point of each.
-  constexpr int kKinds = kVolume ? 3 : 2;
+  // Passes in turn, along x then along y and z together, until both kinds in a row moved
+  // nothing: then the tile is a fixed point of each, and so of every neighbour.
   int quiet = 0;
   for (;;) {
     ++iterations;
     W::Sync();  // the rows just written are read by columns
     const U along_x = PassAlongX<W>(s, g, lowest);
     W::Sync();
-    if (Settled<W>(W::TransposeBits(along_x), kKinds, changed, quiet)) break;
-    // Along y, down then up, each slice: the row before with its diagonal neighbours.
+    if (Settled<W>(W::TransposeBits(along_x), 2, changed, quiet)) break;
+    // Along y and z, each lane its column: a raster sweep over the rows (slice by slice) and
+    // back, each row taking the rows before it that it connects to: the row above in its slice
+    // (with its x neighbours when diagonals in the plane connect) and the slice before's rows
+    // y - 1, y, y + 1 as connected. A path turning between y and z in one direction needs one
+    // sweep. Each lane reads its own column of the tile, so no Sync is needed.
     U moved = W::SplatU(0);
-    CUIMG_TILE_UNROLL(unroll 1)
-    for (int zl = 0; zl < kRowsZ; ++zl) {
-      V previous = W::LoadRow(s, zl * kRowsY);
-      CUIMG_TILE_UNROLL(unroll 4)
-      for (int yl = 1; yl < kRowsY; ++yl) {
-        const V n = diagonal_in_plane ? WithSides<W>(previous) : previous;
-        previous = RaiseRow<W>(s, g, zl * kRowsY + yl, n, moved);
+    V previous = lowest;
+    CUIMG_TILE_UNROLL(unroll 4)
+    for (int j = 0; j < kBrickRows; ++j) {
+      const int yl = j % kRowsY, zl = j / kRowsY;
+      V n = yl > 0 ? (diagonal_in_plane ? WithSides<W>(previous) : previous) : lowest;
+      if (kVolume && zl > 0) {
+        n = W::Max(n, SliceNeighbours<W, kRowsY>(s, zl - 1, yl, a.max_nonzero, lowest));
       }
-      CUIMG_TILE_UNROLL(unroll 4)
-      for (int yl = kRowsY - 2; yl >= 0; --yl) {
-        const V n = diagonal_in_plane ? WithSides<W>(previous) : previous;
-        previous = RaiseRow<W>(s, g, zl * kRowsY + yl, n, moved);
-      }
+      previous = RaiseRow<W>(s, g, j, n, moved);
     }
-    if (Settled<W>(moved, kKinds, changed, quiet)) break;
-    // Along z, forward then back: the slice before's rows y - 1, y, y + 1 as connected. Each
-    // lane reads its own column of the tile, so no Sync is needed between the slices.
-    if constexpr (kVolume) {
-      moved = W::SplatU(0);
-      CUIMG_TILE_UNROLL(unroll 1)
-      for (int zl = 1; zl < kRowsZ; ++zl) {
-        CUIMG_TILE_UNROLL(unroll 2)
-        for (int yl = 0; yl < kRowsY; ++yl) {
-          const V n = SliceNeighbours<W, kRowsY>(s, zl - 1, yl, a.max_nonzero, lowest);
-          RaiseRow<W>(s, g, zl * kRowsY + yl, n, moved);
-        }
+    CUIMG_TILE_UNROLL(unroll 4)
+    for (int j = kBrickRows - 1; j >= 0; --j) {
+      const int yl = j % kRowsY, zl = j / kRowsY;
+      V n = yl < kRowsY - 1 ? (diagonal_in_plane ? WithSides<W>(previous) : previous) : lowest;
+      if (kVolume && zl < kRowsZ - 1) {
+        n = W::Max(n, SliceNeighbours<W, kRowsY>(s, zl + 1, yl, a.max_nonzero, lowest));
       }
-      CUIMG_TILE_UNROLL(unroll 1)
-      for (int zl = kRowsZ - 2; zl >= 0; --zl) {
-        CUIMG_TILE_UNROLL(unroll 2)
-        for (int yl = 0; yl < kRowsY; ++yl) {
-          const V n = SliceNeighbours<W, kRowsY>(s, zl + 1, yl, a.max_nonzero, lowest);
-          RaiseRow<W>(s, g, zl * kRowsY + yl, n, moved);
-        }
-      }
-      if (Settled<W>(moved, kKinds, changed, quiet)) break;
+      previous = RaiseRow<W>(s, g, j, n, moved);
     }
+    if (Settled<W>(moved, 2, changed, quiet)) break;
   }
 
-  // Write back what changed; collect the neighbouring bricks a changed pixel is connected to.
-  U marks = W::SplatU(0);
-  CUIMG_TILE_UNROLL(unroll 1)
+  // Write back what changed.
+  CUIMG_TILE_UNROLL(unroll 4)
   for (int j = 0; j < kBrickRows; ++j) {
-    const int yl = j % kRowsY, zl = j / kRowsY;
-    const B ch = W::TestBit(changed, j);
-    const BrickIndex y = y0 + yl, z = z0 + zl;
-    if (row_valid(y, z)) {
-      W::template Store<T>(a.r, row_base(y, z), W::LoadRow(s, j), W::And2(ch, x_in), a.flip);
-    }
-    for (int sz = kVolume ? -1 : 0; sz <= (kVolume ? 1 : 0); ++sz) {
-      if ((sz == -1 && zl != 0) || (sz == 1 && zl != kRowsZ - 1)) continue;
-      for (int sy = -1; sy <= 1; ++sy) {
-        if ((sy == -1 && yl != 0) || (sy == 1 && yl != kRowsY - 1)) continue;
-        for (int sx = -1; sx <= 1; ++sx) {
-          const int nonzero = (sx != 0) + (sy != 0) + (sz != 0);
-          if (nonzero == 0 || nonzero > a.max_nonzero) continue;
-          const B at = sx == 0 ? ch : W::And2(ch, W::LaneIs(sx < 0 ? 0 : kBrickWidth - 1));
-          marks = W::OrU(marks, W::SelectU(at, NeighbourBit(sx, sy, sz), 0u));
-        }
+    const BrickIndex y = y0 + j % kRowsY, z = z0 + j / kRowsY;
+    const B where = W::And(W::And2(W::TestBit(changed, j), x_in), row_valid(y, z));
+    W::template Store<T>(a.r, row_base(row_valid(y, z) ? y : y0, row_valid(y, z) ? z : z0),
+                         W::LoadRow(s, j), where, a.flip);
+  }
+  // The neighbouring bricks a changed pixel is connected to: those across the faces, edges and
+  // corners (as the connectivity allows) that hold a changed pixel, found from the rows' bits.
+  U marks = W::SplatU(0);
+  for (int sz = kVolume ? -1 : 0; sz <= (kVolume ? 1 : 0); ++sz) {
+    for (int sy = -1; sy <= 1; ++sy) {
+      const std::uint32_t rows = EdgeRows<kVolume>(sy, sz);
+      for (int sx = -1; sx <= 1; ++sx) {
+        const int nonzero = (sx != 0) + (sy != 0) + (sz != 0);
+        if (nonzero == 0 || nonzero > a.max_nonzero) continue;
+        const B hit = W::AnyBits(changed, rows);
+        const B at = sx == 0 ? hit : W::And2(hit, W::LaneIs(sx < 0 ? 0 : kBrickWidth - 1));
+        marks = W::OrU(marks, W::SelectU(at, NeighbourBit(sx, sy, sz), 0u));
       }
     }
   }

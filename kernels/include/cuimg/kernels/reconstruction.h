@@ -50,7 +50,6 @@ enum class ReconstructionSchedule { kQueue, kRounds };
 // service's.
 struct ReconstructionTuning {
   ReconstructionSchedule schedule = ReconstructionSchedule::kQueue;
-  bool presweep = false;  // sweeps along z and y over the whole image before the bricks
 };
 
 // kAuto: images whose mask and clamped marker hold two values between them (a 0/max mask and a
