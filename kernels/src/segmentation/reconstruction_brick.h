@@ -29,7 +29,7 @@
 namespace cuimg::seg {
 
 inline constexpr int kBrickWidth = 32;  // pixels along x: one per lane
-// Pixel and brick indices: 32-bit, so that the 32 rows' addresses a lane keeps cost a register each
+// Pixel and brick indices: 32-bit, so that the rows' addresses a lane computes cost a register each
 // (ReconstructionPlan takes images of fewer than 2^31 - 64 pixels).
 using BrickIndex = std::int32_t;
 inline constexpr int kBrickRows = 32;  // rows (y, z) of a brick

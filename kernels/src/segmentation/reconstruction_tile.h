@@ -1,11 +1,11 @@
-// One brick of the GPU reconstruction held in a tile of shared memory (reconstruction.cu): the
-// same brick, seeds, worklist marks and result as ProcessBrick (reconstruction_brick.h), but the
-// passes are loops over rows and columns of the tile instead of code unrolled over 32 registers.
-// The unrolled brick is hundreds of kilobytes of instructions for a volume (every row's
-// connectivity cases spelled out), which an SM's instruction cache cannot hold; this one is a few
-// kilobytes. Along x each lane takes one row and walks its 32 pixels (the tile is read by
-// columns: a row pitch of 33 keys keeps the lanes on distinct banks); along y and z each lane
-// takes one column, as the unrolled brick does.
+// One brick of the GPU reconstruction (reconstruction.cu, reconstruction_queue.cu), converged by
+// one warp in two tiles of shared memory: it takes what its neighbours outside the brick offer,
+// propagates inside until nothing moves, writes back what changed and says which neighbouring
+// bricks must run again. The passes are loops over rows and columns of the tile: a brick kept in
+// registers needs every row's code unrolled, hundreds of kilobytes of instructions for a volume,
+// which an SM's instruction cache cannot hold. Along x each lane takes one row and walks its 32
+// pixels (the tile is read by columns: a row pitch of 33 keys keeps the lanes on distinct banks);
+// along y and z each lane takes one column.
 //
 // Written against the warp policy of reconstruction_brick.h (DeviceWarp; the emulation's
 // HostWarp), with the tile's accesses as policy calls: LoadRow/StoreRow (lane x: row j's pixel
