@@ -11,7 +11,8 @@
 // [--profile] [--no-anchor]
 // (--dump: each input and the step's result as DIR/<workload>.{in,out}.npy, for
 // benchmarks/anchors/cucim_segmentation.py; --variants: comma-separated tunings timed beside
-// the default: q (the queue, the default) or r (rounds), ReconstructionTuning's schedule;
+// the default: q (the queue, the default) or r (rounds), and o (first runs in raster order):
+// ReconstructionTuning, e.g. r,o,ro;
 // --profile: each variant's rounds one by one (worklist length, iterations, microseconds);
 // --no-anchor: skip the cuCIM-class loop)
 #include <cuda_runtime_api.h>
@@ -47,13 +48,15 @@ struct Options {
   bool anchor = true;
 };
 
-// "r" -> rounds; "q" -> the queue (the default).
+// "r" -> rounds; "q" -> the queue (the default); "o" -> bricks first run in raster order.
 bool ParseVariant(const std::string& text, ReconstructionTuning* t) {
   for (const char c : text) {
     if (c == 'r') {
       t->schedule = ReconstructionSchedule::kRounds;
     } else if (c == 'q') {
       t->schedule = ReconstructionSchedule::kQueue;
+    } else if (c == 'o') {
+      t->raster_first = true;
     } else {
       return false;
     }

@@ -51,7 +51,7 @@ TEST(ReconstructionEmulation, EqualsTheReferenceOnEveryCaseFamily) {
   EXPECT_GT(two_levels, 20);
 }
 
-// Every tuning (ReconstructionTuning: both schedules) on every case
+// Every tuning (ReconstructionTuning: both schedules, either first order) on every case
 // family, and on a small CT-like volume's hmax.
 TEST(ReconstructionEmulation, EveryTuningEqualsTheReference) {
   std::vector<testing::ReconstructionCase> cases = testing::ReconstructionCases(false);

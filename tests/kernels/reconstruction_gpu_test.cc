@@ -121,7 +121,7 @@ TEST(ReconstructionGpu, EqualsTheReferenceOnLargeAdversarialImages) {
   for (const testing::ReconstructionCase& c : cases) ExpectReconstructionMatches(c, true);
 }
 
-// Every tuning (both schedules) on every case family and a CT-like
+// Every tuning (both schedules, either first order) on every case family and a CT-like
 // volume's hmax, where thousands of bricks race.
 TEST(ReconstructionGpu, EveryTuningEqualsTheReference) {
   CUIMG_SKIP_IF_NO_GPU();

@@ -116,7 +116,7 @@ inline std::vector<ReconstructionCase> ReconstructionCases(bool with_natural = t
   return cases;
 }
 
-// Every tuning of ReconstructionPlan (both schedules), named.
+// Every tuning of ReconstructionPlan (both schedules, either first order), named.
 inline std::vector<std::pair<std::string, ReconstructionTuning>> ReconstructionTunings() {
   std::vector<std::pair<std::string, ReconstructionTuning>> out;
   ReconstructionTuning t;
@@ -124,6 +124,10 @@ inline std::vector<std::pair<std::string, ReconstructionTuning>> ReconstructionT
   out.emplace_back("queue", t);
   t.schedule = ReconstructionSchedule::kRounds;
   out.emplace_back("rounds", t);
+  t.raster_first = true;
+  out.emplace_back("rounds+raster", t);
+  t.schedule = ReconstructionSchedule::kQueue;
+  out.emplace_back("queue+raster", t);
   return out;
 }
 

@@ -48,12 +48,12 @@ __global__ void ClampKernel(const T* mask, T* r, std::int64_t n) {
   }
 }
 
-// Round 0's worklist: every brick, stamped 0; the other lists empty.
-__global__ void ResetWorklistsKernel(Worklists w, std::int64_t bricks) {
+// Round 0's worklist: every brick (seg::FirstRunBrick's order), stamped 0; the other lists empty.
+__global__ void ResetWorklistsKernel(Worklists w, std::int64_t bricks, std::int64_t stride) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
        i < bricks; i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     w.stamp[i] = 0;
-    w.list[0][i] = static_cast<std::uint32_t>(i);
+    w.list[0][i] = seg::FirstRunBrick(i, bricks, stride);
   }
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
        i < seg::kProfiledRounds; i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
@@ -145,7 +145,7 @@ absl::Status RunOnDevice(const ReconstructionPlan::Impl& p, const T* mask, T* r,
   w.round_bricks = reinterpret_cast<int*>(workspace + p.round_bricks_offset);
   w.round_iterations = reinterpret_cast<unsigned long long*>(workspace + p.round_iterations_offset);
   ResetWorklistsKernel<<<Blocks(std::max<std::int64_t>(p.bricks, seg::kProfiledRounds), 256), 256,
-                         0, stream>>>(w, p.bricks);
+                         0, stream>>>(w, p.bricks, p.first_stride);
   CUIMG_CUDA_CHECK_LAUNCH(stream, "reconstruction ResetWorklistsKernel");
   if (p.queue) return seg::RunQueue(p, mask, r, workspace, stream, cancel, stats);
   const seg::BrickArgs<T> a = seg::ArgsOf(p, mask, r);
@@ -256,6 +256,7 @@ absl::StatusOr<ReconstructionPlan> ReconstructionPlan::Create(PixelType type, co
   impl->bricks_y = (extent.height + rows_y - 1) / rows_y;
   impl->bricks_z = (extent.depth + rows_z - 1) / rows_z;
   impl->bricks = impl->bricks_x * impl->bricks_y * impl->bricks_z;
+  impl->first_stride = tuning.raster_first ? 1 : seg::FirstRunStride(impl->bricks);
   const std::size_t list_bytes = AlignUp(static_cast<std::size_t>(impl->bricks) * 4);
   impl->stamps_offset = 0;
   for (int i = 0; i < 3; ++i) impl->lists_offset[i] = list_bytes * (1 + i);

@@ -141,11 +141,12 @@ struct HostWarp {
 };
 
 template <typename T, bool kVolume>
-void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, ReconstructionStats* stats) {
+void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, std::int64_t stride,
+                   ReconstructionStats* stats) {
   using K = typename seg::KeyTraits<T>::K;
   std::vector<K> s(seg::kTileKeys), g(seg::kTileKeys);  // a warp's tiles (ProcessTile)
-  std::vector<std::uint32_t> list(static_cast<std::size_t>(bricks));
-  std::iota(list.begin(), list.end(), 0u);
+  std::vector<std::uint32_t> list;
+  for (std::int64_t i = 0; i < bricks; ++i) list.push_back(seg::FirstRunBrick(i, bricks, stride));
   std::vector<std::uint32_t> next;
   std::vector<std::uint32_t> stamp(list.size(), 0);
   std::uint32_t round = 0;
@@ -184,11 +185,12 @@ void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, Reconstructi
 // reconstruction_queue.cu's queue, one brick at a time in queue order: a marked brick goes to
 // the back unless it is queued already.
 template <typename T, bool kVolume>
-void EmulateQueue(const seg::BrickArgs<T>& a, std::int64_t bricks, ReconstructionStats* stats) {
+void EmulateQueue(const seg::BrickArgs<T>& a, std::int64_t bricks, std::int64_t stride,
+                  ReconstructionStats* stats) {
   using K = typename seg::KeyTraits<T>::K;
   std::vector<K> s(seg::kTileKeys), g(seg::kTileKeys);
-  std::deque<std::uint32_t> queue(static_cast<std::size_t>(bricks));
-  std::iota(queue.begin(), queue.end(), 0u);
+  std::deque<std::uint32_t> queue;
+  for (std::int64_t i = 0; i < bricks; ++i) queue.push_back(seg::FirstRunBrick(i, bricks, stride));
   std::vector<bool> queued(queue.size(), true), ran(queue.size(), false);
   while (!queue.empty()) {
     const std::uint32_t brick = queue.front();
@@ -263,14 +265,14 @@ absl::Status ReconstructionPlan::EmulateOnHost(const void* mask, void* r,
     const seg::BrickArgs<T> a = seg::ArgsOf(p, g, out);
     if (p.queue) {
       if (p.volume) {
-        EmulateQueue<T, true>(a, p.bricks, stats);
+        EmulateQueue<T, true>(a, p.bricks, p.first_stride, stats);
       } else {
-        EmulateQueue<T, false>(a, p.bricks, stats);
+        EmulateQueue<T, false>(a, p.bricks, p.first_stride, stats);
       }
     } else if (p.volume) {
-      EmulateRounds<T, true>(a, p.bricks, stats);
+      EmulateRounds<T, true>(a, p.bricks, p.first_stride, stats);
     } else {
-      EmulateRounds<T, false>(a, p.bricks, stats);
+      EmulateRounds<T, false>(a, p.bricks, p.first_stride, stats);
     }
     return absl::OkStatus();
   });

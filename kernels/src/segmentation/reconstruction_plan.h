@@ -25,6 +25,7 @@ struct ReconstructionPlan::Impl {
   bool queue = true;
   std::int64_t bricks_x = 0, bricks_y = 0, bricks_z = 0;
   std::int64_t bricks = 0;
+  std::int64_t first_stride = 1;  // seg::FirstRunBrick
   // Workspace: a stamp per brick (the last round it was put on a worklist for), three worklists
   // (the current round's, the next one's, and one being reset), then the counters.
   std::size_t stamps_offset = 0;
@@ -56,6 +57,28 @@ struct WorklistCounters {
   unsigned long long bricks_run;
   unsigned long long iterations;
 };
+
+// The order bricks first run in, entry i: brick i * stride mod bricks, with a stride coprime with
+// the count near 0.618 of it, so that entries taken together lie far apart. In raster order the
+// thousands of bricks running at once hold every brick's neighbours, so each runs on its
+// neighbours' first values and again when they change (c1, hmax on the CT: 825,362 runs off the
+// queue against 374,844 one at a time in the emulation).
+inline std::int64_t FirstRunStride(std::int64_t bricks) {
+  std::int64_t stride = static_cast<std::int64_t>(0.6180339887 * static_cast<double>(bricks));
+  auto gcd = [](std::int64_t a, std::int64_t b) {
+    while (b != 0) {
+      const std::int64_t t = a % b;
+      a = b;
+      b = t;
+    }
+    return a;
+  };
+  while (stride > 1 && gcd(stride, bricks) != 1) --stride;
+  return stride < 1 ? 1 : stride;
+}
+CUIMG_SEG_HD std::uint32_t FirstRunBrick(std::int64_t i, std::int64_t bricks, std::int64_t stride) {
+  return static_cast<std::uint32_t>(i * stride % bricks);
+}
 
 // The workspace's share for the counters of either schedule (WorklistCounters, or the queue's).
 inline constexpr std::size_t kCountersBytes = 1024;

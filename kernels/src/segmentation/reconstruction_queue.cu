@@ -66,11 +66,11 @@ struct L2Warp : DeviceWarp<K> {
   }
 };
 
-__global__ void InitQueueKernel(BrickQueue q, std::int64_t bricks) {
+__global__ void InitQueueKernel(BrickQueue q, std::int64_t bricks, std::int64_t stride) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
        i < static_cast<std::int64_t>(q.capacity);
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    q.slots[i] = i < bricks ? Entry(i, static_cast<std::uint32_t>(i)) : 0ull;
+    q.slots[i] = i < bricks ? Entry(i, FirstRunBrick(i, bricks, stride)) : 0ull;
     if (i < bricks) {
       q.state[i] = kQueued;
       q.ran[i] = 0;
@@ -207,8 +207,8 @@ absl::Status RunQueue(const ReconstructionPlan::Impl& p, const void* mask, void*
   q.c = reinterpret_cast<QueueCounters*>(workspace + p.counters_offset);
   q.capacity = 2ull * static_cast<unsigned long long>(p.bricks);
   static_assert(sizeof(QueueCounters) <= kCountersBytes);
-  InitQueueKernel<<<Blocks(static_cast<std::int64_t>(q.capacity), 256), 256, 0, stream>>>(q,
-                                                                                          p.bricks);
+  InitQueueKernel<<<Blocks(static_cast<std::int64_t>(q.capacity), 256), 256, 0, stream>>>(
+      q, p.bricks, p.first_stride);
   CUIMG_CUDA_CHECK_LAUNCH(stream, "reconstruction InitQueueKernel");
   return VisitAnyPixelType(p.type, [&](auto tag) -> absl::Status {
     using T = decltype(tag);

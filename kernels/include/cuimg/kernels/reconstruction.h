@@ -50,6 +50,9 @@ enum class ReconstructionSchedule { kQueue, kRounds };
 // service's.
 struct ReconstructionTuning {
   ReconstructionSchedule schedule = ReconstructionSchedule::kQueue;
+  // Bricks first run in raster order; by default in a scattered one, so that the bricks running
+  // at once are rarely neighbours (each would run on the other's first values, then again).
+  bool raster_first = false;
 };
 
 // kAuto: images whose mask and clamped marker hold two values between them (a 0/max mask and a
