@@ -7,9 +7,14 @@
 // union-find for two-valued images, else the bricks) and by the bricks (with their rounds and
 // brick runs), and the cuCIM-class anchor (clamped_filter_loop.h) on the same marker: its passes
 // and time, and whether it reached cuimg's result.
-// Usage: reconstruction_bench [--quick] [--filter SUBSTRING] [--dump DIR]
+// Usage: reconstruction_bench [--quick] [--filter SUBSTRING] [--dump DIR] [--variants LIST]
+// [--profile] [--no-anchor]
 // (--dump: each input and the step's result as DIR/<workload>.{in,out}.npy, for
-// benchmarks/anchors/cucim_segmentation.py)
+// benchmarks/anchors/cucim_segmentation.py; --variants: comma-separated tunings timed beside
+// the default: q (the queue, the default) or r (rounds), and o (first runs in raster order):
+// ReconstructionTuning, e.g. r,o,ro;
+// --profile: each variant's rounds one by one (worklist length, iterations, microseconds);
+// --no-anchor: skip the cuCIM-class loop)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -20,6 +25,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "bench_main.h"
 #include "bench_util.h"
 #include "clamped_filter_loop.h"
@@ -35,6 +41,34 @@ namespace {
 // this much wall time, whichever comes first (then it reports converged: false).
 constexpr int kAnchorMaxPasses = 20000;
 constexpr double kAnchorMaxSeconds = 10;
+
+struct Options {
+  std::vector<std::string> variants;
+  bool profile = false;
+  bool anchor = true;
+};
+
+// "r" -> rounds; "q" -> the queue (the default); "o" -> bricks first run in raster order.
+bool ParseVariant(const std::string& text, ReconstructionTuning* t) {
+  for (const char c : text) {
+    if (c == 'r') {
+      t->schedule = ReconstructionSchedule::kRounds;
+    } else if (c == 'q') {
+      t->schedule = ReconstructionSchedule::kQueue;
+    } else if (c == 'o') {
+      t->raster_first = true;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string Join(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : ",") + p;
+  return out;
+}
 
 struct Workload {
   std::string name;
@@ -122,7 +156,7 @@ absl::StatusOr<Timing> TimeWithReset(cudaStream_t stream, int runs,
 }
 
 absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t stream,
-                 const std::string& dump_dir) {
+                 const std::string& dump_dir, const Options& options) {
   CUIMG_ASSIGN_OR_RETURN(Image input, w.input());
   CUIMG_RETURN_IF_ERROR(DumpImage(dump_dir, w.name + ".in", input.view()));
   const PixelType type = input.type();
@@ -191,12 +225,13 @@ absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t str
     ReconstructionStats stats;
     std::int64_t bricks = 0;
   };
-  auto time_route = [&](ReconstructionRoute route) -> absl::StatusOr<RouteRun> {
+  auto time_route = [&](ReconstructionRoute route,
+                        const ReconstructionTuning& tuning) -> absl::StatusOr<RouteRun> {
     CUIMG_ASSIGN_OR_RETURN(
         ReconstructionPlan rec,
         ReconstructionPlan::Create(
             type, e, dilate ? ReconstructionMethod::kDilation : ReconstructionMethod::kErosion,
-            w.step.connectivity, route));
+            w.step.connectivity, route, tuning));
     CUIMG_ASSIGN_OR_RETURN(DeviceBuffer rws, DeviceBuffer::Allocate(rec.WorkspaceBytes()));
     RouteRun run;
     run.bricks = rec.Bricks();
@@ -209,10 +244,29 @@ absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t str
     CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpy(b.data(), d_r.data(), bytes, cudaMemcpyDeviceToHost),
                                "read reconstruction");
     agree = agree && a == b;
+    if (options.profile && route == ReconstructionRoute::kBricks) {
+      // A run of its own, the rounds one by one.
+      run.stats.profile = true;
+      CUIMG_RETURN_IF_ERROR(reset());
+      CUIMG_RETURN_IF_ERROR(
+          rec.Run(d_in.data(), d_r.data(), rws.data(), stream, NeverCancelled(), &run.stats));
+    }
     return run;
   };
-  CUIMG_ASSIGN_OR_RETURN(RouteRun automatic, time_route(ReconstructionRoute::kAuto));
-  CUIMG_ASSIGN_OR_RETURN(RouteRun bricks, time_route(ReconstructionRoute::kBricks));
+  auto profile_json = [](const ReconstructionStats& st) {
+    std::vector<std::string> bricks, iterations, us;
+    for (const ReconstructionRound& r : st.per_round) {
+      bricks.push_back(absl::StrFormat("%d", r.bricks));
+      iterations.push_back(absl::StrFormat("%lld", static_cast<long long>(r.iterations)));
+      us.push_back(absl::StrFormat("%.1f", r.us));
+    }
+    return absl::StrFormat(",\"round_bricks\":[%s],\"round_iterations\":[%s],\"round_us\":[%s]",
+                           Join(bricks), Join(iterations), Join(us));
+  };
+  CUIMG_ASSIGN_OR_RETURN(RouteRun automatic,
+                         time_route(ReconstructionRoute::kAuto, ReconstructionTuning{}));
+  CUIMG_ASSIGN_OR_RETURN(RouteRun bricks,
+                         time_route(ReconstructionRoute::kBricks, ReconstructionTuning{}));
   // Floor: the mask read and the image read and written once.
   const double floor_us = 3.0 * bytes / bandwidth * 1e6;
   PrintJson(absl::StrFormat(
@@ -225,11 +279,32 @@ absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t str
       bricks.timing.median_us, bricks.stats.rounds, bricks.stats.launched_rounds,
       static_cast<long long>(bricks.stats.bricks), static_cast<long long>(bricks.bricks), floor_us,
       agree ? "true" : "false", plan.Describe()));
+  // The tunings, each against the step's result.
+  const auto print_variant = [&](const std::string& name, const RouteRun& run, bool same) {
+    PrintJson(absl::StrFormat(
+        "\"impl\":\"cuimg_bricks\",\"workload\":\"%s\",\"variant\":\"%s\",\"bricks_us\":%.2f,"
+        "\"p10_us\":%.2f,\"p90_us\":%.2f,\"rounds\":%d,\"brick_runs\":%lld,\"iterations\":%lld,"
+        "\"bricks\":%lld,\"results_agree\":%s%s",
+        w.name, name, run.timing.median_us, run.timing.p10_us, run.timing.p90_us, run.stats.rounds,
+        static_cast<long long>(run.stats.bricks), static_cast<long long>(run.stats.iterations),
+        static_cast<long long>(run.bricks), same ? "true" : "false",
+        options.profile ? profile_json(run.stats) : std::string()));
+  };
+  if (!options.variants.empty() && !automatic.stats.two_levels) {
+    print_variant("default", bricks, agree);
+    for (const std::string& v : options.variants) {
+      ReconstructionTuning tuning;
+      if (!ParseVariant(v, &tuning)) return absl::InvalidArgumentError("bad variant " + v);
+      agree = true;
+      CUIMG_ASSIGN_OR_RETURN(RouteRun run, time_route(ReconstructionRoute::kBricks, tuning));
+      print_variant(v, run, agree);
+    }
+  }
 
   // The cuCIM-class anchor from the same marker (every marker here is already clamped by the
   // mask: the border and the maximum for fill_holes, f - h for hmax, an erosion by a centred
   // element for open_rec).
-  if (type == PixelType::kU8 || type == PixelType::kI16) {
+  if (options.anchor && (type == PixelType::kU8 || type == PixelType::kI16)) {
     CUIMG_ASSIGN_OR_RETURN(DeviceBuffer scratch, DeviceBuffer::Allocate(bytes));
     CUIMG_RETURN_IF_ERROR(reset());
     CUIMG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "anchor setup");
@@ -257,14 +332,35 @@ absl::Status Run(const Workload& w, double bandwidth, int runs, cudaStream_t str
 
 int main(int argc, char** argv) {
   using namespace cuimg;
+  // This benchmark's own flags, then the common ones.
+  bench::Options options;
+  std::vector<char*> rest{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--variants" && i + 1 < argc) {
+      for (const absl::string_view v : absl::StrSplit(argv[++i], ',', absl::SkipEmpty())) {
+        options.variants.emplace_back(v);
+      }
+    } else if (arg == "--profile") {
+      options.profile = true;
+    } else if (arg == "--no-anchor") {
+      options.anchor = false;
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
   bench::BenchArgs args;
-  if (!bench::ParseBenchArgs(argc, argv, "reconstruction_bench", false, &args)) return 2;
+  if (!bench::ParseBenchArgs(static_cast<int>(rest.size()), rest.data(), "reconstruction_bench",
+                             false, &args)) {
+    return 2;
+  }
   absl::StatusOr<bench::BenchDevice> device = bench::StartBench();
   if (!device.ok()) {
     std::fprintf(stderr, "reconstruction_bench: %s\n", device.status().ToString().c_str());
     return 1;
   }
   return bench::RunWorkloads(bench::Workloads(), args.filter, [&](const auto& w) {
-    return bench::Run(w, device->bandwidth, args.runs(), device->stream.get(), args.dump_dir);
+    return bench::Run(w, device->bandwidth, args.runs(), device->stream.get(), args.dump_dir,
+                      options);
   });
 }

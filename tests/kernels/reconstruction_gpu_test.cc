@@ -1,7 +1,7 @@
-// The GPU reconstruction and the segmentation steps of MorphologyPlan equal the CPU reference bit
-// for bit (f32 by value) on the case families of the emulation test, on large adversarial images
-// (a 1080p spiral and maze, a CT-like volume) where thousands of bricks race, and in chains.
-// Labelled `gpu`; skips without a device.
+// The GPU reconstruction equals the CPU reference bit for bit (f32 by value) on the case families
+// of the emulation test and on large adversarial images (a 1080p spiral and maze, a CT-like
+// volume) where thousands of bricks race, in every variant of the bricks. The segmentation steps'
+// chains: segmentation_chain_gpu_test. Labelled `gpu`; skips without a device.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -13,11 +13,10 @@
 #include "cuimg/common/cuda_stream.h"
 #include "cuimg/common/device_buffer.h"
 #include "cuimg/common/status_macros.h"
-#include "cuimg/kernels/morphology.h"
 #include "cuimg/kernels/reconstruction.h"
-#include "cuimg/reference/morphology_reference.h"
 #include "cuimg/reference/reconstruction_reference.h"
 #include "cuimg/reference/segmentation_images.h"
+#include "tests/testing/device_images.h"
 #include "tests/testing/gpu_test_env.h"
 #include "tests/testing/random_image.h"
 #include "tests/testing/reconstruction_cases.h"
@@ -29,46 +28,27 @@ namespace {
 
 using ::cuimg::testing::StatusIs;
 
-absl::StatusOr<DeviceBuffer> Upload(const Image& image) {
-  absl::StatusOr<DeviceBuffer> d = DeviceBuffer::Allocate(image.size_bytes());
-  if (!d.ok()) return d.status();
-  if (cudaMemcpy(d->data(), image.bytes(), image.size_bytes(), cudaMemcpyHostToDevice) !=
-      cudaSuccess) {
-    return absl::InternalError("upload");
-  }
-  // cudaMemcpy/cudaMemset run on the legacy default stream and may return before they finish;
-  // the plans run on non-blocking streams, which do not wait for it: finish them first.
-  if (cudaDeviceSynchronize() != cudaSuccess) return absl::InternalError("upload");
-  return d;
-}
-
-absl::Status Download(const DeviceBuffer& d, Image* image) {
-  return cudaMemcpy(image->bytes(), d.data(), image->size_bytes(), cudaMemcpyDeviceToHost) ==
-                 cudaSuccess
-             ? absl::OkStatus()
-             : absl::InternalError("download");
-}
-
 // ReconstructionPlan::Run on the device: `marker` in, the reconstruction out.
 absl::StatusOr<Image> ReconstructOnGpu(const Image& mask, const Image& marker,
                                        ReconstructionMethod method, Connectivity c,
                                        ReconstructionRoute route,
                                        ReconstructionStats* stats = nullptr,
-                                       const CancelToken& cancel = NeverCancelled()) {
+                                       const CancelToken& cancel = NeverCancelled(),
+                                       const ReconstructionTuning& tuning = {}) {
   absl::StatusOr<ReconstructionPlan> plan =
-      ReconstructionPlan::Create(mask.type(), mask.extent(), method, c, route);
+      ReconstructionPlan::Create(mask.type(), mask.extent(), method, c, route, tuning);
   if (!plan.ok()) return plan.status();
   absl::StatusOr<CudaStream> stream = CudaStream::Create();
   if (!stream.ok()) return stream.status();
-  absl::StatusOr<DeviceBuffer> d_mask = Upload(mask);
-  absl::StatusOr<DeviceBuffer> d_r = Upload(marker);
+  absl::StatusOr<DeviceBuffer> d_mask = testing::UploadImage(mask);
+  absl::StatusOr<DeviceBuffer> d_r = testing::UploadImage(marker);
   absl::StatusOr<DeviceBuffer> d_ws = DeviceBuffer::Allocate(plan->WorkspaceBytes());
   if (!d_mask.ok() || !d_r.ok() || !d_ws.ok()) return absl::ResourceExhaustedError("alloc");
   CUIMG_RETURN_IF_ERROR(
       plan->Run(d_mask->data(), d_r->data(), d_ws->data(), stream->get(), cancel, stats));
   CUIMG_RETURN_IF_ERROR(stream->Synchronize());
   Image out(mask.type(), mask.extent(), 1);
-  CUIMG_RETURN_IF_ERROR(Download(*d_r, &out));
+  CUIMG_RETURN_IF_ERROR(testing::DownloadImage(*d_r, &out));
   return out;
 }
 
@@ -141,101 +121,33 @@ TEST(ReconstructionGpu, EqualsTheReferenceOnLargeAdversarialImages) {
   for (const testing::ReconstructionCase& c : cases) ExpectReconstructionMatches(c, true);
 }
 
-MorphologyStep Step(MorphOp op, Connectivity c = Connectivity::kDefault) {
-  MorphologyStep s;
-  s.op = op;
-  s.connectivity = c;
-  return s;
-}
-
-absl::StatusOr<Image> ChainOnGpu(const Image& input, const std::vector<MorphologyStep>& steps,
-                                 const Image* marker) {
-  absl::StatusOr<MorphologyPlan> plan = MorphologyPlan::Create(input.type(), input.extent(), steps);
-  if (!plan.ok()) return plan.status();
-  absl::StatusOr<CudaStream> stream = CudaStream::Create();
-  if (!stream.ok()) return stream.status();
-  absl::StatusOr<DeviceBuffer> d_in = Upload(input);
-  absl::StatusOr<DeviceBuffer> d_marker = Upload(marker != nullptr ? *marker : input);
-  absl::StatusOr<DeviceBuffer> d_out = DeviceBuffer::Allocate(input.size_bytes());
-  absl::StatusOr<DeviceBuffer> d_ws = DeviceBuffer::Allocate(plan->WorkspaceBytes());
-  if (!d_in.ok() || !d_marker.ok() || !d_out.ok() || !d_ws.ok()) {
-    return absl::ResourceExhaustedError("alloc");
-  }
-  // Poisoned, so a pixel left unwritten shows.
-  if (cudaMemset(d_out->data(), 0xAB, input.size_bytes()) != cudaSuccess ||
-      cudaDeviceSynchronize() != cudaSuccess) {  // synchronized: see Upload
-    return absl::InternalError("memset");
-  }
-  CUIMG_RETURN_IF_ERROR(plan->Run(d_in->data(), d_out->data(), d_ws->data(), stream->get(),
-                                  NeverCancelled(),
-                                  marker != nullptr ? d_marker->data() : nullptr));
-  CUIMG_RETURN_IF_ERROR(stream->Synchronize());
-  Image out(input.type(), input.extent(), 1);
-  CUIMG_RETURN_IF_ERROR(Download(*d_out, &out));
-  return out;
-}
-
-TEST(MorphologySegmentationGpu, ChainsEqualTheReference) {
+// Every tuning (both schedules, either first order) on every case family and a CT-like
+// volume's hmax, where thousands of bricks race.
+TEST(ReconstructionGpu, EveryTuningEqualsTheReference) {
   CUIMG_SKIP_IF_NO_GPU();
-  for (PixelType t :
-       {PixelType::kU8, PixelType::kU16, PixelType::kI16, PixelType::kF32, PixelType::kU32}) {
-    for (const Extent& e : {Extent{301, 203, 1}, Extent{67, 45, 23}}) {
-      absl::StatusOr<Image> natural = testing::NaturalImage(e);
-      ASSERT_TRUE(natural.ok()) << natural.status();
-      const Image in = testing::FromU8(*natural, t);
-      const Connectivity c = e.depth > 1 ? Connectivity::k26 : Connectivity::k8;
-      MorphologyStep open = Step(MorphOp::kOpenRec, c);
-      open.element =
-          *StructuringElement::Create(ElementSpec{ElementShape::kEllipse, 9, 9, 0, -1, -1, -1, {}});
-      MorphologyStep close = Step(MorphOp::kCloseRec);
-      close.element =
-          *StructuringElement::Create(ElementSpec{ElementShape::kRect, 3, 3, 3, -1, -1, -1, {}});
-      close.iterations = 2;
-      MorphologyStep hmax = Step(MorphOp::kHMax, c);
-      hmax.h = testing::LevelOf(t, 10) - testing::LevelOf(t, 0);
-      MorphologyStep hmin = hmax;
-      hmin.op = MorphOp::kHMin;
-      MorphologyStep threshold = Step(MorphOp::kThreshold);
-      threshold.lo = testing::LevelOf(t, 100);
-      threshold.hi = testing::LevelOf(t, 255);
-      const Image marker = testing::SeedMarker(in, true, 5, 7);
-      MorphologyStep small = Step(MorphOp::kRemoveSmall, c);
-      small.min_voxels = 50;
-      std::vector<std::pair<std::string, std::vector<MorphologyStep>>> chains = {
-          {"fill_holes", {Step(MorphOp::kFillHoles, c)}},
-          {"hmax", {hmax}},
-          {"hmin", {hmin}},
-          {"threshold_fill", {threshold, Step(MorphOp::kFillHoles)}},
-          {"reconstruct_then_hmin", {Step(MorphOp::kReconstructDilate, c), hmin}},
-          {"threshold_remove_small", {threshold, small}},
-          {"threshold_fill_keep_largest",
-           {threshold, Step(MorphOp::kFillHoles, c), Step(MorphOp::kKeepLargest, c)}},
-      };
-      if (IsFilterPixelType(t)) {
-        chains.push_back({"open_rec", {open}});
-        chains.push_back({"close_rec", {close}});
-        chains.push_back({"threshold_open_fill", {threshold, open, Step(MorphOp::kFillHoles, c)}});
-      }
-      for (const auto& [name, steps] : chains) {
-        const std::string what =
-            absl::StrCat(name, " ", PixelTypeName(t), " ", e.width, "x", e.height, "x", e.depth);
-        absl::StatusOr<Image> want = MorphologyReference(in, steps, 0, NeverCancelled(), &marker);
-        ASSERT_TRUE(want.ok()) << what << ": " << want.status();
-        absl::StatusOr<Image> got = ChainOnGpu(in, steps, &marker);
-        ASSERT_TRUE(got.ok()) << what << ": " << got.status();
-        const std::int64_t at = testing::FirstMismatch(*got, *want);
-        EXPECT_EQ(at, -1) << what << " "
-                          << (at >= 0 ? testing::DescribeMismatch(*got, *want, at) : "");
-      }
+  std::vector<testing::ReconstructionCase> cases = testing::ReconstructionCases(false);
+  const Extent ct{192, 160, 60};
+  const Image volume = CtLikeVolume(ct, 3);
+  Image marker = volume;
+  std::int16_t* m = marker.As<std::int16_t>();
+  for (std::int64_t i = 0; i < ct.Pixels(); ++i) m[i] = static_cast<std::int16_t>(m[i] - 10);
+  cases.push_back(
+      {"ct_hmax_c6", volume, marker, ReconstructionMethod::kDilation, Connectivity::k6});
+  for (const testing::ReconstructionCase& c : cases) {
+    Image expected(c.mask.type(), c.mask.extent(), 1);
+    ASSERT_TRUE(ReconstructionReferenceInto(c.marker.view(), c.mask.view(), expected.view(),
+                                            c.method, c.connectivity)
+                    .ok());
+    for (const auto& [name, tuning] : testing::ReconstructionTunings()) {
+      absl::StatusOr<Image> got =
+          ReconstructOnGpu(c.mask, c.marker, c.method, c.connectivity, ReconstructionRoute::kBricks,
+                           nullptr, NeverCancelled(), tuning);
+      ASSERT_TRUE(got.ok()) << c.name << ": " << got.status();
+      const std::int64_t at = testing::FirstMismatch(*got, expected);
+      EXPECT_EQ(at, -1) << c.name << " " << name
+                        << (at >= 0 ? testing::DescribeMismatch(*got, expected, at) : "");
     }
   }
-}
-
-TEST(MorphologySegmentationGpu, RefusesAMissingMarker) {
-  CUIMG_SKIP_IF_NO_GPU();
-  const Image in = testing::RandomImage(PixelType::kU8, Extent{40, 30, 1}, 1);
-  EXPECT_THAT(ChainOnGpu(in, {Step(MorphOp::kReconstructErode)}, nullptr),
-              StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST(ReconstructionGpu, StopsWhenCancelled) {

@@ -8,10 +8,12 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/common/image.h"
+#include "cuimg/kernels/reconstruction.h"
 #include "cuimg/kernels/segmentation_types.h"
 #include "cuimg/reference/segmentation_images.h"
 #include "tests/testing/random_image.h"
@@ -112,6 +114,21 @@ inline std::vector<ReconstructionCase> ReconstructionCases(bool with_natural = t
     }
   }
   return cases;
+}
+
+// Every tuning of ReconstructionPlan (both schedules, either first order), named.
+inline std::vector<std::pair<std::string, ReconstructionTuning>> ReconstructionTunings() {
+  std::vector<std::pair<std::string, ReconstructionTuning>> out;
+  ReconstructionTuning t;
+  t.schedule = ReconstructionSchedule::kQueue;
+  out.emplace_back("queue", t);
+  t.schedule = ReconstructionSchedule::kRounds;
+  out.emplace_back("rounds", t);
+  t.raster_first = true;
+  out.emplace_back("rounds+raster", t);
+  t.schedule = ReconstructionSchedule::kQueue;
+  out.emplace_back("queue+raster", t);
+  return out;
 }
 
 }  // namespace cuimg::testing

@@ -1,19 +1,24 @@
-// ReconstructionPlan on the GPU: the clamp of the marker, then rounds of bricks
-// (reconstruction_brick.h) over worklists that the rounds themselves fill, launched in batches
-// between which the host reads whether any brick is left.
+// ReconstructionPlan on the GPU: the clamp of the marker, the union-find route's check, then the
+// bricks (reconstruction_tile.h): off one queue (reconstruction_queue.cu), or in
+// rounds over worklists that the rounds themselves fill, launched in batches between which the
+// host reads whether any brick is left.
 #include "cuimg/kernels/reconstruction.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/kernel_attributes.h"
 #include "cuimg/common/cuda_status.h"
+#include "cuimg/common/cuda_stream.h"
 #include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
 #include "cuimg/kernels/mask_steps.h"
 #include "segmentation/reconstruction_plan.h"
+#include "segmentation/reconstruction_tile.h"
 #include "segmentation/two_levels.h"
 
 namespace cuimg {
@@ -31,6 +36,8 @@ struct Worklists {
   std::uint32_t* stamp;
   std::uint32_t* list[3];
   seg::WorklistCounters* counters;
+  int* round_bricks;                     // seg::kProfiledRounds
+  unsigned long long* round_iterations;  // seg::kProfiledRounds
 };
 
 template <bool kDilate, typename T>
@@ -41,12 +48,17 @@ __global__ void ClampKernel(const T* mask, T* r, std::int64_t n) {
   }
 }
 
-// Round 0's worklist: every brick, stamped 0; the other lists empty.
-__global__ void ResetWorklistsKernel(Worklists w, std::int64_t bricks) {
+// Round 0's worklist: every brick (seg::FirstRunBrick's order), stamped 0; the other lists empty.
+__global__ void ResetWorklistsKernel(Worklists w, std::int64_t bricks, std::int64_t stride) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
        i < bricks; i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     w.stamp[i] = 0;
-    w.list[0][i] = static_cast<std::uint32_t>(i);
+    w.list[0][i] = seg::FirstRunBrick(i, bricks, stride);
+  }
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+       i < seg::kProfiledRounds; i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    w.round_bricks[i] = 0;
+    w.round_iterations[i] = 0;
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     *w.counters = seg::WorklistCounters{};
@@ -54,13 +66,15 @@ __global__ void ResetWorklistsKernel(Worklists w, std::int64_t bricks) {
   }
 }
 
-// Round `round`: warps take bricks off the round's list until it is spent; a brick's marked
-// neighbours go on the next round's list once each (the stamp). The list after next is reset
-// for the round after (nothing reads or writes it in this one).
+// Round `round` (ReconstructionTuning::rounds): warps take bricks off the round's list until it is
+// spent, each brick in the warp's tiles of shared memory (reconstruction_tile.h); a brick's marked
+// neighbours go on the next round's list once each (the stamp). The list after next is reset for
+// the round after (nothing reads or writes it in this one).
 template <typename T, bool kVolume>
 __global__ void __launch_bounds__(kRoundThreads)
     RoundKernel(seg::BrickArgs<T> a, Worklists w, std::uint32_t round) {
   using K = typename seg::KeyTraits<T>::K;
+  __shared__ K tiles[kWarpsPerBlock][2][seg::kTileKeys];
   const int cur = round % 3, next = (round + 1) % 3, spare = (round + 2) % 3;
   seg::WorklistCounters& c = *w.counters;
   const int n = c.count[cur];
@@ -70,17 +84,21 @@ __global__ void __launch_bounds__(kRoundThreads)
     if (n > 0) {
       atomicAdd(&c.busy_rounds, 1);
       atomicAdd(&c.bricks_run, static_cast<unsigned long long>(n));
+      if (round < seg::kProfiledRounds) w.round_bricks[round] = n;
     }
   }
   const int lane = threadIdx.x & 31;
+  K* s = tiles[threadIdx.x / 32][0];
+  K* g = tiles[threadIdx.x / 32][1];
+  int iterations = 0;  // this warp's, added once
   for (;;) {
     int i = 0;
     if (lane == 0) i = atomicAdd(&c.fetch[cur], 1);
     i = __shfl_sync(~0u, i, 0);
-    if (i >= n) return;
+    if (i >= n) break;
     const std::uint32_t brick = w.list[cur][i];
     const std::uint32_t marks =
-        seg::ProcessBrick<seg::DeviceWarp<K>, T, kVolume>(a, brick, round == 0);
+        seg::ProcessTile<seg::DeviceWarp<K>, T, kVolume>(a, brick, round == 0, iterations, s, g);
     if (lane == 0 && marks != 0) {
       seg::ForEachMarkedBrick(a, brick, marks, [&](std::int64_t nb) {
         if (atomicMax(&w.stamp[nb], round + 1) < round + 1) {
@@ -88,6 +106,11 @@ __global__ void __launch_bounds__(kRoundThreads)
         }
       });
     }
+  }
+  if (lane == 0 && iterations > 0) {
+    const auto its = static_cast<unsigned long long>(iterations);
+    atomicAdd(&c.iterations, its);
+    if (round < seg::kProfiledRounds) atomicAdd(&w.round_iterations[round], its);
   }
 }
 
@@ -119,19 +142,31 @@ absl::Status RunOnDevice(const ReconstructionPlan::Impl& p, const T* mask, T* r,
     w.list[i] = reinterpret_cast<std::uint32_t*>(workspace + p.lists_offset[i]);
   }
   w.counters = reinterpret_cast<seg::WorklistCounters*>(workspace + p.counters_offset);
-  ResetWorklistsKernel<<<Blocks(p.bricks, 256), 256, 0, stream>>>(w, p.bricks);
+  w.round_bricks = reinterpret_cast<int*>(workspace + p.round_bricks_offset);
+  w.round_iterations = reinterpret_cast<unsigned long long*>(workspace + p.round_iterations_offset);
+  ResetWorklistsKernel<<<Blocks(std::max<std::int64_t>(p.bricks, seg::kProfiledRounds), 256), 256,
+                         0, stream>>>(w, p.bricks, p.first_stride);
   CUIMG_CUDA_CHECK_LAUNCH(stream, "reconstruction ResetWorklistsKernel");
-
+  if (p.queue) return seg::RunQueue(p, mask, r, workspace, stream, cancel, stats);
   const seg::BrickArgs<T> a = seg::ArgsOf(p, mask, r);
   const int grid = static_cast<int>(
       std::min<std::int64_t>((p.bricks + kWarpsPerBlock - 1) / kWarpsPerBlock,
                              std::int64_t{CurrentDeviceLimits().multiprocessors} * kBlocksPerSm));
+  const bool profile = stats != nullptr && stats->profile;
+  std::vector<CudaEvent> events;  // profile: one before the first round and one after each
+  auto record = [&]() -> absl::Status {
+    CUIMG_ASSIGN_OR_RETURN(CudaEvent e, CudaEvent::Create());
+    CUIMG_RETURN_IF_ERROR(e.Record(stream));
+    events.push_back(std::move(e));
+    return absl::OkStatus();
+  };
+  if (profile) CUIMG_RETURN_IF_ERROR(record());
   const std::int64_t cap = ReconstructionPlan::WorstCaseRounds(p.extent);
   // Batches of 1, 2, 4, ... 64 rounds between looks: most images are done in a few rounds, an
   // empty round costs a launch (a few microseconds), and a look costs a host round trip (a
   // one-pixel spiral takes tens of thousands of rounds).
   std::uint32_t round = 0;
-  for (int batch = 1;; batch = std::min(batch * 2, 64)) {
+  for (int batch = 1;; batch = profile ? 1 : std::min(batch * 2, 64)) {
     for (int b = 0; b < batch; ++b, ++round) {
       if (p.volume) {
         RoundKernel<T, true><<<grid, kRoundThreads, 0, stream>>>(a, w, round);
@@ -139,6 +174,7 @@ absl::Status RunOnDevice(const ReconstructionPlan::Impl& p, const T* mask, T* r,
         RoundKernel<T, false><<<grid, kRoundThreads, 0, stream>>>(a, w, round);
       }
       CUIMG_CUDA_CHECK_LAUNCH(stream, "reconstruction RoundKernel");
+      if (profile) CUIMG_RETURN_IF_ERROR(record());
     }
     int left = 0;
     CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(&left, &w.counters->count[round % 3], sizeof(left),
@@ -162,6 +198,24 @@ absl::Status RunOnDevice(const ReconstructionPlan::Impl& p, const T* mask, T* r,
     stats->rounds = counters.busy_rounds;
     stats->launched_rounds = static_cast<int>(round);
     stats->bricks = static_cast<std::int64_t>(counters.bricks_run);
+    stats->iterations = static_cast<std::int64_t>(counters.iterations);
+    stats->per_round.clear();
+    if (profile) {
+      const int n = std::min<int>(static_cast<int>(round), seg::kProfiledRounds);
+      std::vector<int> bricks(static_cast<std::size_t>(n));
+      std::vector<unsigned long long> iterations(static_cast<std::size_t>(n));
+      CUIMG_CUDA_RETURN_IF_ERROR(
+          cudaMemcpy(bricks.data(), w.round_bricks, n * sizeof(int), cudaMemcpyDeviceToHost),
+          "reconstruction profile");
+      CUIMG_CUDA_RETURN_IF_ERROR(cudaMemcpy(iterations.data(), w.round_iterations,
+                                            n * sizeof(unsigned long long), cudaMemcpyDeviceToHost),
+                                 "reconstruction profile");
+      for (int i = 0; i < n; ++i) {
+        CUIMG_ASSIGN_OR_RETURN(const float ms, CudaEvent::ElapsedMs(events[i], events[i + 1]));
+        stats->per_round.push_back(
+            ReconstructionRound{bricks[i], static_cast<std::int64_t>(iterations[i]), ms * 1000.0f});
+      }
+    }
   }
   return absl::OkStatus();
 }
@@ -171,7 +225,8 @@ absl::Status RunOnDevice(const ReconstructionPlan::Impl& p, const T* mask, T* r,
 absl::StatusOr<ReconstructionPlan> ReconstructionPlan::Create(PixelType type, const Extent& extent,
                                                               ReconstructionMethod method,
                                                               Connectivity connectivity,
-                                                              ReconstructionRoute route) {
+                                                              ReconstructionRoute route,
+                                                              const ReconstructionTuning& tuning) {
   if (extent.width < 1 || extent.height < 1 || extent.depth < 1) {
     return InvalidFieldError(ErrorReason::kValueOutOfRange, "extent",
                              "every dimension must be >= 1");
@@ -194,17 +249,28 @@ absl::StatusOr<ReconstructionPlan> ReconstructionPlan::Create(PixelType type, co
   impl->connectivity = c;
   impl->max_nonzero =
       (c == Connectivity::k4 || c == Connectivity::k6) ? 1 : (c == Connectivity::k26 ? 3 : 2);
+  impl->queue = tuning.schedule == ReconstructionSchedule::kQueue;
   const int rows_y = impl->volume ? seg::BrickShape<true>::kRowsY : seg::BrickShape<false>::kRowsY;
   const int rows_z = impl->volume ? seg::BrickShape<true>::kRowsZ : seg::BrickShape<false>::kRowsZ;
   impl->bricks_x = (extent.width + seg::kBrickWidth - 1) / seg::kBrickWidth;
   impl->bricks_y = (extent.height + rows_y - 1) / rows_y;
   impl->bricks_z = (extent.depth + rows_z - 1) / rows_z;
   impl->bricks = impl->bricks_x * impl->bricks_y * impl->bricks_z;
+  impl->first_stride = tuning.raster_first ? 1 : seg::FirstRunStride(impl->bricks);
   const std::size_t list_bytes = AlignUp(static_cast<std::size_t>(impl->bricks) * 4);
   impl->stamps_offset = 0;
   for (int i = 0; i < 3; ++i) impl->lists_offset[i] = list_bytes * (1 + i);
   impl->counters_offset = list_bytes * 4;
-  impl->workspace_bytes = impl->counters_offset + AlignUp(sizeof(seg::WorklistCounters));
+  static_assert(sizeof(seg::WorklistCounters) <= seg::kCountersBytes);
+  impl->round_bricks_offset = impl->counters_offset + seg::kCountersBytes;
+  impl->round_iterations_offset =
+      impl->round_bricks_offset + AlignUp(seg::kProfiledRounds * sizeof(int));
+  impl->workspace_bytes =
+      impl->round_iterations_offset + AlignUp(seg::kProfiledRounds * sizeof(unsigned long long));
+  if (impl->queue) {
+    impl->queue_offset = impl->workspace_bytes;
+    impl->workspace_bytes += AlignUp(static_cast<std::size_t>(impl->bricks) * 16);
+  }
   impl->two_levels = route == ReconstructionRoute::kAuto;
   if (impl->two_levels) {
     impl->levels_offset = impl->workspace_bytes;

@@ -1,7 +1,9 @@
-// ReconstructionPlan::EmulateOnHost: the clamp and the rounds of reconstruction.cu on the host,
-// each brick through the same ProcessBrick (reconstruction_brick.h) with a warp emulated as 32
-// lanes in arrays, in worklist order, so CPU tests check the kernels' own code.
+// ReconstructionPlan::EmulateOnHost: the clamp and the bricks of reconstruction.cu and
+// reconstruction_queue.cu on the host, each brick through the same ProcessTile
+// (reconstruction_tile.h) with a warp emulated as 32 lanes in arrays, one brick at a time in
+// worklist or queue order, so CPU tests check the kernels' own code.
 #include <cstdint>
+#include <deque>
 #include <numeric>
 #include <set>
 #include <vector>
@@ -9,6 +11,7 @@
 #include "cuimg/common/status_macros.h"
 #include "cuimg/reference/label_reference.h"
 #include "segmentation/reconstruction_plan.h"
+#include "segmentation/reconstruction_tile.h"
 
 namespace cuimg {
 namespace {
@@ -23,6 +26,7 @@ struct Lanes {
 template <typename K>
 struct HostWarp {
   static constexpr int kLanes = seg::kBrickWidth;
+  using Key = K;
   using V = Lanes<K>;
   using U = Lanes<std::uint32_t>;
   using B = Lanes<bool>;
@@ -59,6 +63,9 @@ struct HostWarp {
   }
   static U OrU(const U& a, const U& b) {
     return Map<std::uint32_t>([&](int i) { return a.v[i] | b.v[i]; });
+  }
+  static B AnyBits(const U& u, std::uint32_t mask) {
+    return Map<bool>([&](int i) { return (u.v[i] & mask) != 0; });
   }
   static B TestBit(const U& u, int j) {
     return Map<bool>([&](int i) { return ((u.v[i] >> j) & 1u) != 0; });
@@ -107,13 +114,39 @@ struct HostWarp {
       if (in.v[i]) p[base + i] = seg::KeyTraits<T>::FromKey(k.v[i], flip);
     }
   }
+  static V LoadRow(const K* s, int j) {
+    return Map<K>([&](int i) { return s[j * seg::kTilePitch + i]; });
+  }
+  static void StoreRow(K* s, int j, const V& v, const B& where) {
+    for (int i = 0; i < kLanes; ++i) {
+      if (where.v[i]) s[j * seg::kTilePitch + i] = v.v[i];
+    }
+  }
+  static V LoadCol(const K* s, int x) {
+    return Map<K>([&](int i) { return s[i * seg::kTilePitch + x]; });
+  }
+  static void StoreCol(K* s, int x, const V& v, const B& where) {
+    for (int i = 0; i < kLanes; ++i) {
+      if (where.v[i]) s[i * seg::kTilePitch + x] = v.v[i];
+    }
+  }
+  static void Sync() {}
+  static U TransposeBits(const U& m) {
+    return Map<std::uint32_t>([&](int k) {
+      std::uint32_t column = 0;
+      for (int i = 0; i < kLanes; ++i) column |= ((m.v[i] >> k) & 1u) << i;
+      return column;
+    });
+  }
 };
 
 template <typename T, bool kVolume>
-void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, ReconstructionStats* stats) {
+void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, std::int64_t stride,
+                   ReconstructionStats* stats) {
   using K = typename seg::KeyTraits<T>::K;
-  std::vector<std::uint32_t> list(static_cast<std::size_t>(bricks));
-  std::iota(list.begin(), list.end(), 0u);
+  std::vector<K> s(seg::kTileKeys), g(seg::kTileKeys);  // a warp's tiles (ProcessTile)
+  std::vector<std::uint32_t> list;
+  for (std::int64_t i = 0; i < bricks; ++i) list.push_back(seg::FirstRunBrick(i, bricks, stride));
   std::vector<std::uint32_t> next;
   std::vector<std::uint32_t> stamp(list.size(), 0);
   std::uint32_t round = 0;
@@ -123,8 +156,12 @@ void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, Reconstructi
       stats->bricks += static_cast<std::int64_t>(list.size());
     }
     next.clear();
+    std::int64_t round_iterations = 0;
     for (std::uint32_t brick : list) {
-      const std::uint32_t marks = seg::ProcessBrick<HostWarp<K>, T, kVolume>(a, brick, round == 0);
+      int iterations = 0;
+      const std::uint32_t marks = seg::ProcessTile<HostWarp<K>, T, kVolume>(
+          a, brick, round == 0, iterations, s.data(), g.data());
+      round_iterations += iterations;
       seg::ForEachMarkedBrick(a, brick, marks, [&](std::int64_t nb) {
         if (stamp[nb] < round + 1) {
           stamp[nb] = round + 1;
@@ -132,10 +169,49 @@ void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, Reconstructi
         }
       });
     }
+    if (stats != nullptr) {
+      stats->iterations += round_iterations;
+      if (stats->profile) {
+        stats->per_round.push_back(
+            ReconstructionRound{static_cast<int>(list.size()), round_iterations, 0.0f});
+      }
+    }
     list.swap(next);
   }
   // The device ends with one launched round that finds its list empty.
   if (stats != nullptr) stats->launched_rounds = static_cast<int>(round) + 1;
+}
+
+// reconstruction_queue.cu's queue, one brick at a time in queue order: a marked brick goes to
+// the back unless it is queued already.
+template <typename T, bool kVolume>
+void EmulateQueue(const seg::BrickArgs<T>& a, std::int64_t bricks, std::int64_t stride,
+                  ReconstructionStats* stats) {
+  using K = typename seg::KeyTraits<T>::K;
+  std::vector<K> s(seg::kTileKeys), g(seg::kTileKeys);
+  std::deque<std::uint32_t> queue;
+  for (std::int64_t i = 0; i < bricks; ++i) queue.push_back(seg::FirstRunBrick(i, bricks, stride));
+  std::vector<bool> queued(queue.size(), true), ran(queue.size(), false);
+  while (!queue.empty()) {
+    const std::uint32_t brick = queue.front();
+    queue.pop_front();
+    queued[brick] = false;
+    int iterations = 0;
+    const std::uint32_t marks = seg::ProcessTile<HostWarp<K>, T, kVolume>(
+        a, brick, !ran[brick], iterations, s.data(), g.data());
+    ran[brick] = true;
+    seg::ForEachMarkedBrick(a, brick, marks, [&](std::int64_t nb) {
+      if (!queued[nb]) {
+        queued[nb] = true;
+        queue.push_back(static_cast<std::uint32_t>(nb));
+      }
+    });
+    if (stats != nullptr) {
+      stats->bricks += 1;
+      stats->iterations += iterations;
+    }
+  }
+  if (stats != nullptr) stats->rounds = stats->launched_rounds = 1;
 }
 
 }  // namespace
@@ -143,7 +219,11 @@ void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, Reconstructi
 absl::Status ReconstructionPlan::EmulateOnHost(const void* mask, void* r,
                                                ReconstructionStats* stats) const {
   const Impl& p = *impl_;
-  if (stats != nullptr) *stats = ReconstructionStats{};
+  if (stats != nullptr) {
+    const bool profile = stats->profile;
+    *stats = ReconstructionStats{};
+    stats->profile = profile;
+  }
   return VisitAnyPixelType(p.type, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
     const T* g = static_cast<const T*>(mask);
@@ -183,10 +263,16 @@ absl::Status ReconstructionPlan::EmulateOnHost(const void* mask, void* r,
       }
     }
     const seg::BrickArgs<T> a = seg::ArgsOf(p, g, out);
-    if (p.volume) {
-      EmulateRounds<T, true>(a, p.bricks, stats);
+    if (p.queue) {
+      if (p.volume) {
+        EmulateQueue<T, true>(a, p.bricks, p.first_stride, stats);
+      } else {
+        EmulateQueue<T, false>(a, p.bricks, p.first_stride, stats);
+      }
+    } else if (p.volume) {
+      EmulateRounds<T, true>(a, p.bricks, p.first_stride, stats);
     } else {
-      EmulateRounds<T, false>(a, p.bricks, stats);
+      EmulateRounds<T, false>(a, p.bricks, p.first_stride, stats);
     }
     return absl::OkStatus();
   });

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "cuimg/common/cancel_token.h"
@@ -16,12 +17,42 @@
 
 namespace cuimg {
 
+// One round of the bricks (ReconstructionSchedule::kRounds), as ReconstructionStats::per_round
+// records it.
+struct ReconstructionRound {
+  int bricks = 0;               // bricks on the round's worklist
+  std::int64_t iterations = 0;  // the bricks' passes along x, summed
+  float us = 0;                 // GPU time between events around the round's launch
+};
+
 // What a run did, for benchmarks and tests.
 struct ReconstructionStats {
-  bool two_levels = false;  // taken by the union-find route (no rounds)
-  int rounds = 0;           // rounds that had bricks to run
-  int launched_rounds = 0;  // rounds launched (the last batch may end in empty ones)
-  std::int64_t bricks = 0;  // brick runs over all rounds
+  bool two_levels = false;  // taken by the union-find route (no bricks)
+  // kRounds: rounds that had bricks to run, and rounds launched (the last batch may end in empty
+  // ones); kQueue: launches, both.
+  int rounds = 0;
+  int launched_rounds = 0;
+  std::int64_t bricks = 0;      // brick runs
+  std::int64_t iterations = 0;  // the brick runs' passes along x, summed
+  // kRounds: set before Run to have the rounds recorded one by one in `per_round` (the host then
+  // looks at the worklist after every round and times each between events: slower, for
+  // benchmarks).
+  bool profile = false;
+  std::vector<ReconstructionRound> per_round;
+};
+
+// How the bricks are scheduled (ReconstructionPlan): kQueue, warps take bricks off one queue and
+// queue the neighbours their changes reach, until none is queued or running; kRounds, each round
+// runs the bricks on a worklist and fills the next round's (the host looks between batches).
+enum class ReconstructionSchedule { kQueue, kRounds };
+
+// Choices of ReconstructionPlan::Create that tests and benchmarks compare; the defaults are the
+// service's.
+struct ReconstructionTuning {
+  ReconstructionSchedule schedule = ReconstructionSchedule::kQueue;
+  // Bricks first run in raster order; by default in a scattered one, so that the bricks running
+  // at once are rarely neighbours (each would run on the other's first values, then again).
+  bool raster_first = false;
 };
 
 // kAuto: images whose mask and clamped marker hold two values between them (a 0/max mask and a
@@ -30,15 +61,15 @@ struct ReconstructionStats {
 enum class ReconstructionRoute { kAuto, kBricks };
 
 // Reconstruction of a marker under a mask (kDilation) or over it (kErosion), prepared for one
-// pixel type, extent and connectivity: the hybrid of Vincent's sweeps and Teodoro's irregular
-// wavefront propagation. The image is cut into bricks of 32 x 32 pixels (2D) or 32 x 8 x 4
-// voxels (3D), each held by one warp in registers; a round runs every brick on a worklist: the
-// brick takes its outside neighbours' values, propagates inside until nothing moves (warp scans
-// along x, sweeps along y and z) and puts the neighbouring bricks its changed border pixels
-// touch on the next round's worklist. Quiet bricks cost nothing; rounds stop when a round's
-// worklist is empty. The number of rounds is the number of times the longest geodesic path
-// crosses from one brick into another (WorstCaseRounds bounds it): a few on natural images,
-// about the path's length / 32 on a one-pixel spiral.
+// pixel type, extent and connectivity, after Teodoro's irregular wavefront propagation. The image
+// is cut into bricks of 32 x 32 pixels (2D) or 32 x 8 x 4 voxels (3D); a warp runs a brick in
+// shared memory: it takes its outside neighbours' values, propagates inside until nothing moves
+// (sweeps along x, y and z) and writes back what changed, and the neighbouring bricks its changed
+// border pixels touch run again. Quiet bricks cost nothing. By default (ReconstructionSchedule::
+// kQueue) the bricks run off one queue until none is queued or running; with kRounds, in rounds
+// over worklists. The work follows the geodesic paths: a path crossing from one brick into
+// another makes the next brick run again (WorstCaseRounds bounds the crossings): a few runs a
+// brick on natural images and CT, about the path's length / 32 runs on a one-pixel spiral.
 //
 // Where the mask and the clamped marker hold only two values lo < hi between them, the
 // reconstruction is binary, and cheaper without rounds: by dilation, the components of
@@ -56,9 +87,10 @@ enum class ReconstructionRoute { kAuto, kBricks };
 //   to the sign of zero), NaN included (NaN mask pixels stay NaN and block; NaN marker pixels seed
 //   nothing).
 // - `workspace` is WorkspaceBytes() of device memory, 256-byte aligned, used only by this call.
-// - Runs on `stream` and synchronizes it between batches of rounds (the host reads whether
-//   bricks are left), looking at `cancel` there: on return the result is complete on the stream
-//   (or the token's status is returned and d_r is unspecified).
+// - Runs on `stream` and synchronizes it between launches (the host reads whether bricks are
+//   left: kQueue after a budget of 8 brick runs a brick, kRounds after batches of 1, 2, 4 ... 64
+//   rounds), looking at `cancel` there: on return the result is complete on the stream (or the
+//   token's status is returned and d_r is unspecified).
 class ReconstructionPlan {
  public:
   // INVALID_ARGUMENT for an empty extent, a dimension over 2^30, 2^31 - 64 pixels or more (the
@@ -66,13 +98,15 @@ class ReconstructionPlan {
   // not suit the extent (field "connectivity").
   static absl::StatusOr<ReconstructionPlan> Create(
       PixelType type, const Extent& extent, ReconstructionMethod method, Connectivity connectivity,
-      ReconstructionRoute route = ReconstructionRoute::kAuto);
+      ReconstructionRoute route = ReconstructionRoute::kAuto,
+      const ReconstructionTuning& tuning = ReconstructionTuning{});
 
   std::size_t WorkspaceBytes() const;
   absl::Status Run(const void* d_mask, void* d_r, void* workspace, cudaStream_t stream,
                    const CancelToken& cancel = NeverCancelled(),
                    ReconstructionStats* stats = nullptr) const;
-  // Run's kernels on the host, brick by brick in worklist order, with host buffers `mask` and `r`
+  // Run's kernels on the host, brick by brick in queue or worklist order, with host buffers
+  // `mask` and `r`
   // (same roles): CPU tests check the kernels' own code without a device. The union-find route
   // runs its CPU reference (FillUnseededComponentsReference) with the spec Run gives the device,
   // so this one member is in the library cuimg_kernel_emulation (kernels and references), not in
@@ -81,10 +115,10 @@ class ReconstructionPlan {
 
   // Bricks of the plan's image.
   std::int64_t Bricks() const;
-  // An upper bound on the rounds Run takes on `extent`, for admission: a geodesic path crosses
-  // at most once from one brick into another per pixel it has, so rounds <= pixels + 1 (one
-  // final round finds nothing to do). A one-pixel spiral takes about pixels / 64; natural images
-  // a few tens at most.
+  // An upper bound on the rounds (kRounds) Run takes on `extent`, and on a brick's runs beyond
+  // its first (kQueue), for admission: a geodesic path crosses at most once from one brick into
+  // another per pixel it has, so rounds <= pixels + 1 (one final round finds nothing to do). A
+  // one-pixel spiral takes about pixels / 64; natural images a few tens at most.
   static std::int64_t WorstCaseRounds(const Extent& extent);
 
   struct Impl;

@@ -1,0 +1,253 @@
+// One brick of the GPU reconstruction (reconstruction.cu, reconstruction_queue.cu), converged by
+// one warp in two tiles of shared memory: it takes what its neighbours outside the brick offer,
+// propagates inside until nothing moves, writes back what changed and says which neighbouring
+// bricks must run again. The passes are loops over rows and columns of the tile: a brick kept in
+// registers needs every row's code unrolled, hundreds of kilobytes of instructions for a volume,
+// which an SM's instruction cache cannot hold. Along x each lane takes one row and walks its 32
+// pixels (the tile is read by columns: a row pitch of 33 keys keeps the lanes on distinct banks);
+// along y and z each lane takes one column.
+//
+// Written against the warp policy of reconstruction_brick.h (DeviceWarp; the emulation's
+// HostWarp), with the tile's accesses as policy calls: LoadRow/StoreRow (lane x: row j's pixel
+// x), LoadCol/StoreCol (lane j: row j's pixel x), Sync (the tile written by some lanes is read by
+// others), TransposeBits.
+#ifndef CUIMG_KERNELS_SRC_SEGMENTATION_RECONSTRUCTION_TILE_H_
+#define CUIMG_KERNELS_SRC_SEGMENTATION_RECONSTRUCTION_TILE_H_
+
+#include <cstdint>
+
+#include "segmentation/reconstruction_brick.h"
+
+#if defined(__CUDA_ARCH__)
+#define CUIMG_TILE_UNROLL(n) _Pragma(#n)
+#else
+#define CUIMG_TILE_UNROLL(n)
+#endif
+
+namespace cuimg::seg {
+
+// One pass along x, each lane its row, forward then back: r_x = max(r_x, min(g_x, r_{x -+ 1})).
+// Returns, per lane (row j), the pixels x that rose as bits.
+CUIMG_BRICK_EXEC_CHECK_DISABLE
+template <class W>
+CUIMG_BRICK_HD typename W::U PassAlongX(typename W::Key* s, const typename W::Key* g,
+                                        const typename W::V& lowest) {
+  using V = typename W::V;
+  using U = typename W::U;
+  U rose = W::SplatU(0);
+  V previous = lowest;
+  CUIMG_TILE_UNROLL(unroll 8)
+  for (int x = 0; x < kBrickWidth; ++x) {
+    const V v = W::LoadCol(s, x);
+    const V n = W::Max(v, W::Min(W::LoadCol(g, x), previous));
+    const auto up = W::Greater(n, v);
+    W::StoreCol(s, x, n, up);
+    rose = W::OrU(rose, W::SelectU(up, 1u << x, 0u));
+    previous = n;
+  }
+  previous = lowest;
+  CUIMG_TILE_UNROLL(unroll 8)
+  for (int x = kBrickWidth - 1; x >= 0; --x) {
+    const V v = W::LoadCol(s, x);
+    const V n = W::Max(v, W::Min(W::LoadCol(g, x), previous));
+    const auto up = W::Greater(n, v);
+    W::StoreCol(s, x, n, up);
+    rose = W::OrU(rose, W::SelectU(up, 1u << x, 0u));
+    previous = n;
+  }
+  return rose;
+}
+
+// Row j (lane x: pixel x) raised to min(n, g): stored where it rose, noted in `rose` (bit j).
+CUIMG_BRICK_EXEC_CHECK_DISABLE
+template <class W>
+CUIMG_BRICK_HD typename W::V RaiseRow(typename W::Key* s, const typename W::Key* g, int j,
+                                      const typename W::V& n, typename W::U& rose) {
+  const typename W::V v = W::LoadRow(s, j);
+  const typename W::V r = W::Max(v, W::Min(n, W::LoadRow(g, j)));
+  const auto up = W::Greater(r, v);
+  W::StoreRow(s, j, r, up);
+  rose = W::OrU(rose, W::SelectU(up, 1u << j, 0u));
+  return r;
+}
+
+// After a pass that raised `moved`: true once `kinds` passes in a row moved nothing.
+CUIMG_BRICK_EXEC_CHECK_DISABLE
+template <class W>
+CUIMG_BRICK_HD bool Settled(const typename W::U& moved, int kinds, typename W::U& changed,
+                            int& quiet) {
+  changed = W::OrU(changed, moved);
+  quiet = W::ReduceOr(moved) == 0 ? quiet + 1 : 0;
+  return quiet >= kinds;
+}
+
+// The brick's rows (bits j) on its side sy along y and sz along z (-1: first, 1: last, 0: any).
+template <bool kVolume>
+CUIMG_BRICK_HD std::uint32_t EdgeRows(int sy, int sz) {
+  constexpr int kRowsY = BrickShape<kVolume>::kRowsY;
+  constexpr int kRowsZ = BrickShape<kVolume>::kRowsZ;
+  std::uint32_t rows = 0;
+  for (int j = 0; j < kBrickRows; ++j) {
+    const int yl = j % kRowsY, zl = j / kRowsY;
+    const bool y_ok = sy == 0 || (sy < 0 ? yl == 0 : yl == kRowsY - 1);
+    const bool z_ok = sz == 0 || (sz < 0 ? zl == 0 : zl == kRowsZ - 1);
+    if (y_ok && z_ok) rows |= 1u << j;
+  }
+  return rows;
+}
+
+// The best of rows (zs, yl - 1 .. yl + 1) of the tile that connect to row yl of the next or
+// previous slice (as FromSlice in reconstruction_brick.h).
+CUIMG_BRICK_EXEC_CHECK_DISABLE
+template <class W, int kRowsY>
+CUIMG_BRICK_HD typename W::V SliceNeighbours(const typename W::Key* s, int zs, int yl,
+                                             int max_nonzero, const typename W::V& lowest) {
+  typename W::V n = lowest;
+  for (int dy = -1; dy <= 1; ++dy) {
+    if (yl + dy < 0 || yl + dy >= kRowsY) continue;
+    const int nonzero = 1 + (dy != 0);
+    if (nonzero > max_nonzero) continue;
+    const typename W::V v = W::LoadRow(s, zs * kRowsY + yl + dy);
+    n = W::Max(n, nonzero + 1 <= max_nonzero ? WithSides<W>(v) : v);
+  }
+  return n;
+}
+
+// The brick `brick` once, in the tile `s` (working values) and `g` (mask), each kTileKeys keys
+// of this warp's own: returns the neighbouring bricks (NeighbourBit) that one of its changed
+// pixels connects to. `first_run`: the brick has not converged before (round 0); a later run
+// whose seeds raise nothing has nothing to do (the brick is at its last fixed point).
+// `iterations` counts the passes along x.
+CUIMG_BRICK_EXEC_CHECK_DISABLE
+template <class W, typename T, bool kVolume>
+CUIMG_BRICK_HD std::uint32_t ProcessTile(const BrickArgs<T>& a, BrickIndex brick, bool first_run,
+                                         int& iterations, typename W::Key* s, typename W::Key* g) {
+  using Keys = KeyTraits<T>;
+  using V = typename W::V;
+  using U = typename W::U;
+  using B = typename W::B;
+  constexpr int kRowsY = BrickShape<kVolume>::kRowsY;
+  constexpr int kRowsZ = BrickShape<kVolume>::kRowsZ;
+  const V lowest = W::Splat(Keys::Lowest());
+  const BrickIndex x0 = brick % a.bricks_x * kBrickWidth;
+  const BrickIndex y0 = (brick / a.bricks_x) % a.bricks_y * kRowsY;
+  const BrickIndex z0 = brick / (a.bricks_x * a.bricks_y) * kRowsZ;
+  const B x_in = W::LaneBelow(a.width - x0);
+  const B left_in = W::And(W::LaneIs(0), x0 > 0);
+  const B right_in = W::And(W::LaneIs(kBrickWidth - 1), x0 + kBrickWidth < a.width);
+  auto row_valid = [&](BrickIndex y, BrickIndex z) {
+    return y >= 0 && z >= 0 && y < a.height && z < a.depth;
+  };
+  auto row_base = [&](BrickIndex y, BrickIndex z) { return (z * a.height + y) * a.width + x0; };
+
+  // Load, and seed each pixel with min(best neighbour outside the brick, mask): those neighbours
+  // do not change while the brick converges (one that changes them marks this brick again).
+  // Outside the image both are the lowest key, which never rises nor raises. Every load is
+  // predicated rather than branched around, so that the rows' loads overlap.
+  U changed = W::SplatU(0);  // lane x, bit j: row j's pixel x rose in this run
+  CUIMG_TILE_UNROLL(unroll 4)
+  for (int j = 0; j < kBrickRows; ++j) {
+    const int yl = j % kRowsY, zl = j / kRowsY;
+    const BrickIndex y = y0 + yl, z = z0 + zl;
+    const B in = W::And(x_in, row_valid(y, z));
+    const V gj = W::template Load<T>(a.mask, row_base(y, z), in, a.flip, lowest);
+    const V r = W::template Load<T>(a.r, row_base(y, z), in, a.flip, lowest);
+    V n = lowest;
+    CUIMG_TILE_UNROLL(unroll)
+    for (int dz = kVolume ? -1 : 0; dz <= (kVolume ? 1 : 0); ++dz) {
+      CUIMG_TILE_UNROLL(unroll)
+      for (int dy = -1; dy <= 1; ++dy) {
+        const int nonzero = (dy != 0) + (dz != 0);
+        const bool active = nonzero <= a.max_nonzero && row_valid(y + dy, z + dz);
+        const bool sides = active && nonzero + 1 <= a.max_nonzero;  // x +- 1 with (dy, dz)
+        const bool inside = yl + dy >= 0 && yl + dy < kRowsY && zl + dz >= 0 && zl + dz < kRowsZ;
+        const BrickIndex base = active ? row_base(y + dy, z + dz) : row_base(y, z);
+        // The row where it lies outside the brick; its x neighbours beside the brick's edge
+        // lanes (any row), else the row's own lanes shifted (a row outside).
+        const V h = W::template Load<T>(a.r, base, W::And(x_in, active && !inside), a.flip, lowest);
+        const V left_edge =
+            W::template Load<T>(a.r, base - 1, W::And(left_in, sides), a.flip, lowest);
+        const V right_edge =
+            W::template Load<T>(a.r, base + 1, W::And(right_in, sides), a.flip, lowest);
+        const B shifted = W::SplatB(sides && !inside);
+        const V left =
+            W::Select(W::LaneIs(0), left_edge, W::Select(shifted, W::ShflUp(h, 1), lowest));
+        const V right = W::Select(W::LaneIs(kBrickWidth - 1), right_edge,
+                                  W::Select(shifted, W::ShflDown(h, 1), lowest));
+        n = W::Max(n, W::Max(h, W::Max(left, right)));
+      }
+    }
+    W::StoreRow(g, j, gj, W::SplatB(true));
+    const V up = W::Max(r, W::Min(n, gj));
+    W::StoreRow(s, j, up, W::SplatB(true));
+    changed = W::OrU(changed, W::SelectU(W::Greater(up, r), 1u << j, 0u));
+  }
+  if (!first_run && W::ReduceOr(changed) == 0) return 0;
+
+  const bool diagonal_in_plane = a.max_nonzero >= 2;
+  // Passes in turn, along x then along y and z together, until both kinds in a row moved
+  // nothing: then the tile is a fixed point of each, and so of every neighbour.
+  int quiet = 0;
+  for (;;) {
+    ++iterations;
+    W::Sync();  // the rows just written are read by columns
+    const U along_x = PassAlongX<W>(s, g, lowest);
+    W::Sync();
+    if (Settled<W>(W::TransposeBits(along_x), 2, changed, quiet)) break;
+    // Along y and z, each lane its column: a raster sweep over the rows (slice by slice) and
+    // back, each row taking the rows before it that it connects to: the row above in its slice
+    // (with its x neighbours when diagonals in the plane connect) and the slice before's rows
+    // y - 1, y, y + 1 as connected. A path turning between y and z in one direction needs one
+    // sweep. Each lane reads its own column of the tile, so no Sync is needed.
+    U moved = W::SplatU(0);
+    V previous = lowest;
+    CUIMG_TILE_UNROLL(unroll 4)
+    for (int j = 0; j < kBrickRows; ++j) {
+      const int yl = j % kRowsY, zl = j / kRowsY;
+      V n = yl > 0 ? (diagonal_in_plane ? WithSides<W>(previous) : previous) : lowest;
+      if (kVolume && zl > 0) {
+        n = W::Max(n, SliceNeighbours<W, kRowsY>(s, zl - 1, yl, a.max_nonzero, lowest));
+      }
+      previous = RaiseRow<W>(s, g, j, n, moved);
+    }
+    CUIMG_TILE_UNROLL(unroll 4)
+    for (int j = kBrickRows - 1; j >= 0; --j) {
+      const int yl = j % kRowsY, zl = j / kRowsY;
+      V n = yl < kRowsY - 1 ? (diagonal_in_plane ? WithSides<W>(previous) : previous) : lowest;
+      if (kVolume && zl < kRowsZ - 1) {
+        n = W::Max(n, SliceNeighbours<W, kRowsY>(s, zl + 1, yl, a.max_nonzero, lowest));
+      }
+      previous = RaiseRow<W>(s, g, j, n, moved);
+    }
+    if (Settled<W>(moved, 2, changed, quiet)) break;
+  }
+
+  // Write back what changed.
+  CUIMG_TILE_UNROLL(unroll 4)
+  for (int j = 0; j < kBrickRows; ++j) {
+    const BrickIndex y = y0 + j % kRowsY, z = z0 + j / kRowsY;
+    const B where = W::And(W::And2(W::TestBit(changed, j), x_in), row_valid(y, z));
+    W::template Store<T>(a.r, row_base(row_valid(y, z) ? y : y0, row_valid(y, z) ? z : z0),
+                         W::LoadRow(s, j), where, a.flip);
+  }
+  // The neighbouring bricks a changed pixel is connected to: those across the faces, edges and
+  // corners (as the connectivity allows) that hold a changed pixel, found from the rows' bits.
+  U marks = W::SplatU(0);
+  for (int sz = kVolume ? -1 : 0; sz <= (kVolume ? 1 : 0); ++sz) {
+    for (int sy = -1; sy <= 1; ++sy) {
+      const std::uint32_t rows = EdgeRows<kVolume>(sy, sz);
+      for (int sx = -1; sx <= 1; ++sx) {
+        const int nonzero = (sx != 0) + (sy != 0) + (sz != 0);
+        if (nonzero == 0 || nonzero > a.max_nonzero) continue;
+        const B hit = W::AnyBits(changed, rows);
+        const B at = sx == 0 ? hit : W::And2(hit, W::LaneIs(sx < 0 ? 0 : kBrickWidth - 1));
+        marks = W::OrU(marks, W::SelectU(at, NeighbourBit(sx, sy, sz), 0u));
+      }
+    }
+  }
+  return W::ReduceOr(marks);
+}
+
+}  // namespace cuimg::seg
+
+#endif  // CUIMG_KERNELS_SRC_SEGMENTATION_RECONSTRUCTION_TILE_H_
