@@ -129,7 +129,7 @@ absl::StatusOr<DetectChunk> PlanChunk(const Extent& extent, int channels, int fr
     sj.level = static_cast<int>(i);
     ScoreJob& wj = wp.jobs[j];
     wj = sj;
-    sj.tiles_x = static_cast<int>((columns + kScoreLanes - 1) / kScoreLanes);
+    sj.tiles_x = static_cast<int>((columns + hog::kScoreTileWidth - 1) / hog::kScoreTileWidth);
     sp.first_block[j] = static_cast<int>(score_grid);
     score_grid += std::int64_t{sj.tiles_x} * ((level.windows_y + kScoreRows - 1) / kScoreRows);
     wj.tiles_x = static_cast<int>((columns + kWindowScoreX - 1) / kWindowScoreX);
