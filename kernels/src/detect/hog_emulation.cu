@@ -24,7 +24,6 @@ using hog::BlocksParams;
 using hog::kHitsHeader;
 using hog::kScoreLanes;
 using hog::kScoreRows;
-constexpr int kCols = hog::kScoreLaneColumns;
 using hog::kStripThreads;
 using hog::LaneWindow;
 using hog::ScoreJob;
@@ -154,41 +153,29 @@ absl::Status DetectPlan::EmulateOnHost(absl::Span<const void* const> in, const f
       const int j = FindJobOnHost(p.first_block, p.num_jobs, block);
       const ScoreJob& job = p.jobs[j];
       const TilePos tile = hog::TileOf(job, block - p.first_block[j]);
-      for (int t = 0; t < kScoreLanes; ++t) {  // the lane's columns, 32 apart
-        LaneWindow w[kCols];
-        const float* level[kCols];
-        int wx[kCols];
-        for (int c = 0; c < kCols; ++c) {
-          w[c] = hog::LaneWindowOf(p, job, tile.x * hog::kScoreTileWidth + c * kScoreLanes + t);
-          level[c] = hog::LevelFeatures(p, job, w[c].frame);
-          wx[c] = w[c].wx;
-        }
+      for (int t = 0; t < kScoreLanes; ++t) {
+        const LaneWindow w = hog::LaneWindowOf(p, job, tile.x * kScoreLanes + t);
+        const float* level = hog::LevelFeatures(p, job, w.frame);
         const int wy0 = tile.y * kScoreRows;
         // The kernel's order: the bias, then the columns' sums with sx rising.
-        double score[kCols][kScoreRows];
-        std::fill(&score[0][0], &score[0][0] + kCols * kScoreRows, static_cast<double>(p.bias));
+        double score[kScoreRows];
+        std::fill(std::begin(score), std::end(score), static_cast<double>(p.bias));
         for (int sx = 0; sx < p.model_blocks_x; ++sx) {
-          double part[kCols][kScoreRows];
+          double part[kScoreRows];
           if (plan.weight_quads.empty()) {
-            hog::ScoreColumnPart<hog::kFeatureQuads>(p, nullptr, job, level, wx, wy0, sx, part);
+            hog::ScoreColumnPart<hog::kFeatureQuads>(p, nullptr, job, level, w.wx, wy0, sx, part);
           } else {
-            hog::ScoreColumnPart<hog::kParamFrom>(p, plan.weight_quads.data(), job, level, wx, wy0,
-                                                  sx, part);
+            hog::ScoreColumnPart<hog::kParamFrom>(p, plan.weight_quads.data(), job, level, w.wx,
+                                                  wy0, sx, part);
           }
-          for (int c = 0; c < kCols; ++c) {
-            for (int r = 0; r < kScoreRows; ++r) score[c][r] += part[c][r];
-          }
+          for (int r = 0; r < kScoreRows; ++r) score[r] += part[r];
         }
-        for (int c = 0; c < kCols; ++c) {
-          for (int r = 0; r < kScoreRows; ++r) {
-            if (!w[c].valid || wy0 + r >= job.windows_y || !(score[c][r] >= p.threshold)) {
-              continue;
-            }
-            const unsigned int slot = (*count)++;
-            if (slot < p.capacity) {
-              out[slot] = DeviceHit{w[c].frame * p.levels + job.level, w[c].wx, wy0 + r,
-                                    static_cast<float>(score[c][r])};
-            }
+        for (int r = 0; r < kScoreRows; ++r) {
+          if (!w.valid || wy0 + r >= job.windows_y || !(score[r] >= p.threshold)) continue;
+          const unsigned int slot = (*count)++;
+          if (slot < p.capacity) {
+            out[slot] = DeviceHit{w.frame * p.levels + job.level, w.wx, wy0 + r,
+                                  static_cast<float>(score[r])};
           }
         }
       }

@@ -27,9 +27,6 @@
 // 80 registers so that 3 CUDA blocks share a multiprocessor: 186 us (either alone: 213, 228).
 // All weights from the parameters through uniform registers, a warp per tile walking the columns
 // (warp-uniform addresses), took 279: constant-cache misses stalled its few warps.
-// Issue 50: a block row is dotted quad by quad with every window that holds it (DotBlockRow),
-// not block by block with its 36 features in registers: the same products and sums in the same
-// order per window, but 16 independent float chains a lane instead of 4, and 36 fewer registers.
 //
 // The arithmetic is the CPU reference's (hog_reference.cc ScoreWindow): per block four float
 // partial sums of rounded products, the two pair sums in float, added in double; per column the
@@ -62,10 +59,6 @@ inline constexpr int kMaxJobs = 64;       // levels per launch: found by two war
 inline constexpr int kScoreLanes = 32;    // window columns per tile, one per lane
 inline constexpr int kScoreRows = 4;      // windows down each lane's column
 inline constexpr int kScoreMaxWarps = 7;  // model block columns at a time (3 CUDA blocks an SM)
-// Window columns a lane scores, 32 apart: a tile is kScoreLanes * kScoreLaneColumns windows wide.
-inline constexpr int kScoreLaneColumns = 1;
-inline constexpr int kScoreTileWidth = kScoreLanes * kScoreLaneColumns;
-inline constexpr int kScoreMinBlocks = 3;  // CUDA blocks an SM the kernel's registers allow
 // The per-window kernel of issue 5 (kept for detect_bench's comparison): 32 x 4 windows.
 inline constexpr int kWindowScoreX = 32;
 inline constexpr int kWindowScoreY = 4;
@@ -151,6 +144,39 @@ CUIMG_HOG_HD float4 WeightQuad(const float* w) {
   }
 }
 
+// bias-free: the reference's contribution of one block, (double)(p0 + p1) + (double)(p2 + p3)
+// with p_l = sum over k of v[4k + l] * w[4k + l] in float, k rising, every product rounded.
+// The block's weights: quads below kFirst at `global` (its 36), the others at `params` (its
+// kParamFloats in ScoresKernelParams::weight_quads): kFirst is kParamFrom, or kFeatureQuads for
+// none.
+template <int kFirst>
+CUIMG_HOG_HD double BlockDot(const float (&v)[kHogBlockFeatures], const float* global,
+                             const float* params) {
+  float p0 = 0.f;
+  float p1 = 0.f;
+  float p2 = 0.f;
+  float p3 = 0.f;
+  CUIMG_HOG_UNROLL
+  for (int q = 0; q < kFeatureQuads; ++q) {
+    const float4 wq = q < kFirst ? WeightQuad<false>(global + 4 * q)
+                                 : WeightQuad<true>(params + 4 * (q - kFirst));
+    if (q == 0) {  // the reference starts from the first products
+      p0 = wq.x * v[0];
+      p1 = wq.y * v[1];
+      p2 = wq.z * v[2];
+      p3 = wq.w * v[3];
+    } else {
+      p0 = p0 + v[4 * q] * wq.x;
+      p1 = p1 + v[4 * q + 1] * wq.y;
+      p2 = p2 + v[4 * q + 2] * wq.z;
+      p3 = p3 + v[4 * q + 3] * wq.w;
+    }
+  }
+  const float t0 = p0 + p1;
+  const float t1 = p2 + p3;
+  return static_cast<double>(t0) + static_cast<double>(t1);
+}
+
 // The window column of lane x of a tile row (x = tile_x * 32 + lane): the frame and its column
 // wx. Lanes past the last frame's last column take that column, and `valid` false (the caller
 // reports nothing for them).
@@ -171,114 +197,48 @@ CUIMG_HOG_HD const float* LevelFeatures(const ScoresParams& p, const ScoreJob& j
   return p.features + frame * p.frame_floats + job.feature_offset;
 }
 
-// The contributions of block row b of a lane's kCols window columns (rows[c]: the row's first
-// quad in column c) to the windows r < kScoreRows of each column that hold it, as the reference
-// computes one block's (ScoreWindow): (double)(p0 + p1) + (double)(p2 + p3) with p_l the float
-// sum over quads q rising of feature 4q + l times weight 4q + l, every product rounded, from the
-// first products. Window r takes the block as its model block (sx, b - r * step) = model block
-// block0 - r * step; its weights are quads below kFirst at p.weights and the others at
-// `weight_quads` (ScoresKernelParams': kFirst is kParamFrom, or kFeatureQuads for none). kAll:
-// every window holds the block, else window r does when ok[r]. Quad by quad: a feature quad is
-// loaded once for the 4 windows, a weight quad once for the kCols columns, and the 4 x kCols
-// windows' 4 partial sums each are independent chains (a block's 36 features in registers dotted
-// window after window gave 4 chains and held 36 registers).
-template <int kFirst, bool kAll, int kCols>
-CUIMG_HOG_HD void DotBlockRow(const ScoresParams& p, const float* weight_quads,
-                              const float4* const (&rows)[kCols], long long pitch, int block0,
-                              int step, const bool (&ok)[kScoreRows],
-                              double (&part)[kCols][kScoreRows]) {
-  float acc[kCols][kScoreRows][4] = {};  // each set by quad 0 before it is read
-  CUIMG_HOG_UNROLL
-  for (int q = 0; q < kFeatureQuads; ++q) {
-    float4 f[kCols];
-    CUIMG_HOG_UNROLL
-    for (int c = 0; c < kCols; ++c) f[c] = CUIMG_HOG_LDG(rows[c] + q * pitch);
-    CUIMG_HOG_UNROLL
-    for (int r = 0; r < kScoreRows; ++r) {
-      if (!kAll && !ok[r]) continue;
-      const int block = block0 - r * step;
-      const float4 wq =
-          q < kFirst ? WeightQuad<false>(p.weights +
-                                         static_cast<long long>(block) * kHogBlockFeatures + 4 * q)
-                     : WeightQuad<true>(weight_quads + block * kParamFloats + 4 * (q - kFirst));
-      CUIMG_HOG_UNROLL
-      for (int c = 0; c < kCols; ++c) {
-        if (q == 0) {  // the reference starts from the first products, weight times feature
-          acc[c][r][0] = wq.x * f[c].x;
-          acc[c][r][1] = wq.y * f[c].y;
-          acc[c][r][2] = wq.z * f[c].z;
-          acc[c][r][3] = wq.w * f[c].w;
-        } else {
-          acc[c][r][0] = acc[c][r][0] + f[c].x * wq.x;
-          acc[c][r][1] = acc[c][r][1] + f[c].y * wq.y;
-          acc[c][r][2] = acc[c][r][2] + f[c].z * wq.z;
-          acc[c][r][3] = acc[c][r][3] + f[c].w * wq.w;
-        }
-      }
-    }
-  }
-  CUIMG_HOG_UNROLL
-  for (int c = 0; c < kCols; ++c) {
-    CUIMG_HOG_UNROLL
-    for (int r = 0; r < kScoreRows; ++r) {
-      if (!kAll && !ok[r]) continue;
-      const float t0 = acc[c][r][0] + acc[c][r][1];
-      const float t1 = acc[c][r][2] + acc[c][r][3];
-      part[c][r] += static_cast<double>(t0) + static_cast<double>(t1);
-    }
-  }
-}
-
-// Lane work of the scores kernel: part[c][r] = the sum, from 0 with sy rising, of the
-// contributions of blocks (sx, sy) of windows (wx[c], wy0 + r), r < kScoreRows, c < kCols, of
-// the level of `job` whose features in column c's frame are at level[c] (LevelFeatures;
-// 0 <= wx[c] < job.windows_x), with the weights of p.weights and, from quad kFirst on, of
-// `weight_quads` (DotBlockRow). Rows past the level's windows are not computed (their sums stay
-// 0).
-template <int kFirst, int kCols>
+// Lane work of the scores kernel: part[r] = the sum, from 0 with sy rising, of the contributions
+// of blocks (sx, sy) of windows (wx, wy0 + r), r < kScoreRows, of the level of `job` whose
+// features are at `level` (LevelFeatures; 0 <= wx < job.windows_x), with the weights of
+// p.weights and, from quad kFirst on (BlockDot), of `weight_quads` (ScoresKernelParams'). Rows
+// past the level's windows are not computed (their sums stay 0).
+template <int kFirst>
 CUIMG_HOG_HD void ScoreColumnPart(const ScoresParams& p, const float* weight_quads,
-                                  const ScoreJob& job, const float* const (&level)[kCols],
-                                  const int (&wx)[kCols], int wy0, int sx,
-                                  double (&part)[kCols][kScoreRows]) {
+                                  const ScoreJob& job, const float* level, int wx, int wy0, int sx,
+                                  double (&part)[kScoreRows]) {
   const int rows = std::min(int{kScoreRows}, job.windows_y - wy0);  // >= 1, the same for the warp
   const int step = p.step;
   const int nby = p.model_blocks_y;
   const long long pitch = job.pitch;
-  const float4* column[kCols];
-  CUIMG_HOG_UNROLL
-  for (int c = 0; c < kCols; ++c) {
-    column[c] = reinterpret_cast<const float4*>(
-        level[c] + FeatureIndex(pitch, wx[c] * step + sx, wy0 * step, 0));
-    CUIMG_HOG_UNROLL
-    for (int r = 0; r < kScoreRows; ++r) part[c][r] = 0.0;
-  }
+  const float4* column =
+      reinterpret_cast<const float4*>(level + FeatureIndex(pitch, wx * step + sx, wy0 * step, 0));
   const int column_block = sx * nby;  // the model block (sx, 0)
-  // The block rows the columns' windows cover: window r takes rows r * step .. r * step + nby - 1;
-  // rows [lo, hi) belong to every window of a full tile (none otherwise).
+  CUIMG_HOG_UNROLL
+  for (int r = 0; r < kScoreRows; ++r) part[r] = 0.0;
+  // The block rows the column's windows cover: window r takes rows r * step .. r * step + nby - 1.
   const int block_rows = (rows - 1) * step + nby;
-  const int lo = rows == kScoreRows ? std::min((kScoreRows - 1) * step, block_rows) : block_rows;
-  const int hi = rows == kScoreRows ? std::max(lo, nby) : block_rows;
-  const bool all[kScoreRows] = {true, true, true, true};
-  static_assert(kScoreRows == 4, "all[]");
   for (int b = 0; b < block_rows; ++b) {
     // Block (column, wy0 * step + b): its 9 quads are rows of quads, `pitch` apart.
-    const float4* row[kCols];
+    const float4* row = column + static_cast<long long>(b) * kFeatureQuads * pitch;
+    float v[kHogBlockFeatures];
     CUIMG_HOG_UNROLL
-    for (int c = 0; c < kCols; ++c) {
-      row[c] = column[c] + static_cast<long long>(b) * kFeatureQuads * pitch;
+    for (int q = 0; q < kFeatureQuads; ++q) {
+      const float4 f = CUIMG_HOG_LDG(row + q * pitch);
+      v[4 * q] = f.x;
+      v[4 * q + 1] = f.y;
+      v[4 * q + 2] = f.z;
+      v[4 * q + 3] = f.w;
     }
-    if (b >= lo && b < hi) {
-      DotBlockRow<kFirst, true, kCols>(p, weight_quads, row, pitch, column_block + b, step, all,
-                                       part);
-    } else {
-      bool ok[kScoreRows];
-      CUIMG_HOG_UNROLL
-      for (int r = 0; r < kScoreRows; ++r) {
-        const int sy = b - r * step;  // this block's place in window r
-        ok[r] = r < rows && sy >= 0 && sy < nby;
+    CUIMG_HOG_UNROLL
+    for (int r = 0; r < kScoreRows; ++r) {
+      const int sy = b - r * step;  // this block's place in window r
+      if (r < rows && sy >= 0 && sy < nby) {
+        const int block = column_block + sy;
+        const float* quads =  // none (maybe null) when every quad is global
+            kFirst < kFeatureQuads ? weight_quads + block * kParamFloats : weight_quads;
+        part[r] += BlockDot<kFirst>(
+            v, p.weights + static_cast<long long>(block) * kHogBlockFeatures, quads);
       }
-      DotBlockRow<kFirst, false, kCols>(p, weight_quads, row, pitch, column_block + b, step, ok,
-                                        part);
     }
   }
 }

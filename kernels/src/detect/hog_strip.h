@@ -4,7 +4,7 @@
 // turn, so CPU tests exercise the kernel's own indexing, shared-memory layout and arithmetic.
 //
 // A CUDA block of 128 threads takes a strip of its level in one frame: kStripBlocksX = 14 HOG
-// blocks across (112 columns), BlockJob::strip_rows (up to kStripMaxBlocksY = 16) down, fewer at
+// blocks across (112 columns), BlockJob::strip_rows (up to kStripMaxBlocksY = 32) down, fewer at
 // the level's bottom (StripRows). Thread t owns one column of the padded level, X0 - 1 + t, and
 // walks down it:
 //   - it samples its column (INTER_LINEAR_EXACT from the input) once per row and keeps the last
@@ -42,9 +42,11 @@ namespace cuimg::hog {
 
 inline constexpr int kStripThreads = 128;  // one sampled column each
 inline constexpr int kStripBlocksX = 14;   // blocks whose 16 columns lie in threads 1..112
-// Block rows a strip: at most 16 (17 periods of vote rows for 16 block rows); the plan gives the
-// last levels fewer so that the launch ends in short strips (StripRowsOf in hog_detect.cu).
-inline constexpr int kStripMaxBlocksY = 16;
+// Block rows a strip: at most 32 (33 periods of vote rows for 32 block rows: the first period's
+// rows are the halo that the strip above also samples); the plan gives the last levels fewer so
+// that the launch ends in short strips (StripRowsOf in hog_plan.cu). 1080p, 8 frames a launch
+// (H200, checkpoint c1 of 2026-12-02): blocks 244.3 -> 237.2 us a frame against 16 at most.
+inline constexpr int kStripMaxBlocksY = 32;
 inline constexpr int kPeriodRows = kHogBlockStride;                             // rows per barrier
 inline constexpr int kStripMaxRows = (kStripMaxBlocksY + 1) * kPeriodRows + 2;  // sampled rows
 inline constexpr int kCellSupport = 12;  // a cell's rows (columns)
