@@ -318,11 +318,13 @@ std::uint64_t Digest(const std::vector<float>& features,
 }
 
 // CUIMG_BENCH_FRAMES=N: only a plan of N frames of each workload (the inputs in turn, each in a
-// buffer of its own, hit threshold -0.5 so that every frame has hits), timed as the batch rows,
+// buffer of its own, CUIMG_BENCH_INPUT_OFFSET bytes in (0; 1 makes the inputs unaligned, so the
+// blocks kernel samples them byte by byte), hit threshold -0.5 so that every frame has hits),
+// timed as the batch rows,
 // then the Digest of its features (the workspace zeroed before the first run) and hits: equal
 // digests across builds mean the same features and hits bit for bit (issue 50's kernels against
 // a307ded's, whose checkpoint bench printed the same digest).
-absl::Status RunFrames(const Workload& w, const HogModel& model, int frames, int runs,
+absl::Status RunFrames(const Workload& w, const HogModel& model, int frames, int offset, int runs,
                        cudaStream_t stream) {
   std::string source;
   const std::vector<Image> inputs = Inputs(w, &source);
@@ -332,12 +334,13 @@ absl::Status RunFrames(const Workload& w, const HogModel& model, int frames, int
                          DetectPlan::Create(inputs[0].extent(), 3, model, spec, frames));
   std::vector<DeviceBuffer> d_in;
   std::vector<const void*> in;
-  for (int f = 0; f < frames; ++f) {
+  for (int f = 0; f < frames; ++f) {  // `offset` bytes into its buffer
     const Image& image = inputs[f % inputs.size()];
-    CUIMG_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::Allocate(image.size_bytes()));
+    CUIMG_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::Allocate(image.size_bytes() + offset));
+    auto* at = static_cast<std::uint8_t*>(b.data()) + offset;
     CUIMG_CUDA_RETURN_IF_ERROR(
-        cudaMemcpy(b.data(), image.bytes(), image.size_bytes(), cudaMemcpyHostToDevice), "input");
-    in.push_back(b.data());
+        cudaMemcpy(at, image.bytes(), image.size_bytes(), cudaMemcpyHostToDevice), "input");
+    in.push_back(at);
     d_in.push_back(std::move(b));
   }
   const std::size_t weight_bytes = model.weights.size() * sizeof(float);
@@ -370,10 +373,11 @@ absl::Status RunFrames(const Workload& w, const HogModel& model, int frames, int
   std::size_t raw_hits = 0;
   for (const auto& frame_hits : got) raw_hits += frame_hits.size();
   PrintJson(absl::StrFormat(
-      "\"impl\":\"cuimg_frames\",\"workload\":\"%s\",\"frames\":%d,\"per_frame_us\":%.2f,"
+      "\"impl\":\"cuimg_frames\",\"workload\":\"%s\",\"frames\":%d,\"input_offset\":%d,"
+      "\"per_frame_us\":%.2f,"
       "\"blocks_per_frame_us\":%.2f,\"scores_per_frame_us\":%.2f,\"p10_us\":%.2f,"
       "\"p90_us\":%.2f,\"raw_hits\":%zu,\"hash\":\"%016llx\"",
-      w.name, frames, total.median_us / frames, blocks.median_us / frames,
+      w.name, frames, offset, total.median_us / frames, blocks.median_us / frames,
       scores.median_us / frames, total.p10_us / frames, total.p90_us / frames, raw_hits,
       static_cast<unsigned long long>(Digest(features, got))));
   return absl::OkStatus();
@@ -405,7 +409,8 @@ int main(int argc, char** argv) {
                                                   bench::Workload{"detect_768x576", 768, 576}};
   if (const std::string frames = bench::EnvOr("CUIMG_BENCH_FRAMES", ""); !frames.empty()) {
     return bench::RunWorkloads(workloads, args.filter, [&](const bench::Workload& w) {
-      return bench::RunFrames(w, *model, std::atoi(frames.c_str()), args.runs(),
+      const int offset = std::atoi(bench::EnvOr("CUIMG_BENCH_INPUT_OFFSET", "0").c_str());
+      return bench::RunFrames(w, *model, std::atoi(frames.c_str()), offset, args.runs(),
                               device->stream.get());
     });
   }

@@ -37,6 +37,7 @@
 #include "cuimg/kernels/hog_types.h"
 #include "hog_math.h"
 #include "hog_scores.h"
+#include "hog_words.h"
 
 namespace cuimg::hog {
 
@@ -113,9 +114,10 @@ struct StripSmem {
 // A thread's registers across the strip.
 template <int kPlanes>
 struct StripThread {
-  int4 xtap;   // its column's (byte offset of i0 in a row, of i1, c0, c1)
-  int column;  // in the padded level
-  bool simd;   // OpenCV's colour tie rule for the column (MaxChannel)
+  int4 xtap;     // its column's (byte offset of i0 in a row, of i1, c0, c1)
+  WordTap wtap;  // the same tap for the word path (3 channels, SampleWords; not at direct levels)
+  int column;    // in the padded level
+  bool simd;     // OpenCV's colour tie rule for the column (MaxChannel)
   float window[kPeriodRows + 2][kPlanes];  // samples of rows 8p - 1 .. 8p + 8
 };
 
@@ -179,7 +181,7 @@ CUIMG_HOG_HD void LoadPixel(const std::uint8_t* at, std::uint32_t (&v)[kChannels
 }
 
 // Phase 0, thread t: the gamma table, the strip's row taps, and the thread's column tap.
-template <int kChannels>
+template <int kChannels, bool kWords>
 CUIMG_HOG_HD void StartStrip(const BlocksParams& p, const BlockJob& job, const Strip& strip, int t,
                              StripSmem& s, StripThread<kChannels == 1 ? 1 : 3>& th) {
   const int x0 = strip.x * kStripBlocksX * kHogBlockStride;  // padded column of thread 1
@@ -191,6 +193,7 @@ CUIMG_HOG_HD void StartStrip(const BlocksParams& p, const BlockJob& job, const S
   if (!job.direct) tap = LinearExactTap(lx, job.scale_x, p.src_w);
   th.xtap = make_int4(tap.i0 * kChannels, tap.i1 * kChannels, static_cast<int>(tap.c0),
                       static_cast<int>(tap.c1));
+  if constexpr (kWords) th.wtap = MakeWordTap(tap);
   const int row_bytes = p.src_w * kChannels;  // the plan keeps the input under 2 GiB
   const int rows = (StripRows(job, strip) + 1) * kPeriodRows + 2;  // 1 above, 1 below
   for (int r = t; r < rows; r += kStripThreads) {
@@ -206,10 +209,25 @@ CUIMG_HOG_HD void StartStrip(const BlocksParams& p, const BlockJob& job, const S
 // The gamma-corrected sample of strip row r (0 = the row above the first vote row) in the
 // thread's column, INTER_LINEAR_EXACT from the frame's input `src`, or with kDirect (the level
 // has the input's size: job.direct) the input's own pixel.
-template <int kChannels, bool kDirect, int kPlanes>
+template <int kChannels, bool kWords, bool kDirect, int kPlanes>
 CUIMG_HOG_HD void SampleRow(const std::uint8_t* src, const StripSmem& s,
                             const StripThread<kPlanes>& th, int r, float (&out)[kPlanes]) {
   const int4 ty = s.ytap[r];
+  if constexpr (kWords && !kDirect) {
+    static_assert(kChannels == 3, "the word path reads 3 channels");
+    std::uint32_t g0;
+    std::uint32_t g1;
+    const std::uint32_t br0 =
+        WordRow(src + static_cast<unsigned>(ty.x) + th.wtap.offset, th.wtap, &g0);
+    const std::uint32_t br1 =
+        WordRow(src + static_cast<unsigned>(ty.y) + th.wtap.offset, th.wtap, &g1);
+    const auto c0 = static_cast<std::uint32_t>(ty.z);
+    const auto c1 = static_cast<std::uint32_t>(ty.w);
+    out[0] = s.lut[WordColumn(br0 & 0xffffu, br1 & 0xffffu, c0, c1)];
+    out[1] = s.lut[WordColumn(g0, g1, c0, c1)];
+    out[2] = s.lut[WordColumn(br0 >> 16, br1 >> 16, c0, c1)];
+    return;
+  }
   const std::uint8_t* row0 = src + static_cast<unsigned>(ty.x);
   std::uint32_t a[kPlanes];
   LoadPixel<kChannels>(row0 + th.xtap.x, a);
@@ -236,12 +254,12 @@ CUIMG_HOG_HD void SampleRow(const std::uint8_t* src, const StripSmem& s,
 // two rows above) of the frame's input `src` into its window, and rows 8p .. 8p + 7 into the
 // shared row buffer. kDirect is job.direct, decided once a period by the caller: a test in each
 // row split the period's samples into blocks that ptxas could not interleave.
-template <int kChannels, bool kDirect, int kPlanes>
+template <int kChannels, bool kWords, bool kDirect, int kPlanes>
 CUIMG_HOG_HD void SamplePeriod(const std::uint8_t* src, int period, int t, StripSmem& s,
                                StripThread<kPlanes>& th) {
   if (period == 0) {
-    SampleRow<kChannels, kDirect>(src, s, th, 0, th.window[0]);
-    SampleRow<kChannels, kDirect>(src, s, th, 1, th.window[1]);
+    SampleRow<kChannels, kWords, kDirect>(src, s, th, 0, th.window[0]);
+    SampleRow<kChannels, kWords, kDirect>(src, s, th, 1, th.window[1]);
   } else {
     for (int c = 0; c < kPlanes; ++c) {
       th.window[0][c] = th.window[kPeriodRows][c];
@@ -250,7 +268,8 @@ CUIMG_HOG_HD void SamplePeriod(const std::uint8_t* src, int period, int t, Strip
   }
   CUIMG_HOG_UNROLL
   for (int q = 0; q < kPeriodRows; ++q) {
-    SampleRow<kChannels, kDirect>(src, s, th, period * kPeriodRows + q + 2, th.window[q + 2]);
+    SampleRow<kChannels, kWords, kDirect>(src, s, th, period * kPeriodRows + q + 2,
+                                          th.window[q + 2]);
   }
   CUIMG_HOG_UNROLL
   for (int q = 0; q < kPeriodRows; ++q) {
@@ -426,6 +445,17 @@ CUIMG_HOG_HD void StoreCell(const BlocksParams& p, const BlockJob& job, const St
     const int f = first + i;  // the upper half has 4 bins (5..8), the lower 5
     if (f - cell * kHogBins < kHogBins) block[(f / 4) * job.pitch * 4 + f % 4] = v * scale;
   }
+}
+
+// Whether the blocks kernel samples the plan's `frames` inputs (p.src) from 32-bit words
+// (hog_words.h): 3 channels, rows of a whole number of words and every input 4-byte aligned, so
+// that every word it loads lies in its input.
+inline bool SampleWords(const BlocksParams& p, int frames) {
+  if (p.channels != 3 || (p.src_w * 3) % 4 != 0) return false;
+  for (int f = 0; f < frames; ++f) {
+    if (reinterpret_cast<std::uintptr_t>(p.src[f]) % 4 != 0) return false;
+  }
+  return true;
 }
 
 // The weight tables of BlocksParams (host): OpenCV's block Gaussian (sigma 4) and its bilinear
