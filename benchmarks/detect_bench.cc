@@ -13,6 +13,8 @@
 // frame in a buffer of its own (the 3 inputs in turn), timed as above: the median GPU time a
 // launch pair and a frame, blocks and scores apart. "check": every frame's hits equal, bit for
 // bit, those of the plan of one frame on the same input (the batch of 1 is the path above).
+// CUIMG_BENCH_FRAMES=N instead: one plan of N frames a workload, timed, with a digest of its
+// features and hits (RunFrames).
 // Usage: detect_bench [--quick] [--filter SUBSTRING]
 #include <cuda_runtime_api.h>
 
@@ -20,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -288,6 +291,97 @@ absl::Status RunBatch(const Workload& w, const HogModel& model, int frames, int 
   return ok ? absl::OkStatus() : absl::InternalError("batch check failed");
 }
 
+// FNV-1a over the 64-bit words of `features` (whole floats, pairwise), then over every frame's
+// hits: a digest that compares builds (or checkpoints) bit for bit.
+std::uint64_t Digest(const std::vector<float>& features,
+                     const std::vector<std::vector<WindowHit>>& hits) {
+  constexpr std::uint64_t kPrime = 1099511628211ull;
+  std::uint64_t hash = 1469598103934665603ull;
+  for (std::size_t i = 0; i + 1 < features.size(); i += 2) {
+    std::uint64_t word;
+    std::memcpy(&word, &features[i], sizeof(word));
+    hash = (hash ^ word) * kPrime;
+  }
+  const auto mix = [&hash](const void* data, std::size_t n) {
+    const auto* b = static_cast<const std::uint8_t*>(data);
+    for (std::size_t i = 0; i < n; ++i) hash = (hash ^ b[i]) * kPrime;
+  };
+  for (const auto& frame_hits : hits) {
+    for (const WindowHit& h : frame_hits) {
+      mix(&h.level, sizeof(h.level));
+      mix(&h.window_x, sizeof(h.window_x));
+      mix(&h.window_y, sizeof(h.window_y));
+      mix(&h.score, sizeof(h.score));
+    }
+  }
+  return hash;
+}
+
+// CUIMG_BENCH_FRAMES=N: only a plan of N frames of each workload (the inputs in turn, each in a
+// buffer of its own, CUIMG_BENCH_INPUT_OFFSET bytes in (0; 1 makes the inputs unaligned, so the
+// blocks kernel samples them byte by byte), hit threshold -0.5 so that every frame has hits),
+// timed as the batch rows,
+// then the Digest of its features (the workspace zeroed before the first run) and hits: equal
+// digests across builds mean the same features and hits bit for bit (issue 50's kernels against
+// a307ded's, whose checkpoint bench printed the same digest).
+absl::Status RunFrames(const Workload& w, const HogModel& model, int frames, int offset, int runs,
+                       cudaStream_t stream) {
+  std::string source;
+  const std::vector<Image> inputs = Inputs(w, &source);
+  DetectSpec spec;
+  spec.hit_threshold = -0.5;
+  CUIMG_ASSIGN_OR_RETURN(DetectPlan plan,
+                         DetectPlan::Create(inputs[0].extent(), 3, model, spec, frames));
+  std::vector<DeviceBuffer> d_in;
+  std::vector<const void*> in;
+  for (int f = 0; f < frames; ++f) {  // `offset` bytes into its buffer
+    const Image& image = inputs[f % inputs.size()];
+    CUIMG_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::Allocate(image.size_bytes() + offset));
+    auto* at = static_cast<std::uint8_t*>(b.data()) + offset;
+    CUIMG_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(at, image.bytes(), image.size_bytes(), cudaMemcpyHostToDevice), "input");
+    in.push_back(at);
+    d_in.push_back(std::move(b));
+  }
+  const std::size_t weight_bytes = model.weights.size() * sizeof(float);
+  CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_weights, DeviceBuffer::Allocate(weight_bytes));
+  CUIMG_CUDA_RETURN_IF_ERROR(
+      cudaMemcpy(d_weights.data(), model.weights.data(), weight_bytes, cudaMemcpyHostToDevice),
+      "weights");
+  const float* weights = d_weights.As<float>();
+  CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_ws, DeviceBuffer::Allocate(plan.WorkspaceBytes()));
+  CUIMG_CUDA_RETURN_IF_ERROR(cudaMemset(d_ws.data(), 0, plan.WorkspaceBytes()), "zero");
+  CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_hits, DeviceBuffer::Allocate(plan.HitsBytes()));
+  CUIMG_ASSIGN_OR_RETURN(Timing total, TimeOnStream(stream, 3, runs, [&](int) {
+                           return plan.Run(in, weights, d_ws.data(), d_hits.data(), stream);
+                         }));
+  CUIMG_ASSIGN_OR_RETURN(Timing blocks, TimeOnStream(stream, 3, runs, [&](int) {
+                           return plan.RunBlocks(in, d_ws.data(), d_hits.data(), stream);
+                         }));
+  CUIMG_ASSIGN_OR_RETURN(Timing scores, TimeOnStream(stream, 3, runs, [&](int) -> absl::Status {
+                           CUIMG_CUDA_RETURN_IF_ERROR(
+                               cudaMemsetAsync(d_hits.data(), 0, sizeof(std::uint32_t), stream),
+                               "zero the hit count");
+                           return plan.RunScores(weights, d_ws.data(), d_hits.data(), stream);
+                         }));
+  CUIMG_ASSIGN_OR_RETURN(auto got,
+                         FrameHits(plan, in, weights, d_ws.data(), d_hits.data(), stream));
+  std::vector<float> features(plan.WorkspaceBytes() / sizeof(float));
+  CUIMG_CUDA_RETURN_IF_ERROR(
+      cudaMemcpy(features.data(), d_ws.data(), plan.WorkspaceBytes(), cudaMemcpyDeviceToHost),
+      "features");
+  std::size_t raw_hits = 0;
+  for (const auto& frame_hits : got) raw_hits += frame_hits.size();
+  PrintJson(absl::StrFormat(
+      "\"impl\":\"cuimg_frames\",\"workload\":\"%s\",\"frames\":%d,\"input_offset\":%d,"
+      "\"per_frame_us\":%.2f,"
+      "\"blocks_per_frame_us\":%.2f,\"scores_per_frame_us\":%.2f,\"p10_us\":%.2f,"
+      "\"p90_us\":%.2f,\"raw_hits\":%zu,\"hash\":\"%016llx\"",
+      w.name, frames, offset, total.median_us / frames, blocks.median_us / frames,
+      scores.median_us / frames, total.p10_us / frames, total.p90_us / frames, raw_hits,
+      static_cast<unsigned long long>(Digest(features, got))));
+  return absl::OkStatus();
+}
 }  // namespace
 }  // namespace cuimg::bench
 
@@ -313,6 +407,13 @@ int main(int argc, char** argv) {
       "K20X\",\"cpu_us\":26200000");
   const std::vector<bench::Workload> workloads = {bench::Workload{"detect_1080p", 1920, 1080},
                                                   bench::Workload{"detect_768x576", 768, 576}};
+  if (const std::string frames = bench::EnvOr("CUIMG_BENCH_FRAMES", ""); !frames.empty()) {
+    return bench::RunWorkloads(workloads, args.filter, [&](const bench::Workload& w) {
+      const int offset = std::atoi(bench::EnvOr("CUIMG_BENCH_INPUT_OFFSET", "0").c_str());
+      return bench::RunFrames(w, *model, std::atoi(frames.c_str()), offset, args.runs(),
+                              device->stream.get());
+    });
+  }
   const int status = bench::RunWorkloads(workloads, args.filter, [&](const bench::Workload& w) {
     return bench::Run(w, *model, device->bandwidth, args.runs(), device->stream.get());
   });

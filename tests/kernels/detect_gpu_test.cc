@@ -25,6 +25,7 @@
 #include <iterator>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -510,17 +511,19 @@ TEST(DetectGpu, BatchedFramesAreEachFramesDetectionAlone) {
 }
 
 // EmulateOnHost is the kernels bit for bit (what hog_detect_batch_test and
-// hog_detect_emulation_test rely on): features and hits of a plan of 3 frames.
+// hog_detect_emulation_test rely on): features and hits of a plan of 3 frames; 3 channels both
+// byte by byte (201 wide) and from 32-bit words (204 wide: rows of whole words).
 TEST(DetectGpu, EmulationIsTheDeviceBitForBit) {
   CUIMG_SKIP_IF_NO_GPU();
   const HogModel people = LoadModel("opencv_people_64x128");
   DetectSpec spec;
   spec.hit_threshold = -1e9;
   spec.padding = 8;
-  for (int channels : {1, 3, 4}) {
+  for (const auto& [width, channels] :
+       {std::pair{201, 1}, std::pair{201, 3}, std::pair{201, 4}, std::pair{204, 3}}) {
     std::vector<Image> frames;
     std::vector<const void*> in;
-    for (int i = 0; i < 3; ++i) frames.push_back(Synthetic(201, 163, channels, 50 + i));
+    for (int i = 0; i < 3; ++i) frames.push_back(Synthetic(width, 163, channels, 50 + i));
     for (const Image& f : frames) in.push_back(f.bytes());
     absl::StatusOr<DetectPlan> plan = DetectPlan::Create(frames[0].extent(), channels, people, spec,
                                                          static_cast<int>(frames.size()));
@@ -536,7 +539,7 @@ TEST(DetectGpu, EmulationIsTheDeviceBitForBit) {
       EXPECT_EQ(testing::FrameDifference(*plan, got->workspace.data(), got->hits[f], f, *plan,
                                          workspace.data(), want[f], f),
                 "")
-          << channels << " channels";
+          << width << "x163x" << channels;
     }
   }
 }

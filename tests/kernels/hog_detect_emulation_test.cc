@@ -1,12 +1,15 @@
 // The detection kernels' own code (hog_strip.h, through DetectPlan::EmulateOnHost) against the CPU
 // reference, without a GPU: every window's score within 1e-4 on odd sizes, 1, 3 and 4 channels,
 // gamma on and off, padding, strides, scales and windows, with the workspace poisoned (NaN) so
-// any feature the blocks kernel does not write shows; the hit buffer and its count; plan
+// any feature the blocks kernel does not write shows; 3-channel sampling from words and from
+// bytes bit for bit the same; the hit buffer and its count; plan
 // geometry and launch counts; and, on the kernels' own features, scores and hits that are the
 // reference's arithmetic bit for bit. detect_gpu_test repeats the comparisons on the device.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -149,15 +152,67 @@ TEST(HogDetectEmulation, DefaultSpecOnAWiderImage) {
   ExpectEmulationMatchesReference(image, RandomModel(64, 128, 3), DetectSpec{}, "300x260x3");
 }
 
-// All 44 levels of a 1080p frame: the first levels' strips are 16 block rows high, the last ones'
-// 3 (StripRowsOf), and every block still equals the reference's.
+// All 44 levels of a 1080p frame: the first levels' strips are more than 16 block rows high (up
+// to 32: StripRowsOf sizes them by the resident CUDA blocks, 132 x 6 without a device), the last
+// ones' 3, and every block still equals the reference's.
 TEST(HogDetectEmulation, TallAndShortStripsOfA1080pFrame) {
   const Image image = Synthetic(1920, 1080, 1, 12);
   const HogModel model = RandomModel(64, 128, 13);
   absl::StatusOr<DetectPlan> plan = DetectPlan::Create(image.extent(), 1, model, DetectSpec{});
   ASSERT_TRUE(plan.ok());
-  EXPECT_THAT(plan->Describe(), ::testing::HasSubstr("x16..3 blocks"));
+  const std::string described = plan->Describe();
+  const std::size_t at = described.find("strips of 14x");
+  ASSERT_NE(at, std::string::npos) << described;
+  const int tallest = std::atoi(described.c_str() + at + std::strlen("strips of 14x"));
+  EXPECT_GT(tallest, 16) << described;
+  EXPECT_LE(tallest, 32) << described;
+  EXPECT_THAT(described, ::testing::HasSubstr("..3 blocks"));
   ExpectEmulationMatchesReference(image, model, DetectSpec{}, "1920x1080x1");
+}
+
+// Issue 50: 3-channel inputs whose rows are whole 32-bit words are sampled from words
+// (hog_words.h), others byte by byte. The same frames at an aligned and at an odd address take
+// the two paths: features and hits bit for bit the same, at every level (downscaled, with taps
+// clamped at the right and bottom edges, where the word path reads fewer words).
+TEST(HogDetectEmulation, WordAndByteSamplingAgree) {
+  const HogModel model = RandomModel(64, 128, 21);
+  DetectSpec spec;
+  spec.hit_threshold = -1e9;
+  spec.padding = 16;
+  spec.scale = 1.07;
+  for (const int width : {300, 404}) {
+    std::vector<Image> frames;
+    for (int i = 0; i < 2; ++i) frames.push_back(Synthetic(width, 260, 3, 30 + i));
+    absl::StatusOr<DetectPlan> plan = DetectPlan::Create(frames[0].extent(), 3, model, spec, 2);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const std::size_t bytes = frames[0].size_bytes();
+    // Word-aligned copies, and the same bytes one past an aligned address.
+    std::vector<std::uint32_t> aligned((bytes + 3) / 4 * 2 + 2);
+    std::vector<const void*> words;
+    std::vector<const void*> odd;
+    std::vector<std::uint8_t> shifted(2 * bytes + 8);
+    for (int f = 0; f < 2; ++f) {
+      auto* a = reinterpret_cast<std::uint8_t*>(aligned.data() + f * ((bytes + 3) / 4));
+      std::memcpy(a, frames[f].bytes(), bytes);
+      words.push_back(a);
+      std::uint8_t* o = shifted.data() + f * (bytes + 4) + 1;
+      std::memcpy(o, frames[f].bytes(), bytes);
+      odd.push_back(o);
+    }
+    ASSERT_EQ(reinterpret_cast<std::uintptr_t>(odd[0]) % 4 == 0, false);
+    std::vector<float> ws_words(plan->WorkspaceBytes() / sizeof(float), 0.f);
+    std::vector<float> ws_bytes(ws_words.size(), 0.f);
+    std::vector<std::uint8_t> hits_words(plan->HitsBytes());
+    std::vector<std::uint8_t> hits_bytes(plan->HitsBytes());
+    ASSERT_TRUE(
+        plan->EmulateOnHost(words, model.weights.data(), ws_words.data(), hits_words.data()).ok());
+    ASSERT_TRUE(
+        plan->EmulateOnHost(odd, model.weights.data(), ws_bytes.data(), hits_bytes.data()).ok());
+    EXPECT_EQ(std::memcmp(ws_words.data(), ws_bytes.data(), ws_words.size() * sizeof(float)), 0)
+        << width;
+    EXPECT_EQ(hits_words, hits_bytes) << width;
+    EXPECT_GT(DetectPlan::HitCount(hits_words.data()), 0u) << width;
+  }
 }
 
 TEST(HogDetectEmulation, NoWindowsMeansNoLaunchesAndAZeroCount) {

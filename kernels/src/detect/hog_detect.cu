@@ -60,7 +60,7 @@ __device__ __forceinline__ float BlockSum(float v) {
 // One CUDA block: a strip of up to 14 x 16 HOG blocks of one level of one frame (hog_strip.h).
 // ptxas gives it 80 registers, which 6 CUDA blocks an SM (their shared memory) allow; holding it
 // there with a minimum of 6 blocks in the bounds cost 80 instructions a period (sm_90 SASS).
-template <int kChannels>
+template <int kChannels, bool kWords = false>
 __global__ void __launch_bounds__(kStripThreads)
     HogBlocksKernel(const __grid_constant__ BlocksParams p) {
   constexpr int kPlanes = kChannels == 1 ? 1 : 3;
@@ -73,13 +73,21 @@ __global__ void __launch_bounds__(kStripThreads)
   const Strip strip = hog::StripOf(job, block - p.first_block[j]);
   const std::uint8_t* src = p.src[strip.frame];
   StripThread<kPlanes> th;
-  hog::StartStrip<kChannels>(p, job, strip, t, s, th);
+  hog::StartStrip<kChannels, kWords>(p, job, strip, t, s, th);
   __syncthreads();
   const int rows = hog::StripRows(job, strip);
   for (int period = 0; period <= rows; ++period) {
-    hog::SamplePeriod<kChannels>(job, src, period, t, s, th);
+    if (job.direct) {
+      hog::SamplePeriod<kChannels, kWords, true>(src, period, t, s, th);
+    } else {
+      hog::SamplePeriod<kChannels, kWords, false>(src, period, t, s, th);
+    }
     __syncthreads();
-    hog::VotePeriod(p, rows, period, t, s, th);
+    if (period > 0 && period < rows) {
+      hog::VotePeriod<true>(p, rows, period, t, s, th);
+    } else {
+      hog::VotePeriod<false>(p, rows, period, t, s, th);
+    }
     __syncthreads();
     if (period > 0) {
       float h[kHogBins];
@@ -101,8 +109,8 @@ __global__ void __launch_bounds__(kStripThreads)
 int ResidentStrips() {
   static const int per_sm = [] {
     int blocks = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, HogBlocksKernel<3>, kStripThreads,
-                                                      0) != cudaSuccess ||
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, HogBlocksKernel<3, true>,
+                                                      kStripThreads, 0) != cudaSuccess ||
         blocks <= 0) {
       (void)cudaGetLastError();  // a machine without a GPU: not an error of any later call
       return 6;
@@ -241,7 +249,11 @@ absl::Status DetectPlan::RunBlocks(absl::Span<const void* const> in, void* works
         HogBlocksKernel<1><<<grid, kStripThreads, 0, stream>>>(p);
         break;
       case 3:
-        HogBlocksKernel<3><<<grid, kStripThreads, 0, stream>>>(p);
+        if (hog::SampleWords(p, plan.frames)) {
+          HogBlocksKernel<3, true><<<grid, kStripThreads, 0, stream>>>(p);
+        } else {
+          HogBlocksKernel<3><<<grid, kStripThreads, 0, stream>>>(p);
+        }
         break;
       default:
         HogBlocksKernel<4><<<grid, kStripThreads, 0, stream>>>(p);

@@ -59,7 +59,7 @@ void Poison(StripSmem& s) {
 
 // The blocks kernel on the host: each phase for every thread of a CUDA block, in the kernel's
 // barrier order.
-template <int kChannels>
+template <int kChannels, bool kWords = false>
 void EmulateBlocks(const BlocksParams& p, int grid) {
   constexpr int kPlanes = kChannels == 1 ? 1 : 3;
   auto smem = std::make_unique<StripSmem>();
@@ -75,14 +75,25 @@ void EmulateBlocks(const BlocksParams& p, int grid) {
     const std::uint8_t* src = p.src[strip.frame];
     Poison(s);
     for (int t = 0; t < kStripThreads; ++t) {
-      hog::StartStrip<kChannels>(p, job, strip, t, s, threads[t]);
+      hog::StartStrip<kChannels, kWords>(p, job, strip, t, s, threads[t]);
     }
     const int rows = hog::StripRows(job, strip);
     for (int period = 0; period <= rows; ++period) {
       for (int t = 0; t < kStripThreads; ++t) {
-        hog::SamplePeriod<kChannels>(job, src, period, t, s, threads[t]);
+        if (job.direct) {
+          hog::SamplePeriod<kChannels, kWords, true>(src, period, t, s, threads[t]);
+        } else {
+          hog::SamplePeriod<kChannels, kWords, false>(src, period, t, s, threads[t]);
+        }
       }
-      for (int t = 0; t < kStripThreads; ++t) hog::VotePeriod(p, rows, period, t, s, threads[t]);
+      const bool middle = period > 0 && period < rows;  // the kernel's choice of VotePeriod
+      for (int t = 0; t < kStripThreads; ++t) {
+        if (middle) {
+          hog::VotePeriod<true>(p, rows, period, t, s, threads[t]);
+        } else {
+          hog::VotePeriod<false>(p, rows, period, t, s, threads[t]);
+        }
+      }
       if (period == 0) continue;
       for (int t = 0; t < kStripThreads; ++t) hog::HorizontalHalf(p, period, t, s, part[t]);
       for (int t = 0; t < kStripThreads; ++t) {  // the kernel's shuffle: own half + the other
@@ -126,7 +137,11 @@ absl::Status DetectPlan::EmulateOnHost(absl::Span<const void* const> in, const f
         EmulateBlocks<1>(p, chunk.block_grid);
         break;
       case 3:
-        EmulateBlocks<3>(p, chunk.block_grid);
+        if (hog::SampleWords(p, plan.frames)) {  // the kernel's choice
+          EmulateBlocks<3, true>(p, chunk.block_grid);
+        } else {
+          EmulateBlocks<3>(p, chunk.block_grid);
+        }
         break;
       default:
         EmulateBlocks<4>(p, chunk.block_grid);

@@ -42,11 +42,11 @@ std::size_t AlignUp(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; 
 
 // The block rows a strip of each level. The CUDA blocks start in level order; a strip gets as
 // many block rows as each resident CUDA block still has strip rows of work left (this level's and
-// the later ones', every frame's), within [3, 16]: the big levels take tall strips (fewer halo
-// rows) and the launch ends in short ones, so the multiprocessors run out of work together. Run
-// 210 on the H100 (one frame): 1080p 318 us against 330 with 8 rows for every level (and 320-326
-// with other bounds), 768x576 84 against 87. With 8 frames, 27 of 1080p's 44 levels get 16 rows
-// (7 with one frame).
+// the later ones', every frame's), within [3, kStripMaxBlocksY]: the big levels take tall strips
+// (fewer halo rows) and the launch ends in short ones, so the multiprocessors run out of work
+// together. Run 210 on the H100 (one frame): 1080p 318 us against 330 with 8 rows for every level
+// (and 320-326 with other bounds), 768x576 84 against 87. With 8 frames, 27 of 1080p's 44 levels
+// reached the former bound of 16 rows (7 with one frame).
 std::vector<int> StripRowsOf(const DetectGeometry& g, int frames) {
   constexpr int kFewestRows = 3;
   const double resident = ResidentStrips();

@@ -4,7 +4,7 @@
 // turn, so CPU tests exercise the kernel's own indexing, shared-memory layout and arithmetic.
 //
 // A CUDA block of 128 threads takes a strip of its level in one frame: kStripBlocksX = 14 HOG
-// blocks across (112 columns), BlockJob::strip_rows (up to kStripMaxBlocksY = 16) down, fewer at
+// blocks across (112 columns), BlockJob::strip_rows (up to kStripMaxBlocksY = 32) down, fewer at
 // the level's bottom (StripRows). Thread t owns one column of the padded level, X0 - 1 + t, and
 // walks down it:
 //   - it samples its column (INTER_LINEAR_EXACT from the input) once per row and keeps the last
@@ -37,14 +37,17 @@
 #include "cuimg/kernels/hog_types.h"
 #include "hog_math.h"
 #include "hog_scores.h"
+#include "hog_words.h"
 
 namespace cuimg::hog {
 
 inline constexpr int kStripThreads = 128;  // one sampled column each
 inline constexpr int kStripBlocksX = 14;   // blocks whose 16 columns lie in threads 1..112
-// Block rows a strip: at most 16 (17 periods of vote rows for 16 block rows); the plan gives the
-// last levels fewer so that the launch ends in short strips (StripRowsOf in hog_detect.cu).
-inline constexpr int kStripMaxBlocksY = 16;
+// Block rows a strip: at most 32 (33 periods of vote rows for 32 block rows: the first period's
+// rows are the halo that the strip above also samples); the plan gives the last levels fewer so
+// that the launch ends in short strips (StripRowsOf in hog_plan.cu). 1080p, 8 frames a launch
+// (H200, checkpoint c1 of 2026-12-02): blocks 244.3 -> 237.2 us a frame against 16 at most.
+inline constexpr int kStripMaxBlocksY = 32;
 inline constexpr int kPeriodRows = kHogBlockStride;                             // rows per barrier
 inline constexpr int kStripMaxRows = (kStripMaxBlocksY + 1) * kPeriodRows + 2;  // sampled rows
 inline constexpr int kCellSupport = 12;  // a cell's rows (columns)
@@ -111,9 +114,10 @@ struct StripSmem {
 // A thread's registers across the strip.
 template <int kPlanes>
 struct StripThread {
-  int4 xtap;   // its column's (byte offset of i0 in a row, of i1, c0, c1)
-  int column;  // in the padded level
-  bool simd;   // OpenCV's colour tie rule for the column (MaxChannel)
+  int4 xtap;     // its column's (byte offset of i0 in a row, of i1, c0, c1)
+  WordTap wtap;  // the same tap for the word path (3 channels, SampleWords; not at direct levels)
+  int column;    // in the padded level
+  bool simd;     // OpenCV's colour tie rule for the column (MaxChannel)
   float window[kPeriodRows + 2][kPlanes];  // samples of rows 8p - 1 .. 8p + 8
 };
 
@@ -177,7 +181,7 @@ CUIMG_HOG_HD void LoadPixel(const std::uint8_t* at, std::uint32_t (&v)[kChannels
 }
 
 // Phase 0, thread t: the gamma table, the strip's row taps, and the thread's column tap.
-template <int kChannels>
+template <int kChannels, bool kWords>
 CUIMG_HOG_HD void StartStrip(const BlocksParams& p, const BlockJob& job, const Strip& strip, int t,
                              StripSmem& s, StripThread<kChannels == 1 ? 1 : 3>& th) {
   const int x0 = strip.x * kStripBlocksX * kHogBlockStride;  // padded column of thread 1
@@ -189,6 +193,7 @@ CUIMG_HOG_HD void StartStrip(const BlocksParams& p, const BlockJob& job, const S
   if (!job.direct) tap = LinearExactTap(lx, job.scale_x, p.src_w);
   th.xtap = make_int4(tap.i0 * kChannels, tap.i1 * kChannels, static_cast<int>(tap.c0),
                       static_cast<int>(tap.c1));
+  if constexpr (kWords) th.wtap = MakeWordTap(tap);
   const int row_bytes = p.src_w * kChannels;  // the plan keeps the input under 2 GiB
   const int rows = (StripRows(job, strip) + 1) * kPeriodRows + 2;  // 1 above, 1 below
   for (int r = t; r < rows; r += kStripThreads) {
@@ -202,16 +207,31 @@ CUIMG_HOG_HD void StartStrip(const BlocksParams& p, const BlockJob& job, const S
 }
 
 // The gamma-corrected sample of strip row r (0 = the row above the first vote row) in the
-// thread's column, INTER_LINEAR_EXACT from the frame's input `src` (or the input's own pixel at
-// its size).
-template <int kChannels, int kPlanes>
-CUIMG_HOG_HD void SampleRow(const BlockJob& job, const std::uint8_t* src, const StripSmem& s,
+// thread's column, INTER_LINEAR_EXACT from the frame's input `src`, or with kDirect (the level
+// has the input's size: job.direct) the input's own pixel.
+template <int kChannels, bool kWords, bool kDirect, int kPlanes>
+CUIMG_HOG_HD void SampleRow(const std::uint8_t* src, const StripSmem& s,
                             const StripThread<kPlanes>& th, int r, float (&out)[kPlanes]) {
   const int4 ty = s.ytap[r];
+  if constexpr (kWords && !kDirect) {
+    static_assert(kChannels == 3, "the word path reads 3 channels");
+    std::uint32_t g0;
+    std::uint32_t g1;
+    const std::uint32_t br0 =
+        WordRow(src + static_cast<unsigned>(ty.x) + th.wtap.offset, th.wtap, &g0);
+    const std::uint32_t br1 =
+        WordRow(src + static_cast<unsigned>(ty.y) + th.wtap.offset, th.wtap, &g1);
+    const auto c0 = static_cast<std::uint32_t>(ty.z);
+    const auto c1 = static_cast<std::uint32_t>(ty.w);
+    out[0] = s.lut[WordColumn(br0 & 0xffffu, br1 & 0xffffu, c0, c1)];
+    out[1] = s.lut[WordColumn(g0, g1, c0, c1)];
+    out[2] = s.lut[WordColumn(br0 >> 16, br1 >> 16, c0, c1)];
+    return;
+  }
   const std::uint8_t* row0 = src + static_cast<unsigned>(ty.x);
   std::uint32_t a[kPlanes];
   LoadPixel<kChannels>(row0 + th.xtap.x, a);
-  if (job.direct) {
+  if constexpr (kDirect) {
     for (int c = 0; c < kPlanes; ++c) out[c] = s.lut[a[c]];
     return;
   }
@@ -232,13 +252,14 @@ CUIMG_HOG_HD void SampleRow(const BlockJob& job, const std::uint8_t* src, const 
 
 // Phase 1 of period p, thread t: samples rows 8p + 1 .. 8p + 8 of its column (at p = 0 also the
 // two rows above) of the frame's input `src` into its window, and rows 8p .. 8p + 7 into the
-// shared row buffer.
-template <int kChannels, int kPlanes>
-CUIMG_HOG_HD void SamplePeriod(const BlockJob& job, const std::uint8_t* src, int period, int t,
-                               StripSmem& s, StripThread<kPlanes>& th) {
+// shared row buffer. kDirect is job.direct, decided once a period by the caller: a test in each
+// row split the period's samples into blocks that ptxas could not interleave.
+template <int kChannels, bool kWords, bool kDirect, int kPlanes>
+CUIMG_HOG_HD void SamplePeriod(const std::uint8_t* src, int period, int t, StripSmem& s,
+                               StripThread<kPlanes>& th) {
   if (period == 0) {
-    SampleRow<kChannels>(job, src, s, th, 0, th.window[0]);
-    SampleRow<kChannels>(job, src, s, th, 1, th.window[1]);
+    SampleRow<kChannels, kWords, kDirect>(src, s, th, 0, th.window[0]);
+    SampleRow<kChannels, kWords, kDirect>(src, s, th, 1, th.window[1]);
   } else {
     for (int c = 0; c < kPlanes; ++c) {
       th.window[0][c] = th.window[kPeriodRows][c];
@@ -247,7 +268,8 @@ CUIMG_HOG_HD void SamplePeriod(const BlockJob& job, const std::uint8_t* src, int
   }
   CUIMG_HOG_UNROLL
   for (int q = 0; q < kPeriodRows; ++q) {
-    SampleRow<kChannels>(job, src, s, th, period * kPeriodRows + q + 2, th.window[q + 2]);
+    SampleRow<kChannels, kWords, kDirect>(src, s, th, period * kPeriodRows + q + 2,
+                                          th.window[q + 2]);
   }
   CUIMG_HOG_UNROLL
   for (int q = 0; q < kPeriodRows; ++q) {
@@ -255,24 +277,66 @@ CUIMG_HOG_HD void SamplePeriod(const BlockJob& job, const std::uint8_t* src, int
   }
 }
 
-// Cell sums += vote * weight, one fused step for each of the vote's two bins. `plane` is the
-// sums of one block row and cell row, `at0` and `at1` the bins' offsets in it (SumIndex).
-CUIMG_HOG_HD void AddVote(float* plane, int at0, int at1, const Vote& v, float weight) {
-  plane[at0] = Fma(v.w0, weight, plane[at0]);
-  plane[at1] = Fma(v.w1, weight, plane[at1]);
+// Row q of a period's votes into the open sums: row q + 8 of block row p - 1 (cell 0 covers rows
+// 0..11, cell 1 rows 4..15; `prev0`, `prev1`) when has_prev, row q of block row p (`cur0`,
+// `cur1`) when has_cur; each sum += vote * the row's weight, one fused step for each of the
+// vote's two bins (offsets `at0` and `at1` in a plane: SumIndex). The up to 6 sums are distinct
+// (the bins differ, the planes too), so every load goes out before the first store: one shared-
+// memory round trip where one sum after the other made a chain of six.
+CUIMG_HOG_HD void AddRowVotes(const BlocksParams& p, int q, bool has_prev, bool has_cur,
+                              float* prev0, float* prev1, float* cur0, float* cur1, int at0,
+                              int at1, const Vote& v) {
+  const bool prev_cell0 = has_prev && q + kPeriodRows < kCellSupport;
+  const bool cur_cell1 = has_cur && q >= kHogBlockSize - kCellSupport;
+  float a0 = 0.f, a1 = 0.f, b0 = 0.f, b1 = 0.f, c0 = 0.f, c1 = 0.f, d0 = 0.f, d1 = 0.f;
+  if (prev_cell0) {
+    a0 = prev0[at0];
+    a1 = prev0[at1];
+  }
+  if (has_prev) {
+    b0 = prev1[at0];
+    b1 = prev1[at1];
+  }
+  if (has_cur) {
+    c0 = cur0[at0];
+    c1 = cur0[at1];
+  }
+  if (cur_cell1) {
+    d0 = cur1[at0];
+    d1 = cur1[at1];
+  }
+  const int qp = q + kPeriodRows;  // the row in block row p - 1
+  if (prev_cell0) {
+    prev0[at0] = Fma(v.w0, p.row_weight[0][qp], a0);
+    prev0[at1] = Fma(v.w1, p.row_weight[0][qp], a1);
+  }
+  if (has_prev) {
+    prev1[at0] = Fma(v.w0, p.row_weight[1][qp], b0);
+    prev1[at1] = Fma(v.w1, p.row_weight[1][qp], b1);
+  }
+  if (has_cur) {
+    cur0[at0] = Fma(v.w0, p.row_weight[0][q], c0);
+    cur0[at1] = Fma(v.w1, p.row_weight[0][q], c1);
+  }
+  if (cur_cell1) {
+    cur1[at0] = Fma(v.w0, p.row_weight[1][q], d0);
+    cur1[at1] = Fma(v.w1, p.row_weight[1][q], d1);
+  }
 }
 
 // Phase 2 of period p, thread t: the votes of rows 8p .. 8p + 7 of its column, summed into its
 // column of block rows p - 1 (its rows 8..15) and p (rows 0..7, whose sums it zeroes first: block
 // row p - 2 was there, read by phase 3 of period p - 1) with the row weights. The strip has
-// `rows` block rows (StripRows): its last period opens none.
-template <int kPlanes>
+// `rows` block rows (StripRows): its first period closes none, its last opens none. kMiddle:
+// the caller knows 0 < period < rows (both block rows open), so the rows' votes are code without
+// branches that ptxas interleaves (the tests around each row's sums split them into blocks).
+template <bool kMiddle, int kPlanes>
 CUIMG_HOG_HD void VotePeriod(const BlocksParams& p, int rows, int period, int t, StripSmem& s,
                              const StripThread<kPlanes>& th) {
   const int left = t > 0 ? t - 1 : 0;  // threads 0 and 127 vote for no block: any neighbour
   const int right = t + 1 < kStripThreads ? t + 1 : t;
-  const bool has_prev = period > 0;
-  const bool has_cur = period < rows;
+  const bool has_prev = kMiddle || period > 0;
+  const bool has_cur = kMiddle || period < rows;
   float* prev0 = s.sums + SumIndex(period - 1, 0, 0, t);
   float* prev1 = s.sums + SumIndex(period - 1, 1, 0, t);
   float* cur0 = s.sums + SumIndex(period, 0, 0, t);
@@ -304,20 +368,8 @@ CUIMG_HOG_HD void VotePeriod(const BlocksParams& p, int rows, int period, int t,
       mag2 = PickChannel(cdx, cdy, th.simd, &dx, &dy);
     }
     const Vote v = VoteOfMagnitude(dx, dy, mag2);
-    const int at0 = SumIndex(0, 0, v.bin0, 0);
-    const int at1 = SumIndex(0, 0, v.bin1, 0);
-    // Row q is row q + 8 of block row p - 1 (cell 0 covers rows 0..11, cell 1 rows 4..15) and
-    // row q of block row p.
-    if (has_prev) {
-      if (q + kPeriodRows < kCellSupport) {
-        AddVote(prev0, at0, at1, v, p.row_weight[0][q + kPeriodRows]);
-      }
-      AddVote(prev1, at0, at1, v, p.row_weight[1][q + kPeriodRows]);
-    }
-    if (has_cur) {
-      AddVote(cur0, at0, at1, v, p.row_weight[0][q]);
-      if (q >= kHogBlockSize - kCellSupport) AddVote(cur1, at0, at1, v, p.row_weight[1][q]);
-    }
+    AddRowVotes(p, q, has_prev, has_cur, prev0, prev1, cur0, cur1, SumIndex(0, 0, v.bin0, 0),
+                SumIndex(0, 0, v.bin1, 0), v);
   }
 }
 
@@ -393,6 +445,17 @@ CUIMG_HOG_HD void StoreCell(const BlocksParams& p, const BlockJob& job, const St
     const int f = first + i;  // the upper half has 4 bins (5..8), the lower 5
     if (f - cell * kHogBins < kHogBins) block[(f / 4) * job.pitch * 4 + f % 4] = v * scale;
   }
+}
+
+// Whether the blocks kernel samples the plan's `frames` inputs (p.src) from 32-bit words
+// (hog_words.h): 3 channels, rows of a whole number of words and every input 4-byte aligned, so
+// that every word it loads lies in its input.
+inline bool SampleWords(const BlocksParams& p, int frames) {
+  if (p.channels != 3 || (p.src_w * 3) % 4 != 0) return false;
+  for (int f = 0; f < frames; ++f) {
+    if (reinterpret_cast<std::uintptr_t>(p.src[f]) % 4 != 0) return false;
+  }
+  return true;
 }
 
 // The weight tables of BlocksParams (host): OpenCV's block Gaussian (sigma 4) and its bilinear
