@@ -48,7 +48,7 @@ struct Options {
   bool anchor = true;
 };
 
-// "r" -> rounds; "q" -> the queue (the default); "o" -> bricks first run in raster order.
+// "r" -> rounds (the default); "q" -> the queue; "o" -> bricks first run in raster order.
 bool ParseVariant(const std::string& text, ReconstructionTuning* t) {
   for (const char c : text) {
     if (c == 'r') {
