@@ -228,6 +228,29 @@ bool SameHits(const std::vector<WindowHit>& a, const std::vector<WindowHit>& b) 
 }
 
 // Plans of `frames` frames of workload `w` (issue 50): GPU time a launch pair and a frame.
+// A plan of several frames timed whole, its blocks launch alone and its scores launch alone.
+struct PlanTimes {
+  Timing total, blocks, scores;
+};
+absl::StatusOr<PlanTimes> TimePlan(const DetectPlan& plan, absl::Span<const void* const> in,
+                                   const float* weights, void* ws, void* hits, int runs,
+                                   cudaStream_t stream) {
+  PlanTimes t;
+  CUIMG_ASSIGN_OR_RETURN(t.total, TimeOnStream(stream, 3, runs, [&](int) {
+                           return plan.Run(in, weights, ws, hits, stream);
+                         }));
+  CUIMG_ASSIGN_OR_RETURN(t.blocks, TimeOnStream(stream, 3, runs, [&](int) {
+                           return plan.RunBlocks(in, ws, hits, stream);
+                         }));
+  CUIMG_ASSIGN_OR_RETURN(t.scores, TimeOnStream(stream, 3, runs, [&](int) -> absl::Status {
+                           CUIMG_CUDA_RETURN_IF_ERROR(
+                               cudaMemsetAsync(hits, 0, sizeof(std::uint32_t), stream),
+                               "zero the hit count");
+                           return plan.RunScores(weights, ws, hits, stream);
+                         }));
+  return t;
+}
+
 absl::Status RunBatch(const Workload& w, const HogModel& model, int frames, int runs,
                       cudaStream_t stream) {
   std::string source;
@@ -254,18 +277,11 @@ absl::Status RunBatch(const Workload& w, const HogModel& model, int frames, int 
   const float* weights = d_weights.As<float>();
   CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_ws, DeviceBuffer::Allocate(plan.WorkspaceBytes()));
   CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_hits, DeviceBuffer::Allocate(plan.HitsBytes()));
-  CUIMG_ASSIGN_OR_RETURN(Timing total, TimeOnStream(stream, 3, runs, [&](int) {
-                           return plan.Run(in, weights, d_ws.data(), d_hits.data(), stream);
-                         }));
-  CUIMG_ASSIGN_OR_RETURN(Timing blocks, TimeOnStream(stream, 3, runs, [&](int) {
-                           return plan.RunBlocks(in, d_ws.data(), d_hits.data(), stream);
-                         }));
-  CUIMG_ASSIGN_OR_RETURN(Timing scores, TimeOnStream(stream, 3, runs, [&](int) -> absl::Status {
-                           CUIMG_CUDA_RETURN_IF_ERROR(
-                               cudaMemsetAsync(d_hits.data(), 0, sizeof(std::uint32_t), stream),
-                               "zero the hit count");
-                           return plan.RunScores(weights, d_ws.data(), d_hits.data(), stream);
-                         }));
+  CUIMG_ASSIGN_OR_RETURN(const PlanTimes times,
+                         TimePlan(plan, in, weights, d_ws.data(), d_hits.data(), runs, stream));
+  const Timing& total = times.total;
+  const Timing& blocks = times.blocks;
+  const Timing& scores = times.scores;
   // Every frame's hits against the plan of one frame on its input (hits bit for bit).
   CUIMG_ASSIGN_OR_RETURN(auto got,
                          FrameHits(plan, in, weights, d_ws.data(), d_hits.data(), stream));
@@ -352,18 +368,11 @@ absl::Status RunFrames(const Workload& w, const HogModel& model, int frames, int
   CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_ws, DeviceBuffer::Allocate(plan.WorkspaceBytes()));
   CUIMG_CUDA_RETURN_IF_ERROR(cudaMemset(d_ws.data(), 0, plan.WorkspaceBytes()), "zero");
   CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_hits, DeviceBuffer::Allocate(plan.HitsBytes()));
-  CUIMG_ASSIGN_OR_RETURN(Timing total, TimeOnStream(stream, 3, runs, [&](int) {
-                           return plan.Run(in, weights, d_ws.data(), d_hits.data(), stream);
-                         }));
-  CUIMG_ASSIGN_OR_RETURN(Timing blocks, TimeOnStream(stream, 3, runs, [&](int) {
-                           return plan.RunBlocks(in, d_ws.data(), d_hits.data(), stream);
-                         }));
-  CUIMG_ASSIGN_OR_RETURN(Timing scores, TimeOnStream(stream, 3, runs, [&](int) -> absl::Status {
-                           CUIMG_CUDA_RETURN_IF_ERROR(
-                               cudaMemsetAsync(d_hits.data(), 0, sizeof(std::uint32_t), stream),
-                               "zero the hit count");
-                           return plan.RunScores(weights, d_ws.data(), d_hits.data(), stream);
-                         }));
+  CUIMG_ASSIGN_OR_RETURN(const PlanTimes times,
+                         TimePlan(plan, in, weights, d_ws.data(), d_hits.data(), runs, stream));
+  const Timing& total = times.total;
+  const Timing& blocks = times.blocks;
+  const Timing& scores = times.scores;
   CUIMG_ASSIGN_OR_RETURN(auto got,
                          FrameHits(plan, in, weights, d_ws.data(), d_hits.data(), stream));
   std::vector<float> features(plan.WorkspaceBytes() / sizeof(float));
