@@ -72,7 +72,7 @@ ABSL_FLAG(std::string, frame_decoder, "",
           "server. Without it such frames are refused (GetServerInfo leaves their syntaxes out).");
 ABSL_FLAG(int, max_inflight_requests, 64,
           "Requests admitted at once; more get RESOURCE_EXHAUSTED.");
-ABSL_FLAG(int, stream_frames_in_flight, 4,
+ABSL_FLAG(int, stream_frames_in_flight, 16,
           "Frames one DetectStream holds at most (received, not yet answered), in [1, 64]; at "
           "the bound the server reads no more of that stream (flow control holds the client).");
 ABSL_FLAG(int, cpu_threads_per_request, 0, "CPU backend threads per request (0 = all cores).");

@@ -69,9 +69,10 @@ struct Frame {
 // A stream's frames come from this: false at the end.
 using FrameSource = std::function<absl::StatusOr<bool>(Frame*)>;
 
-// Frames sent on a DetectStream and not yet answered, at most: the server holds 4, the rest keep
-// the transport busy; the client holds as many decoded frames (for drawing) and no more.
-constexpr std::size_t kStreamWindow = 8;
+// Frames sent on a DetectStream and not yet answered, at most: as many as the server holds by
+// default (--stream_frames_in_flight), so that its decode batches fill; the client holds as many
+// decoded frames (for drawing) and no more.
+constexpr std::size_t kStreamWindow = 16;
 
 void SetInput(const Frame& frame, v1::DetectPedestriansRequest* request) {
   if (!frame.encoded.empty()) {

@@ -24,7 +24,7 @@ from server_process import ServerProcess
 SERVER = os.environ["CUIMG_SERVER"]
 BACKEND = os.environ.get("CUIMG_BACKEND", "cpu")
 # What the server holds of one stream at most (detect_stream_rpc.cc, detection.proto).
-FRAMES_IN_FLIGHT = 4
+FRAMES_IN_FLIGHT = 4  # the server's bound, set below (its default is 16)
 
 
 def boxes(response):
@@ -55,7 +55,9 @@ def wait_for(predicate, seconds=20):
 class DetectStreamOverTheWire(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = ServerProcess(SERVER, f"--backend={BACKEND}")
+        cls.server = ServerProcess(
+            SERVER, f"--backend={BACKEND}", f"--stream_frames_in_flight={FRAMES_IN_FLIGHT}"
+        )
         cls.channel = cls.server.channel()
         cls.stub = imaging_service_pb2_grpc.ImagingStub(cls.channel)
         # The server's own decoding of basketball2.png (pyramid level 0 is a copy), and a colour
