@@ -228,6 +228,33 @@ bool SameHits(const std::vector<WindowHit>& a, const std::vector<WindowHit>& b) 
 }
 
 // Plans of `frames` frames of workload `w` (issue 50): GPU time a launch pair and a frame.
+// `frames` inputs (cycling through `inputs`) on the device, each in a buffer of its own and
+// `offset` bytes into it (an odd offset takes the kernels' byte path), and the model's weights.
+struct DeviceFrames {
+  std::vector<DeviceBuffer> buffers;
+  std::vector<const void*> in;
+  DeviceBuffer weights;
+};
+absl::StatusOr<DeviceFrames> UploadFrames(const std::vector<Image>& inputs, int frames, int offset,
+                                          const HogModel& model) {
+  DeviceFrames d;
+  for (int f = 0; f < frames; ++f) {
+    const Image& image = inputs[f % inputs.size()];
+    CUIMG_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::Allocate(image.size_bytes() + offset));
+    auto* at = static_cast<std::uint8_t*>(b.data()) + offset;
+    CUIMG_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(at, image.bytes(), image.size_bytes(), cudaMemcpyHostToDevice), "input");
+    d.in.push_back(at);
+    d.buffers.push_back(std::move(b));
+  }
+  const std::size_t weight_bytes = model.weights.size() * sizeof(float);
+  CUIMG_ASSIGN_OR_RETURN(d.weights, DeviceBuffer::Allocate(weight_bytes));
+  CUIMG_CUDA_RETURN_IF_ERROR(
+      cudaMemcpy(d.weights.data(), model.weights.data(), weight_bytes, cudaMemcpyHostToDevice),
+      "weights");
+  return d;
+}
+
 // A plan of several frames timed whole, its blocks launch alone and its scores launch alone.
 struct PlanTimes {
   Timing total, blocks, scores;
@@ -259,22 +286,10 @@ absl::Status RunBatch(const Workload& w, const HogModel& model, int frames, int 
   CUIMG_ASSIGN_OR_RETURN(DetectPlan plan,
                          DetectPlan::Create(inputs[0].extent(), 3, model, spec, frames));
   CUIMG_ASSIGN_OR_RETURN(DetectPlan alone, DetectPlan::Create(inputs[0].extent(), 3, model, spec));
-  std::vector<DeviceBuffer> d_in;
-  std::vector<const void*> in;
-  for (int f = 0; f < frames; ++f) {  // a buffer each, as frames gathered from several calls
-    const Image& image = inputs[f % inputs.size()];
-    CUIMG_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::Allocate(image.size_bytes()));
-    CUIMG_CUDA_RETURN_IF_ERROR(
-        cudaMemcpy(b.data(), image.bytes(), image.size_bytes(), cudaMemcpyHostToDevice), "input");
-    in.push_back(b.data());
-    d_in.push_back(std::move(b));
-  }
-  const std::size_t weight_bytes = model.weights.size() * sizeof(float);
-  CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_weights, DeviceBuffer::Allocate(weight_bytes));
-  CUIMG_CUDA_RETURN_IF_ERROR(
-      cudaMemcpy(d_weights.data(), model.weights.data(), weight_bytes, cudaMemcpyHostToDevice),
-      "weights");
-  const float* weights = d_weights.As<float>();
+  // A buffer each, as frames gathered from several calls.
+  CUIMG_ASSIGN_OR_RETURN(const DeviceFrames d_frames, UploadFrames(inputs, frames, 0, model));
+  const std::vector<const void*>& in = d_frames.in;
+  const float* weights = d_frames.weights.As<float>();
   CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_ws, DeviceBuffer::Allocate(plan.WorkspaceBytes()));
   CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_hits, DeviceBuffer::Allocate(plan.HitsBytes()));
   CUIMG_ASSIGN_OR_RETURN(const PlanTimes times,
@@ -348,23 +363,9 @@ absl::Status RunFrames(const Workload& w, const HogModel& model, int frames, int
   spec.hit_threshold = -0.5;
   CUIMG_ASSIGN_OR_RETURN(DetectPlan plan,
                          DetectPlan::Create(inputs[0].extent(), 3, model, spec, frames));
-  std::vector<DeviceBuffer> d_in;
-  std::vector<const void*> in;
-  for (int f = 0; f < frames; ++f) {  // `offset` bytes into its buffer
-    const Image& image = inputs[f % inputs.size()];
-    CUIMG_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::Allocate(image.size_bytes() + offset));
-    auto* at = static_cast<std::uint8_t*>(b.data()) + offset;
-    CUIMG_CUDA_RETURN_IF_ERROR(
-        cudaMemcpy(at, image.bytes(), image.size_bytes(), cudaMemcpyHostToDevice), "input");
-    in.push_back(at);
-    d_in.push_back(std::move(b));
-  }
-  const std::size_t weight_bytes = model.weights.size() * sizeof(float);
-  CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_weights, DeviceBuffer::Allocate(weight_bytes));
-  CUIMG_CUDA_RETURN_IF_ERROR(
-      cudaMemcpy(d_weights.data(), model.weights.data(), weight_bytes, cudaMemcpyHostToDevice),
-      "weights");
-  const float* weights = d_weights.As<float>();
+  CUIMG_ASSIGN_OR_RETURN(const DeviceFrames d_frames, UploadFrames(inputs, frames, offset, model));
+  const std::vector<const void*>& in = d_frames.in;
+  const float* weights = d_frames.weights.As<float>();
   CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_ws, DeviceBuffer::Allocate(plan.WorkspaceBytes()));
   CUIMG_CUDA_RETURN_IF_ERROR(cudaMemset(d_ws.data(), 0, plan.WorkspaceBytes()), "zero");
   CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_hits, DeviceBuffer::Allocate(plan.HitsBytes()));
