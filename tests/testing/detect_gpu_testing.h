@@ -30,7 +30,6 @@
 #include "tests/testing/gpu_test_env.h"
 #include "tests/testing/hog_testing.h"
 
-
 namespace cuimg {
 namespace detect_gpu_testing {
 
@@ -81,7 +80,7 @@ struct GpuResult {
 };
 
 inline absl::StatusOr<GpuResult> RunOnGpu(const Image& image, const HogModel& model,
-                                   const DetectSpec& spec, bool read_workspace = false) {
+                                          const DetectSpec& spec, bool read_workspace = false) {
   CUIMG_ASSIGN_OR_RETURN(DetectPlan plan,
                          DetectPlan::Create(image.extent(), image.channels(), model, spec));
   CUIMG_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
@@ -135,8 +134,9 @@ struct GpuBatch {
   std::vector<std::vector<WindowHit>> hits;  // per frame, HitOrder
   std::vector<float> workspace;
 };
-inline absl::StatusOr<GpuBatch> RunBatchOnGpu(const DetectPlan& plan, const std::vector<Image>& frames,
-                                       const HogModel& model, bool repeat = false) {
+inline absl::StatusOr<GpuBatch> RunBatchOnGpu(const DetectPlan& plan,
+                                              const std::vector<Image>& frames,
+                                              const HogModel& model, bool repeat = false) {
   CUIMG_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
   std::vector<DeviceBuffer> d_in;
   std::vector<const void*> in;
@@ -183,8 +183,8 @@ inline absl::StatusOr<GpuBatch> RunBatchOnGpu(const DetectPlan& plan, const std:
 // frames.size() frames in one plan on the device against each frame alone on the device:
 // features and hits bit for bit. Returns the hits compared.
 inline std::size_t ExpectBatchMatchesAlone(const std::vector<Image>& frames, const HogModel& model,
-                                    const DetectSpec& spec, const std::string& what,
-                                    bool repeat = false) {
+                                           const DetectSpec& spec, const std::string& what,
+                                           bool repeat = false) {
   const Image& first = frames[0];
   absl::StatusOr<DetectPlan> batch = DetectPlan::Create(first.extent(), first.channels(), model,
                                                         spec, static_cast<int>(frames.size()));
@@ -213,7 +213,7 @@ inline std::size_t ExpectBatchMatchesAlone(const std::vector<Image>& frames, con
 
 // With the threshold far below every score, every window is a hit: compares them all.
 inline void ExpectEveryScoreMatches(const Image& image, const HogModel& model, DetectSpec spec,
-                             const std::string& what) {
+                                    const std::string& what) {
   spec.hit_threshold = -1e9;
   absl::StatusOr<DetectResult> want = DetectReference(image.view(), model, spec);
   ASSERT_TRUE(want.ok()) << want.status() << " " << what;
