@@ -201,8 +201,8 @@ class DetectionCalls:
         an (id, frame) pair whose id (a str of at most 128 bytes) comes back in the result. A
         frame is a gray (H, W) or BGR/BGRA (H, W, C) uint8 array, PNG/JPEG file bytes, or a
         resident handle (str). The iterable is read on a gRPC thread only as fast as the server
-        takes frames (it holds at most 16 per stream by default): a caller that reads results slowly holds
-        the frames back, beyond what gRPC's flow-control windows buffer.
+        takes frames (it holds at most 16 per stream by default): a caller that reads results
+        slowly holds the frames back, beyond what gRPC's flow-control windows buffer.
         parameters: detect()'s keyword arguments (model, hit_threshold, ...), for every frame.
         timeout: the whole stream's deadline in seconds (None: none, for endless sources).
 
