@@ -11,6 +11,7 @@
 # (vtest_1080p_NN.jpg and vtest_NN.jpg, as the bundle's data/ carries them). Binaries:
 # BUILD_DIR/{server/cuimg-server,client/cuimg,benchmarks/echo_server,benchmarks/transport_bench},
 # or the bundle's bin/. Raw JSON in $OUT (default /tmp/gpu_batches). About 3 minutes on an H200.
+# CUIMG_BATCH_ROWS picks the rows (tiles detect; default both).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 if [ -x "$HERE/bin/cuimg-server" ]; then  # the bundle: binaries in bin/, the sources beside
@@ -75,7 +76,10 @@ load() {  # name, load flags...
     echo "   failed (exit $?): $(tail -c 300 "$OUT/$name.err")" >&2
 }
 
+rows() { [[ " ${CUIMG_BATCH_ROWS:-tiles detect} " == *" $1 "* ]]; }
+
 # Tiles: one server, batching flags at their defaults (the batch is the call's).
+if rows tiles; then
 start_server --worker_threads=16
 for shape in 64x64:256 256x256:64; do
   size=${shape%:*}
@@ -94,12 +98,13 @@ timeout 240 "$PYTHON" "$ROOT/benchmarks/transport_bench.py" --server "$SERVER" -
   --driver "$DRIVER" --backend="$BACKEND" --settings=default -- --requests=200 --load_seconds="$SECONDS_PER_ROW" \
   --volume_runs=0 --batch_shapes=64x64x256,256x256x64 --batch_concurrency=16 \
   > "$OUT/transport.jsonl" 2> "$OUT/transport.err" || echo "   transport_bench failed" >&2
+fi
 
 # Detection, each mode beside batching off (the baseline): decode batches of 4 alone (the
 # defaults: --batch_max_size 4, --detect_batch_max_size 1), and decode and HOG batches of 4. 1080p
 # at 32 in flight (8 channels) and one at a time; DetectStream with 4 and with 16 frames unanswered
 # (the server's --stream_frames_in_flight raised to 16 so that it holds them).
-for mode in off:1:1 dec4:4:1 both4:4:4; do
+rows detect && for mode in off:1:1 dec4:4:1 both4:4:4; do
   IFS=: read -r name decode hog <<< "$mode"
   start_server --worker_threads=16 --batch_max_size="$decode" --detect_batch_max_size="$hog" \
     --stream_frames_in_flight=16
