@@ -6,15 +6,15 @@
 #     /src/build/ compile with the same command lines;
 #   - the compiler known by its --version (not its file's mtime), so the toolkit's nvcc mounted
 #     into the image's build, or a wrapper script on PATH, counts as the same compiler;
-#   - system headers left out of the direct-mode manifests (sloppiness system_headers): the
-#     image's Debian 12 base and the host differ in point releases of header packages
-#     (linux-libc-dev, libssl-dev), which made every object of the image's build a miss. Point
-#     releases keep the ABI; after a wholesale change of the system's headers run `ccache -C`.
+#   - one locale for the compilers (LANG=C.UTF-8, no LC_ overrides): ccache hashes LANG and the
+#     LC_ variables, and the image's build stage had none set where a host has LANG=C.UTF-8
+#     (every object of the image's build missed).
 # CMAKE_LAUNCHERS holds the CMake arguments that turn ccache on (empty without ccache).
 CMAKE_LAUNCHERS=()
 if command -v ccache > /dev/null; then
   CMAKE_LAUNCHERS=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
   export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(pwd)}"
   export CCACHE_COMPILERCHECK="${CCACHE_COMPILERCHECK:-%compiler% --version}"
-  export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-system_headers}"
+  export LANG=C.UTF-8
+  unset LC_ALL LC_CTYPE LC_MESSAGES
 fi
