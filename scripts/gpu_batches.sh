@@ -151,7 +151,10 @@ def row(label, s, baseline=None, note=""):
 print("\n| workload | images/s | calls/s | p50 ms | p99 ms | vs baseline | decode / HOG batch "
       "(mean, as calls saw it) | notes |")
 print("|---|---|---|---|---|---|---|---|")
+picked = os.environ.get("CUIMG_BATCH_ROWS", "tiles detect").split()
 for size, n, target in (("64x64", 256, ">= 300,000 tiles/s"), ("256x256", 64, "")):
+    if "tiles" not in picked:
+        break
     one = read(f"tiles_{size}_one")
     row(f"{size} u8 dilate 3x3, one tile a call, 64 in flight (baseline)", one)
     row(f"{size} u8 dilate 3x3, batches of {n}, 16 in flight", read(f"tiles_{size}_batch{n}"),
@@ -159,13 +162,13 @@ for size, n, target in (("64x64", 256, ">= 300,000 tiles/s"), ("256x256", 64, ""
 modes = (("off", "batching off (baseline)"),
          ("dec4", "decode batches of 4 (the defaults)"),
          ("both4", "decode and HOG batches of 4"))
-for name, label in modes:
+for name, label in modes if "detect" in picked else ():
     row(f"1080p JPEG detect, 32 in flight, {label}", read(f"detect1080_{name}_c32"),
         read("detect1080_off_c32") if name != "off" else None, "target >= 3,000 frames/s")
-for name, label in modes:
+for name, label in modes if "detect" in picked else ():
     row(f"1080p JPEG detect, one at a time, {label}", read(f"detect1080_{name}_c1"), None,
         "target p50 <= 2.5 ms")
-for depth in (4, 16):
+for depth in (4, 16) if "detect" in picked else ():
     for name, label in modes:
         row(f"768x576 JPEG DetectStream, 300 frames, one stream ({depth} unanswered), {label}",
             read(f"stream768_{name}_d{depth}"),
