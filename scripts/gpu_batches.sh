@@ -76,7 +76,8 @@ load() {  # name, load flags...
     echo "   failed (exit $?): $(tail -c 300 "$OUT/$name.err")" >&2
 }
 
-rows() { [[ " ${CUIMG_BATCH_ROWS:-tiles detect} " == *" $1 "* ]]; }
+ROWS=${CUIMG_BATCH_ROWS:-tiles detect}
+rows() { [[ " $ROWS " == *" $1 "* ]]; }
 
 # Tiles: one server, batching flags at their defaults (the batch is the call's).
 if rows tiles; then
@@ -119,9 +120,10 @@ rows detect && for mode in off:1:1 dec4:4:1 both4:4:4; do
   stop_server
 done
 
-python3 - "$OUT" << 'EOF'
+python3 - "$OUT" "$ROWS" << 'EOF'
 import json, os, sys
 out = sys.argv[1]
+picked = sys.argv[2].split()
 
 def read(name):
     try:
@@ -151,29 +153,28 @@ def row(label, s, baseline=None, note=""):
 print("\n| workload | images/s | calls/s | p50 ms | p99 ms | vs baseline | decode / HOG batch "
       "(mean, as calls saw it) | notes |")
 print("|---|---|---|---|---|---|---|---|")
-picked = os.environ.get("CUIMG_BATCH_ROWS", "tiles detect").split()
-for size, n, target in (("64x64", 256, ">= 300,000 tiles/s"), ("256x256", 64, "")):
-    if "tiles" not in picked:
-        break
-    one = read(f"tiles_{size}_one")
-    row(f"{size} u8 dilate 3x3, one tile a call, 64 in flight (baseline)", one)
-    row(f"{size} u8 dilate 3x3, batches of {n}, 16 in flight", read(f"tiles_{size}_batch{n}"),
-        one, f"target {target}" if target else "")
-modes = (("off", "batching off (baseline)"),
-         ("dec4", "decode batches of 4 (the defaults)"),
-         ("both4", "decode and HOG batches of 4"))
-for name, label in modes if "detect" in picked else ():
-    row(f"1080p JPEG detect, 32 in flight, {label}", read(f"detect1080_{name}_c32"),
-        read("detect1080_off_c32") if name != "off" else None, "target >= 3,000 frames/s")
-for name, label in modes if "detect" in picked else ():
-    row(f"1080p JPEG detect, one at a time, {label}", read(f"detect1080_{name}_c1"), None,
-        "target p50 <= 2.5 ms")
-for depth in (4, 16) if "detect" in picked else ():
+if "tiles" in picked:
+    for size, n, target in (("64x64", 256, ">= 300,000 tiles/s"), ("256x256", 64, "")):
+        one = read(f"tiles_{size}_one")
+        row(f"{size} u8 dilate 3x3, one tile a call, 64 in flight (baseline)", one)
+        row(f"{size} u8 dilate 3x3, batches of {n}, 16 in flight", read(f"tiles_{size}_batch{n}"),
+            one, f"target {target}" if target else "")
+if "detect" in picked:
+    modes = (("off", "batching off (baseline)"),
+             ("dec4", "decode batches of 4 (the defaults)"),
+             ("both4", "decode and HOG batches of 4"))
     for name, label in modes:
-        row(f"768x576 JPEG DetectStream, 300 frames, one stream ({depth} unanswered), {label}",
-            read(f"stream768_{name}_d{depth}"),
-            read("stream768_off_d4") if (name, depth) != ("off", 4) else None,
-            "target >= 4,000 frames/s, p99 <= 3 ms")
+        row(f"1080p JPEG detect, 32 in flight, {label}", read(f"detect1080_{name}_c32"),
+            read("detect1080_off_c32") if name != "off" else None, "target >= 3,000 frames/s")
+    for name, label in modes:
+        row(f"1080p JPEG detect, one at a time, {label}", read(f"detect1080_{name}_c1"), None,
+            "target p50 <= 2.5 ms")
+    for depth in (4, 16):
+        for name, label in modes:
+            row(f"768x576 JPEG DetectStream, 300 frames, one stream ({depth} unanswered), {label}",
+                read(f"stream768_{name}_d{depth}"),
+                read("stream768_off_d4") if (name, depth) != ("off", 4) else None,
+                "target >= 4,000 frames/s, p99 <= 3 ms")
 
 print("\ntransport_bench batch rows (the echo server moving the same bytes, same run):\n")
 print("| workload | echo images/s | cuimg images/s | cuimg / echo | cuimg p50 ms | p99 ms | "
