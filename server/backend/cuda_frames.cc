@@ -127,6 +127,10 @@ absl::StatusOr<std::unique_ptr<const DeviceImage>> CudaFrameDecoder::DecodeOn(
       work(0, 1);
     }
     CUIMG_RETURN_IF_ERROR(failure.status());
+    // A pageable cudaMemcpy may return before its DMA ends, and the work call's non-blocking
+    // stream does not wait for the legacy stream: wait here.
+    CUIMG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(cudaStreamLegacy),
+                               "frames decoded on the host");
   }
   if (!volume.stored_values) {
     // The rescale: per-frame slopes and intercepts to the device, the out-of-range frame back.
@@ -166,7 +170,7 @@ absl::StatusOr<std::unique_ptr<const DeviceImage>> CudaFrameDecoder::DecodeOn(
       return absl::InternalError("the device found a value out of range that the host did not");
     }
   }
-  // Every decode and copy above has completed (they are synchronous): the image is ready.
+  // Every decode and copy above has completed (each waited for above): the image is ready.
   return std::unique_ptr<const DeviceImage>(
       std::make_unique<CudaImage>(std::move(result), dev.slot().id()));
 }

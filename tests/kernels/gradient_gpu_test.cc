@@ -39,7 +39,9 @@ absl::StatusOr<GradientImages> RunOnGpu(const Image& input, const GradientSpec& 
   CUIMG_ASSIGN_OR_RETURN(DeviceBuffer d_out, DeviceBuffer::Allocate(4 * out_bytes));
   if (cudaMemcpy(d_in.As<std::uint8_t>() + pad, input.bytes(), input.size_bytes(),
                  cudaMemcpyHostToDevice) != cudaSuccess ||
-      cudaMemset(d_out.data(), 0xFF, 4 * out_bytes) != cudaSuccess) {
+      cudaMemset(d_out.data(), 0xFF, 4 * out_bytes) != cudaSuccess ||
+      // Legacy-stream copies and memsets may return early; the plan's stream does not wait.
+      cudaDeviceSynchronize() != cudaSuccess) {
     return absl::InternalError("copy");
   }
   float* base = d_out.As<float>();

@@ -36,7 +36,9 @@ absl::StatusOr<Image> RunOnGpu(const Image& input, const std::vector<MorphologyS
   if (!d_in.ok() || !d_out.ok() || !d_ws.ok()) return absl::ResourceExhaustedError("alloc");
   if (cudaMemcpy(d_in->data(), input.bytes(), input.size_bytes(), cudaMemcpyHostToDevice) !=
           cudaSuccess ||
-      cudaMemset(d_out->data(), 0xAB, input.size_bytes()) != cudaSuccess) {
+      cudaMemset(d_out->data(), 0xAB, input.size_bytes()) != cudaSuccess ||
+      // Legacy-stream copies and memsets may return early; the plan's stream does not wait.
+      cudaDeviceSynchronize() != cudaSuccess) {
     return absl::InternalError("copy");
   }
   absl::Status run = plan->Run(d_in->data(), d_out->data(), d_ws->data(), stream->get());
@@ -307,6 +309,7 @@ TEST(MorphologyGpu, WritesMappedHostMemoryInPlace) {
         ASSERT_EQ(
             cudaMemcpy(d_in->data(), input.bytes(), input.size_bytes(), cudaMemcpyHostToDevice),
             cudaSuccess);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the upload may return before its DMA
         std::fill(host.begin(), host.end(), 0xAB);
         ASSERT_TRUE(plan->Run(d_in->data(), mapped, ws->data(), stream->get()).ok()) << what;
         ASSERT_TRUE(stream->Synchronize().ok()) << what;

@@ -47,6 +47,8 @@ absl::StatusOr<GpuPyramid> RunOnGpu(const Image& input, const PyramidSpec& spec)
       cudaMemset(d_ws.data(), kPoison, plan.WorkspaceBytes()) != cudaSuccess) {
     return absl::InternalError("poison workspace");
   }
+  // Legacy-stream copies and memsets may return early; the plan's stream does not wait.
+  if (cudaDeviceSynchronize() != cudaSuccess) return absl::InternalError("copy");
   CUIMG_RETURN_IF_ERROR(plan.Run(d_in.data(), d_out.data(), d_ws.data(), stream.get()));
   CUIMG_RETURN_IF_ERROR(stream.Synchronize());
   GpuPyramid out;

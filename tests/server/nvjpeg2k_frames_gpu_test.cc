@@ -170,6 +170,7 @@ TEST(Nvjpeg2kEncodeTest, TheCpuDecodesTheGpusFramesToTheSlices) {
     ASSERT_EQ(
         cudaMemcpy(d_volume->data(), volume.bytes(), volume.size_bytes(), cudaMemcpyHostToDevice),
         cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the upload may return before its DMA
     DecodeThreads threads(2);
     absl::StatusOr<std::vector<std::vector<std::uint8_t>>> frames =
         gpu.device->EncodeHtj2kLossless(d_volume->data(), volume.view(), &threads);
