@@ -81,6 +81,31 @@ __device__ __forceinline__ void LoadPixels(const T* data, std::uint32_t base, st
   for (int i = 0; i < kPixelsPerThread; ++i) v[i] = base + i < pixels ? data[base + i] : outside;
 }
 
+// Stores v[i] at data[base + i] for each i whose bit is set in `quads_written` (bit j: pixels
+// 4j..4j+3, all four stored; pixels past `pixels` never), as one 16-byte store per quad when
+// aligned and inside. A warp's scalar stores, 64 bytes apart, each touch 32 sectors: one store
+// instruction a pixel cost four times the L2 writes of one a quad (the resolve pass's writes).
+__device__ __forceinline__ void StoreQuads(std::uint32_t* data, std::uint32_t base,
+                                           std::uint32_t pixels,
+                                           const std::uint32_t (&v)[kPixelsPerThread],
+                                           unsigned quads_written) {
+  constexpr int kQuads = kPixelsPerThread / 4;
+  if (base + kPixelsPerThread <= pixels &&
+      reinterpret_cast<std::uintptr_t>(data + base) % 16 == 0) {
+    auto* q = reinterpret_cast<uint4*>(data + base);
+#pragma unroll
+    for (int j = 0; j < kQuads; ++j) {
+      if (quads_written & (1u << j))
+        q[j] = make_uint4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
+    }
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < kPixelsPerThread; ++i) {
+    if ((quads_written & (1u << (i / 4))) && base + i < pixels) data[base + i] = v[i];
+  }
+}
+
 // Points every pixel of a segment (kSegmentPixels consecutive pixels a block, 16 a thread) at its
 // root. kCount: also adds each component's voxel count into its root's entry (r + count); runs of
 // one root within a thread and then within a warp are summed first, so a large component costs
@@ -102,6 +127,7 @@ __global__ void __launch_bounds__(kTileThreads)
   // and the roots no longer change (the unions are done), so one find serves them all.
   std::uint32_t last_link = kBackground, last_root = kBackground;
   std::uint32_t entries[kPixelsPerThread];
+  unsigned changed = 0;  // bit j: a link of pixels 4j..4j+3 moved to its root
   LoadPixels(labels, base, pixels, entries, kBackground);
   for (int i = 0; i < kPixelsPerThread; ++i) {
     const std::uint32_t p = base + i;
@@ -116,7 +142,10 @@ __global__ void __launch_bounds__(kTileThreads)
       }
       r = last_root;
       // Entries only decrease (FindCompress), so the root stored here stays.
-      if (r != v) labels[p] = r;
+      if (r != v) {
+        entries[i] = r;
+        changed |= 1u << (i / 4);
+      }
     } else {
       ++roots;
       root_mask |= 1u << i;
@@ -128,6 +157,26 @@ __global__ void __launch_bounds__(kTileThreads)
         run_count = 0;
       }
       ++run_count;
+    }
+  }
+  // Quads whole, but not over a root while counts are added to roots' entries (nor a root's own
+  // entry when the quad holds one, which the scalar stores below leave alone); other entries
+  // only ever hold an ancestor, so storing their root over a halving is still a smaller ancestor.
+  unsigned whole = changed;
+  if (kCount) {
+#pragma unroll
+    for (int j = 0; j < kPixelsPerThread / 4; ++j) {
+      if (root_mask & (0xfu << (4 * j))) whole &= ~(1u << j);
+    }
+  }
+  StoreQuads(labels, base, pixels, entries, whole);
+  if (whole != changed) {
+#pragma unroll
+    for (int i = 0; i < kPixelsPerThread; ++i) {
+      const bool root = root_mask & (1u << i);
+      if ((changed & ~whole & (1u << (i / 4))) && !root && base + i < pixels) {
+        labels[base + i] = entries[i];
+      }
     }
   }
   if (kCount) {

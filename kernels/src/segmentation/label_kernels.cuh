@@ -168,7 +168,7 @@ __global__ void __launch_bounds__(kTileThreads)
       }
       k = last_number;
     }
-    labels[p] = k;
+    entries[i] = k;
     if (k != 0) {
       I value{};
       if constexpr (kHasIntensity<I>) value = values[i];
@@ -187,6 +187,9 @@ __global__ void __launch_bounds__(kTileThreads)
       }
     }
   }
+  // Another thread may still read a root's entry here for its number: storing the number over
+  // kMark | number changes nothing that read sees.
+  StoreQuads(labels, base, g.pixels, entries, (1u << (kPixelsPerThread / 4)) - 1);
   const bool head = ReduceRuns(run.label, [&](int i, bool same) { run.ShuffleMerge(i, same); });
   if (head && run.label != 0) run.Flush(table);
 }
