@@ -19,8 +19,10 @@
 namespace cuimg {
 namespace {
 
+// `local_roots` (may be null) gets LocalWrite's bits of the tile-local roots.
 template <Connectivity C>
-std::vector<std::uint32_t> EmulateLinks(const Image& mask, std::mt19937& rng) {
+std::vector<std::uint32_t> EmulateLinks(const Image& mask, std::mt19937& rng,
+                                        std::vector<std::uint32_t>* local_roots) {
   using S = seg::TileShape<C>;
   const Extent& e = mask.extent();
   seg::Geometry g;
@@ -33,6 +35,7 @@ std::vector<std::uint32_t> EmulateLinks(const Image& mask, std::mt19937& rng) {
   const std::uint32_t tiles = g.tiles_x * g.tiles_y * ((g.depth + S::kZ - 1) / S::kZ);
   const seg::Foreground<std::uint8_t> fg = seg::MakeForeground<std::uint8_t>(std::nullopt);
   std::vector<std::uint32_t> labels(static_cast<std::size_t>(e.Pixels()), 0x12345678u);
+  local_roots->assign(static_cast<std::size_t>((e.Pixels() + 31) / 32), 0u);
   std::vector<int> threads(seg::kTileThreads);
   std::iota(threads.begin(), threads.end(), 0);
   std::vector<std::uint32_t> order(tiles);
@@ -46,7 +49,7 @@ std::vector<std::uint32_t> EmulateLinks(const Image& mask, std::mt19937& rng) {
     std::shuffle(threads.begin(), threads.end(), rng);
     for (int t : threads) seg::LocalUnite<C>(m, g, tile, t);
     std::shuffle(threads.begin(), threads.end(), rng);
-    for (int t : threads) seg::LocalWrite<C>(m, labels.data(), g, tile, t);
+    for (int t : threads) seg::LocalWrite<C>(m, labels.data(), g, tile, t, local_roots->data());
   }
   std::shuffle(order.begin(), order.end(), rng);
   for (std::uint32_t tile : order) {
@@ -58,20 +61,21 @@ std::vector<std::uint32_t> EmulateLinks(const Image& mask, std::mt19937& rng) {
   return labels;
 }
 
-std::vector<std::uint32_t> Links(const Image& mask, Connectivity c, std::mt19937& rng) {
+std::vector<std::uint32_t> Links(const Image& mask, Connectivity c, std::mt19937& rng,
+                                 std::vector<std::uint32_t>* local_roots) {
   switch (c) {
     case Connectivity::k8:
-      return EmulateLinks<Connectivity::k8>(mask, rng);
+      return EmulateLinks<Connectivity::k8>(mask, rng, local_roots);
     case Connectivity::k6:
-      return EmulateLinks<Connectivity::k6>(mask, rng);
+      return EmulateLinks<Connectivity::k6>(mask, rng, local_roots);
     case Connectivity::k18:
-      return EmulateLinks<Connectivity::k18>(mask, rng);
+      return EmulateLinks<Connectivity::k18>(mask, rng, local_roots);
     case Connectivity::k26:
-      return EmulateLinks<Connectivity::k26>(mask, rng);
+      return EmulateLinks<Connectivity::k26>(mask, rng, local_roots);
     default:
       break;
   }
-  return EmulateLinks<Connectivity::k4>(mask, rng);
+  return EmulateLinks<Connectivity::k4>(mask, rng, local_roots);
 }
 
 // Every pixel's root (FindCompress over the emulated links) is its component's first pixel.
@@ -86,7 +90,20 @@ void ExpectRootsMatch(const Image& mask, Connectivity c, std::mt19937& rng,
   for (std::uint32_t p = 0; p < want->labels.extent().Pixels(); ++p) {
     if (first[label[p]] == seg::kBackground) first[label[p]] = p;
   }
-  std::vector<std::uint32_t> links = Links(mask, c, rng);
+  std::vector<std::uint32_t> local_roots;
+  std::vector<std::uint32_t> links = Links(mask, c, rng, &local_roots);
+  // What the numbering without a flatten pass rests on (label_kernels.cuh): after the merge every
+  // labelled pixel links to a marked local root (or is one), and local roots link only to local
+  // roots, so numbering the local roots numbers every pixel's entry.
+  const auto local_root = [&](std::uint32_t q) { return (local_roots[q / 32] >> (q % 32)) & 1u; };
+  for (std::uint32_t p = 0; p < links.size(); ++p) {
+    if (links[p] == seg::kBackground) {
+      ASSERT_FALSE(local_root(p)) << what << " at pixel " << p;
+      continue;
+    }
+    ASSERT_LE(links[p], p) << what << " at pixel " << p;
+    ASSERT_TRUE(local_root(links[p])) << what << ": pixel " << p << " links to " << links[p];
+  }
   for (std::uint32_t p = 0; p < links.size(); ++p) {
     const std::uint32_t got =
         links[p] == seg::kBackground ? seg::kBackground : seg::FindCompress(links.data(), p);

@@ -35,7 +35,7 @@ TEST(LabelPlanTest, SizesTheRegionTableByTheMostRegionsAndTheIntensity) {
   absl::StatusOr<LabelPlan> with_f32 = LabelPlan::Create(PixelType::kU8, hd, spec, PixelType::kF32);
   ASSERT_TRUE(plain.ok() && with_f32.ok());
   // 960 * 1080 regions at most (a checkerboard): 52 bytes each, 84 more with f32 sums; and the
-  // flatten pass's root masks, 2 bytes for 16 pixels.
+  // root masks, 2 bytes for 16 pixels.
   const std::size_t regions = 960 * 1080;
   const std::size_t masks = 1920 * 1080 / 8;
   EXPECT_GE(plain->WorkspaceBytes(), regions * 52 + masks);
@@ -45,12 +45,13 @@ TEST(LabelPlanTest, SizesTheRegionTableByTheMostRegionsAndTheIntensity) {
   absl::StatusOr<LabelPlan> eight = LabelPlan::Create(PixelType::kU8, hd, spec);
   ASSERT_TRUE(eight.ok());
   EXPECT_LT(eight->WorkspaceBytes(), plain->WorkspaceBytes() / 2 + masks / 2 + (1 << 16));
-  // Local, merge, flatten, number (which sums the counts before it: 507 segments), resolve.
-  EXPECT_EQ(eight->LaunchCount(), 5);
+  // Local, merge, count, number (which sums the counts before it: 507 segments), the local
+  // roots, resolve.
+  EXPECT_EQ(eight->LaunchCount(), 6);
   spec.connectivity = Connectivity::k26;
   absl::StatusOr<LabelPlan> ct = LabelPlan::Create(PixelType::kU8, {512, 512, 300}, spec);
   ASSERT_TRUE(ct.ok());
-  EXPECT_EQ(ct->LaunchCount(), 6);  // 19,200 segments: a scan kernel first
+  EXPECT_EQ(ct->LaunchCount(), 7);  // 19,200 segments: a scan kernel first
   int workspace = 0;
   EXPECT_EQ(static_cast<const void*>(eight->DeviceRegionCount(&workspace)),
             static_cast<const void*>(&workspace));

@@ -12,17 +12,19 @@
 namespace cuimg::seg {
 
 // Labels each tile's part of the set {fg(in)} in shared memory (ccl_phases.h: LocalLoad,
-// LocalUnite, LocalWrite); one block a tile.
+// LocalUnite, LocalWrite, which marks the local roots in `local_roots` when not null); one block
+// a tile.
 template <typename T, Connectivity C>
 __global__ void __launch_bounds__(kTileThreads)
     LocalComponentsKernel(const T* __restrict__ in, Foreground<T> fg,
-                          std::uint32_t* __restrict__ labels, Geometry g) {
+                          std::uint32_t* __restrict__ labels, Geometry g,
+                          std::uint32_t* __restrict__ local_roots) {
   __shared__ TileMemory<C> m;
   LocalLoad<T, C>(in, fg, m, g, blockIdx.x, threadIdx.x);
   __syncthreads();
   LocalUnite<C>(m, g, blockIdx.x, threadIdx.x);
   __syncthreads();
-  LocalWrite<C>(m, labels, g, blockIdx.x, threadIdx.x);
+  LocalWrite<C>(m, labels, g, blockIdx.x, threadIdx.x, local_roots);
 }
 
 // Joins the tiles (ccl_phases.h: MergePixels); one block a tile.
@@ -81,28 +83,24 @@ __device__ __forceinline__ void LoadPixels(const T* data, std::uint32_t base, st
   for (int i = 0; i < kPixelsPerThread; ++i) v[i] = base + i < pixels ? data[base + i] : outside;
 }
 
-// Stores v[i] at data[base + i] for each i whose bit is set in `quads_written` (bit j: pixels
-// 4j..4j+3, all four stored; pixels past `pixels` never), as one 16-byte store per quad when
-// aligned and inside. A warp's scalar stores, 64 bytes apart, each touch 32 sectors: one store
-// instruction a pixel cost four times the L2 writes of one a quad (the resolve pass's writes).
-__device__ __forceinline__ void StoreQuads(std::uint32_t* data, std::uint32_t base,
-                                           std::uint32_t pixels,
-                                           const std::uint32_t (&v)[kPixelsPerThread],
-                                           unsigned quads_written) {
-  constexpr int kQuads = kPixelsPerThread / 4;
+// Stores v[i] at data[base + i] (nothing past `pixels`), as four 16-byte stores when aligned and
+// inside: a warp's 4-byte stores, 64 bytes apart, each touch 32 sectors, so one store a pixel
+// cost four times the L2 writes of one a quad (the resolve pass: 936 -> 387 us on the CT).
+__device__ __forceinline__ void StorePixels(std::uint32_t* data, std::uint32_t base,
+                                            std::uint32_t pixels,
+                                            const std::uint32_t (&v)[kPixelsPerThread]) {
   if (base + kPixelsPerThread <= pixels &&
       reinterpret_cast<std::uintptr_t>(data + base) % 16 == 0) {
     auto* q = reinterpret_cast<uint4*>(data + base);
 #pragma unroll
-    for (int j = 0; j < kQuads; ++j) {
-      if (quads_written & (1u << j))
-        q[j] = make_uint4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
+    for (int j = 0; j < kPixelsPerThread / 4; ++j) {
+      q[j] = make_uint4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
     }
     return;
   }
 #pragma unroll
   for (int i = 0; i < kPixelsPerThread; ++i) {
-    if ((quads_written & (1u << (i / 4))) && base + i < pixels) data[base + i] = v[i];
+    if (base + i < pixels) data[base + i] = v[i];
   }
 }
 
@@ -127,7 +125,6 @@ __global__ void __launch_bounds__(kTileThreads)
   // and the roots no longer change (the unions are done), so one find serves them all.
   std::uint32_t last_link = kBackground, last_root = kBackground;
   std::uint32_t entries[kPixelsPerThread];
-  unsigned changed = 0;  // bit j: a link of pixels 4j..4j+3 moved to its root
   LoadPixels(labels, base, pixels, entries, kBackground);
   for (int i = 0; i < kPixelsPerThread; ++i) {
     const std::uint32_t p = base + i;
@@ -142,10 +139,7 @@ __global__ void __launch_bounds__(kTileThreads)
       }
       r = last_root;
       // Entries only decrease (FindCompress), so the root stored here stays.
-      if (r != v) {
-        entries[i] = r;
-        changed |= 1u << (i / 4);
-      }
+      if (r != v) labels[p] = r;
     } else {
       ++roots;
       root_mask |= 1u << i;
@@ -157,26 +151,6 @@ __global__ void __launch_bounds__(kTileThreads)
         run_count = 0;
       }
       ++run_count;
-    }
-  }
-  // Quads whole, but not over a root while counts are added to roots' entries (nor a root's own
-  // entry when the quad holds one, which the scalar stores below leave alone); other entries
-  // only ever hold an ancestor, so storing their root over a halving is still a smaller ancestor.
-  unsigned whole = changed;
-  if (kCount) {
-#pragma unroll
-    for (int j = 0; j < kPixelsPerThread / 4; ++j) {
-      if (root_mask & (0xfu << (4 * j))) whole &= ~(1u << j);
-    }
-  }
-  StoreQuads(labels, base, pixels, entries, whole);
-  if (whole != changed) {
-#pragma unroll
-    for (int i = 0; i < kPixelsPerThread; ++i) {
-      const bool root = root_mask & (1u << i);
-      if ((changed & ~whole & (1u << (i / 4))) && !root && base + i < pixels) {
-        labels[base + i] = entries[i];
-      }
     }
   }
   if (kCount) {

@@ -82,6 +82,15 @@ CUIMG_SEG_HD std::uint32_t AtomicMin(std::uint32_t* p, std::uint32_t v) {
 #endif
 }
 
+// atomicOr (the host: one thread at a time).
+CUIMG_SEG_HD void AtomicOr(std::uint32_t* p, std::uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  atomicOr(p, v);
+#else
+  *p |= v;
+#endif
+}
+
 // The root of x, halving the path on the way: an entry is only ever replaced by its parent's
 // parent, never through a root (whose entry may carry a count or a mark), and by atomicMin, so
 // that every entry only decreases: a thread that stores its pixel's root (the smallest value
@@ -268,9 +277,12 @@ CUIMG_SEG_HD void LocalUnite(TileMemory<C>& m, const Geometry& g, std::uint32_t 
 // the tile's raster order is the image's) as a global index, or kBackground. After the barrier
 // the links no longer change and this phase only reads them: plain loads without compression,
 // since the atomic loads of phase 2 serialize when a tile's threads all reach one root.
+// `local_roots` (may be null; zeroed, a bit a pixel, pixels / 32 words rounded up): the bits of
+// the tile-local roots are set. The merge only links local roots and halves paths to them, so
+// afterwards every pixel's entry is a local root (LocalRootsKernel's rule, label_kernels.cuh).
 template <Connectivity C>
 CUIMG_SEG_HD void LocalWrite(TileMemory<C>& m, std::uint32_t* labels, const Geometry& g,
-                             std::uint32_t tile, int t) {
+                             std::uint32_t tile, int t, std::uint32_t* local_roots = nullptr) {
   using S = TileShape<C>;
   const TileThread<C> th(g, tile, t);
   CUIMG_SEG_UNROLL
@@ -283,7 +295,9 @@ CUIMG_SEG_HD void LocalWrite(TileMemory<C>& m, std::uint32_t* labels, const Geom
       value = th.Global(g, static_cast<int>(r % S::kX), static_cast<int>((r / S::kX) % S::kY),
                         static_cast<int>(r / (S::kX * S::kY)));
     }
-    labels[th.Global(g, th.lx, th.Ly(k), th.Lz(k))] = value;
+    const std::uint32_t p = th.Global(g, th.lx, th.Ly(k), th.Lz(k));
+    labels[p] = value;
+    if (local_roots != nullptr && value == p) AtomicOr(local_roots + p / 32, 1u << (p % 32));
   }
 }
 

@@ -9,11 +9,12 @@ namespace {
 
 template <typename T, Connectivity C>
 absl::Status Launch(const SetSpec& set, const Geometry& g, const void* d_in,
-                    std::uint32_t* d_labels, cudaStream_t stream, const LabelPhaseMark& mark) {
+                    std::uint32_t* d_labels, cudaStream_t stream, const LabelPhaseMark& mark,
+                    std::uint32_t* d_local_roots) {
   const std::uint32_t tiles =
       g.tiles_x * g.tiles_y * ((g.depth + TileShape<C>::kZ - 1) / TileShape<C>::kZ);
   LocalComponentsKernel<T, C><<<tiles, kTileThreads, 0, stream>>>(
-      static_cast<const T*>(d_in), MakeForeground<T>(set.range), d_labels, g);
+      static_cast<const T*>(d_in), MakeForeground<T>(set.range), d_labels, g, d_local_roots);
   CUIMG_CUDA_CHECK_LAUNCH(stream, "LocalComponentsKernel");
   if (mark) mark("local");
   if (tiles > 1) {
@@ -27,21 +28,22 @@ absl::Status Launch(const SetSpec& set, const Geometry& g, const void* d_in,
 
 template <typename T>
 absl::Status LaunchFor(const SetSpec& set, const Geometry& g, Connectivity c, const void* d_in,
-                       std::uint32_t* d_labels, cudaStream_t stream, const LabelPhaseMark& mark) {
+                       std::uint32_t* d_labels, cudaStream_t stream, const LabelPhaseMark& mark,
+                       std::uint32_t* d_local_roots) {
   switch (c) {
     case Connectivity::k8:
-      return Launch<T, Connectivity::k8>(set, g, d_in, d_labels, stream, mark);
+      return Launch<T, Connectivity::k8>(set, g, d_in, d_labels, stream, mark, d_local_roots);
     case Connectivity::k6:
-      return Launch<T, Connectivity::k6>(set, g, d_in, d_labels, stream, mark);
+      return Launch<T, Connectivity::k6>(set, g, d_in, d_labels, stream, mark, d_local_roots);
     case Connectivity::k18:
-      return Launch<T, Connectivity::k18>(set, g, d_in, d_labels, stream, mark);
+      return Launch<T, Connectivity::k18>(set, g, d_in, d_labels, stream, mark, d_local_roots);
     case Connectivity::k26:
-      return Launch<T, Connectivity::k26>(set, g, d_in, d_labels, stream, mark);
+      return Launch<T, Connectivity::k26>(set, g, d_in, d_labels, stream, mark, d_local_roots);
     case Connectivity::kDefault:
     case Connectivity::k4:
       break;
   }
-  return Launch<T, Connectivity::k4>(set, g, d_in, d_labels, stream, mark);
+  return Launch<T, Connectivity::k4>(set, g, d_in, d_labels, stream, mark, d_local_roots);
 }
 
 }  // namespace
@@ -72,10 +74,11 @@ std::uint32_t SegmentCount(const Extent& extent) {
 
 absl::Status LaunchComponents(const SetSpec& set, const Extent& extent, Connectivity connectivity,
                               const void* d_in, std::uint32_t* d_labels, cudaStream_t stream,
-                              const LabelPhaseMark& mark) {
+                              const LabelPhaseMark& mark, std::uint32_t* d_local_roots) {
   const Geometry g = MakeGeometry(extent, connectivity);
   return VisitAnyPixelType(set.type, [&](auto tag) {
-    return LaunchFor<decltype(tag)>(set, g, connectivity, d_in, d_labels, stream, mark);
+    return LaunchFor<decltype(tag)>(set, g, connectivity, d_in, d_labels, stream, mark,
+                                    d_local_roots);
   });
 }
 

@@ -33,10 +33,12 @@ std::uint32_t SegmentCount(const Extent& extent);
 
 // Local labelling and tile merging: afterwards `d_labels` holds a forest of links per
 // ccl_device.cuh (roots = the smallest index of each component). Two launches; `mark` (may be
-// empty) is called after each ("local", "merge").
+// empty) is called after each ("local", "merge"). `d_local_roots` (may be null; zeroed, a bit a
+// pixel): the tile-local roots' bits are set (ccl_phases.h: LocalWrite).
 absl::Status LaunchComponents(const SetSpec& set, const Extent& extent, Connectivity connectivity,
                               const void* d_in, std::uint32_t* d_labels, cudaStream_t stream,
-                              const LabelPhaseMark& mark = {});
+                              const LabelPhaseMark& mark = {},
+                              std::uint32_t* d_local_roots = nullptr);
 
 // FlattenKernel: every pixel points at its root; with `count`, roots hold r + voxels; with
 // `d_segment_roots` (SegmentCount entries), the roots per segment; with `d_root_masks`

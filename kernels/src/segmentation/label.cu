@@ -12,7 +12,8 @@
 namespace cuimg {
 
 // Workspace layout (each part 256-byte aligned): the region count, the segments' counts and
-// offsets, the flatten pass's root masks, then the region table's arrays.
+// offsets, the root masks (the local pass's or the flatten pass's), then the region table's
+// arrays.
 struct LabelPlan::Impl {
   PixelType type = PixelType::kU8;
   Extent extent;
@@ -29,6 +30,9 @@ struct LabelPlan::Impl {
   std::size_t voxels = 0, first = 0, end = 0, coordinate_sum = 0;
   std::size_t max_key = 0, min_key_complement = 0, non_finite = 0, sum = 0;
   std::size_t bytes = 0;
+
+  // Whether the numbering keeps components by their voxel counts (which a flatten pass sums).
+  bool CountsVoxels() const { return spec.min_voxels > 1; }
 
   seg::RegionTable Table(void* workspace) const {
     auto* base = static_cast<std::uint8_t*>(workspace);
@@ -51,6 +55,11 @@ namespace {
 
 std::size_t Align(std::size_t n) { return (n + 255) / 256 * 256; }
 
+// The root masks: 16 bits for each thread of each segment (a bit a pixel).
+std::size_t MasksBytes(std::uint32_t segments) {
+  return std::size_t{segments} * seg::kTileThreads * sizeof(std::uint16_t);
+}
+
 // Launches the numbering and resolving passes for intensity type I (NoIntensity: none).
 template <typename I>
 absl::Status LaunchNumbering(const LabelPlan::Impl& plan, const void* d_intensity,
@@ -65,19 +74,23 @@ absl::Status LaunchNumbering(const LabelPlan::Impl& plan, const void* d_intensit
   auto* offsets = reinterpret_cast<std::uint32_t*>(base + plan.offsets_offset);
   auto* masks = reinterpret_cast<std::uint16_t*>(base + plan.masks_offset);
   const seg::RegionTable table = plan.Table(workspace);
-  const bool min_voxels = plan.spec.min_voxels > 1;
+  const bool min_voxels = plan.CountsVoxels();
   // Counts beyond any component's size keep nothing; 2^31 - 1 is above every count.
   const auto min_count = static_cast<std::uint32_t>(
       plan.spec.min_voxels > kMaxLabelPixels ? kMaxLabelPixels : plan.spec.min_voxels);
-  CUIMG_RETURN_IF_ERROR(seg::LaunchFlatten(plan.extent, min_voxels, d_labels,
-                                           min_voxels ? nullptr : counts, stream, masks));
-  phase("flatten");
+  // The candidates for roots: without counts, the local roots LaunchComponents marked (a few a
+  // tile; every pixel links to one), so that no pass visits every pixel before the last; with
+  // counts, the roots of a flatten pass, which adds each component's voxels at its root.
   if (min_voxels) {
-    seg::NumberRootsKernel<I, true, false><<<plan.segments, seg::kTileThreads, 0, stream>>>(
-        d_labels, masks, min_count, counts, offsets, table);
-    CUIMG_CUDA_CHECK_LAUNCH(stream, "NumberRootsKernel (count)");
-    phase("count");
+    CUIMG_RETURN_IF_ERROR(seg::LaunchFlatten(plan.extent, true, d_labels, nullptr, stream, masks));
+    phase("flatten");
   }
+  const std::uint32_t kept_from = min_voxels ? min_count : 0;
+  const dim3 grid(plan.segments), block(seg::kTileThreads);
+  seg::NumberRootsKernel<I, false>
+      <<<grid, block, 0, stream>>>(d_labels, masks, kept_from, counts, offsets, table);
+  CUIMG_CUDA_CHECK_LAUNCH(stream, "NumberRootsKernel (count)");
+  phase("count");
   // Up to kMaxSegmentsSummed segments each numbering block sums the counts before its own;
   // beyond, one block scans them first.
   const bool summed = plan.segments <= seg::kMaxSegmentsSummed;
@@ -87,22 +100,20 @@ absl::Status LaunchNumbering(const LabelPlan::Impl& plan, const void* d_intensit
     CUIMG_CUDA_CHECK_LAUNCH(stream, "ScanSegmentsKernel");
     phase("scan");
   }
-  const dim3 grid(plan.segments), block(seg::kTileThreads);
-  if (summed && min_voxels) {
-    seg::NumberRootsKernel<I, true, true, true><<<grid, block, 0, stream>>>(
-        d_labels, masks, min_count, counts, offsets, table, region_count);
-  } else if (summed) {
-    seg::NumberRootsKernel<I, false, true, true>
-        <<<grid, block, 0, stream>>>(d_labels, masks, 0, counts, offsets, table, region_count);
-  } else if (min_voxels) {
-    seg::NumberRootsKernel<I, true, true>
-        <<<grid, block, 0, stream>>>(d_labels, masks, min_count, counts, offsets, table);
+  if (summed) {
+    seg::NumberRootsKernel<I, true, true><<<grid, block, 0, stream>>>(
+        d_labels, masks, kept_from, counts, offsets, table, region_count);
   } else {
-    seg::NumberRootsKernel<I, false, true>
-        <<<grid, block, 0, stream>>>(d_labels, masks, 0, counts, offsets, table);
+    seg::NumberRootsKernel<I, true>
+        <<<grid, block, 0, stream>>>(d_labels, masks, kept_from, counts, offsets, table);
   }
   CUIMG_CUDA_CHECK_LAUNCH(stream, "NumberRootsKernel");
   phase("number");
+  if (!min_voxels) {
+    seg::NumberLocalRootsKernel<<<grid, block, 0, stream>>>(d_labels, masks);
+    CUIMG_CUDA_CHECK_LAUNCH(stream, "NumberLocalRootsKernel");
+    phase("local roots");
+  }
   const seg::Geometry g = seg::MakeGeometry(plan.extent, plan.connectivity);
   const I* intensity = static_cast<const I*>(d_intensity);
   if (plan.extent.depth > 1) {
@@ -151,8 +162,7 @@ absl::StatusOr<LabelPlan> LabelPlan::Create(PixelType type, const Extent& extent
   };
   impl->counts_offset = take(impl->segments * sizeof(std::uint32_t));
   impl->offsets_offset = take(impl->segments * sizeof(std::uint32_t));
-  impl->masks_offset =
-      take(std::size_t{impl->segments} * seg::kTileThreads * sizeof(std::uint16_t));
+  impl->masks_offset = take(MasksBytes(impl->segments));
   impl->voxels = take(rows * 4);
   impl->first = take(3 * rows * 4);
   impl->end = take(3 * rows * 4);
@@ -168,10 +178,9 @@ absl::StatusOr<LabelPlan> LabelPlan::Create(PixelType type, const Extent& extent
     }
   }
   impl->bytes = at;
-  // Local (+ merge), flatten, (count kept,) (scan,) number, resolve.
-  impl->launches = (seg::TileCount(extent, impl->connectivity) > 1 ? 2 : 1) + 3 +
-                   (impl->segments > seg::kMaxSegmentsSummed ? 1 : 0) +
-                   (spec.min_voxels > 1 ? 1 : 0);
+  // Local (+ merge), flatten or the local roots, count, (scan,) number, resolve.
+  impl->launches = (seg::TileCount(extent, impl->connectivity) > 1 ? 2 : 1) + 4 +
+                   (impl->segments > seg::kMaxSegmentsSummed ? 1 : 0);
   LabelPlan plan;
   plan.impl_ = std::move(impl);
   return plan;
@@ -207,8 +216,16 @@ absl::Status LabelPlan::Run(const void* d_in, const void* d_intensity, std::uint
   seg::SetSpec set;
   set.type = p.type;
   set.range = p.spec.threshold;
-  CUIMG_RETURN_IF_ERROR(
-      seg::LaunchComponents(set, p.extent, p.connectivity, d_in, d_labels, stream, mark));
+  // Without min_voxels the local pass marks the local roots for the numbering (LaunchNumbering).
+  std::uint32_t* local_roots = nullptr;
+  if (!p.CountsVoxels()) {
+    local_roots =
+        reinterpret_cast<std::uint32_t*>(static_cast<std::uint8_t*>(workspace) + p.masks_offset);
+    CUIMG_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(local_roots, 0, MasksBytes(p.segments), stream),
+                               "label");
+  }
+  CUIMG_RETURN_IF_ERROR(seg::LaunchComponents(set, p.extent, p.connectivity, d_in, d_labels, stream,
+                                              mark, local_roots));
   if (!p.intensity.has_value()) {
     return LaunchNumbering<seg::NoIntensity>(p, nullptr, d_labels, workspace, stream, mark);
   }

@@ -44,26 +44,20 @@ __device__ __forceinline__ std::uint32_t BlockExclusiveScan(std::uint32_t value,
   return before + inclusive - value;
 }
 
-// Whether pixel p's entry `v` (after flattening) is a root that keeps its component: a root's
-// entry is >= p, and with counts it is p + voxels.
-template <bool kMinVoxels>
-__device__ __forceinline__ bool KeptRoot(std::uint32_t v, std::uint32_t p,
-                                         std::uint32_t min_voxels) {
-  if (v == kBackground || v < p) return false;
-  return !kMinVoxels || v - p >= min_voxels;
-}
-
 // Segments up to which each numbering block sums the counts before its own (at most 16 loads a
 // thread) instead of a scan kernel running first: one launch less for images up to 16 M pixels.
 inline constexpr std::uint32_t kMaxSegmentsSummed = 4096;
 
+// The candidates are given as one 16-bit mask a thread (bit i: pixel base + i), either the
+// flatten pass's roots or LocalWrite's tile-local roots; a candidate is a root when its entry is
+// >= its index (a root may carry a count: r + voxels), and kept when that count is at least
+// `min_voxels` (0 without counts). Only candidates' entries are read.
 // kNumber false: writes the number of kept roots of each segment to `counts`. kNumber true:
 // gives kept roots the numbers offsets[segment] + 1, ... in raster order (the entry becomes
-// kMark | k, and row k - 1 of the table is cleared) and dropped roots kMark | 0. kSum (with
-// kNumber): the block sums counts[0..segment) itself for its offset, ignoring `offsets`, and the
-// last block writes the total to `region_count`. The roots are found in the flatten pass's masks
-// (one a thread), so only roots' entries are read.
-template <typename I, bool kMinVoxels, bool kNumber, bool kSum = false>
+// kMark | k, and row k - 1 of the table is cleared) and roots not kept kMark | 0; candidates that
+// are not roots are left alone. kSum (with kNumber): the block sums counts[0..segment) itself for
+// its offset, ignoring `offsets`, and the last block writes the total to `region_count`.
+template <typename I, bool kNumber, bool kSum = false>
 __global__ void __launch_bounds__(kTileThreads)
     NumberRootsKernel(std::uint32_t* __restrict__ labels, const std::uint16_t* __restrict__ masks,
                       std::uint32_t min_voxels, std::uint32_t* __restrict__ counts,
@@ -71,13 +65,16 @@ __global__ void __launch_bounds__(kTileThreads)
                       std::uint32_t* __restrict__ region_count = nullptr) {
   const std::uint32_t base =
       blockIdx.x * kSegmentPixels + threadIdx.x * static_cast<std::uint32_t>(kPixelsPerThread);
-  const std::uint32_t root_mask = masks[blockIdx.x * kTileThreads + threadIdx.x];
-  std::uint32_t kept_mask = root_mask;
-  if (kMinVoxels) {
-    for (std::uint32_t m = root_mask; m != 0; m &= m - 1) {
-      const int i = __ffs(m) - 1;
-      const std::uint32_t p = base + i;
-      if (!KeptRoot<true>(labels[p], p, min_voxels)) kept_mask &= ~(1u << i);
+  std::uint32_t kept_mask = 0, dropped_mask = 0;
+  for (std::uint32_t m = masks[blockIdx.x * kTileThreads + threadIdx.x]; m != 0; m &= m - 1) {
+    const int i = __ffs(m) - 1;
+    const std::uint32_t p = base + i;
+    const std::uint32_t v = labels[p];
+    if (v == kBackground || v < p) continue;
+    if (v - p >= min_voxels) {
+      kept_mask |= 1u << i;
+    } else {
+      dropped_mask |= 1u << i;
     }
   }
   const std::uint32_t kept = __popc(kept_mask);
@@ -97,16 +94,39 @@ __global__ void __launch_bounds__(kTileThreads)
     offset = offsets[blockIdx.x];
   }
   std::uint32_t k = offset + before + 1;
-  for (std::uint32_t m = root_mask; m != 0; m &= m - 1) {
+  for (std::uint32_t m = kept_mask; m != 0; m &= m - 1) {
     const int i = __ffs(m) - 1;
-    const std::uint32_t p = base + i;
-    if (kept_mask & (1u << i)) {
-      ClearRow<I>(table, k - 1);
-      labels[p] = kMark | k;
-      ++k;
-    } else {
-      labels[p] = kMark;
+    ClearRow<I>(table, k - 1);
+    labels[base + i] = kMark | k;
+    ++k;
+  }
+  for (std::uint32_t m = dropped_mask; m != 0; m &= m - 1) labels[base + __ffs(m) - 1] = kMark;
+}
+
+// After the numbering of a forest that was not flattened (LocalWrite's marks): every tile-local
+// root that is not a root takes its root's number, kMark | k, found by following the links up to
+// the first marked entry (the root's, or another local root's already numbered here: both carry
+// the component's number). Afterwards every labelled pixel's entry is marked or links to a
+// marked entry, as ResolveKernel reads them.
+__global__ void __launch_bounds__(kTileThreads)
+    NumberLocalRootsKernel(std::uint32_t* labels, const std::uint16_t* __restrict__ masks) {
+  const std::uint32_t base =
+      blockIdx.x * kSegmentPixels + threadIdx.x * static_cast<std::uint32_t>(kPixelsPerThread);
+  // The last link followed and its number: a thread's local roots often share their root.
+  std::uint32_t last_link = kBackground, last_number = 0;
+  for (std::uint32_t m = masks[blockIdx.x * kTileThreads + threadIdx.x]; m != 0; m &= m - 1) {
+    const std::uint32_t p = base + __ffs(m) - 1;
+    const std::uint32_t v = Ld(labels + p);
+    if (v & kMark) continue;  // a root: numbered
+    if (v != last_link) {
+      last_link = v;
+      std::uint32_t y = v;
+      do {
+        y = Ld(labels + y);
+      } while (!(y & kMark));
+      last_number = y;
     }
+    labels[p] = last_number;
   }
 }
 
@@ -189,7 +209,7 @@ __global__ void __launch_bounds__(kTileThreads)
   }
   // Another thread may still read a root's entry here for its number: storing the number over
   // kMark | number changes nothing that read sees.
-  StoreQuads(labels, base, g.pixels, entries, (1u << (kPixelsPerThread / 4)) - 1);
+  StorePixels(labels, base, g.pixels, entries);
   const bool head = ReduceRuns(run.label, [&](int i, bool same) { run.ShuffleMerge(i, same); });
   if (head && run.label != 0) run.Flush(table);
 }

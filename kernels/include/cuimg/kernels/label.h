@@ -23,17 +23,18 @@
 namespace cuimg {
 
 // Called on the host right after the launches of each phase of a labelling are enqueued, with
-// the phase's name ("local", "merge", "flatten", "count", "scan", "number", "resolve"): a
-// profile records an event on the stream there. Empty: nothing is called.
+// the phase's name ("local", "merge", "flatten", "count", "scan", "number", "local roots",
+// "resolve"): a profile records an event on the stream there. Empty: nothing is called.
 using LabelPhaseMark = std::function<void(const char* phase)>;
 
 // Labelling prepared for one input type, extent, spec and (optional) intensity type. A block
 // union-find: each 32x32 (2D) or 32x8x8 (3D) tile is labelled in shared memory, tiles are joined
 // across their faces with atomic unions whose roots are the smallest raster index of each
-// component, every pixel is pointed at its root, roots are numbered in raster order by a scan,
-// and a last pass writes the labels and accumulates the statistics. Work and passes do not grow
-// with the shape of the components (a spiral costs what a blob costs, up to the unions' path
-// lengths, which path halving keeps short). Copyable and immutable.
+// component, roots are numbered in raster order by a scan and the tile-local roots take their
+// root's number (with min_voxels, every pixel is first pointed at its root, which sums the
+// counts), and a last pass writes the labels and accumulates the statistics. Work and passes do
+// not grow with the shape of the components (a spiral costs what a blob costs, up to the unions'
+// path lengths, which path halving keeps short). Copyable and immutable.
 //
 // Contract of Run():
 // - `d_in`: extent.Pixels() elements of the plan's type, densely packed, x fastest; only read.
