@@ -19,7 +19,7 @@
 namespace cuimg {
 namespace {
 
-// `local_roots` (may be null) gets LocalWrite's bits of the tile-local roots.
+// `local_roots` gets LocalWrite's bits of the tile-local roots.
 template <Connectivity C>
 std::vector<std::uint32_t> EmulateLinks(const Image& mask, std::mt19937& rng,
                                         std::vector<std::uint32_t>* local_roots) {

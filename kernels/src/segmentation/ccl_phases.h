@@ -279,7 +279,8 @@ CUIMG_SEG_HD void LocalUnite(TileMemory<C>& m, const Geometry& g, std::uint32_t 
 // since the atomic loads of phase 2 serialize when a tile's threads all reach one root.
 // `local_roots` (may be null; zeroed, a bit a pixel, pixels / 32 words rounded up): the bits of
 // the tile-local roots are set. The merge only links local roots and halves paths to them, so
-// afterwards every pixel's entry is a local root (LocalRootsKernel's rule, label_kernels.cuh).
+// afterwards every pixel's entry is a local root (NumberLocalRootsKernel's rule,
+// label_kernels.cuh).
 template <Connectivity C>
 CUIMG_SEG_HD void LocalWrite(TileMemory<C>& m, std::uint32_t* labels, const Geometry& g,
                              std::uint32_t tile, int t, std::uint32_t* local_roots = nullptr) {

@@ -1,5 +1,7 @@
 #include "cuimg/kernels/label.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -74,18 +76,20 @@ absl::Status LaunchNumbering(const LabelPlan::Impl& plan, const void* d_intensit
   auto* offsets = reinterpret_cast<std::uint32_t*>(base + plan.offsets_offset);
   auto* masks = reinterpret_cast<std::uint16_t*>(base + plan.masks_offset);
   const seg::RegionTable table = plan.Table(workspace);
-  const bool min_voxels = plan.CountsVoxels();
-  // Counts beyond any component's size keep nothing; 2^31 - 1 is above every count.
-  const auto min_count = static_cast<std::uint32_t>(
-      plan.spec.min_voxels > kMaxLabelPixels ? kMaxLabelPixels : plan.spec.min_voxels);
+  const bool counts_voxels = plan.CountsVoxels();
+  // The least count a root keeps its component with (0: every root); counts beyond any
+  // component's size keep nothing, and 2^31 - 1 is above every count.
+  const std::uint32_t kept_from = !counts_voxels
+                                      ? 0
+                                      : static_cast<std::uint32_t>(std::min<std::int64_t>(
+                                            plan.spec.min_voxels, kMaxLabelPixels));
   // The candidates for roots: without counts, the local roots LaunchComponents marked (a few a
   // tile; every pixel links to one), so that no pass visits every pixel before the last; with
   // counts, the roots of a flatten pass, which adds each component's voxels at its root.
-  if (min_voxels) {
+  if (counts_voxels) {
     CUIMG_RETURN_IF_ERROR(seg::LaunchFlatten(plan.extent, true, d_labels, nullptr, stream, masks));
     phase("flatten");
   }
-  const std::uint32_t kept_from = min_voxels ? min_count : 0;
   const dim3 grid(plan.segments), block(seg::kTileThreads);
   seg::NumberRootsKernel<I, false>
       <<<grid, block, 0, stream>>>(d_labels, masks, kept_from, counts, offsets, table);
@@ -109,7 +113,7 @@ absl::Status LaunchNumbering(const LabelPlan::Impl& plan, const void* d_intensit
   }
   CUIMG_CUDA_CHECK_LAUNCH(stream, "NumberRootsKernel");
   phase("number");
-  if (!min_voxels) {
+  if (!counts_voxels) {
     seg::NumberLocalRootsKernel<<<grid, block, 0, stream>>>(d_labels, masks);
     CUIMG_CUDA_CHECK_LAUNCH(stream, "NumberLocalRootsKernel");
     phase("local roots");
