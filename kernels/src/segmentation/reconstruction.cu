@@ -70,7 +70,7 @@ __global__ void ResetWorklistsKernel(Worklists w, std::int64_t bricks, std::int6
 // spent, each brick in the warp's tiles of shared memory (reconstruction_tile.h); a brick's marked
 // neighbours go on the next round's list once each (the stamp). The list after next is reset for
 // the round after (nothing reads or writes it in this one).
-template <typename T, bool kVolume>
+template <typename T, bool kVolume, bool kFace>
 __global__ void __launch_bounds__(kRoundThreads)
     RoundKernel(seg::BrickArgs<T> a, Worklists w, std::uint32_t round) {
   using K = typename seg::KeyTraits<T>::K;
@@ -97,8 +97,8 @@ __global__ void __launch_bounds__(kRoundThreads)
     i = __shfl_sync(~0u, i, 0);
     if (i >= n) break;
     const std::uint32_t brick = w.list[cur][i];
-    const std::uint32_t marks =
-        seg::ProcessTile<seg::DeviceWarp<K>, T, kVolume>(a, brick, round == 0, iterations, s, g);
+    const std::uint32_t marks = seg::ProcessTile<seg::DeviceWarp<K>, T, kVolume, kFace>(
+        a, brick, round == 0, iterations, s, g);
     if (lane == 0 && marks != 0) {
       seg::ForEachMarkedBrick(a, brick, marks, [&](std::int64_t nb) {
         if (atomicMax(&w.stamp[nb], round + 1) < round + 1) {
@@ -168,11 +168,10 @@ absl::Status RunOnDevice(const ReconstructionPlan::Impl& p, const T* mask, T* r,
   std::uint32_t round = 0;
   for (int batch = 1;; batch = profile ? 1 : std::min(batch * 2, 64)) {
     for (int b = 0; b < batch; ++b, ++round) {
-      if (p.volume) {
-        RoundKernel<T, true><<<grid, kRoundThreads, 0, stream>>>(a, w, round);
-      } else {
-        RoundKernel<T, false><<<grid, kRoundThreads, 0, stream>>>(a, w, round);
-      }
+      seg::VisitBrickKind(p, [&](auto volume, auto face) {
+        RoundKernel<T, decltype(volume)::value, decltype(face)::value>
+            <<<grid, kRoundThreads, 0, stream>>>(a, w, round);
+      });
       CUIMG_CUDA_CHECK_LAUNCH(stream, "reconstruction RoundKernel");
       if (profile) CUIMG_RETURN_IF_ERROR(record());
     }

@@ -177,6 +177,17 @@ struct DeviceWarp {
                                            V fallback) {
     return in ? KeyTraits<T>::ToKey(p[base + Lane()], flip) : fallback;
   }
+  // p[index(lane)] as a key where `in`, else `fallback`.
+  template <typename T, typename F>
+  static __device__ __forceinline__ V LoadEach(const T* p, F index, B in, bool flip, V fallback) {
+    return in ? KeyTraits<T>::ToKey(p[index(Lane())], flip) : fallback;
+  }
+  // Lane `lane`'s word, in every lane.
+  static __device__ __forceinline__ std::uint32_t Broadcast(U u, int lane) {
+    return __shfl_sync(~0u, u, lane);
+  }
+  // Bit `lane` of the warp-uniform word w, in each lane.
+  static __device__ __forceinline__ B LaneBit(std::uint32_t w) { return (w >> Lane()) & 1u; }
   template <typename T>
   static __device__ __forceinline__ void Store(T* p, BrickIndex base, V k, B in, bool flip) {
     if (in) p[base + Lane()] = KeyTraits<T>::FromKey(k, flip);

@@ -108,6 +108,16 @@ struct HostWarp {
       return in.v[i] ? seg::KeyTraits<T>::ToKey(p[base + i], flip) : fallback.v[i];
     });
   }
+  template <typename T, typename F>
+  static V LoadEach(const T* p, F index, const B& in, bool flip, const V& fallback) {
+    return Map<K>([&](int i) {
+      return in.v[i] ? seg::KeyTraits<T>::ToKey(p[index(i)], flip) : fallback.v[i];
+    });
+  }
+  static std::uint32_t Broadcast(const U& u, int lane) { return u.v[lane]; }
+  static B LaneBit(std::uint32_t w) {
+    return Map<bool>([&](int i) { return ((w >> i) & 1u) != 0; });
+  }
   template <typename T>
   static void Store(T* p, std::int64_t base, const V& k, const B& in, bool flip) {
     for (int i = 0; i < kLanes; ++i) {
@@ -140,7 +150,7 @@ struct HostWarp {
   }
 };
 
-template <typename T, bool kVolume>
+template <typename T, bool kVolume, bool kFace>
 void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, std::int64_t stride,
                    ReconstructionStats* stats) {
   using K = typename seg::KeyTraits<T>::K;
@@ -159,7 +169,7 @@ void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, std::int64_t
     std::int64_t round_iterations = 0;
     for (std::uint32_t brick : list) {
       int iterations = 0;
-      const std::uint32_t marks = seg::ProcessTile<HostWarp<K>, T, kVolume>(
+      const std::uint32_t marks = seg::ProcessTile<HostWarp<K>, T, kVolume, kFace>(
           a, brick, round == 0, iterations, s.data(), g.data());
       round_iterations += iterations;
       seg::ForEachMarkedBrick(a, brick, marks, [&](std::int64_t nb) {
@@ -184,7 +194,7 @@ void EmulateRounds(const seg::BrickArgs<T>& a, std::int64_t bricks, std::int64_t
 
 // reconstruction_queue.cu's queue, one brick at a time in queue order: a marked brick goes to
 // the back unless it is queued already.
-template <typename T, bool kVolume>
+template <typename T, bool kVolume, bool kFace>
 void EmulateQueue(const seg::BrickArgs<T>& a, std::int64_t bricks, std::int64_t stride,
                   ReconstructionStats* stats) {
   using K = typename seg::KeyTraits<T>::K;
@@ -197,7 +207,7 @@ void EmulateQueue(const seg::BrickArgs<T>& a, std::int64_t bricks, std::int64_t 
     queue.pop_front();
     queued[brick] = false;
     int iterations = 0;
-    const std::uint32_t marks = seg::ProcessTile<HostWarp<K>, T, kVolume>(
+    const std::uint32_t marks = seg::ProcessTile<HostWarp<K>, T, kVolume, kFace>(
         a, brick, !ran[brick], iterations, s.data(), g.data());
     ran[brick] = true;
     seg::ForEachMarkedBrick(a, brick, marks, [&](std::int64_t nb) {
@@ -263,17 +273,15 @@ absl::Status ReconstructionPlan::EmulateOnHost(const void* mask, void* r,
       }
     }
     const seg::BrickArgs<T> a = seg::ArgsOf(p, g, out);
-    if (p.queue) {
-      if (p.volume) {
-        EmulateQueue<T, true>(a, p.bricks, p.first_stride, stats);
+    seg::VisitBrickKind(p, [&](auto volume, auto face) {
+      if (p.queue) {
+        EmulateQueue<T, decltype(volume)::value, decltype(face)::value>(a, p.bricks, p.first_stride,
+                                                                        stats);
       } else {
-        EmulateQueue<T, false>(a, p.bricks, p.first_stride, stats);
+        EmulateRounds<T, decltype(volume)::value, decltype(face)::value>(a, p.bricks,
+                                                                         p.first_stride, stats);
       }
-    } else if (p.volume) {
-      EmulateRounds<T, true>(a, p.bricks, p.first_stride, stats);
-    } else {
-      EmulateRounds<T, false>(a, p.bricks, p.first_stride, stats);
-    }
+    });
     return absl::OkStatus();
   });
 }

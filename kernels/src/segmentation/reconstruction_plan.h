@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "cuimg/kernels/label_types.h"
 #include "cuimg/kernels/reconstruction.h"
@@ -109,6 +110,20 @@ SeededFillSpec TwoLevelFill(bool dilate, T lo, T hi, Connectivity connectivity, 
   spec.seed_marker = true;
   spec.fill = static_cast<double>(dilate ? lo : hi);
   return spec;
+}
+
+// The brick kinds the kernels are compiled for: 2D or 3D, and face connectivity (4 or 6
+// neighbours: ProcessTile's kFace) or not. Returns fn(std::bool_constant<volume>{},
+// std::bool_constant<face>{}).
+template <typename Fn>
+auto VisitBrickKind(const ReconstructionPlan::Impl& p, Fn&& fn) {
+  const bool face = p.max_nonzero == 1;
+  if (p.volume) {
+    if (face) return fn(std::true_type{}, std::true_type{});
+    return fn(std::true_type{}, std::false_type{});
+  }
+  if (face) return fn(std::false_type{}, std::true_type{});
+  return fn(std::false_type{}, std::false_type{});
 }
 
 template <typename T>

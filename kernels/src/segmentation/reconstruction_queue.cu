@@ -64,6 +64,10 @@ struct L2Warp : DeviceWarp<K> {
                                            V fallback) {
     return in ? KeyTraits<T>::ToKey(__ldcg(p + base + DeviceWarp<K>::Lane()), flip) : fallback;
   }
+  template <typename T, typename F>
+  static __device__ __forceinline__ V LoadEach(const T* p, F index, B in, bool flip, V fallback) {
+    return in ? KeyTraits<T>::ToKey(__ldcg(p + index(DeviceWarp<K>::Lane())), flip) : fallback;
+  }
 };
 
 __global__ void InitQueueKernel(BrickQueue q, std::int64_t bricks, std::int64_t stride) {
@@ -120,7 +124,7 @@ __device__ std::int64_t Take(const BrickQueue& q, unsigned long long limit) {
 // served, those from it on were given up.
 __global__ void ResumeKernel(QueueCounters* c, unsigned long long limit) { c->head = limit; }
 
-template <typename T, bool kVolume>
+template <typename T, bool kVolume, bool kFace>
 __global__ void __launch_bounds__(kThreads)
     QueueKernel(BrickArgs<T> a, BrickQueue q, unsigned long long limit) {
   using K = typename KeyTraits<T>::K;
@@ -151,7 +155,8 @@ __global__ void __launch_bounds__(kThreads)
         ~0u, lane == 0 ? *static_cast<volatile std::uint32_t*>(q.ran + brick) == 0 : 0, 0);
     for (;;) {
       int passes = 0;
-      const std::uint32_t marks = ProcessTile<L2Warp<K>, T, kVolume>(a, brick, first, passes, s, g);
+      const std::uint32_t marks =
+          ProcessTile<L2Warp<K>, T, kVolume, kFace>(a, brick, first, passes, s, g);
       ++runs;
       iterations += static_cast<unsigned long long>(passes);
       first = false;
@@ -213,7 +218,9 @@ absl::Status RunQueue(const ReconstructionPlan::Impl& p, const void* mask, void*
   return VisitAnyPixelType(p.type, [&](auto tag) -> absl::Status {
     using T = decltype(tag);
     const BrickArgs<T> a = ArgsOf(p, static_cast<const T*>(mask), static_cast<T*>(r));
-    auto kernel = p.volume ? &QueueKernel<T, true> : &QueueKernel<T, false>;
+    auto kernel = VisitBrickKind(p, [](auto volume, auto face) {
+      return &QueueKernel<T, decltype(volume)::value, decltype(face)::value>;
+    });
     int per_sm = 0;
     CUIMG_CUDA_RETURN_IF_ERROR(
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0),

@@ -71,16 +71,6 @@ CUIMG_BRICK_HD typename W::V RaiseRow(typename W::Key* s, const typename W::Key*
   return r;
 }
 
-// After a pass that raised `moved`: true once `kinds` passes in a row moved nothing.
-CUIMG_BRICK_EXEC_CHECK_DISABLE
-template <class W>
-CUIMG_BRICK_HD bool Settled(const typename W::U& moved, int kinds, typename W::U& changed,
-                            int& quiet) {
-  changed = W::OrU(changed, moved);
-  quiet = W::ReduceOr(moved) == 0 ? quiet + 1 : 0;
-  return quiet >= kinds;
-}
-
 // The brick's rows (bits j) on its side sy along y and sz along z (-1: first, 1: last, 0: any).
 template <bool kVolume>
 CUIMG_BRICK_HD std::uint32_t EdgeRows(int sy, int sz) {
@@ -99,9 +89,10 @@ CUIMG_BRICK_HD std::uint32_t EdgeRows(int sy, int sz) {
 // The best of rows (zs, yl - 1 .. yl + 1) of the tile that connect to row yl of the next or
 // previous slice (as FromSlice in reconstruction_brick.h).
 CUIMG_BRICK_EXEC_CHECK_DISABLE
-template <class W, int kRowsY>
+template <class W, int kRowsY, bool kFace>
 CUIMG_BRICK_HD typename W::V SliceNeighbours(const typename W::Key* s, int zs, int yl,
                                              int max_nonzero, const typename W::V& lowest) {
+  if (kFace) return W::LoadRow(s, zs * kRowsY + yl);
   typename W::V n = lowest;
   for (int dy = -1; dy <= 1; ++dy) {
     if (yl + dy < 0 || yl + dy >= kRowsY) continue;
@@ -113,13 +104,75 @@ CUIMG_BRICK_HD typename W::V SliceNeighbours(const typename W::Key* s, int zs, i
   return n;
 }
 
+// Whether a pixel `ours` where `at` raises the pixel beyond it (`theirs` under `mask`).
+CUIMG_BRICK_EXEC_CHECK_DISABLE
+template <class W>
+CUIMG_BRICK_HD bool Raises(const typename W::V& ours, const typename W::V& mask,
+                           const typename W::V& theirs, const typename W::B& at) {
+  return W::Any(W::And2(at, W::Greater(W::Min(mask, ours), theirs)));
+}
+
+// Which neighbouring bricks (NeighbourBit) a run's changed pixels (`changed`: lane x, bit j) can
+// raise, for face connectivity: a changed pixel on a face raises the pixel beyond it only where
+// that one is below both its mask and the changed value. The pixels beyond are read after this
+// run's stores; values only rise, so a stale read can only add a mark, and a pixel at or above
+// min(mask, our value) stays so: the neighbour is at its fixed point for it. Without this a brick
+// that a neighbour raised would send that neighbour back to run for nothing (on the CT, the
+// fronts crossing the air: hmax 10 on the 512x512x300 volume).
+CUIMG_BRICK_EXEC_CHECK_DISABLE
+template <class W, typename T, bool kVolume, typename RowValid, typename RowBase>
+CUIMG_BRICK_HD std::uint32_t FaceMarks(const BrickArgs<T>& a, const typename W::U& changed,
+                                       const typename W::Key* s, const typename W::B& x_in,
+                                       BrickIndex x0, BrickIndex y0, BrickIndex z0,
+                                       RowValid row_valid, RowBase row_base) {
+  using Keys = KeyTraits<T>;
+  using V = typename W::V;
+  using B = typename W::B;
+  constexpr int kRowsY = BrickShape<kVolume>::kRowsY;
+  const V lowest = W::Splat(Keys::Lowest());
+  std::uint32_t marks = 0;
+  // Along y and z: the face's rows, each against the row beyond it (lane x: pixel x).
+  for (int sz = kVolume ? -1 : 0; sz <= (kVolume ? 1 : 0); ++sz) {
+    for (int sy = -1; sy <= 1; ++sy) {
+      if ((sy != 0) + (sz != 0) != 1) continue;
+      const std::uint32_t rows = EdgeRows<kVolume>(sy, sz);
+      bool hit = false;
+      for (int j = 0; j < kBrickRows && !hit; ++j) {
+        const BrickIndex y = y0 + j % kRowsY + sy, z = z0 + j / kRowsY + sz;
+        if (((rows >> j) & 1u) == 0 || !row_valid(y, z)) continue;
+        const B at = W::And2(W::TestBit(changed, j), x_in);
+        if (!W::Any(at)) continue;
+        const V mask = W::template Load<T>(a.mask, row_base(y, z), at, a.flip, lowest);
+        const V theirs = W::template Load<T>(a.r, row_base(y, z), at, a.flip, lowest);
+        hit = Raises<W>(W::LoadRow(s, j), mask, theirs, at);
+      }
+      if (hit) marks |= NeighbourBit(0, sy, sz);
+    }
+  }
+  // Along x: lane j takes row j's edge pixel and the one beside it in the next brick.
+  for (int sx = -1; sx <= 1; sx += 2) {
+    const int edge = sx < 0 ? 0 : kBrickWidth - 1;
+    if (sx < 0 ? x0 == 0 : x0 + kBrickWidth >= a.width) continue;
+    const std::uint32_t rows = W::Broadcast(changed, edge);
+    if (rows == 0) continue;
+    const B at = W::LaneBit(rows);  // only pixels inside the image change
+    auto beside = [&](int j) { return row_base(y0 + j % kRowsY, z0 + j / kRowsY) + edge + sx; };
+    const V mask = W::template LoadEach<T>(a.mask, beside, at, a.flip, lowest);
+    const V theirs = W::template LoadEach<T>(a.r, beside, at, a.flip, lowest);
+    if (Raises<W>(W::LoadCol(s, edge), mask, theirs, at)) marks |= NeighbourBit(sx, 0, 0);
+  }
+  return marks;
+}
+
 // The brick `brick` once, in the tile `s` (working values) and `g` (mask), each kTileKeys keys
 // of this warp's own: returns the neighbouring bricks (NeighbourBit) that one of its changed
-// pixels connects to. `first_run`: the brick has not converged before (round 0); a later run
-// whose seeds raise nothing has nothing to do (the brick is at its last fixed point).
-// `iterations` counts the passes along x.
+// pixels connects to (kFace, face connectivity: only those it can raise, FaceMarks).
+// `first_run`: the brick has not converged before (round 0); a later run whose seeds raise
+// nothing has nothing to do (the brick is at its last fixed point). `iterations` counts the
+// passes along x. kFace is a.max_nonzero == 1 known when compiling: the seeds and sweeps then
+// skip the diagonal rows' code.
 CUIMG_BRICK_EXEC_CHECK_DISABLE
-template <class W, typename T, bool kVolume>
+template <class W, typename T, bool kVolume, bool kFace>
 CUIMG_BRICK_HD std::uint32_t ProcessTile(const BrickArgs<T>& a, BrickIndex brick, bool first_run,
                                          int& iterations, typename W::Key* s, typename W::Key* g) {
   using Keys = KeyTraits<T>;
@@ -128,6 +181,7 @@ CUIMG_BRICK_HD std::uint32_t ProcessTile(const BrickArgs<T>& a, BrickIndex brick
   using B = typename W::B;
   constexpr int kRowsY = BrickShape<kVolume>::kRowsY;
   constexpr int kRowsZ = BrickShape<kVolume>::kRowsZ;
+  const int max_nonzero = kFace ? 1 : a.max_nonzero;
   const V lowest = W::Splat(Keys::Lowest());
   const BrickIndex x0 = brick % a.bricks_x * kBrickWidth;
   const BrickIndex y0 = (brick / a.bricks_x) % a.bricks_y * kRowsY;
@@ -158,23 +212,29 @@ CUIMG_BRICK_HD std::uint32_t ProcessTile(const BrickArgs<T>& a, BrickIndex brick
       CUIMG_TILE_UNROLL(unroll)
       for (int dy = -1; dy <= 1; ++dy) {
         const int nonzero = (dy != 0) + (dz != 0);
-        const bool active = nonzero <= a.max_nonzero && row_valid(y + dy, z + dz);
-        const bool sides = active && nonzero + 1 <= a.max_nonzero;  // x +- 1 with (dy, dz)
+        if (kFace && nonzero > 1) continue;
+        const bool active = nonzero <= max_nonzero && row_valid(y + dy, z + dz);
+        const bool sides = active && nonzero + 1 <= max_nonzero;  // x +- 1 with (dy, dz)
         const bool inside = yl + dy >= 0 && yl + dy < kRowsY && zl + dz >= 0 && zl + dz < kRowsZ;
         const BrickIndex base = active ? row_base(y + dy, z + dz) : row_base(y, z);
         // The row where it lies outside the brick; its x neighbours beside the brick's edge
-        // lanes (any row), else the row's own lanes shifted (a row outside).
+        // lanes (any row), else the row's own lanes shifted (a row outside). With face
+        // connectivity only the brick's own row has sides, and it is inside.
         const V h = W::template Load<T>(a.r, base, W::And(x_in, active && !inside), a.flip, lowest);
+        n = W::Max(n, h);
+        if (kFace && nonzero != 0) continue;
         const V left_edge =
             W::template Load<T>(a.r, base - 1, W::And(left_in, sides), a.flip, lowest);
         const V right_edge =
             W::template Load<T>(a.r, base + 1, W::And(right_in, sides), a.flip, lowest);
-        const B shifted = W::SplatB(sides && !inside);
-        const V left =
-            W::Select(W::LaneIs(0), left_edge, W::Select(shifted, W::ShflUp(h, 1), lowest));
-        const V right = W::Select(W::LaneIs(kBrickWidth - 1), right_edge,
-                                  W::Select(shifted, W::ShflDown(h, 1), lowest));
-        n = W::Max(n, W::Max(h, W::Max(left, right)));
+        V left = left_edge, right = right_edge;
+        if (!kFace) {
+          const B shifted = W::SplatB(sides && !inside);
+          left = W::Select(W::LaneIs(0), left_edge, W::Select(shifted, W::ShflUp(h, 1), lowest));
+          right = W::Select(W::LaneIs(kBrickWidth - 1), right_edge,
+                            W::Select(shifted, W::ShflDown(h, 1), lowest));
+        }
+        n = W::Max(n, W::Max(left, right));
       }
     }
     W::StoreRow(g, j, gj, W::SplatB(true));
@@ -184,16 +244,17 @@ CUIMG_BRICK_HD std::uint32_t ProcessTile(const BrickArgs<T>& a, BrickIndex brick
   }
   if (!first_run && W::ReduceOr(changed) == 0) return 0;
 
-  const bool diagonal_in_plane = a.max_nonzero >= 2;
-  // Passes in turn, along x then along y and z together, until both kinds in a row moved
-  // nothing: then the tile is a fixed point of each, and so of every neighbour.
-  int quiet = 0;
+  const bool diagonal_in_plane = !kFace && a.max_nonzero >= 2;
+  // Passes in turn, along x then along y and z together, until a pass along y and z moves
+  // nothing: the pass along x before it left every row at its fixed point along x (a sweep each
+  // way along a line reaches it), and that quiet pass checked every other neighbour in the tile
+  // against values that did not change, so the tile is a fixed point of every neighbour.
   for (;;) {
     ++iterations;
     W::Sync();  // the rows just written are read by columns
     const U along_x = PassAlongX<W>(s, g, lowest);
     W::Sync();
-    if (Settled<W>(W::TransposeBits(along_x), 2, changed, quiet)) break;
+    changed = W::OrU(changed, W::TransposeBits(along_x));
     // Along y and z, each lane its column: a raster sweep over the rows (slice by slice) and
     // back, each row taking the rows before it that it connects to: the row above in its slice
     // (with its x neighbours when diagonals in the plane connect) and the slice before's rows
@@ -206,7 +267,7 @@ CUIMG_BRICK_HD std::uint32_t ProcessTile(const BrickArgs<T>& a, BrickIndex brick
       const int yl = j % kRowsY, zl = j / kRowsY;
       V n = yl > 0 ? (diagonal_in_plane ? WithSides<W>(previous) : previous) : lowest;
       if (kVolume && zl > 0) {
-        n = W::Max(n, SliceNeighbours<W, kRowsY>(s, zl - 1, yl, a.max_nonzero, lowest));
+        n = W::Max(n, SliceNeighbours<W, kRowsY, kFace>(s, zl - 1, yl, max_nonzero, lowest));
       }
       previous = RaiseRow<W>(s, g, j, n, moved);
     }
@@ -215,11 +276,12 @@ CUIMG_BRICK_HD std::uint32_t ProcessTile(const BrickArgs<T>& a, BrickIndex brick
       const int yl = j % kRowsY, zl = j / kRowsY;
       V n = yl < kRowsY - 1 ? (diagonal_in_plane ? WithSides<W>(previous) : previous) : lowest;
       if (kVolume && zl < kRowsZ - 1) {
-        n = W::Max(n, SliceNeighbours<W, kRowsY>(s, zl + 1, yl, a.max_nonzero, lowest));
+        n = W::Max(n, SliceNeighbours<W, kRowsY, kFace>(s, zl + 1, yl, max_nonzero, lowest));
       }
       previous = RaiseRow<W>(s, g, j, n, moved);
     }
-    if (Settled<W>(moved, 2, changed, quiet)) break;
+    if (W::ReduceOr(moved) == 0) break;
+    changed = W::OrU(changed, moved);
   }
 
   // Write back what changed.
@@ -229,6 +291,9 @@ CUIMG_BRICK_HD std::uint32_t ProcessTile(const BrickArgs<T>& a, BrickIndex brick
     const B where = W::And(W::And2(W::TestBit(changed, j), x_in), row_valid(y, z));
     W::template Store<T>(a.r, row_base(row_valid(y, z) ? y : y0, row_valid(y, z) ? z : z0),
                          W::LoadRow(s, j), where, a.flip);
+  }
+  if (kFace) {
+    return FaceMarks<W, T, kVolume>(a, changed, s, x_in, x0, y0, z0, row_valid, row_base);
   }
   // The neighbouring bricks a changed pixel is connected to: those across the faces, edges and
   // corners (as the connectivity allows) that hold a changed pixel, found from the rows' bits.
