@@ -49,9 +49,11 @@ enum class ReconstructionSchedule { kQueue, kRounds };
 // Choices of ReconstructionPlan::Create that tests and benchmarks compare; the defaults are the
 // service's.
 struct ReconstructionTuning {
-  // Rounds: checkpoint c2 (H200) measured them faster than the queue with the same bricks (hmax
-  // 10 on a 512x512x300 CT 35.3 against 37.4 ms, open_rec 1080p 317 against 354 us).
-  ReconstructionSchedule schedule = ReconstructionSchedule::kRounds;
+  // The queue: with the face-connectivity bricks and their exact marks (2026-12-02, H200) it
+  // beat the rounds on both workloads measured (hmax 10 on a 512x512x300 CT 13.8 against
+  // 17.1 ms, open_rec ellipse 9 on a 1080p natural image 194-209 against 247-275 us); before
+  // them the rounds had been faster (35.3 against 37.4 ms, 317 against 354 us).
+  ReconstructionSchedule schedule = ReconstructionSchedule::kQueue;
   // Bricks first run in raster order; by default in a scattered one, so that the bricks running
   // at once are rarely neighbours (each would run on the other's first values, then again).
   bool raster_first = false;
@@ -67,9 +69,10 @@ enum class ReconstructionRoute { kAuto, kBricks };
 // is cut into bricks of 32 x 32 pixels (2D) or 32 x 8 x 4 voxels (3D); a warp runs a brick in
 // shared memory: it takes its outside neighbours' values, propagates inside until nothing moves
 // (sweeps along x, y and z) and writes back what changed, and the neighbouring bricks its changed
-// border pixels touch run again. Quiet bricks cost nothing. By default (ReconstructionSchedule::
-// kRounds) the bricks run in rounds over worklists; with kQueue, off one queue until none is
-// queued or running. The work follows the geodesic paths: a path crossing from one brick into
+// border pixels touch run again (with face connectivity, only those whose pixels beside them
+// they raise). Quiet bricks cost nothing. By default (ReconstructionSchedule::
+// kQueue) the bricks run off one queue until none is queued or running; with kRounds, in rounds
+// over worklists. The work follows the geodesic paths: a path crossing from one brick into
 // another makes the next brick run again (WorstCaseRounds bounds the crossings): a few runs a
 // brick on natural images and CT, about the path's length / 32 runs on a one-pixel spiral.
 //
