@@ -156,6 +156,11 @@ struct DeviceWarp {
   static __device__ __forceinline__ B SplatB(bool b) { return b; }
   static __device__ __forceinline__ B LaneIs(int lane) { return Lane() == lane; }
   static __device__ __forceinline__ B LaneBelow(BrickIndex n) { return Lane() < n; }
+  // fn(lane) in each lane.
+  template <typename F>
+  static __device__ __forceinline__ B LaneWhere(F fn) {
+    return fn(Lane());
+  }
   static __device__ __forceinline__ B And(B a, bool b) { return a && b; }
   static __device__ __forceinline__ B And2(B a, B b) { return a && b; }
   static __device__ __forceinline__ B Or(B a, B b) { return a || b; }
@@ -207,16 +212,6 @@ struct DeviceWarp {
     if (where) s[Lane() * kTilePitch + x] = v;
   }
   static __device__ __forceinline__ void Sync() { __syncwarp(); }
-  // The 32 x 32 bit matrix (lane i, bit k) transposed: lane k, bit i.
-  static __device__ __forceinline__ U TransposeBits(U m) {
-    U out = 0;
-#pragma unroll 8
-    for (int k = 0; k < 32; ++k) {
-      const U column = __ballot_sync(~0u, (m >> k) & 1u);
-      if (Lane() == k) out = column;
-    }
-    return out;
-  }
 };
 #endif
 

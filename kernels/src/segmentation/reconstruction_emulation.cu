@@ -52,6 +52,10 @@ struct HostWarp {
   static B LaneBelow(std::int64_t n) {
     return Map<bool>([&](int i) { return i < n; });
   }
+  template <typename F>
+  static B LaneWhere(F fn) {
+    return Map<bool>([&](int i) { return fn(i); });
+  }
   static B And(const B& a, bool b) {
     return Map<bool>([&](int i) { return a.v[i] && b; });
   }
@@ -141,13 +145,6 @@ struct HostWarp {
     }
   }
   static void Sync() {}
-  static U TransposeBits(const U& m) {
-    return Map<std::uint32_t>([&](int k) {
-      std::uint32_t column = 0;
-      for (int i = 0; i < kLanes; ++i) column |= ((m.v[i] >> k) & 1u) << i;
-      return column;
-    });
-  }
 };
 
 template <typename T, bool kVolume, bool kFace>

@@ -10,7 +10,7 @@
 // Written against the warp policy of reconstruction_brick.h (DeviceWarp; the emulation's
 // HostWarp), with the tile's accesses as policy calls: LoadRow/StoreRow (lane x: row j's pixel
 // x), LoadCol/StoreCol (lane j: row j's pixel x), Sync (the tile written by some lanes is read by
-// others), TransposeBits.
+// others).
 #ifndef CUIMG_KERNELS_SRC_SEGMENTATION_RECONSTRUCTION_TILE_H_
 #define CUIMG_KERNELS_SRC_SEGMENTATION_RECONSTRUCTION_TILE_H_
 
@@ -27,47 +27,36 @@
 namespace cuimg::seg {
 
 // One pass along x, each lane its row, forward then back: r_x = max(r_x, min(g_x, r_{x -+ 1})).
-// Returns, per lane (row j), the pixels x that rose as bits.
+// What rose is not tracked here: the run compares the tile with the image once, when it writes
+// back (ProcessTile), which costs less than a bit a pixel a pass.
 CUIMG_BRICK_EXEC_CHECK_DISABLE
 template <class W>
-CUIMG_BRICK_HD typename W::U PassAlongX(typename W::Key* s, const typename W::Key* g,
-                                        const typename W::V& lowest) {
+CUIMG_BRICK_HD void PassAlongX(typename W::Key* s, const typename W::Key* g,
+                               const typename W::V& lowest) {
   using V = typename W::V;
-  using U = typename W::U;
-  U rose = W::SplatU(0);
   V previous = lowest;
   CUIMG_TILE_UNROLL(unroll 8)
   for (int x = 0; x < kBrickWidth; ++x) {
-    const V v = W::LoadCol(s, x);
-    const V n = W::Max(v, W::Min(W::LoadCol(g, x), previous));
-    const auto up = W::Greater(n, v);
-    W::StoreCol(s, x, n, up);
-    rose = W::OrU(rose, W::SelectU(up, 1u << x, 0u));
-    previous = n;
+    previous = W::Max(W::LoadCol(s, x), W::Min(W::LoadCol(g, x), previous));
+    W::StoreCol(s, x, previous, W::SplatB(true));
   }
   previous = lowest;
   CUIMG_TILE_UNROLL(unroll 8)
   for (int x = kBrickWidth - 1; x >= 0; --x) {
-    const V v = W::LoadCol(s, x);
-    const V n = W::Max(v, W::Min(W::LoadCol(g, x), previous));
-    const auto up = W::Greater(n, v);
-    W::StoreCol(s, x, n, up);
-    rose = W::OrU(rose, W::SelectU(up, 1u << x, 0u));
-    previous = n;
+    previous = W::Max(W::LoadCol(s, x), W::Min(W::LoadCol(g, x), previous));
+    W::StoreCol(s, x, previous, W::SplatB(true));
   }
-  return rose;
 }
 
-// Row j (lane x: pixel x) raised to min(n, g): stored where it rose, noted in `rose` (bit j).
+// Row j (lane x: pixel x) raised to min(n, g); `moved` set in the lanes where it rose.
 CUIMG_BRICK_EXEC_CHECK_DISABLE
 template <class W>
 CUIMG_BRICK_HD typename W::V RaiseRow(typename W::Key* s, const typename W::Key* g, int j,
-                                      const typename W::V& n, typename W::U& rose) {
+                                      const typename W::V& n, typename W::B& moved) {
   const typename W::V v = W::LoadRow(s, j);
   const typename W::V r = W::Max(v, W::Min(n, W::LoadRow(g, j)));
-  const auto up = W::Greater(r, v);
-  W::StoreRow(s, j, r, up);
-  rose = W::OrU(rose, W::SelectU(up, 1u << j, 0u));
+  W::StoreRow(s, j, r, W::SplatB(true));
+  moved = W::Or(moved, W::Greater(r, v));
   return r;
 }
 
@@ -164,41 +153,32 @@ CUIMG_BRICK_HD std::uint32_t FaceMarks(const BrickArgs<T>& a, const typename W::
   return marks;
 }
 
-// The brick `brick` once, in the tile `s` (working values) and `g` (mask), each kTileKeys keys
-// of this warp's own: returns the neighbouring bricks (NeighbourBit) that one of its changed
-// pixels connects to (kFace, face connectivity: only those it can raise, FaceMarks).
-// `first_run`: the brick has not converged before (round 0); a later run whose seeds raise
-// nothing has nothing to do (the brick is at its last fixed point). `iterations` counts the
-// passes along x. kFace is a.max_nonzero == 1 known when compiling: the seeds and sweeps then
-// skip the diagonal rows' code.
+// Row (y, z) of p where it exists (`valid`; lane x: pixel x0 + x, where x_in), else the lowest
+// key; `base` is the row's first pixel, not read when the row does not exist.
 CUIMG_BRICK_EXEC_CHECK_DISABLE
-template <class W, typename T, bool kVolume, bool kFace>
-CUIMG_BRICK_HD std::uint32_t ProcessTile(const BrickArgs<T>& a, BrickIndex brick, bool first_run,
-                                         int& iterations, typename W::Key* s, typename W::Key* g) {
-  using Keys = KeyTraits<T>;
+template <class W, typename T>
+CUIMG_BRICK_HD typename W::V ImageRow(const T* p, const BrickArgs<T>& a, bool valid,
+                                      BrickIndex base, const typename W::B& x_in) {
+  return W::template Load<T>(p, valid ? base : 0, W::And(x_in, valid), a.flip,
+                             W::Splat(KeyTraits<T>::Lowest()));
+}
+
+// The seeds, for any connectivity: each pixel raised to min(best neighbour outside the brick,
+// mask). Rows of the tile by lanes (lane x: pixel x). Returns the lanes where a seed raised a
+// pixel. Every load is predicated rather than branched around, so that the rows' loads overlap.
+CUIMG_BRICK_EXEC_CHECK_DISABLE
+template <class W, typename T, bool kVolume, typename RowValid, typename RowBase>
+CUIMG_BRICK_HD typename W::B SeedTile(const BrickArgs<T>& a, typename W::Key* s, typename W::Key* g,
+                                      const typename W::B& x_in, BrickIndex x0, BrickIndex y0,
+                                      BrickIndex z0, RowValid row_valid, RowBase row_base) {
   using V = typename W::V;
-  using U = typename W::U;
   using B = typename W::B;
   constexpr int kRowsY = BrickShape<kVolume>::kRowsY;
   constexpr int kRowsZ = BrickShape<kVolume>::kRowsZ;
-  const int max_nonzero = kFace ? 1 : a.max_nonzero;
-  const V lowest = W::Splat(Keys::Lowest());
-  const BrickIndex x0 = brick % a.bricks_x * kBrickWidth;
-  const BrickIndex y0 = (brick / a.bricks_x) % a.bricks_y * kRowsY;
-  const BrickIndex z0 = brick / (a.bricks_x * a.bricks_y) * kRowsZ;
-  const B x_in = W::LaneBelow(a.width - x0);
+  const V lowest = W::Splat(KeyTraits<T>::Lowest());
   const B left_in = W::And(W::LaneIs(0), x0 > 0);
   const B right_in = W::And(W::LaneIs(kBrickWidth - 1), x0 + kBrickWidth < a.width);
-  auto row_valid = [&](BrickIndex y, BrickIndex z) {
-    return y >= 0 && z >= 0 && y < a.height && z < a.depth;
-  };
-  auto row_base = [&](BrickIndex y, BrickIndex z) { return (z * a.height + y) * a.width + x0; };
-
-  // Load, and seed each pixel with min(best neighbour outside the brick, mask): those neighbours
-  // do not change while the brick converges (one that changes them marks this brick again).
-  // Outside the image both are the lowest key, which never rises nor raises. Every load is
-  // predicated rather than branched around, so that the rows' loads overlap.
-  U changed = W::SplatU(0);  // lane x, bit j: row j's pixel x rose in this run
+  B rose = W::SplatB(false);
   CUIMG_TILE_UNROLL(unroll 4)
   for (int j = 0; j < kBrickRows; ++j) {
     const int yl = j % kRowsY, zl = j / kRowsY;
@@ -212,37 +192,128 @@ CUIMG_BRICK_HD std::uint32_t ProcessTile(const BrickArgs<T>& a, BrickIndex brick
       CUIMG_TILE_UNROLL(unroll)
       for (int dy = -1; dy <= 1; ++dy) {
         const int nonzero = (dy != 0) + (dz != 0);
-        if (kFace && nonzero > 1) continue;
-        const bool active = nonzero <= max_nonzero && row_valid(y + dy, z + dz);
-        const bool sides = active && nonzero + 1 <= max_nonzero;  // x +- 1 with (dy, dz)
+        const bool active = nonzero <= a.max_nonzero && row_valid(y + dy, z + dz);
+        const bool sides = active && nonzero + 1 <= a.max_nonzero;  // x +- 1 with (dy, dz)
         const bool inside = yl + dy >= 0 && yl + dy < kRowsY && zl + dz >= 0 && zl + dz < kRowsZ;
         const BrickIndex base = active ? row_base(y + dy, z + dz) : row_base(y, z);
         // The row where it lies outside the brick; its x neighbours beside the brick's edge
-        // lanes (any row), else the row's own lanes shifted (a row outside). With face
-        // connectivity only the brick's own row has sides, and it is inside.
+        // lanes (any row), else the row's own lanes shifted (a row outside).
         const V h = W::template Load<T>(a.r, base, W::And(x_in, active && !inside), a.flip, lowest);
-        n = W::Max(n, h);
-        if (kFace && nonzero != 0) continue;
         const V left_edge =
             W::template Load<T>(a.r, base - 1, W::And(left_in, sides), a.flip, lowest);
         const V right_edge =
             W::template Load<T>(a.r, base + 1, W::And(right_in, sides), a.flip, lowest);
-        V left = left_edge, right = right_edge;
-        if (!kFace) {
-          const B shifted = W::SplatB(sides && !inside);
-          left = W::Select(W::LaneIs(0), left_edge, W::Select(shifted, W::ShflUp(h, 1), lowest));
-          right = W::Select(W::LaneIs(kBrickWidth - 1), right_edge,
-                            W::Select(shifted, W::ShflDown(h, 1), lowest));
-        }
-        n = W::Max(n, W::Max(left, right));
+        const B shifted = W::SplatB(sides && !inside);
+        const V left =
+            W::Select(W::LaneIs(0), left_edge, W::Select(shifted, W::ShflUp(h, 1), lowest));
+        const V right = W::Select(W::LaneIs(kBrickWidth - 1), right_edge,
+                                  W::Select(shifted, W::ShflDown(h, 1), lowest));
+        n = W::Max(n, W::Max(h, W::Max(left, right)));
       }
     }
     W::StoreRow(g, j, gj, W::SplatB(true));
     const V up = W::Max(r, W::Min(n, gj));
     W::StoreRow(s, j, up, W::SplatB(true));
-    changed = W::OrU(changed, W::SelectU(W::Greater(up, r), 1u << j, 0u));
+    rose = W::Or(rose, W::Greater(up, r));
   }
-  if (!first_run && W::ReduceOr(changed) == 0) return 0;
+  return rose;
+}
+
+// The seeds with face connectivity (as SeedTile): the rows loaded, then each of the six faces
+// raised by what lies beyond it, a row or column at a time: a pixel has at most three
+// neighbours outside the brick, so this loads 24 rows and 2 columns beside the brick where
+// SeedTile predicates four loads a row. Returns the lanes (of rows or columns) where a seed
+// raised a pixel.
+CUIMG_BRICK_EXEC_CHECK_DISABLE
+template <class W, typename T, bool kVolume, typename RowValid, typename RowBase>
+CUIMG_BRICK_HD typename W::B SeedFaceTile(const BrickArgs<T>& a, typename W::Key* s,
+                                          typename W::Key* g, const typename W::B& x_in,
+                                          BrickIndex x0, BrickIndex y0, BrickIndex z0,
+                                          RowValid row_valid, RowBase row_base) {
+  using V = typename W::V;
+  using B = typename W::B;
+  constexpr int kRowsY = BrickShape<kVolume>::kRowsY;
+  constexpr int kRowsZ = BrickShape<kVolume>::kRowsZ;
+  const V lowest = W::Splat(KeyTraits<T>::Lowest());
+  CUIMG_TILE_UNROLL(unroll 4)
+  for (int j = 0; j < kBrickRows; ++j) {
+    const BrickIndex y = y0 + j % kRowsY, z = z0 + j / kRowsY;
+    W::StoreRow(g, j, ImageRow<W>(a.mask, a, row_valid(y, z), row_base(y, z), x_in),
+                W::SplatB(true));
+    W::StoreRow(s, j, ImageRow<W>(a.r, a, row_valid(y, z), row_base(y, z), x_in), W::SplatB(true));
+  }
+  B rose = W::SplatB(false);
+  for (int side = -1; side <= 1; side += 2) {
+    const int yl = side < 0 ? 0 : kRowsY - 1;
+    CUIMG_TILE_UNROLL(unroll)
+    for (int zl = 0; zl < kRowsZ; ++zl) {
+      const BrickIndex y = y0 + yl + side, z = z0 + zl;
+      RaiseRow<W>(s, g, zl * kRowsY + yl,
+                  ImageRow<W>(a.r, a, row_valid(y, z), row_base(y, z), x_in), rose);
+    }
+    if (!kVolume) continue;
+    const int zl = side < 0 ? 0 : kRowsZ - 1;
+    CUIMG_TILE_UNROLL(unroll)
+    for (int yl = 0; yl < kRowsY; ++yl) {
+      const BrickIndex z = z0 + zl + side;
+      RaiseRow<W>(s, g, zl * kRowsY + yl,
+                  ImageRow<W>(a.r, a, row_valid(y0 + yl, z), row_base(y0 + yl, z), x_in), rose);
+    }
+  }
+  // Along x, by columns: lane j takes row j's pixel beside the brick's edge.
+  W::Sync();  // the rows just written are read by columns
+  const B rows_in =
+      W::LaneWhere([&](int j) { return row_valid(y0 + j % kRowsY, z0 + j / kRowsY); });
+  for (int side = -1; side <= 1; side += 2) {
+    const int edge = side < 0 ? 0 : kBrickWidth - 1;
+    const bool beyond = side < 0 ? x0 > 0 : x0 + kBrickWidth < a.width;
+    auto beside = [&](int j) { return row_base(y0 + j % kRowsY, z0 + j / kRowsY) + edge + side; };
+    const V h = W::template LoadEach<T>(a.r, beside, W::And(rows_in, beyond), a.flip, lowest);
+    const V v = W::LoadCol(s, edge);
+    const V up = W::Max(v, W::Min(h, W::LoadCol(g, edge)));
+    W::StoreCol(s, edge, up, W::SplatB(true));
+    rose = W::Or(rose, W::Greater(up, v));
+  }
+  return rose;
+}
+
+// The brick `brick` once, in the tile `s` (working values) and `g` (mask), each kTileKeys keys
+// of this warp's own: returns the neighbouring bricks (NeighbourBit) that one of its changed
+// pixels connects to (kFace, face connectivity: only those it can raise, FaceMarks).
+// `first_run`: the brick has not converged before (round 0); a later run whose seeds raise
+// nothing has nothing to do (the brick is at its last fixed point). `iterations` counts the
+// passes along x. kFace is a.max_nonzero == 1 known when compiling: the seeds and sweeps then
+// skip the diagonal rows' code.
+CUIMG_BRICK_EXEC_CHECK_DISABLE
+template <class W, typename T, bool kVolume, bool kFace>
+CUIMG_BRICK_HD std::uint32_t ProcessTile(const BrickArgs<T>& a, BrickIndex brick, bool first_run,
+                                         int& iterations, typename W::Key* s, typename W::Key* g) {
+  using V = typename W::V;
+  using U = typename W::U;
+  using B = typename W::B;
+  constexpr int kRowsY = BrickShape<kVolume>::kRowsY;
+  constexpr int kRowsZ = BrickShape<kVolume>::kRowsZ;
+  const int max_nonzero = kFace ? 1 : a.max_nonzero;
+  const V lowest = W::Splat(KeyTraits<T>::Lowest());
+  const BrickIndex x0 = brick % a.bricks_x * kBrickWidth;
+  const BrickIndex y0 = (brick / a.bricks_x) % a.bricks_y * kRowsY;
+  const BrickIndex z0 = brick / (a.bricks_x * a.bricks_y) * kRowsZ;
+  const B x_in = W::LaneBelow(a.width - x0);
+  auto row_valid = [&](BrickIndex y, BrickIndex z) {
+    return y >= 0 && z >= 0 && y < a.height && z < a.depth;
+  };
+  auto row_base = [&](BrickIndex y, BrickIndex z) { return (z * a.height + y) * a.width + x0; };
+
+  // Load and seed: the neighbours outside the brick do not change while it converges (one that
+  // changes them marks this brick again). Outside the image both images hold the lowest key,
+  // which never rises nor raises.
+  B rose;
+  if constexpr (kFace) {
+    rose = SeedFaceTile<W, T, kVolume>(a, s, g, x_in, x0, y0, z0, row_valid, row_base);
+  } else {
+    rose = SeedTile<W, T, kVolume>(a, s, g, x_in, x0, y0, z0, row_valid, row_base);
+  }
+  if (!first_run && !W::Any(rose)) return 0;
 
   const bool diagonal_in_plane = !kFace && a.max_nonzero >= 2;
   // Passes in turn, along x then along y and z together, until a pass along y and z moves
@@ -252,15 +323,14 @@ CUIMG_BRICK_HD std::uint32_t ProcessTile(const BrickArgs<T>& a, BrickIndex brick
   for (;;) {
     ++iterations;
     W::Sync();  // the rows just written are read by columns
-    const U along_x = PassAlongX<W>(s, g, lowest);
+    PassAlongX<W>(s, g, lowest);
     W::Sync();
-    changed = W::OrU(changed, W::TransposeBits(along_x));
     // Along y and z, each lane its column: a raster sweep over the rows (slice by slice) and
     // back, each row taking the rows before it that it connects to: the row above in its slice
     // (with its x neighbours when diagonals in the plane connect) and the slice before's rows
     // y - 1, y, y + 1 as connected. A path turning between y and z in one direction needs one
     // sweep. Each lane reads its own column of the tile, so no Sync is needed.
-    U moved = W::SplatU(0);
+    B moved = W::SplatB(false);
     V previous = lowest;
     CUIMG_TILE_UNROLL(unroll 4)
     for (int j = 0; j < kBrickRows; ++j) {
@@ -280,17 +350,21 @@ CUIMG_BRICK_HD std::uint32_t ProcessTile(const BrickArgs<T>& a, BrickIndex brick
       }
       previous = RaiseRow<W>(s, g, j, n, moved);
     }
-    if (W::ReduceOr(moved) == 0) break;
-    changed = W::OrU(changed, moved);
+    if (!W::Any(moved)) break;
   }
 
-  // Write back what changed.
+  // Write back what changed: the tile against the image, whose pixels in this brick only this
+  // run writes (a brick never runs on two warps at once), so it still holds the run's inputs.
+  U changed = W::SplatU(0);  // lane x, bit j: row j's pixel x rose in this run
   CUIMG_TILE_UNROLL(unroll 4)
   for (int j = 0; j < kBrickRows; ++j) {
     const BrickIndex y = y0 + j % kRowsY, z = z0 + j / kRowsY;
-    const B where = W::And(W::And2(W::TestBit(changed, j), x_in), row_valid(y, z));
-    W::template Store<T>(a.r, row_base(row_valid(y, z) ? y : y0, row_valid(y, z) ? z : z0),
-                         W::LoadRow(s, j), where, a.flip);
+    const bool valid = row_valid(y, z);
+    const V now = W::LoadRow(s, j);
+    const B up = W::And2(W::And(x_in, valid),
+                         W::Greater(now, ImageRow<W>(a.r, a, valid, row_base(y, z), x_in)));
+    W::template Store<T>(a.r, valid ? row_base(y, z) : 0, now, up, a.flip);
+    changed = W::OrU(changed, W::SelectU(up, 1u << j, 0u));
   }
   if (kFace) {
     return FaceMarks<W, T, kVolume>(a, changed, s, x_in, x0, y0, z0, row_valid, row_base);

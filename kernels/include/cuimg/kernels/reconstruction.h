@@ -49,10 +49,11 @@ enum class ReconstructionSchedule { kQueue, kRounds };
 // Choices of ReconstructionPlan::Create that tests and benchmarks compare; the defaults are the
 // service's.
 struct ReconstructionTuning {
-  // The queue: with the face-connectivity bricks and their exact marks (2026-12-02, H200) it
-  // beat the rounds on both workloads measured (hmax 10 on a 512x512x300 CT 13.8 against
-  // 17.1 ms, open_rec ellipse 9 on a 1080p natural image 194-209 against 247-275 us); before
-  // them the rounds had been faster (35.3 against 37.4 ms, 317 against 354 us).
+  // The queue: with the face-connectivity bricks, their exact marks and seeds by faces
+  // (2026-12-03, H200) it beat the rounds on both workloads measured (hmax 10 on a 512x512x300
+  // CT 9.5 against 11.6 ms, open_rec ellipse 9 on a 1080p natural image 156-159 against
+  // 185-191 us); before the face bricks the rounds had been faster (35.3 against 37.4 ms, 317
+  // against 354 us).
   ReconstructionSchedule schedule = ReconstructionSchedule::kQueue;
   // Bricks first run in raster order; by default in a scattered one, so that the bricks running
   // at once are rarely neighbours (each would run on the other's first values, then again).
