@@ -75,6 +75,15 @@ CUIMG_BRICK_HD std::uint32_t EdgeRows(int sy, int sz) {
   return rows;
 }
 
+// The index of the lowest set bit of m (m != 0).
+CUIMG_BRICK_HD int LowestBit(std::uint32_t m) {
+#if defined(__CUDA_ARCH__)
+  return __ffs(m) - 1;
+#else
+  return __builtin_ctz(m);
+#endif
+}
+
 // The best of rows (zs, yl - 1 .. yl + 1) of the tile that connect to row yl of the next or
 // previous slice (as FromSlice in reconstruction_brick.h).
 CUIMG_BRICK_EXEC_CHECK_DISABLE
@@ -120,17 +129,19 @@ CUIMG_BRICK_HD std::uint32_t FaceMarks(const BrickArgs<T>& a, const typename W::
   constexpr int kRowsY = BrickShape<kVolume>::kRowsY;
   const V lowest = W::Splat(Keys::Lowest());
   std::uint32_t marks = 0;
-  // Along y and z: the face's rows, each against the row beyond it (lane x: pixel x).
+  // Along y and z: the face's rows that hold a changed pixel, each against the row beyond it
+  // (lane x: pixel x).
+  const std::uint32_t changed_rows = W::ReduceOr(changed);
   for (int sz = kVolume ? -1 : 0; sz <= (kVolume ? 1 : 0); ++sz) {
     for (int sy = -1; sy <= 1; ++sy) {
       if ((sy != 0) + (sz != 0) != 1) continue;
-      const std::uint32_t rows = EdgeRows<kVolume>(sy, sz);
       bool hit = false;
-      for (int j = 0; j < kBrickRows && !hit; ++j) {
+      for (std::uint32_t rows = EdgeRows<kVolume>(sy, sz) & changed_rows; rows != 0 && !hit;
+           rows &= rows - 1) {
+        const int j = LowestBit(rows);
         const BrickIndex y = y0 + j % kRowsY + sy, z = z0 + j / kRowsY + sz;
-        if (((rows >> j) & 1u) == 0 || !row_valid(y, z)) continue;
+        if (!row_valid(y, z)) continue;
         const B at = W::And2(W::TestBit(changed, j), x_in);
-        if (!W::Any(at)) continue;
         const V mask = W::template Load<T>(a.mask, row_base(y, z), at, a.flip, lowest);
         const V theirs = W::template Load<T>(a.r, row_base(y, z), at, a.flip, lowest);
         hit = Raises<W>(W::LoadRow(s, j), mask, theirs, at);
