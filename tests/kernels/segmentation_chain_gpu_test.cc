@@ -82,6 +82,8 @@ TEST(MorphologySegmentationGpu, ChainsEqualTheReference) {
       MorphologyStep threshold = Step(MorphOp::kThreshold);
       threshold.lo = testing::LevelOf(t, 100);
       threshold.hi = testing::LevelOf(t, 255);
+      MorphologyStep everything = threshold;  // every pixel the maximum: one value
+      everything.lo = testing::LevelOf(t, 0);
       const Image marker = testing::SeedMarker(in, true, 5, 7);
       MorphologyStep small = Step(MorphOp::kRemoveSmall, c);
       small.min_voxels = 50;
@@ -90,6 +92,7 @@ TEST(MorphologySegmentationGpu, ChainsEqualTheReference) {
           {"hmax", {hmax}},
           {"hmin", {hmin}},
           {"threshold_fill", {threshold, Step(MorphOp::kFillHoles)}},
+          {"one_value_fill", {everything, Step(MorphOp::kFillHoles, c)}},
           {"reconstruct_then_hmin", {Step(MorphOp::kReconstructDilate, c), hmin}},
           {"threshold_remove_small", {threshold, small}},
           {"threshold_fill_keep_largest",

@@ -48,6 +48,20 @@ __global__ void ClampKernel(const T* mask, T* r, std::int64_t n) {
   }
 }
 
+// fill_holes' marker, a block a row at a time: the row's y and z cost one division, where a
+// pixel's x, y and z from its index cost three 64-bit divisions a pixel.
+template <typename T>
+__global__ void FillHolesMarkerKernel(const T* mask, T* r, std::int64_t width, std::int64_t height,
+                                      std::int64_t depth) {
+  for (std::int64_t row = blockIdx.x; row < height * depth; row += gridDim.x) {
+    const std::int64_t y = row % height, z = row / height;
+    for (std::int64_t x = threadIdx.x; x < width; x += blockDim.x) {
+      const std::int64_t i = row * width + x;
+      r[i] = seg::FillHolesMarker(mask[i], seg::OnBorder(x, y, z, width, height, depth));
+    }
+  }
+}
+
 // Round 0's worklist: every brick (seg::FirstRunBrick's order), stamped 0; the other lists empty.
 __global__ void ResetWorklistsKernel(Worklists w, std::int64_t bricks, std::int64_t stride) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
@@ -280,6 +294,32 @@ absl::StatusOr<ReconstructionPlan> ReconstructionPlan::Create(PixelType type, co
   ReconstructionPlan plan;
   plan.impl_ = std::move(impl);
   return plan;
+}
+
+absl::Status ReconstructionPlan::RunFillHoles(const void* d_mask, void* d_r, void* workspace,
+                                              cudaStream_t stream, const CancelToken& cancel,
+                                              ReconstructionStats* stats) const {
+  CUIMG_RETURN_IF_ERROR(cancel.Check());
+  if (impl_->dilate) return absl::InternalError("RunFillHoles: the plan dilates");
+  const Impl& p = *impl_;
+  return VisitAnyPixelType(p.type, [&](auto tag) -> absl::Status {
+    using T = decltype(tag);
+    const auto* mask = static_cast<const T*>(d_mask);
+    auto* r = static_cast<T*>(d_r);
+    auto* ws = static_cast<std::uint8_t*>(workspace);
+    if (p.two_levels) {
+      CUIMG_ASSIGN_OR_RETURN(const bool done, seg::FillHolesOfTwoLevels(p, mask, r, ws, stream));
+      if (done) {
+        if (stats != nullptr) *stats = ReconstructionStats{/*two_levels=*/true};
+        return absl::OkStatus();
+      }
+    }
+    const Extent& e = p.extent;
+    FillHolesMarkerKernel<<<static_cast<int>(std::min<std::int64_t>(e.height * e.depth, 16384)),
+                            256, 0, stream>>>(mask, r, e.width, e.height, e.depth);
+    CUIMG_CUDA_CHECK_LAUNCH(stream, "FillHolesMarkerKernel");
+    return RunOnDevice<T>(p, mask, r, ws, stream, cancel, stats);
+  });
 }
 
 std::size_t ReconstructionPlan::WorkspaceBytes() const { return impl_->workspace_bytes; }

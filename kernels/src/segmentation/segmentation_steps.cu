@@ -1,7 +1,6 @@
-// The segmentation steps' per-pixel kernels: the markers of fill_holes and hmax/hmin and the
-// threshold, by the rules the CPU reference uses (reconstruction_rules.h), then the
-// reconstruction (reconstruction.cu); remove_small and keep_largest are the labelling's
-// (mask_steps.h).
+// The segmentation steps' per-pixel kernels: the markers of hmax/hmin and the threshold, by the
+// rules the CPU reference uses (reconstruction_rules.h), then the reconstruction
+// (reconstruction.cu); remove_small and keep_largest are the labelling's (mask_steps.h).
 #include "segmentation/segmentation_steps.h"
 
 #include <algorithm>
@@ -23,15 +22,6 @@ int Blocks(std::int64_t n) {
 #define CUIMG_GRID_STRIDE(i, n)                                                                  \
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n; \
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-
-template <typename T>
-__global__ void FillHolesMarkerKernel(const T* in, T* out, std::int64_t width, std::int64_t height,
-                                      std::int64_t depth) {
-  CUIMG_GRID_STRIDE(i, width * height * depth) {
-    const std::int64_t x = i % width, y = i / width % height, z = i / (width * height);
-    out[i] = seg::FillHolesMarker(in[i], seg::OnBorder(x, y, z, width, height, depth));
-  }
-}
 
 template <bool kDilate, typename T>
 __global__ void HeightMarkerKernel(const T* in, T* out, std::int64_t n, double h) {
@@ -66,10 +56,7 @@ absl::Status RunSegmentationStep(const MorphologyStep& step, const Extent& exten
       CUIMG_CUDA_CHECK_LAUNCH(stream, "ThresholdKernel");
       return absl::OkStatus();
     case MorphOp::kFillHoles:
-      FillHolesMarkerKernel<<<Blocks(n), 256, 0, stream>>>(src, dst, extent.width, extent.height,
-                                                           extent.depth);
-      CUIMG_CUDA_CHECK_LAUNCH(stream, "FillHolesMarkerKernel");
-      break;
+      return reconstruction->RunFillHoles(src, dst, workspace, stream, cancel);
     case MorphOp::kHMax:
       HeightMarkerKernel<true><<<Blocks(n), 256, 0, stream>>>(src, dst, n, step.h);
       CUIMG_CUDA_CHECK_LAUNCH(stream, "HeightMarkerKernel");

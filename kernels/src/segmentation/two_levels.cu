@@ -4,8 +4,10 @@
 #include "segmentation/two_levels.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/status_macros.h"
@@ -104,34 +106,56 @@ T ValueOfBits(unsigned long long bits) {
   return v;
 }
 
-}  // namespace
+int LevelBlocks(std::int64_t n) {
+  return static_cast<int>(std::min<std::int64_t>((n + kThreads - 1) / kThreads, 1024));
+}
 
+// The values of `a` and `b` (n pixels each): up to two bit patterns, and whether there were more
+// (or NaN). Synchronizes `stream`.
 template <typename T>
-absl::StatusOr<bool> RunTwoLevels(const ReconstructionPlan::Impl& p, const T* mask, T* r,
-                                  std::uint8_t* workspace, cudaStream_t stream) {
+absl::StatusOr<TwoLevels> FindLevels(const ReconstructionPlan::Impl& p, const T* a, const T* b,
+                                     std::uint8_t* workspace, cudaStream_t stream) {
   const std::int64_t n = p.extent.Pixels();
   auto* levels = reinterpret_cast<TwoLevels*>(workspace + p.levels_offset);
   ResetLevelsKernel<<<1, 1, 0, stream>>>(levels);
   CUIMG_CUDA_CHECK_LAUNCH(stream, "ResetLevelsKernel");
-  const int blocks = static_cast<int>(std::min<std::int64_t>((n + kThreads - 1) / kThreads, 1024));
-  FindLevelsKernel<<<blocks, kThreads, 0, stream>>>(mask, r, n, levels);
+  FindLevelsKernel<<<LevelBlocks(n), kThreads, 0, stream>>>(a, b, n, levels);
   CUIMG_CUDA_CHECK_LAUNCH(stream, "FindLevelsKernel");
   TwoLevels found;
   CUIMG_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(&found, levels, sizeof(found), cudaMemcpyDeviceToHost, stream),
       "read the levels");
   CUIMG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "find the levels");
+  return found;
+}
+
+// The two values lo < hi of `found`, or false where it holds more, one, or two bit patterns of
+// one value (+0 and -0).
+template <typename T>
+bool LowHigh(const TwoLevels& found, T* lo, T* hi) {
+  if (found.more || found.value[1] == TwoLevels::kNoValue) return false;
+  *lo = ValueOfBits<T>(found.value[0]);
+  *hi = ValueOfBits<T>(found.value[1]);
+  if (*hi < *lo) std::swap(*lo, *hi);
+  return *lo < *hi;
+}
+
+}  // namespace
+
+template <typename T>
+absl::StatusOr<bool> RunTwoLevels(const ReconstructionPlan::Impl& p, const T* mask, T* r,
+                                  std::uint8_t* workspace, cudaStream_t stream) {
+  const std::int64_t n = p.extent.Pixels();
+  CUIMG_ASSIGN_OR_RETURN(const TwoLevels found, FindLevels(p, mask, r, workspace, stream));
   if (found.more) return false;
   // One value: the clamped marker is the mask already, the reconstruction.
   if (found.value[1] == TwoLevels::kNoValue) return true;
-  T lo = ValueOfBits<T>(found.value[0]);
-  T hi = ValueOfBits<T>(found.value[1]);
-  if (hi < lo) std::swap(lo, hi);
-  if (!(lo < hi)) return false;  // +0 and -0: two bit patterns, one value; the bricks take it
+  T lo, hi;
+  if (!LowHigh(found, &lo, &hi)) return false;  // +0 and -0: the bricks take them
   T seed;
   const SeededFillSpec spec = TwoLevelFill(p.dilate, lo, hi, p.connectivity, &seed);
   auto* indicator = workspace + p.indicator_offset;
-  IndicatorKernel<<<std::max(1, blocks * 4), kThreads, 0, stream>>>(r, seed, indicator, n);
+  IndicatorKernel<<<std::max(1, LevelBlocks(n) * 4), kThreads, 0, stream>>>(r, seed, indicator, n);
   CUIMG_CUDA_CHECK_LAUNCH(stream, "IndicatorKernel");
   CUIMG_RETURN_IF_ERROR(FillUnseededComponentsOnDevice(p.type, p.extent, spec, mask, indicator,
                                                        PixelType::kU8, r, workspace + p.fill_offset,
@@ -139,9 +163,33 @@ absl::StatusOr<bool> RunTwoLevels(const ReconstructionPlan::Impl& p, const T* ma
   return true;
 }
 
-#define CUIMG_INSTANTIATE_TWO_LEVELS(T)                                                        \
-  template absl::StatusOr<bool> RunTwoLevels<T>(const ReconstructionPlan::Impl&, const T*, T*, \
-                                                std::uint8_t*, cudaStream_t);
+template <typename T>
+absl::StatusOr<bool> FillHolesOfTwoLevels(const ReconstructionPlan::Impl& p, const T* mask, T* out,
+                                          std::uint8_t* workspace, cudaStream_t stream) {
+  CUIMG_ASSIGN_OR_RETURN(const TwoLevels found, FindLevels(p, mask, mask, workspace, stream));
+  if (!found.more && found.value[1] == TwoLevels::kNoValue) {  // one value: no hole
+    CUIMG_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(out, mask, p.extent.Pixels() * sizeof(T), cudaMemcpyDeviceToDevice, stream),
+        "fill_holes of one value");
+    return true;
+  }
+  T lo, hi;
+  if (!LowHigh(found, &lo, &hi)) return false;
+  SeededFillSpec spec;
+  spec.connectivity = p.connectivity;
+  spec.range = std::array<double, 2>{static_cast<double>(lo), static_cast<double>(lo)};
+  spec.seed_border = true;
+  spec.fill = static_cast<double>(hi);
+  CUIMG_RETURN_IF_ERROR(FillUnseededComponentsOnDevice(
+      p.type, p.extent, spec, mask, nullptr, p.type, out, workspace + p.fill_offset, stream));
+  return true;
+}
+
+#define CUIMG_INSTANTIATE_TWO_LEVELS(T)                                                            \
+  template absl::StatusOr<bool> RunTwoLevels<T>(const ReconstructionPlan::Impl&, const T*, T*,     \
+                                                std::uint8_t*, cudaStream_t);                      \
+  template absl::StatusOr<bool> FillHolesOfTwoLevels<T>(const ReconstructionPlan::Impl&, const T*, \
+                                                        T*, std::uint8_t*, cudaStream_t);
 CUIMG_INSTANTIATE_TWO_LEVELS(std::uint8_t)
 CUIMG_INSTANTIATE_TWO_LEVELS(std::uint16_t)
 CUIMG_INSTANTIATE_TWO_LEVELS(std::int16_t)

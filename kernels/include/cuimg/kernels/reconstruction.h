@@ -111,6 +111,15 @@ class ReconstructionPlan {
   absl::Status Run(const void* d_mask, void* d_r, void* workspace, cudaStream_t stream,
                    const CancelToken& cancel = NeverCancelled(),
                    ReconstructionStats* stats = nullptr) const;
+  // fill_holes: d_r = the reconstruction by erosion over d_mask of the border marker (the mask on
+  // the image's border, the type's maximum inside; FillHolesMarker), written here: d_r is not
+  // read. Run's contract otherwise; a plan by erosion (INTERNAL otherwise). With the kAuto route a
+  // mask of at most two values lo < hi takes the labelling's border-seeded fill (the components
+  // of {mask = lo} that touch no border become hi) without the marker: one pass and a host round
+  // trip first, as Run's.
+  absl::Status RunFillHoles(const void* d_mask, void* d_r, void* workspace, cudaStream_t stream,
+                            const CancelToken& cancel = NeverCancelled(),
+                            ReconstructionStats* stats = nullptr) const;
   // Run's kernels on the host, brick by brick in queue or worklist order, with host buffers
   // `mask` and `r`
   // (same roles): CPU tests check the kernels' own code without a device. The union-find route
