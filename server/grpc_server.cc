@@ -204,13 +204,18 @@ void CuimgServer::Shutdown(absl::Duration grace) {
           "running requests stop at their next check\"");
     }
   });
+  // gRPC cancels what is left a moment after the hard stop, not with it: the calls whose work the
+  // hard stop ended (at its next check, milliseconds) answer first with the server's reason
+  // (UNAVAILABLE "the server is shutting down", with details) rather than gRPC's bare "Cancelling
+  // all calls", which clients took for a connection problem (issue 46).
+  const absl::Duration answers = grace > absl::ZeroDuration() ? absl::Seconds(1) : grace;
+  const absl::Time cancel_at = absl::Now() + grace + answers;
+  // The calls in flight end before gRPC's GOAWAY, new ones are refused meanwhile: a call that
+  // ends after the GOAWAY has its connection closed right behind its response, which a client
+  // still reading it then loses to a reset (live_calls.h).
+  if (service_ != nullptr) service_->live_calls().Drain(cancel_at);
   if (server_ != nullptr) {
-    // gRPC cancels what is left a moment after the hard stop, not with it: the calls whose work
-    // the hard stop ended (at its next check, milliseconds) answer first with the server's reason
-    // (UNAVAILABLE "the server is shutting down", with details) rather than gRPC's bare
-    // "Cancelling all calls", which clients took for a connection problem (issue 46).
-    const absl::Duration answers = grace > absl::ZeroDuration() ? absl::Seconds(1) : grace;
-    server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(grace + answers));
+    server_->Shutdown(absl::ToChronoTime(cancel_at));
     server_->Wait();
   }
   if (health_server_ != nullptr) {

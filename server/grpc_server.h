@@ -52,7 +52,7 @@ class CuimgServer {
   prometheus::Registry& registry() { return *registry_; }
 
   // Health turns NOT_SERVING, new calls are refused, in-flight calls get `grace` to finish (then
-  // are cancelled), and the workers stop. Idempotent.
+  // are cancelled) before gRPC closes the connections, and the workers stop. Idempotent.
   void Shutdown(absl::Duration grace);
 
  private:

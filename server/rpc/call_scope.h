@@ -17,6 +17,7 @@
 #include "cuimg/common/cancel_token.h"
 #include "server/backend/backend.h"
 #include "server/observability/metrics.h"
+#include "server/rpc/live_calls.h"
 #include "server/state/inflight_budget.h"
 #include "server/state/shared_memory_region.h"
 
@@ -36,6 +37,8 @@ class CallScope {
   // The authorized caller (authorization.h); set once before the call does any work.
   void set_identity(std::string identity) { identity_ = std::move(identity); }
   const std::string& identity() const { return identity_; }
+  // The call's place among the live calls (live_calls.h), given up with the scope.
+  void set_hold(LiveCalls::Hold hold) { hold_ = std::move(hold); }
   grpc::CallbackServerContext* context() const { return ctx_; }
   // Where the results' inline pixels go (wire_pixels.h): set by ImagingService::Serve for every
   // image RPC, null for the others.
@@ -88,6 +91,7 @@ class CallScope {
   const CancelToken* cancel_ = nullptr;
   InflightBudget::Reservation* reservation_ = nullptr;
   bool completed_ = false;
+  LiveCalls::Hold hold_;
 };
 
 // `times` as the `cuimg-timing` trailer carries them, written by the wire contract

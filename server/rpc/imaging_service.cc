@@ -27,11 +27,14 @@ struct TakesBatches<Request, std::void_t<decltype(std::declval<const Request&>()
     : std::true_type {};
 
 // The image RPCs' unary reactor: gRPC's default one, plus OnCancel, which hands a client's
-// cancellation (or its passed deadline) to the running work through the call's token.
+// cancellation (or its passed deadline) to the running work through the call's token. It keeps
+// the call's scope until OnDone, so that the call stays live (live_calls.h) until gRPC has
+// handed its response to the kernel.
 class CancellingReactor final : public grpc::ServerUnaryReactor {
  public:
-  CancellingReactor(grpc::CallbackServerContext* ctx, std::shared_ptr<CancelToken> cancel)
-      : ctx_(ctx), cancel_(std::move(cancel)) {}
+  CancellingReactor(grpc::CallbackServerContext* ctx, std::shared_ptr<CancelToken> cancel,
+                    std::shared_ptr<CallScope> call)
+      : ctx_(ctx), cancel_(std::move(cancel)), call_(std::move(call)) {}
   void OnCancel() override {
     // gRPC cancels a call whose deadline passed too, and so does the client when its own copy of
     // the deadline passes: MarkClientGone tells which it was.
@@ -42,6 +45,7 @@ class CancellingReactor final : public grpc::ServerUnaryReactor {
  private:
   grpc::CallbackServerContext* ctx_;
   std::shared_ptr<CancelToken> cancel_;
+  std::shared_ptr<CallScope> call_;
   const std::chrono::system_clock::time_point began_ = std::chrono::system_clock::now();
 };
 
@@ -92,6 +96,9 @@ absl::Status ImagingService::AuthorizeCall(CallScope& call, unsigned rights) {
   absl::StatusOr<std::string> identity =
       cuimg::Authorize(*call.context(), auth_, rights, call.rpc());
   if (!identity.ok()) return identity.status();
+  absl::StatusOr<LiveCalls::Hold> hold = live_calls_.Enter();
+  if (!hold.ok()) return hold.status();
+  call.set_hold(*std::move(hold));
   call.set_identity(*std::move(identity));
   return absl::OkStatus();
 }
@@ -195,8 +202,8 @@ grpc::ServerUnaryReactor* ImagingService::Serve(
     absl::Status (ImagingService::*run)(const Job&, CallScope&, typename Messages::Response*)) {
   auto cancel =
       std::make_shared<CancelToken>(CancelToken::SteadyDeadline(ctx->deadline()), &hard_stop_);
-  grpc::ServerUnaryReactor* reactor = new CancellingReactor(ctx, cancel);
   auto call = std::make_shared<CallScope>(rpc, ctx, metrics_);
+  grpc::ServerUnaryReactor* reactor = new CancellingReactor(ctx, cancel, call);
   call->set_cancel(cancel.get());
   // Every refusal is recorded (its reason, its retry hints) by CallScope::Complete.
   auto refuse = [&](const absl::Status& status) {

@@ -19,6 +19,7 @@
 #include "server/observability/metrics.h"
 #include "server/rpc/call_scope.h"
 #include "server/rpc/image_input.h"
+#include "server/rpc/live_calls.h"
 #include "server/scheduling/work_queue.h"
 #include "server/security/authorization.h"
 #include "server/server_options.h"
@@ -145,9 +146,12 @@ class ImagingService final
   // What each identity's open uploads may claim (ServerOptions' upload fields).
   UploadQuota& uploads() { return *uploads_; }
   // Every handler's first step: Authorize (authorization.h) the call for `rights` under this
-  // server's policy. OK: the call's identity is set. A refusal is returned for the handler to
-  // finish the call with (CallScope::Complete records it, as every error).
+  // server's policy, then let it in among the live calls (UNAVAILABLE once shutdown drains them).
+  // OK: the call's identity and hold are set. A refusal is returned for the handler to finish the
+  // call with (CallScope::Complete records it, as every error).
   absl::Status AuthorizeCall(CallScope& call, unsigned rights);
+  // The calls let in and not yet done with, which shutdown drains before gRPC's own.
+  LiveCalls& live_calls() { return live_calls_; }
   // Makes every request's work stop at its next check (UNAVAILABLE), and any request queued or
   // admitted later fail before it runs: for shutdown once the grace period is over. Thread-safe.
   void HardStop() { hard_stop_.store(true, std::memory_order_relaxed); }
@@ -282,6 +286,7 @@ class ImagingService final
   std::unique_ptr<SharedMemoryRegistry> shared_memory_;
   std::unique_ptr<UploadQuota> uploads_;
   std::atomic<bool> hard_stop_{false};
+  LiveCalls live_calls_;
 };
 
 // Fills a ResidentObject message from the store's description.
