@@ -26,19 +26,6 @@
 namespace cuimg {
 namespace {
 
-v1::MorphologyRequest DilateRequest(const Image& image, int size) {
-  v1::MorphologyRequest r;
-  v1::Image* in = r.mutable_input()->mutable_image();
-  SetImageHeader(image.view(), in);
-  in->set_data(reinterpret_cast<const char*>(image.bytes()), image.size_bytes());
-  v1::MorphologyStep* step = r.add_steps();
-  step->set_op(v1::MORPHOLOGY_OP_DILATE);
-  step->mutable_element()->set_shape(v1::ELEMENT_SHAPE_ELLIPSE);
-  step->mutable_element()->set_width(size);
-  step->mutable_element()->set_height(size);
-  return r;
-}
-
 Image ReferenceDilate(const Image& image, int size) {
   auto se = StructuringElement::Create(
       ElementSpec{ElementShape::kEllipse, size, size, 0, -1, -1, -1, {}});
@@ -57,7 +44,7 @@ TEST(ImagingService, MorphologyReturnsTheReferenceResultWithTimingTrailer) {
   const Image input = testing::RandomImage(PixelType::kU16, Extent{37, 23, 4}, 5);
   grpc::ClientContext ctx;
   v1::MorphologyResponse response;
-  ASSERT_TRUE(server.stub().Morphology(&ctx, DilateRequest(input, 5), &response).ok());
+  ASSERT_TRUE(server.stub().Morphology(&ctx, testing::DilateRequest(input, 5), &response).ok());
   EXPECT_EQ(testing::FirstMismatch(FromProto(response.result().image()), ReferenceDilate(input, 5)),
             -1);
   EXPECT_EQ(response.result().image().depth(), 4u);
@@ -77,7 +64,7 @@ TEST(ImagingService, TimingTrailerStagesAddUpToAtMostTheTotal) {
   for (int call = 0; call < 3; ++call) {
     grpc::ClientContext ctx;
     v1::MorphologyResponse response;
-    ASSERT_TRUE(server.stub().Morphology(&ctx, DilateRequest(input, 3), &response).ok());
+    ASSERT_TRUE(server.stub().Morphology(&ctx, testing::DilateRequest(input, 3), &response).ok());
     const auto& trailers = ctx.GetServerTrailingMetadata();
     ASSERT_EQ(trailers.count("cuimg-timing"), 1u);
     const auto value = trailers.find("cuimg-timing")->second;
@@ -135,7 +122,7 @@ TEST(ImagingService, DecodesPngInput) {
   const Image input = testing::RandomImage(PixelType::kU8, Extent{31, 17, 1}, 8);
   auto png = EncodePng(input.view());
   ASSERT_TRUE(png.ok());
-  v1::MorphologyRequest request = DilateRequest(input, 3);
+  v1::MorphologyRequest request = testing::DilateRequest(input, 3);
   request.mutable_input()->set_encoded(std::string(png->begin(), png->end()));
   grpc::ClientContext ctx;
   v1::MorphologyResponse response;
@@ -148,17 +135,17 @@ TEST(ImagingService, BadRequestsGetInvalidArgumentAndTheServerKeepsServing) {
   testing::TestServer server;
   const Image input = testing::RandomImage(PixelType::kU8, Extent{8, 8, 1}, 1);
   std::vector<std::pair<v1::MorphologyRequest, std::string>> bad;
-  bad.emplace_back(DilateRequest(input, 3), "input.image.width");
+  bad.emplace_back(testing::DilateRequest(input, 3), "input.image.width");
   bad.back().first.mutable_input()->mutable_image()->set_width(0);
-  bad.emplace_back(DilateRequest(input, 3), "input.image.data");
+  bad.emplace_back(testing::DilateRequest(input, 3), "input.image.data");
   bad.back().first.mutable_input()->mutable_image()->set_data("short");
-  bad.emplace_back(DilateRequest(input, 3), "steps[0].element.width");
+  bad.emplace_back(testing::DilateRequest(input, 3), "steps[0].element.width");
   bad.back().first.mutable_steps(0)->mutable_element()->set_width(5000);
-  bad.emplace_back(DilateRequest(input, 3), "steps[0].op");
+  bad.emplace_back(testing::DilateRequest(input, 3), "steps[0].op");
   bad.back().first.mutable_steps(0)->set_op(static_cast<v1::MorphologyOp>(77));
-  bad.emplace_back(DilateRequest(input, 3), "input.encoded");
+  bad.emplace_back(testing::DilateRequest(input, 3), "input.encoded");
   bad.back().first.mutable_input()->set_encoded("not an image at all");
-  bad.emplace_back(DilateRequest(input, 3), "input.handle");
+  bad.emplace_back(testing::DilateRequest(input, 3), "input.handle");
   bad.back().first.mutable_input()->set_handle("img-does-not-exist");
   for (const auto& [request, field] : bad) {
     grpc::ClientContext ctx;
@@ -171,7 +158,7 @@ TEST(ImagingService, BadRequestsGetInvalidArgumentAndTheServerKeepsServing) {
   }
   grpc::ClientContext ctx;
   v1::MorphologyResponse response;
-  EXPECT_TRUE(server.stub().Morphology(&ctx, DilateRequest(input, 3), &response).ok());
+  EXPECT_TRUE(server.stub().Morphology(&ctx, testing::DilateRequest(input, 3), &response).ok());
 }
 
 std::string ReadBytes(const std::string& path) {
@@ -292,7 +279,7 @@ TEST(ImagingService, ResidentResultsAreReusableByHandle) {
   testing::TestServer server;
   const Image input = testing::RandomImage(PixelType::kI16, Extent{20, 10, 3}, 11);
   // A result kept resident, without pixels in the response.
-  v1::MorphologyRequest first = DilateRequest(input, 3);
+  v1::MorphologyRequest first = testing::DilateRequest(input, 3);
   first.mutable_output()->set_keep_resident(true);
   first.mutable_output()->set_omit_data(true);
   v1::MorphologyResponse r1;
@@ -303,7 +290,7 @@ TEST(ImagingService, ResidentResultsAreReusableByHandle) {
   EXPECT_FALSE(r1.result().has_image());
   ASSERT_FALSE(r1.result().handle().empty());
   // Dilating it again by handle equals dilating twice.
-  v1::MorphologyRequest second = DilateRequest(input, 3);
+  v1::MorphologyRequest second = testing::DilateRequest(input, 3);
   second.mutable_input()->set_handle(r1.result().handle());
   v1::MorphologyResponse r2;
   {
@@ -376,7 +363,7 @@ TEST(ImagingService, UploadInChunksThenUseByHandle) {
   ASSERT_TRUE(writer->Finish().ok());
   ASSERT_EQ(response.object().size_bytes(), input.size_bytes());
 
-  v1::MorphologyRequest request = DilateRequest(input, 5);
+  v1::MorphologyRequest request = testing::DilateRequest(input, 5);
   request.mutable_input()->set_handle(response.object().handle());
   grpc::ClientContext ctx2;
   v1::MorphologyResponse result;
@@ -415,7 +402,7 @@ TEST(ImagingService, OverloadIsAnsweredWithResourceExhausted) {
   testing::TestServer server(OneSlotOptions());
   // Slow on the CPU backend: a 61x61 disk over 300x300 pixels.
   const Image input = testing::RandomImage(PixelType::kU8, Extent{300, 300, 1}, 3);
-  const v1::MorphologyRequest request = DilateRequest(input, 61);
+  const v1::MorphologyRequest request = testing::DilateRequest(input, 61);
   std::vector<std::future<grpc::Status>> calls;
   for (int i = 0; i < 6; ++i) {
     calls.push_back(std::async(std::launch::async, [&] {
@@ -449,9 +436,11 @@ TEST(ImagingService, AFullServerRefusesBeforeReadingTheRequest) {
   auto slow = std::async(std::launch::async, [&] {
     grpc::ClientContext ctx;
     v1::MorphologyResponse response;
-    return server.stub().Morphology(&ctx, DilateRequest(input, 61), &response).error_code();
+    return server.stub()
+        .Morphology(&ctx, testing::DilateRequest(input, 61), &response)
+        .error_code();
   });
-  v1::MorphologyRequest malformed = DilateRequest(input, 3);
+  v1::MorphologyRequest malformed = testing::DilateRequest(input, 3);
   malformed.mutable_input()->mutable_image()->set_data("short");
   int hinted = 0;
   while (hinted == 0 && slow.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
@@ -486,7 +475,9 @@ TEST(ImagingService, HealthTurnsNotServingAtShutdownAndInFlightRequestsFinish) {
   auto slow = std::async(std::launch::async, [&] {
     grpc::ClientContext ctx;
     v1::MorphologyResponse response;
-    return server.stub().Morphology(&ctx, DilateRequest(input, 41), &response).error_code();
+    return server.stub()
+        .Morphology(&ctx, testing::DilateRequest(input, 41), &response)
+        .error_code();
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   server.server().Shutdown(absl::Seconds(30));

@@ -88,19 +88,6 @@ class OverwritingBackend final : public Backend {
   std::atomic<int> written_over_{0};
 };
 
-v1::MorphologyRequest DilateRequest(const Image& image) {
-  v1::MorphologyRequest r;
-  v1::Image* in = r.mutable_input()->mutable_image();
-  SetImageHeader(image.view(), in);
-  in->set_data(reinterpret_cast<const char*>(image.bytes()), image.size_bytes());
-  v1::MorphologyStep* step = r.add_steps();
-  step->set_op(v1::MORPHOLOGY_OP_DILATE);
-  step->mutable_element()->set_shape(v1::ELEMENT_SHAPE_ELLIPSE);
-  step->mutable_element()->set_width(5);
-  step->mutable_element()->set_height(5);
-  return r;
-}
-
 std::string ReferenceBytes(const Image& image) {
   auto se =
       StructuringElement::Create(ElementSpec{ElementShape::kEllipse, 5, 5, 0, -1, -1, -1, {}});
@@ -125,7 +112,7 @@ TEST(ResultOverInput, AnInlineVolumesResultTakesTheRequestsBuffer) {
   const Image input = testing::RandomImage(PixelType::kI16, Extent{61, 47, 9}, 34);
   grpc::ClientContext ctx;
   v1::MorphologyResponse response;
-  ASSERT_TRUE(s.server->stub().Morphology(&ctx, DilateRequest(input), &response).ok());
+  ASSERT_TRUE(s.server->stub().Morphology(&ctx, testing::DilateRequest(input, 5), &response).ok());
   EXPECT_TRUE(response.result().image().data() == ReferenceBytes(input));
   EXPECT_EQ(s.backend->written_over(), 1);
   EXPECT_EQ(s.backend->buffers(), 1);  // the request's pixels only
@@ -146,7 +133,8 @@ TEST(ResultOverInput, ConcurrentCallsEachGetTheirOwnResult) {
     threads.emplace_back([&, i] {
       grpc::ClientContext ctx;
       v1::MorphologyResponse response;
-      ok[i] = s.server->stub().Morphology(&ctx, DilateRequest(inputs[i]), &response).ok();
+      ok[i] =
+          s.server->stub().Morphology(&ctx, testing::DilateRequest(inputs[i], 5), &response).ok();
       results[i] = response.result().image().data();
     });
   }
@@ -162,7 +150,7 @@ TEST(ResultOverInput, ConcurrentCallsEachGetTheirOwnResult) {
 TEST(ResultOverInput, AResidentResultIsNotWrittenOverItsInput) {
   Served s;
   const Image input = testing::RandomImage(PixelType::kU16, Extent{29, 31, 2}, 35);
-  v1::MorphologyRequest request = DilateRequest(input);
+  v1::MorphologyRequest request = testing::DilateRequest(input, 5);
   request.mutable_output()->set_keep_resident(true);
   grpc::ClientContext ctx;
   v1::MorphologyResponse response;

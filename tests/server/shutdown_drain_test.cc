@@ -56,19 +56,6 @@ double InflightRequests(prometheus::Registry& registry) {
   return total;
 }
 
-v1::MorphologyRequest DilateRequest(const Image& image, int size) {
-  v1::MorphologyRequest r;
-  v1::Image* in = r.mutable_input()->mutable_image();
-  SetImageHeader(image.view(), in);
-  in->set_data(reinterpret_cast<const char*>(image.bytes()), image.size_bytes());
-  v1::MorphologyStep* step = r.add_steps();
-  step->set_op(v1::MORPHOLOGY_OP_DILATE);
-  step->mutable_element()->set_shape(v1::ELEMENT_SHAPE_ELLIPSE);
-  step->mutable_element()->set_width(size);
-  step->mutable_element()->set_height(size);
-  return r;
-}
-
 TEST(Shutdown, TheCallInFlightFinishesAndNewCallsAreRefusedUntilItHas) {
   ServerOptions options = testing::TestServerOptions();
   options.worker_threads = 1;
@@ -77,7 +64,8 @@ TEST(Shutdown, TheCallInFlightFinishesAndNewCallsAreRefusedUntilItHas) {
   auto slow = std::async(std::launch::async, [&] {
     grpc::ClientContext ctx;
     v1::MorphologyResponse response;
-    const grpc::Status status = server.stub().Morphology(&ctx, DilateRequest(input, 61), &response);
+    const grpc::Status status =
+        server.stub().Morphology(&ctx, testing::DilateRequest(input, 61), &response);
     return std::make_pair(status.error_code(), response.result().image().data().size());
   });
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);

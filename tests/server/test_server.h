@@ -16,6 +16,20 @@
 
 namespace cuimg::testing {
 
+// A Morphology request: `image` inline, one dilation by a size x size ellipse.
+inline v1::MorphologyRequest DilateRequest(const Image& image, int size) {
+  v1::MorphologyRequest r;
+  v1::Image* in = r.mutable_input()->mutable_image();
+  SetImageHeader(image.view(), in);
+  in->set_data(reinterpret_cast<const char*>(image.bytes()), image.size_bytes());
+  v1::MorphologyStep* step = r.add_steps();
+  step->set_op(v1::MORPHOLOGY_OP_DILATE);
+  step->mutable_element()->set_shape(v1::ELEMENT_SHAPE_ELLIPSE);
+  step->mutable_element()->set_width(size);
+  step->mutable_element()->set_height(size);
+  return r;
+}
+
 inline ServerOptions TestServerOptions() {
   ServerOptions options;
   options.listen_address = "127.0.0.1:0";
