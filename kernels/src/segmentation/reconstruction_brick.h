@@ -191,8 +191,6 @@ struct DeviceWarp {
   static __device__ __forceinline__ std::uint32_t Broadcast(U u, int lane) {
     return __shfl_sync(~0u, u, lane);
   }
-  // Bit `lane` of the warp-uniform word w, in each lane.
-  static __device__ __forceinline__ B LaneBit(std::uint32_t w) { return (w >> Lane()) & 1u; }
   template <typename T>
   static __device__ __forceinline__ void Store(T* p, BrickIndex base, V k, B in, bool flip) {
     if (in) p[base + Lane()] = KeyTraits<T>::FromKey(k, flip);

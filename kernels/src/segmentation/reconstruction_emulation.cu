@@ -119,9 +119,6 @@ struct HostWarp {
     });
   }
   static std::uint32_t Broadcast(const U& u, int lane) { return u.v[lane]; }
-  static B LaneBit(std::uint32_t w) {
-    return Map<bool>([&](int i) { return ((w >> i) & 1u) != 0; });
-  }
   template <typename T>
   static void Store(T* p, std::int64_t base, const V& k, const B& in, bool flip) {
     for (int i = 0; i < kLanes; ++i) {

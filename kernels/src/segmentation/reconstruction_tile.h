@@ -155,7 +155,8 @@ CUIMG_BRICK_HD std::uint32_t FaceMarks(const BrickArgs<T>& a, const typename W::
     if (sx < 0 ? x0 == 0 : x0 + kBrickWidth >= a.width) continue;
     const std::uint32_t rows = W::Broadcast(changed, edge);
     if (rows == 0) continue;
-    const B at = W::LaneBit(rows);  // only pixels inside the image change
+    // Only pixels inside the image change.
+    const B at = W::LaneWhere([&](int j) { return ((rows >> j) & 1u) != 0; });
     auto beside = [&](int j) { return row_base(y0 + j % kRowsY, z0 + j / kRowsY) + edge + sx; };
     const V mask = W::template LoadEach<T>(a.mask, beside, at, a.flip, lowest);
     const V theirs = W::template LoadEach<T>(a.r, beside, at, a.flip, lowest);
