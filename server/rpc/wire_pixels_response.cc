@@ -53,6 +53,18 @@ class Spliced {
     pieces_.push_back(Piece{{}, pixels});
     size_ += pixels.bytes;
   }
+  // `message` (which holds nothing detached) as the value of length-delimited field `number`,
+  // serialized straight into the bytes.
+  void MessageField(std::uint64_t number, const google::protobuf::Message& message) {
+    Varint(LengthTag(number));
+    const std::size_t bytes = message.ByteSizeLong();  // caches the sizes the write below uses
+    Varint(bytes);
+    std::string& last = LastBytes();
+    const std::size_t at = last.size();
+    last.resize(at + bytes);
+    message.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(&last[at]));
+    size_ += bytes;
+  }
   // `pixels` as the value of length-delimited field `number`.
   void PixelsField(std::uint64_t number, const Pixels& pixels) {
     Varint(LengthTag(number));
@@ -174,7 +186,9 @@ void CopyField(const google::protobuf::Message& from, const FieldDescriptor* f,
 }
 
 // Writes a message whose subtree holds detached results: the fields that lead to a result are
-// written here, one by one; the rest of the message as protobuf serializes it.
+// written here, one by one; messages below that cannot hold one (their type cannot: MayHold) as
+// protobuf serializes them, in place; the other fields copied into one message and serialized
+// after them.
 class ResultSplicer {
  public:
   using Results = std::unordered_map<const google::protobuf::Message*, Spliced::Pixels>;
@@ -188,14 +202,17 @@ class ResultSplicer {
   std::size_t found() const { return found_; }
 
   absl::Status Write(const google::protobuf::Message& m, Spliced* out) {
+    if (may_hold_.empty()) FindTypesThatMayHold(m.GetDescriptor());
+    return WriteMessage(m, out);
+  }
+
+ private:
+  absl::Status WriteMessage(const google::protobuf::Message& m, Spliced* out) {
     if (const auto it = results_.find(&m); it != results_.end()) {
       ++found_;
       return WriteResult(m, it->second, out);
     }
     const google::protobuf::Reflection* reflection = m.GetReflection();
-    // The fields that hold no result, copied one by one and serialized by protobuf: copying the
-    // whole message and clearing the others would copy a batch's every entry.
-    std::unique_ptr<google::protobuf::Message> rest(m.New());
     std::vector<const FieldDescriptor*> detached_bytes;
     if (const auto it = fields_.find(&m); it != fields_.end()) {
       for (const auto& [number, pixels] : it->second) {
@@ -214,42 +231,45 @@ class ResultSplicer {
     }
     std::vector<const FieldDescriptor*> fields;
     reflection->ListFields(m, &fields);
-    bool any_rest = false;
+    // The fields that are not messages, copied one by one and serialized by protobuf: copying
+    // the whole message and clearing the others would copy a batch's every entry.
+    std::unique_ptr<google::protobuf::Message> rest;
     for (const FieldDescriptor* f : fields) {
-      if (!HoldsResults(m, f)) {
+      if (f->type() != FieldDescriptor::TYPE_MESSAGE) {
         if (std::find(detached_bytes.begin(), detached_bytes.end(), f) != detached_bytes.end()) {
           continue;  // its pixels are written above
         }
+        if (rest == nullptr) rest.reset(m.New());
         CopyField(m, f, rest.get());
-        any_rest = true;
         continue;
       }
+      const bool may_hold = MayHold(f->message_type());
+      const auto number = static_cast<std::uint64_t>(f->number());
       const int count = f->is_repeated() ? reflection->FieldSize(m, f) : 1;
       for (int i = 0; i < count; ++i) {
         const google::protobuf::Message& sub = f->is_repeated()
                                                    ? reflection->GetRepeatedMessage(m, f, i)
                                                    : reflection->GetMessage(m, f);
-        Spliced inner;
-        if (Holds(sub)) {
-          CUIMG_RETURN_IF_ERROR(Write(sub, &inner));
-        } else {
-          inner.Bytes(sub.SerializeAsString());
+        if (!may_hold) {
+          out->MessageField(number, sub);
+          continue;
         }
-        out->Field(static_cast<std::uint64_t>(f->number()), std::move(inner));
+        Spliced inner;
+        CUIMG_RETURN_IF_ERROR(WriteMessage(sub, &inner));
+        out->Field(number, std::move(inner));
       }
     }
     // Unknown fields too, as a copy of the whole message would keep them.
     if (!reflection->GetUnknownFields(m).empty()) {
+      if (rest == nullptr) rest.reset(m.New());
       rest->GetReflection()
           ->MutableUnknownFields(rest.get())
           ->MergeFrom(reflection->GetUnknownFields(m));
-      any_rest = true;
     }
-    if (any_rest) out->Bytes(rest->SerializeAsString());
+    if (rest != nullptr) out->Bytes(rest->SerializeAsString());
     return absl::OkStatus();
   }
 
- private:
   // An ImageResult: its image with the pixels as the data, then its other fields.
   absl::Status WriteResult(const google::protobuf::Message& m, const Spliced::Pixels& pixels,
                            Spliced* out) {
@@ -268,12 +288,13 @@ class ResultSplicer {
     // Its other fields (the handle), as protobuf writes them.
     std::vector<const FieldDescriptor*> fields;
     result.GetReflection()->ListFields(result, &fields);
+    const auto& unknown = result.GetReflection()->GetUnknownFields(result);
+    if (fields.size() <= 1 && unknown.empty()) return absl::OkStatus();  // the image alone
     v1::ImageResult others;
     for (const FieldDescriptor* f : fields) {
       if (f->number() != static_cast<int>(kResultImageField)) CopyField(result, f, &others);
     }
-    others.GetReflection()->MutableUnknownFields(&others)->MergeFrom(
-        result.GetReflection()->GetUnknownFields(result));
+    others.GetReflection()->MutableUnknownFields(&others)->MergeFrom(unknown);
     out->Bytes(others.SerializeAsString());
     return absl::OkStatus();
   }
@@ -286,31 +307,44 @@ class ResultSplicer {
     return absl::OkStatus();
   }
 
-  bool HoldsResults(const google::protobuf::Message& m, const FieldDescriptor* f) {
-    if (f->type() != FieldDescriptor::TYPE_MESSAGE) return false;
-    const google::protobuf::Reflection* reflection = m.GetReflection();
-    if (!f->is_repeated()) return Holds(reflection->GetMessage(m, f));
-    for (int i = 0; i < reflection->FieldSize(m, f); ++i) {
-      if (Holds(reflection->GetRepeatedMessage(m, f, i))) return true;
+  // The message types reachable from `root` that may hold something detached: ImageResult, the
+  // types of the messages with detached bytes fields, and every type with a message field of
+  // such a type (to a fixed point: types may nest themselves, as a batch entry's response does).
+  // A message of any other type is written whole; one of these field by field.
+  void FindTypesThatMayHold(const google::protobuf::Descriptor* root) {
+    std::vector<const google::protobuf::Descriptor*> types{root};
+    may_hold_[root] = false;
+    for (std::size_t i = 0; i < types.size(); ++i) {
+      for (int k = 0; k < types[i]->field_count(); ++k) {
+        const google::protobuf::Descriptor* sub = types[i]->field(k)->message_type();
+        if (sub != nullptr && may_hold_.emplace(sub, false).second) types.push_back(sub);
+      }
     }
-    return false;
+    if (const auto it = may_hold_.find(v1::ImageResult::descriptor()); it != may_hold_.end()) {
+      it->second = true;
+    }
+    for (const auto& [message, list] : fields_) may_hold_[message->GetDescriptor()] = true;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (auto& [type, holds] : may_hold_) {
+        for (int k = 0; k < type->field_count() && !holds; ++k) {
+          const google::protobuf::Descriptor* sub = type->field(k)->message_type();
+          const auto it = sub == nullptr ? may_hold_.end() : may_hold_.find(sub);
+          holds = it != may_hold_.end() && it->second;
+          changed = changed || holds;
+        }
+      }
+    }
   }
 
-  // Whether `m` is a result or has one below it (remembered: a parent asks before writing).
-  bool Holds(const google::protobuf::Message& m) {
-    if (results_.count(&m) != 0 || fields_.count(&m) != 0) return true;
-    if (const auto it = holds_.find(&m); it != holds_.end()) return it->second;
-    std::vector<const FieldDescriptor*> fields;
-    m.GetReflection()->ListFields(m, &fields);
-    bool holds = false;
-    for (const FieldDescriptor* f : fields) holds = holds || HoldsResults(m, f);
-    holds_[&m] = holds;
-    return holds;
+  bool MayHold(const google::protobuf::Descriptor* type) const {
+    const auto it = may_hold_.find(type);
+    return it == may_hold_.end() || it->second;  // (every type below the root is there)
   }
 
   const Results& results_;
   const Fields& fields_;
-  std::unordered_map<const google::protobuf::Message*, bool> holds_;
+  std::unordered_map<const google::protobuf::Descriptor*, bool> may_hold_;
   std::size_t found_ = 0;
 };
 
