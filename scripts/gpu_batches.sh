@@ -10,7 +10,7 @@
 # GPU bundle (make_bundle.sh) bash bundle/gpu_batches.sh; the vtest JPEGs from CUIMG_DATA
 # (vtest_1080p_NN.jpg and vtest_NN.jpg, as the bundle's data/ carries them). Binaries:
 # BUILD_DIR/{server/cuimg-server,client/cuimg,benchmarks/echo_server,benchmarks/transport_bench},
-# or the bundle's bin/. Raw JSON in $OUT (default /tmp/gpu_batches). About 3 minutes on an H200.
+# or the bundle's bin/. Raw JSON in $OUT (default /tmp/gpu_batches). About 4 minutes on an H200.
 # CUIMG_BATCH_ROWS picks the rows (tiles detect; default both).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -40,6 +40,9 @@ PYTHON=${PYTHON:-python3}  # one with grpcio (transport_bench.py starts the serv
 PORT=50561
 TARGET=127.0.0.1:$PORT
 SECONDS_PER_ROW=${CUIMG_BATCH_SECONDS:-5}
+# Seconds of load before each row's measurement: a fresh server serves 1080p detection at a tenth of
+# its rate for its first ~2 s (H200, 2026-12-03), which a 1 s warm-up left inside the figure.
+WARMUP_SECONDS=${CUIMG_BATCH_WARMUP:-3}
 # CUIMG_BACKEND=cpu checks the script itself on a machine without a GPU (no figures of interest).
 BACKEND=${CUIMG_BACKEND:-cuda}
 DECODER=gpu
@@ -71,7 +74,7 @@ load() {  # name, load flags...
   local name=$1
   shift
   echo "== $name" >&2
-  timeout 120 "$CLIENT" --target="$TARGET" load --progress=false --warmup=1 \
+  timeout 120 "$CLIENT" --target="$TARGET" load --progress=false --warmup="$WARMUP_SECONDS" \
     --json_out="$OUT/$name.json" "$@" > /dev/null 2> "$OUT/$name.err" ||
     echo "   failed (exit $?): $(tail -c 300 "$OUT/$name.err")" >&2
 }
