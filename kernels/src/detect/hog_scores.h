@@ -27,6 +27,10 @@
 // 80 registers so that 3 CUDA blocks share a multiprocessor: 186 us (either alone: 213, 228).
 // All weights from the parameters through uniform registers, a warp per tile walking the columns
 // (warp-uniform addresses), took 279: constant-cache misses stalled its few warps.
+// 2026-12-03 (H200, 1080p, batches of 8; BENCHMARKS "the scores kernel's variants"): 6 windows
+// down a lane's column, 162.9 -> 153.4 us: a block's feature loads serve more windows, for a few
+// bytes of spills. More quads from the parameters (4, 5, 6) took 189, 208, 300: the constant
+// cache then limits. Two window columns a lane, quad by quad (one weight load for both), 201.
 //
 // The arithmetic is the CPU reference's (hog_reference.cc ScoreWindow): per block four float
 // partial sums of rounded products, the two pair sums in float, added in double; per column the
@@ -57,7 +61,7 @@ namespace cuimg::hog {
 
 inline constexpr int kMaxJobs = 64;       // levels per launch: found by two warp ballots
 inline constexpr int kScoreLanes = 32;    // window columns per tile, one per lane
-inline constexpr int kScoreRows = 4;      // windows down each lane's column
+inline constexpr int kScoreRows = 6;      // windows down each lane's column (see above)
 inline constexpr int kScoreMaxWarps = 7;  // model block columns at a time (3 CUDA blocks an SM)
 // The per-window kernel of issue 5 (kept for detect_bench's comparison): 32 x 4 windows.
 inline constexpr int kWindowScoreX = 32;
