@@ -5,7 +5,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cuimg/codec/image_codec.h"
 #include "cuimg/common/cuda_status.h"
+#include "cuimg/common/cuda_stream.h"
+#include "cuimg/common/device_buffer.h"
+#include "cuimg/common/status_macros.h"
 
 namespace cuimg {
 
@@ -147,6 +151,7 @@ absl::StatusOr<std::unique_ptr<NvjpegDevice>> NvjpegDevice::Create(
           }
           device->batcher_ = std::make_unique<LeaderBatch<BatchItem>>(
               batching, [d](absl::Span<BatchItem* const> items) { d->RunBatch(items); });
+          CUIMG_RETURN_IF_ERROR(device->WarmBatches());
         }
         return device;
       }
@@ -216,6 +221,46 @@ absl::Status NvjpegDevice::Decode(State& state, absl::Span<const std::uint8_t> j
   const cudaError_t sync = cudaStreamSynchronize(stream);
   CUIMG_NVJPEG_RETURN_IF_ERROR(s, "decode");
   CUIMG_CUDA_RETURN_IF_ERROR(sync, "nvJPEG decode");
+  return absl::OkStatus();
+}
+
+absl::Status NvjpegDevice::WarmBatches() const {
+  constexpr int kWidth = 1920;
+  constexpr int kHeight = 1080;
+  constexpr int kChannels = 3;
+  // A smooth pattern with edges, so that the file has the Huffman tables and blocks of a photo.
+  std::vector<std::uint8_t> pixels(std::size_t{kWidth} * kHeight * kChannels);
+  for (int y = 0; y < kHeight; ++y) {
+    for (int x = 0; x < kWidth; ++x) {
+      std::uint8_t* p = &pixels[(std::size_t{1} * y * kWidth + x) * kChannels];
+      p[0] = static_cast<std::uint8_t>(x / 8);
+      p[1] = static_cast<std::uint8_t>(y / 4);
+      p[2] = static_cast<std::uint8_t>(((x / 64) ^ (y / 64)) & 1 ? 200 : 40);
+    }
+  }
+  const ImageView frame{PixelType::kU8, Extent{kWidth, kHeight, 1}, kChannels, pixels.data()};
+  CUIMG_ASSIGN_OR_RETURN(const std::vector<std::uint8_t> jpeg, EncodeJpeg(frame, 90));
+  const int largest = static_cast<int>(batch_states_[0].size());
+  CUIMG_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
+  CUIMG_ASSIGN_OR_RETURN(DeviceBuffer out, DeviceBuffer::Allocate(frame.Bytes() * largest));
+  for (int count = 1; count <= largest; ++count) {
+    std::vector<BatchItem> items(
+        static_cast<std::size_t>(count),
+        BatchItem{jpeg.data(), jpeg.size(), nullptr, std::size_t{kWidth} * kChannels, false,
+                  stream.get(), absl::OkStatus()});
+    std::vector<BatchItem*> group;
+    for (int k = 0; k < count; ++k) {
+      items[k].d_out = static_cast<std::uint8_t*>(out.data()) + frame.Bytes() * k;
+      group.push_back(&items[k]);
+    }
+    DecodeGroup(group, /*gray=*/false);
+    for (const BatchItem& item : items) {
+      if (!item.status.ok()) {
+        return absl::UnavailableError(absl::StrCat("nvJPEG could not decode a warm-up batch of ",
+                                                   count, ": ", item.status.message()));
+      }
+    }
+  }
   return absl::OkStatus();
 }
 
