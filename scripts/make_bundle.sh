@@ -72,7 +72,8 @@ bash scripts/copy_nvjpeg.sh "$out/lib"
 cp -r "$build_dir/proto/python/." "$out/python/"
 cp -r tests/e2e "$out/tests/"
 [ -d benchmarks/anchors ] && cp -r benchmarks/anchors "$out/benchmarks/"
-cp benchmarks/summarize.py benchmarks/attack_bench.py benchmarks/rpc_bench.py benchmarks/pacs_bench.py benchmarks/multi_gpu_bench.py benchmarks/soak_bench.py benchmarks/transport_bench.py benchmarks/unary_footprint.py "$out/benchmarks/"
+cp benchmarks/summarize.py benchmarks/attack_bench.py benchmarks/rpc_bench.py benchmarks/pacs_bench.py benchmarks/multi_gpu_bench.py benchmarks/soak_bench.py benchmarks/transport_bench.py benchmarks/unary_footprint.py \
+  benchmarks/first_calls.py "$out/benchmarks/"
 cp scripts/gpu_run.sh scripts/gpu_profile.sh scripts/gpu_batches.sh "$out/"
 cp -r models "$out/models"
 # DCMTK's data dictionary (Debian's libdcmtk17 reads it from /usr/share at run time): without it
