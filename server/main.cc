@@ -138,9 +138,7 @@ ABSL_FLAG(int, max_iterations, 1000, "Most iterations per morphology step.");
 ABSL_FLAG(int, max_pyramid_levels, 64, "Most pyramid levels.");
 ABSL_FLAG(int, max_batch_inputs, 4096, "Most entries of a batch (a request's `inputs`).");
 ABSL_FLAG(uint64_t, max_batch_bytes, uint64_t{256} << 20, "Most decoded input bytes of a batch.");
-ABSL_FLAG(int, batch_max_size, 4,
-          "Most JPEG decodes a batch the server forms, [1, 64]; 1: none. nvJPEG's hardware "
-          "decoder is set up at start for each size (~0.1 s each on an H200).");
+ABSL_FLAG(int, batch_max_size, 4, "Most JPEG decodes a batch the server forms, [1, 64]; 1: none.");
 ABSL_FLAG(int, detect_batch_max_size, 1, "Most frames sharing HOG launches, [1, 64]; 1: none.");
 ABSL_FLAG(int, batch_max_delay_us, 200,
           "Longest wait of such a batch for items on their way (0: none; a lone call: none).");
