@@ -230,12 +230,12 @@ absl::Status NvjpegDevice::WarmBatches() const {
   constexpr int kChannels = 3;
   // A smooth pattern with edges, so that the file has the Huffman tables and blocks of a photo.
   std::vector<std::uint8_t> pixels(std::size_t{kWidth} * kHeight * kChannels);
+  std::uint8_t* p = pixels.data();
   for (int y = 0; y < kHeight; ++y) {
     for (int x = 0; x < kWidth; ++x) {
-      std::uint8_t* p = &pixels[(std::size_t{1} * y * kWidth + x) * kChannels];
-      p[0] = static_cast<std::uint8_t>(x / 8);
-      p[1] = static_cast<std::uint8_t>(y / 4);
-      p[2] = static_cast<std::uint8_t>(((x / 64) ^ (y / 64)) & 1 ? 200 : 40);
+      *p++ = static_cast<std::uint8_t>(x / 8);
+      *p++ = static_cast<std::uint8_t>(y / 4);
+      *p++ = ((x / 64) ^ (y / 64)) & 1 ? 200 : 40;
     }
   }
   const ImageView frame{PixelType::kU8, Extent{kWidth, kHeight, 1}, kChannels, pixels.data()};
