@@ -7,8 +7,9 @@
 // detections are checked against the CPU reference ("check": ok when precision and recall of the
 // grouped boxes are >= 0.95 at IoU >= 0.5). The floor counts the input read once and the block
 // features written once and read once. scores_per_window_us and total_per_window_us time issue
-// 5's scores kernel (one thread per window; RunScoresPerWindow) in the same run, the "before" of
-// issue 33.
+// 5's scores kernel (one thread per window; ScoresPath::kPerWindow) in the same run, the "before"
+// of issue 33; scores_every_window_us (and the batches' scores_every_window_per_frame_us) the exact
+// kernel over every window, the "before" of issue 50's filter.
 // Then batches (issue 50, impl "cuimg_batch"): plans of 1, 4, 8 and 16 frames of each size, each
 // frame in a buffer of its own (the 3 inputs in turn), timed as above: the median GPU time a
 // launch pair and a frame, blocks and scores apart. "check": every frame's hits equal, bit for
@@ -155,22 +156,23 @@ absl::Status Run(const Workload& w, const HogModel& model, double bandwidth, int
     CUIMG_RETURN_IF_ERROR(plan.RunBlocks({d_in[i].data()}, d_ws[i].data(), d_hits.data(), stream));
   }
   // RunScores appends to the count RunBlocks zeroes: zero it per run (a 4-byte memset, timed).
-  const auto time_scores = [&](bool per_window) {
+  using Path = DetectPlan::ScoresPath;
+  const auto time_scores = [&](Path path) {
     return TimeOnStream(stream, 3, runs, [&](int i) -> absl::Status {
       CUIMG_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_hits.data(), 0, sizeof(std::uint32_t), stream),
                                  "zero the hit count");
-      return per_window
-                 ? plan.RunScoresPerWindow(weights, d_ws[i % 3].data(), d_hits.data(), stream)
-                 : plan.RunScores(weights, d_ws[i % 3].data(), d_hits.data(), stream);
+      return plan.RunScoresWith(path, weights, d_ws[i % 3].data(), d_hits.data(), stream);
     });
   };
-  CUIMG_ASSIGN_OR_RETURN(Timing scores, time_scores(false));
+  CUIMG_ASSIGN_OR_RETURN(Timing scores, time_scores(Path::kDefault));
+  // Every window's exact score (issue 50's kernel before the filter) on the same workspaces.
+  CUIMG_ASSIGN_OR_RETURN(Timing scores_every_window, time_scores(Path::kEveryWindow));
   // Issue 5's scores kernel on the same workspaces, and blocks + it: the "before" of issue 33.
-  CUIMG_ASSIGN_OR_RETURN(Timing scores_per_window, time_scores(true));
+  CUIMG_ASSIGN_OR_RETURN(Timing scores_per_window, time_scores(Path::kPerWindow));
   const auto before = [&](int i) -> absl::Status {
     CUIMG_RETURN_IF_ERROR(
         plan.RunBlocks({d_in[i % 3].data()}, d_ws[i % 3].data(), d_hits.data(), stream));
-    return plan.RunScoresPerWindow(weights, d_ws[i % 3].data(), d_hits.data(), stream);
+    return plan.RunScoresWith(Path::kPerWindow, weights, d_ws[i % 3].data(), d_hits.data(), stream);
   };
   CUIMG_ASSIGN_OR_RETURN(Timing total_per_window, TimeOnStream(stream, 3, runs, before));
   // Check input 0 against the CPU reference.
@@ -193,16 +195,17 @@ absl::Status Run(const Workload& w, const HogModel& model, double bandwidth, int
   PrintJson(absl::StrFormat(
       "\"impl\":\"cuimg\",\"workload\":\"%s\",\"median_us\":%.2f,\"p10_us\":%.2f,"
       "\"p90_us\":%.2f,\"runs\":%d,\"launches\":%d,\"blocks_us\":%.2f,\"scores_us\":%.2f,"
-      "\"scores_per_window_us\":%.2f,\"total_per_window_us\":%.2f,"
+      "\"scores_every_window_us\":%.2f,\"scores_per_window_us\":%.2f,\"total_per_window_us\":%.2f,"
       "\"levels\":%zu,\"windows\":%lld,\"raw_hits\":%u,\"reference_raw_hits\":%zu,"
       "\"detections\":%zu,\"reference_detections\":%zu,\"precision\":%.4f,\"recall\":%.4f,"
       "\"bytes_moved\":%zu,\"floor_us\":%.2f,\"x_floor\":%.2f,\"input\":\"%s\",\"plan\":\"%s\","
       "\"check\":\"%s\"",
       w.name, total.median_us, total.p10_us, total.p90_us, total.runs, plan.LaunchCount(),
-      blocks.median_us, scores.median_us, scores_per_window.median_us, total_per_window.median_us,
-      plan.geometry().levels.size(), static_cast<long long>(plan.geometry().windows), count,
-      want.hits.size(), got.size(), ref.size(), precision, recall, bytes_moved, floor_us,
-      total.median_us / floor_us, source, plan.Describe(), ok ? "ok" : "FAIL"));
+      blocks.median_us, scores.median_us, scores_every_window.median_us,
+      scores_per_window.median_us, total_per_window.median_us, plan.geometry().levels.size(),
+      static_cast<long long>(plan.geometry().windows), count, want.hits.size(), got.size(),
+      ref.size(), precision, recall, bytes_moved, floor_us, total.median_us / floor_us, source,
+      plan.Describe(), ok ? "ok" : "FAIL"));
   return ok ? absl::OkStatus() : absl::InternalError("result check failed");
 }
 
@@ -257,7 +260,7 @@ absl::StatusOr<DeviceFrames> UploadFrames(const std::vector<Image>& inputs, int 
 
 // A plan of several frames timed whole, its blocks launch alone and its scores launch alone.
 struct PlanTimes {
-  Timing total, blocks, scores;
+  Timing total, blocks, scores, scores_every_window;
 };
 absl::StatusOr<PlanTimes> TimePlan(const DetectPlan& plan, absl::Span<const void* const> in,
                                    const float* weights, void* ws, void* hits, int runs,
@@ -269,12 +272,15 @@ absl::StatusOr<PlanTimes> TimePlan(const DetectPlan& plan, absl::Span<const void
   CUIMG_ASSIGN_OR_RETURN(t.blocks, TimeOnStream(stream, 3, runs, [&](int) {
                            return plan.RunBlocks(in, ws, hits, stream);
                          }));
-  CUIMG_ASSIGN_OR_RETURN(t.scores, TimeOnStream(stream, 3, runs, [&](int) -> absl::Status {
-                           CUIMG_CUDA_RETURN_IF_ERROR(
-                               cudaMemsetAsync(hits, 0, sizeof(std::uint32_t), stream),
-                               "zero the hit count");
-                           return plan.RunScores(weights, ws, hits, stream);
-                         }));
+  const auto time_scores = [&](DetectPlan::ScoresPath path) {
+    return TimeOnStream(stream, 3, runs, [&](int) -> absl::Status {
+      CUIMG_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(hits, 0, sizeof(std::uint32_t), stream),
+                                 "zero the hit count");
+      return plan.RunScoresWith(path, weights, ws, hits, stream);
+    });
+  };
+  CUIMG_ASSIGN_OR_RETURN(t.scores, time_scores(DetectPlan::ScoresPath::kDefault));
+  CUIMG_ASSIGN_OR_RETURN(t.scores_every_window, time_scores(DetectPlan::ScoresPath::kEveryWindow));
   return t;
 }
 
@@ -313,12 +319,13 @@ absl::Status RunBatch(const Workload& w, const HogModel& model, int frames, int 
       "\"impl\":\"cuimg_batch\",\"workload\":\"%s\",\"frames\":%d,\"median_us\":%.2f,"
       "\"p10_us\":%.2f,\"p90_us\":%.2f,\"runs\":%d,\"per_frame_us\":%.2f,\"blocks_us\":%.2f,"
       "\"scores_us\":%.2f,\"blocks_per_frame_us\":%.2f,\"scores_per_frame_us\":%.2f,"
+      "\"scores_every_window_per_frame_us\":%.2f,"
       "\"launches\":%d,\"workspace_mb\":%.1f,\"raw_hits\":%zu,\"input\":\"%s\","
       "\"plan\":\"%s\",\"check\":\"%s\"",
       w.name, frames, total.median_us, total.p10_us, total.p90_us, total.runs,
       total.median_us / frames, blocks.median_us, scores.median_us, blocks.median_us / frames,
-      scores.median_us / frames, plan.LaunchCount(), plan.WorkspaceBytes() / 1e6, raw_hits, source,
-      plan.Describe(), ok ? "ok" : "FAIL"));
+      scores.median_us / frames, times.scores_every_window.median_us / frames, plan.LaunchCount(),
+      plan.WorkspaceBytes() / 1e6, raw_hits, source, plan.Describe(), ok ? "ok" : "FAIL"));
   return ok ? absl::OkStatus() : absl::InternalError("batch check failed");
 }
 

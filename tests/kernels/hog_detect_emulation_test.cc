@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -17,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuimg/kernels/hog_detect.h"
+#include "cuimg/kernels/hog_model_file.h"
 #include "cuimg/reference/hog_reference.h"
 #include "tests/testing/hog_testing.h"
 #include "tests/testing/status_matchers.h"
@@ -147,6 +149,48 @@ TEST(HogDetectEmulation, ScoresAreTheReferenceArithmeticOnTheKernelsFeatures) {
   ExpectScoresFollowTheReference(image, tall, all, Name(image, tall, all));
 }
 
+// The filter (hog_filter.h) with the people model: at each threshold the hits are the
+// reference's on the kernels' features (no window the filter dropped scores above it), and the
+// filter lists the hits and few windows besides: it is a filter, not a pass-through.
+TEST(HogDetectEmulation, FilterListsFewWindowsAndDropsNoHit) {
+  absl::StatusOr<HogModel> people = ReadHogModelFile(std::string(CUIMG_SOURCE_MODELS_DIR) +
+                                                     "/opencv_people_64x128" + kHogModelExtension);
+  ASSERT_TRUE(people.ok()) << people.status();
+  const Image image = Synthetic(420, 330, 3, 31);
+  for (const double threshold : {-4.0, -3.0, -2.5, -2.0}) {
+    DetectSpec spec;
+    spec.hit_threshold = threshold;
+    absl::StatusOr<DetectPlan> plan = DetectPlan::Create(image.extent(), 3, *people, spec);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    std::vector<float> workspace(plan->WorkspaceBytes() / sizeof(float));
+    std::vector<std::uint8_t> hits(plan->HitsBytes(), 0x7F);
+    ASSERT_TRUE(
+        plan->EmulateOnHost({image.bytes()}, people->weights.data(), workspace.data(), hits.data())
+            .ok());
+    const std::vector<WindowHit> want =
+        testing::ReferenceHitsOnWorkspace(*plan, workspace.data(), *people, spec);
+    const std::vector<WindowHit> got =
+        DetectPlan::DecodeHits(hits.data(), DetectPlan::HitCount(hits.data()));
+    ASSERT_EQ(got.size(), want.size()) << threshold;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      ASSERT_TRUE(got[i].level == want[i].level && got[i].window_x == want[i].window_x &&
+                  got[i].window_y == want[i].window_y &&
+                  got[i].score == static_cast<float>(want[i].score))
+          << threshold << " hit " << i;
+    }
+    const std::uint32_t candidates = plan->FilterCandidates(workspace.data());
+    const auto windows = static_cast<double>(plan->geometry().windows);
+    EXPECT_GE(candidates, got.size()) << threshold;
+    // This image's scores crowd around -3 (most windows lie within the margin of -3 or -4);
+    // at -2 only a few windows come near.
+    if (threshold == -2.0) {
+      EXPECT_LE(candidates, 0.05 * windows) << got.size() << " hits";
+    }
+    std::printf("threshold %.1f: %zu hits, %u candidates of %.0f windows\n", threshold, got.size(),
+                candidates, windows);
+  }
+}
+
 TEST(HogDetectEmulation, DefaultSpecOnAWiderImage) {
   const Image image = Synthetic(300, 260, 3, 99);
   ExpectEmulationMatchesReference(image, RandomModel(64, 128, 3), DetectSpec{}, "300x260x3");
@@ -228,7 +272,7 @@ TEST(HogDetectEmulation, NoWindowsMeansNoLaunchesAndAZeroCount) {
   EXPECT_EQ(DetectPlan::HitCount(hits.data()), 0u);
 }
 
-TEST(HogDetectEmulation, PlansTwoLaunchesPer64Levels) {
+TEST(HogDetectEmulation, PlansThreeLaunchesPer64Levels) {
   const HogModel people = RandomModel(64, 128, 6);
   DetectSpec spec;
   spec.scale = 1.005;
@@ -236,11 +280,11 @@ TEST(HogDetectEmulation, PlansTwoLaunchesPer64Levels) {
   absl::StatusOr<DetectPlan> plan = DetectPlan::Create(Extent{400, 300, 1}, 3, people, spec);
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->geometry().levels.size(), 150u);
-  EXPECT_EQ(plan->LaunchCount(), 6);
+  EXPECT_EQ(plan->LaunchCount(), 9);  // win_stride 8: blocks, filter and exact per 64 levels
   absl::StatusOr<DetectPlan> hd =
       DetectPlan::Create(Extent{1920, 1080, 1}, 3, people, DetectSpec{});
   ASSERT_TRUE(hd.ok());
-  EXPECT_EQ(hd->LaunchCount(), 2);
+  EXPECT_EQ(hd->LaunchCount(), 3);
   EXPECT_EQ(hd->geometry().levels.size(), 44u);
   EXPECT_EQ(hd->HitsBytes(), 16 + 16 * static_cast<std::size_t>(hd->geometry().windows));
 }

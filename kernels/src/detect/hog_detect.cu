@@ -14,13 +14,16 @@
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/error.h"
 #include "cuimg/common/status_macros.h"
+#include "hog_device.h"
 #include "hog_plan.h"
 
 namespace cuimg {
 namespace {
 
+using hog::AppendHit;
 using hog::BlockJob;
 using hog::BlocksParams;
+using hog::FindJob;
 using hog::kFeatureQuads;
 using hog::kHitsHeader;
 using hog::kParamFrom;
@@ -39,15 +42,6 @@ using hog::Strip;
 using hog::StripSmem;
 using hog::StripThread;
 using hog::TilePos;
-
-// The job a CUDA block belongs to: how many first_block entries are <= block, minus one.
-__device__ __forceinline__ int FindJob(const int* first_block, int num_jobs, int block) {
-  const int lane = threadIdx.x & 31;
-  const unsigned low = __ballot_sync(0xffffffffu, lane < num_jobs && first_block[lane] <= block);
-  const unsigned high =
-      __ballot_sync(0xffffffffu, lane + 32 < num_jobs && first_block[lane + 32] <= block);
-  return __popc(low) + __popc(high) - 1;
-}
 
 // The sum over a HOG block's 8 threads (lanes 8k..8k+7: 4 cells x 2 halves), the same in every
 // lane: ((h0 + h1) + (h2 + h3)) + ((h4 + h5) + (h6 + h7)) by cell and half (EmulateBlocks' order).
@@ -122,17 +116,6 @@ int ResidentStrips() {
 
 namespace {
 
-// Appends hit (level, wx, wy) of `frame` unless its score is below the threshold (the
-// reference's test, in double); the record keeps the score as a float.
-__device__ __forceinline__ void AppendHit(const ScoresParams& p, const ScoreJob& job, int frame,
-                                          int wx, int wy, double score) {
-  if (!(score >= p.threshold)) return;
-  const unsigned int slot = atomicAdd(p.hit_count, 1u);
-  if (slot < p.capacity) {
-    p.hits[slot] = DeviceHit{frame * p.levels + job.level, wx, wy, static_cast<float>(score)};
-  }
-}
-
 // One CUDA block: a tile of 32 x kScoreRows windows (the frames' side by side: each lane's frame
 // and column from LaneWindowOf), a warp per model block column (hog_scores.h); warp 0 adds the
 // columns' sums in sx order and reports the hits. kFirst: the
@@ -187,7 +170,7 @@ __global__ void __launch_bounds__(kScoreMaxWarps* kScoreLanes, 3)
   }
 }
 
-// Issue 5's scores kernel, one thread per window (RunScoresPerWindow).
+// Issue 5's scores kernel, one thread per window (ScoresPath::kPerWindow).
 __global__ void __launch_bounds__(kWindowScoreThreads)
     HogScoresPerWindowKernel(const __grid_constant__ ScoresParams p) {
   const int block = static_cast<int>(blockIdx.x);
@@ -266,20 +249,28 @@ absl::Status DetectPlan::RunBlocks(absl::Span<const void* const> in, void* works
 
 namespace {
 
-// The scores launches of `plan`, of the new kernel or (per_window) issue 5's.
-absl::Status LaunchScores(const DetectPlan::Impl& plan, bool per_window, const float* weights,
-                          const void* workspace, void* hits, cudaStream_t stream) {
+// The scores launches of `plan` by `path` (DetectPlan::ScoresPath).
+absl::Status LaunchScores(const DetectPlan::Impl& plan, DetectPlan::ScoresPath path,
+                          const float* weights, const void* workspace, void* hits,
+                          cudaStream_t stream) {
   if (plan.chunks.empty()) return absl::OkStatus();
   if (weights == nullptr || hits == nullptr || workspace == nullptr) {
     return absl::InvalidArgumentError("weights, workspace, hits: must not be null");
   }
+  const bool per_window = path == DetectPlan::ScoresPath::kPerWindow;
+  const bool filter = path == DetectPlan::ScoresPath::kDefault && plan.filter;
   for (const DetectChunk& chunk : plan.chunks) {
     ScoresParams p = per_window ? chunk.per_window_scores : chunk.scores;
     p.features = static_cast<const float*>(workspace);
     p.weights = weights;
     p.hit_count = static_cast<unsigned int*>(hits);
     p.hits = reinterpret_cast<DeviceHit*>(static_cast<std::uint8_t*>(hits) + kHitsHeader);
-    if (per_window) {
+    if (filter) {
+      // The candidates lie past the frames' features (DetectPlan::Impl::filter).
+      void* end =
+          static_cast<std::uint8_t*>(const_cast<void*>(workspace)) + plan.frames * plan.frame_bytes;
+      CUIMG_RETURN_IF_ERROR(LaunchFilter(chunk, p, end, stream));
+    } else if (per_window) {
       HogScoresPerWindowKernel<<<static_cast<unsigned>(chunk.per_window_grid), kWindowScoreThreads,
                                  0, stream>>>(p);
       CUIMG_CUDA_CHECK_LAUNCH(stream, "HogScoresPerWindowKernel");
@@ -304,12 +295,12 @@ absl::Status LaunchScores(const DetectPlan::Impl& plan, bool per_window, const f
 
 absl::Status DetectPlan::RunScores(const float* weights, const void* workspace, void* hits,
                                    cudaStream_t stream) const {
-  return LaunchScores(*impl_, false, weights, workspace, hits, stream);
+  return LaunchScores(*impl_, ScoresPath::kDefault, weights, workspace, hits, stream);
 }
 
-absl::Status DetectPlan::RunScoresPerWindow(const float* weights, const void* workspace, void* hits,
-                                            cudaStream_t stream) const {
-  return LaunchScores(*impl_, true, weights, workspace, hits, stream);
+absl::Status DetectPlan::RunScoresWith(ScoresPath path, const float* weights, const void* workspace,
+                                       void* hits, cudaStream_t stream) const {
+  return LaunchScores(*impl_, path, weights, workspace, hits, stream);
 }
 
 absl::Status DetectPlan::Run(absl::Span<const void* const> in, const float* weights,

@@ -110,6 +110,177 @@ void EmulateBlocks(const BlocksParams& p, int grid) {
   }
 }
 
+// One warp's m16n8k8 on the host from its lanes' fragments (PTX's layout): d[lane] += A B, the
+// products and sums in float (the device's tensor cores round otherwise: the filter's margin
+// covers both).
+void MmaOnHost(const std::uint32_t (&a)[32][4], const std::uint32_t (&b)[32][2],
+               float (&d)[32][4]) {
+  float am[16][8];
+  float bm[8][8];
+  for (int lane = 0; lane < 32; ++lane) {
+    const int g = lane >> 2;
+    const int tig = lane & 3;
+    am[g][tig] = hog::BitsFloat(a[lane][0]);
+    am[g + 8][tig] = hog::BitsFloat(a[lane][1]);
+    am[g][tig + 4] = hog::BitsFloat(a[lane][2]);
+    am[g + 8][tig + 4] = hog::BitsFloat(a[lane][3]);
+    bm[tig][g] = hog::BitsFloat(b[lane][0]);
+    bm[tig + 4][g] = hog::BitsFloat(b[lane][1]);
+  }
+  for (int lane = 0; lane < 32; ++lane) {
+    const int g = lane >> 2;
+    const int tig = lane & 3;
+    for (int r = 0; r < 4; ++r) {
+      const int row = g + 8 * (r >> 1);
+      const int col = 2 * tig + (r & 1);
+      float sum = d[lane][r];
+      for (int k = 0; k < 8; ++k) sum += am[row][k] * bm[k][col];
+      d[lane][r] = sum;
+    }
+  }
+}
+
+// The filter kernel's warp for model block column sx of tile (job, tile) on the host, lane by
+// lane with HogFilterKernel's functions: its finished column sums into parts[r][column].
+void EmulateFilterWarp(const ScoresParams& p, const ScoreJob& job, const TilePos& tile, int sx,
+                       float (&parts)[hog::kFilterRows][hog::kFilterColumns]) {
+  const int wy0 = tile.y * hog::kFilterRows;
+  const int ny = p.model_blocks_y;
+  const int rows = std::min(hog::kFilterRows, job.windows_y - wy0);
+  const hog::FilterDone done = hog::FilterDoneOf(ny);
+  static std::uint32_t b[32][2][hog::kFilterSlots];
+  static const float* column[32][2][2];
+  static float acc[32][2][2][2][2];  // [lane][m][h][n8 tile][c0 or c1]
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int t = 0; t < 2; ++t) {
+      float w[hog::kFilterSlots];
+      hog::FilterWeights(p.weights, ny, sx, t, lane, w);
+      for (int i = 0; i < hog::kFilterSlots; ++i) b[lane][t][i] = hog::Tf32Rounded(w[i]);
+    }
+    for (int m = 0; m < 2; ++m) {
+      for (int h = 0; h < 2; ++h) {
+        const LaneWindow w =
+            hog::LaneWindowOf(p, job, tile.x * kScoreLanes + 16 * m + 8 * h + (lane >> 2));
+        column[lane][m][h] =
+            hog::LevelFeatures(p, job, w.frame) + hog::FeatureIndex(job.pitch, w.wx + sx, 0, 0);
+      }
+    }
+  }
+  std::memset(acc, 0, sizeof(acc));
+  for (int y = wy0; y < wy0 + rows + ny - 1; ++y) {
+    float from[32][2][2][2];  // each lane's shuffle of its source lane's c1, per m, h, tile
+    for (int lane = 0; lane < 32; ++lane) {
+      const int src = hog::FilterShiftSource(lane);
+      for (int m = 0; m < 2; ++m) {
+        for (int h = 0; h < 2; ++h) {
+          for (int t = 0; t < 2; ++t) from[lane][m][h][t] = acc[src][m][h][t][1];
+        }
+      }
+    }
+    for (int lane = 0; lane < 32; ++lane) {
+      for (int m = 0; m < 2; ++m) {
+        for (int h = 0; h < 2; ++h) {
+          hog::FilterShift(lane, acc[lane][m][h], from[lane][m][h][0], from[lane][m][h][1]);
+        }
+      }
+    }
+    for (int m = 0; m < 2; ++m) {
+      float a[32][2][hog::kFilterSlots];
+      for (int lane = 0; lane < 32; ++lane) {
+        hog::FilterRow(column[lane][m][0], job.pitch, y, lane, a[lane][0]);
+        hog::FilterRow(column[lane][m][1], job.pitch, y, lane, a[lane][1]);
+      }
+      for (int s = 0; s < hog::kFilterSteps; ++s) {
+        std::uint32_t frag[32][4];
+        for (int lane = 0; lane < 32; ++lane) {
+          frag[lane][0] = hog::Tf32Truncated(a[lane][0][2 * s]);
+          frag[lane][1] = hog::Tf32Truncated(a[lane][1][2 * s]);
+          frag[lane][2] = hog::Tf32Truncated(a[lane][0][2 * s + 1]);
+          frag[lane][3] = hog::Tf32Truncated(a[lane][1][2 * s + 1]);
+        }
+        for (int t = 0; t < 2; ++t) {
+          std::uint32_t bf[32][2];
+          float d[32][4];
+          for (int lane = 0; lane < 32; ++lane) {
+            bf[lane][0] = b[lane][t][2 * s];
+            bf[lane][1] = b[lane][t][2 * s + 1];
+            d[lane][0] = acc[lane][m][0][t][0];
+            d[lane][1] = acc[lane][m][0][t][1];
+            d[lane][2] = acc[lane][m][1][t][0];
+            d[lane][3] = acc[lane][m][1][t][1];
+          }
+          MmaOnHost(frag, bf, d);
+          for (int lane = 0; lane < 32; ++lane) {
+            acc[lane][m][0][t][0] = d[lane][0];
+            acc[lane][m][0][t][1] = d[lane][1];
+            acc[lane][m][1][t][0] = d[lane][2];
+            acc[lane][m][1][t][1] = d[lane][3];
+          }
+        }
+      }
+    }
+    const int r = y - (ny - 1) - wy0;
+    if (r < 0) continue;
+    for (int lane = 0; lane < 32; ++lane) {
+      if ((lane & 3) != done.tig) continue;
+      for (int m = 0; m < 2; ++m) {
+        for (int h = 0; h < 2; ++h) {
+          parts[r][16 * m + 8 * h + (lane >> 2)] = acc[lane][m][h][done.tile][done.reg];
+        }
+      }
+    }
+  }
+}
+
+// The filter and the exact pass of one chunk on the host (HogFilterKernel, HogExactKernel).
+void EmulateFilter(const hog::FilterParams& f, int grid) {
+  const ScoresParams& p = f.s;
+  float parts[hog::kFilterRows][hog::kFilterColumns];
+  float totals[hog::kFilterRows][hog::kFilterColumns];
+  for (int block = 0; block < grid; ++block) {
+    const int j = FindJobOnHost(p.first_block, p.num_jobs, block);
+    const ScoreJob& job = p.jobs[j];
+    const TilePos tile = hog::TileOf(job, block - p.first_block[j]);
+    const int wy0 = tile.y * hog::kFilterRows;
+    const int rows = std::min(hog::kFilterRows, job.windows_y - wy0);
+    std::fill(&totals[0][0], &totals[0][0] + hog::kFilterRows * hog::kFilterColumns, p.bias);
+    for (int sx = 0; sx < p.model_blocks_x; ++sx) {
+      std::fill(&parts[0][0], &parts[0][0] + hog::kFilterRows * hog::kFilterColumns,
+                std::numeric_limits<float>::quiet_NaN());  // every window read is written
+      EmulateFilterWarp(p, job, tile, sx, parts);
+      for (int r = 0; r < rows; ++r) {
+        for (int c = 0; c < hog::kFilterColumns; ++c) totals[r][c] += parts[r][c];
+      }
+    }
+    for (int r = 0; r < rows; ++r) {
+      for (int c = 0; c < hog::kFilterColumns; ++c) {
+        const LaneWindow w = hog::LaneWindowOf(p, job, tile.x * kScoreLanes + c);
+        if (!w.valid || !(totals[r][c] >= f.low)) continue;
+        const unsigned int slot = (*f.candidate_count)++;
+        if (slot < p.capacity) f.candidates[slot] = hog::Candidate{j, w.frame, w.wx, wy0 + r};
+      }
+    }
+  }
+  auto* out = p.hits;
+  double dots[hog::kExactMaxBlocks];
+  const unsigned int count = std::min(*f.candidate_count, p.capacity);
+  for (unsigned int c = 0; c < count; ++c) {
+    const hog::Candidate w = f.candidates[c];
+    const ScoreJob& job = p.jobs[w.job];
+    const float* level = hog::LevelFeatures(p, job, w.frame);
+    for (int b = 0; b < p.model_blocks_x * p.model_blocks_y; ++b) {
+      dots[b] = hog::ExactBlockDot(p, job, level, w.wx, w.wy, b);
+    }
+    double score = p.bias;
+    for (int sx = 0; sx < p.model_blocks_x; ++sx) score += hog::ExactColumn(p, dots, sx);
+    if (!(score >= p.threshold)) continue;
+    const unsigned int slot = (*p.hit_count)++;
+    if (slot < p.capacity) {
+      out[slot] = DeviceHit{w.frame * p.levels + job.level, w.wx, w.wy, static_cast<float>(score)};
+    }
+  }
+}
+
 }  // namespace
 
 absl::Status DetectPlan::EmulateOnHost(absl::Span<const void* const> in, const float* weights,
@@ -149,6 +320,21 @@ absl::Status DetectPlan::EmulateOnHost(absl::Span<const void* const> in, const f
     }
   }
   auto* out = reinterpret_cast<DeviceHit*>(static_cast<std::uint8_t*>(hits) + kHitsHeader);
+  if (plan.filter) {
+    auto* end = static_cast<std::uint8_t*>(workspace) + plan.frames * plan.frame_bytes;
+    for (const DetectChunk& chunk : plan.chunks) {
+      hog::FilterParams f = chunk.filter;
+      f.s.features = static_cast<const float*>(workspace);
+      f.s.weights = weights;
+      f.s.hit_count = count;
+      f.s.hits = out;
+      f.candidate_count = reinterpret_cast<unsigned int*>(end);
+      f.candidates = reinterpret_cast<hog::Candidate*>(end + hog::kCandidatesHeader);
+      *f.candidate_count = 0;
+      EmulateFilter(f, chunk.filter_grid);
+    }
+    return absl::OkStatus();
+  }
   for (const DetectChunk& chunk : plan.chunks) {
     ScoresParams p = chunk.scores;
     p.features = static_cast<const float*>(workspace);

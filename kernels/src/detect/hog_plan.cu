@@ -5,6 +5,7 @@
 #include "hog_plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -61,6 +62,29 @@ std::vector<int> StripRowsOf(const DetectGeometry& g, int frames) {
   return rows;
 }
 
+// CUDA blocks of the exact pass (hog_filter.h): enough warps for the few hundred candidates of a
+// frame at once; more candidates (a low hit_threshold) loop.
+constexpr std::int64_t kExactGrid = 1024;
+
+// The filter's lower bound for candidates (hog_filter.h): hit_threshold - S / 128, rounded down
+// to a float, S the sum of the model blocks' weight norms.
+float FilterLow(const HogModel& model, double threshold) {
+  double norms = 0;
+  const int blocks = model.BlocksX() * model.BlocksY();
+  for (int b = 0; b < blocks; ++b) {
+    double squares = 0;
+    for (int k = 0; k < kHogBlockFeatures; ++k) {
+      const double w = model.weights[static_cast<std::size_t>(b) * kHogBlockFeatures + k];
+      squares += w * w;
+    }
+    norms += std::sqrt(squares);
+  }
+  const double low = threshold - norms / 128;
+  float f = static_cast<float>(low);
+  if (static_cast<double>(f) > low) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
+  return f;
+}
+
 absl::Status TooLarge(int frames, const Extent& extent, const std::string& what) {
   return InvalidFieldError(
       ErrorReason::kValueOutOfRange, "frames",
@@ -97,6 +121,9 @@ absl::StatusOr<DetectChunk> PlanChunk(const Extent& extent, int channels, int fr
   std::int64_t block_grid = 0;
   std::int64_t score_grid = 0;
   std::int64_t per_window_grid = 0;
+  std::int64_t filter_grid = 0;
+  ScoresParams& fp = chunk.filter.s;
+  fp = sp;
   for (std::size_t i = begin; i < end; ++i) {
     const DetectLevel& level = g.levels[i];
     const int j = static_cast<int>(i - begin);
@@ -132,16 +159,26 @@ absl::StatusOr<DetectChunk> PlanChunk(const Extent& extent, int channels, int fr
     sj.tiles_x = static_cast<int>((columns + kScoreLanes - 1) / kScoreLanes);
     sp.first_block[j] = static_cast<int>(score_grid);
     score_grid += std::int64_t{sj.tiles_x} * ((level.windows_y + kScoreRows - 1) / kScoreRows);
+    ScoreJob& fj = fp.jobs[j];
+    fj = sj;  // 32 columns a tile, as the scores kernel's
+    fp.first_block[j] = static_cast<int>(filter_grid);
+    filter_grid +=
+        std::int64_t{fj.tiles_x} * ((level.windows_y + hog::kFilterRows - 1) / hog::kFilterRows);
     wj.tiles_x = static_cast<int>((columns + kWindowScoreX - 1) / kWindowScoreX);
     wp.first_block[j] = static_cast<int>(per_window_grid);
     per_window_grid +=
         std::int64_t{wj.tiles_x} * ((level.windows_y + kWindowScoreY - 1) / kWindowScoreY);
     constexpr std::int64_t kMaxGrid = std::numeric_limits<int>::max();
-    if (block_grid > kMaxGrid || score_grid > kMaxGrid || per_window_grid > kMaxGrid) {
+    if (block_grid > kMaxGrid || score_grid > kMaxGrid || per_window_grid > kMaxGrid ||
+        filter_grid > kMaxGrid) {
       return TooLarge(frames, extent, "more than 2^31 - 1 CUDA blocks a launch");
     }
   }
-  bp.num_jobs = sp.num_jobs = wp.num_jobs = static_cast<int>(end - begin);
+  bp.num_jobs = sp.num_jobs = wp.num_jobs = fp.num_jobs = static_cast<int>(end - begin);
+  chunk.filter_grid = fp.first_block[fp.num_jobs] = static_cast<int>(filter_grid);
+  // The exact pass's warps loop over the candidates, however many the filter lists.
+  chunk.exact_grid = static_cast<int>(std::min<std::int64_t>(
+      kExactGrid, (std::int64_t{sp.capacity} + hog::kExactWarps - 1) / hog::kExactWarps));
   chunk.block_grid = bp.first_block[bp.num_jobs] = static_cast<int>(block_grid);
   chunk.score_grid = sp.first_block[sp.num_jobs] = static_cast<int>(score_grid);
   chunk.per_window_grid = wp.first_block[wp.num_jobs] = static_cast<int>(per_window_grid);
@@ -188,10 +225,22 @@ absl::StatusOr<DetectPlan> DetectPlan::Create(const Extent& extent, int channels
   }
   // Each frame's features start 256-byte aligned: every level's offset is a multiple of 64.
   impl->frame_bytes = offset * sizeof(float);
+  impl->filter = !impl->chunks.empty() && hog::FilterApplies(g.win_stride / kHogBlockStride,
+                                                             model.BlocksX(), model.BlocksY());
+  if (impl->filter) {
+    // A share a frame (the header's too), so that the workspace grows with the frames.
+    impl->candidate_bytes =
+        frames * AlignUp(hog::kCandidatesHeader +
+                             static_cast<std::size_t>(g.windows) * sizeof(hog::Candidate),
+                         256);
+  }
+  const float low = FilterLow(model, spec.hit_threshold);
   for (DetectChunk& chunk : impl->chunks) {
     chunk.blocks.frame_floats = static_cast<long long>(offset);
     chunk.scores.frame_floats = static_cast<long long>(offset);
     chunk.per_window_scores.frame_floats = static_cast<long long>(offset);
+    chunk.filter.s.frame_floats = static_cast<long long>(offset);
+    chunk.filter.low = low;
   }
   const int model_blocks = model.BlocksX() * model.BlocksY();
   if (model_blocks <= kParamBlocks) {
@@ -208,7 +257,9 @@ absl::StatusOr<DetectPlan> DetectPlan::Create(const Extent& extent, int channels
 
 const DetectGeometry& DetectPlan::geometry() const { return impl_->geometry; }
 int DetectPlan::frames() const { return impl_->frames; }
-std::size_t DetectPlan::WorkspaceBytes() const { return impl_->frames * impl_->frame_bytes; }
+std::size_t DetectPlan::WorkspaceBytes() const {
+  return impl_->frames * impl_->frame_bytes + impl_->candidate_bytes;
+}
 std::size_t DetectPlan::HitsBytes() const {
   return HitsPrefixBytes(static_cast<std::size_t>(impl_->frames * impl_->geometry.windows));
 }
@@ -221,7 +272,18 @@ DetectPlan::FeaturePlane DetectPlan::Features(int level, int frame) const {
   return FeaturePlane{frame * frame_floats + job.feature_offset, job.pitch};
 }
 
-int DetectPlan::LaunchCount() const { return 2 * static_cast<int>(impl_->chunks.size()); }
+int DetectPlan::LaunchCount() const {
+  return (impl_->filter ? 3 : 2) * static_cast<int>(impl_->chunks.size());
+}
+
+std::uint32_t DetectPlan::FilterCandidates(const void* host_workspace) const {
+  if (!impl_->filter) return 0;
+  std::uint32_t count = 0;
+  std::memcpy(&count,
+              static_cast<const std::uint8_t*>(host_workspace) + impl_->frames * impl_->frame_bytes,
+              sizeof(count));
+  return count;
+}
 
 std::uint32_t DetectPlan::HitCount(const void* host_hits) {
   std::uint32_t count = 0;
@@ -280,13 +342,15 @@ std::string DetectPlan::Describe() const {
   std::int64_t score_grid = 0;
   for (const DetectChunk& c : plan.chunks) {
     block_grid += c.block_grid;
-    score_grid += c.score_grid;
+    score_grid += plan.filter ? c.filter_grid : c.score_grid;
   }
+  const int tile_rows = plan.filter ? hog::kFilterRows : kScoreRows;
   return absl::StrCat(plan.frames > 1 ? absl::StrCat(plan.frames, " frames of ") : "",
                       plan.geometry.levels.size(), " levels, ", plan.geometry.windows, " windows, ",
                       plan.geometry.blocks, " blocks; launches ", LaunchCount(), " (", block_grid,
                       " strips of ", kStripBlocksX, "x", StripRowsText(plan), " blocks, ",
-                      score_grid, " tiles of ", kScoreLanes, "x", kScoreRows, " windows)");
+                      score_grid, " tiles of ", kScoreLanes, "x", tile_rows, " windows",
+                      plan.filter ? ", filtered" : "", ")");
 }
 
 }  // namespace cuimg

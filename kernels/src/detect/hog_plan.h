@@ -7,8 +7,10 @@
 #include <cstddef>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "cuimg/kernels/detect_geometry.h"
 #include "cuimg/kernels/hog_detect.h"
+#include "hog_filter.h"
 #include "hog_strip.h"
 
 namespace cuimg {
@@ -18,10 +20,13 @@ namespace cuimg {
 struct DetectChunk {
   hog::BlocksParams blocks{};
   hog::ScoresParams scores{};
-  hog::ScoresParams per_window_scores{};  // issue 5's tiling, for RunScoresPerWindow
+  hog::ScoresParams per_window_scores{};  // issue 5's tiling, for ScoresPath::kPerWindow
+  hog::FilterParams filter{};             // the filter's tiling (hog_filter.h), when Impl::filter
   int block_grid = 0;
   int score_grid = 0;
   int per_window_grid = 0;
+  int filter_grid = 0;
+  int exact_grid = 0;
 };
 
 struct DetectPlan::Impl {
@@ -29,6 +34,10 @@ struct DetectPlan::Impl {
   int channels = 1;
   int frames = 1;
   std::size_t frame_bytes = 0;  // of one frame's features, a multiple of 256
+  // Whether RunScores takes the filter and the exact pass (hog::FilterApplies); their candidate
+  // list then follows the frames' features in the workspace (candidate_bytes).
+  bool filter = false;
+  std::size_t candidate_bytes = 0;
   std::vector<DetectChunk> chunks;
   // Quads kParamFrom.. of the model's blocks for the scores kernel's parameters
   // (ScoresKernelParams::weight_quads); empty when it has more than kParamBlocks blocks.
@@ -38,6 +47,12 @@ struct DetectPlan::Impl {
 // CUDA blocks of the blocks kernel resident at once on the device current at the first call
 // (hog_detect.cu; an H100's 132 x 6 where there is no device).
 int ResidentStrips();
+
+// The filter's launches for one chunk (hog_filter.cu): its candidate count zeroed, the filter and
+// the exact pass, with the scores launch's buffers `p` (features, weights, hits) and the candidate
+// list at `candidates` (DetectPlan::Impl::candidate_bytes past the frames' features).
+absl::Status LaunchFilter(const DetectChunk& chunk, const hog::ScoresParams& p, void* candidates,
+                          cudaStream_t stream);
 
 namespace hog {
 

@@ -48,15 +48,17 @@ inline constexpr int kMaxDetectFrames = 64;
 //     cells' columns (no atomics) and write the blocks L2-Hys normalized, in quads of four
 //     features (Features()), to the workspace (hog_strip.h). The features do not depend on the
 //     strips' heights, nor on the other frames;
-//  2. scores: all levels and frames at once, a CUDA block per tile of 32 x 4 windows (the frames'
-//     windows side by side: a tile may span two frames) with a warp per model
-//     block column, each lane a column of 4 windows that share its loads of block features (the
-//     weights: warp-uniform global loads, and for models of up to 336 blocks the last 3 of each
-//     block's 9 quads from a copy in the kernel's parameters, through the constant cache); a
-//     window's score is the CPU reference's sum (per block float partial sums, added in double
-//     per block column, the columns' sums then added to the bias in order) and
-//     score >= hit_threshold (in double, as the reference decides) goes to the hit list (one
-//     atomic counter; the set of hits is deterministic, their order is not: DecodeHits sorts them).
+//  2. scores: all levels and frames at once. A window's score is the CPU reference's sum (per
+//     block float partial sums, added in double per block column, the columns' sums then added to
+//     the bias in order) and score >= hit_threshold (in double, as the reference decides) goes to
+//     the hit list (one atomic counter; the set of hits is deterministic, their order is not:
+//     DecodeHits sorts them). With win_stride 8 and a model of at most 16 block rows (the people
+//     models) a TF32 tensor-core filter first gives every window an approximate score and lists
+//     those within a proven margin of the threshold (S / 128, S the sum of the model blocks'
+//     weight norms: 0.37 for the people model), and a warp per listed window computes its exact
+//     score (hog_filter.h); otherwise a CUDA block per tile of 32 x 6 windows with a warp per
+//     model block column computes every window's exact score (hog_scores.h). Three launches and
+//     a 4-byte memset per 64 levels with the filter, two launches without it.
 // Copyable and immutable.
 //
 // Contract of Run() (RunBlocks() then RunScores(), which the benchmark times apart; RunBlocks
@@ -86,7 +88,8 @@ inline constexpr int kMaxDetectFrames = 64;
 // - Limits: frames() <= kMaxDetectFrames (64) a plan; the 64 levels a launch pair takes do not
 //   depend on the frames. Create refuses frames whose hits could pass 2^32 - 1 records or whose
 //   grids pass 2^31 - 1 CUDA blocks (inputs of hundreds of megapixels). The workspace grows with
-//   the frames: at 1080p 54 MB a frame, at 768x576 12 MB (WorkspaceBytes()).
+//   the frames: at 1080p 54 MB a frame, at 768x576 12 MB, and with the filter 16 bytes a window
+//   more for its candidate list (WorkspaceBytes()).
 class DetectPlan {
  public:
   // INVALID_ARGUMENT for an input ValidateDetectInput refuses (channels other than 1, 3, 4; not
@@ -122,11 +125,18 @@ class DetectPlan {
                          cudaStream_t stream) const;
   absl::Status RunScores(const float* weights, const void* workspace, void* hits,
                          cudaStream_t stream) const;
-  // RunScores with issue 5's kernel (one thread per window, one fused float sum of the whole
-  // descriptor: scores within 1e-4 of the reference's), for detect_bench's before/after in one
-  // run. Same contract as RunScores.
-  absl::Status RunScoresPerWindow(const float* weights, const void* workspace, void* hits,
-                                  cudaStream_t stream) const;
+  // The scores kernels: RunScores takes kDefault; the others stay for detect_bench's before/after
+  // in one run. Same contract as RunScores.
+  enum class ScoresPath {
+    // Where win_stride is 8 and the model has at most 16 block rows and 256 blocks: a TF32
+    // tensor-core filter that lists the windows within a margin of hit_threshold, then their
+    // exact scores (issue 50). Otherwise kEveryWindow.
+    kDefault,
+    kEveryWindow,  // every window's exact score (the kernel of issues 33 and 50 before the filter)
+    kPerWindow,    // issue 5's: a thread per window, one fused float sum (within 1e-4)
+  };
+  absl::Status RunScoresWith(ScoresPath path, const float* weights, const void* workspace,
+                             void* hits, cudaStream_t stream) const;
 
   // Runs the kernels' own code (hog_strip.h's and hog_scores.h's phases) on the host, thread by
   // thread and block by block, with host buffers laid out as Run()'s: the same results bit for bit,
@@ -147,8 +157,13 @@ class DetectPlan {
   };
   FeaturePlane Features(int level, int frame = 0) const;
 
-  // Kernel launches Run() makes: 2 per 64 levels (0 without windows: then Run only zeroes the
-  // count).
+  // How many windows the filter listed (ScoresPath::kDefault) in the last run on a host copy of
+  // its workspace (all WorkspaceBytes()): of its last 64 levels; 0 for a plan without the filter.
+  // For tests and benchmarks.
+  std::uint32_t FilterCandidates(const void* host_workspace) const;
+
+  // Kernel launches Run() makes: 3 per 64 levels with the filter, else 2 (0 without windows:
+  // then Run only zeroes the count).
   int LaunchCount() const;
   // Levels, windows, blocks and grid sizes, for logs and benchmarks.
   std::string Describe() const;
