@@ -190,7 +190,7 @@ absl::Status Run(const Workload& w, const HogModel& model, double bandwidth, int
   const double precision = got.empty() ? 1.0 : 1.0 * matched / got.size();
   const double recall = ref.empty() ? 1.0 : 1.0 * matched / ref.size();
   const bool ok = precision >= 0.95 && recall >= 0.95;
-  const std::size_t bytes_moved = inputs[0].size_bytes() + 2 * plan.WorkspaceBytes();
+  const std::size_t bytes_moved = inputs[0].size_bytes() + 2 * plan.FeatureBytes();
   const double floor_us = bytes_moved / bandwidth * 1e6;
   PrintJson(absl::StrFormat(
       "\"impl\":\"cuimg\",\"workload\":\"%s\",\"median_us\":%.2f,\"p10_us\":%.2f,"
@@ -383,9 +383,9 @@ absl::Status RunFrames(const Workload& w, const HogModel& model, int frames, int
   const Timing& scores = times.scores;
   CUIMG_ASSIGN_OR_RETURN(auto got,
                          FrameHits(plan, in, weights, d_ws.data(), d_hits.data(), stream));
-  std::vector<float> features(plan.WorkspaceBytes() / sizeof(float));
+  std::vector<float> features(plan.FeatureBytes() / sizeof(float));  // not the candidate list
   CUIMG_CUDA_RETURN_IF_ERROR(
-      cudaMemcpy(features.data(), d_ws.data(), plan.WorkspaceBytes(), cudaMemcpyDeviceToHost),
+      cudaMemcpy(features.data(), d_ws.data(), plan.FeatureBytes(), cudaMemcpyDeviceToHost),
       "features");
   std::size_t raw_hits = 0;
   for (const auto& frame_hits : got) raw_hits += frame_hits.size();

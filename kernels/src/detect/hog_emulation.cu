@@ -140,34 +140,33 @@ void MmaOnHost(const std::uint32_t (&a)[32][4], const std::uint32_t (&b)[32][2],
   }
 }
 
-// The filter kernel's warp for model block column sx of tile (job, tile) on the host, lane by
-// lane with HogFilterKernel's functions: its finished column sums into parts[r][column].
-void EmulateFilterWarp(const ScoresParams& p, const ScoreJob& job, const TilePos& tile, int sx,
-                       float (&parts)[hog::kFilterRows][hog::kFilterColumns]) {
+// The filter kernel's warp for model block column sx = sx0 + warp of a tile on the host, lane by
+// lane with HogFilterKernel's functions: block rows staged as the kernel stages them (bx0 =
+// wx0 + sx0, FilterStageSource), its finished column sums into parts[r][column].
+void EmulateFilterWarp(const ScoresParams& p, const ScoreJob& job, const hog::FilterTile& tile,
+                       int sx0, int warp, float (&parts)[hog::kFilterRows][hog::kFilterColumns]) {
+  const int wx0 = tile.x * hog::kFilterColumns;
   const int wy0 = tile.y * hog::kFilterRows;
   const int ny = p.model_blocks_y;
+  const int blocks_x = job.windows_x + p.model_blocks_x - 1;
   const int rows = std::min(hog::kFilterRows, job.windows_y - wy0);
+  const float* level = hog::LevelFeatures(p, job, tile.frame);
   const hog::FilterDone done = hog::FilterDoneOf(ny);
   static std::uint32_t b[32][2][hog::kFilterSlots];
-  static const float* column[32][2][2];
   static float acc[32][2][2][2][2];  // [lane][m][h][n8 tile][c0 or c1]
+  static float4 stage[hog::kFilterStageQuads];
   for (int lane = 0; lane < 32; ++lane) {
     for (int t = 0; t < 2; ++t) {
       float w[hog::kFilterSlots];
-      hog::FilterWeights(p.weights, ny, sx, t, lane, w);
+      hog::FilterWeights(p.weights, ny, sx0 + warp, t, lane, w);
       for (int i = 0; i < hog::kFilterSlots; ++i) b[lane][t][i] = hog::Tf32Rounded(w[i]);
-    }
-    for (int m = 0; m < 2; ++m) {
-      for (int h = 0; h < 2; ++h) {
-        const LaneWindow w =
-            hog::LaneWindowOf(p, job, tile.x * kScoreLanes + 16 * m + 8 * h + (lane >> 2));
-        column[lane][m][h] =
-            hog::LevelFeatures(p, job, w.frame) + hog::FeatureIndex(job.pitch, w.wx + sx, 0, 0);
-      }
     }
   }
   std::memset(acc, 0, sizeof(acc));
   for (int y = wy0; y < wy0 + rows + ny - 1; ++y) {
+    for (int i = 0; i < hog::kFilterStageQuads; ++i) {
+      stage[i] = *hog::FilterStageSource(level, job, blocks_x, wx0 + sx0, y, i);
+    }
     float from[32][2][2][2];  // each lane's shuffle of its source lane's c1, per m, h, tile
     for (int lane = 0; lane < 32; ++lane) {
       const int src = hog::FilterShiftSource(lane);
@@ -187,8 +186,9 @@ void EmulateFilterWarp(const ScoresParams& p, const ScoreJob& job, const TilePos
     for (int m = 0; m < 2; ++m) {
       float a[32][2][hog::kFilterSlots];
       for (int lane = 0; lane < 32; ++lane) {
-        hog::FilterRow(column[lane][m][0], job.pitch, y, lane, a[lane][0]);
-        hog::FilterRow(column[lane][m][1], job.pitch, y, lane, a[lane][1]);
+        const float4* row = stage + warp + (lane >> 2) + 16 * m;
+        hog::FilterRow(row, lane, a[lane][0]);
+        hog::FilterRow(row + 8, lane, a[lane][1]);
       }
       for (int s = 0; s < hog::kFilterSteps; ++s) {
         std::uint32_t frag[32][4];
@@ -237,27 +237,31 @@ void EmulateFilter(const hog::FilterParams& f, int grid) {
   const ScoresParams& p = f.s;
   float parts[hog::kFilterRows][hog::kFilterColumns];
   float totals[hog::kFilterRows][hog::kFilterColumns];
+  const int warps = std::min(p.model_blocks_x, hog::kFilterMaxWarps);
   for (int block = 0; block < grid; ++block) {
     const int j = FindJobOnHost(p.first_block, p.num_jobs, block);
     const ScoreJob& job = p.jobs[j];
-    const TilePos tile = hog::TileOf(job, block - p.first_block[j]);
+    const hog::FilterTile tile = hog::FilterTileOf(job, block - p.first_block[j]);
+    const int wx0 = tile.x * hog::kFilterColumns;
     const int wy0 = tile.y * hog::kFilterRows;
     const int rows = std::min(hog::kFilterRows, job.windows_y - wy0);
     std::fill(&totals[0][0], &totals[0][0] + hog::kFilterRows * hog::kFilterColumns, p.bias);
-    for (int sx = 0; sx < p.model_blocks_x; ++sx) {
-      std::fill(&parts[0][0], &parts[0][0] + hog::kFilterRows * hog::kFilterColumns,
-                std::numeric_limits<float>::quiet_NaN());  // every window read is written
-      EmulateFilterWarp(p, job, tile, sx, parts);
-      for (int r = 0; r < rows; ++r) {
-        for (int c = 0; c < hog::kFilterColumns; ++c) totals[r][c] += parts[r][c];
+    for (int sx0 = 0; sx0 < p.model_blocks_x; sx0 += warps) {
+      const int columns = std::min(warps, p.model_blocks_x - sx0);
+      for (int warp = 0; warp < columns; ++warp) {
+        std::fill(&parts[0][0], &parts[0][0] + hog::kFilterRows * hog::kFilterColumns,
+                  std::numeric_limits<float>::quiet_NaN());  // every window read is written
+        EmulateFilterWarp(p, job, tile, sx0, warp, parts);
+        for (int r = 0; r < rows; ++r) {
+          for (int c = 0; c < hog::kFilterColumns; ++c) totals[r][c] += parts[r][c];
+        }
       }
     }
     for (int r = 0; r < rows; ++r) {
       for (int c = 0; c < hog::kFilterColumns; ++c) {
-        const LaneWindow w = hog::LaneWindowOf(p, job, tile.x * kScoreLanes + c);
-        if (!w.valid || !(totals[r][c] >= f.low)) continue;
+        if (wx0 + c >= job.windows_x || !(totals[r][c] >= f.low)) continue;
         const unsigned int slot = (*f.candidate_count)++;
-        if (slot < p.capacity) f.candidates[slot] = hog::Candidate{j, w.frame, w.wx, wy0 + r};
+        if (slot < p.capacity) f.candidates[slot] = hog::Candidate{j, tile.frame, wx0 + c, wy0 + r};
       }
     }
   }

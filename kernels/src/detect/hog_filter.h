@@ -11,8 +11,9 @@
 //     rising: hog_reference.cc ScoreWindow) and reports it when s >= threshold. So the hits and
 //     their scores are the reference arithmetic's bit for bit, as with HogScoresKernel.
 //
-// The sweep: a CUDA block takes a tile of kFilterColumns x kFilterRows windows of one level (the
-// frames side by side along x, LaneWindowOf) with a warp per model block column sx. Per block row
+// The sweep: a CUDA block takes a tile of kFilterColumns x kFilterRows windows of one level of one
+// frame with a warp per model block column sx; its threads stage the block rows in shared memory
+// kFilterStageRows ahead (cp.async), so that several rows' loads are in flight. Per block row
 // Y the warp multiplies A (16 window columns x 40 feature slots: row i holds block (wx_i + sx, Y),
 // 36 features and 4 zeros) by B (40 slots x 16 model block rows sy: W(sx, sy)) with 5 x 2
 // mma.m16n8k8 per m16 half. D[i][sy] belongs to window (wx_i, Y - sy); the accumulators are a
@@ -40,14 +41,14 @@
 
 namespace cuimg::hog {
 
-inline constexpr int kFilterColumns = 32;     // window columns a tile: two m16 halves
-inline constexpr int kFilterRows = 32;        // window rows a tile
-inline constexpr int kFilterMaxWarps = 7;     // model block columns at a time
-inline constexpr int kFilterMaxModelRows = 16;  // the two n8 tiles of B
-inline constexpr int kFilterSteps = 5;        // k8 steps over a block's 36 features
+inline constexpr int kFilterColumns = 32;              // window columns a tile: two m16 halves
+inline constexpr int kFilterRows = 32;                 // window rows a tile
+inline constexpr int kFilterMaxWarps = 7;              // model block columns at a time
+inline constexpr int kFilterMaxModelRows = 16;         // the two n8 tiles of B
+inline constexpr int kFilterSteps = 5;                 // k8 steps over a block's 36 features
 inline constexpr int kFilterSlots = 2 * kFilterSteps;  // a lane's A (or B) values a row
-inline constexpr int kExactWarps = 8;         // candidates at a time a CUDA block
-inline constexpr int kExactMaxBlocks = 256;   // model blocks the exact pass holds (dots)
+inline constexpr int kExactWarps = 8;                  // candidates at a time a CUDA block
+inline constexpr int kExactMaxBlocks = 256;            // model blocks the exact pass holds (dots)
 
 inline constexpr std::size_t kCandidatesHeader = 16;  // the count, then the records
 
@@ -100,23 +101,57 @@ CUIMG_HOG_HD bool FilterApplies(int step, int model_blocks_x, int model_blocks_y
          model_blocks_x * model_blocks_y <= kExactMaxBlocks;
 }
 
-// Lane `lane`'s A values of block row y for the window column whose block column starts at
-// `column` (its level's features + FeatureIndex(pitch, bx, 0, 0)): a[2 s] is k-slot tig of step
-// s, a[2 s + 1] slot tig + 4 (the slot order above). Two quad loads and one float.
-CUIMG_HOG_HD void FilterRow(const float* column, long long pitch, int y, int lane,
-                            float (&a)[kFilterSlots]) {
+// Block rows staged ahead in shared memory (cp.async), and a staged row's block columns: the
+// tile's 32 plus 6 for a round of 7 warps (model block columns sx0 .. sx0 + 6). A row is 9 rows
+// of 38 quads: 608 bytes apart, 96 mod 128, so each 8-lane phase of FilterRow's 16-byte loads
+// (4 quad rows x 2 columns) falls on 8 distinct 16-byte bank groups.
+inline constexpr int kFilterStageRows = 4;
+inline constexpr int kFilterStageColumns = kFilterColumns + kFilterMaxWarps - 1;
+inline constexpr int kFilterStageQuads = kFeatureQuads * kFilterStageColumns;
+
+// A filter tile: its frame and place in the level's tiles of that frame (a tile holds one
+// frame's windows, so its blocks are one level's columns side by side).
+struct FilterTile {
+  int frame;
+  int x;
+  int y;
+};
+CUIMG_HOG_HD int FilterTilesY(const ScoreJob& job) {
+  return (job.windows_y + kFilterRows - 1) / kFilterRows;
+}
+CUIMG_HOG_HD FilterTile FilterTileOf(const ScoreJob& job, int local) {
+  const int per_frame = job.tiles_x * FilterTilesY(job);
+  const int frame = local / per_frame;  // once per CUDA block
+  const int t = local - frame * per_frame;
+  const int y = t / job.tiles_x;
+  return FilterTile{frame, t - y * job.tiles_x, y};
+}
+
+// Staged quad i (< kFilterStageQuads) of block row y: quad i / 38 of block column
+// bx0 + i % 38 (the last column past the level's), from the frame's level features `level`.
+CUIMG_HOG_HD const float4* FilterStageSource(const float* level, const ScoreJob& job, int blocks_x,
+                                             int bx0, int y, int i) {
+  const int q = i / kFilterStageColumns;
+  const int bx = bx0 + (i - q * kFilterStageColumns);
+  return reinterpret_cast<const float4*>(level) +
+         (static_cast<long long>(y) * kFeatureQuads + q) * job.pitch +
+         (bx < blocks_x ? bx : blocks_x - 1);
+}
+
+// Lane `lane`'s A values of one staged block row for the window column whose block is staged
+// column `column` (a pointer into the row: its quad 0): a[2 s] is k-slot tig of step s,
+// a[2 s + 1] slot tig + 4 (the slot order above). Two quad loads and one float.
+CUIMG_HOG_HD void FilterRow(const float4* column, int lane, float (&a)[kFilterSlots]) {
   const int tig = lane & 3;
-  const float4* quads = reinterpret_cast<const float4*>(column);
-  const long long row = static_cast<long long>(y) * kFeatureQuads;
   CUIMG_HOG_UNROLL
   for (int p = 0; p < 2; ++p) {
-    const float4 f = CUIMG_HOG_LDG(quads + (row + 4 * p + tig) * pitch);
+    const float4 f = column[(4 * p + tig) * kFilterStageColumns];
     a[4 * p] = f.x;
     a[4 * p + 1] = f.y;
     a[4 * p + 2] = f.z;
     a[4 * p + 3] = f.w;
   }
-  a[8] = CUIMG_HOG_LDG(column + (row + 8) * pitch * 4 + tig);
+  a[8] = reinterpret_cast<const float*>(column + 8 * kFilterStageColumns)[tig];
   a[9] = 0.f;
 }
 
@@ -128,7 +163,8 @@ CUIMG_HOG_HD void FilterWeights(const float* weights, int model_blocks_y, int sx
   const int tig = lane & 3;
   for (int i = 0; i < kFilterSlots; ++i) b[i] = 0.f;
   if (sy >= model_blocks_y) return;
-  const float* block = weights + static_cast<long long>(sx * model_blocks_y + sy) * kHogBlockFeatures;
+  const float* block =
+      weights + static_cast<long long>(sx * model_blocks_y + sy) * kHogBlockFeatures;
   CUIMG_HOG_UNROLL
   for (int p = 0; p < 2; ++p) {
     const float4 w = CUIMG_HOG_LDG(reinterpret_cast<const float4*>(block) + 4 * p + tig);

@@ -160,10 +160,10 @@ absl::StatusOr<DetectChunk> PlanChunk(const Extent& extent, int channels, int fr
     sp.first_block[j] = static_cast<int>(score_grid);
     score_grid += std::int64_t{sj.tiles_x} * ((level.windows_y + kScoreRows - 1) / kScoreRows);
     ScoreJob& fj = fp.jobs[j];
-    fj = sj;  // 32 columns a tile, as the scores kernel's
+    fj = sj;  // a tile holds one frame's windows (FilterTileOf)
+    fj.tiles_x = (level.windows_x + hog::kFilterColumns - 1) / hog::kFilterColumns;
     fp.first_block[j] = static_cast<int>(filter_grid);
-    filter_grid +=
-        std::int64_t{fj.tiles_x} * ((level.windows_y + hog::kFilterRows - 1) / hog::kFilterRows);
+    filter_grid += std::int64_t{frames} * fj.tiles_x * hog::FilterTilesY(fj);
     wj.tiles_x = static_cast<int>((columns + kWindowScoreX - 1) / kWindowScoreX);
     wp.first_block[j] = static_cast<int>(per_window_grid);
     per_window_grid +=
@@ -260,6 +260,7 @@ int DetectPlan::frames() const { return impl_->frames; }
 std::size_t DetectPlan::WorkspaceBytes() const {
   return impl_->frames * impl_->frame_bytes + impl_->candidate_bytes;
 }
+std::size_t DetectPlan::FeatureBytes() const { return impl_->frames * impl_->frame_bytes; }
 std::size_t DetectPlan::HitsBytes() const {
   return HitsPrefixBytes(static_cast<std::size_t>(impl_->frames * impl_->geometry.windows));
 }

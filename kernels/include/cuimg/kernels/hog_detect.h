@@ -105,6 +105,9 @@ class DetectPlan {
   const DetectGeometry& geometry() const;
   int frames() const;
   std::size_t WorkspaceBytes() const;
+  // The workspace's first bytes, which hold the frames' features (Features()); the filter's
+  // candidate list follows them.
+  std::size_t FeatureBytes() const;
   std::size_t HitsBytes() const;
   // The bytes of a hits buffer holding its count and its first `hits` records: copy this much
   // back first, then the rest only when HitCount says there are more.
