@@ -143,8 +143,16 @@ void MmaOnHost(const std::uint32_t (&a)[32][4], const std::uint32_t (&b)[32][2],
 // The filter kernel's warp for model block column sx = sx0 + warp of a tile on the host, lane by
 // lane with HogFilterKernel's functions: block rows staged as the kernel stages them (bx0 =
 // wx0 + sx0, FilterStageSource), its finished column sums into parts[r][column].
+// A warp's registers and its CUDA block's staged row, on the heap (tens of KB).
+struct FilterWarpState {
+  std::uint32_t b[32][2][hog::kFilterSlots];
+  float acc[32][2][2][2][2];  // [lane][m][h][n8 tile][c0 or c1]
+  float4 stage[hog::kFilterStageQuads];
+};
+
 void EmulateFilterWarp(const ScoresParams& p, const ScoreJob& job, const hog::FilterTile& tile,
-                       int sx0, int warp, float (&parts)[hog::kFilterRows][hog::kFilterColumns]) {
+                       int sx0, int warp, FilterWarpState& state,
+                       float (&parts)[hog::kFilterRows][hog::kFilterColumns]) {
   const int wx0 = tile.x * hog::kFilterColumns;
   const int wy0 = tile.y * hog::kFilterRows;
   const int ny = p.model_blocks_y;
@@ -152,9 +160,9 @@ void EmulateFilterWarp(const ScoresParams& p, const ScoreJob& job, const hog::Fi
   const int rows = std::min(hog::kFilterRows, job.windows_y - wy0);
   const float* level = hog::LevelFeatures(p, job, tile.frame);
   const hog::FilterDone done = hog::FilterDoneOf(ny);
-  static std::uint32_t b[32][2][hog::kFilterSlots];
-  static float acc[32][2][2][2][2];  // [lane][m][h][n8 tile][c0 or c1]
-  static float4 stage[hog::kFilterStageQuads];
+  auto& b = state.b;
+  auto& acc = state.acc;
+  auto& stage = state.stage;
   for (int lane = 0; lane < 32; ++lane) {
     for (int t = 0; t < 2; ++t) {
       float w[hog::kFilterSlots];
@@ -238,6 +246,7 @@ void EmulateFilter(const hog::FilterParams& f, int grid) {
   float parts[hog::kFilterRows][hog::kFilterColumns];
   float totals[hog::kFilterRows][hog::kFilterColumns];
   const int warps = std::min(p.model_blocks_x, hog::kFilterMaxWarps);
+  auto state = std::make_unique<FilterWarpState>();
   for (int block = 0; block < grid; ++block) {
     const int j = FindJobOnHost(p.first_block, p.num_jobs, block);
     const ScoreJob& job = p.jobs[j];
@@ -251,7 +260,7 @@ void EmulateFilter(const hog::FilterParams& f, int grid) {
       for (int warp = 0; warp < columns; ++warp) {
         std::fill(&parts[0][0], &parts[0][0] + hog::kFilterRows * hog::kFilterColumns,
                   std::numeric_limits<float>::quiet_NaN());  // every window read is written
-        EmulateFilterWarp(p, job, tile, sx0, warp, parts);
+        EmulateFilterWarp(p, job, tile, sx0, warp, *state, parts);
         for (int r = 0; r < rows; ++r) {
           for (int c = 0; c < hog::kFilterColumns; ++c) totals[r][c] += parts[r][c];
         }

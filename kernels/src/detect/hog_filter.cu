@@ -1,7 +1,7 @@
 // The filter and exact scores launches (hog_filter.h has the method and the margin): a TF32
-// tensor-core sweep lists the windows near the threshold, then a warp per listed window computes
-// its exact score. Built with -fmad=false as hog_detect.cu: the exact pass is the reference's
-// arithmetic.
+// tensor-core sweep lists the windows near the threshold, then a CUDA block per listed window
+// computes its exact score. Built with -fmad=false as hog_detect.cu: the exact pass is the
+// reference's arithmetic.
 #include "hog_filter.h"
 
 #include <algorithm>
@@ -60,7 +60,9 @@ struct FilterSmem {
 // The filter (hog_filter.h): a CUDA block per tile of 32 x kFilterRows windows of one frame, a
 // warp per model block column. Lane (g, tig) holds accumulator rows g and g + 8 of each m16 half
 // m: window columns 16 m + 8 h + g of the tile.
-__global__ void __launch_bounds__(hog::kFilterMaxWarps* kScoreLanes, 2)
+// 3 CUDA blocks an SM (91 registers, 3 x 55 KB of shared memory with the largest carve-out): with
+// 2, a one-frame launch of 1080p (355 tiles) took a second, partial wave.
+__global__ void __launch_bounds__(hog::kFilterMaxWarps* kScoreLanes, 3)
     HogFilterKernel(const __grid_constant__ hog::FilterParams f) {
   const ScoresParams& p = f.s;
   extern __shared__ float4 dynamic_smem[];
@@ -180,36 +182,37 @@ __global__ void __launch_bounds__(hog::kFilterMaxWarps* kScoreLanes, 2)
   }
 }
 
-// The exact pass (hog_filter.h): a warp per candidate, the lanes its model blocks' dots, then
-// lanes sx < model_blocks_x its columns' sums and lane 0 the score, in the reference's order.
-__global__ void __launch_bounds__(hog::kExactWarps* kScoreLanes)
+// The exact pass (hog_filter.h): a CUDA block per candidate, its threads the model blocks' dots,
+// then threads sx < model_blocks_x the columns' sums and thread 0 the score, in the reference's
+// order. (A warp per candidate took 23 us for one 1080p frame's few hundred, ncu: each lane's 4
+// dots one after the other.)
+__global__ void __launch_bounds__(hog::kExactThreads)
     HogExactKernel(const __grid_constant__ hog::FilterParams f) {
   const ScoresParams& p = f.s;
-  __shared__ double dots[hog::kExactWarps][hog::kExactMaxBlocks];
-  __shared__ double columns[hog::kExactWarps][hog::kExactMaxBlocks];
-  const int lane = static_cast<int>(threadIdx.x) & 31;
-  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  __shared__ double dots[hog::kExactMaxBlocks];
+  __shared__ double columns[hog::kExactMaxBlocks];
+  const int t = static_cast<int>(threadIdx.x);
+  const int threads = static_cast<int>(blockDim.x);
   const unsigned int count = min(*f.candidate_count, p.capacity);
   const int blocks = p.model_blocks_x * p.model_blocks_y;
-  for (unsigned int c = blockIdx.x * hog::kExactWarps + warp; c < count;
-       c += gridDim.x * hog::kExactWarps) {
+  for (unsigned int c = blockIdx.x; c < count; c += gridDim.x) {
     const hog::Candidate w = f.candidates[c];
     const ScoreJob& job = p.jobs[w.job];
     const float* level = hog::LevelFeatures(p, job, w.frame);
-    for (int b = lane; b < blocks; b += kScoreLanes) {
-      dots[warp][b] = hog::ExactBlockDot(p, job, level, w.wx, w.wy, b);
+    for (int b = t; b < blocks; b += threads) {
+      dots[b] = hog::ExactBlockDot(p, job, level, w.wx, w.wy, b);
     }
-    __syncwarp();
-    for (int sx = lane; sx < p.model_blocks_x; sx += kScoreLanes) {
-      columns[warp][sx] = hog::ExactColumn(p, dots[warp], sx);
+    __syncthreads();
+    for (int sx = t; sx < p.model_blocks_x; sx += threads) {
+      columns[sx] = hog::ExactColumn(p, dots, sx);
     }
-    __syncwarp();
-    if (lane == 0) {
+    __syncthreads();
+    if (t == 0) {
       double score = p.bias;
-      for (int sx = 0; sx < p.model_blocks_x; ++sx) score += columns[warp][sx];
+      for (int sx = 0; sx < p.model_blocks_x; ++sx) score += columns[sx];
       AppendHit(p, job, w.frame, w.wx, w.wy, score);
     }
-    __syncwarp();
+    __syncthreads();  // the next candidate's dots overwrite these
   }
 }
 
@@ -234,10 +237,13 @@ absl::Status LaunchFilter(const DetectChunk& chunk, const ScoresParams& p, void*
   CUIMG_CUDA_RETURN_IF_ERROR(
       cudaFuncSetAttribute(HogFilterKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem),
       "HogFilterKernel shared memory");
+  CUIMG_CUDA_RETURN_IF_ERROR(
+      cudaFuncSetAttribute(HogFilterKernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                           cudaSharedmemCarveoutMaxShared),
+      "HogFilterKernel shared memory carve-out");
   HogFilterKernel<<<static_cast<unsigned>(chunk.filter_grid), threads, kSmem, stream>>>(f);
   CUIMG_CUDA_CHECK_LAUNCH(stream, "HogFilterKernel");
-  HogExactKernel<<<static_cast<unsigned>(chunk.exact_grid), hog::kExactWarps * kScoreLanes, 0,
-                   stream>>>(f);
+  HogExactKernel<<<static_cast<unsigned>(chunk.exact_grid), hog::kExactThreads, 0, stream>>>(f);
   CUIMG_CUDA_CHECK_LAUNCH(stream, "HogExactKernel");
   return absl::OkStatus();
 }

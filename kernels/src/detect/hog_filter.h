@@ -6,7 +6,7 @@
 //  1. filter: a TF32 tensor-core sweep gives every window an approximate score s~ and lists the
 //     windows with s~ >= threshold - margin as candidates. The margin bounds |s~ - s| (below), so
 //     every window with s >= threshold is listed;
-//  2. exact: a warp per candidate computes its score s in the reference's order (BlockDot per
+//  2. exact: a CUDA block per candidate computes its score s in the reference's order (BlockDot per
 //     block, columns summed in double from 0 with sy rising, then the bias plus the columns with sx
 //     rising: hog_reference.cc ScoreWindow) and reports it when s >= threshold. So the hits and
 //     their scores are the reference arithmetic's bit for bit, as with HogScoresKernel.
@@ -47,8 +47,8 @@ inline constexpr int kFilterMaxWarps = 7;              // model block columns at
 inline constexpr int kFilterMaxModelRows = 16;         // the two n8 tiles of B
 inline constexpr int kFilterSteps = 5;                 // k8 steps over a block's 36 features
 inline constexpr int kFilterSlots = 2 * kFilterSteps;  // a lane's A (or B) values a row
-inline constexpr int kExactWarps = 8;                  // candidates at a time a CUDA block
-inline constexpr int kExactMaxBlocks = 256;            // model blocks the exact pass holds (dots)
+inline constexpr int kExactThreads = 128;    // a CUDA block per candidate: its blocks' dots
+inline constexpr int kExactMaxBlocks = 256;  // model blocks the exact pass holds (dots)
 
 inline constexpr std::size_t kCandidatesHeader = 16;  // the count, then the records
 

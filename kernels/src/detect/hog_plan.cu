@@ -62,9 +62,9 @@ std::vector<int> StripRowsOf(const DetectGeometry& g, int frames) {
   return rows;
 }
 
-// CUDA blocks of the exact pass (hog_filter.h): enough warps for the few hundred candidates of a
-// frame at once; more candidates (a low hit_threshold) loop.
-constexpr std::int64_t kExactGrid = 1024;
+// CUDA blocks of the exact pass (hog_filter.h): one for each of the few hundred candidates of a
+// few frames at once (16 an SM fit); more candidates (a low hit_threshold) loop.
+constexpr std::int64_t kExactGrid = 2048;
 
 // The filter's lower bound for candidates (hog_filter.h): hit_threshold - S / 128, rounded down
 // to a float, S the sum of the model blocks' weight norms.
@@ -176,9 +176,8 @@ absl::StatusOr<DetectChunk> PlanChunk(const Extent& extent, int channels, int fr
   }
   bp.num_jobs = sp.num_jobs = wp.num_jobs = fp.num_jobs = static_cast<int>(end - begin);
   chunk.filter_grid = fp.first_block[fp.num_jobs] = static_cast<int>(filter_grid);
-  // The exact pass's warps loop over the candidates, however many the filter lists.
-  chunk.exact_grid = static_cast<int>(std::min<std::int64_t>(
-      kExactGrid, (std::int64_t{sp.capacity} + hog::kExactWarps - 1) / hog::kExactWarps));
+  // The exact pass's CUDA blocks loop over the candidates, however many the filter lists.
+  chunk.exact_grid = static_cast<int>(std::min<std::int64_t>(kExactGrid, sp.capacity));
   chunk.block_grid = bp.first_block[bp.num_jobs] = static_cast<int>(block_grid);
   chunk.score_grid = sp.first_block[sp.num_jobs] = static_cast<int>(score_grid);
   chunk.per_window_grid = wp.first_block[wp.num_jobs] = static_cast<int>(per_window_grid);

@@ -55,8 +55,8 @@ inline constexpr int kMaxDetectFrames = 64;
 //     DecodeHits sorts them). With win_stride 8 and a model of at most 16 block rows (the people
 //     models) a TF32 tensor-core filter first gives every window an approximate score and lists
 //     those within a proven margin of the threshold (S / 128, S the sum of the model blocks'
-//     weight norms: 0.37 for the people model), and a warp per listed window computes its exact
-//     score (hog_filter.h); otherwise a CUDA block per tile of 32 x 6 windows with a warp per
+//     weight norms: 0.37 for the people model), and a CUDA block per listed window computes its
+//     exact score (hog_filter.h); otherwise a CUDA block per tile of 32 x 6 windows with a warp per
 //     model block column computes every window's exact score (hog_scores.h). Three launches and
 //     a 4-byte memset per 64 levels with the filter, two launches without it.
 // Copyable and immutable.
