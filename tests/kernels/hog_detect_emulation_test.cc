@@ -191,6 +191,27 @@ TEST(HogDetectEmulation, FilterListsFewWindowsAndDropsNoHit) {
   }
 }
 
+// Thresholds past float's range: the filter lists every window (-1e300: all are hits) or none
+// (1e300: no hits), as the exact test decides.
+TEST(HogDetectEmulation, FilterTakesThresholdsPastFloatRange) {
+  const HogModel model = RandomModel(64, 128, 41);
+  const Image image = Synthetic(96, 160, 3, 42);
+  for (const double threshold : {-1e300, 1e300}) {
+    DetectSpec spec;
+    spec.hit_threshold = threshold;
+    absl::StatusOr<DetectPlan> plan = DetectPlan::Create(image.extent(), 3, model, spec);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    std::vector<float> workspace(plan->WorkspaceBytes() / sizeof(float));
+    std::vector<std::uint8_t> hits(plan->HitsBytes(), 0x7F);
+    ASSERT_TRUE(
+        plan->EmulateOnHost({image.bytes()}, model.weights.data(), workspace.data(), hits.data())
+            .ok());
+    const std::uint32_t want = threshold < 0 ? plan->geometry().windows : 0;
+    EXPECT_EQ(DetectPlan::HitCount(hits.data()), want) << threshold;
+    EXPECT_EQ(plan->FilterCandidates(workspace.data()), want) << threshold;
+  }
+}
+
 TEST(HogDetectEmulation, DefaultSpecOnAWiderImage) {
   const Image image = Synthetic(300, 260, 3, 99);
   ExpectEmulationMatchesReference(image, RandomModel(64, 128, 3), DetectSpec{}, "300x260x3");

@@ -80,8 +80,13 @@ float FilterLow(const HogModel& model, double threshold) {
     norms += std::sqrt(squares);
   }
   const double low = threshold - norms / 128;
+  // Thresholds past float's range (finite doubles, which the request allows) list every window
+  // or none; the conversion of such a double to float would be undefined.
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  if (low < -std::numeric_limits<float>::max()) return -kInf;
+  if (low > std::numeric_limits<float>::max()) return kInf;
   float f = static_cast<float>(low);
-  if (static_cast<double>(f) > low) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
+  if (static_cast<double>(f) > low) f = std::nextafter(f, -kInf);
   return f;
 }
 
