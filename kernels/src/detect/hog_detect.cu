@@ -267,8 +267,7 @@ absl::Status LaunchScores(const DetectPlan::Impl& plan, DetectPlan::ScoresPath p
     p.hits = reinterpret_cast<DeviceHit*>(static_cast<std::uint8_t*>(hits) + kHitsHeader);
     if (filter) {
       // The candidates lie past the frames' features (DetectPlan::Impl::filter).
-      void* end =
-          static_cast<std::uint8_t*>(const_cast<void*>(workspace)) + plan.frames * plan.frame_bytes;
+      void* end = static_cast<std::uint8_t*>(const_cast<void*>(workspace)) + plan.feature_bytes();
       CUIMG_RETURN_IF_ERROR(LaunchFilter(chunk, p, end, stream));
     } else if (per_window) {
       HogScoresPerWindowKernel<<<static_cast<unsigned>(chunk.per_window_grid), kWindowScoreThreads,

@@ -334,7 +334,7 @@ absl::Status DetectPlan::EmulateOnHost(absl::Span<const void* const> in, const f
   }
   auto* out = reinterpret_cast<DeviceHit*>(static_cast<std::uint8_t*>(hits) + kHitsHeader);
   if (plan.filter) {
-    auto* end = static_cast<std::uint8_t*>(workspace) + plan.frames * plan.frame_bytes;
+    auto* end = static_cast<std::uint8_t*>(workspace) + plan.feature_bytes();
     for (const DetectChunk& chunk : plan.chunks) {
       hog::FilterParams f = chunk.filter;
       f.s.features = static_cast<const float*>(workspace);

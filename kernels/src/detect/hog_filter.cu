@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "common/kernel_attributes.h"
 #include "cuimg/common/cuda_status.h"
 #include "cuimg/common/status_macros.h"
 #include "hog_device.h"
@@ -232,15 +233,11 @@ absl::Status LaunchFilter(const DetectChunk& chunk, const ScoresParams& p, void*
                              "zero the candidates");
   const auto threads =
       static_cast<unsigned>(std::min(p.model_blocks_x, hog::kFilterMaxWarps) * kScoreLanes);
-  // Past the 48 KB a kernel gets without asking; per call, as the device may differ.
-  constexpr int kSmem = sizeof(FilterSmem);
-  CUIMG_CUDA_RETURN_IF_ERROR(
-      cudaFuncSetAttribute(HogFilterKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem),
-      "HogFilterKernel shared memory");
-  CUIMG_CUDA_RETURN_IF_ERROR(
-      cudaFuncSetAttribute(HogFilterKernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                           cudaSharedmemCarveoutMaxShared),
-      "HogFilterKernel shared memory carve-out");
+  // Past the 48 KB a kernel gets without asking, and the largest carve-out (3 CUDA blocks an SM).
+  constexpr std::size_t kSmem = sizeof(FilterSmem);
+  CUIMG_RETURN_IF_ERROR(EnsureKernelSharedMemory(reinterpret_cast<const void*>(HogFilterKernel),
+                                                 kSmem, "HogFilterKernel",
+                                                 /*max_shared_carveout=*/true));
   HogFilterKernel<<<static_cast<unsigned>(chunk.filter_grid), threads, kSmem, stream>>>(f);
   CUIMG_CUDA_CHECK_LAUNCH(stream, "HogFilterKernel");
   HogExactKernel<<<static_cast<unsigned>(chunk.exact_grid), hog::kExactThreads, 0, stream>>>(f);

@@ -262,9 +262,9 @@ absl::StatusOr<DetectPlan> DetectPlan::Create(const Extent& extent, int channels
 const DetectGeometry& DetectPlan::geometry() const { return impl_->geometry; }
 int DetectPlan::frames() const { return impl_->frames; }
 std::size_t DetectPlan::WorkspaceBytes() const {
-  return impl_->frames * impl_->frame_bytes + impl_->candidate_bytes;
+  return impl_->feature_bytes() + impl_->candidate_bytes;
 }
-std::size_t DetectPlan::FeatureBytes() const { return impl_->frames * impl_->frame_bytes; }
+std::size_t DetectPlan::FeatureBytes() const { return impl_->feature_bytes(); }
 std::size_t DetectPlan::HitsBytes() const {
   return HitsPrefixBytes(static_cast<std::size_t>(impl_->frames * impl_->geometry.windows));
 }
@@ -284,8 +284,7 @@ int DetectPlan::LaunchCount() const {
 std::uint32_t DetectPlan::FilterCandidates(const void* host_workspace) const {
   if (!impl_->filter) return 0;
   std::uint32_t count = 0;
-  std::memcpy(&count,
-              static_cast<const std::uint8_t*>(host_workspace) + impl_->frames * impl_->frame_bytes,
+  std::memcpy(&count, static_cast<const std::uint8_t*>(host_workspace) + impl_->feature_bytes(),
               sizeof(count));
   return count;
 }

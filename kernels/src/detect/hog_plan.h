@@ -34,6 +34,8 @@ struct DetectPlan::Impl {
   int channels = 1;
   int frames = 1;
   std::size_t frame_bytes = 0;  // of one frame's features, a multiple of 256
+  // The workspace's features, every frame's; the filter's candidate list starts there.
+  std::size_t feature_bytes() const { return frames * frame_bytes; }
   // Whether RunScores takes the filter and the exact pass (hog::FilterApplies); their candidate
   // list then follows the frames' features in the workspace (candidate_bytes).
   bool filter = false;
