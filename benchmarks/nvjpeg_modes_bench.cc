@@ -3,8 +3,11 @@
 // the decoupled API, each from T host threads with their own state and stream. It settles how the
 // server should decode (issue 33: one 1080p frame in <= 0.6 ms, >= 2000 frames/s at 16 in flight).
 // Run on the GPU machine with libnvjpeg.so.13 on the loader's path:
-//   nvjpeg_modes_bench [--iterations N] FILE.jpg
+//   nvjpeg_modes_bench [--iterations N] [--batch_scan] FILE.jpg
 // Prints one line per mode: per-call latency p50/p90 and frames/s over all threads.
+// --batch_scan: only the hardware engines, with the server's flags (strict bitstream checks,
+// interpolated upsampling), at batch sizes 1-16, 21, 28, 32 and 64 from 1 and 2 threads: how the
+// engines share a batch's frames, which sets the server's --batch_max_size.
 #include <cuda_runtime_api.h>
 #include <nvjpeg.h>
 
@@ -191,16 +194,19 @@ void Measure(const char* name, int threads, int calls, int frames_per_call, cons
 
 int main(int argc, char** argv) {
   int iterations = 200;
+  bool batch_scan = false;
   std::string path;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--iterations") == 0 && i + 1 < argc) {
       iterations = std::max(1, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--batch_scan") == 0) {
+      batch_scan = true;
     } else {
       path = argv[i];
     }
   }
   if (path.empty()) {
-    std::fprintf(stderr, "usage: nvjpeg_modes_bench [--iterations N] FILE.jpg\n");
+    std::fprintf(stderr, "usage: nvjpeg_modes_bench [--iterations N] [--batch_scan] FILE.jpg\n");
     return 2;
   }
   CHECK_CUDA(cudaSetDevice(0));
@@ -210,8 +216,11 @@ int main(int argc, char** argv) {
     frame.bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   nvjpegHandle_t hw = nullptr, def = nullptr;
-  const bool have_hw = nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr,
-                                      NVJPEG_FLAGS_DEFAULT, &hw) == NVJPEG_STATUS_SUCCESS;
+  const unsigned hw_flags =
+      batch_scan ? NVJPEG_FLAGS_BITSTREAM_STRICT | NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION
+                 : NVJPEG_FLAGS_DEFAULT;
+  const bool have_hw = nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, hw_flags, &hw) ==
+                       NVJPEG_STATUS_SUCCESS;
   CHECK_NV(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, NVJPEG_FLAGS_DEFAULT, &def));
   {
     int components = 0;
@@ -224,6 +233,23 @@ int main(int argc, char** argv) {
     std::printf("%s: %dx%d, %d components, subsampling %d, %zu bytes; hardware backend %s\n",
                 path.c_str(), frame.width, frame.height, components, static_cast<int>(sub),
                 frame.bytes.size(), have_hw ? "yes" : "no");
+  }
+  if (batch_scan) {
+    if (!have_hw) {
+      std::fprintf(stderr, "no hardware backend\n");
+      return 1;
+    }
+    for (int threads : {1, 2}) {
+      for (int batch : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 21, 28, 32, 64}) {
+        // About the same number of frames per row, at least 20 calls a thread.
+        const int calls = std::max(20, iterations * 4 / (threads * batch));
+        Measure("hardware_batched_server_flags", threads, calls, batch,
+                [&] { return std::unique_ptr<Worker>(new HardwareBatched(hw, frame, batch)); });
+      }
+    }
+    nvjpegDestroy(hw);
+    nvjpegDestroy(def);
+    return 0;
   }
   for (int threads : {1, 2, 4, 8, 16}) {
     const int calls = std::max(20, iterations / threads);
