@@ -4,8 +4,9 @@
 #     load --batch) against one tile a call at 64 in flight, and transport_bench's batch rows
 #     against the echo server moving the same bytes;
 #   - 1080p JPEG DetectPedestrians at 32 in flight and one at a time, and a DetectStream of 300
-#     768x576 JPEG frames on one stream (4 and 16 frames unanswered): decode batches of 4 (the
-#     default) and decode and HOG batches of 4, against the same server with batching off;
+#     768x576 JPEG frames on one stream (4 to 16 frames unanswered): decode batches of 4 in one
+#     lane (the previous defaults) and decode and HOG batches of 7 in two lanes each (today's),
+#     against the same server with batching off;
 # then prints one table. Usage: scripts/gpu_batches.sh [BUILD_DIR (default build)], or from the
 # GPU bundle (make_bundle.sh) bash bundle/gpu_batches.sh; the vtest JPEGs from CUIMG_DATA
 # (vtest_1080p_NN.jpg and vtest_NN.jpg, as the bundle's data/ carries them). Binaries:
@@ -112,19 +113,19 @@ timeout 240 "$PYTHON" "$ROOT/benchmarks/transport_bench.py" --server "$SERVER" -
   > "$OUT/transport.jsonl" 2> "$OUT/transport.err" || echo "   transport_bench failed" >&2
 fi
 
-# Detection, each mode beside batching off (the baseline): decode batches of 4 alone (the
-# defaults: --batch_max_size 4, --detect_batch_max_size 1), and decode and HOG batches of 4. 1080p
-# at 32 in flight (8 channels) and one at a time; DetectStream with 4 and with 16 frames unanswered
-# (the server's --stream_frames_in_flight raised to 16 so that it holds them).
-rows detect && for mode in off:1:1 dec4:4:1 both4:4:4; do
-  IFS=: read -r name decode hog <<< "$mode"
-  start_server --worker_threads=16 --batch_max_size="$decode" --detect_batch_max_size="$hog" \
-    --stream_frames_in_flight=16
+# Detection, each mode beside batching off (the baseline): the previous defaults (decode batches
+# of 4 in one lane, no HOG batches) and today's (decode and HOG batches of 7, two lanes each).
+# 1080p at 32 in flight (8 channels) and one at a time; DetectStream with 4, 8, 12 and 16 frames
+# unanswered (the server's --stream_frames_in_flight raised to 16 so that it holds them).
+rows detect && for mode in off:1:1:1:1 dec4:4:1:1:1 both7x2:7:2:7:2; do
+  IFS=: read -r name decode decode_lanes hog hog_lanes <<< "$mode"
+  start_server --worker_threads=16 --batch_max_size="$decode" --batch_lanes="$decode_lanes" \
+    --detect_batch_max_size="$hog" --detect_batch_lanes="$hog_lanes" --stream_frames_in_flight=16
   load "detect1080_${name}_c32" --rpc=detect --input="$DATA/vtest_1080p_00.jpg" \
     --concurrency=32 --channels=8 --duration="$SECONDS_PER_ROW"
   load "detect1080_${name}_c1" --rpc=detect --input="$DATA/vtest_1080p_00.jpg" \
     --concurrency=1 --duration="$SECONDS_PER_ROW"
-  for depth in 4 16; do
+  for depth in 4 8 12 16; do
     load "stream768_${name}_d${depth}" --rpc=detect --detect_stream --input="$FRAMES" \
       --channels=1 --concurrency="$depth" --requests="${CUIMG_STREAM_FRAMES:-300}"
   done
@@ -176,15 +177,15 @@ if "tiles" in picked:
             read("tiles_64x64_one"), "target >= 300,000 tiles/s")
 if "detect" in picked:
     modes = (("off", "batching off (baseline)"),
-             ("dec4", "decode batches of 4 (the defaults)"),
-             ("both4", "decode and HOG batches of 4"))
+             ("dec4", "decode batches of 4, one lane (the previous defaults)"),
+             ("both7x2", "decode and HOG batches of 7, two lanes each (the defaults)"))
     for name, label in modes:
         row(f"1080p JPEG detect, 32 in flight, {label}", read(f"detect1080_{name}_c32"),
             read("detect1080_off_c32") if name != "off" else None, "target >= 3,000 frames/s")
     for name, label in modes:
         row(f"1080p JPEG detect, one at a time, {label}", read(f"detect1080_{name}_c1"), None,
             "target p50 <= 2.5 ms")
-    for depth in (4, 16):
+    for depth in (4, 8, 12, 16):
         for name, label in modes:
             row(f"768x576 JPEG DetectStream, 300 frames, one stream ({depth} unanswered), {label}",
                 read(f"stream768_{name}_d{depth}"),

@@ -1,10 +1,12 @@
 #include "server/flag_values.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <filesystem>
 #include <initializer_list>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -71,6 +73,24 @@ bool ParseLogLevel(const std::string& s, LogLevel* out) {
                       {"warning", LogLevel::kWarning},
                       {"error", LogLevel::kError}},
                      out);
+}
+
+int AutoWorkers(bool cpu_backend) {
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return cpu_backend ? 4 : std::clamp(cores, 1, 16);
+}
+
+std::string BatchingUsageError(const ServerOptions& o) {
+  const auto in = [](int v, int lo, int hi) { return v >= lo && v <= hi; };
+  if (!in(o.stream_frames_in_flight, 1, 64) || !in(o.batch_max_size, 1, 64) ||
+      !in(o.detect_batch_max_size, 1, 64)) {
+    return "--stream_frames_in_flight and --[detect_]batch_max_size must be in [1, 64]";
+  }
+  if (!in(o.batch_lanes, 1, 8) || !in(o.detect_batch_lanes, 1, 8)) {
+    return "--[detect_]batch_lanes must be in [1, 8]";
+  }
+  if (o.batch_max_delay_us < 0) return "--batch_max_delay_us must be >= 0";
+  return "";
 }
 
 std::string ModelsDir(const std::string& flag) {

@@ -27,6 +27,15 @@ bool ParseLogLevel(const std::string& s, LogLevel* out);
 // text is no fault (true, *out untouched).
 bool ParseFault(const std::string& s, FaultInjection* out);
 
+// --worker_threads=0's value for a backend: on the CUDA backend one per core, at most 16 (the
+// requests' kernels and decodes overlap); on the CPU backend 4 (each request uses every core).
+int AutoWorkers(bool cpu_backend);
+
+// What is wrong with the batching and DetectStream flags' values (--stream_frames_in_flight and
+// --[detect_]batch_max_size in [1, 64], --[detect_]batch_lanes in [1, 8], --batch_max_delay_us
+// >= 0), for the usage line; "" when nothing is.
+std::string BatchingUsageError(const ServerOptions& options);
+
 // `flag` (--models_dir) when set; else the first directory that exists of
 // <binary>/../share/cuimg/models (installed), <binary>/../models (the bundle) and the source
 // tree's models/ (a build tree's server), made canonical; "" when none does.

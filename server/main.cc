@@ -138,8 +138,10 @@ ABSL_FLAG(int, max_iterations, 1000, "Most iterations per morphology step.");
 ABSL_FLAG(int, max_pyramid_levels, 64, "Most pyramid levels.");
 ABSL_FLAG(int, max_batch_inputs, 4096, "Most entries of a batch (a request's `inputs`).");
 ABSL_FLAG(uint64_t, max_batch_bytes, uint64_t{256} << 20, "Most decoded input bytes of a batch.");
-ABSL_FLAG(int, batch_max_size, 4, "Most JPEG decodes a batch the server forms, [1, 64]; 1: none.");
-ABSL_FLAG(int, detect_batch_max_size, 1, "Most frames sharing HOG launches, [1, 64]; 1: none.");
+ABSL_FLAG(int, batch_max_size, 7, "Most JPEG decodes a batch the server forms, [1, 64]; 1: none.");
+ABSL_FLAG(int, detect_batch_max_size, 7, "Most frames sharing HOG launches, [1, 64]; 1: none.");
+ABSL_FLAG(int, batch_lanes, 2, "JPEG decode batches that may run at once per GPU, [1, 8].");
+ABSL_FLAG(int, detect_batch_lanes, 2, "HOG batches that may run at once per GPU, [1, 8].");
 ABSL_FLAG(int, batch_max_delay_us, 200,
           "Longest wait of such a batch for items on their way (0: none; a lone call: none).");
 ABSL_FLAG(int64_t, max_mesh_vertices, int64_t{1} << 24, "Most vertices per mesh.");
@@ -228,13 +230,6 @@ int HandleUsage(int argc, char** argv) {
   return -1;
 }
 
-// --worker_threads=0's value for a backend: on the CUDA backend one per core, at most 16 (the
-// requests' kernels and decodes overlap); on the CPU backend 4 (each request uses every core).
-int AutoWorkers(bool cpu_backend) {
-  const int cores = static_cast<int>(std::thread::hardware_concurrency());
-  return cpu_backend ? 4 : std::clamp(cores, 1, 16);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -293,6 +288,8 @@ int main(int argc, char** argv) {
   options.batch_max_size = absl::GetFlag(FLAGS_batch_max_size);
   options.batch_max_delay_us = absl::GetFlag(FLAGS_batch_max_delay_us);
   options.detect_batch_max_size = absl::GetFlag(FLAGS_detect_batch_max_size);
+  options.batch_lanes = absl::GetFlag(FLAGS_batch_lanes);
+  options.detect_batch_lanes = absl::GetFlag(FLAGS_detect_batch_lanes);
   if (!(options.max_request_work >= 0)) {
     std::fprintf(stderr, "usage: --max_request_work must be >= 0 (0: no cap)\n");
     return 2;
@@ -361,7 +358,7 @@ int main(int argc, char** argv) {
   // backend once --backend=auto has chosen.
   const bool auto_workers = options.worker_threads == 0;
   if (auto_workers) {
-    options.worker_threads = AutoWorkers(options.backend == cuimg::BackendKind::kCpu);
+    options.worker_threads = cuimg::AutoWorkers(options.backend == cuimg::BackendKind::kCpu);
   }
   if (options.worker_threads < 1 || options.max_inflight_requests < 1 ||
       options.max_receive_message_bytes < 1 || options.http2_lookahead_bytes < 0 ||
@@ -374,12 +371,8 @@ int main(int argc, char** argv) {
                  "resident-object, batch-input and poll limits must be >= 1\n");
     return 2;
   }
-  if (options.stream_frames_in_flight < 1 || options.stream_frames_in_flight > 64 ||
-      options.batch_max_size < 1 || options.batch_max_size > 64 || options.batch_max_delay_us < 0 ||
-      options.detect_batch_max_size < 1 || options.detect_batch_max_size > 64) {
-    std::fprintf(stderr,
-                 "usage: --stream_frames_in_flight, --[detect_]batch_max_size in [1, 64]; "
-                 "--batch_max_delay_us >= 0\n");
+  if (const std::string wrong = cuimg::BatchingUsageError(options); !wrong.empty()) {
+    std::fprintf(stderr, "usage: %s\n", wrong.c_str());
     return 2;
   }
   if (options.upload_idle_timeout_ms < 1 || options.max_uploads_per_identity < 1) {
@@ -428,7 +421,7 @@ int main(int argc, char** argv) {
                (*backend)->name(), " backend here)\"");
     return 1;
   }
-  if (auto_workers) options.worker_threads = AutoWorkers((*backend)->name() == "cpu");
+  if (auto_workers) options.worker_threads = cuimg::AutoWorkers((*backend)->name() == "cpu");
   if ((*backend)->name() == "cpu" && options.backend == cuimg::BackendKind::kAuto) {
     if (absl::GetFlag(FLAGS_require_gpu)) {
       cuimg::Log(cuimg::LogLevel::kError,
@@ -466,6 +459,9 @@ int main(int argc, char** argv) {
              " max_batch_inputs=", options.limits.max_batch_inputs,
              " max_batch_bytes=", options.limits.max_batch_bytes,
              " batch_max_delay_us=", options.batch_max_delay_us,
+             " batch_lanes=", options.batch_lanes,
+             " detect_batch_max_size=", options.detect_batch_max_size,
+             " detect_batch_lanes=", options.detect_batch_lanes,
              " max_inflight_bytes_per_device=", options.max_inflight_bytes_per_device,
              " max_request_work=", options.max_request_work,
              " max_grouped_hits=", options.max_grouped_hits, " ", (*server)->security_description(),

@@ -184,20 +184,23 @@ struct ServerOptions {
   // 2.4 s and 65584 took 49 s, so 10000 is about 0.4 s.
   std::uint64_t max_grouped_hits = 10000;
   // Batches the server forms itself of work that is cheaper together (hardware JPEG decodes and
-  // HOG launches, leader_batch.h, detect_batcher.h; 1 turns both off): at most batch_max_size items
-  // (4: a batch of 4 1080p frames decodes in 1.17 ms against 1.07 ms for one, 8 take 2.1 ms;
-  // BENCHMARKS.md, run 190); a batch whose engine is free waits up to batch_max_delay_us for items
-  // already on their way to it (never when none is, so a lone call keeps its latency). 0: never
-  // waits.
-  int batch_max_size = 4;
+  // HOG launches, leader_batch.h, detect_batcher.h; 1 turns each off): at most batch_max_size
+  // decodes a batch, batch_lanes batches at once per device. The engines decode 1080p frames in
+  // rounds of 7 (H200: a batch of 7 in 1.73 ms, 8 in 2.21 ms; two calls of 7 at once overlap to
+  // 6,603 frames/s), so 7 and 2 (BENCHMARKS.md, "the JPEG engines' rounds"). A batch with a lane
+  // free waits up to batch_max_delay_us for items already on their way to it (never when none
+  // is, so a lone call keeps its latency). 0: never waits.
+  int batch_max_size = 7;
   int batch_max_delay_us = 200;
+  int batch_lanes = 2;
   // HOG launches shared by DetectPedestrians frames that reach a device together
-  // (detect_batcher.h), up to this many frames, waiting as batch_max_delay_us says; 1: none.
-  // Off by default: on the H200 (BENCHMARKS.md, run 6) 32 1080p calls in flight gave 1,586
-  // frames/s with 4 a batch (p99 16 ms) and 1,164 with 8 (p99 118 ms), below the 1,659-1,929
-  // earlier runs measured without it: one launch pair at a time per device loses more overlap
-  // than the batch saves (the blocks kernel does not gain from batching, detect_bench).
-  int detect_batch_max_size = 1;
+  // (detect_batcher.h): up to detect_batch_max_size frames a batch, detect_batch_lanes batches at
+  // once (each with its own workspace), waiting as batch_max_delay_us says; 1: none. On the H200
+  // with the decode batches above, 7 and 2 served 3,080-3,084 1080p frames/s at 32 in flight
+  // against 2,940-3,016 without HOG batches, and DetectStream's 768x576 frames at 12 unanswered
+  // 5,776/s (p99 2.91 ms) against 5,295 (p99 3.55) with one lane.
+  int detect_batch_max_size = 7;
+  int detect_batch_lanes = 2;
   RequestLimits limits;
   SecurityOptions security;
   SharedMemoryOptions shared_memory;

@@ -79,8 +79,8 @@ inline unsigned SchedulingFlag(CudaSync sync) {
 class DeviceContext {
  public:
   // With `nvjpeg` (may be null) the device gets its nvJPEG handle, its hardware decodes batched
-  // as options.batch_max_size and batch_max_delay_us say, waiting for decodes announced to
-  // `arrivals` (may be null; must outlive the device).
+  // as options.batch_max_size, batch_lanes and batch_max_delay_us say, waiting for decodes
+  // announced to `arrivals` (may be null; must outlive the device).
   static absl::StatusOr<std::unique_ptr<DeviceContext>> Create(
       const DeviceInfo& info, int id, const ServerOptions& options,
       std::shared_ptr<const NvjpegLibrary> nvjpeg, const BatchArrivals* arrivals = nullptr) {
@@ -90,16 +90,18 @@ class DeviceContext {
                                "cudaSetDeviceFlags");
     if (nvjpeg != nullptr) {
       CUIMG_ASSIGN_OR_RETURN(
-          ctx->jpeg_, NvjpegDevice::Create(
-                          std::move(nvjpeg),
-                          NvjpegDevice::Batching{
-                              options.batch_max_size,
-                              std::chrono::microseconds(options.batch_max_delay_us), arrivals}));
+          ctx->jpeg_,
+          NvjpegDevice::Create(
+              std::move(nvjpeg),
+              NvjpegDevice::Batching{options.batch_max_size,
+                                     std::chrono::microseconds(options.batch_max_delay_us),
+                                     arrivals, options.batch_lanes}));
     }
     // Frames that reach the device together share HOG launches (--detect_batch_max_size above 1).
     if (options.detect_batch_max_size > 1) {
       DetectBatcher::Options batching;
       batching.max_batch = options.detect_batch_max_size;
+      batching.lanes = options.detect_batch_lanes;
       batching.max_delay = std::chrono::microseconds(options.batch_max_delay_us);
       ctx->hog_ = std::make_unique<DetectBatcher>(batching, CudaDetectGroupRunner(&ctx->cache_));
     }

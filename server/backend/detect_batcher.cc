@@ -27,8 +27,9 @@ DetectBatcher::DetectBatcher(Options options, DetectGroupRunner run)
     : options_(options),
       run_(std::move(run)),
       batcher_(LeaderBatch<DetectItem>::Options{std::clamp(options.max_batch, 1, kMaxDetectFrames),
-                                                options.max_delay, &arrivals_},
-               [this](absl::Span<DetectItem* const> items) { Run(items); }) {
+                                                options.max_delay, &arrivals_, options.lanes},
+               // Each batch leases its own workspace from the cache: lanes share nothing.
+               [this](int, absl::Span<DetectItem* const> items) { Run(items); }) {
   options_.max_batch = std::clamp(options.max_batch, 1, kMaxDetectFrames);
 }
 

@@ -1,11 +1,12 @@
 // HOG launches over the frames of DetectPedestrians calls that reach one device together (issue
-// 50): a frame whose input is on the device waits while a batch runs, and the next batch runs
-// the waiting frames of one shape, channel count, model and spec in one DetectPlan (up to
-// --batch_max_size frames, kernels/include/cuimg/kernels/hog_detect.h: one launch pair for all
-// of them, each frame's hits bit for bit those of the frame alone); frames of other kinds in the
-// same batch run in plans of their own. A frame that finds the device's HOG launches idle runs
-// at once and alone unless other frames announced themselves (Expect) and are still on their way,
-// for which it waits up to --batch_max_delay_us: batching costs latency only under load.
+// 50): a frame whose input is on the device waits while batches run in every lane (up to
+// --detect_batch_lanes at once), and the next batch runs the waiting frames of one shape,
+// channel count, model and spec in one DetectPlan (up to --detect_batch_max_size frames,
+// kernels/include/cuimg/kernels/hog_detect.h: one launch pair for all of them, each frame's hits
+// bit for bit those of the frame alone); frames of other kinds in the same batch run in plans of
+// their own. A frame that finds a lane free runs at once and alone unless other frames announced
+// themselves (Expect) and are still on their way, for which it waits up to --batch_max_delay_us:
+// batching costs latency only under load.
 #ifndef CUIMG_SERVER_BACKEND_DETECT_BATCHER_H_
 #define CUIMG_SERVER_BACKEND_DETECT_BATCHER_H_
 
@@ -69,6 +70,10 @@ class DetectBatcher {
     // A group's frames' workspace_bytes together stay within this (a frame alone always runs):
     // a batch's memory is bounded whatever the frames' size.
     std::size_t max_workspace_bytes = std::size_t{1} << 30;
+    // Batches whose launches may run at once (on their first frames' streams), >= 1: one batch's
+    // host work (its plan, the hits' copy and decoding) overlaps another's kernels. Each has its
+    // own workspace, within max_workspace_bytes.
+    int lanes = 1;
   };
 
   // `run`: how a group runs (CudaDetectGroupRunner on a device; a fake in tests).

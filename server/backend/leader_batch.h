@@ -1,9 +1,10 @@
-// Batches the calls that arrive while a shared engine is busy: the first caller to find the
-// engine idle becomes the leader and runs the waiting items (its own among them, oldest first,
-// up to a maximum) as one batch; callers arriving meanwhile wait and are taken by the next batch.
-// An idle engine runs a lone call at once, so batching costs latency only under load. (nvJPEG's
-// hardware engines decode one call at a time per process, and a batch of 4 frames takes about as
-// long as one: BENCHMARKS.md, run 190.)
+// Batches the calls that arrive while a shared engine is busy: the first caller to find a lane of
+// the engine free becomes the leader and runs the waiting items (its own among them, oldest
+// first, up to a maximum) as one batch in that lane; callers arriving while every lane is taken
+// wait and are taken by the next batch. A free lane runs a lone call at once, so batching costs
+// latency only under load. (nvJPEG's hardware engines decode a round of 7 1080p frames in about
+// the time of one, and two calls at once overlap one's host work with the other's round:
+// BENCHMARKS.md, "the JPEG engines' rounds".)
 //
 // A leader may also wait a little for items already on their way (Triton's
 // max_queue_delay_microseconds, bounded the same way): callers announce themselves with a
@@ -82,42 +83,48 @@ class LeaderBatch {
     std::chrono::microseconds max_delay{0};
     // Where callers announce themselves (may be shared by several batchers); null: none.
     const BatchArrivals* arrivals = nullptr;
+    // Batches that may run at once, each in its own lane in [0, lanes); >= 1.
+    int lanes = 1;
   };
 
-  // `run` processes one batch (1..max_batch items, in arrival order) and records each item's
-  // outcome in the item itself; it runs on a caller's thread, one batch at a time, without the
-  // lock held.
-  LeaderBatch(Options options, std::function<void(absl::Span<Item* const>)> run)
-      : options_(options), run_(std::move(run)) {
+  // `run(lane, items)` processes one batch (1..max_batch items, in arrival order) and records each
+  // item's outcome in the item itself; it runs on a caller's thread without the lock held, at most
+  // one batch a lane at a time (so a lane's resources need no lock of their own).
+  using Run = std::function<void(int lane, absl::Span<Item* const>)>;
+
+  LeaderBatch(Options options, Run run) : options_(options), run_(std::move(run)) {
     options_.max_batch = std::max(1, options_.max_batch);
+    options_.lanes = std::max(1, options_.lanes);
+    for (int lane = options_.lanes - 1; lane >= 0; --lane) free_lanes_.push_back(lane);
   }
-  LeaderBatch(int max_batch, std::function<void(absl::Span<Item* const>)> run)
+  LeaderBatch(int max_batch, Run run)
       : LeaderBatch(Options{max_batch, std::chrono::microseconds(0), nullptr}, std::move(run)) {}
   LeaderBatch(const LeaderBatch&) = delete;
   LeaderBatch& operator=(const LeaderBatch&) = delete;
 
   // Returns once a batch holding `item` has run. `ticket` (may be null): this caller's
   // announcement, which arrives as the item is queued. `stop` (may be empty): looked at every
-  // kStopPoll while the item waits behind a running batch; once it returns true before a batch
+  // kStopPoll while the item waits behind running batches; once it returns true before a batch
   // has taken the item, the item leaves the queue unrun and Submit returns an outcome of size 0
   // (a batch already holding it runs it whatever `stop` says). Thread-safe; `item` must live
   // until Submit returns.
   BatchOutcome Submit(Item* item, BatchArrivals::Ticket* ticket = nullptr,
                       const std::function<bool()>& stop = {}) {
-    Waiter self{item, false, BatchOutcome{}};
+    Waiter self{item, false, false, BatchOutcome{}};
     std::unique_lock<std::mutex> lock(mu_);
     queue_.push_back(&self);
     if (ticket != nullptr) ticket->Arrive();
-    arrived_.notify_one();
+    arrived_.notify_all();  // leaders of several lanes may be waiting
     while (!self.done) {
-      if (busy_) {
-        if (!stop) {
+      // Taken by a batch running in another lane: wait for it, whatever `stop` says.
+      if (self.taken || free_lanes_.empty()) {
+        if (!stop || self.taken) {
           idle_.wait(lock);
           continue;
         }
         idle_.wait_for(lock, kStopPoll);
-        if (!self.done && !busy_) continue;  // free now: lead (or be taken by a leader)
-        if (!self.done && stop()) {
+        if (self.done || self.taken || !free_lanes_.empty()) continue;  // lead, or wait for it
+        if (stop()) {
           const auto it = std::find(queue_.begin(), queue_.end(), &self);
           if (it != queue_.end()) {
             queue_.erase(it);
@@ -126,16 +133,25 @@ class LeaderBatch {
         }
         continue;
       }
-      busy_ = true;
+      const int lane = free_lanes_.back();
+      free_lanes_.pop_back();
       const double waited_us = WaitForArrivals(lock);
+      if (queue_.empty()) {  // a leader in another lane took every item, this one's among them
+        free_lanes_.push_back(lane);
+        idle_.notify_all();
+        continue;
+      }
       const std::size_t n = std::min(queue_.size(), static_cast<std::size_t>(options_.max_batch));
       std::vector<Waiter*> batch(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
       queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
       std::vector<Item*> items;
       items.reserve(n);
-      for (Waiter* w : batch) items.push_back(w->item);
+      for (Waiter* w : batch) {
+        w->taken = true;
+        items.push_back(w->item);
+      }
       lock.unlock();
-      run_(absl::MakeConstSpan(items));
+      run_(lane, absl::MakeConstSpan(items));
       lock.lock();
       for (Waiter* w : batch) {
         w->done = true;
@@ -145,7 +161,7 @@ class LeaderBatch {
       batch.front()->outcome.first = true;
       batch.front()->outcome.waited_us = waited_us;
       ++batches_;
-      busy_ = false;
+      free_lanes_.push_back(lane);
       idle_.notify_all();
     }
     return self.outcome;
@@ -170,12 +186,13 @@ class LeaderBatch {
  private:
   struct Waiter {
     Item* item;
-    bool done;
+    bool taken;            // a batch holds it
+    bool done;             // that batch has run
     BatchOutcome outcome;  // set with done
   };
 
-  // With the engine taken (busy_) and the lock held: waits while the batch is not full, an
-  // announced caller has not arrived, and max_delay has not passed. Returns the wait in µs.
+  // With a lane taken and the lock held: waits while the batch is not full, an announced caller
+  // has not arrived, and max_delay has not passed. Returns the wait in µs.
   double WaitForArrivals(std::unique_lock<std::mutex>& lock) {
     auto worth_waiting = [&] {
       return options_.arrivals != nullptr && options_.max_delay.count() > 0 &&
@@ -193,14 +210,14 @@ class LeaderBatch {
   }
 
   Options options_;
-  const std::function<void(absl::Span<Item* const>)> run_;
+  const Run run_;
   // std::mutex, not absl::Mutex: TSan sees the standard library's locks (Debian's Abseil is not
   // built for it).
   mutable std::mutex mu_;
-  std::condition_variable idle_;     // the engine is free again
+  std::condition_variable idle_;     // a lane is free again
   std::condition_variable arrived_;  // an item was queued (for a leader waiting for arrivals)
-  std::deque<Waiter*> queue_;        // guarded by mu_, as are busy_ and batches_
-  bool busy_ = false;
+  std::deque<Waiter*> queue_;        // guarded by mu_, as are free_lanes_ and batches_
+  std::vector<int> free_lanes_;      // the lanes no batch runs in
   long long batches_ = 0;
 };
 

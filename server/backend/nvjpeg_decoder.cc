@@ -100,10 +100,8 @@ NvjpegDevice::State::~State() {
 }
 
 NvjpegDevice::~NvjpegDevice() {
-  for (auto& by_format : batch_states_) {
-    for (BatchState& b : by_format) {
-      if (b.state != nullptr) lib_->JpegStateDestroy(S(b.state));
-    }
+  for (BatchState& b : batch_states_) {
+    if (b.state != nullptr) lib_->JpegStateDestroy(S(b.state));
   }
   if (handle_ != nullptr) lib_->Destroy(H(handle_));
 }
@@ -146,11 +144,14 @@ absl::StatusOr<std::unique_ptr<NvjpegDevice>> NvjpegDevice::Create(
         if (device->hardware_) {
           const NvjpegDevice* d = device.get();
           batching.max_batch = std::max(1, batching.max_batch);
-          for (auto& by_format : device->batch_states_) {
-            by_format.resize(static_cast<std::size_t>(batching.max_batch));
-          }
+          batching.lanes = std::max(1, batching.lanes);
+          device->max_batch_ = batching.max_batch;
+          device->lanes_ = batching.lanes;
+          device->batch_states_.resize(static_cast<std::size_t>(batching.lanes) * 2 *
+                                       batching.max_batch);
           device->batcher_ = std::make_unique<LeaderBatch<BatchItem>>(
-              batching, [d](absl::Span<BatchItem* const> items) { d->RunBatch(items); });
+              batching,
+              [d](int lane, absl::Span<BatchItem* const> items) { d->RunBatch(lane, items); });
           CUIMG_RETURN_IF_ERROR(device->WarmBatches());
         }
         return device;
@@ -240,44 +241,51 @@ absl::Status NvjpegDevice::WarmBatches() const {
   }
   const ImageView frame{PixelType::kU8, Extent{kWidth, kHeight, 1}, kChannels, pixels.data()};
   CUIMG_ASSIGN_OR_RETURN(const std::vector<std::uint8_t> jpeg, EncodeJpeg(frame, 90));
-  const int largest = static_cast<int>(batch_states_[0].size());
+  const int largest = max_batch_;
   CUIMG_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
   CUIMG_ASSIGN_OR_RETURN(DeviceBuffer out, DeviceBuffer::Allocate(frame.Bytes() * largest));
-  for (int count = 1; count <= largest; ++count) {
-    std::vector<BatchItem> items(
-        static_cast<std::size_t>(count),
-        BatchItem{jpeg.data(), jpeg.size(), nullptr, std::size_t{kWidth} * kChannels, false,
-                  stream.get(), absl::OkStatus()});
-    std::vector<BatchItem*> group;
-    for (int k = 0; k < count; ++k) {
-      items[k].d_out = static_cast<std::uint8_t*>(out.data()) + frame.Bytes() * k;
-      group.push_back(&items[k]);
-    }
-    DecodeGroup(group, /*gray=*/false);
-    for (const BatchItem& item : items) {
-      if (!item.status.ok()) {
-        return absl::UnavailableError(absl::StrCat("nvJPEG could not decode a warm-up batch of ",
-                                                   count, ": ", item.status.message()));
+  for (int lane = 0; lane < lanes_; ++lane) {
+    for (int count = 1; count <= largest; ++count) {
+      std::vector<BatchItem> items(
+          static_cast<std::size_t>(count),
+          BatchItem{jpeg.data(), jpeg.size(), nullptr, std::size_t{kWidth} * kChannels, false,
+                    stream.get(), absl::OkStatus()});
+      std::vector<BatchItem*> group;
+      for (int k = 0; k < count; ++k) {
+        items[k].d_out = static_cast<std::uint8_t*>(out.data()) + frame.Bytes() * k;
+        group.push_back(&items[k]);
+      }
+      DecodeGroup(lane, group, /*gray=*/false);
+      for (const BatchItem& item : items) {
+        if (!item.status.ok()) {
+          return absl::UnavailableError(absl::StrCat("nvJPEG could not decode a warm-up batch of ",
+                                                     count, ": ", item.status.message()));
+        }
       }
     }
   }
   return absl::OkStatus();
 }
 
-void NvjpegDevice::RunBatch(absl::Span<BatchItem* const> items) const {
+NvjpegDevice::BatchState& NvjpegDevice::StateFor(int lane, bool gray, int count) const {
+  return batch_states_[(static_cast<std::size_t>(lane) * 2 + (gray ? 1 : 0)) * max_batch_ +
+                       static_cast<std::size_t>(count - 1)];
+}
+
+void NvjpegDevice::RunBatch(int lane, absl::Span<BatchItem* const> items) const {
   // One call per output format, in arrival order within each.
   for (const bool gray : {false, true}) {
     std::vector<BatchItem*> group;
     for (BatchItem* item : items) {
       if (item->gray == gray) group.push_back(item);
     }
-    if (!group.empty()) DecodeGroup(group, gray);
+    if (!group.empty()) DecodeGroup(lane, group, gray);
   }
 }
 
-void NvjpegDevice::DecodeGroup(absl::Span<BatchItem* const> items, bool gray) const {
+void NvjpegDevice::DecodeGroup(int lane, absl::Span<BatchItem* const> items, bool gray) const {
   const int count = static_cast<int>(items.size());
-  BatchState& b = batch_states_[gray ? 1 : 0][static_cast<std::size_t>(count - 1)];
+  BatchState& b = StateFor(lane, gray, count);
   auto fail_all = [&](const absl::Status& status) {
     for (BatchItem* item : items) item->status = status;
   };
@@ -315,7 +323,7 @@ void NvjpegDevice::DecodeGroup(absl::Span<BatchItem* const> items, bool gray) co
   // A failed batch leaves its state to be initialized again, and does not say which frame failed.
   b.initialized = false;
   if (count == 1) return fail_all(NvjpegError(s, "decode"));
-  for (BatchItem* item : items) DecodeGroup(absl::MakeConstSpan(&item, 1), gray);
+  for (BatchItem* item : items) DecodeGroup(lane, absl::MakeConstSpan(&item, 1), gray);
 }
 
 #endif  // CUIMG_HAVE_NVJPEG

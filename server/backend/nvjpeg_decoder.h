@@ -48,7 +48,8 @@ class NvjpegDevice {
   };
 
   // How the hardware engines' decodes are batched (LeaderBatch's options): at most max_batch
-  // frames per call, a batch waiting up to max_delay for decodes announced to `arrivals`.
+  // frames per call, `lanes` calls at once, a batch waiting up to max_delay for decodes announced
+  // to `arrivals`.
   using Batching = LeaderBatch<NvjpegBatchItem>::Options;
 
   // For the current device. UNAVAILABLE when nvjpegCreateEx refuses every backend.
@@ -82,31 +83,35 @@ class NvjpegDevice {
 
  private:
   using BatchItem = NvjpegBatchItem;
-  // The batched decoder's state for `count` frames of one output format, initialized on first use
-  // and again after a failed batch.
+  // The batched decoder's state for `count` frames of one output format in one lane, initialized
+  // on first use and again after a failed batch.
   struct BatchState {
     void* state = nullptr;  // nvjpegJpegState_t
     bool initialized = false;
   };
 
   NvjpegDevice() = default;
-  void RunBatch(absl::Span<BatchItem* const> items) const;
-  // Decodes a 1920x1080 colour frame in a batch of each size the batcher forms, so that clients
-  // do not wait for nvJPEG to set up: a fresh server's first batch of 4 took ~2 s, a further
-  // size's first ~0.12 s. With this (~0.6 s at start), the first second at 32 in flight served
-  // 760-857 1080p frames, not 32 (H200). Gray batches are still set up on first use.
+  BatchState& StateFor(int lane, bool gray, int count) const;
+  void RunBatch(int lane, absl::Span<BatchItem* const> items) const;
+  // Decodes a 1920x1080 colour frame in a batch of each size the batcher forms, in each lane, so
+  // that clients do not wait for nvJPEG to set up: a fresh server's first batch of 4 took ~2 s, a
+  // further size's first ~0.12 s. With this (~0.6 s at start for one lane and 4 sizes), the first
+  // second at 32 in flight served 760-857 1080p frames, not 32 (H200). Gray batches are still set
+  // up on first use.
   absl::Status WarmBatches() const;
-  // Decodes `items` (one format, 1..kMaxHardwareBatch) in one call; on failure, one at a time, so
-  // that each item gets its own outcome.
-  void DecodeGroup(absl::Span<BatchItem* const> items, bool gray) const;
+  // Decodes `items` (one format, 1..max_batch) in one call in `lane`; on failure, one at a time,
+  // so that each item gets its own outcome.
+  void DecodeGroup(int lane, absl::Span<BatchItem* const> items, bool gray) const;
 
   std::shared_ptr<const NvjpegLibrary> lib_;
   void* handle_ = nullptr;  // nvjpegHandle_t
   bool hardware_ = false;
   std::string backend_name_;
-  // [gray][count - 1], up to the largest batch; used by one batch at a time (LeaderBatch runs
-  // them in turn).
-  mutable std::vector<BatchState> batch_states_[2];
+  int max_batch_ = 0;
+  int lanes_ = 0;
+  // StateFor's, lanes_ x 2 formats x max_batch_; a lane's are used by one batch at a time
+  // (LeaderBatch's rule).
+  mutable std::vector<BatchState> batch_states_;
   std::unique_ptr<LeaderBatch<BatchItem>> batcher_;  // with the hardware backend
 };
 

@@ -91,6 +91,18 @@ class JpegDecoderFlag(unittest.TestCase):
         self.assertEqual(result.returncode, 2)
         self.assertIn("--jpeg_decoder auto|gpu|cpu", result.stderr)
 
+    def test_batch_sizes_and_lanes_out_of_range_are_usage_errors(self):
+        for flag, wanted in (
+            ("--batch_lanes=0", "--[detect_]batch_lanes must be in [1, 8]"),
+            ("--detect_batch_lanes=9", "--[detect_]batch_lanes must be in [1, 8]"),
+            ("--batch_max_size=65", "--[detect_]batch_max_size must be in [1, 64]"),
+            ("--batch_max_delay_us=-1", "--batch_max_delay_us must be >= 0"),
+        ):
+            with self.subTest(flag=flag):
+                result = self.run_server("--backend=cpu", flag)
+                self.assertEqual(result.returncode, 2)
+                self.assertIn(wanted, result.stderr)
+
     def test_gpu_decoding_on_the_cpu_backend_stops_the_server(self):
         result = self.run_server("--backend=cpu", "--jpeg_decoder=gpu")
         self.assertEqual(result.returncode, 1)

@@ -1,7 +1,7 @@
 // DetectPedestrians on the CUDA backend with frames batched (DetectBatcher: --detect_batch_max_size
-// 8, 16 streams, 16 callers at once, frames of three kinds mixed) gives every frame exactly the
-// hits of a backend that runs one frame at a time (--detect_batch_max_size 1), and frames did share
-// launches. Skips without a GPU.
+// 8 in two lanes, 16 streams, 16 callers at once, frames of three kinds mixed) gives every frame
+// exactly the hits of a backend that runs one frame at a time (--detect_batch_max_size 1), and
+// frames did share launches. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,6 +31,7 @@ TEST(DetectBatchGpu, BatchedFramesEqualFramesAlone) {
   alone_options.detect_batch_max_size = 1;
   ServerOptions batched_options;
   batched_options.detect_batch_max_size = 8;
+  batched_options.detect_batch_lanes = 2;
   batched_options.worker_threads = 16;
   absl::StatusOr<std::unique_ptr<Backend>> alone = CreateCudaBackend(alone_options);
   ASSERT_TRUE(alone.ok()) << alone.status();

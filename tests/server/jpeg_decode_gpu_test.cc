@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 #include <turbojpeg.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -84,7 +85,8 @@ struct Gpu {
   std::unique_ptr<NvjpegDevice::State> state;
   cudaStream_t stream = nullptr;
   std::string skip;
-  Gpu() {
+  // `batching`: the server's defaults unless a test says otherwise.
+  explicit Gpu(NvjpegDevice::Batching batching = {7, std::chrono::microseconds(200), nullptr, 2}) {
     if (!testing::HasCudaDevice()) {
       skip = "no GPU";
       return;
@@ -95,7 +97,7 @@ struct Gpu {
       return;
     }
     EXPECT_EQ(cudaSetDevice(0), cudaSuccess);
-    absl::StatusOr<std::unique_ptr<NvjpegDevice>> created = NvjpegDevice::Create(*lib);
+    absl::StatusOr<std::unique_ptr<NvjpegDevice>> created = NvjpegDevice::Create(*lib, batching);
     EXPECT_TRUE(created.ok()) << created.status();
     if (!created.ok()) return;
     device = *std::move(created);
@@ -199,10 +201,10 @@ TEST(JpegGpuDecode, CorruptStreamsFailOrDecodeButNeverPoisonTheDevice) {
 }
 
 // Threads decoding at once share the hardware engine's batches (colour and gray, several sizes,
-// a truncated stream among them): each gets its own file's pixels, as decoded alone, whatever
-// becomes of the truncated one.
-TEST(JpegGpuDecode, ConcurrentDecodesEachGetTheirOwnPixels) {
-  Gpu gpu;
+// a truncated stream among them), in one lane or in two at once: each gets its own file's pixels,
+// as decoded alone, whatever becomes of the truncated one.
+void ExpectConcurrentDecodesGetTheirOwnPixels(int lanes) {
+  Gpu gpu({7, std::chrono::microseconds(200), nullptr, lanes});
   CUIMG_SKIP_WITHOUT_NVJPEG(gpu);
   struct File {
     std::vector<std::uint8_t> jpeg;
@@ -265,9 +267,17 @@ TEST(JpegGpuDecode, ConcurrentDecodesEachGetTheirOwnPixels) {
     EXPECT_EQ(wrong[t], 0) << "thread " << t;
   }
   // Whether nvJPEG refuses the truncated stream or decodes what it has, the others are unharmed.
-  std::printf("truncated stream among concurrent decodes: decoded %d of %d times\n", corrupt_ok[0],
-              (kRounds + 4) / 5);
+  std::printf("truncated stream among concurrent decodes (%d lanes): decoded %d of %d times\n",
+              lanes, corrupt_ok[0], (kRounds + 4) / 5);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+TEST(JpegGpuDecode, ConcurrentDecodesEachGetTheirOwnPixels) {
+  ExpectConcurrentDecodesGetTheirOwnPixels(1);
+}
+
+TEST(JpegGpuDecode, ConcurrentDecodesInTwoLanesEachGetTheirOwnPixels) {
+  ExpectConcurrentDecodesGetTheirOwnPixels(2);
 }
 
 TEST(JpegGpuDecode, AShapeThatNvjpegReadsDifferentlyIsRefusedBeforeWriting) {

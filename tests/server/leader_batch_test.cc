@@ -2,7 +2,8 @@
 // gathered into the next batches (never more than the maximum, oldest first); every call returns
 // after its own item ran, exactly once. With a delay, a leader waits for callers announced on
 // their way (BatchArrivals) and for them only: never when nobody is announced, and no longer than
-// the delay for one that went elsewhere. Each batch is reported by exactly one of its items.
+// the delay for one that went elsewhere. Each batch is reported by exactly one of its items. With
+// lanes, batches run at once, each lane one batch at a time, and every call still runs once.
 #include "server/backend/leader_batch.h"
 
 #include <atomic>
@@ -23,7 +24,7 @@ struct Item {
 
 TEST(LeaderBatch, ALoneCallRunsAtOnceAlone) {
   std::vector<int> sizes;
-  LeaderBatch<Item> batcher(4, [&](absl::Span<Item* const> items) {
+  LeaderBatch<Item> batcher(4, [&](int, absl::Span<Item* const> items) {
     sizes.push_back(static_cast<int>(items.size()));
     for (Item* i : items) ++i->runs;
   });
@@ -42,7 +43,7 @@ TEST(LeaderBatch, CallsArrivingDuringABatchShareTheNextOnesUpToTheMaximum) {
   std::atomic<int> started{0};
   std::vector<int> sizes;  // written by one batch at a time
   std::vector<int> order;
-  LeaderBatch<Item> batcher(kMax, [&](absl::Span<Item* const> items) {
+  LeaderBatch<Item> batcher(kMax, [&](int, absl::Span<Item* const> items) {
     started.fetch_add(1);
     // The first batch holds the engine until every other caller is queued.
     while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -81,7 +82,7 @@ TEST(LeaderBatch, ManyThreadsEachRunOnceAndBatchesStayWithinTheMaximum) {
   std::atomic<int> over{0};
   std::atomic<int> running{0};
   std::atomic<int> overlapped{0};
-  LeaderBatch<Item> batcher(kMax, [&](absl::Span<Item* const> items) {
+  LeaderBatch<Item> batcher(kMax, [&](int, absl::Span<Item* const> items) {
     if (running.fetch_add(1) != 0) overlapped.fetch_add(1);
     if (items.size() > kMax || items.empty()) over.fetch_add(1);
     for (Item* i : items) ++i->runs;
@@ -110,7 +111,7 @@ TEST(LeaderBatch, ALeaderWaitsForACallerAnnouncedOnItsWay) {
   BatchArrivals arrivals;
   std::vector<int> sizes;
   LeaderBatch<Item> batcher({4, std::chrono::seconds(30), &arrivals},
-                            [&](absl::Span<Item* const> items) {
+                            [&](int, absl::Span<Item* const> items) {
                               sizes.push_back(static_cast<int>(items.size()));
                               for (Item* i : items) ++i->runs;
                             });
@@ -138,7 +139,7 @@ TEST(LeaderBatch, ALeaderWaitsForACallerAnnouncedOnItsWay) {
 TEST(LeaderBatch, ALoneCallWithNobodyAnnouncedNeverWaits) {
   BatchArrivals arrivals;
   LeaderBatch<Item> batcher({4, std::chrono::hours(1), &arrivals},
-                            [](absl::Span<Item* const> items) {
+                            [](int, absl::Span<Item* const> items) {
                               for (Item* i : items) ++i->runs;
                             });
   Item a{1};
@@ -154,7 +155,7 @@ TEST(LeaderBatch, ALoneCallWithNobodyAnnouncedNeverWaits) {
 TEST(LeaderBatch, ACallerThatGoesElsewhereHoldsABatchNoLongerThanTheDelay) {
   BatchArrivals arrivals;
   LeaderBatch<Item> batcher({4, std::chrono::milliseconds(30), &arrivals},
-                            [](absl::Span<Item* const> items) {
+                            [](int, absl::Span<Item* const> items) {
                               for (Item* i : items) ++i->runs;
                             });
   Item a{1};
@@ -173,7 +174,7 @@ TEST(LeaderBatch, EveryBatchIsReportedByExactlyOneOfItsItems) {
   BatchArrivals arrivals;
   std::atomic<int> batches{0};
   LeaderBatch<Item> batcher({kMax, std::chrono::microseconds(500), &arrivals},
-                            [&](absl::Span<Item* const> items) {
+                            [&](int, absl::Span<Item* const> items) {
                               batches.fetch_add(1);
                               for (Item* i : items) ++i->runs;
                               std::this_thread::sleep_for(std::chrono::microseconds(100));
@@ -202,6 +203,89 @@ TEST(LeaderBatch, EveryBatchIsReportedByExactlyOneOfItsItems) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(reported.load(), batches.load());
   EXPECT_EQ(items_in_reported.load(), kThreads * kCalls);
+  EXPECT_EQ(arrivals.coming(), 0);
+}
+
+TEST(LeaderBatch, TwoLanesRunTwoBatchesAtOnce) {
+  std::atomic<int> started{0};
+  std::atomic<bool> both{false};
+  std::vector<int> lanes_seen(2, 0);
+  LeaderBatch<Item> batcher(
+      {4, std::chrono::microseconds(0), nullptr, /*lanes=*/2},
+      [&](int lane, absl::Span<Item* const> items) {
+        ++lanes_seen.at(static_cast<std::size_t>(lane));
+        started.fetch_add(1);
+        // Each batch holds its lane until the other has started (10 s at
+        // most, so that a batcher running one at a time fails, not hangs).
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (started.load() < 2 && std::chrono::steady_clock::now() < give_up) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        if (started.load() >= 2) both.store(true);
+        for (Item* i : items) ++i->runs;
+      });
+  Item a{1}, b{2};
+  std::thread first([&] { batcher.Submit(&a); });
+  while (started.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  batcher.Submit(&b);
+  first.join();
+  EXPECT_TRUE(both.load());
+  EXPECT_EQ(a.runs, 1);
+  EXPECT_EQ(b.runs, 1);
+  EXPECT_EQ(lanes_seen, (std::vector<int>{1, 1}));  // one batch in each lane
+}
+
+TEST(LeaderBatch, LanesUnderLoadRunEachCallOnceAndEachLaneOneBatchAtATime) {
+  constexpr int kMax = 3;
+  constexpr int kLanes = 3;
+  BatchArrivals arrivals;
+  std::atomic<int> in_lane[kLanes] = {};
+  std::atomic<int> running{0};
+  std::atomic<int> most_running{0};
+  std::atomic<int> bad{0};
+  std::atomic<int> batches{0};
+  LeaderBatch<Item> batcher(
+      {kMax, std::chrono::microseconds(300), &arrivals, kLanes},
+      [&](int lane, absl::Span<Item* const> items) {
+        if (lane < 0 || lane >= kLanes || items.empty() || items.size() > kMax) {
+          bad.fetch_add(1);
+          return;
+        }
+        if (in_lane[lane].fetch_add(1) != 0) bad.fetch_add(1);  // a lane runs one batch
+        const int now = running.fetch_add(1) + 1;
+        int seen = most_running.load();
+        while (now > seen && !most_running.compare_exchange_weak(seen, now)) {
+        }
+        batches.fetch_add(1);
+        for (Item* i : items) ++i->runs;
+        std::this_thread::sleep_for(std::chrono::microseconds(150));
+        running.fetch_sub(1);
+        in_lane[lane].fetch_sub(1);
+      });
+  constexpr int kThreads = 16;
+  constexpr int kCalls = 40;
+  std::atomic<int> reported{0};
+  std::vector<std::vector<Item>> items(kThreads, std::vector<Item>(kCalls));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (Item& item : items[t]) {
+        // Half the calls announce themselves first, so that leaders wait for arrivals while
+        // other lanes' leaders take the queue.
+        BatchArrivals::Ticket ticket;
+        if (t % 2 == 0) ticket = arrivals.Expect();
+        const BatchOutcome outcome = batcher.Submit(&item, t % 2 == 0 ? &ticket : nullptr);
+        if (outcome.first) reported.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& row : items) {
+    for (const Item& i : row) EXPECT_EQ(i.runs, 1);
+  }
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_LE(most_running.load(), kLanes);
+  EXPECT_EQ(reported.load(), batches.load());
   EXPECT_EQ(arrivals.coming(), 0);
 }
 
