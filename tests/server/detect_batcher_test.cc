@@ -1,7 +1,8 @@
 // DetectBatcher's rules without a GPU, through a fake group runner: frames of one plan share a
 // group (at most max_batch, their workspace bounded), frames of other plans run apart, every
 // frame gets its own hits, a bad frame fails only its own call, a lone frame runs at once and
-// alone, and a frame whose call stops while it waits leaves unrun.
+// alone, a frame whose call stops while it waits leaves unrun, and two lanes run two groups at
+// once.
 #include "server/backend/detect_batcher.h"
 
 #include <gtest/gtest.h>
@@ -188,6 +189,44 @@ TEST(DetectBatcher, AFrameWhoseCallStopsWhileItWaitsLeavesUnrun) {
   leader.join();
   std::lock_guard<std::mutex> lock(fake.mu);
   EXPECT_EQ(fake.groups, (IdGroups{{1}}));
+}
+
+// With two lanes a second frame runs while the first's group is held; a third, finding both lanes
+// taken, waits, and leaves unrun when its call stops.
+TEST(DetectBatcher, TwoLanesRunTwoGroupsAtOnceAndAThirdFrameWaits) {
+  FakeRunner fake;
+  fake.hold = true;
+  DetectBatcher::Options options{4, std::chrono::microseconds(0)};
+  options.lanes = 2;
+  DetectBatcher batcher(options, fake.Runner());
+  const HogModel m = Model();
+  DetectItem a = Frame(1, &m);
+  DetectItem b = Frame(2, &m);
+  DetectItem c = Frame(3, &m);
+  std::thread first([&] { EXPECT_TRUE(batcher.Submit(&a, nullptr, NeverCancelled()).ok()); });
+  while (fake.started.load() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::thread second([&] { EXPECT_TRUE(batcher.Submit(&b, nullptr, NeverCancelled()).ok()); });
+  // Both groups start although the first is held (10 s at most: one lane would never start it).
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (fake.started.load() < 2 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(fake.started.load(), 2);
+  CancelToken cancel;
+  absl::Status status;
+  std::thread third([&] { status = batcher.Submit(&c, nullptr, cancel); });
+  while (batcher.waiting() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  cancel.Cancel();
+  third.join();
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(c.frames, 0);
+  fake.hold = false;
+  first.join();
+  second.join();
+  EXPECT_EQ(a.frames, 1);
+  EXPECT_EQ(b.frames, 1);
+  std::lock_guard<std::mutex> lock(fake.mu);
+  EXPECT_EQ(fake.groups.size(), 2u);
 }
 
 TEST(DetectBatcher, ABatchWaitsForAnnouncedFramesUpToTheDelay) {
