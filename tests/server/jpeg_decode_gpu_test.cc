@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "server/backend/backend.h"
 #include "server/backend/nvjpeg_decoder.h"
+#include "server/server_options.h"
 #include "tests/testing/gpu_test_env.h"
 
 namespace cuimg {
@@ -80,13 +81,18 @@ std::vector<std::uint8_t> TurboDecode(const std::vector<std::uint8_t>& jpeg, int
 }
 
 // The device's decoder, or a skip reason.
+NvjpegDevice::Batching ServerBatching(int lanes = ServerOptions().batch_lanes) {
+  const ServerOptions o;
+  return {o.batch_max_size, std::chrono::microseconds(o.batch_max_delay_us), nullptr, lanes};
+}
+
 struct Gpu {
   std::unique_ptr<NvjpegDevice> device;
   std::unique_ptr<NvjpegDevice::State> state;
   cudaStream_t stream = nullptr;
   std::string skip;
   // `batching`: the server's defaults unless a test says otherwise.
-  explicit Gpu(NvjpegDevice::Batching batching = {7, std::chrono::microseconds(200), nullptr, 2}) {
+  explicit Gpu(NvjpegDevice::Batching batching = ServerBatching()) {
     if (!testing::HasCudaDevice()) {
       skip = "no GPU";
       return;
@@ -204,7 +210,7 @@ TEST(JpegGpuDecode, CorruptStreamsFailOrDecodeButNeverPoisonTheDevice) {
 // a truncated stream among them), in one lane or in two at once: each gets its own file's pixels,
 // as decoded alone, whatever becomes of the truncated one.
 void ExpectConcurrentDecodesGetTheirOwnPixels(int lanes) {
-  Gpu gpu({7, std::chrono::microseconds(200), nullptr, lanes});
+  Gpu gpu(ServerBatching(lanes));
   CUIMG_SKIP_WITHOUT_NVJPEG(gpu);
   struct File {
     std::vector<std::uint8_t> jpeg;
