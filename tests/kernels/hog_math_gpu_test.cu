@@ -4,7 +4,9 @@
 // difference of two GammaLut values (with or without gamma); VoteOf divides
 // min(|dx|, |dy|) by max(|dx|, |dy|) + eps and takes the square root of dx * dx + dy * dy (each
 // product and the sum rounded: the kernel is built with -fmad=false), so every pair of absolute
-// differences is checked. Labelled `gpu`; skips without a device.
+// differences is checked. The normalizations' ReciprocalInRange and SqrtOfNonNegative are
+// checked against __frcp_rn and __fsqrt_rn on every float of their ranges. Labelled `gpu`; skips
+// without a device.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -83,6 +85,41 @@ void ExpectFastPathsExact(bool gamma) {
   EXPECT_EQ(m.sqrt, 0u) << "e.g. sqrt " << m.first_a;
   // The operands span what the kernel sees: the smallest nonzero difference and the largest.
   EXPECT_GT(values.size(), gamma ? 30000u : 255u);
+}
+
+// Every float from bit pattern `first` to 0x7f7fffff (the largest finite one): SqrtOfNonNegative
+// against __fsqrt_rn, and ReciprocalInRange against __frcp_rn from the smallest normal float up
+// to 2^126 (its stated range).
+__global__ void CheckEveryFloat(std::uint32_t first, Mismatches* out) {
+  constexpr std::uint32_t kLastFinite = 0x7f7fffffu;
+  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  for (std::uint64_t bits =
+           first + blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
+       bits <= kLastFinite; bits += stride) {
+    const float x = __uint_as_float(static_cast<std::uint32_t>(bits));
+    if (__float_as_uint(hog::SqrtOfNonNegative(x)) != __float_as_uint(__fsqrt_rn(x))) {
+      atomicAdd(&out->sqrt, 1ull);
+      out->first_a = x;
+    }
+    if (x >= 0x1p-126f && x < 0x1p126f &&
+        __float_as_uint(hog::ReciprocalInRange(x)) != __float_as_uint(__frcp_rn(x))) {
+      atomicAdd(&out->division, 1ull);
+      out->first_b = x;
+    }
+  }
+}
+
+TEST(HogMathGpu, NormalizationSqrtAndReciprocalAreExactOnEveryFloat) {
+  CUIMG_SKIP_IF_NO_GPU();
+  absl::StatusOr<DeviceBuffer> d_out = DeviceBuffer::Allocate(sizeof(Mismatches));
+  ASSERT_TRUE(d_out.ok());
+  ASSERT_EQ(cudaMemset(d_out->data(), 0, sizeof(Mismatches)), cudaSuccess);
+  CheckEveryFloat<<<4096, 256>>>(0u, d_out->As<Mismatches>());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  Mismatches m;
+  ASSERT_EQ(cudaMemcpy(&m, d_out->data(), sizeof(m), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(m.sqrt, 0u) << "e.g. sqrt " << m.first_a;
+  EXPECT_EQ(m.division, 0u) << "e.g. 1 / " << m.first_b;
 }
 
 TEST(HogMathGpu, FastDivisionAndSqrtAreExactOnEveryGammaGradient) {

@@ -113,6 +113,33 @@ CUIMG_HOG_HD float SqrtInRange(float x) {
 #endif
 }
 
+// The normalizations' 1 / b and sqrt(x) (hog_strip.h: ClipCell, RenormScale) without the range
+// checks and slow-path branches the compiler puts around IEEE division and sqrt (~30
+// instructions a block row and thread, and the sqrt's call for the zero sums of flat or padded
+// blocks: a quarter of the warps). ReciprocalInRange is CUDA's fast path of 1 / b instruction for
+// instruction, which it takes for every normal b below 2^126: there it is 1.f / b; the blocks
+// kernel's b is a square root plus 3.6 or 1e-3. SqrtOfNonNegative is 0 for 0, SqrtInRange (the
+// fast path of sqrtf, taken from 2^-101 up) from 2^-100 up and sqrtf below: sqrtf(x) for every
+// x >= 0. hog_math_gpu_test compares both with __frcp_rn and __fsqrt_rn on every float of their
+// range.
+CUIMG_HOG_HD float ReciprocalInRange(float b) {
+#if defined(__CUDA_ARCH__)
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+  return __fmaf_rn(r, __fmaf_rn(-b, r, 1.f), r);
+#else
+  return 1.f / b;
+#endif
+}
+CUIMG_HOG_HD float SqrtOfNonNegative(float x) {
+#if defined(__CUDA_ARCH__)
+  if (x >= 0x1p-100f) return SqrtInRange(x);
+  return x == 0.f ? 0.f : sqrtf(x);
+#else
+  return sqrtf(x);
+#endif
+}
+
 // cartToPolar's atan (OpenCV's atan_f32) in radians, in [0, 2 pi]. Coefficients as OpenCV
 // computes them: a double constant rounded to float times (float)(180 / pi).
 CUIMG_HOG_HD float FastAtan2Radians(float y, float x) {

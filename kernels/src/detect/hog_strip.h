@@ -412,7 +412,8 @@ CUIMG_HOG_HD float CellHalf(int t, float (&h)[kHogBins]) {
 // L2-Hys, given the block's sums of squares (its 4 cells' sums added pairwise: (a + b) + (c + d)).
 // First: v = min(v / (|v| + 3.6), 0.2), returning the new sum of squares; then v / (|v| + 1e-3).
 CUIMG_HOG_HD float ClipCell(float (&h)[kHogBins], float block_sum_squares) {
-  const float scale = 1.f / (sqrtf(block_sum_squares) + kHogBlockFeatures * 0.1f);
+  const float scale =
+      ReciprocalInRange(SqrtOfNonNegative(block_sum_squares) + kHogBlockFeatures * 0.1f);
   float ss = 0.f;
   for (int k = 0; k < kHogBins; ++k) {
     h[k] = fminf(h[k] * scale, kHogL2HysThreshold);
@@ -421,7 +422,7 @@ CUIMG_HOG_HD float ClipCell(float (&h)[kHogBins], float block_sum_squares) {
   return ss;
 }
 CUIMG_HOG_HD float RenormScale(float block_sum_squares) {
-  return 1.f / (sqrtf(block_sum_squares) + 1e-3f);
+  return ReciprocalInRange(SqrtOfNonNegative(block_sum_squares) + 1e-3f);
 }
 
 // Phase 4, thread t: its half of its cell's 9 features (FeatureIndex) for block row p - 1 of its
@@ -434,17 +435,21 @@ CUIMG_HOG_HD void StoreCell(const BlocksParams& p, const BlockJob& job, const St
   const int bx = strip.x * kStripBlocksX + b;
   const int by = strip.y * job.strip_rows + period - 1;
   if (b >= kStripBlocksX || bx >= job.blocks_x || by >= job.blocks_y) return;
-  // Feature f of the block lies (f / 4) * pitch * 4 + f % 4 floats past its feature 0
-  // (FeatureIndex): 32-bit offsets from one 64-bit address.
-  float* block = p.features + strip.frame * p.frame_floats + job.feature_offset +
-                 FeatureIndex(job.pitch, bx, by, 0);
   const int first = cell * kHogBins + (upper ? kHalfBins : 0);
+  // Feature f lies (f / 4) * pitch * 4 + f % 4 floats past the block's feature 0 (FeatureIndex),
+  // so the thread's i-th lies i + ((first % 4 + i) / 4) * (pitch * 4 - 4) past its first: one
+  // 64-bit address, then 32-bit offsets, and no branch around a store (their address arithmetic
+  // and branches took ~95 instructions a block row and thread, now ~57: sm_90 SASS).
+  float* at = p.features + strip.frame * p.frame_floats + job.feature_offset +
+              FeatureIndex(job.pitch, bx, by, first);
+  const int skip = job.pitch * 4 - 4;
+  const int lane = first & 3;
   CUIMG_HOG_UNROLL
-  for (int i = 0; i < kHalfBins; ++i) {  // static indices into h: it stays in registers
-    const float v = upper ? (i + kHalfBins < kHogBins ? h[i + kHalfBins] : 0.f) : h[i];
-    const int f = first + i;  // the upper half has 4 bins (5..8), the lower 5
-    if (f - cell * kHogBins < kHogBins) block[(f / 4) * job.pitch * 4 + f % 4] = v * scale;
+  for (int i = 0; i < kHogBins - kHalfBins; ++i) {  // the upper half has 4 bins (5..8), the lower 5
+    at[i + ((lane + i) >> 2) * skip] = (upper ? h[i + kHalfBins] : h[i]) * scale;
   }
+  constexpr int kLast = kHalfBins - 1;  // the lower half's fifth bin
+  if (!upper) at[kLast + ((lane + kLast) >> 2) * skip] = h[kLast] * scale;
 }
 
 // Whether the blocks kernel samples the plan's `frames` inputs (p.src) from 32-bit words
