@@ -1,11 +1,13 @@
 #include "benchmarks/echo/batch_transport.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "benchmarks/echo/transport_harness.h"
 #include "cuimg/v1/imaging_service.pb.h"
@@ -98,23 +100,46 @@ void MeasureBatchTransport(const BatchTransportRun& run) {
             });
       };
     };
-    const Load echo =
-        RunLoadCallback(issue(run.echo, "/cuimg.bench.Echo/Echo", echo_requests, false),
-                        run.concurrency, run.seconds);
-    const Load cuimg =
-        RunLoadCallback(issue(run.imaging, "/cuimg.v1.Imaging/Morphology", cuimg_requests, true),
-                        run.concurrency, run.seconds);
+    const auto measure_echo = [&] {
+      return RunLoadCallback(issue(run.echo, "/cuimg.bench.Echo/Echo", echo_requests, false),
+                             run.concurrency, run.seconds);
+    };
+    const auto measure_cuimg = [&] {
+      return RunLoadCallback(
+          issue(run.imaging, "/cuimg.v1.Imaging/Morphology", cuimg_requests, true), run.concurrency,
+          run.seconds);
+    };
+    const int rounds = std::max(1, run.rounds);
+    double echo_rps = 0, cuimg_rps = 0;
+    long errors = 0;
+    Load cuimg;
+    std::string round_ratios;
+    for (int r = 0; r < rounds; ++r) {
+      Load echo;
+      if (r % 2 == 0) {
+        echo = measure_echo();
+        cuimg = measure_cuimg();
+      } else {
+        cuimg = measure_cuimg();
+        echo = measure_echo();
+      }
+      echo_rps += echo.rps / rounds;
+      cuimg_rps += cuimg.rps / rounds;
+      errors += echo.errors + cuimg.errors;
+      absl::StrAppendFormat(&round_ratios, "%s%.3f", r == 0 ? "" : ", ",
+                            echo.rps > 0 ? cuimg.rps / echo.rps : 0.0);
+    }
     Report(
         "{\"impl\": \"transport\", \"workload\": \"load_batch_dilate3x3_%dx%d_u8x%d\", "
         "\"settings\": \"%s\", \"concurrency\": %d, \"channels\": %zu, \"request_bytes\": %zu, "
-        "\"echo_rps\": %.0f, \"cuimg_rps\": %.0f, \"echo_images_per_s\": %.0f, "
-        "\"cuimg_images_per_s\": %.0f, \"ratio\": %.3f, \"cuimg_p50_ms\": %.2f, "
-        "\"cuimg_p99_ms\": %.2f, \"cuimg_queue_p50_us\": %.1f, \"cuimg_server_p50_us\": %.1f, "
-        "\"wrong_results\": %d, \"errors\": %ld}",
+        "\"rounds\": %d, \"echo_rps\": %.0f, \"cuimg_rps\": %.0f, \"echo_images_per_s\": %.0f, "
+        "\"cuimg_images_per_s\": %.0f, \"ratio\": %.3f, \"round_ratios\": [%s], "
+        "\"cuimg_p50_ms\": %.2f, \"cuimg_p99_ms\": %.2f, \"cuimg_queue_p50_us\": %.1f, "
+        "\"cuimg_server_p50_us\": %.1f, \"wrong_results\": %d, \"errors\": %ld}",
         shape.width, shape.height, shape.count, run.label.c_str(), run.concurrency, channels,
-        request_bytes, echo.rps, cuimg.rps, echo.rps * shape.count, cuimg.rps * shape.count,
-        cuimg.rps / echo.rps, cuimg.p50_ms, cuimg.p99_ms, cuimg.queue_p50_us, cuimg.server_p50_us,
-        wrong.load(), echo.errors + cuimg.errors);
+        request_bytes, rounds, echo_rps, cuimg_rps, echo_rps * shape.count, cuimg_rps * shape.count,
+        echo_rps > 0 ? cuimg_rps / echo_rps : 0.0, round_ratios.c_str(), cuimg.p50_ms, cuimg.p99_ms,
+        cuimg.queue_p50_us, cuimg.server_p50_us, wrong.load(), errors);
   }
 }
 

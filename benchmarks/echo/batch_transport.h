@@ -27,12 +27,16 @@ struct BatchTransportRun {
   std::vector<BatchShape> shapes;           // a row each
   int concurrency = 16;                     // calls in flight
   double seconds = 5;                       // per measurement, after 1 s of warm-up
+  // Measurements of each server a row, in turns (echo first in odd rounds, cuimg in even ones),
+  // so that a drift of the machine's speed during the run weighs on both alike.
+  int rounds = 1;
 };
 
 // Parses "64x64x256,256x256x64" (W x H x tiles per call); entries that do not parse are skipped.
 std::vector<BatchShape> ParseBatchShapes(const std::string& list);
 
-// Measures and prints (Report) one JSON line per shape.
+// Measures and prints (Report) one JSON line per shape: the rounds' mean calls/s of each server,
+// their ratio, each round's ratio, and cuimg's latencies and server times in its last round.
 void MeasureBatchTransport(const BatchTransportRun& run);
 
 }  // namespace cuimg::bench

@@ -69,6 +69,8 @@ ABSL_FLAG(std::string, slab_slices, "2,16", "Streamed volume slab sizes, slices.
 ABSL_FLAG(std::string, batch_shapes, "64x64x256,256x256x64",
           "Batch rows: W x H x tiles per call (u8, dilate 3x3), comma-separated; empty skips.");
 ABSL_FLAG(int, batch_concurrency, 16, "Batch calls in flight.");
+ABSL_FLAG(int, batch_rounds, 1,
+          "Measurements of each server a batch row, in turns; the row reports their mean.");
 ABSL_FLAG(int, volume_runs, 5,
           "Timed runs per volume measurement (after one warm-up); 0 skips the volume rows.");
 ABSL_FLAG(std::string, volume_streams, "4",
@@ -361,6 +363,7 @@ int main(int argc, char** argv) {
   batches.shapes = cuimg::bench::ParseBatchShapes(absl::GetFlag(FLAGS_batch_shapes));
   batches.concurrency = std::max(1, absl::GetFlag(FLAGS_batch_concurrency));
   batches.seconds = seconds;
+  batches.rounds = absl::GetFlag(FLAGS_batch_rounds);
   cuimg::bench::MeasureBatchTransport(batches);
 
   // The 157 MB volume: echo in 1 MiB chunks on one stream vs ProcessVolumeStream.
