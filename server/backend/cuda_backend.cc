@@ -117,9 +117,6 @@ class CudaBackend final : public Backend, public DeviceJpegDecoder {
     StageTimes decode_times;  // the decode's own events; the caller times the stage
     const absl::Status status = OnDevice(Pick(), &decode_times, [&](DeviceCall& c) -> absl::Status {
       const NvjpegDevice& decoder = *c.dev.jpeg();
-      if (c.jpeg_state == nullptr) {
-        CUIMG_ASSIGN_OR_RETURN(c.jpeg_state, decoder.CreateState());
-      }
       // The image outlives this call (the work call uses it), so its buffer is not a call lease.
       CUIMG_ASSIGN_OR_RETURN(DeviceBufferCache::Lease out, c.dev.cache().Acquire(shape.Bytes()));
       CUIMG_RETURN_IF_ERROR(c.timer.Mark(0, c.stream));

@@ -166,9 +166,13 @@ absl::StatusOr<std::unique_ptr<NvjpegDevice>> NvjpegDevice::Create(
 absl::StatusOr<std::unique_ptr<NvjpegDevice::State>> NvjpegDevice::CreateState() const {
   std::unique_ptr<State> state(new State());
   state->lib_ = lib_;
-  nvjpegJpegState_t jpeg_state = nullptr;
-  CUIMG_NVJPEG_RETURN_IF_ERROR(lib_->JpegStateCreate(H(handle_), &jpeg_state), "state");
-  state->state_ = jpeg_state;
+  // The hardware backend decodes in the batches' own states (StateFor), so a stream needs only
+  // its JpegStream for the header; a JpegState of the hardware handle took ~130 ms to make (H200).
+  if (!hardware_) {
+    nvjpegJpegState_t jpeg_state = nullptr;
+    CUIMG_NVJPEG_RETURN_IF_ERROR(lib_->JpegStateCreate(H(handle_), &jpeg_state), "state");
+    state->state_ = jpeg_state;
+  }
   nvjpegJpegStream_t stream = nullptr;
   CUIMG_NVJPEG_RETURN_IF_ERROR(lib_->JpegStreamCreate(H(handle_), &stream), "stream");
   state->stream_ = stream;

@@ -32,7 +32,8 @@ struct NvjpegBatchItem {
 
 class NvjpegDevice {
  public:
-  // Decode state for one stream at a time (nvJPEG's JpegState and JpegStream, owned).
+  // Decode state for one stream at a time (nvJPEG's JpegStream, and its JpegState where the
+  // backend is not the hardware one; owned).
   class State {
    public:
     ~State();
@@ -43,7 +44,7 @@ class NvjpegDevice {
     friend class NvjpegDevice;
     State() = default;
     std::shared_ptr<const NvjpegLibrary> lib_;
-    void* state_ = nullptr;   // nvjpegJpegState_t
+    void* state_ = nullptr;   // nvjpegJpegState_t (null with the hardware backend)
     void* stream_ = nullptr;  // nvjpegJpegStream_t
   };
 
