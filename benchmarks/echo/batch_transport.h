@@ -1,7 +1,8 @@
 // transport_bench's batch rows (issue 50): Morphology batches (the API's `inputs`) of u8 tiles,
 // dilated 3x3, under load, against the echo server moving the same bytes: a message the size of
 // the batch's request each way. Images/s and calls/s of both, and cuimg's latencies and server
-// times. Each batch's results are checked by size (every entry OK, each its tile's bytes).
+// times. Batch results are checked by size (every entry OK, each its tile's bytes): one reply in
+// check_every parsed, the others' lengths equal to a parsed good one's.
 #ifndef CUIMG_BENCHMARKS_ECHO_BATCH_TRANSPORT_H_
 #define CUIMG_BENCHMARKS_ECHO_BATCH_TRANSPORT_H_
 
@@ -30,6 +31,9 @@ struct BatchTransportRun {
   // Measurements of each server a row, in turns (echo first in odd rounds, cuimg in even ones),
   // so that a drift of the machine's speed during the run weighs on both alike.
   int rounds = 1;
+  // cuimg's replies parsed and checked entry by entry: one in check_every (the first always); the
+  // others are checked by length.
+  int check_every = 16;
 };
 
 // Parses "64x64x256,256x256x64" (W x H x tiles per call); entries that do not parse are skipped.

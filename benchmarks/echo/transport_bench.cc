@@ -71,6 +71,9 @@ ABSL_FLAG(std::string, batch_shapes, "64x64x256,256x256x64",
 ABSL_FLAG(int, batch_concurrency, 16, "Batch calls in flight.");
 ABSL_FLAG(int, batch_rounds, 1,
           "Measurements of each server a batch row, in turns; the row reports their mean.");
+ABSL_FLAG(int, batch_check_every, 16,
+          "Batch rows: one cuimg reply in this many parsed and checked entry by entry (1: every "
+          "one), the others checked by length.");
 ABSL_FLAG(int, volume_runs, 5,
           "Timed runs per volume measurement (after one warm-up); 0 skips the volume rows.");
 ABSL_FLAG(std::string, volume_streams, "4",
@@ -364,6 +367,7 @@ int main(int argc, char** argv) {
   batches.concurrency = std::max(1, absl::GetFlag(FLAGS_batch_concurrency));
   batches.seconds = seconds;
   batches.rounds = absl::GetFlag(FLAGS_batch_rounds);
+  batches.check_every = absl::GetFlag(FLAGS_batch_check_every);
   cuimg::bench::MeasureBatchTransport(batches);
 
   // The 157 MB volume: echo in 1 MiB chunks on one stream vs ProcessVolumeStream.
