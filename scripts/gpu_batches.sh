@@ -90,10 +90,8 @@ rows() { [[ " $ROWS " == *" $1 "* ]]; }
 SETTLE_SECONDS=${CUIMG_BATCH_SETTLE:-20}
 if [ "$SETTLE_SECONDS" != 0 ]; then
   start_server --worker_threads=16
-  echo "== settling: $SETTLE_SECONDS s of 1080p detection, not recorded" >&2
-  timeout $((SETTLE_SECONDS + 60)) "$CLIENT" --target="$TARGET" load --progress=false --warmup=0 \
-    --rpc=detect --input="$DATA/vtest_1080p_00.jpg" --concurrency=32 --channels=8 \
-    --duration="$SETTLE_SECONDS" > /dev/null 2>&1
+  load settle --warmup=0 --rpc=detect --input="$DATA/vtest_1080p_00.jpg" --concurrency=32 \
+    --channels=8 --duration="$SETTLE_SECONDS"  # settle.json: not a row
   stop_server
 fi
 
