@@ -277,50 +277,112 @@ CUIMG_HOG_HD void SamplePeriod(const std::uint8_t* src, int period, int t, Strip
   }
 }
 
+// One vote's sum for one bin of block row p or p - 1 (cell row 0; cell row 1 lies kSumPlaneStride
+// floats further), addressed on the GPU by its 32-bit shared-memory byte address: ptxas turned
+// every float index into its own address (a multiply-add and a LEA onto the shared window: ~9
+// instructions a pixel for the vote's 4 sums); explicit addresses with the planes' offsets as
+// immediates take 4. On the host (the emulation) a pointer.
+struct SumRef {
+#if defined(__CUDA_ARCH__)
+  unsigned address;
+  template <int kCellRow>
+  __device__ float Load() const {
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1+%2];"
+                 : "=f"(v)
+                 : "r"(address), "n"(kCellRow * kSumPlaneStride * 4));
+    return v;
+  }
+  template <int kCellRow>
+  __device__ void Store(float v) const {
+    asm volatile("st.shared.f32 [%0+%1], %2;" ::"r"(address), "n"(kCellRow * kSumPlaneStride * 4),
+                 "f"(v)
+                 : "memory");
+  }
+#else
+  float* at;
+  template <int kCellRow>
+  float Load() const {
+    return at[kCellRow * kSumPlaneStride];
+  }
+  template <int kCellRow>
+  void Store(float v) const {
+    at[kCellRow * kSumPlaneStride] = v;
+  }
+#endif
+};
+
+// The open sums of a thread's column at bin 0, cell row 0: block row p's and the offset to block
+// row p - 1's; BinOf moves one to a bin.
+struct SumColumn {
+#if defined(__CUDA_ARCH__)
+  unsigned cur;
+  int to_prev;  // bytes
+  CUIMG_HOG_HD SumRef Cur(int bin) const { return SumRef{cur + bin * (kSumBinStride * 4)}; }
+  CUIMG_HOG_HD SumRef Prev(int bin) const {
+    return SumRef{cur + bin * (kSumBinStride * 4) + to_prev};
+  }
+#else
+  float* cur;
+  int to_prev;  // floats
+  SumRef Cur(int bin) const { return SumRef{cur + bin * kSumBinStride}; }
+  SumRef Prev(int bin) const { return SumRef{cur + bin * kSumBinStride + to_prev}; }
+#endif
+};
+
+CUIMG_HOG_HD SumColumn SumColumnOf(StripSmem& s, int period, int t) {
+  float* const cur = s.sums + SumIndex(period, 0, 0, t);
+  const int to_prev = SumIndex(period - 1, 0, 0, 0) - SumIndex(period, 0, 0, 0);
+#if defined(__CUDA_ARCH__)
+  return SumColumn{static_cast<unsigned>(__cvta_generic_to_shared(cur)), to_prev * 4};
+#else
+  return SumColumn{cur, to_prev};
+#endif
+}
+
 // Row q of a period's votes into the open sums: row q + 8 of block row p - 1 (cell 0 covers rows
-// 0..11, cell 1 rows 4..15; `prev0`, `prev1`) when has_prev, row q of block row p (`cur0`,
-// `cur1`) when has_cur; each sum += vote * the row's weight, one fused step for each of the
-// vote's two bins (offsets `at0` and `at1` in a plane: SumIndex). The up to 6 sums are distinct
-// (the bins differ, the planes too), so every load goes out before the first store: one shared-
-// memory round trip where one sum after the other made a chain of six.
+// 0..11, cell 1 rows 4..15; `prev0`, `prev1` for the vote's two bins) when has_prev, row q of
+// block row p (`cur0`, `cur1`) when has_cur; each sum += vote * the row's weight. The up to 6
+// sums are distinct (the bins differ, the planes too), so every load goes out before the first
+// store: one shared-memory round trip where one sum after the other made a chain of six.
 CUIMG_HOG_HD void AddRowVotes(const BlocksParams& p, int q, bool has_prev, bool has_cur,
-                              float* prev0, float* prev1, float* cur0, float* cur1, int at0,
-                              int at1, const Vote& v) {
+                              const SumRef& prev0, const SumRef& prev1, const SumRef& cur0,
+                              const SumRef& cur1, const Vote& v) {
   const bool prev_cell0 = has_prev && q + kPeriodRows < kCellSupport;
   const bool cur_cell1 = has_cur && q >= kHogBlockSize - kCellSupport;
   float a0 = 0.f, a1 = 0.f, b0 = 0.f, b1 = 0.f, c0 = 0.f, c1 = 0.f, d0 = 0.f, d1 = 0.f;
   if (prev_cell0) {
-    a0 = prev0[at0];
-    a1 = prev0[at1];
+    a0 = prev0.Load<0>();
+    a1 = prev1.Load<0>();
   }
   if (has_prev) {
-    b0 = prev1[at0];
-    b1 = prev1[at1];
+    b0 = prev0.Load<1>();
+    b1 = prev1.Load<1>();
   }
   if (has_cur) {
-    c0 = cur0[at0];
-    c1 = cur0[at1];
+    c0 = cur0.Load<0>();
+    c1 = cur1.Load<0>();
   }
   if (cur_cell1) {
-    d0 = cur1[at0];
-    d1 = cur1[at1];
+    d0 = cur0.Load<1>();
+    d1 = cur1.Load<1>();
   }
   const int qp = q + kPeriodRows;  // the row in block row p - 1
   if (prev_cell0) {
-    prev0[at0] = Fma(v.w0, p.row_weight[0][qp], a0);
-    prev0[at1] = Fma(v.w1, p.row_weight[0][qp], a1);
+    prev0.Store<0>(Fma(v.w0, p.row_weight[0][qp], a0));
+    prev1.Store<0>(Fma(v.w1, p.row_weight[0][qp], a1));
   }
   if (has_prev) {
-    prev1[at0] = Fma(v.w0, p.row_weight[1][qp], b0);
-    prev1[at1] = Fma(v.w1, p.row_weight[1][qp], b1);
+    prev0.Store<1>(Fma(v.w0, p.row_weight[1][qp], b0));
+    prev1.Store<1>(Fma(v.w1, p.row_weight[1][qp], b1));
   }
   if (has_cur) {
-    cur0[at0] = Fma(v.w0, p.row_weight[0][q], c0);
-    cur0[at1] = Fma(v.w1, p.row_weight[0][q], c1);
+    cur0.Store<0>(Fma(v.w0, p.row_weight[0][q], c0));
+    cur1.Store<0>(Fma(v.w1, p.row_weight[0][q], c1));
   }
   if (cur_cell1) {
-    cur1[at0] = Fma(v.w0, p.row_weight[1][q], d0);
-    cur1[at1] = Fma(v.w1, p.row_weight[1][q], d1);
+    cur0.Store<1>(Fma(v.w0, p.row_weight[1][q], d0));
+    cur1.Store<1>(Fma(v.w1, p.row_weight[1][q], d1));
   }
 }
 
@@ -337,16 +399,13 @@ CUIMG_HOG_HD void VotePeriod(const BlocksParams& p, int rows, int period, int t,
   const int right = t + 1 < kStripThreads ? t + 1 : t;
   const bool has_prev = kMiddle || period > 0;
   const bool has_cur = kMiddle || period < rows;
-  float* prev0 = s.sums + SumIndex(period - 1, 0, 0, t);
-  float* prev1 = s.sums + SumIndex(period - 1, 1, 0, t);
-  float* cur0 = s.sums + SumIndex(period, 0, 0, t);
-  float* cur1 = s.sums + SumIndex(period, 1, 0, t);
+  const SumColumn sums = SumColumnOf(s, period, t);
   if (has_cur) {
     CUIMG_HOG_UNROLL
     for (int k = 0; k < kHogBins; ++k) {
-      const int at = SumIndex(0, 0, k, 0);
-      cur0[at] = 0.f;
-      cur1[at] = 0.f;
+      float* const cur = s.sums + SumIndex(period, 0, k, t);
+      cur[0] = 0.f;
+      cur[kSumPlaneStride] = 0.f;
     }
   }
   CUIMG_HOG_UNROLL
@@ -368,8 +427,8 @@ CUIMG_HOG_HD void VotePeriod(const BlocksParams& p, int rows, int period, int t,
       mag2 = PickChannel(cdx, cdy, th.simd, &dx, &dy);
     }
     const Vote v = VoteOfMagnitude(dx, dy, mag2);
-    AddRowVotes(p, q, has_prev, has_cur, prev0, prev1, cur0, cur1, SumIndex(0, 0, v.bin0, 0),
-                SumIndex(0, 0, v.bin1, 0), v);
+    AddRowVotes(p, q, has_prev, has_cur, sums.Prev(v.bin0), sums.Prev(v.bin1), sums.Cur(v.bin0),
+                sums.Cur(v.bin1), v);
   }
 }
 
