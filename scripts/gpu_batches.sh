@@ -86,7 +86,8 @@ rows() { [[ " $ROWS " == *" $1 "* ]]; }
 # A throwaway load first (CUIMG_BATCH_SETTLE seconds, default 20; 0 skips it). Where this script
 # ran first on a fresh machine, 1080p at 32 in flight with the defaults read 2,963 and 2,454
 # frames/s (H200, runs 22 and 28), where it followed other work 3,086 and 3,069 (runs 21 and 27),
-# with the unbatched rows within 3%: the settling is a guess at the cause, not yet measured.
+# with the unbatched rows within 3%. After GPU tests and this settling load it read 3,059-3,162
+# (runs 29-31); whether the settling or the tests before it helped is not separated.
 SETTLE_SECONDS=${CUIMG_BATCH_SETTLE:-20}
 if [ "$SETTLE_SECONDS" != 0 ]; then
   start_server --worker_threads=16

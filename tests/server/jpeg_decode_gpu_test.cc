@@ -80,12 +80,13 @@ std::vector<std::uint8_t> TurboDecode(const std::vector<std::uint8_t>& jpeg, int
   return out;
 }
 
-// The device's decoder, or a skip reason.
+// The server's default decode batching, in `lanes` lanes.
 NvjpegDevice::Batching ServerBatching(int lanes = ServerOptions().batch_lanes) {
   const ServerOptions o;
   return {o.batch_max_size, std::chrono::microseconds(o.batch_max_delay_us), nullptr, lanes};
 }
 
+// The device's decoder, or a skip reason.
 struct Gpu {
   std::unique_ptr<NvjpegDevice> device;
   std::unique_ptr<NvjpegDevice::State> state;

@@ -166,64 +166,62 @@ CUIMG_HOG_HD void SamplePeriod(const std::uint8_t* src, int period, int t, Strip
   }
 }
 
-// One vote's sum for one bin of block row p or p - 1 (cell row 0; cell row 1 lies kSumPlaneStride
-// floats further), addressed on the GPU by its 32-bit shared-memory byte address: ptxas turned
-// every float index into its own address (a multiply-add and a LEA onto the shared window: ~9
-// instructions a pixel for the vote's 4 sums); explicit addresses with the planes' offsets as
-// immediates take 4. On the host (the emulation) a pointer.
-struct SumRef {
+// Where the vote's sums lie: a 32-bit shared-memory byte address on the GPU, a pointer on the host
+// (the emulation).
 #if defined(__CUDA_ARCH__)
-  unsigned address;
+using SumAddress = unsigned;
+inline constexpr int kSumUnit = sizeof(float);  // address units a float
+#else
+using SumAddress = float*;
+inline constexpr int kSumUnit = 1;
+#endif
+
+// One vote's sum for one bin of block row p or p - 1 (cell row 0; cell row 1 lies kSumPlaneStride
+// floats further). On the GPU ptxas turned every float index into its own address (a multiply-add
+// and a LEA onto the shared window: ~9 instructions a pixel for the vote's 4 sums); explicit
+// addresses with the planes' offsets as immediates take 4.
+struct SumRef {
+  SumAddress at;
   template <int kCellRow>
-  __device__ float Load() const {
+  CUIMG_HOG_HD float Load() const {
+#if defined(__CUDA_ARCH__)
     float v;
     asm volatile("ld.shared.f32 %0, [%1+%2];"
                  : "=f"(v)
-                 : "r"(address), "n"(kCellRow * kSumPlaneStride * 4));
+                 : "r"(at), "n"(kCellRow * kSumPlaneStride * kSumUnit));
     return v;
+#else
+    return at[kCellRow * kSumPlaneStride];
+#endif
   }
   template <int kCellRow>
-  __device__ void Store(float v) const {
-    asm volatile("st.shared.f32 [%0+%1], %2;" ::"r"(address), "n"(kCellRow * kSumPlaneStride * 4),
+  CUIMG_HOG_HD void Store(float v) const {
+#if defined(__CUDA_ARCH__)
+    asm volatile("st.shared.f32 [%0+%1], %2;" ::"r"(at), "n"(kCellRow * kSumPlaneStride * kSumUnit),
                  "f"(v)
                  : "memory");
-  }
 #else
-  float* at;
-  template <int kCellRow>
-  float Load() const {
-    return at[kCellRow * kSumPlaneStride];
-  }
-  template <int kCellRow>
-  void Store(float v) const {
     at[kCellRow * kSumPlaneStride] = v;
-  }
 #endif
+  }
 };
 
-// The open sums of a thread's column at bin 0, cell row 0: block row p's and the offset to block
-// row p - 1's; BinOf moves one to a bin.
+// The open sums of a thread's column at bin 0, cell row 0: block row p's, and the offset to block
+// row p - 1's; Cur and Prev move to a bin.
 struct SumColumn {
-#if defined(__CUDA_ARCH__)
-  unsigned cur;
-  int to_prev;  // bytes
-  CUIMG_HOG_HD SumRef Cur(int bin) const { return SumRef{cur + bin * (kSumBinStride * 4)}; }
+  SumAddress cur;
+  int to_prev;  // address units
+  CUIMG_HOG_HD SumRef Cur(int bin) const { return SumRef{cur + bin * (kSumBinStride * kSumUnit)}; }
   CUIMG_HOG_HD SumRef Prev(int bin) const {
-    return SumRef{cur + bin * (kSumBinStride * 4) + to_prev};
+    return SumRef{cur + bin * (kSumBinStride * kSumUnit) + to_prev};
   }
-#else
-  float* cur;
-  int to_prev;  // floats
-  SumRef Cur(int bin) const { return SumRef{cur + bin * kSumBinStride}; }
-  SumRef Prev(int bin) const { return SumRef{cur + bin * kSumBinStride + to_prev}; }
-#endif
 };
 
 CUIMG_HOG_HD SumColumn SumColumnOf(StripSmem& s, int period, int t) {
   float* const cur = s.sums + SumIndex(period, 0, 0, t);
-  const int to_prev = SumIndex(period - 1, 0, 0, 0) - SumIndex(period, 0, 0, 0);
+  const int to_prev = SumIndex(period - 1, 0, 0, 0) - SumIndex(period, 0, 0, 0);  // floats
 #if defined(__CUDA_ARCH__)
-  return SumColumn{static_cast<unsigned>(__cvta_generic_to_shared(cur)), to_prev * 4};
+  return SumColumn{static_cast<unsigned>(__cvta_generic_to_shared(cur)), to_prev * kSumUnit};
 #else
   return SumColumn{cur, to_prev};
 #endif
